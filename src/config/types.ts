@@ -1,0 +1,122 @@
+// The effective, validated configuration. Produced only by load.ts (defaults applied, `${ENV}` interpolated,
+// deep-frozen); everything else in the gateway reads these types and never the raw YAML.
+
+export type TaskMode = 'forbidden' | 'optional' | 'required';
+
+export interface ListenConfig {
+  host: string;
+  port: number;
+  /** The MCP endpoint path (POST/GET/DELETE). */
+  path: string;
+  /** Largest accepted request body; larger ones get HTTP 413 with a JSON-RPC error. */
+  maxBodyBytes: number;
+  /**
+   * Origins accepted in the `Origin` header (exact match, or "*"). Requests without an Origin header are always
+   * accepted (non-browser clients). Empty = only same-host origins when bound to loopback, anything otherwise.
+   */
+  allowedOrigins: readonly string[];
+  /**
+   * Accepted `Host` header values (host or host:port). Empty = when bound to loopback, only loopback names
+   * (DNS-rebinding protection); otherwise no check.
+   */
+  allowedHosts: readonly string[];
+}
+
+export type StoreConfig =
+  | { type: 'memory' }
+  | { type: 'redis'; url: string; prefix: string };
+
+export interface UpstreamCommon {
+  /** The key under `upstreams:`. */
+  name: string;
+  /** Prepended to the upstream's tool and prompt names as exposed to clients. */
+  prefix: string;
+  /** Deadline for requests other than tools/call (list, read, get, complete, ...). 0 = none. */
+  requestTimeoutMs: number;
+}
+
+export interface StdioUpstreamConfig extends UpstreamCommon {
+  transport: 'stdio';
+  command: string;
+  args: readonly string[];
+  env: Readonly<Record<string, string>>;
+  cwd?: string;
+  /**
+   * `shared`: one child process multiplexed over all client sessions (ids rewritten; per-session log level and
+   * subscriptions kept by the gateway). `per-session`: one child per client session, for servers that keep
+   * per-client state or ask the client for input while several clients call them at once.
+   */
+  isolation: 'shared' | 'per-session';
+  restart: { initialDelayMs: number; maxDelayMs: number };
+}
+
+export interface HttpUpstreamConfig extends UpstreamCommon {
+  transport: 'streamable-http' | 'sse';
+  url: string;
+  headers: Readonly<Record<string, string>>;
+  /** TCP/TLS connect deadline. */
+  connectTimeoutMs: number;
+  /** Deadline for response headers. 0 = none (a long tool call must never be cut by a transport default). */
+  headersTimeoutMs: number;
+  /** Deadline between body chunks. 0 = none (SSE streams may stay idle for a long time). */
+  bodyTimeoutMs: number;
+}
+
+export type UpstreamConfig = StdioUpstreamConfig | HttpUpstreamConfig;
+
+export interface TaskPolicy {
+  mode: TaskMode;
+  /** Default task TTL granted when the client asks for none. */
+  ttlMs: number;
+  /** Largest TTL granted; a client's larger request is clamped. */
+  maxTtlMs: number;
+  pollIntervalMs: number;
+  /** Hard deadline for the upstream call of a task. 0 = none. */
+  maxRunMs: number;
+  /** For modern clients: how long to wait for the upstream before answering with a task. */
+  taskAfterMs: number;
+  /** Running tasks per tool across the gateway. 0 = unlimited. */
+  concurrency: number;
+  /** Non-terminal tasks one principal may hold. 0 = unlimited. */
+  maxTasksPerPrincipal: number;
+}
+
+export interface TaskRule extends Partial<TaskPolicy> {
+  /** Glob on the exposed tool name (`*` any run of characters, `?` one character). */
+  match: string;
+}
+
+export interface TasksConfig {
+  defaults: TaskPolicy;
+  rules: readonly TaskRule[];
+}
+
+export interface SessionsConfig {
+  /** A session unused this long is ended; its id then gets 404. */
+  idleTimeoutMs: number;
+}
+
+export interface SseConfig {
+  /** Interval of `: keep-alive` comments on open SSE streams. */
+  keepAliveMs: number;
+  /** Events kept per stream for `Last-Event-ID` replay. */
+  replayBufferSize: number;
+}
+
+export interface LogConfig {
+  level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export interface GatewayConfig {
+  /** Absolute path of the file this was loaded from (for messages). */
+  source: string;
+  listen: ListenConfig;
+  store: StoreConfig;
+  upstreams: readonly UpstreamConfig[];
+  tasks: TasksConfig;
+  sessions: SessionsConfig;
+  sse: SseConfig;
+  log: LogConfig;
+  /** Seconds allowed for graceful shutdown on SIGTERM before the process exits anyway. */
+  shutdownTimeoutMs: number;
+}
