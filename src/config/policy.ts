@@ -1,0 +1,45 @@
+import type { TaskPolicy, TaskRule, TasksConfig } from './types.js';
+
+// Compiled globs are cached per pattern: resolvePolicy runs on every tools/call and tools/list decoration.
+const globCache = new Map<string, RegExp>();
+
+/** `*` matches any run of characters (including none), `?` exactly one; everything else is literal. */
+export function globToRegExp(glob: string): RegExp {
+  let re = globCache.get(glob);
+  if (re === undefined) {
+    let source = '';
+    for (const ch of glob) {
+      if (ch === '*') source += '.*';
+      else if (ch === '?') source += '.';
+      else source += ch.replace(/[.+^${}()|[\]\\/-]/g, '\\$&');
+    }
+    re = new RegExp(`^${source}$`, 's');
+    globCache.set(glob, re);
+  }
+  return re;
+}
+
+export function globMatches(glob: string, name: string): boolean {
+  return globToRegExp(glob).test(name);
+}
+
+/** The first rule whose glob matches the exposed tool name, or undefined when only the defaults apply. */
+export function matchRule(tasks: TasksConfig, toolName: string): TaskRule | undefined {
+  return tasks.rules.find((rule) => globMatches(rule.match, toolName));
+}
+
+/** Merges a rule's fields onto the defaults; fields the rule leaves out keep the default. */
+export function mergePolicy(defaults: TaskPolicy, rule: TaskRule | undefined): TaskPolicy {
+  const policy: TaskPolicy = { ...defaults };
+  if (rule === undefined) return policy;
+  for (const key of Object.keys(defaults) as (keyof TaskPolicy)[]) {
+    const value = rule[key];
+    if (value !== undefined) (policy as unknown as Record<string, unknown>)[key] = value;
+  }
+  return policy;
+}
+
+/** Effective task policy of one exposed tool: the first matching rule wins, merged onto the defaults. */
+export function resolvePolicy(tasks: TasksConfig, toolName: string): TaskPolicy {
+  return mergePolicy(tasks.defaults, matchRule(tasks, toolName));
+}

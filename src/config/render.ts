@@ -1,0 +1,64 @@
+// The effective config as YAML for `taskgate check-config`: what the gateway will actually run with, defaults
+// filled in, secrets hidden. The first document is itself a valid config file (upstreams keyed by name again).
+import { stringify } from 'yaml';
+import { mergePolicy } from './policy.js';
+import type { GatewayConfig, UpstreamConfig } from './types.js';
+
+export const REDACTED = '[redacted]';
+const SECRET_PARAM = /(token|key|secret|password|passwd|auth|signature|sig)/i;
+
+/** Hides a URL's password and the values of query parameters that look like credentials. */
+export function redactUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return value;
+  }
+  if (url.password === '' && ![...url.searchParams.keys()].some((k) => SECRET_PARAM.test(k))) return value;
+  const auth = url.username !== '' || url.password !== '' ? `${url.username}${url.password !== '' ? `:${REDACTED}` : ''}@` : '';
+  const query = [...url.searchParams.entries()]
+    .map(([k, v]) => `${encodeURIComponent(k)}=${SECRET_PARAM.test(k) ? REDACTED : encodeURIComponent(v)}`)
+    .join('&');
+  return `${url.protocol}//${auth}${url.host}${url.pathname}${query !== '' ? `?${query}` : ''}${url.hash}`;
+}
+
+const redactValues = (map: Readonly<Record<string, string>>): Record<string, string> =>
+  Object.fromEntries(Object.keys(map).map((k) => [k, REDACTED]));
+
+function upstreamEntry(u: UpstreamConfig): Record<string, unknown> {
+  const { name: _name, ...rest } = u;
+  if (rest.transport === 'stdio') return { ...rest, env: redactValues(rest.env) };
+  return { ...rest, url: redactUrl(rest.url), headers: redactValues(rest.headers) };
+}
+
+/** The effective config (first YAML document) and the effective task policy per rule (second document). */
+export function renderEffectiveConfig(config: GatewayConfig): string {
+  const effective = {
+    listen: config.listen,
+    store: config.store.type === 'redis' ? { ...config.store, url: redactUrl(config.store.url) } : config.store,
+    upstreams: Object.fromEntries(config.upstreams.map((u) => [u.name, upstreamEntry(u)])),
+    tasks: config.tasks,
+    sessions: config.sessions,
+    sse: config.sse,
+    log: config.log,
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
+  };
+  const policy = {
+    taskPolicy: {
+      defaults: config.tasks.defaults,
+      rules: config.tasks.rules.map((rule) => ({ match: rule.match, ...mergePolicy(config.tasks.defaults, rule) })),
+    },
+  };
+  const options = { lineWidth: 0 } as const;
+  return [
+    `# taskgate effective configuration (defaults applied, secrets ${REDACTED})`,
+    `# source: ${config.source}`,
+    stringify(effective, options).trimEnd(),
+    '---',
+    '# Effective task policy: a tool gets the first rule whose `match` glob matches its exposed name',
+    '# (prefix included), with the rule\'s fields laid over the defaults; tools matching no rule get the defaults.',
+    stringify(policy, options).trimEnd(),
+    '',
+  ].join('\n');
+}

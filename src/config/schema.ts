@@ -1,0 +1,279 @@
+// The one schema of the YAML file: shapes, defaults and cross-field rules. It validates the file as written
+// (upstreams still a map keyed by name, task rules still partial); load.ts turns the result into GatewayConfig.
+import { z } from 'zod';
+import type { LogConfig, TaskMode, TaskPolicy } from './types.js';
+
+export const DEFAULT_POLICY: Readonly<TaskPolicy> = Object.freeze({
+  mode: 'optional',
+  ttlMs: 3_600_000,
+  maxTtlMs: 86_400_000,
+  pollIntervalMs: 1_000,
+  maxRunMs: 0,
+  taskAfterMs: 2_000,
+  concurrency: 0,
+  maxTasksPerPrincipal: 0,
+});
+
+export const DEFAULTS = Object.freeze({
+  host: '127.0.0.1',
+  port: 8080,
+  path: '/mcp',
+  maxBodyBytes: 4 * 1024 * 1024,
+  redisUrl: 'redis://127.0.0.1:6379',
+  redisPrefix: 'taskgate',
+  requestTimeoutMs: 60_000,
+  isolation: 'shared',
+  restartInitialDelayMs: 500,
+  restartMaxDelayMs: 30_000,
+  connectTimeoutMs: 10_000,
+  headersTimeoutMs: 0,
+  bodyTimeoutMs: 0,
+  idleTimeoutMs: 1_800_000,
+  keepAliveMs: 15_000,
+  replayBufferSize: 1_000,
+  logLevel: 'info',
+  shutdownTimeoutMs: 10_000,
+} as const);
+
+export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
+// Characters MCP allows in tool names; a prefix becomes part of every exposed tool name.
+const PREFIX = /^[A-Za-z0-9_.\-/]*$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARS = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+
+export const TRANSPORTS = ['stdio', 'streamable-http', 'sse'] as const;
+export const TASK_MODES = ['forbidden', 'optional', 'required', 'always', 'never'] as const;
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const satisfies readonly LogConfig['level'][];
+
+/**
+ * A non-negative (or >= min) integer. Digit strings are accepted too, because `${VAR}` interpolation always yields
+ * a string: `port: ${PORT:-8080}` must work.
+ */
+function int(min: number, max: number = Number.MAX_SAFE_INTEGER) {
+  return z.preprocess(
+    (v) => (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v) ? Number(v) : v),
+    z.number().int().min(min).max(max),
+  );
+}
+
+/** Env values, args and header values: YAML turns `3001` or `true` into non-strings; an operator means the text. */
+const text = z.preprocess((v) => (typeof v === 'number' || typeof v === 'boolean' ? String(v) : v), z.string());
+
+function isUrlWithProtocol(value: string, protocols: readonly string[]): boolean {
+  try {
+    const url = new URL(value);
+    return protocols.includes(url.protocol) && url.host !== '';
+  } catch {
+    return false;
+  }
+}
+
+const httpUrl = z.string().refine((v) => isUrlWithProtocol(v, ['http:', 'https:']), { error: 'expected an http(s) URL' });
+const redisUrl = z
+  .string()
+  .refine((v) => isUrlWithProtocol(v, ['redis:', 'rediss:']), { error: 'expected a redis:// or rediss:// URL' });
+
+const mode = z.enum(TASK_MODES).transform((m): TaskMode => (m === 'always' ? 'required' : m === 'never' ? 'forbidden' : m));
+
+// Every field optional: used for `tasks.defaults` (merged onto DEFAULT_POLICY) and for rules (merged onto defaults).
+const policyShape = {
+  mode: mode.optional(),
+  ttlMs: int(1).optional(),
+  maxTtlMs: int(1).optional(),
+  pollIntervalMs: int(1).optional(),
+  maxRunMs: int(0).optional(),
+  taskAfterMs: int(0).optional(),
+  concurrency: int(0).optional(),
+  maxTasksPerPrincipal: int(0).optional(),
+};
+
+export const ListenSchema = z.strictObject({
+  host: z.string().min(1).default(DEFAULTS.host),
+  port: int(0, 65535).default(DEFAULTS.port),
+  path: z
+    .string()
+    .regex(/^\/[^\s?#]*$/, { error: 'expected a path starting with "/" (no spaces, query or fragment)' })
+    .default(DEFAULTS.path),
+  maxBodyBytes: int(1).default(DEFAULTS.maxBodyBytes),
+  allowedOrigins: z.array(z.string().min(1)).default(() => []),
+  allowedHosts: z.array(z.string().min(1)).default(() => []),
+});
+
+export const MemoryStoreSchema = z.strictObject({ type: z.literal('memory') });
+export const RedisStoreSchema = z.strictObject({
+  type: z.literal('redis'),
+  url: redisUrl.default(DEFAULTS.redisUrl),
+  prefix: z.string().min(1).default(DEFAULTS.redisPrefix),
+});
+const StoreSchema = z.discriminatedUnion('type', [MemoryStoreSchema, RedisStoreSchema]);
+
+const upstreamCommon = {
+  prefix: z
+    .string()
+    .regex(PREFIX, { error: 'a prefix may contain only letters, digits, "_", "-", "." and "/"' })
+    .optional(),
+  requestTimeoutMs: int(0).default(DEFAULTS.requestTimeoutMs),
+};
+
+export const RestartSchema = z
+  .strictObject({
+    initialDelayMs: int(1).default(DEFAULTS.restartInitialDelayMs),
+    maxDelayMs: int(1).default(DEFAULTS.restartMaxDelayMs),
+  })
+  .superRefine((v, ctx) => {
+    if (v.maxDelayMs < v.initialDelayMs) {
+      ctx.addIssue({ code: 'custom', path: ['maxDelayMs'], input: v.maxDelayMs, message: `must be >= initialDelayMs (${v.initialDelayMs})` });
+    }
+  });
+
+export const StdioUpstreamSchema = z.strictObject({
+  transport: z.literal('stdio'),
+  ...upstreamCommon,
+  command: z.string().min(1),
+  args: z.array(text).default(() => []),
+  env: z.record(z.string().min(1), text).default(() => ({})),
+  cwd: z.string().min(1).optional(),
+  isolation: z.enum(['shared', 'per-session']).default(DEFAULTS.isolation),
+  restart: RestartSchema.prefault({}),
+});
+
+const headerValue = text.refine((v) => !CONTROL_CHARS.test(v), { error: 'header values may not contain control characters' });
+const httpShape = {
+  ...upstreamCommon,
+  url: httpUrl,
+  headers: z
+    .record(z.string().regex(HEADER_NAME, { error: 'not a valid HTTP header name' }), headerValue)
+    .default(() => ({})),
+  connectTimeoutMs: int(0).default(DEFAULTS.connectTimeoutMs),
+  headersTimeoutMs: int(0).default(DEFAULTS.headersTimeoutMs),
+  bodyTimeoutMs: int(0).default(DEFAULTS.bodyTimeoutMs),
+};
+export const StreamableHttpUpstreamSchema = z.strictObject({ transport: z.literal('streamable-http'), ...httpShape });
+export const SseUpstreamSchema = z.strictObject({ transport: z.literal('sse'), ...httpShape });
+
+/** `transport` may be left out when obvious: `command` means stdio, `url` means streamable-http. */
+function inferTransport(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || 'transport' in value) return value;
+  if ('command' in value) return { transport: 'stdio', ...value };
+  if ('url' in value) return { transport: 'streamable-http', ...value };
+  return value;
+}
+
+const UpstreamSchema = z.preprocess(
+  inferTransport,
+  z.discriminatedUnion('transport', [StdioUpstreamSchema, StreamableHttpUpstreamSchema, SseUpstreamSchema]),
+);
+
+export const PolicyDefaultsSchema = z.strictObject(policyShape);
+export const RuleSchema = z.strictObject({
+  match: z.string().trim().min(1, { error: 'expected a non-empty glob on the exposed tool name' }),
+  ...policyShape,
+});
+
+export const TasksSchema = z
+  .strictObject({
+    defaults: PolicyDefaultsSchema.prefault({}),
+    rules: z.array(RuleSchema).default(() => []),
+  })
+  .superRefine((tasks, ctx) => {
+    // A rule is checked merged onto the defaults, because that is the policy a tool actually gets.
+    const defaults = { ...DEFAULT_POLICY, ...stripUndefined(tasks.defaults) };
+    if (defaults.ttlMs > defaults.maxTtlMs) {
+      const key = tasks.defaults.ttlMs !== undefined ? 'ttlMs' : 'maxTtlMs';
+      ctx.addIssue({
+        code: 'custom',
+        path: ['defaults', key],
+        input: defaults[key],
+        message: `ttlMs (${defaults.ttlMs}) must not exceed maxTtlMs (${defaults.maxTtlMs})`,
+      });
+    }
+    tasks.rules.forEach((rule, i) => {
+      const merged = { ...defaults, ...stripUndefined(rule) };
+      if ((rule.ttlMs !== undefined || rule.maxTtlMs !== undefined) && merged.ttlMs > merged.maxTtlMs) {
+        const key = rule.ttlMs !== undefined ? 'ttlMs' : 'maxTtlMs';
+        ctx.addIssue({
+          code: 'custom',
+          path: ['rules', i, key],
+          input: merged[key],
+          message: `ttlMs (${merged.ttlMs}) must not exceed maxTtlMs (${merged.maxTtlMs}) for tools matching "${rule.match}"`,
+        });
+      }
+    });
+  });
+
+export const SessionsSchema = z.strictObject({ idleTimeoutMs: int(1).default(DEFAULTS.idleTimeoutMs) });
+export const SseSchema = z.strictObject({
+  keepAliveMs: int(1).default(DEFAULTS.keepAliveMs),
+  replayBufferSize: int(0).default(DEFAULTS.replayBufferSize),
+});
+export const LogSchema = z.strictObject({ level: z.enum(LOG_LEVELS).default(DEFAULTS.logLevel) });
+
+export const RawConfigSchema = z.strictObject({
+  listen: ListenSchema.prefault({}),
+  store: StoreSchema.prefault({ type: 'memory' }),
+  upstreams: z
+    .record(
+      z.string().regex(UPSTREAM_NAME, { error: 'upstream names may contain only letters, digits, "_" and "-"' }),
+      UpstreamSchema,
+    )
+    .refine((m) => Object.keys(m).length > 0, { error: 'at least one upstream is required' }),
+  tasks: TasksSchema.prefault({}),
+  sessions: SessionsSchema.prefault({}),
+  sse: SseSchema.prefault({}),
+  log: LogSchema.prefault({}),
+  shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs),
+});
+
+export type RawConfig = z.output<typeof RawConfigSchema>;
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+type Shape = Record<string, unknown>;
+const keysOf = (schema: { shape: Shape }): string[] => Object.keys(schema.shape);
+
+/**
+ * The keys allowed in the map at `path` (raw, as in the file), for unknown-key messages and did-you-mean.
+ * `value` is the map itself, which picks the variant of a store or upstream.
+ */
+export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): string[] | undefined {
+  const at = (i: number) => path[i];
+  const obj = value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {};
+  switch (path.length) {
+    case 0:
+      return keysOf(RawConfigSchema);
+    case 1:
+      switch (at(0)) {
+        case 'listen':
+          return keysOf(ListenSchema);
+        case 'store':
+          return obj.type === 'redis' ? keysOf(RedisStoreSchema) : keysOf(MemoryStoreSchema);
+        case 'tasks':
+          return ['defaults', 'rules'];
+        case 'sessions':
+          return keysOf(SessionsSchema);
+        case 'sse':
+          return keysOf(SseSchema);
+        case 'log':
+          return keysOf(LogSchema);
+      }
+      return undefined;
+    case 2:
+      if (at(0) === 'upstreams') return upstreamKeys(obj.transport);
+      if (at(0) === 'tasks' && at(1) === 'defaults') return keysOf(PolicyDefaultsSchema);
+      return undefined;
+    case 3:
+      if (at(0) === 'upstreams' && at(2) === 'restart') return ['initialDelayMs', 'maxDelayMs'];
+      if (at(0) === 'tasks' && at(1) === 'rules') return keysOf(RuleSchema);
+      return undefined;
+  }
+  return undefined;
+}
+
+export function upstreamKeys(transport: unknown): string[] {
+  if (transport === 'stdio') return keysOf(StdioUpstreamSchema);
+  if (transport === 'sse') return keysOf(SseUpstreamSchema);
+  return keysOf(StreamableHttpUpstreamSchema);
+}

@@ -1,0 +1,470 @@
+import assert from 'node:assert/strict';
+import { isAbsolute } from 'node:path';
+import { describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { ConfigError, loadConfig, parseConfig, type ConfigIssue } from '../../src/config/load.js';
+import { globMatches, resolvePolicy } from '../../src/config/policy.js';
+import { redactUrl, renderEffectiveConfig } from '../../src/config/render.js';
+import { DEFAULT_POLICY } from '../../src/config/schema.js';
+import { didYouMean } from '../../src/config/suggest.js';
+import type { HttpUpstreamConfig, StdioUpstreamConfig, TasksConfig } from '../../src/config/types.js';
+
+const CONFIGS = new URL('./configs/', import.meta.url);
+const configPath = (name: string): string => new URL(name, CONFIGS).pathname;
+
+function errorsOf(fn: () => unknown): readonly ConfigIssue[] {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
+    assert.equal(err.code, 'CONFIG');
+    return err.errors;
+  }
+  assert.fail('expected a ConfigError');
+}
+
+const parse = (text: string, env: Record<string, string> = {}) => parseConfig(text, 'test.yaml', env);
+const parseErrors = (text: string, env: Record<string, string> = {}) => errorsOf(() => parse(text, env));
+
+describe('config: the contract example', () => {
+  const config = loadConfig(configPath('valid.yaml'), { CI_TOKEN: 'tok' });
+
+  it('maps upstreams to an array in file order with names and default prefixes', () => {
+    assert.deepEqual(
+      config.upstreams.map((u) => [u.name, u.transport, u.prefix]),
+      [
+        ['everything', 'stdio', 'everything__'],
+        ['ci', 'streamable-http', 'ci__'],
+        ['old', 'sse', 'old__'],
+      ],
+    );
+  });
+
+  it('fills stdio and http defaults', () => {
+    const stdio = config.upstreams[0] as StdioUpstreamConfig;
+    assert.deepEqual(stdio, {
+      name: 'everything',
+      transport: 'stdio',
+      prefix: 'everything__',
+      requestTimeoutMs: 60_000,
+      command: 'node',
+      args: ['path/to/server.js'],
+      env: { API_KEY: 'dev-key' },
+      cwd: '.',
+      isolation: 'shared',
+      restart: { initialDelayMs: 500, maxDelayMs: 30_000 },
+    });
+    const http = config.upstreams[1] as HttpUpstreamConfig;
+    assert.deepEqual(http, {
+      name: 'ci',
+      transport: 'streamable-http',
+      prefix: 'ci__',
+      requestTimeoutMs: 60_000,
+      url: 'http://127.0.0.1:3001/mcp',
+      headers: { Authorization: 'Bearer tok' },
+      connectTimeoutMs: 10_000,
+      headersTimeoutMs: 0,
+      bodyTimeoutMs: 0,
+    });
+  });
+
+  it('fills the remaining sections with defaults and normalizes mode aliases', () => {
+    assert.ok(isAbsolute(config.source));
+    assert.deepEqual(config.listen, {
+      host: '127.0.0.1',
+      port: 8080,
+      path: '/mcp',
+      maxBodyBytes: 4 * 1024 * 1024,
+      allowedOrigins: [],
+      allowedHosts: [],
+    });
+    assert.deepEqual(config.store, { type: 'memory' });
+    assert.deepEqual(config.tasks, {
+      defaults: {
+        mode: 'optional',
+        ttlMs: 3_600_000,
+        maxTtlMs: 86_400_000,
+        pollIntervalMs: 1_000,
+        maxRunMs: 0,
+        taskAfterMs: 2_000,
+        concurrency: 0,
+        maxTasksPerPrincipal: 0,
+      },
+      rules: [{ match: 'ci__*', mode: 'required' }],
+    });
+    assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000 });
+    assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000 });
+    assert.deepEqual(config.log, { level: 'info' });
+    assert.equal(config.shutdownTimeoutMs, 10_000);
+  });
+
+  it('is deep-frozen', () => {
+    assert.ok(Object.isFrozen(config));
+    assert.ok(Object.isFrozen(config.listen.allowedHosts));
+    assert.ok(Object.isFrozen(config.upstreams[0]));
+    assert.ok(Object.isFrozen((config.upstreams[0] as StdioUpstreamConfig).args));
+    assert.ok(Object.isFrozen(config.tasks.rules[0]));
+    assert.throws(() => {
+      (config.listen as { port: number }).port = 1;
+    }, TypeError);
+  });
+
+  it('the shipped example configs are valid', () => {
+    const example = loadConfig(new URL('../../config/taskgate.example.yaml', import.meta.url).pathname, {});
+    assert.equal(example.store.type, 'memory');
+    assert.equal(example.upstreams[0]?.transport, 'stdio');
+    assert.equal(example.upstreams[0]?.prefix, '');
+    const docker = loadConfig(new URL('../../config/taskgate.docker.yaml', import.meta.url).pathname, {});
+    assert.deepEqual(docker.store, { type: 'redis', url: 'redis://redis:6379', prefix: 'taskgate' });
+    assert.equal(docker.listen.host, '0.0.0.0');
+  });
+});
+
+describe('config: defaults and shapes', () => {
+  it('needs only one upstream; its prefix defaults to ""', () => {
+    const config = parse('upstreams:\n  only: { command: node }\n');
+    assert.equal(config.upstreams.length, 1);
+    assert.equal(config.upstreams[0]?.prefix, '');
+    assert.equal(config.upstreams[0]?.transport, 'stdio');
+  });
+
+  it('infers streamable-http from url', () => {
+    const config = parse('upstreams:\n  web: { url: "https://example.com/mcp" }\n');
+    assert.equal(config.upstreams[0]?.transport, 'streamable-http');
+  });
+
+  it('accepts an explicit empty prefix among several upstreams', () => {
+    const config = parse('upstreams:\n  a: { command: a, prefix: "" }\n  b: { command: b }\n  c: { command: c, prefix: "x." }\n');
+    assert.deepEqual(config.upstreams.map((u) => u.prefix), ['', 'b__', 'x.']);
+  });
+
+  it('keeps file order even for integer-like names', () => {
+    const config = parse('upstreams:\n  zeta: { command: z }\n  "10": { command: x }\n  "2": { command: y }\n');
+    assert.deepEqual(config.upstreams.map((u) => u.name), ['zeta', '10', '2']);
+  });
+
+  it('turns numbers in env, args and headers into strings', () => {
+    const config = parse(
+      'upstreams:\n  a: { command: node, args: [--port, 3000], env: { DEBUG: true, N: 1 } }\n  b: { url: "http://x/", headers: { X-N: 5 } }\n',
+    );
+    const a = config.upstreams[0] as StdioUpstreamConfig;
+    assert.deepEqual(a.args, ['--port', '3000']);
+    assert.deepEqual(a.env, { DEBUG: 'true', N: '1' });
+    assert.deepEqual((config.upstreams[1] as HttpUpstreamConfig).headers, { 'X-N': '5' });
+  });
+
+  it('fills redis defaults', () => {
+    const config = parse('store: { type: redis }\nupstreams: { a: { command: a } }\n');
+    assert.deepEqual(config.store, { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: 'taskgate' });
+  });
+
+  it('normalizes never/always in defaults and rules; keeps only the fields a rule sets', () => {
+    const config = parse(
+      'upstreams: { a: { command: a } }\ntasks:\n  defaults: { mode: never, ttlMs: 1000 }\n  rules:\n    - { match: "x*", mode: always, concurrency: 2 }\n',
+    );
+    assert.equal(config.tasks.defaults.mode, 'forbidden');
+    assert.equal(config.tasks.defaults.ttlMs, 1000);
+    assert.equal(config.tasks.defaults.maxTtlMs, DEFAULT_POLICY.maxTtlMs);
+    assert.deepEqual(config.tasks.rules, [{ match: 'x*', mode: 'required', concurrency: 2 }]);
+  });
+
+  it('ignores x- top-level sections and resolves anchors and merge keys', () => {
+    const config = parse(
+      'x-node: &node { command: node, env: { A: "1" } }\nupstreams:\n  a: *node\n  b: { <<: *node, args: [b.js] }\n',
+    );
+    assert.deepEqual(
+      config.upstreams.map((u) => [u.name, (u as StdioUpstreamConfig).command, (u as StdioUpstreamConfig).args]),
+      [
+        ['a', 'node', []],
+        ['b', 'node', ['b.js']],
+      ],
+    );
+  });
+});
+
+describe('config: environment', () => {
+  it('interpolates ${VAR}, ${VAR:-default}, ${VAR-default} and $${ in every string value', () => {
+    const config = parse(
+      [
+        // Plain (unquoted) ${...} works in block style; inside { } flow maps it must be quoted.
+        'listen:',
+        '  host: ${HOST}',
+        '  port: ${PORT:-9000}',
+        '  path: "/${P-mcp}"',
+        'upstreams:',
+        '  a: { command: "${CMD:-node}", args: ["$${NOT_A_VAR}", "${EMPTY:-fallback}", "${EMPTY-kept}x"] }',
+        'log: { level: "${LEVEL:-debug}" }',
+      ].join('\n'),
+      { HOST: '0.0.0.0', EMPTY: '' },
+    );
+    assert.equal(config.listen.host, '0.0.0.0');
+    assert.equal(config.listen.port, 9000);
+    assert.equal(config.listen.path, '/mcp');
+    const a = config.upstreams[0] as StdioUpstreamConfig;
+    assert.equal(a.command, 'node');
+    assert.deepEqual(a.args, ['${NOT_A_VAR}', 'fallback', 'x']);
+    assert.equal(config.log.level, 'debug');
+  });
+
+  it('reports an unset variable with file, line, column and key, once', () => {
+    const errors = parseErrors('upstreams:\n  ci:\n    url: http://x/mcp\n    headers:\n      Authorization: "Bearer ${CI_TOKEN}"\n');
+    assert.equal(errors.length, 1);
+    assert.deepEqual(
+      { ...errors[0], message: undefined },
+      { file: 'test.yaml', line: 5, column: 22, path: 'upstreams.ci.headers.Authorization', message: undefined },
+    );
+    assert.match(errors[0]?.message ?? '', /CI_TOKEN is not set/);
+  });
+
+  it('does not add a follow-up schema error for a value whose variable is unset', () => {
+    const errors = parseErrors('upstreams:\n  ci: { url: "${CI_URL}" }\n');
+    assert.deepEqual(errors.map((e) => e.path), ['upstreams.ci.url']);
+    assert.match(errors[0]?.message ?? '', /CI_URL is not set/);
+  });
+
+  it('reports malformed references', () => {
+    const errors = parseErrors('upstreams:\n  a: { command: "${1BAD}", args: ["${OPEN"] }\n');
+    assert.equal(errors.length, 2);
+    assert.match(errors[0]?.message ?? '', /malformed/);
+    assert.match(errors[1]?.message ?? '', /unterminated/);
+  });
+
+  it('TASKGATE_PORT, TASKGATE_LOG_LEVEL and TASKGATE_REDIS_URL override the file', () => {
+    const text = 'listen: { port: 1234 }\nstore: { type: redis, url: "redis://a:1", prefix: tg2 }\nupstreams: { a: { command: a } }\n';
+    const config = parse(text, { TASKGATE_PORT: '4321', TASKGATE_LOG_LEVEL: 'warn', TASKGATE_REDIS_URL: 'rediss://b:2' });
+    assert.equal(config.listen.port, 4321);
+    assert.equal(config.log.level, 'warn');
+    assert.deepEqual(config.store, { type: 'redis', url: 'rediss://b:2', prefix: 'tg2' });
+
+    const fromMemory = parse('upstreams: { a: { command: a } }\n', { TASKGATE_REDIS_URL: 'redis://r:6379' });
+    assert.deepEqual(fromMemory.store, { type: 'redis', url: 'redis://r:6379', prefix: 'taskgate' });
+
+    const emptyIgnored = parse('upstreams: { a: { command: a } }\n', { TASKGATE_PORT: '', TASKGATE_REDIS_URL: '' });
+    assert.equal(emptyIgnored.listen.port, 8080);
+    assert.equal(emptyIgnored.store.type, 'memory');
+  });
+
+  it('names the variable when an override is invalid', () => {
+    const errors = parseErrors('upstreams: { a: { command: a } }\n', { TASKGATE_PORT: '70000', TASKGATE_REDIS_URL: 'http://x' });
+    assert.deepEqual(
+      errors.map((e) => [e.file, e.path]),
+      [
+        ['environment variable TASKGATE_PORT', 'listen.port'],
+        ['environment variable TASKGATE_REDIS_URL', 'store.url'],
+      ],
+    );
+    assert.match(errors[0]?.message ?? '', /<= 65535/);
+  });
+});
+
+describe('config: located errors', () => {
+  it('collects every problem with file:line:column, key path and did-you-mean', () => {
+    const errors = errorsOf(() => loadConfig(configPath('invalid.yaml'), {}));
+    const file = configPath('invalid.yaml');
+    assert.deepEqual(
+      errors.map((e) => [e.file, e.line, e.column, e.path]),
+      [
+        [file, 3, 3, 'listen.prot'],
+        [file, 7, 5, 'upstreams.ci.url'],
+        [file, 9, 15, 'tasks.defaults.mode'],
+      ],
+    );
+    assert.match(errors[0]?.message ?? '', /unknown key \(did you mean "port"\?\)/);
+    assert.equal(errors[1]?.message, 'expected an http(s) URL');
+    assert.match(errors[2]?.message ?? '', /expected one of forbidden, optional, required, always, never/);
+  });
+
+  it('formats the message as file:line:col: path: message, one line per problem', () => {
+    try {
+      loadConfig(configPath('invalid.yaml'), {});
+      assert.fail('expected an error');
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      const lines = err.message.split('\n');
+      assert.equal(lines.length, 3);
+      assert.equal(lines[1], `${configPath('invalid.yaml')}:7:5: upstreams.ci.url: expected an http(s) URL`);
+    }
+  });
+
+  it('locates YAML syntax errors', () => {
+    const errors = errorsOf(() => loadConfig(configPath('syntax-error.yaml'), {}));
+    assert.ok(errors.length >= 1);
+    assert.equal(errors[0]?.line, 3);
+    assert.match(errors[0]?.message ?? '', /^invalid YAML: /);
+  });
+
+  it('reports duplicate keys', () => {
+    const errors = parseErrors('upstreams: { a: { command: a } }\nlog: { level: info }\nlog: { level: warn }\n');
+    assert.equal(errors[0]?.line, 3);
+    assert.match(errors[0]?.message ?? '', /unique/);
+  });
+
+  it('a missing file is a ConfigError naming the file', () => {
+    const errors = errorsOf(() => loadConfig('/nonexistent/taskgate.yaml', {}));
+    assert.deepEqual(errors.map((e) => [e.file, e.line]), [['/nonexistent/taskgate.yaml', 0]]);
+    assert.match(errors[0]?.message ?? '', /no such file/);
+  });
+
+  it('requires at least one upstream', () => {
+    assert.match(parseErrors('listen: {}\n')[0]?.message ?? '', /at least one upstream/);
+    assert.match(parseErrors('upstreams: {}\n')[0]?.message ?? '', /at least one upstream/);
+    assert.match(parseErrors('')[0]?.message ?? '', /empty/);
+    assert.match(parseErrors('- a\n')[0]?.message ?? '', /map of settings/);
+  });
+
+  it('checks upstream names, transports, URLs and keys per transport', () => {
+    const errors = parseErrors(
+      [
+        'upstreams:', //                                            1
+        '  "bad name": { command: x }', //                          2
+        '  web: { transport: streamableHttp, url: "http://x" }', // 3
+        '  sse: { transport: sse, url: "ws://x/sse" }', //          4
+        '  s: { command: node, url: "http://x", header: {} }', //   5
+        '  h: { url: "http://x", headrs: {} }', //                  6
+        '  none: { args: [] }', //                                  7
+      ].join('\n'),
+    );
+    const byPath = Object.fromEntries(errors.map((e) => [e.path, `${e.line}:${e.column} ${e.message}`]));
+    assert.match(byPath['upstreams["bad name"]'] ?? '', /^2:3 upstream names may contain only/);
+    assert.match(byPath['upstreams.web.transport'] ?? '', /^3:10 .*did you mean "streamable-http"/);
+    assert.match(byPath['upstreams.sse.url'] ?? '', /^4:26 expected an http\(s\) URL/);
+    assert.match(byPath['upstreams.s.url'] ?? '', /^5:23 unknown key for a stdio upstream \(it belongs to streamable-http\/sse/);
+    assert.match(byPath['upstreams.s.header'] ?? '', /^5:40 unknown key/);
+    assert.match(byPath['upstreams.h.headrs'] ?? '', /did you mean "headers"/);
+    assert.match(byPath['upstreams.none.transport'] ?? '', /^7:3 required: one of stdio, streamable-http, sse/);
+  });
+
+  it('checks numbers, enums and cross-field limits', () => {
+    const errors = parseErrors(
+      [
+        'listen: { port: 70000, path: mcp, maxBodyBytes: 0 }',
+        'upstreams:',
+        '  a: { command: a, requestTimeoutMs: 1.5, isolation: per-client, restart: { initialDelayMs: 100, maxDelayMs: 10 } }',
+        'tasks:',
+        '  defaults: { ttlMs: 10, maxTtlMs: 5 }',
+        '  rules: [ { match: "" }, { match: x, tool: y }, { match: y, ttlMs: 99999999999 } ]',
+        'sessions: { idleTimeoutMs: -1 }',
+        'log: { level: verbose }',
+        'shutdownTimeoutMs: soon',
+      ].join('\n'),
+    );
+    const paths = errors.map((e) => e.path);
+    for (const p of [
+      'listen.port',
+      'listen.path',
+      'listen.maxBodyBytes',
+      'upstreams.a.requestTimeoutMs',
+      'upstreams.a.isolation',
+      'upstreams.a.restart.maxDelayMs',
+      'tasks.rules[0].match',
+      'tasks.rules[1].tool',
+      'sessions.idleTimeoutMs',
+      'log.level',
+      'shutdownTimeoutMs',
+    ]) {
+      assert.ok(paths.includes(p), `expected an error at ${p}; got ${paths.join(', ')}`);
+    }
+    const message = (p: string) => errors.find((e) => e.path === p)?.message ?? '';
+    assert.match(message('listen.port'), /<= 65535, got 70000/);
+    assert.match(message('upstreams.a.requestTimeoutMs'), /expected an integer, got 1.5/);
+    assert.match(message('shutdownTimeoutMs'), /expected an integer, got "soon"/);
+    assert.match(message('upstreams.a.restart.maxDelayMs'), />= initialDelayMs/);
+    assert.deepEqual(
+      errors.map((e) => e.line),
+      [...errors.map((e) => e.line)].sort((a, b) => a - b),
+      'errors are sorted by position',
+    );
+  });
+
+  it('checks ttlMs against maxTtlMs, for defaults and for rules merged onto them', () => {
+    const defaults = parseErrors('upstreams: { a: { command: a } }\ntasks: { defaults: { ttlMs: 10, maxTtlMs: 5 } }\n');
+    assert.deepEqual(defaults.map((e) => e.path), ['tasks.defaults.ttlMs']);
+    const rules = parseErrors('upstreams: { a: { command: a } }\ntasks: { rules: [ { match: y, ttlMs: 99999999999 } ] }\n');
+    assert.deepEqual(rules.map((e) => e.path), ['tasks.rules[0].ttlMs']);
+    assert.match(rules[0]?.message ?? '', /must not exceed maxTtlMs \(86400000\)/);
+  });
+
+  it('suggests top-level keys, tolerating case and snake_case', () => {
+    const errors = parseErrors('upstreams: { a: { command: a } }\nsesions: {}\nshutdown_timeout_ms: 5\nlisten: { MaxBodyBytes: 5 }\nzzz: 1\n');
+    assert.deepEqual(
+      errors.map((e) => e.message),
+      [
+        'unknown key (did you mean "sessions"?)',
+        'unknown key (did you mean "shutdownTimeoutMs"?)',
+        'unknown key (did you mean "maxBodyBytes"?)',
+        errors[3]?.message,
+      ],
+    );
+    assert.match(errors[3]?.message ?? '', /^unknown key; expected one of listen, store, upstreams.*"x-"/);
+  });
+});
+
+describe('config: task policy', () => {
+  const tasks: TasksConfig = {
+    defaults: { ...DEFAULT_POLICY },
+    rules: [
+      { match: 'ci__deploy', mode: 'forbidden' },
+      { match: 'ci__*', mode: 'required', ttlMs: 60_000 },
+      { match: 'tool.v?', concurrency: 3 },
+    ],
+  };
+
+  it('first matching rule wins, merged onto the defaults', () => {
+    assert.deepEqual(resolvePolicy(tasks, 'ci__deploy'), { ...DEFAULT_POLICY, mode: 'forbidden' });
+    assert.deepEqual(resolvePolicy(tasks, 'ci__build'), { ...DEFAULT_POLICY, mode: 'required', ttlMs: 60_000 });
+    assert.deepEqual(resolvePolicy(tasks, 'other'), DEFAULT_POLICY);
+  });
+
+  it('glob: * any run, ? one character, everything else literal', () => {
+    assert.equal(resolvePolicy(tasks, 'tool.v2').concurrency, 3);
+    assert.equal(resolvePolicy(tasks, 'toolXv2').concurrency, 0, '"." is literal');
+    assert.equal(resolvePolicy(tasks, 'tool.v').concurrency, 0, '"?" needs one character');
+    assert.ok(globMatches('*', ''));
+    assert.ok(globMatches('a*b', 'ab'));
+    assert.ok(globMatches('a*b', 'a/x\nb'));
+    assert.ok(!globMatches('a*b', 'abc'));
+    assert.ok(globMatches('(x)+[y]', '(x)+[y]'));
+  });
+
+  it('returns a fresh object each time', () => {
+    const policy = resolvePolicy(tasks, 'other');
+    policy.mode = 'required';
+    assert.equal(resolvePolicy(tasks, 'other').mode, 'optional');
+  });
+});
+
+describe('config: rendering and helpers', () => {
+  it('renders the effective config as YAML that is itself a valid config, with secrets redacted', () => {
+    const config = parse(
+      [
+        'store: { type: redis, url: "redis://:hunter2@r:6379/0" }',
+        'upstreams:',
+        '  a: { command: node, env: { TOKEN: s3cret } }',
+        '  b: { url: "https://u:pw@x/mcp?api_key=k1&v=1", headers: { Authorization: Bearer t0k } }',
+        'tasks: { rules: [ { match: "a__*", mode: never } ] }',
+      ].join('\n'),
+    );
+    const out = renderEffectiveConfig(config);
+    for (const secret of ['hunter2', 's3cret', 'pw@', 'k1', 't0k']) assert.ok(!out.includes(secret), `leaked ${secret}`);
+    const docs = parseAllDocuments(out);
+    assert.ok(Array.isArray(docs) && docs.length === 2);
+    const [effective, policy] = docs.map((d) => d.toJS() as Record<string, unknown>);
+    const reparsed = parseConfig(JSON.stringify(effective), 'rendered', {});
+    assert.deepEqual(reparsed.upstreams.map((u) => [u.name, u.prefix]), [
+      ['a', 'a__'],
+      ['b', 'b__'],
+    ]);
+    assert.deepEqual((policy?.taskPolicy as { rules: unknown[] }).rules, [{ match: 'a__*', ...DEFAULT_POLICY, mode: 'forbidden' }]);
+  });
+
+  it('redactUrl leaves plain URLs alone', () => {
+    assert.equal(redactUrl('http://127.0.0.1:3001/mcp'), 'http://127.0.0.1:3001/mcp');
+    assert.equal(redactUrl('redis://:pw@h:1/2'), 'redis://:[redacted]@h:1/2');
+  });
+
+  it('didYouMean', () => {
+    assert.equal(didYouMean('prot', ['host', 'port', 'path']), 'port');
+    assert.equal(didYouMean('completely-different', ['host', 'port']), undefined);
+    assert.equal(didYouMean('STORE', ['store']), 'store');
+  });
+});
