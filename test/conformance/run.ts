@@ -300,7 +300,7 @@ async function main(): Promise<number> {
   console.log(`\nMCP conformance (server scenarios, spec ${SPEC_VERSION})\n`);
   console.log(lines.join('\n'));
   if (details.length > 0) console.log(`\nNon-passing checks:\n${details.join('\n')}`);
-  for (const e of startErrors) console.log(`\n${clip(e, 4000)}`);
+  for (const e of startErrors) console.log(`\n${e.length > 4000 ? `${e.slice(0, 4000)}…` : e}`);
   for (const { setup, gw } of gateways) {
     const tail = gw.stderr().trim().split('\n').slice(-15).join('\n');
     if (tail && setup !== 'direct' && [...(bySetup.get(setup)?.values() ?? [])].some((r) => r.status !== 'pass')) {
