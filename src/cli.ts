@@ -1,0 +1,211 @@
+#!/usr/bin/env node
+// The `taskgate` command. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from './config/load.js';
+import { renderEffectiveConfig } from './config/render.js';
+import { didYouMean } from './config/suggest.js';
+import type { GatewayConfig } from './config/types.js';
+import type { Logger } from './log.js';
+
+const DEFAULT_CONFIG = 'config/taskgate.yaml';
+const COMMANDS = ['serve', 'check-config', 'help'] as const;
+
+const USAGE = `Usage: taskgate <command> [options]
+
+Commands:
+  serve            start the gateway
+  check-config     validate the config and print the effective configuration as YAML
+
+Options:
+  -c, --config <file>  config file (default: $TASKGATE_CONFIG, else ${DEFAULT_CONFIG})
+  -h, --help           show this help
+  -v, --version        print the version
+
+Environment:
+  TASKGATE_CONFIG      config file when --config is not given
+  TASKGATE_PORT        overrides listen.port
+  TASKGATE_REDIS_URL   use the Redis store at this URL (overrides store)
+  TASKGATE_LOG_LEVEL   overrides log.level
+
+Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config.
+`;
+
+const EXIT_OK = 0;
+const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
+
+function version(): string {
+  // ../package.json from both src/cli.ts (tsx) and dist/cli.js (built).
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return pkg.version ?? 'unknown';
+}
+
+function usageError(message: string): number {
+  process.stderr.write(`taskgate: ${message}\nRun 'taskgate --help' for usage.\n`);
+  return EXIT_USAGE;
+}
+
+/** Startup errors the operator fixes in the config (ConfigError, tool-name collisions) carry code 'CONFIG'. */
+function isConfigError(err: unknown): boolean {
+  return err instanceof ConfigError || (err !== null && typeof err === 'object' && (err as { code?: unknown }).code === 'CONFIG');
+}
+
+function load(path: string, explicit: boolean): GatewayConfig | undefined {
+  try {
+    return loadConfig(path);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    const n = err.errors.length;
+    const header = n === 1 ? `taskgate: invalid config ${path}:` : `taskgate: invalid config ${path} (${n} problems):`;
+    let text = `${header}\n${err.message}\n`;
+    if (!explicit && err.errors.some((e) => e.line === 0 && e.file === path)) {
+      text += `Pass --config <file> or set TASKGATE_CONFIG; config/taskgate.example.yaml is a starting point.\n`;
+    }
+    process.stderr.write(text);
+    return undefined;
+  }
+}
+
+function checkConfig(path: string, explicit: boolean): number {
+  const config = load(path, explicit);
+  if (config === undefined) return EXIT_USAGE;
+  process.stdout.write(renderEffectiveConfig(config));
+  const n = config.upstreams.length;
+  process.stderr.write(`taskgate: ${path} is valid (${n} upstream${n === 1 ? '' : 's'})\n`);
+  return EXIT_OK;
+}
+
+/** Resolves to an exit code only when startup fails; a running gateway exits from its signal handlers. */
+async function serve(path: string, explicit: boolean): Promise<number | undefined> {
+  const config = load(path, explicit);
+  if (config === undefined) return EXIT_USAGE;
+  const { createLogger } = await import('./log.js');
+  const logger = createLogger(config.log);
+
+  // Fail loudly on a programming error rather than keep serving in an unknown state; a stray rejected promise
+  // is logged but must not take down every other client's calls.
+  process.on('uncaughtException', (err) => {
+    logger.fatal({ err }, 'uncaught exception; exiting');
+    process.exit(EXIT_FAILURE);
+  });
+  process.on('unhandledRejection', (reason) => {
+    logger.error({ err: reason }, 'unhandled promise rejection');
+  });
+
+  let gateway: { url: string; close(): Promise<void> };
+  try {
+    // Loaded here, not at the top: --help, --version and check-config must not pay for (or depend on) the server.
+    const { startGateway } = await import('./gateway.js');
+    gateway = await startGateway(config, logger);
+  } catch (err) {
+    const configProblem = isConfigError(err);
+    const message = err instanceof Error ? err.message : String(err);
+    logger.error({ err }, configProblem ? 'invalid configuration' : 'failed to start');
+    process.stderr.write(`taskgate: ${configProblem ? 'invalid config' : 'failed to start'}: ${message}\n`);
+    return configProblem ? EXIT_USAGE : EXIT_FAILURE;
+  }
+
+  logger.info({ url: gateway.url, upstreams: config.upstreams.map((u) => u.name) }, `taskgate listening on ${gateway.url}`);
+  installShutdown(gateway, config.shutdownTimeoutMs, logger);
+  return undefined;
+}
+
+function installShutdown(gateway: { close(): Promise<void> }, timeoutMs: number, logger: Logger): void {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal during shutdown; exiting now');
+      process.exit(EXIT_FAILURE);
+    }
+    stopping = true;
+    logger.info({ signal, timeoutMs }, 'shutting down');
+    // 0 means no deadline, like the other *Ms settings.
+    if (timeoutMs > 0) {
+      setTimeout(() => {
+        logger.error({ timeoutMs }, 'graceful shutdown did not finish in time; exiting');
+        process.exit(EXIT_FAILURE);
+      }, timeoutMs);
+    }
+    gateway.close().then(
+      () => {
+        logger.info('stopped');
+        process.exit(EXIT_OK);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'error during shutdown');
+        process.exit(EXIT_FAILURE);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+async function main(argv: string[]): Promise<number | undefined> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        config: { type: 'string', short: 'c' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+    });
+  } catch (err) {
+    return usageError((err as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help === true) {
+    process.stdout.write(USAGE);
+    return EXIT_OK;
+  }
+  if (values.version === true) {
+    process.stdout.write(`${version()}\n`);
+    return EXIT_OK;
+  }
+
+  const [command, ...extra] = positionals;
+  if (command === undefined) {
+    process.stderr.write(USAGE);
+    return EXIT_USAGE;
+  }
+  if (extra.length > 0) return usageError(`unexpected argument: ${extra.join(' ')}`);
+  if (command === 'help') {
+    process.stdout.write(USAGE);
+    return EXIT_OK;
+  }
+
+  const fromEnv = process.env.TASKGATE_CONFIG;
+  const explicit = values.config !== undefined || (fromEnv !== undefined && fromEnv !== '');
+  const path = values.config ?? (fromEnv !== undefined && fromEnv !== '' ? fromEnv : DEFAULT_CONFIG);
+  if (path === '') return usageError('--config needs a file path');
+
+  switch (command) {
+    case 'serve':
+      return serve(path, explicit);
+    case 'check-config':
+      return checkConfig(path, explicit);
+    default: {
+      const hint = didYouMean(command, COMMANDS);
+      return usageError(`unknown command '${command}'${hint !== undefined ? ` (did you mean '${hint}'?)` : ''}`);
+    }
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    // serve keeps running (code undefined). Otherwise let stdout drain (pipes are asynchronous on some systems) and
+    // exit; the unref'd timer only fires if a failed startup left children or sockets keeping the process alive.
+    if (code === undefined) return;
+    process.exitCode = code;
+    setTimeout(() => process.exit(code), 1000).unref();
+  },
+  (err: unknown) => {
+    process.stderr.write(`taskgate: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(EXIT_FAILURE);
+  },
+);
