@@ -1,0 +1,63 @@
+// The one error registry. Internal failures carry a stable code; this module alone decides which JSON-RPC
+// code and HTTP status each one becomes. Upstream JSON-RPC errors never pass through here: they are forwarded
+// unchanged.
+import { InternalError, InvalidParams, InvalidRequest, MethodNotFound, ParseError, type JsonRpcErrorObject } from './jsonrpc.js';
+
+const REGISTRY = {
+  parse_error: { rpc: ParseError, http: 400 },
+  invalid_request: { rpc: InvalidRequest, http: 400 },
+  method_not_found: { rpc: MethodNotFound, http: 200 },
+  invalid_params: { rpc: InvalidParams, http: 200 },
+  internal: { rpc: InternalError, http: 500 },
+  /** Resource URI that no upstream serves (the spec's "Resource not found"). */
+  resource_not_found: { rpc: -32002, http: 200 },
+  /** The upstream cannot be reached, crashed, or closed its connection during the call. */
+  upstream_unavailable: { rpc: InternalError, http: 200 },
+  /** The upstream did not answer within the configured request deadline. */
+  upstream_timeout: { rpc: -32001, http: 200 },
+  session_required: { rpc: InvalidRequest, http: 400 },
+  session_not_found: { rpc: -32001, http: 404 },
+  unsupported_protocol_version: { rpc: InvalidRequest, http: 400 },
+  origin_forbidden: { rpc: InvalidRequest, http: 403 },
+  host_forbidden: { rpc: InvalidRequest, http: 403 },
+  not_acceptable: { rpc: InvalidRequest, http: 406 },
+  unsupported_media_type: { rpc: InvalidRequest, http: 415 },
+  body_too_large: { rpc: InvalidRequest, http: 413 },
+  method_not_allowed: { rpc: InvalidRequest, http: 405 },
+  conflict: { rpc: InvalidRequest, http: 409 },
+  shutting_down: { rpc: InternalError, http: 503 },
+} as const satisfies Record<string, { rpc: number; http: number }>;
+
+export type ErrorCode = keyof typeof REGISTRY;
+
+export class GatewayError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+    this.name = 'GatewayError';
+  }
+
+  get httpStatus(): number {
+    return REGISTRY[this.code].http;
+  }
+
+  toJsonRpc(): JsonRpcErrorObject {
+    const error: JsonRpcErrorObject = { code: REGISTRY[this.code].rpc, message: this.message };
+    if (this.data !== undefined) error.data = this.data;
+    return error;
+  }
+}
+
+/** Any thrown value as a JSON-RPC error object; unexpected errors become -32603 without leaking stack traces. */
+export function toJsonRpcError(error: unknown): JsonRpcErrorObject {
+  if (error instanceof GatewayError) return error.toJsonRpc();
+  const message = error instanceof Error ? error.message : String(error);
+  return { code: InternalError, message: `Internal error: ${message}` };
+}
+
+export function upstreamUnavailable(upstream: string, reason: string): GatewayError {
+  return new GatewayError('upstream_unavailable', `Upstream '${upstream}' is unavailable: ${reason}`, { upstream });
+}

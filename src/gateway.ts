@@ -1,0 +1,91 @@
+import type { AddressInfo } from 'node:net';
+import type { GatewayConfig } from './config/types.js';
+import { Catalog } from './gateway/catalog.js';
+import { Router } from './gateway/router.js';
+import { SessionRegistry } from './gateway/sessions.js';
+import { createFrontEnd } from './http/server.js';
+import type { JsonObject } from './jsonrpc.js';
+import type { Logger } from './log.js';
+import { createStore } from './store/store.js';
+import { Upstream } from './upstream/upstream.js';
+import { VERSION } from './version.js';
+
+export interface RunningGateway {
+  /** The MCP endpoint URL, with the port actually bound. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Thrown for problems the operator fixes in the configuration (the CLI exits 2). */
+export class StartupConfigError extends Error {
+  readonly code = 'CONFIG';
+}
+
+/**
+ * Connects the upstreams, checks that their names don't collide, and starts serving. Upstreams that cannot be
+ * reached yet don't stop the start: they are retried in the background and reported by /readyz.
+ */
+export async function startGateway(config: GatewayConfig, logger: Logger): Promise<RunningGateway> {
+  const store = createStore(config.store);
+  const upstreams: Upstream[] = [];
+  const catalog = new Catalog(upstreams);
+  const router = new Router(catalog, logger);
+  for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, router, VERSION));
+  await Promise.all(upstreams.map((u) => u.start()));
+
+  const collisions = catalog.collisions();
+  if (collisions.length > 0) {
+    await Promise.all(upstreams.map((u) => u.close()));
+    await store.close();
+    throw new StartupConfigError(`${config.source}: upstream names collide:\n  ${collisions.join('\n  ')}`);
+  }
+
+  const sessions = new SessionRegistry(config.sessions, config.sse, (session) => void router.release(session));
+  router.sessions = sessions;
+
+  let shuttingDown = false;
+  const app = createFrontEnd({
+    config,
+    logger,
+    router,
+    sessions,
+    catalog,
+    version: VERSION,
+    isShuttingDown: () => shuttingDown,
+    readiness: async () => {
+      const storeStatus: JsonObject = { type: store.kind, ok: true };
+      try {
+        await store.ping();
+      } catch (error) {
+        storeStatus.ok = false;
+        storeStatus.error = (error as Error).message;
+      }
+      const ready = storeStatus.ok === true && !shuttingDown;
+      return { ready, body: { ready, store: storeStatus, upstreams: upstreams.map((u) => u.status()), sessions: sessions.size } };
+    },
+  });
+
+  try {
+    await app.listen({ host: config.listen.host, port: config.listen.port });
+  } catch (error) {
+    await Promise.all(upstreams.map((u) => u.close()));
+    await store.close();
+    throw error;
+  }
+  const address = app.server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}${config.listen.path}`;
+  logger.info({ url, upstreams: upstreams.map((u) => u.status()) }, 'taskgate listening');
+
+  return {
+    url,
+    async close() {
+      shuttingDown = true;
+      logger.info('shutting down');
+      sessions.endAll(); // ends open SSE streams, which would otherwise hold the server open
+      await app.close();
+      await Promise.all(upstreams.map((u) => u.close()));
+      await store.close();
+    },
+  };
+}

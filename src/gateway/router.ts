@@ -1,0 +1,298 @@
+import { GatewayError, toJsonRpcError } from '../errors.js';
+import type { EventStream } from '../http/event-stream.js';
+import {
+  asObject,
+  InternalError,
+  type JsonObject,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type Outcome,
+} from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { logLevelRank, LOG_LEVELS, type LogLevel } from '../protocol.js';
+import type { CallContext } from '../upstream/connection.js';
+import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
+import { decodeCursor, encodeCursor, LIST_METHODS, type Catalog } from './catalog.js';
+import type { ClientSession } from './session.js';
+import type { SessionRegistry } from './sessions.js';
+
+/** Methods whose upstream may send progress, logs or requests before answering: answered on an SSE stream. */
+export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete']);
+
+/**
+ * Method → handler for legacy-era sessions, and the reverse path: messages upstreams send toward clients.
+ * Forwarded results travel as the upstream sent them; only names the gateway prefixed are translated.
+ */
+export class Router implements UpstreamMessageSink {
+  /** Set once the registry exists; upstream messages that arrive before then have no session to reach. */
+  sessions: SessionRegistry | undefined;
+
+  constructor(
+    private readonly catalog: Catalog,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Answers one client request. Resolves undefined when no response is owed (the client cancelled it). */
+  async handle(session: ClientSession, request: JsonRpcRequest, stream: EventStream | undefined): Promise<Outcome | undefined> {
+    try {
+      return await this.dispatch(session, request, stream);
+    } catch (error) {
+      if (!(error instanceof GatewayError)) this.logger.error({ err: error, method: request.method }, 'request failed');
+      return { error: toJsonRpcError(error) };
+    }
+  }
+
+  handleNotification(session: ClientSession, notification: JsonRpcNotification): void {
+    const params = notification.params ?? {};
+    switch (notification.method) {
+      case 'notifications/cancelled': {
+        const inflight = session.inflight.get(params.requestId as string | number);
+        if (inflight === undefined) return;
+        session.inflight.delete(params.requestId as string | number);
+        inflight.call.cancel(typeof params.reason === 'string' ? params.reason : 'cancelled by the client');
+        inflight.stream?.finish();
+        return;
+      }
+      case 'notifications/roots/list_changed':
+        for (const upstream of this.catalog.upstreams) {
+          if (upstream.state !== 'ready') continue;
+          upstream.connectionFor(session).then(
+            (connection) => connection.notify(notification.method, notification.params),
+            () => undefined,
+          );
+        }
+        return;
+      default:
+        return; // notifications/initialized and anything else need no action.
+    }
+  }
+
+  private async dispatch(session: ClientSession, request: JsonRpcRequest, stream: EventStream | undefined): Promise<Outcome | undefined> {
+    const params = request.params ?? {};
+    const list = LIST_METHODS[request.method];
+    if (list !== undefined) return { result: await this.list(session, request.method, params) };
+    switch (request.method) {
+      case 'ping':
+        return { result: {} };
+      case 'tools/call':
+      case 'prompts/get': {
+        const kind = request.method === 'tools/call' ? 'tools' : 'prompts';
+        const name = params.name;
+        if (typeof name !== 'string') throw new GatewayError('invalid_params', `${request.method}: params.name must be a string`);
+        const route = this.catalog.route(kind, name);
+        if (route === undefined) throw new GatewayError('invalid_params', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
+        return this.forward(session, request, route.upstream, { ...params, name: route.name }, stream);
+      }
+      case 'resources/read':
+        return this.forward(session, request, this.resourceOwner(params.uri), params, stream);
+      case 'resources/subscribe':
+      case 'resources/unsubscribe':
+        return this.subscription(session, request, params);
+      case 'completion/complete':
+        return this.complete(session, request, params, stream);
+      case 'logging/setLevel':
+        return this.setLevel(session, request, params);
+      default:
+        throw new GatewayError('method_not_found', `Method not found: ${request.method}`);
+    }
+  }
+
+  private async forward(
+    session: ClientSession,
+    request: JsonRpcRequest,
+    upstream: Upstream,
+    params: JsonObject,
+    stream: EventStream | undefined,
+  ): Promise<Outcome | undefined> {
+    const connection = await upstream.connectionFor(session);
+    const context: CallContext = {
+      sessionId: session.sessionId,
+      notify: (message) => session.deliver(message, stream),
+      ask: (message, signal) => session.ask(message, signal, stream),
+    };
+    // Tool calls run as long as they run: their deadline is task policy, not a transport default.
+    const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
+    const call = connection.request(request.method, params, context, timeoutMs);
+    const inflight = { call, stream };
+    session.inflight.set(request.id, inflight);
+    const outcome = await call.outcome;
+    if (session.inflight.get(request.id) !== inflight) return undefined; // cancelled by the client
+    session.inflight.delete(request.id);
+    return outcome;
+  }
+
+  private resourceOwner(uri: unknown): Upstream {
+    if (typeof uri !== 'string') throw new GatewayError('invalid_params', 'params.uri must be a string');
+    const upstream = this.catalog.routeUri(uri);
+    if (upstream === undefined) throw new GatewayError('resource_not_found', `Resource not found: ${uri}`, { uri });
+    return upstream;
+  }
+
+  private async list(session: ClientSession, method: string, params: JsonObject): Promise<JsonObject> {
+    const { key, capability } = LIST_METHODS[method] ?? { key: 'tools', capability: 'tools' };
+    const candidates = this.catalog.upstreams.filter((u) => u.state !== 'ready' || u.capabilities[capability] !== undefined);
+    let index = 0;
+    let cursor: unknown;
+    if (params.cursor !== undefined) {
+      const position = decodeCursor(params.cursor);
+      index = candidates.findIndex((u) => u.name === position.upstream);
+      if (index < 0) throw new GatewayError('invalid_params', 'Invalid cursor: its upstream is gone');
+      cursor = position.cursor;
+    }
+    // One upstream page per gateway page keeps the cost O(page); empty pages are skipped.
+    for (; index < candidates.length; index++, cursor = undefined) {
+      const upstream = candidates[index] as Upstream;
+      let page: JsonObject;
+      try {
+        const connection = await upstream.connectionFor(session);
+        const outcome = await connection.request(method, cursor === undefined ? {} : { cursor }, undefined, upstream.config.requestTimeoutMs).outcome;
+        if ('error' in outcome) throw new Error(outcome.error.message);
+        page = outcome.result;
+      } catch (error) {
+        // One broken upstream must not hide the others' tools; it is visible in /readyz and the log.
+        this.logger.warn({ upstream: upstream.name, method, reason: (error as Error).message }, 'upstream left out of a list');
+        continue;
+      }
+      const items = Array.isArray(page[key]) ? (page[key] as JsonObject[]) : [];
+      if (key === 'resources') this.catalog.noteResources(upstream, items);
+      const exposed = key === 'tools' || key === 'prompts' ? items.map((item) => this.catalog.expose(upstream, item)) : items;
+      const next = page.nextCursor;
+      const hasMoreHere = typeof next === 'string' && next !== '';
+      if (exposed.length === 0 && !hasMoreHere) continue;
+      const result: JsonObject = { ...page, [key]: exposed };
+      delete result.nextCursor;
+      if (hasMoreHere) result.nextCursor = encodeCursor({ upstream: upstream.name, cursor: next });
+      else if (index + 1 < candidates.length) result.nextCursor = encodeCursor({ upstream: (candidates[index + 1] as Upstream).name });
+      return result;
+    }
+    return { [key]: [] };
+  }
+
+  private async subscription(session: ClientSession, request: JsonRpcRequest, params: JsonObject): Promise<Outcome | undefined> {
+    const upstream = this.resourceOwner(params.uri);
+    const uri = params.uri as string;
+    const subscribe = request.method === 'resources/subscribe';
+    if (subscribe) session.subscriptions.add(uri);
+    else session.subscriptions.delete(uri);
+    if (upstream.isShared) {
+      // One upstream subscription serves every session on a shared connection; the gateway fans updates out.
+      const others = [...this.allSessions()].some((s) => s !== session && s.subscriptions.has(uri));
+      if (others) return { result: {} };
+    }
+    return this.forward(session, request, upstream, params, undefined);
+  }
+
+  private async complete(session: ClientSession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined): Promise<Outcome | undefined> {
+    const ref = asObject(params.ref);
+    if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const route = this.catalog.route('prompts', ref.name);
+      if (route === undefined) throw new GatewayError('invalid_params', `Unknown prompt: ${ref.name}`);
+      return this.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream);
+    }
+    if (ref?.type === 'ref/resource') return this.forward(session, request, this.resourceOwner(ref.uri), params, stream);
+    throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
+  }
+
+  private async setLevel(session: ClientSession, request: JsonRpcRequest, params: JsonObject): Promise<Outcome> {
+    const level = params.level;
+    if (logLevelRank(level) < 0) throw new GatewayError('invalid_params', `Invalid log level; expected one of ${LOG_LEVELS.join(', ')}`);
+    session.logLevel = level as LogLevel;
+    const targets = this.catalog.upstreams.filter((u) => u.capabilities.logging !== undefined);
+    const results = await Promise.all(
+      targets.map(async (upstream) => {
+        // A shared connection logs at the most verbose level any session asked for; each session is filtered.
+        const effective = upstream.isShared ? this.mostVerboseLevel() : session.logLevel;
+        const connection = await upstream.connectionFor(session);
+        return connection.request(request.method, { ...params, level: effective }, undefined, upstream.config.requestTimeoutMs).outcome;
+      }).map((p) => p.catch((error: unknown) => ({ error: toJsonRpcError(error) }) as Outcome)),
+    );
+    const failed = results.find((r): r is { error: { code: number; message: string } } => 'error' in r);
+    if (failed !== undefined && results.length === 1) return failed;
+    return { result: {} };
+  }
+
+  private mostVerboseLevel(): LogLevel | undefined {
+    let best: LogLevel | undefined;
+    for (const session of this.allSessions()) {
+      if (session.logLevel !== undefined && (best === undefined || logLevelRank(session.logLevel) < logLevelRank(best))) best = session.logLevel;
+    }
+    return best;
+  }
+
+  // ---- upstream → client ----
+
+  notification(upstream: Upstream, message: JsonRpcNotification, origin: MessageOrigin): void {
+    if (origin.kind === 'control') return; // The gateway's own connection; catalog refreshes happen in Upstream.
+    const method = message.method;
+    if (origin.kind === 'session') {
+      const session = origin.sessionId === undefined ? undefined : this.sessions?.peek(origin.sessionId);
+      if (session !== undefined) this.toSession(session, upstream, message, origin.call);
+      return;
+    }
+    // A connection shared by all sessions.
+    if (method.endsWith('/list_changed')) {
+      for (const session of this.allSessions()) session.deliver(message);
+      return;
+    }
+    if (method === 'notifications/resources/updated') {
+      const uri = message.params?.uri;
+      for (const session of this.allSessions()) if (typeof uri === 'string' && session.subscriptions.has(uri)) session.deliver(message);
+      return;
+    }
+    if (origin.sessionId !== undefined) {
+      const session = this.sessions?.peek(origin.sessionId);
+      if (session !== undefined) this.toSession(session, upstream, message, origin.call);
+      return;
+    }
+    if (method === 'notifications/message' && !origin.ambiguous) {
+      for (const session of this.allSessions()) if (session.logLevel !== undefined) this.toSession(session, upstream, message, undefined);
+      return;
+    }
+    // Calls of several sessions are running on the shared connection: delivering it to any of them could leak
+    // one client's data to another. `isolation: per-session` avoids this.
+    this.logger.debug({ upstream: upstream.name, method }, 'unattributable upstream notification on a shared connection; dropped');
+  }
+
+  async request(upstream: Upstream, message: JsonRpcRequest, origin: MessageOrigin, signal: AbortSignal): Promise<Outcome> {
+    const session = origin.sessionId === undefined ? undefined : this.sessions?.peek(origin.sessionId);
+    if (session === undefined) {
+      const why = origin.ambiguous
+        ? `calls from several clients are running on upstream '${upstream.name}' (shared stdio connection), so the gateway cannot tell which client to ask; configure isolation: per-session`
+        : `no client call is running on upstream '${upstream.name}' to relate it to`;
+      return { error: { code: InternalError, message: `taskgate cannot relay ${message.method}: ${why}` } };
+    }
+    const request: { method: string; params?: JsonObject } = { method: message.method };
+    if (message.params !== undefined) request.params = message.params;
+    return origin.call !== undefined ? origin.call.ask(request, signal) : session.ask(request, signal);
+  }
+
+  catalogChanged(upstream: Upstream, reconnected: boolean): void {
+    const problems = this.catalog.collisions();
+    for (const problem of problems) this.logger.error({ upstream: upstream.name }, problem);
+    // A refresh follows the upstream's own list_changed, which reaches the clients by itself. An upstream
+    // that (re)connected may have brought tools, prompts or resources the clients have not seen.
+    if (!reconnected) return;
+    for (const session of this.allSessions()) {
+      session.deliver({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+      if (upstream.capabilities.prompts !== undefined) session.deliver({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
+      if (upstream.capabilities.resources !== undefined) session.deliver({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
+    }
+  }
+
+  private toSession(session: ClientSession, upstream: Upstream, message: JsonRpcNotification, call: CallContext | undefined): void {
+    if (message.method === 'notifications/message' && upstream.isShared && session.logLevel !== undefined) {
+      if (logLevelRank(message.params?.level) < logLevelRank(session.logLevel)) return;
+    }
+    if (call !== undefined) call.notify(message);
+    else session.deliver(message);
+  }
+
+  private allSessions(): Iterable<ClientSession> {
+    return this.sessions?.all() ?? [];
+  }
+
+  /** Ends every upstream connection the session owns. */
+  async release(session: ClientSession): Promise<void> {
+    await Promise.all(this.catalog.upstreams.map((u) => u.releaseSession(session.sessionId)));
+  }
+}

@@ -1,0 +1,119 @@
+import type { ServerResponse } from 'node:http';
+
+interface BufferedEvent {
+  id: string;
+  data: string;
+}
+
+/**
+ * One logical SSE stream of a session (a POST's response stream or the standalone GET stream). Events are
+ * numbered and kept in a bounded buffer, so a client that lost the connection can resume with Last-Event-ID on
+ * a new GET request and receive what it missed; the stream outlives any single HTTP response.
+ */
+export class EventStream {
+  private seq = 0;
+  private readonly buffer: BufferedEvent[] = [];
+  private response: ServerResponse | undefined;
+  private keepAlive: NodeJS.Timeout | undefined;
+  /** No more events will come (the POST's responses were all sent). */
+  finished = false;
+  /** Every event reached a live connection; nothing is left to resume. */
+  delivered = true;
+
+  constructor(
+    readonly id: string,
+    private readonly replayLimit: number,
+    private readonly keepAliveMs: number,
+  ) {}
+
+  get attached(): boolean {
+    return this.response !== undefined;
+  }
+
+  /** Takes over an HTTP response: writes SSE headers, replays events after `lastEventId`, then goes live. */
+  attach(response: ServerResponse, options: { lastEventId?: string; primeRetryMs?: number } = {}): void {
+    this.detach();
+    this.response = response;
+    response.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    response.flushHeaders();
+    response.on('close', () => {
+      if (this.response === response) this.detach();
+    });
+    if (options.primeRetryMs !== undefined) {
+      // SEP-1699 priming event: an id with empty data, so the client can resume even before the first message.
+      const id = this.nextId();
+      this.remember({ id, data: '' });
+      response.write(`id: ${id}\nretry: ${options.primeRetryMs}\ndata: \n\n`);
+    }
+    if (options.lastEventId !== undefined) {
+      const after = this.buffer.findIndex((event) => event.id === options.lastEventId);
+      for (const event of this.buffer.slice(after + 1)) if (event.data !== '') response.write(format(event));
+    }
+    this.delivered = true;
+    if (this.finished) {
+      this.end();
+      return;
+    }
+    if (this.keepAliveMs > 0) {
+      // Comments keep idle-timeout proxies from cutting long calls; clients ignore them.
+      this.keepAlive = setInterval(() => response.write(': keep-alive\n\n'), this.keepAliveMs);
+      this.keepAlive.unref();
+    }
+  }
+
+  /** Whether this stream knows the event id (so a resume can start from it). */
+  has(eventId: string): boolean {
+    return this.buffer.some((event) => event.id === eventId);
+  }
+
+  send(message: unknown): void {
+    if (this.finished) return;
+    const event = { id: this.nextId(), data: JSON.stringify(message) };
+    this.remember(event);
+    if (this.response !== undefined) this.response.write(format(event));
+    else this.delivered = false;
+  }
+
+  /** No more events: ends the HTTP response if one is attached. */
+  finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.response !== undefined) this.end();
+  }
+
+  /** Drops the connection without finishing the stream (session end, shutdown). */
+  close(): void {
+    this.finished = true;
+    this.end();
+  }
+
+  private end(): void {
+    const response = this.response;
+    this.detach();
+    response?.end();
+  }
+
+  private detach(): void {
+    clearInterval(this.keepAlive);
+    this.keepAlive = undefined;
+    this.response = undefined;
+  }
+
+  private nextId(): string {
+    return `${this.id}.${++this.seq}`;
+  }
+
+  private remember(event: BufferedEvent): void {
+    this.buffer.push(event);
+    if (this.buffer.length > this.replayLimit) this.buffer.shift();
+  }
+}
+
+function format(event: BufferedEvent): string {
+  return `id: ${event.id}\nevent: message\ndata: ${event.data}\n\n`;
+}

@@ -1,0 +1,245 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { GatewayConfig } from '../config/types.js';
+import { GatewayError } from '../errors.js';
+import {
+  errorResponse,
+  isNotification,
+  isRequest,
+  toResponse,
+  validateMessage,
+  InvalidRequest,
+  ParseError,
+  type JsonObject,
+  type JsonRpcMessage,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+} from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { isSupportedLegacyVersion, LEGACY_VERSIONS, LATEST_LEGACY_VERSION, supportsPrimingEvents } from '../protocol.js';
+import { STREAMED_METHODS, type Router } from '../gateway/router.js';
+import type { ClientSession } from '../gateway/session.js';
+import type { SessionRegistry } from '../gateway/sessions.js';
+import type { Catalog } from '../gateway/catalog.js';
+import { checkRequestOrigin } from './guards.js';
+
+/** What the front end needs from the rest of the gateway. */
+export interface FrontEndDeps {
+  config: GatewayConfig;
+  logger: Logger;
+  router: Router;
+  sessions: SessionRegistry;
+  catalog: Catalog;
+  version: string;
+  readiness(): Promise<{ ready: boolean; body: JsonObject }>;
+  isShuttingDown(): boolean;
+}
+
+const PARSE_FAILURE = Symbol('parse failure');
+interface ParseFailure {
+  [PARSE_FAILURE]: string;
+}
+
+/** Reconnect delay the priming event suggests to clients whose stream drops. */
+const PRIME_RETRY_MS = 1000;
+
+export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
+  const { config, logger } = deps;
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: config.listen.maxBodyBytes,
+    genReqId: () => crypto.randomUUID(),
+    forceCloseConnections: true,
+  });
+
+  // Malformed JSON must become a JSON-RPC parse error, not fastify's generic 400.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, JSON.parse(body as string));
+    } catch (error) {
+      done(null, { [PARSE_FAILURE]: (error as Error).message } satisfies ParseFailure);
+    }
+  });
+
+  app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
+    const mapped =
+      error instanceof GatewayError
+        ? error
+        : error.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+          ? new GatewayError('body_too_large', `Request body exceeds ${config.listen.maxBodyBytes} bytes`)
+          : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+            ? new GatewayError('unsupported_media_type', 'Unsupported Media Type: Content-Type must be application/json')
+            : undefined;
+    if (mapped === undefined) request.log.error({ err: error }, 'unhandled front-end error');
+    const status = mapped?.httpStatus ?? error.statusCode ?? 500;
+    const body = errorResponse(null, mapped ? mapped.toJsonRpc().code : InvalidRequest, mapped?.message ?? error.message);
+    void reply.code(status >= 400 ? status : 500).type('application/json').send(body);
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const { ready, body } = await deps.readiness();
+    return reply.code(ready ? 200 : 503).send(body);
+  });
+
+  const path = config.listen.path;
+  const guard = async (request: FastifyRequest): Promise<void> => {
+    checkRequestOrigin(config.listen, request.headers.host, request.headers.origin);
+    if (deps.isShuttingDown()) throw new GatewayError('shutting_down', 'The gateway is shutting down');
+  };
+  app.post(path, { onRequest: guard }, (request, reply) => handlePost(deps, request, reply));
+  app.get(path, { onRequest: guard }, (request, reply) => handleGet(deps, request, reply));
+  app.delete(path, { onRequest: guard }, (request, reply) => handleDelete(deps, request, reply));
+  return app;
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function accepts(request: FastifyRequest, type: string): boolean {
+  const accept = header(request, 'accept');
+  return accept === undefined || accept.includes(type) || accept.includes('*/*');
+}
+
+function checkProtocolVersionHeader(request: FastifyRequest): void {
+  const version = header(request, 'mcp-protocol-version');
+  if (version !== undefined && !isSupportedLegacyVersion(version)) {
+    throw new GatewayError('unsupported_protocol_version', `Bad Request: Unsupported protocol version '${version}' (supported: ${LEGACY_VERSIONS.join(', ')})`);
+  }
+}
+
+function sessionOf(deps: FrontEndDeps, request: FastifyRequest): ClientSession {
+  const id = header(request, 'mcp-session-id');
+  if (id === undefined) throw new GatewayError('session_required', 'Bad Request: Mcp-Session-Id header is required');
+  const session = deps.sessions.get(id);
+  if (session === undefined) throw new GatewayError('session_not_found', 'Session not found');
+  return session;
+}
+
+function sendJson(reply: FastifyReply, status: number, body: unknown, headers: Record<string, string> = {}): FastifyReply {
+  return reply.code(status).headers(headers).type('application/json').send(JSON.stringify(body));
+}
+
+async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  if (!accepts(request, 'application/json') && !accepts(request, 'text/event-stream')) {
+    throw new GatewayError('not_acceptable', 'Not Acceptable: Accept must include application/json or text/event-stream');
+  }
+  const body = request.body as unknown;
+  if (typeof body === 'object' && body !== null && PARSE_FAILURE in body) {
+    return sendJson(reply, 400, errorResponse(null, ParseError, `Parse error: ${(body as ParseFailure)[PARSE_FAILURE]}`));
+  }
+  const batch = Array.isArray(body);
+  const items = batch ? (body as unknown[]) : [body];
+  if (items.length === 0) return sendJson(reply, 400, errorResponse(null, InvalidRequest, 'Invalid Request: empty batch'));
+
+  const messages: JsonRpcMessage[] = [];
+  const invalid: JsonRpcResponse[] = [];
+  for (const item of items) {
+    const message = validateMessage(item);
+    if (typeof message === 'string') {
+      const id = typeof item === 'object' && item !== null && 'id' in item ? ((item as { id: unknown }).id as string | number) : null;
+      invalid.push(errorResponse(typeof id === 'string' || typeof id === 'number' ? id : null, InvalidRequest, `Invalid Request: ${message}`));
+    } else messages.push(message);
+  }
+  if (messages.length === 0) return sendJson(reply, 400, batch ? invalid : invalid[0]);
+
+  const initialize = messages.find((m) => isRequest(m) && m.method === 'initialize') as JsonRpcRequest | undefined;
+  if (initialize !== undefined) {
+    if (items.length > 1) throw new GatewayError('invalid_request', 'Invalid Request: initialize must be sent alone');
+    if (header(request, 'mcp-session-id') !== undefined) {
+      throw new GatewayError('invalid_request', 'Invalid Request: the session is already initialized');
+    }
+    return initializeSession(deps, initialize, reply);
+  }
+
+  checkProtocolVersionHeader(request);
+  const session = sessionOf(deps, request);
+  const requests: JsonRpcRequest[] = [];
+  for (const message of messages) {
+    if (isRequest(message)) requests.push(message);
+    else if (isNotification(message)) deps.router.handleNotification(session, message);
+    else if (!session.answer(message.id as string | number, 'result' in message ? { result: message.result } : { error: message.error })) {
+      request.log.debug({ id: message.id }, 'response to an unknown or settled request; ignored');
+    }
+  }
+  if (requests.length === 0) {
+    if (invalid.length > 0) return sendJson(reply, 400, batch ? invalid : invalid[0]);
+    return reply.code(202).send();
+  }
+
+  const streamed = (header(request, 'accept') ?? '').includes('text/event-stream') && requests.some((r) => STREAMED_METHODS.has(r.method));
+  if (!streamed) {
+    const responses: JsonRpcResponse[] = [...invalid];
+    await Promise.all(
+      requests.map(async (r) => {
+        const outcome = await deps.router.handle(session, r, undefined);
+        if (outcome !== undefined) responses.push(toResponse(r.id, outcome));
+      }),
+    );
+    if (responses.length === 0) return reply.code(202).send();
+    return sendJson(reply, 200, batch ? responses : responses[0]);
+  }
+
+  // Answer on an SSE stream: the upstream may send progress, logs or requests before its result, and a client
+  // that loses the connection can resume the stream with Last-Event-ID.
+  const stream = session.openStream();
+  reply.hijack();
+  stream.attach(reply.raw, supportsPrimingEvents(session.protocolVersion) ? { primeRetryMs: PRIME_RETRY_MS } : {});
+  for (const response of invalid) stream.send(response);
+  await Promise.all(
+    requests.map(async (r) => {
+      const outcome = await deps.router.handle(session, r, stream);
+      if (outcome !== undefined) stream.send(toResponse(r.id, outcome));
+    }),
+  );
+  stream.finish();
+  return reply;
+}
+
+function initializeSession(deps: FrontEndDeps, request: JsonRpcRequest, reply: FastifyReply): FastifyReply {
+  const params = request.params ?? {};
+  const requested = typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
+  if (requested === undefined) {
+    return sendJson(reply, 200, errorResponse(request.id, -32602, 'initialize: params.protocolVersion must be a string'));
+  }
+  // The client's revision when the gateway speaks it, else the newest; the client then decides (spec).
+  const version = isSupportedLegacyVersion(requested) ? requested : LATEST_LEGACY_VERSION;
+  const capabilities = (typeof params.capabilities === 'object' && params.capabilities !== null ? params.capabilities : {}) as JsonObject;
+  const clientInfo = typeof params.clientInfo === 'object' && params.clientInfo !== null ? (params.clientInfo as JsonObject) : undefined;
+  const session = deps.sessions.create(version, capabilities, clientInfo);
+  const result: JsonObject = {
+    protocolVersion: version,
+    capabilities: deps.catalog.capabilities(),
+    serverInfo: { name: 'taskgate', title: 'taskgate MCP gateway', version: deps.version },
+  };
+  const instructions = deps.catalog.instructions();
+  if (instructions !== undefined) result.instructions = instructions;
+  deps.logger.info({ session: session.sessionId, protocolVersion: version, client: clientInfo?.name }, 'session started');
+  return sendJson(reply, 200, { jsonrpc: '2.0', id: request.id, result }, { 'mcp-session-id': session.sessionId });
+}
+
+async function handleGet(deps: FrontEndDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  if (!(header(request, 'accept') ?? '').includes('text/event-stream')) {
+    throw new GatewayError('not_acceptable', 'Not Acceptable: Accept must include text/event-stream');
+  }
+  checkProtocolVersionHeader(request);
+  const session = sessionOf(deps, request);
+  const lastEventId = header(request, 'last-event-id');
+  const resumed = lastEventId === undefined ? undefined : session.streamForEvent(lastEventId);
+  const stream = resumed ?? session.openStandaloneStream();
+  reply.hijack();
+  stream.attach(reply.raw, resumed !== undefined ? { lastEventId } : {});
+  return reply;
+}
+
+async function handleDelete(deps: FrontEndDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  checkProtocolVersionHeader(request);
+  const session = sessionOf(deps, request);
+  deps.sessions.end(session.sessionId);
+  deps.logger.info({ session: session.sessionId }, 'session ended by the client');
+  return reply.code(200).send();
+}
+

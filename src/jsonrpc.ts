@@ -1,0 +1,109 @@
+// Minimal JSON-RPC 2.0 shapes. The gateway forwards messages as plain objects so that fields it does not know
+// (future spec additions, vendor `_meta`) survive untouched; only the envelope is typed here.
+
+export type RequestId = string | number;
+export type JsonObject = Record<string, unknown>;
+
+export interface JsonRpcRequest {
+  jsonrpc: '2.0';
+  id: RequestId;
+  method: string;
+  params?: JsonObject;
+}
+
+export interface JsonRpcNotification {
+  jsonrpc: '2.0';
+  method: string;
+  params?: JsonObject;
+}
+
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+export interface JsonRpcSuccess {
+  jsonrpc: '2.0';
+  id: RequestId;
+  result: JsonObject;
+}
+
+export interface JsonRpcFailure {
+  jsonrpc: '2.0';
+  id: RequestId | null;
+  error: JsonRpcErrorObject;
+}
+
+export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
+export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse;
+
+/** What an upstream (or a local handler) answered: exactly one of result or error, without id. */
+export type Outcome = { result: JsonObject } | { error: JsonRpcErrorObject };
+
+export const ParseError = -32700;
+export const InvalidRequest = -32600;
+export const MethodNotFound = -32601;
+export const InvalidParams = -32602;
+export const InternalError = -32603;
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isId(value: unknown): value is RequestId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+}
+
+export function isRequest(message: JsonRpcMessage): message is JsonRpcRequest {
+  return 'method' in message && 'id' in message;
+}
+
+export function isNotification(message: JsonRpcMessage): message is JsonRpcNotification {
+  return 'method' in message && !('id' in message);
+}
+
+export function isResponse(message: JsonRpcMessage): message is JsonRpcResponse {
+  return !('method' in message) && ('result' in message || 'error' in message);
+}
+
+/**
+ * Checks one decoded JSON value for the JSON-RPC envelope. Returns the message, or an error text saying what
+ * is wrong (for -32600 Invalid Request).
+ */
+export function validateMessage(value: unknown): JsonRpcMessage | string {
+  if (!isObject(value)) return 'a JSON-RPC message must be an object';
+  if (value.jsonrpc !== '2.0') return 'jsonrpc must be "2.0"';
+  if ('method' in value) {
+    if (typeof value.method !== 'string' || value.method === '') return 'method must be a non-empty string';
+    if ('params' in value && value.params !== undefined && !isObject(value.params)) return 'params must be an object';
+    if ('id' in value && !isId(value.id)) return 'id must be a string or a number';
+    return value as unknown as JsonRpcMessage;
+  }
+  if ('result' in value || 'error' in value) {
+    if (!isId(value.id)) return 'a response id must be a string or a number';
+    if ('result' in value && !isObject(value.result)) return 'result must be an object';
+    if ('error' in value) {
+      const error = value.error;
+      if (!isObject(error) || typeof error.code !== 'number' || typeof error.message !== 'string') {
+        return 'error must be an object with a numeric code and a string message';
+      }
+    }
+    return value as unknown as JsonRpcMessage;
+  }
+  return 'not a request, notification or response';
+}
+
+export function toResponse(id: RequestId, outcome: Outcome): JsonRpcResponse {
+  return 'result' in outcome
+    ? { jsonrpc: '2.0', id, result: outcome.result }
+    : { jsonrpc: '2.0', id, error: outcome.error };
+}
+
+export function errorResponse(id: RequestId | null, code: number, message: string, data?: unknown): JsonRpcFailure {
+  return { jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } };
+}
+
+export function asObject(value: unknown): JsonObject | undefined {
+  return isObject(value) ? value : undefined;
+}

@@ -1,0 +1,23 @@
+// Protocol revisions and the well-known names the gateway handles itself.
+
+/** Revisions served as sessions (legacy era), newest first. */
+export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
+export const LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0];
+/** The revision a request without `MCP-Protocol-Version` is assumed to speak (spec: 2025-03-26). */
+export const DEFAULT_HEADER_VERSION = '2025-03-26';
+
+export function isSupportedLegacyVersion(version: string): boolean {
+  return (LEGACY_VERSIONS as readonly string[]).includes(version);
+}
+
+/** Revisions from which a POST SSE stream starts with a priming event (SEP-1699). */
+export function supportsPrimingEvents(version: string): boolean {
+  return version >= '2025-11-25';
+}
+
+export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export function logLevelRank(level: unknown): number {
+  return LOG_LEVELS.indexOf(level as LogLevel);
+}

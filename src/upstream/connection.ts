@@ -1,0 +1,225 @@
+import { GatewayError } from '../errors.js';
+import {
+  asObject,
+  isNotification,
+  isRequest,
+  toResponse,
+  type JsonObject,
+  type JsonRpcErrorObject,
+  type JsonRpcMessage,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type Outcome,
+  type RequestId,
+} from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import type { UpstreamTransport } from './transport.js';
+
+/** The client-side half of a call the gateway forwards: where the upstream's related messages go. */
+export interface CallContext {
+  /** The client session the call runs for. */
+  readonly sessionId: string;
+  /** Delivers a notification to the client, on this call's stream. */
+  notify(message: JsonRpcNotification): void;
+  /** Asks the client (elicitation, sampling, roots) on this call's stream; resolves with the client's answer. */
+  ask(request: { method: string; params?: JsonObject }, signal: AbortSignal): Promise<Outcome>;
+}
+
+/** Where a connection hands messages it cannot deliver to a call by itself. */
+export interface ConnectionHandler {
+  /** `call` is the call the message relates to, when the transport or a progress token says so. */
+  notification(message: JsonRpcNotification, call: CallContext | undefined): void;
+  request(message: JsonRpcRequest, call: CallContext | undefined, signal: AbortSignal): Promise<Outcome>;
+  closed(reason: string): void;
+}
+
+export interface UpstreamCall {
+  readonly upstreamId: number;
+  readonly outcome: Promise<Outcome>;
+  /** Tells the upstream to stop (notifications/cancelled) and settles the call locally. */
+  cancel(reason: string): void;
+}
+
+interface PendingCall {
+  context: CallContext | undefined;
+  clientProgressToken: unknown;
+  settle(outcome: Outcome): void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * A JSON-RPC peer over one upstream transport. Ids and progress tokens are the connection's own, so any number of
+ * clients can share it; every call settles exactly once, with the upstream's answer or a gateway error that
+ * names the upstream.
+ */
+export class UpstreamConnection {
+  private nextId = 1;
+  private readonly pending = new Map<RequestId, PendingCall>();
+  private readonly inbound = new Map<RequestId, AbortController>();
+  private closedReason: string | undefined;
+
+  constructor(
+    readonly upstreamName: string,
+    private readonly transport: UpstreamTransport,
+    private readonly handler: ConnectionHandler,
+    private readonly logger: Logger,
+  ) {
+    transport.onmessage = (message, relatedTo) => this.receive(message, relatedTo);
+    transport.onrequestlost = (id, reason) =>
+      this.fail(id, new GatewayError('upstream_unavailable', `Upstream '${upstreamName}' lost the call: ${reason}`, { upstream: upstreamName }).toJsonRpc());
+    transport.onclose = (reason) => this.onClosed(reason);
+  }
+
+  get isOpen(): boolean {
+    return this.closedReason === undefined;
+  }
+
+  /** Contexts of the calls currently waiting for an answer. */
+  pendingContexts(): CallContext[] {
+    const contexts: CallContext[] = [];
+    for (const call of this.pending.values()) if (call.context) contexts.push(call.context);
+    return contexts;
+  }
+
+  async open(initializeParams: JsonObject): Promise<JsonObject> {
+    await this.transport.start();
+    const outcome = await this.request('initialize', initializeParams).outcome;
+    if ('error' in outcome) throw new Error(`initialize failed: ${outcome.error.message}`);
+    const version = outcome.result.protocolVersion;
+    if (typeof version === 'string') this.transport.setProtocolVersion?.(version);
+    await this.transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    return outcome.result;
+  }
+
+  request(method: string, params: JsonObject | undefined, context?: CallContext, timeoutMs = 0): UpstreamCall {
+    const upstreamId = this.nextId++;
+    let settle!: (outcome: Outcome) => void;
+    const outcome = new Promise<Outcome>((resolve) => (settle = resolve));
+    const call: UpstreamCall = { upstreamId, outcome, cancel: (reason) => this.cancel(upstreamId, reason) };
+    if (this.closedReason !== undefined) {
+      settle({ error: this.unavailable(this.closedReason).toJsonRpc() });
+      return call;
+    }
+
+    let forwardedParams = params;
+    let clientProgressToken: unknown;
+    const meta = asObject(params?._meta);
+    if (meta !== undefined && meta.progressToken !== undefined) {
+      // Tokens are rewritten to this connection's request id: clients sharing the connection may pick equal ones.
+      clientProgressToken = meta.progressToken;
+      forwardedParams = { ...params, _meta: { ...meta, progressToken: upstreamId } };
+    }
+    const pending: PendingCall = {
+      context,
+      clientProgressToken,
+      settle: (value) => {
+        if (pending.timer) clearTimeout(pending.timer);
+        settle(value);
+      },
+      timer: undefined,
+    };
+    if (timeoutMs > 0) {
+      pending.timer = setTimeout(() => {
+        this.cancel(upstreamId, 'timeout');
+        pending.settle({
+          error: new GatewayError('upstream_timeout', `Upstream '${this.upstreamName}' did not answer ${method} within ${timeoutMs} ms`, {
+            upstream: this.upstreamName,
+          }).toJsonRpc(),
+        });
+      }, timeoutMs);
+    }
+    this.pending.set(upstreamId, pending);
+    const message: JsonRpcRequest = { jsonrpc: '2.0', id: upstreamId, method };
+    if (forwardedParams !== undefined) message.params = forwardedParams;
+    this.transport.send(message).catch((error: Error) => this.fail(upstreamId, this.unavailable(error.message).toJsonRpc()));
+    return call;
+  }
+
+  notify(method: string, params?: JsonObject): void {
+    if (this.closedReason !== undefined) return;
+    const message: JsonRpcNotification = { jsonrpc: '2.0', method };
+    if (params !== undefined) message.params = params;
+    this.transport.send(message).catch((error: Error) => this.logger.debug({ err: error, method }, 'notification to upstream failed'));
+  }
+
+  async close(): Promise<void> {
+    this.onClosed('the gateway closed the connection');
+    await this.transport.close();
+  }
+
+  private cancel(upstreamId: number, reason: string): void {
+    if (!this.pending.has(upstreamId)) return;
+    this.notify('notifications/cancelled', { requestId: upstreamId, reason });
+    this.fail(upstreamId, { code: -32800, message: `Request cancelled: ${reason}` });
+  }
+
+  private fail(id: RequestId, error: JsonRpcErrorObject): void {
+    const pending = this.pending.get(id);
+    if (pending === undefined) return;
+    this.pending.delete(id);
+    pending.settle({ error });
+  }
+
+  private unavailable(reason: string): GatewayError {
+    return new GatewayError('upstream_unavailable', `Upstream '${this.upstreamName}' is unavailable: ${reason}`, { upstream: this.upstreamName });
+  }
+
+  private receive(message: JsonRpcMessage, relatedTo: RequestId | undefined): void {
+    if (isRequest(message)) {
+      this.answer(message, this.contextOf(relatedTo));
+      return;
+    }
+    if (isNotification(message)) {
+      const params = message.params;
+      if (message.method === 'notifications/progress' && params !== undefined) {
+        const pending = this.pending.get(params.progressToken as RequestId);
+        if (pending?.context !== undefined && pending.clientProgressToken !== undefined) {
+          pending.context.notify({ ...message, params: { ...params, progressToken: pending.clientProgressToken } });
+        }
+        return; // Progress for a call that already ended (or never asked for it) is stale.
+      }
+      if (message.method === 'notifications/cancelled' && params !== undefined) {
+        const inbound = this.inbound.get(params.requestId as RequestId);
+        if (inbound !== undefined) {
+          inbound.abort(typeof params.reason === 'string' ? params.reason : 'cancelled by the upstream');
+          return;
+        }
+      }
+      this.handler.notification(message, this.contextOf(relatedTo));
+      return;
+    }
+    const pending = this.pending.get(message.id as RequestId);
+    if (pending === undefined) return; // Answer to a call that was cancelled or timed out.
+    this.pending.delete(message.id as RequestId);
+    pending.settle('result' in message ? { result: message.result } : { error: message.error });
+  }
+
+  private contextOf(relatedTo: RequestId | undefined): CallContext | undefined {
+    return relatedTo === undefined ? undefined : this.pending.get(relatedTo)?.context;
+  }
+
+  private answer(message: JsonRpcRequest, context: CallContext | undefined): void {
+    const abort = new AbortController();
+    this.inbound.set(message.id, abort);
+    this.handler
+      .request(message, context, abort.signal)
+      .catch((error: Error) => ({ error: { code: -32603, message: error.message } }) as Outcome)
+      .then((outcome) => {
+        this.inbound.delete(message.id);
+        if (abort.signal.aborted || this.closedReason !== undefined) return;
+        this.transport.send(toResponse(message.id, outcome)).catch((error: Error) =>
+          this.logger.debug({ err: error }, 'could not answer the upstream request'),
+        );
+      });
+  }
+
+  private onClosed(reason: string): void {
+    if (this.closedReason !== undefined) return;
+    this.closedReason = reason;
+    const error = this.unavailable(reason).toJsonRpc();
+    for (const [id] of this.pending) this.fail(id, error);
+    for (const abort of this.inbound.values()) abort.abort(reason);
+    this.inbound.clear();
+    this.handler.closed(reason);
+  }
+}

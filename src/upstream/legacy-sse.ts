@@ -1,0 +1,82 @@
+import { request, type Agent } from 'undici';
+import type { Logger } from '../log.js';
+import { validateMessage, type JsonRpcMessage } from '../jsonrpc.js';
+import { readSse } from './sse-reader.js';
+import type { UpstreamTransport } from './transport.js';
+
+/**
+ * The 2024-11-05 HTTP+SSE transport: one GET stream carries every server message; the `endpoint` event names
+ * where to POST. The upstream's session is that stream, so when it ends the connection is gone.
+ */
+export class LegacySseTransport implements UpstreamTransport {
+  onmessage?: UpstreamTransport['onmessage'];
+  onclose?: UpstreamTransport['onclose'];
+
+  private endpoint: string | undefined;
+  private closed = false;
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly url: string,
+    private readonly headers: Readonly<Record<string, string>>,
+    private readonly agent: Agent,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const response = await request(this.url, {
+      method: 'GET',
+      dispatcher: this.agent,
+      signal: this.abort.signal,
+      headers: { ...this.headers, accept: 'text/event-stream' },
+    });
+    if (response.statusCode !== 200) {
+      await response.body.dump();
+      throw new Error(`HTTP ${response.statusCode} opening the SSE stream`);
+    }
+    await new Promise<void>((resolve, reject) => {
+      void readSse(response.body, (event) => {
+        if (event.event === 'endpoint') {
+          this.endpoint = new URL(event.data.trim(), this.url).href;
+          resolve();
+          return;
+        }
+        if (event.event !== undefined && event.event !== 'message') return;
+        let decoded: unknown;
+        try {
+          decoded = JSON.parse(event.data);
+        } catch {
+          this.logger.warn('upstream sent SSE data that is not JSON; ignored');
+          return;
+        }
+        const message = validateMessage(decoded);
+        if (typeof message === 'string') this.logger.warn({ problem: message }, 'upstream sent an invalid JSON-RPC message; ignored');
+        else this.onmessage?.(message);
+      }).then((outcome) => {
+        const reason = outcome.error ? `the SSE stream failed (${outcome.error.message})` : 'the upstream closed its SSE stream';
+        if (this.endpoint === undefined) reject(new Error(`${reason} before naming its endpoint`));
+        if (!this.closed) {
+          this.closed = true;
+          this.onclose?.(reason);
+        }
+      });
+    });
+  }
+
+  async send(message: JsonRpcMessage): Promise<void> {
+    if (this.closed || this.endpoint === undefined) throw new Error('connection is closed');
+    const response = await request(this.endpoint, {
+      method: 'POST',
+      dispatcher: this.agent,
+      headers: { ...this.headers, 'content-type': 'application/json' },
+      body: JSON.stringify(message),
+    });
+    const text = await response.body.text().catch(() => '');
+    if (response.statusCode >= 300) throw new Error(`HTTP ${response.statusCode}${text ? `: ${text.slice(0, 300)}` : ''}`);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.abort.abort();
+  }
+}

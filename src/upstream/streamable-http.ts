@@ -1,0 +1,251 @@
+import { request, type Agent } from 'undici';
+import type { Logger } from '../log.js';
+import { isRequest, isResponse, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
+import { readSse } from './sse-reader.js';
+import type { UpstreamTransport } from './transport.js';
+
+const MAX_RESUME_ATTEMPTS = 5;
+const DEFAULT_RETRY_MS = 1000;
+const MAX_GET_STREAM_BACKOFF_MS = 30_000;
+
+/**
+ * Streamable HTTP client (2025-03-26 .. 2025-11-25) over undici. Unlike a generic client it reports which POST
+ * each incoming message arrived on, and when a POST stream ends for good without its response.
+ */
+export class StreamableHttpTransport implements UpstreamTransport {
+  onmessage?: UpstreamTransport['onmessage'];
+  onrequestlost?: UpstreamTransport['onrequestlost'];
+  onclose?: UpstreamTransport['onclose'];
+
+  private sessionId: string | undefined;
+  private protocolVersion: string | undefined;
+  private closed = false;
+  private readonly aborts = new Set<AbortController>();
+
+  constructor(
+    private readonly url: string,
+    private readonly headers: Readonly<Record<string, string>>,
+    private readonly agent: Agent,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {}
+
+  setProtocolVersion(version: string): void {
+    this.protocolVersion = version;
+  }
+
+  async send(message: JsonRpcMessage): Promise<void> {
+    if (this.closed) throw new Error('connection is closed');
+    const abort = this.track();
+    let handedOff = false;
+    try {
+      const response = await request(this.url, {
+        method: 'POST',
+        dispatcher: this.agent,
+        signal: abort.signal,
+        headers: {
+          ...this.requestHeaders(),
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify(message),
+      });
+      const sessionId = response.headers['mcp-session-id'];
+      if (typeof sessionId === 'string' && this.sessionId === undefined) this.sessionId = sessionId;
+      const status = response.statusCode;
+      if (status === 202) {
+        await response.body.dump();
+        if ('method' in message && message.method === 'notifications/initialized') this.openGetStream(0);
+        return;
+      }
+      if (status === 404 && this.sessionId !== undefined) {
+        await response.body.dump();
+        this.fail('the upstream session expired (HTTP 404)');
+        throw new Error('the upstream session expired (HTTP 404)');
+      }
+      if (status >= 300) {
+        const text = await response.body.text().catch(() => '');
+        throw new Error(`HTTP ${status}${text ? `: ${text.slice(0, 300)}` : ''}`);
+      }
+      const requestId = isRequest(message) ? message.id : undefined;
+      const contentType = String(response.headers['content-type'] ?? '');
+      if (contentType.includes('text/event-stream')) {
+        // The response arrives later on this stream; send() only covers delivery of the request.
+        handedOff = true;
+        void this.consumePostStream(response.body, requestId, abort);
+        return;
+      }
+      if (contentType.includes('application/json')) {
+        const answered = this.dispatchPayload(await response.body.text(), requestId);
+        if (requestId !== undefined && !answered) this.onrequestlost?.(requestId, 'the upstream answered without a response');
+      } else {
+        await response.body.dump();
+        if (requestId !== undefined) this.onrequestlost?.(requestId, `unexpected content type '${contentType}'`);
+      }
+    } finally {
+      if (!handedOff) this.aborts.delete(abort);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const abort of this.aborts) abort.abort();
+    this.aborts.clear();
+    if (this.sessionId !== undefined) {
+      // Ending the upstream session frees its state there; failure only costs the upstream a timeout.
+      await request(this.url, {
+        method: 'DELETE',
+        dispatcher: this.agent,
+        headers: this.requestHeaders(),
+        signal: AbortSignal.timeout(2000),
+      })
+        .then((response) => response.body.dump())
+        .catch(() => undefined);
+    }
+  }
+
+  private requestHeaders(): Record<string, string> {
+    const headers: Record<string, string> = { ...this.headers };
+    if (this.sessionId !== undefined) headers['mcp-session-id'] = this.sessionId;
+    if (this.protocolVersion !== undefined) headers['mcp-protocol-version'] = this.protocolVersion;
+    return headers;
+  }
+
+  private track(): AbortController {
+    const abort = new AbortController();
+    this.aborts.add(abort);
+    return abort;
+  }
+
+  private fail(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const abort of this.aborts) abort.abort();
+    this.aborts.clear();
+    this.onclose?.(reason);
+  }
+
+  /** Dispatches a JSON body or SSE data field; returns whether it carried the response to `requestId`. */
+  private dispatchPayload(text: string, requestId: RequestId | undefined): boolean {
+    if (text.trim() === '') return false;
+    let decoded: unknown;
+    try {
+      decoded = JSON.parse(text);
+    } catch {
+      this.logger.warn({ data: text.slice(0, 200) }, 'upstream sent data that is not JSON; ignored');
+      return false;
+    }
+    let answered = false;
+    for (const item of Array.isArray(decoded) ? decoded : [decoded]) {
+      const message = validateMessage(item);
+      if (typeof message === 'string') {
+        this.logger.warn({ problem: message }, 'upstream sent an invalid JSON-RPC message; ignored');
+        continue;
+      }
+      if (requestId !== undefined && isResponse(message) && message.id === requestId) answered = true;
+      this.onmessage?.(message, requestId);
+    }
+    return answered;
+  }
+
+  private async consumePostStream(
+    body: AsyncIterable<Uint8Array>,
+    requestId: RequestId | undefined,
+    abort: AbortController,
+  ): Promise<void> {
+    let answered = false;
+    let stream = body;
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await readSse(stream, (event) => {
+        if (this.dispatchPayload(event.data, requestId)) answered = true;
+      });
+      this.aborts.delete(abort);
+      if (answered || requestId === undefined || this.closed) return;
+      // The upstream closed the stream before answering (SEP-1699 polling, or a dropped connection):
+      // resume it with Last-Event-ID when it gave us one, else the call is lost.
+      if (outcome.lastEventId === undefined || attempt >= MAX_RESUME_ATTEMPTS) {
+        const why = outcome.error ? `the connection dropped (${outcome.error.message})` : 'the upstream closed the stream';
+        this.onrequestlost?.(requestId, `${why} before answering`);
+        return;
+      }
+      await sleep(outcome.retryMs ?? DEFAULT_RETRY_MS);
+      const resumed = await this.resume(outcome.lastEventId, abort);
+      if (resumed === undefined) {
+        this.onrequestlost?.(requestId, 'the upstream did not accept the stream resumption');
+        return;
+      }
+      stream = resumed;
+    }
+  }
+
+  private async resume(lastEventId: string, abort: AbortController): Promise<AsyncIterable<Uint8Array> | undefined> {
+    if (this.closed) return undefined;
+    this.aborts.add(abort);
+    try {
+      const response = await request(this.url, {
+        method: 'GET',
+        dispatcher: this.agent,
+        signal: abort.signal,
+        headers: { ...this.requestHeaders(), accept: 'text/event-stream', 'last-event-id': lastEventId },
+      });
+      if (response.statusCode !== 200) {
+        await response.body.dump();
+        return undefined;
+      }
+      return response.body;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The standalone GET stream carries messages unrelated to any request (list changes, resource updates). */
+  private openGetStream(failures: number): void {
+    if (this.closed) return;
+    const abort = this.track();
+    let lastEventId: string | undefined;
+    const run = async (): Promise<void> => {
+      const headers: Record<string, string> = { ...this.requestHeaders(), accept: 'text/event-stream' };
+      if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
+      const response = await request(this.url, { method: 'GET', dispatcher: this.agent, signal: abort.signal, headers });
+      if (response.statusCode === 405) {
+        await response.body.dump();
+        return; // The upstream offers no GET stream; nothing unsolicited will come.
+      }
+      if (response.statusCode === 404 && this.sessionId !== undefined) {
+        await response.body.dump();
+        this.fail('the upstream session expired (HTTP 404)');
+        return;
+      }
+      if (response.statusCode !== 200) {
+        await response.body.dump();
+        throw new Error(`HTTP ${response.statusCode}`);
+      }
+      failures = 0;
+      const outcome = await readSse(response.body, (event) => this.dispatchPayload(event.data, undefined));
+      lastEventId = outcome.lastEventId ?? lastEventId;
+      throw outcome.error ?? new Error('stream ended');
+    };
+    const loop = async (): Promise<void> => {
+      for (;;) {
+        try {
+          await run();
+          this.aborts.delete(abort);
+          return;
+        } catch (error) {
+          if (this.closed || abort.signal.aborted) return;
+          failures++;
+          const delay = Math.min(MAX_GET_STREAM_BACKOFF_MS, DEFAULT_RETRY_MS * 2 ** Math.min(failures, 5));
+          this.logger.debug({ err: error, delay }, 'upstream GET stream ended; reconnecting');
+          await sleep(delay);
+        }
+      }
+    };
+    void loop();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref?.());
+}

@@ -1,0 +1,22 @@
+import type { JsonRpcMessage, RequestId } from '../jsonrpc.js';
+
+/**
+ * A message channel to one upstream MCP server. Kept deliberately smaller than the SDK's Transport: the gateway
+ * needs to know which request an incoming message relates to (the POST stream it arrived on) and when a
+ * request's stream died without an answer, which the SDK's interface cannot say.
+ */
+export interface UpstreamTransport {
+  start(): Promise<void>;
+  /** Sends one message. Rejects when the upstream refused or could not be reached. */
+  send(message: JsonRpcMessage): Promise<void>;
+  close(): Promise<void>;
+  /** The revision negotiated by initialize; HTTP transports send it as `MCP-Protocol-Version`. */
+  setProtocolVersion?(version: string): void;
+
+  /** `relatedTo` is the id of the request on whose response stream the message arrived, when known. */
+  onmessage?: (message: JsonRpcMessage, relatedTo?: RequestId) => void;
+  /** A request's response stream ended for good without its response. */
+  onrequestlost?: (id: RequestId, reason: string) => void;
+  /** The connection is gone for good (process exit, stream closed, session expired). */
+  onclose?: (reason: string) => void;
+}

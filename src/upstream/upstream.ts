@@ -1,0 +1,306 @@
+import type { Agent } from 'undici';
+import type { UpstreamConfig } from '../config/types.js';
+import { upstreamUnavailable } from '../errors.js';
+import type { JsonObject, JsonRpcNotification, JsonRpcRequest, Outcome } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { LATEST_LEGACY_VERSION } from '../protocol.js';
+import { UpstreamConnection, type CallContext, type ConnectionHandler } from './connection.js';
+import { createUpstreamAgent } from './http-agent.js';
+import { LegacySseTransport } from './legacy-sse.js';
+import { StdioTransport } from './stdio.js';
+import { StreamableHttpTransport } from './streamable-http.js';
+import type { UpstreamTransport } from './transport.js';
+
+export type UpstreamState = 'starting' | 'ready' | 'down' | 'closed';
+
+/** Who a client session is, as the upstream is told when the gateway opens a connection for it. */
+export interface SessionIdentity {
+  sessionId: string;
+  protocolVersion: string;
+  capabilities: JsonObject;
+  clientInfo: JsonObject | undefined;
+}
+
+/**
+ * Where an unsolicited upstream message came from. `session`: a connection owned by one client session.
+ * `shared`: a connection multiplexed over sessions; `sessionId` is set only when the calls pending on it all
+ * belong to one session, and `ambiguous` when they belong to several. `control`: the gateway's own connection
+ * (catalog and health), whose messages concern no client.
+ */
+export interface MessageOrigin {
+  kind: 'session' | 'shared' | 'control';
+  sessionId: string | undefined;
+  call: CallContext | undefined;
+  ambiguous: boolean;
+}
+
+export interface UpstreamMessageSink {
+  notification(upstream: Upstream, message: JsonRpcNotification, origin: MessageOrigin): void;
+  request(upstream: Upstream, message: JsonRpcRequest, origin: MessageOrigin, signal: AbortSignal): Promise<Outcome>;
+  catalogChanged(upstream: Upstream, reconnected: boolean): void;
+}
+
+export interface UpstreamCatalog {
+  tools: JsonObject[];
+  prompts: JsonObject[];
+  resources: JsonObject[];
+  resourceTemplates: JsonObject[];
+}
+
+/** Capabilities the gateway declares on connections it may relay client requests over. */
+const RELAY_CAPABILITIES: JsonObject = { roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } };
+const STABLE_AFTER_MS = 10_000;
+
+/**
+ * One configured upstream server: its control connection (catalog, health, and for shared stdio the only
+ * connection), the per-session connections, and reconnection with backoff.
+ */
+export class Upstream {
+  state: UpstreamState = 'starting';
+  lastError: string | undefined;
+  initializeResult: JsonObject | undefined;
+  catalog: UpstreamCatalog = { tools: [], prompts: [], resources: [], resourceTemplates: [] };
+
+  private control: UpstreamConnection | undefined;
+  private readonly perSession = new Map<string, Promise<UpstreamConnection>>();
+  private readonly agent: Agent | undefined;
+  private restartDelayMs: number;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private connectedAt = 0;
+  private readonly logger: Logger;
+
+  constructor(
+    readonly config: UpstreamConfig,
+    logger: Logger,
+    private readonly sink: UpstreamMessageSink,
+    private readonly gatewayVersion: string,
+  ) {
+    this.logger = logger.child({ upstream: config.name });
+    this.agent = config.transport === 'stdio' ? undefined : createUpstreamAgent(config);
+    this.restartDelayMs = config.transport === 'stdio' ? config.restart.initialDelayMs : 1000;
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  /** One connection carries every session: stdio with `isolation: shared`. */
+  get isShared(): boolean {
+    return this.config.transport === 'stdio' && this.config.isolation === 'shared';
+  }
+
+  get capabilities(): JsonObject {
+    return (this.initializeResult?.capabilities as JsonObject | undefined) ?? {};
+  }
+
+  /** Connects the control connection once; on failure keeps retrying in the background. */
+  async start(): Promise<void> {
+    await this.connectControl();
+  }
+
+  async connectionFor(session: SessionIdentity): Promise<UpstreamConnection> {
+    if (this.isShared) {
+      const control = this.control;
+      if (control === undefined || !control.isOpen || this.state !== 'ready') {
+        throw upstreamUnavailable(this.name, this.lastError ?? 'it is not connected yet');
+      }
+      return control;
+    }
+    let connection = this.perSession.get(session.sessionId);
+    if (connection === undefined) {
+      connection = this.openSessionConnection(session);
+      this.perSession.set(session.sessionId, connection);
+      connection.catch(() => this.perSession.delete(session.sessionId));
+    }
+    try {
+      return await connection;
+    } catch (error) {
+      throw upstreamUnavailable(this.name, (error as Error).message);
+    }
+  }
+
+  /** Ends the session's own upstream connection (and with it the upstream session or child process). */
+  async releaseSession(sessionId: string): Promise<void> {
+    const connection = this.perSession.get(sessionId);
+    if (connection === undefined) return;
+    this.perSession.delete(sessionId);
+    await connection.then((c) => c.close()).catch(() => undefined);
+  }
+
+  /** The connection the gateway itself uses for catalog requests; undefined while down. */
+  get controlConnection(): UpstreamConnection | undefined {
+    return this.state === 'ready' ? this.control : undefined;
+  }
+
+  status(): JsonObject {
+    const status: JsonObject = { name: this.name, transport: this.config.transport, state: this.state };
+    if (!this.isShared) status.sessions = this.perSession.size;
+    if (this.lastError !== undefined && this.state !== 'ready') status.error = this.lastError;
+    const serverInfo = this.initializeResult?.serverInfo;
+    if (serverInfo !== undefined) status.serverInfo = serverInfo;
+    return status;
+  }
+
+  async close(): Promise<void> {
+    this.state = 'closed';
+    clearTimeout(this.restartTimer);
+    const sessions = [...this.perSession.keys()];
+    await Promise.all(sessions.map((id) => this.releaseSession(id)));
+    await this.control?.close().catch(() => undefined);
+    await this.agent?.close().catch(() => undefined);
+  }
+
+  /** Lists everything the upstream offers, following pagination, over the control connection. */
+  async refreshCatalog(): Promise<void> {
+    const connection = this.controlConnection;
+    if (connection === undefined) return;
+    const caps = this.capabilities;
+    const [tools, prompts, resources, resourceTemplates] = await Promise.all([
+      caps.tools ? listAll(connection, 'tools/list', 'tools', this.config.requestTimeoutMs) : [],
+      caps.prompts ? listAll(connection, 'prompts/list', 'prompts', this.config.requestTimeoutMs) : [],
+      caps.resources ? listAll(connection, 'resources/list', 'resources', this.config.requestTimeoutMs) : [],
+      caps.resources ? listAll(connection, 'resources/templates/list', 'resourceTemplates', this.config.requestTimeoutMs) : [],
+    ]);
+    this.catalog = { tools, prompts, resources, resourceTemplates };
+  }
+
+  private createTransport(): UpstreamTransport {
+    const config = this.config;
+    if (config.transport === 'stdio') return new StdioTransport(config, this.logger);
+    const agent = this.agent as Agent;
+    if (config.transport === 'sse') return new LegacySseTransport(config.url, config.headers, agent, this.logger);
+    return new StreamableHttpTransport(config.url, config.headers, agent, this.logger);
+  }
+
+  private async connectControl(): Promise<void> {
+    if (this.state === 'closed') return;
+    const transport = this.createTransport();
+    const handler = this.handler('control', undefined, () => connection);
+    const connection: UpstreamConnection = new UpstreamConnection(this.name, transport, {
+      ...handler,
+      closed: (reason) => {
+        if (this.control !== connection || this.state === 'closed') return;
+        this.logger.warn({ reason }, 'upstream connection lost');
+        this.markDown(reason);
+      },
+    }, this.logger);
+    try {
+      const params: JsonObject = {
+        protocolVersion: LATEST_LEGACY_VERSION,
+        capabilities: this.isShared ? RELAY_CAPABILITIES : {},
+        clientInfo: { name: 'taskgate', version: this.gatewayVersion },
+      };
+      const result = await withTimeout(connection.open(params), this.config.requestTimeoutMs, 'initialize timed out');
+      this.control = connection;
+      this.initializeResult = result;
+      this.connectedAt = Date.now();
+      await this.refreshCatalog();
+      this.state = 'ready';
+      this.lastError = undefined;
+      this.logger.info({ serverInfo: result.serverInfo, protocolVersion: result.protocolVersion }, 'upstream connected');
+      this.sink.catalogChanged(this, true);
+    } catch (error) {
+      const reason = (error as Error).message;
+      this.logger.warn({ reason }, 'cannot connect to upstream');
+      await connection.close().catch(() => undefined);
+      this.control = undefined;
+      this.markDown(reason);
+    }
+  }
+
+  private markDown(reason: string): void {
+    if (this.state === 'closed') return;
+    this.state = 'down';
+    this.lastError = reason;
+    const initial = this.config.transport === 'stdio' ? this.config.restart.initialDelayMs : 1000;
+    const max = this.config.transport === 'stdio' ? this.config.restart.maxDelayMs : 30_000;
+    // A connection that stayed up a while earned a fresh start; one that keeps dying backs off exponentially.
+    if (this.connectedAt > 0 && Date.now() - this.connectedAt > STABLE_AFTER_MS) this.restartDelayMs = initial;
+    const delay = this.restartDelayMs;
+    this.restartDelayMs = Math.min(max, this.restartDelayMs * 2);
+    this.connectedAt = 0;
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => void this.connectControl(), delay);
+    this.restartTimer.unref();
+  }
+
+  private async openSessionConnection(session: SessionIdentity): Promise<UpstreamConnection> {
+    const handler = this.handler('session', session.sessionId, () => connection);
+    const connection: UpstreamConnection = new UpstreamConnection(this.name, this.createTransport(), {
+      ...handler,
+      closed: (reason) => {
+        this.logger.debug({ session: session.sessionId, reason }, 'per-session upstream connection closed');
+        void this.perSession.get(session.sessionId)?.then((current) => {
+          if (current === connection) this.perSession.delete(session.sessionId);
+        });
+      },
+    }, this.logger.child({ session: session.sessionId }));
+    const params: JsonObject = { protocolVersion: session.protocolVersion, capabilities: session.capabilities };
+    params.clientInfo = session.clientInfo ?? { name: 'taskgate', version: this.gatewayVersion };
+    try {
+      await withTimeout(connection.open(params), this.config.requestTimeoutMs, 'initialize timed out');
+    } catch (error) {
+      await connection.close().catch(() => undefined);
+      throw error;
+    }
+    return connection;
+  }
+
+  private handler(
+    kind: 'control' | 'session',
+    ownerSessionId: string | undefined,
+    current: () => UpstreamConnection | undefined,
+  ): Omit<ConnectionHandler, 'closed'> {
+    const origin = (call: CallContext | undefined): MessageOrigin => {
+      if (kind === 'session') {
+        const pending = call ? [call] : (current()?.pendingContexts() ?? []);
+        return { kind, sessionId: ownerSessionId, call: pending.length === 1 ? pending[0] : undefined, ambiguous: false };
+      }
+      if (!this.isShared) return { kind: 'control', sessionId: undefined, call: undefined, ambiguous: false };
+      if (call) return { kind: 'shared', sessionId: call.sessionId, call, ambiguous: false };
+      const pending = current()?.pendingContexts() ?? [];
+      const sessions = new Set(pending.map((c) => c.sessionId));
+      const [only] = sessions;
+      return {
+        kind: 'shared',
+        sessionId: sessions.size === 1 ? only : undefined,
+        call: pending.length === 1 ? pending[0] : undefined,
+        ambiguous: sessions.size > 1,
+      };
+    };
+    return {
+      notification: (message, call) => {
+        if (kind === 'control' && message.method.endsWith('/list_changed')) {
+          this.refreshCatalog()
+            .then(() => this.sink.catalogChanged(this, false))
+            .catch((error: Error) => this.logger.warn({ err: error }, 'catalog refresh failed'));
+        }
+        this.sink.notification(this, message, origin(call));
+      },
+      request: (message, call, signal) => this.sink.request(this, message, origin(call), signal),
+    };
+  }
+}
+
+async function listAll(connection: UpstreamConnection, method: string, key: string, timeoutMs: number): Promise<JsonObject[]> {
+  const items: JsonObject[] = [];
+  let cursor: unknown;
+  for (let page = 0; page < 1000; page++) {
+    const outcome = await connection.request(method, cursor === undefined ? {} : { cursor }, undefined, timeoutMs).outcome;
+    if ('error' in outcome) throw new Error(`${method} failed: ${outcome.error.message}`);
+    const list = outcome.result[key];
+    if (Array.isArray(list)) items.push(...(list as JsonObject[]));
+    cursor = outcome.result.nextCursor;
+    if (cursor === undefined || cursor === null) break;
+  }
+  return items;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  if (ms <= 0) return promise;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
