@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // The `taskgate` command. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config.
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.js';
 import { renderEffectiveConfig } from './config/render.js';
 import { didYouMean } from './config/suggest.js';
 import type { GatewayConfig } from './config/types.js';
 import type { Logger } from './log.js';
+import { VERSION } from './version.js';
 
 const DEFAULT_CONFIG = 'config/taskgate.yaml';
 const COMMANDS = ['serve', 'check-config', 'help'] as const;
@@ -34,12 +34,6 @@ Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config.
 const EXIT_OK = 0;
 const EXIT_FAILURE = 1;
 const EXIT_USAGE = 2;
-
-function version(): string {
-  // ../package.json from both src/cli.ts (tsx) and dist/cli.js (built).
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
-  return pkg.version ?? 'unknown';
-}
 
 function usageError(message: string): number {
   process.stderr.write(`taskgate: ${message}\nRun 'taskgate --help' for usage.\n`);
@@ -106,7 +100,7 @@ async function serve(path: string, explicit: boolean): Promise<number | undefine
     return configProblem ? EXIT_USAGE : EXIT_FAILURE;
   }
 
-  logger.info({ url: gateway.url, upstreams: config.upstreams.map((u) => u.name) }, `taskgate listening on ${gateway.url}`);
+  // startGateway logs the listening URL itself.
   installShutdown(gateway, config.shutdownTimeoutMs, logger);
   return undefined;
 }
@@ -164,7 +158,7 @@ async function main(argv: string[]): Promise<number | undefined> {
     return EXIT_OK;
   }
   if (values.version === true) {
-    process.stdout.write(`${version()}\n`);
+    process.stdout.write(`${VERSION}\n`);
     return EXIT_OK;
   }
 
