@@ -69,6 +69,17 @@ function isUrlWithProtocol(value: string, protocols: readonly string[]): boolean
   }
 }
 
+const ORIGIN_HINT = 'expected "*" or an origin: scheme://host[:port] with no path, e.g. "https://app.example.com"';
+function isOrigin(value: string): boolean {
+  if (value === '*') return true;
+  try {
+    const url = new URL(value);
+    return url.origin !== 'null' && url.origin === value;
+  } catch {
+    return false;
+  }
+}
+
 const httpUrl = z.string().refine((v) => isUrlWithProtocol(v, ['http:', 'https:']), { error: 'expected an http(s) URL' });
 const redisUrl = z
   .string()
@@ -96,8 +107,16 @@ export const ListenSchema = z.strictObject({
     .regex(/^\/[^\s?#]*$/, { error: 'expected a path starting with "/" (no spaces, query or fragment)' })
     .default(DEFAULTS.path),
   maxBodyBytes: int(1).default(DEFAULTS.maxBodyBytes),
-  allowedOrigins: z.array(z.string().min(1)).default(() => []),
-  allowedHosts: z.array(z.string().min(1)).default(() => []),
+  // Compared exactly with the Origin header, which never has a path or trailing slash: catch those here.
+  allowedOrigins: z.array(z.string().refine(isOrigin, { error: ORIGIN_HINT })).default(() => []),
+  allowedHosts: z
+    .array(
+      z
+        .string()
+        .regex(/^[^\s/@]+$/, { error: 'expected a host or host:port as sent in the Host header, not a URL' })
+        .transform((h) => h.toLowerCase()), // Host is case-insensitive; the front end compares lowercase
+    )
+    .default(() => []),
 });
 
 export const MemoryStoreSchema = z.strictObject({ type: z.literal('memory') });

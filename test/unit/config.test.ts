@@ -376,6 +376,17 @@ describe('config: located errors', () => {
     );
   });
 
+  it('checks allowed origins and hosts for the shapes the headers have', () => {
+    const errors = parseErrors(
+      'listen:\n  allowedOrigins: ["*", "https://a.example", "http://localhost:8080/", "localhost"]\n  allowedHosts: [localhost, "a.example:8443", "http://x"]\nupstreams: { a: { command: a } }\n',
+    );
+    assert.deepEqual(errors.map((e) => e.path), ['listen.allowedOrigins[2]', 'listen.allowedOrigins[3]', 'listen.allowedHosts[2]']);
+    assert.match(errors[0]?.message ?? '', /no path/);
+    assert.equal(errors[0]?.column, 46);
+    const ok = parse('listen: { allowedHosts: [MyHost.Example] }\nupstreams: { a: { command: a } }\n');
+    assert.deepEqual(ok.listen.allowedHosts, ['myhost.example']);
+  });
+
   it('checks ttlMs against maxTtlMs, for defaults and for rules merged onto them', () => {
     const defaults = parseErrors('upstreams: { a: { command: a } }\ntasks: { defaults: { ttlMs: 10, maxTtlMs: 5 } }\n');
     assert.deepEqual(defaults.map((e) => e.path), ['tasks.defaults.ttlMs']);
