@@ -1,6 +1,6 @@
 // Starting, probing and stopping the processes a bench run measures. Every child leads its own process group so
 // that stopping it also stops what it spawned (supergateway's per-session servers) and nothing outlives the run.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { request } from 'undici';
@@ -152,4 +152,22 @@ export function treeRss(pid: number): { bytes: number; processes: number } {
     stack.push(...(children.get(p) ?? []));
   }
   return { bytes, processes };
+}
+
+let ticksPerSec: number | undefined;
+/** User+system CPU time a process has used so far, in ms, or undefined if it is gone. */
+export function cpuMs(pid: number): number | undefined {
+  if (ticksPerSec === undefined) {
+    const out = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout;
+    ticksPerSec = Number.parseInt(out ?? '', 10) || 100;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // utime and stime are fields 14 and 15; counted from after the parenthesised command name (field 2).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? (ticks * 1000) / ticksPerSec : undefined;
+  } catch {
+    return undefined;
+  }
 }
