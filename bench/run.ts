@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { HttpLoad } from './load.js';
 import { cpuMs, freePort, rssBytes, startProc, treeRss, waitHttp, type Proc } from './procs.js';
+import { gcAndMeasure } from './inspector.js';
 import { everythingEntry, StdioDirect } from './stdio-direct.js';
 import { envInt, planFromArgs, planOptions, runPlan, type Driver, type LoadPlan, type PhaseStats } from './stats.js';
 
@@ -22,9 +23,12 @@ const MIN_THROUGHPUT_VS_DIRECT = 0.8;
 const MAX_P50_ADDED_MS = 0.5;
 const MIN_THROUGHPUT_VS_BEST_PEER = 1.5;
 const MAX_ERROR_RATE = 0.01;
-/** RSS counts as flat if it settles within this much of the pre-load steady state. */
+/** V8 heap (after forced full GCs) may grow this much over the throughput phase; more is retained per request. */
+const HEAP_RETAINED_MAX = 2 * 1024 * 1024;
+/** RSS (after forced GC) counts as flat if it ends within this much of where it was before the load. */
 const RSS_FLAT_ABS = 8 * 1024 * 1024;
 const RSS_FLAT_REL = 0.1;
+const RSS_SAMPLE_MS = 250;
 
 type Scenario = 'http' | 'stdio';
 type TargetName = 'direct' | 'taskgate' | 'supergateway' | 'mcp-proxy';
@@ -38,6 +42,15 @@ interface RssSamples {
   settled?: number;
   /** The process and everything it spawned, at the pre-load point (supergateway runs a server per session). */
   treeBeforeLoad?: { bytes: number; processes: number };
+  /** [ms since the throughput phase started, bytes], every RSS_SAMPLE_MS during it. */
+  duringLoad?: [number, number][];
+  /** RSS right after the load once full GCs ran (sessions still open). */
+  afterLoadGc?: number;
+  /**
+   * V8 heap in use after forced full GCs (through the inspector): before load and after load with the same
+   * sessions open, and after the sessions were deleted. The difference across the load is what it retained.
+   */
+  heap?: { beforeLoad?: number; afterLoad?: number; settled?: number };
   /** Which process was sampled. */
   of: string;
 }
@@ -173,6 +186,8 @@ interface Started {
   rssOf: string;
   procs: Proc[];
   tool?: () => string | undefined;
+  /** The measured process's inspector port (it runs with --inspect on loopback) to force GCs before sampling. */
+  inspectPort?: number;
   notes: string[];
 }
 
@@ -203,22 +218,48 @@ async function measure(
         };
         const rss: RssSamples = { of: started.rssOf, idle: sample() };
         result.rss = rss;
+        const heap: NonNullable<RssSamples['heap']> = {};
+        const { inspectPort } = started;
+        /** Full GCs in the measured process; the heap in use after them, or undefined without an inspector. */
+        const gc = async (): Promise<number | undefined> => {
+          if (inspectPort === undefined) return undefined;
+          rss.heap = heap;
+          try {
+            return (await gcAndMeasure(inspectPort)).usedBytes;
+          } catch (err) {
+            result.notes.push(`forced GC failed: ${err instanceof Error ? err.message : String(err)}`);
+            return undefined;
+          }
+        };
         let cpuBefore: number | undefined;
         let cpuAfter: number | undefined;
+        let sampler: NodeJS.Timeout | undefined;
         const run = await runPlan(started.driver, s, {
           beforeLoad: async () => {
             await sleep(s.settleMs);
+            heap.beforeLoad = await gc();
             rss.beforeLoad = sample();
             const pid = rssPid?.();
             if (pid !== undefined) rss.treeBeforeLoad = treeRss(pid);
             cpuBefore = cpu();
+            const t0 = Date.now();
+            const series: [number, number][] = [];
+            rss.duringLoad = series;
+            sampler = setInterval(() => {
+              const b = sample();
+              if (b !== undefined) series.push([Date.now() - t0, b]);
+            }, RSS_SAMPLE_MS);
           },
           afterLoad: async () => {
+            clearInterval(sampler);
             cpuAfter = cpu();
             rss.afterLoad = sample();
+            heap.afterLoad = await gc();
+            if (inspectPort !== undefined) rss.afterLoadGc = sample();
           },
           afterClose: async () => {
             await sleep(s.settleMs);
+            heap.settled = await gc();
             rss.settled = sample();
           },
         });
@@ -247,6 +288,9 @@ async function measure(
   return result;
 }
 
+/** Loopback only; nothing attaches to it except gcAndMeasure at the sampling points, between phases. */
+const inspectFlag = (port: number): string => `--inspect=127.0.0.1:${port}`;
+
 function httpDriver(url: string, clients: number): { load: HttpLoad; driver: Driver } {
   const load = new HttpLoad({ url, clients });
   return { load, driver: load };
@@ -260,9 +304,11 @@ async function startGateway(
   dir: string,
 ): Promise<Started> {
   const port = await freePort();
+  const inspectPort = await freePort();
   const cfg = join(dir, `taskgate-${scenario}.yaml`);
   writeFileSync(cfg, gatewayYaml(port, scenario, upstreamUrl));
-  const proc = startProc('taskgate', gw.command, [...gw.args, 'serve', '--config', cfg], {
+  const args = [inspectFlag(inspectPort), ...gw.args, 'serve', '--config', cfg];
+  const proc = startProc('taskgate', gw.command, args, {
     cwd: ROOT,
     dropEnvPrefix: 'TASKGATE_',
   });
@@ -279,6 +325,7 @@ async function startGateway(
     rssOf: 'taskgate process',
     procs: [proc],
     tool: () => load.toolName,
+    inspectPort,
     notes: [gw.how],
   };
 }
@@ -287,16 +334,17 @@ async function startGateway(
 
 /** A fresh upstream per target: server-everything keeps every SSE event of a session in memory, so a second
  * target measured against the first one's upstream would meet a bigger heap and slower GCs. */
-async function withHttpUpstream<T>(fn: (url: string, upstream: Proc) => Promise<T>): Promise<T> {
+async function withHttpUpstream<T>(fn: (url: string, upstream: Proc, inspectPort: number) => Promise<T>): Promise<T> {
   const port = await freePort();
+  const inspectPort = await freePort();
   const url = `http://127.0.0.1:${port}/mcp`;
-  const upstream = startProc('server-everything streamableHttp', NODE, [ENTRY, 'streamableHttp'], {
+  const upstream = startProc('server-everything streamableHttp', NODE, [inspectFlag(inspectPort), ENTRY, 'streamableHttp'], {
     env: { PORT: String(port) },
     keepStdout: false,
   });
   try {
     await waitHttp(upstream, url, 20_000);
-    return await fn(url, upstream);
+    return await fn(url, upstream, inspectPort);
   } finally {
     await upstream.stop();
   }
@@ -307,9 +355,17 @@ async function httpScenario(s: Settings, gw: GatewayCommand | string, dir: strin
   if (s.targets.includes('direct')) {
     results.push(
       await measure('http', 'direct', 'direct', s, (run) =>
-        withHttpUpstream(async (url, upstream) => {
+        withHttpUpstream(async (url, upstream, inspectPort) => {
           const { load, driver } = httpDriver(url, s.clients);
-          return run({ driver, rssPid: () => upstream.pid, rssOf: 'upstream', procs: [], tool: () => load.toolName, notes: [] });
+          return run({
+            driver,
+            rssPid: () => upstream.pid,
+            rssOf: 'upstream',
+            procs: [],
+            tool: () => load.toolName,
+            inspectPort,
+            notes: [],
+          });
         }),
       ),
     );
@@ -343,7 +399,9 @@ async function stdioScenario(s: Settings, gw: GatewayCommand | string, dir: stri
     results.push(
       await measure('stdio', 'supergateway', 'supergateway --stateful', s, async (run) => {
         const port = await freePort();
+        const inspectPort = await freePort();
         const proc = startProc('supergateway', peerNode, [
+          inspectFlag(inspectPort),
           join(ROOT, 'node_modules/supergateway/dist/index.js'),
           '--stdio', serverCmd,
           '--outputTransport', 'streamableHttp',
@@ -365,6 +423,7 @@ async function stdioScenario(s: Settings, gw: GatewayCommand | string, dir: stri
           rssOf: 'supergateway process (its per-session servers in the tree figure)',
           procs: [proc],
           tool: () => load.toolName,
+          inspectPort,
           notes: ['one stdio server child per session (supergateway stateful design)'],
         });
       }),
@@ -374,7 +433,9 @@ async function stdioScenario(s: Settings, gw: GatewayCommand | string, dir: stri
     results.push(
       await measure('stdio', 'mcp-proxy', 'mcp-proxy', s, async (run) => {
         const port = await freePort();
+        const inspectPort = await freePort();
         const proc = startProc('mcp-proxy', peerNode, [
+          inspectFlag(inspectPort),
           join(ROOT, 'node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs'),
           '--port', String(port),
           '--host', '127.0.0.1',
@@ -394,6 +455,7 @@ async function stdioScenario(s: Settings, gw: GatewayCommand | string, dir: stri
           rssOf: 'mcp-proxy process',
           procs: [proc],
           tool: () => load.toolName,
+          inspectPort,
           notes: ['one shared stdio server child (mcp-proxy multiplexes sessions)'],
         });
       }),
@@ -517,7 +579,8 @@ function report(scenario: Scenario, results: TargetResult[], s: Settings): { che
     if (x.failedRounds > 0) console.log(`    ${x.failedRounds} round(s) failed: ${(x.error ?? '').split('\n')[0]}`);
     for (const e of x.errorSamples.slice(0, 3)) console.log(`    error: ${e}`);
   }
-  console.log('  RSS MiB: idle → before load → after load → settled (sessions deleted, pause); tree = with children');
+  console.log('  memory MiB: RSS idle → before load → after load → settled (sessions deleted, pause, GC);');
+  console.log('             heap = V8 heap in use after forced GC, same points; tree = RSS with child processes');
   for (const r of results) {
     if (!r.rss) continue;
     const x = r.rss;
@@ -526,7 +589,11 @@ function report(scenario: Scenario, results: TargetResult[], s: Settings): { che
         ? `, tree ${mib(x.treeBeforeLoad.bytes)} in ${x.treeBeforeLoad.processes} processes`
         : '';
     const label = s.rounds > 1 ? `${r.label} #${r.round}` : r.label;
-    console.log(`    ${label.padEnd(28)} ${mib(x.idle)} → ${mib(x.beforeLoad)} → ${mib(x.afterLoad)} → ${mib(x.settled)}  (${x.of}${tree})`);
+    const h = x.heap;
+    const heap = h ? `; heap ${mib(h.beforeLoad)} → ${mib(h.afterLoad)} → ${mib(h.settled)}` : '';
+    console.log(
+      `    ${label.padEnd(28)} ${mib(x.idle)} → ${mib(x.beforeLoad)} → ${mib(x.afterLoad)} → ${mib(x.settled)}${heap}  (${x.of}${tree})`,
+    );
   }
 
   const gw = usable.find((x) => x.target === 'taskgate');
@@ -556,26 +623,49 @@ function report(scenario: Scenario, results: TargetResult[], s: Settings): { che
       detail: `${ratio.toFixed(2)}× ${bestPeer.target} (${gw.callsPerSec.toFixed(0)} vs ${bestPeer.callsPerSec.toFixed(0)} calls/s)`,
     });
   }
-  // RSS: the worst round decides; a leak shows in every round, noise in one.
-  let worst: { r: TargetResult; growth: number; limit: number } | undefined;
-  for (const r of results) {
-    if (r.target !== 'taskgate' || !r.ok || r.rss?.beforeLoad === undefined || r.rss.settled === undefined) continue;
-    const growth = r.rss.settled - r.rss.beforeLoad;
-    const limit = Math.max(RSS_FLAT_ABS, RSS_FLAT_REL * r.rss.beforeLoad);
-    if (!worst || growth - limit > worst.growth - worst.limit) worst = { r, growth, limit };
-  }
-  // A smoke run is far too short for the heap to reach its working size; its RSS numbers are printed, not judged.
-  if (worst?.r.rss && !s.smoke) {
-    const { r, growth, limit } = worst;
-    const calls = (r.warmup?.calls ?? 0) + (r.latency?.calls ?? 0) + (r.throughput?.calls ?? 0);
-    checks.push({
-      scenario,
-      what: 'gateway RSS flat',
-      pass: growth <= limit,
-      detail:
-        `before load ${mib(r.rss?.beforeLoad)} MiB, after ${mib(r.rss?.afterLoad)}, settled ${mib(r.rss?.settled)} ` +
-        `(${signed(growth / 1048576, 1)} MiB, limit ${mib(limit)}; ${calls} calls in this target's run)`,
-    });
+  // The worst round decides; a leak shows in every round, noise in one. A smoke run is far too short for the
+  // heap to reach its working size: its memory numbers are printed, not judged.
+  const gwRounds = results.filter((r) => r.target === 'taskgate' && r.ok && r.rss);
+  if (!s.smoke && gwRounds.length > 0) {
+    let heapWorst: { r: TargetResult; growth: number } | undefined;
+    let rssWorst: { r: TargetResult; growth: number; limit: number } | undefined;
+    for (const r of gwRounds) {
+      const h = r.rss?.heap;
+      if (h?.beforeLoad !== undefined && h.afterLoad !== undefined) {
+        const growth = h.afterLoad - h.beforeLoad;
+        if (!heapWorst || growth > heapWorst.growth) heapWorst = { r, growth };
+      }
+      const x = r.rss;
+      if (x?.beforeLoad !== undefined && x.settled !== undefined) {
+        const growth = x.settled - x.beforeLoad;
+        const limit = Math.max(RSS_FLAT_ABS, RSS_FLAT_REL * x.beforeLoad);
+        if (!rssWorst || growth - limit > rssWorst.growth - rssWorst.limit) rssWorst = { r, growth, limit };
+      }
+    }
+    if (heapWorst) {
+      const { r, growth } = heapWorst;
+      const calls = r.throughput?.calls ?? 0;
+      checks.push({
+        scenario,
+        what: 'gateway retains nothing per call',
+        pass: growth <= HEAP_RETAINED_MAX,
+        detail:
+          `heap after forced GC ${mib(r.rss?.heap?.beforeLoad)} → ${mib(r.rss?.heap?.afterLoad)} MiB across ${calls} calls ` +
+          `(${signed(growth / 1048576, 2)} MiB, ${calls > 0 ? (growth / calls).toFixed(1) : '—'} B/call; limit ${mib(HEAP_RETAINED_MAX)} MiB); ` +
+          `${mib(r.rss?.heap?.settled)} MiB after sessions deleted`,
+      });
+    }
+    if (rssWorst) {
+      const { r, growth, limit } = rssWorst;
+      checks.push({
+        scenario,
+        what: 'gateway RSS flat',
+        pass: growth <= limit,
+        detail:
+          `before load ${mib(r.rss?.beforeLoad)} MiB, after ${mib(r.rss?.afterLoad)}, settled ${mib(r.rss?.settled)} ` +
+          `(${signed(growth / 1048576, 1)} MiB, limit ${mib(limit)})`,
+      });
+    }
   }
   return { checks, summaries };
 }
