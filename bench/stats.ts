@@ -8,6 +8,9 @@ export interface PhaseSpec {
   count?: number;
 }
 
+/** A count-bounded phase still ends after this long, so a stalled target cannot hold the run. */
+export const COUNT_PHASE_MAX_MS = 120_000;
+
 export interface PhaseStats {
   calls: number;
   errors: number;
@@ -45,9 +48,10 @@ export async function runPhase(concurrency: number, spec: PhaseSpec, call: CallF
   let errors = 0;
   let issued = 0;
   const start = process.hrtime.bigint();
-  const deadline = start + BigInt(Math.round(spec.durationMs * 1e6));
+  const limitMs = spec.count !== undefined ? COUNT_PHASE_MAX_MS : spec.durationMs;
+  const deadline = start + BigInt(Math.round(limitMs * 1e6));
   const more = (): boolean =>
-    spec.count !== undefined ? issued < spec.count : process.hrtime.bigint() < deadline;
+    process.hrtime.bigint() < deadline && (spec.count === undefined || issued < spec.count);
 
   const worker = async (w: number): Promise<void> => {
     while (more()) {
