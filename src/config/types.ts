@@ -117,6 +117,6 @@ export interface GatewayConfig {
   sessions: SessionsConfig;
   sse: SseConfig;
   log: LogConfig;
-  /** Seconds allowed for graceful shutdown on SIGTERM before the process exits anyway. */
+  /** Milliseconds allowed for graceful shutdown on SIGTERM before the process exits anyway; 0 = no deadline. */
   shutdownTimeoutMs: number;
 }

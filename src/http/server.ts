@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import {
@@ -46,14 +46,15 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   const { config, logger } = deps;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // Per-request access logs would double the log volume of a busy gateway; errors are still logged.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.listen.maxBodyBytes,
     genReqId: () => crypto.randomUUID(),
     forceCloseConnections: true,
   });
 
-  // Malformed JSON must become a JSON-RPC parse error, not fastify's generic 400.
-  app.removeContentTypeParser('application/json');
+  // JSON only (anything else is 415), and malformed JSON must become a JSON-RPC parse error, not fastify's 400.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     try {
       done(null, JSON.parse(body as string));

@@ -152,8 +152,8 @@ export class Upstream {
 
   /** Lists everything the upstream offers, following pagination, over the control connection. */
   async refreshCatalog(): Promise<void> {
-    const connection = this.controlConnection;
-    if (connection === undefined) return;
+    const connection = this.control;
+    if (connection === undefined || !connection.isOpen) return;
     const caps = this.capabilities;
     const [tools, prompts, resources, resourceTemplates] = await Promise.all([
       caps.tools ? listAll(connection, 'tools/list', 'tools', this.config.requestTimeoutMs) : [],
@@ -230,9 +230,12 @@ export class Upstream {
       ...handler,
       closed: (reason) => {
         this.logger.debug({ session: session.sessionId, reason }, 'per-session upstream connection closed');
-        void this.perSession.get(session.sessionId)?.then((current) => {
-          if (current === connection) this.perSession.delete(session.sessionId);
-        });
+        void this.perSession.get(session.sessionId)?.then(
+          (current) => {
+            if (current === connection) this.perSession.delete(session.sessionId);
+          },
+          () => undefined, // failed while opening: connectionFor already dropped it
+        );
       },
     }, this.logger.child({ session: session.sessionId }));
     const params: JsonObject = { protocolVersion: session.protocolVersion, capabilities: session.capabilities };
