@@ -1,0 +1,174 @@
+// Several upstreams behind one endpoint, and what happens when one of them is missing or dies.
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { after, before, describe, test } from 'node:test';
+import { request } from 'undici';
+import { parseConfig } from '../../src/config/load.js';
+import { startGateway, StartupConfigError } from '../../src/gateway.js';
+import { createLogger } from '../../src/log.js';
+import { stringify } from 'yaml';
+import { freePort } from '../fixtures/spawn.js';
+import { connectClient, fixtureUpstream, startTestGateway, textOf, type TestGateway } from './harness.js';
+
+function whoami(result: unknown): { transport: string; pid: number; instanceId: string } {
+  return JSON.parse(textOf(result)) as { transport: string; pid: number; instanceId: string };
+}
+
+describe('three upstreams (stdio + streamable-http + sse) with prefixes', () => {
+  let gateway: TestGateway;
+  const stops: (() => Promise<void>)[] = [];
+
+  before(async () => {
+    const [a, b, c] = await Promise.all([fixtureUpstream('stdio'), fixtureUpstream('streamable-http'), fixtureUpstream('sse')]);
+    stops.push(a.stop, b.stop, c.stop);
+    gateway = await startTestGateway({ upstreams: { local: a.config, remote: b.config, old: { ...c.config, prefix: 'legacy.' } } });
+  });
+  after(async () => {
+    await gateway?.close();
+    await Promise.all(stops.map((stop) => stop()));
+  });
+
+  test('tools and prompts are exposed under each upstream prefix and routed back', async () => {
+    const { client } = await connectClient(gateway.url);
+    const names = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor === undefined ? {} : { cursor });
+      for (const tool of page.tools) names.add(tool.name);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    for (const name of ['local__whoami', 'remote__whoami', 'legacy.whoami']) assert.ok(names.has(name), name);
+    assert.ok(!names.has('whoami'));
+
+    assert.equal(whoami(await client.callTool({ name: 'local__whoami', arguments: {} })).transport, 'stdio');
+    assert.equal(whoami(await client.callTool({ name: 'remote__whoami', arguments: {} })).transport, 'streamable-http');
+    assert.equal(whoami(await client.callTool({ name: 'legacy.whoami', arguments: {} })).transport, 'sse');
+
+    const prompts: string[] = [];
+    cursor = undefined;
+    do {
+      const page = await client.listPrompts(cursor === undefined ? {} : { cursor });
+      prompts.push(...page.prompts.map((p) => p.name));
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    for (const name of ['local__test_simple_prompt', 'remote__test_simple_prompt', 'legacy.test_simple_prompt']) assert.ok(prompts.includes(name), name);
+    const prompt = await client.getPrompt({ name: 'legacy.test_simple_prompt' });
+    assert.ok(prompt.messages.length > 0);
+    await client.close();
+  });
+
+  test('each client session gets its own upstream session on HTTP transports', async () => {
+    const one = await connectClient(gateway.url);
+    const two = await connectClient(gateway.url);
+    const a = JSON.parse(textOf(await one.client.callTool({ name: 'remote__whoami', arguments: {} }))) as { sessionId: string };
+    const b = JSON.parse(textOf(await two.client.callTool({ name: 'remote__whoami', arguments: {} }))) as { sessionId: string };
+    assert.notEqual(a.sessionId, b.sessionId);
+    await one.client.close();
+    await two.client.close();
+  });
+});
+
+describe('name collisions', () => {
+  test('two upstreams exposing the same tool name stop the start, naming both', async () => {
+    const [a, b] = await Promise.all([fixtureUpstream('streamable-http'), fixtureUpstream('sse')]);
+    try {
+      const config = parseConfig(
+        stringify({
+          listen: { host: '127.0.0.1', port: 0 },
+          log: { level: 'silent' },
+          upstreams: { first: { ...a.config, prefix: '' }, second: { ...b.config, prefix: '' } },
+        }),
+        'collide.yaml',
+        {},
+      );
+      await assert.rejects(startGateway(config, createLogger(config.log, { pretty: false })), (error: Error) => {
+        assert.ok(error instanceof StartupConfigError);
+        assert.match(error.message, /tool 'echo' is offered by both upstream 'first' and upstream 'second'/);
+        return true;
+      });
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  });
+});
+
+describe('faults', () => {
+  test('an unreachable HTTP upstream gives its calls a clear error; the others keep serving', async () => {
+    const good = await fixtureUpstream('streamable-http');
+    const deadPort = await freePort();
+    const gateway = await startTestGateway({
+      upstreams: { good: good.config, down: { transport: 'streamable-http', url: `http://127.0.0.1:${deadPort}/mcp`, connectTimeoutMs: 1000 } },
+    });
+    try {
+      const { client } = await connectClient(gateway.url);
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((t) => t.name === 'good__echo'));
+      const ok = await client.callTool({ name: 'good__echo', arguments: { x: 1 } });
+      assert.deepEqual(ok.structuredContent, { x: 1 });
+      await assert.rejects(client.callTool({ name: 'down__echo', arguments: {} }), /Upstream 'down' is unavailable/);
+      const ready = await request(`${gateway.origin}/readyz`);
+      const body = (await ready.body.json()) as { upstreams: { name: string; state: string; error?: string }[] };
+      const down = body.upstreams.find((u) => u.name === 'down');
+      assert.equal(down?.state, 'down');
+      assert.match(down?.error ?? '', /ECONNREFUSED|connect/);
+      await client.close();
+    } finally {
+      await gateway.close();
+      await good.stop();
+    }
+  });
+
+  test('a stdio upstream killed mid-call fails that call naming the upstream, and is restarted', async () => {
+    const upstream = await fixtureUpstream('stdio', { restart: { initialDelayMs: 100, maxDelayMs: 1000 } });
+    const gateway = await startTestGateway({ upstreams: { fx: upstream.config } });
+    try {
+      const caller = await connectClient(gateway.url);
+      const killer = await connectClient(gateway.url);
+      const before = whoami(await caller.client.callTool({ name: 'whoami', arguments: {} }));
+      const longCall = caller.client.callTool({ name: 'slow', arguments: { ms: 10_000 } }).then(
+        () => undefined,
+        (error: Error) => error,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await assert.rejects(killer.client.callTool({ name: 'crash', arguments: {} }), /Upstream 'fx'/);
+      const error = await longCall;
+      assert.match(error?.message ?? 'the call succeeded', /Upstream 'fx' is unavailable: the process exited with code 1/);
+      // Restarted with backoff: poll (bounded) until it answers again.
+      let after: { pid: number } | undefined;
+      for (let i = 0; i < 100 && after === undefined; i++) {
+        try {
+          after = whoami(await caller.client.callTool({ name: 'whoami', arguments: {} }));
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      assert.ok(after, 'the upstream answers again after its restart');
+      assert.notEqual(after.pid, before.pid);
+      await caller.client.close();
+      await killer.client.close();
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
+describe('@modelcontextprotocol/server-everything over stdio', () => {
+  test('lists and calls its tools through the gateway', async () => {
+    const require = createRequire(import.meta.url);
+    const entry = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
+    const gateway = await startTestGateway({ upstreams: { everything: { transport: 'stdio', command: process.execPath, args: [entry, 'stdio'] } } });
+    try {
+      const { client } = await connectClient(gateway.url);
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((t) => t.name === 'echo'));
+      const result = await client.callTool({ name: 'echo', arguments: { message: 'through taskgate' } });
+      assert.match(textOf(result), /through taskgate/);
+      const sum = await client.callTool({ name: 'get-sum', arguments: { a: 2, b: 3 } });
+      assert.match(textOf(sum), /5/);
+      await client.close();
+    } finally {
+      await gateway.close();
+    }
+  });
+});
