@@ -420,7 +420,7 @@ async function stdioScenario(s: Settings, gw: GatewayCommand | string, dir: stri
         await run({
           driver,
           rssPid: () => proc.pid,
-          rssOf: 'supergateway process (its per-session servers in the tree figure)',
+          rssOf: 'supergateway process',
           procs: [proc],
           tool: () => load.toolName,
           inspectPort,
