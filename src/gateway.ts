@@ -81,7 +81,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     url,
     async close() {
       shuttingDown = true;
-      logger.info('shutting down');
       sessions.endAll(); // ends open SSE streams, which would otherwise hold the server open
       await app.close();
       await Promise.all(upstreams.map((u) => u.close()));

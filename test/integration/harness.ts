@@ -76,9 +76,9 @@ export async function connectClient(url: string, options: { capabilities?: Recor
 }
 
 /** Polls until `check` returns true (bounded); for asynchronous deliveries such as notifications. */
-export async function eventually(check: () => boolean, timeoutMs = 5000): Promise<void> {
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

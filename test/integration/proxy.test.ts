@@ -125,6 +125,17 @@ for (const transport of ['stdio', 'streamable-http', 'sse'] as FixtureTransport[
       await client.close();
     });
 
+    test('list_changed notifications are forwarded and the new list is served', async () => {
+      const { client, log } = await connectClient(gateway.url);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // let the client open its GET stream
+      await client.callTool({ name: 'change_tools', arguments: { action: 'add' } });
+      await eventually(() => log.notifications.some((n) => n.method === 'notifications/tools/list_changed'));
+      assert.ok((await client.listTools()).tools.some((t) => t.name === 'dynamic_tool'));
+      await client.callTool({ name: 'change_tools', arguments: { action: 'remove' } });
+      await eventually(async () => !(await client.listTools()).tools.some((t) => t.name === 'dynamic_tool'));
+      await client.close();
+    });
+
     test('prompts and completion are routed to the upstream', async () => {
       const { client } = await connectClient(gateway.url);
       const { prompts } = await client.listPrompts();
