@@ -31,6 +31,7 @@ export const DEFAULTS = Object.freeze({
   idleTimeoutMs: 1_800_000,
   keepAliveMs: 15_000,
   replayBufferSize: 1_000,
+  jsonWindowMs: 50,
   logLevel: 'info',
   shutdownTimeoutMs: 10_000,
 } as const);
@@ -225,6 +226,7 @@ export const SessionsSchema = z.strictObject({ idleTimeoutMs: int(1).default(DEF
 export const SseSchema = z.strictObject({
   keepAliveMs: int(1).default(DEFAULTS.keepAliveMs),
   replayBufferSize: int(0).default(DEFAULTS.replayBufferSize),
+  jsonWindowMs: int(0).default(DEFAULTS.jsonWindowMs),
 });
 export const LogSchema = z.strictObject({ level: z.enum(LOG_LEVELS).default(DEFAULTS.logLevel) });
 

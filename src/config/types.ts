@@ -101,6 +101,11 @@ export interface SseConfig {
   keepAliveMs: number;
   /** Events kept per stream for `Last-Event-ID` replay. */
   replayBufferSize: number;
+  /**
+   * A forwarded call whose answer comes within this window, with nothing to stream before it, is answered as
+   * plain JSON; otherwise the response becomes an SSE stream (priming event first, resumable). 0 = always SSE.
+   */
+  jsonWindowMs: number;
 }
 
 export interface LogConfig {

@@ -19,6 +19,8 @@ export class EventStream {
   finished = false;
   /** Every event reached a live connection; nothing is left to resume. */
   delivered = true;
+  /** Called once, before the first event, when the HTTP response is still held back (see openDeferred). */
+  private attachOnFirstEvent: (() => void) | undefined;
 
   constructor(
     readonly id: string,
@@ -66,6 +68,21 @@ export class EventStream {
     }
   }
 
+  /** Defers attaching until the first event needs to go out; `attach` is expected to call `this.attach`. */
+  attachOnDemand(attach: () => void): void {
+    this.attachOnFirstEvent = attach;
+  }
+
+  /** Whether the response is still held back and may yet be answered as plain JSON instead. */
+  get deferred(): boolean {
+    return this.attachOnFirstEvent !== undefined;
+  }
+
+  /** Gives up the deferred attach: the caller answered the HTTP request itself. */
+  cancelDeferred(): void {
+    this.attachOnFirstEvent = undefined;
+  }
+
   /** Whether this stream knows the event id (so a resume can start from it). */
   has(eventId: string): boolean {
     return this.buffer.some((event) => event.id === eventId);
@@ -73,6 +90,11 @@ export class EventStream {
 
   send(message: unknown): void {
     if (this.finished) return;
+    if (this.attachOnFirstEvent !== undefined) {
+      const attach = this.attachOnFirstEvent;
+      this.attachOnFirstEvent = undefined;
+      attach();
+    }
     const event = { id: this.nextId(), data: JSON.stringify(message) };
     this.remember(event);
     if (this.response !== undefined) this.response.write(format(event));

@@ -49,7 +49,6 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
     // Per-request access logs would double the log volume of a busy gateway; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.listen.maxBodyBytes,
-    genReqId: () => crypto.randomUUID(),
     forceCloseConnections: true,
   });
 
@@ -184,18 +183,60 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
     return sendJson(reply, 200, batch ? responses : responses[0]);
   }
 
-  // Answer on an SSE stream: the upstream may send progress, logs or requests before its result, and a client
-  // that loses the connection can resume the stream with Last-Event-ID.
+  return answerStreamed(deps, session, requests, invalid, batch, reply);
+}
+
+/**
+ * Answers forwarded calls. The upstream may send progress, logs or requests before its result, and a long call
+ * should be resumable with Last-Event-ID, so the answer becomes an SSE stream as soon as there is something to
+ * stream or the call outlasts `sse.jsonWindowMs`; a call answered sooner gets plain JSON, which costs a
+ * fraction of the writes.
+ */
+async function answerStreamed(
+  deps: FrontEndDeps,
+  session: ClientSession,
+  requests: JsonRpcRequest[],
+  invalid: JsonRpcResponse[],
+  batch: boolean,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
   const stream = session.openStream();
   reply.hijack();
-  stream.attach(reply.raw, supportsPrimingEvents(session.protocolVersion) ? { primeRetryMs: PRIME_RETRY_MS } : {});
-  for (const response of invalid) stream.send(response);
+  const raw = reply.raw;
+  const held: JsonRpcResponse[] = [...invalid];
+  const startStream = (): void => {
+    stream.cancelDeferred();
+    stream.attach(raw, supportsPrimingEvents(session.protocolVersion) ? { primeRetryMs: PRIME_RETRY_MS } : {});
+    for (const response of held.splice(0)) stream.send(response);
+  };
+  const windowMs = deps.config.sse.jsonWindowMs;
+  let timer: NodeJS.Timeout | undefined;
+  if (windowMs > 0) {
+    stream.attachOnDemand(startStream);
+    timer = setTimeout(() => stream.deferred && startStream(), windowMs);
+  } else startStream();
+
   await Promise.all(
     requests.map(async (r) => {
       const outcome = await deps.router.handle(session, r, stream);
-      if (outcome !== undefined) stream.send(toResponse(r.id, outcome));
+      if (outcome === undefined) return;
+      const response = toResponse(r.id, outcome);
+      if (stream.deferred) held.push(response);
+      else stream.send(response);
     }),
   );
+  clearTimeout(timer);
+  if (stream.deferred) {
+    stream.cancelDeferred();
+    stream.finish();
+    if (raw.destroyed) return reply;
+    if (held.length === 0) raw.writeHead(202).end();
+    else {
+      const body = JSON.stringify(batch ? held : held[0]);
+      raw.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+    }
+    return reply;
+  }
   stream.finish();
   return reply;
 }

@@ -32,6 +32,13 @@ function sseMessages(text: string): Record<string, unknown>[] {
     .map((data) => JSON.parse(data) as Record<string, unknown>);
 }
 
+/** The JSON-RPC messages of a POST answer, whether it came as JSON or as an SSE stream. */
+function messagesOf(response: RawResponse): Record<string, unknown>[] {
+  if (String(response.headers['content-type']).includes('text/event-stream')) return sseMessages(response.text);
+  const body = JSON.parse(response.text) as Record<string, unknown> | Record<string, unknown>[];
+  return Array.isArray(body) ? body : [body];
+}
+
 function initialize(version = '2025-11-25'): Record<string, unknown> {
   return { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 }
@@ -125,7 +132,7 @@ describe('legacy-era front end', () => {
     assert.equal((cursor.json().error as Record<string, unknown>).code, -32602);
 
     const unknownTool = await post(url, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'nope', arguments: {} } }, { 'mcp-session-id': session });
-    const messages = sseMessages(unknownTool.text);
+    const messages = messagesOf(unknownTool);
     assert.ok(messages.some((m) => m.id === 7 && ('error' in m || (m.result as Record<string, unknown>)?.isError === true)));
 
     const big = await post(url, { jsonrpc: '2.0', id: 8, method: 'ping', params: { pad: 'x'.repeat(70_000) } }, { 'mcp-session-id': session });
@@ -150,13 +157,27 @@ describe('legacy-era front end', () => {
     assert.deepEqual(body.map((r) => r.id).sort(), ['a', 'b']);
   });
 
-  test('tool calls stream as SSE with a priming event, event ids and the response', async () => {
+  test('a quick call is answered as JSON; one that streams or outlasts the window becomes SSE with a priming event', async () => {
     const session = await openSession();
-    const response = await post(url, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test_simple_text', arguments: {} } }, { 'mcp-session-id': session });
-    assert.match(String(response.headers['content-type']), /text\/event-stream/);
-    assert.match(response.text, /^id: \S+\nretry: \d+\ndata: \n\n/);
-    const messages = sseMessages(response.text);
-    assert.equal(messages.at(-1)?.id, 9);
+    const quick = await post(url, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test_simple_text', arguments: {} } }, { 'mcp-session-id': session });
+    assert.match(String(quick.headers['content-type']), /application\/json/);
+    assert.equal(quick.json().id, 9);
+
+    const streamed = await post(
+      url,
+      { jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'slow', arguments: { ms: 30, steps: 2 }, _meta: { progressToken: 'p' } } },
+      { 'mcp-session-id': session },
+    );
+    assert.match(String(streamed.headers['content-type']), /text\/event-stream/);
+    assert.match(streamed.text, /^id: \S+\nretry: \d+\ndata: \n\n/);
+    const messages = sseMessages(streamed.text);
+    assert.deepEqual(messages.filter((m) => m.method === 'notifications/progress').map((m) => (m.params as { progressToken: string }).progressToken), ['p', 'p']);
+    assert.equal(messages.at(-1)?.id, 10);
+
+    const long = await post(url, { jsonrpc: '2.0', id: 11, method: 'tools/call', params: { name: 'slow', arguments: { ms: 200 } } }, { 'mcp-session-id': session });
+    assert.match(String(long.headers['content-type']), /text\/event-stream/);
+    assert.match(long.text, /^id: \S+\nretry: \d+\ndata: \n\n/);
+    assert.equal(sseMessages(long.text).at(-1)?.id, 11);
   });
 
   test('a second GET stream is a conflict; Last-Event-ID resumes a dropped POST stream', async () => {
