@@ -37,7 +37,7 @@ export class Router implements UpstreamMessageSink {
     try {
       return await this.dispatch(session, request, stream);
     } catch (error) {
-      if (!(error instanceof GatewayError)) this.logger.error({ err: error, method: request.method }, 'request failed');
+      if (!(error instanceof GatewayError)) this.logger.error({ err: error, method: request.method, session: session.sessionId }, 'request failed');
       return { error: toJsonRpcError(error) };
     }
   }
@@ -49,6 +49,7 @@ export class Router implements UpstreamMessageSink {
         const inflight = session.inflight.get(params.requestId as string | number);
         if (inflight === undefined) return;
         session.inflight.delete(params.requestId as string | number);
+        inflight.cancelled = true;
         inflight.call.cancel(typeof params.reason === 'string' ? params.reason : 'cancelled by the client');
         inflight.stream?.finish();
         return;
@@ -113,12 +114,11 @@ export class Router implements UpstreamMessageSink {
     // Tool calls run as long as they run: their deadline is task policy, not a transport default.
     const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
     const call = connection.request(request.method, params, context, timeoutMs);
-    const inflight = { call, stream };
+    const inflight = { call, stream, cancelled: false };
     session.inflight.set(request.id, inflight);
     const outcome = await call.outcome;
-    if (session.inflight.get(request.id) !== inflight) return undefined; // cancelled by the client
-    session.inflight.delete(request.id);
-    return outcome;
+    if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
+    return inflight.cancelled ? undefined : outcome;
   }
 
   private resourceOwner(uri: unknown): Upstream {

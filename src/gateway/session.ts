@@ -18,6 +18,8 @@ const REQUIRED_CAPABILITY: Record<string, string> = {
 export interface InflightCall {
   call: UpstreamCall;
   stream: EventStream | undefined;
+  /** The client sent notifications/cancelled: no response is owed any more. */
+  cancelled: boolean;
 }
 
 interface OutgoingRequest {
@@ -128,7 +130,10 @@ export class ClientSession implements SessionIdentity {
     this.streams.clear();
     this.standalone = undefined;
     for (const outgoing of this.outgoing.values()) outgoing.settle({ error: { code: -32603, message: 'The client session ended' } });
-    for (const inflight of this.inflight.values()) inflight.call.cancel('the client session ended');
+    for (const inflight of this.inflight.values()) {
+      inflight.cancelled = true;
+      inflight.call.cancel('the client session ended');
+    }
     this.inflight.clear();
   }
 
