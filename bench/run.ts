@@ -395,23 +395,23 @@ async function stdioScenario(s: Settings, gw: GatewayCommand | string, dir: stri
       }),
     );
   }
-  if (s.targets.includes('supergateway')) {
+  /** An npm peer fronting the same stdio server over Streamable HTTP, measured like every other target. */
+  const peer = async (
+    target: 'supergateway' | 'mcp-proxy',
+    label: string,
+    args: (port: number) => string[],
+    readyUrl: (port: number) => string,
+    readyStatus: number | undefined,
+    note: string,
+  ): Promise<void> => {
+    if (!s.targets.includes(target)) return;
     results.push(
-      await measure('stdio', 'supergateway', 'supergateway --stateful', s, async (run) => {
+      await measure('stdio', target, label, s, async (run) => {
         const port = await freePort();
         const inspectPort = await freePort();
-        const proc = startProc('supergateway', peerNode, [
-          inspectFlag(inspectPort),
-          join(ROOT, 'node_modules/supergateway/dist/index.js'),
-          '--stdio', serverCmd,
-          '--outputTransport', 'streamableHttp',
-          '--stateful',
-          '--port', String(port),
-          '--logLevel', 'none',
-          '--healthEndpoint', '/healthz',
-        ]);
+        const proc = startProc(target, peerNode, [inspectFlag(inspectPort), ...args(port)]);
         try {
-          await waitHttp(proc, `http://127.0.0.1:${port}/healthz`, 30_000, 200);
+          await waitHttp(proc, readyUrl(port), 30_000, readyStatus);
         } catch (err) {
           await proc.stop();
           throw err;
@@ -420,47 +420,45 @@ async function stdioScenario(s: Settings, gw: GatewayCommand | string, dir: stri
         await run({
           driver,
           rssPid: () => proc.pid,
-          rssOf: 'supergateway process',
+          rssOf: `${target} process`,
           procs: [proc],
           tool: () => load.toolName,
           inspectPort,
-          notes: ['one stdio server child per session (supergateway stateful design)'],
+          notes: [note],
         });
       }),
     );
-  }
-  if (s.targets.includes('mcp-proxy')) {
-    results.push(
-      await measure('stdio', 'mcp-proxy', 'mcp-proxy', s, async (run) => {
-        const port = await freePort();
-        const inspectPort = await freePort();
-        const proc = startProc('mcp-proxy', peerNode, [
-          inspectFlag(inspectPort),
-          join(ROOT, 'node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs'),
-          '--port', String(port),
-          '--host', '127.0.0.1',
-          '--server', 'stream',
-          '--', NODE, ENTRY, 'stdio',
-        ]);
-        try {
-          await waitHttp(proc, `http://127.0.0.1:${port}/mcp`, 30_000);
-        } catch (err) {
-          await proc.stop();
-          throw err;
-        }
-        const { load, driver } = httpDriver(`http://127.0.0.1:${port}/mcp`, s.clients);
-        await run({
-          driver,
-          rssPid: () => proc.pid,
-          rssOf: 'mcp-proxy process',
-          procs: [proc],
-          tool: () => load.toolName,
-          inspectPort,
-          notes: ['one shared stdio server child (mcp-proxy multiplexes sessions)'],
-        });
-      }),
-    );
-  }
+  };
+  await peer(
+    'supergateway',
+    'supergateway --stateful',
+    (port) => [
+      join(ROOT, 'node_modules/supergateway/dist/index.js'),
+      '--stdio', serverCmd,
+      '--outputTransport', 'streamableHttp',
+      '--stateful',
+      '--port', String(port),
+      '--logLevel', 'none',
+      '--healthEndpoint', '/healthz',
+    ],
+    (port) => `http://127.0.0.1:${port}/healthz`,
+    200,
+    'one stdio server child per session (supergateway stateful design)',
+  );
+  await peer(
+    'mcp-proxy',
+    'mcp-proxy',
+    (port) => [
+      join(ROOT, 'node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs'),
+      '--port', String(port),
+      '--host', '127.0.0.1',
+      '--server', 'stream',
+      '--', NODE, ENTRY, 'stdio',
+    ],
+    (port) => `http://127.0.0.1:${port}/mcp`,
+    undefined,
+    'one shared stdio server child (mcp-proxy multiplexes sessions)',
+  );
   if (s.targets.includes('taskgate')) {
     results.push(
       await measure('stdio', 'taskgate', 'taskgate', s, async (run) => {
