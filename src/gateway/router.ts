@@ -130,18 +130,22 @@ export class Router implements UpstreamMessageSink {
 
   private async list(session: ClientSession, method: string, params: JsonObject): Promise<JsonObject> {
     const { key, capability } = LIST_METHODS[method] ?? { key: 'tools', capability: 'tools' };
-    const candidates = this.catalog.upstreams.filter((u) => u.state !== 'ready' || u.capabilities[capability] !== undefined);
+    const upstreams = this.catalog.upstreams;
     let index = 0;
     let cursor: unknown;
     if (params.cursor !== undefined) {
       const position = decodeCursor(params.cursor);
-      index = candidates.findIndex((u) => u.name === position.upstream);
-      if (index < 0) throw new GatewayError('invalid_params', 'Invalid cursor: its upstream is gone');
+      index = upstreams.findIndex((u) => u.name === position.upstream);
+      if (index < 0) throw new GatewayError('invalid_params', 'Invalid cursor: it names no configured upstream');
       cursor = position.cursor;
     }
+    // An upstream that is down is left out (it shows in /readyz; list_changed follows when it is back) rather
+    // than making every list wait for its connect timeout.
+    const offers = (u: Upstream): boolean => u.state === 'ready' && u.capabilities[capability] !== undefined;
     // One upstream page per gateway page keeps the cost O(page); empty pages are skipped.
-    for (; index < candidates.length; index++, cursor = undefined) {
-      const upstream = candidates[index] as Upstream;
+    for (; index < upstreams.length; index++, cursor = undefined) {
+      const upstream = upstreams[index] as Upstream;
+      if (!offers(upstream)) continue;
       let page: JsonObject;
       try {
         const connection = await upstream.connectionFor(session);
@@ -161,8 +165,9 @@ export class Router implements UpstreamMessageSink {
       if (exposed.length === 0 && !hasMoreHere) continue;
       const result: JsonObject = { ...page, [key]: exposed };
       delete result.nextCursor;
+      const following = upstreams.slice(index + 1).find(offers);
       if (hasMoreHere) result.nextCursor = encodeCursor({ upstream: upstream.name, cursor: next });
-      else if (index + 1 < candidates.length) result.nextCursor = encodeCursor({ upstream: (candidates[index + 1] as Upstream).name });
+      else if (following !== undefined) result.nextCursor = encodeCursor({ upstream: following.name });
       return result;
     }
     return { [key]: [] };
