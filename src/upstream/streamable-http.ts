@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
 import { isRequest, isResponse, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
@@ -151,12 +152,12 @@ export class StreamableHttpTransport implements UpstreamTransport {
   }
 
   private async consumePostStream(
-    body: AsyncIterable<Uint8Array>,
+    body: Readable,
     requestId: RequestId | undefined,
     abort: AbortController,
   ): Promise<void> {
     let answered = false;
-    let stream = body;
+    let stream: Readable = body;
     for (let attempt = 0; ; attempt++) {
       const outcome = await readSse(stream, (event) => {
         if (this.dispatchPayload(event.data, requestId)) answered = true;
@@ -180,7 +181,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
     }
   }
 
-  private async resume(lastEventId: string, abort: AbortController): Promise<AsyncIterable<Uint8Array> | undefined> {
+  private async resume(lastEventId: string, abort: AbortController): Promise<Readable | undefined> {
     if (this.closed) return undefined;
     this.aborts.add(abort);
     try {
