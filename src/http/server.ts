@@ -157,7 +157,9 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
 
   checkProtocolVersionHeader(request);
   const session = sessionOf(deps, request);
-  request.log.debug({ session: session.sessionId, methods: messages.map((m) => ('method' in m ? m.method : 'response')) }, 'mcp post');
+  if (deps.logger.isLevelEnabled('debug')) {
+    request.log.debug({ session: session.sessionId, methods: messages.map((m) => ('method' in m ? m.method : 'response')) }, 'mcp post');
+  }
   const requests: JsonRpcRequest[] = [];
   for (const message of messages) {
     if (isRequest(message)) requests.push(message);
