@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.js';
+import { GatewayError, upstreamUnavailable } from '../errors.js';
 import {
   asObject,
   isNotification,
@@ -161,7 +161,7 @@ export class UpstreamConnection {
   }
 
   private unavailable(reason: string): GatewayError {
-    return new GatewayError('upstream_unavailable', `Upstream '${this.upstreamName}' is unavailable: ${reason}`, { upstream: this.upstreamName });
+    return upstreamUnavailable(this.upstreamName, reason);
   }
 
   private receive(message: JsonRpcMessage, relatedTo: RequestId | undefined): void {

@@ -22,10 +22,6 @@ export class StdioTransport implements UpstreamTransport {
     private readonly logger: Logger,
   ) {}
 
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
-
   async start(): Promise<void> {
     const env: Record<string, string> = {};
     for (const name of INHERITED_ENV) {

@@ -127,11 +127,6 @@ export class Upstream {
     await connection.then((c) => c.close()).catch(() => undefined);
   }
 
-  /** The connection the gateway itself uses for catalog requests; undefined while down. */
-  get controlConnection(): UpstreamConnection | undefined {
-    return this.state === 'ready' ? this.control : undefined;
-  }
-
   status(): JsonObject {
     const status: JsonObject = { name: this.name, transport: this.config.transport, state: this.state };
     if (!this.isShared) status.sessions = this.perSession.size;
