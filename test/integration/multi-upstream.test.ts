@@ -172,3 +172,52 @@ describe('@modelcontextprotocol/server-everything over stdio', () => {
     }
   });
 });
+
+describe('HTTP upstream dropping mid-call', () => {
+  test('a call whose upstream dies mid-call fails with an error naming the upstream', async () => {
+    const upstream = await fixtureUpstream('streamable-http');
+    const gateway = await startTestGateway({ upstreams: { remote: upstream.config } });
+    try {
+      const { client } = await connectClient(gateway.url);
+      const call = client.callTool({ name: 'slow', arguments: { ms: 10_000 } }).then(
+        () => undefined,
+        (error: Error) => error,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await upstream.child?.kill(0);
+      const error = await call;
+      assert.match(error?.message ?? 'the call succeeded', /Upstream 'remote' (lost the call|is unavailable)/);
+      await client.close();
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
+describe('readiness reflects the store', () => {
+  test('Redis reachable: ready; Redis unreachable: 503 with the reason, while /healthz stays 200', async () => {
+    const fixture = await fixtureUpstream('streamable-http');
+    const deadPort = await freePort();
+    const up = await startTestGateway({ store: { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-test-${process.pid}` }, upstreams: { fx: fixture.config } });
+    const down = await startTestGateway({ store: { type: 'redis', url: `redis://127.0.0.1:${deadPort}` }, upstreams: { fx: fixture.config } });
+    try {
+      const ready = await request(`${up.origin}/readyz`);
+      assert.equal(ready.statusCode, 200);
+      assert.deepEqual(((await ready.body.json()) as { store: unknown }).store, { type: 'redis', ok: true });
+
+      const notReady = await request(`${down.origin}/readyz`);
+      assert.equal(notReady.statusCode, 503);
+      const body = (await notReady.body.json()) as { ready: boolean; store: { ok: boolean; error: string } };
+      assert.equal(body.ready, false);
+      assert.equal(body.store.ok, false);
+      assert.ok(body.store.error.length > 0);
+      const health = await request(`${down.origin}/healthz`);
+      assert.equal(health.statusCode, 200);
+      await health.body.dump();
+    } finally {
+      await up.close();
+      await down.close();
+      await fixture.stop();
+    }
+  });
+});
