@@ -1,0 +1,143 @@
+import { EventEmitter } from 'node:events';
+import { randomBytes } from 'node:crypto';
+import {
+  CursorCodec,
+  DEFAULT_RESULT_GRACE_MS,
+  isTerminal,
+  listingKey,
+  terminalExpiry,
+  type NewTask,
+  type TaskChange,
+  type TaskPage,
+  type TaskRecord,
+  type TaskStore,
+  type TransitionResult,
+} from './task-store.js';
+
+interface Entry {
+  task: TaskRecord;
+  /** Epoch ms after which the task is gone; undefined while it is not terminal. */
+  expiresAt: number | undefined;
+}
+
+/** The embedded store: one process, nothing survives a restart. Same contract as the Redis store. */
+export class MemoryTaskStore implements TaskStore {
+  readonly kind = 'memory' as const;
+  private readonly tasks = new Map<string, Entry>();
+  /** Per principal, listing keys in creation order (appends keep it sorted: the clock only moves forward). */
+  private readonly index = new Map<string, string[]>();
+  private readonly events = new EventEmitter();
+  private readonly cursors = new CursorCodec(randomBytes(32));
+  private readonly sweeper: NodeJS.Timeout;
+  private lastCreatedUs = 0;
+
+  constructor(private readonly options: { resultGraceMs?: number; now?: () => number } = {}) {
+    this.events.setMaxListeners(0);
+    this.sweeper = setInterval(() => this.sweep(), 30_000);
+    this.sweeper.unref();
+  }
+
+  async create(input: NewTask): Promise<TaskRecord> {
+    if (this.tasks.has(input.taskId)) throw new Error(`task ${input.taskId} already exists`);
+    const now = this.now();
+    // Strictly increasing within the process, so listing order is creation order.
+    this.lastCreatedUs = Math.max(this.lastCreatedUs + 1, Math.floor((performance.timeOrigin + performance.now()) * 1000));
+    const task: TaskRecord = { ...input, status: 'working', createdAt: now, createdAtUs: this.lastCreatedUs, lastUpdatedAt: now };
+    if (task.statusMessage === undefined) delete task.statusMessage;
+    this.tasks.set(task.taskId, { task, expiresAt: undefined });
+    const keys = this.index.get(task.principal) ?? [];
+    const key = listingKey(task);
+    // Insert in order even if the wall clock stepped back.
+    let at = keys.length;
+    while (at > 0 && (keys[at - 1] as string) > key) at--;
+    keys.splice(at, 0, key);
+    this.index.set(task.principal, keys);
+    return copy(task);
+  }
+
+  async get(taskId: string): Promise<TaskRecord | undefined> {
+    const entry = this.live(taskId);
+    return entry === undefined ? undefined : copy(entry.task);
+  }
+
+  async transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
+    const entry = this.live(taskId);
+    if (entry === undefined) return { ok: false, reason: 'not_found' };
+    if (isTerminal(entry.task.status)) return { ok: false, reason: 'terminal', task: copy(entry.task) };
+    const now = this.now();
+    const task = entry.task;
+    task.status = change.to;
+    task.lastUpdatedAt = now;
+    if (change.statusMessage === null) delete task.statusMessage;
+    else if (change.statusMessage !== undefined) task.statusMessage = change.statusMessage;
+    if (change.outcome !== undefined) task.outcome = change.outcome;
+    if (isTerminal(change.to)) entry.expiresAt = terminalExpiry(task, now, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
+    this.events.emit(taskId, copy(task));
+    return { ok: true, task: copy(task) };
+  }
+
+  async list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage> {
+    const keys = this.index.get(principal) ?? [];
+    let end = keys.length; // exclusive: walk backwards from here, newest first
+    if (page.cursor !== undefined) {
+      const after = this.cursors.decode(principal, page.cursor);
+      end = lowerBound(keys, after);
+    }
+    const tasks: TaskRecord[] = [];
+    let i = end - 1;
+    for (; i >= 0 && tasks.length < page.limit; i--) {
+      const key = keys[i] as string;
+      const entry = this.live(key.slice(key.indexOf(':') + 1));
+      if (entry === undefined) keys.splice(i, 1); // expired: forget its index entry too
+      else tasks.push(copy(entry.task));
+    }
+    const last = tasks.at(-1);
+    const more = i >= 0;
+    return more && last !== undefined ? { tasks, nextCursor: this.cursors.encode(principal, listingKey(last)) } : { tasks };
+  }
+
+  watch(taskId: string, listener: (task: TaskRecord) => void): () => void {
+    this.events.on(taskId, listener);
+    return () => this.events.off(taskId, listener);
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.events.removeAllListeners();
+  }
+
+  private now(): number {
+    return this.options.now?.() ?? Date.now();
+  }
+
+  private live(taskId: string): Entry | undefined {
+    const entry = this.tasks.get(taskId);
+    if (entry?.expiresAt !== undefined && entry.expiresAt <= this.now()) {
+      this.tasks.delete(taskId);
+      return undefined;
+    }
+    return entry;
+  }
+
+  private sweep(): void {
+    for (const taskId of [...this.tasks.keys()]) this.live(taskId);
+  }
+}
+
+function copy(task: TaskRecord): TaskRecord {
+  return structuredClone(task);
+}
+
+/** Index of the first key >= `key` in a sorted array. */
+function lowerBound(keys: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((keys[mid] as string) < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

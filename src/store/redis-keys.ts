@@ -1,0 +1,21 @@
+// Every Redis key and channel name the gateway uses is built here. Per-task keys carry the task id as a hash tag
+// (`{id}`), so whatever else a task needs later lands in the same Redis Cluster slot as its record.
+
+export interface RedisKeys {
+  task(taskId: string): string;
+  /** Sorted set (lexical) of a principal's tasks, by listing key. */
+  principalTasks(principal: string): string;
+  /** Pub/sub channel carrying every task change. */
+  taskEvents(): string;
+  /** HMAC secret for list cursors, shared by all replicas. */
+  cursorSecret(): string;
+}
+
+export function redisKeys(prefix: string): RedisKeys {
+  return {
+    task: (taskId) => `${prefix}:task:{${taskId}}`,
+    principalTasks: (principal) => `${prefix}:principal:{${principal}}:tasks`,
+    taskEvents: () => `${prefix}:events:tasks`,
+    cursorSecret: () => `${prefix}:cursor-secret`,
+  };
+}

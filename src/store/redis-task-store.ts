@@ -1,0 +1,244 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { Redis } from 'ioredis';
+import { redisKeys, type RedisKeys } from './redis-keys.js';
+import {
+  CursorCodec,
+  DEFAULT_RESULT_GRACE_MS,
+  listingKey,
+  TASK_STATUSES,
+  type NewTask,
+  type TaskChange,
+  type TaskPage,
+  type TaskRecord,
+  type TaskStatus,
+  type TaskStore,
+  type TransitionResult,
+} from './task-store.js';
+
+// Creation: the record appears whole or not at all, and its event goes out in the same step.
+// KEYS[1] task hash. ARGV[1] channel, ARGV[2..] field/value pairs. Times come from Redis, one clock for all replicas.
+const CREATE = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+local t = redis.call('TIME')
+local now = tostring(math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000))
+local us = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
+redis.call('HSET', KEYS[1], 'createdAt', now, 'createdAtUs', us, 'lastUpdatedAt', now, 'status', 'working', unpack(ARGV, 2))
+local fields = redis.call('HGETALL', KEYS[1])
+redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
+return fields
+`;
+
+// One transition: check the current status, apply the change, set the expiry, emit the event, atomically.
+// KEYS[1] task hash. ARGV: 1 channel, 2 to, 3 message mode ('keep'|'set'|'clear'), 4 message, 5 outcome JSON or '',
+// 6 result grace ms.
+const TRANSITION = `
+local current = redis.call('HGET', KEYS[1], 'status')
+if not current then return {'not_found'} end
+local terminal = { completed = true, failed = true, cancelled = true }
+if terminal[current] then return {'terminal', unpack(redis.call('HGETALL', KEYS[1]))} end
+local t = redis.call('TIME')
+local now = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'lastUpdatedAt', tostring(now))
+if ARGV[3] == 'set' then redis.call('HSET', KEYS[1], 'statusMessage', ARGV[4])
+elseif ARGV[3] == 'clear' then redis.call('HDEL', KEYS[1], 'statusMessage') end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'outcome', ARGV[5]) end
+if terminal[ARGV[2]] then
+  local created = tonumber(redis.call('HGET', KEYS[1], 'createdAt'))
+  local ttl = tonumber(redis.call('HGET', KEYS[1], 'ttlMs'))
+  redis.call('PEXPIREAT', KEYS[1], math.max(created + ttl, now + tonumber(ARGV[6])))
+end
+local fields = redis.call('HGETALL', KEYS[1])
+redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
+return {'ok', unpack(fields)}
+`;
+
+const LIST_BATCH_EXTRA = 8;
+
+/**
+ * Tasks in Redis, shared by every replica: records are hashes that Redis expires itself, listing is a lexical
+ * sorted set per principal, and changes are published on one channel that each replica fans out locally.
+ */
+export class RedisTaskStore implements TaskStore {
+  readonly kind = 'redis' as const;
+  private readonly keys: RedisKeys;
+  private readonly events = new EventEmitter();
+  private subscriber: Redis | undefined;
+  private subscribed: Promise<unknown> | undefined;
+  private cursors: Promise<CursorCodec> | undefined;
+
+  constructor(
+    readonly redis: Redis,
+    prefix: string,
+    private readonly options: { resultGraceMs?: number } = {},
+  ) {
+    this.keys = redisKeys(prefix);
+    this.events.setMaxListeners(0);
+    redis.defineCommand('taskgateCreate', { numberOfKeys: 1, lua: CREATE });
+    redis.defineCommand('taskgateTransition', { numberOfKeys: 1, lua: TRANSITION });
+  }
+
+  async create(input: NewTask): Promise<TaskRecord> {
+    const fields: string[] = [
+      'taskId', input.taskId,
+      'principal', input.principal,
+      'era', input.era,
+      'tool', input.tool,
+      'upstream', input.upstream,
+      'ttlMs', String(input.ttlMs),
+      'pollIntervalMs', String(input.pollIntervalMs),
+    ];
+    if (input.statusMessage !== undefined) fields.push('statusMessage', input.statusMessage);
+    const created = (await this.command('taskgateCreate', this.keys.task(input.taskId), this.keys.taskEvents(), ...fields)) as string[] | null;
+    if (created === null) throw new Error(`task ${input.taskId} already exists`);
+    const task = parseTask(created);
+    // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
+    // never a listing entry without a task.
+    await this.redis.zadd(this.keys.principalTasks(task.principal), 0, listingKey(task));
+    return task;
+  }
+
+  async get(taskId: string): Promise<TaskRecord | undefined> {
+    const fields = await this.redis.hgetall(this.keys.task(taskId));
+    return Object.keys(fields).length === 0 ? undefined : parseTask(fields);
+  }
+
+  async transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
+    const mode = change.statusMessage === undefined ? 'keep' : change.statusMessage === null ? 'clear' : 'set';
+    const reply = (await this.command(
+      'taskgateTransition',
+      this.keys.task(taskId),
+      this.keys.taskEvents(),
+      change.to,
+      mode,
+      change.statusMessage ?? '',
+      change.outcome === undefined ? '' : JSON.stringify(change.outcome),
+      String(this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS),
+    )) as string[];
+    const [verdict, ...fields] = reply;
+    if (verdict === 'not_found') return { ok: false, reason: 'not_found' };
+    const task = parseTask(fields);
+    return verdict === 'ok' ? { ok: true, task } : { ok: false, reason: 'terminal', task };
+  }
+
+  async list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage> {
+    const cursors = await this.cursorCodec();
+    const indexKey = this.keys.principalTasks(principal);
+    let upper = page.cursor === undefined ? '+' : `(${cursors.decode(principal, page.cursor)}`;
+    const tasks: TaskRecord[] = [];
+    let more = true;
+    // Entries of expired tasks are dropped as they are met, so a page may need a second batch (bounded).
+    for (let round = 0; round < 10 && tasks.length < page.limit && more; round++) {
+      const want = page.limit - tasks.length + LIST_BATCH_EXTRA;
+      const keys = await this.redis.zrevrangebylex(indexKey, upper, '-', 'LIMIT', 0, want);
+      more = keys.length === want;
+      if (keys.length === 0) break;
+      const pipeline = this.redis.pipeline();
+      for (const key of keys) pipeline.hgetall(this.keys.task(key.slice(key.indexOf(':') + 1)));
+      const records = (await pipeline.exec()) ?? [];
+      const expired: string[] = [];
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i] as string;
+        const fields = records[i]?.[1] as Record<string, string> | undefined;
+        if (fields === undefined || Object.keys(fields).length === 0) {
+          expired.push(key);
+          continue;
+        }
+        if (tasks.length === page.limit) {
+          more = true;
+          break;
+        }
+        tasks.push(parseTask(fields));
+        upper = `(${key}`;
+      }
+      if (expired.length > 0) await this.redis.zrem(indexKey, ...expired);
+    }
+    const last = tasks.at(-1);
+    return more && last !== undefined ? { tasks, nextCursor: cursors.encode(principal, listingKey(last)) } : { tasks };
+  }
+
+  watch(taskId: string, listener: (task: TaskRecord) => void): () => void {
+    this.ensureSubscribed();
+    this.events.on(taskId, listener);
+    return () => this.events.off(taskId, listener);
+  }
+
+  /** Resolves once the event subscription is active (a watcher added before then could miss an event). */
+  async ready(): Promise<void> {
+    this.ensureSubscribed();
+    await this.subscribed;
+  }
+
+  async ping(): Promise<void> {
+    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('Redis did not answer within 1 s')), 1000).unref());
+    await Promise.race([this.redis.ping(), timeout]);
+  }
+
+  async close(): Promise<void> {
+    this.events.removeAllListeners();
+    await this.subscriber?.quit().catch(() => this.subscriber?.disconnect());
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+
+  private command(name: string, ...args: string[]): Promise<unknown> {
+    return (this.redis as unknown as Record<string, (...a: string[]) => Promise<unknown>>)[name]!(...args);
+  }
+
+  private ensureSubscribed(): void {
+    if (this.subscriber !== undefined) return;
+    // Subscriptions wait for the connection (offline queue on): a watcher must not fail because Redis is slow.
+    const subscriber = this.redis.duplicate({ enableOfflineQueue: true });
+    this.subscriber = subscriber;
+    subscriber.on('error', () => undefined); // reconnects by itself; readiness reports the main connection
+    subscriber.on('message', (_channel: string, payload: string) => {
+      let task: TaskRecord;
+      try {
+        task = parseTask(JSON.parse(payload) as string[]);
+      } catch {
+        return;
+      }
+      this.events.emit(task.taskId, task);
+    });
+    this.subscribed = subscriber.subscribe(this.keys.taskEvents());
+  }
+
+  /** All replicas sign cursors with one secret, created by whichever replica needs it first. */
+  private cursorCodec(): Promise<CursorCodec> {
+    this.cursors ??= (async () => {
+      const key = this.keys.cursorSecret();
+      await this.redis.set(key, randomBytes(32).toString('hex'), 'NX');
+      const secret = await this.redis.get(key);
+      if (secret === null) throw new Error('the cursor secret vanished from Redis');
+      return new CursorCodec(Buffer.from(secret, 'hex'));
+    })().catch((error: unknown) => {
+      this.cursors = undefined;
+      throw error;
+    });
+    return this.cursors;
+  }
+}
+
+/** A record from a HGETALL reply (flat array, as Lua returns it, or an object, as ioredis returns it). */
+function parseTask(input: string[] | Record<string, string>): TaskRecord {
+  const fields: Record<string, string> = {};
+  if (Array.isArray(input)) for (let i = 0; i + 1 < input.length; i += 2) fields[input[i] as string] = input[i + 1] as string;
+  else Object.assign(fields, input);
+  const status = fields.status as TaskStatus;
+  if (!(TASK_STATUSES as readonly string[]).includes(status) || fields.taskId === undefined) throw new Error('not a task record');
+  const task: TaskRecord = {
+    taskId: fields.taskId,
+    principal: fields.principal ?? '',
+    era: fields.era === 'modern' ? 'modern' : 'legacy',
+    tool: fields.tool ?? '',
+    upstream: fields.upstream ?? '',
+    status,
+    createdAt: Number(fields.createdAt),
+    createdAtUs: Number(fields.createdAtUs),
+    lastUpdatedAt: Number(fields.lastUpdatedAt),
+    ttlMs: Number(fields.ttlMs),
+    pollIntervalMs: Number(fields.pollIntervalMs),
+  };
+  if (fields.statusMessage !== undefined) task.statusMessage = fields.statusMessage;
+  if (fields.outcome !== undefined) task.outcome = JSON.parse(fields.outcome) as TaskRecord['outcome'];
+  return task;
+}

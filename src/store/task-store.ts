@@ -1,0 +1,135 @@
+// The task store contract shared by the in-memory and Redis implementations (one behavioural test suite runs
+// against both). A task's outcome is stored once, exactly as the upstream gave it; each era derives its own
+// wire status from it when serializing.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Outcome } from '../jsonrpc.js';
+
+export const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
+
+export function isTerminal(status: TaskStatus): boolean {
+  return TERMINAL_STATUSES.has(status);
+}
+
+export type Era = 'legacy' | 'modern';
+
+export interface TaskRecord {
+  taskId: string;
+  /** Who owns the task: an opaque string (`session:<id>` until authentication, then the authenticated subject). */
+  principal: string;
+  /** The protocol generation that created it. */
+  era: Era;
+  /** Exposed tool name, as the client called it. */
+  tool: string;
+  upstream: string;
+  status: TaskStatus;
+  statusMessage?: string;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  /** Creation time in microseconds: orders listings, so tasks created within one millisecond keep their order. */
+  createdAtUs: number;
+  lastUpdatedAt: number;
+  ttlMs: number;
+  pollIntervalMs: number;
+  /** The upstream's answer (result or JSON-RPC error), set with the terminal transition that carries it. */
+  outcome?: Outcome;
+}
+
+export type NewTask = Pick<TaskRecord, 'taskId' | 'principal' | 'era' | 'tool' | 'upstream' | 'ttlMs' | 'pollIntervalMs'> & {
+  statusMessage?: string;
+};
+
+export interface TaskChange {
+  to: TaskStatus;
+  /** Replaces the status message; `null` clears it; absent keeps it. */
+  statusMessage?: string | null;
+  outcome?: Outcome;
+}
+
+export type TransitionResult =
+  | { ok: true; task: TaskRecord }
+  /** Unknown or expired id. */
+  | { ok: false; reason: 'not_found' }
+  /** The task is already terminal, and terminal is forever. */
+  | { ok: false; reason: 'terminal'; task: TaskRecord };
+
+export interface TaskPage {
+  tasks: TaskRecord[];
+  nextCursor?: string;
+}
+
+export interface TaskStore {
+  readonly kind: 'memory' | 'redis';
+  /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
+  create(task: NewTask): Promise<TaskRecord>;
+  get(taskId: string): Promise<TaskRecord | undefined>;
+  /**
+   * Atomically checks that the task is not terminal, applies the change and emits the event. Staying in the same
+   * non-terminal status updates only the message. Terminal tasks expire `ttlMs` after creation, and never sooner
+   * than the store's result grace period after they ended; non-terminal tasks never expire.
+   */
+  transition(taskId: string, change: TaskChange): Promise<TransitionResult>;
+  /** The principal's tasks, newest first. Throws InvalidCursorError for a cursor this store did not issue. */
+  list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage>;
+  /** Calls `listener` with the task after every change (on any replica) until the returned function is called. */
+  watch(taskId: string, listener: (task: TaskRecord) => void): () => void;
+  /** Resolves when the store answers; rejects with a reason otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class InvalidCursorError extends Error {
+  constructor() {
+    super('Invalid cursor');
+    this.name = 'InvalidCursorError';
+  }
+}
+
+/** 128 random bits, URL-safe: without authentication the id itself is the bearer of a task. */
+export function newTaskId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+/** How long a task that ended after its TTL ran out stays readable, so the client can still fetch the result. */
+export const DEFAULT_RESULT_GRACE_MS = 60_000;
+
+/** When a task that reached a terminal status at `endedAt` may be deleted. */
+export function terminalExpiry(task: Pick<TaskRecord, 'createdAt' | 'ttlMs'>, endedAt: number, graceMs: number): number {
+  return Math.max(task.createdAt + task.ttlMs, endedAt + graceMs);
+}
+
+/**
+ * A task's position in its principal's listing: creation time in microseconds (fixed width, so lexical order is
+ * chronological), then id, which breaks ties.
+ */
+export function listingKey(task: Pick<TaskRecord, 'createdAtUs' | 'taskId'>): string {
+  return `${String(task.createdAtUs).padStart(18, '0')}:${task.taskId}`;
+}
+
+/**
+ * Opaque, tamper-proof list cursors: the listing key of the last task on a page, bound to the principal and
+ * signed, so a cursor can be neither forged nor replayed by another principal.
+ */
+export class CursorCodec {
+  constructor(private readonly secret: Buffer) {}
+
+  encode(principal: string, key: string): string {
+    const payload = Buffer.from(key).toString('base64url');
+    return `${payload}.${this.sign(principal, payload)}`;
+  }
+
+  decode(principal: string, cursor: string): string {
+    const [payload, signature, extra] = cursor.split('.');
+    if (payload === undefined || signature === undefined || extra !== undefined) throw new InvalidCursorError();
+    const expected = Buffer.from(this.sign(principal, payload));
+    const given = Buffer.from(signature);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw new InvalidCursorError();
+    return Buffer.from(payload, 'base64url').toString('utf8');
+  }
+
+  private sign(principal: string, payload: string): string {
+    return createHmac('sha256', this.secret).update(principal).update('\0').update(payload).digest('base64url').slice(0, 22);
+  }
+}

@@ -1,0 +1,232 @@
+// One behavioural suite for both task stores: the in-memory one and Redis (the real server on 127.0.0.1:6379,
+// a key prefix unique to this run).
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
+import { redisKeys } from '../../src/store/redis-keys.js';
+import { RedisTaskStore } from '../../src/store/redis-task-store.js';
+import { InvalidCursorError, newTaskId, type NewTask, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+
+const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const RESULT_GRACE_MS = 200;
+const prefixes: string[] = [];
+
+function newRedisStore(prefix: string): RedisTaskStore {
+  return new RedisTaskStore(new Redis(REDIS_URL, { maxRetriesPerRequest: 1 }), prefix, { resultGraceMs: RESULT_GRACE_MS });
+}
+
+const factories: Record<string, () => Promise<TaskStore>> = {
+  memory: async () => new MemoryTaskStore({ resultGraceMs: RESULT_GRACE_MS }),
+  redis: async () => {
+    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+    prefixes.push(prefix);
+    const store = newRedisStore(prefix);
+    await store.ready();
+    return store;
+  },
+};
+
+after(async () => {
+  const redis = new Redis(REDIS_URL);
+  for (const prefix of prefixes) {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+  }
+  await redis.quit();
+});
+
+function newTask(overrides: Partial<NewTask> = {}): NewTask {
+  return { taskId: newTaskId(), principal: 'session:alpha', era: 'legacy', tool: 'slow', upstream: 'fx', ttlMs: 60_000, pollIntervalMs: 1000, ...overrides };
+}
+
+async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+for (const [kind, create] of Object.entries(factories)) {
+  describe(`${kind} task store`, () => {
+    test('create then get: a new task is working, with what it was given', async () => {
+      const store = await create();
+      const before = Date.now();
+      const input = newTask({ statusMessage: 'queued' });
+      const created = await store.create(input);
+      const read = await store.get(input.taskId);
+      assert.deepEqual(read, created);
+      assert.equal(read?.status, 'working');
+      assert.equal(read?.statusMessage, 'queued');
+      assert.equal(read?.tool, 'slow');
+      assert.ok(read !== undefined && read.createdAt >= before - 1000 && read.createdAt === read.lastUpdatedAt);
+      assert.equal(await store.get(newTaskId()), undefined);
+      await assert.rejects(store.create(input), /already exists/);
+      await store.close();
+    });
+
+    test('legal transitions, and the outcome comes back exactly as stored', async () => {
+      const store = await create();
+      const { taskId } = await store.create(newTask());
+      assert.equal((await store.transition(taskId, { to: 'input_required', statusMessage: 'waiting for the user' })).ok, true);
+      assert.equal((await store.transition(taskId, { to: 'working', statusMessage: null })).ok, true);
+      assert.equal((await store.get(taskId))?.statusMessage, undefined);
+      const outcome = { result: { content: [{ type: 'text', text: 'done' }], structuredContent: { n: 1 }, _meta: { x: { y: [1, 2] } }, extra: true } };
+      const done = await store.transition(taskId, { to: 'completed', outcome });
+      assert.ok(done.ok);
+      assert.deepEqual((await store.get(taskId))?.outcome, outcome);
+      const failedOutcome = { error: { code: -32042, message: 'boom', data: { why: 'fixture' } } };
+      const other = await store.create(newTask());
+      await store.transition(other.taskId, { to: 'failed', outcome: failedOutcome, statusMessage: 'boom' });
+      assert.deepEqual((await store.get(other.taskId))?.outcome, failedOutcome);
+      await store.close();
+    });
+
+    test('terminal is forever: a cancelled task stays cancelled whatever comes later', async () => {
+      const store = await create();
+      const { taskId } = await store.create(newTask());
+      assert.ok((await store.transition(taskId, { to: 'cancelled', statusMessage: 'cancelled by the client' })).ok);
+      for (const to of ['completed', 'working', 'failed', 'cancelled'] as const) {
+        const late = await store.transition(taskId, { to, outcome: { result: { content: [] } } });
+        assert.equal(late.ok, false);
+        assert.equal(!late.ok && late.reason, 'terminal');
+      }
+      const task = await store.get(taskId);
+      assert.equal(task?.status, 'cancelled');
+      assert.equal(task?.outcome, undefined);
+      assert.deepEqual(await store.transition(newTaskId(), { to: 'completed' }), { ok: false, reason: 'not_found' });
+      await store.close();
+    });
+
+    test('concurrent terminal transitions: exactly one wins', async () => {
+      const store = await create();
+      const { taskId } = await store.create(newTask());
+      const attempts = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => store.transition(taskId, i % 2 === 0 ? { to: 'completed', outcome: { result: { i } } } : { to: 'cancelled' })),
+      );
+      const winners = attempts.filter((a) => a.ok);
+      assert.equal(winners.length, 1);
+      const final = await store.get(taskId);
+      assert.equal(final?.status, winners[0]?.ok ? winners[0].task.status : undefined);
+      await store.close();
+    });
+
+    test('watchers see every change, in order, until they stop watching', async () => {
+      const store = await create();
+      const { taskId } = await store.create(newTask());
+      const seen: string[] = [];
+      const stop = store.watch(taskId, (task) => seen.push(`${task.status}:${task.statusMessage ?? ''}`));
+      await store.transition(taskId, { to: 'working', statusMessage: '50%' });
+      await store.transition(taskId, { to: 'input_required' });
+      await store.transition(taskId, { to: 'completed', outcome: { result: {} } });
+      await eventually(async () => seen.length === 3);
+      assert.deepEqual(seen, ['working:50%', 'input_required:50%', 'completed:50%']);
+      stop();
+      const other = await store.create(newTask());
+      await store.transition(other.taskId, { to: 'completed' });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(seen.length, 3);
+      await store.close();
+    });
+
+    test('listing: newest first, 250 tasks over pages, no gaps or repeats, only the principal\'s own', async () => {
+      const store = await create();
+      const ids: string[] = [];
+      for (let i = 0; i < 250; i++) ids.push((await store.create(newTask({ principal: 'session:lister' }))).taskId);
+      await store.create(newTask({ principal: 'session:someone-else' }));
+      const listed: TaskRecord[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await store.list('session:lister', cursor === undefined ? { limit: 100 } : { cursor, limit: 100 });
+        assert.ok(page.tasks.length <= 100);
+        listed.push(...page.tasks);
+        cursor = page.nextCursor;
+        pages++;
+      } while (cursor !== undefined && pages < 10);
+      assert.equal(pages, 3);
+      assert.deepEqual(listed.map((t) => t.taskId), [...ids].reverse());
+      assert.ok(listed.every((t) => t.principal === 'session:lister'));
+      assert.deepEqual((await store.list('session:nobody', { limit: 10 })).tasks, []);
+      await store.close();
+    });
+
+    test('cursors are tamper-proof and bound to their principal', async () => {
+      const store = await create();
+      for (let i = 0; i < 3; i++) await store.create(newTask({ principal: 'session:a' }));
+      const first = await store.list('session:a', { limit: 1 });
+      assert.ok(first.nextCursor);
+      await assert.rejects(store.list('session:b', { cursor: first.nextCursor, limit: 1 }), InvalidCursorError);
+      const [payload, signature] = first.nextCursor.split('.');
+      const forged = `${Buffer.from('999999999999999:x').toString('base64url')}.${signature}`;
+      await assert.rejects(store.list('session:a', { cursor: forged, limit: 1 }), InvalidCursorError);
+      await assert.rejects(store.list('session:a', { cursor: `${payload}.AAAA`, limit: 1 }), InvalidCursorError);
+      await assert.rejects(store.list('session:a', { cursor: 'garbage', limit: 1 }), InvalidCursorError);
+      const second = await store.list('session:a', { cursor: first.nextCursor, limit: 5 });
+      assert.equal(second.tasks.length, 2);
+      assert.equal(second.nextCursor, undefined);
+      await store.close();
+    });
+
+    test('expiry: terminal tasks go after their TTL (and the grace period); running tasks never expire', async () => {
+      const store = await create();
+      const finished = await store.create(newTask({ ttlMs: 100, principal: 'session:ttl' }));
+      const running = await store.create(newTask({ ttlMs: 100, principal: 'session:ttl' }));
+      await store.transition(finished.taskId, { to: 'completed', outcome: { result: {} } });
+      assert.equal((await store.get(finished.taskId))?.status, 'completed'); // still readable right after
+      await eventually(async () => (await store.get(finished.taskId)) === undefined, 5000);
+      assert.equal((await store.get(running.taskId))?.status, 'working');
+      const listed = await store.list('session:ttl', { limit: 10 });
+      assert.deepEqual(listed.tasks.map((t) => t.taskId), [running.taskId]);
+      await store.close();
+    });
+  });
+}
+
+describe('redis task store specifics', () => {
+  test('tasks outlive the store instance (a gateway restart) and keep working', async () => {
+    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+    prefixes.push(prefix);
+    const first = newRedisStore(prefix);
+    const { taskId } = await first.create(newTask({ principal: 'session:restart' }));
+    await first.close();
+    const second = newRedisStore(prefix);
+    await second.ready();
+    assert.equal((await second.get(taskId))?.status, 'working');
+    assert.ok((await second.transition(taskId, { to: 'completed', outcome: { result: { ok: 1 } } })).ok);
+    const listed = await second.list('session:restart', { limit: 5 });
+    assert.deepEqual(listed.tasks.map((t) => t.taskId), [taskId]);
+    await second.close();
+  });
+
+  test('a change made through one instance reaches watchers of another (replicas)', async () => {
+    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+    prefixes.push(prefix);
+    const a = newRedisStore(prefix);
+    const b = newRedisStore(prefix);
+    await b.ready();
+    const { taskId } = await a.create(newTask());
+    const seen: string[] = [];
+    b.watch(taskId, (task) => seen.push(task.status));
+    await a.transition(taskId, { to: 'completed', outcome: { result: {} } });
+    await eventually(async () => seen.includes('completed'));
+    await a.close();
+    await b.close();
+  });
+
+  test('per-task keys carry the task id as a Redis Cluster hash tag; running tasks have no expiry', async () => {
+    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+    prefixes.push(prefix);
+    const store = newRedisStore(prefix);
+    const { taskId } = await store.create(newTask());
+    const key = redisKeys(prefix).task(taskId);
+    assert.ok(key.includes(`{${taskId}}`));
+    assert.equal(await store.redis.pttl(key), -1);
+    await store.transition(taskId, { to: 'completed' });
+    const pttl = await store.redis.pttl(key);
+    assert.ok(pttl > 0 && pttl <= 60_000);
+    await store.close();
+  });
+});
