@@ -50,8 +50,8 @@ export class Router implements UpstreamMessageSink {
         if (inflight === undefined) return;
         session.inflight.delete(params.requestId as string | number);
         inflight.cancelled = true;
+        // Settles the call at once; its POST then ends with no response for it (others in a batch still get theirs).
         inflight.call.cancel(typeof params.reason === 'string' ? params.reason : 'cancelled by the client');
-        inflight.stream?.finish();
         return;
       }
       case 'notifications/roots/list_changed':
@@ -114,7 +114,7 @@ export class Router implements UpstreamMessageSink {
     // Tool calls run as long as they run: their deadline is task policy, not a transport default.
     const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
     const call = connection.request(request.method, params, context, timeoutMs);
-    const inflight = { call, stream, cancelled: false };
+    const inflight = { call, cancelled: false };
     session.inflight.set(request.id, inflight);
     const outcome = await call.outcome;
     if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
@@ -296,8 +296,22 @@ export class Router implements UpstreamMessageSink {
     return this.sessions?.all() ?? [];
   }
 
-  /** Ends every upstream connection the session owns. */
+  /**
+   * Ends every upstream connection the session owns, and drops its share of subscriptions on shared
+   * connections (unsubscribing upstream when it was the last subscriber).
+   */
   async release(session: ClientSession): Promise<void> {
+    for (const uri of session.subscriptions) {
+      const upstream = this.catalog.routeUri(uri);
+      if (upstream === undefined || !upstream.isShared) continue;
+      const others = [...this.allSessions()].some((s) => s !== session && s.subscriptions.has(uri));
+      if (others) continue;
+      void upstream
+        .connectionFor(session)
+        .then((connection) => connection.request('resources/unsubscribe', { uri }, undefined, upstream.config.requestTimeoutMs).outcome)
+        .catch(() => undefined);
+    }
+    session.subscriptions.clear();
     await Promise.all(this.catalog.upstreams.map((u) => u.releaseSession(session.sessionId)));
   }
 }

@@ -17,7 +17,6 @@ const REQUIRED_CAPABILITY: Record<string, string> = {
 /** A client request the gateway forwarded and has not answered yet (for notifications/cancelled). */
 export interface InflightCall {
   call: UpstreamCall;
-  stream: EventStream | undefined;
   /** The client sent notifications/cancelled: no response is owed any more. */
   cancelled: boolean;
 }

@@ -2,7 +2,7 @@
 // client its own child process.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { connectClient, fixtureUpstream, startTestGateway, textOf } from './harness.js';
+import { connectClient, eventually, fixtureUpstream, startTestGateway, textOf } from './harness.js';
 
 describe('stdio isolation', () => {
   test('shared: an upstream request that cannot be attributed is refused, not sent to the wrong client', async () => {
@@ -26,6 +26,39 @@ describe('stdio isolation', () => {
       assert.match(textOf(alone), /answer to First question\?/);
       await busy.client.close();
       await asker.client.close();
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  test('shared: subscriptions are shared upstream, fanned out per session, and dropped with the last subscriber', async () => {
+    const upstream = await fixtureUpstream('stdio');
+    const gateway = await startTestGateway({ upstreams: { fx: upstream.config } });
+    const uri = 'test://watched-resource';
+    try {
+      const a = await connectClient(gateway.url);
+      const b = await connectClient(gateway.url);
+      const observer = await connectClient(gateway.url);
+      const updates = (log: typeof a.log): number => log.notifications.filter((n) => n.method === 'notifications/resources/updated').length;
+      await a.client.subscribeResource({ uri });
+      await b.client.subscribeResource({ uri });
+      await new Promise((resolve) => setTimeout(resolve, 200)); // GET streams open
+      const touched = JSON.parse(textOf(await observer.client.callTool({ name: 'touch_resource', arguments: { uri } }))) as { notified: number };
+      assert.equal(touched.notified, 1, 'one upstream subscription serves both sessions');
+      await eventually(() => updates(a.log) === 1 && updates(b.log) === 1);
+      assert.equal(updates(observer.log), 0, 'a session that did not subscribe gets no updates');
+
+      await a.transport.terminateSession();
+      await observer.client.callTool({ name: 'touch_resource', arguments: { uri } });
+      await eventually(() => updates(b.log) === 2);
+      await b.transport.terminateSession();
+      await eventually(async () => {
+        const again = JSON.parse(textOf(await observer.client.callTool({ name: 'touch_resource', arguments: { uri } }))) as { notified: number };
+        return again.notified === 0;
+      });
+      await a.client.close();
+      await b.client.close();
+      await observer.client.close();
     } finally {
       await gateway.close();
     }
