@@ -15,6 +15,8 @@ const REGISTRY = {
   upstream_unavailable: { rpc: InternalError, http: 200 },
   /** The upstream did not answer within the configured request deadline. */
   upstream_timeout: { rpc: -32001, http: 200 },
+  /** The task store (Redis) cannot be reached: the request fails at once instead of hanging. */
+  store_unavailable: { rpc: InternalError, http: 200 },
   session_required: { rpc: InvalidRequest, http: 400 },
   session_not_found: { rpc: -32001, http: 404 },
   unsupported_protocol_version: { rpc: InvalidRequest, http: 400 },

@@ -358,7 +358,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
     listen: raw.listen,
     store: raw.store,
     upstreams,
-    tasks: { defaults, rules },
+    tasks: { defaults, rules, immediateResponse: raw.tasks.immediateResponse },
     sessions: raw.sessions,
     sse: raw.sse,
     log: raw.log,

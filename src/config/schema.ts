@@ -32,6 +32,8 @@ export const DEFAULTS = Object.freeze({
   keepAliveMs: 15_000,
   replayBufferSize: 1_000,
   jsonWindowMs: 50,
+  immediateResponse:
+    'The tool is running as a background task. Its result will be available when the task completes; you can continue meanwhile.',
   logLevel: 'info',
   shutdownTimeoutMs: 10_000,
 } as const);
@@ -195,6 +197,7 @@ export const TasksSchema = z
   .strictObject({
     defaults: PolicyDefaultsSchema.prefault({}),
     rules: z.array(RuleSchema).default(() => []),
+    immediateResponse: z.string().default(DEFAULTS.immediateResponse),
   })
   .superRefine((tasks, ctx) => {
     // A rule is checked merged onto the defaults, because that is the policy a tool actually gets.

@@ -89,6 +89,11 @@ export interface TaskRule extends Partial<TaskPolicy> {
 export interface TasksConfig {
   defaults: TaskPolicy;
   rules: readonly TaskRule[];
+  /**
+   * Text sent as `_meta["io.modelcontextprotocol/model-immediate-response"]` with a new task, for hosts that hand
+   * control back to the model while the task runs. Empty = not sent.
+   */
+  immediateResponse: string;
 }
 
 export interface SessionsConfig {

@@ -5,7 +5,7 @@ import { parseAllDocuments } from 'yaml';
 import { ConfigError, loadConfig, parseConfig, type ConfigIssue } from '../../src/config/load.js';
 import { globMatches, resolvePolicy } from '../../src/config/policy.js';
 import { redactUrl, renderEffectiveConfig } from '../../src/config/render.js';
-import { DEFAULT_POLICY } from '../../src/config/schema.js';
+import { DEFAULT_POLICY, DEFAULTS } from '../../src/config/schema.js';
 import { didYouMean } from '../../src/config/suggest.js';
 import type { HttpUpstreamConfig, StdioUpstreamConfig, TasksConfig } from '../../src/config/types.js';
 
@@ -91,6 +91,7 @@ describe('config: the contract example', () => {
         maxTasksPerPrincipal: 0,
       },
       rules: [{ match: 'ci__*', mode: 'required' }],
+      immediateResponse: DEFAULTS.immediateResponse,
     });
     assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000 });
     assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000, jsonWindowMs: 50 });
@@ -418,6 +419,7 @@ describe('config: task policy', () => {
       { match: 'ci__*', mode: 'required', ttlMs: 60_000 },
       { match: 'tool.v?', concurrency: 3 },
     ],
+    immediateResponse: '',
   };
 
   it('first matching rule wins, merged onto the defaults', () => {
