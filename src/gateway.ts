@@ -7,6 +7,7 @@ import { createFrontEnd } from './http/server.js';
 import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { createStore } from './store/store.js';
+import { TaskEngine } from './tasks/engine.js';
 import { Upstream } from './upstream/upstream.js';
 import { VERSION } from './version.js';
 
@@ -29,7 +30,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const store = createStore(config.store);
   const upstreams: Upstream[] = [];
   const catalog = new Catalog(upstreams);
-  const router = new Router(catalog, logger);
+  const tasks = new TaskEngine(store, config.tasks, logger, config.tasks.immediateResponse);
+  const router = new Router(catalog, tasks, logger);
   for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, router, VERSION));
   await Promise.all(upstreams.map((u) => u.start()));
 
@@ -83,6 +85,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       shuttingDown = true;
       sessions.endAll(); // ends open SSE streams, which would otherwise hold the server open
       await app.close();
+      await tasks.close();
       await Promise.all(upstreams.map((u) => u.close()));
       await store.close();
     },

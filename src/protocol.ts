@@ -15,6 +15,14 @@ export function supportsPrimingEvents(version: string): boolean {
   return version >= '2025-11-25';
 }
 
+/** Revisions whose sessions get 2025-11-25 tasks (older clients are served without tasks). */
+export function supportsLegacyTasks(version: string): boolean {
+  return version >= '2025-11-25';
+}
+
+/** What the gateway declares in `capabilities.tasks` to sessions that support tasks. */
+export const LEGACY_TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } } as const;
+
 export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 

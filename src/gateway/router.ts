@@ -9,7 +9,8 @@ import {
   type Outcome,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { logLevelRank, LOG_LEVELS, type LogLevel } from '../protocol.js';
+import { logLevelRank, LOG_LEVELS, supportsLegacyTasks, type LogLevel } from '../protocol.js';
+import type { TaskEngine } from '../tasks/engine.js';
 import type { CallContext } from '../upstream/connection.js';
 import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
 import { decodeCursor, encodeCursor, LIST_METHODS, type Catalog } from './catalog.js';
@@ -17,7 +18,7 @@ import type { ClientSession } from './session.js';
 import type { SessionRegistry } from './sessions.js';
 
 /** Methods whose upstream may send progress, logs or requests before answering: answered on an SSE stream. */
-export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete']);
+export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tasks/result']);
 
 /**
  * Method → handler for legacy-era sessions, and the reverse path: messages upstreams send toward clients.
@@ -29,6 +30,7 @@ export class Router implements UpstreamMessageSink {
 
   constructor(
     private readonly catalog: Catalog,
+    private readonly tasks: TaskEngine,
     private readonly logger: Logger,
   ) {}
 
@@ -76,14 +78,25 @@ export class Router implements UpstreamMessageSink {
       case 'ping':
         return { result: {} };
       case 'tools/call':
+        return this.callTool(session, request, params, stream);
       case 'prompts/get': {
-        const kind = request.method === 'tools/call' ? 'tools' : 'prompts';
         const name = params.name;
-        if (typeof name !== 'string') throw new GatewayError('invalid_params', `${request.method}: params.name must be a string`);
-        const route = this.catalog.route(kind, name);
-        if (route === undefined) throw new GatewayError('invalid_params', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
+        if (typeof name !== 'string') throw new GatewayError('invalid_params', 'prompts/get: params.name must be a string');
+        const route = this.catalog.route('prompts', name);
+        if (route === undefined) throw new GatewayError('invalid_params', `Unknown prompt: ${name}`);
         return this.forward(session, request, route.upstream, { ...params, name: route.name }, stream);
       }
+      case 'tasks/get':
+      case 'tasks/result':
+      case 'tasks/list':
+      case 'tasks/cancel':
+        if (!supportsLegacyTasks(session.protocolVersion)) {
+          throw new GatewayError('method_not_found', `Method not found: ${request.method} (tasks need protocol 2025-11-25; this session negotiated ${session.protocolVersion})`);
+        }
+        if (request.method === 'tasks/get') return this.tasks.get(params.taskId);
+        if (request.method === 'tasks/result') return this.tasks.result(params.taskId, stream);
+        if (request.method === 'tasks/list') return this.tasks.list(session, params.cursor);
+        return this.tasks.cancel(params.taskId);
       case 'resources/read':
         return this.forward(session, request, this.resourceOwner(params.uri), params, stream);
       case 'resources/subscribe':
@@ -96,6 +109,31 @@ export class Router implements UpstreamMessageSink {
       default:
         throw new GatewayError('method_not_found', `Method not found: ${request.method}`);
     }
+  }
+
+  /**
+   * A tool call runs synchronously or as a task, as the client asked (`params.task`) within the tool's policy.
+   * The task hint never goes upstream: the upstream only ever sees a plain call.
+   */
+  private async callTool(session: ClientSession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined): Promise<Outcome | undefined> {
+    const name = params.name;
+    if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
+    const route = this.catalog.route('tools', name);
+    if (route === undefined) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
+    const { task, ...plain } = params;
+    const upstreamParams = { ...plain, name: route.name };
+    if (!supportsLegacyTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream);
+    const mode = this.tasks.policyFor(name).mode;
+    if (task !== undefined) {
+      if (mode === 'forbidden') {
+        throw new GatewayError('method_not_found', `Tool '${name}' cannot be called as a task (task policy: forbidden); call it without params.task`);
+      }
+      return this.tasks.create(session, name, route.upstream, upstreamParams, asObject(task)?.ttl);
+    }
+    if (mode === 'required') {
+      throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (task policy: required); add params.task`);
+    }
+    return this.forward(session, request, route.upstream, upstreamParams, stream);
   }
 
   private async forward(
@@ -119,6 +157,13 @@ export class Router implements UpstreamMessageSink {
     const outcome = await call.outcome;
     if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
     return inflight.cancelled ? undefined : outcome;
+  }
+
+  /** Sessions that speak tasks see each tool's task support as the gateway's policy makes it. */
+  private decorateTool(session: ClientSession, tool: JsonObject): JsonObject {
+    if (!supportsLegacyTasks(session.protocolVersion) || typeof tool.name !== 'string') return tool;
+    const execution = asObject(tool.execution) ?? {};
+    return { ...tool, execution: { ...execution, taskSupport: this.tasks.policyFor(tool.name).mode } };
   }
 
   private resourceOwner(uri: unknown): Upstream {
@@ -159,7 +204,9 @@ export class Router implements UpstreamMessageSink {
       }
       const items = Array.isArray(page[key]) ? (page[key] as JsonObject[]) : [];
       if (key === 'resources') this.catalog.noteResources(upstream, items);
-      const exposed = key === 'tools' || key === 'prompts' ? items.map((item) => this.catalog.expose(upstream, item)) : items;
+      const exposed = key === 'tools' ? items.map((item) => this.decorateTool(session, this.catalog.expose(upstream, item)))
+        : key === 'prompts' ? items.map((item) => this.catalog.expose(upstream, item))
+        : items;
       const next = page.nextCursor;
       const hasMoreHere = typeof next === 'string' && next !== '';
       if (exposed.length === 0 && !hasMoreHere) continue;

@@ -35,6 +35,8 @@ export class ClientSession implements SessionIdentity {
   logLevel: LogLevel | undefined;
   readonly subscriptions = new Set<string>();
   readonly inflight = new Map<RequestId, InflightCall>();
+  /** Tasks whose upstream calls run over this session's upstream connections. */
+  activeTasks = 0;
 
   private readonly streams = new Map<string, EventStream>();
   private standalone: EventStream | undefined;

@@ -58,8 +58,8 @@ export class SessionRegistry {
   private sweep(): void {
     const cutoff = Date.now() - this.config.idleTimeoutMs;
     for (const session of [...this.sessions.values()]) {
-      // A session with calls still running is not idle, whatever its last request.
-      if (session.lastSeen < cutoff && session.inflight.size === 0) this.end(session.sessionId);
+      // A session with calls or tasks still running is not idle, whatever its last request.
+      if (session.lastSeen < cutoff && session.inflight.size === 0 && session.activeTasks === 0) this.end(session.sessionId);
     }
   }
 }

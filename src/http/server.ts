@@ -15,7 +15,7 @@ import {
   type JsonRpcResponse,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { isSupportedLegacyVersion, LEGACY_VERSIONS, LATEST_LEGACY_VERSION, supportsPrimingEvents } from '../protocol.js';
+import { isSupportedLegacyVersion, LEGACY_TASKS_CAPABILITY, LEGACY_VERSIONS, LATEST_LEGACY_VERSION, supportsLegacyTasks, supportsPrimingEvents } from '../protocol.js';
 import { STREAMED_METHODS, type Router } from '../gateway/router.js';
 import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
@@ -255,9 +255,11 @@ function initializeSession(deps: FrontEndDeps, request: JsonRpcRequest, reply: F
   const capabilities = (typeof params.capabilities === 'object' && params.capabilities !== null ? params.capabilities : {}) as JsonObject;
   const clientInfo = typeof params.clientInfo === 'object' && params.clientInfo !== null ? (params.clientInfo as JsonObject) : undefined;
   const session = deps.sessions.create(version, capabilities, clientInfo);
+  const serverCapabilities = deps.catalog.capabilities();
+  if (supportsLegacyTasks(version)) serverCapabilities.tasks = LEGACY_TASKS_CAPABILITY;
   const result: JsonObject = {
     protocolVersion: version,
-    capabilities: deps.catalog.capabilities(),
+    capabilities: serverCapabilities,
     serverInfo: { name: 'taskgate', title: 'taskgate MCP gateway', version: deps.version },
   };
   const instructions = deps.catalog.instructions();

@@ -1,0 +1,297 @@
+import type { TaskPolicy, TasksConfig } from '../config/types.js';
+import { resolvePolicy } from '../config/policy.js';
+import { GatewayError, toJsonRpcError } from '../errors.js';
+import type { EventStream } from '../http/event-stream.js';
+import { InternalError, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import type { ClientSession } from '../gateway/session.js';
+import { InvalidCursorError, isTerminal, newTaskId, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import type { CallContext, UpstreamCall } from '../upstream/connection.js';
+import type { Upstream } from '../upstream/upstream.js';
+import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './legacy-codec.js';
+
+const LIST_PAGE_SIZE = 50;
+/** Progress updates the task's status message at most this often (each update is a store write). */
+const STATUS_MESSAGE_INTERVAL_MS = 1000;
+const NOT_FOUND = 'Failed to retrieve task: Task not found';
+
+/** A task whose upstream call runs in this process. */
+interface LocalRun {
+  task: TaskRecord;
+  session: ClientSession;
+  call: UpstreamCall | undefined;
+  deadline: NodeJS.Timeout | undefined;
+  /** Set once the task reached a terminal status through the engine (cancel, deadline): ignore the call's end. */
+  ended: boolean;
+  status: 'working' | 'input_required';
+  outstandingInputs: number;
+  /** Open tasks/result streams for this task: where input requests go first. */
+  resultStreams: Set<EventStream>;
+  lastMessageAt: number;
+}
+
+/**
+ * Runs tool calls as durable tasks for 2025-11-25 sessions: creates them in the store before answering, runs the
+ * upstream call detached from the client's HTTP request, records every transition, and serves tasks/*.
+ */
+export class TaskEngine {
+  private readonly runs = new Map<string, LocalRun>();
+
+  constructor(
+    private readonly store: TaskStore,
+    private readonly config: TasksConfig,
+    private readonly logger: Logger,
+    private readonly immediateResponse: string | undefined,
+  ) {}
+
+  policyFor(exposedToolName: string): TaskPolicy {
+    return resolvePolicy(this.config, exposedToolName);
+  }
+
+  /** Stores the task, starts the upstream call, and answers with CreateTaskResult. */
+  async create(
+    session: ClientSession,
+    exposedName: string,
+    upstream: Upstream,
+    params: JsonObject,
+    requestedTtl: unknown,
+  ): Promise<Outcome> {
+    const policy = this.policyFor(exposedName);
+    const ttlMs = typeof requestedTtl === 'number' && Number.isFinite(requestedTtl) && requestedTtl > 0
+      ? Math.min(Math.floor(requestedTtl), policy.maxTtlMs)
+      : Math.min(policy.ttlMs, policy.maxTtlMs);
+    const task = await this.store
+      .create({
+        taskId: newTaskId(),
+        principal: principalOf(session),
+        era: 'legacy',
+        tool: exposedName,
+        upstream: upstream.name,
+        ttlMs,
+        pollIntervalMs: policy.pollIntervalMs,
+      })
+      .catch((error: Error) => {
+        throw new GatewayError('store_unavailable', `The task store is unavailable: ${error.message}`);
+      });
+    this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, session: session.sessionId }, 'task created');
+    const run: LocalRun = {
+      task,
+      session,
+      call: undefined,
+      deadline: undefined,
+      ended: false,
+      status: 'working',
+      outstandingInputs: 0,
+      resultStreams: new Set(),
+      lastMessageAt: 0,
+    };
+    // notifications/tasks/status on every change, to the session that created the task, until it is terminal.
+    const stopWatching = this.store.watch(task.taskId, (changed) => {
+      session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(changed) });
+      if (isTerminal(changed.status)) stopWatching();
+    });
+    this.runs.set(task.taskId, run);
+    session.activeTasks++;
+    void this.run(run, upstream, params, policy);
+    return { result: createTaskResult(task, this.immediateResponse) };
+  }
+
+  async get(taskId: unknown): Promise<Outcome> {
+    const task = await this.find(taskId);
+    return { result: legacyTask(task) };
+  }
+
+  /** Blocks until the task is terminal, then answers exactly what the upstream answered. */
+  async result(taskId: unknown, stream: EventStream | undefined): Promise<Outcome> {
+    const initial = await this.find(taskId);
+    const run = this.runs.get(initial.taskId);
+    if (stream !== undefined) run?.resultStreams.add(stream);
+    try {
+      const task = isTerminal(initial.status) ? initial : await this.untilTerminal(initial.taskId);
+      this.logger.info({ audit: 'task.retrieved', task: task.taskId }, 'task result retrieved');
+      if (task.outcome !== undefined) return taskPayload({ ...task, outcome: task.outcome });
+      return { error: { code: InternalError, message: `Task ${task.taskId} was ${task.status}${task.statusMessage ? `: ${task.statusMessage}` : ''}` } };
+    } finally {
+      if (stream !== undefined) run?.resultStreams.delete(stream);
+    }
+  }
+
+  async list(session: ClientSession, cursor: unknown): Promise<Outcome> {
+    if (cursor !== undefined && typeof cursor !== 'string') throw new GatewayError('invalid_params', 'Invalid cursor');
+    try {
+      const page = await this.store.list(principalOf(session), cursor === undefined ? { limit: LIST_PAGE_SIZE } : { cursor, limit: LIST_PAGE_SIZE });
+      const result: JsonObject = { tasks: page.tasks.map(legacyTask) };
+      if (page.nextCursor !== undefined) result.nextCursor = page.nextCursor;
+      return { result };
+    } catch (error) {
+      if (error instanceof InvalidCursorError) throw new GatewayError('invalid_params', 'Invalid cursor');
+      throw error;
+    }
+  }
+
+  /** Cancels a non-terminal task: it is `cancelled` in the store before this answers, then the call is stopped. */
+  async cancel(taskId: unknown): Promise<Outcome> {
+    const task = await this.find(taskId);
+    if (isTerminal(task.status)) throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${task.status}`);
+    const changed = await this.store.transition(task.taskId, { to: 'cancelled', statusMessage: 'The task was cancelled by request.' });
+    if (!changed.ok) {
+      if (changed.reason === 'not_found') throw new GatewayError('invalid_params', NOT_FOUND);
+      throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${changed.task.status}`);
+    }
+    const run = this.runs.get(task.taskId);
+    if (run !== undefined) this.endRun(run, 'the task was cancelled');
+    this.logger.info({ audit: 'task.cancelled', task: task.taskId }, 'task cancelled');
+    return { result: legacyTask(changed.task) };
+  }
+
+  /** Stops every local run (gateway shutdown); their tasks fail with a message saying why. */
+  async close(): Promise<void> {
+    await Promise.all(
+      [...this.runs.values()].map(async (run) => {
+        this.endRun(run, 'the gateway shut down');
+        await this.store
+          .transition(run.task.taskId, {
+            to: 'failed',
+            statusMessage: 'The gateway shut down while the task was running',
+            outcome: { error: { code: InternalError, message: 'The gateway shut down while the task was running' } },
+          })
+          .catch(() => undefined);
+      }),
+    );
+  }
+
+  private async run(run: LocalRun, upstream: Upstream, params: JsonObject, policy: TaskPolicy): Promise<void> {
+    const taskId = run.task.taskId;
+    let outcome: Outcome;
+    try {
+      const connection = await upstream.connectionFor(run.session);
+      if (run.ended) return; // cancelled while connecting: the upstream never hears of it
+      const context: CallContext = {
+        sessionId: run.session.sessionId,
+        notify: (message) => this.relayNotification(run, message),
+        ask: (request, signal) => this.askClient(run, request, signal),
+      };
+      const call = connection.request('tools/call', params, context, 0);
+      run.call = call;
+      if (policy.maxRunMs > 0) {
+        run.deadline = setTimeout(() => void this.deadlinePassed(run, policy.maxRunMs), policy.maxRunMs);
+      }
+      outcome = await call.outcome;
+    } catch (error) {
+      outcome = { error: toJsonRpcError(error) };
+    }
+    if (run.ended) return;
+    this.endRun(run, undefined);
+    const failed = 'error' in outcome || outcome.result.isError === true;
+    const statusMessage = 'error' in outcome ? outcome.error.message : failed ? toolErrorText(outcome.result) : null;
+    const changed = await this.store
+      .transition(taskId, { to: failed ? 'failed' : 'completed', statusMessage, outcome })
+      .catch((error: Error) => {
+        this.logger.error({ task: taskId, err: error }, 'could not record the task outcome');
+        return undefined;
+      });
+    if (changed?.ok) this.logger.info({ audit: failed ? 'task.failed' : 'task.completed', task: taskId }, `task ${failed ? 'failed' : 'completed'}`);
+  }
+
+  private async deadlinePassed(run: LocalRun, maxRunMs: number): Promise<void> {
+    if (run.ended) return;
+    const message = `The tool call exceeded its maximum run time of ${maxRunMs} ms (maxRunMs) and was cancelled`;
+    this.endRun(run, 'maxRunMs exceeded');
+    await this.store
+      .transition(run.task.taskId, { to: 'failed', statusMessage: message, outcome: { error: { code: InternalError, message } } })
+      .catch((error: Error) => this.logger.error({ task: run.task.taskId, err: error }, 'could not record the task deadline'));
+  }
+
+  /** Marks the run over; with a reason, also cancels its upstream call. */
+  private endRun(run: LocalRun, cancelReason: string | undefined): void {
+    if (run.ended) return;
+    run.ended = true;
+    run.session.activeTasks--;
+    clearTimeout(run.deadline);
+    if (cancelReason !== undefined) run.call?.cancel(cancelReason);
+    this.runs.delete(run.task.taskId);
+  }
+
+  /** Progress goes to the client with its own token until the task ends, and into the task's status message. */
+  private relayNotification(run: LocalRun, message: JsonRpcNotification): void {
+    if (run.ended) return;
+    run.session.deliver(message);
+    if (message.method !== 'notifications/progress') return;
+    const now = Date.now();
+    if (now - run.lastMessageAt < STATUS_MESSAGE_INTERVAL_MS) return;
+    run.lastMessageAt = now;
+    const p = message.params ?? {};
+    const text = typeof p.message === 'string' ? p.message : typeof p.total === 'number' ? `${String(p.progress)}/${p.total}` : `progress ${String(p.progress)}`;
+    void this.store.transition(run.task.taskId, { to: run.status, statusMessage: text }).catch(() => undefined);
+  }
+
+  /**
+   * The upstream asks the client something during the task: the task is `input_required` until every such
+   * request is answered; the request carries the related-task marker and goes on the task's tasks/result
+   * stream when one is open, else on the session's GET stream.
+   */
+  private async askClient(run: LocalRun, request: { method: string; params?: JsonObject }, signal: AbortSignal): Promise<Outcome> {
+    const taskId = run.task.taskId;
+    run.outstandingInputs++;
+    if (run.outstandingInputs === 1 && !run.ended) {
+      run.status = 'input_required';
+      await this.store.transition(taskId, { to: 'input_required', statusMessage: `Waiting for the client to answer ${request.method}` }).catch(() => undefined);
+    }
+    const stream = [...run.resultStreams].find((s) => !s.finished);
+    try {
+      return await run.session.ask({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, stream);
+    } finally {
+      run.outstandingInputs--;
+      if (run.outstandingInputs === 0 && !run.ended) {
+        run.status = 'working';
+        await this.store.transition(taskId, { to: 'working', statusMessage: null }).catch(() => undefined);
+      }
+    }
+  }
+
+  private async find(taskId: unknown): Promise<TaskRecord> {
+    if (typeof taskId !== 'string' || taskId === '') throw new GatewayError('invalid_params', 'params.taskId must be a non-empty string');
+    const task = await this.store.get(taskId).catch((error: Error) => {
+      throw new GatewayError('store_unavailable', `The task store is unavailable: ${error.message}`);
+    });
+    if (task === undefined) throw new GatewayError('invalid_params', NOT_FOUND);
+    return task;
+  }
+
+  private untilTerminal(taskId: string): Promise<TaskRecord> {
+    return new Promise<TaskRecord>((resolve, reject) => {
+      const stop = this.store.watch(taskId, (task) => {
+        if (!isTerminal(task.status)) return;
+        stop();
+        resolve(task);
+      });
+      // Read again after subscribing: a transition between the first read and the subscription is not missed.
+      this.store.get(taskId).then(
+        (task) => {
+          if (task === undefined) {
+            stop();
+            reject(new GatewayError('invalid_params', NOT_FOUND));
+          } else if (isTerminal(task.status)) {
+            stop();
+            resolve(task);
+          }
+        },
+        (error: unknown) => {
+          stop();
+          reject(error);
+        },
+      );
+    });
+  }
+}
+
+/** Until authentication exists, a task belongs to the session that created it (for listing). */
+export function principalOf(session: ClientSession): string {
+  return `session:${session.sessionId}`;
+}
+
+function toolErrorText(result: JsonObject): string {
+  const content = Array.isArray(result.content) ? (result.content as { type?: string; text?: string }[]) : [];
+  const text = content.filter((c) => c.type === 'text' && typeof c.text === 'string').map((c) => c.text).join(' ').trim();
+  return text === '' ? 'The tool reported an error' : text.slice(0, 500);
+}

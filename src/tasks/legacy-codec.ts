@@ -1,0 +1,46 @@
+// Wire shapes of the 2025-11-25 tasks protocol. Nothing outside this file knows that era's field names.
+import type { JsonObject, Outcome } from '../jsonrpc.js';
+import type { TaskRecord } from '../store/task-store.js';
+
+export const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
+export const MODEL_IMMEDIATE_RESPONSE_META = 'io.modelcontextprotocol/model-immediate-response';
+
+/** The `Task` object of 2025-11-25. */
+export function legacyTask(task: TaskRecord): JsonObject {
+  const wire: JsonObject = {
+    taskId: task.taskId,
+    status: task.status,
+    ttl: task.ttlMs,
+    createdAt: new Date(task.createdAt).toISOString(),
+    lastUpdatedAt: new Date(task.lastUpdatedAt).toISOString(),
+    pollInterval: task.pollIntervalMs,
+  };
+  if (task.statusMessage !== undefined) wire.statusMessage = task.statusMessage;
+  return wire;
+}
+
+export function createTaskResult(task: TaskRecord, immediateResponse: string | undefined): JsonObject {
+  const result: JsonObject = { task: legacyTask(task) };
+  if (immediateResponse !== undefined && immediateResponse !== '') {
+    result._meta = { [MODEL_IMMEDIATE_RESPONSE_META]: immediateResponse };
+  }
+  return result;
+}
+
+/**
+ * What `tasks/result` answers: exactly what the upstream returned, with the related-task `_meta` added to a
+ * result; a JSON-RPC error is returned unchanged.
+ */
+export function taskPayload(task: TaskRecord & { outcome: Outcome }): Outcome {
+  if ('error' in task.outcome) return task.outcome;
+  const result = task.outcome.result;
+  const meta = typeof result._meta === 'object' && result._meta !== null ? (result._meta as JsonObject) : {};
+  return { result: { ...result, _meta: { ...meta, [RELATED_TASK_META]: { taskId: task.taskId } } } };
+}
+
+/** `params._meta` carrying the related-task marker, for messages the gateway sends on a task's behalf. */
+export function withRelatedTask(params: JsonObject | undefined, taskId: string): JsonObject {
+  const base = params ?? {};
+  const meta = typeof base._meta === 'object' && base._meta !== null ? (base._meta as JsonObject) : {};
+  return { ...base, _meta: { ...meta, [RELATED_TASK_META]: { taskId } } };
+}

@@ -1,0 +1,263 @@
+// 2025-11-25 tasks through the gateway, driven by the SDK v1 client against the legacy fixture upstream,
+// with both stores.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { connectClient, eventually, fixtureUpstream, startTestGateway, textOf, type ClientLog, type TestGateway } from './harness.js';
+
+const RELATED = 'io.modelcontextprotocol/related-task';
+const TASK_RULES = {
+  defaults: { mode: 'optional', ttlMs: 60_000, maxTtlMs: 120_000, pollIntervalMs: 100 },
+  rules: [
+    { match: 'echo', mode: 'forbidden' },
+    { match: 'fail_tool', mode: 'required' },
+    { match: 'slow', maxRunMs: 3000 },
+  ],
+  immediateResponse: 'Working on it in the background.',
+};
+
+interface WireTask {
+  taskId: string;
+  status: string;
+  ttl: number;
+  pollInterval: number;
+  createdAt: string;
+  lastUpdatedAt: string;
+  statusMessage?: string;
+}
+
+async function createTask(client: Client, name: string, args: Record<string, unknown>, ttl?: number): Promise<{ task: WireTask; _meta?: Record<string, unknown> }> {
+  const result = await client.request(
+    { method: 'tools/call', params: { name, arguments: args, task: ttl === undefined ? {} : { ttl } } },
+    CreateTaskResultSchema.passthrough(),
+  );
+  return result as unknown as { task: WireTask; _meta?: Record<string, unknown> };
+}
+
+async function untilStatus(client: Client, taskId: string, statuses: string[]): Promise<WireTask> {
+  let task: WireTask | undefined;
+  await eventually(async () => {
+    task = (await client.experimental.tasks.getTask(taskId)) as unknown as WireTask;
+    return statuses.includes(task.status);
+  }, 10_000);
+  return task as WireTask;
+}
+
+const stores: Record<string, () => Record<string, unknown>> = {
+  memory: () => ({ type: 'memory' }),
+  redis: () => ({ type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}` }),
+};
+
+for (const [storeKind, storeConfig] of Object.entries(stores)) {
+  describe(`2025-11-25 tasks (${storeKind} store)`, () => {
+    let gateway: TestGateway;
+    let stopFixture: () => Promise<void>;
+    let client: Client;
+    let log: ClientLog;
+
+    before(async () => {
+      const upstream = await fixtureUpstream('streamable-http');
+      stopFixture = upstream.stop;
+      gateway = await startTestGateway({ store: storeConfig(), upstreams: { fx: upstream.config }, tasks: TASK_RULES });
+      ({ client, log } = await connectClient(gateway.url));
+    });
+    after(async () => {
+      await client?.close();
+      await gateway?.close();
+      await stopFixture?.();
+    });
+
+    test('initialize declares tasks; tools/list shows each tool\'s policy as taskSupport', async () => {
+      const caps = client.getServerCapabilities() as Record<string, unknown>;
+      assert.deepEqual(caps.tasks, { list: {}, cancel: {}, requests: { tools: { call: {} } } });
+      const { tools } = await client.listTools();
+      const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport]));
+      assert.equal(support.echo, 'forbidden');
+      assert.equal(support.fail_tool, 'required');
+      assert.equal(support.slow, 'optional');
+    });
+
+    test('policy: a task on a forbidden tool and a plain call of a required tool get -32601 saying why', async () => {
+      await assert.rejects(createTask(client, 'echo', {}), (e: { code: number; message: string }) => e.code === -32601 && /forbidden/.test(e.message));
+      await assert.rejects(
+        client.request({ method: 'tools/call', params: { name: 'fail_tool', arguments: {} } }, CallToolResultSchema),
+        (e: { code: number; message: string }) => e.code === -32601 && /required/.test(e.message),
+      );
+    });
+
+    test('creation: durable CreateTaskResult with the granted (clamped) ttl and the immediate-response hint', async () => {
+      const created = await createTask(client, 'slow', { ms: 200 }, 10_000_000);
+      assert.equal(created.task.status, 'working');
+      assert.equal(created.task.ttl, 120_000);
+      assert.equal(created.task.pollInterval, 100);
+      assert.ok(Date.parse(created.task.createdAt) > 0);
+      assert.equal(created._meta?.['io.modelcontextprotocol/model-immediate-response'], 'Working on it in the background.');
+      const read = (await client.experimental.tasks.getTask(created.task.taskId)) as unknown as WireTask;
+      assert.equal(read.taskId, created.task.taskId);
+      const done = await untilStatus(client, created.task.taskId, ['completed']);
+      assert.equal(done.status, 'completed');
+    });
+
+    test('tasks/result blocks until the task ends and returns the upstream result with related-task _meta', async () => {
+      const created = await createTask(client, 'slow', { ms: 300 });
+      const result = (await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema.passthrough())) as Record<string, unknown>;
+      assert.match(textOf(result), /.+/);
+      assert.deepEqual((result._meta as Record<string, unknown>)[RELATED], { taskId: created.task.taskId });
+      // ... and again after completion, from another client polling the same task.
+      const other = await connectClient(gateway.url);
+      const again = (await other.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema.passthrough())) as Record<string, unknown>;
+      assert.deepEqual(again.content, result.content);
+      await other.client.close();
+    });
+
+    test('callToolStream: the SDK client sees the task created and its result', async () => {
+      const kinds: string[] = [];
+      let final: unknown;
+      for await (const message of client.experimental.tasks.callToolStream({ name: 'slow', arguments: { ms: 200 } })) {
+        kinds.push(message.type);
+        if (message.type === 'result') final = message.result;
+      }
+      assert.equal(kinds[0], 'taskCreated');
+      assert.equal(kinds.at(-1), 'result');
+      assert.ok((final as { content: unknown[] }).content.length > 0);
+    });
+
+    test('isError results make the task failed, and tasks/result still returns the result', async () => {
+      const created = await createTask(client, 'fail_tool', { message: 'nope' });
+      const failed = await untilStatus(client, created.task.taskId, ['failed']);
+      assert.match(failed.statusMessage ?? '', /nope/);
+      const result = (await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema)) as { isError?: boolean };
+      assert.equal(result.isError, true);
+    });
+
+    test('JSON-RPC errors make the task failed, and tasks/result returns that error unchanged', async () => {
+      const created = await createTask(client, 'jsonrpc_error', {});
+      await untilStatus(client, created.task.taskId, ['failed']);
+      await assert.rejects(client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema), (e: { code: number; data: unknown }) => {
+        assert.equal(e.code, -32042);
+        assert.deepEqual(e.data, { why: 'fixture' });
+        return true;
+      });
+    });
+
+    test('cancel: cancelled before the answer, the upstream is told, it stays cancelled; cancelling again is -32602', async () => {
+      const created = await createTask(client, 'slow', { ms: 2500 });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const cancelled = (await client.experimental.tasks.cancelTask(created.task.taskId)) as unknown as WireTask;
+      assert.equal(cancelled.status, 'cancelled');
+      await assert.rejects(client.experimental.tasks.cancelTask(created.task.taskId), (e: { code: number }) => e.code === -32602);
+      let seen: unknown[] = [];
+      await eventually(async () => {
+        seen = (JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} }))) as { cancelled: unknown[] }).cancelled;
+        return seen.length > 0;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(((await client.experimental.tasks.getTask(created.task.taskId)) as unknown as WireTask).status, 'cancelled');
+    });
+
+    test('unknown task ids get -32602 with the spec\'s message', async () => {
+      for (const call of [
+        () => client.experimental.tasks.getTask('no-such-task'),
+        () => client.experimental.tasks.getTaskResult('no-such-task', CallToolResultSchema),
+        () => client.experimental.tasks.cancelTask('no-such-task'),
+      ]) {
+        await assert.rejects(call(), (e: { code: number; message: string }) => e.code === -32602 && /Task not found/.test(e.message));
+      }
+    });
+
+    test('input during a task: input_required, requests carry related-task _meta, answers reach the upstream', async () => {
+      const created = await createTask(client, 'ask_twice', {});
+      const before = log.elicitations.length;
+      const result = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+      assert.match(textOf(result), /answer to First question\?/);
+      assert.match(textOf(result), /answer to Second question\?/);
+      const asked = log.elicitations.slice(before) as { _meta?: Record<string, unknown> }[];
+      assert.equal(asked.length, 2);
+      for (const params of asked) assert.deepEqual(params._meta?.[RELATED], { taskId: created.task.taskId });
+      // notifications/tasks/status reach the session on every transition (on its GET stream, so asynchronously).
+      const statuses = (): string[] =>
+        log.notifications
+          .filter((n) => n.method === 'notifications/tasks/status' && (n.params as WireTask).taskId === created.task.taskId)
+          .map((n) => (n.params as WireTask).status);
+      await eventually(async () => statuses().at(-1) === 'completed');
+      assert.ok(statuses().includes('input_required'), `statuses seen: ${statuses().join(',')}`);
+    });
+
+    test('maxRunMs: a task that runs too long is failed with a message that says so', async () => {
+      const created = await createTask(client, 'slow', { ms: 20_000 });
+      const failed = await untilStatus(client, created.task.taskId, ['failed']);
+      assert.match(failed.statusMessage ?? '', /maximum run time of 3000 ms/);
+    });
+
+    test('tasks/list: newest first, paginated, only this session\'s tasks', async () => {
+      const mine = await connectClient(gateway.url);
+      const ids: string[] = [];
+      for (let i = 0; i < 60; i++) ids.push((await createTask(mine.client, 'test_simple_text', {})).task.taskId);
+      const listed: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await mine.client.experimental.tasks.listTasks(cursor);
+        listed.push(...page.tasks.map((t) => t.taskId));
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      assert.deepEqual(listed, [...ids].reverse());
+      await assert.rejects(mine.client.experimental.tasks.listTasks('forged.cursor'), (e: { code: number }) => e.code === -32602);
+      await mine.client.close();
+    });
+  });
+}
+
+describe('2025-11-25 tasks with Redis survive a gateway restart', () => {
+  test('create, restart the gateway, fetch the result from a new session', async () => {
+    const upstream = await fixtureUpstream('streamable-http');
+    const store = stores.redis!();
+    const first = await startTestGateway({ store, upstreams: { fx: upstream.config }, tasks: TASK_RULES });
+    const one = await connectClient(first.url);
+    const created = await createTask(one.client, 'slow', { ms: 100 });
+    await untilStatus(one.client, created.task.taskId, ['completed']);
+    await one.client.close();
+    await first.close();
+
+    const second = await startTestGateway({ store, upstreams: { fx: upstream.config }, tasks: TASK_RULES });
+    try {
+      const two = await connectClient(second.url);
+      const task = (await two.client.experimental.tasks.getTask(created.task.taskId)) as unknown as WireTask;
+      assert.equal(task.status, 'completed');
+      const result = await two.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+      assert.ok(result.content.length > 0);
+      await two.client.close();
+    } finally {
+      await second.close();
+      await upstream.stop();
+    }
+  });
+});
+
+describe('2025-11-25 tasks when the store is unreachable', () => {
+  test('creating a task fails at once with an error saying the task store is unavailable; sync calls still work', async () => {
+    const upstream = await fixtureUpstream('streamable-http');
+    const { freePort } = await import('../fixtures/spawn.js');
+    const gateway = await startTestGateway({
+      store: { type: 'redis', url: `redis://127.0.0.1:${await freePort()}` },
+      upstreams: { fx: upstream.config },
+      tasks: TASK_RULES,
+    });
+    try {
+      const { client } = await connectClient(gateway.url);
+      await assert.rejects(createTask(client, 'slow', { ms: 10 }), (e: { code: number; message: string }) => {
+        assert.equal(e.code, -32603);
+        assert.match(e.message, /task store is unavailable/);
+        return true;
+      });
+      await assert.rejects(client.experimental.tasks.getTask('whatever'), /task store is unavailable/);
+      const sync = await client.callTool({ name: 'slow', arguments: { ms: 10 } });
+      assert.equal(sync.isError, undefined);
+      await client.close();
+    } finally {
+      await gateway.close();
+      await upstream.stop();
+    }
+  });
+});
