@@ -15,10 +15,12 @@ const USAGE = `Usage: taskgate <command> [options]
 
 Commands:
   serve            start the gateway
-  check-config     validate the config and print the effective configuration as YAML
+  check-config     validate the config and print the effective configuration as YAML;
+                   with --tools, also connect to the upstreams and print each tool's effective task policy
 
 Options:
   -c, --config <file>  config file (default: $TASKGATE_CONFIG, else ${DEFAULT_CONFIG})
+      --tools          check-config: list the upstreams' tools with their task policy
   -h, --help           show this help
   -v, --version        print the version
 
@@ -61,10 +63,25 @@ function load(path: string, explicit: boolean): GatewayConfig | undefined {
   }
 }
 
-function checkConfig(path: string, explicit: boolean): number {
+async function checkConfig(path: string, explicit: boolean, withTools: boolean): Promise<number> {
   const config = load(path, explicit);
   if (config === undefined) return EXIT_USAGE;
   process.stdout.write(renderEffectiveConfig(config));
+  if (withTools) {
+    const [{ reportToolPolicies }, { createLogger }, { stringify }] = await Promise.all([
+      import('./tasks/policy-report.js'),
+      import('./log.js'),
+      import('yaml'),
+    ]);
+    const report = await reportToolPolicies(config, createLogger({ level: 'silent' }, { pretty: false }));
+    const tools = Object.fromEntries(report.tools.map((t) => [t.name, { upstream: t.upstream, ...t.policy }]));
+    process.stdout.write(`---\n# Effective task policy per tool, from the upstreams' tool lists\n${stringify({ tools })}`);
+    for (const u of report.unreachable) process.stderr.write(`taskgate: upstream '${u.upstream}' could not be reached: ${u.error}\n`);
+    if (report.collisions.length > 0) {
+      process.stderr.write(`taskgate: ${path}: upstream names collide:\n  ${report.collisions.join('\n  ')}\n`);
+      return EXIT_USAGE;
+    }
+  }
   const n = config.upstreams.length;
   process.stderr.write(`taskgate: ${path} is valid (${n} upstream${n === 1 ? '' : 's'})\n`);
   return EXIT_OK;
@@ -145,6 +162,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       strict: true,
       options: {
         config: { type: 'string', short: 'c' },
+        tools: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -182,7 +200,7 @@ async function main(argv: string[]): Promise<number | undefined> {
     case 'serve':
       return serve(path, explicit);
     case 'check-config':
-      return checkConfig(path, explicit);
+      return checkConfig(path, explicit, values.tools === true);
     default: {
       const hint = didYouMean(command, COMMANDS);
       return usageError(`unknown command '${command}'${hint !== undefined ? ` (did you mean '${hint}'?)` : ''}`);

@@ -17,6 +17,8 @@ const REGISTRY = {
   upstream_timeout: { rpc: -32001, http: 200 },
   /** The task store (Redis) cannot be reached: the request fails at once instead of hanging. */
   store_unavailable: { rpc: InternalError, http: 200 },
+  /** The principal already holds maxTasksPerPrincipal unfinished tasks. */
+  too_many_tasks: { rpc: InternalError, http: 200 },
   session_required: { rpc: InvalidRequest, http: 400 },
   session_not_found: { rpc: -32001, http: 404 },
   unsupported_protocol_version: { rpc: InvalidRequest, http: 400 },

@@ -136,6 +136,7 @@ const upstreamCommon = {
     .regex(PREFIX, { error: 'a prefix may contain only letters, digits, "_", "-", "." and "/"' })
     .optional(),
   requestTimeoutMs: int(0).default(DEFAULTS.requestTimeoutMs),
+  taskConcurrency: int(0).default(0),
 };
 
 export const RestartSchema = z

@@ -33,6 +33,8 @@ export interface UpstreamCommon {
   prefix: string;
   /** Deadline for requests other than tools/call (list, read, get, complete, ...). 0 = none. */
   requestTimeoutMs: number;
+  /** Tasks running on this upstream at once; more wait, queued in order. 0 = unlimited. */
+  taskConcurrency: number;
 }
 
 export interface StdioUpstreamConfig extends UpstreamCommon {

@@ -9,6 +9,7 @@ import { InvalidCursorError, isTerminal, newTaskId, type TaskRecord, type TaskSt
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './legacy-codec.js';
+import { SlotLimiter } from './limiter.js';
 
 const LIST_PAGE_SIZE = 50;
 /** Progress updates the task's status message at most this often (each update is a store write). */
@@ -28,6 +29,10 @@ interface LocalRun {
   /** Open tasks/result streams for this task: where input requests go first. */
   resultStreams: Set<EventStream>;
   lastMessageAt: number;
+  /** Aborted when the run ends: stops waiting for a concurrency slot. */
+  abort: AbortController;
+  /** Concurrency slots held while the upstream call runs. */
+  releases: (() => void)[];
 }
 
 /**
@@ -36,6 +41,10 @@ interface LocalRun {
  */
 export class TaskEngine {
   private readonly runs = new Map<string, LocalRun>();
+  private readonly toolSlots = new SlotLimiter();
+  private readonly upstreamSlots = new SlotLimiter();
+  /** Unfinished tasks per principal among this process's runs (maxTasksPerPrincipal). */
+  private readonly unfinished = new Map<string, number>();
 
   constructor(
     private readonly store: TaskStore,
@@ -57,13 +66,21 @@ export class TaskEngine {
     requestedTtl: unknown,
   ): Promise<Outcome> {
     const policy = this.policyFor(exposedName);
+    const principal = principalOf(session);
+    const held = this.unfinished.get(principal) ?? 0;
+    if (policy.maxTasksPerPrincipal > 0 && held >= policy.maxTasksPerPrincipal) {
+      throw new GatewayError(
+        'too_many_tasks',
+        `Too many unfinished tasks: this client already has ${held} (maxTasksPerPrincipal: ${policy.maxTasksPerPrincipal}); wait for some to finish or cancel them`,
+      );
+    }
     const ttlMs = typeof requestedTtl === 'number' && Number.isFinite(requestedTtl) && requestedTtl > 0
       ? Math.min(Math.floor(requestedTtl), policy.maxTtlMs)
       : Math.min(policy.ttlMs, policy.maxTtlMs);
     const task = await this.store
       .create({
         taskId: newTaskId(),
-        principal: principalOf(session),
+        principal,
         era: 'legacy',
         tool: exposedName,
         upstream: upstream.name,
@@ -84,7 +101,10 @@ export class TaskEngine {
       outstandingInputs: 0,
       resultStreams: new Set(),
       lastMessageAt: 0,
+      abort: new AbortController(),
+      releases: [],
     };
+    this.unfinished.set(principal, held + 1);
     // notifications/tasks/status on every change, to the session that created the task, until it is terminal.
     const stopWatching = this.store.watch(task.taskId, (changed) => {
       session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(changed) });
@@ -164,6 +184,7 @@ export class TaskEngine {
     const taskId = run.task.taskId;
     let outcome: Outcome;
     try {
+      if (!(await this.takeSlots(run, upstream, policy))) return; // cancelled while queued
       const connection = await upstream.connectionFor(run.session);
       if (run.ended) return; // cancelled while connecting: the upstream never hears of it
       const context: CallContext = {
@@ -193,6 +214,36 @@ export class TaskEngine {
     if (changed?.ok) this.logger.info({ audit: failed ? 'task.failed' : 'task.completed', task: taskId }, `task ${failed ? 'failed' : 'completed'}`);
   }
 
+  /**
+   * Waits, in order, for a slot under the tool's `concurrency` and the upstream's `taskConcurrency`; a queued task
+   * stays `working` with a status message saying what it waits for. False when the run ended while waiting.
+   */
+  private async takeSlots(run: LocalRun, upstream: Upstream, policy: TaskPolicy): Promise<boolean> {
+    const taskId = run.task.taskId;
+    let queued = false;
+    const onQueued = (limit: string) => (ahead: number) => {
+      queued = true;
+      void this.store.transition(taskId, { to: 'working', statusMessage: `Queued behind ${ahead} running or waiting task(s): ${limit}` }).catch(() => undefined);
+    };
+    const take = async (limiter: SlotLimiter, key: string, limit: number, what: string): Promise<boolean> => {
+      const release = await limiter.acquire(key, limit, run.abort.signal, onQueued(what));
+      // A slot granted just as the run ended must go straight back.
+      if (run.ended) release();
+      else run.releases.push(release);
+      return !run.ended;
+    };
+    try {
+      const tool = run.task.tool;
+      const perUpstream = upstream.config.taskConcurrency;
+      if (!(await take(this.toolSlots, tool, policy.concurrency, `tool '${tool}' runs at most ${policy.concurrency} at once`))) return false;
+      if (!(await take(this.upstreamSlots, upstream.name, perUpstream, `upstream '${upstream.name}' runs at most ${perUpstream} tasks at once`))) return false;
+    } catch {
+      return false; // aborted while queued
+    }
+    if (queued) await this.store.transition(taskId, { to: 'working', statusMessage: null }).catch(() => undefined);
+    return true;
+  }
+
   private async deadlinePassed(run: LocalRun, maxRunMs: number): Promise<void> {
     if (run.ended) return;
     const message = `The tool call exceeded its maximum run time of ${maxRunMs} ms (maxRunMs) and was cancelled`;
@@ -207,6 +258,12 @@ export class TaskEngine {
     if (run.ended) return;
     run.ended = true;
     run.session.activeTasks--;
+    run.abort.abort(new Error(cancelReason ?? 'the task ended'));
+    for (const release of run.releases.splice(0)) release();
+    const principal = run.task.principal;
+    const held = (this.unfinished.get(principal) ?? 1) - 1;
+    if (held === 0) this.unfinished.delete(principal);
+    else this.unfinished.set(principal, held);
     clearTimeout(run.deadline);
     if (cancelReason !== undefined) run.call?.cancel(cancelReason);
     this.runs.delete(run.task.taskId);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectClient, eventually, fixtureUpstream, startTestGateway, textOf, type ClientLog, type TestGateway } from './harness.js';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
@@ -113,6 +113,7 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
     });
 
     test('callToolStream: the SDK client sees the task created and its result', async () => {
+      await client.listTools(); // the SDK client decides from the listed taskSupport to call as a task
       const kinds: string[] = [];
       let final: unknown;
       for await (const message of client.experimental.tasks.callToolStream({ name: 'slow', arguments: { ms: 200 } })) {
@@ -122,6 +123,20 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
       assert.equal(kinds[0], 'taskCreated');
       assert.equal(kinds.at(-1), 'result');
       assert.ok((final as { content: unknown[] }).content.length > 0);
+    });
+
+    test('progress of a task reaches the client with its token, and stops once the task is terminal', async () => {
+      await client.listTools(); // the SDK client decides from the listed taskSupport to call as a task
+      const seen: number[] = [];
+      let taskId = '';
+      for await (const message of client.experimental.tasks.callToolStream({ name: 'slow', arguments: { ms: 300, steps: 3 } }, CallToolResultSchema, {
+        onprogress: (progress) => seen.push(progress.progress),
+      })) {
+        if (message.type === 'taskCreated') taskId = message.task.taskId;
+      }
+      assert.deepEqual(seen, [1, 2, 3]);
+      const task = (await client.experimental.tasks.getTask(taskId)) as unknown as WireTask;
+      assert.equal(task.status, 'completed');
     });
 
     test('isError results make the task failed, and tasks/result still returns the result', async () => {
@@ -185,6 +200,40 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
       assert.ok(statuses().includes('input_required'), `statuses seen: ${statuses().join(',')}`);
     });
 
+    test('cancel while input_required: the task is cancelled at once and tasks/result answers with the cancellation', async () => {
+      const waiting = await connectClient(gateway.url);
+      let unblock: () => void = () => undefined;
+      const blocked = new Promise<void>((resolve) => (unblock = resolve));
+      waiting.client.setRequestHandler(ElicitRequestSchema, async () => {
+        await blocked;
+        return { action: 'decline' };
+      });
+      const created = await createTask(waiting.client, 'ask_twice', {});
+      const pendingResult = waiting.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema).then(
+        () => undefined,
+        (error: Error) => error,
+      );
+      await untilStatus(waiting.client, created.task.taskId, ['input_required']);
+      const cancelled = (await waiting.client.experimental.tasks.cancelTask(created.task.taskId)) as unknown as WireTask;
+      assert.equal(cancelled.status, 'cancelled');
+      const error = await pendingResult;
+      assert.match(error?.message ?? 'tasks/result succeeded', /cancelled/);
+      unblock();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(((await waiting.client.experimental.tasks.getTask(created.task.taskId)) as unknown as WireTask).status, 'cancelled');
+      await waiting.client.close();
+    });
+
+    test('sampling during a task is relayed with related-task _meta', async () => {
+      const created = await createTask(client, 'sample', { prompt: 'hello' });
+      const before = log.samplings.length;
+      const result = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+      assert.match(textOf(result), /sampled by the test client/);
+      const asked = log.samplings.slice(before) as { _meta?: Record<string, unknown> }[];
+      assert.equal(asked.length, 1);
+      assert.deepEqual(asked[0]?._meta?.[RELATED], { taskId: created.task.taskId });
+    });
+
     test('maxRunMs: a task that runs too long is failed with a message that says so', async () => {
       const created = await createTask(client, 'slow', { ms: 20_000 });
       const failed = await untilStatus(client, created.task.taskId, ['failed']);
@@ -194,7 +243,7 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
     test('tasks/list: newest first, paginated, only this session\'s tasks', async () => {
       const mine = await connectClient(gateway.url);
       const ids: string[] = [];
-      for (let i = 0; i < 60; i++) ids.push((await createTask(mine.client, 'test_simple_text', {})).task.taskId);
+      for (let i = 0; i < 250; i++) ids.push((await createTask(mine.client, 'test_simple_text', {})).task.taskId);
       const listed: string[] = [];
       let cursor: string | undefined;
       do {
@@ -254,6 +303,77 @@ describe('2025-11-25 tasks when the store is unreachable', () => {
       await assert.rejects(client.experimental.tasks.getTask('whatever'), /task store is unavailable/);
       const sync = await client.callTool({ name: 'slow', arguments: { ms: 10 } });
       assert.equal(sync.isError, undefined);
+      await client.close();
+    } finally {
+      await gateway.close();
+      await upstream.stop();
+    }
+  });
+});
+
+describe('2025-11-25 task limits', () => {
+  test('concurrency per tool: extra tasks wait in working with a status message saying they are queued', async () => {
+    const upstream = await fixtureUpstream('streamable-http');
+    const gateway = await startTestGateway({
+      upstreams: { fx: upstream.config },
+      tasks: { defaults: { pollIntervalMs: 100 }, rules: [{ match: 'slow', concurrency: 1 }] },
+    });
+    try {
+      const { client } = await connectClient(gateway.url);
+      const first = await createTask(client, 'slow', { ms: 600 });
+      const second = await createTask(client, 'slow', { ms: 50 });
+      await eventually(async () => /Queued/.test(((await client.experimental.tasks.getTask(second.task.taskId)) as unknown as WireTask).statusMessage ?? ''));
+      const queued = (await client.experimental.tasks.getTask(second.task.taskId)) as unknown as WireTask;
+      assert.equal(queued.status, 'working');
+      assert.match(queued.statusMessage ?? '', /tool 'slow' runs at most 1 at once/);
+      assert.equal(((await client.experimental.tasks.getTask(first.task.taskId)) as unknown as WireTask).status, 'working');
+      // Another tool is not held up.
+      const other = await createTask(client, 'test_simple_text', {});
+      await untilStatus(client, other.task.taskId, ['completed']);
+      const done = await untilStatus(client, second.task.taskId, ['completed']);
+      assert.equal(done.statusMessage, undefined);
+      assert.equal(((await client.experimental.tasks.getTask(first.task.taskId)) as unknown as WireTask).status, 'completed');
+      await client.close();
+    } finally {
+      await gateway.close();
+      await upstream.stop();
+    }
+  });
+
+  test('concurrency per upstream (taskConcurrency), and a queued task can be cancelled', async () => {
+    const upstream = await fixtureUpstream('streamable-http');
+    const gateway = await startTestGateway({ upstreams: { fx: { ...upstream.config, taskConcurrency: 1 } }, tasks: { defaults: { pollIntervalMs: 100 } } });
+    try {
+      const { client } = await connectClient(gateway.url);
+      const running = await createTask(client, 'slow', { ms: 500 });
+      const waiting = await createTask(client, 'test_simple_text', {});
+      await eventually(async () => /upstream 'fx' runs at most 1 tasks at once/.test(((await client.experimental.tasks.getTask(waiting.task.taskId)) as unknown as WireTask).statusMessage ?? ''));
+      const cancelled = (await client.experimental.tasks.cancelTask(waiting.task.taskId)) as unknown as WireTask;
+      assert.equal(cancelled.status, 'cancelled');
+      const next = await createTask(client, 'test_simple_text', {});
+      await untilStatus(client, running.task.taskId, ['completed']);
+      await untilStatus(client, next.task.taskId, ['completed']);
+      assert.equal(((await client.experimental.tasks.getTask(waiting.task.taskId)) as unknown as WireTask).status, 'cancelled');
+      await client.close();
+    } finally {
+      await gateway.close();
+      await upstream.stop();
+    }
+  });
+
+  test('maxTasksPerPrincipal: one more unfinished task than allowed is refused with a clear error', async () => {
+    const upstream = await fixtureUpstream('streamable-http');
+    const gateway = await startTestGateway({ upstreams: { fx: upstream.config }, tasks: { defaults: { maxTasksPerPrincipal: 2 } } });
+    try {
+      const { client } = await connectClient(gateway.url);
+      const a = await createTask(client, 'slow', { ms: 2000 });
+      await createTask(client, 'slow', { ms: 2000 });
+      await assert.rejects(createTask(client, 'slow', { ms: 10 }), /Too many unfinished tasks: this client already has 2 \(maxTasksPerPrincipal: 2\)/);
+      const otherClient = await connectClient(gateway.url);
+      await createTask(otherClient.client, 'slow', { ms: 10 }); // another principal is not affected
+      await client.experimental.tasks.cancelTask(a.task.taskId);
+      await createTask(client, 'slow', { ms: 10 });
+      await otherClient.client.close();
       await client.close();
     } finally {
       await gateway.close();

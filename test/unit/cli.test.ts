@@ -74,6 +74,17 @@ describe('cli: usage', () => {
 });
 
 describe('cli: check-config', () => {
+  it('--tools connects to the upstreams and prints each tool\'s effective task policy', async () => {
+    const r = await run(['check-config', '--tools', '--config', join(ROOT, 'config/taskgate.example.yaml')], { cwd: ROOT });
+    assert.equal(r.code, 0, r.stderr);
+    const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Record<string, unknown>);
+    const tools = docs.at(-1)?.tools as Record<string, { upstream: string; mode: string; maxRunMs: number; taskAfterMs: number }>;
+    assert.equal(tools.echo?.upstream, 'everything');
+    assert.equal(tools.echo?.mode, 'optional');
+    assert.equal(tools['trigger-long-running-operation']?.maxRunMs, 600_000);
+    assert.equal(tools['trigger-long-running-operation']?.taskAfterMs, 0);
+  });
+
   it('prints the effective config as YAML with secrets redacted, exit 0', async () => {
     const r = await run(['check-config', '--config', configs('valid.yaml')], { env: { CI_TOKEN: 'very-secret' } });
     assert.equal(r.code, 0, r.stderr);
