@@ -83,9 +83,10 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     url,
     async close() {
       shuttingDown = true;
+      // Running tasks fail first, with a message that says why, before their sessions' upstream connections go.
+      await tasks.close();
       sessions.endAll(); // ends open SSE streams, which would otherwise hold the server open
       await app.close();
-      await tasks.close();
       await Promise.all(upstreams.map((u) => u.close()));
       await store.close();
     },

@@ -76,6 +76,9 @@ export class RedisTaskStore implements TaskStore {
     this.events.setMaxListeners(0);
     redis.defineCommand('taskgateCreate', { numberOfKeys: 1, lua: CREATE });
     redis.defineCommand('taskgateTransition', { numberOfKeys: 1, lua: TRANSITION });
+    // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
+    // subscription is still being set up.
+    this.ensureSubscribed();
   }
 
   async create(input: NewTask): Promise<TaskRecord> {
@@ -186,8 +189,9 @@ export class RedisTaskStore implements TaskStore {
 
   private ensureSubscribed(): void {
     if (this.subscriber !== undefined) return;
-    // Subscriptions wait for the connection (offline queue on): a watcher must not fail because Redis is slow.
-    const subscriber = this.redis.duplicate({ enableOfflineQueue: true });
+    // The subscription waits for Redis however long it is away (offline queue, no retry limit) and ioredis renews
+    // it after reconnects: watchers must not fail because Redis is slow or restarting.
+    const subscriber = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined); // reconnects by itself; readiness reports the main connection
     subscriber.on('message', (_channel: string, payload: string) => {
@@ -199,7 +203,7 @@ export class RedisTaskStore implements TaskStore {
       }
       this.events.emit(task.taskId, task);
     });
-    this.subscribed = subscriber.subscribe(this.keys.taskEvents());
+    this.subscribed = subscriber.subscribe(this.keys.taskEvents()).catch(() => undefined); // only on close
   }
 
   /** All replicas sign cursors with one secret, created by whichever replica needs it first. */

@@ -381,3 +381,26 @@ describe('2025-11-25 task limits', () => {
     }
   });
 });
+
+describe('2025-11-25 tasks across a graceful shutdown', () => {
+  test('a task still running when the gateway shuts down is failed with a message that says so', async () => {
+    const upstream = await fixtureUpstream('streamable-http');
+    const store = stores.redis!();
+    const first = await startTestGateway({ store, upstreams: { fx: upstream.config } });
+    const one = await connectClient(first.url);
+    const created = await createTask(one.client, 'slow', { ms: 10_000 });
+    await first.close();
+    const second = await startTestGateway({ store, upstreams: { fx: upstream.config } });
+    try {
+      const two = await connectClient(second.url);
+      const task = (await two.client.experimental.tasks.getTask(created.task.taskId)) as unknown as WireTask;
+      assert.equal(task.status, 'failed');
+      assert.equal(task.statusMessage, 'The gateway shut down while the task was running');
+      await assert.rejects(two.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema), /shut down/);
+      await two.client.close();
+    } finally {
+      await second.close();
+      await upstream.stop();
+    }
+  });
+});
