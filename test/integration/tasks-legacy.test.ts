@@ -112,6 +112,17 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
       await other.client.close();
     });
 
+    test('one upstream execution per task, however often it is polled or its result fetched', async () => {
+      const fresh = await connectClient(gateway.url); // its own upstream session: the fixture counts calls per session
+      const created = await createTask(fresh.client, 'slow', { ms: 100 });
+      for (let i = 0; i < 3; i++) await fresh.client.experimental.tasks.getTask(created.task.taskId);
+      await fresh.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+      await fresh.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+      const who = JSON.parse(textOf(await fresh.client.callTool({ name: 'whoami', arguments: {} }))) as { calls: number };
+      assert.equal(who.calls, 2, 'slow once, then this whoami');
+      await fresh.client.close();
+    });
+
     test('callToolStream: the SDK client sees the task created and its result', async () => {
       await client.listTools(); // the SDK client decides from the listed taskSupport to call as a task
       const kinds: string[] = [];
