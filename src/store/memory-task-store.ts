@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import {
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
+  EXPIRED_MEMORY_MS,
   isTerminal,
   listingKey,
   terminalExpiry,
@@ -30,6 +31,8 @@ export class MemoryTaskStore implements TaskStore {
   private readonly cursors = new CursorCodec(randomBytes(32));
   private readonly sweeper: NodeJS.Timeout;
   private lastCreatedUs = 0;
+  /** Ids of expired tasks, until when they are remembered. */
+  private readonly expiredIds = new Map<string, number>();
 
   constructor(private readonly options: { resultGraceMs?: number; now?: () => number } = {}) {
     this.events.setMaxListeners(0);
@@ -58,6 +61,12 @@ export class MemoryTaskStore implements TaskStore {
   async get(taskId: string): Promise<TaskRecord | undefined> {
     const entry = this.live(taskId);
     return entry === undefined ? undefined : copy(entry.task);
+  }
+
+  async expired(taskId: string): Promise<boolean> {
+    if (this.live(taskId) !== undefined) return false;
+    const until = this.expiredIds.get(taskId);
+    return until !== undefined && until > this.now();
   }
 
   async transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
@@ -116,6 +125,7 @@ export class MemoryTaskStore implements TaskStore {
     const entry = this.tasks.get(taskId);
     if (entry?.expiresAt !== undefined && entry.expiresAt <= this.now()) {
       this.tasks.delete(taskId);
+      this.expiredIds.set(taskId, entry.expiresAt + EXPIRED_MEMORY_MS);
       return undefined;
     }
     return entry;
@@ -123,6 +133,8 @@ export class MemoryTaskStore implements TaskStore {
 
   private sweep(): void {
     for (const taskId of [...this.tasks.keys()]) this.live(taskId);
+    const now = this.now();
+    for (const [taskId, until] of this.expiredIds) if (until <= now) this.expiredIds.delete(taskId);
   }
 }
 

@@ -3,6 +3,8 @@
 
 export interface RedisKeys {
   task(taskId: string): string;
+  /** Marker that outlives the task record, so an expired id can be told from an unknown one. */
+  taskExpired(taskId: string): string;
   /** Sorted set (lexical) of a principal's tasks, by listing key. */
   principalTasks(principal: string): string;
   /** Pub/sub channel carrying every task change. */
@@ -14,6 +16,7 @@ export interface RedisKeys {
 export function redisKeys(prefix: string): RedisKeys {
   return {
     task: (taskId) => `${prefix}:task:{${taskId}}`,
+    taskExpired: (taskId) => `${prefix}:task:{${taskId}}:expired`,
     principalTasks: (principal) => `${prefix}:principal:{${principal}}:tasks`,
     taskEvents: () => `${prefix}:events:tasks`,
     cursorSecret: () => `${prefix}:cursor-secret`,

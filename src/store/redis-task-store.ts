@@ -5,6 +5,7 @@ import { redisKeys, type RedisKeys } from './redis-keys.js';
 import {
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
+  EXPIRED_MEMORY_MS,
   listingKey,
   TASK_STATUSES,
   type NewTask,
@@ -30,8 +31,8 @@ return fields
 `;
 
 // One transition: check the current status, apply the change, set the expiry, emit the event, atomically.
-// KEYS[1] task hash. ARGV: 1 channel, 2 to, 3 message mode ('keep'|'set'|'clear'), 4 message, 5 outcome JSON or '',
-// 6 result grace ms.
+// KEYS[1] task hash, KEYS[2] expired-marker. ARGV: 1 channel, 2 to, 3 message mode ('keep'|'set'|'clear'),
+// 4 message, 5 outcome JSON or '', 6 result grace ms, 7 how long the marker outlives the record.
 const TRANSITION = `
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {'not_found'} end
@@ -46,7 +47,9 @@ if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'outcome', ARGV[5]) end
 if terminal[ARGV[2]] then
   local created = tonumber(redis.call('HGET', KEYS[1], 'createdAt'))
   local ttl = tonumber(redis.call('HGET', KEYS[1], 'ttlMs'))
-  redis.call('PEXPIREAT', KEYS[1], math.max(created + ttl, now + tonumber(ARGV[6])))
+  local expireAt = math.max(created + ttl, now + tonumber(ARGV[6]))
+  redis.call('PEXPIREAT', KEYS[1], expireAt)
+  redis.call('SET', KEYS[2], '1', 'PXAT', expireAt + tonumber(ARGV[7]))
 end
 local fields = redis.call('HGETALL', KEYS[1])
 redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
@@ -75,7 +78,7 @@ export class RedisTaskStore implements TaskStore {
     this.keys = redisKeys(prefix);
     this.events.setMaxListeners(0);
     redis.defineCommand('taskgateCreate', { numberOfKeys: 1, lua: CREATE });
-    redis.defineCommand('taskgateTransition', { numberOfKeys: 1, lua: TRANSITION });
+    redis.defineCommand('taskgateTransition', { numberOfKeys: 2, lua: TRANSITION });
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.ensureSubscribed();
@@ -106,17 +109,25 @@ export class RedisTaskStore implements TaskStore {
     return Object.keys(fields).length === 0 ? undefined : parseTask(fields);
   }
 
+  async expired(taskId: string): Promise<boolean> {
+    // The marker outlives the record; while the record is there, the task has not expired.
+    const [marker, record] = await Promise.all([this.redis.exists(this.keys.taskExpired(taskId)), this.redis.exists(this.keys.task(taskId))]);
+    return marker === 1 && record === 0;
+  }
+
   async transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
     const mode = change.statusMessage === undefined ? 'keep' : change.statusMessage === null ? 'clear' : 'set';
     const reply = (await this.command(
       'taskgateTransition',
       this.keys.task(taskId),
+      this.keys.taskExpired(taskId),
       this.keys.taskEvents(),
       change.to,
       mode,
       change.statusMessage ?? '',
       change.outcome === undefined ? '' : JSON.stringify(change.outcome),
       String(this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS),
+      String(EXPIRED_MEMORY_MS),
     )) as string[];
     const [verdict, ...fields] = reply;
     if (verdict === 'not_found') return { ok: false, reason: 'not_found' };

@@ -65,6 +65,8 @@ export interface TaskStore {
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
   get(taskId: string): Promise<TaskRecord | undefined>;
+  /** Whether `taskId` named a task that has expired (remembered for EXPIRED_MEMORY_MS), as opposed to none. */
+  expired(taskId: string): Promise<boolean>;
   /**
    * Atomically checks that the task is not terminal, applies the change and emits the event. Staying in the same
    * non-terminal status updates only the message. Terminal tasks expire `ttlMs` after creation, and never sooner
@@ -91,6 +93,9 @@ export class InvalidCursorError extends Error {
 export function newTaskId(): string {
   return randomBytes(16).toString('base64url');
 }
+
+/** How long an expired task's id is remembered, so a late poll is told "expired" rather than "not found". */
+export const EXPIRED_MEMORY_MS = 24 * 60 * 60 * 1000;
 
 /** How long a task that ended after its TTL ran out stays readable, so the client can still fetch the result. */
 export const DEFAULT_RESULT_GRACE_MS = 60_000;

@@ -15,6 +15,7 @@ const LIST_PAGE_SIZE = 50;
 /** Progress updates the task's status message at most this often (each update is a store write). */
 const STATUS_MESSAGE_INTERVAL_MS = 1000;
 const NOT_FOUND = 'Failed to retrieve task: Task not found';
+const EXPIRED = 'Failed to retrieve task: Task has expired';
 
 /** A task whose upstream call runs in this process. */
 interface LocalRun {
@@ -308,11 +309,13 @@ export class TaskEngine {
 
   private async find(taskId: unknown): Promise<TaskRecord> {
     if (typeof taskId !== 'string' || taskId === '') throw new GatewayError('invalid_params', 'params.taskId must be a non-empty string');
-    const task = await this.store.get(taskId).catch((error: Error) => {
+    const unavailable = (error: Error): never => {
       throw new GatewayError('store_unavailable', `The task store is unavailable: ${error.message}`);
-    });
-    if (task === undefined) throw new GatewayError('invalid_params', NOT_FOUND);
-    return task;
+    };
+    const task = await this.store.get(taskId).catch(unavailable);
+    if (task !== undefined) return task;
+    const expired = await this.store.expired(taskId).catch(unavailable);
+    throw new GatewayError('invalid_params', expired ? EXPIRED : NOT_FOUND);
   }
 
   private untilTerminal(taskId: string): Promise<TaskRecord> {

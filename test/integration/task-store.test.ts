@@ -176,7 +176,11 @@ for (const [kind, create] of Object.entries(factories)) {
       const running = await store.create(newTask({ ttlMs: 100, principal: 'session:ttl' }));
       await store.transition(finished.taskId, { to: 'completed', outcome: { result: {} } });
       assert.equal((await store.get(finished.taskId))?.status, 'completed'); // still readable right after
+      assert.equal(await store.expired(finished.taskId), false);
       await eventually(async () => (await store.get(finished.taskId)) === undefined, 5000);
+      assert.equal(await store.expired(finished.taskId), true, 'an expired id is told from an unknown one');
+      assert.equal(await store.expired(newTaskId()), false);
+      assert.equal(await store.expired(running.taskId), false);
       assert.equal((await store.get(running.taskId))?.status, 'working');
       const listed = await store.list('session:ttl', { limit: 10 });
       assert.deepEqual(listed.tasks.map((t) => t.taskId), [running.taskId]);
