@@ -171,3 +171,15 @@ export function cpuMs(pid: number): number | undefined {
     return undefined;
   }
 }
+
+/** Waits for the `LISTENING <url>` line a server prints on stdout once ready (the fixture, the floor) and returns the URL. */
+export async function waitListening(proc: Proc, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const m = /^LISTENING (\S+)$/m.exec(proc.tail());
+    if (m?.[1] !== undefined) return m[1];
+    if (proc.exited()) throw new Error(`${proc.name} exited before it was ready:\n${proc.tail()}`);
+    await sleep(50);
+  }
+  throw new Error(`${proc.name} printed no LISTENING line within ${timeoutMs} ms:\n${proc.tail()}`);
+}

@@ -6,6 +6,8 @@ export interface PhaseSpec {
   durationMs: number;
   /** Issue exactly this many calls in total instead of running for a duration. */
   count?: number;
+  /** With `count`: stop issuing calls after this long anyway (default COUNT_PHASE_MAX_MS). */
+  maxMs?: number;
 }
 
 /** A count-bounded phase still ends after this long, so a stalled target cannot hold the run. */
@@ -48,7 +50,7 @@ export async function runPhase(concurrency: number, spec: PhaseSpec, call: CallF
   let errors = 0;
   let issued = 0;
   const start = process.hrtime.bigint();
-  const limitMs = spec.count !== undefined ? COUNT_PHASE_MAX_MS : spec.durationMs;
+  const limitMs = spec.count !== undefined ? (spec.maxMs ?? COUNT_PHASE_MAX_MS) : spec.durationMs;
   const deadline = start + BigInt(Math.round(limitMs * 1e6));
   const more = (): boolean =>
     process.hrtime.bigint() < deadline && (spec.count === undefined || issued < spec.count);
