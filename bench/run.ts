@@ -1,6 +1,7 @@
 // `npm run bench`: sync tools/call through taskgate vs directly against the same upstream, in one run, reported as
 // ratios against the direct baseline measured in that same run (absolute numbers depend on the machine; ratios
-// measured side by side much less). With a stdio upstream the two npm peers front the same server too.
+// measured side by side much less). With a stdio upstream the two npm peers front the same server too. The tasks
+// scenario (bench/tasks.ts) measures the task path next to a fastify floor and the upstream called directly.
 // See bench/README.md for what each number means.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +14,16 @@ import { cpuMs, freePort, rssBytes, startProc, treeRss, waitHttp, type Proc } fr
 import { gcAndMeasure } from './inspector.js';
 import { everythingEntry, StdioDirect } from './stdio-direct.js';
 import { envInt, planFromArgs, planOptions, runPlan, type Driver, type LoadPlan, type PhaseStats } from './stats.js';
+import {
+  ALL_STORES,
+  connectRedis,
+  reportTasks,
+  tasksErrorRates,
+  tasksScenario,
+  type StoreKind,
+  type TasksRound,
+  type TasksSettings,
+} from './tasks.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const NODE = process.execPath;
@@ -31,6 +42,8 @@ const RSS_FLAT_REL = 0.1;
 const RSS_SAMPLE_MS = 250;
 
 type Scenario = 'http' | 'stdio';
+type ScenarioName = Scenario | 'tasks';
+const ALL_SCENARIOS: readonly ScenarioName[] = ['http', 'stdio', 'tasks'];
 type TargetName = 'direct' | 'taskgate' | 'supergateway' | 'mcp-proxy';
 const ALL_TARGETS: readonly TargetName[] = ['direct', 'taskgate', 'supergateway', 'mcp-proxy'];
 
@@ -73,7 +86,7 @@ interface TargetResult {
 }
 
 interface Check {
-  scenario: Scenario;
+  scenario: ScenarioName;
   what: string;
   pass: boolean;
   detail: string;
@@ -83,10 +96,15 @@ interface Settings extends LoadPlan {
   clients: number;
   rounds: number;
   settleMs: number;
-  scenarios: Scenario[];
+  scenarios: ScenarioName[];
   targets: TargetName[];
   smoke: boolean;
   useTsx: boolean;
+  /** tasks scenario */
+  stores: StoreKind[];
+  redisUrl: string;
+  completionTasks: number;
+  finishMs: number;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -103,6 +121,10 @@ function parseSettings(): Settings {
       scenarios: { type: 'string' },
       targets: { type: 'string' },
       tsx: { type: 'boolean', default: false },
+      stores: { type: 'string' },
+      'redis-url': { type: 'string' },
+      'completion-tasks': { type: 'string' },
+      'finish-ms': { type: 'string' },
     },
   });
   const list = <T extends string>(v: string | undefined, all: readonly T[], flag: string): T[] | undefined => {
@@ -122,9 +144,13 @@ function parseSettings(): Settings {
     smoke,
     rounds: Math.max(1, values.rounds !== undefined ? Number(values.rounds) : smoke ? 1 : envInt('BENCH_ROUNDS', 1)),
     settleMs: values['settle-ms'] !== undefined ? Number(values['settle-ms']) : smoke ? 300 : envInt('BENCH_SETTLE_MS', 3000),
-    scenarios: list(values.scenarios, ['http', 'stdio'] as const, 'scenarios') ?? (smoke ? ['http'] : ['http', 'stdio']),
+    scenarios: list(values.scenarios, ALL_SCENARIOS, 'scenarios') ?? (smoke ? ['http', 'tasks'] : [...ALL_SCENARIOS]),
     targets: list(values.targets, ALL_TARGETS, 'targets') ?? (smoke ? ['direct', 'taskgate'] : [...ALL_TARGETS]),
     useTsx: values.tsx === true,
+    stores: list(values.stores, ALL_STORES, 'stores') ?? (smoke ? ['redis'] : [...ALL_STORES]),
+    redisUrl: values['redis-url'] ?? process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    completionTasks: values['completion-tasks'] !== undefined ? Number(values['completion-tasks']) : smoke ? 10 : 200,
+    finishMs: values['finish-ms'] !== undefined ? Number(values['finish-ms']) : 100,
   };
 }
 
@@ -670,13 +696,28 @@ function report(scenario: Scenario, results: TargetResult[], s: Settings): { che
 
 // ---- main ----
 
+/**
+ * A smoke run (CI) without a Redis server still proves the task path end to end, on the memory store; the full
+ * run insists on Redis (its target is the point) and reports it as failed when Redis is missing.
+ */
+async function smokeWithoutRedis(s: Settings): Promise<void> {
+  if (!s.smoke || !s.scenarios.includes('tasks') || !s.stores.includes('redis')) return;
+  const redis = await connectRedis(s.redisUrl);
+  if (typeof redis !== 'string') {
+    redis.disconnect();
+    return;
+  }
+  console.log(`! ${redis}; the smoke run measures the task path on the memory store instead`);
+  s.stores = [...new Set([...s.stores.filter((x) => x !== 'redis'), 'memory' as const])];
+}
+
 async function main(): Promise<void> {
   const s = parseSettings();
   const startedAt = new Date();
   console.log(
     `taskgate bench${s.smoke ? ' (smoke)' : ''}: scenarios ${s.scenarios.join(',')}, targets ${s.targets.join(',')}, ` +
       `${s.clients} clients, warmup ${s.warmupMs} ms, latency ${s.latencyMs} ms, throughput ${s.count ?? s.durationMs}${s.count !== undefined ? ' calls' : ' ms'}, ` +
-      `${s.rounds} round(s), node ${process.version}, ${cpus().length} CPUs`,
+      `${s.rounds} round(s), ${s.scenarios.includes('tasks') ? `stores ${s.stores.join(',')}, ` : ''}node ${process.version}, ${cpus().length} CPUs`,
   );
   const load = loadavg();
   if ((load[0] ?? 0) > cpus().length * 0.5) {
@@ -685,23 +726,44 @@ async function main(): Promise<void> {
         'ratios will be noisier (consider --rounds 3)',
     );
   }
-  const gw: GatewayCommand | string = s.targets.includes('taskgate') ? gatewayCommand(s.useTsx) : 'not selected';
+  const needsGateway = s.targets.includes('taskgate') || s.scenarios.includes('tasks');
+  const gw: GatewayCommand | string = needsGateway ? gatewayCommand(s.useTsx) : 'not selected';
+  await smokeWithoutRedis(s);
+  const tasksSettings: TasksSettings = {
+    clients: s.clients,
+    warmupMs: s.warmupMs,
+    latencyMs: s.latencyMs,
+    durationMs: s.durationMs,
+    ...(s.count !== undefined ? { count: s.count } : {}),
+    smoke: s.smoke,
+    stores: s.stores,
+    redisUrl: s.redisUrl,
+    completionTasks: s.completionTasks,
+    finishMs: s.finishMs,
+  };
   const dir = mkdtempSync(join(tmpdir(), 'taskgate-bench-'));
   const results: TargetResult[] = [];
+  const tasksRounds: TasksRound[] = [];
   const checks: Check[] = [];
   const summaries: Summary[] = [];
   try {
     // Rounds interleave the targets (A B C, A B C) so that a slow spell on a shared machine hits all of them.
     for (currentRound = 1; currentRound <= s.rounds; currentRound++) {
       for (const scenario of s.scenarios) {
-        const r = scenario === 'http' ? await httpScenario(s, gw, dir) : await stdioScenario(s, gw, dir);
-        results.push(...r);
+        if (scenario === 'tasks') tasksRounds.push(await tasksScenario(ROOT, tasksSettings, gw, dir, currentRound, s.rounds));
+        else results.push(...(scenario === 'http' ? await httpScenario(s, gw, dir) : await stdioScenario(s, gw, dir)));
       }
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+  let tasksOut: ReturnType<typeof reportTasks> | undefined;
   for (const scenario of s.scenarios) {
+    if (scenario === 'tasks') {
+      tasksOut = reportTasks(tasksRounds, tasksSettings, s.rounds);
+      checks.push(...tasksOut.checks);
+      continue;
+    }
     const out = report(scenario, results.filter((r) => r.scenario === scenario), s);
     checks.push(...out.checks);
     summaries.push(...out.summaries);
@@ -713,9 +775,11 @@ async function main(): Promise<void> {
   const verdict = (pass: boolean): string => (s.smoke ? 'info' : pass ? 'PASS' : 'FAIL');
   for (const c of checks) console.log(`  [${verdict(c.pass)}] ${c.scenario}: ${c.what}: ${c.detail}`);
 
-  const failedToRun = results.filter((r) => !r.ok);
+  const failedToRun = [...results.filter((r) => !r.ok), ...(tasksOut?.summary.failed ?? [])];
   const tooManyErrors = results.filter((r) => r.ok && errorRate(r) > MAX_ERROR_RATE);
   for (const r of tooManyErrors) console.log(`  [ERR ] ${r.scenario}: ${r.label}: ${(errorRate(r) * 100).toFixed(2)}% errors (> 1%)`);
+  const tasksTooManyErrors = tasksErrorRates(tasksRounds, MAX_ERROR_RATE);
+  for (const line of tasksTooManyErrors) console.log(`  [ERR ] ${line}`);
 
   const outDir = join(ROOT, 'bench/results');
   mkdirSync(outDir, { recursive: true });
@@ -731,13 +795,14 @@ async function main(): Promise<void> {
         summaries,
         checks,
         results,
+        ...(s.scenarios.includes('tasks') ? { tasks: { summary: tasksOut?.summary, rounds: tasksRounds } } : {}),
       },
       null,
       2,
     )}\n`,
   );
   console.log(`\nJSON: ${file}`);
-  process.exitCode = failedToRun.length > 0 || tooManyErrors.length > 0 ? 1 : 0;
+  process.exitCode = failedToRun.length > 0 || tooManyErrors.length > 0 || tasksTooManyErrors.length > 0 ? 1 : 0;
 }
 
 main().catch((err: unknown) => {
