@@ -13,6 +13,7 @@ import {
   type TaskRecord,
   type TaskStore,
   type TransitionResult,
+  withoutOutcome,
 } from './task-store.js';
 
 interface Entry {
@@ -58,9 +59,10 @@ export class MemoryTaskStore implements TaskStore {
     return copy(task);
   }
 
-  async get(taskId: string): Promise<TaskRecord | undefined> {
+  async get(taskId: string, options: { outcome?: boolean } = {}): Promise<TaskRecord | undefined> {
     const entry = this.live(taskId);
-    return entry === undefined ? undefined : copy(entry.task);
+    if (entry === undefined) return undefined;
+    return options.outcome === true ? copy(entry.task) : copy(withoutOutcome(entry.task));
   }
 
   async expired(taskId: string): Promise<boolean> {
@@ -72,7 +74,7 @@ export class MemoryTaskStore implements TaskStore {
   async transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
     const entry = this.live(taskId);
     if (entry === undefined) return { ok: false, reason: 'not_found' };
-    if (isTerminal(entry.task.status)) return { ok: false, reason: 'terminal', task: copy(entry.task) };
+    if (isTerminal(entry.task.status)) return { ok: false, reason: 'terminal', task: copy(withoutOutcome(entry.task)) };
     const now = this.now();
     const task = entry.task;
     task.status = change.to;
@@ -81,8 +83,9 @@ export class MemoryTaskStore implements TaskStore {
     else if (change.statusMessage !== undefined) task.statusMessage = change.statusMessage;
     if (change.outcome !== undefined) task.outcome = change.outcome;
     if (isTerminal(change.to)) entry.expiresAt = terminalExpiry(task, now, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
-    this.events.emit(taskId, copy(task));
-    return { ok: true, task: copy(task) };
+    const summary = copy(withoutOutcome(task));
+    this.events.emit(taskId, summary);
+    return { ok: true, task: copy(summary) };
   }
 
   async list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage> {
@@ -98,7 +101,7 @@ export class MemoryTaskStore implements TaskStore {
       const key = keys[i] as string;
       const entry = this.live(key.slice(key.indexOf(':') + 1));
       if (entry === undefined) keys.splice(i, 1); // expired: forget its index entry too
-      else tasks.push(copy(entry.task));
+      else tasks.push(copy(withoutOutcome(entry.task)));
     }
     const last = tasks.at(-1);
     const more = i >= 0;

@@ -30,14 +30,29 @@ redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
 return fields
 `;
 
+// The record without its outcome: what events and transition replies carry (an outcome can be large).
+const SUMMARY = `
+local function summary(key)
+  local all = redis.call('HGETALL', key)
+  local out = {}
+  for i = 1, #all, 2 do
+    if all[i] ~= 'outcome' then
+      out[#out + 1] = all[i]
+      out[#out + 1] = all[i + 1]
+    end
+  end
+  return out
+end
+`;
+
 // One transition: check the current status, apply the change, set the expiry, emit the event, atomically.
 // KEYS[1] task hash, KEYS[2] expired-marker. ARGV: 1 channel, 2 to, 3 message mode ('keep'|'set'|'clear'),
 // 4 message, 5 outcome JSON or '', 6 result grace ms, 7 how long the marker outlives the record.
-const TRANSITION = `
+const TRANSITION = `${SUMMARY}
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {'not_found'} end
 local terminal = { completed = true, failed = true, cancelled = true }
-if terminal[current] then return {'terminal', unpack(redis.call('HGETALL', KEYS[1]))} end
+if terminal[current] then return {'terminal', unpack(summary(KEYS[1]))} end
 local t = redis.call('TIME')
 local now = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'lastUpdatedAt', tostring(now))
@@ -51,12 +66,14 @@ if terminal[ARGV[2]] then
   redis.call('PEXPIREAT', KEYS[1], expireAt)
   redis.call('SET', KEYS[2], '1', 'PXAT', expireAt + tonumber(ARGV[7]))
 end
-local fields = redis.call('HGETALL', KEYS[1])
+local fields = summary(KEYS[1])
 redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
 return {'ok', unpack(fields)}
 `;
 
 const LIST_BATCH_EXTRA = 8;
+/** Every record field but the outcome; taskId first (its absence means no record). */
+const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'statusMessage', 'createdAt', 'createdAtUs', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs'] as const;
 
 /**
  * Tasks in Redis, shared by every replica: records are hashes that Redis expires itself, listing is a lexical
@@ -100,13 +117,26 @@ export class RedisTaskStore implements TaskStore {
     const task = parseTask(created);
     // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
     // never a listing entry without a task.
-    await this.redis.zadd(this.keys.principalTasks(task.principal), 0, listingKey(task));
+    // The index outlives its newest task's TTL (and the expired-id memory), then goes: sessions come and go.
+    const indexKey = this.keys.principalTasks(task.principal);
+    await this.redis.multi().zadd(indexKey, 0, listingKey(task)).pexpire(indexKey, task.ttlMs + EXPIRED_MEMORY_MS).exec();
     return task;
   }
 
-  async get(taskId: string): Promise<TaskRecord | undefined> {
-    const fields = await this.redis.hgetall(this.keys.task(taskId));
-    return Object.keys(fields).length === 0 ? undefined : parseTask(fields);
+  async get(taskId: string, options: { outcome?: boolean } = {}): Promise<TaskRecord | undefined> {
+    const key = this.keys.task(taskId);
+    if (options.outcome === true) {
+      const fields = await this.redis.hgetall(key);
+      return Object.keys(fields).length === 0 ? undefined : parseTask(fields);
+    }
+    const values = await this.redis.hmget(key, ...SUMMARY_FIELDS);
+    if (values[0] === null) return undefined; // no taskId: no record
+    const fields: Record<string, string> = {};
+    SUMMARY_FIELDS.forEach((name, i) => {
+      const value = values[i];
+      if (value !== null && value !== undefined) fields[name] = value;
+    });
+    return parseTask(fields);
   }
 
   async expired(taskId: string): Promise<boolean> {
@@ -148,16 +178,21 @@ export class RedisTaskStore implements TaskStore {
       more = keys.length === want;
       if (keys.length === 0) break;
       const pipeline = this.redis.pipeline();
-      for (const key of keys) pipeline.hgetall(this.keys.task(key.slice(key.indexOf(':') + 1)));
+      for (const key of keys) pipeline.hmget(this.keys.task(key.slice(key.indexOf(':') + 1)), ...SUMMARY_FIELDS);
       const records = (await pipeline.exec()) ?? [];
       const expired: string[] = [];
       for (let i = 0; i < keys.length; i++) {
         const key = keys[i] as string;
-        const fields = records[i]?.[1] as Record<string, string> | undefined;
-        if (fields === undefined || Object.keys(fields).length === 0) {
+        const values = records[i]?.[1] as (string | null)[] | undefined;
+        if (values === undefined || values[0] === null || values[0] === undefined) {
           expired.push(key);
           continue;
         }
+        const fields: Record<string, string> = {};
+        SUMMARY_FIELDS.forEach((name, j) => {
+          const value = values[j];
+          if (value !== null && value !== undefined) fields[name] = value;
+        });
         if (tasks.length === page.limit) {
           more = true;
           break;

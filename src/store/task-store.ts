@@ -64,18 +64,26 @@ export interface TaskStore {
   readonly kind: 'memory' | 'redis';
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
-  get(taskId: string): Promise<TaskRecord | undefined>;
+  /**
+   * The task, with its outcome only when `outcome: true`: the outcome can be large and most readers (polling,
+   * listing, events) need only the status.
+   */
+  get(taskId: string, options?: { outcome?: boolean }): Promise<TaskRecord | undefined>;
   /** Whether `taskId` named a task that has expired (remembered for EXPIRED_MEMORY_MS), as opposed to none. */
   expired(taskId: string): Promise<boolean>;
   /**
    * Atomically checks that the task is not terminal, applies the change and emits the event. Staying in the same
    * non-terminal status updates only the message. Terminal tasks expire `ttlMs` after creation, and never sooner
-   * than the store's result grace period after they ended; non-terminal tasks never expire.
+   * than the store's result grace period after they ended; non-terminal tasks never expire. The task in the
+   * result comes without its outcome.
    */
   transition(taskId: string, change: TaskChange): Promise<TransitionResult>;
-  /** The principal's tasks, newest first. Throws InvalidCursorError for a cursor this store did not issue. */
+  /** The principal's tasks (without outcomes), newest first. Throws InvalidCursorError for a cursor this store did not issue. */
   list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage>;
-  /** Calls `listener` with the task after every change (on any replica) until the returned function is called. */
+  /**
+   * Calls `listener` with the task (without its outcome) after every change, made on any replica, until the
+   * returned function is called.
+   */
   watch(taskId: string, listener: (task: TaskRecord) => void): () => void;
   /** Resolves when the store answers; rejects with a reason otherwise. */
   ping(): Promise<void>;
@@ -87,6 +95,12 @@ export class InvalidCursorError extends Error {
     super('Invalid cursor');
     this.name = 'InvalidCursorError';
   }
+}
+
+/** The record without its outcome, as events, listings and transition results carry it. */
+export function withoutOutcome(task: TaskRecord): TaskRecord {
+  const { outcome: _outcome, ...rest } = task;
+  return rest;
 }
 
 /** 128 random bits, URL-safe: without authentication the id itself is the bearer of a task. */

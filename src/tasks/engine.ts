@@ -124,11 +124,12 @@ export class TaskEngine {
 
   /** Blocks until the task is terminal, then answers exactly what the upstream answered. */
   async result(taskId: unknown, stream: EventStream | undefined): Promise<Outcome> {
-    const initial = await this.find(taskId);
+    const initial = await this.find(taskId, true);
     const run = this.runs.get(initial.taskId);
     if (stream !== undefined) run?.resultStreams.add(stream);
     try {
-      const task = isTerminal(initial.status) ? initial : await this.untilTerminal(initial.taskId);
+      // Events carry no outcome: once the task is terminal, read it whole.
+      const task = isTerminal(initial.status) ? initial : await this.find((await this.untilTerminal(initial.taskId)).taskId, true);
       this.logger.info({ audit: 'task.retrieved', task: task.taskId }, 'task result retrieved');
       if (task.outcome !== undefined) return taskPayload({ ...task, outcome: task.outcome });
       return { error: { code: InternalError, message: `Task ${task.taskId} was ${task.status}${task.statusMessage ? `: ${task.statusMessage}` : ''}` } };
@@ -307,12 +308,12 @@ export class TaskEngine {
     }
   }
 
-  private async find(taskId: unknown): Promise<TaskRecord> {
+  private async find(taskId: unknown, withOutcome = false): Promise<TaskRecord> {
     if (typeof taskId !== 'string' || taskId === '') throw new GatewayError('invalid_params', 'params.taskId must be a non-empty string');
     const unavailable = (error: Error): never => {
       throw new GatewayError('store_unavailable', `The task store is unavailable: ${error.message}`);
     };
-    const task = await this.store.get(taskId).catch(unavailable);
+    const task = await this.store.get(taskId, { outcome: withOutcome }).catch(unavailable);
     if (task !== undefined) return task;
     const expired = await this.store.expired(taskId).catch(unavailable);
     throw new GatewayError('invalid_params', expired ? EXPIRED : NOT_FOUND);

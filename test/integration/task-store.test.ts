@@ -76,11 +76,13 @@ for (const [kind, create] of Object.entries(factories)) {
       const outcome = { result: { content: [{ type: 'text', text: 'done' }], structuredContent: { n: 1 }, _meta: { x: { y: [1, 2] } }, extra: true } };
       const done = await store.transition(taskId, { to: 'completed', outcome });
       assert.ok(done.ok);
-      assert.deepEqual((await store.get(taskId))?.outcome, outcome);
+      assert.deepEqual((await store.get(taskId, { outcome: true }))?.outcome, outcome);
+      assert.equal((await store.get(taskId))?.outcome, undefined, 'a plain read leaves the outcome out');
+      assert.equal(done.ok && done.task.outcome, undefined, 'so does the transition result');
       const failedOutcome = { error: { code: -32042, message: 'boom', data: { why: 'fixture' } } };
       const other = await store.create(newTask());
       await store.transition(other.taskId, { to: 'failed', outcome: failedOutcome, statusMessage: 'boom' });
-      assert.deepEqual((await store.get(other.taskId))?.outcome, failedOutcome);
+      assert.deepEqual((await store.get(other.taskId, { outcome: true }))?.outcome, failedOutcome);
       await store.close();
     });
 
@@ -93,7 +95,7 @@ for (const [kind, create] of Object.entries(factories)) {
         assert.equal(late.ok, false);
         assert.equal(!late.ok && late.reason, 'terminal');
       }
-      const task = await store.get(taskId);
+      const task = await store.get(taskId, { outcome: true });
       assert.equal(task?.status, 'cancelled');
       assert.equal(task?.outcome, undefined);
       assert.deepEqual(await store.transition(newTaskId(), { to: 'completed' }), { ok: false, reason: 'not_found' });
