@@ -129,14 +129,7 @@ export class RedisTaskStore implements TaskStore {
       const fields = await this.redis.hgetall(key);
       return Object.keys(fields).length === 0 ? undefined : parseTask(fields);
     }
-    const values = await this.redis.hmget(key, ...SUMMARY_FIELDS);
-    if (values[0] === null) return undefined; // no taskId: no record
-    const fields: Record<string, string> = {};
-    SUMMARY_FIELDS.forEach((name, i) => {
-      const value = values[i];
-      if (value !== null && value !== undefined) fields[name] = value;
-    });
-    return parseTask(fields);
+    return summaryFromHmget(await this.redis.hmget(key, ...SUMMARY_FIELDS));
   }
 
   async expired(taskId: string): Promise<boolean> {
@@ -183,21 +176,16 @@ export class RedisTaskStore implements TaskStore {
       const expired: string[] = [];
       for (let i = 0; i < keys.length; i++) {
         const key = keys[i] as string;
-        const values = records[i]?.[1] as (string | null)[] | undefined;
-        if (values === undefined || values[0] === null || values[0] === undefined) {
+        const task = summaryFromHmget((records[i]?.[1] as (string | null)[] | undefined) ?? []);
+        if (task === undefined) {
           expired.push(key);
           continue;
         }
-        const fields: Record<string, string> = {};
-        SUMMARY_FIELDS.forEach((name, j) => {
-          const value = values[j];
-          if (value !== null && value !== undefined) fields[name] = value;
-        });
         if (tasks.length === page.limit) {
           more = true;
           break;
         }
-        tasks.push(parseTask(fields));
+        tasks.push(task);
         upper = `(${key}`;
       }
       if (expired.length > 0) await this.redis.zrem(indexKey, ...expired);
@@ -266,6 +254,17 @@ export class RedisTaskStore implements TaskStore {
     });
     return this.cursors;
   }
+}
+
+/** A record from an HMGET of SUMMARY_FIELDS; undefined when there is no record (no taskId). */
+function summaryFromHmget(values: readonly (string | null | undefined)[]): TaskRecord | undefined {
+  if (values[0] === null || values[0] === undefined) return undefined;
+  const fields: Record<string, string> = {};
+  SUMMARY_FIELDS.forEach((name, i) => {
+    const value = values[i];
+    if (value !== null && value !== undefined) fields[name] = value;
+  });
+  return parseTask(fields);
 }
 
 /** A record from a HGETALL reply (flat array, as Lua returns it, or an object, as ioredis returns it). */
