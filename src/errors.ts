@@ -65,3 +65,8 @@ export function toJsonRpcError(error: unknown): JsonRpcErrorObject {
 export function upstreamUnavailable(upstream: string, reason: string): GatewayError {
   return new GatewayError('upstream_unavailable', `Upstream '${upstream}' is unavailable: ${reason}`, { upstream });
 }
+
+/** A failed store operation as the error the client sees: prompt, and saying what is wrong. */
+export function storeUnavailable(error: unknown): GatewayError {
+  return new GatewayError('store_unavailable', `The task store is unavailable: ${error instanceof Error ? error.message : String(error)}`);
+}

@@ -228,8 +228,7 @@ export class Router implements UpstreamMessageSink {
     else session.subscriptions.delete(uri);
     if (upstream.isShared) {
       // One upstream subscription serves every session on a shared connection; the gateway fans updates out.
-      const others = [...this.allSessions()].some((s) => s !== session && s.subscriptions.has(uri));
-      if (others) return { result: {} };
+      if (this.subscribedElsewhere(session, uri)) return { result: {} };
     }
     return this.forward(session, request, upstream, params, undefined);
   }
@@ -339,6 +338,12 @@ export class Router implements UpstreamMessageSink {
     else session.deliver(message);
   }
 
+  /** Whether another session holds a subscription to `uri` (one upstream subscription serves them all). */
+  private subscribedElsewhere(session: ClientSession, uri: string): boolean {
+    for (const other of this.allSessions()) if (other !== session && other.subscriptions.has(uri)) return true;
+    return false;
+  }
+
   private allSessions(): Iterable<ClientSession> {
     return this.sessions?.all() ?? [];
   }
@@ -351,8 +356,7 @@ export class Router implements UpstreamMessageSink {
     for (const uri of session.subscriptions) {
       const upstream = this.catalog.routeUri(uri);
       if (upstream === undefined || !upstream.isShared) continue;
-      const others = [...this.allSessions()].some((s) => s !== session && s.subscriptions.has(uri));
-      if (others) continue;
+      if (this.subscribedElsewhere(session, uri)) continue;
       void upstream
         .connectionFor(session)
         .then((connection) => connection.request('resources/unsubscribe', { uri }, undefined, upstream.config.requestTimeoutMs).outcome)

@@ -1,6 +1,6 @@
 import type { TaskPolicy, TasksConfig } from '../config/types.js';
 import { resolvePolicy } from '../config/policy.js';
-import { GatewayError, toJsonRpcError } from '../errors.js';
+import { GatewayError, storeUnavailable, toJsonRpcError } from '../errors.js';
 import type { EventStream } from '../http/event-stream.js';
 import { InternalError, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -88,8 +88,8 @@ export class TaskEngine {
         ttlMs,
         pollIntervalMs: policy.pollIntervalMs,
       })
-      .catch((error: Error) => {
-        throw new GatewayError('store_unavailable', `The task store is unavailable: ${error.message}`);
+      .catch((error: unknown) => {
+        throw storeUnavailable(error);
       });
     this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, session: session.sessionId }, 'task created');
     const run: LocalRun = {
@@ -147,7 +147,7 @@ export class TaskEngine {
       return { result };
     } catch (error) {
       if (error instanceof InvalidCursorError) throw new GatewayError('invalid_params', 'Invalid cursor');
-      throw error;
+      throw storeUnavailable(error);
     }
   }
 
@@ -310,8 +310,8 @@ export class TaskEngine {
 
   private async find(taskId: unknown, withOutcome = false): Promise<TaskRecord> {
     if (typeof taskId !== 'string' || taskId === '') throw new GatewayError('invalid_params', 'params.taskId must be a non-empty string');
-    const unavailable = (error: Error): never => {
-      throw new GatewayError('store_unavailable', `The task store is unavailable: ${error.message}`);
+    const unavailable = (error: unknown): never => {
+      throw storeUnavailable(error);
     };
     const task = await this.store.get(taskId, { outcome: withOutcome }).catch(unavailable);
     if (task !== undefined) return task;
