@@ -29,7 +29,8 @@ export class MemoryTaskStore implements TaskStore {
   /** Per principal, listing keys in creation order (appends keep it sorted: the clock only moves forward). */
   private readonly index = new Map<string, string[]>();
   private readonly events = new EventEmitter();
-  private readonly cursors = new CursorCodec(randomBytes(32));
+  private readonly secret = randomBytes(32);
+  private readonly cursors = new CursorCodec(this.secret);
   private readonly sweeper: NodeJS.Timeout;
   private lastCreatedUs = 0;
   /** Ids of expired tasks, until when they are remembered. */
@@ -81,6 +82,8 @@ export class MemoryTaskStore implements TaskStore {
     task.lastUpdatedAt = now;
     if (change.statusMessage === null) delete task.statusMessage;
     else if (change.statusMessage !== undefined) task.statusMessage = change.statusMessage;
+    if (change.inputRequests === null || isTerminal(change.to)) delete task.inputRequests;
+    else if (change.inputRequests !== undefined) task.inputRequests = change.inputRequests;
     if (change.outcome !== undefined) task.outcome = change.outcome;
     if (isTerminal(change.to)) entry.expiresAt = terminalExpiry(task, now, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
     const summary = copy(withoutOutcome(task));
@@ -111,6 +114,10 @@ export class MemoryTaskStore implements TaskStore {
   watch(taskId: string, listener: (task: TaskRecord) => void): () => void {
     this.events.on(taskId, listener);
     return () => this.events.off(taskId, listener);
+  }
+
+  async signingSecret(): Promise<Buffer> {
+    return this.secret;
   }
 
   async ping(): Promise<void> {}

@@ -9,8 +9,8 @@ export interface RedisKeys {
   principalTasks(principal: string): string;
   /** Pub/sub channel carrying every task change. */
   taskEvents(): string;
-  /** HMAC secret for list cursors, shared by all replicas. */
-  cursorSecret(): string;
+  /** HMAC secret for list cursors and MRTR request state, shared by all replicas. */
+  signingSecret(): string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -19,6 +19,6 @@ export function redisKeys(prefix: string): RedisKeys {
     taskExpired: (taskId) => `${prefix}:task:{${taskId}}:expired`,
     principalTasks: (principal) => `${prefix}:principal:{${principal}}:tasks`,
     taskEvents: () => `${prefix}:events:tasks`,
-    cursorSecret: () => `${prefix}:cursor-secret`,
+    signingSecret: () => `${prefix}:signing-secret`,
   };
 }

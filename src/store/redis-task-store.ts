@@ -47,7 +47,8 @@ end
 
 // One transition: check the current status, apply the change, set the expiry, emit the event, atomically.
 // KEYS[1] task hash, KEYS[2] expired-marker. ARGV: 1 channel, 2 to, 3 message mode ('keep'|'set'|'clear'),
-// 4 message, 5 outcome JSON or '', 6 result grace ms, 7 how long the marker outlives the record.
+// 4 message, 5 outcome JSON or '', 6 result grace ms, 7 how long the marker outlives the record,
+// 8 input-requests mode ('keep'|'set'|'clear'), 9 input requests JSON.
 const TRANSITION = `${SUMMARY}
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {'not_found'} end
@@ -59,6 +60,8 @@ redis.call('HSET', KEYS[1], 'status', ARGV[2], 'lastUpdatedAt', tostring(now))
 if ARGV[3] == 'set' then redis.call('HSET', KEYS[1], 'statusMessage', ARGV[4])
 elseif ARGV[3] == 'clear' then redis.call('HDEL', KEYS[1], 'statusMessage') end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'outcome', ARGV[5]) end
+if ARGV[8] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'inputRequests')
+elseif ARGV[8] == 'set' then redis.call('HSET', KEYS[1], 'inputRequests', ARGV[9]) end
 if terminal[ARGV[2]] then
   local created = tonumber(redis.call('HGET', KEYS[1], 'createdAt'))
   local ttl = tonumber(redis.call('HGET', KEYS[1], 'ttlMs'))
@@ -73,7 +76,7 @@ return {'ok', unpack(fields)}
 
 const LIST_BATCH_EXTRA = 8;
 /** Every record field but the outcome; taskId first (its absence means no record). */
-const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'statusMessage', 'createdAt', 'createdAtUs', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs'] as const;
+const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'statusMessage', 'createdAt', 'createdAtUs', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs', 'inputRequests'] as const;
 
 /**
  * Tasks in Redis, shared by every replica: records are hashes that Redis expires itself, listing is a lexical
@@ -85,7 +88,8 @@ export class RedisTaskStore implements TaskStore {
   private readonly events = new EventEmitter();
   private subscriber: Redis | undefined;
   private subscribed: Promise<unknown> | undefined;
-  private cursors: Promise<CursorCodec> | undefined;
+  private secret: Promise<Buffer> | undefined;
+  private cursors: CursorCodec | undefined;
 
   constructor(
     readonly redis: Redis,
@@ -151,6 +155,8 @@ export class RedisTaskStore implements TaskStore {
       change.outcome === undefined ? '' : JSON.stringify(change.outcome),
       String(this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS),
       String(EXPIRED_MEMORY_MS),
+      change.inputRequests === undefined ? 'keep' : change.inputRequests === null ? 'clear' : 'set',
+      change.inputRequests ? JSON.stringify(change.inputRequests) : '',
     )) as string[];
     const [verdict, ...fields] = reply;
     if (verdict === 'not_found') return { ok: false, reason: 'not_found' };
@@ -240,18 +246,23 @@ export class RedisTaskStore implements TaskStore {
     this.subscribed = subscriber.subscribe(this.keys.taskEvents()).catch(() => undefined); // only on close
   }
 
-  /** All replicas sign cursors with one secret, created by whichever replica needs it first. */
-  private cursorCodec(): Promise<CursorCodec> {
-    this.cursors ??= (async () => {
-      const key = this.keys.cursorSecret();
+  /** All replicas sign with one secret, created by whichever replica needs it first. */
+  signingSecret(): Promise<Buffer> {
+    this.secret ??= (async () => {
+      const key = this.keys.signingSecret();
       await this.redis.set(key, randomBytes(32).toString('hex'), 'NX');
       const secret = await this.redis.get(key);
-      if (secret === null) throw new Error('the cursor secret vanished from Redis');
-      return new CursorCodec(Buffer.from(secret, 'hex'));
+      if (secret === null) throw new Error('the signing secret vanished from Redis');
+      return Buffer.from(secret, 'hex');
     })().catch((error: unknown) => {
-      this.cursors = undefined;
+      this.secret = undefined;
       throw error;
     });
+    return this.secret;
+  }
+
+  private async cursorCodec(): Promise<CursorCodec> {
+    this.cursors ??= new CursorCodec(await this.signingSecret());
     return this.cursors;
   }
 }
@@ -288,6 +299,7 @@ function parseTask(input: string[] | Record<string, string>): TaskRecord {
     pollIntervalMs: Number(fields.pollIntervalMs),
   };
   if (fields.statusMessage !== undefined) task.statusMessage = fields.statusMessage;
+  if (fields.inputRequests !== undefined) task.inputRequests = JSON.parse(fields.inputRequests) as TaskRecord['inputRequests'];
   if (fields.outcome !== undefined) task.outcome = JSON.parse(fields.outcome) as TaskRecord['outcome'];
   return task;
 }

@@ -2,7 +2,7 @@
 // against both). A task's outcome is stored once, exactly as the upstream gave it; each era derives its own
 // wire status from it when serializing.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Outcome } from '../jsonrpc.js';
+import type { JsonObject, Outcome } from '../jsonrpc.js';
 
 export const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -33,6 +33,11 @@ export interface TaskRecord {
   lastUpdatedAt: number;
   ttlMs: number;
   pollIntervalMs: number;
+  /**
+   * Requests the upstream is waiting on the client to answer, keyed by input key (unique for the task's life):
+   * `{ method, params }` each. Present only while the task is `input_required`.
+   */
+  inputRequests?: JsonObject;
   /** The upstream's answer (result or JSON-RPC error), set with the terminal transition that carries it. */
   outcome?: Outcome;
 }
@@ -45,6 +50,8 @@ export interface TaskChange {
   to: TaskStatus;
   /** Replaces the status message; `null` clears it; absent keeps it. */
   statusMessage?: string | null;
+  /** Replaces the outstanding input requests; `null` clears them; absent keeps them. A terminal status clears them. */
+  inputRequests?: JsonObject | null;
   outcome?: Outcome;
 }
 
@@ -85,6 +92,11 @@ export interface TaskStore {
    * returned function is called.
    */
   watch(taskId: string, listener: (task: TaskRecord) => void): () => void;
+  /**
+   * A secret shared by every replica using this store, for signing what the gateway hands to clients and must
+   * recognise later on any replica (list cursors, MRTR `requestState`).
+   */
+  signingSecret(): Promise<Buffer>;
   /** Resolves when the store answers; rejects with a reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

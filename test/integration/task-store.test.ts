@@ -102,6 +102,36 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
+    test('outstanding input requests: set, replaced, cleared, dropped at the terminal status, carried by events', async () => {
+      const store = await create();
+      const task = await store.create(newTask({ era: 'modern' }));
+      const seen: (object | undefined)[] = [];
+      const stop = store.watch(task.taskId, (t) => seen.push(t.inputRequests));
+      const first = { a1: { method: 'elicitation/create', params: { message: 'Name?' } } };
+      const both = { ...first, a2: { method: 'roots/list' } };
+      assert.deepEqual((await store.transition(task.taskId, { to: 'input_required', inputRequests: first })).ok, true);
+      assert.deepEqual((await store.get(task.taskId))?.inputRequests, first);
+      await store.transition(task.taskId, { to: 'input_required', inputRequests: both, statusMessage: 'two' });
+      assert.deepEqual((await store.get(task.taskId))?.inputRequests, both);
+      await store.transition(task.taskId, { to: 'input_required', statusMessage: 'kept' });
+      assert.deepEqual((await store.get(task.taskId))?.inputRequests, both);
+      await store.transition(task.taskId, { to: 'working', inputRequests: null });
+      assert.equal((await store.get(task.taskId))?.inputRequests, undefined);
+      await store.transition(task.taskId, { to: 'input_required', inputRequests: first });
+      await store.transition(task.taskId, { to: 'completed', outcome: { result: { content: [] } } });
+      assert.equal((await store.get(task.taskId, { outcome: true }))?.inputRequests, undefined);
+      await eventually(async () => seen.length === 6);
+      stop();
+      assert.deepEqual(seen, [first, both, both, undefined, first, undefined]);
+    });
+
+    test('one signing secret per store, stable across calls', async () => {
+      const store = await create();
+      const a = await store.signingSecret();
+      assert.ok(a.length >= 32);
+      assert.deepEqual(await store.signingSecret(), a);
+    });
+
     test('concurrent terminal transitions: exactly one wins', async () => {
       const store = await create();
       const { taskId } = await store.create(newTask());
