@@ -30,6 +30,17 @@ const REGISTRY = {
   method_not_allowed: { rpc: InvalidRequest, http: 405 },
   conflict: { rpc: InvalidRequest, http: 409 },
   shutting_down: { rpc: InternalError, http: 503 },
+  // 2026-07-28 (modern era): request-level failures answer with an HTTP status of their own.
+  /** A required `_meta` envelope key is missing or malformed. */
+  invalid_envelope: { rpc: InvalidParams, http: 400 },
+  /** An MCP header is missing, malformed, or disagrees with the body (HeaderMismatch). */
+  header_mismatch: { rpc: -32020, http: 400 },
+  /** The request needs a client capability it did not declare (MissingRequiredClientCapability). */
+  missing_capability: { rpc: -32021, http: 400 },
+  /** The request's protocol version is one the gateway does not speak (UnsupportedProtocolVersion). */
+  unsupported_version: { rpc: -32022, http: 400 },
+  /** Unknown or removed method, as a modern client is told (HTTP 404). */
+  modern_method_not_found: { rpc: MethodNotFound, http: 404 },
 } as const satisfies Record<string, { rpc: number; http: number }>;
 
 export type ErrorCode = keyof typeof REGISTRY;

@@ -2,6 +2,9 @@ import type { AddressInfo } from 'node:net';
 import type { GatewayConfig } from './config/types.js';
 import { Catalog } from './gateway/catalog.js';
 import { Router } from './gateway/router.js';
+import { ParkedExchanges, RequestStateCodec } from './modern/exchange.js';
+import { ListenHub } from './modern/listen.js';
+import { ModernRouter } from './modern/router.js';
 import { SessionRegistry } from './gateway/sessions.js';
 import { createFrontEnd } from './http/server.js';
 import type { JsonObject } from './jsonrpc.js';
@@ -44,12 +47,31 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
 
   const sessions = new SessionRegistry(config.sessions, config.sse, (session) => void router.release(session));
   router.sessions = sessions;
+  const listeners = new ListenHub(store, logger);
+  router.listeners = listeners;
+  const parked = new ParkedExchanges(config.mrtr.parkTimeoutMs);
+  let requestStates: Promise<RequestStateCodec> | undefined;
+  const modern = new ModernRouter({
+    catalog,
+    router,
+    tasks,
+    listeners,
+    parked,
+    // Signed with the store's shared secret, so any replica recognises a requestState (and none can forge one).
+    requestStates: () => (requestStates ??= store.signingSecret().then((secret) => new RequestStateCodec(secret)).catch((error: unknown) => {
+      requestStates = undefined;
+      throw error;
+    })),
+    logger,
+    version: VERSION,
+  });
 
   let shuttingDown = false;
   const app = createFrontEnd({
     config,
     logger,
     router,
+    modern,
     sessions,
     catalog,
     version: VERSION,
@@ -85,6 +107,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       shuttingDown = true;
       // Running tasks fail first, with a message that says why, before their sessions' upstream connections go.
       await tasks.close();
+      parked.close();
+      listeners.close();
       sessions.endAll(); // ends open SSE streams, which would otherwise hold the server open
       await app.close();
       await Promise.all(upstreams.map((u) => u.close()));

@@ -29,3 +29,25 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export function logLevelRank(level: unknown): number {
   return LOG_LEVELS.indexOf(level as LogLevel);
 }
+
+// ---- 2026-07-28 ("modern era"): stateless requests with a per-request `_meta` envelope ----
+
+export const MODERN_VERSION = '2026-07-28';
+/** Revisions served statelessly, newest first. */
+export const MODERN_VERSIONS = [MODERN_VERSION] as const;
+/** Every revision the gateway speaks, newest first (what `server/discover` and -32022 list). */
+export const SUPPORTED_VERSIONS: readonly string[] = [...MODERN_VERSIONS, ...LEGACY_VERSIONS];
+
+export function isModernVersion(version: string): boolean {
+  return (MODERN_VERSIONS as readonly string[]).includes(version);
+}
+
+export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
+export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
+export const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel';
+export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
+export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
+
+/** The Tasks extension (SEP-2663): how modern clients and servers declare it under `capabilities.extensions`. */
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';

@@ -346,6 +346,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
       connectTimeoutMs: u.connectTimeoutMs,
       headersTimeoutMs: u.headersTimeoutMs,
       bodyTimeoutMs: u.bodyTimeoutMs,
+      protocol: u.protocol,
     };
   });
 
@@ -361,6 +362,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
     tasks: { defaults, rules, immediateResponse: raw.tasks.immediateResponse },
     sessions: raw.sessions,
     sse: raw.sse,
+    mrtr: raw.mrtr,
     log: raw.log,
     shutdownTimeoutMs: raw.shutdownTimeoutMs,
   };

@@ -41,6 +41,7 @@ export function renderEffectiveConfig(config: GatewayConfig): string {
     tasks: config.tasks,
     sessions: config.sessions,
     sse: config.sse,
+    mrtr: config.mrtr,
     log: config.log,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
   };

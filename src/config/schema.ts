@@ -36,6 +36,8 @@ export const DEFAULTS = Object.freeze({
     'The tool is running as a background task. Its result will be available when the task completes; you can continue meanwhile.',
   logLevel: 'info',
   shutdownTimeoutMs: 10_000,
+  parkTimeoutMs: 300_000,
+  protocol: 'auto',
 } as const);
 
 export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
@@ -171,6 +173,7 @@ const httpShape = {
   connectTimeoutMs: int(0).default(DEFAULTS.connectTimeoutMs),
   headersTimeoutMs: int(0).default(DEFAULTS.headersTimeoutMs),
   bodyTimeoutMs: int(0).default(DEFAULTS.bodyTimeoutMs),
+  protocol: z.enum(['auto', 'legacy', 'modern']).default(DEFAULTS.protocol),
 };
 export const StreamableHttpUpstreamSchema = z.strictObject({ transport: z.literal('streamable-http'), ...httpShape });
 export const SseUpstreamSchema = z.strictObject({ transport: z.literal('sse'), ...httpShape });
@@ -232,6 +235,7 @@ export const SseSchema = z.strictObject({
   replayBufferSize: int(0).default(DEFAULTS.replayBufferSize),
   jsonWindowMs: int(0).default(DEFAULTS.jsonWindowMs),
 });
+export const MrtrSchema = z.strictObject({ parkTimeoutMs: int(1).default(DEFAULTS.parkTimeoutMs) });
 export const LogSchema = z.strictObject({ level: z.enum(LOG_LEVELS).default(DEFAULTS.logLevel) });
 
 export const RawConfigSchema = z.strictObject({
@@ -246,6 +250,7 @@ export const RawConfigSchema = z.strictObject({
   tasks: TasksSchema.prefault({}),
   sessions: SessionsSchema.prefault({}),
   sse: SseSchema.prefault({}),
+  mrtr: MrtrSchema.prefault({}),
   log: LogSchema.prefault({}),
   shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs),
 });
@@ -281,6 +286,8 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
           return keysOf(SessionsSchema);
         case 'sse':
           return keysOf(SseSchema);
+        case 'mrtr':
+          return keysOf(MrtrSchema);
         case 'log':
           return keysOf(LogSchema);
       }

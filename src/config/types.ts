@@ -62,6 +62,12 @@ export interface HttpUpstreamConfig extends UpstreamCommon {
   headersTimeoutMs: number;
   /** Deadline between body chunks. 0 = none (SSE streams may stay idle for a long time). */
   bodyTimeoutMs: number;
+  /**
+   * Which revisions the gateway speaks to it. `auto`: asks on connect (`server/discover` for 2026-07-28, then
+   * `initialize` for the session revisions) and speaks to each client in the client's own revision where the
+   * upstream speaks it. `legacy`: sessions only. `modern`: 2026-07-28 only.
+   */
+  protocol: 'auto' | 'legacy' | 'modern';
 }
 
 export type UpstreamConfig = StdioUpstreamConfig | HttpUpstreamConfig;
@@ -115,6 +121,14 @@ export interface SseConfig {
   jsonWindowMs: number;
 }
 
+export interface MrtrConfig {
+  /**
+   * A synchronous call whose upstream waits on input (an InputRequiredResult went to the client) is kept this
+   * long for the client's retry, then cancelled upstream.
+   */
+  parkTimeoutMs: number;
+}
+
 export interface LogConfig {
   level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -128,6 +142,7 @@ export interface GatewayConfig {
   tasks: TasksConfig;
   sessions: SessionsConfig;
   sse: SseConfig;
+  mrtr: MrtrConfig;
   log: LogConfig;
   /** Milliseconds allowed for graceful shutdown on SIGTERM before the process exits anyway; 0 = no deadline. */
   shutdownTimeoutMs: number;

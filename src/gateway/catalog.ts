@@ -47,6 +47,12 @@ export class Catalog {
     return upstream === undefined ? undefined : { upstream, name: exposedName.slice(upstream.config.prefix.length) };
   }
 
+  /** The upstream's definition of an exposed tool (for its input schema), when its upstream lists it. */
+  tool(exposedName: string): JsonObject | undefined {
+    const route = this.route('tools', exposedName);
+    return route?.upstream.catalog.tools.find((tool) => tool.name === route.name);
+  }
+
   /** Remembers which upstream listed a resource, so reads and subscriptions go back to it. */
   noteResources(upstream: Upstream, resources: readonly JsonObject[]): void {
     if (this.uriOwners.size > MAX_KNOWN_URIS) this.uriOwners.clear();

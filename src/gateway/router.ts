@@ -27,6 +27,8 @@ export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources
 export class Router implements UpstreamMessageSink {
   /** Set once the registry exists; upstream messages that arrive before then have no session to reach. */
   sessions: SessionRegistry | undefined;
+  /** Modern clients' listen streams, which get list changes and resource updates too. */
+  listeners: { broadcast(message: JsonRpcNotification): void } | undefined;
 
   constructor(
     private readonly catalog: Catalog,
@@ -173,7 +175,30 @@ export class Router implements UpstreamMessageSink {
     return upstream;
   }
 
-  private async list(session: ClientSession, method: string, params: JsonObject): Promise<JsonObject> {
+  private list(session: ClientSession, method: string, params: JsonObject): Promise<JsonObject> {
+    return this.listPage(
+      method,
+      params,
+      async (upstream, pageParams) => {
+        const connection = await upstream.connectionFor(session);
+        const outcome = await connection.request(method, pageParams, undefined, upstream.config.requestTimeoutMs).outcome;
+        if ('error' in outcome) throw new Error(outcome.error.message);
+        return outcome.result;
+      },
+      (tool) => this.decorateTool(session, tool),
+    );
+  }
+
+  /**
+   * One page of an aggregated list: the upstreams in order, one upstream page per gateway page (O(page)), names
+   * exposed with their prefixes. `fetchPage` asks one upstream in the client's era.
+   */
+  async listPage(
+    method: string,
+    params: JsonObject,
+    fetchPage: (upstream: Upstream, params: JsonObject) => Promise<JsonObject>,
+    decorateTool: (tool: JsonObject) => JsonObject = (tool) => tool,
+  ): Promise<JsonObject> {
     const { key, capability } = LIST_METHODS[method] ?? { key: 'tools', capability: 'tools' };
     const upstreams = this.catalog.upstreams;
     let index = 0;
@@ -187,16 +212,12 @@ export class Router implements UpstreamMessageSink {
     // An upstream that is down is left out (it shows in /readyz; list_changed follows when it is back) rather
     // than making every list wait for its connect timeout.
     const offers = (u: Upstream): boolean => u.state === 'ready' && u.capabilities[capability] !== undefined;
-    // One upstream page per gateway page keeps the cost O(page); empty pages are skipped.
     for (; index < upstreams.length; index++, cursor = undefined) {
       const upstream = upstreams[index] as Upstream;
       if (!offers(upstream)) continue;
       let page: JsonObject;
       try {
-        const connection = await upstream.connectionFor(session);
-        const outcome = await connection.request(method, cursor === undefined ? {} : { cursor }, undefined, upstream.config.requestTimeoutMs).outcome;
-        if ('error' in outcome) throw new Error(outcome.error.message);
-        page = outcome.result;
+        page = await fetchPage(upstream, cursor === undefined ? {} : { cursor });
       } catch (error) {
         // One broken upstream must not hide the others' tools; it is visible in /readyz and the log.
         this.logger.warn({ upstream: upstream.name, method, reason: (error as Error).message }, 'upstream left out of a list');
@@ -204,7 +225,7 @@ export class Router implements UpstreamMessageSink {
       }
       const items = Array.isArray(page[key]) ? (page[key] as JsonObject[]) : [];
       if (key === 'resources') this.catalog.noteResources(upstream, items);
-      const exposed = key === 'tools' ? items.map((item) => this.decorateTool(session, this.catalog.expose(upstream, item)))
+      const exposed = key === 'tools' ? items.map((item) => decorateTool(this.catalog.expose(upstream, item)))
         : key === 'prompts' ? items.map((item) => this.catalog.expose(upstream, item))
         : items;
       const next = page.nextCursor;
@@ -273,11 +294,14 @@ export class Router implements UpstreamMessageSink {
   // ---- upstream → client ----
 
   notification(upstream: Upstream, message: JsonRpcNotification, origin: MessageOrigin): void {
-    if (origin.kind === 'control') return; // The gateway's own connection; catalog refreshes happen in Upstream.
     const method = message.method;
+    // Connections not owned by one client (control, shared) carry what modern listen streams subscribe to.
+    if (origin.kind !== 'session' && (method.endsWith('/list_changed') || method === 'notifications/resources/updated')) this.listeners?.broadcast(message);
+    if (origin.kind === 'control') return; // The gateway's own connection; catalog refreshes happen in Upstream.
     if (origin.kind === 'session') {
       const session = origin.sessionId === undefined ? undefined : this.sessions?.peek(origin.sessionId);
       if (session !== undefined) this.toSession(session, upstream, message, origin.call);
+      else origin.call?.notify(message); // a call of modern clients, which have no session
       return;
     }
     // A connection shared by all sessions.
@@ -293,6 +317,7 @@ export class Router implements UpstreamMessageSink {
     if (origin.sessionId !== undefined) {
       const session = this.sessions?.peek(origin.sessionId);
       if (session !== undefined) this.toSession(session, upstream, message, origin.call);
+      else origin.call?.notify(message);
       return;
     }
     if (method === 'notifications/message' && !origin.ambiguous) {
@@ -306,6 +331,12 @@ export class Router implements UpstreamMessageSink {
 
   async request(upstream: Upstream, message: JsonRpcRequest, origin: MessageOrigin, signal: AbortSignal): Promise<Outcome> {
     const session = origin.sessionId === undefined ? undefined : this.sessions?.peek(origin.sessionId);
+    if (session === undefined && origin.call !== undefined) {
+      // A call of modern clients: the call's own context turns the request into MRTR or task input.
+      const request: { method: string; params?: JsonObject } = { method: message.method };
+      if (message.params !== undefined) request.params = message.params;
+      return origin.call.ask(request, signal);
+    }
     if (session === undefined) {
       const why = origin.ambiguous
         ? `calls from several clients are running on upstream '${upstream.name}' (shared stdio connection), so the gateway cannot tell which client to ask; configure isolation: per-session`
@@ -323,6 +354,9 @@ export class Router implements UpstreamMessageSink {
     // A refresh follows the upstream's own list_changed, which reaches the clients by itself. An upstream
     // that (re)connected may have brought tools, prompts or resources the clients have not seen.
     if (!reconnected) return;
+    this.listeners?.broadcast({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    if (upstream.capabilities.prompts !== undefined) this.listeners?.broadcast({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
+    if (upstream.capabilities.resources !== undefined) this.listeners?.broadcast({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
     for (const session of this.allSessions()) {
       session.deliver({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
       if (upstream.capabilities.prompts !== undefined) session.deliver({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });

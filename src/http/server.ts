@@ -21,12 +21,16 @@ import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
 import type { Catalog } from '../gateway/catalog.js';
 import { checkRequestOrigin } from './guards.js';
+import { isModernMessage } from '../modern/envelope.js';
+import type { ModernRouter } from '../modern/router.js';
+import { handleModernPost } from './modern-front.js';
 
 /** What the front end needs from the rest of the gateway. */
 export interface FrontEndDeps {
   config: GatewayConfig;
   logger: Logger;
   router: Router;
+  modern: ModernRouter;
   sessions: SessionRegistry;
   catalog: Catalog;
   version: string;
@@ -130,6 +134,9 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
   const body = request.body as unknown;
   if (typeof body === 'object' && body !== null && PARSE_FAILURE in body) {
     return sendJson(reply, 400, errorResponse(null, ParseError, `Parse error: ${(body as ParseFailure)[PARSE_FAILURE]}`));
+  }
+  if (isModernMessage(body, request.headers)) {
+    return handleModernPost({ modern: deps.modern, logger: deps.logger, keepAliveMs: deps.config.sse.keepAliveMs }, request, reply, body);
   }
   const batch = Array.isArray(body);
   const items = batch ? (body as unknown[]) : [body];

@@ -9,6 +9,8 @@ import { InvalidCursorError, isTerminal, newTaskId, type TaskRecord, type TaskSt
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './legacy-codec.js';
+import { ACK, detailedTask } from '../modern/codec.js';
+import type { InputRequest, ModernExchange } from '../modern/exchange.js';
 import { SlotLimiter } from './limiter.js';
 
 const LIST_PAGE_SIZE = 50;
@@ -20,7 +22,8 @@ const EXPIRED = 'Failed to retrieve task: Task has expired';
 /** A task whose upstream call runs in this process. */
 interface LocalRun {
   task: TaskRecord;
-  session: ClientSession;
+  /** The legacy session that created the task; undefined for tasks of modern clients. */
+  session: ClientSession | undefined;
   call: UpstreamCall | undefined;
   deadline: NodeJS.Timeout | undefined;
   /** Set once the task reached a terminal status through the engine (cancel, deadline): ignore the call's end. */
@@ -34,6 +37,11 @@ interface LocalRun {
   abort: AbortController;
   /** Concurrency slots held while the upstream call runs. */
   releases: (() => void)[];
+  /** Modern era: input requests the upstream waits on, by key, until tasks/update answers them. */
+  inputs: Map<string, { request: InputRequest; settle(outcome: Outcome): void }>;
+  nextInputKey: number;
+  /** Serialises writes of `inputs` to the store, so the last write always reflects the latest state. */
+  inputSync: Promise<unknown>;
 }
 
 /**
@@ -58,7 +66,7 @@ export class TaskEngine {
     return resolvePolicy(this.config, exposedToolName);
   }
 
-  /** Stores the task, starts the upstream call, and answers with CreateTaskResult. */
+  /** Stores the task, starts the upstream call, and answers with the 2025-11-25 CreateTaskResult. */
   async create(
     session: ClientSession,
     exposedName: string,
@@ -67,7 +75,54 @@ export class TaskEngine {
     requestedTtl: unknown,
   ): Promise<Outcome> {
     const policy = this.policyFor(exposedName);
-    const principal = principalOf(session);
+    const task = await this.open(principalOf(session), 'legacy', exposedName, upstream, policy, requestedTtl);
+    this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, session: session.sessionId }, 'task created');
+    const run = this.newRun(task, session);
+    session.activeTasks++;
+    // notifications/tasks/status on every change, to the session that created the task, until it is terminal.
+    const stopWatching = this.store.watch(task.taskId, (changed) => {
+      session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(changed) });
+      if (isTerminal(changed.status)) stopWatching();
+    });
+    const context: CallContext = {
+      sessionId: session.sessionId,
+      notify: (message) => this.relayNotification(run, message),
+      ask: (request, signal) => this.askClient(run, request, signal),
+    };
+    void this.execute(run, upstream, policy, true, async () => {
+      const connection = await upstream.connectionFor(session);
+      if (run.ended) return undefined; // cancelled while connecting: the upstream never hears of it
+      return connection.request('tools/call', params, context, 0);
+    });
+    return { result: createTaskResult(task, this.immediateResponse) };
+  }
+
+  /**
+   * A task for a modern client (Tasks extension). `exchange` is the upstream call: already running when the
+   * gateway waited `taskAfterMs` for it first (the task adopts it), else `start` starts it once a slot is free.
+   * From now on the upstream's questions are the task's input requests. Resolves with the stored task, which is
+   * readable on every replica by then.
+   */
+  async createModern(
+    principal: string,
+    exposedName: string,
+    upstream: Upstream,
+    exchange: ModernExchange,
+    start: (() => Promise<UpstreamCall | undefined>) | undefined,
+  ): Promise<TaskRecord> {
+    const policy = this.policyFor(exposedName);
+    const task = await this.open(principal, 'modern', exposedName, upstream, policy, undefined);
+    this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, era: 'modern' }, 'task created');
+    const run = this.newRun(task, undefined);
+    exchange.adopt((request, signal) => this.askModern(run, request, signal), run.abort.signal);
+    const running = exchange.call;
+    // A call that already runs holds no queue position to wait for: it is counted from here on.
+    void this.execute(run, upstream, policy, running === undefined, async () => running ?? (await start?.()));
+    return task;
+  }
+
+  /** Checks the principal's limit and stores a new task (durable before anyone hears of it). */
+  private async open(principal: string, era: 'legacy' | 'modern', exposedName: string, upstream: Upstream, policy: TaskPolicy, requestedTtl: unknown): Promise<TaskRecord> {
     const held = this.unfinished.get(principal) ?? 0;
     if (policy.maxTasksPerPrincipal > 0 && held >= policy.maxTasksPerPrincipal) {
       throw new GatewayError(
@@ -79,19 +134,15 @@ export class TaskEngine {
       ? Math.min(Math.floor(requestedTtl), policy.maxTtlMs)
       : Math.min(policy.ttlMs, policy.maxTtlMs);
     const task = await this.store
-      .create({
-        taskId: newTaskId(),
-        principal,
-        era: 'legacy',
-        tool: exposedName,
-        upstream: upstream.name,
-        ttlMs,
-        pollIntervalMs: policy.pollIntervalMs,
-      })
+      .create({ taskId: newTaskId(), principal, era, tool: exposedName, upstream: upstream.name, ttlMs, pollIntervalMs: policy.pollIntervalMs })
       .catch((error: unknown) => {
         throw storeUnavailable(error);
       });
-    this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, session: session.sessionId }, 'task created');
+    this.unfinished.set(principal, (this.unfinished.get(principal) ?? 0) + 1);
+    return task;
+  }
+
+  private newRun(task: TaskRecord, session: ClientSession | undefined): LocalRun {
     const run: LocalRun = {
       task,
       session,
@@ -104,17 +155,12 @@ export class TaskEngine {
       lastMessageAt: 0,
       abort: new AbortController(),
       releases: [],
+      inputs: new Map(),
+      nextInputKey: 1,
+      inputSync: Promise.resolve(),
     };
-    this.unfinished.set(principal, held + 1);
-    // notifications/tasks/status on every change, to the session that created the task, until it is terminal.
-    const stopWatching = this.store.watch(task.taskId, (changed) => {
-      session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(changed) });
-      if (isTerminal(changed.status)) stopWatching();
-    });
     this.runs.set(task.taskId, run);
-    session.activeTasks++;
-    void this.run(run, upstream, params, policy);
-    return { result: createTaskResult(task, this.immediateResponse) };
+    return run;
   }
 
   async get(taskId: unknown): Promise<Outcome> {
@@ -166,6 +212,93 @@ export class TaskEngine {
     return { result: legacyTask(changed.task) };
   }
 
+  // ---- modern era (Tasks extension) ----
+
+  /** The DetailedTask: result, error or outstanding input requests inlined. */
+  async getModern(taskId: unknown): Promise<Outcome> {
+    const task = await this.find(taskId, true);
+    return { result: { resultType: 'complete', ...detailedTask(task) } };
+  }
+
+  /**
+   * Routes each answer to the upstream request waiting on it; unknown or already answered keys are ignored. The
+   * store reflects what is still outstanding before this acknowledges, so a tasks/get right after sees it.
+   */
+  async updateModern(taskId: unknown, inputResponses: unknown): Promise<Outcome> {
+    if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses)) {
+      throw new GatewayError('invalid_params', 'tasks/update: params.inputResponses must be an object');
+    }
+    const task = await this.find(taskId);
+    const run = this.runs.get(task.taskId);
+    if (run === undefined || run.ended) return { result: { ...ACK } };
+    let answered = 0;
+    for (const [key, response] of Object.entries(inputResponses as JsonObject)) {
+      const input = run.inputs.get(key);
+      if (input === undefined || typeof response !== 'object' || response === null || Array.isArray(response)) continue;
+      run.inputs.delete(key);
+      input.settle({ result: response as JsonObject });
+      answered++;
+    }
+    if (answered > 0) await this.syncInputs(run);
+    return { result: { ...ACK } };
+  }
+
+  /** Acknowledges, terminal or not; a running task is recorded `cancelled` first, then its call is stopped. */
+  async cancelModern(taskId: unknown): Promise<Outcome> {
+    const task = await this.find(taskId);
+    if (!isTerminal(task.status)) {
+      const changed = await this.store
+        .transition(task.taskId, { to: 'cancelled', statusMessage: 'The task was cancelled by request.' })
+        .catch((error: unknown) => {
+          throw storeUnavailable(error);
+        });
+      const run = this.runs.get(task.taskId);
+      if (run !== undefined) this.endRun(run, 'the task was cancelled');
+      if (changed.ok) this.logger.info({ audit: 'task.cancelled', task: task.taskId, era: 'modern' }, 'task cancelled');
+    }
+    return { result: { ...ACK } };
+  }
+
+  /** The upstream asks during a modern task: the question becomes one of the task's keyed input requests. */
+  private askModern(run: LocalRun, request: InputRequest, signal: AbortSignal): Promise<Outcome> {
+    if (run.ended) return Promise.resolve({ error: { code: -32800, message: 'The task has ended' } });
+    const kind = request.method.split('/')[0] ?? 'input';
+    const key = `${kind}-${run.nextInputKey++}`;
+    const params = request.params === undefined ? undefined : withoutMeta(request.params);
+    return new Promise<Outcome>((resolve) => {
+      const onAbort = (): void => {
+        if (run.inputs.delete(key)) void this.syncInputs(run);
+        resolve({ error: { code: -32800, message: 'Request cancelled' } });
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      run.inputs.set(key, {
+        request: params === undefined ? { method: request.method } : { method: request.method, params },
+        settle: (outcome) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(outcome);
+        },
+      });
+      void this.syncInputs(run);
+    });
+  }
+
+  /** Writes the run's outstanding input requests (and the status they imply) to the store, in order. */
+  private syncInputs(run: LocalRun): Promise<unknown> {
+    run.inputSync = run.inputSync.then(async () => {
+      if (run.ended) return;
+      const inputRequests: JsonObject = {};
+      for (const [key, input] of run.inputs) inputRequests[key] = input.request;
+      const waiting = run.inputs.size > 0;
+      run.status = waiting ? 'input_required' : 'working';
+      await this.store
+        .transition(run.task.taskId, waiting
+          ? { to: 'input_required', inputRequests, statusMessage: `Waiting for the client to answer ${run.inputs.size} input request(s)` }
+          : { to: 'working', inputRequests: null, statusMessage: null })
+        .catch((error: unknown) => this.logger.error({ task: run.task.taskId, err: error }, 'could not record input requests'));
+    });
+    return run.inputSync;
+  }
+
   /** Stops every local run (gateway shutdown); their tasks fail with a message saying why. */
   async close(): Promise<void> {
     await Promise.all(
@@ -182,19 +315,17 @@ export class TaskEngine {
     );
   }
 
-  private async run(run: LocalRun, upstream: Upstream, params: JsonObject, policy: TaskPolicy): Promise<void> {
+  /** Runs the upstream call of a task (after its concurrency slots) and records how it ended. */
+  private async execute(run: LocalRun, upstream: Upstream, policy: TaskPolicy, queue: boolean, start: () => Promise<UpstreamCall | undefined>): Promise<void> {
     const taskId = run.task.taskId;
     let outcome: Outcome;
     try {
-      if (!(await this.takeSlots(run, upstream, policy))) return; // cancelled while queued
-      const connection = await upstream.connectionFor(run.session);
-      if (run.ended) return; // cancelled while connecting: the upstream never hears of it
-      const context: CallContext = {
-        sessionId: run.session.sessionId,
-        notify: (message) => this.relayNotification(run, message),
-        ask: (request, signal) => this.askClient(run, request, signal),
-      };
-      const call = connection.request('tools/call', params, context, 0);
+      if (queue && !(await this.takeSlots(run, upstream, policy))) return; // cancelled while queued
+      const call = await start();
+      if (call === undefined || run.ended) {
+        call?.cancel('the task ended before the call started');
+        return;
+      }
       run.call = call;
       if (policy.maxRunMs > 0) {
         run.deadline = setTimeout(() => void this.deadlinePassed(run, policy.maxRunMs), policy.maxRunMs);
@@ -259,7 +390,7 @@ export class TaskEngine {
   private endRun(run: LocalRun, cancelReason: string | undefined): void {
     if (run.ended) return;
     run.ended = true;
-    run.session.activeTasks--;
+    if (run.session !== undefined) run.session.activeTasks--;
     run.abort.abort(new Error(cancelReason ?? 'the task ended'));
     for (const release of run.releases.splice(0)) release();
     const principal = run.task.principal;
@@ -267,6 +398,8 @@ export class TaskEngine {
     if (held === 0) this.unfinished.delete(principal);
     else this.unfinished.set(principal, held);
     clearTimeout(run.deadline);
+    for (const input of run.inputs.values()) input.settle({ error: { code: -32800, message: 'The task has ended' } });
+    run.inputs.clear();
     if (cancelReason !== undefined) run.call?.cancel(cancelReason);
     this.runs.delete(run.task.taskId);
   }
@@ -274,7 +407,7 @@ export class TaskEngine {
   /** Progress goes to the client with its own token until the task ends, and into the task's status message. */
   private relayNotification(run: LocalRun, message: JsonRpcNotification): void {
     if (run.ended) return;
-    run.session.deliver(message);
+    run.session?.deliver(message);
     if (message.method !== 'notifications/progress') return;
     const now = Date.now();
     if (now - run.lastMessageAt < STATUS_MESSAGE_INTERVAL_MS) return;
@@ -298,6 +431,7 @@ export class TaskEngine {
     }
     const stream = [...run.resultStreams].find((s) => !s.finished);
     try {
+      if (run.session === undefined) return { error: { code: InternalError, message: 'The task has no client session to ask' } };
       return await run.session.ask({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, stream);
     } finally {
       run.outstandingInputs--;
@@ -349,6 +483,11 @@ export class TaskEngine {
 /** Until authentication exists, a task belongs to the session that created it (for listing). */
 export function principalOf(session: ClientSession): string {
   return `session:${session.sessionId}`;
+}
+
+function withoutMeta(params: JsonObject): JsonObject {
+  const { _meta: _ignored, ...rest } = params;
+  return rest;
 }
 
 function toolErrorText(result: JsonObject): string {

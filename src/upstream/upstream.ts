@@ -1,7 +1,7 @@
 import type { Agent } from 'undici';
 import type { UpstreamConfig } from '../config/types.js';
 import { upstreamUnavailable } from '../errors.js';
-import type { JsonObject, JsonRpcNotification, JsonRpcRequest, Outcome } from '../jsonrpc.js';
+import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { LATEST_LEGACY_VERSION } from '../protocol.js';
 import { UpstreamConnection, type CallContext, type ConnectionHandler } from './connection.js';
@@ -62,6 +62,7 @@ export class Upstream {
   catalog: UpstreamCatalog = { tools: [], prompts: [], resources: [], resourceTemplates: [] };
 
   private control: UpstreamConnection | undefined;
+  private readonly controlSubscriptions = new Set<string>();
   private readonly perSession = new Map<string, Promise<UpstreamConnection>>();
   private readonly agent: Agent | undefined;
   private restartDelayMs: number;
@@ -116,6 +117,22 @@ export class Upstream {
       return await connection;
     } catch (error) {
       throw upstreamUnavailable(this.name, (error as Error).message);
+    }
+  }
+
+  /**
+   * Subscribes to a resource on the gateway's own connection, whose updates reach modern listen streams; once
+   * per URI for the connection's life.
+   */
+  async subscribeControl(uri: string): Promise<void> {
+    const control = this.control;
+    if (control === undefined || !control.isOpen || this.controlSubscriptions.has(uri)) return;
+    if (this.capabilities.resources === undefined || asObject(this.capabilities.resources)?.subscribe !== true) return;
+    this.controlSubscriptions.add(uri);
+    const outcome = await control.request('resources/subscribe', { uri }, undefined, this.config.requestTimeoutMs).outcome;
+    if ('error' in outcome) {
+      this.controlSubscriptions.delete(uri);
+      throw new Error(outcome.error.message);
     }
   }
 
@@ -187,6 +204,7 @@ export class Upstream {
       };
       const result = await withTimeout(connection.open(params), this.config.requestTimeoutMs, 'initialize timed out');
       this.control = connection;
+      this.controlSubscriptions.clear();
       this.initializeResult = result;
       this.connectedAt = Date.now();
       await this.refreshCatalog();

@@ -1,0 +1,60 @@
+// POSTs of the 2026-07-28 era: one JSON-RPC message per request, validated (envelope, headers) before dispatch,
+// answered as JSON or, once there is something to stream first, as SSE.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError, toJsonRpcError } from '../errors.js';
+import { errorResponse, InvalidRequest, isRequest, toResponse, validateMessage, type JsonObject } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { checkRoutingHeaders, readEnvelope } from '../modern/envelope.js';
+import { ModernResponder } from '../modern/responder.js';
+import type { ModernRouter } from '../modern/router.js';
+
+export interface ModernFrontDeps {
+  modern: ModernRouter;
+  logger: Logger;
+  keepAliveMs: number;
+}
+
+function send(reply: FastifyReply, status: number, body: unknown): FastifyReply {
+  return reply.code(status).type('application/json').send(JSON.stringify(body));
+}
+
+export async function handleModernPost(deps: ModernFrontDeps, request: FastifyRequest, reply: FastifyReply, body: unknown): Promise<FastifyReply> {
+  if (Array.isArray(body)) return send(reply, 400, errorResponse(null, InvalidRequest, 'Invalid Request: batches are not part of protocol 2026-07-28; send one message per POST'));
+  const message = validateMessage(body);
+  if (typeof message === 'string') {
+    const id = (body as { id?: unknown }).id;
+    return send(reply, 400, errorResponse(typeof id === 'string' || typeof id === 'number' ? id : null, InvalidRequest, `Invalid Request: ${message}`));
+  }
+  // Notifications need no answer (the revision defines none a client sends over HTTP); responses have no request.
+  if (!isRequest(message)) return reply.code(202).send();
+
+  const headers = request.headers;
+  let client;
+  try {
+    client = readEnvelope(message, headers);
+    checkRoutingHeaders(message, headers);
+  } catch (error) {
+    const status = error instanceof GatewayError ? error.httpStatus : 500;
+    return send(reply, status, { jsonrpc: '2.0', id: message.id, error: toJsonRpcError(error) });
+  }
+
+  const canStream = (request.headers.accept ?? '').includes('text/event-stream');
+  if (message.method === 'subscriptions/listen' && !canStream) {
+    return send(reply, 406, { jsonrpc: '2.0', id: message.id, error: new GatewayError('not_acceptable', 'Not Acceptable: subscriptions/listen answers with text/event-stream').toJsonRpc() });
+  }
+  reply.hijack();
+  const responder = new ModernResponder(reply.raw, canStream, deps.keepAliveMs);
+  if (message.method === 'subscriptions/listen') {
+    try {
+      await deps.modern.listen(client, message, responder);
+    } catch (error) {
+      const status = error instanceof GatewayError ? error.httpStatus : 500;
+      responder.finish({ jsonrpc: '2.0', id: message.id, error: toJsonRpcError(error) }, status);
+    }
+    return reply;
+  }
+  const answer = await deps.modern.handle(client, message, headers, responder);
+  if (answer === undefined) responder.end();
+  else responder.finish(toResponse(message.id, answer.outcome) as unknown as JsonObject, answer.status);
+  return reply;
+}

@@ -1,0 +1,151 @@
+// The 2026-07-28 request envelope: which era a POST speaks, the per-request `_meta` fields, and the MCP headers
+// that must agree with the body (SEP-2575, SEP-2243). Everything here runs before dispatch.
+import { GatewayError } from '../errors.js';
+import { asObject, type JsonObject, type JsonRpcRequest } from '../jsonrpc.js';
+import {
+  isModernVersion,
+  isSupportedLegacyVersion,
+  logLevelRank,
+  LOG_LEVELS,
+  META_CLIENT_CAPABILITIES,
+  META_CLIENT_INFO,
+  META_LOG_LEVEL,
+  META_PROTOCOL_VERSION,
+  SUPPORTED_VERSIONS,
+  TASKS_EXTENSION,
+  type LogLevel,
+} from '../protocol.js';
+
+/** What a modern request says about its client; nothing is remembered between requests. */
+export interface ModernClient {
+  protocolVersion: string;
+  capabilities: JsonObject;
+  clientInfo: JsonObject | undefined;
+  /** Logs go to this request's stream only at or above this level; none when absent. */
+  logLevel: LogLevel | undefined;
+}
+
+/** Methods that exist only in the modern era: a request for one is modern even without a valid envelope. */
+const MODERN_ONLY_METHODS = new Set(['server/discover', 'subscriptions/listen']);
+
+type Headers = Record<string, string | string[] | undefined>;
+
+function header(headers: Headers, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Era of one POSTed message. Modern when the body carries the modern envelope, when the MCP-Protocol-Version
+ * header names a revision that is not a session revision, or when the method exists only in the modern era;
+ * everything else (initialize, session traffic) is legacy.
+ */
+export function isModernMessage(body: unknown, headers: Headers): boolean {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const message = body as JsonObject;
+  const meta = asObject(asObject(message.params)?._meta);
+  if (meta?.[META_PROTOCOL_VERSION] !== undefined) return true;
+  const version = header(headers, 'mcp-protocol-version');
+  if (version !== undefined && !isSupportedLegacyVersion(version) && version !== '2024-11-05') return true;
+  return typeof message.method === 'string' && MODERN_ONLY_METHODS.has(message.method);
+}
+
+/**
+ * Validates the envelope and the protocol headers in the order the revision's reference checks them: header
+ * present, envelope complete, header equals envelope, version supported.
+ */
+export function readEnvelope(request: JsonRpcRequest, headers: Headers): ModernClient {
+  const headerVersion = header(headers, 'mcp-protocol-version');
+  if (headerVersion === undefined) throw new GatewayError('header_mismatch', 'Header mismatch: the MCP-Protocol-Version header is required');
+  const meta = asObject(request.params?._meta);
+  if (meta === undefined) throw new GatewayError('invalid_envelope', 'Invalid params: params._meta with the request envelope is required');
+  const version = meta[META_PROTOCOL_VERSION];
+  if (typeof version !== 'string') throw new GatewayError('invalid_envelope', `Invalid params: _meta["${META_PROTOCOL_VERSION}"] must be a string`);
+  const capabilities = asObject(meta[META_CLIENT_CAPABILITIES]);
+  if (capabilities === undefined) throw new GatewayError('invalid_envelope', `Invalid params: _meta["${META_CLIENT_CAPABILITIES}"] must be an object`);
+  if (headerVersion !== version) {
+    throw new GatewayError('header_mismatch', `Header mismatch: MCP-Protocol-Version '${headerVersion}' does not match _meta protocolVersion '${version}'`);
+  }
+  if (!isModernVersion(version)) {
+    throw new GatewayError('unsupported_version', 'Unsupported protocol version', { supported: [...SUPPORTED_VERSIONS], requested: version });
+  }
+  const logLevel = meta[META_LOG_LEVEL];
+  if (logLevel !== undefined && logLevelRank(logLevel) < 0) {
+    throw new GatewayError('invalid_params', `Invalid params: _meta["${META_LOG_LEVEL}"] must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  return {
+    protocolVersion: version,
+    capabilities,
+    clientInfo: asObject(meta[META_CLIENT_INFO]),
+    logLevel: logLevel as LogLevel | undefined,
+  };
+}
+
+/** The body field `Mcp-Name` mirrors, per method. */
+function nameField(method: string): string | undefined {
+  if (method === 'tools/call' || method === 'prompts/get') return 'name';
+  if (method === 'resources/read') return 'uri';
+  if (method === 'tasks/get' || method === 'tasks/update' || method === 'tasks/cancel') return 'taskId';
+  return undefined;
+}
+
+/** `Mcp-Method` equals the body's method; `Mcp-Name` the name, URI or task id the method carries. */
+export function checkRoutingHeaders(request: JsonRpcRequest, headers: Headers): void {
+  const method = header(headers, 'mcp-method');
+  if (method === undefined) throw new GatewayError('header_mismatch', 'Header mismatch: the Mcp-Method header is required');
+  if (method.trim() !== request.method) {
+    throw new GatewayError('header_mismatch', `Header mismatch: Mcp-Method '${method}' does not match the request method '${request.method}'`);
+  }
+  const field = nameField(request.method);
+  if (field === undefined) return;
+  const expected = request.params?.[field];
+  if (typeof expected !== 'string') return; // the handler reports the missing parameter
+  const given = header(headers, 'mcp-name');
+  if (given === undefined) throw new GatewayError('header_mismatch', `Header mismatch: the Mcp-Name header is required for ${request.method}`);
+  if (decodeHeaderValue(given.trim()) !== expected) {
+    throw new GatewayError('header_mismatch', `Header mismatch: Mcp-Name does not match params.${field}`);
+  }
+}
+
+/**
+ * `Mcp-Param-<Name>` headers a tool's input schema asks clients to send (`x-mcp-header`), checked against the
+ * arguments: a value in the body needs its header, and they must agree.
+ */
+export function checkParamHeaders(tool: JsonObject | undefined, args: JsonObject | undefined, headers: Headers): void {
+  const properties = asObject(asObject(tool?.inputSchema)?.properties);
+  if (properties === undefined) return;
+  for (const [property, schema] of Object.entries(properties)) {
+    const headerName = asObject(schema)?.['x-mcp-header'];
+    if (typeof headerName !== 'string' || headerName === '') continue;
+    const value = args?.[property];
+    if (value === undefined || value === null) continue;
+    const given = header(headers, `mcp-param-${headerName.toLowerCase()}`);
+    if (given === undefined) throw new GatewayError('header_mismatch', `Header mismatch: Mcp-Param-${headerName} is required (argument '${property}')`);
+    const decoded = decodeHeaderValue(given.trim());
+    const matches = typeof value === 'number' ? decoded.trim() !== '' && Number(decoded) === value : String(value) === decoded;
+    if (!matches) throw new GatewayError('header_mismatch', `Header mismatch: Mcp-Param-${headerName} does not match argument '${property}'`);
+  }
+}
+
+const SENTINEL = /^=\?base64\?(.*)\?=$/s;
+const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** A header value, decoded when wrapped in the `=?base64?…?=` sentinel; strict, because Buffer.from is not. */
+export function decodeHeaderValue(value: string): string {
+  const match = SENTINEL.exec(value);
+  if (match === null) return value;
+  const encoded = match[1] ?? '';
+  if (!STRICT_BASE64.test(encoded)) throw new GatewayError('header_mismatch', 'Header mismatch: invalid base64 in an MCP header value');
+  return Buffer.from(encoded, 'base64').toString('utf8');
+}
+
+/** Whether the request declared the Tasks extension in its client capabilities. */
+export function declaresTasks(client: ModernClient): boolean {
+  return asObject(asObject(client.capabilities.extensions)?.[TASKS_EXTENSION]) !== undefined;
+}
+
+export function missingTasksExtension(what: string): GatewayError {
+  return new GatewayError('missing_capability', `${what} requires the ${TASKS_EXTENSION} extension; declare it in clientCapabilities.extensions`, {
+    requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+  });
+}

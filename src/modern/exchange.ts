@@ -1,0 +1,277 @@
+// One upstream call made on behalf of modern clients, across the several HTTP requests MRTR needs: the upstream
+// asks the client something, the gateway answers the client's request with an InputRequiredResult and parks the
+// call; the client's retry (carrying `inputResponses` and the signed `requestState`) resumes it. A call may also
+// be handed to the task engine, which then takes the upstream's questions as task input requests.
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { GatewayError } from '../errors.js';
+import { asObject, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import type { CallContext, UpstreamCall } from '../upstream/connection.js';
+
+export interface InputRequest {
+  method: string;
+  params?: JsonObject;
+}
+
+/** Client capability each input request needs. */
+export const INPUT_CAPABILITY: Record<string, string> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+
+/** Key prefix per kind of input request: readable, and unique within the call with the counter. */
+const KEY_PREFIX: Record<string, string> = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling', 'roots/list': 'roots' };
+
+/** Input requests arriving this close together are answered in one InputRequiredResult. */
+const GATHER_MS = 25;
+
+interface PendingInput {
+  request: InputRequest;
+  settle(outcome: Outcome): void;
+}
+
+export type ExchangeEvent =
+  | { kind: 'outcome'; outcome: Outcome }
+  | { kind: 'input'; inputRequests: JsonObject }
+  | { kind: 'missing_capability'; capability: string; method: string }
+  | { kind: 'timeout' };
+
+/** What the task engine supplies when it takes a call over. */
+export type TaskAsk = (request: InputRequest, signal: AbortSignal) => Promise<Outcome>;
+
+export class ModernExchange {
+  readonly id = randomUUID();
+  call: UpstreamCall | undefined;
+  /** Notifications go to the HTTP response currently waiting on this call (none while parked). */
+  notifySink: ((message: JsonRpcNotification) => void) | undefined;
+  private readonly pending = new Map<string, PendingInput>();
+  private nextKey = 1;
+  private outcome: Outcome | undefined;
+  private missing: { capability: string; method: string } | undefined;
+  private wake: (() => void) | undefined;
+  private taskAsk: TaskAsk | undefined;
+  /** Rounds answered so far: part of each requestState, so every round's state differs. */
+  round = 0;
+
+  constructor(
+    readonly sessionId: string,
+    private readonly capabilities: JsonObject,
+  ) {}
+
+  /** The context the upstream connection relates this call's notifications and requests to. */
+  context(): CallContext {
+    return {
+      sessionId: this.sessionId,
+      notify: (message) => this.notifySink?.(message),
+      ask: (request, signal) => this.ask(request, signal),
+    };
+  }
+
+  start(call: UpstreamCall): void {
+    this.call = call;
+    void call.outcome.then((outcome) => {
+      this.outcome = outcome;
+      this.wake?.();
+    });
+  }
+
+  get settled(): boolean {
+    return this.outcome !== undefined;
+  }
+
+  /** Input requests still waiting for an answer, keyed. */
+  outstanding(): JsonObject {
+    const requests: JsonObject = {};
+    for (const [key, input] of this.pending) requests[key] = input.request;
+    return requests;
+  }
+
+  /**
+   * Waits for what the client must be told next: the upstream's answer, the questions it is waiting on, a
+   * question the client cannot answer, or (with a window) that the window passed.
+   */
+  async next(windowMs: number | undefined): Promise<ExchangeEvent> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      for (;;) {
+        if (this.outcome !== undefined) return { kind: 'outcome', outcome: this.outcome };
+        if (this.missing !== undefined) return { kind: 'missing_capability', ...this.missing };
+        if (this.pending.size > 0) {
+          // Questions an upstream asks together (several concurrent requests) go out in one result.
+          await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
+          if (this.outcome !== undefined) continue;
+          if (this.pending.size > 0) return { kind: 'input', inputRequests: this.outstanding() };
+          continue;
+        }
+        const woken = new Promise<'woken'>((resolve) => (this.wake = () => resolve('woken')));
+        const waits: Promise<'woken' | 'timeout'>[] = [woken];
+        if (windowMs !== undefined) {
+          clearTimeout(timer);
+          waits.push(new Promise((resolve) => (timer = setTimeout(() => resolve('timeout'), windowMs))));
+        }
+        if ((await Promise.race(waits)) === 'timeout') {
+          if (this.outcome === undefined && this.pending.size === 0 && this.missing === undefined) return { kind: 'timeout' };
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+      this.wake = undefined;
+    }
+  }
+
+  /**
+   * Answers outstanding questions from a retry's `inputResponses`; keys the call is not waiting on are ignored.
+   * Returns how many were answered.
+   */
+  answer(inputResponses: JsonObject): number {
+    let answered = 0;
+    for (const [key, response] of Object.entries(inputResponses)) {
+      const input = this.pending.get(key);
+      const result = asObject(response);
+      if (input === undefined || result === undefined) continue;
+      this.pending.delete(key);
+      input.settle({ result });
+      answered++;
+    }
+    if (answered > 0) this.round++;
+    return answered;
+  }
+
+  /**
+   * The task engine takes the call over: later questions become task input requests, and questions already
+   * waiting are handed to it as well.
+   */
+  adopt(taskAsk: TaskAsk, signal: AbortSignal): void {
+    this.taskAsk = taskAsk;
+    this.notifySink = undefined;
+    for (const [key, input] of [...this.pending]) {
+      this.pending.delete(key);
+      void taskAsk(input.request, signal).then((outcome) => input.settle(outcome));
+    }
+  }
+
+  cancel(reason: string): void {
+    this.call?.cancel(reason);
+  }
+
+  private ask(request: InputRequest, signal: AbortSignal): Promise<Outcome> {
+    if (this.taskAsk !== undefined) return this.taskAsk(request, signal);
+    const capability = INPUT_CAPABILITY[request.method];
+    if (capability === undefined) {
+      return Promise.resolve({ error: { code: -32601, message: `taskgate cannot relay ${request.method} to a 2026-07-28 client` } });
+    }
+    if (this.capabilities[capability] === undefined) {
+      this.missing = { capability, method: request.method };
+      this.wake?.();
+      return Promise.resolve({ error: { code: -32021, message: `The client did not declare the '${capability}' capability` } });
+    }
+    const key = `${KEY_PREFIX[request.method] ?? 'input'}-${this.nextKey++}`;
+    return new Promise<Outcome>((resolve) => {
+      const onAbort = (): void => {
+        this.pending.delete(key);
+        resolve({ error: { code: -32800, message: 'Request cancelled' } });
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.pending.set(key, {
+        request: withoutRelayMeta(request),
+        settle: (outcome) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(outcome);
+        },
+      });
+      this.wake?.();
+    });
+  }
+}
+
+/** An input request as the client sees it: method and params, without transport-level `_meta` the upstream added. */
+function withoutRelayMeta(request: InputRequest): InputRequest {
+  const params = request.params;
+  if (params === undefined) return { method: request.method };
+  const { _meta: _ignored, ...rest } = params;
+  return { method: request.method, params: rest };
+}
+
+/** What a requestState binds: the parked call, the round, what was called, and until when it may resume. */
+interface RequestStatePayload {
+  /** Parked exchange id. */
+  x: string;
+  /** Round. */
+  r: number;
+  /** Method and name (tool or prompt name, or resource URI). */
+  m: string;
+  n: string;
+  /** Expiry, epoch ms. */
+  e: number;
+}
+
+/** Signs and checks `requestState`: any replica sharing the store's secret recognises it; nothing can forge it. */
+export class RequestStateCodec {
+  constructor(private readonly secret: Buffer) {}
+
+  encode(payload: RequestStatePayload): string {
+    const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
+    return `${body}.${this.sign(body)}`;
+  }
+
+  /** The payload, or an invalid-params error for state that was tampered with, is stale, or belongs elsewhere. */
+  decode(state: unknown, method: string, name: string, now = Date.now()): RequestStatePayload {
+    const invalid = (why: string): GatewayError => new GatewayError('invalid_params', `Invalid requestState: ${why}`);
+    if (typeof state !== 'string') throw invalid('it must be a string');
+    const [body, signature, extra] = state.split('.');
+    if (body === undefined || signature === undefined || extra !== undefined) throw invalid('it is malformed');
+    const expected = Buffer.from(this.sign(body));
+    const given = Buffer.from(signature);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw invalid('it was not issued by this gateway or was modified');
+    const payload = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as RequestStatePayload;
+    if (payload.m !== method || payload.n !== name) throw invalid('it was issued for a different request');
+    if (payload.e < now) throw invalid('it has expired');
+    return payload;
+  }
+
+  private sign(body: string): string {
+    return createHmac('sha256', this.secret).update('requestState\0').update(body).digest('base64url');
+  }
+}
+
+/** Calls waiting for a client's retry; one that is never resumed is cancelled upstream after `parkTimeoutMs`. */
+export class ParkedExchanges {
+  private readonly parked = new Map<string, { exchange: ModernExchange; timer: NodeJS.Timeout }>();
+
+  constructor(private readonly parkTimeoutMs: number) {}
+
+  park(exchange: ModernExchange): void {
+    this.unpark(exchange.id);
+    const timer = setTimeout(() => {
+      this.parked.delete(exchange.id);
+      exchange.cancel(`the client did not answer its input requests within ${this.parkTimeoutMs} ms`);
+    }, this.parkTimeoutMs);
+    timer.unref();
+    this.parked.set(exchange.id, { exchange, timer });
+  }
+
+  /** Takes a parked call back (the retry resumes it); undefined when unknown, expired or on another replica. */
+  unpark(id: string): ModernExchange | undefined {
+    const entry = this.parked.get(id);
+    if (entry === undefined) return undefined;
+    clearTimeout(entry.timer);
+    this.parked.delete(id);
+    return entry.exchange;
+  }
+
+  get size(): number {
+    return this.parked.size;
+  }
+
+  close(): void {
+    for (const { exchange, timer } of this.parked.values()) {
+      clearTimeout(timer);
+      exchange.cancel('the gateway shut down');
+    }
+    this.parked.clear();
+  }
+
+  deadline(): number {
+    return Date.now() + this.parkTimeoutMs;
+  }
+}

@@ -1,0 +1,65 @@
+import type { ServerResponse } from 'node:http';
+import type { JsonObject } from '../jsonrpc.js';
+
+/**
+ * The HTTP response of one modern request. It stays undecided until there is something to stream: a request
+ * answered with nothing before it gets plain JSON with the status its outcome calls for (a -32021 must still be
+ * able to become HTTP 400), and the first notification turns it into an SSE stream. No event ids: the revision
+ * has no resumption.
+ */
+export class ModernResponder {
+  private streaming = false;
+  private keepAlive: NodeJS.Timeout | undefined;
+  /** Aborted when the client goes away before the answer: the request is then cancelled. */
+  readonly gone: AbortSignal;
+
+  constructor(
+    private readonly raw: ServerResponse,
+    private readonly canStream: boolean,
+    private readonly keepAliveMs: number,
+  ) {
+    const gone = new AbortController();
+    this.gone = gone.signal;
+    raw.on('close', () => {
+      clearInterval(this.keepAlive);
+      if (!raw.writableFinished) gone.abort(new Error('the client closed the connection'));
+    });
+  }
+
+  /** Opens the SSE stream now (a listen stream must flush its headers at once). */
+  startStream(): void {
+    if (this.streaming || this.raw.destroyed) return;
+    this.streaming = true;
+    this.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+    this.raw.flushHeaders();
+    if (this.keepAliveMs > 0) {
+      this.keepAlive = setInterval(() => this.raw.write(': keep-alive\n\n'), this.keepAliveMs);
+      this.keepAlive.unref();
+    }
+  }
+
+  /** Sends a notification ahead of the answer; dropped when the client accepts JSON only. */
+  notify(message: JsonObject): void {
+    if (!this.canStream || this.raw.destroyed) return;
+    this.startStream();
+    this.raw.write(`data: ${JSON.stringify(message)}\n\n`);
+  }
+
+  /** Sends the answer and ends the response. */
+  finish(message: JsonObject, status: number): void {
+    clearInterval(this.keepAlive);
+    if (this.raw.destroyed) return;
+    if (this.streaming) {
+      this.raw.end(`data: ${JSON.stringify(message)}\n\n`);
+      return;
+    }
+    const body = JSON.stringify(message);
+    this.raw.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+  }
+
+  /** Ends a stream without an answer (listen streams on shutdown end with their result through finish). */
+  end(): void {
+    clearInterval(this.keepAlive);
+    if (!this.raw.destroyed) this.raw.end();
+  }
+}

@@ -1,0 +1,312 @@
+// Method → handler for 2026-07-28 requests. Each request stands alone: its envelope says who the client is and
+// what it can do. Calls to legacy upstreams are bridged: their questions to the client become MRTR rounds or,
+// for tools the gateway runs as tasks, task input requests; results get the revision's `resultType` and hints.
+import { createHash } from 'node:crypto';
+import { GatewayError, toJsonRpcError } from '../errors.js';
+import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { LATEST_LEGACY_VERSION, logLevelRank, META_SERVER_INFO, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../protocol.js';
+import { LIST_METHODS, type Catalog } from '../gateway/catalog.js';
+import type { Router } from '../gateway/router.js';
+import type { TaskEngine } from '../tasks/engine.js';
+import type { Upstream, SessionIdentity } from '../upstream/upstream.js';
+import { createTaskResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
+import { checkParamHeaders, declaresTasks, missingTasksExtension, type ModernClient } from './envelope.js';
+import { ModernExchange, ParkedExchanges, type RequestStateCodec } from './exchange.js';
+import type { ListenFilter, ListenHub } from './listen.js';
+import type { ModernResponder } from './responder.js';
+
+/** Until authentication exists, every modern client is the same principal; task ids are the bearer (README). */
+export const MODERN_PRINCIPAL = 'modern:anonymous';
+
+/** Methods that may answer with an InputRequiredResult (MRTR). */
+const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
+type Headers = Record<string, string | string[] | undefined>;
+
+export interface ModernAnswer {
+  outcome: Outcome;
+  /** HTTP status when the answer is sent as JSON. */
+  status: number;
+}
+
+export interface ModernRouterDeps {
+  catalog: Catalog;
+  router: Router;
+  tasks: TaskEngine;
+  listeners: ListenHub;
+  parked: ParkedExchanges;
+  requestStates: () => Promise<RequestStateCodec>;
+  logger: Logger;
+  version: string;
+}
+
+export class ModernRouter {
+  private readonly identities = new Map<string, SessionIdentity>();
+
+  constructor(private readonly deps: ModernRouterDeps) {}
+
+  /** Answers one request; request-level failures carry the HTTP status the revision gives them. */
+  async handle(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<ModernAnswer | undefined> {
+    try {
+      const outcome = await this.dispatch(client, request, headers, responder);
+      return outcome === undefined ? undefined : { outcome: modernOutcome(request.method, outcome), status: 200 };
+    } catch (error) {
+      if (!(error instanceof GatewayError)) this.deps.logger.error({ err: error, method: request.method }, 'modern request failed');
+      const status = error instanceof GatewayError && error.httpStatus >= 400 && error.httpStatus < 500 ? error.httpStatus : 200;
+      return { outcome: { error: toJsonRpcError(error) }, status };
+    }
+  }
+
+  /** A listen stream: validated, acknowledged, then open until the client leaves. */
+  async listen(client: ModernClient, request: JsonRpcRequest, responder: ModernResponder): Promise<void> {
+    const wanted = asObject(request.params?.notifications);
+    if (wanted === undefined) throw new GatewayError('invalid_params', 'subscriptions/listen: params.notifications must be an object');
+    const filter: ListenFilter = {};
+    for (const key of ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged'] as const) if (wanted[key] === true) filter[key] = true;
+    const uris = wanted.resourceSubscriptions;
+    if (Array.isArray(uris)) filter.resourceSubscriptions = uris.filter((u): u is string => typeof u === 'string' && this.deps.catalog.routeUri(u) !== undefined);
+    const taskIds = wanted.taskIds;
+    if (Array.isArray(taskIds) && taskIds.length > 0) {
+      if (!declaresTasks(client)) throw missingTasksExtension('subscriptions/listen with notifications.taskIds');
+      filter.taskIds = taskIds.filter((id): id is string => typeof id === 'string');
+    }
+    for (const uri of filter.resourceSubscriptions ?? []) void this.subscribeUpstream(uri);
+    await this.deps.listeners.open(request.id, filter, responder);
+  }
+
+  private async dispatch(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
+    const params = request.params ?? {};
+    if (LIST_METHODS[request.method] !== undefined) {
+      const result = await this.deps.router.listPage(request.method, withoutMeta(params), (upstream, page) => this.fetchPage(client, upstream, request.method, page));
+      return { result: modernResult(request.method, result) };
+    }
+    switch (request.method) {
+      case 'server/discover':
+        return { result: this.discover() };
+      case 'tools/call':
+      case 'prompts/get':
+      case 'resources/read':
+        return this.call(client, request, params, headers, responder);
+      case 'completion/complete':
+        return this.complete(client, request, params, responder);
+      case 'tasks/get':
+      case 'tasks/update':
+      case 'tasks/cancel':
+        if (!declaresTasks(client)) throw missingTasksExtension(request.method);
+        if (request.method === 'tasks/get') return this.deps.tasks.getModern(params.taskId);
+        if (request.method === 'tasks/update') return this.deps.tasks.updateModern(params.taskId, params.inputResponses);
+        return this.deps.tasks.cancelModern(params.taskId);
+      default:
+        // Includes what 2026-07-28 removed (initialize, ping, logging/setLevel, resources/subscribe, tasks/result,
+        // tasks/list): the revision answers those as unknown.
+        throw new GatewayError('modern_method_not_found', `Method not found: ${request.method}`);
+    }
+  }
+
+  private discover(): JsonObject {
+    const capabilities = this.deps.catalog.capabilities();
+    // Listing works (possibly empty) whatever the upstreams offer; listen carries their changes.
+    capabilities.tools = { ...asObject(capabilities.tools), listChanged: true };
+    capabilities.prompts = { ...asObject(capabilities.prompts), listChanged: true };
+    capabilities.resources = { ...asObject(capabilities.resources), listChanged: true };
+    capabilities.extensions = { ...asObject(capabilities.extensions), [TASKS_EXTENSION]: {} };
+    delete capabilities.tasks;
+    const result: JsonObject = {
+      resultType: 'complete',
+      supportedVersions: [...SUPPORTED_VERSIONS],
+      capabilities,
+      ttlMs: 0,
+      cacheScope: 'private',
+      _meta: { [META_SERVER_INFO]: { name: 'taskgate', title: 'taskgate MCP gateway', version: this.deps.version } },
+    };
+    const instructions = this.deps.catalog.instructions();
+    if (instructions !== undefined) result.instructions = instructions;
+    return result;
+  }
+
+  /**
+   * tools/call, prompts/get, resources/read. A retry carrying `requestState` resumes the parked call it names;
+   * a first request starts one, as a task at once, after `taskAfterMs`, or never, per the tool's policy and
+   * whether the request declared the Tasks extension.
+   */
+  private async call(client: ModernClient, request: JsonRpcRequest, params: JsonObject, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
+    const { upstream, upstreamParams, name } = this.route(request.method, params);
+    if (request.method === 'tools/call') checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
+    const inputResponses = params.inputResponses;
+    if (inputResponses !== undefined && (asObject(inputResponses) === undefined || Object.values(inputResponses as JsonObject).some((v) => asObject(v) === undefined))) {
+      throw new GatewayError('invalid_params', 'Invalid params: inputResponses must map each input key to the client\'s response object');
+    }
+    const policy = request.method === 'tools/call' ? this.deps.tasks.policyFor(name) : undefined;
+    const asTask = policy !== undefined && policy.mode !== 'forbidden' && declaresTasks(client);
+    if (policy?.mode === 'required' && !declaresTasks(client)) throw missingTasksExtension(`Tool '${name}'`);
+
+    let exchange: ModernExchange;
+    if (params.requestState !== undefined) {
+      const state = (await this.deps.requestStates()).decode(params.requestState, request.method, name);
+      const parked = this.deps.parked.unpark(state.x);
+      if (parked === undefined) {
+        throw new GatewayError('invalid_params', 'Invalid requestState: the call it resumes is no longer waiting (it expired or was cancelled); send the request again without requestState');
+      }
+      exchange = parked;
+      exchange.answer(asObject(inputResponses) ?? {});
+    } else {
+      const identity = this.identity(client);
+      exchange = new ModernExchange(identity.sessionId, client.capabilities);
+      const start = async (): Promise<ModernExchange['call']> => {
+        const connection = await upstream.connectionFor(identity);
+        const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
+        const call = connection.request(request.method, upstreamParams, exchange.context(), timeoutMs);
+        exchange.start(call);
+        return call;
+      };
+      if (asTask && policy.taskAfterMs === 0) {
+        const task = await this.deps.tasks.createModern(MODERN_PRINCIPAL, name, upstream, exchange, start);
+        return { result: createTaskResult(task) };
+      }
+      await start();
+    }
+    return this.await(client, request, name, upstream, exchange, asTask ? policy.taskAfterMs : undefined, responder);
+  }
+
+  /** Waits for what the call's client must hear next, and says it. */
+  private async await(
+    client: ModernClient,
+    request: JsonRpcRequest,
+    name: string,
+    upstream: Upstream,
+    exchange: ModernExchange,
+    taskAfterMs: number | undefined,
+    responder: ModernResponder,
+  ): Promise<Outcome | undefined> {
+    exchange.notifySink = (message) => this.relay(client, request, message, responder);
+    const gone = new Promise<'gone'>((resolve) => responder.gone.addEventListener('abort', () => resolve('gone'), { once: true }));
+    const event = await Promise.race([exchange.next(taskAfterMs), gone]);
+    exchange.notifySink = undefined;
+    if (event === 'gone') {
+      // Closing the response stream cancels the request (the revision has no other way to say it).
+      exchange.cancel('the client closed the request');
+      return undefined;
+    }
+    switch (event.kind) {
+      case 'outcome':
+        return event.outcome;
+      case 'input': {
+        if (!MRTR_METHODS.has(request.method)) throw new GatewayError('internal', `${request.method} cannot ask the client for input`);
+        this.deps.parked.park(exchange);
+        const state = (await this.deps.requestStates()).encode({ x: exchange.id, r: exchange.round, m: request.method, n: name, e: this.deps.parked.deadline() });
+        return { result: inputRequiredResult(event.inputRequests, state) };
+      }
+      case 'missing_capability':
+        exchange.cancel(`the client lacks the '${event.capability}' capability`);
+        throw new GatewayError('missing_capability', `The upstream asked for ${event.method}, which needs the '${event.capability}' client capability`, {
+          requiredCapabilities: { [event.capability]: {} },
+        });
+      case 'timeout': {
+        const task = await this.deps.tasks.createModern(MODERN_PRINCIPAL, name, upstream, exchange, undefined);
+        return { result: createTaskResult(task) };
+      }
+    }
+  }
+
+  /** Progress always; logs only when the request asked for a level, and only at or above it. */
+  private relay(client: ModernClient, request: JsonRpcRequest, message: JsonRpcNotification, responder: ModernResponder): void {
+    if (message.method === 'notifications/message') {
+      if (client.logLevel === undefined || logLevelRank(message.params?.level) < logLevelRank(client.logLevel)) return;
+    } else if (message.method !== 'notifications/progress') return;
+    if (message.method === 'notifications/progress' && asObject(request.params?._meta)?.progressToken === undefined) return;
+    responder.notify(message as unknown as JsonObject);
+  }
+
+  private async complete(client: ModernClient, request: JsonRpcRequest, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
+    const ref = asObject(params.ref);
+    let upstream: Upstream | undefined;
+    let forwarded = params;
+    if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const route = this.deps.catalog.route('prompts', ref.name);
+      if (route === undefined) throw new GatewayError('invalid_params', `Unknown prompt: ${ref.name}`);
+      upstream = route.upstream;
+      forwarded = { ...params, ref: { ...ref, name: route.name } };
+    } else if (ref?.type === 'ref/resource' && typeof ref.uri === 'string') {
+      upstream = this.deps.catalog.routeUri(ref.uri);
+      if (upstream === undefined) throw new GatewayError('invalid_params', `Resource not found: ${ref.uri}`, { uri: ref.uri });
+    } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
+    const identity = this.identity(client);
+    const exchange = new ModernExchange(identity.sessionId, client.capabilities);
+    const connection = await upstream.connectionFor(identity);
+    exchange.start(connection.request(request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
+    return this.await(client, request, '', upstream, exchange, undefined, responder);
+  }
+
+  private route(method: string, params: JsonObject): { upstream: Upstream; upstreamParams: JsonObject; name: string } {
+    // The retry fields and the envelope are the gateway's business; the upstream sees a plain request.
+    const { inputResponses: _responses, requestState: _state, task: _task, ...plain } = params;
+    const forwarded = withoutEnvelope(plain);
+    if (method === 'resources/read') {
+      const uri = params.uri;
+      if (typeof uri !== 'string') throw new GatewayError('invalid_params', 'params.uri must be a string');
+      const upstream = this.deps.catalog.routeUri(uri);
+      if (upstream === undefined) throw new GatewayError('invalid_params', 'Resource not found', { uri });
+      return { upstream, upstreamParams: forwarded, name: uri };
+    }
+    const name = params.name;
+    if (typeof name !== 'string') throw new GatewayError('invalid_params', `${method}: params.name must be a string`);
+    const kind = method === 'tools/call' ? 'tools' : 'prompts';
+    const route = this.deps.catalog.route(kind, name);
+    if (route === undefined) throw new GatewayError('invalid_params', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
+    return { upstream: route.upstream, upstreamParams: { ...forwarded, name: route.name }, name };
+  }
+
+  private async fetchPage(client: ModernClient, upstream: Upstream, method: string, page: JsonObject): Promise<JsonObject> {
+    const connection = await upstream.connectionFor(this.identity(client));
+    const outcome = await connection.request(method, page, undefined, upstream.config.requestTimeoutMs).outcome;
+    if ('error' in outcome) throw new Error(outcome.error.message);
+    return outcome.result;
+  }
+
+  /** Legacy upstreams get resource updates for listen streams through the gateway's own connection. */
+  private async subscribeUpstream(uri: string): Promise<void> {
+    const upstream = this.deps.catalog.routeUri(uri);
+    if (upstream === undefined || upstream.capabilities.resources === undefined) return;
+    await upstream.subscribeControl(uri).catch((error: Error) => this.deps.logger.debug({ uri, err: error }, 'could not subscribe upstream for a listener'));
+  }
+
+  /**
+   * Who modern clients are to a legacy upstream: one upstream session per set of client capabilities, so the
+   * upstream only asks for input the clients can give (the upstream decides what to ask from its session's
+   * capabilities).
+   */
+  private identity(client: ModernClient): SessionIdentity {
+    const capabilities: JsonObject = {};
+    for (const key of ['elicitation', 'sampling', 'roots'] as const) if (client.capabilities[key] !== undefined) capabilities[key] = client.capabilities[key];
+    const key = createHash('sha256').update(JSON.stringify(capabilities)).digest('base64url').slice(0, 12);
+    let identity = this.identities.get(key);
+    if (identity === undefined) {
+      identity = {
+        sessionId: `modern:${key}`,
+        protocolVersion: LATEST_LEGACY_VERSION,
+        capabilities,
+        clientInfo: { name: 'taskgate (for 2026-07-28 clients)', version: this.deps.version },
+      };
+      this.identities.set(key, identity);
+    }
+    return identity;
+  }
+}
+
+function withoutMeta(params: JsonObject): JsonObject {
+  const { _meta: _ignored, ...rest } = params;
+  return rest;
+}
+
+/** `_meta` without the envelope keys (a progress token and vendor keys stay). */
+function withoutEnvelope(params: JsonObject): JsonObject {
+  const meta = asObject(params._meta);
+  if (meta === undefined) return params;
+  const kept: JsonObject = {};
+  for (const [key, value] of Object.entries(meta)) if (!key.startsWith('io.modelcontextprotocol/')) kept[key] = value;
+  const out = { ...params };
+  if (Object.keys(kept).length === 0) delete out._meta;
+  else out._meta = kept;
+  return out;
+}
