@@ -109,7 +109,7 @@ export class Catalog {
 
   instructions(): string | undefined {
     const parts = this.upstreams.flatMap((u) => {
-      const text = u.initializeResult?.instructions;
+      const text = u.description?.instructions;
       return typeof text === 'string' && text.trim() !== '' ? [{ name: u.name, text }] : [];
     });
     if (parts.length === 0) return undefined;

@@ -145,7 +145,6 @@ export class Router implements UpstreamMessageSink {
     params: JsonObject,
     stream: EventStream | undefined,
   ): Promise<Outcome | undefined> {
-    const connection = await upstream.connectionFor(session);
     const context: CallContext = {
       sessionId: session.sessionId,
       notify: (message) => session.deliver(message, stream),
@@ -153,7 +152,7 @@ export class Router implements UpstreamMessageSink {
     };
     // Tool calls run as long as they run: their deadline is task policy, not a transport default.
     const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
-    const call = connection.request(request.method, params, context, timeoutMs);
+    const call = await upstream.callFor(session, request.method, params, context, timeoutMs);
     const inflight = { call, cancelled: false };
     session.inflight.set(request.id, inflight);
     const outcome = await call.outcome;
@@ -180,8 +179,7 @@ export class Router implements UpstreamMessageSink {
       method,
       params,
       async (upstream, pageParams) => {
-        const connection = await upstream.connectionFor(session);
-        const outcome = await connection.request(method, pageParams, undefined, upstream.config.requestTimeoutMs).outcome;
+        const outcome = await (await upstream.callFor(session, method, pageParams, undefined, upstream.config.requestTimeoutMs)).outcome;
         if ('error' in outcome) throw new Error(outcome.error.message);
         return outcome.result;
       },

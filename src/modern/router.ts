@@ -5,7 +5,8 @@ import { createHash } from 'node:crypto';
 import { GatewayError, toJsonRpcError } from '../errors.js';
 import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { LATEST_LEGACY_VERSION, logLevelRank, META_SERVER_INFO, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../protocol.js';
+import { LATEST_LEGACY_VERSION, logLevelRank, META_CLIENT_CAPABILITIES, META_SERVER_INFO, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../protocol.js';
+import type { ModernUpstreamClient } from '../upstream/modern-client.js';
 import { LIST_METHODS, type Catalog } from '../gateway/catalog.js';
 import type { Router } from '../gateway/router.js';
 import type { TaskEngine } from '../tasks/engine.js';
@@ -43,6 +44,8 @@ export interface ModernRouterDeps {
 
 export class ModernRouter {
   private readonly identities = new Map<string, SessionIdentity>();
+  /** Tasks that 2026-07-28 upstreams run themselves, by id: their tasks/* go to them. */
+  private readonly nativeTasks = new Map<string, Upstream>();
 
   constructor(private readonly deps: ModernRouterDeps) {}
 
@@ -78,7 +81,7 @@ export class ModernRouter {
   private async dispatch(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
     const params = request.params ?? {};
     if (LIST_METHODS[request.method] !== undefined) {
-      const result = await this.deps.router.listPage(request.method, withoutMeta(params), (upstream, page) => this.fetchPage(client, upstream, request.method, page));
+      const result = await this.deps.router.listPage(request.method, withoutMeta(params), (upstream, page) => this.fetchPage(client, upstream, request.method, page, params._meta));
       return { result: modernResult(request.method, result) };
     }
     switch (request.method) {
@@ -94,6 +97,10 @@ export class ModernRouter {
       case 'tasks/update':
       case 'tasks/cancel':
         if (!declaresTasks(client)) throw missingTasksExtension(request.method);
+        {
+          const native = typeof params.taskId === 'string' ? this.nativeTasks.get(params.taskId) : undefined;
+          if (native !== undefined) return this.nativeTask(client, request, native, responder);
+        }
         if (request.method === 'tasks/get') return this.deps.tasks.getModern(params.taskId);
         if (request.method === 'tasks/update') return this.deps.tasks.updateModern(params.taskId, params.inputResponses);
         return this.deps.tasks.cancelModern(params.taskId);
@@ -141,6 +148,13 @@ export class ModernRouter {
     const asTask = policy !== undefined && policy.mode !== 'forbidden' && declaresTasks(client);
     if (policy?.mode === 'required' && !declaresTasks(client)) throw missingTasksExtension(`Tool '${name}'`);
 
+    const nativeTasks = upstream.speaksModern && asObject(asObject(upstream.capabilities.extensions)?.[TASKS_EXTENSION]) !== undefined;
+    if (upstream.speaksModern && (!asTask || nativeTasks)) {
+      // The upstream speaks this revision: the request goes as the client sent it (its InputRequiredResults and
+      // requestState, and its own tasks, pass through unchanged).
+      return this.passThrough(client, request, { ...params, ...upstreamParams, _meta: params._meta }, upstream, responder, name, nativeTasks);
+    }
+
     let exchange: ModernExchange;
     if (params.requestState !== undefined) {
       const state = (await this.deps.requestStates()).decode(params.requestState, request.method, name);
@@ -153,10 +167,13 @@ export class ModernRouter {
     } else {
       const identity = this.identity(client);
       exchange = new ModernExchange(identity.sessionId, client.capabilities);
+      const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
       const start = async (): Promise<ModernExchange['call']> => {
-        const connection = await upstream.connectionFor(identity);
-        const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
-        const call = connection.request(request.method, upstreamParams, exchange.context(), timeoutMs);
+        const call = upstream.speaksModern
+          // A 2026-07-28 upstream without tasks of its own, run as a task by the gateway: its questions are
+          // re-asked through the exchange (MRTR with the gateway's keys, or task input requests).
+          ? (upstream.modern as ModernUpstreamClient).callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs })
+          : (await upstream.connectionFor(identity)).request(request.method, upstreamParams, exchange.context(), timeoutMs);
         exchange.start(call);
         return call;
       };
@@ -167,6 +184,39 @@ export class ModernRouter {
       await start();
     }
     return this.await(client, request, name, upstream, exchange, asTask ? policy.taskAfterMs : undefined, responder);
+  }
+
+  /** Forwards a request to a 2026-07-28 upstream as the client sent it; notifications stream back. */
+  private async passThrough(
+    client: ModernClient,
+    request: JsonRpcRequest,
+    params: JsonObject,
+    upstream: Upstream,
+    responder: ModernResponder,
+    name: string,
+    nativeTasks: boolean,
+  ): Promise<Outcome | undefined> {
+    const modern = upstream.modern as ModernUpstreamClient;
+    const outcome = await modern.request(request.method, params, {
+      onNotification: (message) => this.relay(client, request, message, responder),
+      signal: responder.gone,
+      tool: request.method === 'tools/call' ? this.deps.catalog.tool(name) : undefined,
+      ...(request.method === 'tools/call' ? {} : { timeoutMs: upstream.config.requestTimeoutMs }),
+    });
+    if (responder.gone.aborted) return undefined;
+    if (nativeTasks && 'result' in outcome && outcome.result.resultType === 'task' && typeof outcome.result.taskId === 'string') {
+      this.nativeTasks.set(outcome.result.taskId, upstream);
+    }
+    return outcome;
+  }
+
+  /** tasks/* for a task an upstream runs itself go to that upstream, as the client sent them. */
+  private async nativeTask(client: ModernClient, request: JsonRpcRequest, upstream: Upstream, responder: ModernResponder): Promise<Outcome | undefined> {
+    return (upstream.modern as ModernUpstreamClient).request(request.method, request.params ?? {}, {
+      signal: responder.gone,
+      timeoutMs: upstream.config.requestTimeoutMs,
+      onNotification: (message) => this.relay(client, request, message, responder),
+    });
   }
 
   /** Waits for what the call's client must hear next, and says it. */
@@ -231,6 +281,7 @@ export class ModernRouter {
       upstream = this.deps.catalog.routeUri(ref.uri);
       if (upstream === undefined) throw new GatewayError('invalid_params', `Resource not found: ${ref.uri}`, { uri: ref.uri });
     } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
+    if (upstream.speaksModern) return this.passThrough(client, request, forwarded, upstream, responder, '', false);
     const identity = this.identity(client);
     const exchange = new ModernExchange(identity.sessionId, client.capabilities);
     const connection = await upstream.connectionFor(identity);
@@ -257,7 +308,12 @@ export class ModernRouter {
     return { upstream: route.upstream, upstreamParams: { ...forwarded, name: route.name }, name };
   }
 
-  private async fetchPage(client: ModernClient, upstream: Upstream, method: string, page: JsonObject): Promise<JsonObject> {
+  private async fetchPage(client: ModernClient, upstream: Upstream, method: string, page: JsonObject, meta: unknown): Promise<JsonObject> {
+    if (upstream.speaksModern) {
+      const outcome = await (upstream.modern as ModernUpstreamClient).request(method, { ...page, _meta: meta }, { timeoutMs: upstream.config.requestTimeoutMs });
+      if ('error' in outcome) throw new Error(outcome.error.message);
+      return outcome.result;
+    }
     const connection = await upstream.connectionFor(this.identity(client));
     const outcome = await connection.request(method, page, undefined, upstream.config.requestTimeoutMs).outcome;
     if ('error' in outcome) throw new Error(outcome.error.message);
@@ -292,6 +348,14 @@ export class ModernRouter {
     }
     return identity;
   }
+}
+
+/** The client's envelope without the Tasks extension: the gateway, not the upstream, runs the task. */
+function withoutTasksExtension(meta: JsonObject | undefined): JsonObject {
+  const capabilities = asObject(meta?.[META_CLIENT_CAPABILITIES]) ?? {};
+  const extensions = { ...asObject(capabilities.extensions) };
+  delete extensions[TASKS_EXTENSION];
+  return { ...meta, [META_CLIENT_CAPABILITIES]: { ...capabilities, extensions } };
 }
 
 function withoutMeta(params: JsonObject): JsonObject {

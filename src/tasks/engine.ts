@@ -90,9 +90,8 @@ export class TaskEngine {
       ask: (request, signal) => this.askClient(run, request, signal),
     };
     void this.execute(run, upstream, policy, true, async () => {
-      const connection = await upstream.connectionFor(session);
-      if (run.ended) return undefined; // cancelled while connecting: the upstream never hears of it
-      return connection.request('tools/call', params, context, 0);
+      if (run.ended) return undefined; // cancelled while queued: the upstream never hears of it
+      return upstream.callFor(session, 'tools/call', params, context, 0);
     });
     return { result: createTaskResult(task, this.immediateResponse) };
   }

@@ -3,12 +3,13 @@ import type { UpstreamConfig } from '../config/types.js';
 import { upstreamUnavailable } from '../errors.js';
 import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { LATEST_LEGACY_VERSION } from '../protocol.js';
-import { UpstreamConnection, type CallContext, type ConnectionHandler } from './connection.js';
+import { LATEST_LEGACY_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, MODERN_VERSION } from '../protocol.js';
+import { UpstreamConnection, type CallContext, type ConnectionHandler, type UpstreamCall } from './connection.js';
 import { createUpstreamAgent } from './http-agent.js';
 import { LegacySseTransport } from './legacy-sse.js';
 import { StdioTransport } from './stdio.js';
 import { StreamableHttpTransport } from './streamable-http.js';
+import { ModernUpstreamClient } from './modern-client.js';
 import type { UpstreamTransport } from './transport.js';
 
 export type UpstreamState = 'starting' | 'ready' | 'down' | 'closed';
@@ -58,7 +59,13 @@ const STABLE_AFTER_MS = 10_000;
 export class Upstream {
   state: UpstreamState = 'starting';
   lastError: string | undefined;
+  /** Set when the upstream speaks the session revisions (it answered initialize). */
   initializeResult: JsonObject | undefined;
+  /** Set when the upstream speaks 2026-07-28 (it answered server/discover). */
+  discoverResult: JsonObject | undefined;
+  /** The stateless client for 2026-07-28, on Streamable HTTP upstreams not pinned to the session revisions. */
+  readonly modern: ModernUpstreamClient | undefined;
+  private listenAbort: AbortController | undefined;
   catalog: UpstreamCatalog = { tools: [], prompts: [], resources: [], resourceTemplates: [] };
 
   private control: UpstreamConnection | undefined;
@@ -78,6 +85,9 @@ export class Upstream {
   ) {
     this.logger = logger.child({ upstream: config.name });
     this.agent = config.transport === 'stdio' ? undefined : createUpstreamAgent(config);
+    if (config.transport === 'streamable-http' && config.protocol !== 'legacy' && this.agent !== undefined) {
+      this.modern = new ModernUpstreamClient(config.name, config.url, config.headers, this.agent, this.logger, { name: 'taskgate', version: gatewayVersion });
+    }
     this.restartDelayMs = config.transport === 'stdio' ? config.restart.initialDelayMs : 1000;
   }
 
@@ -91,7 +101,20 @@ export class Upstream {
   }
 
   get capabilities(): JsonObject {
-    return (this.initializeResult?.capabilities as JsonObject | undefined) ?? {};
+    return (asObject(this.initializeResult?.capabilities) ?? asObject(this.discoverResult?.capabilities)) ?? {};
+  }
+
+  get speaksModern(): boolean {
+    return this.discoverResult !== undefined && this.modern !== undefined;
+  }
+
+  get speaksLegacy(): boolean {
+    return this.initializeResult !== undefined;
+  }
+
+  /** What the upstream says about itself (instructions, server info), in whichever revision it answered. */
+  get description(): JsonObject | undefined {
+    return this.initializeResult ?? this.discoverResult;
   }
 
   /** Connects the control connection once; on failure keeps retrying in the background. */
@@ -136,6 +159,41 @@ export class Upstream {
     }
   }
 
+  /**
+   * Starts a call for a legacy-era client in whichever revision the upstream speaks: over the session's upstream
+   * connection, or, for an upstream that speaks only 2026-07-28, as stateless requests whose input rounds the
+   * context answers (the gateway asks the legacy client).
+   */
+  async callFor(session: SessionIdentity, method: string, params: JsonObject, context: CallContext | undefined, timeoutMs: number): Promise<UpstreamCall> {
+    if (this.speaksLegacy || !this.speaksModern) {
+      const connection = await this.connectionFor(session);
+      return connection.request(method, params, context, timeoutMs);
+    }
+    const client = this.modern as ModernUpstreamClient;
+    const envelope: JsonObject = {
+      [META_PROTOCOL_VERSION]: MODERN_VERSION,
+      [META_CLIENT_CAPABILITIES]: session.capabilities,
+      [META_CLIENT_INFO]: session.clientInfo ?? { name: 'taskgate', version: this.gatewayVersion },
+    };
+    const logLevel = (session as { logLevel?: unknown }).logLevel;
+    if (typeof logLevel === 'string') envelope[META_LOG_LEVEL] = logLevel;
+    const forwarded = { ...params, _meta: { ...asObject(params._meta), ...envelope } };
+    const tool = method === 'tools/call' ? this.catalog.tools.find((t) => t.name === params.name) : undefined;
+    const noContext: CallContext = {
+      sessionId: session.sessionId,
+      notify: () => undefined,
+      ask: async () => ({ error: { code: -32601, message: 'No client to ask' } }),
+    };
+    const call = client.callResolvingInput(method, forwarded, context ?? noContext, { tool, ...(timeoutMs > 0 ? { timeoutMs } : {}) });
+    // The 2025 era has no resultType; the answer goes back as that era's result.
+    const outcome = call.outcome.then((answer) => {
+      if ('error' in answer) return answer;
+      const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...result } = answer.result;
+      return { result };
+    });
+    return { ...call, outcome };
+  }
+
   /** Ends the session's own upstream connection (and with it the upstream session or child process). */
   async releaseSession(sessionId: string): Promise<void> {
     const connection = this.perSession.get(sessionId);
@@ -148,14 +206,19 @@ export class Upstream {
     const status: JsonObject = { name: this.name, transport: this.config.transport, state: this.state };
     if (!this.isShared) status.sessions = this.perSession.size;
     if (this.lastError !== undefined && this.state !== 'ready') status.error = this.lastError;
-    const serverInfo = this.initializeResult?.serverInfo;
+    const serverInfo = this.initializeResult?.serverInfo ?? asObject(this.discoverResult?._meta)?.['io.modelcontextprotocol/serverInfo'];
     if (serverInfo !== undefined) status.serverInfo = serverInfo;
+    const protocols: string[] = [];
+    if (this.speaksModern) protocols.push(MODERN_VERSION);
+    if (this.speaksLegacy) protocols.push(String(this.initializeResult?.protocolVersion));
+    if (protocols.length > 0) status.protocols = protocols;
     return status;
   }
 
   async close(): Promise<void> {
     this.state = 'closed';
     clearTimeout(this.restartTimer);
+    this.listenAbort?.abort();
     const sessions = [...this.perSession.keys()];
     await Promise.all(sessions.map((id) => this.releaseSession(id)));
     await this.control?.close().catch(() => undefined);
@@ -165,7 +228,10 @@ export class Upstream {
   /** Lists everything the upstream offers, following pagination, over the control connection. */
   async refreshCatalog(): Promise<void> {
     const connection = this.control;
-    if (connection === undefined || !connection.isOpen) return;
+    if (connection === undefined || !connection.isOpen) {
+      if (this.speaksModern) await this.refreshModernCatalog();
+      return;
+    }
     const caps = this.capabilities;
     const [tools, prompts, resources, resourceTemplates] = await Promise.all([
       caps.tools ? listAll(connection, 'tools/list', 'tools', this.config.requestTimeoutMs) : [],
@@ -174,6 +240,64 @@ export class Upstream {
       caps.resources ? listAll(connection, 'resources/templates/list', 'resourceTemplates', this.config.requestTimeoutMs) : [],
     ]);
     this.catalog = { tools, prompts, resources, resourceTemplates };
+  }
+
+  private async refreshModernCatalog(): Promise<void> {
+    const client = this.modern as ModernUpstreamClient;
+    const caps = this.capabilities;
+    const list = async (method: string, key: string): Promise<JsonObject[]> => {
+      const items: JsonObject[] = [];
+      let cursor: unknown;
+      for (let page = 0; page < 1000; page++) {
+        const params: JsonObject = { _meta: client.ownEnvelope() };
+        if (cursor !== undefined) params.cursor = cursor;
+        const outcome = await client.request(method, params, { timeoutMs: this.config.requestTimeoutMs });
+        if ('error' in outcome) throw new Error(`${method} failed: ${outcome.error.message}`);
+        const found = outcome.result[key];
+        if (Array.isArray(found)) items.push(...(found as JsonObject[]));
+        cursor = outcome.result.nextCursor;
+        if (cursor === undefined || cursor === null) break;
+      }
+      return items;
+    };
+    const [tools, prompts, resources, resourceTemplates] = await Promise.all([
+      caps.tools ? list('tools/list', 'tools') : [],
+      caps.prompts ? list('prompts/list', 'prompts') : [],
+      caps.resources ? list('resources/list', 'resources') : [],
+      caps.resources ? list('resources/templates/list', 'resourceTemplates') : [],
+    ]);
+    this.catalog = { tools, prompts, resources, resourceTemplates };
+  }
+
+  /** Asks a Streamable HTTP upstream whether it speaks 2026-07-28; remembers its discover result if so. */
+  private async discover(): Promise<void> {
+    this.discoverResult = undefined;
+    const client = this.modern;
+    if (client === undefined) return;
+    const outcome = await client.request('server/discover', { _meta: client.ownEnvelope() }, { timeoutMs: this.config.requestTimeoutMs });
+    const versions = 'result' in outcome ? outcome.result.supportedVersions : undefined;
+    if (Array.isArray(versions) && versions.includes(MODERN_VERSION)) this.discoverResult = (outcome as { result: JsonObject }).result;
+    else if (this.config.transport === 'streamable-http' && this.config.protocol === 'modern') {
+      throw new Error(`it does not speak ${MODERN_VERSION} (server/discover: ${'error' in outcome ? outcome.error.message : 'no supportedVersions'})`);
+    }
+  }
+
+  /** A 2026-07-28 upstream tells the gateway about list changes on a listen stream it keeps open. */
+  private listenForChanges(): void {
+    const client = this.modern;
+    if (client === undefined || !this.speaksModern) return;
+    this.listenAbort?.abort();
+    const abort = new AbortController();
+    this.listenAbort = abort;
+    const origin: MessageOrigin = { kind: 'control', sessionId: undefined, call: undefined, ambiguous: false };
+    void client.listen({ toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true }, (message) => {
+      if (message.method.endsWith('/list_changed')) {
+        this.refreshCatalog()
+          .then(() => this.sink.catalogChanged(this, false))
+          .catch((error: Error) => this.logger.warn({ err: error }, 'catalog refresh failed'));
+      }
+      this.sink.notification(this, message, origin);
+    }, abort.signal);
   }
 
   private createTransport(): UpstreamTransport {
@@ -186,6 +310,38 @@ export class Upstream {
 
   private async connectControl(): Promise<void> {
     if (this.state === 'closed') return;
+    try {
+      await this.discover();
+    } catch (error) {
+      this.markDown((error as Error).message);
+      return;
+    }
+    const pinnedModern = this.config.transport === 'streamable-http' && this.config.protocol === 'modern';
+    if (!pinnedModern) {
+      const failure = await this.connectLegacy();
+      // An upstream that speaks 2026-07-28 serves every client even when it does not also speak sessions.
+      if (failure !== undefined && !this.speaksModern) {
+        this.markDown(failure);
+        return;
+      }
+    }
+    try {
+      if (this.control === undefined) await this.refreshCatalog();
+    } catch (error) {
+      this.markDown((error as Error).message);
+      return;
+    }
+    this.connectedAt = Date.now();
+    this.state = 'ready';
+    this.lastError = undefined;
+    this.listenForChanges();
+    this.logger.info({ serverInfo: this.status().serverInfo, protocols: this.status().protocols }, 'upstream connected');
+    this.sink.catalogChanged(this, true);
+  }
+
+  /** The control connection in a session revision; resolves with why it failed, if it did. */
+  private async connectLegacy(): Promise<string | undefined> {
+    this.initializeResult = undefined;
     const transport = this.createTransport();
     const handler = this.handler('control', undefined, () => connection);
     const connection: UpstreamConnection = new UpstreamConnection(this.name, transport, {
@@ -206,18 +362,15 @@ export class Upstream {
       this.control = connection;
       this.controlSubscriptions.clear();
       this.initializeResult = result;
-      this.connectedAt = Date.now();
       await this.refreshCatalog();
-      this.state = 'ready';
-      this.lastError = undefined;
-      this.logger.info({ serverInfo: result.serverInfo, protocolVersion: result.protocolVersion }, 'upstream connected');
-      this.sink.catalogChanged(this, true);
+      return undefined;
     } catch (error) {
       const reason = (error as Error).message;
-      this.logger.warn({ reason }, 'cannot connect to upstream');
+      if (!this.speaksModern) this.logger.warn({ reason }, 'cannot connect to upstream');
       await connection.close().catch(() => undefined);
       this.control = undefined;
-      this.markDown(reason);
+      this.initializeResult = undefined;
+      return reason;
     }
   }
 

@@ -1,0 +1,177 @@
+// A client for upstreams that speak 2026-07-28: every request is its own POST carrying the envelope and the
+// MCP headers; the answer is JSON or an SSE stream of notifications ending with the response.
+import { request, type Agent } from 'undici';
+import { GatewayError, upstreamUnavailable } from '../errors.js';
+import { asObject, isNotification, validateMessage, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION } from '../protocol.js';
+import type { CallContext, UpstreamCall } from './connection.js';
+import { readSse } from './sse-reader.js';
+
+export interface ModernRequestOptions {
+  /** Notifications the upstream sends before its answer (progress, logs). */
+  onNotification?: (message: JsonRpcNotification) => void;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  /** The upstream's definition of the tool called, for the `Mcp-Param-*` headers its schema asks for. */
+  tool?: JsonObject | undefined;
+}
+
+/** Header values outside visible ASCII (or that look like the sentinel) travel base64-wrapped (SEP-2243). */
+export function encodeHeaderValue(value: string): string {
+  const plain = /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value) && !value.startsWith('=?base64?');
+  return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
+}
+
+export class ModernUpstreamClient {
+  private nextId = 1;
+
+  constructor(
+    readonly upstreamName: string,
+    private readonly url: string,
+    private readonly headers: Readonly<Record<string, string>>,
+    private readonly agent: Agent,
+    private readonly logger: Logger,
+    private readonly clientInfo: JsonObject,
+  ) {}
+
+  /** The envelope of requests the gateway makes for itself (discovery, catalog, listen). */
+  ownEnvelope(): JsonObject {
+    return { [META_PROTOCOL_VERSION]: MODERN_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_CLIENT_INFO]: this.clientInfo };
+  }
+
+  /** `params` must already carry `_meta` with an envelope (the client's, or ownEnvelope()). */
+  async request(method: string, params: JsonObject, options: ModernRequestOptions = {}): Promise<Outcome> {
+    const id = this.nextId++;
+    const signals = [options.signal, options.timeoutMs ? AbortSignal.timeout(options.timeoutMs) : undefined].filter((s): s is AbortSignal => s !== undefined);
+    const signal = signals.length === 0 ? undefined : AbortSignal.any(signals);
+    let response;
+    try {
+      response = await request(this.url, {
+        method: 'POST',
+        dispatcher: this.agent,
+        ...(signal ? { signal } : {}),
+        headers: this.requestHeaders(method, params, options.tool),
+        body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+      });
+    } catch (error) {
+      return { error: this.failure(error, method, options).toJsonRpc() };
+    }
+    const contentType = String(response.headers['content-type'] ?? '');
+    try {
+      if (contentType.includes('text/event-stream')) {
+        let outcome: Outcome | undefined;
+        const read = await readSse(response.body, (event) => {
+          const message = parse(event.data);
+          if (message === undefined) return;
+          if (isNotification(message)) options.onNotification?.(message);
+          else if ('id' in message && message.id === id && ('result' in message || 'error' in message)) {
+            outcome = 'result' in message ? { result: message.result } : { error: message.error };
+          }
+        });
+        if (outcome !== undefined) return outcome;
+        throw read.error ?? new Error('the upstream ended its stream without answering');
+      }
+      const text = await response.body.text();
+      const message = parse(text);
+      if (message !== undefined && 'id' in message && ('result' in message || 'error' in message)) {
+        return 'result' in message ? { result: message.result } : { error: message.error };
+      }
+      throw new Error(`HTTP ${response.statusCode} without a JSON-RPC answer${text ? `: ${text.slice(0, 200)}` : ''}`);
+    } catch (error) {
+      return { error: this.failure(error, method, options).toJsonRpc() };
+    }
+  }
+
+  /**
+   * A call whose InputRequiredResults the gateway resolves itself: each round's questions go to `context.ask`
+   * (a legacy client, or a task's input requests), and the call is retried with the answers until it completes.
+   */
+  callResolvingInput(method: string, params: JsonObject, context: CallContext, options: ModernRequestOptions = {}): UpstreamCall {
+    const abort = new AbortController();
+    const outcome = (async (): Promise<Outcome> => {
+      let current = params;
+      for (let round = 0; round < 100; round++) {
+        const answer = await this.request(method, current, { ...options, onNotification: (m) => context.notify(m), signal: abort.signal });
+        if ('error' in answer || answer.result.resultType !== 'input_required') return answer;
+        const inputRequests = asObject(answer.result.inputRequests) ?? {};
+        const responses: JsonObject = {};
+        await Promise.all(
+          Object.entries(inputRequests).map(async ([key, value]) => {
+            const input = asObject(value) ?? {};
+            const asked: { method: string; params?: JsonObject } = { method: String(input.method) };
+            const askedParams = asObject(input.params);
+            if (askedParams !== undefined) asked.params = askedParams;
+            const reply = await context.ask(asked, abort.signal);
+            if ('result' in reply) responses[key] = reply.result;
+          }),
+        );
+        if (abort.signal.aborted) return { error: { code: -32800, message: 'Request cancelled' } };
+        const { requestState: _previous, inputResponses: _answered, ...base } = params;
+        current = { ...base, inputResponses: responses };
+        if (typeof answer.result.requestState === 'string') current.requestState = answer.result.requestState;
+      }
+      return { error: { code: -32603, message: `Upstream '${this.upstreamName}' kept asking for input (100 rounds)` } };
+    })();
+    return { upstreamId: 0, outcome, cancel: (reason) => abort.abort(new Error(reason)) };
+  }
+
+  /**
+   * Keeps a subscriptions/listen stream open for the gateway (list changes), reopening it after drops, until
+   * `signal` aborts.
+   */
+  async listen(filter: JsonObject, onNotification: (message: JsonRpcNotification) => void, signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    while (!signal.aborted) {
+      const started = Date.now();
+      await this.request('subscriptions/listen', { notifications: filter, _meta: this.ownEnvelope() }, { onNotification, signal });
+      if (signal.aborted) return;
+      failures = Date.now() - started > 10_000 ? 0 : failures + 1;
+      const delay = Math.min(30_000, 500 * 2 ** Math.min(failures, 6));
+      this.logger.debug({ delay }, 'upstream listen stream ended; reopening');
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+    }
+  }
+
+  private requestHeaders(method: string, params: JsonObject, tool: JsonObject | undefined): Record<string, string> {
+    const headers: Record<string, string> = {
+      ...this.headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': MODERN_VERSION,
+      'mcp-method': method,
+    };
+    const name = method === 'tools/call' || method === 'prompts/get' ? params.name
+      : method === 'resources/read' ? params.uri
+      : method.startsWith('tasks/') ? params.taskId
+      : undefined;
+    if (typeof name === 'string') headers['mcp-name'] = encodeHeaderValue(name);
+    const properties = asObject(asObject(tool?.inputSchema)?.properties);
+    const args = asObject(params.arguments);
+    for (const [property, schema] of Object.entries(properties ?? {})) {
+      const headerName = asObject(schema)?.['x-mcp-header'];
+      const value = args?.[property];
+      if (typeof headerName !== 'string' || value === undefined || value === null) continue;
+      headers[`mcp-param-${headerName.toLowerCase()}`] = encodeHeaderValue(String(value));
+    }
+    return headers;
+  }
+
+  private failure(error: unknown, method: string, options: ModernRequestOptions): GatewayError {
+    if (options.signal?.aborted) return new GatewayError('upstream_unavailable', 'Request cancelled');
+    const reason = error instanceof Error ? error.message : String(error);
+    if (error instanceof Error && error.name === 'TimeoutError') {
+      return new GatewayError('upstream_timeout', `Upstream '${this.upstreamName}' did not answer ${method} within ${options.timeoutMs} ms`, { upstream: this.upstreamName });
+    }
+    return upstreamUnavailable(this.upstreamName, reason);
+  }
+}
+
+function parse(text: string): ReturnType<typeof validateMessage> extends infer T ? Exclude<T, string> | undefined : never {
+  try {
+    const message = validateMessage(JSON.parse(text));
+    return typeof message === 'string' ? undefined : message;
+  } catch {
+    return undefined;
+  }
+}
