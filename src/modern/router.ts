@@ -25,6 +25,9 @@ const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
 type Headers = Record<string, string | string[] | undefined>;
 
+/** HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion: HTTP 400 in this revision. */
+const REQUEST_LEVEL_ERRORS = new Set([-32020, -32021, -32022]);
+
 export interface ModernAnswer {
   outcome: Outcome;
   /** HTTP status when the answer is sent as JSON. */
@@ -53,7 +56,10 @@ export class ModernRouter {
   async handle(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<ModernAnswer | undefined> {
     try {
       const outcome = await this.dispatch(client, request, headers, responder);
-      return outcome === undefined ? undefined : { outcome: modernOutcome(request.method, outcome), status: 200 };
+      if (outcome === undefined) return undefined;
+      // Request-level errors an upstream answered (a capability the client lacks) keep their HTTP status.
+      const status = 'error' in outcome && REQUEST_LEVEL_ERRORS.has(outcome.error.code) ? 400 : 200;
+      return { outcome: modernOutcome(request.method, outcome), status };
     } catch (error) {
       if (!(error instanceof GatewayError)) this.deps.logger.error({ err: error, method: request.method }, 'modern request failed');
       const status = error instanceof GatewayError && error.httpStatus >= 400 && error.httpStatus < 500 ? error.httpStatus : 200;

@@ -240,6 +240,12 @@ export class Upstream {
       caps.resources ? listAll(connection, 'resources/templates/list', 'resourceTemplates', this.config.requestTimeoutMs) : [],
     ]);
     this.catalog = { tools, prompts, resources, resourceTemplates };
+    // An upstream that speaks both revisions may offer more (or richer definitions) to 2026-07-28 clients.
+    if (this.speaksModern) {
+      const legacy = this.catalog;
+      await this.refreshModernCatalog();
+      this.catalog = mergeCatalogs(this.catalog, legacy);
+    }
   }
 
   private async refreshModernCatalog(): Promise<void> {
@@ -449,6 +455,20 @@ export class Upstream {
       request: (message, call, signal) => this.sink.request(this, message, origin(call), signal),
     };
   }
+}
+
+/** Items of both, by name (or URI); `preferred`'s definition wins where both have one. */
+function mergeCatalogs(preferred: UpstreamCatalog, other: UpstreamCatalog): UpstreamCatalog {
+  const merge = (a: JsonObject[], b: JsonObject[], key: string): JsonObject[] => {
+    const seen = new Set(a.map((item) => item[key]));
+    return [...a, ...b.filter((item) => !seen.has(item[key]))];
+  };
+  return {
+    tools: merge(preferred.tools, other.tools, 'name'),
+    prompts: merge(preferred.prompts, other.prompts, 'name'),
+    resources: merge(preferred.resources, other.resources, 'uri'),
+    resourceTemplates: merge(preferred.resourceTemplates, other.resourceTemplates, 'uriTemplate'),
+  };
 }
 
 async function listAll(connection: UpstreamConnection, method: string, key: string, timeoutMs: number): Promise<JsonObject[]> {
