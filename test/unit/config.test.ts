@@ -67,6 +67,7 @@ describe('config: the contract example', () => {
       connectTimeoutMs: 10_000,
       headersTimeoutMs: 0,
       bodyTimeoutMs: 0,
+      protocol: 'auto',
     });
   });
 
@@ -97,6 +98,7 @@ describe('config: the contract example', () => {
     });
     assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000 });
     assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000, jsonWindowMs: 50 });
+    assert.deepEqual(config.mrtr, { parkTimeoutMs: 300_000 });
     assert.deepEqual(config.log, { level: 'info' });
     assert.equal(config.shutdownTimeoutMs, 10_000);
   });
@@ -343,10 +345,12 @@ describe('config: located errors', () => {
         'listen: { port: 70000, path: mcp, maxBodyBytes: 0 }',
         'upstreams:',
         '  a: { command: a, requestTimeoutMs: 1.5, isolation: per-client, restart: { initialDelayMs: 100, maxDelayMs: 10 } }',
+        '  b: { url: "http://127.0.0.1:1/mcp", protocol: 2026 }',
         'tasks:',
         '  defaults: { ttlMs: 10, maxTtlMs: 5 }',
         '  rules: [ { match: "" }, { match: x, tool: y }, { match: y, ttlMs: 99999999999 } ]',
         'sessions: { idleTimeoutMs: -1 }',
+        'mrtr: { parkTimeoutMs: 0 }',
         'log: { level: verbose }',
         'shutdownTimeoutMs: soon',
       ].join('\n'),
@@ -362,6 +366,8 @@ describe('config: located errors', () => {
       'tasks.rules[0].match',
       'tasks.rules[1].tool',
       'sessions.idleTimeoutMs',
+      'upstreams.b.protocol',
+      'mrtr.parkTimeoutMs',
       'log.level',
       'shutdownTimeoutMs',
     ]) {
