@@ -41,7 +41,9 @@ function header(headers: Headers, name: string): string | undefined {
  * everything else (initialize, session traffic) is legacy.
  */
 export function isModernMessage(body: unknown, headers: Headers): boolean {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  // A batch is judged by its first message (the modern era then refuses it as a batch).
+  if (Array.isArray(body)) return body.length > 0 && isModernMessage(body[0], headers);
+  if (typeof body !== 'object' || body === null) return false;
   const message = body as JsonObject;
   const meta = asObject(asObject(message.params)?._meta);
   if (meta?.[META_PROTOCOL_VERSION] !== undefined) return true;

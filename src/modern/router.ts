@@ -47,16 +47,16 @@ export interface ModernRouterDeps {
 
 export class ModernRouter {
   private readonly identities = new Map<string, SessionIdentity>();
-  /** Tasks that 2026-07-28 upstreams run themselves, by id: their tasks/* go to them. */
-  private readonly nativeTasks = new Map<string, Upstream>();
 
   constructor(private readonly deps: ModernRouterDeps) {}
 
   /** Answers one request; request-level failures carry the HTTP status the revision gives them. */
   async handle(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<ModernAnswer | undefined> {
     try {
+      const params = request.params ?? {};
       const outcome = await this.dispatch(client, request, headers, responder);
       if (outcome === undefined) return undefined;
+      if (request.method === 'resources/read' && 'error' in outcome) withUri(outcome.error, params.uri);
       // Request-level errors an upstream answered (a capability the client lacks) keep their HTTP status.
       const status = 'error' in outcome && REQUEST_LEVEL_ERRORS.has(outcome.error.code) ? 400 : 200;
       return { outcome: modernOutcome(request.method, outcome), status };
@@ -104,7 +104,8 @@ export class ModernRouter {
       case 'tasks/cancel':
         if (!declaresTasks(client)) throw missingTasksExtension(request.method);
         {
-          const native = typeof params.taskId === 'string' ? this.nativeTasks.get(params.taskId) : undefined;
+          const nativeUpstream = await this.deps.tasks.nativeUpstreamOf(params.taskId);
+          const native = this.deps.catalog.upstreams.find((u) => u.name === nativeUpstream && u.speaksModern);
           if (native !== undefined) return this.nativeTask(client, request, native, responder);
         }
         if (request.method === 'tasks/get') return this.deps.tasks.getModern(params.taskId);
@@ -154,7 +155,7 @@ export class ModernRouter {
     const asTask = policy !== undefined && policy.mode !== 'forbidden' && declaresTasks(client);
     if (policy?.mode === 'required' && !declaresTasks(client)) throw missingTasksExtension(`Tool '${name}'`);
 
-    const nativeTasks = upstream.speaksModern && asObject(asObject(upstream.capabilities.extensions)?.[TASKS_EXTENSION]) !== undefined;
+    const nativeTasks = upstream.speaksModern && asObject(asObject(upstream.modernCapabilities.extensions)?.[TASKS_EXTENSION]) !== undefined;
     if (upstream.speaksModern && (!asTask || nativeTasks)) {
       // The upstream speaks this revision: the request goes as the client sent it (its InputRequiredResults and
       // requestState, and its own tasks, pass through unchanged).
@@ -211,7 +212,8 @@ export class ModernRouter {
     });
     if (responder.gone.aborted) return undefined;
     if (nativeTasks && 'result' in outcome && outcome.result.resultType === 'task' && typeof outcome.result.taskId === 'string') {
-      this.nativeTasks.set(outcome.result.taskId, upstream);
+      const ttlMs = typeof outcome.result.ttlMs === 'number' && outcome.result.ttlMs > 0 ? outcome.result.ttlMs : this.deps.tasks.policyFor(name).ttlMs;
+      await this.deps.tasks.recordNative(outcome.result.taskId, name, upstream, ttlMs);
     }
     return outcome;
   }
@@ -354,6 +356,12 @@ export class ModernRouter {
     }
     return identity;
   }
+}
+
+/** A resource-not-found error names the URI (`data.uri`), as 2026-07-28 asks, whoever raised it. */
+function withUri(error: { code: number; data?: unknown }, uri: unknown): void {
+  if ((error.code !== -32002 && error.code !== -32602) || typeof uri !== 'string' || error.data !== undefined) return;
+  error.data = { uri };
 }
 
 /** The client's envelope without the Tasks extension: the gateway, not the upstream, runs the task. */

@@ -49,6 +49,7 @@ export class MemoryTaskStore implements TaskStore {
     this.lastCreatedUs = Math.max(this.lastCreatedUs + 1, Math.floor((performance.timeOrigin + performance.now()) * 1000));
     const task: TaskRecord = { ...input, status: 'working', createdAt: now, createdAtUs: this.lastCreatedUs, lastUpdatedAt: now };
     if (task.statusMessage === undefined) delete task.statusMessage;
+    if (task.native !== true) delete task.native;
     this.tasks.set(task.taskId, { task, expiresAt: undefined });
     const keys = this.index.get(task.principal) ?? [];
     const key = listingKey(task);

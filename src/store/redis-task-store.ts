@@ -76,7 +76,7 @@ return {'ok', unpack(fields)}
 
 const LIST_BATCH_EXTRA = 8;
 /** Every record field but the outcome; taskId first (its absence means no record). */
-const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'statusMessage', 'createdAt', 'createdAtUs', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs', 'inputRequests'] as const;
+const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'statusMessage', 'createdAt', 'createdAtUs', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs', 'inputRequests', 'native'] as const;
 
 /**
  * Tasks in Redis, shared by every replica: records are hashes that Redis expires itself, listing is a lexical
@@ -116,6 +116,7 @@ export class RedisTaskStore implements TaskStore {
       'pollIntervalMs', String(input.pollIntervalMs),
     ];
     if (input.statusMessage !== undefined) fields.push('statusMessage', input.statusMessage);
+    if (input.native === true) fields.push('native', '1');
     const created = (await this.command('taskgateCreate', this.keys.task(input.taskId), this.keys.taskEvents(), ...fields)) as string[] | null;
     if (created === null) throw new Error(`task ${input.taskId} already exists`);
     const task = parseTask(created);
@@ -299,6 +300,7 @@ function parseTask(input: string[] | Record<string, string>): TaskRecord {
     pollIntervalMs: Number(fields.pollIntervalMs),
   };
   if (fields.statusMessage !== undefined) task.statusMessage = fields.statusMessage;
+  if (fields.native === '1') task.native = true;
   if (fields.inputRequests !== undefined) task.inputRequests = JSON.parse(fields.inputRequests) as TaskRecord['inputRequests'];
   if (fields.outcome !== undefined) task.outcome = JSON.parse(fields.outcome) as TaskRecord['outcome'];
   return task;

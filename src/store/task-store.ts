@@ -40,10 +40,16 @@ export interface TaskRecord {
   inputRequests?: JsonObject;
   /** The upstream's answer (result or JSON-RPC error), set with the terminal transition that carries it. */
   outcome?: Outcome;
+  /**
+   * The upstream runs this task itself (a 2026-07-28 upstream's own task): the record only says where, so that
+   * every replica routes the task's methods there.
+   */
+  native?: boolean;
 }
 
 export type NewTask = Pick<TaskRecord, 'taskId' | 'principal' | 'era' | 'tool' | 'upstream' | 'ttlMs' | 'pollIntervalMs'> & {
   statusMessage?: string;
+  native?: boolean;
 };
 
 export interface TaskChange {

@@ -213,6 +213,33 @@ export class TaskEngine {
 
   // ---- modern era (Tasks extension) ----
 
+  /**
+   * Records a task a 2026-07-28 upstream runs itself, so that any replica routes its methods there. The record
+   * is terminal from the start (the gateway tracks no status for it) and expires with the task's TTL.
+   */
+  async recordNative(taskId: string, exposedName: string, upstream: Upstream, ttlMs: number): Promise<void> {
+    const unavailable = (error: unknown): never => {
+      throw storeUnavailable(error);
+    };
+    if ((await this.store.get(taskId).catch(unavailable)) !== undefined) {
+      // Native ids are the upstream's own; the gateway cannot route two tasks with one id.
+      throw new GatewayError('internal', `Upstream '${upstream.name}' returned task id '${taskId}', which another task already uses`);
+    }
+    await this.store
+      .create({ taskId, principal: MODERN_PRINCIPAL_NATIVE, era: 'modern', tool: exposedName, upstream: upstream.name, ttlMs, pollIntervalMs: 0, native: true })
+      .catch(unavailable);
+    await this.store.transition(taskId, { to: 'completed', statusMessage: `Runs on upstream '${upstream.name}'` }).catch(unavailable);
+  }
+
+  /** The upstream running a task itself, when `taskId` names such a task. */
+  async nativeUpstreamOf(taskId: unknown): Promise<string | undefined> {
+    if (typeof taskId !== 'string' || taskId === '') return undefined;
+    const task = await this.store.get(taskId).catch((error: unknown) => {
+      throw storeUnavailable(error);
+    });
+    return task?.native === true ? task.upstream : undefined;
+  }
+
   /** The DetailedTask: result, error or outstanding input requests inlined. */
   async getModern(taskId: unknown): Promise<Outcome> {
     const task = await this.find(taskId, true);
@@ -447,6 +474,9 @@ export class TaskEngine {
       throw storeUnavailable(error);
     };
     const task = await this.store.get(taskId, { outcome: withOutcome }).catch(unavailable);
+    if (task?.native === true) {
+      throw new GatewayError('invalid_params', `Task ${taskId} is run by upstream '${task.upstream}' itself; use its 2026-07-28 tasks methods`);
+    }
     if (task !== undefined) return task;
     const expired = await this.store.expired(taskId).catch(unavailable);
     throw new GatewayError('invalid_params', expired ? EXPIRED : NOT_FOUND);
@@ -478,6 +508,9 @@ export class TaskEngine {
     });
   }
 }
+
+/** Owner of native-task routing records (never listed: no client is this principal). */
+const MODERN_PRINCIPAL_NATIVE = 'gateway:native-tasks';
 
 /** Until authentication exists, a task belongs to the session that created it (for listing). */
 export function principalOf(session: ClientSession): string {

@@ -69,6 +69,8 @@ export class Upstream {
   catalog: UpstreamCatalog = { tools: [], prompts: [], resources: [], resourceTemplates: [] };
 
   private control: UpstreamConnection | undefined;
+  /** Names (and URIs) only the 2026-07-28 side of a dual-era upstream lists. */
+  private modernOnly = { tools: new Set<unknown>(), prompts: new Set<unknown>(), resources: new Set<unknown>() };
   private readonly controlSubscriptions = new Set<string>();
   private readonly perSession = new Map<string, Promise<UpstreamConnection>>();
   private readonly agent: Agent | undefined;
@@ -102,6 +104,24 @@ export class Upstream {
 
   get capabilities(): JsonObject {
     return (asObject(this.initializeResult?.capabilities) ?? asObject(this.discoverResult?.capabilities)) ?? {};
+  }
+
+  /** What the upstream offers 2026-07-28 clients (its server/discover capabilities). */
+  get modernCapabilities(): JsonObject {
+    return asObject(this.discoverResult?.capabilities) ?? {};
+  }
+
+  /**
+   * Whether a call must go to the upstream's 2026-07-28 side: a dual-era upstream may offer some tools, prompts
+   * or resources only there.
+   */
+  offersOnlyToModern(method: string, params: JsonObject): boolean {
+    if (!this.speaksModern) return false;
+    if (!this.speaksLegacy) return true;
+    if (method === 'tools/call') return this.modernOnly.tools.has(String(params.name));
+    if (method === 'prompts/get') return this.modernOnly.prompts.has(String(params.name));
+    if (method === 'resources/read') return this.modernOnly.resources.has(String(params.uri));
+    return false;
   }
 
   get speaksModern(): boolean {
@@ -165,7 +185,7 @@ export class Upstream {
    * context answers (the gateway asks the legacy client).
    */
   async callFor(session: SessionIdentity, method: string, params: JsonObject, context: CallContext | undefined, timeoutMs: number): Promise<UpstreamCall> {
-    if (this.speaksLegacy || !this.speaksModern) {
+    if (!this.offersOnlyToModern(method, params)) {
       const connection = await this.connectionFor(session);
       return connection.request(method, params, context, timeoutMs);
     }
@@ -244,7 +264,17 @@ export class Upstream {
     if (this.speaksModern) {
       const legacy = this.catalog;
       await this.refreshModernCatalog();
-      this.catalog = mergeCatalogs(this.catalog, legacy);
+      const modern = this.catalog;
+      const only = (items: JsonObject[], others: JsonObject[], key: string): Set<unknown> => {
+        const known = new Set(others.map((item) => item[key]));
+        return new Set(items.map((item) => item[key]).filter((name) => !known.has(name)));
+      };
+      this.modernOnly = {
+        tools: only(modern.tools, legacy.tools, 'name'),
+        prompts: only(modern.prompts, legacy.prompts, 'name'),
+        resources: only(modern.resources, legacy.resources, 'uri'),
+      };
+      this.catalog = mergeCatalogs(modern, legacy);
     }
   }
 
