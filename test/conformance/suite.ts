@@ -1,0 +1,211 @@
+/**
+ * Helpers of run.ts around the official conformance CLI (`@modelcontextprotocol/conformance`): finding a Node
+ * it runs on, listing scenarios, running one scenario per process with a time limit, reading its checks.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { REPO_ROOT } from '../fixtures/spawn.js';
+
+const CONFORMANCE_CLI = join(REPO_ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
+const execFileP = promisify(execFile);
+
+export type Status = 'pass' | 'warn' | 'fail' | 'timeout' | 'error' | 'skipped';
+
+export interface Check {
+  id: string;
+  name: string;
+  status: 'SUCCESS' | 'FAILURE' | 'WARNING' | 'INFO' | 'SKIPPED' | string;
+  description?: string;
+  errorMessage?: string;
+  details?: unknown;
+}
+
+export interface ScenarioResult {
+  status: Status;
+  checks: Check[];
+  note?: string;
+  ms: number;
+}
+
+export const CELL: Record<Status, string> = {
+  pass: 'pass',
+  warn: 'WARN',
+  fail: 'FAIL',
+  timeout: 'TIMEOUT',
+  error: 'ERROR',
+  skipped: 'skipped',
+};
+
+export function clip(s: string, n: number): string {
+  const one = s.replace(/\s+/g, ' ').trim();
+  return one.length > n ? `${one.slice(0, n)}…` : one;
+}
+
+/** The suite needs Node >= 22: this Node if new enough, else $CONFORMANCE_NODE, else one fetched by `npx -y node@24`. */
+export async function conformanceNode(): Promise<string> {
+  if (process.env.CONFORMANCE_NODE) return process.env.CONFORMANCE_NODE;
+  if (Number(process.versions.node.split('.')[0]) >= 22) return process.execPath;
+  const { stdout } = await execFileP('npx', ['-y', 'node@24', '-p', 'process.execPath'], { cwd: REPO_ROOT, timeout: 120_000 });
+  const path = stdout.trim().split('\n').pop()?.trim();
+  if (!path || !existsSync(path)) throw new Error(`could not locate a Node 24 binary via npx (got "${stdout}")`);
+  return path;
+}
+
+async function cli(node: string, args: string[]): Promise<string> {
+  const { stdout } = await execFileP(node, [CONFORMANCE_CLI, ...args], { cwd: REPO_ROOT });
+  return stdout;
+}
+
+/** `conformance list --server --spec-version <v>`: every server scenario applicable at that revision, active and pending. */
+export async function listSpecScenarios(node: string, specVersion: string): Promise<string[]> {
+  const stdout = await cli(node, ['list', '--server', '--spec-version', specVersion]);
+  const names: string[] = [];
+  for (const line of stdout.split('\n')) {
+    const m = /^\s+- (\S+)/.exec(line);
+    if (m?.[1]) names.push(m[1]);
+  }
+  if (names.length === 0) throw new Error(`conformance list returned no server scenarios:\n${stdout}`);
+  return names;
+}
+
+/** Why a scenario of a requirement set runs: scored (`required`) or only reported (`extension`, `pending`, ...). */
+export interface RequiredScenario {
+  name: string;
+  kind: string;
+}
+
+/**
+ * The server scenarios `conformance server --requirements <revision>` runs: the scored ones, then those it runs
+ * and reports but never scores (extensions such as tasks-*, pending ones). Parsed from
+ * `conformance list --server --requirements <revision>`, whose format is
+ *   Server scenarios (test against a server):
+ *     - name
+ *   (blank line, Client scenarios ...)
+ *   Run and reported, but never scored:
+ *     extension (16):
+ *       - name [server|client]
+ */
+export async function listRequirementScenarios(node: string, revision: string): Promise<RequiredScenario[]> {
+  const stdout = await cli(node, ['list', '--server', '--requirements', revision]);
+  const out: RequiredScenario[] = [];
+  let section: 'server' | 'client' | 'not-scored' | undefined;
+  let reason = '';
+  for (const line of stdout.split('\n')) {
+    if (/^Server scenarios/.test(line)) section = 'server';
+    else if (/^Client scenarios/.test(line)) section = 'client';
+    else if (/^Run and reported, but never scored/.test(line)) section = 'not-scored';
+    else if (section === 'server') {
+      const m = /^\s+- (\S+)\s*$/.exec(line);
+      if (m?.[1]) out.push({ name: m[1], kind: 'required' });
+    } else if (section === 'not-scored') {
+      const r = /^\s+([a-z][\w-]*) \(\d+\):\s*$/.exec(line);
+      if (r?.[1]) reason = r[1];
+      const m = /^\s+- (\S+) \[server\]\s*$/.exec(line);
+      if (m?.[1]) out.push({ name: m[1], kind: reason });
+    }
+  }
+  if (!out.some((s) => s.kind === 'required')) throw new Error(`conformance list --requirements ${revision} listed no server scenarios:\n${stdout}`);
+  return out;
+}
+
+function findChecks(dir: string): Check[] | undefined {
+  if (!existsSync(dir)) return undefined;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      const found = findChecks(p);
+      if (found) return found;
+    } else if (entry.name === 'checks.json') {
+      return JSON.parse(readFileSync(p, 'utf8')) as Check[];
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A scenario passes when it has checks and none is a FAILURE or a WARNING (the tool's own baseline rule). One the
+ * suite skips itself (only SKIPPED checks, e.g. tasks-status-notifications in 0.2.0-alpha.12) passes too; the
+ * report marks it.
+ */
+function statusOf(checks: Check[]): Status {
+  if (checks.length === 0) return 'error';
+  if (checks.some((c) => c.status === 'FAILURE')) return 'fail';
+  if (checks.some((c) => c.status === 'WARNING')) return 'warn';
+  return 'pass';
+}
+
+export interface ScenarioRun {
+  node: string;
+  url: string;
+  /** The wire revision the scenario runs at (`--spec-version`). */
+  specVersion: string;
+  /** `--force`: run scenarios not on that revision's timeline too (extensions such as tasks-*), as `--requirements` does. */
+  force?: boolean;
+  /** Kill the scenario's process after this long (the CLI's own per-scenario limit is 30 s). */
+  timeoutMs: number;
+  /** Epoch ms after which no scenario starts any more. */
+  deadline: number;
+}
+
+/** One scenario in its own conformance process, so that a hang costs one scenario and not the whole run. */
+export async function runScenario(run: ScenarioRun, scenario: string, outDir: string): Promise<ScenarioResult> {
+  const t0 = Date.now();
+  const timeoutMs = Math.min(run.timeoutMs, run.deadline - t0);
+  if (timeoutMs < 2000) return { status: 'skipped', checks: [], note: 'time budget exhausted', ms: 0 };
+  mkdirSync(outDir, { recursive: true });
+  const args = [CONFORMANCE_CLI, 'server', '--url', run.url, '--scenario', scenario, '--spec-version', run.specVersion, '-o', outDir];
+  if (run.force) args.push('--force');
+  const child = spawn(run.node, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, timeoutMs);
+  await new Promise<void>((res) => child.once('close', () => res()));
+  clearTimeout(timer);
+  writeFileSync(join(outDir, 'output.txt'), output);
+  const ms = Date.now() - t0;
+  if (timedOut) return { status: 'timeout', checks: [], note: `no result within ${timeoutMs} ms`, ms };
+  const checks = findChecks(outDir);
+  if (!checks) return { status: 'error', checks: [], note: `no checks.json; output:\n${output.slice(-1500)}`, ms };
+  return { status: statusOf(checks), checks, ms };
+}
+
+/**
+ * Runs `scenarios` with at most `concurrency` conformance processes at a time; results are under
+ * `<outRoot>/<scenario>` and come back in the order of `scenarios`. Progress goes to stderr.
+ */
+export async function runScenarios(
+  label: string,
+  run: ScenarioRun,
+  scenarios: string[],
+  outRoot: string,
+  concurrency = 1,
+): Promise<Map<string, ScenarioResult>> {
+  const results = new Map<string, ScenarioResult>();
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < scenarios.length) {
+      const s = scenarios[next++] as string;
+      const r = await runScenario(run, s, join(outRoot, s));
+      results.set(s, r);
+      process.stderr.write(`  [${label}] ${s}: ${r.status} (${(r.ms / 1000).toFixed(1)}s)\n`);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, scenarios.length)) }, worker));
+  return new Map(scenarios.map((s) => [s, results.get(s) as ScenarioResult]));
+}
+
+/** True when the suite itself skipped the scenario: it reported only SKIPPED (or INFO) checks, no SUCCESS. */
+export function skippedBySuite(r: ScenarioResult | undefined): boolean {
+  return r?.status === 'pass' && r.checks.some((c) => c.status === 'SKIPPED') && !r.checks.some((c) => c.status === 'SUCCESS');
+}
+
+export function allWith(scenarios: string[], status: Status, note: string): Map<string, ScenarioResult> {
+  return new Map(scenarios.map((s) => [s, { status, checks: [], note, ms: 0 }]));
+}
