@@ -135,7 +135,7 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
   if (typeof body === 'object' && body !== null && PARSE_FAILURE in body) {
     return sendJson(reply, 400, errorResponse(null, ParseError, `Parse error: ${(body as ParseFailure)[PARSE_FAILURE]}`));
   }
-  if (isModernMessage(body, request.headers)) {
+  if (isModernMessage(body, request.headers, (id) => deps.sessions.peek(id) !== undefined)) {
     return handleModernPost({ modern: deps.modern, logger: deps.logger, keepAliveMs: deps.config.sse.keepAliveMs }, request, reply, body);
   }
   const batch = Array.isArray(body);

@@ -36,17 +36,20 @@ function header(headers: Headers, name: string): string | undefined {
 }
 
 /**
- * Era of one POSTed message. Modern when the body carries the modern envelope, when the MCP-Protocol-Version
- * header names a revision that is not a session revision, or when the method exists only in the modern era;
- * everything else (initialize, session traffic) is legacy.
+ * Era of one POSTed message. Modern when the body carries the modern envelope; otherwise legacy when it belongs
+ * to a known session; otherwise modern when the MCP-Protocol-Version header names a revision that is not a
+ * session revision, or the method exists only in the modern era. Everything else (initialize, session traffic)
+ * is legacy.
  */
-export function isModernMessage(body: unknown, headers: Headers): boolean {
+export function isModernMessage(body: unknown, headers: Headers, isKnownSession: (id: string) => boolean): boolean {
   // A batch is judged by its first message (the modern era then refuses it as a batch).
-  if (Array.isArray(body)) return body.length > 0 && isModernMessage(body[0], headers);
+  if (Array.isArray(body)) return body.length > 0 && isModernMessage(body[0], headers, isKnownSession);
   if (typeof body !== 'object' || body === null) return false;
   const message = body as JsonObject;
   const meta = asObject(asObject(message.params)?._meta);
   if (meta?.[META_PROTOCOL_VERSION] !== undefined) return true;
+  const sessionId = header(headers, 'mcp-session-id');
+  if (sessionId !== undefined && isKnownSession(sessionId)) return false;
   const version = header(headers, 'mcp-protocol-version');
   if (version !== undefined && !isSupportedLegacyVersion(version) && version !== '2024-11-05') return true;
   return typeof message.method === 'string' && MODERN_ONLY_METHODS.has(message.method);
