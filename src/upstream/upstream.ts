@@ -253,11 +253,13 @@ export class Upstream {
       return;
     }
     const caps = this.capabilities;
+    const list = (method: string, key: string): Promise<JsonObject[]> =>
+      listAll((page) => connection.request(method, page, undefined, this.config.requestTimeoutMs).outcome, method, key);
     const [tools, prompts, resources, resourceTemplates] = await Promise.all([
-      caps.tools ? listAll(connection, 'tools/list', 'tools', this.config.requestTimeoutMs) : [],
-      caps.prompts ? listAll(connection, 'prompts/list', 'prompts', this.config.requestTimeoutMs) : [],
-      caps.resources ? listAll(connection, 'resources/list', 'resources', this.config.requestTimeoutMs) : [],
-      caps.resources ? listAll(connection, 'resources/templates/list', 'resourceTemplates', this.config.requestTimeoutMs) : [],
+      caps.tools ? list('tools/list', 'tools') : [],
+      caps.prompts ? list('prompts/list', 'prompts') : [],
+      caps.resources ? list('resources/list', 'resources') : [],
+      caps.resources ? list('resources/templates/list', 'resourceTemplates') : [],
     ]);
     this.catalog = { tools, prompts, resources, resourceTemplates };
     // An upstream that speaks both revisions may offer more (or richer definitions) to 2026-07-28 clients.
@@ -280,22 +282,9 @@ export class Upstream {
 
   private async refreshModernCatalog(): Promise<void> {
     const client = this.modern as ModernUpstreamClient;
-    const caps = this.capabilities;
-    const list = async (method: string, key: string): Promise<JsonObject[]> => {
-      const items: JsonObject[] = [];
-      let cursor: unknown;
-      for (let page = 0; page < 1000; page++) {
-        const params: JsonObject = { _meta: client.ownEnvelope() };
-        if (cursor !== undefined) params.cursor = cursor;
-        const outcome = await client.request(method, params, { timeoutMs: this.config.requestTimeoutMs });
-        if ('error' in outcome) throw new Error(`${method} failed: ${outcome.error.message}`);
-        const found = outcome.result[key];
-        if (Array.isArray(found)) items.push(...(found as JsonObject[]));
-        cursor = outcome.result.nextCursor;
-        if (cursor === undefined || cursor === null) break;
-      }
-      return items;
-    };
+    const caps = this.modernCapabilities;
+    const list = (method: string, key: string): Promise<JsonObject[]> =>
+      listAll((page) => client.request(method, { ...page, _meta: client.ownEnvelope() }, { timeoutMs: this.config.requestTimeoutMs }), method, key);
     const [tools, prompts, resources, resourceTemplates] = await Promise.all([
       caps.tools ? list('tools/list', 'tools') : [],
       caps.prompts ? list('prompts/list', 'prompts') : [],
@@ -501,11 +490,12 @@ function mergeCatalogs(preferred: UpstreamCatalog, other: UpstreamCatalog): Upst
   };
 }
 
-async function listAll(connection: UpstreamConnection, method: string, key: string, timeoutMs: number): Promise<JsonObject[]> {
+/** Every item of a paginated list; `fetchPage` asks for one page in whichever revision the upstream speaks. */
+async function listAll(fetchPage: (params: JsonObject) => Promise<Outcome>, method: string, key: string): Promise<JsonObject[]> {
   const items: JsonObject[] = [];
   let cursor: unknown;
   for (let page = 0; page < 1000; page++) {
-    const outcome = await connection.request(method, cursor === undefined ? {} : { cursor }, undefined, timeoutMs).outcome;
+    const outcome = await fetchPage(cursor === undefined ? {} : { cursor });
     if ('error' in outcome) throw new Error(`${method} failed: ${outcome.error.message}`);
     const list = outcome.result[key];
     if (Array.isArray(list)) items.push(...(list as JsonObject[]));
