@@ -753,6 +753,47 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
 });
 
 // ---------------------------------------------------------------------------------------------------------
+describe('2026-07-28 request lifetime and task limits', () => {
+  test('closing the response of a synchronous call cancels the upstream call', async () => {
+    const gateway = await stdioGateway();
+    try {
+      const baseline = await whoami(gateway.url);
+      const before = baseline.cancelled.filter((c) => c.tool === 'slow_compute').length;
+      const { body, headers } = modernRequest('tools/call', { name: 'slow_compute', arguments: { seconds: 30, label: 'abandoned' } });
+      const abort = new AbortController();
+      const response = fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal }).catch(() => undefined);
+      // The call is running once the fixture counted it beyond the whoami polls themselves; then the client goes away.
+      let polls = 0;
+      await eventually(async () => (await whoami(gateway.url)).calls >= baseline.calls + ++polls + 1);
+      abort.abort();
+      await response;
+      await eventually(async () => (await whoami(gateway.url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  test('concurrency holds for 2026-07-28 tasks: the second waits in working with a status message, then runs', async () => {
+    const gateway = await stdioGateway({
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow_compute', concurrency: 1 }] },
+    });
+    try {
+      const first = await createTask(gateway.url, 'slow_compute', { seconds: 1, label: 'first' });
+      const second = await createTask(gateway.url, 'slow_compute', { seconds: 0.2, label: 'second' });
+      const queued = await tasksGet(gateway.url, second);
+      assert.equal(queued.status, 'working');
+      assert.match(String(queued.statusMessage), /Queued behind 1 .*at most 1 at once/);
+      const done = await untilTask(gateway.url, second, ['completed', 'failed', 'cancelled']);
+      assert.equal(done.status, 'completed');
+      const firstDone = await tasksGet(gateway.url, first);
+      assert.equal(firstDone.status, 'completed', 'the first task finished before the queued one could');
+      assert.ok(Date.parse(String(firstDone.lastUpdatedAt)) <= Date.parse(String(done.lastUpdatedAt)));
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
 describe('Tasks extension with the Redis store', () => {
   test('a task created on one gateway is readable (tasks/get) on another sharing the Redis prefix', async () => {
     const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-modern-${process.pid}-${randomBytes(4).toString('hex')}` };
