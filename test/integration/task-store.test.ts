@@ -123,6 +123,7 @@ for (const [kind, create] of Object.entries(factories)) {
       await eventually(async () => seen.length === 6);
       stop();
       assert.deepEqual(seen, [first, both, both, undefined, first, undefined]);
+      await store.close();
     });
 
     test('one signing secret per store, stable across calls', async () => {
@@ -130,6 +131,7 @@ for (const [kind, create] of Object.entries(factories)) {
       const a = await store.signingSecret();
       assert.ok(a.length >= 32);
       assert.deepEqual(await store.signingSecret(), a);
+      await store.close();
     });
 
     test('concurrent terminal transitions: exactly one wins', async () => {
