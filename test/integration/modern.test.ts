@@ -773,6 +773,43 @@ describe('2026-07-28 request lifetime and task limits', () => {
     }
   });
 
+  test('maxTasksPerPrincipal holds for 2026-07-28 tasks; a finished task frees its place', async () => {
+    const gateway = await stdioGateway({
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100, maxTasksPerPrincipal: 1 } },
+    });
+    try {
+      const first = await createTask(gateway.url, 'slow_compute', { seconds: 0.5, label: 'held' });
+      const refused = await callTool(gateway.url, 'slow_compute', { seconds: 0.1, label: 'refused' }, { capabilities: EXT });
+      assert.match(String(refused.error?.message), /Too many unfinished tasks.*maxTasksPerPrincipal: 1/, show(refused));
+      await untilTask(gateway.url, first, ['completed', 'failed', 'cancelled']);
+      await eventually(async () => (await callTool(gateway.url, 'slow_compute', { seconds: 0.1, label: 'again' }, { capabilities: EXT })).result?.resultType === 'task');
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  test('a listen stream carries keep-alive comments while nothing happens', async () => {
+    const gateway = await stdioGateway({ sse: { keepAliveMs: 50 } });
+    try {
+      const { body, headers } = modernRequest('subscriptions/listen', { notifications: { toolsListChanged: true } });
+      const abort = new AbortController();
+      const response = await fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal });
+      assert.equal(response.status, 200);
+      assert.match(String(response.headers.get('content-type')), /text\/event-stream/);
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      let text = '';
+      while (!text.includes(': keep-alive')) {
+        const chunk = await reader.read();
+        if (chunk.done) break;
+        text += Buffer.from(chunk.value).toString('utf8');
+      }
+      abort.abort();
+      assert.match(text, /notifications\/subscriptions\/acknowledged[\s\S]*: keep-alive/);
+    } finally {
+      await gateway.close();
+    }
+  });
+
   test('concurrency holds for 2026-07-28 tasks: the second waits in working with a status message, then runs', async () => {
     const gateway = await stdioGateway({
       tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow_compute', concurrency: 1 }] },
