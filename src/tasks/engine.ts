@@ -42,6 +42,8 @@ interface LocalRun {
   nextInputKey: number;
   /** Serialises writes of `inputs` to the store, so the last write always reflects the latest state. */
   inputSync: Promise<unknown>;
+  /** Stops following the task's changes made elsewhere. */
+  stopWatching: () => void;
 }
 
 /**
@@ -157,8 +159,13 @@ export class TaskEngine {
       inputs: new Map(),
       nextInputKey: 1,
       inputSync: Promise.resolve(),
+      stopWatching: () => undefined,
     };
     this.runs.set(task.taskId, run);
+    // A task cancelled through another replica (or any other way) stops its upstream call here.
+    run.stopWatching = this.store.watch(task.taskId, (changed) => {
+      if (isTerminal(changed.status) && !run.ended) this.endRun(run, `the task was ${changed.status}`);
+    });
     return run;
   }
 
@@ -416,6 +423,7 @@ export class TaskEngine {
   private endRun(run: LocalRun, cancelReason: string | undefined): void {
     if (run.ended) return;
     run.ended = true;
+    run.stopWatching();
     if (run.session !== undefined) run.session.activeTasks--;
     run.abort.abort(new Error(cancelReason ?? 'the task ended'));
     for (const release of run.releases.splice(0)) release();

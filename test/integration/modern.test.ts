@@ -850,6 +850,24 @@ describe('Tasks extension with the Redis store', () => {
       await first.close();
     }
   });
+
+  test('tasks/cancel through another gateway stops the upstream call where the task runs', async () => {
+    const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-modern-${process.pid}-${randomBytes(4).toString('hex')}` };
+    const first = await stdioGateway({ store, tasks: TASKS_CONFIG });
+    let second: TestGateway | undefined;
+    try {
+      second = await stdioGateway({ store, tasks: TASKS_CONFIG });
+      const before = (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length;
+      const taskId = await createTask(first.url, 'slow_compute', { seconds: 30, label: 'cancel-elsewhere' });
+      const ack = await modern(second.url, 'tasks/cancel', { taskId }, { capabilities: EXT });
+      assert.deepEqual(ack.result, { resultType: 'complete' });
+      assert.equal((await tasksGet(first.url, taskId)).status, 'cancelled');
+      await eventually(async () => (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
+    } finally {
+      await second?.close();
+      await first.close();
+    }
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------------
