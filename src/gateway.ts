@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { GatewayConfig } from './config/types.js';
 import { Catalog } from './gateway/catalog.js';
+import { ReplicaLink } from './gateway/replicas.js';
 import { Router } from './gateway/router.js';
 import { ParkedExchanges, RequestStateCodec } from './modern/exchange.js';
 import { ListenHub } from './modern/listen.js';
@@ -47,6 +48,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
 
   const sessions = new SessionRegistry(config.sessions, config.sse, (session) => void router.release(session));
   router.sessions = sessions;
+  const replicas = new ReplicaLink(store, logger);
+  tasks.listen(replicas);
   const listeners = new ListenHub(store, logger);
   router.listeners = listeners;
   const parked = new ParkedExchanges(config.mrtr.parkTimeoutMs);
@@ -64,7 +67,11 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     })),
     logger,
     version: VERSION,
+    replicas,
   });
+  // A store outage must not stop the start (readiness reports it): the subscriptions complete when it is back.
+  const subscribed = replicas.start().catch((error: Error) => logger.warn({ err: error }, 'replica messaging is not available'));
+  await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
 
   let shuttingDown = false;
   const app = createFrontEnd({
@@ -109,6 +116,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       await tasks.close();
       parked.close();
       listeners.close();
+      replicas.close();
       sessions.endAll(); // ends open SSE streams, which would otherwise hold the server open
       await app.close();
       await Promise.all(upstreams.map((u) => u.close()));

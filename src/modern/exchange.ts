@@ -203,6 +203,8 @@ interface RequestStatePayload {
   n: string;
   /** Expiry, epoch ms. */
   e: number;
+  /** The replica holding the parked call. */
+  o: string;
 }
 
 /** Signs and checks `requestState`: any replica sharing the store's secret recognises it; nothing can forge it. */

@@ -1,13 +1,19 @@
 import type { ServerResponse } from 'node:http';
 import type { JsonObject } from '../jsonrpc.js';
 
+/** Where the notifications of a request's call go, and whether its client is still there. */
+export interface ResponseSink {
+  notify(message: JsonObject): void;
+  readonly gone: AbortSignal;
+}
+
 /**
  * The HTTP response of one modern request. It stays undecided until there is something to stream: a request
  * answered with nothing before it gets plain JSON with the status its outcome calls for (a -32021 must still be
  * able to become HTTP 400), and the first notification turns it into an SSE stream. No event ids: the revision
  * has no resumption.
  */
-export class ModernResponder {
+export class ModernResponder implements ResponseSink {
   private streaming = false;
   private keepAlive: NodeJS.Timeout | undefined;
   /** Aborted when the client goes away before the answer: the request is then cancelled. */

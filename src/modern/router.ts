@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { GatewayError, toJsonRpcError } from '../errors.js';
 import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { LATEST_LEGACY_VERSION, logLevelRank, META_CLIENT_CAPABILITIES, META_SERVER_INFO, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../protocol.js';
+import { LATEST_LEGACY_VERSION, logLevelRank, META_CLIENT_CAPABILITIES, MODERN_VERSION, META_SERVER_INFO, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../protocol.js';
 import type { ModernUpstreamClient } from '../upstream/modern-client.js';
 import { LIST_METHODS, type Catalog } from '../gateway/catalog.js';
 import type { Router } from '../gateway/router.js';
@@ -15,10 +15,13 @@ import { createTaskResult, inputRequiredResult, modernOutcome, modernResult } fr
 import { checkParamHeaders, declaresTasks, missingTasksExtension, type ModernClient } from './envelope.js';
 import { ModernExchange, ParkedExchanges, type RequestStateCodec } from './exchange.js';
 import type { ListenFilter, ListenHub } from './listen.js';
-import type { ModernResponder } from './responder.js';
+import type { ModernResponder, ResponseSink } from './responder.js';
+import type { ReplicaLink } from '../gateway/replicas.js';
 
 /** Until authentication exists, every modern client is the same principal; task ids are the bearer (README). */
 export const MODERN_PRINCIPAL = 'modern:anonymous';
+
+const STALE_STATE = 'Invalid requestState: the call it resumes is no longer waiting (it expired or was cancelled); send the request again without requestState';
 
 /** Methods that may answer with an InputRequiredResult (MRTR). */
 const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
@@ -43,12 +46,43 @@ export interface ModernRouterDeps {
   requestStates: () => Promise<RequestStateCodec>;
   logger: Logger;
   version: string;
+  replicas: ReplicaLink;
 }
 
 export class ModernRouter {
   private readonly identities = new Map<string, SessionIdentity>();
 
-  constructor(private readonly deps: ModernRouterDeps) {}
+  constructor(private readonly deps: ModernRouterDeps) {
+    deps.replicas.on('mrtr.resume', (body, peer) => this.resumeForPeer(body, peer));
+  }
+
+  /** A retry that reached another replica, for a call parked here: resumed here, answered through the peer. */
+  private async resumeForPeer(body: JsonObject, peer: { accept(): void; emit(event: JsonObject): void }): Promise<JsonObject> {
+    const method = String(body.method);
+    const name = String(body.name);
+    const exchange = this.deps.parked.unpark(String(body.x));
+    if (exchange === undefined) return { outcome: { error: new GatewayError('invalid_params', STALE_STATE).toJsonRpc() } };
+    peer.accept();
+    exchange.answer(asObject(body.inputResponses) ?? {});
+    const upstream = method === 'resources/read' ? this.deps.catalog.routeUri(name) : this.deps.catalog.route(method === 'tools/call' ? 'tools' : 'prompts', name)?.upstream;
+    const client: ModernClient = {
+      protocolVersion: MODERN_VERSION,
+      capabilities: {},
+      clientInfo: undefined,
+      logLevel: typeof body.logLevel === 'string' ? (body.logLevel as ModernClient['logLevel']) : undefined,
+    };
+    const meta: JsonObject = body.progressToken === null || body.progressToken === undefined ? {} : { progressToken: body.progressToken };
+    const request: JsonRpcRequest = { jsonrpc: '2.0', id: 0, method, params: { _meta: meta } };
+    const sink: ResponseSink = { notify: (message) => peer.emit(message), gone: new AbortController().signal };
+    try {
+      if (upstream === undefined) throw new GatewayError('invalid_params', STALE_STATE);
+      const taskAfterMs = typeof body.taskAfterMs === 'number' ? body.taskAfterMs : undefined;
+      const outcome = await this.await(client, request, name, upstream, exchange, taskAfterMs, sink);
+      return { outcome: outcome ?? { error: { code: -32800, message: 'Request cancelled' } } };
+    } catch (error) {
+      return { outcome: { error: toJsonRpcError(error) } };
+    }
+  }
 
   /** Answers one request; request-level failures carry the HTTP status the revision gives them. */
   async handle(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<ModernAnswer | undefined> {
@@ -165,10 +199,22 @@ export class ModernRouter {
     let exchange: ModernExchange;
     if (params.requestState !== undefined) {
       const state = (await this.deps.requestStates()).decode(params.requestState, request.method, name);
-      const parked = this.deps.parked.unpark(state.x);
-      if (parked === undefined) {
-        throw new GatewayError('invalid_params', 'Invalid requestState: the call it resumes is no longer waiting (it expired or was cancelled); send the request again without requestState');
+      if (state.o !== this.deps.replicas.id) {
+        // Another replica holds the parked call: it resumes it and answers through this one.
+        const answer = await this.deps.replicas.ask(state.o, 'mrtr.resume', {
+          x: state.x,
+          inputResponses: asObject(inputResponses) ?? {},
+          method: request.method,
+          name,
+          taskAfterMs: asTask ? policy.taskAfterMs : null,
+          logLevel: client.logLevel ?? null,
+          progressToken: asObject(params._meta)?.progressToken ?? null,
+        }, (event) => responder.notify(event));
+        if (answer === undefined) throw new GatewayError('invalid_params', STALE_STATE);
+        return answer.outcome as Outcome;
       }
+      const parked = this.deps.parked.unpark(state.x);
+      if (parked === undefined) throw new GatewayError('invalid_params', STALE_STATE);
       exchange = parked;
       exchange.answer(asObject(inputResponses) ?? {});
     } else {
@@ -235,7 +281,7 @@ export class ModernRouter {
     upstream: Upstream,
     exchange: ModernExchange,
     taskAfterMs: number | undefined,
-    responder: ModernResponder,
+    responder: ResponseSink,
   ): Promise<Outcome | undefined> {
     exchange.notifySink = (message) => this.relay(client, request, message, responder);
     const gone = new Promise<'gone'>((resolve) => responder.gone.addEventListener('abort', () => resolve('gone'), { once: true }));
@@ -252,7 +298,14 @@ export class ModernRouter {
       case 'input': {
         if (!MRTR_METHODS.has(request.method)) throw new GatewayError('internal', `${request.method} cannot ask the client for input`);
         this.deps.parked.park(exchange);
-        const state = (await this.deps.requestStates()).encode({ x: exchange.id, r: exchange.round, m: request.method, n: name, e: this.deps.parked.deadline() });
+        const state = (await this.deps.requestStates()).encode({
+          x: exchange.id,
+          r: exchange.round,
+          m: request.method,
+          n: name,
+          e: this.deps.parked.deadline(),
+          o: this.deps.replicas.id,
+        });
         return { result: inputRequiredResult(event.inputRequests, state) };
       }
       case 'missing_capability':
@@ -268,7 +321,7 @@ export class ModernRouter {
   }
 
   /** Progress always; logs only when the request asked for a level, and only at or above it. */
-  private relay(client: ModernClient, request: JsonRpcRequest, message: JsonRpcNotification, responder: ModernResponder): void {
+  private relay(client: ModernClient, request: JsonRpcRequest, message: JsonRpcNotification, responder: ResponseSink): void {
     if (message.method === 'notifications/message') {
       if (client.logLevel === undefined || logLevelRank(message.params?.level) < logLevelRank(client.logLevel)) return;
     } else if (message.method !== 'notifications/progress') return;

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { JsonObject } from '../jsonrpc.js';
 import { randomBytes } from 'node:crypto';
 import {
   CursorCodec,
@@ -29,6 +30,7 @@ export class MemoryTaskStore implements TaskStore {
   /** Per principal, listing keys in creation order (appends keep it sorted: the clock only moves forward). */
   private readonly index = new Map<string, string[]>();
   private readonly events = new EventEmitter();
+  private readonly topics = new EventEmitter();
   private readonly secret = randomBytes(32);
   private readonly cursors = new CursorCodec(this.secret);
   private readonly sweeper: NodeJS.Timeout;
@@ -38,6 +40,7 @@ export class MemoryTaskStore implements TaskStore {
 
   constructor(private readonly options: { resultGraceMs?: number; now?: () => number } = {}) {
     this.events.setMaxListeners(0);
+    this.topics.setMaxListeners(0);
     this.sweeper = setInterval(() => this.sweep(), 30_000);
     this.sweeper.unref();
   }
@@ -117,6 +120,15 @@ export class MemoryTaskStore implements TaskStore {
     return () => this.events.off(taskId, listener);
   }
 
+  async publish(topic: string, message: JsonObject): Promise<void> {
+    this.topics.emit(topic, structuredClone(message));
+  }
+
+  async subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
+    this.topics.on(topic, handler);
+    return () => this.topics.off(topic, handler);
+  }
+
   async signingSecret(): Promise<Buffer> {
     return this.secret;
   }
@@ -126,6 +138,7 @@ export class MemoryTaskStore implements TaskStore {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     this.events.removeAllListeners();
+    this.topics.removeAllListeners();
   }
 
   private now(): number {

@@ -11,6 +11,8 @@ export interface RedisKeys {
   taskEvents(): string;
   /** HMAC secret for list cursors and MRTR request state, shared by all replicas. */
   signingSecret(): string;
+  /** Pub/sub channel of replica-to-replica messages on one topic. */
+  topic(name: string): string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -20,5 +22,6 @@ export function redisKeys(prefix: string): RedisKeys {
     principalTasks: (principal) => `${prefix}:principal:{${principal}}:tasks`,
     taskEvents: () => `${prefix}:events:tasks`,
     signingSecret: () => `${prefix}:signing-secret`,
+    topic: (name) => `${prefix}:replicas:${name}`,
   };
 }

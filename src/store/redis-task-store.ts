@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
+import type { JsonObject } from '../jsonrpc.js';
 import { redisKeys, type RedisKeys } from './redis-keys.js';
 import {
   CursorCodec,
@@ -86,6 +87,8 @@ export class RedisTaskStore implements TaskStore {
   readonly kind = 'redis' as const;
   private readonly keys: RedisKeys;
   private readonly events = new EventEmitter();
+  /** Replica messages by channel. */
+  private readonly topics = new EventEmitter();
   private subscriber: Redis | undefined;
   private subscribed: Promise<unknown> | undefined;
   private secret: Promise<Buffer> | undefined;
@@ -98,6 +101,7 @@ export class RedisTaskStore implements TaskStore {
   ) {
     this.keys = redisKeys(prefix);
     this.events.setMaxListeners(0);
+    this.topics.setMaxListeners(0);
     redis.defineCommand('taskgateCreate', { numberOfKeys: 1, lua: CREATE });
     redis.defineCommand('taskgateTransition', { numberOfKeys: 2, lua: TRANSITION });
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
@@ -220,6 +224,7 @@ export class RedisTaskStore implements TaskStore {
 
   async close(): Promise<void> {
     this.events.removeAllListeners();
+    this.topics.removeAllListeners();
     await this.subscriber?.quit().catch(() => this.subscriber?.disconnect());
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
@@ -235,7 +240,15 @@ export class RedisTaskStore implements TaskStore {
     const subscriber = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined); // reconnects by itself; readiness reports the main connection
-    subscriber.on('message', (_channel: string, payload: string) => {
+    subscriber.on('message', (channel: string, payload: string) => {
+      if (channel !== this.keys.taskEvents()) {
+        try {
+          this.topics.emit(channel, JSON.parse(payload) as JsonObject);
+        } catch {
+          // not JSON: not ours
+        }
+        return;
+      }
       let task: TaskRecord;
       try {
         task = parseTask(JSON.parse(payload) as string[]);
@@ -245,6 +258,22 @@ export class RedisTaskStore implements TaskStore {
       this.events.emit(task.taskId, task);
     });
     this.subscribed = subscriber.subscribe(this.keys.taskEvents()).catch(() => undefined); // only on close
+  }
+
+  async publish(topic: string, message: JsonObject): Promise<void> {
+    await this.redis.publish(this.keys.topic(topic), JSON.stringify(message));
+  }
+
+  async subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
+    this.ensureSubscribed();
+    const channel = this.keys.topic(topic);
+    const subscriber = this.subscriber as Redis;
+    if (this.topics.listenerCount(channel) === 0) await subscriber.subscribe(channel);
+    this.topics.on(channel, handler);
+    return () => {
+      this.topics.off(channel, handler);
+      if (this.topics.listenerCount(channel) === 0) void subscriber.unsubscribe(channel).catch(() => undefined);
+    };
   }
 
   /** All replicas sign with one secret, created by whichever replica needs it first. */

@@ -103,6 +103,13 @@ export interface TaskStore {
    * recognise later on any replica (list cursors, MRTR `requestState`).
    */
   signingSecret(): Promise<Buffer>;
+  /**
+   * Messages between replicas (on `topic`, a name the store scopes to itself): what one replica must hand to
+   * another that holds a running call. Delivery is at most once; senders wait for a reply with a deadline.
+   */
+  publish(topic: string, message: JsonObject): Promise<void>;
+  /** Resolves once the subscription is active, with the function that ends it. */
+  subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void>;
   /** Resolves when the store answers; rejects with a reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -11,6 +11,7 @@ import type { Upstream } from '../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './legacy-codec.js';
 import { ACK, detailedTask } from '../modern/codec.js';
 import type { InputRequest, ModernExchange } from '../modern/exchange.js';
+import type { ReplicaLink } from '../gateway/replicas.js';
 import { SlotLimiter } from './limiter.js';
 
 const LIST_PAGE_SIZE = 50;
@@ -54,6 +55,8 @@ export class TaskEngine {
   private readonly runs = new Map<string, LocalRun>();
   private readonly toolSlots = new SlotLimiter();
   private readonly upstreamSlots = new SlotLimiter();
+  /** Other replicas, for answers that belong to runs they hold. */
+  private replicas: ReplicaLink | undefined;
   /** Unfinished tasks per principal among this process's runs (maxTasksPerPrincipal). */
   private readonly unfinished = new Map<string, number>();
 
@@ -262,10 +265,34 @@ export class TaskEngine {
       throw new GatewayError('invalid_params', 'tasks/update: params.inputResponses must be an object');
     }
     const task = await this.find(taskId);
-    const run = this.runs.get(task.taskId);
-    if (run === undefined || run.ended) return { result: { ...ACK } };
+    const responses = inputResponses as JsonObject;
+    if (this.runs.has(task.taskId)) await this.answerInputs(task.taskId, responses);
+    else if (!isTerminal(task.status)) {
+      // The upstream call runs on another replica: the answers go there (whichever holds the run answers).
+      await this.replicas?.ask(undefined, 'task.update', { taskId: task.taskId, inputResponses: responses });
+    }
+    return { result: { ...ACK } };
+  }
+
+  /** Serves tasks/update answers another replica received for a task running here. */
+  listen(replicas: ReplicaLink): void {
+    this.replicas = replicas;
+    replicas.on('task.update', async (body, peer) => {
+      const taskId = String(body.taskId);
+      const run = this.runs.get(taskId);
+      if (run === undefined || run.ended) return undefined;
+      peer.accept();
+      await this.answerInputs(taskId, (body.inputResponses ?? {}) as JsonObject);
+      return { ok: true };
+    });
+  }
+
+  /** Settles the run's waiting input requests the answers name; the store shows what is left before this resolves. */
+  private async answerInputs(taskId: string, inputResponses: JsonObject): Promise<void> {
+    const run = this.runs.get(taskId);
+    if (run === undefined || run.ended) return;
     let answered = 0;
-    for (const [key, response] of Object.entries(inputResponses as JsonObject)) {
+    for (const [key, response] of Object.entries(inputResponses)) {
       const input = run.inputs.get(key);
       if (input === undefined || typeof response !== 'object' || response === null || Array.isArray(response)) continue;
       run.inputs.delete(key);
@@ -273,7 +300,6 @@ export class TaskEngine {
       answered++;
     }
     if (answered > 0) await this.syncInputs(run);
-    return { result: { ...ACK } };
   }
 
   /** Acknowledges, terminal or not; a running task is recorded `cancelled` first, then its call is stopped. */

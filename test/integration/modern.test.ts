@@ -851,6 +851,34 @@ describe('Tasks extension with the Redis store', () => {
     }
   });
 
+  test('an MRTR retry reaching another gateway resumes the call parked on the first; tasks/update through another gateway reaches the task', async () => {
+    const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-modern-${process.pid}-${randomBytes(4).toString('hex')}` };
+    const tasks = { ...TASKS_CONFIG, rules: [...TASKS_CONFIG.rules.filter((r) => r.match !== 'test_tool_with_task'), { match: 'test_tool_with_task', mode: 'optional' }] };
+    const first = await stdioGateway({ store, tasks });
+    let second: TestGateway | undefined;
+    try {
+      second = await stdioGateway({ store, tasks });
+      const round1 = await callTool(first.url, 'test_tool_with_task', {}, { capabilities: ASKS });
+      assert.equal(round1.result?.resultType, 'input_required', show(round1));
+      const [key] = Object.keys(round1.result?.inputRequests as Json);
+      const round2 = await callTool(second.url, 'test_tool_with_task', {}, { capabilities: ASKS }, {
+        inputResponses: { [key as string]: { action: 'accept', content: { name: 'Alice' } } },
+        requestState: round1.result?.requestState,
+      });
+      assert.equal(textOf(assertComplete(round2)), 'Hello, Alice!');
+
+      const taskId = await createTask(first.url, 'confirm_delete', { filename: 'elsewhere.txt' }, ASKS_EXT);
+      const waiting = await untilTask(second.url, taskId, ['input_required']);
+      const ack = await modern(second.url, 'tasks/update', { taskId, inputResponses: Object.fromEntries(Object.keys(waiting.inputRequests as Json).map((k) => [k, { action: 'accept', content: { confirm: true } }])) }, { capabilities: ASKS_EXT });
+      assert.deepEqual(ack.result, { resultType: 'complete' });
+      const done = await untilTask(second.url, taskId, ['completed', 'failed', 'cancelled']);
+      assert.equal(textOf(done.result), 'Deleted elsewhere.txt');
+    } finally {
+      await second?.close();
+      await first.close();
+    }
+  });
+
   test('tasks/cancel through another gateway stops the upstream call where the task runs', async () => {
     const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-modern-${process.pid}-${randomBytes(4).toString('hex')}` };
     const first = await stdioGateway({ store, tasks: TASKS_CONFIG });
