@@ -252,16 +252,7 @@ export class Upstream {
       if (this.speaksModern) await this.refreshModernCatalog();
       return;
     }
-    const caps = this.capabilities;
-    const list = (method: string, key: string): Promise<JsonObject[]> =>
-      listAll((page) => connection.request(method, page, undefined, this.config.requestTimeoutMs).outcome, method, key);
-    const [tools, prompts, resources, resourceTemplates] = await Promise.all([
-      caps.tools ? list('tools/list', 'tools') : [],
-      caps.prompts ? list('prompts/list', 'prompts') : [],
-      caps.resources ? list('resources/list', 'resources') : [],
-      caps.resources ? list('resources/templates/list', 'resourceTemplates') : [],
-    ]);
-    this.catalog = { tools, prompts, resources, resourceTemplates };
+    this.catalog = await fetchCatalog(this.capabilities, (method, page) => connection.request(method, page, undefined, this.config.requestTimeoutMs).outcome);
     // An upstream that speaks both revisions may offer more (or richer definitions) to 2026-07-28 clients.
     if (this.speaksModern) {
       const legacy = this.catalog;
@@ -282,16 +273,9 @@ export class Upstream {
 
   private async refreshModernCatalog(): Promise<void> {
     const client = this.modern as ModernUpstreamClient;
-    const caps = this.modernCapabilities;
-    const list = (method: string, key: string): Promise<JsonObject[]> =>
-      listAll((page) => client.request(method, { ...page, _meta: client.ownEnvelope() }, { timeoutMs: this.config.requestTimeoutMs }), method, key);
-    const [tools, prompts, resources, resourceTemplates] = await Promise.all([
-      caps.tools ? list('tools/list', 'tools') : [],
-      caps.prompts ? list('prompts/list', 'prompts') : [],
-      caps.resources ? list('resources/list', 'resources') : [],
-      caps.resources ? list('resources/templates/list', 'resourceTemplates') : [],
-    ]);
-    this.catalog = { tools, prompts, resources, resourceTemplates };
+    this.catalog = await fetchCatalog(this.modernCapabilities, (method, page) =>
+      client.request(method, { ...page, _meta: client.ownEnvelope() }, { timeoutMs: this.config.requestTimeoutMs }),
+    );
   }
 
   /** Asks a Streamable HTTP upstream whether it speaks 2026-07-28; remembers its discover result if so. */
@@ -488,6 +472,18 @@ function mergeCatalogs(preferred: UpstreamCatalog, other: UpstreamCatalog): Upst
     resources: merge(preferred.resources, other.resources, 'uri'),
     resourceTemplates: merge(preferred.resourceTemplates, other.resourceTemplates, 'uriTemplate'),
   };
+}
+
+/** Everything the upstream offers, per its capabilities; `fetchPage` asks for one page of one list. */
+async function fetchCatalog(caps: JsonObject, fetchPage: (method: string, params: JsonObject) => Promise<Outcome>): Promise<UpstreamCatalog> {
+  const list = (method: string, key: string): Promise<JsonObject[]> => listAll((page) => fetchPage(method, page), method, key);
+  const [tools, prompts, resources, resourceTemplates] = await Promise.all([
+    caps.tools ? list('tools/list', 'tools') : [],
+    caps.prompts ? list('prompts/list', 'prompts') : [],
+    caps.resources ? list('resources/list', 'resources') : [],
+    caps.resources ? list('resources/templates/list', 'resourceTemplates') : [],
+  ]);
+  return { tools, prompts, resources, resourceTemplates };
 }
 
 /** Every item of a paginated list; `fetchPage` asks for one page in whichever revision the upstream speaks. */
