@@ -137,19 +137,25 @@ export class ModernRouter {
       case 'tasks/update':
       case 'tasks/cancel':
         if (!declaresTasks(client)) throw missingTasksExtension(request.method);
-        {
-          const nativeUpstream = await this.deps.tasks.nativeUpstreamOf(params.taskId);
-          const native = this.deps.catalog.upstreams.find((u) => u.name === nativeUpstream && u.speaksModern);
-          if (native !== undefined) return this.nativeTask(client, request, native, responder);
-        }
-        if (request.method === 'tasks/get') return this.deps.tasks.getModern(params.taskId);
-        if (request.method === 'tasks/update') return this.deps.tasks.updateModern(params.taskId, params.inputResponses);
-        return this.deps.tasks.cancelModern(params.taskId);
+        return this.taskMethod(client, request, params, responder);
       default:
         // Includes what 2026-07-28 removed (initialize, ping, logging/setLevel, resources/subscribe, tasks/result,
         // tasks/list): the revision answers those as unknown.
         throw new GatewayError('modern_method_not_found', `Method not found: ${request.method}`);
     }
+  }
+
+  /** tasks/get|update|cancel: the gateway's own tasks here, an upstream's own tasks at that upstream. */
+  private async taskMethod(client: ModernClient, request: JsonRpcRequest, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
+    const task = await this.deps.tasks.findModern(params.taskId, request.method === 'tasks/get');
+    if (task.native === true) {
+      const upstream = this.deps.catalog.upstreams.find((u) => u.name === task.upstream && u.speaksModern);
+      if (upstream === undefined) throw new GatewayError('invalid_params', `Task ${task.taskId} runs on upstream '${task.upstream}', which is not available`);
+      return this.nativeTask(client, request, upstream, responder);
+    }
+    if (request.method === 'tasks/get') return this.deps.tasks.getModern(task);
+    if (request.method === 'tasks/update') return this.deps.tasks.updateModern(task, params.inputResponses);
+    return this.deps.tasks.cancelModern(task);
   }
 
   private discover(): JsonObject {

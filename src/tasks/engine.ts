@@ -241,18 +241,16 @@ export class TaskEngine {
     await this.store.transition(taskId, { to: 'completed', statusMessage: `Runs on upstream '${upstream.name}'` }).catch(unavailable);
   }
 
-  /** The upstream running a task itself, when `taskId` names such a task. */
-  async nativeUpstreamOf(taskId: unknown): Promise<string | undefined> {
-    if (typeof taskId !== 'string' || taskId === '') return undefined;
-    const task = await this.store.get(taskId).catch((error: unknown) => {
-      throw storeUnavailable(error);
-    });
-    return task?.native === true ? task.upstream : undefined;
+  /**
+   * The task a modern tasks/* request names, read once: a native record (the caller routes it to its upstream)
+   * or the gateway's own task, with its outcome when `withOutcome` (tasks/get inlines it).
+   */
+  findModern(taskId: unknown, withOutcome: boolean): Promise<TaskRecord> {
+    return this.find(taskId, withOutcome, true);
   }
 
-  /** The DetailedTask: result, error or outstanding input requests inlined. */
-  async getModern(taskId: unknown): Promise<Outcome> {
-    const task = await this.find(taskId, true);
+  /** The DetailedTask: result, error or outstanding input requests inlined (`task` read with its outcome). */
+  getModern(task: TaskRecord): Outcome {
     return { result: { resultType: 'complete', ...detailedTask(task) } };
   }
 
@@ -260,11 +258,10 @@ export class TaskEngine {
    * Routes each answer to the upstream request waiting on it; unknown or already answered keys are ignored. The
    * store reflects what is still outstanding before this acknowledges, so a tasks/get right after sees it.
    */
-  async updateModern(taskId: unknown, inputResponses: unknown): Promise<Outcome> {
+  async updateModern(task: TaskRecord, inputResponses: unknown): Promise<Outcome> {
     if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses)) {
       throw new GatewayError('invalid_params', 'tasks/update: params.inputResponses must be an object');
     }
-    const task = await this.find(taskId);
     const responses = inputResponses as JsonObject;
     if (this.runs.has(task.taskId)) await this.answerInputs(task.taskId, responses);
     else if (!isTerminal(task.status)) {
@@ -303,8 +300,7 @@ export class TaskEngine {
   }
 
   /** Acknowledges, terminal or not; a running task is recorded `cancelled` first, then its call is stopped. */
-  async cancelModern(taskId: unknown): Promise<Outcome> {
-    const task = await this.find(taskId);
+  async cancelModern(task: TaskRecord): Promise<Outcome> {
     if (!isTerminal(task.status)) {
       const changed = await this.store
         .transition(task.taskId, { to: 'cancelled', statusMessage: 'The task was cancelled by request.' })
@@ -502,13 +498,13 @@ export class TaskEngine {
     }
   }
 
-  private async find(taskId: unknown, withOutcome = false): Promise<TaskRecord> {
+  private async find(taskId: unknown, withOutcome = false, allowNative = false): Promise<TaskRecord> {
     if (typeof taskId !== 'string' || taskId === '') throw new GatewayError('invalid_params', 'params.taskId must be a non-empty string');
     const unavailable = (error: unknown): never => {
       throw storeUnavailable(error);
     };
     const task = await this.store.get(taskId, { outcome: withOutcome }).catch(unavailable);
-    if (task?.native === true) {
+    if (task?.native === true && !allowNative) {
       throw new GatewayError('invalid_params', `Task ${taskId} is run by upstream '${task.upstream}' itself; use its 2026-07-28 tasks methods`);
     }
     if (task !== undefined) return task;
