@@ -31,6 +31,8 @@ export class MemoryTaskStore implements TaskStore {
   private readonly index = new Map<string, string[]>();
   private readonly events = new EventEmitter();
   private readonly topics = new EventEmitter();
+  /** Running tasks' leases (one process, but the same contract as Redis). */
+  private readonly leases = new Map<string, { owner: string; deadline: number }>();
   private readonly secret = randomBytes(32);
   private readonly cursors = new CursorCodec(this.secret);
   private readonly sweeper: NodeJS.Timeout;
@@ -118,6 +120,27 @@ export class MemoryTaskStore implements TaskStore {
   watch(taskId: string, listener: (task: TaskRecord) => void): () => void {
     this.events.on(taskId, listener);
     return () => this.events.off(taskId, listener);
+  }
+
+  async lease(taskIds: readonly string[], owner: string, leaseMs: number, options: { renew?: boolean } = {}): Promise<void> {
+    const deadline = this.now() + leaseMs;
+    for (const taskId of taskIds) if (!options.renew || this.leases.has(taskId)) this.leases.set(taskId, { owner, deadline });
+  }
+
+  async unlease(taskId: string): Promise<void> {
+    this.leases.delete(taskId);
+  }
+
+  async takeOrphans(limit: number): Promise<{ taskId: string; owner: string }[]> {
+    const now = this.now();
+    const orphans: { taskId: string; owner: string }[] = [];
+    for (const [taskId, lease] of this.leases) {
+      if (orphans.length >= limit) break;
+      if (lease.deadline > now) continue;
+      this.leases.delete(taskId);
+      orphans.push({ taskId, owner: lease.owner });
+    }
+    return orphans;
   }
 
   async publish(topic: string, message: JsonObject): Promise<void> {

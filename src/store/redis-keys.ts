@@ -11,6 +11,9 @@ export interface RedisKeys {
   taskEvents(): string;
   /** HMAC secret for list cursors and MRTR request state, shared by all replicas. */
   signingSecret(): string;
+  /** Sorted set of running tasks by lease deadline, and the hash of their owners (one Cluster slot). */
+  running(): string;
+  runningOwners(): string;
   /** Pub/sub channel of replica-to-replica messages on one topic. */
   topic(name: string): string;
 }
@@ -23,5 +26,7 @@ export function redisKeys(prefix: string): RedisKeys {
     taskEvents: () => `${prefix}:events:tasks`,
     signingSecret: () => `${prefix}:signing-secret`,
     topic: (name) => `${prefix}:replicas:${name}`,
+    running: () => `${prefix}:{running}`,
+    runningOwners: () => `${prefix}:{running}:owners`,
   };
 }

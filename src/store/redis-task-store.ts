@@ -75,6 +75,36 @@ redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
 return {'ok', unpack(fields)}
 `;
 
+// Leases: KEYS[1] running zset, KEYS[2] owners hash. ARGV: 1 owner, 2 lease ms, 3 'renew'|'claim', 4.. ids.
+// The deadline is Redis time, one clock for every replica.
+const LEASE = `
+local t = redis.call('TIME')
+local deadline = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000) + tonumber(ARGV[2])
+for i = 4, #ARGV do
+  if ARGV[3] == 'claim' or redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+    redis.call('ZADD', KEYS[1], deadline, ARGV[i])
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[1])
+  end
+end
+return 1
+`;
+
+// Orphans: tasks past their lease deadline, removed as they are taken, so exactly one replica gets each.
+// KEYS as LEASE; ARGV[1] limit. Returns id, owner pairs.
+const TAKE_ORPHANS = `
+local t = redis.call('TIME')
+local now = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local out = {}
+for _, id in ipairs(ids) do
+  redis.call('ZREM', KEYS[1], id)
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', KEYS[2], id) or ''
+  redis.call('HDEL', KEYS[2], id)
+end
+return out
+`;
+
 const LIST_BATCH_EXTRA = 8;
 /** Every record field but the outcome; taskId first (its absence means no record). */
 const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'statusMessage', 'createdAt', 'createdAtUs', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs', 'inputRequests', 'native'] as const;
@@ -104,6 +134,8 @@ export class RedisTaskStore implements TaskStore {
     this.topics.setMaxListeners(0);
     redis.defineCommand('taskgateCreate', { numberOfKeys: 1, lua: CREATE });
     redis.defineCommand('taskgateTransition', { numberOfKeys: 2, lua: TRANSITION });
+    redis.defineCommand('taskgateLease', { numberOfKeys: 2, lua: LEASE });
+    redis.defineCommand('taskgateTakeOrphans', { numberOfKeys: 2, lua: TAKE_ORPHANS });
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.ensureSubscribed();
@@ -258,6 +290,22 @@ export class RedisTaskStore implements TaskStore {
       this.events.emit(task.taskId, task);
     });
     this.subscribed = subscriber.subscribe(this.keys.taskEvents()).catch(() => undefined); // only on close
+  }
+
+  async lease(taskIds: readonly string[], owner: string, leaseMs: number, options: { renew?: boolean } = {}): Promise<void> {
+    if (taskIds.length === 0) return;
+    await this.command('taskgateLease', this.keys.running(), this.keys.runningOwners(), owner, String(leaseMs), options.renew ? 'renew' : 'claim', ...taskIds);
+  }
+
+  async unlease(taskId: string): Promise<void> {
+    await this.redis.multi().zrem(this.keys.running(), taskId).hdel(this.keys.runningOwners(), taskId).exec();
+  }
+
+  async takeOrphans(limit: number): Promise<{ taskId: string; owner: string }[]> {
+    const flat = (await this.command('taskgateTakeOrphans', this.keys.running(), this.keys.runningOwners(), String(limit))) as string[];
+    const orphans: { taskId: string; owner: string }[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) orphans.push({ taskId: flat[i] as string, owner: flat[i + 1] as string });
+    return orphans;
   }
 
   async publish(topic: string, message: JsonObject): Promise<void> {

@@ -104,6 +104,18 @@ export interface TaskStore {
    */
   signingSecret(): Promise<Buffer>;
   /**
+   * Marks tasks as running on replica `owner` until `leaseMs` from now (store time). `renew` only extends leases
+   * still held: a task already taken as an orphan is not revived by a late heartbeat.
+   */
+  lease(taskIds: readonly string[], owner: string, leaseMs: number, options?: { renew?: boolean }): Promise<void>;
+  /** Drops a task from the running index (it ended, whoever ended it). */
+  unlease(taskId: string): Promise<void>;
+  /**
+   * Takes up to `limit` tasks whose lease ran out (their replica stopped heartbeating): each such task is handed
+   * to exactly one caller across all replicas, with the owner it had.
+   */
+  takeOrphans(limit: number): Promise<{ taskId: string; owner: string }[]>;
+  /**
    * Messages between replicas (on `topic`, a name the store scopes to itself): what one replica must hand to
    * another that holds a running call. Delivery is at most once; senders wait for a reply with a deadline.
    */

@@ -126,6 +126,26 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
+    test('leases: an expired lease is taken exactly once, with its owner; renewals keep leases alive and never revive taken ones', async () => {
+      const store = await create();
+      const [a, b, c] = [newTaskId(), newTaskId(), newTaskId()];
+      await store.lease([a, b], 'replica-1', 150);
+      await store.lease([c], 'replica-2', 60_000);
+      assert.deepEqual(await store.takeOrphans(10), []);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await store.lease([a], 'replica-1', 150, { renew: true });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // b ran out; a was renewed; c is far from its deadline. Two callers race: one of them gets b.
+      const [first, second] = await Promise.all([store.takeOrphans(10), store.takeOrphans(10)]);
+      assert.deepEqual([...first, ...second], [{ taskId: b, owner: 'replica-1' }]);
+      await store.lease([b], 'replica-1', 150, { renew: true });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.deepEqual(await store.takeOrphans(10), [{ taskId: a, owner: 'replica-1' }], 'b stays taken; a ran out after its renewal');
+      await store.unlease(c);
+      assert.deepEqual(await store.takeOrphans(10), []);
+      await store.close();
+    });
+
     test('one signing secret per store, stable across calls', async () => {
       const store = await create();
       const a = await store.signingSecret();
