@@ -34,7 +34,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const store = createStore(config.store);
   const upstreams: Upstream[] = [];
   const catalog = new Catalog(upstreams);
-  const tasks = new TaskEngine(store, config.tasks, logger, config.tasks.immediateResponse);
+  const tasks = new TaskEngine(store, config.tasks, logger, config.tasks.immediateResponse, config.replicas.leaseMs);
   const router = new Router(catalog, tasks, logger);
   for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, router, VERSION));
   await Promise.all(upstreams.map((u) => u.start()));
@@ -49,7 +49,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const sessions = new SessionRegistry(config.sessions, config.sse, (session) => void router.release(session));
   router.sessions = sessions;
   const replicas = new ReplicaLink(store, logger);
-  tasks.listen(replicas);
+  tasks.start(replicas);
   const listeners = new ListenHub(store, logger);
   router.listeners = listeners;
   const parked = new ParkedExchanges(config.mrtr.parkTimeoutMs);

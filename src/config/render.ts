@@ -42,6 +42,7 @@ export function renderEffectiveConfig(config: GatewayConfig): string {
     sessions: config.sessions,
     sse: config.sse,
     mrtr: config.mrtr,
+    replicas: config.replicas,
     log: config.log,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
   };

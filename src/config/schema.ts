@@ -37,6 +37,7 @@ export const DEFAULTS = Object.freeze({
   logLevel: 'info',
   shutdownTimeoutMs: 10_000,
   parkTimeoutMs: 300_000,
+  leaseMs: 10_000,
   protocol: 'auto',
 } as const);
 
@@ -235,6 +236,7 @@ export const SseSchema = z.strictObject({
   replayBufferSize: int(0).default(DEFAULTS.replayBufferSize),
   jsonWindowMs: int(0).default(DEFAULTS.jsonWindowMs),
 });
+export const ReplicasSchema = z.strictObject({ leaseMs: int(100).default(DEFAULTS.leaseMs) });
 export const MrtrSchema = z.strictObject({ parkTimeoutMs: int(1).default(DEFAULTS.parkTimeoutMs) });
 export const LogSchema = z.strictObject({ level: z.enum(LOG_LEVELS).default(DEFAULTS.logLevel) });
 
@@ -251,6 +253,7 @@ export const RawConfigSchema = z.strictObject({
   sessions: SessionsSchema.prefault({}),
   sse: SseSchema.prefault({}),
   mrtr: MrtrSchema.prefault({}),
+  replicas: ReplicasSchema.prefault({}),
   log: LogSchema.prefault({}),
   shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs),
 });
@@ -288,6 +291,8 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
           return keysOf(SseSchema);
         case 'mrtr':
           return keysOf(MrtrSchema);
+        case 'replicas':
+          return keysOf(ReplicasSchema);
         case 'log':
           return keysOf(LogSchema);
       }

@@ -129,6 +129,14 @@ export interface MrtrConfig {
   parkTimeoutMs: number;
 }
 
+export interface ReplicasConfig {
+  /**
+   * A running task's replica renews its lease every third of this; when a replica stops (crash, kill -9, lost
+   * machine), any other replica fails its tasks once their lease ran out: within about 1.5 × leaseMs.
+   */
+  leaseMs: number;
+}
+
 export interface LogConfig {
   level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -143,6 +151,7 @@ export interface GatewayConfig {
   sessions: SessionsConfig;
   sse: SseConfig;
   mrtr: MrtrConfig;
+  replicas: ReplicasConfig;
   log: LogConfig;
   /** Milliseconds allowed for graceful shutdown on SIGTERM before the process exits anyway; 0 = no deadline. */
   shutdownTimeoutMs: number;

@@ -57,6 +57,8 @@ export class TaskEngine {
   private readonly upstreamSlots = new SlotLimiter();
   /** Other replicas, for answers that belong to runs they hold. */
   private replicas: ReplicaLink | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
   /** Unfinished tasks per principal among this process's runs (maxTasksPerPrincipal). */
   private readonly unfinished = new Map<string, number>();
 
@@ -65,6 +67,7 @@ export class TaskEngine {
     private readonly config: TasksConfig,
     private readonly logger: Logger,
     private readonly immediateResponse: string | undefined,
+    private readonly leaseMs: number,
   ) {}
 
   policyFor(exposedToolName: string): TaskPolicy {
@@ -143,7 +146,15 @@ export class TaskEngine {
         throw storeUnavailable(error);
       });
     this.unfinished.set(principal, (this.unfinished.get(principal) ?? 0) + 1);
+    // Leased before anyone hears of the task: if this replica dies from here on, another one ends the task.
+    await this.store.lease([task.taskId], this.replicaId, this.leaseMs).catch((error: unknown) => {
+      this.logger.warn({ task: task.taskId, err: error }, 'could not lease the new task');
+    });
     return task;
+  }
+
+  private get replicaId(): string {
+    return this.replicas?.id ?? 'local';
   }
 
   private newRun(task: TaskRecord, session: ClientSession | undefined): LocalRun {
@@ -167,7 +178,9 @@ export class TaskEngine {
     this.runs.set(task.taskId, run);
     // A task cancelled through another replica (or any other way) stops its upstream call here.
     run.stopWatching = this.store.watch(task.taskId, (changed) => {
-      if (isTerminal(changed.status) && !run.ended) this.endRun(run, `the task was ${changed.status}`);
+      if (!isTerminal(changed.status) || run.ended) return;
+      this.endRun(run, `the task was ${changed.status}`);
+      void this.store.unlease(task.taskId).catch(() => undefined);
     });
     return run;
   }
@@ -217,6 +230,7 @@ export class TaskEngine {
     }
     const run = this.runs.get(task.taskId);
     if (run !== undefined) this.endRun(run, 'the task was cancelled');
+    void this.store.unlease(task.taskId).catch(() => undefined);
     this.logger.info({ audit: 'task.cancelled', task: task.taskId }, 'task cancelled');
     return { result: legacyTask(changed.task) };
   }
@@ -271,8 +285,11 @@ export class TaskEngine {
     return { result: { ...ACK } };
   }
 
-  /** Serves tasks/update answers another replica received for a task running here. */
-  listen(replicas: ReplicaLink): void {
+  /**
+   * Joins the replicas: serves tasks/update answers another replica received for a task running here, renews
+   * the leases of this replica's runs, and fails the tasks of replicas that stopped renewing theirs.
+   */
+  start(replicas: ReplicaLink): void {
     this.replicas = replicas;
     replicas.on('task.update', async (body, peer) => {
       const taskId = String(body.taskId);
@@ -282,6 +299,35 @@ export class TaskEngine {
       await this.answerInputs(taskId, (body.inputResponses ?? {}) as JsonObject);
       return { ok: true };
     });
+    this.heartbeat = setInterval(() => {
+      const ids = [...this.runs.keys()];
+      this.store.lease(ids, replicas.id, this.leaseMs, { renew: true }).catch((error: unknown) => this.logger.warn({ err: error }, 'could not renew task leases'));
+    }, Math.max(50, Math.floor(this.leaseMs / 3)));
+    this.heartbeat.unref();
+    this.sweeper = setInterval(() => void this.recoverOrphans(), Math.max(50, Math.floor(this.leaseMs / 2)));
+    this.sweeper.unref();
+  }
+
+  /** Fails the tasks whose replica stopped renewing their leases: nothing stays running forever. */
+  private async recoverOrphans(): Promise<void> {
+    let orphans: { taskId: string; owner: string }[];
+    try {
+      orphans = await this.store.takeOrphans(100);
+    } catch {
+      return; // the store is away; readiness says so, and the leases wait
+    }
+    for (const { taskId, owner } of orphans) {
+      if (this.runs.has(taskId)) {
+        // Ours after all (a heartbeat came late): keep running it.
+        await this.store.lease([taskId], this.replicaId, this.leaseMs).catch(() => undefined);
+        continue;
+      }
+      const message = `The gateway lost the call: replica ${owner} stopped while running it (no lease renewal for ${this.leaseMs} ms)`;
+      const changed = await this.store
+        .transition(taskId, { to: 'failed', statusMessage: message, outcome: { error: { code: InternalError, message } } })
+        .catch(() => undefined);
+      if (changed?.ok) this.logger.warn({ audit: 'task.lost', task: taskId, owner }, 'task failed: its replica stopped');
+    }
   }
 
   /** Settles the run's waiting input requests the answers name; the store shows what is left before this resolves. */
@@ -309,6 +355,7 @@ export class TaskEngine {
         });
       const run = this.runs.get(task.taskId);
       if (run !== undefined) this.endRun(run, 'the task was cancelled');
+      void this.store.unlease(task.taskId).catch(() => undefined);
       if (changed.ok) this.logger.info({ audit: 'task.cancelled', task: task.taskId, era: 'modern' }, 'task cancelled');
     }
     return { result: { ...ACK } };
@@ -356,6 +403,8 @@ export class TaskEngine {
 
   /** Stops every local run (gateway shutdown); their tasks fail with a message saying why. */
   async close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    clearInterval(this.sweeper);
     await Promise.all(
       [...this.runs.values()].map(async (run) => {
         this.endRun(run, 'the gateway shut down');
@@ -366,6 +415,7 @@ export class TaskEngine {
             outcome: { error: { code: InternalError, message: 'The gateway shut down while the task was running' } },
           })
           .catch(() => undefined);
+        await this.store.unlease(run.task.taskId).catch(() => undefined);
       }),
     );
   }
@@ -399,6 +449,7 @@ export class TaskEngine {
         this.logger.error({ task: taskId, err: error }, 'could not record the task outcome');
         return undefined;
       });
+    if (changed !== undefined) void this.store.unlease(taskId).catch(() => undefined);
     if (changed?.ok) this.logger.info({ audit: failed ? 'task.failed' : 'task.completed', task: taskId }, `task ${failed ? 'failed' : 'completed'}`);
   }
 
@@ -439,6 +490,7 @@ export class TaskEngine {
     await this.store
       .transition(run.task.taskId, { to: 'failed', statusMessage: message, outcome: { error: { code: InternalError, message } } })
       .catch((error: Error) => this.logger.error({ task: run.task.taskId, err: error }, 'could not record the task deadline'));
+    void this.store.unlease(run.task.taskId).catch(() => undefined);
   }
 
   /** Marks the run over; with a reason, also cancels its upstream call. */

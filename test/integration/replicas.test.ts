@@ -1,0 +1,86 @@
+// Several gateway replicas as child processes on one Redis (a prefix of their own): what happens to tasks when
+// a replica dies. Loopback only, bounded.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { fixtureCommand, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
+import { eventually, modern, TASKS_EXTENSION, type Json } from './harness.js';
+
+const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const PREFIX = `taskgate-replicas-${process.pid}-${randomBytes(4).toString('hex')}`;
+const LEASE_MS = 1000;
+const EXT: Json = { extensions: { [TASKS_EXTENSION]: {} } };
+
+after(async () => {
+  const redis = new Redis(REDIS_URL);
+  const keys = await redis.keys(`${PREFIX}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+});
+
+function replica(): Promise<GatewayChild> {
+  const { command, args, cwd } = fixtureCommand('stdio');
+  return spawnGateway({
+    config: {
+      store: { type: 'redis', url: REDIS_URL, prefix: PREFIX },
+      upstreams: { fx: { command, args, cwd } },
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 } },
+      replicas: { leaseMs: LEASE_MS },
+    },
+  });
+}
+
+async function taskOn(url: string, taskId: string): Promise<Json> {
+  const r = await modern(url, 'tasks/get', { taskId }, { capabilities: EXT });
+  assert.ok(r.result !== undefined, JSON.stringify(r.messages));
+  return r.result;
+}
+
+describe('replicas sharing one Redis', () => {
+  test('kill -9 of the replica running a task: another replica fails it within the lease bound, saying the call was lost', async () => {
+    const a = await replica();
+    const b = await replica();
+    try {
+      const created = await modern(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label: 'orphan' } }, { capabilities: EXT });
+      const taskId = created.result?.taskId as string;
+      assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
+      assert.equal((await taskOn(b.url, taskId)).status, 'working');
+
+      process.kill(-a.pid, 'SIGKILL');
+      const killedAt = Date.now();
+      await a.exited;
+      let failed: Json | undefined;
+      await eventually(async () => {
+        const task = await taskOn(b.url, taskId);
+        if (task.status === 'working') return false;
+        failed = task;
+        return true;
+      }, 10 * LEASE_MS);
+      const recoveredMs = Date.now() - killedAt;
+      assert.equal(failed?.status, 'failed');
+      assert.match(String(failed?.statusMessage), /The gateway lost the call: replica \S+ stopped while running it/);
+      assert.match(String((failed?.error as Json | undefined)?.message), /lost the call/);
+      // Reported, not asserted: the bound is leaseMs plus one sweep (README).
+      console.log(`# recovery after kill -9: ${recoveredMs} ms (leaseMs ${LEASE_MS})`);
+    } finally {
+      await a.kill(0).catch(() => undefined);
+      await b.kill();
+    }
+  });
+
+  test('a replica that is alive keeps its long task: leases are renewed past several lease periods', async () => {
+    const a = await replica();
+    const b = await replica();
+    try {
+      const created = await modern(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 3.5, label: 'renewed' } }, { capabilities: EXT });
+      const taskId = created.result?.taskId as string;
+      await eventually(async () => (await taskOn(b.url, taskId)).status !== 'working', 10_000);
+      const done = await taskOn(b.url, taskId);
+      assert.equal(done.status, 'completed', JSON.stringify(done));
+    } finally {
+      await a.kill();
+      await b.kill();
+    }
+  });
+});
