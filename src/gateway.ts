@@ -112,7 +112,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     url,
     async close() {
       shuttingDown = true;
-      // Running tasks fail first, with a message that says why, before their sessions' upstream connections go.
+      // New requests are refused from here on; running tasks get replicas.drainTimeoutMs to finish. What still
+      // runs then fails, with a message that says why, before its sessions' upstream connections go.
+      await tasks.drain(config.replicas.drainTimeoutMs);
       await tasks.close();
       parked.close();
       listeners.close();

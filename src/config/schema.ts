@@ -38,6 +38,7 @@ export const DEFAULTS = Object.freeze({
   shutdownTimeoutMs: 10_000,
   parkTimeoutMs: 300_000,
   leaseMs: 10_000,
+  drainTimeoutMs: 5_000,
   protocol: 'auto',
 } as const);
 
@@ -236,7 +237,10 @@ export const SseSchema = z.strictObject({
   replayBufferSize: int(0).default(DEFAULTS.replayBufferSize),
   jsonWindowMs: int(0).default(DEFAULTS.jsonWindowMs),
 });
-export const ReplicasSchema = z.strictObject({ leaseMs: int(100).default(DEFAULTS.leaseMs) });
+export const ReplicasSchema = z.strictObject({
+  leaseMs: int(100).default(DEFAULTS.leaseMs),
+  drainTimeoutMs: int(0).default(DEFAULTS.drainTimeoutMs),
+});
 export const MrtrSchema = z.strictObject({ parkTimeoutMs: int(1).default(DEFAULTS.parkTimeoutMs) });
 export const LogSchema = z.strictObject({ level: z.enum(LOG_LEVELS).default(DEFAULTS.logLevel) });
 
@@ -256,6 +260,16 @@ export const RawConfigSchema = z.strictObject({
   replicas: ReplicasSchema.prefault({}),
   log: LogSchema.prefault({}),
   shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs),
+}).superRefine((config, ctx) => {
+  const { drainTimeoutMs } = config.replicas;
+  if (config.shutdownTimeoutMs > 0 && drainTimeoutMs >= config.shutdownTimeoutMs) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['replicas', 'drainTimeoutMs'],
+      input: drainTimeoutMs,
+      message: `must be < shutdownTimeoutMs (${config.shutdownTimeoutMs}): the drain must end before the process is stopped`,
+    });
+  }
 });
 
 export type RawConfig = z.output<typeof RawConfigSchema>;

@@ -135,6 +135,11 @@ export interface ReplicasConfig {
    * machine), any other replica fails its tasks once their lease ran out: within about 1.5 × leaseMs.
    */
   leaseMs: number;
+  /**
+   * On SIGTERM the replica stops taking requests and gives running tasks this long to finish; what still runs
+   * then fails with a message saying the gateway shut down. Keep it below shutdownTimeoutMs.
+   */
+  drainTimeoutMs: number;
 }
 
 export interface LogConfig {

@@ -58,6 +58,8 @@ export class TaskEngine {
   /** Other replicas, for answers that belong to runs they hold. */
   private replicas: ReplicaLink | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** Set while draining: called when the last run ends. */
+  private drained: (() => void) | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   /** Unfinished tasks per principal among this process's runs (maxTasksPerPrincipal). */
   private readonly unfinished = new Map<string, number>();
@@ -402,6 +404,22 @@ export class TaskEngine {
   }
 
   /** Stops every local run (gateway shutdown); their tasks fail with a message saying why. */
+  /**
+   * Gives running tasks up to `timeoutMs` to finish (SIGTERM: the replica no longer takes requests). Resolves
+   * when none is left or the time is up; close() then fails what remains.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    if (this.runs.size === 0 || timeoutMs <= 0) return;
+    this.logger.info({ running: this.runs.size, timeoutMs }, 'draining running tasks');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => (this.drained = resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    this.drained = undefined;
+  }
+
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
     clearInterval(this.sweeper);
@@ -510,6 +528,7 @@ export class TaskEngine {
     run.inputs.clear();
     if (cancelReason !== undefined) run.call?.cancel(cancelReason);
     this.runs.delete(run.task.taskId);
+    if (this.runs.size === 0) this.drained?.();
   }
 
   /** Progress goes to the client with its own token until the task ends, and into the task's status message. */

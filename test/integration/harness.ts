@@ -24,6 +24,8 @@ export async function startTestGateway(config: Record<string, unknown>): Promise
     listen: { host: '127.0.0.1', port: 0, path: '/mcp' },
     store: { type: 'memory' },
     log: { level: process.env.TEST_LOG_LEVEL ?? 'silent' },
+    // Tests close gateways with tasks still running; the drain has its own tests.
+    replicas: { drainTimeoutMs: 0 },
     ...config,
   };
   const parsed = parseConfig(stringify(full), 'test.yaml', {});

@@ -19,14 +19,15 @@ after(async () => {
   await redis.quit();
 });
 
-function replica(): Promise<GatewayChild> {
+function replica(extra: Json = {}): Promise<GatewayChild> {
   const { command, args, cwd } = fixtureCommand('stdio');
   return spawnGateway({
     config: {
       store: { type: 'redis', url: REDIS_URL, prefix: PREFIX },
       upstreams: { fx: { command, args, cwd } },
       tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 } },
-      replicas: { leaseMs: LEASE_MS },
+      replicas: { leaseMs: LEASE_MS, drainTimeoutMs: 0 },
+      ...extra,
     },
   });
 }
@@ -80,6 +81,29 @@ describe('replicas sharing one Redis', () => {
       assert.equal(done.status, 'completed', JSON.stringify(done));
     } finally {
       await a.kill();
+      await b.kill();
+    }
+  });
+
+  test('SIGTERM drains: a task that finishes within drainTimeoutMs completes, one that does not is failed saying so', async () => {
+    const a = await replica({ replicas: { leaseMs: LEASE_MS, drainTimeoutMs: 3000 } });
+    const b = await replica();
+    try {
+      const call = async (seconds: number, label: string): Promise<string> => {
+        const created = await modern(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds, label } }, { capabilities: EXT });
+        assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
+        return created.result?.taskId as string;
+      };
+      const short = await call(1, 'drained');
+      const long = await call(60, 'cut');
+      process.kill(a.pid, 'SIGTERM'); // the gateway only, as a container runtime does (not its stdio children)
+      assert.equal(await a.exited, 0, 'the replica exits cleanly after draining');
+      assert.equal((await taskOn(b.url, short)).status, 'completed');
+      const cut = await taskOn(b.url, long);
+      assert.equal(cut.status, 'failed');
+      assert.equal(cut.statusMessage, 'The gateway shut down while the task was running');
+    } finally {
+      await a.kill(0).catch(() => undefined);
       await b.kill();
     }
   });

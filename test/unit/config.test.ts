@@ -99,7 +99,7 @@ describe('config: the contract example', () => {
     assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000 });
     assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000, jsonWindowMs: 50 });
     assert.deepEqual(config.mrtr, { parkTimeoutMs: 300_000 });
-    assert.deepEqual(config.replicas, { leaseMs: 10_000 });
+    assert.deepEqual(config.replicas, { leaseMs: 10_000, drainTimeoutMs: 5_000 });
     assert.deepEqual(config.log, { level: 'info' });
     assert.equal(config.shutdownTimeoutMs, 10_000);
   });
@@ -338,6 +338,12 @@ describe('config: located errors', () => {
     assert.match(byPath['upstreams.s.header'] ?? '', /^5:40 unknown key/);
     assert.match(byPath['upstreams.h.headrs'] ?? '', /did you mean "headers"/);
     assert.match(byPath['upstreams.none.transport'] ?? '', /^7:3 required: one of stdio, streamable-http, sse/);
+  });
+
+  it('requires the drain to end before the shutdown deadline', () => {
+    const errors = parseErrors(['upstreams:', '  a: { command: a }', 'replicas: { drainTimeoutMs: 20000 }', 'shutdownTimeoutMs: 10000'].join('\n'));
+    const drain = errors.find((e) => e.path === 'replicas.drainTimeoutMs');
+    assert.match(drain?.message ?? '', /must be < shutdownTimeoutMs \(10000\)/);
   });
 
   it('checks numbers, enums and cross-field limits', () => {
