@@ -5,7 +5,7 @@ import type { EventStream } from '../http/event-stream.js';
 import { InternalError, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { ClientSession } from '../gateway/session.js';
-import { InvalidCursorError, isTerminal, newTaskId, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { InvalidCursorError, isTerminal, newTaskId, type TaskChange, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './legacy-codec.js';
@@ -15,6 +15,8 @@ import type { ReplicaLink } from '../gateway/replicas.js';
 import { SlotLimiter } from './limiter.js';
 
 const LIST_PAGE_SIZE = 50;
+/** How often a kept terminal change is retried while the store is away. */
+const PENDING_RETRY_MS = 1000;
 /** Progress updates the task's status message at most this often (each update is a store write). */
 const STATUS_MESSAGE_INTERVAL_MS = 1000;
 const NOT_FOUND = 'Failed to retrieve task: Task not found';
@@ -58,6 +60,11 @@ export class TaskEngine {
   /** Other replicas, for answers that belong to runs they hold. */
   private replicas: ReplicaLink | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** Terminal changes the store could not take yet, by task: written when it is back. */
+  private readonly pendingEnds = new Map<string, TaskChange>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  /** When the store last failed a heartbeat or sweep (epoch ms). */
+  private storeFailedAt = 0;
   /** Set while draining: called when the last run ends. */
   private drained: (() => void) | undefined;
   private sweeper: NodeJS.Timeout | undefined;
@@ -302,8 +309,15 @@ export class TaskEngine {
       return { ok: true };
     });
     this.heartbeat = setInterval(() => {
-      const ids = [...this.runs.keys()];
-      this.store.lease(ids, replicas.id, this.leaseMs, { renew: true }).catch((error: unknown) => this.logger.warn({ err: error }, 'could not renew task leases'));
+      // Tasks whose outcome waits for the store stay leased: nobody may declare them lost.
+      const ids = [...this.runs.keys(), ...this.pendingEnds.keys()];
+      this.store.lease(ids, replicas.id, this.leaseMs, { renew: true }).then(
+        () => undefined,
+        (error: unknown) => {
+          this.storeFailedAt = Date.now();
+          this.logger.warn({ err: error }, 'could not renew task leases');
+        },
+      );
     }, Math.max(50, Math.floor(this.leaseMs / 3)));
     this.heartbeat.unref();
     this.sweeper = setInterval(() => void this.recoverOrphans(), Math.max(50, Math.floor(this.leaseMs / 2)));
@@ -312,14 +326,18 @@ export class TaskEngine {
 
   /** Fails the tasks whose replica stopped renewing their leases: nothing stays running forever. */
   private async recoverOrphans(): Promise<void> {
+    // Leases run out in store time while the store is away, for live replicas too: after an outage every
+    // replica gets one lease period to renew (and write what it kept) before anyone is declared lost.
+    if (Date.now() - this.storeFailedAt < this.leaseMs) return;
     let orphans: { taskId: string; owner: string }[];
     try {
       orphans = await this.store.takeOrphans(100);
     } catch {
+      this.storeFailedAt = Date.now();
       return; // the store is away; readiness says so, and the leases wait
     }
     for (const { taskId, owner } of orphans) {
-      if (this.runs.has(taskId)) {
+      if (this.runs.has(taskId) || this.pendingEnds.has(taskId)) {
         // Ours after all (a heartbeat came late): keep running it.
         await this.store.lease([taskId], this.replicaId, this.leaseMs).catch(() => undefined);
         continue;
@@ -423,6 +441,9 @@ export class TaskEngine {
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
     clearInterval(this.sweeper);
+    clearTimeout(this.flushTimer);
+    if (this.pendingEnds.size > 0) await this.flushPendingEnds();
+    clearTimeout(this.flushTimer);
     await Promise.all(
       [...this.runs.values()].map(async (run) => {
         this.endRun(run, 'the gateway shut down');
@@ -461,14 +482,37 @@ export class TaskEngine {
     this.endRun(run, undefined);
     const failed = 'error' in outcome || outcome.result.isError === true;
     const statusMessage = 'error' in outcome ? outcome.error.message : failed ? toolErrorText(outcome.result) : null;
-    const changed = await this.store
-      .transition(taskId, { to: failed ? 'failed' : 'completed', statusMessage, outcome })
-      .catch((error: Error) => {
-        this.logger.error({ task: taskId, err: error }, 'could not record the task outcome');
-        return undefined;
-      });
-    if (changed !== undefined) void this.store.unlease(taskId).catch(() => undefined);
-    if (changed?.ok) this.logger.info({ audit: failed ? 'task.failed' : 'task.completed', task: taskId }, `task ${failed ? 'failed' : 'completed'}`);
+    const changed = await this.recordEnd(taskId, { to: failed ? 'failed' : 'completed', statusMessage, outcome });
+    if (changed) this.logger.info({ audit: failed ? 'task.failed' : 'task.completed', task: taskId }, `task ${failed ? 'failed' : 'completed'}`);
+  }
+
+  /**
+   * Writes a task's terminal status (and drops its lease). When the store is away the change is kept and
+   * written once it is back, the lease renewed meanwhile: an upstream result is never lost to a store outage.
+   * Resolves whether this change ended the task (false when it was already terminal, or is still pending).
+   */
+  private async recordEnd(taskId: string, change: TaskChange): Promise<boolean> {
+    try {
+      const changed = await this.store.transition(taskId, change);
+      this.pendingEnds.delete(taskId);
+      void this.store.unlease(taskId).catch(() => undefined);
+      return changed.ok;
+    } catch (error) {
+      if (!this.pendingEnds.has(taskId)) this.logger.warn({ task: taskId, err: error }, 'the task store is unavailable: the task outcome is kept and written when it is back');
+      this.pendingEnds.set(taskId, change);
+      this.flushTimer ??= setTimeout(() => {
+        this.flushTimer = undefined;
+        void this.flushPendingEnds();
+      }, PENDING_RETRY_MS);
+      return false;
+    }
+  }
+
+  private async flushPendingEnds(): Promise<void> {
+    for (const [taskId, change] of [...this.pendingEnds]) {
+      if (await this.recordEnd(taskId, change)) this.logger.info({ audit: `task.${change.to}`, task: taskId }, 'kept task outcome written');
+      if (this.pendingEnds.has(taskId)) return; // still away; recordEnd scheduled the next try
+    }
   }
 
   /**
@@ -505,10 +549,7 @@ export class TaskEngine {
     if (run.ended) return;
     const message = `The tool call exceeded its maximum run time of ${maxRunMs} ms (maxRunMs) and was cancelled`;
     this.endRun(run, 'maxRunMs exceeded');
-    await this.store
-      .transition(run.task.taskId, { to: 'failed', statusMessage: message, outcome: { error: { code: InternalError, message } } })
-      .catch((error: Error) => this.logger.error({ task: run.task.taskId, err: error }, 'could not record the task deadline'));
-    void this.store.unlease(run.task.taskId).catch(() => undefined);
+    await this.recordEnd(run.task.taskId, { to: 'failed', statusMessage: message, outcome: { error: { code: InternalError, message } } });
   }
 
   /** Marks the run over; with a reason, also cancels its upstream call. */
