@@ -1,5 +1,5 @@
-// Several gateway replicas as child processes on one Redis (a prefix of their own): what happens to tasks when
-// a replica dies. Loopback only, bounded.
+// Gateways as child processes: several replicas on one Redis (a prefix of their own), and what happens to
+// tasks when a replica or an upstream dies. Loopback only, bounded.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
@@ -105,6 +105,43 @@ describe('replicas sharing one Redis', () => {
     } finally {
       await a.kill(0).catch(() => undefined);
       await b.kill();
+    }
+  });
+});
+
+describe('upstream faults', () => {
+  test('a stdio upstream that crashes fails its running tasks naming it, is restarted, and other upstreams are unaffected', async () => {
+    const { command, args, cwd } = fixtureCommand('stdio');
+    const gateway = await spawnGateway({
+      config: {
+        upstreams: {
+          fx: { command, args, cwd, prefix: 'fx__', restart: { initialDelayMs: 100, maxDelayMs: 1000 } },
+          other: { command, args, cwd, prefix: 'other__' },
+        },
+        tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 } },
+      },
+    });
+    try {
+      const created = await modern(gateway.url, 'tools/call', { name: 'fx__slow_compute', arguments: { seconds: 60, label: 'crashed' } }, { capabilities: EXT });
+      const taskId = created.result?.taskId as string;
+      assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
+      // Called without the tasks extension, so synchronously: the call dies with the process.
+      await modern(gateway.url, 'tools/call', { name: 'fx__crash', arguments: {} });
+      let failed: Json | undefined;
+      await eventually(async () => {
+        failed = await taskOn(gateway.url, taskId);
+        return failed.status !== 'working';
+      }, 10_000);
+      assert.equal(failed?.status, 'failed');
+      assert.match(String(failed?.statusMessage), /Upstream 'fx'/);
+      const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
+      assert.deepEqual(echo.result?.structuredContent, { still: 'here' }, JSON.stringify(echo.messages));
+      await eventually(async () => {
+        const again = await modern(gateway.url, 'tools/call', { name: 'fx__echo', arguments: { back: true } });
+        return (again.result?.structuredContent as Json | undefined)?.back === true;
+      }, 10_000);
+    } finally {
+      await gateway.kill();
     }
   });
 });
