@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { fixtureCommand, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
+import { fixtureCommand, spawnFixture, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, modern, TASKS_EXTENSION, type Json } from './harness.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -142,6 +142,35 @@ describe('upstream faults', () => {
       }, 10_000);
     } finally {
       await gateway.kill();
+    }
+  });
+
+  test('an HTTP upstream that drops the connection mid-call fails that task naming it; other upstreams keep serving', async () => {
+    const http = await spawnFixture({ transport: 'streamable-http' });
+    const { command, args, cwd } = fixtureCommand('stdio');
+    const gateway = await spawnGateway({
+      config: {
+        upstreams: { fx: { transport: 'streamable-http', url: http.url, prefix: 'fx__' }, other: { command, args, cwd, prefix: 'other__' } },
+        tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 } },
+      },
+    });
+    try {
+      const created = await modern(gateway.url, 'tools/call', { name: 'fx__slow_compute', arguments: { seconds: 60, label: 'dropped' } }, { capabilities: EXT });
+      const taskId = created.result?.taskId as string;
+      assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
+      process.kill(-http.pid, 'SIGKILL'); // the upstream process vanishes with the call's stream open
+      let failed: Json | undefined;
+      await eventually(async () => {
+        failed = await taskOn(gateway.url, taskId);
+        return failed.status !== 'working';
+      }, 10_000);
+      assert.equal(failed?.status, 'failed');
+      assert.match(String(failed?.statusMessage), /Upstream 'fx'/);
+      const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
+      assert.deepEqual(echo.result?.structuredContent, { still: 'here' }, JSON.stringify(echo.messages));
+    } finally {
+      await gateway.kill();
+      await http.kill(0).catch(() => undefined);
     }
   });
 });
