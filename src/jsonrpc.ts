@@ -107,3 +107,9 @@ export function errorResponse(id: RequestId | null, code: number, message: strin
 export function asObject(value: unknown): JsonObject | undefined {
   return isObject(value) ? value : undefined;
 }
+
+/** Params without their `_meta` (what belongs to the hop, not to the request itself). */
+export function withoutMeta(params: JsonObject): JsonObject {
+  const { _meta: _ignored, ...rest } = params;
+  return rest;
+}

@@ -4,7 +4,7 @@
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from '../errors.js';
-import { asObject, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 
 export interface InputRequest {
@@ -19,8 +19,6 @@ export const INPUT_CAPABILITY: Record<string, string> = {
   'roots/list': 'roots',
 };
 
-/** Key prefix per kind of input request: readable, and unique within the call with the counter. */
-const KEY_PREFIX: Record<string, string> = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling', 'roots/list': 'roots' };
 
 /** Input requests arriving this close together are answered in one InputRequiredResult. */
 const GATHER_MS = 25;
@@ -165,7 +163,7 @@ export class ModernExchange {
       this.wake?.();
       return Promise.resolve({ error: { code: -32021, message: `The client did not declare the '${capability}' capability` } });
     }
-    const key = `${KEY_PREFIX[request.method] ?? 'input'}-${this.nextKey++}`;
+    const key = inputKey(request.method, this.nextKey++);
     return new Promise<Outcome>((resolve) => {
       const onAbort = (): void => {
         this.pending.delete(key);
@@ -173,7 +171,7 @@ export class ModernExchange {
       };
       signal.addEventListener('abort', onAbort, { once: true });
       this.pending.set(key, {
-        request: withoutRelayMeta(request),
+        request: clientInputRequest(request),
         settle: (outcome) => {
           signal.removeEventListener('abort', onAbort);
           resolve(outcome);
@@ -184,12 +182,14 @@ export class ModernExchange {
   }
 }
 
+/** The key of the `n`th input request of a call or task: its kind (elicitation, sampling, roots) and a counter. */
+export function inputKey(method: string, n: number): string {
+  return `${method.split('/')[0] || 'input'}-${n}`;
+}
+
 /** An input request as the client sees it: method and params, without transport-level `_meta` the upstream added. */
-function withoutRelayMeta(request: InputRequest): InputRequest {
-  const params = request.params;
-  if (params === undefined) return { method: request.method };
-  const { _meta: _ignored, ...rest } = params;
-  return { method: request.method, params: rest };
+export function clientInputRequest(request: InputRequest): InputRequest {
+  return request.params === undefined ? { method: request.method } : { method: request.method, params: withoutMeta(request.params) };
 }
 
 /** What a requestState binds: the parked call, the round, what was called, and until when it may resume. */

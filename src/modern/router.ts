@@ -3,7 +3,7 @@
 // for tools the gateway runs as tasks, task input requests; results get the revision's `resultType` and hints.
 import { createHash } from 'node:crypto';
 import { GatewayError, toJsonRpcError } from '../errors.js';
-import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
+import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { LATEST_LEGACY_VERSION, logLevelRank, META_CLIENT_CAPABILITIES, MODERN_VERSION, META_SERVER_INFO, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../protocol.js';
 import type { ModernUpstreamClient } from '../upstream/modern-client.js';
@@ -429,11 +429,6 @@ function withoutTasksExtension(meta: JsonObject | undefined): JsonObject {
   const extensions = { ...asObject(capabilities.extensions) };
   delete extensions[TASKS_EXTENSION];
   return { ...meta, [META_CLIENT_CAPABILITIES]: { ...capabilities, extensions } };
-}
-
-function withoutMeta(params: JsonObject): JsonObject {
-  const { _meta: _ignored, ...rest } = params;
-  return rest;
 }
 
 /** `_meta` without the envelope keys (a progress token and vendor keys stay). */

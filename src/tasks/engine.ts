@@ -10,7 +10,7 @@ import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './legacy-codec.js';
 import { ACK, detailedTask } from '../modern/codec.js';
-import type { InputRequest, ModernExchange } from '../modern/exchange.js';
+import { clientInputRequest, inputKey, type InputRequest, type ModernExchange } from '../modern/exchange.js';
 import type { ReplicaLink } from '../gateway/replicas.js';
 import { SlotLimiter } from './limiter.js';
 
@@ -384,9 +384,7 @@ export class TaskEngine {
   /** The upstream asks during a modern task: the question becomes one of the task's keyed input requests. */
   private askModern(run: LocalRun, request: InputRequest, signal: AbortSignal): Promise<Outcome> {
     if (run.ended) return Promise.resolve({ error: { code: -32800, message: 'The task has ended' } });
-    const kind = request.method.split('/')[0] ?? 'input';
-    const key = `${kind}-${run.nextInputKey++}`;
-    const params = request.params === undefined ? undefined : withoutMeta(request.params);
+    const key = inputKey(request.method, run.nextInputKey++);
     return new Promise<Outcome>((resolve) => {
       const onAbort = (): void => {
         if (run.inputs.delete(key)) void this.syncInputs(run);
@@ -394,7 +392,7 @@ export class TaskEngine {
       };
       signal.addEventListener('abort', onAbort, { once: true });
       run.inputs.set(key, {
-        request: params === undefined ? { method: request.method } : { method: request.method, params },
+        request: clientInputRequest(request),
         settle: (outcome) => {
           signal.removeEventListener('abort', onAbort);
           resolve(outcome);
@@ -657,11 +655,6 @@ const MODERN_PRINCIPAL_NATIVE = 'gateway:native-tasks';
 /** Until authentication exists, a task belongs to the session that created it (for listing). */
 export function principalOf(session: ClientSession): string {
   return `session:${session.sessionId}`;
-}
-
-function withoutMeta(params: JsonObject): JsonObject {
-  const { _meta: _ignored, ...rest } = params;
-  return rest;
 }
 
 function toolErrorText(result: JsonObject): string {
