@@ -38,30 +38,39 @@ async function taskOn(url: string, taskId: string): Promise<Json> {
   return r.result;
 }
 
+/** Starts a slow_compute task (the gateways make every task-capable call a task at once) and returns its id. */
+async function slowTask(url: string, name: string, seconds: number, label: string): Promise<string> {
+  const created = await modern(url, 'tools/call', { name, arguments: { seconds, label } }, { capabilities: EXT });
+  assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
+  return created.result?.taskId as string;
+}
+
+/** The task once it is no longer `working`, read through `url`. */
+async function settled(url: string, taskId: string, timeoutMs: number): Promise<Json> {
+  let task: Json = {};
+  await eventually(async () => {
+    task = await taskOn(url, taskId);
+    return task.status !== 'working';
+  }, timeoutMs);
+  return task;
+}
+
 describe('replicas sharing one Redis', () => {
   test('kill -9 of the replica running a task: another replica fails it within the lease bound, saying the call was lost', async () => {
     const a = await replica();
     const b = await replica();
     try {
-      const created = await modern(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label: 'orphan' } }, { capabilities: EXT });
-      const taskId = created.result?.taskId as string;
-      assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
+      const taskId = await slowTask(a.url, 'slow_compute', 60, 'orphan');
       assert.equal((await taskOn(b.url, taskId)).status, 'working');
 
       process.kill(-a.pid, 'SIGKILL');
       const killedAt = Date.now();
       await a.exited;
-      let failed: Json | undefined;
-      await eventually(async () => {
-        const task = await taskOn(b.url, taskId);
-        if (task.status === 'working') return false;
-        failed = task;
-        return true;
-      }, 10 * LEASE_MS);
+      const failed = await settled(b.url, taskId, 10 * LEASE_MS);
       const recoveredMs = Date.now() - killedAt;
-      assert.equal(failed?.status, 'failed');
-      assert.match(String(failed?.statusMessage), /The gateway lost the call: replica \S+ stopped while running it/);
-      assert.match(String((failed?.error as Json | undefined)?.message), /lost the call/);
+      assert.equal(failed.status, 'failed');
+      assert.match(String(failed.statusMessage), /The gateway lost the call: replica \S+ stopped while running it/);
+      assert.match(String((failed.error as Json | undefined)?.message), /lost the call/);
       // Reported, not asserted: the bound is leaseMs plus one sweep (README).
       console.log(`# recovery after kill -9: ${recoveredMs} ms (leaseMs ${LEASE_MS})`);
     } finally {
@@ -74,10 +83,8 @@ describe('replicas sharing one Redis', () => {
     const a = await replica();
     const b = await replica();
     try {
-      const created = await modern(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 3.5, label: 'renewed' } }, { capabilities: EXT });
-      const taskId = created.result?.taskId as string;
-      await eventually(async () => (await taskOn(b.url, taskId)).status !== 'working', 10_000);
-      const done = await taskOn(b.url, taskId);
+      const taskId = await slowTask(a.url, 'slow_compute', 3.5, 'renewed');
+      const done = await settled(b.url, taskId, 10_000);
       assert.equal(done.status, 'completed', JSON.stringify(done));
     } finally {
       await a.kill();
@@ -89,13 +96,8 @@ describe('replicas sharing one Redis', () => {
     const a = await replica({ replicas: { leaseMs: LEASE_MS, drainTimeoutMs: 3000 } });
     const b = await replica();
     try {
-      const call = async (seconds: number, label: string): Promise<string> => {
-        const created = await modern(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds, label } }, { capabilities: EXT });
-        assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
-        return created.result?.taskId as string;
-      };
-      const short = await call(1, 'drained');
-      const long = await call(60, 'cut');
+      const short = await slowTask(a.url, 'slow_compute', 1, 'drained');
+      const long = await slowTask(a.url, 'slow_compute', 60, 'cut');
       process.kill(a.pid, 'SIGTERM'); // the gateway only, as a container runtime does (not its stdio children)
       assert.equal(await a.exited, 0, 'the replica exits cleanly after draining');
       assert.equal((await taskOn(b.url, short)).status, 'completed');
@@ -122,18 +124,12 @@ describe('upstream faults', () => {
       },
     });
     try {
-      const created = await modern(gateway.url, 'tools/call', { name: 'fx__slow_compute', arguments: { seconds: 60, label: 'crashed' } }, { capabilities: EXT });
-      const taskId = created.result?.taskId as string;
-      assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
+      const taskId = await slowTask(gateway.url, 'fx__slow_compute', 60, 'crashed');
       // Called without the tasks extension, so synchronously: the call dies with the process.
       await modern(gateway.url, 'tools/call', { name: 'fx__crash', arguments: {} });
-      let failed: Json | undefined;
-      await eventually(async () => {
-        failed = await taskOn(gateway.url, taskId);
-        return failed.status !== 'working';
-      }, 10_000);
-      assert.equal(failed?.status, 'failed');
-      assert.match(String(failed?.statusMessage), /Upstream 'fx'/);
+      const failed = await settled(gateway.url, taskId, 10_000);
+      assert.equal(failed.status, 'failed');
+      assert.match(String(failed.statusMessage), /Upstream 'fx'/);
       const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
       assert.deepEqual(echo.result?.structuredContent, { still: 'here' }, JSON.stringify(echo.messages));
       await eventually(async () => {
@@ -155,17 +151,11 @@ describe('upstream faults', () => {
       },
     });
     try {
-      const created = await modern(gateway.url, 'tools/call', { name: 'fx__slow_compute', arguments: { seconds: 60, label: 'dropped' } }, { capabilities: EXT });
-      const taskId = created.result?.taskId as string;
-      assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
+      const taskId = await slowTask(gateway.url, 'fx__slow_compute', 60, 'dropped');
       process.kill(-http.pid, 'SIGKILL'); // the upstream process vanishes with the call's stream open
-      let failed: Json | undefined;
-      await eventually(async () => {
-        failed = await taskOn(gateway.url, taskId);
-        return failed.status !== 'working';
-      }, 10_000);
-      assert.equal(failed?.status, 'failed');
-      assert.match(String(failed?.statusMessage), /Upstream 'fx'/);
+      const failed = await settled(gateway.url, taskId, 10_000);
+      assert.equal(failed.status, 'failed');
+      assert.match(String(failed.statusMessage), /Upstream 'fx'/);
       const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
       assert.deepEqual(echo.result?.structuredContent, { still: 'here' }, JSON.stringify(echo.messages));
     } finally {
