@@ -9,6 +9,7 @@ import {
   listingKey,
   terminalExpiry,
   type NewTask,
+  type SlotGrant,
   type TaskChange,
   type TaskPage,
   type TaskRecord,
@@ -16,6 +17,18 @@ import {
   type TransitionResult,
   withoutOutcome,
 } from './task-store.js';
+
+/** A slot semaphore: tickets with their owner and lease deadline (epoch ms; run out when <= now). */
+interface Semaphore {
+  holders: Map<string, SlotLease>;
+  /** In line, in order of arrival (a Map keeps insertion order). */
+  queue: Map<string, SlotLease>;
+}
+
+interface SlotLease {
+  owner: string;
+  deadline: number;
+}
 
 interface Entry {
   task: TaskRecord;
@@ -33,10 +46,14 @@ export class MemoryTaskStore implements TaskStore {
   private readonly topics = new EventEmitter();
   /** Running tasks' leases (one process, but the same contract as Redis). */
   private readonly leases = new Map<string, { owner: string; deadline: number }>();
+  /** Slot semaphores by key; a semaphore with no tickets left is dropped. */
+  private readonly semaphores = new Map<string, Semaphore>();
   private readonly secret = randomBytes(32);
   private readonly cursors = new CursorCodec(this.secret);
   private readonly sweeper: NodeJS.Timeout;
   private lastCreatedUs = 0;
+  /** Legacy-era sessions' shared state, with when each expires. */
+  private readonly sessions = new Map<string, { fields: Record<string, string>; expiresAt: number }>();
   /** Ids of expired tasks, until when they are remembered. */
   private readonly expiredIds = new Map<string, number>();
 
@@ -55,6 +72,7 @@ export class MemoryTaskStore implements TaskStore {
     const task: TaskRecord = { ...input, status: 'working', createdAt: now, createdAtUs: this.lastCreatedUs, lastUpdatedAt: now };
     if (task.statusMessage === undefined) delete task.statusMessage;
     if (task.native !== true) delete task.native;
+    if (task.call === undefined) delete task.call;
     this.tasks.set(task.taskId, { task, expiresAt: undefined });
     const keys = this.index.get(task.principal) ?? [];
     const key = listingKey(task);
@@ -91,6 +109,9 @@ export class MemoryTaskStore implements TaskStore {
     if (change.inputRequests === null || isTerminal(change.to)) delete task.inputRequests;
     else if (change.inputRequests !== undefined) task.inputRequests = change.inputRequests;
     if (change.outcome !== undefined) task.outcome = change.outcome;
+    if (change.attempt !== undefined) task.attempt = change.attempt;
+    if (change.queued === true) task.queued = true;
+    else if (change.queued === false || isTerminal(change.to)) delete task.queued;
     if (isTerminal(change.to)) entry.expiresAt = terminalExpiry(task, now, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
     const summary = copy(withoutOutcome(task));
     this.events.emit(taskId, summary);
@@ -143,13 +164,73 @@ export class MemoryTaskStore implements TaskStore {
     return orphans;
   }
 
-  async publish(topic: string, message: JsonObject): Promise<void> {
+  async acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {
+    const now = this.now();
+    const semaphore = this.semaphores.get(key) ?? { holders: new Map(), queue: new Map() };
+    const dropped = this.dropExpired(semaphore, now);
+    const grant = takeSlot(semaphore, ticket, { owner, deadline: now + leaseMs }, limit, options.queue !== false);
+    if (semaphore.holders.size + semaphore.queue.size === 0) this.semaphores.delete(key);
+    else this.semaphores.set(key, semaphore);
+    // Told once the semaphore is settled: a waiter's handler may acquire at once (this store calls it synchronously).
+    if (dropped) await this.publish('slots', { key });
+    return grant;
+  }
+
+  async releaseSlot(key: string, ticket: string): Promise<void> {
+    const semaphore = this.semaphores.get(key);
+    if (semaphore === undefined) return;
+    const removed = semaphore.holders.delete(ticket) || semaphore.queue.delete(ticket);
+    if (semaphore.holders.size + semaphore.queue.size === 0) this.semaphores.delete(key);
+    if (removed) await this.publish('slots', { key });
+  }
+
+  async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {
+    const now = this.now();
+    for (const { key, ticket } of entries) {
+      const semaphore = this.semaphores.get(key);
+      const lease = semaphore?.holders.get(ticket) ?? semaphore?.queue.get(ticket);
+      if (lease !== undefined && lease.deadline > now) lease.deadline = now + leaseMs;
+    }
+  }
+
+  async slotHolders(key: string): Promise<string[]> {
+    const now = this.now();
+    return [...(this.semaphores.get(key)?.holders ?? [])].filter(([, lease]) => lease.deadline > now).map(([ticket]) => ticket);
+  }
+
+  async publish(topic: string, message: JsonObject): Promise<number> {
+    const reached = this.topics.listenerCount(topic);
     this.topics.emit(topic, structuredClone(message));
+    return reached;
   }
 
   async subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
     this.topics.on(topic, handler);
     return () => this.topics.off(topic, handler);
+  }
+
+  async saveSession(sessionId: string, fields: Record<string, string | null>, ttlMs: number, options: { create?: boolean } = {}): Promise<boolean> {
+    let session = this.liveSession(sessionId);
+    if (session === undefined) {
+      if (options.create !== true) return false;
+      session = { fields: {}, expiresAt: 0 };
+      this.sessions.set(sessionId, session);
+    }
+    for (const [field, value] of Object.entries(fields)) {
+      if (value === null) delete session.fields[field];
+      else session.fields[field] = value;
+    }
+    session.expiresAt = this.now() + ttlMs;
+    return true;
+  }
+
+  async getSession(sessionId: string): Promise<Record<string, string> | undefined> {
+    const session = this.liveSession(sessionId);
+    return session === undefined ? undefined : { ...session.fields };
+  }
+
+  async deleteSession(sessionId: string): Promise<boolean> {
+    return this.sessions.delete(sessionId);
   }
 
   async signingSecret(): Promise<Buffer> {
@@ -178,11 +259,56 @@ export class MemoryTaskStore implements TaskStore {
     return entry;
   }
 
+  private liveSession(sessionId: string): { fields: Record<string, string>; expiresAt: number } | undefined {
+    const session = this.sessions.get(sessionId);
+    if (session !== undefined && session.expiresAt <= this.now()) {
+      this.sessions.delete(sessionId);
+      return undefined;
+    }
+    return session;
+  }
+
+  /** Drops the holders and waiters whose lease ran out; whether any were. */
+  private dropExpired(semaphore: Semaphore, now: number): boolean {
+    let dropped = false;
+    for (const tickets of [semaphore.holders, semaphore.queue]) {
+      for (const [ticket, lease] of tickets) {
+        if (lease.deadline > now) continue;
+        tickets.delete(ticket);
+        dropped = true;
+      }
+    }
+    return dropped;
+  }
+
   private sweep(): void {
     for (const taskId of [...this.tasks.keys()]) this.live(taskId);
+    for (const sessionId of [...this.sessions.keys()]) this.liveSession(sessionId);
     const now = this.now();
+    // Expired tickets go here too (without a `slots` message: waiters also retry on a timer), then empty semaphores.
+    for (const [key, semaphore] of this.semaphores) {
+      this.dropExpired(semaphore, now);
+      if (semaphore.holders.size + semaphore.queue.size === 0) this.semaphores.delete(key);
+    }
     for (const [taskId, until] of this.expiredIds) if (until <= now) this.expiredIds.delete(taskId);
   }
+}
+
+/** The acquireSlot decision, applied to `semaphore` (expired tickets already dropped). */
+function takeSlot(semaphore: Semaphore, ticket: string, lease: SlotLease, limit: number, queue: boolean): SlotGrant {
+  if (semaphore.holders.has(ticket)) {
+    semaphore.holders.set(ticket, lease);
+    return { granted: true };
+  }
+  const queued = semaphore.queue.has(ticket);
+  const position = queued ? [...semaphore.queue.keys()].indexOf(ticket) : semaphore.queue.size;
+  if (position < limit - semaphore.holders.size) {
+    semaphore.queue.delete(ticket);
+    semaphore.holders.set(ticket, lease);
+    return { granted: true };
+  }
+  if (queued || queue) semaphore.queue.set(ticket, lease); // an entry already in line keeps its place
+  return { granted: false, ahead: semaphore.holders.size + position };
 }
 
 function copy(task: TaskRecord): TaskRecord {

@@ -14,8 +14,24 @@ export interface RedisKeys {
   /** Sorted set of running tasks by lease deadline, and the hash of their owners (one Cluster slot). */
   running(): string;
   runningOwners(): string;
+  /** Hash of one legacy-era session's shared state. */
+  session(sessionId: string): string;
   /** Pub/sub channel of replica-to-replica messages on one topic. */
   topic(name: string): string;
+  /**
+   * A slot semaphore's keys, all under the hash tag `{slot:<key>}` (one Cluster slot, so one Lua script sees them
+   * all): holders by lease deadline, the line by arrival sequence, queued tickets' lease deadlines, each ticket's
+   * owner, and the sequence counter.
+   */
+  slot(key: string): SlotKeys;
+}
+
+export interface SlotKeys {
+  holders: string;
+  queue: string;
+  queueDeadlines: string;
+  owners: string;
+  sequence: string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -25,8 +41,13 @@ export function redisKeys(prefix: string): RedisKeys {
     principalTasks: (principal) => `${prefix}:principal:{${principal}}:tasks`,
     taskEvents: () => `${prefix}:events:tasks`,
     signingSecret: () => `${prefix}:signing-secret`,
+    session: (sessionId) => `${prefix}:session:{${sessionId}}`,
     topic: (name) => `${prefix}:replicas:${name}`,
     running: () => `${prefix}:{running}`,
     runningOwners: () => `${prefix}:{running}:owners`,
+    slot: (key) => {
+      const base = `${prefix}:{slot:${key}}`;
+      return { holders: `${base}:holders`, queue: `${base}:queue`, queueDeadlines: `${base}:queue-deadlines`, owners: `${base}:owners`, sequence: `${base}:seq` };
+    },
   };
 }

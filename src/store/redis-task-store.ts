@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
 import type { JsonObject } from '../jsonrpc.js';
-import { redisKeys, type RedisKeys } from './redis-keys.js';
+import { redisKeys, type RedisKeys, type SlotKeys } from './redis-keys.js';
 import {
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
@@ -10,6 +10,7 @@ import {
   listingKey,
   TASK_STATUSES,
   type NewTask,
+  type SlotGrant,
   type TaskChange,
   type TaskPage,
   type TaskRecord,
@@ -37,7 +38,7 @@ local function summary(key)
   local all = redis.call('HGETALL', key)
   local out = {}
   for i = 1, #all, 2 do
-    if all[i] ~= 'outcome' then
+    if all[i] ~= 'outcome' and all[i] ~= 'call' then
       out[#out + 1] = all[i]
       out[#out + 1] = all[i + 1]
     end
@@ -49,7 +50,7 @@ end
 // One transition: check the current status, apply the change, set the expiry, emit the event, atomically.
 // KEYS[1] task hash, KEYS[2] expired-marker. ARGV: 1 channel, 2 to, 3 message mode ('keep'|'set'|'clear'),
 // 4 message, 5 outcome JSON or '', 6 result grace ms, 7 how long the marker outlives the record,
-// 8 input-requests mode ('keep'|'set'|'clear'), 9 input requests JSON.
+// 8 input-requests mode ('keep'|'set'|'clear'), 9 input requests JSON, 10 attempt or '', 11 queued mark ('keep'|'set'|'clear').
 const TRANSITION = `${SUMMARY}
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {'not_found'} end
@@ -61,6 +62,9 @@ redis.call('HSET', KEYS[1], 'status', ARGV[2], 'lastUpdatedAt', tostring(now))
 if ARGV[3] == 'set' then redis.call('HSET', KEYS[1], 'statusMessage', ARGV[4])
 elseif ARGV[3] == 'clear' then redis.call('HDEL', KEYS[1], 'statusMessage') end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'outcome', ARGV[5]) end
+if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'attempt', ARGV[10]) end
+if ARGV[11] == 'set' then redis.call('HSET', KEYS[1], 'queued', '1')
+elseif ARGV[11] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'queued') end
 if ARGV[8] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'inputRequests')
 elseif ARGV[8] == 'set' then redis.call('HSET', KEYS[1], 'inputRequests', ARGV[9]) end
 if terminal[ARGV[2]] then
@@ -105,9 +109,124 @@ end
 return out
 `;
 
+// A session save: applies only to a session that exists, unless creating. KEYS[1] session hash. ARGV: 1 'create'|'update',
+// 2 ttl ms, then field/value triples (field, 'set'|'del', value).
+const SAVE_SESSION = `
+if ARGV[1] ~= 'create' and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+for i = 3, #ARGV, 3 do
+  if ARGV[i + 1] == 'set' then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2]) else redis.call('HDEL', KEYS[1], ARGV[i]) end
+end
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+return 1
+`;
+
+// Slot semaphores. Each script gets one semaphore's keys (one hash tag, one Cluster slot):
+// KEYS 1 holders (zset: ticket -> lease deadline ms), 2 queue (zset: ticket -> arrival sequence),
+// 3 queue deadlines (zset: ticket -> lease deadline ms), 4 owners (hash: ticket -> replica), 5 sequence counter.
+// A lease has run out when its deadline is <= now (Redis time, one clock for every replica).
+const SLOT_NOW = `
+local t = redis.call('TIME')
+local now = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
+`;
+
+// Keeps an idle semaphore from living forever without ever dropping a live lease: keys only ever get a longer
+// expiry, and every deadline written is at most `keep` ms away.
+const SLOT_KEEP = `
+local function keep(ms)
+  for i = 1, 5 do
+    local left = redis.call('PTTL', KEYS[i])
+    if left == -1 or (left >= 0 and left < ms) then redis.call('PEXPIRE', KEYS[i], ms) end
+  end
+end
+`;
+
+// Acquire: drop expired holders and waiters, then grant, keep waiting or join the line, atomically.
+// ARGV: 1 ticket, 2 owner, 3 limit, 4 lease ms, 5 'queue'|'once', 6 channel, 7 message, 8 key expiry ms.
+// Returns {1} when granted, {0, ahead} otherwise.
+const ACQUIRE_SLOT = `${SLOT_NOW}${SLOT_KEEP}
+local ticket = ARGV[1]
+local deadline = now + tonumber(ARGV[4])
+local dropped = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
+  redis.call('ZREM', KEYS[2], gone)
+  dropped[#dropped + 1] = gone
+end
+if #dropped > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  for _, gone in ipairs(dropped) do redis.call('HDEL', KEYS[4], gone) end
+end
+local reply
+if redis.call('ZSCORE', KEYS[1], ticket) then
+  redis.call('ZADD', KEYS[1], deadline, ticket)
+  redis.call('HSET', KEYS[4], ticket, ARGV[2])
+  reply = {1}
+else
+  local holders = redis.call('ZCARD', KEYS[1])
+  local position = redis.call('ZRANK', KEYS[2], ticket)
+  local queued = position ~= false
+  if not queued then position = redis.call('ZCARD', KEYS[2]) end
+  if position < tonumber(ARGV[3]) - holders then
+    redis.call('ZREM', KEYS[2], ticket)
+    redis.call('ZREM', KEYS[3], ticket)
+    redis.call('ZADD', KEYS[1], deadline, ticket)
+    redis.call('HSET', KEYS[4], ticket, ARGV[2])
+    reply = {1}
+  else
+    if not queued and ARGV[5] == 'queue' then
+      redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), ticket)
+      queued = true
+    end
+    if queued then
+      redis.call('ZADD', KEYS[3], deadline, ticket)
+      redis.call('HSET', KEYS[4], ticket, ARGV[2])
+    end
+    reply = {0, holders + position}
+  end
+end
+keep(tonumber(ARGV[8]))
+if #dropped > 0 then redis.call('PUBLISH', ARGV[6], ARGV[7]) end
+return reply
+`;
+
+// Release: out of the holders and the line; waiters hear of it only when something was there.
+// KEYS as ACQUIRE_SLOT (1-4). ARGV: 1 ticket, 2 channel, 3 message.
+const RELEASE_SLOT = `
+local removed = redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+if removed > 0 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
+return removed
+`;
+
+// Renew: only leases still running are extended; one already run out stays out even before an acquire drops it.
+// KEYS as ACQUIRE_SLOT. ARGV: 1 lease ms, 2 key expiry ms, 3.. tickets.
+const RENEW_SLOTS = `${SLOT_NOW}${SLOT_KEEP}
+local deadline = now + tonumber(ARGV[1])
+local renewed = 0
+for i = 3, #ARGV do
+  if tonumber(redis.call('ZSCORE', KEYS[1], ARGV[i]) or '0') > now then
+    redis.call('ZADD', KEYS[1], deadline, ARGV[i])
+    renewed = renewed + 1
+  elseif tonumber(redis.call('ZSCORE', KEYS[3], ARGV[i]) or '0') > now then
+    redis.call('ZADD', KEYS[3], deadline, ARGV[i])
+    renewed = renewed + 1
+  end
+end
+if renewed > 0 then keep(tonumber(ARGV[2])) end
+return renewed
+`;
+
+// Holders whose lease still runs. KEYS[1] holders.
+const SLOT_HOLDERS = `${SLOT_NOW}
+return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
+`;
+
+/** An idle semaphore's keys go this many lease periods after its last acquire or renewal. */
+const SLOT_KEY_LEASES = 10;
 const LIST_BATCH_EXTRA = 8;
 /** Every record field but the outcome; taskId first (its absence means no record). */
-const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'statusMessage', 'createdAt', 'createdAtUs', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs', 'inputRequests', 'native'] as const;
+const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'statusMessage', 'createdAt', 'createdAtUs', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs', 'inputRequests', 'native', 'attempt', 'queued'] as const;
 
 /**
  * Tasks in Redis, shared by every replica: records are hashes that Redis expires itself, listing is a lexical
@@ -117,6 +236,8 @@ export class RedisTaskStore implements TaskStore {
   readonly kind = 'redis' as const;
   private readonly keys: RedisKeys;
   private readonly events = new EventEmitter();
+  /** When each watched task last changed, as its last event said (so a resync tells only what was missed). */
+  private readonly lastEvents = new Map<string, number>();
   /** Replica messages by channel. */
   private readonly topics = new EventEmitter();
   private subscriber: Redis | undefined;
@@ -136,6 +257,11 @@ export class RedisTaskStore implements TaskStore {
     redis.defineCommand('taskgateTransition', { numberOfKeys: 2, lua: TRANSITION });
     redis.defineCommand('taskgateLease', { numberOfKeys: 2, lua: LEASE });
     redis.defineCommand('taskgateTakeOrphans', { numberOfKeys: 2, lua: TAKE_ORPHANS });
+    redis.defineCommand('taskgateSaveSession', { numberOfKeys: 1, lua: SAVE_SESSION });
+    redis.defineCommand('taskgateAcquireSlot', { numberOfKeys: 5, lua: ACQUIRE_SLOT });
+    redis.defineCommand('taskgateReleaseSlot', { numberOfKeys: 4, lua: RELEASE_SLOT });
+    redis.defineCommand('taskgateRenewSlots', { numberOfKeys: 5, lua: RENEW_SLOTS });
+    redis.defineCommand('taskgateSlotHolders', { numberOfKeys: 1, lua: SLOT_HOLDERS });
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.ensureSubscribed();
@@ -153,6 +279,7 @@ export class RedisTaskStore implements TaskStore {
     ];
     if (input.statusMessage !== undefined) fields.push('statusMessage', input.statusMessage);
     if (input.native === true) fields.push('native', '1');
+    if (input.call !== undefined) fields.push('call', JSON.stringify(input.call));
     const created = (await this.command('taskgateCreate', this.keys.task(input.taskId), this.keys.taskEvents(), ...fields)) as string[] | null;
     if (created === null) throw new Error(`task ${input.taskId} already exists`);
     const task = parseTask(created);
@@ -194,6 +321,8 @@ export class RedisTaskStore implements TaskStore {
       String(EXPIRED_MEMORY_MS),
       change.inputRequests === undefined ? 'keep' : change.inputRequests === null ? 'clear' : 'set',
       change.inputRequests ? JSON.stringify(change.inputRequests) : '',
+      change.attempt === undefined ? '' : String(change.attempt),
+      change.queued === undefined ? 'keep' : change.queued ? 'set' : 'clear',
     )) as string[];
     const [verdict, ...fields] = reply;
     if (verdict === 'not_found') return { ok: false, reason: 'not_found' };
@@ -240,7 +369,29 @@ export class RedisTaskStore implements TaskStore {
   watch(taskId: string, listener: (task: TaskRecord) => void): () => void {
     this.ensureSubscribed();
     this.events.on(taskId, listener);
-    return () => this.events.off(taskId, listener);
+    return () => {
+      this.events.off(taskId, listener);
+      if (this.events.listenerCount(taskId) === 0) this.lastEvents.delete(taskId);
+    };
+  }
+
+  private async resync(): Promise<void> {
+    for (const name of this.events.eventNames()) {
+      const taskId = String(name);
+      for (let attempt = 0; attempt < 5; attempt++) {
+        try {
+          const task = await this.get(taskId);
+          // Only what changed while the subscription was down: watchers need not hear the same state twice.
+          if (task !== undefined && task.lastUpdatedAt !== this.lastEvents.get(taskId)) {
+            this.lastEvents.set(taskId, task.lastUpdatedAt);
+            this.events.emit(taskId, task);
+          }
+          break;
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, 200)); // the main connection may not be back yet
+        }
+      }
+    }
   }
 
   /** Resolves once the event subscription is active (a watcher added before then could miss an event). */
@@ -272,6 +423,16 @@ export class RedisTaskStore implements TaskStore {
     const subscriber = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined); // reconnects by itself; readiness reports the main connection
+    let connected = false;
+    subscriber.on('ready', () => {
+      if (!connected) {
+        connected = true;
+        return;
+      }
+      // Events published while the subscription was down are lost. Once it is back (the PING answers after the
+      // re-subscriptions), every watcher gets its task's current state, so nobody waits for an event that passed.
+      void subscriber.ping().then(() => this.resync(), () => undefined);
+    });
     subscriber.on('message', (channel: string, payload: string) => {
       if (channel !== this.keys.taskEvents()) {
         try {
@@ -287,6 +448,7 @@ export class RedisTaskStore implements TaskStore {
       } catch {
         return;
       }
+      if (this.events.listenerCount(task.taskId) > 0) this.lastEvents.set(task.taskId, task.lastUpdatedAt);
       this.events.emit(task.taskId, task);
     });
     this.subscribed = subscriber.subscribe(this.keys.taskEvents()).catch(() => undefined); // only on close
@@ -308,8 +470,44 @@ export class RedisTaskStore implements TaskStore {
     return orphans;
   }
 
-  async publish(topic: string, message: JsonObject): Promise<void> {
-    await this.redis.publish(this.keys.topic(topic), JSON.stringify(message));
+  async acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {
+    const [granted, ahead] = (await this.command(
+      'taskgateAcquireSlot',
+      ...slotKeyList(this.keys.slot(key)),
+      ticket,
+      owner,
+      String(limit),
+      String(leaseMs),
+      options.queue === false ? 'once' : 'queue',
+      this.keys.topic('slots'),
+      JSON.stringify({ key }),
+      String(leaseMs * SLOT_KEY_LEASES),
+    )) as [number, number?];
+    return granted === 1 ? { granted: true } : { granted: false, ahead: ahead ?? 0 };
+  }
+
+  async releaseSlot(key: string, ticket: string): Promise<void> {
+    const keys = this.keys.slot(key);
+    await this.command('taskgateReleaseSlot', keys.holders, keys.queue, keys.queueDeadlines, keys.owners, ticket, this.keys.topic('slots'), JSON.stringify({ key }));
+  }
+
+  async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {
+    // One script per semaphore: each semaphore's keys live in their own Cluster slot.
+    const byKey = new Map<string, string[]>();
+    for (const { key, ticket } of entries) byKey.set(key, [...(byKey.get(key) ?? []), ticket]);
+    await Promise.all(
+      [...byKey].map(([key, tickets]) =>
+        this.command('taskgateRenewSlots', ...slotKeyList(this.keys.slot(key)), String(leaseMs), String(leaseMs * SLOT_KEY_LEASES), ...tickets),
+      ),
+    );
+  }
+
+  async slotHolders(key: string): Promise<string[]> {
+    return (await this.command('taskgateSlotHolders', this.keys.slot(key).holders)) as string[];
+  }
+
+  async publish(topic: string, message: JsonObject): Promise<number> {
+    return this.redis.publish(this.keys.topic(topic), JSON.stringify(message));
   }
 
   async subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
@@ -322,6 +520,22 @@ export class RedisTaskStore implements TaskStore {
       this.topics.off(channel, handler);
       if (this.topics.listenerCount(channel) === 0) void subscriber.unsubscribe(channel).catch(() => undefined);
     };
+  }
+
+  async saveSession(sessionId: string, fields: Record<string, string | null>, ttlMs: number, options: { create?: boolean } = {}): Promise<boolean> {
+    const args: string[] = [];
+    for (const [field, value] of Object.entries(fields)) args.push(field, value === null ? 'del' : 'set', value ?? '');
+    const saved = await this.command('taskgateSaveSession', this.keys.session(sessionId), options.create ? 'create' : 'update', String(Math.max(1, Math.ceil(ttlMs))), ...args);
+    return saved === 1;
+  }
+
+  async getSession(sessionId: string): Promise<Record<string, string> | undefined> {
+    const fields = await this.redis.hgetall(this.keys.session(sessionId));
+    return Object.keys(fields).length === 0 ? undefined : fields;
+  }
+
+  async deleteSession(sessionId: string): Promise<boolean> {
+    return (await this.redis.del(this.keys.session(sessionId))) === 1;
   }
 
   /** All replicas sign with one secret, created by whichever replica needs it first. */
@@ -343,6 +557,11 @@ export class RedisTaskStore implements TaskStore {
     this.cursors ??= new CursorCodec(await this.signingSecret());
     return this.cursors;
   }
+}
+
+/** A semaphore's keys in the order the slot scripts take them. */
+function slotKeyList(keys: SlotKeys): string[] {
+  return [keys.holders, keys.queue, keys.queueDeadlines, keys.owners, keys.sequence];
 }
 
 /** A record from an HMGET of SUMMARY_FIELDS; undefined when there is no record (no taskId). */
@@ -378,6 +597,9 @@ function parseTask(input: string[] | Record<string, string>): TaskRecord {
   };
   if (fields.statusMessage !== undefined) task.statusMessage = fields.statusMessage;
   if (fields.native === '1') task.native = true;
+  if (fields.attempt !== undefined) task.attempt = Number(fields.attempt);
+  if (fields.queued === '1') task.queued = true;
+  if (fields.call !== undefined) task.call = JSON.parse(fields.call) as TaskRecord['call'];
   if (fields.inputRequests !== undefined) task.inputRequests = JSON.parse(fields.inputRequests) as TaskRecord['inputRequests'];
   if (fields.outcome !== undefined) task.outcome = JSON.parse(fields.outcome) as TaskRecord['outcome'];
   return task;

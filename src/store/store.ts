@@ -12,7 +12,9 @@ export type { TaskStore } from './task-store.js';
  */
 export function createStore(config: StoreConfig): TaskStore {
   if (config.type === 'memory') return new MemoryTaskStore();
-  const redis = new Redis(config.url, { maxRetriesPerRequest: 1, commandTimeout: 5000 });
+  // Reconnect attempts at most 500 ms apart: after an outage every replica is back within about that much of
+  // the others, well inside the lease period they get to renew before anyone is declared lost.
+  const redis = new Redis(config.url, { maxRetriesPerRequest: 1, commandTimeout: 5000, retryStrategy: (times) => Math.min(times * 50, 500) });
   redis.on('error', () => undefined); // reported through ping() and readiness, not as crashes
   return new RedisTaskStore(redis, config.prefix);
 }

@@ -45,11 +45,26 @@ export interface TaskRecord {
    * every replica routes the task's methods there.
    */
   native?: boolean;
+  /** The upstream call, kept when policy lets another replica run it again if this one is lost. */
+  call?: StoredCall;
+  /** Which upstream execution of the call this is (1 for the first; retries after a lost replica count up). */
+  attempt?: number;
+  /** Waiting in line for a concurrency slot: the upstream has not seen the call yet. */
+  queued?: boolean;
+}
+
+/** Enough to start a task's upstream call again on any replica. */
+export interface StoredCall {
+  /** `tools/call` params as the upstream gets them (its own tool name). */
+  params: JsonObject;
+  /** Who the gateway is to the upstream for it: the legacy session, or the identity used for modern clients. */
+  identity: { sessionId: string; protocolVersion: string; capabilities: JsonObject; clientInfo?: JsonObject };
 }
 
 export type NewTask = Pick<TaskRecord, 'taskId' | 'principal' | 'era' | 'tool' | 'upstream' | 'ttlMs' | 'pollIntervalMs'> & {
   statusMessage?: string;
   native?: boolean;
+  call?: StoredCall;
 };
 
 export interface TaskChange {
@@ -59,6 +74,10 @@ export interface TaskChange {
   /** Replaces the outstanding input requests; `null` clears them; absent keeps them. A terminal status clears them. */
   inputRequests?: JsonObject | null;
   outcome?: Outcome;
+  /** Records a new upstream execution of the task's call (a retry after its replica was lost). */
+  attempt?: number;
+  /** Sets or clears the `queued` mark. */
+  queued?: boolean;
 }
 
 export type TransitionResult =
@@ -73,13 +92,16 @@ export interface TaskPage {
   nextCursor?: string;
 }
 
+/** The answer to acquireSlot: a slot, or how many hold one or wait in line before the ticket. */
+export type SlotGrant = { granted: true } | { granted: false; ahead: number };
+
 export interface TaskStore {
   readonly kind: 'memory' | 'redis';
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
   /**
-   * The task, with its outcome only when `outcome: true`: the outcome can be large and most readers (polling,
-   * listing, events) need only the status.
+   * The task, with its outcome (and stored call) only when `outcome: true`: the outcome can be large and most
+   * readers (polling, listing, events) need only the status.
    */
   get(taskId: string, options?: { outcome?: boolean }): Promise<TaskRecord | undefined>;
   /** Whether `taskId` named a task that has expired (remembered for EXPIRED_MEMORY_MS), as opposed to none. */
@@ -116,12 +138,46 @@ export interface TaskStore {
    */
   takeOrphans(limit: number): Promise<{ taskId: string; owner: string }[]>;
   /**
+   * A FIFO semaphore of `limit` slots named `key`, shared by every replica. `ticket` (unique, e.g. a task id) joins
+   * the line on its first call and keeps its place on later calls; it is granted a slot when fewer than `limit`
+   * tickets hold one and no more than (limit - holders - 1) unexpired tickets queued before it wait (strict FIFO:
+   * the first `free` tickets in line may be granted). A granted ticket holds its slot until releaseSlot, or until
+   * its lease (`leaseMs`, store time) runs out without renewal (its replica died). Queued tickets carry a lease too,
+   * so a dead replica's waiters never block the line. `queue: false` never joins the line: granted or refused at
+   * once (for counting limits such as unfinished tasks per principal); it does not jump the line either, and a
+   * ticket already in line keeps its place. Re-acquiring a held ticket answers granted (idempotent) and refreshes
+   * its lease. `ahead` is the number of holders plus tickets in line before it. `owner` (the replica) is kept with
+   * the ticket for debugging. A `limit` of 0 or less grants nothing: an unlimited key needs no semaphore.
+   * Expired holders and waiters are dropped by the next acquireSlot of `key`, which then publishes `{ key }` on
+   * `slots` as releaseSlot does, so the waiters behind them need not wait for their retry timer.
+   */
+  acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options?: { queue?: boolean }): Promise<SlotGrant>;
+  /**
+   * Gives the slot back (or leaves the line); no-op when the ticket holds nothing. Tells waiters: publishes
+   * `{ key }` on the store topic `slots` (only when it removed something).
+   */
+  releaseSlot(key: string, ticket: string): Promise<void>;
+  /** Extends the leases of held and queued tickets that still exist (heartbeat); an expired ticket is not revived. */
+  renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void>;
+  /** Tickets holding a slot of `key` now (expired ones excluded); for tests, metrics and /readyz-style reporting. */
+  slotHolders(key: string): Promise<string[]>;
+  /**
    * Messages between replicas (on `topic`, a name the store scopes to itself): what one replica must hand to
    * another that holds a running call. Delivery is at most once; senders wait for a reply with a deadline.
+   * Resolves with how many subscribers (replicas) it reached.
    */
-  publish(topic: string, message: JsonObject): Promise<void>;
+  publish(topic: string, message: JsonObject): Promise<number>;
   /** Resolves once the subscription is active, with the function that ends it. */
   subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void>;
+  /**
+   * Legacy-era sessions, shared by every replica: string fields (what `initialize` fixed, and what changes later),
+   * expiring `ttlMs` after the last save. With `create` the record is made when missing; otherwise a missing (ended
+   * or expired) session is not revived and this resolves false. A `null` value removes the field.
+   */
+  saveSession(sessionId: string, fields: Record<string, string | null>, ttlMs: number, options?: { create?: boolean }): Promise<boolean>;
+  getSession(sessionId: string): Promise<Record<string, string> | undefined>;
+  /** Ends the session for every replica; resolves whether it existed. */
+  deleteSession(sessionId: string): Promise<boolean>;
   /** Resolves when the store answers; rejects with a reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -134,9 +190,9 @@ export class InvalidCursorError extends Error {
   }
 }
 
-/** The record without its outcome, as events, listings and transition results carry it. */
+/** The record without its outcome (nor stored call), as events, listings and transition results carry it. */
 export function withoutOutcome(task: TaskRecord): TaskRecord {
-  const { outcome: _outcome, ...rest } = task;
+  const { outcome: _outcome, call: _call, ...rest } = task;
   return rest;
 }
 

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { redisKeys } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
-import { InvalidCursorError, newTaskId, type NewTask, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import { InvalidCursorError, newTaskId, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RESULT_GRACE_MS = 200;
@@ -48,6 +48,14 @@ async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Prom
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+const SLOT = 'tool:fx/slow';
+const GRANTED: SlotGrant = { granted: true };
+const waiting = (ahead: number): SlotGrant => ({ granted: false, ahead });
 
 for (const [kind, create] of Object.entries(factories)) {
   describe(`${kind} task store`, () => {
@@ -99,6 +107,26 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.equal(task?.status, 'cancelled');
       assert.equal(task?.outcome, undefined);
       assert.deepEqual(await store.transition(newTaskId(), { to: 'completed' }), { ok: false, reason: 'not_found' });
+      await store.close();
+    });
+
+    test('a stored call comes only with full reads; attempt and the queued mark are kept, and the mark goes at the end', async () => {
+      const store = await create();
+      const call = { params: { name: 'slow', arguments: { ms: 1 } }, identity: { sessionId: 's1', protocolVersion: '2025-11-25', capabilities: {} } };
+      const task = await store.create(newTask({ call }));
+      assert.equal((await store.get(task.taskId))?.call, undefined);
+      assert.deepEqual((await store.get(task.taskId, { outcome: true }))?.call, call);
+      await store.transition(task.taskId, { to: 'working', queued: true, statusMessage: 'Queued' });
+      assert.equal((await store.get(task.taskId))?.queued, true);
+      await store.transition(task.taskId, { to: 'working', statusMessage: 'still' });
+      assert.equal((await store.get(task.taskId))?.queued, true, 'kept unless changed');
+      await store.transition(task.taskId, { to: 'working', queued: false, attempt: 2 });
+      const started = await store.get(task.taskId);
+      assert.equal(started?.queued, undefined);
+      assert.equal(started?.attempt, 2);
+      await store.transition(task.taskId, { to: 'working', queued: true });
+      await store.transition(task.taskId, { to: 'failed', statusMessage: 'lost' });
+      assert.equal((await store.get(task.taskId))?.queued, undefined);
       await store.close();
     });
 
@@ -240,6 +268,164 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.deepEqual(listed.tasks.map((t) => t.taskId), [running.taskId]);
       await store.close();
     });
+
+    test('slots: never more than `limit` holders, even when every ticket asks at once', async () => {
+      const store = await create();
+      const tickets = Array.from({ length: 10 }, (_, i) => `t${i}`);
+      const grants = await Promise.all(tickets.map((ticket) => store.acquireSlot(SLOT, ticket, 'replica-1', 3, 5000)));
+      const holders = tickets.filter((_, i) => grants[i]?.granted);
+      assert.equal(holders.length, 3);
+      assert.deepEqual((await store.slotHolders(SLOT)).sort(), holders.sort());
+      const aheads = grants.flatMap((grant) => (grant.granted ? [] : [grant.ahead]));
+      assert.deepEqual(aheads.sort((a, b) => a - b), [3, 4, 5, 6, 7, 8, 9], 'each waiter has its own place in line');
+      assert.deepEqual(await store.slotHolders('tool:fx/other'), []);
+      await store.close();
+    });
+
+    test('slots: strict FIFO — a later ticket is refused while an earlier one waits, whoever asks first', async () => {
+      const store = await create();
+      const acquire = (ticket: string): Promise<SlotGrant> => store.acquireSlot(SLOT, ticket, 'replica-1', 1, 5000);
+      assert.deepEqual(await acquire('t1'), GRANTED);
+      assert.deepEqual(await acquire('t2'), waiting(1));
+      assert.deepEqual(await acquire('t3'), waiting(2));
+      await store.releaseSlot(SLOT, 't1');
+      assert.deepEqual(await acquire('t3'), waiting(1), 't2 is first in line');
+      assert.deepEqual(await acquire('t2'), GRANTED);
+      assert.deepEqual(await acquire('t3'), waiting(1));
+      await store.releaseSlot(SLOT, 't2');
+      assert.deepEqual(await acquire('t3'), GRANTED);
+      assert.deepEqual(await store.slotHolders(SLOT), ['t3']);
+      await store.close();
+    });
+
+    test('slots: `ahead` counts holders and the line before the ticket, which keeps its place; the first `free` in line may go', async () => {
+      const store = await create();
+      const acquire = (ticket: string): Promise<SlotGrant> => store.acquireSlot(SLOT, ticket, 'replica-1', 2, 5000);
+      assert.deepEqual(await acquire('a'), GRANTED);
+      assert.deepEqual(await acquire('b'), GRANTED);
+      assert.deepEqual(await acquire('c'), waiting(2));
+      assert.deepEqual(await acquire('d'), waiting(3));
+      assert.deepEqual(await acquire('e'), waiting(4));
+      assert.deepEqual(await acquire('d'), waiting(3), 'asking again keeps the place');
+      await store.releaseSlot(SLOT, 'a');
+      assert.deepEqual(await acquire('d'), waiting(2), 'one free slot, and c is before d');
+      await store.releaseSlot(SLOT, 'b');
+      assert.deepEqual(await acquire('d'), GRANTED, 'two free slots: the first two in line may go, in any order');
+      assert.deepEqual(await acquire('e'), waiting(2), 'd holds one, c is still before e');
+      assert.deepEqual(await acquire('c'), GRANTED);
+      assert.deepEqual(await acquire('e'), waiting(2));
+      await store.close();
+    });
+
+    test('slots: `queue: false` is granted or refused at once, never joins the line and never jumps it', async () => {
+      const store = await create();
+      const once = (ticket: string): Promise<SlotGrant> => store.acquireSlot(SLOT, ticket, 'replica-1', 1, 5000, { queue: false });
+      assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-1', 1, 5000), GRANTED);
+      assert.deepEqual(await once('x'), waiting(1));
+      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-1', 1, 5000), waiting(1), 'x did not join the line');
+      await store.releaseSlot(SLOT, 't1');
+      assert.deepEqual(await once('x'), waiting(1), 't2 is in line before it');
+      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-1', 1, 5000), GRANTED);
+      await store.releaseSlot(SLOT, 't2');
+      assert.deepEqual(await once('x'), GRANTED);
+      assert.deepEqual(await once('y'), waiting(1));
+      assert.deepEqual(await once('x'), GRANTED, 'idempotent');
+      assert.deepEqual(await store.slotHolders(SLOT), ['x']);
+      await store.close();
+    });
+
+    test('slots: re-acquiring a held ticket is granted again, holds one slot, and refreshes its lease', async () => {
+      const store = await create();
+      assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-1', 1, 400), GRANTED);
+      await sleep(250);
+      assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-1', 1, 400), GRANTED);
+      await sleep(250); // past the first lease, within the refreshed one
+      assert.deepEqual(await store.slotHolders(SLOT), ['t1']);
+      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-1', 1, 5000), waiting(1));
+      await store.close();
+    });
+
+    test('slots: releasing (or leaving the line) publishes { key } on `slots`; releasing nothing is a silent no-op', async () => {
+      const store = await create();
+      const seen: object[] = [];
+      const stop = await store.subscribe('slots', (message) => seen.push(message));
+      await store.releaseSlot(SLOT, 'nobody');
+      assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-1', 1, 5000), GRANTED);
+      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-1', 1, 5000), waiting(1));
+      assert.deepEqual(await store.acquireSlot(SLOT, 't3', 'replica-1', 1, 5000), waiting(2));
+      await store.releaseSlot(SLOT, 'nobody');
+      await store.releaseSlot(SLOT, 't2');
+      assert.deepEqual(await store.acquireSlot(SLOT, 't3', 'replica-1', 1, 5000), waiting(1), 't2 left the line');
+      await store.releaseSlot(SLOT, 't1');
+      await store.releaseSlot(SLOT, 't1');
+      await eventually(async () => seen.length >= 2);
+      await sleep(50);
+      assert.deepEqual(seen, [{ key: SLOT }, { key: SLOT }]);
+      assert.deepEqual(await store.acquireSlot(SLOT, 't3', 'replica-1', 1, 5000), GRANTED);
+      stop();
+      await store.close();
+    });
+
+    test('slots: a holder that stops renewing loses its slot, and the acquire that drops it tells waiters; a renewed one keeps it', async () => {
+      const store = await create();
+      assert.deepEqual(await store.acquireSlot(SLOT, 'renewed', 'replica-1', 2, 300), GRANTED);
+      assert.deepEqual(await store.acquireSlot(SLOT, 'dead', 'replica-2', 2, 300), GRANTED);
+      assert.deepEqual(await store.acquireSlot(SLOT, 'waiter', 'replica-1', 2, 5000), waiting(2));
+      for (let i = 0; i < 3; i++) {
+        await sleep(150);
+        await store.renewSlots([{ key: SLOT, ticket: 'renewed' }], 300);
+      }
+      assert.deepEqual(await store.slotHolders(SLOT), ['renewed'], 'the dead holder is not counted even before it is dropped');
+      const seen: object[] = [];
+      const stop = await store.subscribe('slots', (message) => seen.push(message));
+      assert.deepEqual(await store.acquireSlot(SLOT, 'waiter', 'replica-1', 2, 5000), GRANTED);
+      await eventually(async () => seen.length === 1, 2000);
+      assert.deepEqual(seen, [{ key: SLOT }]);
+      stop();
+      // Without renewals, the renewed holder's lease runs out too.
+      await eventually(async () => (await store.slotHolders(SLOT)).length === 1, 2000);
+      assert.deepEqual(await store.slotHolders(SLOT), ['waiter']);
+      await store.close();
+    });
+
+    test('slots: a waiter that stops renewing stops blocking the line; a renewed one keeps its place', async () => {
+      const store = await create();
+      const acquire = (ticket: string, leaseMs: number): Promise<SlotGrant> => store.acquireSlot(SLOT, ticket, 'replica-1', 1, leaseMs);
+      assert.deepEqual(await acquire('holder', 5000), GRANTED);
+      assert.deepEqual(await acquire('dead', 300), waiting(1));
+      assert.deepEqual(await acquire('renewed', 300), waiting(2));
+      assert.deepEqual(await acquire('last', 5000), waiting(3));
+      await store.releaseSlot(SLOT, 'holder');
+      assert.deepEqual(await acquire('last', 5000), waiting(2), 'both are still in line before it');
+      for (let i = 0; i < 3; i++) {
+        await sleep(150);
+        await store.renewSlots([{ key: SLOT, ticket: 'renewed' }], 300);
+      }
+      assert.deepEqual(await acquire('last', 5000), waiting(1), 'the dead waiter left the line');
+      assert.deepEqual(await acquire('renewed', 300), GRANTED);
+      assert.deepEqual(await acquire('last', 5000), waiting(1));
+      await store.close();
+    });
+
+    test('slots: renewing does not revive an expired holder or waiter', async () => {
+      const store = await create();
+      assert.deepEqual(await store.acquireSlot(SLOT, 'holder', 'replica-1', 1, 200), GRANTED);
+      assert.deepEqual(await store.acquireSlot(SLOT, 'waiter', 'replica-1', 1, 200), waiting(1));
+      await sleep(300);
+      await store.renewSlots(
+        [
+          { key: SLOT, ticket: 'holder' },
+          { key: SLOT, ticket: 'waiter' },
+          { key: 'tool:fx/never', ticket: 'ghost' },
+        ],
+        5000,
+      );
+      assert.deepEqual(await store.slotHolders(SLOT), []);
+      assert.deepEqual(await store.acquireSlot(SLOT, 'next', 'replica-1', 1, 5000), GRANTED);
+      assert.deepEqual(await store.acquireSlot(SLOT, 'after', 'replica-1', 1, 5000), waiting(1), 'the waiter is gone from the line');
+      assert.deepEqual(await store.slotHolders('tool:fx/never'), []);
+      await store.close();
+    });
   });
 }
 
@@ -285,6 +471,52 @@ describe('redis task store specifics', () => {
     await store.transition(taskId, { to: 'completed' });
     const pttl = await store.redis.pttl(key);
     assert.ok(pttl > 0 && pttl <= 60_000);
+    await store.close();
+  });
+
+  test('two instances on one prefix (replicas) share a semaphore, and a release on one wakes waiters on the other', async () => {
+    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+    prefixes.push(prefix);
+    const a = newRedisStore(prefix);
+    const b = newRedisStore(prefix);
+    assert.deepEqual(await a.acquireSlot(SLOT, 't1', 'replica-a', 1, 5000), GRANTED);
+    assert.deepEqual(await b.acquireSlot(SLOT, 't2', 'replica-b', 1, 5000), waiting(1));
+    assert.deepEqual(await b.slotHolders(SLOT), ['t1']);
+    const seen: object[] = [];
+    const stop = await b.subscribe('slots', (message) => seen.push(message));
+    await a.releaseSlot(SLOT, 't1');
+    await eventually(async () => seen.length === 1, 2000);
+    assert.deepEqual(seen, [{ key: SLOT }]);
+    assert.deepEqual(await b.acquireSlot(SLOT, 't2', 'replica-b', 1, 5000), GRANTED);
+    assert.deepEqual(await a.slotHolders(SLOT), ['t2']);
+    stop();
+    await a.close();
+    await b.close();
+  });
+
+  test('slot keys share one hash tag, keep each ticket\'s owner, go when idle, and never expire before a renewed lease', async () => {
+    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+    prefixes.push(prefix);
+    const store = newRedisStore(prefix);
+    const keys = redisKeys(prefix).slot(SLOT);
+    const all = [keys.holders, keys.queue, keys.queueDeadlines, keys.owners, keys.sequence];
+    assert.ok(all.every((key) => key.includes(`{slot:${SLOT}}`)));
+    assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-a', 1, 100), GRANTED);
+    assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-b', 1, 100), waiting(1));
+    assert.deepEqual(await store.redis.hgetall(keys.owners), { t1: 'replica-a', t2: 'replica-b' });
+    for (const key of all) {
+      const pttl = await store.redis.pttl(key);
+      assert.ok(pttl > 0 && pttl <= 1000, `${key} expires with the semaphore (${pttl} ms)`);
+    }
+    await store.renewSlots([{ key: SLOT, ticket: 't1' }], 60_000);
+    assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-b', 1, 100), waiting(1), 'asks again with a short lease');
+    assert.ok((await store.redis.pttl(keys.holders)) > 60_000, 'the keys outlive the renewed lease: expiries only grow');
+    // An idle semaphore's keys go by themselves.
+    const idle = redisKeys(prefix).slot('tool:fx/idle');
+    assert.deepEqual(await store.acquireSlot('tool:fx/idle', 't1', 'replica-a', 1, 50), GRANTED);
+    assert.deepEqual(await store.acquireSlot('tool:fx/idle', 't2', 'replica-a', 1, 50), waiting(1));
+    assert.equal(await store.redis.exists(idle.holders, idle.queue, idle.queueDeadlines, idle.owners, idle.sequence), 5);
+    await eventually(async () => (await store.redis.exists(idle.holders, idle.queue, idle.queueDeadlines, idle.owners, idle.sequence)) === 0, 3000);
     await store.close();
   });
 });
