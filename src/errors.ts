@@ -79,5 +79,10 @@ export function upstreamUnavailable(upstream: string, reason: string): GatewayEr
 
 /** A failed store operation as the error the client sees: prompt, and saying what is wrong. */
 export function storeUnavailable(error: unknown): GatewayError {
-  return new GatewayError('store_unavailable', `The task store is unavailable: ${error instanceof Error ? error.message : String(error)}`);
+  const message = error instanceof Error ? error.message : String(error);
+  // The Redis client's own wording names its settings, which mean nothing to a client of the gateway.
+  const reason = /max retries per request|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|Command timed out/i.test(message)
+    ? 'no connection to Redis; try again shortly'
+    : message;
+  return new GatewayError('store_unavailable', `The task store is unavailable: ${reason}`);
 }

@@ -44,7 +44,13 @@ export class ReplicaLink {
    * Sends a request to one replica, or to every replica (`target` undefined), and resolves with the answer;
    * undefined when no replica took it up in time (it is gone, or nothing there holds what was asked about).
    */
-  async ask(target: string | undefined, type: string, body: JsonObject, onEvent: (event: JsonObject) => void = () => undefined): Promise<JsonObject | undefined> {
+  async ask(
+    target: string | undefined,
+    type: string,
+    body: JsonObject,
+    onEvent: (event: JsonObject) => void = () => undefined,
+    acceptTimeoutMs = ACCEPT_TIMEOUT_MS,
+  ): Promise<JsonObject | undefined> {
     const replyTo = `reply.${randomUUID()}`;
     let accepted = false;
     let settle!: (answer: JsonObject | undefined) => void;
@@ -56,7 +62,7 @@ export class ReplicaLink {
     });
     const timer = setTimeout(() => {
       if (!accepted) settle(undefined);
-    }, ACCEPT_TIMEOUT_MS);
+    }, acceptTimeoutMs);
     try {
       await this.store.publish(`replica.${target ?? BROADCAST}`, { type, replyTo, from: this.id, body });
       return await answered;
@@ -66,11 +72,23 @@ export class ReplicaLink {
     }
   }
 
+  /** Sends a message to one replica, or to every other one (`target` undefined), expecting no answer. */
+  async tell(target: string | undefined, type: string, body: JsonObject): Promise<void> {
+    await this.store.publish(`replica.${target ?? BROADCAST}`, { type, from: this.id, body });
+  }
+
   private async receive(message: JsonObject): Promise<void> {
     if (message.from === this.id) return; // a broadcast reaches its sender too
     const handler = this.handlers.get(String(message.type));
+    if (handler === undefined) return;
     const replyTo = message.replyTo;
-    if (handler === undefined || typeof replyTo !== 'string') return;
+    if (typeof replyTo !== 'string') {
+      // Told, not asked: nobody waits for an answer.
+      await handler((message.body ?? {}) as JsonObject, { accept: () => undefined, emit: () => undefined }).catch((error: unknown) => {
+        this.logger.warn({ err: error, type: message.type }, 'message from another replica failed');
+      });
+      return;
+    }
     const reply = (payload: JsonObject): void => void this.store.publish(replyTo, payload).catch(() => undefined);
     try {
       const body = (message.body ?? {}) as JsonObject;

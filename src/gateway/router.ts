@@ -49,15 +49,10 @@ export class Router implements UpstreamMessageSink {
   handleNotification(session: ClientSession, notification: JsonRpcNotification): void {
     const params = notification.params ?? {};
     switch (notification.method) {
-      case 'notifications/cancelled': {
-        const inflight = session.inflight.get(params.requestId as string | number);
-        if (inflight === undefined) return;
-        session.inflight.delete(params.requestId as string | number);
-        inflight.cancelled = true;
-        // Settles the call at once; its POST then ends with no response for it (others in a batch still get theirs).
-        inflight.call.cancel(typeof params.reason === 'string' ? params.reason : 'cancelled by the client');
+      case 'notifications/cancelled':
+        // The request may be running on another replica (the client's POSTs may reach any).
+        if (!this.cancelInflight(session, params)) this.sessions?.peers?.cancelled(session.sessionId, params);
         return;
-      }
       case 'notifications/roots/list_changed':
         for (const upstream of this.catalog.upstreams) {
           if (upstream.state !== 'ready') continue;
@@ -70,6 +65,17 @@ export class Router implements UpstreamMessageSink {
       default:
         return; // notifications/initialized and anything else need no action.
     }
+  }
+
+  /** Stops a request of the session running here that the client cancelled; false when none runs here. */
+  cancelInflight(session: ClientSession, params: JsonObject): boolean {
+    const inflight = session.inflight.get(params.requestId as string | number);
+    if (inflight === undefined) return false;
+    session.inflight.delete(params.requestId as string | number);
+    inflight.cancelled = true;
+    // Settles the call at once; its POST then ends with no response for it (others in a batch still get theirs).
+    inflight.call.cancel(typeof params.reason === 'string' ? params.reason : 'cancelled by the client');
+    return true;
   }
 
   private async dispatch(session: ClientSession, request: JsonRpcRequest, stream: EventStream | undefined): Promise<Outcome | undefined> {
@@ -96,7 +102,7 @@ export class Router implements UpstreamMessageSink {
           throw new GatewayError('method_not_found', `Method not found: ${request.method} (tasks need protocol 2025-11-25; this session negotiated ${session.protocolVersion})`);
         }
         if (request.method === 'tasks/get') return this.tasks.get(params.taskId);
-        if (request.method === 'tasks/result') return this.tasks.result(params.taskId, stream);
+        if (request.method === 'tasks/result') return this.tasks.result(params.taskId, stream, session);
         if (request.method === 'tasks/list') return this.tasks.list(session, params.cursor);
         return this.tasks.cancel(params.taskId);
       case 'resources/read':
@@ -147,8 +153,8 @@ export class Router implements UpstreamMessageSink {
   ): Promise<Outcome | undefined> {
     const context: CallContext = {
       sessionId: session.sessionId,
-      notify: (message) => session.deliver(message, stream),
-      ask: (message, signal) => session.ask(message, signal, stream),
+      notify: (message) => session.deliver(message, { stream }),
+      ask: (message, signal) => session.ask(message, signal, { stream }),
     };
     // Tool calls run as long as they run: their deadline is task policy, not a transport default.
     const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
@@ -267,6 +273,7 @@ export class Router implements UpstreamMessageSink {
     const level = params.level;
     if (logLevelRank(level) < 0) throw new GatewayError('invalid_params', `Invalid log level; expected one of ${LOG_LEVELS.join(', ')}`);
     session.logLevel = level as LogLevel;
+    this.sessions?.saveLogLevel(session);
     const targets = this.catalog.upstreams.filter((u) => u.capabilities.logging !== undefined);
     const results = await Promise.all(
       targets.map(async (upstream) => {
@@ -304,11 +311,13 @@ export class Router implements UpstreamMessageSink {
     }
     // A connection shared by all sessions.
     if (method.endsWith('/list_changed')) {
-      for (const session of this.allSessions()) session.deliver(message);
+      // Every replica's shared connection hears it: each tells the streams it holds.
+      for (const session of this.allSessions()) session.deliver(message, { localOnly: true });
       return;
     }
     if (method === 'notifications/resources/updated') {
       const uri = message.params?.uri;
+      // Only the replica whose connection holds the subscription hears it: it reaches the client wherever it listens.
       for (const session of this.allSessions()) if (typeof uri === 'string' && session.subscriptions.has(uri)) session.deliver(message);
       return;
     }
@@ -356,9 +365,10 @@ export class Router implements UpstreamMessageSink {
     if (upstream.capabilities.prompts !== undefined) this.listeners?.broadcast({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
     if (upstream.capabilities.resources !== undefined) this.listeners?.broadcast({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
     for (const session of this.allSessions()) {
-      session.deliver({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
-      if (upstream.capabilities.prompts !== undefined) session.deliver({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
-      if (upstream.capabilities.resources !== undefined) session.deliver({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
+      const here = { localOnly: true };
+      session.deliver({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, here);
+      if (upstream.capabilities.prompts !== undefined) session.deliver({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }, here);
+      if (upstream.capabilities.resources !== undefined) session.deliver({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' }, here);
     }
   }
 

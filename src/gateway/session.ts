@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { SseConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import { MethodNotFound, type JsonObject, type JsonRpcNotification, type Outcome, type RequestId } from '../jsonrpc.js';
@@ -25,12 +24,42 @@ interface OutgoingRequest {
   settle(outcome: Outcome): void;
 }
 
+/** Where a message for the session may go, besides the streams this replica holds. */
+export interface Delivery {
+  /** The stream of the request the message belongs to, when it is open here. */
+  stream?: EventStream | undefined;
+  /** The task the message is about: its tasks/result stream, wherever it is open, is preferred for requests. */
+  taskId?: string | undefined;
+  /** Only streams held here (messages every replica sends its own copy of, such as list changes). */
+  localOnly?: boolean;
+}
+
+/**
+ * How a session reaches the streams other replicas hold for it (any replica may serve any request of a session,
+ * so the client's GET stream or a tasks/result stream may be elsewhere): see session-relay.ts.
+ */
+export interface SessionPeers {
+  readonly replicaId: string;
+  /** Replicas holding the session's GET stream and the tasks/result stream of `taskId`, as last recorded. */
+  holders(sessionId: string, taskId: string | undefined): Promise<{ standalone?: string; result?: string }>;
+  /** Delivers on a stream of the session that `replicaId` holds; false when it took none. */
+  send(replicaId: string, sessionId: string, message: JsonObject, taskId: string | undefined): Promise<boolean>;
+  /** Hands the client's answer to the replica whose request it answers. */
+  answer(replicaId: string, sessionId: string, id: RequestId, outcome: Outcome): void;
+  /** Records that this replica holds the session's GET stream, or a tasks/result stream of `taskId` (or no longer). */
+  hold(sessionId: string, what: { standalone: true } | { taskId: string; held: boolean }): void;
+}
+
 const MAX_FINISHED_STREAMS = 64;
 
-/** One legacy-era client session (`Mcp-Session-Id`): its streams, in-flight calls and per-client state. */
+/**
+ * One legacy-era client session (`Mcp-Session-Id`) as this replica sees it: the streams and in-flight calls it
+ * holds, and the per-client state every replica shares (kept in the store by the registry).
+ */
 export class ClientSession implements SessionIdentity {
-  readonly sessionId = randomUUID();
   lastSeen = Date.now();
+  /** When the store's copy was last kept alive from here (registry). */
+  storeTouchedAt = Date.now();
   /** Set by logging/setLevel; used to filter logs that come over connections shared with other sessions. */
   logLevel: LogLevel | undefined;
   readonly subscriptions = new Set<string>();
@@ -40,16 +69,27 @@ export class ClientSession implements SessionIdentity {
 
   private readonly streams = new Map<string, EventStream>();
   private standalone: EventStream | undefined;
+  /** Open tasks/result streams here, by task, for tasks whose calls may run on other replicas. */
+  private readonly resultStreams = new Map<string, EventStream>();
+  /** Messages relayed to other replicas go out one after another, in the order they were produced. */
+  private relayed: Promise<unknown> = Promise.resolve();
   private nextStreamId = 1;
   private nextOutgoingId = 1;
   private readonly outgoing = new Map<RequestId, OutgoingRequest>();
 
   constructor(
+    readonly sessionId: string,
     readonly protocolVersion: string,
     readonly capabilities: JsonObject,
     readonly clientInfo: JsonObject | undefined,
     private readonly sse: SseConfig,
+    private readonly peers: SessionPeers | undefined,
   ) {}
+
+  /** Stream ids name this replica, so a Last-Event-ID that reaches another replica says where the stream lives. */
+  private get streamPrefix(): string {
+    return this.peers === undefined ? '' : `${this.peers.replicaId}_`;
+  }
 
   touch(): void {
     this.lastSeen = Date.now();
@@ -58,7 +98,7 @@ export class ClientSession implements SessionIdentity {
   /** A new stream for one POST's responses. */
   openStream(): EventStream {
     this.pruneStreams();
-    const stream = new EventStream(String(this.nextStreamId++), this.sse.replayBufferSize, this.sse.keepAliveMs);
+    const stream = new EventStream(`${this.streamPrefix}${this.nextStreamId++}`, this.sse.replayBufferSize, this.sse.keepAliveMs);
     this.streams.set(stream.id, stream);
     return stream;
   }
@@ -66,42 +106,78 @@ export class ClientSession implements SessionIdentity {
   /** The GET stream; one per session at a time (a second live one is a conflict). */
   openStandaloneStream(): EventStream {
     if (this.standalone?.attached) throw new GatewayError('conflict', 'Conflict: only one GET stream per session is allowed');
-    this.standalone ??= new EventStream('g', this.sse.replayBufferSize, this.sse.keepAliveMs);
-    this.streams.set('g', this.standalone);
+    const id = `${this.streamPrefix}g`;
+    if (this.standalone === undefined) {
+      this.standalone = new EventStream(id, this.sse.replayBufferSize, this.sse.keepAliveMs);
+      this.streams.set(id, this.standalone);
+    }
+    this.peers?.hold(this.sessionId, { standalone: true });
     return this.standalone;
   }
 
-  /** The stream a Last-Event-ID belongs to, if it is still known. */
+  /** Ends the GET stream held here: the client opened a new one on another replica. */
+  dropStandalone(): void {
+    const standalone = this.standalone;
+    if (standalone === undefined) return;
+    this.standalone = undefined;
+    this.streams.delete(standalone.id);
+    standalone.close();
+  }
+
+  /** The stream a Last-Event-ID belongs to, if this replica still knows it. */
   streamForEvent(eventId: string): EventStream | undefined {
-    const stream = this.streams.get(eventId.split('.')[0] ?? '');
+    const stream = this.streams.get(streamIdOf(eventId));
     return stream?.has(eventId) ? stream : undefined;
   }
 
+  /** Marks `stream` as the tasks/result stream of `taskId`, where the task's requests go, until `release` is called. */
+  holdResultStream(taskId: string, stream: EventStream): () => void {
+    this.resultStreams.set(taskId, stream);
+    this.peers?.hold(this.sessionId, { taskId, held: true });
+    return () => {
+      if (this.resultStreams.get(taskId) !== stream) return;
+      this.resultStreams.delete(taskId);
+      this.peers?.hold(this.sessionId, { taskId, held: false });
+    };
+  }
+
   /**
-   * Delivers a message that belongs to no particular call: on the GET stream when there is one, else on a POST
-   * stream still open. Returns false when the client has no stream to receive it.
+   * Delivers a message that belongs to no particular call: on the request's own stream, else the GET stream,
+   * else a POST stream still open here; failing those, on the stream another replica holds for the session.
    */
-  deliver(message: JsonRpcNotification | JsonObject, preferred?: EventStream): boolean {
-    const stream = this.pickStream(preferred);
+  deliver(message: JsonRpcNotification | JsonObject, delivery: Delivery = {}): void {
+    const stream = this.pickStream(delivery.stream ?? this.resultStream(delivery.taskId));
+    if (stream !== undefined) stream.send(message);
+    else if (!delivery.localOnly) this.relay(message as JsonObject, delivery.taskId);
+  }
+
+  /** Delivers on a stream held here, for another replica (false when none is open). */
+  deliverHere(message: JsonObject, taskId: string | undefined): boolean {
+    const stream = this.pickStream(this.resultStream(taskId));
     stream?.send(message);
     return stream !== undefined;
   }
 
-  /** Sends a server→client request and waits for the client's answer, which arrives as a POSTed response. */
-  ask(request: { method: string; params?: JsonObject }, signal: AbortSignal, preferred?: EventStream): Promise<Outcome> {
+  /**
+   * Sends a server→client request and waits for the client's answer, which arrives as a POSTed response (on any
+   * replica: the id names this one). A task's request goes on its tasks/result stream first, wherever it is open.
+   */
+  async ask(request: { method: string; params?: JsonObject }, signal: AbortSignal, delivery: Delivery = {}): Promise<Outcome> {
     const capability = REQUIRED_CAPABILITY[request.method];
     if (capability !== undefined && this.capabilities[capability] === undefined) {
-      return Promise.resolve({ error: { code: MethodNotFound, message: `Client does not support ${request.method} (no '${capability}' capability)` } });
+      return { error: { code: MethodNotFound, message: `Client does not support ${request.method} (no '${capability}' capability)` } };
     }
-    const stream = this.pickStream(preferred);
-    if (stream === undefined) {
-      return Promise.resolve({ error: { code: -32603, message: `The client has no open stream to receive ${request.method}` } });
+    const id = `taskgate-${this.nextOutgoingId++}${this.peers === undefined ? '' : `@${this.peers.replicaId}`}`;
+    const message: JsonObject = { jsonrpc: '2.0', id, method: request.method };
+    if (request.params !== undefined) message.params = request.params;
+    const send = await this.sendRequest(message, delivery);
+    if (send === undefined) {
+      return { error: { code: -32603, message: `The client has no open stream to receive ${request.method}` } };
     }
-    const id = `taskgate-${this.nextOutgoingId++}`;
     return new Promise<Outcome>((resolve) => {
       const onAbort = (): void => {
         this.outgoing.delete(id);
-        stream.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: String(signal.reason ?? 'cancelled') } });
+        send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: String(signal.reason ?? 'cancelled') } });
         resolve({ error: { code: -32800, message: 'Request cancelled' } });
       };
       signal.addEventListener('abort', onAbort, { once: true });
@@ -112,24 +188,68 @@ export class ClientSession implements SessionIdentity {
           resolve(outcome);
         },
       });
-      const message: JsonObject = { jsonrpc: '2.0', id, method: request.method };
-      if (request.params !== undefined) message.params = request.params;
-      stream.send(message);
+      send(message);
     });
   }
 
-  /** Routes a client's response to a request the gateway sent; false when the id is unknown. */
+  /**
+   * Picks where a request (and its cancellation, if any) goes: the request's own stream, the task's tasks/result
+   * stream here or on another replica, the GET stream here or elsewhere, a POST stream open here. Undefined when
+   * the client has no stream at all.
+   */
+  private async sendRequest(message: JsonObject, delivery: Delivery): Promise<((message: JsonObject) => void) | undefined> {
+    const own = delivery.stream ?? this.resultStream(delivery.taskId);
+    if (own !== undefined && !own.finished) return (m) => own.send(m);
+    const standalone = this.standalone !== undefined && !this.standalone.finished ? this.standalone : undefined;
+    if (this.peers !== undefined && !delivery.localOnly) {
+      const peers = this.peers;
+      const holders = await peers.holders(this.sessionId, delivery.taskId).catch(() => ({}) as { standalone?: string; result?: string });
+      const remote = [holders.result, standalone === undefined ? holders.standalone : undefined].find((r) => r !== undefined && r !== peers.replicaId);
+      if (remote !== undefined) {
+        const relay = (m: JsonObject): Promise<boolean> => peers.send(remote, this.sessionId, m, delivery.taskId).catch(() => false);
+        if (await relay(message)) return (m) => void relay(m);
+      }
+    }
+    const local = this.pickStream(undefined);
+    return local === undefined ? undefined : (m) => local.send(m);
+  }
+
+  /** Routes a client's response to a request the gateway sent (here or on the replica the id names); false when unknown. */
   answer(id: RequestId, outcome: Outcome): boolean {
     const outgoing = this.outgoing.get(id);
-    if (outgoing === undefined) return false;
-    outgoing.settle(outcome);
+    if (outgoing !== undefined) {
+      outgoing.settle(outcome);
+      return true;
+    }
+    const at = typeof id === 'string' && id.startsWith('taskgate-') ? id.lastIndexOf('@') : -1;
+    const replica = at < 0 ? undefined : (id as string).slice(at + 1);
+    if (this.peers === undefined || replica === undefined || replica === this.peers.replicaId) return false;
+    this.peers.answer(replica, this.sessionId, id, outcome);
     return true;
+  }
+
+  private resultStream(taskId: string | undefined): EventStream | undefined {
+    return taskId === undefined ? undefined : this.resultStreams.get(taskId);
+  }
+
+  /** Hands a message to the replica holding the session's tasks/result stream for `taskId`, or its GET stream. */
+  private relay(message: JsonObject, taskId: string | undefined): void {
+    const peers = this.peers;
+    if (peers === undefined) return;
+    this.relayed = this.relayed.then(async () => {
+      const holders = await peers.holders(this.sessionId, taskId);
+      for (const replica of [holders.result, holders.standalone]) {
+        if (replica === undefined || replica === peers.replicaId) continue;
+        if (await peers.send(replica, this.sessionId, message, taskId)) return;
+      }
+    }).catch(() => undefined);
   }
 
   close(): void {
     for (const stream of this.streams.values()) stream.close();
     this.streams.clear();
     this.standalone = undefined;
+    this.resultStreams.clear();
     for (const outgoing of this.outgoing.values()) outgoing.settle({ error: { code: -32603, message: 'The client session ended' } });
     for (const inflight of this.inflight.values()) {
       inflight.cancelled = true;
@@ -138,6 +258,7 @@ export class ClientSession implements SessionIdentity {
     this.inflight.clear();
   }
 
+  /** The preferred stream if open, else the GET stream, else the newest POST stream still attached here. */
   private pickStream(preferred: EventStream | undefined): EventStream | undefined {
     if (preferred !== undefined && !preferred.finished) return preferred;
     if (this.standalone !== undefined && !this.standalone.finished) return this.standalone;
@@ -150,17 +271,22 @@ export class ClientSession implements SessionIdentity {
   private pruneStreams(): void {
     let finishedCount = 0;
     for (const [id, stream] of this.streams) {
-      if (!stream.finished || id === 'g') continue;
+      if (!stream.finished || stream === this.standalone) continue;
       if (stream.delivered) this.streams.delete(id);
       else finishedCount++;
     }
     if (finishedCount <= MAX_FINISHED_STREAMS) return;
     for (const [id, stream] of this.streams) {
       if (finishedCount <= MAX_FINISHED_STREAMS) break;
-      if (stream.finished && id !== 'g') {
+      if (stream.finished && stream !== this.standalone) {
         this.streams.delete(id);
         finishedCount--;
       }
     }
   }
+}
+
+/** The stream an event id belongs to: event ids are `<stream id>.<sequence>`. */
+export function streamIdOf(eventId: string): string {
+  return eventId.split('.')[0] ?? '';
 }

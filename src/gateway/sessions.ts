@@ -1,34 +1,69 @@
+import { randomUUID } from 'node:crypto';
 import type { SessionsConfig, SseConfig } from '../config/types.js';
+import { storeUnavailable } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
-import { ClientSession } from './session.js';
+import { logLevelRank, type LogLevel } from '../protocol.js';
+import type { TaskStore } from '../store/task-store.js';
+import { ClientSession, type SessionPeers } from './session.js';
 
-/** Live legacy-era sessions; a session idle past the configured time is ended and its id then gets 404. */
+/** `storeTouchedAt` of a session the store does not have yet (made while it was away). */
+const UNSTORED = 0;
+
+/** What the registry needs from the other replicas besides what sessions need. */
+export interface RegistryPeers extends SessionPeers {
+  /** Tells every replica that the client ended the session (DELETE). */
+  ended(sessionId: string): void;
+  /** Tells every replica that the client cancelled a request of the session (whichever runs it stops it). */
+  cancelled(sessionId: string, params: JsonObject): void;
+}
+
+/**
+ * Legacy-era sessions. A session lives in the store, so any replica serves any of its requests: each replica
+ * keeps a view of the sessions it served (their streams and calls here), made from the store's record on first
+ * use. A session unused this long anywhere is gone from the store, and its id then gets 404 everywhere.
+ */
 export class SessionRegistry {
   private readonly sessions = new Map<string, ClientSession>();
+  /** Views being made from the store, so concurrent first requests share one. */
+  private readonly loading = new Map<string, Promise<ClientSession | undefined>>();
   private readonly sweeper: NodeJS.Timeout;
+  /** Set when the replicas are linked (before the first request). */
+  peers: RegistryPeers | undefined;
 
   constructor(
     private readonly config: SessionsConfig,
     private readonly sse: SseConfig,
+    private readonly store: TaskStore,
     private readonly onEnd: (session: ClientSession) => void,
   ) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(60_000, config.idleTimeoutMs / 4)));
     this.sweeper.unref();
   }
 
-  create(protocolVersion: string, capabilities: JsonObject, clientInfo: JsonObject | undefined): ClientSession {
-    const session = new ClientSession(protocolVersion, capabilities, clientInfo, this.sse);
-    this.sessions.set(session.sessionId, session);
+  /** Records a new session in the store (any replica then serves it) and returns this replica's view of it. */
+  async create(protocolVersion: string, capabilities: JsonObject, clientInfo: JsonObject | undefined): Promise<ClientSession> {
+    const sessionId = randomUUID();
+    const fields: Record<string, string> = { protocolVersion, capabilities: JSON.stringify(capabilities) };
+    if (clientInfo !== undefined) fields.clientInfo = JSON.stringify(clientInfo);
+    const stored = await this.store.saveSession(sessionId, fields, this.config.idleTimeoutMs, { create: true }).catch(() => false);
+    const session = this.view(sessionId, fields);
+    // A store outage must not stop plain proxying: the session works on this replica, and is stored (so the
+    // other replicas serve it too) once the store is back.
+    if (!stored) session.storeTouchedAt = UNSTORED;
     return session;
   }
 
-  get(sessionId: string): ClientSession | undefined {
-    const session = this.sessions.get(sessionId);
-    session?.touch();
+  /** The session, from this replica's views or the store; undefined when it ended or expired. Counts as activity. */
+  async get(sessionId: string): Promise<ClientSession | undefined> {
+    const session = this.sessions.get(sessionId) ?? (await this.load(sessionId));
+    if (session === undefined) return undefined;
+    session.touch();
+    // The store's copy expires on its own; renewing it on every request would cost a write each.
+    if (session.lastSeen - session.storeTouchedAt > this.config.idleTimeoutMs / 4) this.keepAlive(session);
     return session;
   }
 
-  /** Looks a session up without counting it as activity (messages from upstreams). */
+  /** This replica's view, without the store or counting as activity (messages from upstreams). */
   peek(sessionId: string): ClientSession | undefined {
     return this.sessions.get(sessionId);
   }
@@ -41,7 +76,17 @@ export class SessionRegistry {
     return this.sessions.size;
   }
 
-  end(sessionId: string): boolean {
+  /** The client ended the session (DELETE): gone from the store, and every replica drops its view. */
+  async end(sessionId: string): Promise<void> {
+    await this.store.deleteSession(sessionId).catch((error: unknown) => {
+      throw storeUnavailable(error);
+    });
+    this.endHere(sessionId);
+    this.peers?.ended(sessionId);
+  }
+
+  /** Drops this replica's view: its streams close, its calls here stop, its upstream connections here go. */
+  endHere(sessionId: string): boolean {
     const session = this.sessions.get(sessionId);
     if (session === undefined) return false;
     this.sessions.delete(sessionId);
@@ -50,16 +95,81 @@ export class SessionRegistry {
     return true;
   }
 
+  /** Saves the session's log level for every replica's view made from now on. */
+  saveLogLevel(session: ClientSession): void {
+    if (session.logLevel === undefined) return;
+    void this.store.saveSession(session.sessionId, { logLevel: session.logLevel }, this.config.idleTimeoutMs).catch(() => undefined);
+  }
+
+  /** Drops every view (this replica shuts down); the sessions themselves live on for the other replicas. */
   endAll(): void {
     clearInterval(this.sweeper);
-    for (const id of [...this.sessions.keys()]) this.end(id);
+    for (const id of [...this.sessions.keys()]) this.endHere(id);
+  }
+
+  private load(sessionId: string): Promise<ClientSession | undefined> {
+    let loading = this.loading.get(sessionId);
+    if (loading === undefined) {
+      loading = this.store
+        .getSession(sessionId)
+        .then((fields) => (fields === undefined ? undefined : (this.sessions.get(sessionId) ?? this.view(sessionId, fields))))
+        .catch((error: unknown) => {
+          throw storeUnavailable(error);
+        })
+        .finally(() => this.loading.delete(sessionId));
+      this.loading.set(sessionId, loading);
+    }
+    return loading;
+  }
+
+  private view(sessionId: string, fields: Record<string, string>): ClientSession {
+    const parse = (text: string | undefined): JsonObject | undefined => {
+      try {
+        return text === undefined ? undefined : (JSON.parse(text) as JsonObject);
+      } catch {
+        return undefined;
+      }
+    };
+    const session = new ClientSession(sessionId, fields.protocolVersion ?? '', parse(fields.capabilities) ?? {}, parse(fields.clientInfo), this.sse, this.peers);
+    if (logLevelRank(fields.logLevel) >= 0) session.logLevel = fields.logLevel as LogLevel;
+    this.sessions.set(sessionId, session);
+    return session;
+  }
+
+  /**
+   * Renews the store's copy; one that is gone (ended through another replica, or expired) ends the view here.
+   * A session made while the store was away is stored now.
+   */
+  private keepAlive(session: ClientSession): void {
+    const unstored = session.storeTouchedAt === UNSTORED;
+    session.storeTouchedAt = Date.now();
+    const fields: Record<string, string> = unstored ? fieldsOf(session) : {};
+    this.store.saveSession(session.sessionId, fields, this.config.idleTimeoutMs, { create: unstored }).then(
+      (alive) => {
+        if (!alive) this.endHere(session.sessionId);
+      },
+      () => {
+        if (unstored) session.storeTouchedAt = UNSTORED; // still away: the next request or sweep tries again
+      },
+    );
   }
 
   private sweep(): void {
     const cutoff = Date.now() - this.config.idleTimeoutMs;
     for (const session of [...this.sessions.values()]) {
-      // A session with calls or tasks still running is not idle, whatever its last request.
-      if (session.lastSeen < cutoff && session.inflight.size === 0 && session.activeTasks === 0) this.end(session.sessionId);
+      const busy = session.inflight.size > 0 || session.activeTasks > 0;
+      // A session with calls or tasks still running here is not idle, whatever its last request: it stays in the
+      // store too. An idle view goes; the session itself lives on while other replicas keep it in use.
+      if (busy || session.storeTouchedAt === UNSTORED) this.keepAlive(session);
+      else if (session.lastSeen < cutoff) this.endHere(session.sessionId);
     }
   }
+}
+
+/** The store's record of a session: what `initialize` fixed, and the log level. */
+function fieldsOf(session: ClientSession): Record<string, string> {
+  const fields: Record<string, string> = { protocolVersion: session.protocolVersion, capabilities: JSON.stringify(session.capabilities) };
+  if (session.clientInfo !== undefined) fields.clientInfo = JSON.stringify(session.clientInfo);
+  if (session.logLevel !== undefined) fields.logLevel = session.logLevel;
+  return fields;
 }

@@ -6,6 +6,36 @@ interface BufferedEvent {
 }
 
 /**
+ * Where a stream's events are written: the client's HTTP response, or a pipe to the replica that holds the
+ * client's connection (a resume that reached another replica).
+ */
+export interface SseConnection {
+  /** Sends the status and headers of an event stream. */
+  open(): void;
+  write(chunk: string): void;
+  end(): void;
+  /** Called once when the client's side of the connection goes away. */
+  onClose(listener: () => void): void;
+}
+
+export function httpConnection(response: ServerResponse): SseConnection {
+  return {
+    open: () => {
+      response.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      response.flushHeaders();
+    },
+    write: (chunk) => void response.write(chunk),
+    end: () => void response.end(),
+    onClose: (listener) => void response.on('close', listener),
+  };
+}
+
+/**
  * One logical SSE stream of a session (a POST's response stream or the standalone GET stream). Events are
  * numbered and kept in a bounded buffer, so a client that lost the connection can resume with Last-Event-ID on
  * a new GET request and receive what it missed; the stream outlives any single HTTP response.
@@ -13,7 +43,7 @@ interface BufferedEvent {
 export class EventStream {
   private seq = 0;
   private readonly buffer: BufferedEvent[] = [];
-  private response: ServerResponse | undefined;
+  private response: SseConnection | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
   /** No more events will come (the POST's responses were all sent). */
   finished = false;
@@ -32,18 +62,12 @@ export class EventStream {
     return this.response !== undefined;
   }
 
-  /** Takes over an HTTP response: writes SSE headers, replays events after `lastEventId`, then goes live. */
-  attach(response: ServerResponse, options: { lastEventId?: string; primeRetryMs?: number } = {}): void {
+  /** Takes over a connection: opens the event stream, replays events after `lastEventId`, then goes live. */
+  attach(response: SseConnection, options: { lastEventId?: string; primeRetryMs?: number } = {}): void {
     this.detach();
     this.response = response;
-    response.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    response.flushHeaders();
-    response.on('close', () => {
+    response.open();
+    response.onClose(() => {
       if (this.response === response) this.detach();
     });
     if (options.primeRetryMs !== undefined) {

@@ -19,6 +19,8 @@ import { isSupportedLegacyVersion, LEGACY_TASKS_CAPABILITY, LEGACY_VERSIONS, LAT
 import { STREAMED_METHODS, type Router } from '../gateway/router.js';
 import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
+import type { SessionRelay } from '../gateway/session-relay.js';
+import { httpConnection } from './event-stream.js';
 import type { Catalog } from '../gateway/catalog.js';
 import { checkRequestOrigin } from './guards.js';
 import { isModernMessage } from '../modern/envelope.js';
@@ -32,6 +34,7 @@ export interface FrontEndDeps {
   router: Router;
   modern: ModernRouter;
   sessions: SessionRegistry;
+  relay: SessionRelay;
   catalog: Catalog;
   version: string;
   readiness(): Promise<{ ready: boolean; body: JsonObject }>;
@@ -115,10 +118,10 @@ function checkProtocolVersionHeader(request: FastifyRequest): void {
   }
 }
 
-function sessionOf(deps: FrontEndDeps, request: FastifyRequest): ClientSession {
+async function sessionOf(deps: FrontEndDeps, request: FastifyRequest): Promise<ClientSession> {
   const id = header(request, 'mcp-session-id');
   if (id === undefined) throw new GatewayError('session_required', 'Bad Request: Mcp-Session-Id header is required');
-  const session = deps.sessions.get(id);
+  const session = await deps.sessions.get(id);
   if (session === undefined) throw new GatewayError('session_not_found', 'Session not found');
   return session;
 }
@@ -163,7 +166,7 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
   }
 
   checkProtocolVersionHeader(request);
-  const session = sessionOf(deps, request);
+  const session = await sessionOf(deps, request);
   if (deps.logger.isLevelEnabled('debug')) {
     request.log.debug({ session: session.sessionId, methods: messages.map((m) => ('method' in m ? m.method : 'response')) }, 'mcp post');
   }
@@ -216,7 +219,7 @@ async function answerStreamed(
   const held: JsonRpcResponse[] = [...invalid];
   const startStream = (): void => {
     stream.cancelDeferred();
-    stream.attach(raw, supportsPrimingEvents(session.protocolVersion) ? { primeRetryMs: PRIME_RETRY_MS } : {});
+    stream.attach(httpConnection(raw), supportsPrimingEvents(session.protocolVersion) ? { primeRetryMs: PRIME_RETRY_MS } : {});
     for (const response of held.splice(0)) stream.send(response);
   };
   const windowMs = deps.config.sse.jsonWindowMs;
@@ -251,7 +254,7 @@ async function answerStreamed(
   return reply;
 }
 
-function initializeSession(deps: FrontEndDeps, request: JsonRpcRequest, reply: FastifyReply): FastifyReply {
+async function initializeSession(deps: FrontEndDeps, request: JsonRpcRequest, reply: FastifyReply): Promise<FastifyReply> {
   const params = request.params ?? {};
   const requested = typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
   if (requested === undefined) {
@@ -261,7 +264,7 @@ function initializeSession(deps: FrontEndDeps, request: JsonRpcRequest, reply: F
   const version = isSupportedLegacyVersion(requested) ? requested : LATEST_LEGACY_VERSION;
   const capabilities = (typeof params.capabilities === 'object' && params.capabilities !== null ? params.capabilities : {}) as JsonObject;
   const clientInfo = typeof params.clientInfo === 'object' && params.clientInfo !== null ? (params.clientInfo as JsonObject) : undefined;
-  const session = deps.sessions.create(version, capabilities, clientInfo);
+  const session = await deps.sessions.create(version, capabilities, clientInfo);
   const serverCapabilities = deps.catalog.capabilities();
   if (supportsLegacyTasks(version)) serverCapabilities.tasks = LEGACY_TASKS_CAPABILITY;
   const result: JsonObject = {
@@ -280,19 +283,37 @@ async function handleGet(deps: FrontEndDeps, request: FastifyRequest, reply: Fas
     throw new GatewayError('not_acceptable', 'Not Acceptable: Accept must include text/event-stream');
   }
   checkProtocolVersionHeader(request);
-  const session = sessionOf(deps, request);
+  const session = await sessionOf(deps, request);
   const lastEventId = header(request, 'last-event-id');
   const resumed = lastEventId === undefined ? undefined : session.streamForEvent(lastEventId);
-  const stream = resumed ?? session.openStandaloneStream();
+  if (resumed !== undefined) {
+    reply.hijack();
+    resumed.attach(httpConnection(reply.raw), { lastEventId });
+    return reply;
+  }
+  if (lastEventId !== undefined) {
+    // A stream another replica holds: it replays and goes on through this one.
+    reply.hijack();
+    if (await deps.relay.resume(session.sessionId, lastEventId, reply.raw)) return reply;
+    try {
+      session.openStandaloneStream().attach(httpConnection(reply.raw));
+    } catch (error) {
+      const mapped = error instanceof GatewayError ? error : new GatewayError('internal', (error as Error).message);
+      const body = JSON.stringify(errorResponse(null, mapped.toJsonRpc().code, mapped.message));
+      reply.raw.writeHead(mapped.httpStatus, { 'content-type': 'application/json' }).end(body);
+    }
+    return reply;
+  }
+  const stream = session.openStandaloneStream();
   reply.hijack();
-  stream.attach(reply.raw, resumed !== undefined ? { lastEventId } : {});
+  stream.attach(httpConnection(reply.raw));
   return reply;
 }
 
 async function handleDelete(deps: FrontEndDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   checkProtocolVersionHeader(request);
-  const session = sessionOf(deps, request);
-  deps.sessions.end(session.sessionId);
+  const session = await sessionOf(deps, request);
+  await deps.sessions.end(session.sessionId);
   deps.logger.info({ session: session.sessionId }, 'session ended by the client');
   return reply.code(200).send();
 }

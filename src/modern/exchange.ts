@@ -2,6 +2,7 @@
 // asks the client something, the gateway answers the client's request with an InputRequiredResult and parks the
 // call; the client's retry (carrying `inputResponses` and the signed `requestState`) resumes it. A call may also
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
+import type { StoredCall } from '../store/task-store.js';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
@@ -40,6 +41,8 @@ export type TaskAsk = (request: InputRequest, signal: AbortSignal) => Promise<Ou
 export class ModernExchange {
   readonly id = randomUUID();
   call: UpstreamCall | undefined;
+  /** The upstream call's params and identity, should it become a task another replica may run again (retry.onLoss). */
+  replay: StoredCall | undefined;
   /** Notifications go to the HTTP response currently waiting on this call (none while parked). */
   notifySink: ((message: JsonRpcNotification) => void) | undefined;
   private readonly pending = new Map<string, PendingInput>();

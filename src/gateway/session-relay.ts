@@ -1,0 +1,166 @@
+// Sessions across replicas. Any replica serves any request of a legacy-era session, but a client's stream (its
+// GET stream, a tasks/result stream, a POST's response stream) is an HTTP response one replica holds. What must
+// reach such a stream from elsewhere (task notifications, an upstream's request, the answer to a request, a
+// Last-Event-ID resume) goes to the replica holding it, over the store's pub/sub.
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { httpConnection, type SseConnection } from '../http/event-stream.js';
+import type { JsonObject, Outcome, RequestId } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { ReplicaLink } from './replicas.js';
+import { streamIdOf, type ClientSession } from './session.js';
+import type { RegistryPeers, SessionRegistry } from './sessions.js';
+
+/** Session-record field naming the replica that holds the tasks/result stream of a task. */
+const resultField = (taskId: string): string => `result:${taskId}`;
+const STANDALONE_FIELD = 'standalone';
+
+export class SessionRelay implements RegistryPeers {
+  /** Streams held here that write to another replica's client connection (remote resumes), by pipe topic. */
+  private readonly pipes = new Map<string, { close(): void }>();
+
+  constructor(
+    private readonly store: TaskStore,
+    private readonly link: ReplicaLink,
+    private readonly sessions: SessionRegistry,
+    private readonly sessionTtlMs: number,
+    private readonly logger: Logger,
+    /** Stops a call of the session running here that the client cancelled through another replica. */
+    private readonly cancelHere: (session: ClientSession, params: JsonObject) => boolean,
+  ) {
+    link.on('session.deliver', async (body) => {
+      const session = this.sessions.peek(String(body.sessionId));
+      const taskId = typeof body.taskId === 'string' ? body.taskId : undefined;
+      return { delivered: session?.deliverHere(body.message as JsonObject, taskId) ?? false };
+    });
+    link.on('session.answer', async (body) => {
+      this.sessions.peek(String(body.sessionId))?.answer(body.id as RequestId, body.outcome as Outcome);
+      return undefined;
+    });
+    link.on('session.cancel', async (body) => {
+      const session = this.sessions.peek(String(body.sessionId));
+      if (session !== undefined) this.cancelHere(session, (body.params ?? {}) as JsonObject);
+      return undefined;
+    });
+    link.on('session.end', async (body) => {
+      this.sessions.endHere(String(body.sessionId));
+      return undefined;
+    });
+    link.on('session.standalone', async (body) => {
+      // The client's GET stream is now on another replica: what this one kept for an old one has no reader.
+      this.sessions.peek(String(body.sessionId))?.dropStandalone();
+      return undefined;
+    });
+    link.on('stream.resume', async (body) => this.attachPipe(body));
+    link.on('stream.closed', async (body) => {
+      this.pipes.get(String(body.pipe))?.close();
+      return undefined;
+    });
+  }
+
+  get replicaId(): string {
+    return this.link.id;
+  }
+
+  async holders(sessionId: string, taskId: string | undefined): Promise<{ standalone?: string; result?: string }> {
+    const fields = await this.store.getSession(sessionId);
+    const holders: { standalone?: string; result?: string } = {};
+    const standalone = fields?.[STANDALONE_FIELD];
+    const result = taskId === undefined ? undefined : fields?.[resultField(taskId)];
+    if (standalone !== undefined) holders.standalone = standalone;
+    if (result !== undefined) holders.result = result;
+    return holders;
+  }
+
+  async send(replicaId: string, sessionId: string, message: JsonObject, taskId: string | undefined): Promise<boolean> {
+    const body: JsonObject = { sessionId, message };
+    if (taskId !== undefined) body.taskId = taskId;
+    const answer = await this.link.ask(replicaId, 'session.deliver', body);
+    return answer?.delivered === true;
+  }
+
+  answer(replicaId: string, sessionId: string, id: RequestId, outcome: Outcome): void {
+    this.tell(replicaId, 'session.answer', { sessionId, id, outcome: outcome as unknown as JsonObject });
+  }
+
+  hold(sessionId: string, what: { standalone: true } | { taskId: string; held: boolean }): void {
+    const fields: Record<string, string | null> =
+      'standalone' in what ? { [STANDALONE_FIELD]: this.replicaId } : { [resultField(what.taskId)]: what.held ? this.replicaId : null };
+    void this.store.saveSession(sessionId, fields, this.sessionTtlMs).catch((error: unknown) => {
+      this.logger.warn({ session: sessionId, err: error }, 'could not record where a session stream is held');
+    });
+    if ('standalone' in what) this.tell(undefined, 'session.standalone', { sessionId });
+  }
+
+  ended(sessionId: string): void {
+    this.tell(undefined, 'session.end', { sessionId });
+  }
+
+  /** A client cancelled a request this replica is not running: whichever replica runs it stops it. */
+  cancelled(sessionId: string, params: JsonObject): void {
+    this.tell(undefined, 'session.cancel', { sessionId, params });
+  }
+
+  /**
+   * Resumes, on `response`, a stream another replica holds (the event id names it): that replica replays what the
+   * client missed and goes on writing through a pipe. False when that replica does not answer or knows no such
+   * stream any more (the caller then serves the request itself).
+   */
+  async resume(sessionId: string, lastEventId: string, response: ServerResponse): Promise<boolean> {
+    const streamId = streamIdOf(lastEventId);
+    const owner = streamId.includes('_') ? streamId.slice(0, streamId.lastIndexOf('_')) : undefined;
+    if (owner === undefined || owner === this.replicaId) return false;
+    const pipe = `pipe.${randomUUID()}`;
+    const connection = httpConnection(response);
+    const unsubscribe = await this.store.subscribe(pipe, (message) => {
+      if (message.kind === 'open') connection.open();
+      else if (message.kind === 'data') connection.write(String(message.chunk));
+      else if (message.kind === 'end') connection.end();
+    });
+    const answer = await this.link.ask(owner, 'stream.resume', { sessionId, lastEventId, pipe }).catch(() => undefined);
+    if (answer?.attached !== true) {
+      unsubscribe();
+      return false;
+    }
+    response.on('close', () => {
+      unsubscribe();
+      this.tell(owner, 'stream.closed', { pipe });
+    });
+    return true;
+  }
+
+  /** The holder's side of a remote resume: the stream writes into a pipe the resuming replica relays. */
+  private async attachPipe(body: JsonObject): Promise<JsonObject> {
+    const session = this.sessions.peek(String(body.sessionId));
+    const lastEventId = String(body.lastEventId);
+    const stream = session?.streamForEvent(lastEventId);
+    const pipe = String(body.pipe);
+    if (stream === undefined) return { attached: false };
+    let closeListener: (() => void) | undefined;
+    const close = (): void => {
+      if (!this.pipes.delete(pipe)) return;
+      closeListener?.();
+    };
+    const publish = (message: JsonObject): void => {
+      // Nobody listening any more: the resuming replica is gone, so the client is too.
+      this.store.publish(pipe, message).then((reached) => reached === 0 && close(), close);
+    };
+    const connection: SseConnection = {
+      open: () => publish({ kind: 'open' }),
+      write: (chunk) => publish({ kind: 'data', chunk }),
+      end: () => {
+        publish({ kind: 'end' });
+        this.pipes.delete(pipe);
+      },
+      onClose: (listener) => (closeListener = listener),
+    };
+    this.pipes.set(pipe, { close });
+    stream.attach(connection, { lastEventId });
+    return { attached: true };
+  }
+
+  private tell(target: string | undefined, type: string, body: JsonObject): void {
+    this.link.tell(target, type, body).catch((error: unknown) => this.logger.warn({ err: error, type }, 'could not reach the other replicas'));
+  }
+}
