@@ -7,6 +7,7 @@ import { ParkedExchanges, RequestStateCodec } from './modern/exchange.js';
 import { ListenHub } from './modern/listen.js';
 import { ModernRouter } from './modern/router.js';
 import { SessionRegistry } from './gateway/sessions.js';
+import { SessionRelay } from './gateway/session-relay.js';
 import { createFrontEnd } from './http/server.js';
 import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
@@ -46,10 +47,15 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     throw new StartupConfigError(`${config.source}: upstream names collide:\n  ${collisions.join('\n  ')}`);
   }
 
-  const sessions = new SessionRegistry(config.sessions, config.sse, (session) => void router.release(session));
-  router.sessions = sessions;
   const replicas = new ReplicaLink(store, logger);
-  tasks.start(replicas);
+  const sessions = new SessionRegistry(config.sessions, config.sse, store, (session) => void router.release(session));
+  const relay = new SessionRelay(store, replicas, sessions, config.sessions.idleTimeoutMs, logger, (session, params) => router.cancelInflight(session, params));
+  sessions.peers = relay;
+  router.sessions = sessions;
+  tasks.start(replicas, {
+    upstream: (name) => upstreams.find((u) => u.name === name),
+    session: (sessionId) => sessions.get(sessionId),
+  });
   const listeners = new ListenHub(store, logger);
   router.listeners = listeners;
   const parked = new ParkedExchanges(config.mrtr.parkTimeoutMs);
@@ -80,6 +86,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     router,
     modern,
     sessions,
+    relay,
     catalog,
     version: VERSION,
     isShuttingDown: () => shuttingDown,

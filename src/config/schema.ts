@@ -12,6 +12,7 @@ export const DEFAULT_POLICY: Readonly<TaskPolicy> = Object.freeze({
   taskAfterMs: 2_000,
   concurrency: 0,
   maxTasksPerPrincipal: 0,
+  retry: Object.freeze({ onLoss: false, maxAttempts: 1 }),
 });
 
 export const DEFAULTS = Object.freeze({
@@ -104,6 +105,11 @@ const policyShape = {
   taskAfterMs: int(0).optional(),
   concurrency: int(0).optional(),
   maxTasksPerPrincipal: int(0).optional(),
+  // Retrying on loss means two attempts unless said otherwise.
+  retry: z
+    .strictObject({ onLoss: z.boolean(), maxAttempts: int(1).optional() })
+    .transform((r) => ({ onLoss: r.onLoss, maxAttempts: r.maxAttempts ?? (r.onLoss ? 2 : 1) }))
+    .optional(),
 };
 
 export const ListenSchema = z.strictObject({

@@ -87,6 +87,18 @@ export interface TaskPolicy {
   concurrency: number;
   /** Non-terminal tasks one principal may hold. 0 = unlimited. */
   maxTasksPerPrincipal: number;
+  /** What happens to a task whose replica died mid-call. */
+  retry: RetryPolicy;
+}
+
+export interface RetryPolicy {
+  /**
+   * Run the call again (on the replica that noticed) when its replica was lost, instead of failing the task.
+   * Only for tools that are safe to run twice: the lost call may have done its work already.
+   */
+  onLoss: boolean;
+  /** Upstream executions a task may take in all, the first included. */
+  maxAttempts: number;
 }
 
 export interface TaskRule extends Partial<TaskPolicy> {

@@ -5,18 +5,20 @@ import type { EventStream } from '../http/event-stream.js';
 import { InternalError, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { ClientSession } from '../gateway/session.js';
-import { InvalidCursorError, isTerminal, newTaskId, type TaskChange, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { InvalidCursorError, isTerminal, newTaskId, type StoredCall, type TaskChange, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
-import type { Upstream } from '../upstream/upstream.js';
+import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './legacy-codec.js';
 import { ACK, detailedTask } from '../modern/codec.js';
 import { clientInputRequest, inputKey, type InputRequest, type ModernExchange } from '../modern/exchange.js';
 import type { ReplicaLink } from '../gateway/replicas.js';
-import { SlotLimiter } from './limiter.js';
+import { EventEmitter } from 'node:events';
 
 const LIST_PAGE_SIZE = 50;
 /** How often a kept terminal change is retried while the store is away. */
 const PENDING_RETRY_MS = 1000;
+/** How long a replica whose leases ran out gets to say it is alive and still running them. */
+const OWNER_CHECK_MS = 500;
 /** Progress updates the task's status message at most this often (each update is a store write). */
 const STATUS_MESSAGE_INTERVAL_MS = 1000;
 const NOT_FOUND = 'Failed to retrieve task: Task not found';
@@ -38,8 +40,8 @@ interface LocalRun {
   lastMessageAt: number;
   /** Aborted when the run ends: stops waiting for a concurrency slot. */
   abort: AbortController;
-  /** Concurrency slots held while the upstream call runs. */
-  releases: (() => void)[];
+  /** Store semaphore tickets the run holds or waits in line with (limits across replicas); renewed by the heartbeat. */
+  slots: SlotTicket[];
   /** Modern era: input requests the upstream waits on, by key, until tasks/update answers them. */
   inputs: Map<string, { request: InputRequest; settle(outcome: Outcome): void }>;
   nextInputKey: number;
@@ -55,21 +57,23 @@ interface LocalRun {
  */
 export class TaskEngine {
   private readonly runs = new Map<string, LocalRun>();
-  private readonly toolSlots = new SlotLimiter();
-  private readonly upstreamSlots = new SlotLimiter();
+  /** Wakes runs waiting in a semaphore's line when a slot of it frees, on any replica (by semaphore key). */
+  private readonly slotFreed = new EventEmitter();
   /** Other replicas, for answers that belong to runs they hold. */
   private replicas: ReplicaLink | undefined;
+  /** What re-running a lost task's call needs (set by start). */
+  private recovery: RecoveryDeps | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   /** Terminal changes the store could not take yet, by task: written when it is back. */
   private readonly pendingEnds = new Map<string, TaskChange>();
   private flushTimer: NodeJS.Timeout | undefined;
-  /** When the store last failed a heartbeat or sweep (epoch ms). */
-  private storeFailedAt = 0;
+  /** The store failed a heartbeat or sweep and has not answered since. */
+  private storeDown = false;
+  /** When the store answered again after it was down (epoch ms). */
+  private storeBackAt = 0;
   /** Set while draining: called when the last run ends. */
   private drained: (() => void) | undefined;
   private sweeper: NodeJS.Timeout | undefined;
-  /** Unfinished tasks per principal among this process's runs (maxTasksPerPrincipal). */
-  private readonly unfinished = new Map<string, number>();
 
   constructor(
     private readonly store: TaskStore,
@@ -92,25 +96,34 @@ export class TaskEngine {
     requestedTtl: unknown,
   ): Promise<Outcome> {
     const policy = this.policyFor(exposedName);
-    const task = await this.open(principalOf(session), 'legacy', exposedName, upstream, policy, requestedTtl);
+    const identity = { sessionId: session.sessionId, protocolVersion: session.protocolVersion, capabilities: session.capabilities };
+    const call: StoredCall = { params, identity: session.clientInfo === undefined ? identity : { ...identity, clientInfo: session.clientInfo } };
+    const task = await this.open(principalOf(session), 'legacy', exposedName, upstream, policy, requestedTtl, call);
     this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, session: session.sessionId }, 'task created');
+    this.runLegacy(task, session, upstream, policy, params);
+    return { result: createTaskResult(task, this.immediateResponse) };
+  }
+
+  /** Runs a 2025-era task's call here: its session hears of every change, and answers its questions. */
+  private runLegacy(task: TaskRecord, session: ClientSession | undefined, upstream: Upstream, policy: TaskPolicy, params: JsonObject, identity: SessionIdentity | undefined = session): void {
     const run = this.newRun(task, session);
-    session.activeTasks++;
-    // notifications/tasks/status on every change, to the session that created the task, until it is terminal.
-    const stopWatching = this.store.watch(task.taskId, (changed) => {
-      session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(changed) });
-      if (isTerminal(changed.status)) stopWatching();
-    });
+    if (session !== undefined) {
+      session.activeTasks++;
+      // notifications/tasks/status on every change, to the session that created the task, until it is terminal.
+      const stopWatching = this.store.watch(task.taskId, (changed) => {
+        session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(changed) }, { taskId: task.taskId });
+        if (isTerminal(changed.status)) stopWatching();
+      });
+    }
     const context: CallContext = {
-      sessionId: session.sessionId,
+      sessionId: identity?.sessionId ?? task.taskId,
       notify: (message) => this.relayNotification(run, message),
       ask: (request, signal) => this.askClient(run, request, signal),
     };
     void this.execute(run, upstream, policy, true, async () => {
-      if (run.ended) return undefined; // cancelled while queued: the upstream never hears of it
-      return upstream.callFor(session, 'tools/call', params, context, 0);
+      if (run.ended || identity === undefined) return undefined; // cancelled while queued: the upstream never hears of it
+      return upstream.callFor(identity, 'tools/call', params, context, 0);
     });
-    return { result: createTaskResult(task, this.immediateResponse) };
   }
 
   /**
@@ -127,7 +140,7 @@ export class TaskEngine {
     start: (() => Promise<UpstreamCall | undefined>) | undefined,
   ): Promise<TaskRecord> {
     const policy = this.policyFor(exposedName);
-    const task = await this.open(principal, 'modern', exposedName, upstream, policy, undefined);
+    const task = await this.open(principal, 'modern', exposedName, upstream, policy, undefined, exchange.replay);
     this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, era: 'modern' }, 'task created');
     const run = this.newRun(task, undefined);
     exchange.adopt((request, signal) => this.askModern(run, request, signal), run.abort.signal);
@@ -138,23 +151,41 @@ export class TaskEngine {
   }
 
   /** Checks the principal's limit and stores a new task (durable before anyone hears of it). */
-  private async open(principal: string, era: 'legacy' | 'modern', exposedName: string, upstream: Upstream, policy: TaskPolicy, requestedTtl: unknown): Promise<TaskRecord> {
-    const held = this.unfinished.get(principal) ?? 0;
-    if (policy.maxTasksPerPrincipal > 0 && held >= policy.maxTasksPerPrincipal) {
-      throw new GatewayError(
-        'too_many_tasks',
-        `Too many unfinished tasks: this client already has ${held} (maxTasksPerPrincipal: ${policy.maxTasksPerPrincipal}); wait for some to finish or cancel them`,
-      );
+  private async open(
+    principal: string,
+    era: 'legacy' | 'modern',
+    exposedName: string,
+    upstream: Upstream,
+    policy: TaskPolicy,
+    requestedTtl: unknown,
+    call: StoredCall | undefined,
+  ): Promise<TaskRecord> {
+    const taskId = newTaskId();
+    // Counted across every replica: a semaphore that never queues, held by the task until it ends.
+    if (policy.maxTasksPerPrincipal > 0) {
+      const grant = await this.store
+        .acquireSlot(principalSlot(principal), taskId, this.replicaId, policy.maxTasksPerPrincipal, this.leaseMs, { queue: false })
+        .catch((error: unknown) => {
+          throw storeUnavailable(error);
+        });
+      if (!grant.granted) {
+        throw new GatewayError(
+          'too_many_tasks',
+          `Too many unfinished tasks: this client already has ${grant.ahead} (maxTasksPerPrincipal: ${policy.maxTasksPerPrincipal}); wait for some to finish or cancel them`,
+        );
+      }
     }
     const ttlMs = typeof requestedTtl === 'number' && Number.isFinite(requestedTtl) && requestedTtl > 0
       ? Math.min(Math.floor(requestedTtl), policy.maxTtlMs)
       : Math.min(policy.ttlMs, policy.maxTtlMs);
     const task = await this.store
-      .create({ taskId: newTaskId(), principal, era, tool: exposedName, upstream: upstream.name, ttlMs, pollIntervalMs: policy.pollIntervalMs })
+      // The call is kept only where another replica may have to start it: it can be large, and it is the
+      // client's data. That is where policy allows a re-run, or where the task may wait in line for a slot.
+      .create({ taskId, principal, era, tool: exposedName, upstream: upstream.name, ttlMs, pollIntervalMs: policy.pollIntervalMs, ...(call !== undefined && this.mayStartElsewhere(policy, upstream) ? { call } : {}) })
       .catch((error: unknown) => {
+        if (policy.maxTasksPerPrincipal > 0) void this.store.releaseSlot(principalSlot(principal), taskId).catch(() => undefined);
         throw storeUnavailable(error);
       });
-    this.unfinished.set(principal, (this.unfinished.get(principal) ?? 0) + 1);
     // Leased before anyone hears of the task: if this replica dies from here on, another one ends the task.
     await this.store.lease([task.taskId], this.replicaId, this.leaseMs).catch((error: unknown) => {
       this.logger.warn({ task: task.taskId, err: error }, 'could not lease the new task');
@@ -178,13 +209,14 @@ export class TaskEngine {
       resultStreams: new Set(),
       lastMessageAt: 0,
       abort: new AbortController(),
-      releases: [],
+      slots: [],
       inputs: new Map(),
       nextInputKey: 1,
       inputSync: Promise.resolve(),
       stopWatching: () => undefined,
     };
     this.runs.set(task.taskId, run);
+    if (this.policyFor(task.tool).maxTasksPerPrincipal > 0) run.slots.push({ key: principalSlot(task.principal), ticket: task.taskId });
     // A task cancelled through another replica (or any other way) stops its upstream call here.
     run.stopWatching = this.store.watch(task.taskId, (changed) => {
       if (!isTerminal(changed.status) || run.ended) return;
@@ -200,10 +232,12 @@ export class TaskEngine {
   }
 
   /** Blocks until the task is terminal, then answers exactly what the upstream answered. */
-  async result(taskId: unknown, stream: EventStream | undefined): Promise<Outcome> {
+  async result(taskId: unknown, stream: EventStream | undefined, session?: ClientSession): Promise<Outcome> {
     const initial = await this.find(taskId, true);
     const run = this.runs.get(initial.taskId);
     if (stream !== undefined) run?.resultStreams.add(stream);
+    // The call runs on another replica: its requests for the client are to come here.
+    const release = run === undefined && stream !== undefined && !isTerminal(initial.status) ? session?.holdResultStream(initial.taskId, stream) : undefined;
     try {
       // Events carry no outcome: once the task is terminal, read it whole.
       const task = isTerminal(initial.status) ? initial : await this.find((await this.untilTerminal(initial.taskId)).taskId, true);
@@ -212,6 +246,7 @@ export class TaskEngine {
       return { error: { code: InternalError, message: `Task ${task.taskId} was ${task.status}${task.statusMessage ? `: ${task.statusMessage}` : ''}` } };
     } finally {
       if (stream !== undefined) run?.resultStreams.delete(stream);
+      release?.();
     }
   }
 
@@ -298,8 +333,9 @@ export class TaskEngine {
    * Joins the replicas: serves tasks/update answers another replica received for a task running here, renews
    * the leases of this replica's runs, and fails the tasks of replicas that stopped renewing theirs.
    */
-  start(replicas: ReplicaLink): void {
+  start(replicas: ReplicaLink, recovery: RecoveryDeps): void {
     this.replicas = replicas;
+    this.recovery = recovery;
     replicas.on('task.update', async (body, peer) => {
       const taskId = String(body.taskId);
       const run = this.runs.get(taskId);
@@ -308,13 +344,22 @@ export class TaskEngine {
       await this.answerInputs(taskId, (body.inputResponses ?? {}) as JsonObject);
       return { ok: true };
     });
+    void this.store
+      .subscribe('slots', (message) => this.slotFreed.emit(String(message.key)))
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'not told when task slots free; waiting runs retry on a timer'));
+    replicas.on('task.held', async (body) => {
+      const ids = Array.isArray(body.taskIds) ? (body.taskIds as unknown[]).map(String) : [];
+      return { held: ids.filter((id) => this.runs.has(id) || this.pendingEnds.has(id)) };
+    });
     this.heartbeat = setInterval(() => {
       // Tasks whose outcome waits for the store stay leased: nobody may declare them lost.
       const ids = [...this.runs.keys(), ...this.pendingEnds.keys()];
+      const slots = [...this.runs.values()].flatMap((run) => run.slots);
+      if (slots.length > 0) void this.store.renewSlots(slots, this.leaseMs).catch(() => undefined);
       this.store.lease(ids, replicas.id, this.leaseMs, { renew: true }).then(
-        () => undefined,
+        () => this.storeAnswered(),
         (error: unknown) => {
-          this.storeFailedAt = Date.now();
+          this.storeDown = true;
           this.logger.warn({ err: error }, 'could not renew task leases');
         },
       );
@@ -324,30 +369,121 @@ export class TaskEngine {
     this.sweeper.unref();
   }
 
-  /** Fails the tasks whose replica stopped renewing their leases: nothing stays running forever. */
+  private storeAnswered(): void {
+    if (!this.storeDown) return;
+    this.storeDown = false;
+    this.storeBackAt = Date.now();
+  }
+
+  /** Fails (or runs again) the tasks whose replica stopped renewing their leases: nothing stays running forever. */
   private async recoverOrphans(): Promise<void> {
-    // Leases run out in store time while the store is away, for live replicas too: after an outage every
+    // Leases run out in store time while the store is away, for live replicas too: once it is back, every
     // replica gets one lease period to renew (and write what it kept) before anyone is declared lost.
-    if (Date.now() - this.storeFailedAt < this.leaseMs) return;
+    if (this.storeDown) {
+      await this.store.ping().then(() => this.storeAnswered(), () => undefined);
+      return;
+    }
+    if (Date.now() - this.storeBackAt < this.leaseMs) return;
     let orphans: { taskId: string; owner: string }[];
     try {
       orphans = await this.store.takeOrphans(100);
     } catch {
-      this.storeFailedAt = Date.now();
+      this.storeDown = true;
       return; // the store is away; readiness says so, and the leases wait
     }
-    for (const { taskId, owner } of orphans) {
-      if (this.runs.has(taskId) || this.pendingEnds.has(taskId)) {
-        // Ours after all (a heartbeat came late): keep running it.
-        await this.store.lease([taskId], this.replicaId, this.leaseMs).catch(() => undefined);
-        continue;
-      }
+    const lost = await this.stillHeld(orphans);
+    for (const { taskId, owner } of lost) {
+      if (await this.takeOverLost(taskId, owner)) continue;
       const message = `The gateway lost the call: replica ${owner} stopped while running it (no lease renewal for ${this.leaseMs} ms)`;
       const changed = await this.store
         .transition(taskId, { to: 'failed', statusMessage: message, outcome: { error: { code: InternalError, message } } })
         .catch(() => undefined);
-      if (changed?.ok) this.logger.warn({ audit: 'task.lost', task: taskId, owner }, 'task failed: its replica stopped');
+      if (!changed?.ok) continue;
+      this.logger.warn({ audit: 'task.lost', task: taskId, owner }, 'task failed: its replica stopped');
+      // The replica that told the session about its task's changes is gone: the last change is told from here.
+      if (changed.task.era === 'legacy') void this.tellSession(changed.task);
     }
+  }
+
+  private async tellSession(task: TaskRecord): Promise<void> {
+    const sessionId = sessionOfPrincipal(task.principal);
+    const session = sessionId === undefined ? undefined : await this.recovery?.session(sessionId).catch(() => undefined);
+    session?.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) }, { taskId: task.taskId });
+  }
+
+  /**
+   * Hands back the orphans whose owner turns out to be alive and running them (its heartbeats came late, say
+   * after a store outage: its connection came back later than ours), and returns the rest: truly lost.
+   */
+  private async stillHeld(orphans: { taskId: string; owner: string }[]): Promise<{ taskId: string; owner: string }[]> {
+    const byOwner = new Map<string, string[]>();
+    for (const { taskId, owner } of orphans) byOwner.set(owner, [...(byOwner.get(owner) ?? []), taskId]);
+    const lost: { taskId: string; owner: string }[] = [];
+    for (const [owner, taskIds] of byOwner) {
+      const held = new Set<string>();
+      if (owner === this.replicaId) {
+        for (const id of taskIds) if (this.runs.has(id) || this.pendingEnds.has(id)) held.add(id);
+      } else {
+        const answer = await this.replicas?.ask(owner, 'task.held', { taskIds }, undefined, OWNER_CHECK_MS).catch(() => undefined);
+        if (Array.isArray(answer?.held)) for (const id of answer.held as unknown[]) held.add(String(id));
+      }
+      if (held.size > 0) await this.store.lease([...held], owner, this.leaseMs).catch(() => undefined);
+      for (const taskId of taskIds) if (!held.has(taskId)) lost.push({ taskId, owner });
+    }
+    return lost;
+  }
+
+  /** Whether a task under `policy` may have to be started by another replica (its call is then kept). */
+  private mayStartElsewhere(policy: TaskPolicy, upstream: Upstream): boolean {
+    return policy.retry.onLoss || policy.concurrency > 0 || upstream.config.taskConcurrency > 0;
+  }
+
+  /**
+   * Takes over a lost task here instead of failing it, when that is safe: a task that was still waiting in line
+   * for a slot (the upstream never saw it) joins the line again here; a running one runs again when its policy
+   * allows (`retry.onLoss`) and attempts are left. Exactly one replica takes each orphan, so each loss leads to
+   * at most one more execution.
+   */
+  private async takeOverLost(taskId: string, owner: string): Promise<boolean> {
+    const task = await this.store.get(taskId, { outcome: true }).catch(() => undefined);
+    if (task === undefined || isTerminal(task.status) || task.call === undefined) return false;
+    const policy = this.policyFor(task.tool);
+    const waiting = task.queued === true;
+    const attempt = (task.attempt ?? 1) + (waiting ? 0 : 1);
+    const upstream = this.recovery?.upstream(task.upstream);
+    if (upstream === undefined || (!waiting && (!policy.retry.onLoss || attempt > policy.retry.maxAttempts))) return false;
+    await this.store.lease([taskId], this.replicaId, this.leaseMs).catch(() => undefined);
+    const changed = await this.store
+      .transition(taskId, {
+        to: 'working',
+        attempt,
+        inputRequests: null,
+        statusMessage: waiting
+          ? `Waiting for a slot on another replica: replica ${owner} stopped while the task waited in line`
+          : `Running the call again (attempt ${attempt} of ${policy.retry.maxAttempts}): replica ${owner} stopped while running it`,
+      })
+      .catch(() => undefined);
+    if (changed?.ok !== true) {
+      await this.store.unlease(taskId).catch(() => undefined);
+      return changed !== undefined; // ended meanwhile: nothing to fail; store away: it fails below
+    }
+    if (waiting) this.logger.warn({ audit: 'task.requeued', task: taskId, owner }, 'queued task taken over: its replica stopped');
+    else this.logger.warn({ audit: 'task.retried', task: taskId, owner, attempt }, 'task re-run: its replica stopped');
+    if (policy.maxTasksPerPrincipal > 0) {
+      // Still the principal's task: counted again (its old ticket expired with the lost replica's leases).
+      await this.store.acquireSlot(principalSlot(task.principal), taskId, this.replicaId, Number.MAX_SAFE_INTEGER, this.leaseMs, { queue: false }).catch(() => undefined);
+    }
+    const { params, identity } = task.call;
+    const call: SessionIdentity = { clientInfo: undefined, ...identity };
+    if (task.era === 'legacy') {
+      const session = await this.recovery?.session(identity.sessionId).catch(() => undefined);
+      this.runLegacy(changed.task, session, upstream, policy, params, session ?? call);
+    } else {
+      const run = this.newRun(changed.task, undefined);
+      const context: CallContext = { sessionId: call.sessionId, notify: () => undefined, ask: (request, signal) => this.askModern(run, request, signal) };
+      void this.execute(run, upstream, policy, true, async () => (run.ended ? undefined : upstream.callFor(call, 'tools/call', params, context, 0)));
+    }
+    return true;
   }
 
   /** Settles the run's waiting input requests the answers name; the store shows what is left before this resolves. */
@@ -514,33 +650,60 @@ export class TaskEngine {
   }
 
   /**
-   * Waits, in order, for a slot under the tool's `concurrency` and the upstream's `taskConcurrency`; a queued task
-   * stays `working` with a status message saying what it waits for. False when the run ended while waiting.
+   * Waits, in order across every replica, for a slot under the tool's `concurrency` and the upstream's
+   * `taskConcurrency`; a queued task stays `working` with a status message saying what it waits for. False when
+   * the run ended while waiting.
    */
   private async takeSlots(run: LocalRun, upstream: Upstream, policy: TaskPolicy): Promise<boolean> {
-    const taskId = run.task.taskId;
-    let queued = false;
-    const onQueued = (limit: string) => (ahead: number) => {
-      queued = true;
-      void this.store.transition(taskId, { to: 'working', statusMessage: `Queued behind ${ahead} running or waiting task(s): ${limit}` }).catch(() => undefined);
-    };
-    const take = async (limiter: SlotLimiter, key: string, limit: number, what: string): Promise<boolean> => {
-      const release = await limiter.acquire(key, limit, run.abort.signal, onQueued(what));
-      // A slot granted just as the run ended must go straight back.
-      if (run.ended) release();
-      else run.releases.push(release);
-      return !run.ended;
-    };
-    try {
-      const tool = run.task.tool;
-      const perUpstream = upstream.config.taskConcurrency;
-      if (!(await take(this.toolSlots, tool, policy.concurrency, `tool '${tool}' runs at most ${policy.concurrency} at once`))) return false;
-      if (!(await take(this.upstreamSlots, upstream.name, perUpstream, `upstream '${upstream.name}' runs at most ${perUpstream} tasks at once`))) return false;
-    } catch {
-      return false; // aborted while queued
+    const tool = run.task.tool;
+    const perUpstream = upstream.config.taskConcurrency;
+    // A task taken over from a lost replica may carry the mark already: it is cleared before the call starts.
+    let queued = run.task.queued === true;
+    const limits: [string, number, string][] = [
+      [toolSlot(tool), policy.concurrency, `tool '${tool}' runs at most ${policy.concurrency} at once`],
+      [upstreamSlot(upstream.name), perUpstream, `upstream '${upstream.name}' runs at most ${perUpstream} tasks at once`],
+    ];
+    for (const [key, limit, what] of limits) {
+      if (limit <= 0) continue; // unlimited
+      const slot = { key, ticket: run.task.taskId };
+      run.slots.push(slot);
+      let shown: number | undefined;
+      for (;;) {
+        if (run.ended) return false;
+        const grant = await this.store.acquireSlot(key, slot.ticket, this.replicaId, limit, this.leaseMs).catch(() => undefined);
+        if (run.ended) return false; // endRun gives the slot back
+        if (grant?.granted === true) break;
+        if (grant !== undefined && grant.ahead !== shown) {
+          shown = grant.ahead;
+          queued = true;
+          void this.store
+            .transition(run.task.taskId, { to: 'working', queued: true, statusMessage: `Queued behind ${grant.ahead} running or waiting task(s): ${what}` })
+            .catch(() => undefined);
+        }
+        await this.untilSlotFreed(key, run.abort.signal);
+      }
     }
-    if (queued) await this.store.transition(taskId, { to: 'working', statusMessage: null }).catch(() => undefined);
+    // Cleared before the call starts: a task still marked queued never reached the upstream.
+    if (queued) await this.store.transition(run.task.taskId, { to: 'working', queued: false, statusMessage: null }).catch(() => undefined);
     return true;
+  }
+
+  /**
+   * Until a slot of `key` frees on any replica, or half a lease period passes (a holder that died frees its slot
+   * without telling; the store also ends up away and back), or the run ends.
+   */
+  private untilSlotFreed(key: string, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.slotFreed.off(key, done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(50, this.leaseMs / 2));
+      this.slotFreed.on(key, done);
+      signal.addEventListener('abort', done, { once: true });
+    });
   }
 
   private async deadlinePassed(run: LocalRun, maxRunMs: number): Promise<void> {
@@ -557,11 +720,8 @@ export class TaskEngine {
     run.stopWatching();
     if (run.session !== undefined) run.session.activeTasks--;
     run.abort.abort(new Error(cancelReason ?? 'the task ended'));
-    for (const release of run.releases.splice(0)) release();
-    const principal = run.task.principal;
-    const held = (this.unfinished.get(principal) ?? 1) - 1;
-    if (held === 0) this.unfinished.delete(principal);
-    else this.unfinished.set(principal, held);
+    // Slots held and places in line go back (the principal's count included: the task is ending).
+    for (const { key, ticket } of run.slots.splice(0)) void this.store.releaseSlot(key, ticket).catch(() => undefined);
     clearTimeout(run.deadline);
     for (const input of run.inputs.values()) input.settle({ error: { code: -32800, message: 'The task has ended' } });
     run.inputs.clear();
@@ -573,7 +733,7 @@ export class TaskEngine {
   /** Progress goes to the client with its own token until the task ends, and into the task's status message. */
   private relayNotification(run: LocalRun, message: JsonRpcNotification): void {
     if (run.ended) return;
-    run.session?.deliver(message);
+    run.session?.deliver(message, { taskId: run.task.taskId });
     if (message.method !== 'notifications/progress') return;
     const now = Date.now();
     if (now - run.lastMessageAt < STATUS_MESSAGE_INTERVAL_MS) return;
@@ -598,7 +758,7 @@ export class TaskEngine {
     const stream = [...run.resultStreams].find((s) => !s.finished);
     try {
       if (run.session === undefined) return { error: { code: InternalError, message: 'The task has no client session to ask' } };
-      return await run.session.ask({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, stream);
+      return await run.session.ask({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, { stream, taskId });
     } finally {
       run.outstandingInputs--;
       if (run.outstandingInputs === 0 && !run.ended) {
@@ -649,13 +809,38 @@ export class TaskEngine {
   }
 }
 
+/** A ticket in one of the store's semaphores. */
+interface SlotTicket {
+  key: string;
+  ticket: string;
+}
+
+/** Semaphore names: one per limit and what it limits. */
+const principalSlot = (principal: string): string => `principal:${principal}`;
+const toolSlot = (tool: string): string => `tool:${tool}`;
+const upstreamSlot = (upstream: string): string => `upstream:${upstream}`;
+
+/** What the engine needs to run a lost task's call again. */
+export interface RecoveryDeps {
+  upstream(name: string): Upstream | undefined;
+  /** This replica's view of a legacy session (undefined when it ended). */
+  session(sessionId: string): Promise<ClientSession | undefined>;
+}
+
 /** Owner of native-task routing records (never listed: no client is this principal). */
 const MODERN_PRINCIPAL_NATIVE = 'gateway:native-tasks';
 
 /** Until authentication exists, a task belongs to the session that created it (for listing). */
 export function principalOf(session: ClientSession): string {
-  return `session:${session.sessionId}`;
+  return `${SESSION_PRINCIPAL}${session.sessionId}`;
 }
+
+/** The session a principal names, if it names one. */
+function sessionOfPrincipal(principal: string): string | undefined {
+  return principal.startsWith(SESSION_PRINCIPAL) ? principal.slice(SESSION_PRINCIPAL.length) : undefined;
+}
+
+const SESSION_PRINCIPAL = 'session:';
 
 function toolErrorText(result: JsonObject): string {
   const content = Array.isArray(result.content) ? (result.content as { type?: string; text?: string }[]) : [];

@@ -92,6 +92,7 @@ describe('config: the contract example', () => {
         taskAfterMs: 2_000,
         concurrency: 0,
         maxTasksPerPrincipal: 0,
+        retry: { onLoss: false, maxAttempts: 1 },
       },
       rules: [{ match: 'ci__*', mode: 'required' }],
       immediateResponse: DEFAULTS.immediateResponse,
@@ -452,6 +453,15 @@ describe('config: task policy', () => {
     assert.ok(globMatches('a*b', 'a/x\nb'));
     assert.ok(!globMatches('a*b', 'abc'));
     assert.ok(globMatches('(x)+[y]', '(x)+[y]'));
+  });
+
+  it('retry on loss: two attempts unless said otherwise; maxAttempts must be at least 1', () => {
+    const config = parse('upstreams:\n  a: { command: x }\ntasks:\n  rules:\n    - { match: "a__safe", retry: { onLoss: true } }\n    - { match: "a__thrice", retry: { onLoss: true, maxAttempts: 3 } }\n');
+    assert.deepEqual(resolvePolicy(config.tasks, 'a__safe').retry, { onLoss: true, maxAttempts: 2 });
+    assert.deepEqual(resolvePolicy(config.tasks, 'a__thrice').retry, { onLoss: true, maxAttempts: 3 });
+    assert.deepEqual(resolvePolicy(config.tasks, 'a__other').retry, { onLoss: false, maxAttempts: 1 });
+    const errors = parseErrors('upstreams:\n  a: { command: x }\ntasks:\n  rules:\n    - { match: "*", retry: { onLoss: true, maxAttempts: 0 } }\n');
+    assert.ok(errors.some((e) => /maxAttempts/.test(e.path)), JSON.stringify(errors));
   });
 
   it('returns a fresh object each time', () => {
