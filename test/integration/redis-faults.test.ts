@@ -1,43 +1,15 @@
 // The task store going away and coming back, with a Redis of the test's own (AOF on, so a restart keeps what
 // was acknowledged): prompt errors meanwhile, nothing lost afterwards.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { Redis } from 'ioredis';
 import { freePort } from '../fixtures/spawn.js';
 import { eventually, fixtureUpstream, modern, startTestGateway, TASKS_EXTENSION, textOf, type Json } from './harness.js';
+import { startRedis, stopRedis } from './redis-server.js';
 
 const EXT: Json = { extensions: { [TASKS_EXTENSION]: {} } };
-
-/** redis-server on `port` with its data in `dir`; resolves once it answers PING. */
-async function startRedis(port: number, dir: string): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''], { stdio: 'ignore' });
-  const probe = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on('error', () => undefined);
-  await eventually(async () => {
-    try {
-      await probe.connect();
-      return (await probe.ping()) === 'PONG';
-    } catch {
-      probe.disconnect();
-      return false;
-    }
-  }, 10_000);
-  probe.disconnect();
-  return child;
-}
-
-async function stopRedis(port: number, child: ChildProcess): Promise<void> {
-  const client = new Redis({ port, maxRetriesPerRequest: 0 });
-  client.on('error', () => undefined);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  await client.call('SHUTDOWN').catch(() => undefined); // flushes the AOF; the connection then drops
-  client.disconnect();
-  await exited;
-}
 
 test('Redis stopped and restarted mid-task: prompt store errors meanwhile, the result is written when it is back', async () => {
   const port = await freePort();

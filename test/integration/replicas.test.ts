@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { fixtureCommand, spawnFixture, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, modern, TASKS_EXTENSION, type Json } from './harness.js';
+import { connectClient, eventually, modern, TASKS_EXTENSION, type Json } from './harness.js';
+import { LegacyWire } from './legacy-wire.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = `taskgate-replicas-${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -30,6 +31,18 @@ function replica(extra: Json = {}): Promise<GatewayChild> {
       ...extra,
     },
   });
+}
+
+/** Runs `body` with two replicas of the same config, stopped afterwards whatever happens. */
+async function withTwoReplicas(extra: Json, body: (a: GatewayChild, b: GatewayChild) => Promise<void>): Promise<void> {
+  const a = await replica(extra);
+  const b = await replica(extra);
+  try {
+    await body(a, b);
+  } finally {
+    await a.kill();
+    await b.kill();
+  }
 }
 
 async function taskOn(url: string, taskId: string): Promise<Json> {
@@ -80,16 +93,11 @@ describe('replicas sharing one Redis', () => {
   });
 
   test('a replica that is alive keeps its long task: leases are renewed past several lease periods', async () => {
-    const a = await replica();
-    const b = await replica();
-    try {
+    await withTwoReplicas({}, async (a, b) => {
       const taskId = await slowTask(a.url, 'slow_compute', 3.5, 'renewed');
       const done = await settled(b.url, taskId, 10_000);
       assert.equal(done.status, 'completed', JSON.stringify(done));
-    } finally {
-      await a.kill();
-      await b.kill();
-    }
+    });
   });
 
   test('SIGTERM drains: a task that finishes within drainTimeoutMs completes, one that does not is failed saying so', async () => {
@@ -108,6 +116,250 @@ describe('replicas sharing one Redis', () => {
       await a.kill(0).catch(() => undefined);
       await b.kill();
     }
+  });
+});
+
+describe('limits across replicas', () => {
+  test('concurrency holds across replicas, and queued tasks start in order on whichever replica holds them', async () => {
+    const limited = { tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow_compute', concurrency: 1 }] } };
+    await withTwoReplicas(limited, async (a, b) => {
+      const first = await slowTask(a.url, 'slow_compute', 1, 'limit-1');
+      const queued: string[] = [];
+      for (const [i, url] of [b.url, a.url, b.url].entries()) queued.push(await slowTask(url, 'slow_compute', 0.2, `limit-${i + 2}`));
+      const waiting = await taskOn(a.url, queued[0] as string);
+      assert.equal(waiting.status, 'working');
+      assert.match(String(waiting.statusMessage), /Queued behind \d+ running or waiting task\(s\): tool 'slow_compute' runs at most 1 at once/);
+      const done: Json[] = [];
+      for (const taskId of [first, ...queued]) done.push(await settled(b.url, taskId, 15_000));
+      assert.deepEqual(done.map((t) => t.status), ['completed', 'completed', 'completed', 'completed']);
+      // One at a time, in the order they were created: each ended after the one before it.
+      const ended = done.map((t) => Date.parse(String(t.lastUpdatedAt)));
+      for (let i = 1; i < ended.length; i++) assert.ok((ended[i] as number) > (ended[i - 1] as number), JSON.stringify(done));
+      assert.ok((ended[1] as number) - (ended[0] as number) >= 150, 'the second started only when the first ended');
+    });
+  });
+
+  test('maxTasksPerPrincipal counts the tasks a principal holds on every replica', async () => {
+    const limited = { tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100, maxTasksPerPrincipal: 1 } } };
+    await withTwoReplicas(limited, async (a, b) => {
+      const wire = new LegacyWire();
+      await wire.initialize(a.url);
+      const call = (url: string): Promise<Json> => wire.request(url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 1, label: 'principal' }, task: {} });
+      const first = await call(a.url);
+      assert.ok(first.result !== undefined, JSON.stringify(first));
+      const refused = await call(b.url);
+      assert.match(String((refused.error as Json | undefined)?.message), /Too many unfinished tasks: this client already has 1 \(maxTasksPerPrincipal: 1\)/);
+      const taskId = String(((first.result as Json).task as Json).taskId);
+      await wire.request(b.url, 'tasks/result', { taskId });
+      const again = await call(b.url);
+      assert.ok(again.result !== undefined, `a slot is free once the first task ended: ${JSON.stringify(again)}`);
+    });
+  });
+});
+
+describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still waiting in line)', () => {
+  /** The shared fixture's count of slow_compute executions per label. */
+  async function executions(url: string): Promise<Record<string, number>> {
+    const { client } = await connectClient(url);
+    try {
+      const result = await client.callTool({ name: 'executions', arguments: {} });
+      return (result.structuredContent as { counts: Record<string, number> }).counts;
+    } finally {
+      await client.close();
+    }
+  }
+
+  test('a task still waiting in line when its replica dies is started by another replica, once; the running one is lost', async () => {
+    const fixture = await spawnFixture({ transport: 'streamable-http' });
+    const upstreamUrl = fixture.url as string;
+    const config = {
+      upstreams: { fx: { url: upstreamUrl } },
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow_compute', concurrency: 1 }] },
+    };
+    const a = await replica(config);
+    const b = await replica(config);
+    try {
+      const running = await slowTask(a.url, 'slow_compute', 60, 'in-line-running');
+      const waiting = await slowTask(a.url, 'slow_compute', 0.2, 'in-line-waiting');
+      await eventually(async () => /Queued/.test(String((await taskOn(b.url, waiting)).statusMessage)));
+      // The running task's CreateTaskResult comes before its upstream call goes out; kill A only once the
+      // upstream has it, so the "ran once" count below is about takeover, not about a race with the kill.
+      await eventually(async () => (await executions(upstreamUrl))['in-line-running'] === 1);
+      process.kill(-a.pid, 'SIGKILL');
+      await a.exited;
+      const lost = await settled(b.url, running, 20 * LEASE_MS);
+      assert.equal(lost.status, 'failed');
+      const done = await settled(b.url, waiting, 20 * LEASE_MS);
+      assert.equal(done.status, 'completed', JSON.stringify(done));
+      const counts = await executions(upstreamUrl);
+      assert.equal(counts['in-line-running'], 1);
+      assert.equal(counts['in-line-waiting'], 1, 'the upstream never saw it on A; B ran it once');
+    } finally {
+      await a.kill(0).catch(() => undefined);
+      await b.kill();
+      await fixture.kill();
+    }
+  });
+
+  test('a task of a killed replica runs again exactly once on another, in both eras; without attempts left it fails', async () => {
+    const fixture = await spawnFixture({ transport: 'streamable-http' });
+    const upstreamUrl = fixture.url as string;
+    const config = {
+      upstreams: { fx: { url: upstreamUrl } },
+      tasks: {
+        defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 },
+        rules: [{ match: 'slow_compute', retry: { onLoss: true, maxAttempts: 2 } }],
+      },
+    };
+    const a = await replica(config);
+    const b = await replica(config);
+    let c: GatewayChild | undefined;
+    try {
+      const modernTask = await slowTask(a.url, 'slow_compute', 2, 'retry-modern');
+      const wire = new LegacyWire();
+      await wire.initialize(b.url);
+      const created = await wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'retry-legacy' }, task: {} });
+      const legacyTask = String(((created.result as Json).task as Json).taskId);
+      await eventually(async () => {
+        const counts = await executions(upstreamUrl);
+        return counts['retry-modern'] === 1 && counts['retry-legacy'] === 1;
+      });
+
+      process.kill(-a.pid, 'SIGKILL');
+      await a.exited;
+      const modernDone = await settled(b.url, modernTask, 20 * LEASE_MS);
+      assert.equal(modernDone.status, 'completed', JSON.stringify(modernDone));
+      const legacyDone = await wire.request(b.url, 'tasks/result', { taskId: legacyTask });
+      assert.match(JSON.stringify(legacyDone.result), /slow_compute \(retry-legacy\) finished/);
+      const counts = await executions(upstreamUrl);
+      assert.equal(counts['retry-modern'], 2, 'ran once on A, once more on B');
+      assert.equal(counts['retry-legacy'], 2);
+
+      // A task whose second replica is lost too has no attempts left: it fails, saying the call was lost.
+      c = await replica(config);
+      const last = await slowTask(c.url, 'slow_compute', 30, 'retry-twice');
+      await eventually(async () => (await executions(upstreamUrl))['retry-twice'] === 1);
+      process.kill(-c.pid, 'SIGKILL');
+      await c.exited;
+      await eventually(async () => (await executions(upstreamUrl))['retry-twice'] === 2, 20 * LEASE_MS);
+      const d = await replica(config);
+      try {
+        process.kill(-b.pid, 'SIGKILL'); // B, the only replica left when C died, runs the second attempt
+        await b.exited;
+        const failed = await settled(d.url, last, 20 * LEASE_MS);
+        assert.equal(failed.status, 'failed', JSON.stringify(failed));
+        assert.match(String(failed.statusMessage), /lost the call/);
+        assert.equal((await executions(upstreamUrl))['retry-twice'], 2, 'no third execution');
+      } finally {
+        await d.kill();
+      }
+    } finally {
+      await a.kill(0).catch(() => undefined);
+      await b.kill(0).catch(() => undefined);
+      await c?.kill(0).catch(() => undefined);
+      await fixture.kill();
+    }
+  });
+});
+
+describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
+  const text = (response: Json): string => JSON.stringify((response.result as Json | undefined)?.content ?? response.error);
+
+  test('a session alternates replicas: created on A, listed, tasked, polled, read and ended through either', async () => {
+    await withTwoReplicas({}, async (a, b) => {
+      const wire = new LegacyWire();
+      await wire.initialize(a.url);
+      const tools = (await wire.request(b.url, 'tools/list')).result as Json;
+      assert.ok((tools.tools as Json[]).some((t) => t.name === 'slow_compute'));
+      const created = await wire.request(b.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.3, label: 'alternating' }, task: {} });
+      const taskId = String(((created.result as Json).task as Json).taskId);
+      assert.match(String(((await wire.request(a.url, 'tasks/get', { taskId })).result as Json).status), /working|completed/);
+      const result = await wire.request(a.url, 'tasks/result', { taskId });
+      assert.match(text(result), /slow_compute \(alternating\) finished/);
+      const listed = (await wire.request(b.url, 'tasks/list')).result as Json;
+      assert.ok((listed.tasks as Json[]).some((t) => t.taskId === taskId));
+
+      assert.equal(await wire.end(a.url), 200);
+      // B had a view of the session: the end reached it too.
+      const after = await fetch(b.url, { method: 'POST', headers: wire.headers(), body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }) });
+      assert.equal(after.status, 404);
+      await after.arrayBuffer();
+    });
+  });
+
+  test('a task running on A asks the client through the tasks/result stream open on B; the answer POSTed to B reaches A', async () => {
+    await withTwoReplicas({}, async (a, b) => {
+      const wire = new LegacyWire({ elicitation: {} });
+      await wire.initialize(a.url);
+      const listening = await wire.listen(b.url);
+      assert.equal(listening.status, 200);
+      const created = await wire.request(a.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'notes.txt', delayMs: 1000 }, task: {} });
+      const taskId = String(((created.result as Json).task as Json).taskId);
+      const result = await wire.start(b.url, 'tasks/result', { taskId });
+      const ask = await result.next((m) => m.method === 'elicitation/create');
+      assert.match(String(ask.id), /@/, 'the request id names the replica that asked');
+      const meta = ((ask.params as Json)._meta ?? {}) as Json;
+      assert.deepEqual(meta['io.modelcontextprotocol/related-task'], { taskId });
+      assert.equal(await wire.respond(b.url, ask.id, { action: 'accept', content: { confirm: true } }), 202);
+      const answer = await result.next((m) => 'result' in m || 'error' in m);
+      assert.match(text(answer), /Deleted notes\.txt/);
+      // Status notifications from A reach the GET stream held by B.
+      const done = await listening.next((m) => m.method === 'notifications/tasks/status' && (m.params as Json).status === 'completed');
+      assert.equal((done.params as Json).taskId, taskId);
+      listening.close();
+    });
+  });
+
+  test('a task lost with its replica: the session hears that it failed on the GET stream another replica holds', async () => {
+    const a = await replica();
+    const b = await replica();
+    try {
+      const wire = new LegacyWire();
+      await wire.initialize(b.url);
+      const listening = await wire.listen(b.url);
+      const created = await wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label: 'told' }, task: {} });
+      const taskId = String(((created.result as Json).task as Json).taskId);
+      process.kill(-a.pid, 'SIGKILL');
+      await a.exited;
+      const failed = await listening.next((m) => m.method === 'notifications/tasks/status' && (m.params as Json).status === 'failed', 10 * LEASE_MS);
+      assert.equal((failed.params as Json).taskId, taskId);
+      assert.match(String((failed.params as Json).statusMessage), /lost the call/);
+      listening.close();
+    } finally {
+      await a.kill(0).catch(() => undefined);
+      await b.kill();
+    }
+  });
+
+  test('Last-Event-ID on B resumes a POST stream held by A: the missed events and the result arrive through B', async () => {
+    await withTwoReplicas({}, async (a, b) => {
+      const wire = new LegacyWire();
+      await wire.initialize(a.url);
+      const call = await wire.start(a.url, 'tools/call', { name: 'slow', arguments: { ms: 900, steps: 3 }, _meta: { progressToken: 'p1' } });
+      await eventually(() => call.eventIds.length > 0);
+      call.close(); // the connection drops after the priming event
+      const resumed = await wire.listen(b.url, call.eventIds[0]);
+      assert.equal(resumed.status, 200);
+      const response = await resumed.next((m) => 'result' in m || 'error' in m);
+      assert.ok('result' in response, JSON.stringify(response));
+      const progress = resumed.messages.filter((m) => m.method === 'notifications/progress');
+      assert.equal(progress.length, 3, JSON.stringify(resumed.messages));
+      await resumed.done;
+    });
+  });
+
+  test('notifications/cancelled sent to B stops the call running on A', async () => {
+    await withTwoReplicas({}, async (a, b) => {
+      const wire = new LegacyWire();
+      await wire.initialize(b.url);
+      const call = await wire.start(a.url, 'tools/call', { name: 'slow', arguments: { ms: 30_000 } });
+      await eventually(() => call.eventIds.length > 0); // the call runs (its stream is open)
+      const started = Date.now();
+      assert.equal(await wire.notify(b.url, 'notifications/cancelled', { requestId: 1, reason: 'changed my mind' }), 202);
+      await call.done;
+      assert.ok(Date.now() - started < 10_000, 'the stream ended long before the call would have');
+      assert.equal(call.messages.some((m) => 'result' in m || 'error' in m), false, 'no response to a cancelled request');
+    });
   });
 });
 
