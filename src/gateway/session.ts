@@ -201,14 +201,11 @@ export class ClientSession implements SessionIdentity {
     const own = delivery.stream ?? this.resultStream(delivery.taskId);
     if (own !== undefined && !own.finished) return (m) => own.send(m);
     const standalone = this.standalone !== undefined && !this.standalone.finished ? this.standalone : undefined;
-    if (this.peers !== undefined && !delivery.localOnly) {
-      const peers = this.peers;
+    const peers = this.peers;
+    if (peers !== undefined && !delivery.localOnly) {
       const holders = await peers.holders(this.sessionId, delivery.taskId).catch(() => ({}) as { standalone?: string; result?: string });
-      const remote = [holders.result, standalone === undefined ? holders.standalone : undefined].find((r) => r !== undefined && r !== peers.replicaId);
-      if (remote !== undefined) {
-        const relay = (m: JsonObject): Promise<boolean> => peers.send(remote, this.sessionId, m, delivery.taskId).catch(() => false);
-        if (await relay(message)) return (m) => void relay(m);
-      }
+      const remote = await this.sendElsewhere(message, delivery.taskId, [holders.result, standalone === undefined ? holders.standalone : undefined]);
+      if (remote !== undefined) return (m) => void peers.send(remote, this.sessionId, m, delivery.taskId).catch(() => false);
     }
     const local = this.pickStream(undefined);
     return local === undefined ? undefined : (m) => local.send(m);
@@ -238,11 +235,19 @@ export class ClientSession implements SessionIdentity {
     if (peers === undefined) return;
     this.relayed = this.relayed.then(async () => {
       const holders = await peers.holders(this.sessionId, taskId);
-      for (const replica of [holders.result, holders.standalone]) {
-        if (replica === undefined || replica === peers.replicaId) continue;
-        if (await peers.send(replica, this.sessionId, message, taskId)) return;
-      }
+      await this.sendElsewhere(message, taskId, [holders.result, holders.standalone]);
     }).catch(() => undefined);
+  }
+
+  /** Delivers on the first of `replicas` (other than this one) that takes the message; which one did. */
+  private async sendElsewhere(message: JsonObject, taskId: string | undefined, replicas: (string | undefined)[]): Promise<string | undefined> {
+    const peers = this.peers;
+    if (peers === undefined) return undefined;
+    for (const replica of replicas) {
+      if (replica === undefined || replica === peers.replicaId) continue;
+      if (await peers.send(replica, this.sessionId, message, taskId).catch(() => false)) return replica;
+    }
+    return undefined;
   }
 
   close(): void {

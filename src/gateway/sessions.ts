@@ -43,8 +43,7 @@ export class SessionRegistry {
   /** Records a new session in the store (any replica then serves it) and returns this replica's view of it. */
   async create(protocolVersion: string, capabilities: JsonObject, clientInfo: JsonObject | undefined): Promise<ClientSession> {
     const sessionId = randomUUID();
-    const fields: Record<string, string> = { protocolVersion, capabilities: JSON.stringify(capabilities) };
-    if (clientInfo !== undefined) fields.clientInfo = JSON.stringify(clientInfo);
+    const fields = sessionFields({ protocolVersion, capabilities, clientInfo, logLevel: undefined });
     const stored = await this.store.saveSession(sessionId, fields, this.config.idleTimeoutMs, { create: true }).catch(() => false);
     const session = this.view(sessionId, fields);
     // A store outage must not stop plain proxying: the session works on this replica, and is stored (so the
@@ -143,7 +142,7 @@ export class SessionRegistry {
   private keepAlive(session: ClientSession): void {
     const unstored = session.storeTouchedAt === UNSTORED;
     session.storeTouchedAt = Date.now();
-    const fields: Record<string, string> = unstored ? fieldsOf(session) : {};
+    const fields: Record<string, string> = unstored ? sessionFields(session) : {};
     this.store.saveSession(session.sessionId, fields, this.config.idleTimeoutMs, { create: unstored }).then(
       (alive) => {
         if (!alive) this.endHere(session.sessionId);
@@ -166,8 +165,8 @@ export class SessionRegistry {
   }
 }
 
-/** The store's record of a session: what `initialize` fixed, and the log level. */
-function fieldsOf(session: ClientSession): Record<string, string> {
+/** The store's record of a session: what `initialize` fixed, and the log level (read back by `view`). */
+function sessionFields(session: Pick<ClientSession, 'protocolVersion' | 'capabilities' | 'clientInfo' | 'logLevel'>): Record<string, string> {
   const fields: Record<string, string> = { protocolVersion: session.protocolVersion, capabilities: JSON.stringify(session.capabilities) };
   if (session.clientInfo !== undefined) fields.clientInfo = JSON.stringify(session.clientInfo);
   if (session.logLevel !== undefined) fields.logLevel = session.logLevel;
