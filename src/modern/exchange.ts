@@ -2,11 +2,11 @@
 // asks the client something, the gateway answers the client's request with an InputRequiredResult and parks the
 // call; the client's retry (carrying `inputResponses` and the signed `requestState`) resumes it. A call may also
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
-import type { StoredCall } from '../store/task-store.js';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
+import type { SessionIdentity } from '../upstream/upstream.js';
 
 export interface InputRequest {
   method: string;
@@ -19,7 +19,6 @@ export const INPUT_CAPABILITY: Record<string, string> = {
   'sampling/createMessage': 'sampling',
   'roots/list': 'roots',
 };
-
 
 /** Input requests arriving this close together are answered in one InputRequiredResult. */
 const GATHER_MS = 25;
@@ -42,7 +41,7 @@ export class ModernExchange {
   readonly id = randomUUID();
   call: UpstreamCall | undefined;
   /** The upstream call's params and identity, should it become a task another replica may run again (retry.onLoss). */
-  replay: StoredCall | undefined;
+  replay: { params: JsonObject; identity: SessionIdentity } | undefined;
   /** Notifications go to the HTTP response currently waiting on this call (none while parked). */
   notifySink: ((message: JsonRpcNotification) => void) | undefined;
   private readonly pending = new Map<string, PendingInput>();

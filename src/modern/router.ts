@@ -226,7 +226,7 @@ export class ModernRouter {
     } else {
       const identity = this.identity(client);
       exchange = new ModernExchange(identity.sessionId, client.capabilities);
-      exchange.replay = { params: upstreamParams, identity: { ...identity, clientInfo: identity.clientInfo ?? {} } };
+      exchange.replay = { params: upstreamParams, identity };
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
       const start = async (): Promise<ModernExchange['call']> => {
         const call = upstream.speaksModern

@@ -18,16 +18,23 @@ import {
   withoutOutcome,
 } from './task-store.js';
 
-/** A slot semaphore: tickets with their owner and lease deadline (epoch ms; run out when <= now). */
-interface Semaphore {
-  holders: Map<string, SlotLease>;
-  /** In line, in order of arrival (a Map keeps insertion order). */
-  queue: Map<string, SlotLease>;
-}
-
-interface SlotLease {
+/** A running task's or a slot ticket's lease: its replica, and its deadline (epoch ms; run out when <= now). */
+interface Lease {
   owner: string;
   deadline: number;
+}
+
+/** A slot semaphore: tickets with their leases. */
+interface Semaphore {
+  holders: Map<string, Lease>;
+  /** In line, in order of arrival (a Map keeps insertion order). */
+  queue: Map<string, Lease>;
+}
+
+/** A legacy-era session's shared state, and when it expires (epoch ms). */
+interface StoredSession {
+  fields: Record<string, string>;
+  expiresAt: number;
 }
 
 interface Entry {
@@ -45,7 +52,7 @@ export class MemoryTaskStore implements TaskStore {
   private readonly events = new EventEmitter();
   private readonly topics = new EventEmitter();
   /** Running tasks' leases (one process, but the same contract as Redis). */
-  private readonly leases = new Map<string, { owner: string; deadline: number }>();
+  private readonly leases = new Map<string, Lease>();
   /** Slot semaphores by key; a semaphore with no tickets left is dropped. */
   private readonly semaphores = new Map<string, Semaphore>();
   private readonly secret = randomBytes(32);
@@ -53,7 +60,7 @@ export class MemoryTaskStore implements TaskStore {
   private readonly sweeper: NodeJS.Timeout;
   private lastCreatedUs = 0;
   /** Legacy-era sessions' shared state, with when each expires. */
-  private readonly sessions = new Map<string, { fields: Record<string, string>; expiresAt: number }>();
+  private readonly sessions = new Map<string, StoredSession>();
   /** Ids of expired tasks, until when they are remembered. */
   private readonly expiredIds = new Map<string, number>();
 
@@ -169,8 +176,7 @@ export class MemoryTaskStore implements TaskStore {
     const semaphore = this.semaphores.get(key) ?? { holders: new Map(), queue: new Map() };
     const dropped = this.dropExpired(semaphore, now);
     const grant = takeSlot(semaphore, ticket, { owner, deadline: now + leaseMs }, limit, options.queue !== false);
-    if (semaphore.holders.size + semaphore.queue.size === 0) this.semaphores.delete(key);
-    else this.semaphores.set(key, semaphore);
+    this.keepSemaphore(key, semaphore);
     // Told once the semaphore is settled: a waiter's handler may acquire at once (this store calls it synchronously).
     if (dropped) await this.publish('slots', { key });
     return grant;
@@ -180,7 +186,7 @@ export class MemoryTaskStore implements TaskStore {
     const semaphore = this.semaphores.get(key);
     if (semaphore === undefined) return;
     const removed = semaphore.holders.delete(ticket) || semaphore.queue.delete(ticket);
-    if (semaphore.holders.size + semaphore.queue.size === 0) this.semaphores.delete(key);
+    this.keepSemaphore(key, semaphore);
     if (removed) await this.publish('slots', { key });
   }
 
@@ -259,13 +265,19 @@ export class MemoryTaskStore implements TaskStore {
     return entry;
   }
 
-  private liveSession(sessionId: string): { fields: Record<string, string>; expiresAt: number } | undefined {
+  private liveSession(sessionId: string): StoredSession | undefined {
     const session = this.sessions.get(sessionId);
     if (session !== undefined && session.expiresAt <= this.now()) {
       this.sessions.delete(sessionId);
       return undefined;
     }
     return session;
+  }
+
+  /** Keeps `semaphore` under `key` while it has tickets; an empty one is dropped. */
+  private keepSemaphore(key: string, semaphore: Semaphore): void {
+    if (semaphore.holders.size + semaphore.queue.size === 0) this.semaphores.delete(key);
+    else this.semaphores.set(key, semaphore);
   }
 
   /** Drops the holders and waiters whose lease ran out; whether any were. */
@@ -288,14 +300,14 @@ export class MemoryTaskStore implements TaskStore {
     // Expired tickets go here too (without a `slots` message: waiters also retry on a timer), then empty semaphores.
     for (const [key, semaphore] of this.semaphores) {
       this.dropExpired(semaphore, now);
-      if (semaphore.holders.size + semaphore.queue.size === 0) this.semaphores.delete(key);
+      this.keepSemaphore(key, semaphore);
     }
     for (const [taskId, until] of this.expiredIds) if (until <= now) this.expiredIds.delete(taskId);
   }
 }
 
 /** The acquireSlot decision, applied to `semaphore` (expired tickets already dropped). */
-function takeSlot(semaphore: Semaphore, ticket: string, lease: SlotLease, limit: number, queue: boolean): SlotGrant {
+function takeSlot(semaphore: Semaphore, ticket: string, lease: Lease, limit: number, queue: boolean): SlotGrant {
   if (semaphore.holders.has(ticket)) {
     semaphore.holders.set(ticket, lease);
     return { granted: true };

@@ -190,7 +190,7 @@ return reply
 `;
 
 // Release: out of the holders and the line; waiters hear of it only when something was there.
-// KEYS as ACQUIRE_SLOT (1-4). ARGV: 1 ticket, 2 channel, 3 message.
+// KEYS as ACQUIRE_SLOT. ARGV: 1 ticket, 2 channel, 3 message.
 const RELEASE_SLOT = `
 local removed = redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
@@ -259,7 +259,7 @@ export class RedisTaskStore implements TaskStore {
     redis.defineCommand('taskgateTakeOrphans', { numberOfKeys: 2, lua: TAKE_ORPHANS });
     redis.defineCommand('taskgateSaveSession', { numberOfKeys: 1, lua: SAVE_SESSION });
     redis.defineCommand('taskgateAcquireSlot', { numberOfKeys: 5, lua: ACQUIRE_SLOT });
-    redis.defineCommand('taskgateReleaseSlot', { numberOfKeys: 4, lua: RELEASE_SLOT });
+    redis.defineCommand('taskgateReleaseSlot', { numberOfKeys: 5, lua: RELEASE_SLOT });
     redis.defineCommand('taskgateRenewSlots', { numberOfKeys: 5, lua: RENEW_SLOTS });
     redis.defineCommand('taskgateSlotHolders', { numberOfKeys: 1, lua: SLOT_HOLDERS });
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
@@ -487,8 +487,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async releaseSlot(key: string, ticket: string): Promise<void> {
-    const keys = this.keys.slot(key);
-    await this.command('taskgateReleaseSlot', keys.holders, keys.queue, keys.queueDeadlines, keys.owners, ticket, this.keys.topic('slots'), JSON.stringify({ key }));
+    await this.command('taskgateReleaseSlot', ...slotKeyList(this.keys.slot(key)), ticket, this.keys.topic('slots'), JSON.stringify({ key }));
   }
 
   async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {

@@ -96,9 +96,7 @@ export class TaskEngine {
     requestedTtl: unknown,
   ): Promise<Outcome> {
     const policy = this.policyFor(exposedName);
-    const identity = { sessionId: session.sessionId, protocolVersion: session.protocolVersion, capabilities: session.capabilities };
-    const call: StoredCall = { params, identity: session.clientInfo === undefined ? identity : { ...identity, clientInfo: session.clientInfo } };
-    const task = await this.open(principalOf(session), 'legacy', exposedName, upstream, policy, requestedTtl, call);
+    const task = await this.open(principalOf(session), 'legacy', exposedName, upstream, policy, requestedTtl, storedCall(params, session));
     this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, session: session.sessionId }, 'task created');
     this.runLegacy(task, session, upstream, policy, params);
     return { result: createTaskResult(task, this.immediateResponse) };
@@ -140,7 +138,8 @@ export class TaskEngine {
     start: (() => Promise<UpstreamCall | undefined>) | undefined,
   ): Promise<TaskRecord> {
     const policy = this.policyFor(exposedName);
-    const task = await this.open(principal, 'modern', exposedName, upstream, policy, undefined, exchange.replay);
+    const replay = exchange.replay === undefined ? undefined : storedCall(exchange.replay.params, exchange.replay.identity);
+    const task = await this.open(principal, 'modern', exposedName, upstream, policy, undefined, replay);
     this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, era: 'modern' }, 'task created');
     const run = this.newRun(task, undefined);
     exchange.adopt((request, signal) => this.askModern(run, request, signal), run.abort.signal);
@@ -349,7 +348,7 @@ export class TaskEngine {
       .catch((error: unknown) => this.logger.warn({ err: error }, 'not told when task slots free; waiting runs retry on a timer'));
     replicas.on('task.held', async (body) => {
       const ids = Array.isArray(body.taskIds) ? (body.taskIds as unknown[]).map(String) : [];
-      return { held: ids.filter((id) => this.runs.has(id) || this.pendingEnds.has(id)) };
+      return { held: ids.filter((id) => this.holds(id)) };
     });
     this.heartbeat = setInterval(() => {
       // Tasks whose outcome waits for the store stay leased: nobody may declare them lost.
@@ -367,6 +366,11 @@ export class TaskEngine {
     this.heartbeat.unref();
     this.sweeper = setInterval(() => void this.recoverOrphans(), Math.max(50, Math.floor(this.leaseMs / 2)));
     this.sweeper.unref();
+  }
+
+  /** Whether this replica runs the task, or keeps its outcome for the store: its lease is ours to renew. */
+  private holds(taskId: string): boolean {
+    return this.runs.has(taskId) || this.pendingEnds.has(taskId);
   }
 
   private storeAnswered(): void {
@@ -396,7 +400,7 @@ export class TaskEngine {
       if (await this.takeOverLost(taskId, owner)) continue;
       const message = `The gateway lost the call: replica ${owner} stopped while running it (no lease renewal for ${this.leaseMs} ms)`;
       const changed = await this.store
-        .transition(taskId, { to: 'failed', statusMessage: message, outcome: { error: { code: InternalError, message } } })
+        .transition(taskId, failedWith(message))
         .catch(() => undefined);
       if (!changed?.ok) continue;
       this.logger.warn({ audit: 'task.lost', task: taskId, owner }, 'task failed: its replica stopped');
@@ -422,7 +426,7 @@ export class TaskEngine {
     for (const [owner, taskIds] of byOwner) {
       const held = new Set<string>();
       if (owner === this.replicaId) {
-        for (const id of taskIds) if (this.runs.has(id) || this.pendingEnds.has(id)) held.add(id);
+        for (const id of taskIds) if (this.holds(id)) held.add(id);
       } else {
         const answer = await this.replicas?.ask(owner, 'task.held', { taskIds }, undefined, OWNER_CHECK_MS).catch(() => undefined);
         if (Array.isArray(answer?.held)) for (const id of answer.held as unknown[]) held.add(String(id));
@@ -581,13 +585,7 @@ export class TaskEngine {
     await Promise.all(
       [...this.runs.values()].map(async (run) => {
         this.endRun(run, 'the gateway shut down');
-        await this.store
-          .transition(run.task.taskId, {
-            to: 'failed',
-            statusMessage: 'The gateway shut down while the task was running',
-            outcome: { error: { code: InternalError, message: 'The gateway shut down while the task was running' } },
-          })
-          .catch(() => undefined);
+        await this.store.transition(run.task.taskId, failedWith('The gateway shut down while the task was running')).catch(() => undefined);
         await this.store.unlease(run.task.taskId).catch(() => undefined);
       }),
     );
@@ -710,7 +708,7 @@ export class TaskEngine {
     if (run.ended) return;
     const message = `The tool call exceeded its maximum run time of ${maxRunMs} ms (maxRunMs) and was cancelled`;
     this.endRun(run, 'maxRunMs exceeded');
-    await this.recordEnd(run.task.taskId, { to: 'failed', statusMessage: message, outcome: { error: { code: InternalError, message } } });
+    await this.recordEnd(run.task.taskId, failedWith(message));
   }
 
   /** Marks the run over; with a reason, also cancels its upstream call. */
@@ -807,6 +805,17 @@ export class TaskEngine {
       );
     });
   }
+}
+
+/** A task failed by the gateway itself: the message is its status message and its error. */
+function failedWith(message: string): TaskChange {
+  return { to: 'failed', statusMessage: message, outcome: { error: { code: InternalError, message } } };
+}
+
+/** The call as the task record keeps it, for another replica to run again (JSON has no `undefined` clientInfo). */
+function storedCall(params: JsonObject, identity: SessionIdentity): StoredCall {
+  const { sessionId, protocolVersion, capabilities, clientInfo } = identity;
+  return { params, identity: clientInfo === undefined ? { sessionId, protocolVersion, capabilities } : { sessionId, protocolVersion, capabilities, clientInfo } };
 }
 
 /** A ticket in one of the store's semaphores. */
