@@ -78,6 +78,17 @@ export async function connectClient(url: string, options: { capabilities?: Recor
   return { client, log, transport };
 }
 
+/** The fixture's own count of slow_compute calls started per label (its `executions` tool), asked at `url`. */
+export async function fixtureExecutions(url: string): Promise<Record<string, number>> {
+  const { client } = await connectClient(url);
+  try {
+    const result = await client.callTool({ name: 'executions', arguments: {} });
+    return (result.structuredContent as { counts: Record<string, number> }).counts;
+  } finally {
+    await client.close();
+  }
+}
+
 /** Polls until `check` returns true (bounded); for asynchronous deliveries such as notifications. */
 export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -97,6 +108,8 @@ export function textOf(result: unknown): string {
 export const MODERN_VERSION = '2026-07-28';
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 export type Json = Record<string, unknown>;
+/** The capabilities of a 2026-07-28 client that speaks the Tasks extension. */
+export const TASKS_CAPABILITIES: Json = { extensions: { [TASKS_EXTENSION]: {} } };
 
 export interface ModernOptions {
   /** `…/clientCapabilities` (default `{}`). */

@@ -2,7 +2,14 @@
 // different gateway replica (the SDK client is bound to one URL).
 import { sseMessages, type Json } from './harness.js';
 
-const PROTOCOL = '2025-11-25';
+export const LEGACY_PROTOCOL = '2025-11-25';
+
+/** The headers of a POST in a 2025-11-25 session (none yet before initialize). */
+export function legacyHeaders(sessionId: string, extra: Record<string, string> = {}): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': LEGACY_PROTOCOL, ...extra };
+  if (sessionId !== '') headers['mcp-session-id'] = sessionId;
+  return headers;
+}
 
 /** An SSE response being read: messages as they arrive, and waiting for one that matches. */
 export class EventReader {
@@ -73,16 +80,14 @@ export class LegacyWire {
   constructor(private readonly capabilities: Json = {}) {}
 
   headers(extra: Record<string, string> = {}): Record<string, string> {
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL, ...extra };
-    if (this.sessionId !== '') headers['mcp-session-id'] = this.sessionId;
-    return headers;
+    return legacyHeaders(this.sessionId, extra);
   }
 
   async initialize(url: string): Promise<Json> {
     const response = await fetch(url, {
       method: 'POST',
       headers: this.headers(),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: PROTOCOL, capabilities: this.capabilities, clientInfo: { name: 'legacy-wire', version: '1' } } }),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LEGACY_PROTOCOL, capabilities: this.capabilities, clientInfo: { name: 'legacy-wire', version: '1' } } }),
     });
     const body = (await response.json()) as Json;
     this.sessionId = response.headers.get('mcp-session-id') ?? '';

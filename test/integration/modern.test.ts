@@ -18,6 +18,7 @@ import {
   MODERN_VERSION,
   openListen,
   startTestGateway,
+  TASKS_CAPABILITIES,
   TASKS_EXTENSION,
   textOf,
   type Json,
@@ -29,7 +30,6 @@ import {
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 const RELATED = 'io.modelcontextprotocol/related-task';
-const EXT: Json = { extensions: { [TASKS_EXTENSION]: {} } };
 const ASKS: Json = { elicitation: {} };
 const ASKS_EXT: Json = { elicitation: {}, extensions: { [TASKS_EXTENSION]: {} } };
 const MISSING_TASKS_DATA = { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } };
@@ -69,7 +69,7 @@ function callTool(url: string, name: string, args: Json = {}, options: ModernOpt
 }
 
 async function tasksGet(url: string, taskId: string): Promise<Json> {
-  const r = await modern(url, 'tasks/get', { taskId }, { capabilities: EXT });
+  const r = await modern(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
   return assertComplete(r);
 }
 
@@ -84,7 +84,7 @@ async function untilTask(url: string, taskId: string, statuses: string[], check:
 }
 
 /** A task created by a tools/call, asserted to be a flat CreateTaskResult. */
-async function createTask(url: string, name: string, args: Json, capabilities: Json = EXT): Promise<string> {
+async function createTask(url: string, name: string, args: Json, capabilities: Json = TASKS_CAPABILITIES): Promise<string> {
   const r = await callTool(url, name, args, { capabilities });
   assert.equal(r.result?.resultType, 'task', show(r));
   assert.equal(typeof r.result?.taskId, 'string');
@@ -228,7 +228,7 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
     assertError(await callTool(url, 'echo', args, { headers: { 'Mcp-Name': '=?base64?ZWNobw?=' }, id: 'n3' }), 400, -32020, 'n3'); // bad padding
     assertError(await callTool(url, 'echo', args, { headers: { 'Mcp-Name': '=?base64?ZW!!bw==?=' }, id: 'n4' }), 400, -32020, 'n4'); // bad characters
     // On tasks/get too, before any lookup.
-    assertError(await modern(url, 'tasks/get', { taskId: 'some-task' }, { capabilities: EXT, headers: { 'Mcp-Name': 'another-task' }, id: 'n5' }), 400, -32020, 'n5');
+    assertError(await modern(url, 'tasks/get', { taskId: 'some-task' }, { capabilities: TASKS_CAPABILITIES, headers: { 'Mcp-Name': 'another-task' }, id: 'n5' }), 400, -32020, 'n5');
   });
 
   test('unknown and removed methods are 404 -32601', async () => {
@@ -243,7 +243,7 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
       ['tasks/list', {}],
     ];
     for (const [method, params] of probes) {
-      const r = await modern(url, method, params, { capabilities: EXT, id: 500 });
+      const r = await modern(url, method, params, { capabilities: TASKS_CAPABILITIES, id: 500 });
       assert.equal(r.status, 404, `${method}: ${show(r)}`);
       assert.equal(r.error?.code, -32601, `${method}: ${show(r)}`);
       assert.equal(r.response.id, 500);
@@ -520,7 +520,7 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
   });
 
   test('a call outlasting taskAfterMs becomes a flat CreateTaskResult; tasks/get shows it working, then completed', async () => {
-    const r = await callTool(url, 'slow_compute', { seconds: 1.5, label: 'create' }, { capabilities: EXT });
+    const r = await callTool(url, 'slow_compute', { seconds: 1.5, label: 'create' }, { capabilities: TASKS_CAPABILITIES });
     assert.equal(r.status, 200);
     const created = r.result as Json;
     assert.equal(created.resultType, 'task', show(r));
@@ -556,7 +556,7 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
     assert.equal(done.status, 'completed');
     assert.ok(textOf(done.result).length > 0);
 
-    const plain = await callTool(url, 'echo', { fast: true }, { capabilities: EXT });
+    const plain = await callTool(url, 'echo', { fast: true }, { capabilities: TASKS_CAPABILITIES });
     const result = assertComplete(plain);
     assert.deepEqual(result.structuredContent, { fast: true });
     assert.equal('taskId' in result, false);
@@ -591,7 +591,7 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
     assert.match((asked.params as Json).message as string, /Delete mrtr-resume\.txt\?/);
     assert.equal('_meta' in (asked.params as Json), false);
 
-    const ack = await modern(url, 'tasks/update', { taskId, inputResponses: { [keys[0] as string]: { action: 'accept', content: { confirm: true } } } }, { capabilities: EXT });
+    const ack = await modern(url, 'tasks/update', { taskId, inputResponses: { [keys[0] as string]: { action: 'accept', content: { confirm: true } } } }, { capabilities: TASKS_CAPABILITIES });
     assert.equal(ack.status, 200);
     assert.deepEqual(ack.result, { resultType: 'complete' });
     const done = await untilTask(url, taskId, ['completed', 'failed', 'cancelled']);
@@ -606,17 +606,17 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
     assert.equal(waiting.status, 'input_required');
     const [k1, k2] = Object.keys(waiting.inputRequests as Json) as [string, string];
 
-    const ignored = await modern(url, 'tasks/update', { taskId, inputResponses: { 'unknown-key': { ignored: true } } }, { capabilities: EXT });
+    const ignored = await modern(url, 'tasks/update', { taskId, inputResponses: { 'unknown-key': { ignored: true } } }, { capabilities: TASKS_CAPABILITIES });
     assert.deepEqual(ignored.result, { resultType: 'complete' });
     assert.deepEqual(Object.keys((await tasksGet(url, taskId)).inputRequests as Json), [k1, k2]);
 
-    const first = await modern(url, 'tasks/update', { taskId, inputResponses: { [k1]: { action: 'accept', content: { name: 'partial-1', confirm: true } } } }, { capabilities: EXT });
+    const first = await modern(url, 'tasks/update', { taskId, inputResponses: { [k1]: { action: 'accept', content: { name: 'partial-1', confirm: true } } } }, { capabilities: TASKS_CAPABILITIES });
     assert.deepEqual(first.result, { resultType: 'complete' });
     const between = await tasksGet(url, taskId);
     assert.equal(between.status, 'input_required');
     assert.deepEqual(Object.keys(between.inputRequests as Json), [k2]);
 
-    const second = await modern(url, 'tasks/update', { taskId, inputResponses: { [k2]: { action: 'accept', content: { name: 'partial-2', confirm: true } } } }, { capabilities: EXT });
+    const second = await modern(url, 'tasks/update', { taskId, inputResponses: { [k2]: { action: 'accept', content: { name: 'partial-2', confirm: true } } } }, { capabilities: TASKS_CAPABILITIES });
     assert.deepEqual(second.result, { resultType: 'complete' });
     const done = await untilTask(url, taskId, ['completed', 'failed', 'cancelled']);
     assert.equal(done.status, 'completed');
@@ -627,18 +627,18 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
   test('tasks/cancel acknowledges with {resultType:"complete"} only, cancels the upstream call, and acks again on the terminal task', async () => {
     const before = (await whoami(url)).cancelled.filter((c) => c.tool === 'slow_compute').length;
     const taskId = await createTask(url, 'slow_compute', { seconds: 60, label: 'cancel' });
-    const ack = await modern(url, 'tasks/cancel', { taskId }, { capabilities: EXT });
+    const ack = await modern(url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
     assert.equal(ack.status, 200);
     assert.deepEqual(ack.result, { resultType: 'complete' });
     assert.equal((await tasksGet(url, taskId)).status, 'cancelled');
     await eventually(async () => (await whoami(url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
-    const again = await modern(url, 'tasks/cancel', { taskId }, { capabilities: EXT });
+    const again = await modern(url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
     assert.deepEqual(again.result, { resultType: 'complete' });
     assert.equal((await tasksGet(url, taskId)).status, 'cancelled');
   });
 
   test('tasks/get of an unknown task id is -32602', async () => {
-    const r = await modern(url, 'tasks/get', { taskId: 'tasks-conformance-nonexistent-12345' }, { capabilities: EXT, id: 'unknown-task' });
+    const r = await modern(url, 'tasks/get', { taskId: 'tasks-conformance-nonexistent-12345' }, { capabilities: TASKS_CAPABILITIES, id: 'unknown-task' });
     assert.equal(r.error?.code, -32602, show(r));
     assert.equal(r.response.id, 'unknown-task');
   });
@@ -664,7 +664,7 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
   });
 
   test('the 2025-11-25 params.task hint is ignored', async () => {
-    const forbidden = await callTool(url, 'greet', { name: 'legacy-hint' }, { capabilities: EXT }, { task: { ttl: 60_000, pollInterval: 100 } });
+    const forbidden = await callTool(url, 'greet', { name: 'legacy-hint' }, { capabilities: TASKS_CAPABILITIES }, { task: { ttl: 60_000, pollInterval: 100 } });
     const result = assertComplete(forbidden);
     assert.equal(textOf(result), 'Hello, legacy-hint!');
     assert.equal('taskId' in result, false);
@@ -691,7 +691,7 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
 
   test('listen with taskIds: notifications/tasks carries the DetailedTask (completed, result inlined) and the subscriptionId', async () => {
     const taskId = await createTask(url, 'slow_compute', { seconds: 2, label: 'listen' });
-    const listener = await openListen(url, { taskIds: [taskId] }, { capabilities: EXT, id: 77 });
+    const listener = await openListen(url, { taskIds: [taskId] }, { capabilities: TASKS_CAPABILITIES, id: 77 });
     try {
       const ack = await listener.next(() => true);
       assert.equal(ack.method, 'notifications/subscriptions/acknowledged');
@@ -779,10 +779,10 @@ describe('2026-07-28 request lifetime and task limits', () => {
     });
     try {
       const first = await createTask(gateway.url, 'slow_compute', { seconds: 0.5, label: 'held' });
-      const refused = await callTool(gateway.url, 'slow_compute', { seconds: 0.1, label: 'refused' }, { capabilities: EXT });
+      const refused = await callTool(gateway.url, 'slow_compute', { seconds: 0.1, label: 'refused' }, { capabilities: TASKS_CAPABILITIES });
       assert.match(String(refused.error?.message), /Too many unfinished tasks.*maxTasksPerPrincipal: 1/, show(refused));
       await untilTask(gateway.url, first, ['completed', 'failed', 'cancelled']);
-      await eventually(async () => (await callTool(gateway.url, 'slow_compute', { seconds: 0.1, label: 'again' }, { capabilities: EXT })).result?.resultType === 'task');
+      await eventually(async () => (await callTool(gateway.url, 'slow_compute', { seconds: 0.1, label: 'again' }, { capabilities: TASKS_CAPABILITIES })).result?.resultType === 'task');
     } finally {
       await gateway.close();
     }
@@ -887,7 +887,7 @@ describe('Tasks extension with the Redis store', () => {
       second = await stdioGateway({ store, tasks: TASKS_CONFIG });
       const before = (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length;
       const taskId = await createTask(first.url, 'slow_compute', { seconds: 30, label: 'cancel-elsewhere' });
-      const ack = await modern(second.url, 'tasks/cancel', { taskId }, { capabilities: EXT });
+      const ack = await modern(second.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
       assert.deepEqual(ack.result, { resultType: 'complete' });
       assert.equal((await tasksGet(first.url, taskId)).status, 'cancelled');
       await eventually(async () => (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);

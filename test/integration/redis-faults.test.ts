@@ -6,10 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { freePort } from '../fixtures/spawn.js';
-import { eventually, fixtureUpstream, modern, startTestGateway, TASKS_EXTENSION, textOf, type Json } from './harness.js';
+import { eventually, fixtureUpstream, modern, startTestGateway, TASKS_CAPABILITIES, textOf, type Json } from './harness.js';
 import { startRedis, stopRedis } from './redis-server.js';
 
-const EXT: Json = { extensions: { [TASKS_EXTENSION]: {} } };
 
 test('Redis stopped and restarted mid-task: prompt store errors meanwhile, the result is written when it is back', async () => {
   const port = await freePort();
@@ -23,12 +22,12 @@ test('Redis stopped and restarted mid-task: prompt store errors meanwhile, the r
     replicas: { leaseMs: 1000, drainTimeoutMs: 0 },
   });
   try {
-    const created = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 1.5, label: 'outage' } }, { capabilities: EXT });
+    const created = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 1.5, label: 'outage' } }, { capabilities: TASKS_CAPABILITIES });
     const taskId = created.result?.taskId as string;
     assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
 
     await stopRedis(port, redis);
-    const during = await modern(gateway.url, 'tasks/get', { taskId }, { capabilities: EXT });
+    const during = await modern(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
     assert.match(String(during.error?.message), /task store is unavailable/, JSON.stringify(during.messages));
     // The upstream finishes while Redis is down; the gateway keeps the outcome.
     await new Promise((resolve) => setTimeout(resolve, 2500));
@@ -36,7 +35,7 @@ test('Redis stopped and restarted mid-task: prompt store errors meanwhile, the r
     redis = await startRedis(port, dir);
     let task: Json | undefined;
     await eventually(async () => {
-      const r = await modern(gateway.url, 'tasks/get', { taskId }, { capabilities: EXT });
+      const r = await modern(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
       task = r.result;
       return task?.status === 'completed';
     }, 15_000);

@@ -12,12 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ChildProcess } from 'node:child_process';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Redis } from 'ioredis';
 import { Agent, request as httpRequest } from 'undici';
 import { freePort, spawnFixture, spawnGateway, type FixtureChild, type GatewayChild } from '../fixtures/spawn.js';
-import { modernRequest, sseMessages, TASKS_EXTENSION, type Json } from './harness.js';
+import { fixtureExecutions, modernRequest, sseMessages, TASKS_CAPABILITIES, type Json } from './harness.js';
+import { LEGACY_PROTOCOL, legacyHeaders } from './legacy-wire.js';
 import { startRedis, stopRedis } from './redis-server.js';
 
 const TASKS = 1000;
@@ -42,8 +41,6 @@ const REQUEST_TIMEOUT_MS = 10_000;
 const SETTLE_MS = 30_000;
 const CREATE_ATTEMPTS = 5;
 const LEGACY_SESSIONS = 6;
-const LEGACY_VERSION = '2025-11-25';
-const EXT: Json = { extensions: { [TASKS_EXTENSION]: {} } };
 const LOST = /The gateway lost the call: replica \S+ stopped while running it/;
 
 type Era = 'modern' | 'legacy';
@@ -203,7 +200,7 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
       try {
         let answer: Answer;
         if (era === 'modern') {
-          const { body, headers } = modernRequest(method, params, { capabilities: EXT });
+          const { body, headers } = modernRequest(method, params, { capabilities: TASKS_CAPABILITIES });
           answer = await post(replica.url, body, headers, options.through);
         } else {
           answer = await post(replica.url, { jsonrpc: '2.0', id: `l${++ids}`, method, params }, legacyHeaders(options.session as string), options.through);
@@ -227,12 +224,12 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
       const replica = pick();
       const init = await post(
         replica.url,
-        { jsonrpc: '2.0', id: `init-${i}`, method: 'initialize', params: { protocolVersion: LEGACY_VERSION, capabilities: {}, clientInfo: { name: `load-${i}`, version: '1.0.0' } } },
+        { jsonrpc: '2.0', id: `init-${i}`, method: 'initialize', params: { protocolVersion: LEGACY_PROTOCOL, capabilities: {}, clientInfo: { name: `load-${i}`, version: '1.0.0' } } },
         { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       );
       const session = init.headers['mcp-session-id'];
       assert.equal(typeof session, 'string', `initialize on replica ${replica.index}: ${JSON.stringify(init)}`);
-      assert.equal(init.result?.protocolVersion, LEGACY_VERSION);
+      assert.equal(init.result?.protocolVersion, LEGACY_PROTOCOL);
       const initialized = await gate.run(() =>
         httpRequest(replica.url, {
           method: 'POST',
@@ -353,7 +350,7 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
     const settledBy = Date.now();
 
     // ---- what the upstream ran ----
-    const counts = await executions(upstreamUrl);
+    const counts = await fixtureExecutions(upstreamUrl);
 
     // ---- verdict ----
     const outage = (f: Failure): boolean => f.endedAt >= redisStoppedAt && f.sentAt <= redisBackAt + REDIS_RECONNECT_GRACE_MS;
@@ -461,24 +458,3 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
     await agent.close().catch(() => undefined);
   }
 });
-
-function legacyHeaders(session: string): Record<string, string> {
-  return {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-session-id': session,
-    'mcp-protocol-version': LEGACY_VERSION,
-  };
-}
-
-/** The fixture's own count of slow_compute calls started per label, asked directly (not through a gateway). */
-async function executions(url: string): Promise<Record<string, number>> {
-  const client = new Client({ name: 'taskgate-load-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-  try {
-    const result = await client.callTool({ name: 'executions', arguments: {} });
-    return (result.structuredContent as { counts: Record<string, number> }).counts;
-  } finally {
-    await client.close();
-  }
-}

@@ -5,13 +5,12 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { fixtureCommand, spawnFixture, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
-import { connectClient, eventually, modern, TASKS_EXTENSION, type Json } from './harness.js';
+import { eventually, fixtureExecutions, modern, TASKS_CAPABILITIES, type Json } from './harness.js';
 import { LegacyWire } from './legacy-wire.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = `taskgate-replicas-${process.pid}-${randomBytes(4).toString('hex')}`;
 const LEASE_MS = 1000;
-const EXT: Json = { extensions: { [TASKS_EXTENSION]: {} } };
 
 after(async () => {
   const redis = new Redis(REDIS_URL);
@@ -46,14 +45,14 @@ async function withTwoReplicas(extra: Json, body: (a: GatewayChild, b: GatewayCh
 }
 
 async function taskOn(url: string, taskId: string): Promise<Json> {
-  const r = await modern(url, 'tasks/get', { taskId }, { capabilities: EXT });
+  const r = await modern(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
   assert.ok(r.result !== undefined, JSON.stringify(r.messages));
   return r.result;
 }
 
 /** Starts a slow_compute task (the gateways make every task-capable call a task at once) and returns its id. */
 async function slowTask(url: string, name: string, seconds: number, label: string): Promise<string> {
-  const created = await modern(url, 'tools/call', { name, arguments: { seconds, label } }, { capabilities: EXT });
+  const created = await modern(url, 'tools/call', { name, arguments: { seconds, label } }, { capabilities: TASKS_CAPABILITIES });
   assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
   return created.result?.taskId as string;
 }
@@ -158,17 +157,6 @@ describe('limits across replicas', () => {
 });
 
 describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still waiting in line)', () => {
-  /** The shared fixture's count of slow_compute executions per label. */
-  async function executions(url: string): Promise<Record<string, number>> {
-    const { client } = await connectClient(url);
-    try {
-      const result = await client.callTool({ name: 'executions', arguments: {} });
-      return (result.structuredContent as { counts: Record<string, number> }).counts;
-    } finally {
-      await client.close();
-    }
-  }
-
   test('a task still waiting in line when its replica dies is started by another replica, once; the running one is lost', async () => {
     const fixture = await spawnFixture({ transport: 'streamable-http' });
     const upstreamUrl = fixture.url as string;
@@ -184,14 +172,14 @@ describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still wai
       await eventually(async () => /Queued/.test(String((await taskOn(b.url, waiting)).statusMessage)));
       // The running task's CreateTaskResult comes before its upstream call goes out; kill A only once the
       // upstream has it, so the "ran once" count below is about takeover, not about a race with the kill.
-      await eventually(async () => (await executions(upstreamUrl))['in-line-running'] === 1);
+      await eventually(async () => (await fixtureExecutions(upstreamUrl))['in-line-running'] === 1);
       process.kill(-a.pid, 'SIGKILL');
       await a.exited;
       const lost = await settled(b.url, running, 20 * LEASE_MS);
       assert.equal(lost.status, 'failed');
       const done = await settled(b.url, waiting, 20 * LEASE_MS);
       assert.equal(done.status, 'completed', JSON.stringify(done));
-      const counts = await executions(upstreamUrl);
+      const counts = await fixtureExecutions(upstreamUrl);
       assert.equal(counts['in-line-running'], 1);
       assert.equal(counts['in-line-waiting'], 1, 'the upstream never saw it on A; B ran it once');
     } finally {
@@ -221,7 +209,7 @@ describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still wai
       const created = await wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'retry-legacy' }, task: {} });
       const legacyTask = String(((created.result as Json).task as Json).taskId);
       await eventually(async () => {
-        const counts = await executions(upstreamUrl);
+        const counts = await fixtureExecutions(upstreamUrl);
         return counts['retry-modern'] === 1 && counts['retry-legacy'] === 1;
       });
 
@@ -231,17 +219,17 @@ describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still wai
       assert.equal(modernDone.status, 'completed', JSON.stringify(modernDone));
       const legacyDone = await wire.request(b.url, 'tasks/result', { taskId: legacyTask });
       assert.match(JSON.stringify(legacyDone.result), /slow_compute \(retry-legacy\) finished/);
-      const counts = await executions(upstreamUrl);
+      const counts = await fixtureExecutions(upstreamUrl);
       assert.equal(counts['retry-modern'], 2, 'ran once on A, once more on B');
       assert.equal(counts['retry-legacy'], 2);
 
       // A task whose second replica is lost too has no attempts left: it fails, saying the call was lost.
       c = await replica(config);
       const last = await slowTask(c.url, 'slow_compute', 30, 'retry-twice');
-      await eventually(async () => (await executions(upstreamUrl))['retry-twice'] === 1);
+      await eventually(async () => (await fixtureExecutions(upstreamUrl))['retry-twice'] === 1);
       process.kill(-c.pid, 'SIGKILL');
       await c.exited;
-      await eventually(async () => (await executions(upstreamUrl))['retry-twice'] === 2, 20 * LEASE_MS);
+      await eventually(async () => (await fixtureExecutions(upstreamUrl))['retry-twice'] === 2, 20 * LEASE_MS);
       const d = await replica(config);
       try {
         process.kill(-b.pid, 'SIGKILL'); // B, the only replica left when C died, runs the second attempt
@@ -249,7 +237,7 @@ describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still wai
         const failed = await settled(d.url, last, 20 * LEASE_MS);
         assert.equal(failed.status, 'failed', JSON.stringify(failed));
         assert.match(String(failed.statusMessage), /lost the call/);
-        assert.equal((await executions(upstreamUrl))['retry-twice'], 2, 'no third execution');
+        assert.equal((await fixtureExecutions(upstreamUrl))['retry-twice'], 2, 'no third execution');
       } finally {
         await d.kill();
       }
