@@ -34,6 +34,11 @@ export interface SlotKeys {
   sequence: string;
 }
 
+/** A semaphore's keys in the order the slot scripts take them. */
+export function slotKeyList(keys: SlotKeys): string[] {
+  return [keys.holders, keys.queue, keys.queueDeadlines, keys.owners, keys.sequence];
+}
+
 export function redisKeys(prefix: string): RedisKeys {
   return {
     task: (taskId) => `${prefix}:task:{${taskId}}`,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
 import type { JsonObject } from '../jsonrpc.js';
-import { redisKeys, type RedisKeys, type SlotKeys } from './redis-keys.js';
+import { redisKeys, slotKeyList, type RedisKeys } from './redis-keys.js';
 import {
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
@@ -556,11 +556,6 @@ export class RedisTaskStore implements TaskStore {
     this.cursors ??= new CursorCodec(await this.signingSecret());
     return this.cursors;
   }
-}
-
-/** A semaphore's keys in the order the slot scripts take them. */
-function slotKeyList(keys: SlotKeys): string[] {
-  return [keys.holders, keys.queue, keys.queueDeadlines, keys.owners, keys.sequence];
 }
 
 /** A record from an HMGET of SUMMARY_FIELDS; undefined when there is no record (no taskId). */

@@ -5,9 +5,10 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
-import { redisKeys } from '../../src/store/redis-keys.js';
+import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
 import { InvalidCursorError, newTaskId, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import { eventually } from './harness.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RESULT_GRACE_MS = 200;
@@ -39,14 +40,6 @@ after(async () => {
 
 function newTask(overrides: Partial<NewTask> = {}): NewTask {
   return { taskId: newTaskId(), principal: 'session:alpha', era: 'legacy', tool: 'slow', upstream: 'fx', ttlMs: 60_000, pollIntervalMs: 1000, ...overrides };
-}
-
-async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 function sleep(ms: number): Promise<void> {
@@ -499,7 +492,7 @@ describe('redis task store specifics', () => {
     prefixes.push(prefix);
     const store = newRedisStore(prefix);
     const keys = redisKeys(prefix).slot(SLOT);
-    const all = [keys.holders, keys.queue, keys.queueDeadlines, keys.owners, keys.sequence];
+    const all = slotKeyList(keys);
     assert.ok(all.every((key) => key.includes(`{slot:${SLOT}}`)));
     assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-a', 1, 100), GRANTED);
     assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-b', 1, 100), waiting(1));
@@ -515,8 +508,8 @@ describe('redis task store specifics', () => {
     const idle = redisKeys(prefix).slot('tool:fx/idle');
     assert.deepEqual(await store.acquireSlot('tool:fx/idle', 't1', 'replica-a', 1, 50), GRANTED);
     assert.deepEqual(await store.acquireSlot('tool:fx/idle', 't2', 'replica-a', 1, 50), waiting(1));
-    assert.equal(await store.redis.exists(idle.holders, idle.queue, idle.queueDeadlines, idle.owners, idle.sequence), 5);
-    await eventually(async () => (await store.redis.exists(idle.holders, idle.queue, idle.queueDeadlines, idle.owners, idle.sequence)) === 0, 3000);
+    assert.equal(await store.redis.exists(...slotKeyList(idle)), 5);
+    await eventually(async () => (await store.redis.exists(...slotKeyList(idle))) === 0, 3000);
     await store.close();
   });
 });
