@@ -73,6 +73,11 @@ export class EventReader {
   }
 }
 
+/** The task id of a CreateTaskResult response (a task-augmented tools/call). */
+export function createdTaskId(response: Json): string {
+  return String(((response.result as Json).task as Json).taskId);
+}
+
 export class LegacyWire {
   sessionId = '';
   private nextId = 1;

@@ -6,7 +6,7 @@ import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { fixtureCommand, spawnFixture, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, fixtureExecutions, modern, TASKS_CAPABILITIES, type Json } from './harness.js';
-import { LegacyWire } from './legacy-wire.js';
+import { createdTaskId, LegacyWire } from './legacy-wire.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = `taskgate-replicas-${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -148,7 +148,7 @@ describe('limits across replicas', () => {
       assert.ok(first.result !== undefined, JSON.stringify(first));
       const refused = await call(b.url);
       assert.match(String((refused.error as Json | undefined)?.message), /Too many unfinished tasks: this client already has 1 \(maxTasksPerPrincipal: 1\)/);
-      const taskId = String(((first.result as Json).task as Json).taskId);
+      const taskId = createdTaskId(first);
       await wire.request(b.url, 'tasks/result', { taskId });
       const again = await call(b.url);
       assert.ok(again.result !== undefined, `a slot is free once the first task ended: ${JSON.stringify(again)}`);
@@ -207,7 +207,7 @@ describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still wai
       const wire = new LegacyWire();
       await wire.initialize(b.url);
       const created = await wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'retry-legacy' }, task: {} });
-      const legacyTask = String(((created.result as Json).task as Json).taskId);
+      const legacyTask = createdTaskId(created);
       await eventually(async () => {
         const counts = await fixtureExecutions(upstreamUrl);
         return counts['retry-modern'] === 1 && counts['retry-legacy'] === 1;
@@ -260,7 +260,7 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
       const tools = (await wire.request(b.url, 'tools/list')).result as Json;
       assert.ok((tools.tools as Json[]).some((t) => t.name === 'slow_compute'));
       const created = await wire.request(b.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.3, label: 'alternating' }, task: {} });
-      const taskId = String(((created.result as Json).task as Json).taskId);
+      const taskId = createdTaskId(created);
       assert.match(String(((await wire.request(a.url, 'tasks/get', { taskId })).result as Json).status), /working|completed/);
       const result = await wire.request(a.url, 'tasks/result', { taskId });
       assert.match(text(result), /slow_compute \(alternating\) finished/);
@@ -282,7 +282,7 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
       const listening = await wire.listen(b.url);
       assert.equal(listening.status, 200);
       const created = await wire.request(a.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'notes.txt', delayMs: 1000 }, task: {} });
-      const taskId = String(((created.result as Json).task as Json).taskId);
+      const taskId = createdTaskId(created);
       const result = await wire.start(b.url, 'tasks/result', { taskId });
       const ask = await result.next((m) => m.method === 'elicitation/create');
       assert.match(String(ask.id), /@/, 'the request id names the replica that asked');
@@ -306,7 +306,7 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
       await wire.initialize(b.url);
       const listening = await wire.listen(b.url);
       const created = await wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label: 'told' }, task: {} });
-      const taskId = String(((created.result as Json).task as Json).taskId);
+      const taskId = createdTaskId(created);
       process.kill(-a.pid, 'SIGKILL');
       await a.exited;
       const failed = await listening.next((m) => m.method === 'notifications/tasks/status' && (m.params as Json).status === 'failed', 10 * LEASE_MS);
