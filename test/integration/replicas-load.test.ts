@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
@@ -89,8 +90,6 @@ interface Answer {
   result: Json | undefined;
   error: { code: number; message: string } | undefined;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** At most `limit` callers at once, the others wait in order. */
 class Gate {

@@ -2,6 +2,7 @@
 // a key prefix unique to this run).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
@@ -40,10 +41,6 @@ after(async () => {
 
 function newTask(overrides: Partial<NewTask> = {}): NewTask {
   return { taskId: newTaskId(), principal: 'session:alpha', era: 'legacy', tool: 'slow', upstream: 'fx', ttlMs: 60_000, pollIntervalMs: 1000, ...overrides };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 const SLOT = 'tool:fx/slow';
