@@ -1,7 +1,7 @@
 // The one error registry. Internal failures carry a stable code; this module alone decides which JSON-RPC
 // code and HTTP status each one becomes. Upstream JSON-RPC errors never pass through here: they are forwarded
 // unchanged.
-import { InternalError, InvalidParams, InvalidRequest, MethodNotFound, ParseError, type JsonRpcErrorObject } from './jsonrpc.js';
+import { InternalError, InvalidParams, InvalidRequest, MessageEncodingError, MethodNotFound, ParseError, type JsonRpcErrorObject } from './jsonrpc.js';
 
 const REGISTRY = {
   parse_error: { rpc: ParseError, http: 400 },
@@ -19,6 +19,8 @@ const REGISTRY = {
   store_unavailable: { rpc: InternalError, http: 200 },
   /** The principal already holds maxTasksPerPrincipal unfinished tasks. */
   too_many_tasks: { rpc: InternalError, http: 200 },
+  /** The principal already holds sessions.maxPerPrincipal open sessions. */
+  too_many_sessions: { rpc: InvalidRequest, http: 429 },
   session_required: { rpc: InvalidRequest, http: 400 },
   session_not_found: { rpc: -32001, http: 404 },
   unsupported_protocol_version: { rpc: InvalidRequest, http: 400 },
@@ -75,6 +77,15 @@ export function toJsonRpcError(error: unknown): JsonRpcErrorObject {
 
 export function upstreamUnavailable(upstream: string, reason: string): GatewayError {
   return new GatewayError('upstream_unavailable', `Upstream '${upstream}' is unavailable: ${reason}`, { upstream });
+}
+
+/**
+ * Why a message could not be sent to an upstream, as the client is told: the upstream is named only when the
+ * failure was the upstream's (or the way to it), never for a message the gateway itself could not encode.
+ */
+export function sendFailure(upstream: string, error: unknown): GatewayError {
+  if (error instanceof MessageEncodingError) return new GatewayError('internal', `Internal error: taskgate could not forward the request: ${error.message}`);
+  return upstreamUnavailable(upstream, error instanceof Error ? error.message : String(error));
 }
 
 /** A failed store operation as the error the client sees: prompt, and saying what is wrong. */

@@ -46,6 +46,8 @@ export const InvalidRequest = -32600;
 export const MethodNotFound = -32601;
 export const InvalidParams = -32602;
 export const InternalError = -32603;
+/** MCP: the request was cancelled (by the client, or because what it belonged to ended). */
+export const RequestCancelled = -32800;
 
 function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -81,6 +83,7 @@ export function validateMessage(value: unknown): JsonRpcMessage | string {
     return value as unknown as JsonRpcMessage;
   }
   if ('result' in value || 'error' in value) {
+    if ('result' in value && 'error' in value) return 'a response carries either result or error, not both';
     if (!isId(value.id)) return 'a response id must be a string or a number';
     if ('result' in value && !isObject(value.result)) return 'result must be an object';
     if ('error' in value) {
@@ -92,6 +95,51 @@ export function validateMessage(value: unknown): JsonRpcMessage | string {
     return value as unknown as JsonRpcMessage;
   }
   return 'not a request, notification or response';
+}
+
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACE = 0x7d;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `maxDepth`, found by one scan of the text before it is
+ * parsed: a deep value parses fine but overflows the stack of every recursive walk after it (JSON.stringify
+ * included), so it must be refused at the door. Strings are skipped; the text need not be valid JSON.
+ */
+export function jsonNestingExceeds(text: string, maxDepth: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > maxDepth) return true;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+  }
+  return false;
+}
+
+/** A message the gateway built that JSON cannot encode: a fault of the gateway, not of where it was going. */
+export class MessageEncodingError extends Error {
+  constructor(cause: unknown) {
+    super(`the message cannot be encoded as JSON: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = 'MessageEncodingError';
+  }
+}
+
+/** JSON text of an outgoing message; throws MessageEncodingError (never a transport's error) when it has none. */
+export function encodeMessage(message: unknown): string {
+  try {
+    return JSON.stringify(message);
+  } catch (error) {
+    throw new MessageEncodingError(error);
+  }
 }
 
 export function toResponse(id: RequestId, outcome: Outcome): JsonRpcResponse {

@@ -15,6 +15,11 @@ export function supportsPrimingEvents(version: string): boolean {
   return version >= '2025-11-25';
 }
 
+/** Revisions with JSON-RPC batches (2025-06-18 removed them). */
+export function supportsBatches(version: string): boolean {
+  return version < '2025-06-18';
+}
+
 /** Revisions whose sessions get 2025-11-25 tasks (older clients are served without tasks). */
 export function supportsLegacyTasks(version: string): boolean {
   return version >= '2025-11-25';
@@ -48,6 +53,16 @@ export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
 export const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel';
 export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
+
+/**
+ * The client capability each server→client request needs. A Map, as every lookup by a name that arrives on
+ * the wire must be: a plain object would also "know" `constructor` or `__proto__`.
+ */
+export const INPUT_REQUEST_CAPABILITY: ReadonlyMap<string, string> = new Map([
+  ['elicitation/create', 'elicitation'],
+  ['sampling/createMessage', 'sampling'],
+  ['roots/list', 'roots'],
+]);
 
 /** The Tasks extension (SEP-2663): how modern clients and servers declare it under `capabilities.extensions`. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';

@@ -11,7 +11,7 @@ export const DEFAULT_POLICY: Readonly<TaskPolicy> = Object.freeze({
   maxRunMs: 0,
   taskAfterMs: 2_000,
   concurrency: 0,
-  maxTasksPerPrincipal: 0,
+  maxTasksPerPrincipal: 1_000,
   retry: Object.freeze({ onLoss: false, maxAttempts: 1 }),
 });
 
@@ -20,6 +20,12 @@ export const DEFAULTS = Object.freeze({
   port: 8080,
   path: '/mcp',
   maxBodyBytes: 4 * 1024 * 1024,
+  maxBatchSize: 20,
+  maxJsonDepth: 64,
+  clientRequestTimeoutMs: 30_000,
+  clientHeadersTimeoutMs: 10_000,
+  maxConnections: 1_024,
+  maxSessionsPerPrincipal: 1_000,
   redisUrl: 'redis://127.0.0.1:6379',
   redisPrefix: 'taskgate',
   requestTimeoutMs: 60_000,
@@ -120,6 +126,11 @@ export const ListenSchema = z.strictObject({
     .regex(/^\/[^\s?#]*$/, { error: 'expected a path starting with "/" (no spaces, query or fragment)' })
     .default(DEFAULTS.path),
   maxBodyBytes: int(1).default(DEFAULTS.maxBodyBytes),
+  maxBatchSize: int(1).default(DEFAULTS.maxBatchSize),
+  maxJsonDepth: int(2, 1_000).default(DEFAULTS.maxJsonDepth),
+  requestTimeoutMs: int(1).default(DEFAULTS.clientRequestTimeoutMs),
+  headersTimeoutMs: int(1).default(DEFAULTS.clientHeadersTimeoutMs),
+  maxConnections: int(0).default(DEFAULTS.maxConnections),
   // Compared exactly with the Origin header, which never has a path or trailing slash: catch those here.
   allowedOrigins: z.array(z.string().refine(isOrigin, { error: ORIGIN_HINT })).default(() => []),
   allowedHosts: z
@@ -237,7 +248,10 @@ export const TasksSchema = z
     });
   });
 
-export const SessionsSchema = z.strictObject({ idleTimeoutMs: int(1).default(DEFAULTS.idleTimeoutMs) });
+export const SessionsSchema = z.strictObject({
+  idleTimeoutMs: int(1).default(DEFAULTS.idleTimeoutMs),
+  maxPerPrincipal: int(0).default(DEFAULTS.maxSessionsPerPrincipal),
+});
 export const SseSchema = z.strictObject({
   keepAliveMs: int(1).default(DEFAULTS.keepAliveMs),
   replayBufferSize: int(0).default(DEFAULTS.replayBufferSize),
@@ -267,6 +281,15 @@ export const RawConfigSchema = z.strictObject({
   log: LogSchema.prefault({}),
   shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs),
 }).superRefine((config, ctx) => {
+  const { headersTimeoutMs, requestTimeoutMs } = config.listen;
+  if (headersTimeoutMs > requestTimeoutMs) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['listen', 'headersTimeoutMs'],
+      input: headersTimeoutMs,
+      message: `must be <= listen.requestTimeoutMs (${requestTimeoutMs}): the headers are part of the request`,
+    });
+  }
   const { drainTimeoutMs } = config.replicas;
   if (config.shutdownTimeoutMs > 0 && drainTimeoutMs >= config.shutdownTimeoutMs) {
     ctx.addIssue({

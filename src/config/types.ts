@@ -10,14 +10,26 @@ export interface ListenConfig {
   path: string;
   /** Largest accepted request body; larger ones get HTTP 413 with a JSON-RPC error. */
   maxBodyBytes: number;
+  /** Most messages in one JSON-RPC batch (2025-03-26 sessions only: later revisions have no batches). */
+  maxBatchSize: number;
+  /** Deepest nesting of arrays and objects accepted in a request body. */
+  maxJsonDepth: number;
+  /** The whole request (headers and body) must arrive within this; else HTTP 408 and the connection closes. */
+  requestTimeoutMs: number;
+  /** The request headers must arrive within this (slow-header clients); else HTTP 408. */
+  headersTimeoutMs: number;
+  /** Client connections open at once; more are closed as they arrive. 0 = unlimited. */
+  maxConnections: number;
   /**
-   * Origins accepted in the `Origin` header (exact match, or "*"). Requests without an Origin header are always
-   * accepted (non-browser clients). Empty = only same-host origins when bound to loopback, anything otherwise.
+   * Origins accepted in the `Origin` header (compared as parsed origins, or "*"). Requests without an Origin
+   * header are always accepted (non-browser clients). Empty = only loopback origins when bound to loopback,
+   * anything otherwise.
    */
   allowedOrigins: readonly string[];
   /**
-   * Accepted `Host` header values (host or host:port). Empty = when bound to loopback, only loopback names
-   * (DNS-rebinding protection); otherwise no check.
+   * Accepted `Host` header values (host or host:port, compared with the parsed header). Loopback names are
+   * always accepted (a DNS-rebinding page cannot send them). Empty = when bound to loopback, only loopback
+   * names; otherwise no check.
    */
   allowedHosts: readonly string[];
 }
@@ -119,6 +131,11 @@ export interface TasksConfig {
 export interface SessionsConfig {
   /** A session unused this long is ended; its id then gets 404. */
   idleTimeoutMs: number;
+  /**
+   * Sessions one principal may hold open at once, across replicas; `initialize` beyond that is refused. Without
+   * authentication every client is the same principal, so this caps all sessions. 0 = unlimited.
+   */
+  maxPerPrincipal: number;
 }
 
 export interface SseConfig {

@@ -5,13 +5,16 @@ import type { Upstream } from '../upstream/upstream.js';
 export type NamedKind = 'tools' | 'prompts';
 export type ListKind = NamedKind | 'resources' | 'resourceTemplates';
 
-/** The list methods the gateway aggregates, with the capability an upstream needs to be asked. */
-export const LIST_METHODS: Record<string, { key: ListKind; capability: string }> = {
-  'tools/list': { key: 'tools', capability: 'tools' },
-  'prompts/list': { key: 'prompts', capability: 'prompts' },
-  'resources/list': { key: 'resources', capability: 'resources' },
-  'resources/templates/list': { key: 'resourceTemplates', capability: 'resources' },
-};
+/**
+ * The list methods the gateway aggregates, with the capability an upstream needs to be asked. A Map: the method
+ * name comes from the client, and a plain object would answer for `constructor` too.
+ */
+export const LIST_METHODS: ReadonlyMap<string, { key: ListKind; capability: string }> = new Map([
+  ['tools/list', { key: 'tools', capability: 'tools' }],
+  ['prompts/list', { key: 'prompts', capability: 'prompts' }],
+  ['resources/list', { key: 'resources', capability: 'resources' }],
+  ['resources/templates/list', { key: 'resourceTemplates', capability: 'resources' }],
+] as const);
 
 const MAX_KNOWN_URIS = 100_000;
 
@@ -144,6 +147,7 @@ export function decodeCursor(cursor: unknown): ListPosition {
 function mergeFlags(current: JsonObject | undefined, next: JsonObject): JsonObject {
   const merged: JsonObject = { ...(current ?? {}) };
   for (const [key, value] of Object.entries(next)) {
+    if (key === '__proto__') continue; // an upstream's JSON may carry it as a key; assigning it would not add one
     const existing = merged[key];
     if (typeof value === 'boolean') merged[key] = existing === true || value;
     else if (typeof value === 'object' && value !== null && !Array.isArray(value) && typeof existing === 'object' && existing !== null) {

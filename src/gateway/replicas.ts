@@ -64,12 +64,19 @@ export class ReplicaLink {
       if (!accepted) settle(undefined);
     }, acceptTimeoutMs);
     try {
-      await this.store.publish(`replica.${target ?? BROADCAST}`, { type, replyTo, from: this.id, body });
+      const reached = await this.store.publish(`replica.${target ?? BROADCAST}`, { type, replyTo, from: this.id, body });
+      // Nobody listens on that replica's topic: it is gone, and no answer can come.
+      if (reached === 0) return undefined;
       return await answered;
     } finally {
       clearTimeout(timer);
       unsubscribe();
     }
+  }
+
+  /** Whether a replica of this id is running now (replica ids come back from clients: they may name anything). */
+  async exists(replicaId: string): Promise<boolean> {
+    return (await this.store.subscribers(`replica.${replicaId}`)) > 0;
   }
 
   /** Sends a message to one replica, or to every other one (`target` undefined), expecting no answer. */

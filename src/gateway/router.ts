@@ -80,8 +80,7 @@ export class Router implements UpstreamMessageSink {
 
   private async dispatch(session: ClientSession, request: JsonRpcRequest, stream: EventStream | undefined): Promise<Outcome | undefined> {
     const params = request.params ?? {};
-    const list = LIST_METHODS[request.method];
-    if (list !== undefined) return { result: await this.list(session, request.method, params) };
+    if (LIST_METHODS.has(request.method)) return { result: await this.list(session, request.method, params) };
     switch (request.method) {
       case 'ping':
         return { result: {} };
@@ -133,10 +132,14 @@ export class Router implements UpstreamMessageSink {
     if (!supportsLegacyTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream);
     const mode = this.tasks.policyFor(name).mode;
     if (task !== undefined) {
+      const ttl = asObject(task)?.ttl;
+      if (asObject(task) === undefined || (ttl !== undefined && (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl < 0))) {
+        throw new GatewayError('invalid_params', 'tools/call: params.task must be an object, with ttl (if given) a number of milliseconds >= 0');
+      }
       if (mode === 'forbidden') {
         throw new GatewayError('method_not_found', `Tool '${name}' cannot be called as a task (task policy: forbidden); call it without params.task`);
       }
-      return this.tasks.create(session, name, route.upstream, upstreamParams, asObject(task)?.ttl);
+      return this.tasks.create(session, name, route.upstream, upstreamParams, ttl);
     }
     if (mode === 'required') {
       throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (task policy: required); add params.task`);
@@ -203,7 +206,7 @@ export class Router implements UpstreamMessageSink {
     fetchPage: (upstream: Upstream, params: JsonObject) => Promise<JsonObject>,
     decorateTool: (tool: JsonObject) => JsonObject = (tool) => tool,
   ): Promise<JsonObject> {
-    const { key, capability } = LIST_METHODS[method] ?? { key: 'tools', capability: 'tools' };
+    const { key, capability } = LIST_METHODS.get(method) ?? { key: 'tools', capability: 'tools' };
     const upstreams = this.catalog.upstreams;
     let index = 0;
     let cursor: unknown;
@@ -345,9 +348,12 @@ export class Router implements UpstreamMessageSink {
       return origin.call.ask(request, signal);
     }
     if (session === undefined) {
+      // stdio says nothing about which call a request belongs to: with one call running it is that call's.
       const why = origin.ambiguous
         ? `calls from several clients are running on upstream '${upstream.name}' (shared stdio connection), so the gateway cannot tell which client to ask; configure isolation: per-session`
-        : `no client call is running on upstream '${upstream.name}' to relate it to`;
+        : origin.sessionId !== undefined
+          ? `several 2026-07-28 calls are running on upstream '${upstream.name}' (stdio), so the gateway cannot tell which of them asked`
+          : `no client call is running on upstream '${upstream.name}' to relate it to`;
       return { error: { code: InternalError, message: `taskgate cannot relay ${message.method}: ${why}` } };
     }
     const request: { method: string; params?: JsonObject } = { method: message.method };

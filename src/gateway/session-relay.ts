@@ -111,6 +111,8 @@ export class SessionRelay implements RegistryPeers {
     const streamId = streamIdOf(lastEventId);
     const owner = streamId.includes('_') ? streamId.slice(0, streamId.lastIndexOf('_')) : undefined;
     if (owner === undefined || owner === this.replicaId) return false;
+    // The id comes from the client: only a replica that is running now is worth a subscription and a message.
+    if (!(await this.link.exists(owner).catch(() => false))) return false;
     const pipe = `pipe.${randomUUID()}`;
     const connection = httpConnection(response);
     const unsubscribe = await this.store.subscribe(pipe, (message) => {

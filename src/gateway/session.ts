@@ -2,16 +2,10 @@ import type { SseConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import { MethodNotFound, type JsonObject, type JsonRpcNotification, type Outcome, type RequestId } from '../jsonrpc.js';
 import { EventStream } from '../http/event-stream.js';
-import type { LogLevel } from '../protocol.js';
+import { INPUT_REQUEST_CAPABILITY, type LogLevel } from '../protocol.js';
 import type { UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity } from '../upstream/upstream.js';
 
-/** Client capability each server→client request needs. */
-const REQUIRED_CAPABILITY: Record<string, string> = {
-  'elicitation/create': 'elicitation',
-  'sampling/createMessage': 'sampling',
-  'roots/list': 'roots',
-};
 
 /** A client request the gateway forwarded and has not answered yet (for notifications/cancelled). */
 export interface InflightCall {
@@ -163,7 +157,7 @@ export class ClientSession implements SessionIdentity {
    * replica: the id names this one). A task's request goes on its tasks/result stream first, wherever it is open.
    */
   async ask(request: { method: string; params?: JsonObject }, signal: AbortSignal, delivery: Delivery = {}): Promise<Outcome> {
-    const capability = REQUIRED_CAPABILITY[request.method];
+    const capability = INPUT_REQUEST_CAPABILITY.get(request.method);
     if (capability !== undefined && this.capabilities[capability] === undefined) {
       return { error: { code: MethodNotFound, message: `Client does not support ${request.method} (no '${capability}' capability)` } };
     }

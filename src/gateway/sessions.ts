@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { SessionsConfig, SseConfig } from '../config/types.js';
-import { storeUnavailable } from '../errors.js';
+import { GatewayError, storeUnavailable } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { logLevelRank, type LogLevel } from '../protocol.js';
 import type { TaskStore } from '../store/task-store.js';
@@ -8,6 +8,13 @@ import { ClientSession, type SessionPeers } from './session.js';
 
 /** `storeTouchedAt` of a session the store does not have yet (made while it was away). */
 const UNSTORED = 0;
+
+/** Until authentication exists every client is this one principal: the session cap then bounds all sessions. */
+const ANONYMOUS_PRINCIPAL = 'anonymous';
+/** The counting semaphore of a principal's open sessions (leased for the idle timeout, renewed with the session). */
+const sessionSlot = (principal: string): string => `sessions:${principal}`;
+/** Recorded with each session's ticket (for debugging): sessions belong to no replica. */
+const SLOT_OWNER = 'session';
 
 /** What the registry needs from the other replicas besides what sessions need. */
 export interface RegistryPeers extends SessionPeers {
@@ -40,9 +47,13 @@ export class SessionRegistry {
     this.sweeper.unref();
   }
 
-  /** Records a new session in the store (any replica then serves it) and returns this replica's view of it. */
+  /**
+   * Records a new session in the store (any replica then serves it) and returns this replica's view of it.
+   * Refused when its principal already holds `maxPerPrincipal` open sessions.
+   */
   async create(protocolVersion: string, capabilities: JsonObject, clientInfo: JsonObject | undefined): Promise<ClientSession> {
     const sessionId = randomUUID();
+    await this.count(sessionId);
     const fields = sessionFields({ protocolVersion, capabilities, clientInfo, logLevel: undefined });
     const stored = await this.store.saveSession(sessionId, fields, this.config.idleTimeoutMs, { create: true }).catch(() => false);
     const session = this.view(sessionId, fields);
@@ -80,6 +91,7 @@ export class SessionRegistry {
     await this.store.deleteSession(sessionId).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
+    if (this.config.maxPerPrincipal > 0) void this.store.releaseSlot(sessionSlot(ANONYMOUS_PRINCIPAL), sessionId).catch(() => undefined);
     this.endHere(sessionId);
     this.peers?.ended(sessionId);
   }
@@ -104,6 +116,21 @@ export class SessionRegistry {
   endAll(): void {
     clearInterval(this.sweeper);
     for (const id of [...this.sessions.keys()]) this.endHere(id);
+  }
+
+  /** Counts a new session against its principal's cap; a store that cannot count does not stop proxying. */
+  private async count(sessionId: string): Promise<void> {
+    const limit = this.config.maxPerPrincipal;
+    if (limit <= 0) return;
+    const grant = await this.store
+      .acquireSlot(sessionSlot(ANONYMOUS_PRINCIPAL), sessionId, SLOT_OWNER, limit, this.config.idleTimeoutMs, { queue: false })
+      .catch(() => undefined);
+    if (grant !== undefined && !grant.granted) {
+      throw new GatewayError(
+        'too_many_sessions',
+        `Too many sessions: ${grant.ahead} are open (sessions.maxPerPrincipal: ${limit}); end unused sessions with DELETE or wait until they expire (sessions.idleTimeoutMs)`,
+      );
+    }
   }
 
   private load(sessionId: string): Promise<ClientSession | undefined> {
@@ -142,6 +169,14 @@ export class SessionRegistry {
   private keepAlive(session: ClientSession): void {
     const unstored = session.storeTouchedAt === UNSTORED;
     session.storeTouchedAt = Date.now();
+    if (this.config.maxPerPrincipal > 0) {
+      const slot = { key: sessionSlot(ANONYMOUS_PRINCIPAL), ticket: session.sessionId };
+      // A session made while the store was away is counted now (it exists already: over the cap or not).
+      const counted = unstored
+        ? this.store.acquireSlot(slot.key, slot.ticket, SLOT_OWNER, Number.MAX_SAFE_INTEGER, this.config.idleTimeoutMs, { queue: false })
+        : this.store.renewSlots([slot], this.config.idleTimeoutMs);
+      void counted.catch(() => undefined);
+    }
     const fields: Record<string, string> = unstored ? sessionFields(session) : {};
     this.store.saveSession(session.sessionId, fields, this.config.idleTimeoutMs, { create: unstored }).then(
       (alive) => {

@@ -1,43 +1,88 @@
+// DNS-rebinding and cross-origin protection, applied to every route. Names are compared only after parsing:
+// prefix or substring tests let `127.evil.com`, `127.0.0.1.evil.com` or `[::1]x` through.
+import { isIP } from 'node:net';
 import type { ListenConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 
-const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+/** A Host header's parts: a bracketed IPv6 literal or a DNS name / IPv4 address, and an optional port. */
+const HOST_HEADER = /^(\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)(?::(\d{1,5}))?$/;
 
-export function isLoopbackHost(host: string): boolean {
-  return LOOPBACK_NAMES.has(host) || host.startsWith('127.');
+interface Authority {
+  /** Lowercase; IPv6 literals without brackets, in canonical form. */
+  hostname: string;
+  port: string | undefined;
 }
 
-function hostnameOf(hostHeader: string): string {
-  if (hostHeader.startsWith('[')) return hostHeader.slice(0, hostHeader.indexOf(']') + 1);
-  return hostHeader.split(':')[0] ?? hostHeader;
+/** Parses a Host header value; undefined when it is not exactly `host[:port]`. */
+export function parseHostHeader(value: string): Authority | undefined {
+  const match = HOST_HEADER.exec(value.toLowerCase());
+  if (match === null) return undefined;
+  const [, host = '', port] = match;
+  if (port !== undefined && Number(port) > 65535) return undefined;
+  if (host.startsWith('[')) {
+    const literal = canonicalIpv6(host.slice(1, -1));
+    return literal === undefined ? undefined : { hostname: literal, port };
+  }
+  return { hostname: host, port };
+}
+
+function canonicalIpv6(literal: string): string | undefined {
+  if (isIP(literal) !== 6) return undefined;
+  // The URL parser writes IPv6 in its canonical (compressed, lowercase) form: 0:0:0:0:0:0:0:1 is ::1.
+  return new URL(`http://[${literal}]/`).hostname.slice(1, -1);
 }
 
 /**
- * DNS-rebinding and cross-origin protection. Host: when bound to loopback, only loopback names unless
- * `allowedHosts` says otherwise. Origin: browsers send it; non-browser clients usually don't, and are accepted.
+ * Whether a parsed hostname (or a configured bind address) names this machine's loopback interface:
+ * `localhost`, an IPv4 address in 127.0.0.0/8, or `::1`.
+ */
+export function isLoopbackHostname(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (name === 'localhost') return true;
+  if (isIP(name) === 4) return name.startsWith('127.');
+  if (isIP(name) === 6) return canonicalIpv6(name) === '::1';
+  return false;
+}
+
+/** A configured `allowedHosts` entry matches the parsed header: by hostname alone, or by hostname and port. */
+function hostAllowed(allowed: readonly string[], authority: Authority): boolean {
+  return allowed.some((entry) => {
+    const parsed = parseHostHeader(entry);
+    return parsed !== undefined && parsed.hostname === authority.hostname && (parsed.port === undefined || parsed.port === authority.port);
+  });
+}
+
+/** An Origin header as a URL origin; undefined when it is not one (`null`, a path, userinfo, garbage). */
+function parseOrigin(value: string): URL | undefined {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value.toLowerCase() ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Host: when bound to loopback or when `allowedHosts` is set, only loopback names and the configured hosts.
+ * Origin: browsers send it; non-browser clients usually don't, and are accepted. With `allowedOrigins` set only
+ * those; otherwise, when bound to loopback, only loopback origins.
  */
 export function checkRequestOrigin(listen: ListenConfig, host: string | undefined, origin: string | undefined): void {
-  const loopback = isLoopbackHost(listen.host);
+  const loopback = isLoopbackHostname(listen.host);
   if (listen.allowedHosts.length > 0 || loopback) {
-    const hostname = host === undefined ? undefined : hostnameOf(host.toLowerCase());
-    const allowed = listen.allowedHosts.length > 0
-      ? host !== undefined && (listen.allowedHosts.includes(host.toLowerCase()) || listen.allowedHosts.includes(hostname ?? ''))
-      : hostname !== undefined && isLoopbackHost(hostname);
+    const authority = host === undefined ? undefined : parseHostHeader(host);
+    const allowed = authority !== undefined && (isLoopbackHostname(authority.hostname) || hostAllowed(listen.allowedHosts, authority));
     if (!allowed) throw new GatewayError('host_forbidden', `Forbidden: Host '${host ?? ''}' is not allowed`);
   }
   if (origin === undefined || listen.allowedOrigins.includes('*')) return;
+  const parsed = parseOrigin(origin);
   if (listen.allowedOrigins.length > 0) {
-    if (!listen.allowedOrigins.includes(origin)) throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not allowed`);
+    if (parsed === undefined || !listen.allowedOrigins.some((entry) => parseOrigin(entry)?.origin === parsed.origin)) {
+      throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not allowed`);
+    }
     return;
   }
   if (!loopback) return;
-  let originHost: string;
-  try {
-    originHost = new URL(origin).hostname;
-  } catch {
-    throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not a valid origin`);
-  }
-  if (!isLoopbackHost(originHost) && !isLoopbackHost(`[${originHost}]`)) {
-    throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not allowed`);
-  }
+  if (parsed === undefined) throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not a valid origin`);
+  if (!isLoopbackHostname(parsed.hostname)) throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not allowed`);
 }

@@ -8,14 +8,14 @@ import {
   toResponse,
   validateMessage,
   InvalidRequest,
-  ParseError,
+  jsonNestingExceeds,
   type JsonObject,
   type JsonRpcMessage,
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { isSupportedLegacyVersion, LEGACY_TASKS_CAPABILITY, LEGACY_VERSIONS, LATEST_LEGACY_VERSION, supportsLegacyTasks, supportsPrimingEvents } from '../protocol.js';
+import { isSupportedLegacyVersion, LEGACY_TASKS_CAPABILITY, LEGACY_VERSIONS, LATEST_LEGACY_VERSION, supportsBatches, supportsLegacyTasks, supportsPrimingEvents } from '../protocol.js';
 import { STREAMED_METHODS, type Router } from '../gateway/router.js';
 import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
@@ -41,40 +41,78 @@ export interface FrontEndDeps {
   isShuttingDown(): boolean;
 }
 
-const PARSE_FAILURE = Symbol('parse failure');
-interface ParseFailure {
-  [PARSE_FAILURE]: string;
+const REFUSED_BODY = Symbol('refused body');
+interface RefusedBody {
+  [REFUSED_BODY]: GatewayError;
+}
+function refusedBody(code: 'parse_error' | 'invalid_request', message: string): RefusedBody {
+  return { [REFUSED_BODY]: new GatewayError(code, message) };
 }
 
 /** Reconnect delay the priming event suggests to clients whose stream drops. */
 const PRIME_RETRY_MS = 1000;
+/** At most one warning per this interval about connections refused at `listen.maxConnections`. */
+const DROP_WARNING_INTERVAL_MS = 60_000;
 
 export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   const { config, logger } = deps;
+  const listen = config.listen;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // Per-request access logs would double the log volume of a busy gateway; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: config.listen.maxBodyBytes,
+    bodyLimit: listen.maxBodyBytes,
     forceCloseConnections: true,
+    // A request that never finishes arriving (slow headers, an unfinished body) holds a connection and a parser
+    // forever unless something ends it: Node answers 408 and closes. Only the arrival of the request is timed;
+    // a long answer (a tool call, an SSE stream) is not. Node checks at this interval, so it must be short.
+    requestTimeout: listen.requestTimeoutMs,
+    http: {
+      headersTimeout: listen.headersTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(listen.headersTimeoutMs / 4))),
+    },
   });
+  if (listen.maxConnections > 0) {
+    app.server.maxConnections = listen.maxConnections;
+    let lastWarning = 0;
+    let dropped = 0;
+    app.server.on('drop', () => {
+      dropped++;
+      if (Date.now() - lastWarning < DROP_WARNING_INTERVAL_MS) return;
+      lastWarning = Date.now();
+      logger.warn({ maxConnections: listen.maxConnections, dropped }, 'connections refused: listen.maxConnections are open');
+      dropped = 0;
+    });
+  }
 
-  // JSON only (anything else is 415), and malformed JSON must become a JSON-RPC parse error, not fastify's 400.
+  // JSON only (anything else is 415); malformed JSON is a JSON-RPC parse error, not fastify's 400, and JSON
+  // nested deeper than any MCP message needs is refused before anything walks it. The refusal is the POST
+  // handler's to send: a DELETE or GET with a stray body is not refused for it.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = body as string;
+    if (jsonNestingExceeds(text, listen.maxJsonDepth)) {
+      done(null, refusedBody('invalid_request', `Invalid Request: JSON nested deeper than ${listen.maxJsonDepth} levels (listen.maxJsonDepth)`));
+      return;
+    }
     try {
-      done(null, JSON.parse(body as string));
+      done(null, JSON.parse(text));
     } catch (error) {
-      done(null, { [PARSE_FAILURE]: (error as Error).message } satisfies ParseFailure);
+      done(null, refusedBody('parse_error', `Parse error: ${(error as Error).message}`));
     }
   });
 
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
+    if (request.raw.socket.destroyed) {
+      // The client went away mid-request (an aborted upload): nothing to answer, and nothing wrong here.
+      request.log.debug({ err: error }, 'client closed the connection before the request was complete');
+      return;
+    }
     const mapped =
       error instanceof GatewayError
         ? error
         : error.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-          ? new GatewayError('body_too_large', `Request body exceeds ${config.listen.maxBodyBytes} bytes`)
+          ? new GatewayError('body_too_large', `Request body exceeds ${listen.maxBodyBytes} bytes`)
           : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
             ? new GatewayError('unsupported_media_type', 'Unsupported Media Type: Content-Type must be application/json')
             : undefined;
@@ -84,15 +122,16 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
     void reply.code(status >= 400 ? status : 500).type('application/json').send(body);
   });
 
+  // Every route, health and unknown paths included: a page that rebinds a name to this address learns nothing.
+  app.addHook('onRequest', async (request) => checkRequestOrigin(listen, request.headers.host, request.headers.origin));
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const { ready, body } = await deps.readiness();
     return reply.code(ready ? 200 : 503).send(body);
   });
 
-  const path = config.listen.path;
-  const guard = async (request: FastifyRequest): Promise<void> => {
-    checkRequestOrigin(config.listen, request.headers.host, request.headers.origin);
+  const path = listen.path;
+  const guard = async (): Promise<void> => {
     if (deps.isShuttingDown()) throw new GatewayError('shutting_down', 'The gateway is shutting down');
   };
   app.post(path, { onRequest: guard }, (request, reply) => handlePost(deps, request, reply));
@@ -111,18 +150,22 @@ function accepts(request: FastifyRequest, type: string): boolean {
   return accept === undefined || accept.includes(type) || accept.includes('*/*');
 }
 
-function checkProtocolVersionHeader(request: FastifyRequest): void {
+/**
+ * The session a request names. Its `MCP-Protocol-Version` header, when present, must be a revision the gateway
+ * speaks and the one the session negotiated (the header says how the client reads what it gets back).
+ */
+async function sessionOf(deps: FrontEndDeps, request: FastifyRequest): Promise<ClientSession> {
   const version = header(request, 'mcp-protocol-version');
   if (version !== undefined && !isSupportedLegacyVersion(version)) {
     throw new GatewayError('unsupported_protocol_version', `Bad Request: Unsupported protocol version '${version}' (supported: ${LEGACY_VERSIONS.join(', ')})`);
   }
-}
-
-async function sessionOf(deps: FrontEndDeps, request: FastifyRequest): Promise<ClientSession> {
   const id = header(request, 'mcp-session-id');
   if (id === undefined) throw new GatewayError('session_required', 'Bad Request: Mcp-Session-Id header is required');
   const session = await deps.sessions.get(id);
   if (session === undefined) throw new GatewayError('session_not_found', 'Session not found');
+  if (version !== undefined && version !== session.protocolVersion) {
+    throw new GatewayError('unsupported_protocol_version', `Bad Request: MCP-Protocol-Version '${version}' is not the protocol version this session negotiated ('${session.protocolVersion}')`);
+  }
   return session;
 }
 
@@ -135,15 +178,18 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
     throw new GatewayError('not_acceptable', 'Not Acceptable: Accept must include application/json or text/event-stream');
   }
   const body = request.body as unknown;
-  if (typeof body === 'object' && body !== null && PARSE_FAILURE in body) {
-    return sendJson(reply, 400, errorResponse(null, ParseError, `Parse error: ${(body as ParseFailure)[PARSE_FAILURE]}`));
-  }
+  if (typeof body === 'object' && body !== null && REFUSED_BODY in body) throw (body as RefusedBody)[REFUSED_BODY];
   if (isModernMessage(body, request.headers, (id) => deps.sessions.peek(id) !== undefined)) {
     return handleModernPost({ modern: deps.modern, logger: deps.logger, keepAliveMs: deps.config.sse.keepAliveMs }, request, reply, body);
   }
   const batch = Array.isArray(body);
   const items = batch ? (body as unknown[]) : [body];
   if (items.length === 0) return sendJson(reply, 400, errorResponse(null, InvalidRequest, 'Invalid Request: empty batch'));
+  // Checked before anything is done for the messages: a batch fans out upstream, one call per message.
+  const maxBatch = deps.config.listen.maxBatchSize;
+  if (items.length > maxBatch) {
+    return sendJson(reply, 400, errorResponse(null, InvalidRequest, `Invalid Request: a batch may hold at most ${maxBatch} messages (listen.maxBatchSize); this one has ${items.length}`));
+  }
 
   const messages: JsonRpcMessage[] = [];
   const invalid: JsonRpcResponse[] = [];
@@ -158,15 +204,17 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
 
   const initialize = messages.find((m) => isRequest(m) && m.method === 'initialize') as JsonRpcRequest | undefined;
   if (initialize !== undefined) {
-    if (items.length > 1) throw new GatewayError('invalid_request', 'Invalid Request: initialize must be sent alone');
+    if (batch) throw new GatewayError('invalid_request', 'Invalid Request: initialize must be sent alone, not in a batch');
     if (header(request, 'mcp-session-id') !== undefined) {
       throw new GatewayError('invalid_request', 'Invalid Request: the session is already initialized');
     }
     return initializeSession(deps, initialize, reply);
   }
 
-  checkProtocolVersionHeader(request);
   const session = await sessionOf(deps, request);
+  if (batch && !supportsBatches(session.protocolVersion)) {
+    return sendJson(reply, 400, errorResponse(null, InvalidRequest, `Invalid Request: batches are not part of protocol ${session.protocolVersion} (only 2025-03-26 has them); send one message per POST`));
+  }
   if (deps.logger.isLevelEnabled('debug')) {
     request.log.debug({ session: session.sessionId, methods: messages.map((m) => ('method' in m ? m.method : 'response')) }, 'mcp post');
   }
@@ -282,7 +330,6 @@ async function handleGet(deps: FrontEndDeps, request: FastifyRequest, reply: Fas
   if (!(header(request, 'accept') ?? '').includes('text/event-stream')) {
     throw new GatewayError('not_acceptable', 'Not Acceptable: Accept must include text/event-stream');
   }
-  checkProtocolVersionHeader(request);
   const session = await sessionOf(deps, request);
   const lastEventId = header(request, 'last-event-id');
   const resumed = lastEventId === undefined ? undefined : session.streamForEvent(lastEventId);
@@ -311,7 +358,6 @@ async function handleGet(deps: FrontEndDeps, request: FastifyRequest, reply: Fas
 }
 
 async function handleDelete(deps: FrontEndDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  checkProtocolVersionHeader(request);
   const session = await sessionOf(deps, request);
   await deps.sessions.end(session.sessionId);
   deps.logger.info({ session: session.sessionId }, 'session ended by the client');

@@ -76,7 +76,7 @@ export function readEnvelope(request: JsonRpcRequest, headers: Headers): ModernC
   }
   const logLevel = meta[META_LOG_LEVEL];
   if (logLevel !== undefined && logLevelRank(logLevel) < 0) {
-    throw new GatewayError('invalid_params', `Invalid params: _meta["${META_LOG_LEVEL}"] must be one of ${LOG_LEVELS.join(', ')}`);
+    throw new GatewayError('invalid_envelope', `Invalid params: _meta["${META_LOG_LEVEL}"] must be one of ${LOG_LEVELS.join(', ')}`);
   }
   return {
     protocolVersion: version,

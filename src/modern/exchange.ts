@@ -4,8 +4,9 @@
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from '../errors.js';
-import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import { asObject, RequestCancelled, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
+import { INPUT_REQUEST_CAPABILITY } from '../protocol.js';
 import type { SessionIdentity } from '../upstream/upstream.js';
 
 export interface InputRequest {
@@ -13,12 +14,6 @@ export interface InputRequest {
   params?: JsonObject;
 }
 
-/** Client capability each input request needs. */
-export const INPUT_CAPABILITY: Record<string, string> = {
-  'elicitation/create': 'elicitation',
-  'sampling/createMessage': 'sampling',
-  'roots/list': 'roots',
-};
 
 /** Input requests arriving this close together are answered in one InputRequiredResult. */
 const GATHER_MS = 25;
@@ -150,13 +145,21 @@ export class ModernExchange {
     }
   }
 
+  /**
+   * Stops the upstream call and answers the questions it was waiting on, so nothing of it stays behind: the
+   * upstream's requests would otherwise wait (and be counted as running) until the upstream gave up on them.
+   */
   cancel(reason: string): void {
     this.call?.cancel(reason);
+    for (const [key, input] of [...this.pending]) {
+      this.pending.delete(key);
+      input.settle({ error: { code: RequestCancelled, message: `Request cancelled: ${reason}` } });
+    }
   }
 
   private ask(request: InputRequest, signal: AbortSignal): Promise<Outcome> {
     if (this.taskAsk !== undefined) return this.taskAsk(request, signal);
-    const capability = INPUT_CAPABILITY[request.method];
+    const capability = INPUT_REQUEST_CAPABILITY.get(request.method);
     if (capability === undefined) {
       return Promise.resolve({ error: { code: -32601, message: `taskgate cannot relay ${request.method} to a 2026-07-28 client` } });
     }
@@ -169,7 +172,7 @@ export class ModernExchange {
     return new Promise<Outcome>((resolve) => {
       const onAbort = (): void => {
         this.pending.delete(key);
-        resolve({ error: { code: -32800, message: 'Request cancelled' } });
+        resolve({ error: { code: RequestCancelled, message: 'Request cancelled' } });
       };
       signal.addEventListener('abort', onAbort, { once: true });
       this.pending.set(key, {

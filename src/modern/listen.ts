@@ -16,11 +16,11 @@ export interface ListenFilter {
   taskIds?: string[];
 }
 
-const LIST_CHANGED: Record<string, keyof ListenFilter> = {
-  'notifications/tools/list_changed': 'toolsListChanged',
-  'notifications/prompts/list_changed': 'promptsListChanged',
-  'notifications/resources/list_changed': 'resourcesListChanged',
-};
+const LIST_CHANGED: ReadonlyMap<string, keyof ListenFilter> = new Map([
+  ['notifications/tools/list_changed', 'toolsListChanged'],
+  ['notifications/prompts/list_changed', 'promptsListChanged'],
+  ['notifications/resources/list_changed', 'resourcesListChanged'],
+]);
 
 interface Listener {
   id: RequestId;
@@ -68,7 +68,7 @@ export class ListenHub {
 
   /** Delivers an upstream notification to every listener whose filter wants it. */
   broadcast(message: JsonRpcNotification): void {
-    const key = LIST_CHANGED[message.method];
+    const key = LIST_CHANGED.get(message.method);
     const uri = message.method === 'notifications/resources/updated' ? message.params?.uri : undefined;
     for (const listener of this.listeners) {
       const wanted = key !== undefined ? listener.filter[key] === true : typeof uri === 'string' && (listener.filter.resourceSubscriptions ?? []).includes(uri);

@@ -120,7 +120,7 @@ export class ModernRouter {
 
   private async dispatch(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
     const params = request.params ?? {};
-    if (LIST_METHODS[request.method] !== undefined) {
+    if (LIST_METHODS.has(request.method)) {
       const result = await this.deps.router.listPage(request.method, withoutMeta(params), (upstream, page) => this.fetchPage(client, upstream, request.method, page, params._meta));
       return { result: modernResult(request.method, result) };
     }

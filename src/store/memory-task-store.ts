@@ -210,6 +210,10 @@ export class MemoryTaskStore implements TaskStore {
     return reached;
   }
 
+  async subscribers(topic: string): Promise<number> {
+    return this.topics.listenerCount(topic);
+  }
+
   async subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
     this.topics.on(topic, handler);
     return () => this.topics.off(topic, handler);

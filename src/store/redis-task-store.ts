@@ -509,6 +509,11 @@ export class RedisTaskStore implements TaskStore {
     return this.redis.publish(this.keys.topic(topic), JSON.stringify(message));
   }
 
+  async subscribers(topic: string): Promise<number> {
+    const reply = (await this.redis.pubsub('NUMSUB', this.keys.topic(topic))) as [string, number | string];
+    return Number(reply[1] ?? 0);
+  }
+
   async subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
     this.ensureSubscribed();
     const channel = this.keys.topic(topic);

@@ -167,6 +167,8 @@ export interface TaskStore {
    * Resolves with how many subscribers (replicas) it reached.
    */
   publish(topic: string, message: JsonObject): Promise<number>;
+  /** How many subscribers (replicas) listen on `topic` now: whether a replica named in a message is alive. */
+  subscribers(topic: string): Promise<number>;
   /** Resolves once the subscription is active, with the function that ends it. */
   subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void>;
   /**

@@ -1,4 +1,4 @@
-import { GatewayError, upstreamUnavailable } from '../errors.js';
+import { GatewayError, sendFailure, upstreamUnavailable } from '../errors.js';
 import {
   asObject,
   isNotification,
@@ -131,7 +131,7 @@ export class UpstreamConnection {
     this.pending.set(upstreamId, pending);
     const message: JsonRpcRequest = { jsonrpc: '2.0', id: upstreamId, method };
     if (forwardedParams !== undefined) message.params = forwardedParams;
-    this.transport.send(message).catch((error: Error) => this.fail(upstreamId, this.unavailable(error.message).toJsonRpc()));
+    this.transport.send(message).catch((error: unknown) => this.fail(upstreamId, sendFailure(this.upstreamName, error).toJsonRpc()));
     return call;
   }
 

@@ -1,6 +1,6 @@
 import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
-import { validateMessage, type JsonRpcMessage } from '../jsonrpc.js';
+import { encodeMessage, validateMessage, type JsonRpcMessage } from '../jsonrpc.js';
 import { readSse } from './sse-reader.js';
 import type { UpstreamTransport } from './transport.js';
 
@@ -69,7 +69,7 @@ export class LegacySseTransport implements UpstreamTransport {
       method: 'POST',
       dispatcher: this.agent,
       headers: { ...this.headers, 'content-type': 'application/json' },
-      body: JSON.stringify(message),
+      body: encodeMessage(message),
     });
     const text = await response.body.text().catch(() => '');
     if (response.statusCode >= 300) throw new Error(`HTTP ${response.statusCode}${text ? `: ${text.slice(0, 300)}` : ''}`);

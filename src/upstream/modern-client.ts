@@ -1,8 +1,8 @@
 // A client for upstreams that speak 2026-07-28: every request is its own POST carrying the envelope and the
 // MCP headers; the answer is JSON or an SSE stream of notifications ending with the response.
 import { request, type Agent } from 'undici';
-import { GatewayError, upstreamUnavailable } from '../errors.js';
-import { asObject, isNotification, validateMessage, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import { GatewayError, sendFailure } from '../errors.js';
+import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION } from '../protocol.js';
 import type { CallContext, UpstreamCall } from './connection.js';
@@ -52,7 +52,7 @@ export class ModernUpstreamClient {
         dispatcher: this.agent,
         ...(signal ? { signal } : {}),
         headers: this.requestHeaders(method, params, options.tool),
-        body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+        body: encodeMessage({ jsonrpc: '2.0', id, method, params }),
       });
     } catch (error) {
       return { error: this.failure(error, method, options).toJsonRpc() };
@@ -95,17 +95,18 @@ export class ModernUpstreamClient {
         const answer = await this.request(method, current, { ...options, onNotification: (m) => context.notify(m), signal: abort.signal });
         if ('error' in answer || answer.result.resultType !== 'input_required') return answer;
         const inputRequests = asObject(answer.result.inputRequests) ?? {};
-        const responses: JsonObject = {};
-        await Promise.all(
-          Object.entries(inputRequests).map(async ([key, value]) => {
+        // Keys are the upstream's: collected as entries, since assigning `__proto__` to an object would not add a key.
+        const answered = await Promise.all(
+          Object.entries(inputRequests).map(async ([key, value]): Promise<[string, JsonObject] | undefined> => {
             const input = asObject(value) ?? {};
             const asked: { method: string; params?: JsonObject } = { method: String(input.method) };
             const askedParams = asObject(input.params);
             if (askedParams !== undefined) asked.params = askedParams;
             const reply = await context.ask(asked, abort.signal);
-            if ('result' in reply) responses[key] = reply.result;
+            return 'result' in reply ? [key, reply.result] : undefined;
           }),
         );
+        const responses: JsonObject = Object.fromEntries(answered.filter((entry) => entry !== undefined));
         if (abort.signal.aborted) return { error: { code: -32800, message: 'Request cancelled' } };
         const { requestState: _previous, inputResponses: _answered, ...base } = params;
         current = { ...base, inputResponses: responses };
@@ -159,11 +160,10 @@ export class ModernUpstreamClient {
 
   private failure(error: unknown, method: string, options: ModernRequestOptions): GatewayError {
     if (options.signal?.aborted) return new GatewayError('upstream_unavailable', 'Request cancelled');
-    const reason = error instanceof Error ? error.message : String(error);
     if (error instanceof Error && error.name === 'TimeoutError') {
       return new GatewayError('upstream_timeout', `Upstream '${this.upstreamName}' did not answer ${method} within ${options.timeoutMs} ms`, { upstream: this.upstreamName });
     }
-    return upstreamUnavailable(this.upstreamName, reason);
+    return sendFailure(this.upstreamName, error);
   }
 }
 

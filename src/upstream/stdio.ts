@@ -2,7 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { StdioUpstreamConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
-import { validateMessage, type JsonRpcMessage } from '../jsonrpc.js';
+import { encodeMessage, validateMessage, type JsonRpcMessage } from '../jsonrpc.js';
 import type { UpstreamTransport } from './transport.js';
 
 // Only these variables reach a child unless configured: the gateway's own environment holds secrets
@@ -55,7 +55,7 @@ export class StdioTransport implements UpstreamTransport {
   async send(message: JsonRpcMessage): Promise<void> {
     const child = this.child;
     if (child === undefined || this.exited || !child.stdin.writable) throw new Error('the process is not running');
-    child.stdin.write(`${JSON.stringify(message)}\n`);
+    child.stdin.write(`${encodeMessage(message)}\n`);
   }
 
   async close(): Promise<void> {

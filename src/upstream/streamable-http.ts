@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
-import { isRequest, isResponse, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
+import { encodeMessage, isRequest, isResponse, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import { readSse } from './sse-reader.js';
 import type { UpstreamTransport } from './transport.js';
 
@@ -50,7 +50,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
           'content-type': 'application/json',
           accept: 'application/json, text/event-stream',
         },
-        body: JSON.stringify(message),
+        body: encodeMessage(message),
       });
       const sessionId = response.headers['mcp-session-id'];
       if (typeof sessionId === 'string' && this.sessionId === undefined) this.sessionId = sessionId;

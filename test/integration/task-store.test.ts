@@ -335,6 +335,18 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
+    test('subscribers counts who listens on a topic now (a replica named by a client may not exist)', async () => {
+      const store = await create();
+      assert.equal(await store.subscribers('replica.nobody'), 0);
+      const stop = await store.subscribe('replica.somebody', () => undefined);
+      assert.equal(await store.subscribers('replica.somebody'), 1);
+      assert.equal(await store.publish('replica.somebody', { hello: 1 }), 1);
+      stop();
+      await eventually(async () => (await store.subscribers('replica.somebody')) === 0);
+      assert.equal(await store.publish('replica.nobody', { hello: 1 }), 0);
+      await store.close();
+    });
+
     test('slots: releasing (or leaving the line) publishes { key } on `slots`; releasing nothing is a silent no-op', async () => {
       const store = await create();
       const seen: object[] = [];

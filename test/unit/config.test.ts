@@ -78,6 +78,11 @@ describe('config: the contract example', () => {
       port: 8080,
       path: '/mcp',
       maxBodyBytes: 4 * 1024 * 1024,
+      maxBatchSize: 20,
+      maxJsonDepth: 64,
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+      maxConnections: 1_024,
       allowedOrigins: [],
       allowedHosts: [],
     });
@@ -91,13 +96,13 @@ describe('config: the contract example', () => {
         maxRunMs: 0,
         taskAfterMs: 2_000,
         concurrency: 0,
-        maxTasksPerPrincipal: 0,
+        maxTasksPerPrincipal: 1_000,
         retry: { onLoss: false, maxAttempts: 1 },
       },
       rules: [{ match: 'ci__*', mode: 'required' }],
       immediateResponse: DEFAULTS.immediateResponse,
     });
-    assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000 });
+    assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000, maxPerPrincipal: 1_000 });
     assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000, jsonWindowMs: 50 });
     assert.deepEqual(config.mrtr, { parkTimeoutMs: 300_000 });
     assert.deepEqual(config.replicas, { leaseMs: 10_000, drainTimeoutMs: 5_000 });
@@ -345,6 +350,12 @@ describe('config: located errors', () => {
     const errors = parseErrors(['upstreams:', '  a: { command: a }', 'replicas: { drainTimeoutMs: 20000 }', 'shutdownTimeoutMs: 10000'].join('\n'));
     const drain = errors.find((e) => e.path === 'replicas.drainTimeoutMs');
     assert.match(drain?.message ?? '', /must be < shutdownTimeoutMs \(10000\)/);
+  });
+
+  it('requires the headers to be due no later than the whole request', () => {
+    const errors = parseErrors(['listen: { requestTimeoutMs: 5000, headersTimeoutMs: 6000 }', 'upstreams:', '  a: { command: a }'].join('\n'));
+    const headers = errors.find((e) => e.path === 'listen.headersTimeoutMs');
+    assert.match(headers?.message ?? '', /must be <= listen\.requestTimeoutMs \(5000\)/);
   });
 
   it('checks numbers, enums and cross-field limits', () => {
