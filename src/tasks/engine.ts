@@ -266,7 +266,7 @@ export class TaskEngine {
   async cancel(taskId: unknown): Promise<Outcome> {
     const task = await this.find(taskId);
     if (isTerminal(task.status)) throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${task.status}`);
-    const changed = await this.store.transition(task.taskId, { to: 'cancelled', statusMessage: 'The task was cancelled by request.' });
+    const changed = await this.store.transition(task.taskId, { to: 'cancelled', statusMessage: 'The task was cancelled by request.' }).catch(unavailable);
     if (!changed.ok) {
       if (changed.reason === 'not_found') throw new GatewayError('invalid_params', NOT_FOUND);
       throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${changed.task.status}`);
@@ -285,9 +285,6 @@ export class TaskEngine {
    * is terminal from the start (the gateway tracks no status for it) and expires with the task's TTL.
    */
   async recordNative(taskId: string, exposedName: string, upstream: Upstream, ttlMs: number): Promise<void> {
-    const unavailable = (error: unknown): never => {
-      throw storeUnavailable(error);
-    };
     if ((await this.store.get(taskId).catch(unavailable)) !== undefined) {
       // Native ids are the upstream's own; the gateway cannot route two tasks with one id.
       throw new GatewayError('internal', `Upstream '${upstream.name}' returned task id '${taskId}', which another task already uses`);
@@ -768,9 +765,6 @@ export class TaskEngine {
 
   private async find(taskId: unknown, withOutcome = false, allowNative = false): Promise<TaskRecord> {
     if (typeof taskId !== 'string' || taskId === '') throw new GatewayError('invalid_params', 'params.taskId must be a non-empty string');
-    const unavailable = (error: unknown): never => {
-      throw storeUnavailable(error);
-    };
     const task = await this.store.get(taskId, { outcome: withOutcome }).catch(unavailable);
     if (task?.native === true && !allowNative) {
       throw new GatewayError('invalid_params', `Task ${taskId} is run by upstream '${task.upstream}' itself; use its 2026-07-28 tasks methods`);
@@ -800,11 +794,16 @@ export class TaskEngine {
         },
         (error: unknown) => {
           stop();
-          reject(error);
+          reject(storeUnavailable(error));
         },
       );
     });
   }
+}
+
+/** A store failure as the client meets it: "the task store is unavailable", never the Redis client's own words. */
+function unavailable(error: unknown): never {
+  throw storeUnavailable(error);
 }
 
 /** A task failed by the gateway itself: the message is its status message and its error. */
