@@ -97,6 +97,14 @@ export function validateMessage(value: unknown): JsonRpcMessage | string {
   return 'not a request, notification or response';
 }
 
+/**
+ * The id of an invalid message that was meant as a response (no method, a usable id): its request must fail
+ * rather than wait for an answer that was refused.
+ */
+export function responseIdOf(value: unknown): RequestId | undefined {
+  return isObject(value) && !('method' in value) && isId(value.id) ? value.id : undefined;
+}
+
 const OPEN_BRACE = 0x7b;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACE = 0x7d;

@@ -1,8 +1,8 @@
 import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
-import { encodeMessage, validateMessage, type JsonRpcMessage } from '../jsonrpc.js';
+import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
 import { readSse } from './sse-reader.js';
-import type { UpstreamTransport } from './transport.js';
+import { receiveDecoded, type UpstreamTransport } from './transport.js';
 
 /**
  * The 2024-11-05 HTTP+SSE transport: one GET stream carries every server message; the `endpoint` event names
@@ -11,6 +11,7 @@ import type { UpstreamTransport } from './transport.js';
 export class LegacySseTransport implements UpstreamTransport {
   onmessage?: UpstreamTransport['onmessage'];
   onclose?: UpstreamTransport['onclose'];
+  onrequestlost?: UpstreamTransport['onrequestlost'];
 
   private endpoint: string | undefined;
   private closed = false;
@@ -49,9 +50,7 @@ export class LegacySseTransport implements UpstreamTransport {
           this.logger.warn('upstream sent SSE data that is not JSON; ignored');
           return;
         }
-        const message = validateMessage(decoded);
-        if (typeof message === 'string') this.logger.warn({ problem: message }, 'upstream sent an invalid JSON-RPC message; ignored');
-        else this.onmessage?.(message);
+        receiveDecoded(decoded, this, this.logger);
       }).then((outcome) => {
         const reason = outcome.error ? `the SSE stream failed (${outcome.error.message})` : 'the upstream closed its SSE stream';
         if (this.endpoint === undefined) reject(new Error(`${reason} before naming its endpoint`));

@@ -2,8 +2,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { StdioUpstreamConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
-import { encodeMessage, validateMessage, type JsonRpcMessage } from '../jsonrpc.js';
-import type { UpstreamTransport } from './transport.js';
+import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
+import { receiveDecoded, type UpstreamTransport } from './transport.js';
 
 // Only these variables reach a child unless configured: the gateway's own environment holds secrets
 // (Redis URLs, tokens) that an upstream has no business seeing.
@@ -13,6 +13,7 @@ const INHERITED_ENV = ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER', 'LANG
 export class StdioTransport implements UpstreamTransport {
   onmessage?: UpstreamTransport['onmessage'];
   onclose?: UpstreamTransport['onclose'];
+  onrequestlost?: UpstreamTransport['onrequestlost'];
 
   private child: ChildProcessWithoutNullStreams | undefined;
   private exited = false;
@@ -79,8 +80,6 @@ export class StdioTransport implements UpstreamTransport {
       this.logger.warn({ stdout: line.slice(0, 200) }, 'upstream wrote a non-JSON line to stdout; ignored');
       return;
     }
-    const message = validateMessage(decoded);
-    if (typeof message === 'string') this.logger.warn({ problem: message }, 'upstream sent an invalid JSON-RPC message; ignored');
-    else this.onmessage?.(message);
+    receiveDecoded(decoded, this, this.logger);
   }
 }

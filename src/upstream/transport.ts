@@ -1,4 +1,5 @@
-import type { JsonRpcMessage, RequestId } from '../jsonrpc.js';
+import { responseIdOf, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
 
 /**
  * A message channel to one upstream MCP server. Kept deliberately smaller than the SDK's Transport: the gateway
@@ -19,4 +20,19 @@ export interface UpstreamTransport {
   onrequestlost?: (id: RequestId, reason: string) => void;
   /** The connection is gone for good (process exit, stream closed, session expired). */
   onclose?: (reason: string) => void;
+}
+
+/**
+ * Hands one decoded upstream message to the connection. An invalid one is logged and dropped; if it was meant
+ * as a response, its request fails at once instead of waiting for an answer that will not come.
+ */
+export function receiveDecoded(decoded: unknown, transport: Pick<UpstreamTransport, 'onmessage' | 'onrequestlost'>, logger: Logger): void {
+  const message = validateMessage(decoded);
+  if (typeof message !== 'string') {
+    transport.onmessage?.(message);
+    return;
+  }
+  logger.warn({ problem: message }, 'upstream sent an invalid JSON-RPC message; ignored');
+  const id = responseIdOf(decoded);
+  if (id !== undefined) transport.onrequestlost?.(id, `the upstream answered with an invalid response (${message})`);
 }

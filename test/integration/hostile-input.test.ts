@@ -359,3 +359,30 @@ describe('a parked 2026-07-28 call nobody resumes on a shared stdio upstream', (
     }
   });
 });
+
+/** A stdio MCP server written by hand that answers every tools/call with both `result` and `error`. */
+const QUIRKY_SERVER = `
+const send = (message) => process.stdout.write(JSON.stringify(message) + '\\n');
+require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  if (m.method === 'initialize') send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'quirky', version: '1' } } });
+  else if (m.method === 'tools/list') send({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'both', inputSchema: { type: 'object' } }] } });
+  else if (m.method === 'tools/call') send({ jsonrpc: '2.0', id: m.id, result: { content: [] }, error: { code: 1, message: 'and also an error' } });
+  else send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'Method not found' } });
+});`;
+
+describe('an upstream response carrying both result and error', () => {
+  test('fails its call at once, naming the upstream, instead of leaving it waiting', async () => {
+    const gateway = await spawnGateway({ config: { upstreams: { quirky: { command: process.execPath, args: ['-e', QUIRKY_SERVER] } } } });
+    try {
+      const session = await openSession(gateway.url);
+      const answer = await post(gateway.url, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'both', arguments: {} } }, { ...sessionHeaders(session), accept: 'application/json' });
+      assert.equal(answer.status, 200, show(answer));
+      assert.equal(errorOf(answer).code, -32603, show(answer));
+      assert.match(String(errorOf(answer).message), /Upstream 'quirky' lost the call: the upstream answered with an invalid response \(a response carries either result or error, not both\)/);
+    } finally {
+      await gateway.kill();
+    }
+  });
+});
