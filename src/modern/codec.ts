@@ -58,7 +58,8 @@ export function detailedTask(task: TaskRecord): JsonObject {
   const outcome = task.outcome;
   if (outcome !== undefined) {
     if ('error' in outcome) wire.error = outcome.error;
-    else wire.result = withoutRelatedTask(outcome.result);
+    // The inlined result is a CallToolResult of this revision, `resultType` included (requester libraries validate it).
+    else wire.result = modernResult('tools/call', withoutRelatedTask(outcome.result));
   }
   if (task.status === 'input_required' && task.inputRequests !== undefined) wire.inputRequests = task.inputRequests;
   return wire;

@@ -547,6 +547,7 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
     assert.equal(textOf(result), 'slow_compute (create) finished after 1.5s');
     assert.deepEqual(result.structuredContent, { seconds: 1.5, label: 'create' });
     assert.equal(RELATED in ((result._meta as Json | undefined) ?? {}), false, 'no related-task _meta on the inlined result');
+    assert.equal(result.resultType, 'complete', 'the inlined result is a 2026-07-28 CallToolResult');
     assert.equal('requestState' in done, false);
   });
 
@@ -567,6 +568,7 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
     const toolError = await untilTask(url, failing, ['completed', 'failed', 'cancelled']);
     assert.equal(toolError.status, 'completed');
     assert.equal((toolError.result as Json).isError, true);
+    assert.equal((toolError.result as Json).resultType, 'complete');
     assert.match(textOf(toolError.result), /failing_job/);
     assert.equal('error' in toolError, false);
 
