@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { GatewayConfig } from './config/types.js';
-import { Catalog } from './gateway/catalog.js';
+import { Catalog, ListCursors } from './gateway/catalog.js';
 import { ReplicaLink } from './gateway/replicas.js';
 import { Router } from './gateway/router.js';
 import { ParkedExchanges, RequestStateCodec } from './modern/exchange.js';
@@ -12,6 +12,7 @@ import { createFrontEnd } from './http/server.js';
 import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { createStore } from './store/store.js';
+import { CursorCodec } from './store/task-store.js';
 import { TaskEngine } from './tasks/engine.js';
 import { Upstream } from './upstream/upstream.js';
 import { VERSION } from './version.js';
@@ -36,7 +37,16 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const upstreams: Upstream[] = [];
   const catalog = new Catalog(upstreams);
   const tasks = new TaskEngine(store, config.tasks, logger, config.tasks.immediateResponse, config.replicas.leaseMs);
-  const router = new Router(catalog, tasks, logger);
+  // Signed with the store's shared secret, so any replica recognises what another handed out (and none can forge it).
+  let secret: Promise<Buffer> | undefined;
+  const signingSecret = (): Promise<Buffer> => (secret ??= store.signingSecret().catch((error: unknown) => {
+    secret = undefined;
+    throw error;
+  }));
+  const router = new Router(catalog, tasks, logger, {
+    pageSize: config.lists.pageSize,
+    cursors: new ListCursors(async () => new CursorCodec(await signingSecret())),
+  });
   for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, router, VERSION));
   await Promise.all(upstreams.map((u) => u.start()));
 
@@ -59,18 +69,13 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const listeners = new ListenHub(store, logger);
   router.listeners = listeners;
   const parked = new ParkedExchanges(config.mrtr.parkTimeoutMs);
-  let requestStates: Promise<RequestStateCodec> | undefined;
   const modern = new ModernRouter({
     catalog,
     router,
     tasks,
     listeners,
     parked,
-    // Signed with the store's shared secret, so any replica recognises a requestState (and none can forge one).
-    requestStates: () => (requestStates ??= store.signingSecret().then((secret) => new RequestStateCodec(secret)).catch((error: unknown) => {
-      requestStates = undefined;
-      throw error;
-    })),
+    requestStates: async () => new RequestStateCodec(await signingSecret()),
     logger,
     version: VERSION,
     replicas,

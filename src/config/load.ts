@@ -363,6 +363,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
     sessions: raw.sessions,
     sse: raw.sse,
     mrtr: raw.mrtr,
+    lists: raw.lists,
     replicas: raw.replicas,
     log: raw.log,
     shutdownTimeoutMs: raw.shutdownTimeoutMs,

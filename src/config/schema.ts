@@ -44,6 +44,7 @@ export const DEFAULTS = Object.freeze({
   logLevel: 'info',
   shutdownTimeoutMs: 10_000,
   parkTimeoutMs: 300_000,
+  listPageSize: 1_000,
   leaseMs: 10_000,
   drainTimeoutMs: 5_000,
   protocol: 'auto',
@@ -262,6 +263,7 @@ export const ReplicasSchema = z.strictObject({
   drainTimeoutMs: int(0).default(DEFAULTS.drainTimeoutMs),
 });
 export const MrtrSchema = z.strictObject({ parkTimeoutMs: int(1).default(DEFAULTS.parkTimeoutMs) });
+export const ListsSchema = z.strictObject({ pageSize: int(1).default(DEFAULTS.listPageSize) });
 export const LogSchema = z.strictObject({ level: z.enum(LOG_LEVELS).default(DEFAULTS.logLevel) });
 
 export const RawConfigSchema = z.strictObject({
@@ -277,6 +279,7 @@ export const RawConfigSchema = z.strictObject({
   sessions: SessionsSchema.prefault({}),
   sse: SseSchema.prefault({}),
   mrtr: MrtrSchema.prefault({}),
+  lists: ListsSchema.prefault({}),
   replicas: ReplicasSchema.prefault({}),
   log: LogSchema.prefault({}),
   shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs),
@@ -334,6 +337,8 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
           return keysOf(SseSchema);
         case 'mrtr':
           return keysOf(MrtrSchema);
+        case 'lists':
+          return keysOf(ListsSchema);
         case 'replicas':
           return keysOf(ReplicasSchema);
         case 'log':

@@ -175,6 +175,15 @@ export interface LogConfig {
   level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
+export interface ListsConfig {
+  /**
+   * Most items in one page of an aggregated list (tools, prompts, resources, templates): every upstream is asked
+   * at once and their items come in one page up to this size; past it, or where an upstream paginates itself,
+   * a signed cursor continues.
+   */
+  pageSize: number;
+}
+
 export interface GatewayConfig {
   /** Absolute path of the file this was loaded from (for messages). */
   source: string;
@@ -185,6 +194,7 @@ export interface GatewayConfig {
   sessions: SessionsConfig;
   sse: SseConfig;
   mrtr: MrtrConfig;
+  lists: ListsConfig;
   replicas: ReplicasConfig;
   log: LogConfig;
   /** Milliseconds allowed for graceful shutdown on SIGTERM before the process exits anyway; 0 = no deadline. */

@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
+import type { CursorCodec } from '../store/task-store.js';
 import type { Upstream } from '../upstream/upstream.js';
 
 export type NamedKind = 'tools' | 'prompts';
@@ -121,27 +122,40 @@ export class Catalog {
   }
 }
 
-/** Pagination over several upstreams: which upstream the next page comes from, and its own cursor. */
+/**
+ * Where the next page of an aggregated list starts: at upstream `upstream`, on its page `cursor` (its first page
+ * when absent), after `skip` of that page's items.
+ */
 export interface ListPosition {
   upstream: string;
   cursor?: unknown;
+  skip: number;
 }
 
-export function encodeCursor(position: ListPosition): string {
-  return Buffer.from(JSON.stringify(position)).toString('base64url');
-}
+/**
+ * Cursors of aggregated lists, signed with the store's shared secret: any replica continues a list, and a
+ * client can neither read nor forge where one points (nor use a tools/list cursor for prompts/list).
+ */
+export class ListCursors {
+  constructor(private readonly codec: () => Promise<CursorCodec>) {}
 
-export function decodeCursor(cursor: unknown): ListPosition {
-  if (typeof cursor !== 'string') throw new GatewayError('invalid_params', 'Invalid cursor: expected a string');
-  try {
-    const position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (typeof position === 'object' && position !== null && typeof (position as ListPosition).upstream === 'string') {
-      return position as ListPosition;
-    }
-  } catch {
-    // fall through
+  async encode(method: string, position: ListPosition): Promise<string> {
+    return (await this.codec()).encode(method, JSON.stringify(position));
   }
-  throw new GatewayError('invalid_params', 'Invalid cursor');
+
+  async decode(method: string, cursor: unknown): Promise<ListPosition> {
+    if (typeof cursor !== 'string') throw new GatewayError('invalid_params', 'Invalid cursor: expected a string');
+    const codec = await this.codec();
+    let position: unknown;
+    try {
+      position = JSON.parse(codec.decode(method, cursor));
+    } catch {
+      throw new GatewayError('invalid_params', 'Invalid cursor');
+    }
+    const { upstream, skip } = (position ?? {}) as Partial<ListPosition>;
+    if (typeof upstream !== 'string' || typeof skip !== 'number') throw new GatewayError('invalid_params', 'Invalid cursor');
+    return position as ListPosition;
+  }
 }
 
 function mergeFlags(current: JsonObject | undefined, next: JsonObject): JsonObject {

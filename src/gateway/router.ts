@@ -13,7 +13,7 @@ import { logLevelRank, LOG_LEVELS, supportsLegacyTasks, type LogLevel } from '..
 import type { TaskEngine } from '../tasks/engine.js';
 import type { CallContext } from '../upstream/connection.js';
 import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
-import { decodeCursor, encodeCursor, LIST_METHODS, type Catalog } from './catalog.js';
+import { LIST_METHODS, type Catalog, type ListCursors, type ListPosition } from './catalog.js';
 import type { ClientSession } from './session.js';
 import type { SessionRegistry } from './sessions.js';
 
@@ -34,6 +34,7 @@ export class Router implements UpstreamMessageSink {
     private readonly catalog: Catalog,
     private readonly tasks: TaskEngine,
     private readonly logger: Logger,
+    private readonly lists: { pageSize: number; cursors: ListCursors },
   ) {}
 
   /** Answers one client request. Resolves undefined when no response is owed (the client cancelled it). */
@@ -197,8 +198,10 @@ export class Router implements UpstreamMessageSink {
   }
 
   /**
-   * One page of an aggregated list: the upstreams in order, one upstream page per gateway page (O(page)), names
-   * exposed with their prefixes. `fetchPage` asks one upstream in the client's era.
+   * One page of an aggregated list. Every upstream that offers the list is asked at once, and their items come in
+   * one page in upstream order (most hosts read only the first page): the page ends early only past
+   * `lists.pageSize` items or where an upstream paginates itself, and a signed cursor says where the next begins.
+   * Names are exposed with their prefixes. `fetchPage` asks one upstream in the client's era.
    */
   async listPage(
     method: string,
@@ -207,45 +210,55 @@ export class Router implements UpstreamMessageSink {
     decorateTool: (tool: JsonObject) => JsonObject = (tool) => tool,
   ): Promise<JsonObject> {
     const { key, capability } = LIST_METHODS.get(method) ?? { key: 'tools', capability: 'tools' };
-    const upstreams = this.catalog.upstreams;
-    let index = 0;
-    let cursor: unknown;
-    if (params.cursor !== undefined) {
-      const position = decodeCursor(params.cursor);
-      index = upstreams.findIndex((u) => u.name === position.upstream);
-      if (index < 0) throw new GatewayError('invalid_params', 'Invalid cursor: it names no configured upstream');
-      cursor = position.cursor;
-    }
     // An upstream that is down is left out (it shows in /readyz; list_changed follows when it is back) rather
     // than making every list wait for its connect timeout.
     const offers = (u: Upstream): boolean => u.state === 'ready' && u.capabilities[capability] !== undefined;
-    for (; index < upstreams.length; index++, cursor = undefined) {
-      const upstream = upstreams[index] as Upstream;
-      if (!offers(upstream)) continue;
-      let page: JsonObject;
-      try {
-        page = await fetchPage(upstream, cursor === undefined ? {} : { cursor });
-      } catch (error) {
-        // One broken upstream must not hide the others' tools; it is visible in /readyz and the log.
-        this.logger.warn({ upstream: upstream.name, method, reason: (error as Error).message }, 'upstream left out of a list');
-        continue;
-      }
-      const items = Array.isArray(page[key]) ? (page[key] as JsonObject[]) : [];
-      if (key === 'resources') this.catalog.noteResources(upstream, items);
-      const exposed = key === 'tools' ? items.map((item) => decorateTool(this.catalog.expose(upstream, item)))
-        : key === 'prompts' ? items.map((item) => this.catalog.expose(upstream, item))
-        : items;
-      const next = page.nextCursor;
-      const hasMoreHere = typeof next === 'string' && next !== '';
-      if (exposed.length === 0 && !hasMoreHere) continue;
-      const result: JsonObject = { ...page, [key]: exposed };
-      delete result.nextCursor;
-      const following = upstreams.slice(index + 1).find(offers);
-      if (hasMoreHere) result.nextCursor = encodeCursor({ upstream: upstream.name, cursor: next });
-      else if (following !== undefined) result.nextCursor = encodeCursor({ upstream: following.name });
-      return result;
+    let upstreams = this.catalog.upstreams.filter(offers);
+    let start: ListPosition | undefined;
+    if (params.cursor !== undefined) {
+      start = await this.lists.cursors.decode(method, params.cursor);
+      const from = this.catalog.upstreams.findIndex((u) => u.name === start?.upstream);
+      if (from < 0) throw new GatewayError('invalid_params', 'Invalid cursor: it names no configured upstream');
+      upstreams = this.catalog.upstreams.slice(from).filter(offers);
+      if (upstreams[0]?.name !== start.upstream) start = undefined; // it went down since: its followers go on
     }
-    return { [key]: [] };
+    const pages = await Promise.all(
+      upstreams.map((upstream, i) =>
+        fetchPage(upstream, i === 0 && start?.cursor !== undefined ? { cursor: start.cursor } : {}).catch((error: unknown) => {
+          // One broken upstream must not hide the others' items; it is visible in /readyz and the log.
+          this.logger.warn({ upstream: upstream.name, method, reason: (error as Error).message }, 'upstream left out of a list');
+          return undefined;
+        }),
+      ),
+    );
+    const items: JsonObject[] = [];
+    const result: JsonObject = {};
+    for (const [i, page] of pages.entries()) {
+      const upstream = upstreams[i] as Upstream;
+      if (page === undefined) continue;
+      const listed = Array.isArray(page[key]) ? (page[key] as JsonObject[]) : [];
+      if (key === 'resources') this.catalog.noteResources(upstream, listed);
+      const skip = i === 0 ? (start?.skip ?? 0) : 0;
+      const exposed = (key === 'tools' ? listed.map((item) => decorateTool(this.catalog.expose(upstream, item)))
+        : key === 'prompts' ? listed.map((item) => this.catalog.expose(upstream, item))
+        : listed).slice(skip);
+      const room = this.lists.pageSize - items.length;
+      const here: ListPosition = { upstream: upstream.name, skip: 0 };
+      if (i === 0 && start?.cursor !== undefined) here.cursor = start.cursor;
+      if (exposed.length > room) {
+        items.push(...exposed.slice(0, room));
+        result.nextCursor = await this.lists.cursors.encode(method, { ...here, skip: skip + room });
+        break;
+      }
+      items.push(...exposed);
+      const next = page.nextCursor;
+      if (typeof next === 'string' && next !== '') {
+        // The upstream paginates itself: the page ends with its page, and goes on with its next one.
+        result.nextCursor = await this.lists.cursors.encode(method, { upstream: upstream.name, cursor: next, skip: 0 });
+        break;
+      }
+    }
+    return { [key]: items, ...result };
   }
 
   private async subscription(session: ClientSession, request: JsonRpcRequest, params: JsonObject): Promise<Outcome | undefined> {

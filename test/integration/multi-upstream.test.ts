@@ -16,12 +16,14 @@ function whoami(result: unknown): { transport: string; pid: number; instanceId: 
 
 describe('three upstreams (stdio + streamable-http + sse) with prefixes', () => {
   let gateway: TestGateway;
+  let upstreams: Record<string, unknown>;
   const stops: (() => Promise<void>)[] = [];
 
   before(async () => {
     const [a, b, c] = await Promise.all([fixtureUpstream('stdio'), fixtureUpstream('streamable-http'), fixtureUpstream('sse')]);
     stops.push(a.stop, b.stop, c.stop);
-    gateway = await startTestGateway({ upstreams: { local: a.config, remote: b.config, old: { ...c.config, prefix: 'legacy.' } } });
+    upstreams = { local: a.config, remote: b.config, old: { ...c.config, prefix: 'legacy.' } };
+    gateway = await startTestGateway({ upstreams });
   });
   after(async () => {
     await gateway?.close();
@@ -55,6 +57,70 @@ describe('three upstreams (stdio + streamable-http + sse) with prefixes', () => 
     const prompt = await client.getPrompt({ name: 'legacy.test_simple_prompt' });
     assert.ok(prompt.messages.length > 0);
     await client.close();
+  });
+
+  test('a plain list (first page only, as most hosts read) shows every upstream, in upstream order', async () => {
+    const { client } = await connectClient(gateway.url);
+    try {
+      const tools = await client.listTools();
+      assert.equal(tools.nextCursor, undefined);
+      const names = tools.tools.map((t) => t.name);
+      for (const name of ['local__whoami', 'remote__whoami', 'legacy.whoami']) assert.ok(names.includes(name), name);
+      const firstOf = (prefix: string): number => names.findIndex((n) => n.startsWith(prefix));
+      assert.ok(firstOf('local__') < firstOf('remote__') && firstOf('remote__') < firstOf('legacy.'), 'upstream order');
+      const prompts = await client.listPrompts();
+      assert.equal(prompts.nextCursor, undefined);
+      for (const name of ['local__test_simple_prompt', 'remote__test_simple_prompt', 'legacy.test_simple_prompt']) {
+        assert.ok(prompts.prompts.some((p) => p.name === name), name);
+      }
+      const resources = await client.listResources();
+      assert.equal(resources.nextCursor, undefined);
+      const templates = await client.listResourceTemplates();
+      assert.equal(templates.nextCursor, undefined);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('past lists.pageSize, signed cursors go on where each page stopped: the same items in the same order', async () => {
+    const small = await startTestGateway({ upstreams, lists: { pageSize: 7 } });
+    const whole = await connectClient(gateway.url);
+    const paged = await connectClient(small.url);
+    try {
+      const expected = (await whole.client.listTools()).tools.map((t) => t.name);
+      const names: string[] = [];
+      const cursors: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await paged.client.listTools(cursor === undefined ? {} : { cursor });
+        assert.ok(page.tools.length <= 7);
+        names.push(...page.tools.map((t) => t.name));
+        cursor = page.nextCursor;
+        if (cursor !== undefined) cursors.push(cursor);
+      } while (cursor !== undefined && cursors.length < 50);
+      assert.deepEqual(names, expected);
+      assert.ok(cursors.length >= 3, `${cursors.length} cursors`);
+
+      const url = small.url;
+      const headers = { 'mcp-session-id': String(paged.transport.sessionId), 'mcp-protocol-version': '2025-11-25', 'content-type': 'application/json', accept: 'application/json' };
+      const ask = async (method: string, params: Record<string, unknown>): Promise<{ error?: { code: number; message: string } }> => {
+        const answer = await request(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+        return (await answer.body.json()) as { error?: { code: number; message: string } };
+      };
+      const first = cursors[0] as string;
+      const [payload, signature] = first.split('.') as [string, string];
+      const forged = Buffer.from(JSON.stringify({ upstream: 'remote', skip: 0 })).toString('base64url');
+      for (const bad of [`${forged}.${signature}`, `${payload}.${signature.slice(1)}x`, 'not-a-cursor', Buffer.from('{"upstream":"remote"}').toString('base64url')]) {
+        const refused = await ask('tools/list', { cursor: bad });
+        assert.equal(refused.error?.code, -32602, `${bad}: ${JSON.stringify(refused)}`);
+      }
+      const crossed = await ask('prompts/list', { cursor: first });
+      assert.equal(crossed.error?.code, -32602, 'a tools/list cursor does not continue prompts/list');
+    } finally {
+      await whole.client.close();
+      await paged.client.close();
+      await small.close();
+    }
   });
 
   test('each client session gets its own upstream session on HTTP transports', async () => {
