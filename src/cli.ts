@@ -2,7 +2,7 @@
 // The `taskgate` command. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.js';
-import { renderEffectiveConfig } from './config/render.js';
+import { renderEffectiveConfig, toYaml } from './config/render.js';
 import { didYouMean } from './config/suggest.js';
 import type { GatewayConfig } from './config/types.js';
 import type { Logger } from './log.js';
@@ -68,14 +68,10 @@ async function checkConfig(path: string, explicit: boolean, withTools: boolean):
   if (config === undefined) return EXIT_USAGE;
   process.stdout.write(renderEffectiveConfig(config));
   if (withTools) {
-    const [{ reportToolPolicies }, { createLogger }, { stringify }] = await Promise.all([
-      import('./tasks/policy-report.js'),
-      import('./log.js'),
-      import('yaml'),
-    ]);
+    const [{ reportToolPolicies }, { createLogger }] = await Promise.all([import('./tasks/policy-report.js'), import('./log.js')]);
     const report = await reportToolPolicies(config, createLogger({ level: 'silent' }, { pretty: false }));
     const tools = Object.fromEntries(report.tools.map((t) => [t.name, { upstream: t.upstream, ...t.policy }]));
-    process.stdout.write(`---\n# Effective task policy per tool, from the upstreams' tool lists\n${stringify({ tools })}`);
+    process.stdout.write(`---\n# Effective task policy per tool, from the upstreams' tool lists\n${toYaml({ tools })}`);
     for (const u of report.unreachable) process.stderr.write(`taskgate: upstream '${u.upstream}' could not be reached: ${u.error}\n`);
     if (report.collisions.length > 0) {
       process.stderr.write(`taskgate: ${path}: upstream names collide:\n  ${report.collisions.join('\n  ')}\n`);

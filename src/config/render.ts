@@ -52,15 +52,22 @@ export function renderEffectiveConfig(config: GatewayConfig): string {
       rules: config.tasks.rules.map((rule) => ({ match: rule.match, ...mergePolicy(config.tasks.defaults, rule) })),
     },
   };
-  const options = { lineWidth: 0 } as const;
   return [
     `# taskgate effective configuration (defaults applied, secrets ${REDACTED})`,
     `# source: ${config.source}`,
-    stringify(effective, options).trimEnd(),
+    toYaml(effective).trimEnd(),
     '---',
     '# Effective task policy: a tool gets the first rule whose `match` glob matches its exposed name',
     '# (prefix included), with the rule\'s fields laid over the defaults; tools matching no rule get the defaults.',
-    stringify(policy, options).trimEnd(),
+    toYaml(policy).trimEnd(),
     '',
   ].join('\n');
+}
+
+/**
+ * YAML for a person to read: values written out where they repeat (the yaml library would print a shared
+ * object once and `*a1` after, which says nothing to an operator) and no folded lines.
+ */
+export function toYaml(value: unknown): string {
+  return stringify(value, { lineWidth: 0, aliasDuplicateObjects: false });
 }

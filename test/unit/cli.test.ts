@@ -83,6 +83,8 @@ describe('cli: check-config', () => {
     assert.equal(tools.echo?.mode, 'optional');
     assert.equal(tools['trigger-long-running-operation']?.maxRunMs, 600_000);
     assert.equal(tools['trigger-long-running-operation']?.taskAfterMs, 0);
+    // Values repeat in full: YAML anchors and aliases (`&a1`, `*a1`) mean nothing to an operator reading this.
+    assert.doesNotMatch(r.stdout, /[&*]a\d+\b/);
   });
 
   it('prints the effective config as YAML with secrets redacted, exit 0', async () => {
