@@ -360,6 +360,10 @@ export class Router implements UpstreamMessageSink {
       if (message.params !== undefined) request.params = message.params;
       return origin.call.ask(request, signal);
     }
+    if (session === undefined && message.method === 'roots/list' && !origin.ambiguous && origin.sessionId === undefined) {
+      // Asked outside any client's call (servers ask right after connecting): the gateway itself has no roots.
+      return { result: { roots: [] } };
+    }
     if (session === undefined) {
       // stdio says nothing about which call a request belongs to: with one call running it is that call's.
       const why = origin.ambiguous

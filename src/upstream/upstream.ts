@@ -245,6 +245,17 @@ export class Upstream {
     await this.agent?.close().catch(() => undefined);
   }
 
+  /** The upstream said a list changed: read the catalog again and tell the clients. */
+  private refreshAfterListChanged(): void {
+    this.refreshCatalog()
+      .then(() => this.sink.catalogChanged(this, false))
+      .catch((error: Error) => {
+        // A refresh cut short because the gateway is closing the upstream (a failed start, shutdown) is no news.
+        if (this.state === 'closed') this.logger.debug({ err: error }, 'catalog refresh stopped: the upstream is closing');
+        else this.logger.warn({ upstream: this.name, reason: error.message }, 'catalog refresh failed');
+      });
+  }
+
   /** Lists everything the upstream offers, following pagination, over the control connection. */
   async refreshCatalog(): Promise<void> {
     const connection = this.control;
@@ -301,9 +312,7 @@ export class Upstream {
     const origin: MessageOrigin = { kind: 'control', sessionId: undefined, call: undefined, ambiguous: false };
     void client.listen({ toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true }, (message) => {
       if (message.method.endsWith('/list_changed')) {
-        this.refreshCatalog()
-          .then(() => this.sink.catalogChanged(this, false))
-          .catch((error: Error) => this.logger.warn({ err: error }, 'catalog refresh failed'));
+        this.refreshAfterListChanged();
       }
       this.sink.notification(this, message, origin);
     }, abort.signal);
@@ -449,9 +458,7 @@ export class Upstream {
     return {
       notification: (message, call) => {
         if (kind === 'control' && message.method.endsWith('/list_changed')) {
-          this.refreshCatalog()
-            .then(() => this.sink.catalogChanged(this, false))
-            .catch((error: Error) => this.logger.warn({ err: error }, 'catalog refresh failed'));
+          this.refreshAfterListChanged();
         }
         this.sink.notification(this, message, origin(call));
       },
