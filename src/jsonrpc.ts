@@ -133,6 +133,59 @@ export function jsonNestingExceeds(text: string, maxDepth: number): boolean {
   return false;
 }
 
+const BOM = '\uFEFF';
+
+/**
+ * The JSON values of a body a peer sent as `application/json`: normally one (a message or a batch). Real servers
+ * also send several values one after another (a notification, then the response), or a byte-order mark first;
+ * both mean one thing only, so they are accepted and `quirk` says what was forgiven. Anything else is an error.
+ */
+export function decodeJsonBody(text: string): { values: unknown[]; quirk?: string } | { error: string } {
+  const bom = text.startsWith(BOM);
+  const body = bom ? text.slice(1) : text;
+  try {
+    const value: unknown = JSON.parse(body);
+    return bom ? { values: [value], quirk: 'a byte-order mark before the JSON' } : { values: [value] };
+  } catch (error) {
+    const values = splitJsonValues(body);
+    if (values === undefined || values.length < 2) return { error: (error as Error).message };
+    return { values, quirk: `${values.length} JSON values in one body` };
+  }
+}
+
+/** Top-level objects and arrays written one after another (whitespace between), parsed; undefined if not that. */
+function splitJsonValues(text: string): unknown[] | undefined {
+  const values: unknown[] = [];
+  let depth = 0;
+  let inString = false;
+  let start = -1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+      continue;
+    }
+    if (depth === 0) {
+      if (c === OPEN_BRACE || c === OPEN_BRACKET) start = i;
+      else if (!/\s/.test(text[i] as string)) return undefined;
+    }
+    if (c === QUOTE) inString = true;
+    else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
+    else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      if (--depth < 0) return undefined;
+      if (depth === 0) {
+        try {
+          values.push(JSON.parse(text.slice(start, i + 1)));
+        } catch {
+          return undefined;
+        }
+      }
+    }
+  }
+  return depth === 0 && !inString ? values : undefined;
+}
+
 /** A message the gateway built that JSON cannot encode: a fault of the gateway, not of where it was going. */
 export class MessageEncodingError extends Error {
   constructor(cause: unknown) {

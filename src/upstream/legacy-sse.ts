@@ -3,6 +3,7 @@ import type { Logger } from '../log.js';
 import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
 import { readSse } from './sse-reader.js';
 import { receiveDecoded, type UpstreamTransport } from './transport.js';
+import { warnViolation } from './violations.js';
 
 /**
  * The 2024-11-05 HTTP+SSE transport: one GET stream carries every server message; the `endpoint` event names
@@ -47,7 +48,7 @@ export class LegacySseTransport implements UpstreamTransport {
         try {
           decoded = JSON.parse(event.data);
         } catch {
-          this.logger.warn('upstream sent SSE data that is not JSON; ignored');
+          warnViolation(this.logger, 'SSE data that is not JSON', { data: event.data.slice(0, 200) });
           return;
         }
         receiveDecoded(decoded, this, this.logger);

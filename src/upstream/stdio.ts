@@ -4,6 +4,7 @@ import type { StdioUpstreamConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
 import { receiveDecoded, type UpstreamTransport } from './transport.js';
+import { warnViolation } from './violations.js';
 
 // Only these variables reach a child unless configured: the gateway's own environment holds secrets
 // (Redis URLs, tokens) that an upstream has no business seeing.
@@ -77,7 +78,7 @@ export class StdioTransport implements UpstreamTransport {
     try {
       decoded = JSON.parse(line);
     } catch {
-      this.logger.warn({ stdout: line.slice(0, 200) }, 'upstream wrote a non-JSON line to stdout; ignored');
+      warnViolation(this.logger, 'a line on stdout that is not JSON', { stdout: line.slice(0, 200) });
       return;
     }
     receiveDecoded(decoded, this, this.logger);

@@ -1,9 +1,10 @@
 import type { Readable } from 'node:stream';
 import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
-import { encodeMessage, isRequest, isResponse, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
+import { decodeJsonBody, encodeMessage, isRequest, isResponse, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import { readSse } from './sse-reader.js';
 import type { UpstreamTransport } from './transport.js';
+import { warnViolation } from './violations.js';
 
 const MAX_RESUME_ATTEMPTS = 5;
 const DEFAULT_RETRY_MS = 1000;
@@ -77,9 +78,13 @@ export class StreamableHttpTransport implements UpstreamTransport {
         void this.consumePostStream(response.body, requestId, abort);
         return;
       }
-      if (contentType.includes('application/json')) {
-        const answered = this.dispatchPayload(await response.body.text(), requestId);
-        if (requestId !== undefined && !answered) this.onrequestlost?.(requestId, 'the upstream answered without a response');
+      const json = contentType.includes('application/json');
+      if (json || contentType === '') {
+        // A missing Content-Type is forgiven when the body is JSON: there is nothing else it could mean.
+        const text = await response.body.text();
+        if (!json) warnViolation(this.logger, 'a response without Content-Type');
+        const answered = json || /^\uFEFF?\s*[[{]/.test(text) ? this.dispatchPayload(text, requestId) : false;
+        if (requestId !== undefined && !answered) this.onrequestlost?.(requestId, json ? 'the upstream answered without a response' : 'the upstream answered without Content-Type and without JSON');
       } else {
         await response.body.dump();
         if (requestId !== undefined) this.onrequestlost?.(requestId, `unexpected content type '${contentType}'`);
@@ -131,18 +136,17 @@ export class StreamableHttpTransport implements UpstreamTransport {
   /** Dispatches a JSON body or SSE data field; returns whether it carried the response to `requestId`. */
   private dispatchPayload(text: string, requestId: RequestId | undefined): boolean {
     if (text.trim() === '') return false;
-    let decoded: unknown;
-    try {
-      decoded = JSON.parse(text);
-    } catch {
-      this.logger.warn({ data: text.slice(0, 200) }, 'upstream sent data that is not JSON; ignored');
+    const decoded = decodeJsonBody(text);
+    if ('error' in decoded) {
+      warnViolation(this.logger, 'data that is not JSON', { reason: decoded.error, data: text.slice(0, 200) });
       return false;
     }
+    if (decoded.quirk !== undefined) warnViolation(this.logger, decoded.quirk);
     let answered = false;
-    for (const item of Array.isArray(decoded) ? decoded : [decoded]) {
+    for (const item of decoded.values.flatMap((value) => (Array.isArray(value) ? value : [value]))) {
       const message = validateMessage(item);
       if (typeof message === 'string') {
-        this.logger.warn({ problem: message }, 'upstream sent an invalid JSON-RPC message; ignored');
+        warnViolation(this.logger, 'an invalid JSON-RPC message', { problem: message });
         continue;
       }
       if (requestId !== undefined && isResponse(message) && message.id === requestId) answered = true;

@@ -1,5 +1,6 @@
 import { responseIdOf, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
+import { warnViolation } from './violations.js';
 
 /**
  * A message channel to one upstream MCP server. Kept deliberately smaller than the SDK's Transport: the gateway
@@ -32,7 +33,7 @@ export function receiveDecoded(decoded: unknown, transport: Pick<UpstreamTranspo
     transport.onmessage?.(message);
     return;
   }
-  logger.warn({ problem: message }, 'upstream sent an invalid JSON-RPC message; ignored');
+  warnViolation(logger, 'an invalid JSON-RPC message', { problem: message });
   const id = responseIdOf(decoded);
   if (id !== undefined) transport.onrequestlost?.(id, `the upstream answered with an invalid response (${message})`);
 }

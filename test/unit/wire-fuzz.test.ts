@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import type { ListenConfig } from '../../src/config/types.js';
 import { GatewayError, type ErrorCode } from '../../src/errors.js';
 import { checkRequestOrigin, isLoopbackHostname, parseHostHeader } from '../../src/http/guards.js';
-import { asObject, encodeMessage, jsonNestingExceeds, MessageEncodingError, validateMessage, type JsonRpcRequest } from '../../src/jsonrpc.js';
+import { asObject, decodeJsonBody, encodeMessage, jsonNestingExceeds, MessageEncodingError, validateMessage, type JsonRpcRequest } from '../../src/jsonrpc.js';
 import { checkRoutingHeaders, decodeHeaderValue, isModernMessage, readEnvelope } from '../../src/modern/envelope.js';
 import {
   LEGACY_VERSIONS,
@@ -242,6 +242,39 @@ describe('wire fuzz: jsonNestingExceeds', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('wire fuzz: decodeJsonBody (what upstreams send as application/json)', () => {
+  const objectOrArray = fc.oneof(
+    fc.dictionary(fc.string({ unit: jsonTrickyChar, maxLength: 6 }), fc.jsonValue({ maxDepth: 3, stringUnit: jsonTrickyChar }), { maxKeys: 4 }),
+    fc.array(fc.jsonValue({ maxDepth: 3, stringUnit: jsonTrickyChar }), { maxLength: 4 }),
+  );
+  const gap = fc.constantFrom('', ' ', '\n', '\r\n', '\t ');
+
+  it('one value (with or without a BOM) is that value; several objects or arrays in a row are those values, in order', () => {
+    fc.assert(
+      fc.property(fc.array(objectOrArray, { minLength: 1, maxLength: 4 }), gap, fc.boolean(), (values, between, bom) => {
+        const text = `${bom ? '\uFEFF' : ''}${values.map((v) => JSON.stringify(v)).join(between)}`;
+        const decoded = decodeJsonBody(text);
+        assert.ok(!('error' in decoded), text);
+        assert.deepEqual(decoded.values, values.map((v) => JSON.parse(JSON.stringify(v)) as unknown));
+        assert.equal(decoded.quirk !== undefined, bom || values.length > 1);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('never throws; text that is no JSON value or values is an error', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: jsonTrickyChar, maxLength: 40 }), (text) => {
+        const decoded = decodeJsonBody(text);
+        if ('error' in decoded) return;
+        for (const value of decoded.values) assert.notEqual(value, undefined);
+      }),
+      { numRuns: 500 },
+    );
+    for (const bad of ['{"a":1} x', '{"a":1}}', 'not json', '{"a":1}{"b":', '1 2']) assert.ok('error' in decodeJsonBody(bad), bad);
   });
 });
 
