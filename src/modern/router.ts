@@ -1,7 +1,6 @@
 // Method → handler for 2026-07-28 requests. Each request stands alone: its envelope says who the client is and
 // what it can do. Calls to legacy upstreams are bridged: their questions to the client become MRTR rounds or,
 // for tools the gateway runs as tasks, task input requests; results get the revision's `resultType` and hints.
-import { createHash } from 'node:crypto';
 import { GatewayError, toJsonRpcError } from '../errors.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -50,7 +49,7 @@ export interface ModernRouterDeps {
 }
 
 export class ModernRouter {
-  private readonly identities = new Map<string, SessionIdentity>();
+  private modernIdentity: SessionIdentity | undefined;
 
   constructor(private readonly deps: ModernRouterDeps) {
     deps.replicas.on('mrtr.resume', (body, peer) => this.resumeForPeer(body, peer));
@@ -224,7 +223,7 @@ export class ModernRouter {
       exchange = parked;
       exchange.answer(asObject(inputResponses) ?? {});
     } else {
-      const identity = this.identity(client);
+      const identity = this.identity();
       exchange = new ModernExchange(identity.sessionId, client.capabilities);
       exchange.replay = { params: upstreamParams, identity };
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
@@ -350,7 +349,7 @@ export class ModernRouter {
       if (upstream === undefined) throw new GatewayError('invalid_params', `Resource not found: ${ref.uri}`, { uri: ref.uri });
     } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
     if (upstream.speaksModern) return this.passThrough(client, request, forwarded, upstream, responder, '', false);
-    const identity = this.identity(client);
+    const identity = this.identity();
     const exchange = new ModernExchange(identity.sessionId, client.capabilities);
     const connection = await upstream.connectionFor(identity);
     exchange.start(connection.request(request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
@@ -382,7 +381,7 @@ export class ModernRouter {
       if ('error' in outcome) throw new Error(outcome.error.message);
       return outcome.result;
     }
-    const connection = await upstream.connectionFor(this.identity(client));
+    const connection = await upstream.connectionFor(this.identity());
     const outcome = await connection.request(method, page, undefined, upstream.config.requestTimeoutMs).outcome;
     if ('error' in outcome) throw new Error(outcome.error.message);
     return outcome.result;
@@ -396,25 +395,17 @@ export class ModernRouter {
   }
 
   /**
-   * Who modern clients are to a legacy upstream: one upstream session per set of client capabilities, so the
-   * upstream only asks for input the clients can give (the upstream decides what to ask from its session's
-   * capabilities).
+   * Who modern clients are to a legacy upstream: one upstream session for them all. It declares what the gateway
+   * can relay, as every upstream connection does; what one client cannot answer, its own exchange refuses.
    */
-  private identity(client: ModernClient): SessionIdentity {
-    const capabilities: JsonObject = {};
-    for (const key of ['elicitation', 'sampling', 'roots'] as const) if (client.capabilities[key] !== undefined) capabilities[key] = client.capabilities[key];
-    const key = createHash('sha256').update(JSON.stringify(capabilities)).digest('base64url').slice(0, 12);
-    let identity = this.identities.get(key);
-    if (identity === undefined) {
-      identity = {
-        sessionId: `modern:${key}`,
-        protocolVersion: LATEST_LEGACY_VERSION,
-        capabilities,
-        clientInfo: { name: 'taskgate (for 2026-07-28 clients)', version: this.deps.version },
-      };
-      this.identities.set(key, identity);
-    }
-    return identity;
+  private identity(): SessionIdentity {
+    this.modernIdentity ??= {
+      sessionId: 'modern:clients',
+      protocolVersion: LATEST_LEGACY_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'taskgate (for 2026-07-28 clients)', version: this.deps.version },
+    };
+    return this.modernIdentity;
   }
 }
 

@@ -48,8 +48,13 @@ export interface UpstreamCatalog {
   resourceTemplates: JsonObject[];
 }
 
-/** Capabilities the gateway declares on connections it may relay client requests over. */
-const RELAY_CAPABILITIES: JsonObject = { roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } };
+/**
+ * The client capabilities every upstream connection declares, whatever the transport and whoever the client:
+ * what the gateway can relay. Servers shape their tool lists by these, so one rule keeps a client's lists the
+ * same over stdio, SSE and Streamable HTTP; a request the actual client cannot answer is refused by the gateway
+ * (legacy sessions: an error to the upstream; 2026-07-28: -32021 naming the capability).
+ */
+export const RELAY_CAPABILITIES: JsonObject = Object.freeze({ roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } });
 const STABLE_AFTER_MS = 10_000;
 
 /**
@@ -192,7 +197,7 @@ export class Upstream {
     const client = this.modern as ModernUpstreamClient;
     const envelope: JsonObject = {
       [META_PROTOCOL_VERSION]: MODERN_VERSION,
-      [META_CLIENT_CAPABILITIES]: session.capabilities,
+      [META_CLIENT_CAPABILITIES]: RELAY_CAPABILITIES,
       [META_CLIENT_INFO]: session.clientInfo ?? { name: 'taskgate', version: this.gatewayVersion },
     };
     const logLevel = (session as { logLevel?: unknown }).logLevel;
@@ -373,7 +378,7 @@ export class Upstream {
     try {
       const params: JsonObject = {
         protocolVersion: LATEST_LEGACY_VERSION,
-        capabilities: this.isShared ? RELAY_CAPABILITIES : {},
+        capabilities: RELAY_CAPABILITIES,
         clientInfo: { name: 'taskgate', version: this.gatewayVersion },
       };
       const result = await withTimeout(connection.open(params), this.config.requestTimeoutMs, 'initialize timed out');
@@ -422,7 +427,7 @@ export class Upstream {
         );
       },
     }, this.logger.child({ session: session.sessionId }));
-    const params: JsonObject = { protocolVersion: session.protocolVersion, capabilities: session.capabilities };
+    const params: JsonObject = { protocolVersion: session.protocolVersion, capabilities: RELAY_CAPABILITIES };
     params.clientInfo = session.clientInfo ?? { name: 'taskgate', version: this.gatewayVersion };
     try {
       await withTimeout(connection.open(params), this.config.requestTimeoutMs, 'initialize timed out');

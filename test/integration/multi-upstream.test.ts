@@ -1,5 +1,7 @@
 // Several upstreams behind one endpoint, and what happens when one of them is missing or dies.
 import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
@@ -7,7 +9,7 @@ import { parseConfig } from '../../src/config/load.js';
 import { startGateway, StartupConfigError } from '../../src/gateway.js';
 import { createLogger } from '../../src/log.js';
 import { stringify } from 'yaml';
-import { freePort } from '../fixtures/spawn.js';
+import { freePort, startChild } from '../fixtures/spawn.js';
 import { connectClient, fixtureUpstream, startTestGateway, textOf, type TestGateway } from './harness.js';
 
 function whoami(result: unknown): { transport: string; pid: number; instanceId: string } {
@@ -284,6 +286,45 @@ describe('readiness reflects the store', () => {
       await up.close();
       await down.close();
       await fixture.stop();
+    }
+  });
+});
+
+describe('one rule for the client capabilities upstreams see', () => {
+  test('server-everything lists the same tools over stdio and Streamable HTTP to a client that declares nothing', async () => {
+    const require = createRequire(import.meta.url);
+    const entry = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
+    const port = await freePort();
+    const http = startChild(process.execPath, [entry, 'streamableHttp'], { env: { ...process.env, PORT: String(port) } });
+    let gateway: TestGateway | undefined;
+    try {
+      const deadline = Date.now() + 20_000;
+      while (!/listening|running/i.test(http.stderr() + http.stdout()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      gateway = await startTestGateway({
+        upstreams: {
+          piped: { transport: 'stdio', command: process.execPath, args: [entry, 'stdio'] },
+          served: { transport: 'streamable-http', url: `http://127.0.0.1:${port}/mcp` },
+        },
+      });
+      const client = new Client({ name: 'declares-nothing', version: '1.0.0' }, { capabilities: {} });
+      await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+      try {
+        const names = (await client.listTools()).tools.map((t) => t.name);
+        const of = (prefix: string): string[] => names.filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length)).sort();
+        assert.ok(of('piped__').length > 0);
+        assert.deepEqual(of('served__'), of('piped__'));
+        // The tool that asks the client is listed for both, and refused for both, since this client cannot answer.
+        assert.ok(of('piped__').includes('trigger-elicitation-request'));
+        for (const name of ['piped__trigger-elicitation-request', 'served__trigger-elicitation-request']) {
+          const outcome = await client.callTool({ name, arguments: {} }).then((r) => JSON.stringify(r), (e: Error) => e.message);
+          assert.match(outcome, /does not support elicitation|elicitation/i, `${name}: ${outcome}`);
+        }
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await gateway?.close();
+      await http.kill();
     }
   });
 });
