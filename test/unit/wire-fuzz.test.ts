@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { parseConfig } from '../../src/config/load.js';
 import type { ListenConfig } from '../../src/config/types.js';
 import { GatewayError, type ErrorCode } from '../../src/errors.js';
 import { checkRequestOrigin, isLoopbackHostname, parseHostHeader } from '../../src/http/guards.js';
@@ -170,19 +171,8 @@ const hostLike = fc.oneof(
     .map((parts) => parts.join('')),
 );
 
-const LISTEN: ListenConfig = {
-  host: '127.0.0.1',
-  port: 8080,
-  path: '/mcp',
-  maxBodyBytes: 4 * 1024 * 1024,
-  maxBatchSize: 20,
-  maxJsonDepth: 64,
-  requestTimeoutMs: 30_000,
-  headersTimeoutMs: 10_000,
-  maxConnections: 1_024,
-  allowedOrigins: [],
-  allowedHosts: [],
-};
+/** The listen section as the loader makes it by default: bound to 127.0.0.1, nothing allowed beyond loopback. */
+const LISTEN: ListenConfig = parseConfig('upstreams: { a: { command: a } }', 'fuzz.yaml', {}).listen;
 const hostAccepted = (host: string): boolean => attempt(() => checkRequestOrigin(LISTEN, host, undefined), ['host_forbidden']).ok;
 const originAccepted = (origin: string): boolean => attempt(() => checkRequestOrigin(LISTEN, '127.0.0.1:8080', origin), ['origin_forbidden']).ok;
 
