@@ -113,11 +113,11 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
 /**
- * Whether JSON text nests arrays and objects deeper than `maxDepth`, found by one scan of the text before it is
- * parsed: a deep value parses fine but overflows the stack of every recursive walk after it (JSON.stringify
- * included), so it must be refused at the door. Strings are skipped; the text need not be valid JSON.
+ * Walks the brackets of JSON text that lie outside strings: `visit(index, depth, opening)` gets the depth after
+ * each one (an opening bracket deepens, a closing one returns) and may stop the walk by returning false. The text
+ * need not be valid JSON; `inString` says whether it ended inside a string.
  */
-export function jsonNestingExceeds(text: string, maxDepth: number): boolean {
+function walkBrackets(text: string, visit: (index: number, depth: number, opening: boolean) => boolean): { inString: boolean } {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -127,10 +127,23 @@ export function jsonNestingExceeds(text: string, maxDepth: number): boolean {
       else if (c === QUOTE) inString = false;
     } else if (c === QUOTE) inString = true;
     else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      if (++depth > maxDepth) return true;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+      if (!visit(i, ++depth, true)) break;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      if (!visit(i, --depth, false)) break;
+    }
   }
-  return false;
+  return { inString };
+}
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `maxDepth`, found by one scan of the text before it is
+ * parsed: a deep value parses fine but overflows the stack of every recursive walk after it (JSON.stringify
+ * included), so it must be refused at the door.
+ */
+export function jsonNestingExceeds(text: string, maxDepth: number): boolean {
+  let exceeds = false;
+  walkBrackets(text, (_index, depth) => !(exceeds = depth > maxDepth));
+  return exceeds;
 }
 
 const BOM = '\uFEFF';
@@ -155,35 +168,28 @@ export function decodeJsonBody(text: string): { values: unknown[]; quirk?: strin
 
 /** Top-level objects and arrays written one after another (whitespace between), parsed; undefined if not that. */
 function splitJsonValues(text: string): unknown[] | undefined {
+  const spans: [number, number][] = [];
+  let start = 0;
+  let balanced = true;
+  const { inString } = walkBrackets(text, (index, depth, opening) => {
+    if (opening && depth === 1) start = index;
+    else if (!opening && depth === 0) spans.push([start, index + 1]);
+    return (balanced = depth >= 0);
+  });
+  if (!balanced || inString || spans.length === 0 || (spans.at(-1)?.[1] ?? 0) < text.trimEnd().length) return undefined;
+  // Between the values (and before the first) there may be whitespace only: no scalars, strings or stray text.
+  let end = 0;
   const values: unknown[] = [];
-  let depth = 0;
-  let inString = false;
-  let start = -1;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-      continue;
+  for (const [from, to] of spans) {
+    if (text.slice(end, from).trim() !== '') return undefined;
+    try {
+      values.push(JSON.parse(text.slice(from, to)));
+    } catch {
+      return undefined;
     }
-    if (depth === 0) {
-      if (c === OPEN_BRACE || c === OPEN_BRACKET) start = i;
-      else if (!/\s/.test(text[i] as string)) return undefined;
-    }
-    if (c === QUOTE) inString = true;
-    else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
-    else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      if (--depth < 0) return undefined;
-      if (depth === 0) {
-        try {
-          values.push(JSON.parse(text.slice(start, i + 1)));
-        } catch {
-          return undefined;
-        }
-      }
-    }
+    end = to;
   }
-  return depth === 0 && !inString ? values : undefined;
+  return values;
 }
 
 /** A message the gateway built that JSON cannot encode: a fault of the gateway, not of where it was going. */
