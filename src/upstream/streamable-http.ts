@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream';
 import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
-import { decodeJsonBody, encodeMessage, isRequest, isResponse, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
+import { decodeJsonBody, encodeMessage, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import { readSse } from './sse-reader.js';
-import type { UpstreamTransport } from './transport.js';
+import { receiveDecoded, type UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
 
 const MAX_RESUME_ATTEMPTS = 5;
@@ -144,13 +144,8 @@ export class StreamableHttpTransport implements UpstreamTransport {
     if (decoded.quirk !== undefined) warnViolation(this.logger, decoded.quirk);
     let answered = false;
     for (const item of decoded.values.flatMap((value) => (Array.isArray(value) ? value : [value]))) {
-      const message = validateMessage(item);
-      if (typeof message === 'string') {
-        warnViolation(this.logger, 'an invalid JSON-RPC message', { problem: message });
-        continue;
-      }
-      if (requestId !== undefined && isResponse(message) && message.id === requestId) answered = true;
-      this.onmessage?.(message, requestId);
+      const message = receiveDecoded(item, this, this.logger, requestId);
+      if (message !== undefined && requestId !== undefined && isResponse(message) && message.id === requestId) answered = true;
     }
     return answered;
   }

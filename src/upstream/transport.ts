@@ -24,16 +24,23 @@ export interface UpstreamTransport {
 }
 
 /**
- * Hands one decoded upstream message to the connection. An invalid one is logged and dropped; if it was meant
- * as a response, its request fails at once instead of waiting for an answer that will not come.
+ * Hands one decoded upstream message to the connection (`relatedTo` as for onmessage) and returns it. An invalid
+ * one is logged and dropped; if it was meant as a response, its request fails at once instead of waiting for an
+ * answer that will not come.
  */
-export function receiveDecoded(decoded: unknown, transport: Pick<UpstreamTransport, 'onmessage' | 'onrequestlost'>, logger: Logger): void {
+export function receiveDecoded(
+  decoded: unknown,
+  transport: Pick<UpstreamTransport, 'onmessage' | 'onrequestlost'>,
+  logger: Logger,
+  relatedTo?: RequestId,
+): JsonRpcMessage | undefined {
   const message = validateMessage(decoded);
   if (typeof message !== 'string') {
-    transport.onmessage?.(message);
-    return;
+    transport.onmessage?.(message, relatedTo);
+    return message;
   }
   warnViolation(logger, 'an invalid JSON-RPC message', { problem: message });
   const id = responseIdOf(decoded);
   if (id !== undefined) transport.onrequestlost?.(id, `the upstream answered with an invalid response (${message})`);
+  return undefined;
 }
