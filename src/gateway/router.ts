@@ -243,11 +243,11 @@ export class Router implements UpstreamMessageSink {
         : key === 'prompts' ? listed.map((item) => this.catalog.expose(upstream, item))
         : listed).slice(skip);
       const room = this.lists.pageSize - items.length;
-      const here: ListPosition = { upstream: upstream.name, skip: 0 };
-      if (i === 0 && start?.cursor !== undefined) here.cursor = start.cursor;
       if (exposed.length > room) {
         items.push(...exposed.slice(0, room));
-        result.nextCursor = await this.lists.cursors.encode(method, { ...here, skip: skip + room });
+        const rest: ListPosition = { upstream: upstream.name, skip: skip + room };
+        if (i === 0 && start?.cursor !== undefined) rest.cursor = start.cursor;
+        result.nextCursor = await this.lists.cursors.encode(method, rest);
         break;
       }
       items.push(...exposed);
@@ -360,11 +360,11 @@ export class Router implements UpstreamMessageSink {
       if (message.params !== undefined) request.params = message.params;
       return origin.call.ask(request, signal);
     }
-    if (session === undefined && message.method === 'roots/list' && !origin.ambiguous && origin.sessionId === undefined) {
-      // Asked outside any client's call (servers ask right after connecting): the gateway itself has no roots.
-      return { result: { roots: [] } };
-    }
     if (session === undefined) {
+      if (message.method === 'roots/list' && !origin.ambiguous && origin.sessionId === undefined) {
+        // Asked outside any client's call (servers ask right after connecting): the gateway itself has no roots.
+        return { result: { roots: [] } };
+      }
       // stdio says nothing about which call a request belongs to: with one call running it is that call's.
       const why = origin.ambiguous
         ? `calls from several clients are running on upstream '${upstream.name}' (shared stdio connection), so the gateway cannot tell which client to ask; configure isolation: per-session`

@@ -14,7 +14,6 @@ export interface InputRequest {
   params?: JsonObject;
 }
 
-
 /** Input requests arriving this close together are answered in one InputRequiredResult. */
 const GATHER_MS = 25;
 

@@ -49,9 +49,19 @@ export interface ModernRouterDeps {
 }
 
 export class ModernRouter {
-  private modernIdentity: SessionIdentity | undefined;
+  /**
+   * Who modern clients are to a legacy upstream: one upstream session for them all. It declares what the gateway
+   * can relay, as every upstream connection does; what one client cannot answer, its own exchange refuses.
+   */
+  private readonly identity: SessionIdentity;
 
   constructor(private readonly deps: ModernRouterDeps) {
+    this.identity = {
+      sessionId: 'modern:clients',
+      protocolVersion: LATEST_LEGACY_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'taskgate (for 2026-07-28 clients)', version: deps.version },
+    };
     deps.replicas.on('mrtr.resume', (body, peer) => this.resumeForPeer(body, peer));
   }
 
@@ -223,7 +233,7 @@ export class ModernRouter {
       exchange = parked;
       exchange.answer(asObject(inputResponses) ?? {});
     } else {
-      const identity = this.identity();
+      const identity = this.identity;
       exchange = new ModernExchange(identity.sessionId, client.capabilities);
       exchange.replay = { params: upstreamParams, identity };
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
@@ -349,7 +359,7 @@ export class ModernRouter {
       if (upstream === undefined) throw new GatewayError('invalid_params', `Resource not found: ${ref.uri}`, { uri: ref.uri });
     } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
     if (upstream.speaksModern) return this.passThrough(client, request, forwarded, upstream, responder, '', false);
-    const identity = this.identity();
+    const identity = this.identity;
     const exchange = new ModernExchange(identity.sessionId, client.capabilities);
     const connection = await upstream.connectionFor(identity);
     exchange.start(connection.request(request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
@@ -381,7 +391,7 @@ export class ModernRouter {
       if ('error' in outcome) throw new Error(outcome.error.message);
       return outcome.result;
     }
-    const connection = await upstream.connectionFor(this.identity());
+    const connection = await upstream.connectionFor(this.identity);
     const outcome = await connection.request(method, page, undefined, upstream.config.requestTimeoutMs).outcome;
     if ('error' in outcome) throw new Error(outcome.error.message);
     return outcome.result;
@@ -392,20 +402,6 @@ export class ModernRouter {
     const upstream = this.deps.catalog.routeUri(uri);
     if (upstream === undefined || upstream.capabilities.resources === undefined) return;
     await upstream.subscribeControl(uri).catch((error: Error) => this.deps.logger.debug({ uri, err: error }, 'could not subscribe upstream for a listener'));
-  }
-
-  /**
-   * Who modern clients are to a legacy upstream: one upstream session for them all. It declares what the gateway
-   * can relay, as every upstream connection does; what one client cannot answer, its own exchange refuses.
-   */
-  private identity(): SessionIdentity {
-    this.modernIdentity ??= {
-      sessionId: 'modern:clients',
-      protocolVersion: LATEST_LEGACY_VERSION,
-      capabilities: {},
-      clientInfo: { name: 'taskgate (for 2026-07-28 clients)', version: this.deps.version },
-    };
-    return this.modernIdentity;
   }
 }
 

@@ -54,7 +54,7 @@ export interface UpstreamCatalog {
  * same over stdio, SSE and Streamable HTTP; a request the actual client cannot answer is refused by the gateway
  * (legacy sessions: an error to the upstream; 2026-07-28: -32021 naming the capability).
  */
-export const RELAY_CAPABILITIES: JsonObject = Object.freeze({ roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } });
+const RELAY_CAPABILITIES: JsonObject = Object.freeze({ roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } });
 const STABLE_AFTER_MS = 10_000;
 
 /**
@@ -257,7 +257,7 @@ export class Upstream {
       .catch((error: Error) => {
         // A refresh cut short because the gateway is closing the upstream (a failed start, shutdown) is no news.
         if (this.state === 'closed') this.logger.debug({ err: error }, 'catalog refresh stopped: the upstream is closing');
-        else this.logger.warn({ upstream: this.name, reason: error.message }, 'catalog refresh failed');
+        else this.logger.warn({ reason: error.message }, 'catalog refresh failed');
       });
   }
 
