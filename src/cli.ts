@@ -70,7 +70,7 @@ async function checkConfig(path: string, explicit: boolean, withTools: boolean):
   if (withTools) {
     const [{ reportToolPolicies }, { createLogger }] = await Promise.all([import('./tasks/policy-report.js'), import('./log.js')]);
     const report = await reportToolPolicies(config, createLogger({ level: 'silent' }, { pretty: false }));
-    const tools = Object.fromEntries(report.tools.map((t) => [t.name, { upstream: t.upstream, ...t.policy }]));
+    const tools = Object.fromEntries(report.tools.map((t) => [t.name, { upstream: t.upstream, ...(t.upstreamTaskSupport === undefined ? {} : { upstreamTaskSupport: t.upstreamTaskSupport }), ...t.policy }]));
     process.stdout.write(`---\n# Effective task policy per tool, from the upstreams' tool lists\n${toYaml({ tools })}`);
     for (const u of report.unreachable) process.stderr.write(`taskgate: upstream '${u.upstream}' could not be reached: ${u.error}\n`);
     if (report.collisions.length > 0) {

@@ -228,3 +228,14 @@ export function withoutMeta(params: JsonObject): JsonObject {
   const { _meta: _ignored, ...rest } = params;
   return rest;
 }
+
+/** `value` without one key of its `_meta` (and without `_meta` when that was its only key). */
+export function withoutMetaKey(value: JsonObject, key: string): JsonObject {
+  const meta = asObject(value._meta);
+  if (meta === undefined || !(key in meta)) return value;
+  const { [key]: _dropped, ...rest } = meta;
+  const copy = { ...value };
+  if (Object.keys(rest).length === 0) delete copy._meta;
+  else copy._meta = rest;
+  return copy;
+}

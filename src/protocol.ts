@@ -25,6 +25,9 @@ export function supportsLegacyTasks(version: string): boolean {
   return version >= '2025-11-25';
 }
 
+/** `_meta` key tying a message to the 2025-11-25 task it belongs to. */
+export const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
+
 /** What the gateway declares in `capabilities.tasks` to sessions that support tasks. */
 export const LEGACY_TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } } as const;
 

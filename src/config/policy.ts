@@ -1,4 +1,4 @@
-import type { TaskPolicy, TaskRule, TasksConfig } from './types.js';
+import type { TaskMode, TaskPolicy, TaskRule, TasksConfig } from './types.js';
 
 // Compiled globs are cached per pattern: resolvePolicy runs on every tools/call and tools/list decoration.
 const globCache = new Map<string, RegExp>();
@@ -42,4 +42,12 @@ export function mergePolicy(defaults: TaskPolicy, rule: TaskRule | undefined): T
 /** Effective task policy of one exposed tool: the first matching rule wins, merged onto the defaults. */
 export function resolvePolicy(tasks: TasksConfig, toolName: string): TaskPolicy {
   return mergePolicy(tasks.defaults, matchRule(tasks, toolName));
+}
+
+/**
+ * The task mode clients that speak tasks see for a tool: the policy's, raised to `required` where the upstream
+ * runs the tool only as its own task. An upstream that merely allows tasks asks nothing of the client.
+ */
+export function effectiveMode(policyMode: TaskMode, upstreamSupport: TaskMode): TaskMode {
+  return upstreamSupport === 'required' ? 'required' : policyMode;
 }

@@ -10,9 +10,11 @@ import {
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { logLevelRank, LOG_LEVELS, supportsLegacyTasks, type LogLevel } from '../protocol.js';
+import { effectiveMode } from '../config/policy.js';
 import type { TaskEngine } from '../tasks/engine.js';
 import type { CallContext } from '../upstream/connection.js';
 import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
+import { upstreamTaskSupport } from '../upstream/upstream-task.js';
 import { LIST_METHODS, type Catalog, type ListCursors, type ListPosition } from './catalog.js';
 import type { ClientSession } from './session.js';
 import type { SessionRegistry } from './sessions.js';
@@ -130,8 +132,10 @@ export class Router implements UpstreamMessageSink {
     if (route === undefined) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
     const { task, ...plain } = params;
     const upstreamParams = { ...plain, name: route.name };
+    // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
     if (!supportsLegacyTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream);
-    const mode = this.tasks.policyFor(name).mode;
+    const upstreamSupport = route.upstream.taskSupportOf(route.name);
+    const mode = effectiveMode(this.tasks.policyFor(name).mode, upstreamSupport);
     if (task !== undefined) {
       const ttl = asObject(task)?.ttl;
       if (asObject(task) === undefined || (ttl !== undefined && (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl < 0))) {
@@ -143,7 +147,8 @@ export class Router implements UpstreamMessageSink {
       return this.tasks.create(session, name, route.upstream, upstreamParams, ttl);
     }
     if (mode === 'required') {
-      throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (task policy: required); add params.task`);
+      const why = upstreamSupport === 'required' ? `upstream '${route.upstream.name}' runs it only as a task` : 'task policy: required';
+      throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (${why}); add params.task`);
     }
     return this.forward(session, request, route.upstream, upstreamParams, stream);
   }
@@ -170,11 +175,21 @@ export class Router implements UpstreamMessageSink {
     return inflight.cancelled ? undefined : outcome;
   }
 
-  /** Sessions that speak tasks see each tool's task support as the gateway's policy makes it. */
-  private decorateTool(session: ClientSession, tool: JsonObject): JsonObject {
-    if (!supportsLegacyTasks(session.protocolVersion) || typeof tool.name !== 'string') return tool;
-    const execution = asObject(tool.execution) ?? {};
-    return { ...tool, execution: { ...execution, taskSupport: this.tasks.policyFor(tool.name).mode } };
+  /**
+   * Sessions that speak tasks see each tool's task support as the gateway's policy makes it, never less than its
+   * upstream requires. Older sessions see none: they cannot use tasks, and the gateway runs an upstream's task
+   * for them.
+   */
+  private decorateTool(session: ClientSession, tool: JsonObject, upstream: Upstream, upstreamTool: JsonObject): JsonObject {
+    if (typeof tool.name !== 'string') return tool;
+    const { taskSupport: _upstreams, ...execution } = asObject(tool.execution) ?? {};
+    if (!supportsLegacyTasks(session.protocolVersion)) {
+      if (tool.execution === undefined) return tool;
+      const { execution: _execution, ...rest } = tool;
+      return Object.keys(execution).length === 0 ? rest : { ...rest, execution };
+    }
+    const mode = effectiveMode(this.tasks.policyFor(tool.name).mode, upstreamTaskSupport(upstream.capabilities, upstreamTool));
+    return { ...tool, execution: { ...execution, taskSupport: mode } };
   }
 
   private resourceOwner(uri: unknown): Upstream {
@@ -193,7 +208,7 @@ export class Router implements UpstreamMessageSink {
         if ('error' in outcome) throw new Error(outcome.error.message);
         return outcome.result;
       },
-      (tool) => this.decorateTool(session, tool),
+      (tool, upstream, upstreamTool) => this.decorateTool(session, tool, upstream, upstreamTool),
     );
   }
 
@@ -207,7 +222,7 @@ export class Router implements UpstreamMessageSink {
     method: string,
     params: JsonObject,
     fetchPage: (upstream: Upstream, params: JsonObject) => Promise<JsonObject>,
-    decorateTool: (tool: JsonObject) => JsonObject = (tool) => tool,
+    decorateTool: (tool: JsonObject, upstream: Upstream, upstreamTool: JsonObject) => JsonObject = (tool) => tool,
   ): Promise<JsonObject> {
     const { key, capability } = LIST_METHODS.get(method) ?? { key: 'tools', capability: 'tools' };
     // An upstream that is down is left out (it shows in /readyz; list_changed follows when it is back) rather
@@ -239,7 +254,7 @@ export class Router implements UpstreamMessageSink {
       const listed = Array.isArray(page[key]) ? (page[key] as JsonObject[]) : [];
       if (key === 'resources') this.catalog.noteResources(upstream, listed);
       const skip = i === 0 ? (start?.skip ?? 0) : 0;
-      const exposed = (key === 'tools' ? listed.map((item) => decorateTool(this.catalog.expose(upstream, item)))
+      const exposed = (key === 'tools' ? listed.map((item) => decorateTool(this.catalog.expose(upstream, item), upstream, item))
         : key === 'prompts' ? listed.map((item) => this.catalog.expose(upstream, item))
         : listed).slice(skip);
       const room = this.lists.pageSize - items.length;
@@ -361,7 +376,7 @@ export class Router implements UpstreamMessageSink {
       return origin.call.ask(request, signal);
     }
     if (session === undefined) {
-      if (message.method === 'roots/list' && !origin.ambiguous && origin.sessionId === undefined) {
+      if (message.method === 'roots/list' && !origin.ambiguous && (origin.sessionId === undefined || origin.standalone)) {
         // Asked outside any client's call (servers ask right after connecting): the gateway itself has no roots.
         return { result: { roots: [] } };
       }

@@ -1,8 +1,8 @@
 // Wire shapes of 2026-07-28 and its Tasks extension (SEP-2663). Nothing outside this file knows that era's field
 // names (`resultType`, `ttlMs`, `inputRequests`, caching hints).
-import type { JsonObject, Outcome } from '../jsonrpc.js';
+import { withoutMetaKey, type JsonObject, type Outcome } from '../jsonrpc.js';
 import type { TaskRecord } from '../store/task-store.js';
-import { RELATED_TASK_META } from '../tasks/legacy-codec.js';
+import { RELATED_TASK_META } from '../protocol.js';
 
 /** Results the revision requires caching hints on. */
 const CACHEABLE_METHODS = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'server/discover']);
@@ -59,20 +59,10 @@ export function detailedTask(task: TaskRecord): JsonObject {
   if (outcome !== undefined) {
     if ('error' in outcome) wire.error = outcome.error;
     // The inlined result is a CallToolResult of this revision, `resultType` included (requester libraries validate it).
-    else wire.result = modernResult('tools/call', withoutRelatedTask(outcome.result));
+    else wire.result = modernResult('tools/call', withoutMetaKey(outcome.result, RELATED_TASK_META));
   }
   if (task.status === 'input_required' && task.inputRequests !== undefined) wire.inputRequests = task.inputRequests;
   return wire;
-}
-
-function withoutRelatedTask(result: JsonObject): JsonObject {
-  const meta = result._meta;
-  if (typeof meta !== 'object' || meta === null || !(RELATED_TASK_META in meta)) return result;
-  const { [RELATED_TASK_META]: _related, ...rest } = meta as JsonObject;
-  const copy = { ...result };
-  if (Object.keys(rest).length === 0) delete copy._meta;
-  else copy._meta = rest;
-  return copy;
 }
 
 /** An InputRequiredResult for a synchronous call whose upstream waits on the client (MRTR). */

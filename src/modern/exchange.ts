@@ -30,6 +30,7 @@ export type ExchangeEvent =
 
 /** What the task engine supplies when it takes a call over. */
 export type TaskAsk = (request: InputRequest, signal: AbortSignal) => Promise<Outcome>;
+export type TaskStatus = NonNullable<CallContext['status']>;
 
 export class ModernExchange {
   readonly id = randomUUID();
@@ -44,6 +45,7 @@ export class ModernExchange {
   private missing: { capability: string; method: string } | undefined;
   private wake: (() => void) | undefined;
   private taskAsk: TaskAsk | undefined;
+  private taskStatus: TaskStatus | undefined;
   /** Rounds answered so far: part of each requestState, so every round's state differs. */
   round = 0;
 
@@ -58,6 +60,8 @@ export class ModernExchange {
       sessionId: this.sessionId,
       notify: (message) => this.notifySink?.(message),
       ask: (request, signal) => this.ask(request, signal),
+      // Only a task has a status to show: until the engine adopts the call, the upstream task's status goes nowhere.
+      status: (update) => this.taskStatus?.(update),
     };
   }
 
@@ -135,8 +139,9 @@ export class ModernExchange {
    * The task engine takes the call over: later questions become task input requests, and questions already
    * waiting are handed to it as well.
    */
-  adopt(taskAsk: TaskAsk, signal: AbortSignal): void {
+  adopt(taskAsk: TaskAsk, signal: AbortSignal, taskStatus: TaskStatus): void {
     this.taskAsk = taskAsk;
+    this.taskStatus = taskStatus;
     this.notifySink = undefined;
     for (const [key, input] of [...this.pending]) {
       this.pending.delete(key);

@@ -242,7 +242,8 @@ export class ModernRouter {
           // A 2026-07-28 upstream without tasks of its own, run as a task by the gateway: its questions are
           // re-asked through the exchange (MRTR with the gateway's keys, or task input requests).
           ? (upstream.modern as ModernUpstreamClient).callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs })
-          : (await upstream.connectionFor(identity)).request(request.method, upstreamParams, exchange.context(), timeoutMs);
+          // A legacy upstream; one that runs the tool as its own task is waited on for every client, task or not.
+          : await upstream.callFor(identity, request.method, upstreamParams, exchange.context(), timeoutMs, { asTask });
         exchange.start(call);
         return call;
       };

@@ -49,6 +49,8 @@ interface LocalRun {
   inputSync: Promise<unknown>;
   /** Stops following the task's changes made elsewhere. */
   stopWatching: () => void;
+  /** The last status message of the upstream's own task (when the upstream runs the call as one), as recorded. */
+  upstreamStatusMessage: string | undefined;
 }
 
 /**
@@ -117,10 +119,11 @@ export class TaskEngine {
       sessionId: identity?.sessionId ?? task.taskId,
       notify: (message) => this.relayNotification(run, message),
       ask: (request, signal) => this.askClient(run, request, signal),
+      status: (update) => this.upstreamStatus(run, update),
     };
     void this.execute(run, upstream, policy, true, async () => {
       if (run.ended || identity === undefined) return undefined; // cancelled while queued: the upstream never hears of it
-      return upstream.callFor(identity, 'tools/call', params, context, 0);
+      return upstream.callFor(identity, 'tools/call', params, context, 0, { asTask: true });
     });
   }
 
@@ -142,7 +145,7 @@ export class TaskEngine {
     const task = await this.open(principal, 'modern', exposedName, upstream, policy, undefined, replay);
     this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, era: 'modern' }, 'task created');
     const run = this.newRun(task, undefined);
-    exchange.adopt((request, signal) => this.askModern(run, request, signal), run.abort.signal);
+    exchange.adopt((request, signal) => this.askModern(run, request, signal), run.abort.signal, (update) => this.upstreamStatus(run, update));
     const running = exchange.call;
     // A call that already runs holds no queue position to wait for: it is counted from here on.
     void this.execute(run, upstream, policy, running === undefined, async () => running ?? (await start?.()));
@@ -213,6 +216,7 @@ export class TaskEngine {
       nextInputKey: 1,
       inputSync: Promise.resolve(),
       stopWatching: () => undefined,
+      upstreamStatusMessage: undefined,
     };
     this.runs.set(task.taskId, run);
     if (this.policyFor(task.tool).maxTasksPerPrincipal > 0) run.slots.push({ key: principalSlot(task.principal), ticket: task.taskId });
@@ -481,8 +485,13 @@ export class TaskEngine {
       this.runLegacy(changed.task, session, upstream, policy, params, session ?? call);
     } else {
       const run = this.newRun(changed.task, undefined);
-      const context: CallContext = { sessionId: call.sessionId, notify: () => undefined, ask: (request, signal) => this.askModern(run, request, signal) };
-      void this.execute(run, upstream, policy, true, async () => (run.ended ? undefined : upstream.callFor(call, 'tools/call', params, context, 0)));
+      const context: CallContext = {
+        sessionId: call.sessionId,
+        notify: () => undefined,
+        ask: (request, signal) => this.askModern(run, request, signal),
+        status: (update) => this.upstreamStatus(run, update),
+      };
+      void this.execute(run, upstream, policy, true, async () => (run.ended ? undefined : upstream.callFor(call, 'tools/call', params, context, 0, { asTask: true })));
     }
     return true;
   }
@@ -736,6 +745,16 @@ export class TaskEngine {
     const p = message.params ?? {};
     const text = typeof p.message === 'string' ? p.message : typeof p.total === 'number' ? `${String(p.progress)}/${p.total}` : `progress ${String(p.progress)}`;
     void this.store.transition(run.task.taskId, { to: run.status, statusMessage: text }).catch(() => undefined);
+  }
+
+  /**
+   * The upstream runs the call as its own task: its status message becomes this task's. Its `input_required`
+   * is not copied: this task is `input_required` while the upstream's questions wait here (askClient, askModern).
+   */
+  private upstreamStatus(run: LocalRun, update: { status: string; statusMessage: string | undefined }): void {
+    if (run.ended || update.statusMessage === undefined || update.statusMessage === run.upstreamStatusMessage) return;
+    run.upstreamStatusMessage = update.statusMessage;
+    void this.store.transition(run.task.taskId, { to: run.status, statusMessage: update.statusMessage }).catch(() => undefined);
   }
 
   /**

@@ -1,8 +1,8 @@
 // Wire shapes of the 2025-11-25 tasks protocol. Nothing outside this file knows that era's field names.
 import type { JsonObject, Outcome } from '../jsonrpc.js';
+import { RELATED_TASK_META } from '../protocol.js';
 import type { TaskRecord } from '../store/task-store.js';
 
-export const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
 export const MODEL_IMMEDIATE_RESPONSE_META = 'io.modelcontextprotocol/model-immediate-response';
 
 /** The `Task` object of 2025-11-25. */

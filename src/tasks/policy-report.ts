@@ -1,12 +1,13 @@
 import type { GatewayConfig, TaskPolicy } from '../config/types.js';
-import { resolvePolicy } from '../config/policy.js';
+import { effectiveMode, resolvePolicy } from '../config/policy.js';
 import { Catalog } from '../gateway/catalog.js';
 import type { Logger } from '../log.js';
 import { Upstream, type UpstreamMessageSink } from '../upstream/upstream.js';
 import { VERSION } from '../version.js';
 
 export interface ToolPolicyReport {
-  tools: { name: string; upstream: string; policy: TaskPolicy }[];
+  /** `policy.mode` is what clients see; `upstreamTaskSupport` is set where the upstream runs the tool as its own task. */
+  tools: { name: string; upstream: string; policy: TaskPolicy; upstreamTaskSupport?: 'optional' | 'required' }[];
   unreachable: { upstream: string; error: string }[];
   collisions: string[];
 }
@@ -25,7 +26,14 @@ export async function reportToolPolicies(config: GatewayConfig, logger: Logger):
     const tools = upstreams.flatMap((upstream) =>
       upstream.catalog.tools.map((tool) => {
         const name = catalog.expose(upstream, tool).name as string;
-        return { name, upstream: upstream.name, policy: resolvePolicy(config.tasks, name) };
+        const policy = resolvePolicy(config.tasks, name);
+        const support = upstream.taskSupportOf(tool.name);
+        return {
+          name,
+          upstream: upstream.name,
+          policy: { ...policy, mode: effectiveMode(policy.mode, support) },
+          ...(support === 'forbidden' ? {} : { upstreamTaskSupport: support }),
+        };
       }),
     );
     const unreachable = upstreams.filter((u) => u.state !== 'ready').map((u) => ({ upstream: u.name, error: u.lastError ?? 'not connected' }));

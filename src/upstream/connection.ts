@@ -13,6 +13,7 @@ import {
   type RequestId,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
+import { RELATED_TASK_META } from '../protocol.js';
 import type { UpstreamTransport } from './transport.js';
 
 /** The client-side half of a call the gateway forwards: where the upstream's related messages go. */
@@ -23,6 +24,19 @@ export interface CallContext {
   notify(message: JsonRpcNotification): void;
   /** Asks the client (elicitation, sampling, roots) on this call's stream; resolves with the client's answer. */
   ask(request: { method: string; params?: JsonObject }, signal: AbortSignal): Promise<Outcome>;
+  /** The upstream runs the call as its own task and says how it goes (status and its message); optional. */
+  status?(update: { status: string; statusMessage: string | undefined }): void;
+}
+
+/**
+ * A 2025-11-25 task the upstream runs for a call of this connection. Its messages keep reaching the call's
+ * context after the call that created it was answered: progress with that call's token, requests and
+ * notifications marked with the task's id, and its status notifications.
+ */
+export interface FollowedTask {
+  context: CallContext;
+  /** The token progress comes with (the creating call's id), and the client's own token for it. */
+  progress: { token: RequestId; clientToken: unknown } | undefined;
 }
 
 /** Where a connection hands messages it cannot deliver to a call by itself. */
@@ -56,6 +70,9 @@ export class UpstreamConnection {
   private nextId = 1;
   private readonly pending = new Map<RequestId, PendingCall>();
   private readonly inbound = new Map<RequestId, AbortController>();
+  /** Upstream tasks whose messages go to a call's context, by task id and by progress token. */
+  private readonly followed = new Map<string, FollowedTask>();
+  private readonly followedProgress = new Map<RequestId, FollowedTask>();
   private closedReason: string | undefined;
 
   constructor(
@@ -68,6 +85,11 @@ export class UpstreamConnection {
     transport.onrequestlost = (id, reason) =>
       this.fail(id, new GatewayError('upstream_unavailable', `Upstream '${upstreamName}' lost the call: ${reason}`, { upstream: upstreamName }).toJsonRpc());
     transport.onclose = (reason) => this.onClosed(reason);
+  }
+
+  /** Whether the transport tells which request each message relates to (see UpstreamTransport.relatesMessages). */
+  get relatesMessages(): boolean {
+    return this.transport.relatesMessages === true;
   }
 
   get isOpen(): boolean {
@@ -135,6 +157,16 @@ export class UpstreamConnection {
     return call;
   }
 
+  /** Routes the messages of an upstream task to its call's context until the returned function is called. */
+  followTask(taskId: string, follow: FollowedTask): () => void {
+    this.followed.set(taskId, follow);
+    if (follow.progress !== undefined) this.followedProgress.set(follow.progress.token, follow);
+    return () => {
+      if (this.followed.get(taskId) === follow) this.followed.delete(taskId);
+      if (follow.progress !== undefined && this.followedProgress.get(follow.progress.token) === follow) this.followedProgress.delete(follow.progress.token);
+    };
+  }
+
   notify(method: string, params?: JsonObject): void {
     if (this.closedReason !== undefined) return;
     const message: JsonRpcNotification = { jsonrpc: '2.0', method };
@@ -166,17 +198,25 @@ export class UpstreamConnection {
 
   private receive(message: JsonRpcMessage, relatedTo: RequestId | undefined): void {
     if (isRequest(message)) {
-      this.answer(message, this.contextOf(relatedTo));
+      this.answer(message, this.contextOf(relatedTo) ?? this.followedBy(message.params)?.context);
       return;
     }
     if (isNotification(message)) {
       const params = message.params;
       if (message.method === 'notifications/progress' && params !== undefined) {
-        const pending = this.pending.get(params.progressToken as RequestId);
-        if (pending?.context !== undefined && pending.clientProgressToken !== undefined) {
-          pending.context.notify({ ...message, params: { ...params, progressToken: pending.clientProgressToken } });
-        }
+        const token = params.progressToken as RequestId;
+        const pending = this.pending.get(token);
+        const to = pending?.context !== undefined && pending.clientProgressToken !== undefined
+          ? { context: pending.context, clientToken: pending.clientProgressToken }
+          : followedProgressTarget(this.followedProgress.get(token));
+        to?.context.notify({ ...message, params: { ...params, progressToken: to.clientToken } });
         return; // Progress for a call that already ended (or never asked for it) is stale.
+      }
+      if (message.method === 'notifications/tasks/status' && params !== undefined) {
+        // An upstream task's status is its caller's business; another one's is nobody's (the ids are the upstream's).
+        const follow = typeof params.taskId === 'string' ? this.followed.get(params.taskId) : undefined;
+        follow?.context.status?.({ status: String(params.status), statusMessage: typeof params.statusMessage === 'string' ? params.statusMessage : undefined });
+        return;
       }
       if (message.method === 'notifications/cancelled' && params !== undefined) {
         const inbound = this.inbound.get(params.requestId as RequestId);
@@ -185,7 +225,7 @@ export class UpstreamConnection {
           return;
         }
       }
-      this.handler.notification(message, this.contextOf(relatedTo));
+      this.handler.notification(message, this.contextOf(relatedTo) ?? this.followedBy(params)?.context);
       return;
     }
     const pending = this.pending.get(message.id as RequestId);
@@ -196,6 +236,13 @@ export class UpstreamConnection {
 
   private contextOf(relatedTo: RequestId | undefined): CallContext | undefined {
     return relatedTo === undefined ? undefined : this.pending.get(relatedTo)?.context;
+  }
+
+  /** The followed task a message is marked with (`_meta` related-task), if any. */
+  private followedBy(params: JsonObject | undefined): FollowedTask | undefined {
+    if (this.followed.size === 0) return undefined;
+    const taskId = asObject(asObject(params?._meta)?.[RELATED_TASK_META])?.taskId;
+    return typeof taskId === 'string' ? this.followed.get(taskId) : undefined;
   }
 
   private answer(message: JsonRpcRequest, context: CallContext | undefined): void {
@@ -216,10 +263,16 @@ export class UpstreamConnection {
   private onClosed(reason: string): void {
     if (this.closedReason !== undefined) return;
     this.closedReason = reason;
+    this.followed.clear();
+    this.followedProgress.clear();
     const error = this.unavailable(reason).toJsonRpc();
     for (const [id] of this.pending) this.fail(id, error);
     for (const abort of this.inbound.values()) abort.abort(reason);
     this.inbound.clear();
     this.handler.closed(reason);
   }
+}
+
+function followedProgressTarget(follow: FollowedTask | undefined): { context: CallContext; clientToken: unknown } | undefined {
+  return follow?.progress === undefined ? undefined : { context: follow.context, clientToken: follow.progress.clientToken };
 }

@@ -15,6 +15,7 @@ const MAX_GET_STREAM_BACKOFF_MS = 30_000;
  * each incoming message arrived on, and when a POST stream ends for good without its response.
  */
 export class StreamableHttpTransport implements UpstreamTransport {
+  readonly relatesMessages = true;
   onmessage?: UpstreamTransport['onmessage'];
   onrequestlost?: UpstreamTransport['onrequestlost'];
   onclose?: UpstreamTransport['onclose'];

@@ -14,6 +14,11 @@ export interface UpstreamTransport {
   close(): Promise<void>;
   /** The revision negotiated by initialize; HTTP transports send it as `MCP-Protocol-Version`. */
   setProtocolVersion?(version: string): void;
+  /**
+   * Messages about a request arrive on that request's own stream (Streamable HTTP), so one that arrives
+   * elsewhere belongs to no call. Stdio and legacy SSE have one stream for everything and cannot say.
+   */
+  readonly relatesMessages?: boolean;
 
   /** `relatedTo` is the id of the request on whose response stream the message arrived, when known. */
   onmessage?: (message: JsonRpcMessage, relatedTo?: RequestId) => void;

@@ -1,5 +1,5 @@
 import type { Agent } from 'undici';
-import type { UpstreamConfig } from '../config/types.js';
+import type { TaskMode, UpstreamConfig } from '../config/types.js';
 import { upstreamUnavailable } from '../errors.js';
 import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -11,6 +11,7 @@ import { StdioTransport } from './stdio.js';
 import { StreamableHttpTransport } from './streamable-http.js';
 import { ModernUpstreamClient } from './modern-client.js';
 import type { UpstreamTransport } from './transport.js';
+import { callAsUpstreamTask, upstreamTaskSupport } from './upstream-task.js';
 
 export type UpstreamState = 'starting' | 'ready' | 'down' | 'closed';
 
@@ -33,6 +34,8 @@ export interface MessageOrigin {
   sessionId: string | undefined;
   call: CallContext | undefined;
   ambiguous: boolean;
+  /** The transport says the message belongs to no call (it came on no request's stream); no call was guessed. */
+  standalone: boolean;
 }
 
 export interface UpstreamMessageSink {
@@ -189,9 +192,19 @@ export class Upstream {
    * connection, or, for an upstream that speaks only 2026-07-28, as stateless requests whose input rounds the
    * context answers (the gateway asks the legacy client).
    */
-  async callFor(session: SessionIdentity, method: string, params: JsonObject, context: CallContext | undefined, timeoutMs: number): Promise<UpstreamCall> {
+  async callFor(
+    session: SessionIdentity,
+    method: string,
+    params: JsonObject,
+    context: CallContext | undefined,
+    timeoutMs: number,
+    options: { asTask?: boolean } = {},
+  ): Promise<UpstreamCall> {
     if (!this.offersOnlyToModern(method, params)) {
       const connection = await this.connectionFor(session);
+      if (method === 'tools/call' && this.runsAsOwnTask(params.name, options.asTask === true)) {
+        return callAsUpstreamTask(connection, params, context, { timeoutMs, requestTimeoutMs: this.config.requestTimeoutMs });
+      }
       return connection.request(method, params, context, timeoutMs);
     }
     const client = this.modern as ModernUpstreamClient;
@@ -217,6 +230,23 @@ export class Upstream {
       return { result };
     });
     return { ...call, outcome };
+  }
+
+  /**
+   * How this upstream runs one of its tools (by its own name) as a 2025-11-25 task of its own: `required` means
+   * only as a task, whoever the client is.
+   */
+  taskSupportOf(toolName: unknown): TaskMode {
+    return upstreamTaskSupport(asObject(this.initializeResult?.capabilities) ?? {}, this.catalog.tools.find((tool) => tool.name === toolName));
+  }
+
+  /**
+   * Whether a call of the tool goes as the upstream's own task: always where the upstream requires it, and where
+   * it allows it when the gateway runs the call as a task anyway (`asTask`), so the upstream's status shows.
+   */
+  private runsAsOwnTask(toolName: unknown, asTask: boolean): boolean {
+    const support = this.taskSupportOf(toolName);
+    return support === 'required' || (support === 'optional' && asTask);
   }
 
   /** Ends the session's own upstream connection (and with it the upstream session or child process). */
@@ -314,7 +344,7 @@ export class Upstream {
     this.listenAbort?.abort();
     const abort = new AbortController();
     this.listenAbort = abort;
-    const origin: MessageOrigin = { kind: 'control', sessionId: undefined, call: undefined, ambiguous: false };
+    const origin: MessageOrigin = { kind: 'control', sessionId: undefined, call: undefined, ambiguous: false, standalone: true };
     void client.listen({ toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true }, (message) => {
       if (message.method.endsWith('/list_changed')) {
         this.refreshAfterListChanged();
@@ -443,13 +473,17 @@ export class Upstream {
     ownerSessionId: string | undefined,
     current: () => UpstreamConnection | undefined,
   ): Omit<ConnectionHandler, 'closed'> {
-    const origin = (call: CallContext | undefined): MessageOrigin => {
+    // Without a call the transport names, a message is guessed to belong to the only call running, since stdio and
+    // legacy SSE cannot say, and servers ask mid-call without relating it. Except roots/list on a transport that
+    // relates messages: roots are the session's business, and servers ask for them unprompted after connecting.
+    const origin = (call: CallContext | undefined, method: string): MessageOrigin => {
+      const standalone = call === undefined && method === 'roots/list' && current()?.relatesMessages === true;
       if (kind === 'session') {
-        const pending = call ? [call] : (current()?.pendingContexts() ?? []);
-        return { kind, sessionId: ownerSessionId, call: pending.length === 1 ? pending[0] : undefined, ambiguous: false };
+        const pending = call ? [call] : standalone ? [] : (current()?.pendingContexts() ?? []);
+        return { kind, sessionId: ownerSessionId, call: pending.length === 1 ? pending[0] : undefined, ambiguous: false, standalone };
       }
-      if (!this.isShared) return { kind: 'control', sessionId: undefined, call: undefined, ambiguous: false };
-      if (call) return { kind: 'shared', sessionId: call.sessionId, call, ambiguous: false };
+      if (!this.isShared) return { kind: 'control', sessionId: undefined, call: undefined, ambiguous: false, standalone: true };
+      if (call) return { kind: 'shared', sessionId: call.sessionId, call, ambiguous: false, standalone: false };
       const pending = current()?.pendingContexts() ?? [];
       const sessions = new Set(pending.map((c) => c.sessionId));
       const [only] = sessions;
@@ -458,6 +492,7 @@ export class Upstream {
         sessionId: sessions.size === 1 ? only : undefined,
         call: pending.length === 1 ? pending[0] : undefined,
         ambiguous: sessions.size > 1,
+        standalone: false,
       };
     };
     return {
@@ -465,9 +500,9 @@ export class Upstream {
         if (kind === 'control' && message.method.endsWith('/list_changed')) {
           this.refreshAfterListChanged();
         }
-        this.sink.notification(this, message, origin(call));
+        this.sink.notification(this, message, origin(call, message.method));
       },
-      request: (message, call, signal) => this.sink.request(this, message, origin(call), signal),
+      request: (message, call, signal) => this.sink.request(this, message, origin(call, message.method), signal),
     };
   }
 }

@@ -78,9 +78,13 @@ describe('cli: check-config', () => {
     const r = await run(['check-config', '--tools', '--config', join(ROOT, 'config/taskgate.example.yaml')], { cwd: ROOT });
     assert.equal(r.code, 0, r.stderr);
     const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Record<string, unknown>);
-    const tools = docs.at(-1)?.tools as Record<string, { upstream: string; mode: string; maxRunMs: number; taskAfterMs: number }>;
+    const tools = docs.at(-1)?.tools as Record<string, { upstream: string; mode: string; maxRunMs: number; taskAfterMs: number; upstreamTaskSupport?: string }>;
     assert.equal(tools.echo?.upstream, 'everything');
     assert.equal(tools.echo?.mode, 'optional');
+    assert.equal(tools.echo?.upstreamTaskSupport, undefined);
+    // The upstream runs this one only as its own task: clients see it required, whatever the policy's default says.
+    assert.equal(tools['simulate-research-query']?.upstreamTaskSupport, 'required');
+    assert.equal(tools['simulate-research-query']?.mode, 'required');
     assert.equal(tools['trigger-long-running-operation']?.maxRunMs, 600_000);
     assert.equal(tools['trigger-long-running-operation']?.taskAfterMs, 0);
     // Values repeat in full: YAML anchors and aliases (`&a1`, `*a1`) mean nothing to an operator reading this.

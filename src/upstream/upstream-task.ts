@@ -1,0 +1,141 @@
+// A 2025-11-25 upstream may run a tool call as its own task (`execution.taskSupport` under the `tasks`
+// capability). The gateway then makes the task-augmented call and waits on the upstream's task: `tasks/result`,
+// held open, carries the upstream's questions and then the outcome; `tasks/get`, polled while the caller wants
+// status, gives the status messages; `tasks/cancel` stops it. Whoever calls (a plain client, or a gateway task of
+// either era) sees one UpstreamCall like any other, and never the upstream's task id.
+import type { TaskMode } from '../config/types.js';
+import { asObject, RequestCancelled, withoutMetaKey, type JsonObject, type Outcome } from '../jsonrpc.js';
+import { RELATED_TASK_META } from '../protocol.js';
+import type { CallContext, UpstreamCall, UpstreamConnection } from './connection.js';
+
+/** Status polls follow the upstream's `pollInterval`, kept within these bounds. */
+const MIN_POLL_MS = 500;
+const MAX_POLL_MS = 30_000;
+const DEFAULT_POLL_MS = 1000;
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+
+/**
+ * How an upstream runs one of its tools as a task: the tool's `execution.taskSupport`, counted only when the
+ * upstream declares task-augmented tool calls in its capabilities (2025-11-25: otherwise a client must not try).
+ */
+export function upstreamTaskSupport(capabilities: JsonObject, tool: JsonObject | undefined): TaskMode {
+  const toolCalls = asObject(asObject(asObject(asObject(capabilities.tasks)?.requests)?.tools)?.call);
+  const declared = asObject(tool?.execution)?.taskSupport;
+  if (toolCalls === undefined || (declared !== 'optional' && declared !== 'required')) return 'forbidden';
+  return declared;
+}
+
+export interface UpstreamTaskOptions {
+  /** For the augmented call and `tasks/result` (0: none; a tool call runs as long as it runs). */
+  timeoutMs: number;
+  /** For each `tasks/get` and the `tasks/cancel`. */
+  requestTimeoutMs: number;
+}
+
+/** Runs `tools/call` as the upstream's own task over `connection`; settles with the upstream's final answer. */
+export function callAsUpstreamTask(connection: UpstreamConnection, params: JsonObject, context: CallContext | undefined, options: UpstreamTaskOptions): UpstreamCall {
+  return new UpstreamTaskCall(connection, params, context, options);
+}
+
+class UpstreamTaskCall implements UpstreamCall {
+  readonly upstreamId: number;
+  readonly outcome: Promise<Outcome>;
+  private settle!: (outcome: Outcome) => void;
+  private settled = false;
+  private taskId: string | undefined;
+  private cancelledFor: string | undefined;
+  private result: UpstreamCall | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private unfollow: () => void = () => undefined;
+  /** What the caller hears: the upstream's task ids taken out. */
+  private readonly context: CallContext | undefined;
+
+  constructor(
+    private readonly connection: UpstreamConnection,
+    params: JsonObject,
+    context: CallContext | undefined,
+    private readonly options: UpstreamTaskOptions,
+  ) {
+    this.outcome = new Promise<Outcome>((resolve) => (this.settle = resolve));
+    this.context = context === undefined ? undefined : {
+      sessionId: context.sessionId,
+      notify: (message) => context.notify({ ...message, ...(message.params === undefined ? {} : { params: withoutRelatedTask(message.params) }) }),
+      ask: (request, signal) => context.ask({ ...request, ...(request.params === undefined ? {} : { params: withoutRelatedTask(request.params) }) }, signal),
+      ...(context.status === undefined ? {} : { status: context.status.bind(context) }),
+    };
+    const created = connection.request('tools/call', { ...params, task: {} }, this.context, options.timeoutMs);
+    this.upstreamId = created.upstreamId;
+    const clientToken = asObject(params._meta)?.progressToken;
+    void created.outcome.then((answer) => this.created(answer, clientToken));
+  }
+
+  cancel(reason: string): void {
+    if (this.settled) return;
+    this.cancelledFor = reason;
+    this.result?.cancel(reason);
+    if (this.taskId !== undefined) this.cancelUpstream(this.taskId);
+    // Before the upstream said which task it created, the cancel waits for that answer (see created).
+    this.finish({ error: { code: RequestCancelled, message: `Request cancelled: ${reason}` } });
+  }
+
+  private created(answer: Outcome, clientToken: unknown): void {
+    const taskId = 'result' in answer ? asObject(answer.result.task)?.taskId : undefined;
+    if (typeof taskId !== 'string') {
+      this.finish(answer); // an error, or the upstream answered the call directly (it may, for optional support)
+      return;
+    }
+    this.taskId = taskId;
+    if (this.cancelledFor !== undefined) {
+      this.cancelUpstream(taskId);
+      return;
+    }
+    if (this.context !== undefined) {
+      this.unfollow = this.connection.followTask(taskId, {
+        context: this.context,
+        progress: clientToken === undefined ? undefined : { token: this.upstreamId, clientToken },
+      });
+    }
+    const task = asObject((answer as { result: JsonObject }).result.task) ?? {};
+    this.context?.status?.({ status: String(task.status ?? 'working'), statusMessage: typeof task.statusMessage === 'string' ? task.statusMessage : undefined });
+    this.result = this.connection.request('tasks/result', { taskId }, this.context, this.options.timeoutMs);
+    void this.result.outcome.then((outcome) => this.finish('result' in outcome ? { result: withoutRelatedTask(outcome.result) } : outcome));
+    if (this.context?.status !== undefined) this.schedulePoll(taskId, pollIntervalOf(task.pollInterval));
+  }
+
+  /** Asks the upstream for the task's status now and then, for its status message. */
+  private schedulePoll(taskId: string, intervalMs: number): void {
+    this.pollTimer = setTimeout(() => {
+      void this.connection.request('tasks/get', { taskId }, undefined, this.options.requestTimeoutMs).outcome.then((outcome) => {
+        if (this.settled) return;
+        if ('result' in outcome) {
+          const status = String(outcome.result.status);
+          this.context?.status?.({ status, statusMessage: typeof outcome.result.statusMessage === 'string' ? outcome.result.statusMessage : undefined });
+          if (TERMINAL.has(status)) return; // tasks/result answers next
+        }
+        this.schedulePoll(taskId, 'result' in outcome ? pollIntervalOf(outcome.result.pollInterval) : intervalMs);
+      });
+    }, intervalMs);
+  }
+
+  private cancelUpstream(taskId: string): void {
+    // Fire and forget: the caller's outcome is already "cancelled"; an upstream that cannot cancel says so in its log.
+    void this.connection.request('tasks/cancel', { taskId }, undefined, this.options.requestTimeoutMs).outcome;
+  }
+
+  private finish(outcome: Outcome): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.pollTimer);
+    this.unfollow();
+    this.settle(outcome);
+  }
+}
+
+function pollIntervalOf(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, value)) : DEFAULT_POLL_MS;
+}
+
+/** The upstream's related-task marker names its own task, which the gateway's callers never see. */
+function withoutRelatedTask(value: JsonObject): JsonObject {
+  return withoutMetaKey(value, RELATED_TASK_META);
+}
