@@ -4,7 +4,7 @@
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from '../errors.js';
-import { asObject, RequestCancelled, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import { asObject, MethodNotFound, RequestCancelled, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../protocol.js';
 import type { SessionIdentity } from '../upstream/upstream.js';
@@ -165,9 +165,14 @@ export class ModernExchange {
     if (this.taskAsk !== undefined) return this.taskAsk(request, signal);
     const capability = INPUT_REQUEST_CAPABILITY.get(request.method);
     if (capability === undefined) {
-      return Promise.resolve({ error: { code: -32601, message: `taskgate cannot relay ${request.method} to a 2026-07-28 client` } });
+      return Promise.resolve({ error: { code: MethodNotFound, message: `taskgate cannot relay ${request.method} to a 2026-07-28 client` } });
     }
     if (this.capabilities[capability] === undefined) {
+      // Roots are context a server may ask for at any time (right after connecting, too, and on stdio the gateway
+      // cannot tell whether a call asked): refused to the upstream, as a session's client would, not failing the call.
+      if (request.method === 'roots/list') {
+        return Promise.resolve({ error: { code: MethodNotFound, message: `Client does not support ${request.method} (no '${capability}' capability)` } });
+      }
       this.missing = { capability, method: request.method };
       this.wake?.();
       return Promise.resolve({ error: { code: -32021, message: `The client did not declare the '${capability}' capability` } });

@@ -436,6 +436,15 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
     assert.deepEqual(r.error?.data, { requiredCapabilities: { sampling: {} } });
   });
 
+  test('MRTR: a roots/list for a client without roots is refused to the upstream; the call goes on', async () => {
+    // Roots are context servers ask for at any time (right after connecting too): not a reason to fail a call.
+    const r = await callTool(url, 'list_roots', {}, { capabilities: ASKS, id: 'roots-not-declared' });
+    assert.equal(r.status, 200, show(r));
+    assert.equal(r.result?.resultType, 'complete', show(r));
+    assert.equal(r.result?.isError, true, show(r));
+    assert.match(JSON.stringify(r.result?.content), /does not support roots\/list/);
+  });
+
   // ---- subscriptions/listen ----
 
   test('listen: the first event acknowledges with the listen id and the honoured filter', async () => {

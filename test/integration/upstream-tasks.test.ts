@@ -160,11 +160,18 @@ for (const transport of ['stdio', 'streamable-http'] as const) {
       assert.equal(((answer.result as Json)._meta as Json | undefined)?.[RELATED_TASK], undefined, 'the upstream task id stays inside');
     });
 
-    test('a 2026-07-28 client without the Tasks extension gets the report as a plain result', async () => {
-      const answer = await modern(gateway.url, 'tools/call', { name: RESEARCH, arguments: { topic: 'go' } });
-      assert.equal(answer.error, undefined, JSON.stringify(answer.response));
-      assert.equal(answer.result?.resultType, 'complete');
-      assert.match(textOf(answer.result), /# Research Report: go/);
+    test('a 2026-07-28 client without the Tasks extension gets the report from a plain callTool', async () => {
+      const client = new ModernClient({ name: 'plain-2026', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: MODERN_VERSION } } });
+      await client.connect(new ModernTransport(new URL(gateway.url)));
+      try {
+        assert.equal(client.getProtocolEra(), 'modern');
+        assert.ok((await client.listTools()).tools.some((t) => t.name === RESEARCH));
+        const result = await client.callTool({ name: RESEARCH, arguments: { topic: 'go' } });
+        assert.match(textOf(result), /# Research Report: go/);
+        assert.notEqual(result.isError, true);
+      } finally {
+        await client.close();
+      }
     });
 
     test('ext-tasks (2026-07-28 Tasks extension) runs it as a task, its question answered through tasks/update', async () => {
