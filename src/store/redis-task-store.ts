@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
 import type { JsonObject } from '../jsonrpc.js';
 import { redisKeys, slotKeyList, type RedisKeys } from './redis-keys.js';
+import { defineScripts, type RunScript } from './redis/scripts.js';
 import {
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
@@ -18,209 +19,6 @@ import {
   type TaskStore,
   type TransitionResult,
 } from './task-store.js';
-
-// Creation: the record appears whole or not at all, and its event goes out in the same step.
-// KEYS[1] task hash. ARGV[1] channel, ARGV[2..] field/value pairs. Times come from Redis, one clock for all replicas.
-const CREATE = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return false end
-local t = redis.call('TIME')
-local now = tostring(math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000))
-local us = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('HSET', KEYS[1], 'createdAt', now, 'createdAtUs', us, 'lastUpdatedAt', now, 'status', 'working', unpack(ARGV, 2))
-local fields = redis.call('HGETALL', KEYS[1])
-redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
-return fields
-`;
-
-// The record without its outcome: what events and transition replies carry (an outcome can be large).
-const SUMMARY = `
-local function summary(key)
-  local all = redis.call('HGETALL', key)
-  local out = {}
-  for i = 1, #all, 2 do
-    if all[i] ~= 'outcome' and all[i] ~= 'call' then
-      out[#out + 1] = all[i]
-      out[#out + 1] = all[i + 1]
-    end
-  end
-  return out
-end
-`;
-
-// One transition: check the current status, apply the change, set the expiry, emit the event, atomically.
-// KEYS[1] task hash, KEYS[2] expired-marker. ARGV: 1 channel, 2 to, 3 message mode ('keep'|'set'|'clear'),
-// 4 message, 5 outcome JSON or '', 6 result grace ms, 7 how long the marker outlives the record,
-// 8 input-requests mode ('keep'|'set'|'clear'), 9 input requests JSON, 10 attempt or '', 11 queued mark ('keep'|'set'|'clear').
-const TRANSITION = `${SUMMARY}
-local current = redis.call('HGET', KEYS[1], 'status')
-if not current then return {'not_found'} end
-local terminal = { completed = true, failed = true, cancelled = true }
-if terminal[current] then return {'terminal', unpack(summary(KEYS[1]))} end
-local t = redis.call('TIME')
-local now = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'lastUpdatedAt', tostring(now))
-if ARGV[3] == 'set' then redis.call('HSET', KEYS[1], 'statusMessage', ARGV[4])
-elseif ARGV[3] == 'clear' then redis.call('HDEL', KEYS[1], 'statusMessage') end
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'outcome', ARGV[5]) end
-if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'attempt', ARGV[10]) end
-if ARGV[11] == 'set' then redis.call('HSET', KEYS[1], 'queued', '1')
-elseif ARGV[11] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'queued') end
-if ARGV[8] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'inputRequests')
-elseif ARGV[8] == 'set' then redis.call('HSET', KEYS[1], 'inputRequests', ARGV[9]) end
-if terminal[ARGV[2]] then
-  local created = tonumber(redis.call('HGET', KEYS[1], 'createdAt'))
-  local ttl = tonumber(redis.call('HGET', KEYS[1], 'ttlMs'))
-  local expireAt = math.max(created + ttl, now + tonumber(ARGV[6]))
-  redis.call('PEXPIREAT', KEYS[1], expireAt)
-  redis.call('SET', KEYS[2], '1', 'PXAT', expireAt + tonumber(ARGV[7]))
-end
-local fields = summary(KEYS[1])
-redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
-return {'ok', unpack(fields)}
-`;
-
-// Leases: KEYS[1] running zset, KEYS[2] owners hash. ARGV: 1 owner, 2 lease ms, 3 'renew'|'claim', 4.. ids.
-// The deadline is Redis time, one clock for every replica.
-const LEASE = `
-local t = redis.call('TIME')
-local deadline = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000) + tonumber(ARGV[2])
-for i = 4, #ARGV do
-  if ARGV[3] == 'claim' or redis.call('ZSCORE', KEYS[1], ARGV[i]) then
-    redis.call('ZADD', KEYS[1], deadline, ARGV[i])
-    redis.call('HSET', KEYS[2], ARGV[i], ARGV[1])
-  end
-end
-return 1
-`;
-
-// Orphans: tasks past their lease deadline, removed as they are taken, so exactly one replica gets each.
-// KEYS as LEASE; ARGV[1] limit. Returns id, owner pairs.
-const TAKE_ORPHANS = `
-local t = redis.call('TIME')
-local now = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
-local out = {}
-for _, id in ipairs(ids) do
-  redis.call('ZREM', KEYS[1], id)
-  out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', KEYS[2], id) or ''
-  redis.call('HDEL', KEYS[2], id)
-end
-return out
-`;
-
-// A session save: applies only to a session that exists, unless creating. KEYS[1] session hash. ARGV: 1 'create'|'update',
-// 2 ttl ms, then field/value triples (field, 'set'|'del', value).
-const SAVE_SESSION = `
-if ARGV[1] ~= 'create' and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-for i = 3, #ARGV, 3 do
-  if ARGV[i + 1] == 'set' then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2]) else redis.call('HDEL', KEYS[1], ARGV[i]) end
-end
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-return 1
-`;
-
-// Slot semaphores. Each script gets one semaphore's keys (one hash tag, one Cluster slot):
-// KEYS 1 holders (zset: ticket -> lease deadline ms), 2 queue (zset: ticket -> arrival sequence),
-// 3 queue deadlines (zset: ticket -> lease deadline ms), 4 owners (hash: ticket -> replica), 5 sequence counter.
-// A lease has run out when its deadline is <= now (Redis time, one clock for every replica).
-const SLOT_NOW = `
-local t = redis.call('TIME')
-local now = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
-`;
-
-// Keeps an idle semaphore from living forever without ever dropping a live lease: keys only ever get a longer
-// expiry, and every deadline written is at most `keep` ms away.
-const SLOT_KEEP = `
-local function keep(ms)
-  for i = 1, 5 do
-    local left = redis.call('PTTL', KEYS[i])
-    if left == -1 or (left >= 0 and left < ms) then redis.call('PEXPIRE', KEYS[i], ms) end
-  end
-end
-`;
-
-// Acquire: drop expired holders and waiters, then grant, keep waiting or join the line, atomically.
-// ARGV: 1 ticket, 2 owner, 3 limit, 4 lease ms, 5 'queue'|'once', 6 channel, 7 message, 8 key expiry ms.
-// Returns {1} when granted, {0, ahead} otherwise.
-const ACQUIRE_SLOT = `${SLOT_NOW}${SLOT_KEEP}
-local ticket = ARGV[1]
-local deadline = now + tonumber(ARGV[4])
-local dropped = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
-  redis.call('ZREM', KEYS[2], gone)
-  dropped[#dropped + 1] = gone
-end
-if #dropped > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  for _, gone in ipairs(dropped) do redis.call('HDEL', KEYS[4], gone) end
-end
-local reply
-if redis.call('ZSCORE', KEYS[1], ticket) then
-  redis.call('ZADD', KEYS[1], deadline, ticket)
-  redis.call('HSET', KEYS[4], ticket, ARGV[2])
-  reply = {1}
-else
-  local holders = redis.call('ZCARD', KEYS[1])
-  local position = redis.call('ZRANK', KEYS[2], ticket)
-  local queued = position ~= false
-  if not queued then position = redis.call('ZCARD', KEYS[2]) end
-  if position < tonumber(ARGV[3]) - holders then
-    redis.call('ZREM', KEYS[2], ticket)
-    redis.call('ZREM', KEYS[3], ticket)
-    redis.call('ZADD', KEYS[1], deadline, ticket)
-    redis.call('HSET', KEYS[4], ticket, ARGV[2])
-    reply = {1}
-  else
-    if not queued and ARGV[5] == 'queue' then
-      redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), ticket)
-      queued = true
-    end
-    if queued then
-      redis.call('ZADD', KEYS[3], deadline, ticket)
-      redis.call('HSET', KEYS[4], ticket, ARGV[2])
-    end
-    reply = {0, holders + position}
-  end
-end
-keep(tonumber(ARGV[8]))
-if #dropped > 0 then redis.call('PUBLISH', ARGV[6], ARGV[7]) end
-return reply
-`;
-
-// Release: out of the holders and the line; waiters hear of it only when something was there.
-// KEYS as ACQUIRE_SLOT. ARGV: 1 ticket, 2 channel, 3 message.
-const RELEASE_SLOT = `
-local removed = redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('HDEL', KEYS[4], ARGV[1])
-if removed > 0 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
-return removed
-`;
-
-// Renew: only leases still running are extended; one already run out stays out even before an acquire drops it.
-// KEYS as ACQUIRE_SLOT. ARGV: 1 lease ms, 2 key expiry ms, 3.. tickets.
-const RENEW_SLOTS = `${SLOT_NOW}${SLOT_KEEP}
-local deadline = now + tonumber(ARGV[1])
-local renewed = 0
-for i = 3, #ARGV do
-  if tonumber(redis.call('ZSCORE', KEYS[1], ARGV[i]) or '0') > now then
-    redis.call('ZADD', KEYS[1], deadline, ARGV[i])
-    renewed = renewed + 1
-  elseif tonumber(redis.call('ZSCORE', KEYS[3], ARGV[i]) or '0') > now then
-    redis.call('ZADD', KEYS[3], deadline, ARGV[i])
-    renewed = renewed + 1
-  end
-end
-if renewed > 0 then keep(tonumber(ARGV[2])) end
-return renewed
-`;
-
-// Holders whose lease still runs. KEYS[1] holders.
-const SLOT_HOLDERS = `${SLOT_NOW}
-return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
-`;
 
 /** An idle semaphore's keys go this many lease periods after its last acquire or renewal. */
 const SLOT_KEY_LEASES = 10;
@@ -244,6 +42,7 @@ export class RedisTaskStore implements TaskStore {
   private subscribed: Promise<unknown> | undefined;
   private secret: Promise<Buffer> | undefined;
   private cursors: CursorCodec | undefined;
+  private readonly run: RunScript;
 
   constructor(
     readonly redis: Redis,
@@ -253,15 +52,7 @@ export class RedisTaskStore implements TaskStore {
     this.keys = redisKeys(prefix);
     this.events.setMaxListeners(0);
     this.topics.setMaxListeners(0);
-    redis.defineCommand('taskgateCreate', { numberOfKeys: 1, lua: CREATE });
-    redis.defineCommand('taskgateTransition', { numberOfKeys: 2, lua: TRANSITION });
-    redis.defineCommand('taskgateLease', { numberOfKeys: 2, lua: LEASE });
-    redis.defineCommand('taskgateTakeOrphans', { numberOfKeys: 2, lua: TAKE_ORPHANS });
-    redis.defineCommand('taskgateSaveSession', { numberOfKeys: 1, lua: SAVE_SESSION });
-    redis.defineCommand('taskgateAcquireSlot', { numberOfKeys: 5, lua: ACQUIRE_SLOT });
-    redis.defineCommand('taskgateReleaseSlot', { numberOfKeys: 5, lua: RELEASE_SLOT });
-    redis.defineCommand('taskgateRenewSlots', { numberOfKeys: 5, lua: RENEW_SLOTS });
-    redis.defineCommand('taskgateSlotHolders', { numberOfKeys: 1, lua: SLOT_HOLDERS });
+    this.run = defineScripts(redis);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.ensureSubscribed();
@@ -280,7 +71,7 @@ export class RedisTaskStore implements TaskStore {
     if (input.statusMessage !== undefined) fields.push('statusMessage', input.statusMessage);
     if (input.native === true) fields.push('native', '1');
     if (input.call !== undefined) fields.push('call', JSON.stringify(input.call));
-    const created = (await this.command('taskgateCreate', this.keys.task(input.taskId), this.keys.taskEvents(), ...fields)) as string[] | null;
+    const created = (await this.run('create', this.keys.task(input.taskId), this.keys.taskEvents(), ...fields)) as string[] | null;
     if (created === null) throw new Error(`task ${input.taskId} already exists`);
     const task = parseTask(created);
     // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
@@ -308,8 +99,8 @@ export class RedisTaskStore implements TaskStore {
 
   async transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
     const mode = change.statusMessage === undefined ? 'keep' : change.statusMessage === null ? 'clear' : 'set';
-    const reply = (await this.command(
-      'taskgateTransition',
+    const reply = (await this.run(
+      'transition',
       this.keys.task(taskId),
       this.keys.taskExpired(taskId),
       this.keys.taskEvents(),
@@ -412,10 +203,6 @@ export class RedisTaskStore implements TaskStore {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
-  private command(name: string, ...args: string[]): Promise<unknown> {
-    return (this.redis as unknown as Record<string, (...a: string[]) => Promise<unknown>>)[name]!(...args);
-  }
-
   private ensureSubscribed(): void {
     if (this.subscriber !== undefined) return;
     // The subscription waits for Redis however long it is away (offline queue, no retry limit) and ioredis renews
@@ -456,7 +243,7 @@ export class RedisTaskStore implements TaskStore {
 
   async lease(taskIds: readonly string[], owner: string, leaseMs: number, options: { renew?: boolean } = {}): Promise<void> {
     if (taskIds.length === 0) return;
-    await this.command('taskgateLease', this.keys.running(), this.keys.runningOwners(), owner, String(leaseMs), options.renew ? 'renew' : 'claim', ...taskIds);
+    await this.run('lease', this.keys.running(), this.keys.runningOwners(), owner, String(leaseMs), options.renew ? 'renew' : 'claim', ...taskIds);
   }
 
   async unlease(taskId: string): Promise<void> {
@@ -464,15 +251,15 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async takeOrphans(limit: number): Promise<{ taskId: string; owner: string }[]> {
-    const flat = (await this.command('taskgateTakeOrphans', this.keys.running(), this.keys.runningOwners(), String(limit))) as string[];
+    const flat = (await this.run('take-orphans', this.keys.running(), this.keys.runningOwners(), String(limit))) as string[];
     const orphans: { taskId: string; owner: string }[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) orphans.push({ taskId: flat[i] as string, owner: flat[i + 1] as string });
     return orphans;
   }
 
   async acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {
-    const [granted, ahead] = (await this.command(
-      'taskgateAcquireSlot',
+    const [granted, ahead] = (await this.run(
+      'acquire-slot',
       ...slotKeyList(this.keys.slot(key)),
       ticket,
       owner,
@@ -487,7 +274,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async releaseSlot(key: string, ticket: string): Promise<void> {
-    await this.command('taskgateReleaseSlot', ...slotKeyList(this.keys.slot(key)), ticket, this.keys.topic('slots'), JSON.stringify({ key }));
+    await this.run('release-slot', ...slotKeyList(this.keys.slot(key)), ticket, this.keys.topic('slots'), JSON.stringify({ key }));
   }
 
   async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {
@@ -496,13 +283,13 @@ export class RedisTaskStore implements TaskStore {
     for (const { key, ticket } of entries) byKey.set(key, [...(byKey.get(key) ?? []), ticket]);
     await Promise.all(
       [...byKey].map(([key, tickets]) =>
-        this.command('taskgateRenewSlots', ...slotKeyList(this.keys.slot(key)), String(leaseMs), String(leaseMs * SLOT_KEY_LEASES), ...tickets),
+        this.run('renew-slots', ...slotKeyList(this.keys.slot(key)), String(leaseMs), String(leaseMs * SLOT_KEY_LEASES), ...tickets),
       ),
     );
   }
 
   async slotHolders(key: string): Promise<string[]> {
-    return (await this.command('taskgateSlotHolders', this.keys.slot(key).holders)) as string[];
+    return (await this.run('slot-holders', this.keys.slot(key).holders)) as string[];
   }
 
   async publish(topic: string, message: JsonObject): Promise<number> {
@@ -529,7 +316,7 @@ export class RedisTaskStore implements TaskStore {
   async saveSession(sessionId: string, fields: Record<string, string | null>, ttlMs: number, options: { create?: boolean } = {}): Promise<boolean> {
     const args: string[] = [];
     for (const [field, value] of Object.entries(fields)) args.push(field, value === null ? 'del' : 'set', value ?? '');
-    const saved = await this.command('taskgateSaveSession', this.keys.session(sessionId), options.create ? 'create' : 'update', String(Math.max(1, Math.ceil(ttlMs))), ...args);
+    const saved = await this.run('save-session', this.keys.session(sessionId), options.create ? 'create' : 'update', String(Math.max(1, Math.ceil(ttlMs))), ...args);
     return saved === 1;
   }
 

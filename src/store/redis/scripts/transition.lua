@@ -1,0 +1,33 @@
+-- transition: checks the current status, applies the change, sets the expiry of a terminal task and emits the
+-- event, atomically. Terminal is forever.
+-- KEYS[1] task hash, KEYS[2] expired-marker
+-- ARGV[1] event channel, ARGV[2] new status, ARGV[3] message mode ('keep'|'set'|'clear'), ARGV[4] message,
+-- ARGV[5] outcome JSON or '', ARGV[6] result grace ms, ARGV[7] how long the marker outlives the record,
+-- ARGV[8] input-requests mode ('keep'|'set'|'clear'), ARGV[9] input requests JSON, ARGV[10] attempt or '',
+-- ARGV[11] queued mark ('keep'|'set'|'clear')
+-- Returns {'ok', summary...}, {'terminal', summary...} or {'not_found'}.
+--! include _summary
+local current = redis.call('HGET', KEYS[1], 'status')
+if not current then return {'not_found'} end
+local terminal = { completed = true, failed = true, cancelled = true }
+if terminal[current] then return {'terminal', unpack(summary(KEYS[1]))} end
+--! include _now
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'lastUpdatedAt', tostring(now))
+if ARGV[3] == 'set' then redis.call('HSET', KEYS[1], 'statusMessage', ARGV[4])
+elseif ARGV[3] == 'clear' then redis.call('HDEL', KEYS[1], 'statusMessage') end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'outcome', ARGV[5]) end
+if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'attempt', ARGV[10]) end
+if ARGV[11] == 'set' then redis.call('HSET', KEYS[1], 'queued', '1')
+elseif ARGV[11] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'queued') end
+if ARGV[8] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'inputRequests')
+elseif ARGV[8] == 'set' then redis.call('HSET', KEYS[1], 'inputRequests', ARGV[9]) end
+if terminal[ARGV[2]] then
+  local created = tonumber(redis.call('HGET', KEYS[1], 'createdAt'))
+  local ttl = tonumber(redis.call('HGET', KEYS[1], 'ttlMs'))
+  local expireAt = math.max(created + ttl, now + tonumber(ARGV[6]))
+  redis.call('PEXPIREAT', KEYS[1], expireAt)
+  redis.call('SET', KEYS[2], '1', 'PXAT', expireAt + tonumber(ARGV[7]))
+end
+local fields = summary(KEYS[1])
+redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
+return {'ok', unpack(fields)}
