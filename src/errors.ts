@@ -1,7 +1,20 @@
 // The one error registry. Internal failures carry a stable code; this module alone decides which JSON-RPC
 // code and HTTP status each one becomes. Upstream JSON-RPC errors never pass through here: they are forwarded
 // unchanged.
-import { InternalError, InvalidParams, InvalidRequest, MessageEncodingError, MethodNotFound, ParseError, type JsonRpcErrorObject } from './jsonrpc.js';
+import {
+  GatewayServerError,
+  HeaderMismatch,
+  InternalError,
+  InvalidParams,
+  InvalidRequest,
+  MessageEncodingError,
+  MethodNotFound,
+  MissingRequiredClientCapability,
+  ParseError,
+  ResourceNotFound,
+  UnsupportedProtocolVersion,
+  type JsonRpcErrorObject,
+} from './jsonrpc.js';
 
 const REGISTRY = {
   parse_error: { rpc: ParseError, http: 400 },
@@ -10,11 +23,11 @@ const REGISTRY = {
   invalid_params: { rpc: InvalidParams, http: 200 },
   internal: { rpc: InternalError, http: 500 },
   /** Resource URI that no upstream serves (the spec's "Resource not found"). */
-  resource_not_found: { rpc: -32002, http: 200 },
+  resource_not_found: { rpc: ResourceNotFound, http: 200 },
   /** The upstream cannot be reached, crashed, or closed its connection during the call. */
   upstream_unavailable: { rpc: InternalError, http: 200 },
   /** The upstream did not answer within the configured request deadline. */
-  upstream_timeout: { rpc: -32001, http: 200 },
+  upstream_timeout: { rpc: GatewayServerError, http: 200 },
   /** The task store (Redis) cannot be reached: the request fails at once instead of hanging. */
   store_unavailable: { rpc: InternalError, http: 200 },
   /** The principal already holds maxTasksPerPrincipal unfinished tasks. */
@@ -22,7 +35,7 @@ const REGISTRY = {
   /** The principal already holds sessions.maxPerPrincipal open sessions. */
   too_many_sessions: { rpc: InvalidRequest, http: 429 },
   session_required: { rpc: InvalidRequest, http: 400 },
-  session_not_found: { rpc: -32001, http: 404 },
+  session_not_found: { rpc: GatewayServerError, http: 404 },
   unsupported_protocol_version: { rpc: InvalidRequest, http: 400 },
   origin_forbidden: { rpc: InvalidRequest, http: 403 },
   host_forbidden: { rpc: InvalidRequest, http: 403 },
@@ -36,11 +49,11 @@ const REGISTRY = {
   /** A required `_meta` envelope key is missing or malformed. */
   invalid_envelope: { rpc: InvalidParams, http: 400 },
   /** An MCP header is missing, malformed, or disagrees with the body (HeaderMismatch). */
-  header_mismatch: { rpc: -32020, http: 400 },
+  header_mismatch: { rpc: HeaderMismatch, http: 400 },
   /** The request needs a client capability it did not declare (MissingRequiredClientCapability). */
-  missing_capability: { rpc: -32021, http: 400 },
+  missing_capability: { rpc: MissingRequiredClientCapability, http: 400 },
   /** The request's protocol version is one the gateway does not speak (UnsupportedProtocolVersion). */
-  unsupported_version: { rpc: -32022, http: 400 },
+  unsupported_version: { rpc: UnsupportedProtocolVersion, http: 400 },
   /** Unknown or removed method, as a modern client is told (HTTP 404). */
   modern_method_not_found: { rpc: MethodNotFound, http: 404 },
 } as const satisfies Record<string, { rpc: number; http: number }>;

@@ -1,6 +1,14 @@
 import type { SseConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
-import { MethodNotFound, type JsonObject, type JsonRpcNotification, type Outcome, type RequestId } from '../jsonrpc.js';
+import {
+  InternalError,
+  MethodNotFound,
+  RequestCancelled,
+  type JsonObject,
+  type JsonRpcNotification,
+  type Outcome,
+  type RequestId,
+} from '../jsonrpc.js';
 import { EventStream } from '../http/event-stream.js';
 import { INPUT_REQUEST_CAPABILITY, type LogLevel } from '../protocol.js';
 import type { UpstreamCall } from '../upstream/connection.js';
@@ -166,13 +174,13 @@ export class ClientSession implements SessionIdentity {
     if (request.params !== undefined) message.params = request.params;
     const send = await this.sendRequest(message, delivery);
     if (send === undefined) {
-      return { error: { code: -32603, message: `The client has no open stream to receive ${request.method}` } };
+      return { error: { code: InternalError, message: `The client has no open stream to receive ${request.method}` } };
     }
     return new Promise<Outcome>((resolve) => {
       const onAbort = (): void => {
         this.outgoing.delete(id);
         send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: String(signal.reason ?? 'cancelled') } });
-        resolve({ error: { code: -32800, message: 'Request cancelled' } });
+        resolve({ error: { code: RequestCancelled, message: 'Request cancelled' } });
       };
       signal.addEventListener('abort', onAbort, { once: true });
       this.outgoing.set(id, {
@@ -249,7 +257,7 @@ export class ClientSession implements SessionIdentity {
     this.streams.clear();
     this.standalone = undefined;
     this.resultStreams.clear();
-    for (const outgoing of this.outgoing.values()) outgoing.settle({ error: { code: -32603, message: 'The client session ended' } });
+    for (const outgoing of this.outgoing.values()) outgoing.settle({ error: { code: InternalError, message: 'The client session ended' } });
     for (const inflight of this.inflight.values()) {
       inflight.cancelled = true;
       inflight.call.cancel('the client session ended');

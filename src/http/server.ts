@@ -3,19 +3,28 @@ import type { GatewayConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import {
   errorResponse,
+  InvalidParams,
+  InvalidRequest,
   isNotification,
   isRequest,
+  jsonNestingExceeds,
   toResponse,
   validateMessage,
-  InvalidRequest,
-  jsonNestingExceeds,
   type JsonObject,
   type JsonRpcMessage,
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { isSupportedLegacyVersion, LEGACY_TASKS_CAPABILITY, LEGACY_VERSIONS, LATEST_LEGACY_VERSION, supportsBatches, supportsLegacyTasks, supportsPrimingEvents } from '../protocol.js';
+import {
+  isSupportedLegacyVersion,
+  LEGACY_TASKS_CAPABILITY,
+  LEGACY_VERSIONS,
+  LATEST_LEGACY_VERSION,
+  supportsBatches,
+  supportsLegacyTasks,
+  supportsPrimingEvents,
+} from '../protocol.js';
 import { STREAMED_METHODS, type Router } from '../gateway/router.js';
 import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
@@ -306,7 +315,7 @@ async function initializeSession(deps: FrontEndDeps, request: JsonRpcRequest, re
   const params = request.params ?? {};
   const requested = typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
   if (requested === undefined) {
-    return sendJson(reply, 200, errorResponse(request.id, -32602, 'initialize: params.protocolVersion must be a string'));
+    return sendJson(reply, 200, errorResponse(request.id, InvalidParams, 'initialize: params.protocolVersion must be a string'));
   }
   // The client's revision when the gateway speaks it, else the newest; the client then decides (spec).
   const version = isSupportedLegacyVersion(requested) ? requested : LATEST_LEGACY_VERSION;

@@ -1,6 +1,6 @@
 // Wire shapes of 2026-07-28 and its Tasks extension (SEP-2663). Nothing outside this file knows that era's field
 // names (`resultType`, `ttlMs`, `inputRequests`, caching hints).
-import { withoutMetaKey, type JsonObject, type Outcome } from '../jsonrpc.js';
+import { InvalidParams, ResourceNotFound, withoutMetaKey, type JsonObject, type Outcome } from '../jsonrpc.js';
 import type { TaskRecord } from '../store/task-store.js';
 import { RELATED_TASK_META } from '../protocol.js';
 
@@ -74,7 +74,7 @@ export function inputRequiredResult(inputRequests: JsonObject, requestState: str
 export function modernOutcome(method: string, outcome: Outcome): Outcome {
   if ('error' in outcome) {
     // -32002 does not exist in this revision: resource-not-found is invalid params with the URI in data.
-    if (outcome.error.code === -32002) return { error: { ...outcome.error, code: -32602 } };
+    if (outcome.error.code === ResourceNotFound) return { error: { ...outcome.error, code: InvalidParams } };
     return outcome;
   }
   return { result: modernResult(method, outcome.result) };

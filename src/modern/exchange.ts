@@ -4,7 +4,16 @@
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from '../errors.js';
-import { asObject, MethodNotFound, RequestCancelled, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import {
+  asObject,
+  MethodNotFound,
+  MissingRequiredClientCapability,
+  RequestCancelled,
+  withoutMeta,
+  type JsonObject,
+  type JsonRpcNotification,
+  type Outcome,
+} from '../jsonrpc.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../protocol.js';
 import type { SessionIdentity } from '../upstream/upstream.js';
@@ -175,7 +184,7 @@ export class ModernExchange {
       }
       this.missing = { capability, method: request.method };
       this.wake?.();
-      return Promise.resolve({ error: { code: -32021, message: `The client did not declare the '${capability}' capability` } });
+      return Promise.resolve({ error: { code: MissingRequiredClientCapability, message: `The client did not declare the '${capability}' capability` } });
     }
     const key = inputKey(request.method, this.nextKey++);
     return new Promise<Outcome>((resolve) => {

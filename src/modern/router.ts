@@ -2,9 +2,30 @@
 // what it can do. Calls to legacy upstreams are bridged: their questions to the client become MRTR rounds or,
 // for tools the gateway runs as tasks, task input requests; results get the revision's `resultType` and hints.
 import { GatewayError, toJsonRpcError } from '../errors.js';
-import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
+import {
+  asObject,
+  HeaderMismatch,
+  InvalidParams,
+  MissingRequiredClientCapability,
+  RequestCancelled,
+  ResourceNotFound,
+  UnsupportedProtocolVersion,
+  withoutMeta,
+  type JsonObject,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type Outcome,
+} from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { LATEST_LEGACY_VERSION, logLevelRank, META_CLIENT_CAPABILITIES, MODERN_VERSION, META_SERVER_INFO, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../protocol.js';
+import {
+  LATEST_LEGACY_VERSION,
+  logLevelRank,
+  META_CLIENT_CAPABILITIES,
+  MODERN_VERSION,
+  META_SERVER_INFO,
+  SUPPORTED_VERSIONS,
+  TASKS_EXTENSION,
+} from '../protocol.js';
 import type { ModernUpstreamClient } from '../upstream/modern-client.js';
 import { LIST_METHODS, type Catalog } from '../gateway/catalog.js';
 import type { Router } from '../gateway/router.js';
@@ -28,7 +49,7 @@ const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 type Headers = Record<string, string | string[] | undefined>;
 
 /** HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion: HTTP 400 in this revision. */
-const REQUEST_LEVEL_ERRORS = new Set([-32020, -32021, -32022]);
+const REQUEST_LEVEL_ERRORS = new Set([HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion]);
 
 export interface ModernAnswer {
   outcome: Outcome;
@@ -87,7 +108,7 @@ export class ModernRouter {
       if (upstream === undefined) throw new GatewayError('invalid_params', STALE_STATE);
       const taskAfterMs = typeof body.taskAfterMs === 'number' ? body.taskAfterMs : undefined;
       const outcome = await this.await(client, request, name, upstream, exchange, taskAfterMs, sink);
-      return { outcome: outcome ?? { error: { code: -32800, message: 'Request cancelled' } } };
+      return { outcome: outcome ?? { error: { code: RequestCancelled, message: 'Request cancelled' } } };
     } catch (error) {
       return { outcome: { error: toJsonRpcError(error) } };
     }
@@ -408,7 +429,7 @@ export class ModernRouter {
 
 /** A resource-not-found error names the URI (`data.uri`), as 2026-07-28 asks, whoever raised it. */
 function withUri(error: { code: number; data?: unknown }, uri: unknown): void {
-  if ((error.code !== -32002 && error.code !== -32602) || typeof uri !== 'string' || error.data !== undefined) return;
+  if ((error.code !== ResourceNotFound && error.code !== InvalidParams) || typeof uri !== 'string' || error.data !== undefined) return;
   error.data = { uri };
 }
 

@@ -2,7 +2,7 @@ import type { TaskPolicy, TasksConfig } from '../config/types.js';
 import { resolvePolicy } from '../config/policy.js';
 import { GatewayError, storeUnavailable, toJsonRpcError } from '../errors.js';
 import type { EventStream } from '../http/event-stream.js';
-import { InternalError, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import { InternalError, RequestCancelled, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { ClientSession } from '../gateway/session.js';
 import { InvalidCursorError, isTerminal, newTaskId, type StoredCall, type TaskChange, type TaskRecord, type TaskStore } from '../store/task-store.js';
@@ -529,12 +529,12 @@ export class TaskEngine {
 
   /** The upstream asks during a modern task: the question becomes one of the task's keyed input requests. */
   private askModern(run: LocalRun, request: InputRequest, signal: AbortSignal): Promise<Outcome> {
-    if (run.ended) return Promise.resolve({ error: { code: -32800, message: 'The task has ended' } });
+    if (run.ended) return Promise.resolve({ error: { code: RequestCancelled, message: 'The task has ended' } });
     const key = inputKey(request.method, run.nextInputKey++);
     return new Promise<Outcome>((resolve) => {
       const onAbort = (): void => {
         if (run.inputs.delete(key)) void this.syncInputs(run);
-        resolve({ error: { code: -32800, message: 'Request cancelled' } });
+        resolve({ error: { code: RequestCancelled, message: 'Request cancelled' } });
       };
       signal.addEventListener('abort', onAbort, { once: true });
       run.inputs.set(key, {
@@ -727,7 +727,7 @@ export class TaskEngine {
     // Slots held and places in line go back (the principal's count included: the task is ending).
     for (const { key, ticket } of run.slots.splice(0)) void this.store.releaseSlot(key, ticket).catch(() => undefined);
     clearTimeout(run.deadline);
-    for (const input of run.inputs.values()) input.settle({ error: { code: -32800, message: 'The task has ended' } });
+    for (const input of run.inputs.values()) input.settle({ error: { code: RequestCancelled, message: 'The task has ended' } });
     run.inputs.clear();
     if (cancelReason !== undefined) run.call?.cancel(cancelReason);
     this.runs.delete(run.task.taskId);

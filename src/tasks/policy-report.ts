@@ -1,6 +1,7 @@
 import type { GatewayConfig, TaskPolicy } from '../config/types.js';
 import { effectiveMode, resolvePolicy } from '../config/policy.js';
 import { Catalog } from '../gateway/catalog.js';
+import { InternalError } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { Upstream, type UpstreamMessageSink } from '../upstream/upstream.js';
 import { VERSION } from '../version.js';
@@ -16,7 +17,7 @@ export interface ToolPolicyReport {
 export async function reportToolPolicies(config: GatewayConfig, logger: Logger): Promise<ToolPolicyReport> {
   const sink: UpstreamMessageSink = {
     notification: () => undefined,
-    request: async () => ({ error: { code: -32603, message: 'taskgate check-config answers no requests' } }),
+    request: async () => ({ error: { code: InternalError, message: 'taskgate check-config answers no requests' } }),
     catalogChanged: () => undefined,
   };
   const upstreams = config.upstreams.map((u) => new Upstream(u, logger, sink, VERSION));

@@ -1,8 +1,10 @@
 import { GatewayError, sendFailure, upstreamUnavailable } from '../errors.js';
 import {
   asObject,
+  InternalError,
   isNotification,
   isRequest,
+  RequestCancelled,
   toResponse,
   type JsonObject,
   type JsonRpcErrorObject,
@@ -182,7 +184,7 @@ export class UpstreamConnection {
   private cancel(upstreamId: number, reason: string): void {
     if (!this.pending.has(upstreamId)) return;
     this.notify('notifications/cancelled', { requestId: upstreamId, reason });
-    this.fail(upstreamId, { code: -32800, message: `Request cancelled: ${reason}` });
+    this.fail(upstreamId, { code: RequestCancelled, message: `Request cancelled: ${reason}` });
   }
 
   private fail(id: RequestId, error: JsonRpcErrorObject): void {
@@ -250,7 +252,7 @@ export class UpstreamConnection {
     this.inbound.set(message.id, abort);
     this.handler
       .request(message, context, abort.signal)
-      .catch((error: Error) => ({ error: { code: -32603, message: error.message } }) as Outcome)
+      .catch((error: Error) => ({ error: { code: InternalError, message: error.message } }) as Outcome)
       .then((outcome) => {
         this.inbound.delete(message.id);
         if (abort.signal.aborted || this.closedReason !== undefined) return;

@@ -2,7 +2,17 @@
 // MCP headers; the answer is JSON or an SSE stream of notifications ending with the response.
 import { request, type Agent } from 'undici';
 import { GatewayError, sendFailure } from '../errors.js';
-import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import {
+  asObject,
+  encodeMessage,
+  InternalError,
+  isNotification,
+  RequestCancelled,
+  validateMessage,
+  type JsonObject,
+  type JsonRpcNotification,
+  type Outcome,
+} from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION } from '../protocol.js';
 import type { CallContext, UpstreamCall } from './connection.js';
@@ -107,12 +117,12 @@ export class ModernUpstreamClient {
           }),
         );
         const responses: JsonObject = Object.fromEntries(answered.filter((entry) => entry !== undefined));
-        if (abort.signal.aborted) return { error: { code: -32800, message: 'Request cancelled' } };
+        if (abort.signal.aborted) return { error: { code: RequestCancelled, message: 'Request cancelled' } };
         const { requestState: _previous, inputResponses: _answered, ...base } = params;
         current = { ...base, inputResponses: responses };
         if (typeof answer.result.requestState === 'string') current.requestState = answer.result.requestState;
       }
-      return { error: { code: -32603, message: `Upstream '${this.upstreamName}' kept asking for input (100 rounds)` } };
+      return { error: { code: InternalError, message: `Upstream '${this.upstreamName}' kept asking for input (100 rounds)` } };
     })();
     return { upstreamId: 0, outcome, cancel: (reason) => abort.abort(new Error(reason)) };
   }

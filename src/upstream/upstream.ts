@@ -1,9 +1,16 @@
 import type { Agent } from 'undici';
 import type { TaskMode, UpstreamConfig } from '../config/types.js';
 import { upstreamUnavailable } from '../errors.js';
-import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
+import { asObject, MethodNotFound, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { LATEST_LEGACY_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, MODERN_VERSION } from '../protocol.js';
+import {
+  LATEST_LEGACY_VERSION,
+  META_CLIENT_CAPABILITIES,
+  META_CLIENT_INFO,
+  META_LOG_LEVEL,
+  META_PROTOCOL_VERSION,
+  MODERN_VERSION,
+} from '../protocol.js';
 import { UpstreamConnection, type CallContext, type ConnectionHandler, type UpstreamCall } from './connection.js';
 import { createUpstreamAgent } from './http-agent.js';
 import { LegacySseTransport } from './legacy-sse.js';
@@ -220,7 +227,7 @@ export class Upstream {
     const noContext: CallContext = {
       sessionId: session.sessionId,
       notify: () => undefined,
-      ask: async () => ({ error: { code: -32601, message: 'No client to ask' } }),
+      ask: async () => ({ error: { code: MethodNotFound, message: 'No client to ask' } }),
     };
     const call = client.callResolvingInput(method, forwarded, context ?? noContext, { tool, ...(timeoutMs > 0 ? { timeoutMs } : {}) });
     // The 2025 era has no resultType; the answer goes back as that era's result.
