@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { SessionsConfig, SseConfig } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
-import { logLevelRank, type LogLevel } from '../protocol.js';
+import { logLevelRank, type LogLevel } from '../protocol/mcp.js';
 import type { TaskStore } from '../store/task-store.js';
 import { ClientSession, type SessionPeers } from './session.js';
 

@@ -4,9 +4,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, toJsonRpcError } from '../errors.js';
 import { errorResponse, InvalidRequest, isRequest, toResponse, validateMessage, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { checkRoutingHeaders, readEnvelope } from '../modern/envelope.js';
-import { ModernResponder } from '../modern/responder.js';
-import type { ModernRouter } from '../modern/router.js';
+import { checkRoutingHeaders, readEnvelope } from '../protocol/rev2026-07-28/envelope.js';
+import { ModernResponder } from '../protocol/rev2026-07-28/responder.js';
+import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
 
 export interface ModernFrontDeps {
   modern: ModernRouter;

@@ -24,16 +24,16 @@ import {
   supportsBatches,
   supportsLegacyTasks,
   supportsPrimingEvents,
-} from '../protocol.js';
-import { STREAMED_METHODS, type Router } from '../gateway/router.js';
+} from '../protocol/mcp.js';
+import { STREAMED_METHODS, type Router } from '../protocol/rev2025-11-25/router.js';
 import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
 import type { SessionRelay } from '../gateway/session-relay.js';
 import { httpConnection } from './event-stream.js';
 import type { Catalog } from '../gateway/catalog.js';
 import { checkRequestOrigin } from './guards.js';
-import { isModernMessage } from '../modern/envelope.js';
-import type { ModernRouter } from '../modern/router.js';
+import { isModernMessage } from '../protocol/rev2026-07-28/envelope.js';
+import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
 import { handleModernPost } from './modern-front.js';
 
 /** What the front end needs from the rest of the gateway. */

@@ -8,9 +8,9 @@ import type { ClientSession } from '../gateway/session.js';
 import { InvalidCursorError, isTerminal, newTaskId, type StoredCall, type TaskChange, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
-import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './legacy-codec.js';
-import { ACK, detailedTask } from '../modern/codec.js';
-import { clientInputRequest, inputKey, type InputRequest, type ModernExchange } from '../modern/exchange.js';
+import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from '../protocol/rev2025-11-25/codec.js';
+import { ACK, detailedTask } from '../protocol/rev2026-07-28/codec.js';
+import { clientInputRequest, inputKey, type InputRequest, type ModernExchange } from '../protocol/rev2026-07-28/exchange.js';
 import type { ReplicaLink } from '../gateway/replicas.js';
 import { EventEmitter } from 'node:events';
 

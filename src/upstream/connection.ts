@@ -15,7 +15,7 @@ import {
   type RequestId,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { RELATED_TASK_META } from '../protocol.js';
+import { RELATED_TASK_META } from '../protocol/mcp.js';
 import type { UpstreamTransport } from './transport.js';
 
 /** The client-side half of a call the gateway forwards: where the upstream's related messages go. */

@@ -14,7 +14,7 @@ import {
   type Outcome,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION } from '../protocol.js';
+import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION } from '../protocol/mcp.js';
 import type { CallContext, UpstreamCall } from './connection.js';
 import { readSse } from './sse-reader.js';
 

@@ -5,7 +5,7 @@
 // either era) sees one UpstreamCall like any other, and never the upstream's task id.
 import type { TaskMode } from '../config/types.js';
 import { asObject, RequestCancelled, withoutMetaKey, type JsonObject, type Outcome } from '../jsonrpc.js';
-import { RELATED_TASK_META } from '../protocol.js';
+import { RELATED_TASK_META } from '../protocol/mcp.js';
 import type { CallContext, UpstreamCall, UpstreamConnection } from './connection.js';
 
 /** Status polls follow the upstream's `pollInterval`, kept within these bounds. */

@@ -10,7 +10,7 @@ import {
   META_LOG_LEVEL,
   META_PROTOCOL_VERSION,
   MODERN_VERSION,
-} from '../protocol.js';
+} from '../protocol/mcp.js';
 import { UpstreamConnection, type CallContext, type ConnectionHandler, type UpstreamCall } from './connection.js';
 import { createUpstreamAgent } from './http-agent.js';
 import { LegacySseTransport } from './legacy-sse.js';

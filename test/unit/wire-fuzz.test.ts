@@ -11,7 +11,7 @@ import type { ListenConfig } from '../../src/config/types.js';
 import { GatewayError, type ErrorCode } from '../../src/errors.js';
 import { checkRequestOrigin, isLoopbackHostname, parseHostHeader } from '../../src/http/guards.js';
 import { asObject, decodeJsonBody, encodeMessage, jsonNestingExceeds, MessageEncodingError, validateMessage, type JsonRpcRequest } from '../../src/jsonrpc.js';
-import { checkRoutingHeaders, decodeHeaderValue, isModernMessage, readEnvelope } from '../../src/modern/envelope.js';
+import { checkRoutingHeaders, decodeHeaderValue, isModernMessage, readEnvelope } from '../../src/protocol/rev2026-07-28/envelope.js';
 import {
   LEGACY_VERSIONS,
   LOG_LEVELS,
@@ -20,7 +20,7 @@ import {
   META_LOG_LEVEL,
   META_PROTOCOL_VERSION,
   MODERN_VERSION,
-} from '../../src/protocol.js';
+} from '../../src/protocol/mcp.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 type Attempt<T> = { ok: true; value: T } | { ok: false; error: GatewayError };

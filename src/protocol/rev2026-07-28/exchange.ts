@@ -3,7 +3,7 @@
 // call; the client's retry (carrying `inputResponses` and the signed `requestState`) resumes it. A call may also
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../../errors.js';
 import {
   asObject,
   MethodNotFound,
@@ -13,10 +13,10 @@ import {
   type JsonObject,
   type JsonRpcNotification,
   type Outcome,
-} from '../jsonrpc.js';
-import type { CallContext, UpstreamCall } from '../upstream/connection.js';
-import { INPUT_REQUEST_CAPABILITY } from '../protocol.js';
-import type { SessionIdentity } from '../upstream/upstream.js';
+} from '../../jsonrpc.js';
+import type { CallContext, UpstreamCall } from '../../upstream/connection.js';
+import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
+import type { SessionIdentity } from '../../upstream/upstream.js';
 
 export interface InputRequest {
   method: string;

@@ -1,7 +1,7 @@
 // Wire shapes of the 2025-11-25 tasks protocol. Nothing outside this file knows that era's field names.
-import type { JsonObject, Outcome } from '../jsonrpc.js';
-import { RELATED_TASK_META } from '../protocol.js';
-import type { TaskRecord } from '../store/task-store.js';
+import type { JsonObject, Outcome } from '../../jsonrpc.js';
+import { RELATED_TASK_META } from '../mcp.js';
+import type { TaskRecord } from '../../store/task-store.js';
 
 export const MODEL_IMMEDIATE_RESPONSE_META = 'io.modelcontextprotocol/model-immediate-response';
 

@@ -1,8 +1,8 @@
 // Wire shapes of 2026-07-28 and its Tasks extension (SEP-2663). Nothing outside this file knows that era's field
 // names (`resultType`, `ttlMs`, `inputRequests`, caching hints).
-import { InvalidParams, ResourceNotFound, withoutMetaKey, type JsonObject, type Outcome } from '../jsonrpc.js';
-import type { TaskRecord } from '../store/task-store.js';
-import { RELATED_TASK_META } from '../protocol.js';
+import { InvalidParams, ResourceNotFound, withoutMetaKey, type JsonObject, type Outcome } from '../../jsonrpc.js';
+import type { TaskRecord } from '../../store/task-store.js';
+import { RELATED_TASK_META } from '../mcp.js';
 
 /** Results the revision requires caching hints on. */
 const CACHEABLE_METHODS = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'server/discover']);

@@ -1,9 +1,9 @@
 // `subscriptions/listen`: the stream a modern client keeps open for notifications that belong to no request
 // (list changes, resource updates, and with the Tasks extension `notifications/tasks`).
-import type { JsonObject, JsonRpcNotification, RequestId } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { META_SUBSCRIPTION_ID } from '../protocol.js';
-import { isTerminal, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import type { JsonObject, JsonRpcNotification, RequestId } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { META_SUBSCRIPTION_ID } from '../mcp.js';
+import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
 import { detailedTask } from './codec.js';
 import type { ModernResponder } from './responder.js';
 

@@ -1,7 +1,7 @@
 // Method → handler for 2026-07-28 requests. Each request stands alone: its envelope says who the client is and
 // what it can do. Calls to legacy upstreams are bridged: their questions to the client become MRTR rounds or,
 // for tools the gateway runs as tasks, task input requests; results get the revision's `resultType` and hints.
-import { GatewayError, toJsonRpcError } from '../errors.js';
+import { GatewayError, toJsonRpcError } from '../../errors.js';
 import {
   asObject,
   HeaderMismatch,
@@ -15,8 +15,8 @@ import {
   type JsonRpcNotification,
   type JsonRpcRequest,
   type Outcome,
-} from '../jsonrpc.js';
-import type { Logger } from '../log.js';
+} from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
 import {
   LATEST_LEGACY_VERSION,
   logLevelRank,
@@ -25,18 +25,18 @@ import {
   META_SERVER_INFO,
   SUPPORTED_VERSIONS,
   TASKS_EXTENSION,
-} from '../protocol.js';
-import type { ModernUpstreamClient } from '../upstream/modern-client.js';
-import { LIST_METHODS, type Catalog } from '../gateway/catalog.js';
-import type { Router } from '../gateway/router.js';
-import type { TaskEngine } from '../tasks/engine.js';
-import type { Upstream, SessionIdentity } from '../upstream/upstream.js';
+} from '../mcp.js';
+import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
+import { LIST_METHODS, type Catalog } from '../../gateway/catalog.js';
+import type { Router } from '../rev2025-11-25/router.js';
+import type { TaskEngine } from '../../tasks/engine.js';
+import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
 import { createTaskResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
 import { checkParamHeaders, declaresTasks, missingTasksExtension, type ModernClient } from './envelope.js';
 import { ModernExchange, ParkedExchanges, type RequestStateCodec } from './exchange.js';
 import type { ListenFilter, ListenHub } from './listen.js';
 import type { ModernResponder, ResponseSink } from './responder.js';
-import type { ReplicaLink } from '../gateway/replicas.js';
+import type { ReplicaLink } from '../../gateway/replicas.js';
 
 /** Until authentication exists, every modern client is the same principal; task ids are the bearer (README). */
 export const MODERN_PRINCIPAL = 'modern:anonymous';

@@ -1,5 +1,5 @@
-import { GatewayError, toJsonRpcError } from '../errors.js';
-import type { EventStream } from '../http/event-stream.js';
+import { GatewayError, toJsonRpcError } from '../../errors.js';
+import type { EventStream } from '../../http/event-stream.js';
 import {
   asObject,
   InternalError,
@@ -7,17 +7,17 @@ import {
   type JsonRpcNotification,
   type JsonRpcRequest,
   type Outcome,
-} from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { logLevelRank, LOG_LEVELS, supportsLegacyTasks, type LogLevel } from '../protocol.js';
-import { effectiveMode } from '../config/policy.js';
-import type { TaskEngine } from '../tasks/engine.js';
-import type { CallContext } from '../upstream/connection.js';
-import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
-import { upstreamTaskSupport } from '../upstream/upstream-task.js';
-import { LIST_METHODS, type Catalog, type ListCursors, type ListPosition } from './catalog.js';
-import type { ClientSession } from './session.js';
-import type { SessionRegistry } from './sessions.js';
+} from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { logLevelRank, LOG_LEVELS, supportsLegacyTasks, type LogLevel } from '../mcp.js';
+import { effectiveMode } from '../../config/policy.js';
+import type { TaskEngine } from '../../tasks/engine.js';
+import type { CallContext } from '../../upstream/connection.js';
+import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../../upstream/upstream.js';
+import { upstreamTaskSupport } from '../../upstream/upstream-task.js';
+import { LIST_METHODS, type Catalog, type ListCursors, type ListPosition } from '../../gateway/catalog.js';
+import type { ClientSession } from '../../gateway/session.js';
+import type { SessionRegistry } from '../../gateway/sessions.js';
 
 /** Methods whose upstream may send progress, logs or requests before answering: answered on an SSE stream. */
 export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tasks/result']);

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { JsonObject } from '../jsonrpc.js';
+import type { JsonObject } from '../../jsonrpc.js';
 
 /** Where the notifications of a request's call go, and whether its client is still there. */
 export interface ResponseSink {

@@ -1,7 +1,7 @@
 // The 2026-07-28 request envelope: which era a POST speaks, the per-request `_meta` fields, and the MCP headers
 // that must agree with the body (SEP-2575, SEP-2243). Everything here runs before dispatch.
-import { GatewayError } from '../errors.js';
-import { asObject, type JsonObject, type JsonRpcRequest } from '../jsonrpc.js';
+import { GatewayError } from '../../errors.js';
+import { asObject, type JsonObject, type JsonRpcRequest } from '../../jsonrpc.js';
 import {
   isModernVersion,
   isSupportedLegacyVersion,
@@ -14,7 +14,7 @@ import {
   SUPPORTED_VERSIONS,
   TASKS_EXTENSION,
   type LogLevel,
-} from '../protocol.js';
+} from '../mcp.js';
 
 /** What a modern request says about its client; nothing is remembered between requests. */
 export interface ModernClient {
