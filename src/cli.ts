@@ -68,7 +68,7 @@ async function checkConfig(path: string, explicit: boolean, withTools: boolean):
   if (config === undefined) return EXIT_USAGE;
   process.stdout.write(renderEffectiveConfig(config));
   if (withTools) {
-    const [{ reportToolPolicies }, { createLogger }] = await Promise.all([import('./tasks/policy-report.js'), import('./log.js')]);
+    const [{ reportToolPolicies }, { createLogger }] = await Promise.all([import('./gateway/policy-report.js'), import('./log.js')]);
     const report = await reportToolPolicies(config, createLogger({ level: 'silent' }, { pretty: false }));
     const tools = Object.fromEntries(report.tools.map((t) => [t.name, { upstream: t.upstream, ...(t.upstreamTaskSupport === undefined ? {} : { upstreamTaskSupport: t.upstreamTaskSupport }), ...t.policy }]));
     process.stdout.write(`---\n# Effective task policy per tool, from the upstreams' tool lists\n${toYaml({ tools })}`);

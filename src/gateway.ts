@@ -13,6 +13,8 @@ import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { createStore } from './store/store.js';
 import { CursorCodec } from './store/task-store.js';
+import { LegacyTasks } from './protocol/rev2025-11-25/tasks.js';
+import { MODERN_CALLER, ModernTasks } from './protocol/rev2026-07-28/tasks.js';
 import { TaskEngine } from './tasks/engine.js';
 import { Upstream } from './upstream/upstream.js';
 import { VERSION } from './version.js';
@@ -36,14 +38,16 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const store = createStore(config.store);
   const upstreams: Upstream[] = [];
   const catalog = new Catalog(upstreams);
-  const tasks = new TaskEngine(store, config.tasks, logger, config.tasks.immediateResponse, config.replicas.leaseMs);
+  const tasks = new TaskEngine(store, config.tasks, logger, config.replicas.leaseMs);
+  const legacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse);
+  const modernTasks = new ModernTasks(tasks);
   // Signed with the store's shared secret, so any replica recognises what another handed out (and none can forge it).
   let secret: Promise<Buffer> | undefined;
   const signingSecret = (): Promise<Buffer> => (secret ??= store.signingSecret().catch((error: unknown) => {
     secret = undefined;
     throw error;
   }));
-  const router = new Router(catalog, tasks, logger, {
+  const router = new Router(catalog, legacyTasks, logger, {
     pageSize: config.lists.pageSize,
     cursors: new ListCursors(async () => new CursorCodec(await signingSecret())),
   });
@@ -64,7 +68,17 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   router.sessions = sessions;
   tasks.start(replicas, {
     upstream: (name) => upstreams.find((u) => u.name === name),
-    session: (sessionId) => sessions.get(sessionId),
+    // A lost task runs again for whoever created it: a legacy session this replica can reach (if it still
+    // exists), or modern clients; its call runs under the identity it was stored with (or the session's).
+    resume: async (task) => {
+      const stored = { clientInfo: undefined, ...task.call.identity };
+      if (task.era !== 'legacy') return { caller: MODERN_CALLER, identity: stored };
+      const session = await sessions.get(stored.sessionId).catch(() => undefined);
+      return { caller: legacyTasks.callerFor(task.taskId, session), identity: session ?? stored };
+    },
+    lost: (task) => {
+      if (task.era === 'legacy') void legacyTasks.tellSession(task, (sessionId) => sessions.get(sessionId));
+    },
   });
   const listeners = new ListenHub(store, logger);
   router.listeners = listeners;
@@ -72,7 +86,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const modern = new ModernRouter({
     catalog,
     router,
-    tasks,
+    tasks: modernTasks,
     listeners,
     parked,
     requestStates: async () => new RequestStateCodec(await signingSecret()),

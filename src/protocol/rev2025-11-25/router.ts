@@ -11,7 +11,7 @@ import {
 import type { Logger } from '../../log.js';
 import { logLevelRank, LOG_LEVELS, supportsLegacyTasks, type LogLevel } from '../mcp.js';
 import { effectiveMode } from '../../config/policy.js';
-import type { TaskEngine } from '../../tasks/engine.js';
+import type { LegacyTasks } from './tasks.js';
 import type { CallContext } from '../../upstream/connection.js';
 import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../../upstream/upstream.js';
 import { upstreamTaskSupport } from '../../upstream/upstream-task.js';
@@ -34,7 +34,7 @@ export class Router implements UpstreamMessageSink {
 
   constructor(
     private readonly catalog: Catalog,
-    private readonly tasks: TaskEngine,
+    private readonly tasks: LegacyTasks,
     private readonly logger: Logger,
     private readonly lists: { pageSize: number; cursors: ListCursors },
   ) {}
@@ -135,7 +135,7 @@ export class Router implements UpstreamMessageSink {
     // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
     if (!supportsLegacyTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream);
     const upstreamSupport = route.upstream.taskSupportOf(route.name);
-    const mode = effectiveMode(this.tasks.policyFor(name).mode, upstreamSupport);
+    const mode = effectiveMode(this.tasks.engine.policyFor(name).mode, upstreamSupport);
     if (task !== undefined) {
       const ttl = asObject(task)?.ttl;
       if (asObject(task) === undefined || (ttl !== undefined && (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl < 0))) {
@@ -188,7 +188,7 @@ export class Router implements UpstreamMessageSink {
       const { execution: _execution, ...rest } = tool;
       return Object.keys(execution).length === 0 ? rest : { ...rest, execution };
     }
-    const mode = effectiveMode(this.tasks.policyFor(tool.name).mode, upstreamTaskSupport(upstream.capabilities, upstreamTool));
+    const mode = effectiveMode(this.tasks.engine.policyFor(tool.name).mode, upstreamTaskSupport(upstream.capabilities, upstreamTool));
     return { ...tool, execution: { ...execution, taskSupport: mode } };
   }
 

@@ -5,31 +5,21 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from '../../errors.js';
 import {
-  asObject,
   MethodNotFound,
   MissingRequiredClientCapability,
   RequestCancelled,
-  withoutMeta,
   type JsonObject,
   type JsonRpcNotification,
   type Outcome,
 } from '../../jsonrpc.js';
 import type { CallContext, UpstreamCall } from '../../upstream/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
+import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
 import type { SessionIdentity } from '../../upstream/upstream.js';
 
-export interface InputRequest {
-  method: string;
-  params?: JsonObject;
-}
 
 /** Input requests arriving this close together are answered in one InputRequiredResult. */
 const GATHER_MS = 25;
-
-interface PendingInput {
-  request: InputRequest;
-  settle(outcome: Outcome): void;
-}
 
 export type ExchangeEvent =
   | { kind: 'outcome'; outcome: Outcome }
@@ -48,8 +38,8 @@ export class ModernExchange {
   replay: { params: JsonObject; identity: SessionIdentity } | undefined;
   /** Notifications go to the HTTP response currently waiting on this call (none while parked). */
   notifySink: ((message: JsonRpcNotification) => void) | undefined;
-  private readonly pending = new Map<string, PendingInput>();
-  private nextKey = 1;
+  /** Questions the upstream waits on. */
+  private readonly pending = new PendingInputs();
   private outcome: Outcome | undefined;
   private missing: { capability: string; method: string } | undefined;
   private wake: (() => void) | undefined;
@@ -88,9 +78,7 @@ export class ModernExchange {
 
   /** Input requests still waiting for an answer, keyed. */
   outstanding(): JsonObject {
-    const requests: JsonObject = {};
-    for (const [key, input] of this.pending) requests[key] = input.request;
-    return requests;
+    return this.pending.outstanding();
   }
 
   /**
@@ -131,15 +119,7 @@ export class ModernExchange {
    * Returns how many were answered.
    */
   answer(inputResponses: JsonObject): number {
-    let answered = 0;
-    for (const [key, response] of Object.entries(inputResponses)) {
-      const input = this.pending.get(key);
-      const result = asObject(response);
-      if (input === undefined || result === undefined) continue;
-      this.pending.delete(key);
-      input.settle({ result });
-      answered++;
-    }
+    const answered = this.pending.answer(inputResponses);
     if (answered > 0) this.round++;
     return answered;
   }
@@ -152,10 +132,7 @@ export class ModernExchange {
     this.taskAsk = taskAsk;
     this.taskStatus = taskStatus;
     this.notifySink = undefined;
-    for (const [key, input] of [...this.pending]) {
-      this.pending.delete(key);
-      void taskAsk(input.request, signal).then((outcome) => input.settle(outcome));
-    }
+    for (const input of this.pending.takeAll()) void taskAsk(input.request, signal).then((outcome) => input.settle(outcome));
   }
 
   /**
@@ -164,10 +141,7 @@ export class ModernExchange {
    */
   cancel(reason: string): void {
     this.call?.cancel(reason);
-    for (const [key, input] of [...this.pending]) {
-      this.pending.delete(key);
-      input.settle({ error: { code: RequestCancelled, message: `Request cancelled: ${reason}` } });
-    }
+    this.pending.settleAll({ error: { code: RequestCancelled, message: `Request cancelled: ${reason}` } });
   }
 
   private ask(request: InputRequest, signal: AbortSignal): Promise<Outcome> {
@@ -186,33 +160,10 @@ export class ModernExchange {
       this.wake?.();
       return Promise.resolve({ error: { code: MissingRequiredClientCapability, message: `The client did not declare the '${capability}' capability` } });
     }
-    const key = inputKey(request.method, this.nextKey++);
-    return new Promise<Outcome>((resolve) => {
-      const onAbort = (): void => {
-        this.pending.delete(key);
-        resolve({ error: { code: RequestCancelled, message: 'Request cancelled' } });
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.pending.set(key, {
-        request: clientInputRequest(request),
-        settle: (outcome) => {
-          signal.removeEventListener('abort', onAbort);
-          resolve(outcome);
-        },
-      });
-      this.wake?.();
-    });
+    const { answer } = this.pending.ask(request, signal);
+    this.wake?.();
+    return answer;
   }
-}
-
-/** The key of the `n`th input request of a call or task: its kind (elicitation, sampling, roots) and a counter. */
-export function inputKey(method: string, n: number): string {
-  return `${method.split('/')[0] || 'input'}-${n}`;
-}
-
-/** An input request as the client sees it: method and params, without transport-level `_meta` the upstream added. */
-export function clientInputRequest(request: InputRequest): InputRequest {
-  return request.params === undefined ? { method: request.method } : { method: request.method, params: withoutMeta(request.params) };
 }
 
 /** What a requestState binds: the parked call, the round, what was called, and until when it may resume. */

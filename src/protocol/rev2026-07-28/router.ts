@@ -29,7 +29,7 @@ import {
 import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
 import { LIST_METHODS, type Catalog } from '../../gateway/catalog.js';
 import type { Router } from '../rev2025-11-25/router.js';
-import type { TaskEngine } from '../../tasks/engine.js';
+import type { ModernTasks } from './tasks.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
 import { createTaskResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
 import { checkParamHeaders, declaresTasks, missingTasksExtension, type ModernClient } from './envelope.js';
@@ -60,7 +60,7 @@ export interface ModernAnswer {
 export interface ModernRouterDeps {
   catalog: Catalog;
   router: Router;
-  tasks: TaskEngine;
+  tasks: ModernTasks;
   listeners: ListenHub;
   parked: ParkedExchanges;
   requestStates: () => Promise<RequestStateCodec>;
@@ -177,15 +177,15 @@ export class ModernRouter {
 
   /** tasks/get|update|cancel: the gateway's own tasks here, an upstream's own tasks at that upstream. */
   private async taskMethod(client: ModernClient, request: JsonRpcRequest, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
-    const task = await this.deps.tasks.findModern(params.taskId, request.method === 'tasks/get');
+    const task = await this.deps.tasks.find(params.taskId, request.method === 'tasks/get');
     if (task.native === true) {
       const upstream = this.deps.catalog.upstreams.find((u) => u.name === task.upstream && u.speaksModern);
       if (upstream === undefined) throw new GatewayError('invalid_params', `Task ${task.taskId} runs on upstream '${task.upstream}', which is not available`);
       return this.nativeTask(client, request, upstream, responder);
     }
-    if (request.method === 'tasks/get') return this.deps.tasks.getModern(task);
-    if (request.method === 'tasks/update') return this.deps.tasks.updateModern(task, params.inputResponses);
-    return this.deps.tasks.cancelModern(task);
+    if (request.method === 'tasks/get') return this.deps.tasks.get(task);
+    if (request.method === 'tasks/update') return this.deps.tasks.update(task, params.inputResponses);
+    return this.deps.tasks.cancel(task);
   }
 
   private discover(): JsonObject {
@@ -221,7 +221,7 @@ export class ModernRouter {
     if (inputResponses !== undefined && (asObject(inputResponses) === undefined || Object.values(inputResponses as JsonObject).some((v) => asObject(v) === undefined))) {
       throw new GatewayError('invalid_params', 'Invalid params: inputResponses must map each input key to the client\'s response object');
     }
-    const policy = request.method === 'tools/call' ? this.deps.tasks.policyFor(name) : undefined;
+    const policy = request.method === 'tools/call' ? this.deps.tasks.engine.policyFor(name) : undefined;
     const asTask = policy !== undefined && policy.mode !== 'forbidden' && declaresTasks(client);
     if (policy?.mode === 'required' && !declaresTasks(client)) throw missingTasksExtension(`Tool '${name}'`);
 
@@ -269,7 +269,7 @@ export class ModernRouter {
         return call;
       };
       if (asTask && policy.taskAfterMs === 0) {
-        const task = await this.deps.tasks.createModern(MODERN_PRINCIPAL, name, upstream, exchange, start);
+        const task = await this.deps.tasks.create(MODERN_PRINCIPAL, name, upstream, exchange, start);
         return { result: createTaskResult(task) };
       }
       await start();
@@ -296,8 +296,8 @@ export class ModernRouter {
     });
     if (responder.gone.aborted) return undefined;
     if (nativeTasks && 'result' in outcome && outcome.result.resultType === 'task' && typeof outcome.result.taskId === 'string') {
-      const ttlMs = typeof outcome.result.ttlMs === 'number' && outcome.result.ttlMs > 0 ? outcome.result.ttlMs : this.deps.tasks.policyFor(name).ttlMs;
-      await this.deps.tasks.recordNative(outcome.result.taskId, name, upstream, ttlMs);
+      const ttlMs = typeof outcome.result.ttlMs === 'number' && outcome.result.ttlMs > 0 ? outcome.result.ttlMs : this.deps.tasks.engine.policyFor(name).ttlMs;
+      await this.deps.tasks.engine.recordNative(outcome.result.taskId, name, upstream, ttlMs);
     }
     return outcome;
   }
@@ -352,7 +352,7 @@ export class ModernRouter {
           requiredCapabilities: { [event.capability]: {} },
         });
       case 'timeout': {
-        const task = await this.deps.tasks.createModern(MODERN_PRINCIPAL, name, upstream, exchange, undefined);
+        const task = await this.deps.tasks.create(MODERN_PRINCIPAL, name, upstream, exchange, undefined);
         return { result: createTaskResult(task) };
       }
     }

@@ -1,6 +1,6 @@
 import type { GatewayConfig, TaskPolicy } from '../config/types.js';
 import { effectiveMode, resolvePolicy } from '../config/policy.js';
-import { Catalog } from '../gateway/catalog.js';
+import { Catalog } from './catalog.js';
 import { InternalError } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { Upstream, type UpstreamMessageSink } from '../upstream/upstream.js';

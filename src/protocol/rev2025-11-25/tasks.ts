@@ -1,0 +1,133 @@
+// The 2025-11-25 task methods on top of the task core: a client asks for a task (`params.task`), then polls
+// tasks/get, blocks on tasks/result, lists and cancels. The session that created a task hears of every change
+// (notifications/tasks/status), and the upstream's questions go to it, on an open tasks/result stream first.
+import { GatewayError } from '../../errors.js';
+import type { ClientSession } from '../../gateway/session.js';
+import type { EventStream } from '../../http/event-stream.js';
+import { InternalError, type JsonObject, type Outcome } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
+import { storedCall, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
+import type { SessionIdentity, Upstream } from '../../upstream/upstream.js';
+import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './codec.js';
+
+const SESSION_PRINCIPAL = 'session:';
+
+/** Until authentication exists, a task belongs to the session that created it (for listing). */
+export function principalOf(sessionId: string): string {
+  return `${SESSION_PRINCIPAL}${sessionId}`;
+}
+
+/** The session a principal names, if it names one. */
+export function sessionOfPrincipal(principal: string): string | undefined {
+  return principal.startsWith(SESSION_PRINCIPAL) ? principal.slice(SESSION_PRINCIPAL.length) : undefined;
+}
+
+export class LegacyTasks {
+  /** Open tasks/result streams per task running here: where its input requests go first. */
+  private readonly resultStreams = new Map<string, Set<EventStream>>();
+
+  constructor(
+    readonly engine: TaskEngine,
+    private readonly store: TaskStore,
+    private readonly logger: Logger,
+    private readonly immediateResponse: string | undefined,
+  ) {}
+
+  /** Stores the task, starts the upstream call, and answers with the CreateTaskResult. */
+  async create(session: ClientSession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<Outcome> {
+    const task = await this.engine.open(principalOf(session.sessionId), 'legacy', exposedName, upstream, requestedTtl, storedCall(params, session));
+    this.logger.debug({ task: task.taskId, session: session.sessionId }, 'task belongs to session');
+    this.run(task, session, upstream, params, session);
+    return { result: createTaskResult(task, this.immediateResponse) };
+  }
+
+  /**
+   * Runs a task's call here for its session (undefined when the session ended: a task taken over from a lost
+   * replica), under `identity`.
+   */
+  run(task: TaskRecord, session: ClientSession | undefined, upstream: Upstream, params: JsonObject, identity: SessionIdentity): void {
+    this.engine.run(task, upstream, this.callerFor(task.taskId, session), (context) => upstream.callFor(identity, 'tools/call', params, context, 0, { asTask: true }), {
+      sessionId: identity.sessionId,
+    });
+  }
+
+  /** The session's side of a run: it counts the task, hears of every change, and is asked the upstream's questions. */
+  callerFor(taskId: string, session: ClientSession | undefined): TaskCaller {
+    if (session === undefined) {
+      return {
+        deliver: async () => ({ error: { code: InternalError, message: 'The task has no client session to ask' } }),
+        notify: () => undefined,
+        ended: () => undefined,
+      };
+    }
+    session.activeTasks++;
+    // notifications/tasks/status on every change, to the session that created the task, until it is terminal.
+    const stopWatching = this.store.watch(taskId, (changed) => {
+      session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(changed) }, { taskId });
+      if (isTerminal(changed.status)) stopWatching();
+    });
+    return {
+      // The request carries the related-task marker and goes on the task's tasks/result stream when one is open,
+      // else on the session's GET stream.
+      deliver: (request, signal) => {
+        const stream = [...(this.resultStreams.get(taskId) ?? [])].find((s) => !s.finished);
+        return session.ask({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, { stream, taskId });
+      },
+      notify: (message) => session.deliver(message, { taskId }),
+      ended: () => {
+        session.activeTasks--;
+      },
+    };
+  }
+
+  async get(taskId: unknown): Promise<Outcome> {
+    return { result: legacyTask(await this.engine.find(taskId)) };
+  }
+
+  /** Blocks until the task is terminal, then answers exactly what the upstream answered. */
+  async result(taskId: unknown, stream: EventStream | undefined, session?: ClientSession): Promise<Outcome> {
+    const initial = await this.engine.find(taskId, { withOutcome: true });
+    const runsHere = this.engine.runsHere(initial.taskId);
+    const streams = this.resultStreams.get(initial.taskId) ?? new Set<EventStream>();
+    if (stream !== undefined && runsHere) this.resultStreams.set(initial.taskId, streams.add(stream));
+    // The call runs on another replica: its requests for the client are to come here.
+    const release = !runsHere && stream !== undefined && !isTerminal(initial.status) ? session?.holdResultStream(initial.taskId, stream) : undefined;
+    try {
+      // Events carry no outcome: once the task is terminal, read it whole.
+      const task = isTerminal(initial.status) ? initial : await this.engine.find((await this.engine.untilTerminal(initial.taskId)).taskId, { withOutcome: true });
+      this.logger.info({ audit: 'task.retrieved', task: task.taskId }, 'task result retrieved');
+      if (task.outcome !== undefined) return taskPayload({ ...task, outcome: task.outcome });
+      return { error: { code: InternalError, message: `Task ${task.taskId} was ${task.status}${task.statusMessage ? `: ${task.statusMessage}` : ''}` } };
+    } finally {
+      if (stream !== undefined && streams.delete(stream) && streams.size === 0) this.resultStreams.delete(initial.taskId);
+      release?.();
+    }
+  }
+
+  async list(session: ClientSession, cursor: unknown): Promise<Outcome> {
+    const page = await this.engine.list(principalOf(session.sessionId), cursor);
+    const result: JsonObject = { tasks: page.tasks.map(legacyTask) };
+    if (page.nextCursor !== undefined) result.nextCursor = page.nextCursor;
+    return { result };
+  }
+
+  /** Cancels a task that is not terminal (-32602 when it is): `cancelled` in the store before this answers. */
+  async cancel(taskId: unknown): Promise<Outcome> {
+    const task = await this.engine.find(taskId);
+    if (isTerminal(task.status)) throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${task.status}`);
+    const changed = await this.engine.cancel(task);
+    if (!changed.ok) {
+      if (changed.task === undefined) throw new GatewayError('invalid_params', 'Failed to retrieve task: Task not found');
+      throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${changed.task.status}`);
+    }
+    return { result: legacyTask(changed.task) };
+  }
+
+  /** Tells a task's session of the change another replica's loss forced (the replica that would have is gone). */
+  async tellSession(task: TaskRecord, session: (sessionId: string) => Promise<ClientSession | undefined>): Promise<void> {
+    const sessionId = sessionOfPrincipal(task.principal);
+    const found = sessionId === undefined ? undefined : await session(sessionId).catch(() => undefined);
+    found?.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) }, { taskId: task.taskId });
+  }
+}

@@ -1,0 +1,66 @@
+// The Tasks extension's methods on top of the task core: the gateway decides when a call becomes a task, then
+// tasks/get (the DetailedTask, with the result, error or outstanding input requests inlined), tasks/update (the
+// client's answers) and tasks/cancel (acknowledged, terminal or not).
+import { GatewayError } from '../../errors.js';
+import type { JsonObject, Outcome } from '../../jsonrpc.js';
+import { isTerminal, type TaskRecord } from '../../store/task-store.js';
+import { storedCall, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
+import type { UpstreamCall } from '../../upstream/connection.js';
+import type { Upstream } from '../../upstream/upstream.js';
+import { ACK, detailedTask } from './codec.js';
+import type { ModernExchange } from './exchange.js';
+
+/**
+ * A 2026-07-28 client is not reachable between its requests: it reads the task's input requests with tasks/get
+ * and answers with tasks/update, and hears nothing else of the running call.
+ */
+export const MODERN_CALLER: TaskCaller = Object.freeze({
+  deliver: () => undefined,
+  notify: () => undefined,
+  ended: () => undefined,
+});
+
+export class ModernTasks {
+  constructor(readonly engine: TaskEngine) {}
+
+  /**
+   * A task for a modern client. `exchange` is the upstream call: already running when the gateway waited
+   * `taskAfterMs` for it first (the task adopts it), else `start` starts it once a slot is free. From now on the
+   * upstream's questions are the task's input requests. Resolves with the stored task, which is readable on every
+   * replica by then.
+   */
+  async create(principal: string, exposedName: string, upstream: Upstream, exchange: ModernExchange, start: (() => Promise<UpstreamCall | undefined>) | undefined): Promise<TaskRecord> {
+    const replay = exchange.replay === undefined ? undefined : storedCall(exchange.replay.params, exchange.replay.identity);
+    const task = await this.engine.open(principal, 'modern', exposedName, upstream, undefined, replay);
+    const running = exchange.call;
+    // A call that already runs holds no place in line: it is counted from here on.
+    const run = this.engine.run(task, upstream, MODERN_CALLER, async () => running ?? (await start?.()), { queue: running === undefined });
+    exchange.adopt(run.ask, run.signal, run.status);
+    return task;
+  }
+
+  /** The task a tasks/* request names: a native record (routed to its upstream by the caller) or the gateway's own. */
+  find(taskId: unknown, withOutcome: boolean): Promise<TaskRecord> {
+    return this.engine.find(taskId, { withOutcome, allowNative: true });
+  }
+
+  /** The DetailedTask (`task` read with its outcome). */
+  get(task: TaskRecord): Outcome {
+    return { result: { resultType: 'complete', ...detailedTask(task) } };
+  }
+
+  /** Routes each answer to the upstream request waiting on it; acknowledged once the store reflects what is left. */
+  async update(task: TaskRecord, inputResponses: unknown): Promise<Outcome> {
+    if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses)) {
+      throw new GatewayError('invalid_params', 'tasks/update: params.inputResponses must be an object');
+    }
+    await this.engine.answer(task, inputResponses as JsonObject);
+    return { result: { ...ACK } };
+  }
+
+  /** Acknowledges, terminal or not; a running task is recorded `cancelled` first, then its call is stopped. */
+  async cancel(task: TaskRecord): Promise<Outcome> {
+    if (!isTerminal(task.status)) await this.engine.cancel(task);
+    return { result: { ...ACK } };
+  }
+}
