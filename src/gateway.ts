@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { GatewayConfig } from './config/types.js';
-import { Catalog, ListCursors } from './gateway/catalog.js';
+import { Catalog } from './gateway/catalog.js';
+import { ListCursors, ListPages } from './gateway/list-pages.js';
 import { ReplicaLink } from './gateway/replicas.js';
 import { Router } from './protocol/rev2025-11-25/router.js';
 import { ParkedExchanges, RequestStateCodec } from './protocol/rev2026-07-28/exchange.js';
@@ -47,10 +48,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     secret = undefined;
     throw error;
   }));
-  const router = new Router(catalog, legacyTasks, logger, {
-    pageSize: config.lists.pageSize,
-    cursors: new ListCursors(async () => new CursorCodec(await signingSecret())),
-  });
+  const lists = new ListPages(catalog, logger, config.lists.pageSize, new ListCursors(async () => new CursorCodec(await signingSecret())));
+  const router = new Router(catalog, legacyTasks, logger, lists);
   for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, router, VERSION));
   await Promise.all(upstreams.map((u) => u.start()));
 
@@ -85,7 +84,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const parked = new ParkedExchanges(config.mrtr.parkTimeoutMs);
   const modern = new ModernRouter({
     catalog,
-    router,
+    lists,
     tasks: modernTasks,
     listeners,
     parked,

@@ -1,6 +1,4 @@
-import { GatewayError } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
-import type { CursorCodec } from '../store/task-store.js';
 import type { Upstream } from '../upstream/upstream.js';
 
 export type NamedKind = 'tools' | 'prompts';
@@ -119,42 +117,6 @@ export class Catalog {
     if (parts.length === 0) return undefined;
     if (this.upstreams.length === 1) return parts[0]?.text;
     return parts.map((p) => `## ${p.name}\n${p.text}`).join('\n\n');
-  }
-}
-
-/**
- * Where the next page of an aggregated list starts: at upstream `upstream`, on its page `cursor` (its first page
- * when absent), after `skip` of that page's items.
- */
-export interface ListPosition {
-  upstream: string;
-  cursor?: unknown;
-  skip: number;
-}
-
-/**
- * Cursors of aggregated lists, signed with the store's shared secret: any replica continues a list, and a
- * client can neither read nor forge where one points (nor use a tools/list cursor for prompts/list).
- */
-export class ListCursors {
-  constructor(private readonly codec: () => Promise<CursorCodec>) {}
-
-  async encode(method: string, position: ListPosition): Promise<string> {
-    return (await this.codec()).encode(method, JSON.stringify(position));
-  }
-
-  async decode(method: string, cursor: unknown): Promise<ListPosition> {
-    if (typeof cursor !== 'string') throw new GatewayError('invalid_params', 'Invalid cursor: expected a string');
-    const codec = await this.codec();
-    let position: unknown;
-    try {
-      position = JSON.parse(codec.decode(method, cursor));
-    } catch {
-      throw new GatewayError('invalid_params', 'Invalid cursor');
-    }
-    const { upstream, skip } = (position ?? {}) as Partial<ListPosition>;
-    if (typeof upstream !== 'string' || typeof skip !== 'number') throw new GatewayError('invalid_params', 'Invalid cursor');
-    return position as ListPosition;
   }
 }
 

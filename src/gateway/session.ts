@@ -9,7 +9,7 @@ import {
   type Outcome,
   type RequestId,
 } from '../jsonrpc.js';
-import { EventStream } from '../http/event-stream.js';
+import { EventStream } from './event-stream.js';
 import { INPUT_REQUEST_CAPABILITY, type LogLevel } from '../protocol/mcp.js';
 import type { UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity } from '../upstream/upstream.js';

@@ -29,7 +29,7 @@ import { STREAMED_METHODS, type Router } from '../protocol/rev2025-11-25/router.
 import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
 import type { SessionRelay } from '../gateway/session-relay.js';
-import { httpConnection } from './event-stream.js';
+import { httpConnection } from '../gateway/event-stream.js';
 import type { Catalog } from '../gateway/catalog.js';
 import { checkRequestOrigin } from './guards.js';
 import { isModernMessage } from '../protocol/rev2026-07-28/envelope.js';

@@ -1,5 +1,5 @@
 import { GatewayError, toJsonRpcError } from '../../errors.js';
-import type { EventStream } from '../../http/event-stream.js';
+import type { EventStream } from '../../gateway/event-stream.js';
 import {
   asObject,
   InternalError,
@@ -15,7 +15,8 @@ import type { LegacyTasks } from './tasks.js';
 import type { CallContext } from '../../upstream/connection.js';
 import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../../upstream/upstream.js';
 import { upstreamTaskSupport } from '../../upstream/upstream-task.js';
-import { LIST_METHODS, type Catalog, type ListCursors, type ListPosition } from '../../gateway/catalog.js';
+import { LIST_METHODS, type Catalog } from '../../gateway/catalog.js';
+import type { ListPages } from '../../gateway/list-pages.js';
 import type { ClientSession } from '../../gateway/session.js';
 import type { SessionRegistry } from '../../gateway/sessions.js';
 
@@ -36,7 +37,7 @@ export class Router implements UpstreamMessageSink {
     private readonly catalog: Catalog,
     private readonly tasks: LegacyTasks,
     private readonly logger: Logger,
-    private readonly lists: { pageSize: number; cursors: ListCursors },
+    private readonly lists: ListPages,
   ) {}
 
   /** Answers one client request. Resolves undefined when no response is owed (the client cancelled it). */
@@ -200,7 +201,7 @@ export class Router implements UpstreamMessageSink {
   }
 
   private list(session: ClientSession, method: string, params: JsonObject): Promise<JsonObject> {
-    return this.listPage(
+    return this.lists.page(
       method,
       params,
       async (upstream, pageParams) => {
@@ -210,70 +211,6 @@ export class Router implements UpstreamMessageSink {
       },
       (tool, upstream, upstreamTool) => this.decorateTool(session, tool, upstream, upstreamTool),
     );
-  }
-
-  /**
-   * One page of an aggregated list. Every upstream that offers the list is asked at once, and their items come in
-   * one page in upstream order (most hosts read only the first page): the page ends early only past
-   * `lists.pageSize` items or where an upstream paginates itself, and a signed cursor says where the next begins.
-   * Names are exposed with their prefixes. `fetchPage` asks one upstream in the client's era.
-   */
-  async listPage(
-    method: string,
-    params: JsonObject,
-    fetchPage: (upstream: Upstream, params: JsonObject) => Promise<JsonObject>,
-    decorateTool: (tool: JsonObject, upstream: Upstream, upstreamTool: JsonObject) => JsonObject = (tool) => tool,
-  ): Promise<JsonObject> {
-    const { key, capability } = LIST_METHODS.get(method) ?? { key: 'tools', capability: 'tools' };
-    // An upstream that is down is left out (it shows in /readyz; list_changed follows when it is back) rather
-    // than making every list wait for its connect timeout.
-    const offers = (u: Upstream): boolean => u.state === 'ready' && u.capabilities[capability] !== undefined;
-    let upstreams = this.catalog.upstreams.filter(offers);
-    let start: ListPosition | undefined;
-    if (params.cursor !== undefined) {
-      start = await this.lists.cursors.decode(method, params.cursor);
-      const from = this.catalog.upstreams.findIndex((u) => u.name === start?.upstream);
-      if (from < 0) throw new GatewayError('invalid_params', 'Invalid cursor: it names no configured upstream');
-      upstreams = this.catalog.upstreams.slice(from).filter(offers);
-      if (upstreams[0]?.name !== start.upstream) start = undefined; // it went down since: its followers go on
-    }
-    const pages = await Promise.all(
-      upstreams.map((upstream, i) =>
-        fetchPage(upstream, i === 0 && start?.cursor !== undefined ? { cursor: start.cursor } : {}).catch((error: unknown) => {
-          // One broken upstream must not hide the others' items; it is visible in /readyz and the log.
-          this.logger.warn({ upstream: upstream.name, method, reason: (error as Error).message }, 'upstream left out of a list');
-          return undefined;
-        }),
-      ),
-    );
-    const items: JsonObject[] = [];
-    const result: JsonObject = {};
-    for (const [i, page] of pages.entries()) {
-      const upstream = upstreams[i] as Upstream;
-      if (page === undefined) continue;
-      const listed = Array.isArray(page[key]) ? (page[key] as JsonObject[]) : [];
-      if (key === 'resources') this.catalog.noteResources(upstream, listed);
-      const skip = i === 0 ? (start?.skip ?? 0) : 0;
-      const exposed = (key === 'tools' ? listed.map((item) => decorateTool(this.catalog.expose(upstream, item), upstream, item))
-        : key === 'prompts' ? listed.map((item) => this.catalog.expose(upstream, item))
-        : listed).slice(skip);
-      const room = this.lists.pageSize - items.length;
-      if (exposed.length > room) {
-        items.push(...exposed.slice(0, room));
-        const rest: ListPosition = { upstream: upstream.name, skip: skip + room };
-        if (i === 0 && start?.cursor !== undefined) rest.cursor = start.cursor;
-        result.nextCursor = await this.lists.cursors.encode(method, rest);
-        break;
-      }
-      items.push(...exposed);
-      const next = page.nextCursor;
-      if (typeof next === 'string' && next !== '') {
-        // The upstream paginates itself: the page ends with its page, and goes on with its next one.
-        result.nextCursor = await this.lists.cursors.encode(method, { upstream: upstream.name, cursor: next, skip: 0 });
-        break;
-      }
-    }
-    return { [key]: items, ...result };
   }
 
   private async subscription(session: ClientSession, request: JsonRpcRequest, params: JsonObject): Promise<Outcome | undefined> {

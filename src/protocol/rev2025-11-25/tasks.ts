@@ -3,7 +3,7 @@
 // (notifications/tasks/status), and the upstream's questions go to it, on an open tasks/result stream first.
 import { GatewayError } from '../../errors.js';
 import type { ClientSession } from '../../gateway/session.js';
-import type { EventStream } from '../../http/event-stream.js';
+import type { EventStream } from '../../gateway/event-stream.js';
 import { InternalError, type JsonObject, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';

@@ -28,7 +28,7 @@ import {
 } from '../mcp.js';
 import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
 import { LIST_METHODS, type Catalog } from '../../gateway/catalog.js';
-import type { Router } from '../rev2025-11-25/router.js';
+import type { ListPages } from '../../gateway/list-pages.js';
 import type { ModernTasks } from './tasks.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
 import { createTaskResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
@@ -59,7 +59,7 @@ export interface ModernAnswer {
 
 export interface ModernRouterDeps {
   catalog: Catalog;
-  router: Router;
+  lists: ListPages;
   tasks: ModernTasks;
   listeners: ListenHub;
   parked: ParkedExchanges;
@@ -151,7 +151,7 @@ export class ModernRouter {
   private async dispatch(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
     const params = request.params ?? {};
     if (LIST_METHODS.has(request.method)) {
-      const result = await this.deps.router.listPage(request.method, withoutMeta(params), (upstream, page) => this.fetchPage(client, upstream, request.method, page, params._meta));
+      const result = await this.deps.lists.page(request.method, withoutMeta(params), (upstream, page) => this.fetchPage(client, upstream, request.method, page, params._meta));
       return { result: modernResult(request.method, result) };
     }
     switch (request.method) {

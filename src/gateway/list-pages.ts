@@ -1,0 +1,117 @@
+// Aggregated lists (tools, prompts, resources, templates) in pages, the same for both revisions: every upstream
+// is asked at once, and a signed cursor says where the next page begins.
+import { GatewayError } from '../errors.js';
+import type { JsonObject } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import type { CursorCodec } from '../store/task-store.js';
+import type { Upstream } from '../upstream/upstream.js';
+import { LIST_METHODS, type Catalog } from './catalog.js';
+
+/**
+ * Where the next page of an aggregated list starts: at upstream `upstream`, on its page `cursor` (its first page
+ * when absent), after `skip` of that page's items.
+ */
+export interface ListPosition {
+  upstream: string;
+  cursor?: unknown;
+  skip: number;
+}
+
+/**
+ * Cursors of aggregated lists, signed with the store's shared secret: any replica continues a list, and a
+ * client can neither read nor forge where one points (nor use a tools/list cursor for prompts/list).
+ */
+export class ListCursors {
+  constructor(private readonly codec: () => Promise<CursorCodec>) {}
+
+  async encode(method: string, position: ListPosition): Promise<string> {
+    return (await this.codec()).encode(method, JSON.stringify(position));
+  }
+
+  async decode(method: string, cursor: unknown): Promise<ListPosition> {
+    if (typeof cursor !== 'string') throw new GatewayError('invalid_params', 'Invalid cursor: expected a string');
+    const codec = await this.codec();
+    let position: unknown;
+    try {
+      position = JSON.parse(codec.decode(method, cursor));
+    } catch {
+      throw new GatewayError('invalid_params', 'Invalid cursor');
+    }
+    const { upstream, skip } = (position ?? {}) as Partial<ListPosition>;
+    if (typeof upstream !== 'string' || typeof skip !== 'number') throw new GatewayError('invalid_params', 'Invalid cursor');
+    return position as ListPosition;
+  }
+}
+
+export class ListPages {
+  constructor(
+    private readonly catalog: Catalog,
+    private readonly logger: Logger,
+    private readonly pageSize: number,
+    private readonly cursors: ListCursors,
+  ) {}
+
+  /**
+   * One page of an aggregated list. Every upstream that offers the list is asked at once, and their items come in
+   * one page in upstream order (most hosts read only the first page): the page ends early only past
+   * `lists.pageSize` items or where an upstream paginates itself, and a signed cursor says where the next begins.
+   * Names are exposed with their prefixes. `fetchPage` asks one upstream in the client's era.
+   */
+  async page(
+    method: string,
+    params: JsonObject,
+    fetchPage: (upstream: Upstream, params: JsonObject) => Promise<JsonObject>,
+    decorateTool: (tool: JsonObject, upstream: Upstream, upstreamTool: JsonObject) => JsonObject = (tool) => tool,
+  ): Promise<JsonObject> {
+    const { key, capability } = LIST_METHODS.get(method) ?? { key: 'tools', capability: 'tools' };
+    // An upstream that is down is left out (it shows in /readyz; list_changed follows when it is back) rather
+    // than making every list wait for its connect timeout.
+    const offers = (u: Upstream): boolean => u.state === 'ready' && u.capabilities[capability] !== undefined;
+    let upstreams = this.catalog.upstreams.filter(offers);
+    let start: ListPosition | undefined;
+    if (params.cursor !== undefined) {
+      start = await this.cursors.decode(method, params.cursor);
+      const from = this.catalog.upstreams.findIndex((u) => u.name === start?.upstream);
+      if (from < 0) throw new GatewayError('invalid_params', 'Invalid cursor: it names no configured upstream');
+      upstreams = this.catalog.upstreams.slice(from).filter(offers);
+      if (upstreams[0]?.name !== start.upstream) start = undefined; // it went down since: its followers go on
+    }
+    const pages = await Promise.all(
+      upstreams.map((upstream, i) =>
+        fetchPage(upstream, i === 0 && start?.cursor !== undefined ? { cursor: start.cursor } : {}).catch((error: unknown) => {
+          // One broken upstream must not hide the others' items; it is visible in /readyz and the log.
+          this.logger.warn({ upstream: upstream.name, method, reason: (error as Error).message }, 'upstream left out of a list');
+          return undefined;
+        }),
+      ),
+    );
+    const items: JsonObject[] = [];
+    const result: JsonObject = {};
+    for (const [i, page] of pages.entries()) {
+      const upstream = upstreams[i] as Upstream;
+      if (page === undefined) continue;
+      const listed = Array.isArray(page[key]) ? (page[key] as JsonObject[]) : [];
+      if (key === 'resources') this.catalog.noteResources(upstream, listed);
+      const skip = i === 0 ? (start?.skip ?? 0) : 0;
+      const exposed = (key === 'tools' ? listed.map((item) => decorateTool(this.catalog.expose(upstream, item), upstream, item))
+        : key === 'prompts' ? listed.map((item) => this.catalog.expose(upstream, item))
+        : listed).slice(skip);
+      const room = this.pageSize - items.length;
+      if (exposed.length > room) {
+        items.push(...exposed.slice(0, room));
+        const rest: ListPosition = { upstream: upstream.name, skip: skip + room };
+        if (i === 0 && start?.cursor !== undefined) rest.cursor = start.cursor;
+        result.nextCursor = await this.cursors.encode(method, rest);
+        break;
+      }
+      items.push(...exposed);
+      const next = page.nextCursor;
+      if (typeof next === 'string' && next !== '') {
+        // The upstream paginates itself: the page ends with its page, and goes on with its next one.
+        result.nextCursor = await this.cursors.encode(method, { upstream: upstream.name, cursor: next, skip: 0 });
+        break;
+      }
+    }
+    return { [key]: items, ...result };
+  }
+}
