@@ -1,9 +1,40 @@
 // Requests between replicas, over the store's pub/sub: a replica that receives what belongs to a call another
 // replica holds (an MRTR retry, a tasks/update answer) hands it to that replica and relays the answer back.
 import { randomUUID } from 'node:crypto';
-import type { JsonObject } from '../jsonrpc.js';
+import type { JsonObject, Outcome, RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';
+import type { TaskPeerMessages } from '../tasks/engine.js';
+
+/**
+ * Every message one replica sends another, by topic: its body and, for a request, the answer it gets (`never`
+ * for messages that are told, not asked). Bodies travel as JSON between replicas of one release.
+ */
+export interface ReplicaMessages extends TaskPeerMessages {
+  /** Put a message on a stream of the session held there (its GET stream, or a task's tasks/result stream). */
+  'session.deliver': { body: { sessionId: string; message: JsonObject; taskId?: string }; answer: { delivered: boolean } };
+  /** The client's answer to a request the session sent from there. */
+  'session.answer': { body: { sessionId: string; id: RequestId; outcome: Outcome }; answer: never };
+  /** The client cancelled a request running there. */
+  'session.cancel': { body: { sessionId: string; params: JsonObject }; answer: never };
+  'session.end': { body: { sessionId: string }; answer: never };
+  /** The session's GET stream is now held by the sender: streams kept for an older one have no reader. */
+  'session.standalone': { body: { sessionId: string }; answer: never };
+  /** Resume (Last-Event-ID) a stream held there, writing into `pipe`. */
+  'stream.resume': { body: { sessionId: string; lastEventId: string; pipe: string }; answer: { attached: boolean } };
+  'stream.closed': { body: { pipe: string }; answer: never };
+  /** A 2026-07-28 retry (inputResponses) for a call parked there. */
+  'mrtr.resume': {
+    body: { x: string; inputResponses: JsonObject; method: string; name: string; taskAfterMs: number | null; logLevel: string | null; progressToken: unknown };
+    answer: { outcome: Outcome };
+  };
+}
+
+export type ReplicaTopic = keyof ReplicaMessages;
+export type ReplicaBody<T extends ReplicaTopic> = ReplicaMessages[T]['body'];
+export type ReplicaAnswer<T extends ReplicaTopic> = ReplicaMessages[T]['answer'];
+/** One message as it travels: the union of every topic with its body. */
+export type ReplicaMessage = { [T in ReplicaTopic]: { type: T; body: ReplicaBody<T> } }[ReplicaTopic];
 
 /**
  * Handles one request from another replica. Resolves with the answer, or `undefined` when this replica does not
@@ -11,7 +42,10 @@ import type { TaskStore } from '../store/task-store.js';
  * `accept` as soon as it knows it holds it (the sender then waits for the answer however long it takes), and
  * `emit` streams events (notifications) to the sender before the answer.
  */
-export type ReplicaHandler = (body: JsonObject, peer: { accept(): void; emit(event: JsonObject): void }) => Promise<JsonObject | undefined>;
+export type ReplicaHandler<T extends ReplicaTopic = ReplicaTopic> = (
+  body: ReplicaBody<T>,
+  peer: { accept(): void; emit(event: JsonObject): void },
+) => Promise<ReplicaAnswer<T> | undefined>;
 
 /** How long a sender waits for the holder to take a request up (not for its answer). */
 const ACCEPT_TIMEOUT_MS = 2000;
@@ -19,7 +53,7 @@ const BROADCAST = 'all';
 
 export class ReplicaLink {
   readonly id = randomUUID();
-  private readonly handlers = new Map<string, ReplicaHandler>();
+  private readonly handlers = new Map<ReplicaTopic, ReplicaHandler<never>>();
   private unsubscribes: (() => void)[] = [];
 
   constructor(
@@ -27,8 +61,8 @@ export class ReplicaLink {
     private readonly logger: Logger,
   ) {}
 
-  on(type: string, handler: ReplicaHandler): void {
-    this.handlers.set(type, handler);
+  on<T extends ReplicaTopic>(type: T, handler: ReplicaHandler<T>): void {
+    this.handlers.set(type, handler as unknown as ReplicaHandler<never>);
   }
 
   async start(): Promise<void> {
@@ -44,27 +78,27 @@ export class ReplicaLink {
    * Sends a request to one replica, or to every replica (`target` undefined), and resolves with the answer;
    * undefined when no replica took it up in time (it is gone, or nothing there holds what was asked about).
    */
-  async ask(
+  async ask<T extends ReplicaTopic>(
     target: string | undefined,
-    type: string,
-    body: JsonObject,
+    type: T,
+    body: ReplicaBody<T>,
     onEvent: (event: JsonObject) => void = () => undefined,
     acceptTimeoutMs = ACCEPT_TIMEOUT_MS,
-  ): Promise<JsonObject | undefined> {
+  ): Promise<ReplicaAnswer<T> | undefined> {
     const replyTo = `reply.${randomUUID()}`;
     let accepted = false;
-    let settle!: (answer: JsonObject | undefined) => void;
-    const answered = new Promise<JsonObject | undefined>((resolve) => (settle = resolve));
+    let settle!: (answer: ReplicaAnswer<T> | undefined) => void;
+    const answered = new Promise<ReplicaAnswer<T> | undefined>((resolve) => (settle = resolve));
     const unsubscribe = await this.store.subscribe(replyTo, (message) => {
       if (message.kind === 'accepted') accepted = true;
       else if (message.kind === 'event') onEvent(message.event as JsonObject);
-      else if (message.kind === 'answer') settle(message.answer as JsonObject | undefined);
+      else if (message.kind === 'answer') settle(message.answer as ReplicaAnswer<T> | undefined);
     });
     const timer = setTimeout(() => {
       if (!accepted) settle(undefined);
     }, acceptTimeoutMs);
     try {
-      const reached = await this.store.publish(`replica.${target ?? BROADCAST}`, { type, replyTo, from: this.id, body });
+      const reached = await this.store.publish(`replica.${target ?? BROADCAST}`, { type, replyTo, from: this.id, body: body as JsonObject });
       // Nobody listens on that replica's topic: it is gone, and no answer can come.
       if (reached === 0) return undefined;
       return await answered;
@@ -80,32 +114,33 @@ export class ReplicaLink {
   }
 
   /** Sends a message to one replica, or to every other one (`target` undefined), expecting no answer. */
-  async tell(target: string | undefined, type: string, body: JsonObject): Promise<void> {
-    await this.store.publish(`replica.${target ?? BROADCAST}`, { type, from: this.id, body });
+  async tell<T extends ReplicaTopic>(target: string | undefined, type: T, body: ReplicaBody<T>): Promise<void> {
+    await this.store.publish(`replica.${target ?? BROADCAST}`, { type, from: this.id, body: body as JsonObject });
   }
 
   private async receive(message: JsonObject): Promise<void> {
     if (message.from === this.id) return; // a broadcast reaches its sender too
-    const handler = this.handlers.get(String(message.type));
+    // Sent by a replica of this release (ask/tell type what goes out), so the topic names the body's shape.
+    const { type, body = {} } = message as unknown as Partial<ReplicaMessage>;
+    const handler = type === undefined ? undefined : (this.handlers.get(type) as unknown as ReplicaHandler | undefined);
     if (handler === undefined) return;
     const replyTo = message.replyTo;
     if (typeof replyTo !== 'string') {
       // Told, not asked: nobody waits for an answer.
-      await handler((message.body ?? {}) as JsonObject, { accept: () => undefined, emit: () => undefined }).catch((error: unknown) => {
-        this.logger.warn({ err: error, type: message.type }, 'message from another replica failed');
+      await handler(body as ReplicaBody<ReplicaTopic>, { accept: () => undefined, emit: () => undefined }).catch((error: unknown) => {
+        this.logger.warn({ err: error, type }, 'message from another replica failed');
       });
       return;
     }
     const reply = (payload: JsonObject): void => void this.store.publish(replyTo, payload).catch(() => undefined);
     try {
-      const body = (message.body ?? {}) as JsonObject;
       let accepted = false;
       const accept = (): void => {
         if (accepted) return;
         accepted = true;
         reply({ kind: 'accepted' });
       };
-      const answer = await handler(body, {
+      const answer = await handler(body as ReplicaBody<ReplicaTopic>, {
         accept,
         emit: (event) => {
           accept();
@@ -114,10 +149,10 @@ export class ReplicaLink {
       });
       if (answer !== undefined) {
         accept();
-        reply({ kind: 'answer', answer });
+        reply({ kind: 'answer', answer: answer as JsonObject });
       }
     } catch (error) {
-      this.logger.warn({ err: error, type: message.type }, 'request from another replica failed');
+      this.logger.warn({ err: error, type }, 'request from another replica failed');
     }
   }
 }

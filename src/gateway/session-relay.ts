@@ -8,7 +8,7 @@ import { httpConnection, type SseConnection } from './event-stream.js';
 import type { JsonObject, Outcome, RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';
-import type { ReplicaLink } from './replicas.js';
+import type { ReplicaAnswer, ReplicaBody, ReplicaLink, ReplicaTopic } from './replicas.js';
 import { streamIdOf, type ClientSession } from './session.js';
 import type { RegistryPeers, SessionRegistry } from './sessions.js';
 
@@ -29,32 +29,28 @@ export class SessionRelay implements RegistryPeers {
     /** Stops a call of the session running here that the client cancelled through another replica. */
     private readonly cancelHere: (session: ClientSession, params: JsonObject) => boolean,
   ) {
-    link.on('session.deliver', async (body) => {
-      const session = this.sessions.peek(String(body.sessionId));
-      const taskId = typeof body.taskId === 'string' ? body.taskId : undefined;
-      return { delivered: session?.deliverHere(body.message as JsonObject, taskId) ?? false };
-    });
+    link.on('session.deliver', async (body) => ({ delivered: this.sessions.peek(body.sessionId)?.deliverHere(body.message, body.taskId) ?? false }));
     link.on('session.answer', async (body) => {
-      this.sessions.peek(String(body.sessionId))?.answer(body.id as RequestId, body.outcome as Outcome);
+      this.sessions.peek(body.sessionId)?.answer(body.id, body.outcome);
       return undefined;
     });
     link.on('session.cancel', async (body) => {
-      const session = this.sessions.peek(String(body.sessionId));
-      if (session !== undefined) this.cancelHere(session, (body.params ?? {}) as JsonObject);
+      const session = this.sessions.peek(body.sessionId);
+      if (session !== undefined) this.cancelHere(session, body.params);
       return undefined;
     });
     link.on('session.end', async (body) => {
-      this.sessions.endHere(String(body.sessionId));
+      this.sessions.endHere(body.sessionId);
       return undefined;
     });
     link.on('session.standalone', async (body) => {
       // The client's GET stream is now on another replica: what this one kept for an old one has no reader.
-      this.sessions.peek(String(body.sessionId))?.dropStandalone();
+      this.sessions.peek(body.sessionId)?.dropStandalone();
       return undefined;
     });
     link.on('stream.resume', async (body) => this.attachPipe(body));
     link.on('stream.closed', async (body) => {
-      this.pipes.get(String(body.pipe))?.close();
+      this.pipes.get(body.pipe)?.close();
       return undefined;
     });
   }
@@ -74,14 +70,12 @@ export class SessionRelay implements RegistryPeers {
   }
 
   async send(replicaId: string, sessionId: string, message: JsonObject, taskId: string | undefined): Promise<boolean> {
-    const body: JsonObject = { sessionId, message };
-    if (taskId !== undefined) body.taskId = taskId;
-    const answer = await this.link.ask(replicaId, 'session.deliver', body);
+    const answer = await this.link.ask(replicaId, 'session.deliver', taskId === undefined ? { sessionId, message } : { sessionId, message, taskId });
     return answer?.delivered === true;
   }
 
   answer(replicaId: string, sessionId: string, id: RequestId, outcome: Outcome): void {
-    this.tell(replicaId, 'session.answer', { sessionId, id, outcome: outcome as unknown as JsonObject });
+    this.tell(replicaId, 'session.answer', { sessionId, id, outcome });
   }
 
   hold(sessionId: string, what: { standalone: true } | { taskId: string; held: boolean }): void {
@@ -133,11 +127,8 @@ export class SessionRelay implements RegistryPeers {
   }
 
   /** The holder's side of a remote resume: the stream writes into a pipe the resuming replica relays. */
-  private async attachPipe(body: JsonObject): Promise<JsonObject> {
-    const session = this.sessions.peek(String(body.sessionId));
-    const lastEventId = String(body.lastEventId);
-    const stream = session?.streamForEvent(lastEventId);
-    const pipe = String(body.pipe);
+  private async attachPipe({ sessionId, lastEventId, pipe }: ReplicaBody<'stream.resume'>): Promise<ReplicaAnswer<'stream.resume'>> {
+    const stream = this.sessions.peek(sessionId)?.streamForEvent(lastEventId);
     if (stream === undefined) return { attached: false };
     let closeListener: (() => void) | undefined;
     const close = (): void => {
@@ -162,7 +153,7 @@ export class SessionRelay implements RegistryPeers {
     return { attached: true };
   }
 
-  private tell(target: string | undefined, type: string, body: JsonObject): void {
+  private tell<T extends ReplicaTopic>(target: string | undefined, type: T, body: ReplicaBody<T>): void {
     this.link.tell(target, type, body).catch((error: unknown) => this.logger.warn({ err: error, type }, 'could not reach the other replicas'));
   }
 }

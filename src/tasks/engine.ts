@@ -49,11 +49,28 @@ export interface RunHandle {
   signal: AbortSignal;
 }
 
+/** The messages the engine exchanges with other replicas: their bodies and answers. */
+export interface TaskPeerMessages {
+  /** A client's answers to input requests of a task whose call runs on whichever replica takes this up. */
+  'task.update': { body: { taskId: string; inputResponses: JsonObject }; answer: { ok: true } };
+  /** Which of these tasks the replica still runs (or keeps the outcome of): asked before declaring them lost. */
+  'task.held': { body: { taskIds: string[] }; answer: { held: string[] } };
+}
+
 /** The other replicas, as the engine needs them (the gateway's ReplicaLink). */
 export interface TaskPeers {
   readonly id: string;
-  on(type: string, handler: (body: JsonObject, peer: { accept(): void }) => Promise<JsonObject | undefined>): void;
-  ask(target: string | undefined, type: string, body: JsonObject, onEvent?: undefined, timeoutMs?: number): Promise<JsonObject | undefined>;
+  on<T extends keyof TaskPeerMessages>(
+    type: T,
+    handler: (body: TaskPeerMessages[T]['body'], peer: { accept(): void }) => Promise<TaskPeerMessages[T]['answer'] | undefined>,
+  ): void;
+  ask<T extends keyof TaskPeerMessages>(
+    target: string | undefined,
+    type: T,
+    body: TaskPeerMessages[T]['body'],
+    onEvent?: undefined,
+    timeoutMs?: number,
+  ): Promise<TaskPeerMessages[T]['answer'] | undefined>;
 }
 
 /** What the engine needs to run a lost task's call again, and to tell of a task it failed as lost. */
@@ -310,18 +327,14 @@ export class TaskEngine {
     this.peers = peers;
     this.recovery = recovery;
     peers.on('task.update', async (body, peer) => {
-      const taskId = String(body.taskId);
-      const run = this.runs.get(taskId);
+      const run = this.runs.get(body.taskId);
       if (run === undefined || run.ended) return undefined;
       peer.accept();
-      await this.answerHere(taskId, (body.inputResponses ?? {}) as JsonObject);
+      await this.answerHere(body.taskId, body.inputResponses);
       return { ok: true };
     });
     this.slots.listen();
-    peers.on('task.held', async (body) => {
-      const ids = Array.isArray(body.taskIds) ? (body.taskIds as unknown[]).map(String) : [];
-      return { held: ids.filter((id) => this.holds(id)) };
-    });
+    peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => this.holds(id)) }));
     this.heartbeat = setInterval(() => {
       // Tasks whose outcome waits for the store stay leased: nobody may declare them lost.
       const ids = [...this.runs.keys(), ...this.pendingEnds.keys()];
@@ -569,7 +582,7 @@ export class TaskEngine {
         for (const id of taskIds) if (this.holds(id)) held.add(id);
       } else {
         const answer = await this.peers?.ask(owner, 'task.held', { taskIds }, undefined, OWNER_CHECK_MS).catch(() => undefined);
-        if (Array.isArray(answer?.held)) for (const id of answer.held as unknown[]) held.add(String(id));
+        for (const id of answer?.held ?? []) held.add(id);
       }
       if (held.size > 0) await this.store.lease([...held], owner, this.leaseMs).catch(() => undefined);
       for (const taskId of taskIds) if (!held.has(taskId)) lost.push({ taskId, owner });

@@ -36,7 +36,7 @@ import { checkParamHeaders, declaresTasks, missingTasksExtension, type ModernCli
 import { ModernExchange, ParkedExchanges, type RequestStateCodec } from './exchange.js';
 import type { ListenFilter, ListenHub } from './listen.js';
 import type { ModernResponder, ResponseSink } from './responder.js';
-import type { ReplicaLink } from '../../gateway/replicas.js';
+import type { ReplicaAnswer, ReplicaBody, ReplicaLink } from '../../gateway/replicas.js';
 
 /** Until authentication exists, every modern client is the same principal; task ids are the bearer (README). */
 export const MODERN_PRINCIPAL = 'modern:anonymous';
@@ -87,13 +87,12 @@ export class ModernRouter {
   }
 
   /** A retry that reached another replica, for a call parked here: resumed here, answered through the peer. */
-  private async resumeForPeer(body: JsonObject, peer: { accept(): void; emit(event: JsonObject): void }): Promise<JsonObject> {
-    const method = String(body.method);
-    const name = String(body.name);
-    const exchange = this.deps.parked.unpark(String(body.x));
+  private async resumeForPeer(body: ReplicaBody<'mrtr.resume'>, peer: { accept(): void; emit(event: JsonObject): void }): Promise<ReplicaAnswer<'mrtr.resume'>> {
+    const { method, name } = body;
+    const exchange = this.deps.parked.unpark(body.x);
     if (exchange === undefined) return { outcome: { error: new GatewayError('invalid_params', STALE_STATE).toJsonRpc() } };
     peer.accept();
-    exchange.answer(asObject(body.inputResponses) ?? {});
+    exchange.answer(body.inputResponses);
     const upstream = method === 'resources/read' ? this.deps.catalog.routeUri(name) : this.deps.catalog.route(method === 'tools/call' ? 'tools' : 'prompts', name)?.upstream;
     const client: ModernClient = {
       protocolVersion: MODERN_VERSION,
@@ -101,12 +100,12 @@ export class ModernRouter {
       clientInfo: undefined,
       logLevel: typeof body.logLevel === 'string' ? (body.logLevel as ModernClient['logLevel']) : undefined,
     };
-    const meta: JsonObject = body.progressToken === null || body.progressToken === undefined ? {} : { progressToken: body.progressToken };
+    const meta: JsonObject = body.progressToken === null || body.progressToken === undefined ? {} : { progressToken: body.progressToken as JsonObject[string] };
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: 0, method, params: { _meta: meta } };
     const sink: ResponseSink = { notify: (message) => peer.emit(message), gone: new AbortController().signal };
     try {
       if (upstream === undefined) throw new GatewayError('invalid_params', STALE_STATE);
-      const taskAfterMs = typeof body.taskAfterMs === 'number' ? body.taskAfterMs : undefined;
+      const taskAfterMs = body.taskAfterMs ?? undefined;
       const outcome = await this.await(client, request, name, upstream, exchange, taskAfterMs, sink);
       return { outcome: outcome ?? { error: { code: RequestCancelled, message: 'Request cancelled' } } };
     } catch (error) {
@@ -247,7 +246,7 @@ export class ModernRouter {
           progressToken: asObject(params._meta)?.progressToken ?? null,
         }, (event) => responder.notify(event));
         if (answer === undefined) throw new GatewayError('invalid_params', STALE_STATE);
-        return answer.outcome as Outcome;
+        return answer.outcome;
       }
       const parked = this.deps.parked.unpark(state.x);
       if (parked === undefined) throw new GatewayError('invalid_params', STALE_STATE);
