@@ -1,0 +1,160 @@
+// The wire shapes of both revisions, from one stored task: what each era's client reads for every status and
+// outcome. Pure functions, so every shape is checked here; the integration tests check them through real clients.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { effectiveMode } from '../../src/config/policy.js';
+import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
+import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
+import type { TaskRecord } from '../../src/store/task-store.js';
+import { PendingInputs } from '../../src/tasks/pending-inputs.js';
+import { upstreamTaskSupport } from '../../src/upstream/upstream-task.js';
+
+const RELATED = 'io.modelcontextprotocol/related-task';
+const T0 = Date.parse('2026-11-24T10:00:00.000Z');
+
+function task(overrides: Partial<TaskRecord> = {}): TaskRecord {
+  return {
+    taskId: 'task-1',
+    principal: 'session:s1',
+    era: 'legacy',
+    tool: 'slow',
+    upstream: 'fx',
+    status: 'working',
+    createdAt: T0,
+    createdAtUs: T0 * 1000,
+    lastUpdatedAt: T0 + 500,
+    ttlMs: 60_000,
+    pollIntervalMs: 1000,
+    ...overrides,
+  };
+}
+
+const RESULT = { content: [{ type: 'text', text: 'done' }] };
+const TOOL_ERROR = { content: [{ type: 'text', text: 'bad input' }], isError: true };
+const RPC_ERROR = { code: -32603, message: 'upstream broke' };
+
+describe('2025-11-25 codec', () => {
+  it('a Task carries ttl and pollInterval, ISO times, and a status message only when there is one', () => {
+    assert.deepEqual(rev2025.legacyTask(task()), {
+      taskId: 'task-1',
+      status: 'working',
+      ttl: 60_000,
+      createdAt: '2026-11-24T10:00:00.000Z',
+      lastUpdatedAt: '2026-11-24T10:00:00.500Z',
+      pollInterval: 1000,
+    });
+    assert.equal(rev2025.legacyTask(task({ status: 'input_required', statusMessage: 'asking' })).statusMessage, 'asking');
+  });
+
+  it('a tool error is failed in this era: the status is the store\'s', () => {
+    assert.equal(rev2025.legacyTask(task({ status: 'failed', outcome: { result: TOOL_ERROR } })).status, 'failed');
+  });
+
+  it('CreateTaskResult wraps the Task; the immediate response goes in _meta only when configured', () => {
+    assert.deepEqual(rev2025.createTaskResult(task(), undefined), { task: rev2025.legacyTask(task()) });
+    assert.deepEqual(rev2025.createTaskResult(task(), ''), { task: rev2025.legacyTask(task()) });
+    assert.deepEqual(rev2025.createTaskResult(task(), 'running')._meta, { 'io.modelcontextprotocol/model-immediate-response': 'running' });
+  });
+
+  it('tasks/result: the upstream result with the related-task marker added; a JSON-RPC error unchanged', () => {
+    const answered = rev2025.taskPayload({ ...task({ status: 'completed' }), outcome: { result: { ...RESULT, _meta: { keep: 1 } } } });
+    assert.deepEqual(answered, { result: { ...RESULT, _meta: { keep: 1, [RELATED]: { taskId: 'task-1' } } } });
+    assert.deepEqual(rev2025.taskPayload({ ...task({ status: 'failed' }), outcome: { error: RPC_ERROR } }), { error: RPC_ERROR });
+  });
+
+  it('a request sent on a task\'s behalf carries the related-task marker, whatever _meta it had', () => {
+    assert.deepEqual(rev2025.withRelatedTask(undefined, 't'), { _meta: { [RELATED]: { taskId: 't' } } });
+    assert.deepEqual(rev2025.withRelatedTask({ message: 'm', _meta: { a: 1 } }, 't'), { message: 'm', _meta: { a: 1, [RELATED]: { taskId: 't' } } });
+  });
+});
+
+describe('2026-07-28 codec', () => {
+  it('every result gets resultType (the upstream\'s own is kept); lists and reads get private, stale caching hints', () => {
+    assert.deepEqual(rev2026.modernResult('tools/call', RESULT), { resultType: 'complete', ...RESULT });
+    assert.equal(rev2026.modernResult('tools/call', { resultType: 'input_required' }).resultType, 'input_required');
+    assert.deepEqual(rev2026.modernResult('tools/list', { tools: [] }), { resultType: 'complete', tools: [], ttlMs: 0, cacheScope: 'private' });
+    assert.deepEqual(rev2026.modernResult('resources/read', { contents: [], ttlMs: 5000, cacheScope: 'public' }), { resultType: 'complete', contents: [], ttlMs: 5000, cacheScope: 'public' });
+  });
+
+  it('the flat CreateTaskResult: resultType task, ttlMs and pollIntervalMs, no wrapper', () => {
+    assert.deepEqual(rev2026.createTaskResult(task({ era: 'modern' })), {
+      resultType: 'task',
+      taskId: 'task-1',
+      status: 'working',
+      createdAt: '2026-11-24T10:00:00.000Z',
+      lastUpdatedAt: '2026-11-24T10:00:00.500Z',
+      ttlMs: 60_000,
+      pollIntervalMs: 1000,
+    });
+  });
+
+  it('DetailedTask: a completed result is inlined as a 2026 CallToolResult, without the related-task marker', () => {
+    const wire = rev2026.detailedTask(task({ status: 'completed', outcome: { result: { ...RESULT, _meta: { [RELATED]: { taskId: 'x' } } } } }));
+    assert.equal(wire.status, 'completed');
+    assert.deepEqual(wire.result, { resultType: 'complete', ...RESULT });
+  });
+
+  it('DetailedTask: a tool error is completed with the result; a JSON-RPC error is failed with the error', () => {
+    const toolError = rev2026.detailedTask(task({ status: 'failed', outcome: { result: TOOL_ERROR } }));
+    assert.equal(toolError.status, 'completed');
+    assert.equal((toolError.result as { isError?: boolean }).isError, true);
+    const rpcError = rev2026.detailedTask(task({ status: 'failed', outcome: { error: RPC_ERROR } }));
+    assert.equal(rpcError.status, 'failed');
+    assert.deepEqual(rpcError.error, RPC_ERROR);
+    assert.equal(rpcError.result, undefined);
+  });
+
+  it('DetailedTask: outstanding input requests only while input_required; cancelled stays cancelled', () => {
+    const inputRequests = { 'elicitation-1': { method: 'elicitation/create', params: { message: 'ok?' } } };
+    assert.deepEqual(rev2026.detailedTask(task({ status: 'input_required', inputRequests })).inputRequests, inputRequests);
+    assert.equal(rev2026.detailedTask(task({ status: 'working', inputRequests })).inputRequests, undefined);
+    assert.equal(rev2026.modernStatus(task({ status: 'cancelled' })), 'cancelled');
+  });
+
+  it('resource-not-found (-32002) does not exist in this revision: invalid params; other errors pass unchanged', () => {
+    assert.deepEqual(rev2026.modernOutcome('resources/read', { error: { code: -32002, message: 'Resource not found' } }), { error: { code: -32602, message: 'Resource not found' } });
+    assert.deepEqual(rev2026.modernOutcome('tools/call', { error: RPC_ERROR }), { error: RPC_ERROR });
+  });
+
+  it('an InputRequiredResult carries the questions and the signed state; acknowledgements are complete', () => {
+    assert.deepEqual(rev2026.inputRequiredResult({ 'roots-1': { method: 'roots/list' } }, 'state'), { resultType: 'input_required', inputRequests: { 'roots-1': { method: 'roots/list' } }, requestState: 'state' });
+    assert.deepEqual({ ...rev2026.ACK }, { resultType: 'complete' });
+  });
+});
+
+describe('task modes', () => {
+  const capable = { tasks: { requests: { tools: { call: {} } } } };
+  it('an upstream\'s taskSupport counts only under its tasks capability for tool calls', () => {
+    assert.equal(upstreamTaskSupport(capable, { name: 't', execution: { taskSupport: 'required' } }), 'required');
+    assert.equal(upstreamTaskSupport(capable, { name: 't', execution: { taskSupport: 'optional' } }), 'optional');
+    assert.equal(upstreamTaskSupport({}, { name: 't', execution: { taskSupport: 'required' } }), 'forbidden');
+    assert.equal(upstreamTaskSupport(capable, { name: 't' }), 'forbidden');
+    assert.equal(upstreamTaskSupport(capable, undefined), 'forbidden');
+  });
+
+  it('clients see the policy\'s mode, raised to required where the upstream requires a task', () => {
+    for (const policy of ['forbidden', 'optional', 'required'] as const) {
+      assert.equal(effectiveMode(policy, 'required'), 'required');
+      assert.equal(effectiveMode(policy, 'optional'), policy);
+      assert.equal(effectiveMode(policy, 'forbidden'), policy);
+    }
+  });
+});
+
+describe('pending inputs', () => {
+  it('keys by kind and counter, answers by key, ignores unknown keys and non-objects, cancels on abort', async () => {
+    let changes = 0;
+    const inputs = new PendingInputs(() => changes++);
+    const abort = new AbortController();
+    const first = inputs.ask({ method: 'elicitation/create', params: { message: 'a', _meta: { x: 1 } } }, new AbortController().signal);
+    const second = inputs.ask({ method: 'sampling/createMessage' }, abort.signal);
+    assert.deepEqual([first.key, second.key], ['elicitation-1', 'sampling-2']);
+    assert.deepEqual(inputs.outstanding(), { 'elicitation-1': { method: 'elicitation/create', params: { message: 'a' } }, 'sampling-2': { method: 'sampling/createMessage' } });
+    assert.equal(inputs.answer({ 'elicitation-1': { action: 'accept' }, 'nope-9': {}, 'sampling-2': 'not an object' }), 1);
+    assert.deepEqual(await first.answer, { result: { action: 'accept' } });
+    abort.abort();
+    assert.equal(((await second.answer) as { error: { code: number } }).error.code, -32800);
+    assert.equal(inputs.size, 0);
+    assert.equal(changes, 4); // two added, one answered, one aborted
+  });
+});
