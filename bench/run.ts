@@ -174,13 +174,13 @@ function gatewayCommand(useTsx: boolean): GatewayCommand | string {
   if (!existsSync(join(ROOT, 'src/cli.ts'))) return 'src/cli.ts does not exist yet (gateway not written)';
   const tsxCmd = { command: NODE, args: ['--import', 'tsx', join(ROOT, 'src/cli.ts')], how: 'node --import tsx src/cli.ts' };
   if (useTsx) return tsxCmd;
-  const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
-  const build = spawnSync(NODE, [tsc, '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8', timeout: 180_000 });
+  // The image's own build: tsc, then the files dist/ needs beside the JS (the Redis store's Lua scripts).
+  const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 180_000 });
   if (build.status === 0 && existsSync(join(ROOT, 'dist/cli.js'))) {
-    return { command: NODE, args: [join(ROOT, 'dist/cli.js')], how: 'node dist/cli.js (built by tsc -p tsconfig.build.json)' };
+    return { command: NODE, args: [join(ROOT, 'dist/cli.js')], how: 'node dist/cli.js (built by npm run build)' };
   }
   const why = (build.stdout + build.stderr).trim().split('\n').slice(0, 5).join('\n    ');
-  console.warn(`! tsc -p tsconfig.build.json failed, running the gateway through tsx instead:\n    ${why}`);
+  console.warn(`! npm run build failed, running the gateway through tsx instead:\n    ${why}`);
   return { ...tsxCmd, how: `${tsxCmd.how} (build failed)` };
 }
 
