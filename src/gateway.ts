@@ -36,12 +36,14 @@ export class StartupConfigError extends Error {
  * reached yet don't stop the start: they are retried in the background and reported by /readyz.
  */
 export async function startGateway(config: GatewayConfig, logger: Logger): Promise<RunningGateway> {
+  // Built in dependency order and passed in. Where two parts need each other (sessions and the relay between
+  // replicas; sessions and the router that ends their calls), one reaches the other through a closure, called
+  // only once both exist.
   const store = createStore(config.store);
+  const replicas = new ReplicaLink(store, logger);
+  const listeners = new ListenHub(store, logger);
   const upstreams: Upstream[] = [];
   const catalog = new Catalog(upstreams);
-  const tasks = new TaskEngine(store, config.tasks, logger, config.replicas.leaseMs);
-  const legacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse);
-  const modernTasks = new ModernTasks(tasks);
   // Signed with the store's shared secret, so any replica recognises what another handed out (and none can forge it).
   let secret: Promise<Buffer> | undefined;
   const signingSecret = (): Promise<Buffer> => (secret ??= store.signingSecret().catch((error: unknown) => {
@@ -49,23 +51,16 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     throw error;
   }));
   const lists = new ListPages(catalog, logger, config.lists.pageSize, new ListCursors(async () => new CursorCodec(await signingSecret())));
-  const router = new Router(catalog, legacyTasks, logger, lists);
-  for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, router, VERSION));
-  await Promise.all(upstreams.map((u) => u.start()));
-
-  const collisions = catalog.collisions();
-  if (collisions.length > 0) {
-    await Promise.all(upstreams.map((u) => u.close()));
-    await store.close();
-    throw new StartupConfigError(`${config.source}: upstream names collide:\n  ${collisions.join('\n  ')}`);
-  }
-
-  const replicas = new ReplicaLink(store, logger);
-  const sessions = new SessionRegistry(config.sessions, config.sse, store, (session) => void router.release(session));
-  const relay = new SessionRelay(store, replicas, sessions, config.sessions.idleTimeoutMs, logger, (session, params) => router.cancelInflight(session, params));
-  sessions.peers = relay;
-  router.sessions = sessions;
-  tasks.start(replicas, {
+  const relay = new SessionRelay(
+    store,
+    replicas,
+    { peek: (sessionId) => sessions.peek(sessionId), endHere: (sessionId) => sessions.endHere(sessionId) },
+    config.sessions.idleTimeoutMs,
+    logger,
+    (session, params) => router.cancelInflight(session, params),
+  );
+  const sessions: SessionRegistry = new SessionRegistry(config.sessions, config.sse, store, relay, (session) => void router.release(session));
+  const tasks: TaskEngine = new TaskEngine(store, config.tasks, logger, config.replicas.leaseMs, replicas, {
     upstream: (name) => upstreams.find((u) => u.name === name),
     // A lost task runs again for whoever created it: a legacy session this replica can reach (if it still
     // exists), or modern clients; its call runs under the identity it was stored with (or the session's).
@@ -79,8 +74,22 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       if (task.era === 'legacy') void legacyTasks.tellSession(task, (sessionId) => sessions.get(sessionId));
     },
   });
-  const listeners = new ListenHub(store, logger);
-  router.listeners = listeners;
+  const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse);
+  const modernTasks = new ModernTasks(tasks);
+  const router: Router = new Router(catalog, legacyTasks, logger, lists, sessions, listeners);
+  for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, router, VERSION));
+  await Promise.all(upstreams.map((u) => u.start()));
+
+  const collisions = catalog.collisions();
+  if (collisions.length > 0) {
+    sessions.endAll();
+    listeners.close();
+    await Promise.all(upstreams.map((u) => u.close()));
+    await store.close();
+    throw new StartupConfigError(`${config.source}: upstream names collide:\n  ${collisions.join('\n  ')}`);
+  }
+
+  tasks.start();
   const parked = new ParkedExchanges(config.mrtr.parkTimeoutMs);
   const modern = new ModernRouter({
     catalog,

@@ -12,6 +12,9 @@ import type { ReplicaAnswer, ReplicaBody, ReplicaLink, ReplicaTopic } from './re
 import { streamIdOf, type ClientSession } from './session.js';
 import type { RegistryPeers, SessionRegistry } from './sessions.js';
 
+/** The sessions this replica holds, as the relay reaches them (the registry, which in turn tells peers through the relay). */
+export type HeldSessions = Pick<SessionRegistry, 'peek' | 'endHere'>;
+
 /** Session-record field naming the replica that holds the tasks/result stream of a task. */
 const resultField = (taskId: string): string => `result:${taskId}`;
 const STANDALONE_FIELD = 'standalone';
@@ -23,7 +26,7 @@ export class SessionRelay implements RegistryPeers {
   constructor(
     private readonly store: TaskStore,
     private readonly link: ReplicaLink,
-    private readonly sessions: SessionRegistry,
+    private readonly sessions: HeldSessions,
     private readonly sessionTtlMs: number,
     private readonly logger: Logger,
     /** Stops a call of the session running here that the client cancelled through another replica. */

@@ -35,12 +35,13 @@ export class SessionRegistry {
   private readonly loading = new Map<string, Promise<ClientSession | undefined>>();
   private readonly sweeper: NodeJS.Timeout;
   /** Set when the replicas are linked (before the first request). */
-  peers: RegistryPeers | undefined;
-
   constructor(
     private readonly config: SessionsConfig,
     private readonly sse: SseConfig,
     private readonly store: TaskStore,
+    /** The other replicas, for what reaches a session's streams held elsewhere. */
+    readonly peers: RegistryPeers,
+    /** A session ended (DELETE or idle): its calls and upstream connections go. */
     private readonly onEnd: (session: ClientSession) => void,
   ) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(60_000, config.idleTimeoutMs / 4)));
@@ -93,7 +94,7 @@ export class SessionRegistry {
     });
     if (this.config.maxPerPrincipal > 0) void this.store.releaseSlot(sessionSlot(ANONYMOUS_PRINCIPAL), sessionId).catch(() => undefined);
     this.endHere(sessionId);
-    this.peers?.ended(sessionId);
+    this.peers.ended(sessionId);
   }
 
   /** Drops this replica's view: its streams close, its calls here stop, its upstream connections here go. */

@@ -109,10 +109,6 @@ interface LocalRun {
 export class TaskEngine {
   private readonly runs = new Map<string, LocalRun>();
   private readonly slots: TaskSlots;
-  /** Other replicas, for answers that belong to runs they hold. */
-  private peers: TaskPeers | undefined;
-  /** What re-running a lost task's call needs (set by start). */
-  private recovery: RecoveryDeps | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   /** Terminal changes the store could not take yet, by task: written when it is back. */
   private readonly pendingEnds = new Map<string, TaskChange>();
@@ -130,8 +126,20 @@ export class TaskEngine {
     private readonly config: TasksConfig,
     private readonly logger: Logger,
     private readonly leaseMs: number,
+    /** Other replicas, for answers that belong to runs they hold, and to ask whether they still run a task. */
+    private readonly peers: TaskPeers,
+    /** What running a lost task's call again needs. */
+    private readonly recovery: RecoveryDeps,
   ) {
     this.slots = new TaskSlots(store, logger, leaseMs, () => this.replicaId);
+    peers.on('task.update', async (body, peer) => {
+      const run = this.runs.get(body.taskId);
+      if (run === undefined || run.ended) return undefined;
+      peer.accept();
+      await this.answerHere(body.taskId, body.inputResponses);
+      return { ok: true };
+    });
+    peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => this.holds(id)) }));
   }
 
   policyFor(exposedName: string): TaskPolicy {
@@ -193,7 +201,7 @@ export class TaskEngine {
   }
 
   private get replicaId(): string {
-    return this.peers?.id ?? 'local';
+    return this.peers.id;
   }
 
   private newRun(task: TaskRecord, caller: TaskCaller): LocalRun {
@@ -275,7 +283,7 @@ export class TaskEngine {
    */
   async answer(task: TaskRecord, inputResponses: JsonObject): Promise<void> {
     if (this.runs.has(task.taskId)) await this.answerHere(task.taskId, inputResponses);
-    else if (!isTerminal(task.status)) await this.peers?.ask(undefined, 'task.update', { taskId: task.taskId, inputResponses });
+    else if (!isTerminal(task.status)) await this.peers.ask(undefined, 'task.update', { taskId: task.taskId, inputResponses });
   }
 
   /**
@@ -320,26 +328,16 @@ export class TaskEngine {
   }
 
   /**
-   * Joins the replicas: serves answers another replica received for a task running here, renews the leases of
-   * this replica's runs, and fails (or runs again) the tasks of replicas that stopped renewing theirs.
+   * Starts the timers: lease renewal of this replica's runs, and failing (or running again) the tasks of replicas
+   * that stopped renewing theirs; and hears when slots free anywhere.
    */
-  start(peers: TaskPeers, recovery: RecoveryDeps): void {
-    this.peers = peers;
-    this.recovery = recovery;
-    peers.on('task.update', async (body, peer) => {
-      const run = this.runs.get(body.taskId);
-      if (run === undefined || run.ended) return undefined;
-      peer.accept();
-      await this.answerHere(body.taskId, body.inputResponses);
-      return { ok: true };
-    });
+  start(): void {
     this.slots.listen();
-    peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => this.holds(id)) }));
     this.heartbeat = setInterval(() => {
       // Tasks whose outcome waits for the store stay leased: nobody may declare them lost.
       const ids = [...this.runs.keys(), ...this.pendingEnds.keys()];
       this.slots.renew([...this.runs.values()].flatMap((run) => run.slots));
-      this.store.lease(ids, peers.id, this.leaseMs, { renew: true }).then(
+      this.store.lease(ids, this.peers.id, this.leaseMs, { renew: true }).then(
         () => this.storeAnswered(),
         (error: unknown) => {
           this.storeDown = true;
@@ -564,7 +562,7 @@ export class TaskEngine {
       if (!changed?.ok) continue;
       this.logger.warn({ audit: 'task.lost', task: taskId, owner }, 'task failed: its replica stopped');
       // The replica that told the task's creator about its changes is gone: the last change is told from here.
-      this.recovery?.lost(changed.task);
+      this.recovery.lost(changed.task);
     }
   }
 
@@ -581,7 +579,7 @@ export class TaskEngine {
       if (owner === this.replicaId) {
         for (const id of taskIds) if (this.holds(id)) held.add(id);
       } else {
-        const answer = await this.peers?.ask(owner, 'task.held', { taskIds }, undefined, OWNER_CHECK_MS).catch(() => undefined);
+        const answer = await this.peers.ask(owner, 'task.held', { taskIds }, undefined, OWNER_CHECK_MS).catch(() => undefined);
         for (const id of answer?.held ?? []) held.add(id);
       }
       if (held.size > 0) await this.store.lease([...held], owner, this.leaseMs).catch(() => undefined);
@@ -607,7 +605,7 @@ export class TaskEngine {
     const policy = this.policyFor(task.tool);
     const waiting = task.queued === true;
     const attempt = (task.attempt ?? 1) + (waiting ? 0 : 1);
-    const upstream = this.recovery?.upstream(task.upstream);
+    const upstream = this.recovery.upstream(task.upstream);
     if (upstream === undefined || (!waiting && (!policy.retry.onLoss || attempt > policy.retry.maxAttempts))) return false;
     await this.store.lease([taskId], this.replicaId, this.leaseMs).catch(() => undefined);
     const changed = await this.store
@@ -629,7 +627,7 @@ export class TaskEngine {
     // Still the principal's task: counted again (its old ticket expired with the lost replica's leases).
     if (policy.maxTasksPerPrincipal > 0) await this.slots.reclaimPrincipal(task.principal, taskId);
     const call = task.call;
-    const { caller, identity } = await (this.recovery as RecoveryDeps).resume({ ...changed.task, call });
+    const { caller, identity } = await this.recovery.resume({ ...changed.task, call });
     this.run(
       changed.task,
       upstream,

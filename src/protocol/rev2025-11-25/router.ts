@@ -28,16 +28,15 @@ export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources
  * Forwarded results travel as the upstream sent them; only names the gateway prefixed are translated.
  */
 export class Router implements UpstreamMessageSink {
-  /** Set once the registry exists; upstream messages that arrive before then have no session to reach. */
-  sessions: SessionRegistry | undefined;
-  /** Modern clients' listen streams, which get list changes and resource updates too. */
-  listeners: { broadcast(message: JsonRpcNotification): void } | undefined;
 
   constructor(
     private readonly catalog: Catalog,
     private readonly tasks: LegacyTasks,
     private readonly logger: Logger,
     private readonly lists: ListPages,
+    private readonly sessions: SessionRegistry,
+    /** Modern clients' listen streams, which get list changes and resource updates too. */
+    private readonly listeners: { broadcast(message: JsonRpcNotification): void },
   ) {}
 
   /** Answers one client request. Resolves undefined when no response is owed (the client cancelled it). */
@@ -55,7 +54,7 @@ export class Router implements UpstreamMessageSink {
     switch (notification.method) {
       case 'notifications/cancelled':
         // The request may be running on another replica (the client's POSTs may reach any).
-        if (!this.cancelInflight(session, params)) this.sessions?.peers?.cancelled(session.sessionId, params);
+        if (!this.cancelInflight(session, params)) this.sessions.peers.cancelled(session.sessionId, params);
         return;
       case 'notifications/roots/list_changed':
         for (const upstream of this.catalog.upstreams) {
@@ -241,7 +240,7 @@ export class Router implements UpstreamMessageSink {
     const level = params.level;
     if (logLevelRank(level) < 0) throw new GatewayError('invalid_params', `Invalid log level; expected one of ${LOG_LEVELS.join(', ')}`);
     session.logLevel = level as LogLevel;
-    this.sessions?.saveLogLevel(session);
+    this.sessions.saveLogLevel(session);
     const targets = this.catalog.upstreams.filter((u) => u.capabilities.logging !== undefined);
     const results = await Promise.all(
       targets.map(async (upstream) => {
@@ -269,10 +268,10 @@ export class Router implements UpstreamMessageSink {
   notification(upstream: Upstream, message: JsonRpcNotification, origin: MessageOrigin): void {
     const method = message.method;
     // Connections not owned by one client (control, shared) carry what modern listen streams subscribe to.
-    if (origin.kind !== 'session' && (method.endsWith('/list_changed') || method === 'notifications/resources/updated')) this.listeners?.broadcast(message);
+    if (origin.kind !== 'session' && (method.endsWith('/list_changed') || method === 'notifications/resources/updated')) this.listeners.broadcast(message);
     if (origin.kind === 'control') return; // The gateway's own connection; catalog refreshes happen in Upstream.
     if (origin.kind === 'session') {
-      const session = origin.sessionId === undefined ? undefined : this.sessions?.peek(origin.sessionId);
+      const session = origin.sessionId === undefined ? undefined : this.sessions.peek(origin.sessionId);
       if (session !== undefined) this.toSession(session, upstream, message, origin.call);
       else origin.call?.notify(message); // a call of modern clients, which have no session
       return;
@@ -290,7 +289,7 @@ export class Router implements UpstreamMessageSink {
       return;
     }
     if (origin.sessionId !== undefined) {
-      const session = this.sessions?.peek(origin.sessionId);
+      const session = this.sessions.peek(origin.sessionId);
       if (session !== undefined) this.toSession(session, upstream, message, origin.call);
       else origin.call?.notify(message);
       return;
@@ -305,7 +304,7 @@ export class Router implements UpstreamMessageSink {
   }
 
   async request(upstream: Upstream, message: JsonRpcRequest, origin: MessageOrigin, signal: AbortSignal): Promise<Outcome> {
-    const session = origin.sessionId === undefined ? undefined : this.sessions?.peek(origin.sessionId);
+    const session = origin.sessionId === undefined ? undefined : this.sessions.peek(origin.sessionId);
     if (session === undefined && origin.call !== undefined) {
       // A call of modern clients: the call's own context turns the request into MRTR or task input.
       const request: { method: string; params?: JsonObject } = { method: message.method };
@@ -336,9 +335,9 @@ export class Router implements UpstreamMessageSink {
     // A refresh follows the upstream's own list_changed, which reaches the clients by itself. An upstream
     // that (re)connected may have brought tools, prompts or resources the clients have not seen.
     if (!reconnected) return;
-    this.listeners?.broadcast({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
-    if (upstream.capabilities.prompts !== undefined) this.listeners?.broadcast({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
-    if (upstream.capabilities.resources !== undefined) this.listeners?.broadcast({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
+    this.listeners.broadcast({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    if (upstream.capabilities.prompts !== undefined) this.listeners.broadcast({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
+    if (upstream.capabilities.resources !== undefined) this.listeners.broadcast({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
     for (const session of this.allSessions()) {
       const here = { localOnly: true };
       session.deliver({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, here);
@@ -362,7 +361,7 @@ export class Router implements UpstreamMessageSink {
   }
 
   private allSessions(): Iterable<ClientSession> {
-    return this.sessions?.all() ?? [];
+    return this.sessions.all();
   }
 
   /**
