@@ -1,3 +1,7 @@
+// One configured upstream server: its control connection, per-session connections, reconnection with backoff,
+// discovery of the revisions it speaks, and how a call reaches it in each. Over 400 lines: these share the
+// upstream's connection state (which connection is open, what it answered at initialize and discover), and
+// splitting them would pass that state around; its catalog reading lives in catalog.ts.
 import type { Agent } from 'undici';
 import type { TaskMode, UpstreamConfig } from '../config/types.js';
 import { upstreamUnavailable } from '../errors.js';
@@ -19,6 +23,7 @@ import { StreamableHttpTransport } from './streamable-http.js';
 import { ModernUpstreamClient } from './modern-client.js';
 import type { UpstreamTransport } from './transport.js';
 import { callAsUpstreamTask, upstreamTaskSupport } from './upstream-task.js';
+import { fetchCatalog, mergeCatalogs, type UpstreamCatalog } from './catalog.js';
 
 export type UpstreamState = 'starting' | 'ready' | 'down' | 'closed';
 
@@ -49,13 +54,6 @@ export interface UpstreamMessageSink {
   notification(upstream: Upstream, message: JsonRpcNotification, origin: MessageOrigin): void;
   request(upstream: Upstream, message: JsonRpcRequest, origin: MessageOrigin, signal: AbortSignal): Promise<Outcome>;
   catalogChanged(upstream: Upstream, reconnected: boolean): void;
-}
-
-export interface UpstreamCatalog {
-  tools: JsonObject[];
-  prompts: JsonObject[];
-  resources: JsonObject[];
-  resourceTemplates: JsonObject[];
 }
 
 /**
@@ -512,47 +510,6 @@ export class Upstream {
       request: (message, call, signal) => this.sink.request(this, message, origin(call, message.method), signal),
     };
   }
-}
-
-/** Items of both, by name (or URI); `preferred`'s definition wins where both have one. */
-function mergeCatalogs(preferred: UpstreamCatalog, other: UpstreamCatalog): UpstreamCatalog {
-  const merge = (a: JsonObject[], b: JsonObject[], key: string): JsonObject[] => {
-    const seen = new Set(a.map((item) => item[key]));
-    return [...a, ...b.filter((item) => !seen.has(item[key]))];
-  };
-  return {
-    tools: merge(preferred.tools, other.tools, 'name'),
-    prompts: merge(preferred.prompts, other.prompts, 'name'),
-    resources: merge(preferred.resources, other.resources, 'uri'),
-    resourceTemplates: merge(preferred.resourceTemplates, other.resourceTemplates, 'uriTemplate'),
-  };
-}
-
-/** Everything the upstream offers, per its capabilities; `fetchPage` asks for one page of one list. */
-async function fetchCatalog(caps: JsonObject, fetchPage: (method: string, params: JsonObject) => Promise<Outcome>): Promise<UpstreamCatalog> {
-  const list = (method: string, key: string): Promise<JsonObject[]> => listAll((page) => fetchPage(method, page), method, key);
-  const [tools, prompts, resources, resourceTemplates] = await Promise.all([
-    caps.tools ? list('tools/list', 'tools') : [],
-    caps.prompts ? list('prompts/list', 'prompts') : [],
-    caps.resources ? list('resources/list', 'resources') : [],
-    caps.resources ? list('resources/templates/list', 'resourceTemplates') : [],
-  ]);
-  return { tools, prompts, resources, resourceTemplates };
-}
-
-/** Every item of a paginated list; `fetchPage` asks for one page in whichever revision the upstream speaks. */
-async function listAll(fetchPage: (params: JsonObject) => Promise<Outcome>, method: string, key: string): Promise<JsonObject[]> {
-  const items: JsonObject[] = [];
-  let cursor: unknown;
-  for (let page = 0; page < 1000; page++) {
-    const outcome = await fetchPage(cursor === undefined ? {} : { cursor });
-    if ('error' in outcome) throw new Error(`${method} failed: ${outcome.error.message}`);
-    const list = outcome.result[key];
-    if (Array.isArray(list)) items.push(...(list as JsonObject[]));
-    cursor = outcome.result.nextCursor;
-    if (cursor === undefined || cursor === null) break;
-  }
-  return items;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
