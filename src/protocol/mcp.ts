@@ -69,3 +69,30 @@ export const INPUT_REQUEST_CAPABILITY: ReadonlyMap<string, string> = new Map([
 
 /** The Tasks extension (SEP-2663): how modern clients and servers declare it under `capabilities.extensions`. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+// ---- 2026-07-28 HTTP headers that mirror the body ----
+
+/** The body field the `Mcp-Name` header mirrors, per method (none for the others). */
+export function mcpNameField(method: string): 'name' | 'uri' | 'taskId' | undefined {
+  if (method === 'tools/call' || method === 'prompts/get') return 'name';
+  if (method === 'resources/read') return 'uri';
+  if (method === 'tasks/get' || method === 'tasks/update' || method === 'tasks/cancel') return 'taskId';
+  return undefined;
+}
+
+/**
+ * The `Mcp-Param-<Name>` headers a tool's input schema asks clients to send: each property whose schema names a
+ * header (`x-mcp-header`), with the header's name in lower case.
+ */
+export function paramHeaders(tool: { inputSchema?: unknown } | undefined): { property: string; header: string; name: string }[] {
+  const schema = tool?.inputSchema;
+  const properties = typeof schema === 'object' && schema !== null ? (schema as { properties?: unknown }).properties : undefined;
+  if (typeof properties !== 'object' || properties === null) return [];
+  const headers: { property: string; header: string; name: string }[] = [];
+  for (const [property, definition] of Object.entries(properties)) {
+    const name = typeof definition === 'object' && definition !== null ? (definition as Record<string, unknown>)['x-mcp-header'] : undefined;
+    if (typeof name === 'string' && name !== '') headers.push({ property, name, header: `mcp-param-${name.toLowerCase()}` });
+  }
+  return headers;
+}
+

@@ -14,7 +14,7 @@ import {
   type Outcome,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION } from '../protocol/mcp.js';
+import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION, paramHeaders } from '../protocol/mcp.js';
 import type { CallContext, UpstreamCall } from './connection.js';
 import { readSse } from './sse-reader.js';
 
@@ -152,18 +152,13 @@ export class ModernUpstreamClient {
       'mcp-protocol-version': MODERN_VERSION,
       'mcp-method': method,
     };
-    const name = method === 'tools/call' || method === 'prompts/get' ? params.name
-      : method === 'resources/read' ? params.uri
-      : method.startsWith('tasks/') ? params.taskId
-      : undefined;
+    const field = mcpNameField(method);
+    const name = field === undefined ? undefined : params[field];
     if (typeof name === 'string') headers['mcp-name'] = encodeHeaderValue(name);
-    const properties = asObject(asObject(tool?.inputSchema)?.properties);
     const args = asObject(params.arguments);
-    for (const [property, schema] of Object.entries(properties ?? {})) {
-      const headerName = asObject(schema)?.['x-mcp-header'];
+    for (const { property, header } of paramHeaders(tool)) {
       const value = args?.[property];
-      if (typeof headerName !== 'string' || value === undefined || value === null) continue;
-      headers[`mcp-param-${headerName.toLowerCase()}`] = encodeHeaderValue(String(value));
+      if (value !== undefined && value !== null) headers[header] = encodeHeaderValue(String(value));
     }
     return headers;
   }

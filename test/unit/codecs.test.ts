@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { effectiveMode } from '../../src/config/policy.js';
+import { mcpNameField, paramHeaders } from '../../src/protocol/mcp.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
 import type { TaskRecord } from '../../src/store/task-store.js';
@@ -156,5 +157,22 @@ describe('pending inputs', () => {
     assert.equal(((await second.answer) as { error: { code: number } }).error.code, -32800);
     assert.equal(inputs.size, 0);
     assert.equal(changes, 4); // two added, one answered, one aborted
+  });
+});
+
+describe('2026-07-28 headers that mirror the body (one table for the front end and the upstream client)', () => {
+  it('Mcp-Name mirrors the name, the URI or the task id, per method', () => {
+    assert.equal(mcpNameField('tools/call'), 'name');
+    assert.equal(mcpNameField('prompts/get'), 'name');
+    assert.equal(mcpNameField('resources/read'), 'uri');
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) assert.equal(mcpNameField(method), 'taskId');
+    assert.equal(mcpNameField('tools/list'), undefined);
+  });
+
+  it('Mcp-Param-<Name> headers come from x-mcp-header in the input schema; empty or missing names ask for none', () => {
+    const tool = { inputSchema: { properties: { region: { type: 'string', 'x-mcp-header': 'Region' }, n: { type: 'number', 'x-mcp-header': '' }, plain: { type: 'string' } } } };
+    assert.deepEqual(paramHeaders(tool), [{ property: 'region', name: 'Region', header: 'mcp-param-region' }]);
+    assert.deepEqual(paramHeaders(undefined), []);
+    assert.deepEqual(paramHeaders({ inputSchema: 'not a schema' }), []);
   });
 });

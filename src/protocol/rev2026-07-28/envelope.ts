@@ -7,10 +7,12 @@ import {
   isSupportedLegacyVersion,
   logLevelRank,
   LOG_LEVELS,
+  mcpNameField,
   META_CLIENT_CAPABILITIES,
   META_CLIENT_INFO,
   META_LOG_LEVEL,
   META_PROTOCOL_VERSION,
+  paramHeaders,
   SUPPORTED_VERSIONS,
   TASKS_EXTENSION,
   type LogLevel,
@@ -86,14 +88,6 @@ export function readEnvelope(request: JsonRpcRequest, headers: Headers): ModernC
   };
 }
 
-/** The body field `Mcp-Name` mirrors, per method. */
-function nameField(method: string): string | undefined {
-  if (method === 'tools/call' || method === 'prompts/get') return 'name';
-  if (method === 'resources/read') return 'uri';
-  if (method === 'tasks/get' || method === 'tasks/update' || method === 'tasks/cancel') return 'taskId';
-  return undefined;
-}
-
 /** `Mcp-Method` equals the body's method; `Mcp-Name` the name, URI or task id the method carries. */
 export function checkRoutingHeaders(request: JsonRpcRequest, headers: Headers): void {
   const method = header(headers, 'mcp-method');
@@ -101,7 +95,7 @@ export function checkRoutingHeaders(request: JsonRpcRequest, headers: Headers): 
   if (method.trim() !== request.method) {
     throw new GatewayError('header_mismatch', `Header mismatch: Mcp-Method '${method}' does not match the request method '${request.method}'`);
   }
-  const field = nameField(request.method);
+  const field = mcpNameField(request.method);
   if (field === undefined) return;
   const expected = request.params?.[field];
   if (typeof expected !== 'string') return; // the handler reports the missing parameter
@@ -117,14 +111,10 @@ export function checkRoutingHeaders(request: JsonRpcRequest, headers: Headers): 
  * arguments: a value in the body needs its header, and they must agree.
  */
 export function checkParamHeaders(tool: JsonObject | undefined, args: JsonObject | undefined, headers: Headers): void {
-  const properties = asObject(asObject(tool?.inputSchema)?.properties);
-  if (properties === undefined) return;
-  for (const [property, schema] of Object.entries(properties)) {
-    const headerName = asObject(schema)?.['x-mcp-header'];
-    if (typeof headerName !== 'string' || headerName === '') continue;
+  for (const { property, name: headerName, header: wanted } of paramHeaders(tool)) {
     const value = args?.[property];
     if (value === undefined || value === null) continue;
-    const given = header(headers, `mcp-param-${headerName.toLowerCase()}`);
+    const given = header(headers, wanted);
     if (given === undefined) throw new GatewayError('header_mismatch', `Header mismatch: Mcp-Param-${headerName} is required (argument '${property}')`);
     const decoded = decodeHeaderValue(given.trim());
     const matches = typeof value === 'number' ? decoded.trim() !== '' && Number(decoded) === value : String(value) === decoded;
