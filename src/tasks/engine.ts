@@ -22,7 +22,8 @@ const PENDING_RETRY_MS = 1000;
 const OWNER_CHECK_MS = 500;
 /** Progress updates the task's status message at most this often (each update is a store write). */
 const STATUS_MESSAGE_INTERVAL_MS = 1000;
-const NOT_FOUND = 'Failed to retrieve task: Task not found';
+/** What an unknown task id gets (-32602), in every era. */
+export const NOT_FOUND = 'Failed to retrieve task: Task not found';
 const EXPIRED = 'Failed to retrieve task: Task has expired';
 
 /**
@@ -44,7 +45,7 @@ export interface TaskCaller {
 /** What a running task offers the call it adopted: its input channel, the upstream task's status, its end. */
 export interface RunHandle {
   ask(request: InputRequest, signal: AbortSignal): Promise<Outcome>;
-  status(update: { status: string; statusMessage: string | undefined }): void;
+  status(statusMessage: string): void;
   /** Aborted when the run ends. */
   signal: AbortSignal;
 }
@@ -186,7 +187,7 @@ export class TaskEngine {
     const run = this.newRun(task, caller);
     const handle: RunHandle = {
       ask: (request, signal) => this.ask(run, request, signal),
-      status: (update) => this.upstreamStatus(run, update),
+      status: (statusMessage) => this.upstreamStatus(run, statusMessage),
       signal: run.abort.signal,
     };
     const context: CallContext = {
@@ -482,10 +483,10 @@ export class TaskEngine {
    * The upstream runs the call as its own task: its status message becomes this task's. Its `input_required`
    * is not copied: this task is `input_required` while the upstream's questions wait here (ask).
    */
-  private upstreamStatus(run: LocalRun, update: { status: string; statusMessage: string | undefined }): void {
-    if (run.ended || update.statusMessage === undefined || update.statusMessage === run.upstreamStatusMessage) return;
-    run.upstreamStatusMessage = update.statusMessage;
-    void this.store.transition(run.task.taskId, { to: run.status, statusMessage: update.statusMessage }).catch(() => undefined);
+  private upstreamStatus(run: LocalRun, statusMessage: string): void {
+    if (run.ended || statusMessage === run.upstreamStatusMessage) return;
+    run.upstreamStatusMessage = statusMessage;
+    void this.store.transition(run.task.taskId, { to: run.status, statusMessage }).catch(() => undefined);
   }
 
   /**

@@ -26,8 +26,13 @@ export interface CallContext {
   notify(message: JsonRpcNotification): void;
   /** Asks the client (elicitation, sampling, roots) on this call's stream; resolves with the client's answer. */
   ask(request: { method: string; params?: JsonObject }, signal: AbortSignal): Promise<Outcome>;
-  /** The upstream runs the call as its own task and says how it goes (status and its message); optional. */
-  status?(update: { status: string; statusMessage: string | undefined }): void;
+  /** The upstream runs the call as its own task and says how it goes (its task's status message); optional. */
+  status?(statusMessage: string): void;
+}
+
+/** Tells `context` the status message of an upstream task (a Task object or its status notification), if any. */
+export function reportTaskStatus(context: CallContext | undefined, task: JsonObject | undefined): void {
+  if (typeof task?.statusMessage === 'string') context?.status?.(task.statusMessage);
 }
 
 /**
@@ -216,8 +221,7 @@ export class UpstreamConnection {
       }
       if (message.method === 'notifications/tasks/status' && params !== undefined) {
         // An upstream task's status is its caller's business; another one's is nobody's (the ids are the upstream's).
-        const follow = typeof params.taskId === 'string' ? this.followed.get(params.taskId) : undefined;
-        follow?.context.status?.({ status: String(params.status), statusMessage: typeof params.statusMessage === 'string' ? params.statusMessage : undefined });
+        reportTaskStatus(typeof params.taskId === 'string' ? this.followed.get(params.taskId)?.context : undefined, params);
         return;
       }
       if (message.method === 'notifications/cancelled' && params !== undefined) {

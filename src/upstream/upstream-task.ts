@@ -6,7 +6,7 @@
 import type { TaskMode } from '../config/types.js';
 import { asObject, RequestCancelled, withoutMetaKey, type JsonObject, type Outcome } from '../jsonrpc.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
-import type { CallContext, UpstreamCall, UpstreamConnection } from './connection.js';
+import { reportTaskStatus, type CallContext, type UpstreamCall, type UpstreamConnection } from './connection.js';
 
 /** Status polls follow the upstream's `pollInterval`, kept within these bounds. */
 const MIN_POLL_MS = 500;
@@ -79,8 +79,9 @@ class UpstreamTaskCall implements UpstreamCall {
   }
 
   private created(answer: Outcome, clientToken: unknown): void {
-    const taskId = 'result' in answer ? asObject(answer.result.task)?.taskId : undefined;
-    if (typeof taskId !== 'string') {
+    const task = 'result' in answer ? asObject(answer.result.task) : undefined;
+    const taskId = task?.taskId;
+    if (task === undefined || typeof taskId !== 'string') {
       this.finish(answer); // an error, or the upstream answered the call directly (it may, for optional support)
       return;
     }
@@ -95,8 +96,7 @@ class UpstreamTaskCall implements UpstreamCall {
         progress: clientToken === undefined ? undefined : { token: this.upstreamId, clientToken },
       });
     }
-    const task = asObject((answer as { result: JsonObject }).result.task) ?? {};
-    this.context?.status?.({ status: String(task.status ?? 'working'), statusMessage: typeof task.statusMessage === 'string' ? task.statusMessage : undefined });
+    reportTaskStatus(this.context, task);
     this.result = this.connection.request('tasks/result', { taskId }, this.context, this.options.timeoutMs);
     void this.result.outcome.then((outcome) => this.finish('result' in outcome ? { result: withoutRelatedTask(outcome.result) } : outcome));
     if (this.context?.status !== undefined) this.schedulePoll(taskId, pollIntervalOf(task.pollInterval));
@@ -108,9 +108,8 @@ class UpstreamTaskCall implements UpstreamCall {
       void this.connection.request('tasks/get', { taskId }, undefined, this.options.requestTimeoutMs).outcome.then((outcome) => {
         if (this.settled) return;
         if ('result' in outcome) {
-          const status = String(outcome.result.status);
-          this.context?.status?.({ status, statusMessage: typeof outcome.result.statusMessage === 'string' ? outcome.result.statusMessage : undefined });
-          if (TERMINAL.has(status)) return; // tasks/result answers next
+          reportTaskStatus(this.context, outcome.result);
+          if (TERMINAL.has(String(outcome.result.status))) return; // tasks/result answers next
         }
         this.schedulePoll(taskId, 'result' in outcome ? pollIntervalOf(outcome.result.pollInterval) : intervalMs);
       });

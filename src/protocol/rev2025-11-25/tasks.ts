@@ -7,7 +7,7 @@ import type { EventStream } from '../../gateway/event-stream.js';
 import { InternalError, type JsonObject, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
-import { storedCall, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
+import { NOT_FOUND, storedCall, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
 import type { SessionIdentity, Upstream } from '../../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './codec.js';
 
@@ -64,7 +64,7 @@ export class LegacyTasks {
     session.activeTasks++;
     // notifications/tasks/status on every change, to the session that created the task, until it is terminal.
     const stopWatching = this.store.watch(taskId, (changed) => {
-      session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(changed) }, { taskId });
+      tellStatus(session, changed);
       if (isTerminal(changed.status)) stopWatching();
     });
     return {
@@ -118,7 +118,7 @@ export class LegacyTasks {
     if (isTerminal(task.status)) throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${task.status}`);
     const changed = await this.engine.cancel(task);
     if (!changed.ok) {
-      if (changed.task === undefined) throw new GatewayError('invalid_params', 'Failed to retrieve task: Task not found');
+      if (changed.task === undefined) throw new GatewayError('invalid_params', NOT_FOUND);
       throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${changed.task.status}`);
     }
     return { result: legacyTask(changed.task) };
@@ -128,6 +128,11 @@ export class LegacyTasks {
   async tellSession(task: TaskRecord, session: (sessionId: string) => Promise<ClientSession | undefined>): Promise<void> {
     const sessionId = sessionOfPrincipal(task.principal);
     const found = sessionId === undefined ? undefined : await session(sessionId).catch(() => undefined);
-    found?.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) }, { taskId: task.taskId });
+    if (found !== undefined) tellStatus(found, task);
   }
+}
+
+/** notifications/tasks/status to the session that created the task (on its tasks/result stream where open). */
+function tellStatus(session: ClientSession, task: TaskRecord): void {
+  session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) }, { taskId: task.taskId });
 }

@@ -17,7 +17,6 @@ import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
 import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
 import type { SessionIdentity } from '../../upstream/upstream.js';
 
-
 /** Input requests arriving this close together are answered in one InputRequiredResult. */
 const GATHER_MS = 25;
 
@@ -60,7 +59,7 @@ export class ModernExchange {
       notify: (message) => this.notifySink?.(message),
       ask: (request, signal) => this.ask(request, signal),
       // Only a task has a status to show: until the engine adopts the call, the upstream task's status goes nowhere.
-      status: (update) => this.taskStatus?.(update),
+      status: (statusMessage) => this.taskStatus?.(statusMessage),
     };
   }
 
