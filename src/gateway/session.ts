@@ -172,45 +172,52 @@ export class ClientSession implements SessionIdentity {
     const id = `taskgate-${this.nextOutgoingId++}${this.peers === undefined ? '' : `@${this.peers.replicaId}`}`;
     const message: JsonObject = { jsonrpc: '2.0', id, method: request.method };
     if (request.params !== undefined) message.params = request.params;
+    let resolve!: (outcome: Outcome) => void;
+    const answered = new Promise<Outcome>((r) => (resolve = r));
+    // Waiting before the request goes out: through another replica, the client may answer before sending returns.
+    this.outgoing.set(id, {
+      settle: (outcome) => {
+        this.outgoing.delete(id);
+        resolve(outcome);
+      },
+    });
     const send = await this.sendRequest(message, delivery);
     if (send === undefined) {
+      this.outgoing.delete(id);
       return { error: { code: InternalError, message: `The client has no open stream to receive ${request.method}` } };
     }
-    return new Promise<Outcome>((resolve) => {
-      const onAbort = (): void => {
-        this.outgoing.delete(id);
-        send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: String(signal.reason ?? 'cancelled') } });
-        resolve({ error: { code: RequestCancelled, message: 'Request cancelled' } });
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.outgoing.set(id, {
-        settle: (outcome) => {
-          signal.removeEventListener('abort', onAbort);
-          this.outgoing.delete(id);
-          resolve(outcome);
-        },
-      });
-      send(message);
-    });
+    const onAbort = (): void => {
+      if (!this.outgoing.delete(id)) return; // answered meanwhile
+      send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: String(signal.reason ?? 'cancelled') } });
+      resolve({ error: { code: RequestCancelled, message: 'Request cancelled' } });
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    return answered.finally(() => signal.removeEventListener('abort', onAbort));
   }
 
   /**
-   * Picks where a request (and its cancellation, if any) goes: the request's own stream, the task's tasks/result
-   * stream here or on another replica, the GET stream here or elsewhere, a POST stream open here. Undefined when
-   * the client has no stream at all.
+   * Sends a request once where it goes: the request's own stream, the task's tasks/result stream here or on
+   * another replica, the GET stream here or elsewhere, a POST stream open here. Returns how to send what follows
+   * it there (its cancellation); undefined, with nothing sent, when the client has no stream at all.
    */
   private async sendRequest(message: JsonObject, delivery: Delivery): Promise<((message: JsonObject) => void) | undefined> {
     const own = delivery.stream ?? this.resultStream(delivery.taskId);
-    if (own !== undefined && !own.finished) return (m) => own.send(m);
+    if (own !== undefined && !own.finished) {
+      own.send(message);
+      return (m) => own.send(m);
+    }
     const standalone = this.standalone !== undefined && !this.standalone.finished ? this.standalone : undefined;
     const peers = this.peers;
     if (peers !== undefined && !delivery.localOnly) {
       const holders = await peers.holders(this.sessionId, delivery.taskId).catch(() => ({}) as { standalone?: string; result?: string });
+      // Sent by this already when it returns a replica.
       const remote = await this.sendElsewhere(message, delivery.taskId, [holders.result, standalone === undefined ? holders.standalone : undefined]);
       if (remote !== undefined) return (m) => void peers.send(remote, this.sessionId, m, delivery.taskId).catch(() => false);
     }
     const local = this.pickStream(undefined);
-    return local === undefined ? undefined : (m) => local.send(m);
+    if (local === undefined) return undefined;
+    local.send(message);
+    return (m) => local.send(m);
   }
 
   /** Routes a client's response to a request the gateway sent (here or on the replica the id names); false when unknown. */
