@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
-import { connectClient, textOf, type Json } from './harness.js';
+import { connectClient, eventually, textOf, type Json } from './harness.js';
 
 async function bodyOf(request: IncomingMessage): Promise<Json> {
   let text = '';
@@ -83,12 +83,16 @@ describe('a Streamable HTTP upstream with quirks', () => {
     } finally {
       await client.close();
     }
-    const warnings = gateway
-      .stdout()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as Json)
-      .filter((entry) => Number(entry.level) === 40);
+    const warningsLogged = (): Json[] =>
+      gateway
+        .stdout()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Json)
+        .filter((entry) => Number(entry.level) === 40);
+    // The log is written asynchronously: the last warning may reach the pipe after the client had its answer.
+    await eventually(() => warningsLogged().some((w) => w.violation === 'data that is not JSON')).catch(() => undefined);
+    const warnings = warningsLogged();
     const kinds = warnings.map((w) => w.violation);
     // (undici's text decoding drops a BOM by itself, as the Encoding standard says: nothing to warn about there.)
     for (const kind of ['2 JSON values in one body', 'a response without Content-Type', 'data that is not JSON']) {
