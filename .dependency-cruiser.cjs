@@ -1,23 +1,30 @@
 // The layer rule of src/ (npm run lint): an import only ever points down this list, and nothing imports in a
-// circle. Revisions of the protocol do not import each other.
+// circle. Revisions of the protocol do not import each other. The order is ../shared/DESIGN.md's, with the
+// layers it leaves implicit named: what a revision needs from the gateway above it is an interface it declares
+// (protocol/ports.ts, rev2025-11-25/session.ts, ModernPeers), implemented by the gateway and passed in.
 //
 //   composition   src/gateway.ts, src/cli.ts          builds the parts in dependency order
 //   http          src/http/                           fastify wiring
-//   protocol      src/protocol/rev<revision>/         codec, router, task methods of one revision
-//   gateway       src/gateway/                        sessions, catalog and lists, replica links
-//   tasks         src/tasks/                          the era-neutral task core
+//   gateway       src/gateway/                        sessions, catalog and lists, upstream→client, replica links
+//   protocol      src/protocol/ (but mcp.ts, codecs)  one folder per revision (router, task methods, error
+//                                                     edge), and what both share (event streams, ports)
+//   tasks         src/tasks/                          the era-neutral task core (which imports no protocol/ at all)
 //   upstream      src/upstream/                       connections to the MCP servers behind the gateway
+//   wire          src/protocol/rev*/codec.ts          each revision's wire codec: every field name of that
+//                                                     revision, for the gateway as server and as client
 //   store         src/store/                          memory and Redis
 //   config        src/config/, src/log.ts
-//   base          src/jsonrpc.ts, src/errors.ts, src/version.ts, src/protocol/mcp.ts (what is true of MCP itself)
+//   base          src/jsonrpc.ts, src/errors.ts, src/version.ts, src/protocol/mcp.ts (what is true of MCP itself:
+//                 versions, method and field tables, which the upstream side needs too)
 const LAYERS = [
   ['base', '^src/(jsonrpc|errors|version)\\.ts$|^src/protocol/mcp\\.ts$'],
   ['config', '^src/config/|^src/log\\.ts$'],
   ['store', '^src/store/'],
+  ['wire', '^src/protocol/rev[^/]+/codec\\.ts$'],
   ['upstream', '^src/upstream/'],
   ['tasks', '^src/tasks/'],
+  ['protocol', '^src/protocol/(?!mcp\\.ts$|rev[^/]+/codec\\.ts$)'],
   ['gateway', '^src/gateway/'],
-  ['protocol', '^src/protocol/rev'],
   ['http', '^src/http/'],
   ['composition', '^src/(gateway|cli)\\.ts$'],
 ];
@@ -39,6 +46,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/protocol/(rev[^/]+)/' },
       to: { path: '^src/protocol/rev[^/]+/', pathNot: '^src/protocol/$1/' },
+    },
+    {
+      name: 'tasks-era-neutral',
+      comment: 'the task core knows no revision: what is era-specific reaches it through the interfaces it declares',
+      severity: 'error',
+      from: { path: '^src/tasks/' },
+      to: { path: '^src/protocol/' },
     },
     {
       name: 'no-circular',

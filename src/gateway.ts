@@ -9,6 +9,7 @@ import { ListenHub } from './protocol/rev2026-07-28/listen.js';
 import { ModernRouter } from './protocol/rev2026-07-28/router.js';
 import { SessionRegistry } from './gateway/sessions.js';
 import { SessionRelay } from './gateway/session-relay.js';
+import { UpstreamMessages } from './gateway/upstream-messages.js';
 import { createFrontEnd } from './http/server.js';
 import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
@@ -37,8 +38,8 @@ export class StartupConfigError extends Error {
  */
 export async function startGateway(config: GatewayConfig, logger: Logger): Promise<RunningGateway> {
   // Built in dependency order and passed in. Where two parts need each other (sessions and the relay between
-  // replicas; sessions and the router that ends their calls), one reaches the other through a closure, called
-  // only once both exist.
+  // replicas; the relay and the router that cancels calls; sessions and what releases their upstream
+  // connections), one reaches the other through a closure, called only once both exist.
   const store = createStore(config.store);
   const replicas = new ReplicaLink(store, logger);
   const listeners = new ListenHub(store, logger);
@@ -59,7 +60,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     logger,
     (session, params) => router.cancelInflight(session, params),
   );
-  const sessions: SessionRegistry = new SessionRegistry(config.sessions, config.sse, store, relay, (session) => void router.release(session));
+  const sessions: SessionRegistry = new SessionRegistry(config.sessions, config.sse, store, relay, (session) => void upstreamMessages.release(session));
   const tasks: TaskEngine = new TaskEngine(store, config.tasks, logger, config.replicas.leaseMs, replicas, {
     upstream: (name) => upstreams.find((u) => u.name === name),
     // A lost task runs again for whoever created it: a legacy session this replica can reach (if it still
@@ -76,8 +77,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   });
   const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse);
   const modernTasks = new ModernTasks(tasks);
-  const router: Router = new Router(catalog, legacyTasks, logger, lists, sessions, listeners);
-  for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, router, VERSION));
+  const router = new Router(catalog, legacyTasks, logger, lists, sessions, VERSION);
+  const upstreamMessages = new UpstreamMessages(catalog, sessions, listeners, logger);
+  for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, upstreamMessages, VERSION));
   await Promise.all(upstreams.map((u) => u.start()));
 
   const collisions = catalog.collisions();
@@ -114,8 +116,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     modern,
     sessions,
     relay,
-    catalog,
-    version: VERSION,
     isShuttingDown: () => shuttingDown,
     readiness: async () => {
       const storeStatus: JsonObject = { type: store.kind, ok: true };

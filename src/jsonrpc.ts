@@ -41,24 +41,6 @@ export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcRespo
 /** What an upstream (or a local handler) answered: exactly one of result or error, without id. */
 export type Outcome = { result: JsonObject } | { error: JsonRpcErrorObject };
 
-export const ParseError = -32700;
-export const InvalidRequest = -32600;
-export const MethodNotFound = -32601;
-export const InvalidParams = -32602;
-export const InternalError = -32603;
-/** MCP: the request was cancelled (by the client, or because what it belonged to ended). */
-export const RequestCancelled = -32800;
-/** MCP: no upstream serves the resource URI (2025 revisions; 2026-07-28 says invalid params instead). */
-export const ResourceNotFound = -32002;
-/** The gateway's own server error: a deadline passed, or a session it does not know. */
-export const GatewayServerError = -32001;
-/** 2026-07-28: an MCP header is missing, malformed, or disagrees with the body. */
-export const HeaderMismatch = -32020;
-/** 2026-07-28: the request needs a client capability it did not declare. */
-export const MissingRequiredClientCapability = -32021;
-/** 2026-07-28: the request's protocol version is one the server does not speak. */
-export const UnsupportedProtocolVersion = -32022;
-
 function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

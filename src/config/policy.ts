@@ -45,6 +45,17 @@ export function resolvePolicy(tasks: TasksConfig, toolName: string): TaskPolicy 
 }
 
 /**
+ * How long a new task is kept (what the client asked for, else the policy's, never past `maxTtlMs`) and how
+ * often its clients are told to poll, in milliseconds.
+ */
+export function taskTiming(policy: TaskPolicy, requestedTtl: unknown): { retentionMs: number; pollMs: number } {
+  const retentionMs = typeof requestedTtl === 'number' && Number.isFinite(requestedTtl) && requestedTtl > 0
+    ? Math.min(Math.floor(requestedTtl), policy.maxTtlMs)
+    : Math.min(policy.ttlMs, policy.maxTtlMs);
+  return { retentionMs, pollMs: policy.pollIntervalMs };
+}
+
+/**
  * The task mode clients that speak tasks see for a tool: the policy's, raised to `required` where the upstream
  * runs the tool only as its own task. An upstream that merely allows tasks asks nothing of the client.
  */

@@ -1,19 +1,7 @@
 import type { JsonObject } from '../jsonrpc.js';
+import type { NamedKind } from '../protocol/mcp.js';
+import type { UpstreamCatalog } from '../protocol/ports.js';
 import type { Upstream } from '../upstream/upstream.js';
-
-export type NamedKind = 'tools' | 'prompts';
-export type ListKind = NamedKind | 'resources' | 'resourceTemplates';
-
-/**
- * The list methods the gateway aggregates, with the capability an upstream needs to be asked. A Map: the method
- * name comes from the client, and a plain object would answer for `constructor` too.
- */
-export const LIST_METHODS: ReadonlyMap<string, { key: ListKind; capability: string }> = new Map([
-  ['tools/list', { key: 'tools', capability: 'tools' }],
-  ['prompts/list', { key: 'prompts', capability: 'prompts' }],
-  ['resources/list', { key: 'resources', capability: 'resources' }],
-  ['resources/templates/list', { key: 'resourceTemplates', capability: 'resources' }],
-] as const);
 
 const MAX_KNOWN_URIS = 100_000;
 
@@ -21,7 +9,7 @@ const MAX_KNOWN_URIS = 100_000;
  * The merged view of all upstreams: exposed names (prefixes), which upstream serves a tool, prompt or resource
  * URI, and the capabilities the gateway offers as their union.
  */
-export class Catalog {
+export class Catalog implements UpstreamCatalog {
   private readonly uriOwners = new Map<string, Upstream>();
 
   constructor(readonly upstreams: readonly Upstream[]) {}

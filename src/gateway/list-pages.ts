@@ -5,7 +5,9 @@ import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { CursorCodec } from '../store/task-store.js';
 import type { Upstream } from '../upstream/upstream.js';
-import { LIST_METHODS, type Catalog } from './catalog.js';
+import { LIST_METHODS } from '../protocol/mcp.js';
+import type { AggregatedLists } from '../protocol/ports.js';
+import type { Catalog } from './catalog.js';
 
 /**
  * Where the next page of an aggregated list starts: at upstream `upstream`, on its page `cursor` (its first page
@@ -43,7 +45,7 @@ export class ListCursors {
   }
 }
 
-export class ListPages {
+export class ListPages implements AggregatedLists {
   constructor(
     private readonly catalog: Catalog,
     private readonly logger: Logger,

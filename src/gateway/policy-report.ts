@@ -1,7 +1,7 @@
 import type { GatewayConfig, TaskPolicy } from '../config/types.js';
 import { effectiveMode, resolvePolicy } from '../config/policy.js';
 import { Catalog } from './catalog.js';
-import { InternalError } from '../jsonrpc.js';
+import { InternalError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Upstream, type UpstreamMessageSink } from '../upstream/upstream.js';
 import { VERSION } from '../version.js';

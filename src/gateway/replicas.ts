@@ -4,13 +4,14 @@ import { randomUUID } from 'node:crypto';
 import type { JsonObject, Outcome, RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';
+import type { ModernPeerMessages } from '../protocol/rev2026-07-28/exchange.js';
 import type { TaskPeerMessages } from '../tasks/engine.js';
 
 /**
  * Every message one replica sends another, by topic: its body and, for a request, the answer it gets (`never`
  * for messages that are told, not asked). Bodies travel as JSON between replicas of one release.
  */
-export interface ReplicaMessages extends TaskPeerMessages {
+export interface ReplicaMessages extends TaskPeerMessages, ModernPeerMessages {
   /** Put a message on a stream of the session held there (its GET stream, or a task's tasks/result stream). */
   'session.deliver': { body: { sessionId: string; message: JsonObject; taskId?: string }; answer: { delivered: boolean } };
   /** The client's answer to a request the session sent from there. */
@@ -23,11 +24,6 @@ export interface ReplicaMessages extends TaskPeerMessages {
   /** Resume (Last-Event-ID) a stream held there, writing into `pipe`. */
   'stream.resume': { body: { sessionId: string; lastEventId: string; pipe: string }; answer: { attached: boolean } };
   'stream.closed': { body: { pipe: string }; answer: never };
-  /** A 2026-07-28 retry (inputResponses) for a call parked there. */
-  'mrtr.resume': {
-    body: { x: string; inputResponses: JsonObject; method: string; name: string; taskAfterMs: number | null; logLevel: string | null; progressToken: unknown };
-    answer: { outcome: Outcome };
-  };
 }
 
 export type ReplicaTopic = keyof ReplicaMessages;

@@ -1,39 +1,12 @@
 import type { SseConfig } from '../config/types.js';
-import { GatewayError } from '../errors.js';
-import {
-  InternalError,
-  MethodNotFound,
-  RequestCancelled,
-  type JsonObject,
-  type JsonRpcNotification,
-  type Outcome,
-  type RequestId,
-} from '../jsonrpc.js';
-import { EventStream } from './event-stream.js';
+import { GatewayError, InternalError, MethodNotFound, RequestCancelled } from '../errors.js';
+import type { JsonObject, JsonRpcNotification, Outcome, RequestId } from '../jsonrpc.js';
+import { EventStream } from '../protocol/event-stream.js';
 import { INPUT_REQUEST_CAPABILITY, type LogLevel } from '../protocol/mcp.js';
-import type { UpstreamCall } from '../upstream/connection.js';
-import type { SessionIdentity } from '../upstream/upstream.js';
-
-
-/** A client request the gateway forwarded and has not answered yet (for notifications/cancelled). */
-export interface InflightCall {
-  call: UpstreamCall;
-  /** The client sent notifications/cancelled: no response is owed any more. */
-  cancelled: boolean;
-}
+import type { Delivery, InflightCall, LegacySession } from '../protocol/rev2025-11-25/session.js';
 
 interface OutgoingRequest {
   settle(outcome: Outcome): void;
-}
-
-/** Where a message for the session may go, besides the streams this replica holds. */
-export interface Delivery {
-  /** The stream of the request the message belongs to, when it is open here. */
-  stream?: EventStream | undefined;
-  /** The task the message is about: its tasks/result stream, wherever it is open, is preferred for requests. */
-  taskId?: string | undefined;
-  /** Only streams held here (messages every replica sends its own copy of, such as list changes). */
-  localOnly?: boolean;
 }
 
 /**
@@ -58,7 +31,7 @@ const MAX_FINISHED_STREAMS = 64;
  * One legacy-era client session (`Mcp-Session-Id`) as this replica sees it: the streams and in-flight calls it
  * holds, and the per-client state every replica shares (kept in the store by the registry).
  */
-export class ClientSession implements SessionIdentity {
+export class ClientSession implements LegacySession {
   lastSeen = Date.now();
   /** When the store's copy was last kept alive from here (registry). */
   storeTouchedAt = Date.now();

@@ -3,14 +3,14 @@ import type { SessionsConfig, SseConfig } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { logLevelRank, type LogLevel } from '../protocol/mcp.js';
+import type { LegacySession, LegacySessions } from '../protocol/rev2025-11-25/session.js';
 import type { TaskStore } from '../store/task-store.js';
+import { ANONYMOUS_PRINCIPAL } from '../tasks/principals.js';
 import { ClientSession, type SessionPeers } from './session.js';
 
 /** `storeTouchedAt` of a session the store does not have yet (made while it was away). */
 const UNSTORED = 0;
 
-/** Until authentication exists every client is this one principal: the session cap then bounds all sessions. */
-const ANONYMOUS_PRINCIPAL = 'anonymous';
 /** The counting semaphore of a principal's open sessions (leased for the idle timeout, renewed with the session). */
 const sessionSlot = (principal: string): string => `sessions:${principal}`;
 /** Recorded with each session's ticket (for debugging): sessions belong to no replica. */
@@ -29,7 +29,7 @@ export interface RegistryPeers extends SessionPeers {
  * keeps a view of the sessions it served (their streams and calls here), made from the store's record on first
  * use. A session unused this long anywhere is gone from the store, and its id then gets 404 everywhere.
  */
-export class SessionRegistry {
+export class SessionRegistry implements LegacySessions {
   private readonly sessions = new Map<string, ClientSession>();
   /** Views being made from the store, so concurrent first requests share one. */
   private readonly loading = new Map<string, Promise<ClientSession | undefined>>();
@@ -111,6 +111,23 @@ export class SessionRegistry {
   saveLogLevel(session: ClientSession): void {
     if (session.logLevel === undefined) return;
     void this.store.saveSession(session.sessionId, { logLevel: session.logLevel }, this.config.idleTimeoutMs).catch(() => undefined);
+  }
+
+  cancelledElsewhere(sessionId: string, params: JsonObject): void {
+    this.peers.cancelled(sessionId, params);
+  }
+
+  subscribedElsewhere(session: LegacySession, uri: string): boolean {
+    for (const other of this.sessions.values()) if (other !== session && other.subscriptions.has(uri)) return true;
+    return false;
+  }
+
+  mostVerboseLevel(): LogLevel | undefined {
+    let best: LogLevel | undefined;
+    for (const session of this.sessions.values()) {
+      if (session.logLevel !== undefined && (best === undefined || logLevelRank(session.logLevel) < logLevelRank(best))) best = session.logLevel;
+    }
+    return best;
   }
 
   /** Drops every view (this replica shuts down); the sessions themselves live on for the other replicas. */

@@ -1,10 +1,11 @@
 // POSTs of the 2026-07-28 era: one JSON-RPC message per request, validated (envelope, headers) before dispatch,
 // answered as JSON or, once there is something to stream first, as SSE.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError, toJsonRpcError } from '../errors.js';
-import { errorResponse, InvalidRequest, isRequest, toResponse, validateMessage, type JsonObject } from '../jsonrpc.js';
+import { GatewayError } from '../errors.js';
+import { isRequest, toResponse, validateMessage, type JsonObject, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { checkRoutingHeaders, readEnvelope } from '../protocol/rev2026-07-28/envelope.js';
+import { modernRefusal } from '../protocol/rev2026-07-28/errors.js';
 import { ModernResponder } from '../protocol/rev2026-07-28/responder.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
 
@@ -18,12 +19,18 @@ function send(reply: FastifyReply, status: number, body: unknown): FastifyReply 
   return reply.code(status).type('application/json').send(JSON.stringify(body));
 }
 
+/** Sends what this revision's error edge says a refused request gets. */
+function refuse(reply: FastifyReply, id: RequestId | null, error: unknown): FastifyReply {
+  const { status, body } = modernRefusal(id, error);
+  return send(reply, status, body);
+}
+
 export async function handleModernPost(deps: ModernFrontDeps, request: FastifyRequest, reply: FastifyReply, body: unknown): Promise<FastifyReply> {
-  if (Array.isArray(body)) return send(reply, 400, errorResponse(null, InvalidRequest, 'Invalid Request: batches are not part of protocol 2026-07-28; send one message per POST'));
+  if (Array.isArray(body)) return refuse(reply, null, new GatewayError('invalid_request', 'Invalid Request: batches are not part of protocol 2026-07-28; send one message per POST'));
   const message = validateMessage(body);
   if (typeof message === 'string') {
     const id = (body as { id?: unknown }).id;
-    return send(reply, 400, errorResponse(typeof id === 'string' || typeof id === 'number' ? id : null, InvalidRequest, `Invalid Request: ${message}`));
+    return refuse(reply, typeof id === 'string' || typeof id === 'number' ? id : null, new GatewayError('invalid_request', `Invalid Request: ${message}`));
   }
   // Notifications need no answer (the revision defines none a client sends over HTTP); responses have no request.
   if (!isRequest(message)) return reply.code(202).send();
@@ -34,13 +41,12 @@ export async function handleModernPost(deps: ModernFrontDeps, request: FastifyRe
     client = readEnvelope(message, headers);
     checkRoutingHeaders(message, headers);
   } catch (error) {
-    const status = error instanceof GatewayError ? error.httpStatus : 500;
-    return send(reply, status, { jsonrpc: '2.0', id: message.id, error: toJsonRpcError(error) });
+    return refuse(reply, message.id, error);
   }
 
   const canStream = (request.headers.accept ?? '').includes('text/event-stream');
   if (message.method === 'subscriptions/listen' && !canStream) {
-    return send(reply, 406, { jsonrpc: '2.0', id: message.id, error: new GatewayError('not_acceptable', 'Not Acceptable: subscriptions/listen answers with text/event-stream').toJsonRpc() });
+    return refuse(reply, message.id, new GatewayError('not_acceptable', 'Not Acceptable: subscriptions/listen answers with text/event-stream'));
   }
   reply.hijack();
   const responder = new ModernResponder(reply.raw, canStream, deps.keepAliveMs);
@@ -48,8 +54,8 @@ export async function handleModernPost(deps: ModernFrontDeps, request: FastifyRe
     try {
       await deps.modern.listen(client, message, responder);
     } catch (error) {
-      const status = error instanceof GatewayError ? error.httpStatus : 500;
-      responder.finish({ jsonrpc: '2.0', id: message.id, error: toJsonRpcError(error) }, status);
+      const { status, body } = modernRefusal(message.id, error);
+      responder.finish(body as unknown as JsonObject, status);
     }
     return reply;
   }

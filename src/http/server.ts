@@ -2,9 +2,6 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import type { GatewayConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import {
-  errorResponse,
-  InvalidParams,
-  InvalidRequest,
   isNotification,
   isRequest,
   jsonNestingExceeds,
@@ -16,21 +13,13 @@ import {
   type JsonRpcResponse,
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import {
-  isSupportedLegacyVersion,
-  LEGACY_TASKS_CAPABILITY,
-  LEGACY_VERSIONS,
-  LATEST_LEGACY_VERSION,
-  supportsBatches,
-  supportsLegacyTasks,
-  supportsPrimingEvents,
-} from '../protocol/mcp.js';
+import { isSupportedLegacyVersion, LEGACY_VERSIONS, supportsBatches, supportsPrimingEvents } from '../protocol/mcp.js';
+import { legacyErrorResponse, legacyRefusal } from '../protocol/rev2025-11-25/errors.js';
 import { STREAMED_METHODS, type Router } from '../protocol/rev2025-11-25/router.js';
 import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
 import type { SessionRelay } from '../gateway/session-relay.js';
-import { httpConnection } from '../gateway/event-stream.js';
-import type { Catalog } from '../gateway/catalog.js';
+import { httpConnection } from '../protocol/event-stream.js';
 import { checkRequestOrigin } from './guards.js';
 import { isModernMessage } from '../protocol/rev2026-07-28/envelope.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
@@ -44,8 +33,6 @@ export interface FrontEndDeps {
   modern: ModernRouter;
   sessions: SessionRegistry;
   relay: SessionRelay;
-  catalog: Catalog;
-  version: string;
   readiness(): Promise<{ ready: boolean; body: JsonObject }>;
   isShuttingDown(): boolean;
 }
@@ -126,9 +113,9 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
             ? new GatewayError('unsupported_media_type', 'Unsupported Media Type: Content-Type must be application/json')
             : undefined;
     if (mapped === undefined) request.log.error({ err: error }, 'unhandled front-end error');
-    const status = mapped?.httpStatus ?? error.statusCode ?? 500;
-    const body = errorResponse(null, mapped ? mapped.toJsonRpc().code : InvalidRequest, mapped?.message ?? error.message);
-    void reply.code(status >= 400 ? status : 500).type('application/json').send(body);
+    // The request reached no revision's router, or 2025-11-25's refused it: that revision's edge answers.
+    const { status, body } = legacyRefusal(null, mapped ?? error);
+    void reply.code(status).type('application/json').send(body);
   });
 
   // Every route, health and unknown paths included: a page that rebinds a name to this address learns nothing.
@@ -193,11 +180,11 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
   }
   const batch = Array.isArray(body);
   const items = batch ? (body as unknown[]) : [body];
-  if (items.length === 0) return sendJson(reply, 400, errorResponse(null, InvalidRequest, 'Invalid Request: empty batch'));
+  if (items.length === 0) throw new GatewayError('invalid_request', 'Invalid Request: empty batch');
   // Checked before anything is done for the messages: a batch fans out upstream, one call per message.
   const maxBatch = deps.config.listen.maxBatchSize;
   if (items.length > maxBatch) {
-    return sendJson(reply, 400, errorResponse(null, InvalidRequest, `Invalid Request: a batch may hold at most ${maxBatch} messages (listen.maxBatchSize); this one has ${items.length}`));
+    throw new GatewayError('invalid_request', `Invalid Request: a batch may hold at most ${maxBatch} messages (listen.maxBatchSize); this one has ${items.length}`);
   }
 
   const messages: JsonRpcMessage[] = [];
@@ -206,7 +193,7 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
     const message = validateMessage(item);
     if (typeof message === 'string') {
       const id = typeof item === 'object' && item !== null && 'id' in item ? ((item as { id: unknown }).id as string | number) : null;
-      invalid.push(errorResponse(typeof id === 'string' || typeof id === 'number' ? id : null, InvalidRequest, `Invalid Request: ${message}`));
+      invalid.push(legacyErrorResponse(typeof id === 'string' || typeof id === 'number' ? id : null, new GatewayError('invalid_request', `Invalid Request: ${message}`)));
     } else messages.push(message);
   }
   if (messages.length === 0) return sendJson(reply, 400, batch ? invalid : invalid[0]);
@@ -217,12 +204,13 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
     if (header(request, 'mcp-session-id') !== undefined) {
       throw new GatewayError('invalid_request', 'Invalid Request: the session is already initialized');
     }
-    return initializeSession(deps, initialize, reply);
+    const { response, sessionId } = await deps.router.initialize(initialize);
+    return sendJson(reply, 200, response, sessionId === undefined ? {} : { 'mcp-session-id': sessionId });
   }
 
   const session = await sessionOf(deps, request);
   if (batch && !supportsBatches(session.protocolVersion)) {
-    return sendJson(reply, 400, errorResponse(null, InvalidRequest, `Invalid Request: batches are not part of protocol ${session.protocolVersion} (only 2025-03-26 has them); send one message per POST`));
+    throw new GatewayError('invalid_request', `Invalid Request: batches are not part of protocol ${session.protocolVersion} (only 2025-03-26 has them); send one message per POST`);
   }
   if (deps.logger.isLevelEnabled('debug')) {
     request.log.debug({ session: session.sessionId, methods: messages.map((m) => ('method' in m ? m.method : 'response')) }, 'mcp post');
@@ -311,30 +299,6 @@ async function answerStreamed(
   return reply;
 }
 
-async function initializeSession(deps: FrontEndDeps, request: JsonRpcRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const params = request.params ?? {};
-  const requested = typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
-  if (requested === undefined) {
-    return sendJson(reply, 200, errorResponse(request.id, InvalidParams, 'initialize: params.protocolVersion must be a string'));
-  }
-  // The client's revision when the gateway speaks it, else the newest; the client then decides (spec).
-  const version = isSupportedLegacyVersion(requested) ? requested : LATEST_LEGACY_VERSION;
-  const capabilities = (typeof params.capabilities === 'object' && params.capabilities !== null ? params.capabilities : {}) as JsonObject;
-  const clientInfo = typeof params.clientInfo === 'object' && params.clientInfo !== null ? (params.clientInfo as JsonObject) : undefined;
-  const session = await deps.sessions.create(version, capabilities, clientInfo);
-  const serverCapabilities = deps.catalog.capabilities();
-  if (supportsLegacyTasks(version)) serverCapabilities.tasks = LEGACY_TASKS_CAPABILITY;
-  const result: JsonObject = {
-    protocolVersion: version,
-    capabilities: serverCapabilities,
-    serverInfo: { name: 'taskgate', title: 'taskgate MCP gateway', version: deps.version },
-  };
-  const instructions = deps.catalog.instructions();
-  if (instructions !== undefined) result.instructions = instructions;
-  deps.logger.info({ session: session.sessionId, protocolVersion: version, client: clientInfo?.name }, 'session started');
-  return sendJson(reply, 200, { jsonrpc: '2.0', id: request.id, result }, { 'mcp-session-id': session.sessionId });
-}
-
 async function handleGet(deps: FrontEndDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   if (!(header(request, 'accept') ?? '').includes('text/event-stream')) {
     throw new GatewayError('not_acceptable', 'Not Acceptable: Accept must include text/event-stream');
@@ -354,9 +318,8 @@ async function handleGet(deps: FrontEndDeps, request: FastifyRequest, reply: Fas
     try {
       session.openStandaloneStream().attach(httpConnection(reply.raw));
     } catch (error) {
-      const mapped = error instanceof GatewayError ? error : new GatewayError('internal', (error as Error).message);
-      const body = JSON.stringify(errorResponse(null, mapped.toJsonRpc().code, mapped.message));
-      reply.raw.writeHead(mapped.httpStatus, { 'content-type': 'application/json' }).end(body);
+      const { status, body } = legacyRefusal(null, error instanceof GatewayError ? error : new GatewayError('internal', (error as Error).message));
+      reply.raw.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     }
     return reply;
   }

@@ -96,3 +96,16 @@ export function paramHeaders(tool: { inputSchema?: unknown } | undefined): { pro
   return headers;
 }
 
+export type NamedKind = 'tools' | 'prompts';
+export type ListKind = NamedKind | 'resources' | 'resourceTemplates';
+
+/**
+ * The list methods the gateway aggregates, with the capability an upstream needs to be asked. A Map: the method
+ * name comes from the client, and a plain object would answer for `constructor` too.
+ */
+export const LIST_METHODS: ReadonlyMap<string, { key: ListKind; capability: string }> = new Map([
+  ['tools/list', { key: 'tools', capability: 'tools' }],
+  ['prompts/list', { key: 'prompts', capability: 'prompts' }],
+  ['resources/list', { key: 'resources', capability: 'resources' }],
+  ['resources/templates/list', { key: 'resourceTemplates', capability: 'resources' }],
+] as const);

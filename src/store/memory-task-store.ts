@@ -76,8 +76,8 @@ export class MemoryTaskStore implements TaskStore {
     const now = this.now();
     // Strictly increasing within the process, so listing order is creation order.
     this.lastCreatedUs = Math.max(this.lastCreatedUs + 1, Math.floor((performance.timeOrigin + performance.now()) * 1000));
-    const task: TaskRecord = { ...input, status: 'working', createdAt: now, createdAtUs: this.lastCreatedUs, lastUpdatedAt: now };
-    if (task.statusMessage === undefined) delete task.statusMessage;
+    const task: TaskRecord = { ...input, status: 'working', createdMs: now, createdUs: this.lastCreatedUs, updatedMs: now };
+    if (task.message === undefined) delete task.message;
     if (task.native !== true) delete task.native;
     if (task.call === undefined) delete task.call;
     this.tasks.set(task.taskId, { task, expiresAt: undefined });
@@ -110,11 +110,11 @@ export class MemoryTaskStore implements TaskStore {
     const now = this.now();
     const task = entry.task;
     task.status = change.to;
-    task.lastUpdatedAt = now;
-    if (change.statusMessage === null) delete task.statusMessage;
-    else if (change.statusMessage !== undefined) task.statusMessage = change.statusMessage;
-    if (change.inputRequests === null || isTerminal(change.to)) delete task.inputRequests;
-    else if (change.inputRequests !== undefined) task.inputRequests = change.inputRequests;
+    task.updatedMs = now;
+    if (change.message === null) delete task.message;
+    else if (change.message !== undefined) task.message = change.message;
+    if (change.openRequests === null || isTerminal(change.to)) delete task.openRequests;
+    else if (change.openRequests !== undefined) task.openRequests = change.openRequests;
     if (change.outcome !== undefined) task.outcome = change.outcome;
     if (change.attempt !== undefined) task.attempt = change.attempt;
     if (change.queued === true) task.queued = true;
@@ -219,7 +219,7 @@ export class MemoryTaskStore implements TaskStore {
     return () => this.topics.off(topic, handler);
   }
 
-  async saveSession(sessionId: string, fields: Record<string, string | null>, ttlMs: number, options: { create?: boolean } = {}): Promise<boolean> {
+  async saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options: { create?: boolean } = {}): Promise<boolean> {
     let session = this.liveSession(sessionId);
     if (session === undefined) {
       if (options.create !== true) return false;
@@ -230,7 +230,7 @@ export class MemoryTaskStore implements TaskStore {
       if (value === null) delete session.fields[field];
       else session.fields[field] = value;
     }
-    session.expiresAt = this.now() + ttlMs;
+    session.expiresAt = this.now() + expireAfterMs;
     return true;
   }
 

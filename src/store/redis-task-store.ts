@@ -24,7 +24,7 @@ import {
 const SLOT_KEY_LEASES = 10;
 const LIST_BATCH_EXTRA = 8;
 /** Every record field but the outcome; taskId first (its absence means no record). */
-const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'statusMessage', 'createdAt', 'createdAtUs', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs', 'inputRequests', 'native', 'attempt', 'queued'] as const;
+const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued'] as const;
 
 /**
  * Tasks in Redis, shared by every replica: records are hashes that Redis expires itself, listing is a lexical
@@ -65,10 +65,10 @@ export class RedisTaskStore implements TaskStore {
       'era', input.era,
       'tool', input.tool,
       'upstream', input.upstream,
-      'ttlMs', String(input.ttlMs),
-      'pollIntervalMs', String(input.pollIntervalMs),
+      'retentionMs', String(input.retentionMs),
+      'pollMs', String(input.pollMs),
     ];
-    if (input.statusMessage !== undefined) fields.push('statusMessage', input.statusMessage);
+    if (input.message !== undefined) fields.push('message', input.message);
     if (input.native === true) fields.push('native', '1');
     if (input.call !== undefined) fields.push('call', JSON.stringify(input.call));
     const created = (await this.run('create', this.keys.task(input.taskId), this.keys.taskEvents(), ...fields)) as string[] | null;
@@ -78,7 +78,7 @@ export class RedisTaskStore implements TaskStore {
     // never a listing entry without a task.
     // The index outlives its newest task's TTL (and the expired-id memory), then goes: sessions come and go.
     const indexKey = this.keys.principalTasks(task.principal);
-    await this.redis.multi().zadd(indexKey, 0, listingKey(task)).pexpire(indexKey, task.ttlMs + EXPIRED_MEMORY_MS).exec();
+    await this.redis.multi().zadd(indexKey, 0, listingKey(task)).pexpire(indexKey, task.retentionMs + EXPIRED_MEMORY_MS).exec();
     return task;
   }
 
@@ -98,7 +98,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
-    const mode = change.statusMessage === undefined ? 'keep' : change.statusMessage === null ? 'clear' : 'set';
+    const mode = change.message === undefined ? 'keep' : change.message === null ? 'clear' : 'set';
     const reply = (await this.run(
       'transition',
       this.keys.task(taskId),
@@ -106,12 +106,12 @@ export class RedisTaskStore implements TaskStore {
       this.keys.taskEvents(),
       change.to,
       mode,
-      change.statusMessage ?? '',
+      change.message ?? '',
       change.outcome === undefined ? '' : JSON.stringify(change.outcome),
       String(this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS),
       String(EXPIRED_MEMORY_MS),
-      change.inputRequests === undefined ? 'keep' : change.inputRequests === null ? 'clear' : 'set',
-      change.inputRequests ? JSON.stringify(change.inputRequests) : '',
+      change.openRequests === undefined ? 'keep' : change.openRequests === null ? 'clear' : 'set',
+      change.openRequests ? JSON.stringify(change.openRequests) : '',
       change.attempt === undefined ? '' : String(change.attempt),
       change.queued === undefined ? 'keep' : change.queued ? 'set' : 'clear',
     )) as string[];
@@ -173,8 +173,8 @@ export class RedisTaskStore implements TaskStore {
         try {
           const task = await this.get(taskId);
           // Only what changed while the subscription was down: watchers need not hear the same state twice.
-          if (task !== undefined && task.lastUpdatedAt !== this.lastEvents.get(taskId)) {
-            this.lastEvents.set(taskId, task.lastUpdatedAt);
+          if (task !== undefined && task.updatedMs !== this.lastEvents.get(taskId)) {
+            this.lastEvents.set(taskId, task.updatedMs);
             this.events.emit(taskId, task);
           }
           break;
@@ -235,7 +235,7 @@ export class RedisTaskStore implements TaskStore {
       } catch {
         return;
       }
-      if (this.events.listenerCount(task.taskId) > 0) this.lastEvents.set(task.taskId, task.lastUpdatedAt);
+      if (this.events.listenerCount(task.taskId) > 0) this.lastEvents.set(task.taskId, task.updatedMs);
       this.events.emit(task.taskId, task);
     });
     this.subscribed = subscriber.subscribe(this.keys.taskEvents()).catch(() => undefined); // only on close
@@ -313,10 +313,10 @@ export class RedisTaskStore implements TaskStore {
     };
   }
 
-  async saveSession(sessionId: string, fields: Record<string, string | null>, ttlMs: number, options: { create?: boolean } = {}): Promise<boolean> {
+  async saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options: { create?: boolean } = {}): Promise<boolean> {
     const args: string[] = [];
     for (const [field, value] of Object.entries(fields)) args.push(field, value === null ? 'del' : 'set', value ?? '');
-    const saved = await this.run('save-session', this.keys.session(sessionId), options.create ? 'create' : 'update', String(Math.max(1, Math.ceil(ttlMs))), ...args);
+    const saved = await this.run('save-session', this.keys.session(sessionId), options.create ? 'create' : 'update', String(Math.max(1, Math.ceil(expireAfterMs))), ...args);
     return saved === 1;
   }
 
@@ -375,18 +375,18 @@ function parseTask(input: string[] | Record<string, string>): TaskRecord {
     tool: fields.tool ?? '',
     upstream: fields.upstream ?? '',
     status,
-    createdAt: Number(fields.createdAt),
-    createdAtUs: Number(fields.createdAtUs),
-    lastUpdatedAt: Number(fields.lastUpdatedAt),
-    ttlMs: Number(fields.ttlMs),
-    pollIntervalMs: Number(fields.pollIntervalMs),
+    createdMs: Number(fields.createdMs),
+    createdUs: Number(fields.createdUs),
+    updatedMs: Number(fields.updatedMs),
+    retentionMs: Number(fields.retentionMs),
+    pollMs: Number(fields.pollMs),
   };
-  if (fields.statusMessage !== undefined) task.statusMessage = fields.statusMessage;
+  if (fields.message !== undefined) task.message = fields.message;
   if (fields.native === '1') task.native = true;
   if (fields.attempt !== undefined) task.attempt = Number(fields.attempt);
   if (fields.queued === '1') task.queued = true;
   if (fields.call !== undefined) task.call = JSON.parse(fields.call) as TaskRecord['call'];
-  if (fields.inputRequests !== undefined) task.inputRequests = JSON.parse(fields.inputRequests) as TaskRecord['inputRequests'];
+  if (fields.openRequests !== undefined) task.openRequests = JSON.parse(fields.openRequests) as TaskRecord['openRequests'];
   if (fields.outcome !== undefined) task.outcome = JSON.parse(fields.outcome) as TaskRecord['outcome'];
   return task;
 }

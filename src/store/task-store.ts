@@ -2,6 +2,7 @@
 // against both). A task's outcome is stored once, exactly as the upstream gave it; each era derives its own
 // wire status from it when serializing.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { InternalError } from '../errors.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 
 export const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
@@ -25,19 +26,19 @@ export interface TaskRecord {
   tool: string;
   upstream: string;
   status: TaskStatus;
-  statusMessage?: string;
+  message?: string;
   /** Epoch milliseconds. */
-  createdAt: number;
+  createdMs: number;
   /** Creation time in microseconds: orders listings, so tasks created within one millisecond keep their order. */
-  createdAtUs: number;
-  lastUpdatedAt: number;
-  ttlMs: number;
-  pollIntervalMs: number;
+  createdUs: number;
+  updatedMs: number;
+  retentionMs: number;
+  pollMs: number;
   /**
    * Requests the upstream is waiting on the client to answer, keyed by input key (unique for the task's life):
    * `{ method, params }` each. Present only while the task is `input_required`.
    */
-  inputRequests?: JsonObject;
+  openRequests?: JsonObject;
   /** The upstream's answer (result or JSON-RPC error), set with the terminal transition that carries it. */
   outcome?: Outcome;
   /**
@@ -61,8 +62,8 @@ export interface StoredCall {
   identity: { sessionId: string; protocolVersion: string; capabilities: JsonObject; clientInfo?: JsonObject };
 }
 
-export type NewTask = Pick<TaskRecord, 'taskId' | 'principal' | 'era' | 'tool' | 'upstream' | 'ttlMs' | 'pollIntervalMs'> & {
-  statusMessage?: string;
+export type NewTask = Pick<TaskRecord, 'taskId' | 'principal' | 'era' | 'tool' | 'upstream' | 'retentionMs' | 'pollMs'> & {
+  message?: string;
   native?: boolean;
   call?: StoredCall;
 };
@@ -70,14 +71,19 @@ export type NewTask = Pick<TaskRecord, 'taskId' | 'principal' | 'era' | 'tool' |
 export interface TaskChange {
   to: TaskStatus;
   /** Replaces the status message; `null` clears it; absent keeps it. */
-  statusMessage?: string | null;
+  message?: string | null;
   /** Replaces the outstanding input requests; `null` clears them; absent keeps them. A terminal status clears them. */
-  inputRequests?: JsonObject | null;
+  openRequests?: JsonObject | null;
   outcome?: Outcome;
   /** Records a new upstream execution of the task's call (a retry after its replica was lost). */
   attempt?: number;
   /** Sets or clears the `queued` mark. */
   queued?: boolean;
+}
+
+/** The change that fails a task for a reason of the gateway's own: the message is its status message and its error. */
+export function failedWith(message: string): TaskChange {
+  return { to: 'failed', message, outcome: { error: { code: InternalError, message } } };
 }
 
 export type TransitionResult =
@@ -108,7 +114,7 @@ export interface TaskStore {
   expired(taskId: string): Promise<boolean>;
   /**
    * Atomically checks that the task is not terminal, applies the change and emits the event. Staying in the same
-   * non-terminal status updates only the message. Terminal tasks expire `ttlMs` after creation, and never sooner
+   * non-terminal status updates only the message. Terminal tasks expire `retentionMs` after creation, and never sooner
    * than the store's result grace period after they ended; non-terminal tasks never expire. The task in the
    * result comes without its outcome.
    */
@@ -122,7 +128,7 @@ export interface TaskStore {
   watch(taskId: string, listener: (task: TaskRecord) => void): () => void;
   /**
    * A secret shared by every replica using this store, for signing what the gateway hands to clients and must
-   * recognise later on any replica (list cursors, MRTR `requestState`).
+   * recognise later on any replica (list cursors, the state a 2026-07-28 retry resumes from).
    */
   signingSecret(): Promise<Buffer>;
   /**
@@ -173,10 +179,10 @@ export interface TaskStore {
   subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void>;
   /**
    * Legacy-era sessions, shared by every replica: string fields (what `initialize` fixed, and what changes later),
-   * expiring `ttlMs` after the last save. With `create` the record is made when missing; otherwise a missing (ended
+   * expiring `retentionMs` after the last save. With `create` the record is made when missing; otherwise a missing (ended
    * or expired) session is not revived and this resolves false. A `null` value removes the field.
    */
-  saveSession(sessionId: string, fields: Record<string, string | null>, ttlMs: number, options?: { create?: boolean }): Promise<boolean>;
+  saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options?: { create?: boolean }): Promise<boolean>;
   getSession(sessionId: string): Promise<Record<string, string> | undefined>;
   /** Ends the session for every replica; resolves whether it existed. */
   deleteSession(sessionId: string): Promise<boolean>;
@@ -210,16 +216,16 @@ export const EXPIRED_MEMORY_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_RESULT_GRACE_MS = 60_000;
 
 /** When a task that reached a terminal status at `endedAt` may be deleted. */
-export function terminalExpiry(task: Pick<TaskRecord, 'createdAt' | 'ttlMs'>, endedAt: number, graceMs: number): number {
-  return Math.max(task.createdAt + task.ttlMs, endedAt + graceMs);
+export function terminalExpiry(task: Pick<TaskRecord, 'createdMs' | 'retentionMs'>, endedAt: number, graceMs: number): number {
+  return Math.max(task.createdMs + task.retentionMs, endedAt + graceMs);
 }
 
 /**
  * A task's position in its principal's listing: creation time in microseconds (fixed width, so lexical order is
  * chronological), then id, which breaks ties.
  */
-export function listingKey(task: Pick<TaskRecord, 'createdAtUs' | 'taskId'>): string {
-  return `${String(task.createdAtUs).padStart(18, '0')}:${task.taskId}`;
+export function listingKey(task: Pick<TaskRecord, 'createdUs' | 'taskId'>): string {
+  return `${String(task.createdUs).padStart(18, '0')}:${task.taskId}`;
 }
 
 /**

@@ -2,24 +2,37 @@
 // any HTTP request (after their slots), records every transition, cancels, and waits. A run reaches whoever
 // started it only through the TaskCaller handed to it; each protocol revision serializes what this records.
 //
-// Over 400 lines because lease renewal, orphan recovery and retry on loss reach into the runs map and the kept
-// terminal writes; they are kept together with them rather than behind a wider interface.
+// Over 400 lines because a run's life is one piece: its slots, deadline, input requests, progress, status
+// messages and the terminal write the store may have to take later all act on the same LocalRun; splitting them
+// would hand that record around. Leases and recovery of lost tasks are leases.ts; slots are slots.ts.
 import type { TaskPolicy, TasksConfig } from '../config/types.js';
-import { resolvePolicy } from '../config/policy.js';
-import { GatewayError, storeUnavailable, toJsonRpcError } from '../errors.js';
-import { InternalError, RequestCancelled, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import { resolvePolicy, taskTiming } from '../config/policy.js';
+import { GatewayError, RequestCancelled, storeUnavailable, toJsonRpcError } from '../errors.js';
+import type { JsonObject, JsonRpcNotification, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { InvalidCursorError, isTerminal, newTaskId, type StoredCall, type TaskChange, type TaskPage, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import {
+  failedWith,
+  InvalidCursorError,
+  isTerminal,
+  newTaskId,
+  type StoredCall,
+  type TaskChange,
+  type TaskPage,
+  type TaskRecord,
+  type TaskStore,
+} from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
+import { TaskLeases, type LeasedRuns, type LeasePeerMessages, type LossHandling } from './leases.js';
 import { PendingInputs, type InputRequest } from './pending-inputs.js';
+import type { Peers } from './peers.js';
+import { NATIVE_TASKS_PRINCIPAL } from './principals.js';
 import { principalSlot, TaskSlots, type SlotTicket } from './slots.js';
 
 const LIST_PAGE_SIZE = 50;
 /** How often a kept terminal change is retried while the store is away. */
 const PENDING_RETRY_MS = 1000;
 /** How long a replica whose leases ran out gets to say it is alive and still running them. */
-const OWNER_CHECK_MS = 500;
 /** Progress updates the task's status message at most this often (each update is a store write). */
 const STATUS_MESSAGE_INTERVAL_MS = 1000;
 /** What an unknown task id gets (-32602), in every era. */
@@ -45,42 +58,24 @@ export interface TaskCaller {
 /** What a running task offers the call it adopted: its input channel, the upstream task's status, its end. */
 export interface RunHandle {
   ask(request: InputRequest, signal: AbortSignal): Promise<Outcome>;
-  status(statusMessage: string): void;
+  status(message: string): void;
   /** Aborted when the run ends. */
   signal: AbortSignal;
 }
 
 /** The messages the engine exchanges with other replicas: their bodies and answers. */
-export interface TaskPeerMessages {
+export interface TaskPeerMessages extends LeasePeerMessages {
   /** A client's answers to input requests of a task whose call runs on whichever replica takes this up. */
-  'task.update': { body: { taskId: string; inputResponses: JsonObject }; answer: { ok: true } };
-  /** Which of these tasks the replica still runs (or keeps the outcome of): asked before declaring them lost. */
-  'task.held': { body: { taskIds: string[] }; answer: { held: string[] } };
+  'task.update': { body: { taskId: string; answers: JsonObject }; answer: { ok: true } };
 }
 
 /** The other replicas, as the engine needs them (the gateway's ReplicaLink). */
-export interface TaskPeers {
-  readonly id: string;
-  on<T extends keyof TaskPeerMessages>(
-    type: T,
-    handler: (body: TaskPeerMessages[T]['body'], peer: { accept(): void }) => Promise<TaskPeerMessages[T]['answer'] | undefined>,
-  ): void;
-  ask<T extends keyof TaskPeerMessages>(
-    target: string | undefined,
-    type: T,
-    body: TaskPeerMessages[T]['body'],
-    onEvent?: undefined,
-    timeoutMs?: number,
-  ): Promise<TaskPeerMessages[T]['answer'] | undefined>;
-}
+export type TaskPeers = Peers<TaskPeerMessages>;
 
 /** What the engine needs to run a lost task's call again, and to tell of a task it failed as lost. */
-export interface RecoveryDeps {
-  upstream(name: string): Upstream | undefined;
+export interface RecoveryDeps extends LossHandling {
   /** The caller a recovered task runs for, and the identity its call runs under again. */
   resume(task: TaskRecord & { call: StoredCall }): Promise<{ caller: TaskCaller; identity: SessionIdentity }>;
-  /** A task this replica failed because its own replica was lost (its creator may want to hear of it). */
-  lost(task: TaskRecord): void;
 }
 
 /** A task whose upstream call runs in this process. */
@@ -110,23 +105,18 @@ interface LocalRun {
 export class TaskEngine {
   private readonly runs = new Map<string, LocalRun>();
   private readonly slots: TaskSlots;
-  private heartbeat: NodeJS.Timeout | undefined;
   /** Terminal changes the store could not take yet, by task: written when it is back. */
   private readonly pendingEnds = new Map<string, TaskChange>();
   private flushTimer: NodeJS.Timeout | undefined;
-  /** The store failed a heartbeat or sweep and has not answered since. */
-  private storeDown = false;
-  /** When the store answered again after it was down (epoch ms). */
-  private storeBackAt = 0;
   /** Set while draining: called when the last run ends. */
   private drained: (() => void) | undefined;
-  private sweeper: NodeJS.Timeout | undefined;
+  private readonly leases: TaskLeases;
 
   constructor(
     private readonly store: TaskStore,
     private readonly config: TasksConfig,
     private readonly logger: Logger,
-    private readonly leaseMs: number,
+    leaseMs: number,
     /** Other replicas, for answers that belong to runs they hold, and to ask whether they still run a task. */
     private readonly peers: TaskPeers,
     /** What running a lost task's call again needs. */
@@ -137,10 +127,10 @@ export class TaskEngine {
       const run = this.runs.get(body.taskId);
       if (run === undefined || run.ended) return undefined;
       peer.accept();
-      await this.answerHere(body.taskId, body.inputResponses);
+      await this.answerHere(body.taskId, body.answers);
       return { ok: true };
     });
-    peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => this.holds(id)) }));
+    this.leases = new TaskLeases(store, logger, leaseMs, peers, this.leasedRuns(), recovery);
   }
 
   policyFor(exposedName: string): TaskPolicy {
@@ -155,18 +145,16 @@ export class TaskEngine {
     const policy = this.policyFor(exposedName);
     const taskId = newTaskId();
     await this.slots.claimPrincipal(principal, taskId, policy);
-    const ttlMs = typeof requestedTtl === 'number' && Number.isFinite(requestedTtl) && requestedTtl > 0
-      ? Math.min(Math.floor(requestedTtl), policy.maxTtlMs)
-      : Math.min(policy.ttlMs, policy.maxTtlMs);
+    const { retentionMs, pollMs } = taskTiming(policy, requestedTtl);
     const task = await this.store
       // The call is kept only where another replica may have to start it: it can be large, and it is the
       // client's data. That is where policy allows a re-run, or where the task may wait in line for a slot.
-      .create({ taskId, principal, era, tool: exposedName, upstream: upstream.name, ttlMs, pollIntervalMs: policy.pollIntervalMs, ...(call !== undefined && this.mayStartElsewhere(policy, upstream) ? { call } : {}) })
+      .create({ taskId, principal, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs, ...(call !== undefined && this.mayStartElsewhere(policy, upstream) ? { call } : {}) })
       .catch((error: unknown) => {
         if (policy.maxTasksPerPrincipal > 0) this.slots.release({ key: principalSlot(principal), ticket: taskId });
         throw storeUnavailable(error);
       });
-    await this.store.lease([task.taskId], this.replicaId, this.leaseMs).catch((error: unknown) => {
+    await this.leases.lease([task.taskId]).catch((error: unknown) => {
       this.logger.warn({ task: task.taskId, err: error }, 'could not lease the new task');
     });
     this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, era }, 'task created');
@@ -187,7 +175,7 @@ export class TaskEngine {
     const run = this.newRun(task, caller);
     const handle: RunHandle = {
       ask: (request, signal) => this.ask(run, request, signal),
-      status: (statusMessage) => this.upstreamStatus(run, statusMessage),
+      status: (message) => this.upstreamStatus(run, message),
       signal: run.abort.signal,
     };
     const context: CallContext = {
@@ -268,7 +256,7 @@ export class TaskEngine {
    * Resolves with the store's answer (not ok when it was terminal already).
    */
   async cancel(task: TaskRecord): Promise<{ ok: true; task: TaskRecord } | { ok: false; task: TaskRecord | undefined }> {
-    const changed = await this.store.transition(task.taskId, { to: 'cancelled', statusMessage: 'The task was cancelled by request.' }).catch(unavailable);
+    const changed = await this.store.transition(task.taskId, { to: 'cancelled', message: 'The task was cancelled by request.' }).catch(unavailable);
     const run = this.runs.get(task.taskId);
     if (run !== undefined) this.endRun(run, 'the task was cancelled');
     void this.store.unlease(task.taskId).catch(() => undefined);
@@ -282,24 +270,24 @@ export class TaskEngine {
    * answered keys are ignored. The store reflects what is still outstanding before this resolves, so a read right
    * after sees it. For a call running on another replica, the answers go there.
    */
-  async answer(task: TaskRecord, inputResponses: JsonObject): Promise<void> {
-    if (this.runs.has(task.taskId)) await this.answerHere(task.taskId, inputResponses);
-    else if (!isTerminal(task.status)) await this.peers.ask(undefined, 'task.update', { taskId: task.taskId, inputResponses });
+  async answer(task: TaskRecord, answers: JsonObject): Promise<void> {
+    if (this.runs.has(task.taskId)) await this.answerHere(task.taskId, answers);
+    else if (!isTerminal(task.status)) await this.peers.ask(undefined, 'task.update', { taskId: task.taskId, answers });
   }
 
   /**
    * Records a task a 2026-07-28 upstream runs itself, so that any replica routes its methods there. The record
    * is terminal from the start (the gateway tracks no status for it) and expires with the task's TTL.
    */
-  async recordNative(taskId: string, exposedName: string, upstream: Upstream, ttlMs: number): Promise<void> {
+  async recordNative(taskId: string, exposedName: string, upstream: Upstream, retentionMs: number): Promise<void> {
     if ((await this.store.get(taskId).catch(unavailable)) !== undefined) {
       // Native ids are the upstream's own; the gateway cannot route two tasks with one id.
       throw new GatewayError('internal', `Upstream '${upstream.name}' returned task id '${taskId}', which another task already uses`);
     }
     await this.store
-      .create({ taskId, principal: NATIVE_TASKS_PRINCIPAL, era: 'modern', tool: exposedName, upstream: upstream.name, ttlMs, pollIntervalMs: 0, native: true })
+      .create({ taskId, principal: NATIVE_TASKS_PRINCIPAL, era: 'modern', tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, native: true })
       .catch(unavailable);
-    await this.store.transition(taskId, { to: 'completed', statusMessage: `Runs on upstream '${upstream.name}'` }).catch(unavailable);
+    await this.store.transition(taskId, { to: 'completed', message: `Runs on upstream '${upstream.name}'` }).catch(unavailable);
   }
 
   /** Resolves once the task is terminal (read again after subscribing: a change in between is not missed). */
@@ -334,21 +322,7 @@ export class TaskEngine {
    */
   start(): void {
     this.slots.listen();
-    this.heartbeat = setInterval(() => {
-      // Tasks whose outcome waits for the store stay leased: nobody may declare them lost.
-      const ids = [...this.runs.keys(), ...this.pendingEnds.keys()];
-      this.slots.renew([...this.runs.values()].flatMap((run) => run.slots));
-      this.store.lease(ids, this.peers.id, this.leaseMs, { renew: true }).then(
-        () => this.storeAnswered(),
-        (error: unknown) => {
-          this.storeDown = true;
-          this.logger.warn({ err: error }, 'could not renew task leases');
-        },
-      );
-    }, Math.max(50, Math.floor(this.leaseMs / 3)));
-    this.heartbeat.unref();
-    this.sweeper = setInterval(() => void this.recoverOrphans(), Math.max(50, Math.floor(this.leaseMs / 2)));
-    this.sweeper.unref();
+    this.leases.start();
   }
 
   /**
@@ -369,8 +343,7 @@ export class TaskEngine {
 
   /** Stops every local run (gateway shutdown); their tasks fail with a message saying why. */
   async close(): Promise<void> {
-    clearInterval(this.heartbeat);
-    clearInterval(this.sweeper);
+    this.leases.stop();
     clearTimeout(this.flushTimer);
     if (this.pendingEnds.size > 0) await this.flushPendingEnds();
     clearTimeout(this.flushTimer);
@@ -409,8 +382,8 @@ export class TaskEngine {
     if (run.ended) return;
     this.endRun(run, undefined);
     const failed = 'error' in outcome || outcome.result.isError === true;
-    const statusMessage = 'error' in outcome ? outcome.error.message : failed ? toolErrorText(outcome.result) : null;
-    const changed = await this.recordEnd(taskId, { to: failed ? 'failed' : 'completed', statusMessage, outcome });
+    const message = 'error' in outcome ? outcome.error.message : failed ? toolErrorText(outcome.result) : null;
+    const changed = await this.recordEnd(taskId, { to: failed ? 'failed' : 'completed', message, outcome });
     if (changed) this.logger.info({ audit: failed ? 'task.failed' : 'task.completed', task: taskId }, `task ${failed ? 'failed' : 'completed'}`);
   }
 
@@ -476,17 +449,17 @@ export class TaskEngine {
     run.lastMessageAt = now;
     const p = message.params ?? {};
     const text = typeof p.message === 'string' ? p.message : typeof p.total === 'number' ? `${String(p.progress)}/${p.total}` : `progress ${String(p.progress)}`;
-    void this.store.transition(run.task.taskId, { to: run.status, statusMessage: text }).catch(() => undefined);
+    void this.store.transition(run.task.taskId, { to: run.status, message: text }).catch(() => undefined);
   }
 
   /**
    * The upstream runs the call as its own task: its status message becomes this task's. Its `input_required`
    * is not copied: this task is `input_required` while the upstream's questions wait here (ask).
    */
-  private upstreamStatus(run: LocalRun, statusMessage: string): void {
-    if (run.ended || statusMessage === run.upstreamStatusMessage) return;
-    run.upstreamStatusMessage = statusMessage;
-    void this.store.transition(run.task.taskId, { to: run.status, statusMessage }).catch(() => undefined);
+  private upstreamStatus(run: LocalRun, message: string): void {
+    if (run.ended || message === run.upstreamStatusMessage) return;
+    run.upstreamStatusMessage = message;
+    void this.store.transition(run.task.taskId, { to: run.status, message }).catch(() => undefined);
   }
 
   /**
@@ -503,10 +476,10 @@ export class TaskEngine {
   }
 
   /** Settles the run's waiting input requests the answers name; the store shows what is left before this resolves. */
-  private async answerHere(taskId: string, inputResponses: JsonObject): Promise<void> {
+  private async answerHere(taskId: string, answers: JsonObject): Promise<void> {
     const run = this.runs.get(taskId);
     if (run === undefined || run.ended) return;
-    if (run.inputs.answer(inputResponses) > 0) await run.inputSync;
+    if (run.inputs.answer(answers) > 0) await run.inputSync;
   }
 
   /** Writes the run's outstanding input requests (and the status they imply) to the store, in order. */
@@ -517,8 +490,8 @@ export class TaskEngine {
       run.status = waiting ? 'input_required' : 'working';
       await this.store
         .transition(run.task.taskId, waiting
-          ? { to: 'input_required', inputRequests: run.inputs.outstanding(), statusMessage: `Waiting for the client to answer ${run.inputs.size} input request(s)` }
-          : { to: 'working', inputRequests: null, statusMessage: null })
+          ? { to: 'input_required', openRequests: run.inputs.outstanding(), message: `Waiting for the client to answer ${run.inputs.size} input request(s)` }
+          : { to: 'working', openRequests: null, message: null })
         .catch((error: unknown) => this.logger.error({ task: run.task.taskId, err: error }, 'could not record input requests'));
     });
     return run.inputSync;
@@ -526,117 +499,33 @@ export class TaskEngine {
 
   // ---- leases and recovery ----
 
+  /** The runs as the leases see them: what to renew, and how to run a lost task's call again here. */
+  private leasedRuns(): LeasedRuns {
+    return {
+      heldIds: () => [...this.runs.keys(), ...this.pendingEnds.keys()],
+      holds: (taskId) => this.holds(taskId),
+      renewSlots: () => this.slots.renew([...this.runs.values()].flatMap((run) => run.slots)),
+      policyFor: (exposedName) => this.policyFor(exposedName),
+      runAgain: async (task, upstream) => {
+        // Still the principal's task: counted again (its old ticket expired with the lost replica's leases).
+        if (this.policyFor(task.tool).maxTasksPerPrincipal > 0) await this.slots.reclaimPrincipal(task.principal, task.taskId);
+        const { caller, identity } = await this.recovery.resume(task);
+        const call = task.call;
+        this.run(task, upstream, caller, (context) => upstream.callFor(identity, 'tools/call', call.params, context, 0, { asTask: true }), {
+          sessionId: identity.sessionId,
+        });
+      },
+    };
+  }
+
   /** Whether this replica runs the task, or keeps its outcome for the store: its lease is ours to renew. */
   private holds(taskId: string): boolean {
     return this.runs.has(taskId) || this.pendingEnds.has(taskId);
   }
 
-  private storeAnswered(): void {
-    if (!this.storeDown) return;
-    this.storeDown = false;
-    this.storeBackAt = Date.now();
-  }
-
-  /** Fails (or runs again) the tasks whose replica stopped renewing their leases: nothing stays running forever. */
-  private async recoverOrphans(): Promise<void> {
-    // Leases run out in store time while the store is away, for live replicas too: once it is back, every
-    // replica gets one lease period to renew (and write what it kept) before anyone is declared lost.
-    if (this.storeDown) {
-      await this.store.ping().then(() => this.storeAnswered(), () => undefined);
-      return;
-    }
-    if (Date.now() - this.storeBackAt < this.leaseMs) return;
-    let orphans: { taskId: string; owner: string }[];
-    try {
-      orphans = await this.store.takeOrphans(100);
-    } catch {
-      this.storeDown = true;
-      return; // the store is away; readiness says so, and the leases wait
-    }
-    const lost = await this.stillHeld(orphans);
-    for (const { taskId, owner } of lost) {
-      if (await this.takeOverLost(taskId, owner)) continue;
-      const message = `The gateway lost the call: replica ${owner} stopped while running it (no lease renewal for ${this.leaseMs} ms)`;
-      const changed = await this.store
-        .transition(taskId, failedWith(message))
-        .catch(() => undefined);
-      if (!changed?.ok) continue;
-      this.logger.warn({ audit: 'task.lost', task: taskId, owner }, 'task failed: its replica stopped');
-      // The replica that told the task's creator about its changes is gone: the last change is told from here.
-      this.recovery.lost(changed.task);
-    }
-  }
-
-  /**
-   * Hands back the orphans whose owner turns out to be alive and running them (its heartbeats came late, say
-   * after a store outage: its connection came back later than ours), and returns the rest: truly lost.
-   */
-  private async stillHeld(orphans: { taskId: string; owner: string }[]): Promise<{ taskId: string; owner: string }[]> {
-    const byOwner = new Map<string, string[]>();
-    for (const { taskId, owner } of orphans) byOwner.set(owner, [...(byOwner.get(owner) ?? []), taskId]);
-    const lost: { taskId: string; owner: string }[] = [];
-    for (const [owner, taskIds] of byOwner) {
-      const held = new Set<string>();
-      if (owner === this.replicaId) {
-        for (const id of taskIds) if (this.holds(id)) held.add(id);
-      } else {
-        const answer = await this.peers.ask(owner, 'task.held', { taskIds }, undefined, OWNER_CHECK_MS).catch(() => undefined);
-        for (const id of answer?.held ?? []) held.add(id);
-      }
-      if (held.size > 0) await this.store.lease([...held], owner, this.leaseMs).catch(() => undefined);
-      for (const taskId of taskIds) if (!held.has(taskId)) lost.push({ taskId, owner });
-    }
-    return lost;
-  }
-
   /** Whether a task under `policy` may have to be started by another replica (its call is then kept). */
   private mayStartElsewhere(policy: TaskPolicy, upstream: Upstream): boolean {
     return policy.retry.onLoss || policy.concurrency > 0 || upstream.config.taskConcurrency > 0;
-  }
-
-  /**
-   * Takes over a lost task here instead of failing it, when that is safe: a task that was still waiting in line
-   * for a slot (the upstream never saw it) joins the line again here; a running one runs again when its policy
-   * allows (`retry.onLoss`) and attempts are left. Exactly one replica takes each orphan, so each loss leads to
-   * at most one more execution.
-   */
-  private async takeOverLost(taskId: string, owner: string): Promise<boolean> {
-    const task = await this.store.get(taskId, { outcome: true }).catch(() => undefined);
-    if (task === undefined || isTerminal(task.status) || task.call === undefined) return false;
-    const policy = this.policyFor(task.tool);
-    const waiting = task.queued === true;
-    const attempt = (task.attempt ?? 1) + (waiting ? 0 : 1);
-    const upstream = this.recovery.upstream(task.upstream);
-    if (upstream === undefined || (!waiting && (!policy.retry.onLoss || attempt > policy.retry.maxAttempts))) return false;
-    await this.store.lease([taskId], this.replicaId, this.leaseMs).catch(() => undefined);
-    const changed = await this.store
-      .transition(taskId, {
-        to: 'working',
-        attempt,
-        inputRequests: null,
-        statusMessage: waiting
-          ? `Waiting for a slot on another replica: replica ${owner} stopped while the task waited in line`
-          : `Running the call again (attempt ${attempt} of ${policy.retry.maxAttempts}): replica ${owner} stopped while running it`,
-      })
-      .catch(() => undefined);
-    if (changed?.ok !== true) {
-      await this.store.unlease(taskId).catch(() => undefined);
-      return changed !== undefined; // ended meanwhile: nothing to fail; store away: it fails below
-    }
-    if (waiting) this.logger.warn({ audit: 'task.requeued', task: taskId, owner }, 'queued task taken over: its replica stopped');
-    else this.logger.warn({ audit: 'task.retried', task: taskId, owner, attempt }, 'task re-run: its replica stopped');
-    // Still the principal's task: counted again (its old ticket expired with the lost replica's leases).
-    if (policy.maxTasksPerPrincipal > 0) await this.slots.reclaimPrincipal(task.principal, taskId);
-    const call = task.call;
-    const { caller, identity } = await this.recovery.resume({ ...changed.task, call });
-    this.run(
-      changed.task,
-      upstream,
-      caller,
-      (context) => upstream.callFor(identity, 'tools/call', call.params, context, 0, { asTask: true }),
-      { sessionId: identity.sessionId },
-    );
-    return true;
   }
 }
 
@@ -645,19 +534,12 @@ function unavailable(error: unknown): never {
   throw storeUnavailable(error);
 }
 
-/** A task failed by the gateway itself: the message is its status message and its error. */
-function failedWith(message: string): TaskChange {
-  return { to: 'failed', statusMessage: message, outcome: { error: { code: InternalError, message } } };
-}
-
 /** The call as the task record keeps it, for another replica to run again (JSON has no `undefined` clientInfo). */
 export function storedCall(params: JsonObject, identity: SessionIdentity): StoredCall {
   const { sessionId, protocolVersion, capabilities, clientInfo } = identity;
   return { params, identity: clientInfo === undefined ? { sessionId, protocolVersion, capabilities } : { sessionId, protocolVersion, capabilities, clientInfo } };
 }
 
-/** Owner of native-task routing records (never listed: no client is this principal). */
-const NATIVE_TASKS_PRINCIPAL = 'gateway:native-tasks';
 
 function toolErrorText(result: JsonObject): string {
   const content = Array.isArray(result.content) ? (result.content as { type?: string; text?: string }[]) : [];

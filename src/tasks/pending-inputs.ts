@@ -1,7 +1,8 @@
 // Questions an upstream asks a client (elicitation, sampling, roots) while a call or task waits on the answer,
 // keyed the way both task eras and MRTR name them. One map for all of them: a task's input requests and a
 // synchronous 2026-07-28 call's MRTR rounds.
-import { RequestCancelled, withoutMeta, type JsonObject, type Outcome } from '../jsonrpc.js';
+import { withoutMeta, type JsonObject, type Outcome } from '../jsonrpc.js';
+import { RequestCancelled } from '../errors.js';
 
 export interface InputRequest {
   method: string;

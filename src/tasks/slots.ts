@@ -102,14 +102,14 @@ export class TaskSlots {
           shown = grant.ahead;
           queued = true;
           void this.store
-            .transition(run.task.taskId, { to: 'working', queued: true, statusMessage: `Queued behind ${grant.ahead} running or waiting task(s): ${what}` })
+            .transition(run.task.taskId, { to: 'working', queued: true, message: `Queued behind ${grant.ahead} running or waiting task(s): ${what}` })
             .catch(() => undefined);
         }
         await this.untilFreed(key, run.signal);
       }
     }
     // Cleared before the call starts: a task still marked queued never reached the upstream.
-    if (queued) await this.store.transition(run.task.taskId, { to: 'working', queued: false, statusMessage: null }).catch(() => undefined);
+    if (queued) await this.store.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);
     return true;
   }
 

@@ -1,10 +1,8 @@
-import { GatewayError, sendFailure, upstreamUnavailable } from '../errors.js';
+import { GatewayError, sendFailure, upstreamUnavailable, InternalError, RequestCancelled } from '../errors.js';
 import {
   asObject,
-  InternalError,
   isNotification,
   isRequest,
-  RequestCancelled,
   toResponse,
   type JsonObject,
   type JsonRpcErrorObject,
@@ -16,6 +14,7 @@ import {
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
+import { taskStatusMessage } from '../protocol/rev2025-11-25/codec.js';
 import type { UpstreamTransport } from './transport.js';
 
 /** The client-side half of a call the gateway forwards: where the upstream's related messages go. */
@@ -27,12 +26,13 @@ export interface CallContext {
   /** Asks the client (elicitation, sampling, roots) on this call's stream; resolves with the client's answer. */
   ask(request: { method: string; params?: JsonObject }, signal: AbortSignal): Promise<Outcome>;
   /** The upstream runs the call as its own task and says how it goes (its task's status message); optional. */
-  status?(statusMessage: string): void;
+  status?(message: string): void;
 }
 
 /** Tells `context` the status message of an upstream task (a Task object or its status notification), if any. */
 export function reportTaskStatus(context: CallContext | undefined, task: JsonObject | undefined): void {
-  if (typeof task?.statusMessage === 'string') context?.status?.(task.statusMessage);
+  const message = taskStatusMessage(task);
+  if (message !== undefined) context?.status?.(message);
 }
 
 /**

@@ -1,20 +1,11 @@
 // A client for upstreams that speak 2026-07-28: every request is its own POST carrying the envelope and the
 // MCP headers; the answer is JSON or an SSE stream of notifications ending with the response.
 import { request, type Agent } from 'undici';
-import { GatewayError, sendFailure } from '../errors.js';
-import {
-  asObject,
-  encodeMessage,
-  InternalError,
-  isNotification,
-  RequestCancelled,
-  validateMessage,
-  type JsonObject,
-  type JsonRpcNotification,
-  type Outcome,
-} from '../jsonrpc.js';
+import { GatewayError, sendFailure, InternalError, RequestCancelled } from '../errors.js';
+import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION, paramHeaders } from '../protocol/mcp.js';
+import { inputRequestsOf, retryParams } from '../protocol/rev2026-07-28/codec.js';
 import type { CallContext, UpstreamCall } from './connection.js';
 import { readSse } from './sse-reader.js';
 
@@ -103,11 +94,11 @@ export class ModernUpstreamClient {
       let current = params;
       for (let round = 0; round < 100; round++) {
         const answer = await this.request(method, current, { ...options, onNotification: (m) => context.notify(m), signal: abort.signal });
-        if ('error' in answer || answer.result.resultType !== 'input_required') return answer;
-        const inputRequests = asObject(answer.result.inputRequests) ?? {};
+        const questions = 'error' in answer ? undefined : inputRequestsOf(answer.result);
+        if ('error' in answer || questions === undefined) return answer;
         // Keys are the upstream's: collected as entries, since assigning `__proto__` to an object would not add a key.
         const answered = await Promise.all(
-          Object.entries(inputRequests).map(async ([key, value]): Promise<[string, JsonObject] | undefined> => {
+          Object.entries(questions).map(async ([key, value]): Promise<[string, JsonObject] | undefined> => {
             const input = asObject(value) ?? {};
             const asked: { method: string; params?: JsonObject } = { method: String(input.method) };
             const askedParams = asObject(input.params);
@@ -118,9 +109,7 @@ export class ModernUpstreamClient {
         );
         const responses: JsonObject = Object.fromEntries(answered.filter((entry) => entry !== undefined));
         if (abort.signal.aborted) return { error: { code: RequestCancelled, message: 'Request cancelled' } };
-        const { requestState: _previous, inputResponses: _answered, ...base } = params;
-        current = { ...base, inputResponses: responses };
-        if (typeof answer.result.requestState === 'string') current.requestState = answer.result.requestState;
+        current = retryParams(params, responses, answer.result);
       }
       return { error: { code: InternalError, message: `Upstream '${this.upstreamName}' kept asking for input (100 rounds)` } };
     })();

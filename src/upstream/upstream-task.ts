@@ -1,29 +1,19 @@
-// A 2025-11-25 upstream may run a tool call as its own task (`execution.taskSupport` under the `tasks`
-// capability). The gateway then makes the task-augmented call and waits on the upstream's task: `tasks/result`,
+// A 2025-11-25 upstream may run a tool call as its own task (when its tools/list and its `tasks`
+// capability offer it). The gateway then makes the task-augmented call and waits on the upstream's task: `tasks/result`,
 // held open, carries the upstream's questions and then the outcome; `tasks/get`, polled while the caller wants
 // status, gives the status messages; `tasks/cancel` stops it. Whoever calls (a plain client, or a gateway task of
 // either era) sees one UpstreamCall like any other, and never the upstream's task id.
-import type { TaskMode } from '../config/types.js';
-import { asObject, RequestCancelled, withoutMetaKey, type JsonObject, type Outcome } from '../jsonrpc.js';
+import { asObject, withoutMetaKey, type JsonObject, type Outcome } from '../jsonrpc.js';
+import { RequestCancelled } from '../errors.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
+import { suggestedPollMs } from '../protocol/rev2025-11-25/codec.js';
 import { reportTaskStatus, type CallContext, type UpstreamCall, type UpstreamConnection } from './connection.js';
 
-/** Status polls follow the upstream's `pollInterval`, kept within these bounds. */
+/** Status polls follow the interval the upstream suggests, kept within these bounds. */
 const MIN_POLL_MS = 500;
 const MAX_POLL_MS = 30_000;
 const DEFAULT_POLL_MS = 1000;
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
-
-/**
- * How an upstream runs one of its tools as a task: the tool's `execution.taskSupport`, counted only when the
- * upstream declares task-augmented tool calls in its capabilities (2025-11-25: otherwise a client must not try).
- */
-export function upstreamTaskSupport(capabilities: JsonObject, tool: JsonObject | undefined): TaskMode {
-  const toolCalls = asObject(asObject(asObject(asObject(capabilities.tasks)?.requests)?.tools)?.call);
-  const declared = asObject(tool?.execution)?.taskSupport;
-  if (toolCalls === undefined || (declared !== 'optional' && declared !== 'required')) return 'forbidden';
-  return declared;
-}
 
 export interface UpstreamTaskOptions {
   /** For the augmented call and `tasks/result` (0: none; a tool call runs as long as it runs). */
@@ -99,7 +89,7 @@ class UpstreamTaskCall implements UpstreamCall {
     reportTaskStatus(this.context, task);
     this.result = this.connection.request('tasks/result', { taskId }, this.context, this.options.timeoutMs);
     void this.result.outcome.then((outcome) => this.finish('result' in outcome ? { result: withoutRelatedTask(outcome.result) } : outcome));
-    if (this.context?.status !== undefined) this.schedulePoll(taskId, pollIntervalOf(task.pollInterval));
+    if (this.context?.status !== undefined) this.schedulePoll(taskId, pollIntervalOf(suggestedPollMs(task)));
   }
 
   /** Asks the upstream for the task's status now and then, for its status message. */
@@ -111,7 +101,7 @@ class UpstreamTaskCall implements UpstreamCall {
           reportTaskStatus(this.context, outcome.result);
           if (TERMINAL.has(String(outcome.result.status))) return; // tasks/result answers next
         }
-        this.schedulePoll(taskId, 'result' in outcome ? pollIntervalOf(outcome.result.pollInterval) : intervalMs);
+        this.schedulePoll(taskId, 'result' in outcome ? pollIntervalOf(suggestedPollMs(outcome.result)) : intervalMs);
       });
     }, intervalMs);
   }
@@ -130,8 +120,8 @@ class UpstreamTaskCall implements UpstreamCall {
   }
 }
 
-function pollIntervalOf(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) ? Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, value)) : DEFAULT_POLL_MS;
+function pollIntervalOf(suggested: number | undefined): number {
+  return suggested === undefined ? DEFAULT_POLL_MS : Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, suggested));
 }
 
 /** The upstream's related-task marker names its own task, which the gateway's callers never see. */

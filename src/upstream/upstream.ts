@@ -4,8 +4,8 @@
 // splitting them would pass that state around; its catalog reading lives in catalog.ts.
 import type { Agent } from 'undici';
 import type { TaskMode, UpstreamConfig } from '../config/types.js';
-import { upstreamUnavailable } from '../errors.js';
-import { asObject, MethodNotFound, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
+import { upstreamUnavailable, MethodNotFound } from '../errors.js';
+import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import {
   LATEST_LEGACY_VERSION,
@@ -22,7 +22,9 @@ import { StdioTransport } from './stdio.js';
 import { StreamableHttpTransport } from './streamable-http.js';
 import { ModernUpstreamClient } from './modern-client.js';
 import type { UpstreamTransport } from './transport.js';
-import { callAsUpstreamTask, upstreamTaskSupport } from './upstream-task.js';
+import { upstreamTaskSupport } from '../protocol/rev2025-11-25/codec.js';
+import { withoutModernFields } from '../protocol/rev2026-07-28/codec.js';
+import { callAsUpstreamTask } from './upstream-task.js';
 import { fetchCatalog, mergeCatalogs, type UpstreamCatalog } from './catalog.js';
 
 export type UpstreamState = 'starting' | 'ready' | 'down' | 'closed';
@@ -228,12 +230,8 @@ export class Upstream {
       ask: async () => ({ error: { code: MethodNotFound, message: 'No client to ask' } }),
     };
     const call = client.callResolvingInput(method, forwarded, context ?? noContext, { tool, ...(timeoutMs > 0 ? { timeoutMs } : {}) });
-    // The 2025 era has no resultType; the answer goes back as that era's result.
-    const outcome = call.outcome.then((answer) => {
-      if ('error' in answer) return answer;
-      const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...result } = answer.result;
-      return { result };
-    });
+    // The answer goes back as a 2025 result.
+    const outcome = call.outcome.then((answer) => ('error' in answer ? answer : { result: withoutModernFields(answer.result) }));
     return { ...call, outcome };
   }
 

@@ -40,7 +40,7 @@ after(async () => {
 });
 
 function newTask(overrides: Partial<NewTask> = {}): NewTask {
-  return { taskId: newTaskId(), principal: 'session:alpha', era: 'legacy', tool: 'slow', upstream: 'fx', ttlMs: 60_000, pollIntervalMs: 1000, ...overrides };
+  return { taskId: newTaskId(), principal: 'session:alpha', era: 'legacy', tool: 'slow', upstream: 'fx', retentionMs: 60_000, pollMs: 1000, ...overrides };
 }
 
 const SLOT = 'tool:fx/slow';
@@ -52,14 +52,14 @@ for (const [kind, create] of Object.entries(factories)) {
     test('create then get: a new task is working, with what it was given', async () => {
       const store = await create();
       const before = Date.now();
-      const input = newTask({ statusMessage: 'queued' });
+      const input = newTask({ message: 'queued' });
       const created = await store.create(input);
       const read = await store.get(input.taskId);
       assert.deepEqual(read, created);
       assert.equal(read?.status, 'working');
-      assert.equal(read?.statusMessage, 'queued');
+      assert.equal(read?.message, 'queued');
       assert.equal(read?.tool, 'slow');
-      assert.ok(read !== undefined && read.createdAt >= before - 1000 && read.createdAt === read.lastUpdatedAt);
+      assert.ok(read !== undefined && read.createdMs >= before - 1000 && read.createdMs === read.updatedMs);
       assert.equal(await store.get(newTaskId()), undefined);
       await assert.rejects(store.create(input), /already exists/);
       await store.close();
@@ -68,9 +68,9 @@ for (const [kind, create] of Object.entries(factories)) {
     test('legal transitions, and the outcome comes back exactly as stored', async () => {
       const store = await create();
       const { taskId } = await store.create(newTask());
-      assert.equal((await store.transition(taskId, { to: 'input_required', statusMessage: 'waiting for the user' })).ok, true);
-      assert.equal((await store.transition(taskId, { to: 'working', statusMessage: null })).ok, true);
-      assert.equal((await store.get(taskId))?.statusMessage, undefined);
+      assert.equal((await store.transition(taskId, { to: 'input_required', message: 'waiting for the user' })).ok, true);
+      assert.equal((await store.transition(taskId, { to: 'working', message: null })).ok, true);
+      assert.equal((await store.get(taskId))?.message, undefined);
       const outcome = { result: { content: [{ type: 'text', text: 'done' }], structuredContent: { n: 1 }, _meta: { x: { y: [1, 2] } }, extra: true } };
       const done = await store.transition(taskId, { to: 'completed', outcome });
       assert.ok(done.ok);
@@ -79,7 +79,7 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.equal(done.ok && done.task.outcome, undefined, 'so does the transition result');
       const failedOutcome = { error: { code: -32042, message: 'boom', data: { why: 'fixture' } } };
       const other = await store.create(newTask());
-      await store.transition(other.taskId, { to: 'failed', outcome: failedOutcome, statusMessage: 'boom' });
+      await store.transition(other.taskId, { to: 'failed', outcome: failedOutcome, message: 'boom' });
       assert.deepEqual((await store.get(other.taskId, { outcome: true }))?.outcome, failedOutcome);
       await store.close();
     });
@@ -87,7 +87,7 @@ for (const [kind, create] of Object.entries(factories)) {
     test('terminal is forever: a cancelled task stays cancelled whatever comes later', async () => {
       const store = await create();
       const { taskId } = await store.create(newTask());
-      assert.ok((await store.transition(taskId, { to: 'cancelled', statusMessage: 'cancelled by the client' })).ok);
+      assert.ok((await store.transition(taskId, { to: 'cancelled', message: 'cancelled by the client' })).ok);
       for (const to of ['completed', 'working', 'failed', 'cancelled'] as const) {
         const late = await store.transition(taskId, { to, outcome: { result: { content: [] } } });
         assert.equal(late.ok, false);
@@ -106,16 +106,16 @@ for (const [kind, create] of Object.entries(factories)) {
       const task = await store.create(newTask({ call }));
       assert.equal((await store.get(task.taskId))?.call, undefined);
       assert.deepEqual((await store.get(task.taskId, { outcome: true }))?.call, call);
-      await store.transition(task.taskId, { to: 'working', queued: true, statusMessage: 'Queued' });
+      await store.transition(task.taskId, { to: 'working', queued: true, message: 'Queued' });
       assert.equal((await store.get(task.taskId))?.queued, true);
-      await store.transition(task.taskId, { to: 'working', statusMessage: 'still' });
+      await store.transition(task.taskId, { to: 'working', message: 'still' });
       assert.equal((await store.get(task.taskId))?.queued, true, 'kept unless changed');
       await store.transition(task.taskId, { to: 'working', queued: false, attempt: 2 });
       const started = await store.get(task.taskId);
       assert.equal(started?.queued, undefined);
       assert.equal(started?.attempt, 2);
       await store.transition(task.taskId, { to: 'working', queued: true });
-      await store.transition(task.taskId, { to: 'failed', statusMessage: 'lost' });
+      await store.transition(task.taskId, { to: 'failed', message: 'lost' });
       assert.equal((await store.get(task.taskId))?.queued, undefined);
       await store.close();
     });
@@ -124,20 +124,20 @@ for (const [kind, create] of Object.entries(factories)) {
       const store = await create();
       const task = await store.create(newTask({ era: 'modern' }));
       const seen: (object | undefined)[] = [];
-      const stop = store.watch(task.taskId, (t) => seen.push(t.inputRequests));
+      const stop = store.watch(task.taskId, (t) => seen.push(t.openRequests));
       const first = { a1: { method: 'elicitation/create', params: { message: 'Name?' } } };
       const both = { ...first, a2: { method: 'roots/list' } };
-      assert.deepEqual((await store.transition(task.taskId, { to: 'input_required', inputRequests: first })).ok, true);
-      assert.deepEqual((await store.get(task.taskId))?.inputRequests, first);
-      await store.transition(task.taskId, { to: 'input_required', inputRequests: both, statusMessage: 'two' });
-      assert.deepEqual((await store.get(task.taskId))?.inputRequests, both);
-      await store.transition(task.taskId, { to: 'input_required', statusMessage: 'kept' });
-      assert.deepEqual((await store.get(task.taskId))?.inputRequests, both);
-      await store.transition(task.taskId, { to: 'working', inputRequests: null });
-      assert.equal((await store.get(task.taskId))?.inputRequests, undefined);
-      await store.transition(task.taskId, { to: 'input_required', inputRequests: first });
+      assert.deepEqual((await store.transition(task.taskId, { to: 'input_required', openRequests: first })).ok, true);
+      assert.deepEqual((await store.get(task.taskId))?.openRequests, first);
+      await store.transition(task.taskId, { to: 'input_required', openRequests: both, message: 'two' });
+      assert.deepEqual((await store.get(task.taskId))?.openRequests, both);
+      await store.transition(task.taskId, { to: 'input_required', message: 'kept' });
+      assert.deepEqual((await store.get(task.taskId))?.openRequests, both);
+      await store.transition(task.taskId, { to: 'working', openRequests: null });
+      assert.equal((await store.get(task.taskId))?.openRequests, undefined);
+      await store.transition(task.taskId, { to: 'input_required', openRequests: first });
       await store.transition(task.taskId, { to: 'completed', outcome: { result: { content: [] } } });
-      assert.equal((await store.get(task.taskId, { outcome: true }))?.inputRequests, undefined);
+      assert.equal((await store.get(task.taskId, { outcome: true }))?.openRequests, undefined);
       await eventually(async () => seen.length === 6);
       stop();
       assert.deepEqual(seen, [first, both, both, undefined, first, undefined]);
@@ -189,8 +189,8 @@ for (const [kind, create] of Object.entries(factories)) {
       const store = await create();
       const { taskId } = await store.create(newTask());
       const seen: string[] = [];
-      const stop = store.watch(taskId, (task) => seen.push(`${task.status}:${task.statusMessage ?? ''}`));
-      await store.transition(taskId, { to: 'working', statusMessage: '50%' });
+      const stop = store.watch(taskId, (task) => seen.push(`${task.status}:${task.message ?? ''}`));
+      await store.transition(taskId, { to: 'working', message: '50%' });
       await store.transition(taskId, { to: 'input_required' });
       await store.transition(taskId, { to: 'completed', outcome: { result: {} } });
       await eventually(async () => seen.length === 3);
@@ -244,8 +244,8 @@ for (const [kind, create] of Object.entries(factories)) {
 
     test('expiry: terminal tasks go after their TTL (and the grace period); running tasks never expire', async () => {
       const store = await create();
-      const finished = await store.create(newTask({ ttlMs: 100, principal: 'session:ttl' }));
-      const running = await store.create(newTask({ ttlMs: 100, principal: 'session:ttl' }));
+      const finished = await store.create(newTask({ retentionMs: 100, principal: 'session:ttl' }));
+      const running = await store.create(newTask({ retentionMs: 100, principal: 'session:ttl' }));
       await store.transition(finished.taskId, { to: 'completed', outcome: { result: {} } });
       assert.equal((await store.get(finished.taskId))?.status, 'completed'); // still readable right after
       assert.equal(await store.expired(finished.taskId), false);

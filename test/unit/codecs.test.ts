@@ -8,7 +8,6 @@ import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
 import type { TaskRecord } from '../../src/store/task-store.js';
 import { PendingInputs } from '../../src/tasks/pending-inputs.js';
-import { upstreamTaskSupport } from '../../src/upstream/upstream-task.js';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
 const T0 = Date.parse('2026-11-24T10:00:00.000Z');
@@ -21,11 +20,11 @@ function task(overrides: Partial<TaskRecord> = {}): TaskRecord {
     tool: 'slow',
     upstream: 'fx',
     status: 'working',
-    createdAt: T0,
-    createdAtUs: T0 * 1000,
-    lastUpdatedAt: T0 + 500,
-    ttlMs: 60_000,
-    pollIntervalMs: 1000,
+    createdMs: T0,
+    createdUs: T0 * 1000,
+    updatedMs: T0 + 500,
+    retentionMs: 60_000,
+    pollMs: 1000,
     ...overrides,
   };
 }
@@ -44,7 +43,7 @@ describe('2025-11-25 codec', () => {
       lastUpdatedAt: '2026-11-24T10:00:00.500Z',
       pollInterval: 1000,
     });
-    assert.equal(rev2025.legacyTask(task({ status: 'input_required', statusMessage: 'asking' })).statusMessage, 'asking');
+    assert.equal(rev2025.legacyTask(task({ status: 'input_required', message: 'asking' })).statusMessage, 'asking');
   });
 
   it('a tool error is failed in this era: the status is the store\'s', () => {
@@ -107,8 +106,8 @@ describe('2026-07-28 codec', () => {
 
   it('DetailedTask: outstanding input requests only while input_required; cancelled stays cancelled', () => {
     const inputRequests = { 'elicitation-1': { method: 'elicitation/create', params: { message: 'ok?' } } };
-    assert.deepEqual(rev2026.detailedTask(task({ status: 'input_required', inputRequests })).inputRequests, inputRequests);
-    assert.equal(rev2026.detailedTask(task({ status: 'working', inputRequests })).inputRequests, undefined);
+    assert.deepEqual(rev2026.detailedTask(task({ status: 'input_required', openRequests: inputRequests })).inputRequests, inputRequests);
+    assert.equal(rev2026.detailedTask(task({ status: 'working', openRequests: inputRequests })).inputRequests, undefined);
     assert.equal(rev2026.modernStatus(task({ status: 'cancelled' })), 'cancelled');
   });
 
@@ -126,11 +125,11 @@ describe('2026-07-28 codec', () => {
 describe('task modes', () => {
   const capable = { tasks: { requests: { tools: { call: {} } } } };
   it('an upstream\'s taskSupport counts only under its tasks capability for tool calls', () => {
-    assert.equal(upstreamTaskSupport(capable, { name: 't', execution: { taskSupport: 'required' } }), 'required');
-    assert.equal(upstreamTaskSupport(capable, { name: 't', execution: { taskSupport: 'optional' } }), 'optional');
-    assert.equal(upstreamTaskSupport({}, { name: 't', execution: { taskSupport: 'required' } }), 'forbidden');
-    assert.equal(upstreamTaskSupport(capable, { name: 't' }), 'forbidden');
-    assert.equal(upstreamTaskSupport(capable, undefined), 'forbidden');
+    assert.equal(rev2025.upstreamTaskSupport(capable, { name: 't', execution: { taskSupport: 'required' } }), 'required');
+    assert.equal(rev2025.upstreamTaskSupport(capable, { name: 't', execution: { taskSupport: 'optional' } }), 'optional');
+    assert.equal(rev2025.upstreamTaskSupport({}, { name: 't', execution: { taskSupport: 'required' } }), 'forbidden');
+    assert.equal(rev2025.upstreamTaskSupport(capable, { name: 't' }), 'forbidden');
+    assert.equal(rev2025.upstreamTaskSupport(capable, undefined), 'forbidden');
   });
 
   it('clients see the policy\'s mode, raised to required where the upstream requires a task', () => {

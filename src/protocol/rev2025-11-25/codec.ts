@@ -1,5 +1,6 @@
 // Wire shapes of the 2025-11-25 tasks protocol. Nothing outside this file knows that era's field names.
-import type { JsonObject, Outcome } from '../../jsonrpc.js';
+import type { TaskMode } from '../../config/types.js';
+import { asObject, type JsonObject, type Outcome } from '../../jsonrpc.js';
 import { RELATED_TASK_META } from '../mcp.js';
 import type { TaskRecord } from '../../store/task-store.js';
 
@@ -10,12 +11,12 @@ export function legacyTask(task: TaskRecord): JsonObject {
   const wire: JsonObject = {
     taskId: task.taskId,
     status: task.status,
-    ttl: task.ttlMs,
-    createdAt: new Date(task.createdAt).toISOString(),
-    lastUpdatedAt: new Date(task.lastUpdatedAt).toISOString(),
-    pollInterval: task.pollIntervalMs,
+    ttl: task.retentionMs,
+    createdAt: new Date(task.createdMs).toISOString(),
+    lastUpdatedAt: new Date(task.updatedMs).toISOString(),
+    pollInterval: task.pollMs,
   };
-  if (task.statusMessage !== undefined) wire.statusMessage = task.statusMessage;
+  if (task.message !== undefined) wire.statusMessage = task.message;
   return wire;
 }
 
@@ -43,4 +44,27 @@ export function withRelatedTask(params: JsonObject | undefined, taskId: string):
   const base = params ?? {};
   const meta = typeof base._meta === 'object' && base._meta !== null ? (base._meta as JsonObject) : {};
   return { ...base, _meta: { ...meta, [RELATED_TASK_META]: { taskId } } };
+}
+
+// ---- the gateway as a client: an upstream's own 2025-11-25 tasks ----
+
+/**
+ * How an upstream runs one of its tools as a task: the tool's `execution.taskSupport`, counted only when the
+ * upstream declares task-augmented tool calls in its capabilities (otherwise a client must not try).
+ */
+export function upstreamTaskSupport(capabilities: JsonObject, tool: JsonObject | undefined): TaskMode {
+  const toolCalls = asObject(asObject(asObject(asObject(capabilities.tasks)?.requests)?.tools)?.call);
+  const declared = asObject(tool?.execution)?.taskSupport;
+  if (toolCalls === undefined || (declared !== 'optional' && declared !== 'required')) return 'forbidden';
+  return declared;
+}
+
+/** The poll interval an upstream's Task (or tasks/get result) suggests, in milliseconds, if it gives one. */
+export function suggestedPollMs(task: JsonObject): number | undefined {
+  return typeof task.pollInterval === 'number' && Number.isFinite(task.pollInterval) ? task.pollInterval : undefined;
+}
+
+/** The status message of an upstream's Task or of its notifications/tasks/status, if any. */
+export function taskStatusMessage(task: JsonObject | undefined): string | undefined {
+  return typeof task?.statusMessage === 'string' ? task.statusMessage : undefined;
 }

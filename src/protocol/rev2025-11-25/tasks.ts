@@ -1,27 +1,16 @@
 // The 2025-11-25 task methods on top of the task core: a client asks for a task (`params.task`), then polls
 // tasks/get, blocks on tasks/result, lists and cancels. The session that created a task hears of every change
 // (notifications/tasks/status), and the upstream's questions go to it, on an open tasks/result stream first.
-import { GatewayError } from '../../errors.js';
-import type { ClientSession } from '../../gateway/session.js';
-import type { EventStream } from '../../gateway/event-stream.js';
-import { InternalError, type JsonObject, type Outcome } from '../../jsonrpc.js';
+import { GatewayError, InternalError } from '../../errors.js';
+import type { EventStream } from '../event-stream.js';
+import type { JsonObject, Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
+import { sessionOfPrincipal, sessionPrincipal } from '../../tasks/principals.js';
 import { NOT_FOUND, storedCall, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
 import type { SessionIdentity, Upstream } from '../../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './codec.js';
-
-const SESSION_PRINCIPAL = 'session:';
-
-/** Until authentication exists, a task belongs to the session that created it (for listing). */
-export function principalOf(sessionId: string): string {
-  return `${SESSION_PRINCIPAL}${sessionId}`;
-}
-
-/** The session a principal names, if it names one. */
-export function sessionOfPrincipal(principal: string): string | undefined {
-  return principal.startsWith(SESSION_PRINCIPAL) ? principal.slice(SESSION_PRINCIPAL.length) : undefined;
-}
+import type { LegacySession } from './session.js';
 
 export class LegacyTasks {
   /** Open tasks/result streams per task running here: where its input requests go first. */
@@ -35,8 +24,8 @@ export class LegacyTasks {
   ) {}
 
   /** Stores the task, starts the upstream call, and answers with the CreateTaskResult. */
-  async create(session: ClientSession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<Outcome> {
-    const task = await this.engine.open(principalOf(session.sessionId), 'legacy', exposedName, upstream, requestedTtl, storedCall(params, session));
+  async create(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<Outcome> {
+    const task = await this.engine.open(sessionPrincipal(session.sessionId), 'legacy', exposedName, upstream, requestedTtl, storedCall(params, session));
     this.logger.debug({ task: task.taskId, session: session.sessionId }, 'task belongs to session');
     this.run(task, session, upstream, params, session);
     return { result: createTaskResult(task, this.immediateResponse) };
@@ -46,14 +35,14 @@ export class LegacyTasks {
    * Runs a task's call here for its session (undefined when the session ended: a task taken over from a lost
    * replica), under `identity`.
    */
-  run(task: TaskRecord, session: ClientSession | undefined, upstream: Upstream, params: JsonObject, identity: SessionIdentity): void {
+  run(task: TaskRecord, session: LegacySession | undefined, upstream: Upstream, params: JsonObject, identity: SessionIdentity): void {
     this.engine.run(task, upstream, this.callerFor(task.taskId, session), (context) => upstream.callFor(identity, 'tools/call', params, context, 0, { asTask: true }), {
       sessionId: identity.sessionId,
     });
   }
 
   /** The session's side of a run: it counts the task, hears of every change, and is asked the upstream's questions. */
-  callerFor(taskId: string, session: ClientSession | undefined): TaskCaller {
+  callerFor(taskId: string, session: LegacySession | undefined): TaskCaller {
     if (session === undefined) {
       return {
         deliver: async () => ({ error: { code: InternalError, message: 'The task has no client session to ask' } }),
@@ -86,7 +75,7 @@ export class LegacyTasks {
   }
 
   /** Blocks until the task is terminal, then answers exactly what the upstream answered. */
-  async result(taskId: unknown, stream: EventStream | undefined, session?: ClientSession): Promise<Outcome> {
+  async result(taskId: unknown, stream: EventStream | undefined, session?: LegacySession): Promise<Outcome> {
     const initial = await this.engine.find(taskId, { withOutcome: true });
     const runsHere = this.engine.runsHere(initial.taskId);
     const streams = this.resultStreams.get(initial.taskId) ?? new Set<EventStream>();
@@ -98,15 +87,15 @@ export class LegacyTasks {
       const task = isTerminal(initial.status) ? initial : await this.engine.find((await this.engine.untilTerminal(initial.taskId)).taskId, { withOutcome: true });
       this.logger.info({ audit: 'task.retrieved', task: task.taskId }, 'task result retrieved');
       if (task.outcome !== undefined) return taskPayload({ ...task, outcome: task.outcome });
-      return { error: { code: InternalError, message: `Task ${task.taskId} was ${task.status}${task.statusMessage ? `: ${task.statusMessage}` : ''}` } };
+      return { error: { code: InternalError, message: `Task ${task.taskId} was ${task.status}${task.message ? `: ${task.message}` : ''}` } };
     } finally {
       if (stream !== undefined && streams.delete(stream) && streams.size === 0) this.resultStreams.delete(initial.taskId);
       release?.();
     }
   }
 
-  async list(session: ClientSession, cursor: unknown): Promise<Outcome> {
-    const page = await this.engine.list(principalOf(session.sessionId), cursor);
+  async list(session: LegacySession, cursor: unknown): Promise<Outcome> {
+    const page = await this.engine.list(sessionPrincipal(session.sessionId), cursor);
     const result: JsonObject = { tasks: page.tasks.map(legacyTask) };
     if (page.nextCursor !== undefined) result.nextCursor = page.nextCursor;
     return { result };
@@ -125,7 +114,7 @@ export class LegacyTasks {
   }
 
   /** Tells a task's session of the change another replica's loss forced (the replica that would have is gone). */
-  async tellSession(task: TaskRecord, session: (sessionId: string) => Promise<ClientSession | undefined>): Promise<void> {
+  async tellSession(task: TaskRecord, session: (sessionId: string) => Promise<LegacySession | undefined>): Promise<void> {
     const sessionId = sessionOfPrincipal(task.principal);
     const found = sessionId === undefined ? undefined : await session(sessionId).catch(() => undefined);
     if (found !== undefined) tellStatus(found, task);
@@ -133,6 +122,6 @@ export class LegacyTasks {
 }
 
 /** notifications/tasks/status to the session that created the task (on its tasks/result stream where open). */
-function tellStatus(session: ClientSession, task: TaskRecord): void {
+function tellStatus(session: LegacySession, task: TaskRecord): void {
   session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) }, { taskId: task.taskId });
 }

@@ -1,8 +1,9 @@
 // Wire shapes of 2026-07-28 and its Tasks extension (SEP-2663). Nothing outside this file knows that era's field
 // names (`resultType`, `ttlMs`, `inputRequests`, caching hints).
-import { InvalidParams, ResourceNotFound, withoutMetaKey, type JsonObject, type Outcome } from '../../jsonrpc.js';
+import { asObject, withoutMetaKey, type JsonObject, type Outcome } from '../../jsonrpc.js';
+import { InvalidParams, ResourceNotFound } from '../../errors.js';
 import type { TaskRecord } from '../../store/task-store.js';
-import { RELATED_TASK_META } from '../mcp.js';
+import { META_SERVER_INFO, RELATED_TASK_META, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../mcp.js';
 
 /** Results the revision requires caching hints on. */
 const CACHEABLE_METHODS = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'server/discover']);
@@ -21,6 +22,27 @@ export function modernResult(method: string, result: JsonObject): JsonObject {
   return out;
 }
 
+/** What `server/discover` answers: the revisions the gateway speaks, the upstreams' capabilities and the Tasks extension. */
+export function discoverResult(upstreamCapabilities: JsonObject, instructions: string | undefined, version: string): JsonObject {
+  const capabilities = { ...upstreamCapabilities };
+  // Listing works (possibly empty) whatever the upstreams offer; listen carries their changes.
+  capabilities.tools = { ...asObject(capabilities.tools), listChanged: true };
+  capabilities.prompts = { ...asObject(capabilities.prompts), listChanged: true };
+  capabilities.resources = { ...asObject(capabilities.resources), listChanged: true };
+  capabilities.extensions = { ...asObject(capabilities.extensions), [TASKS_EXTENSION]: {} };
+  delete capabilities.tasks;
+  const result: JsonObject = {
+    resultType: 'complete',
+    supportedVersions: [...SUPPORTED_VERSIONS],
+    capabilities,
+    ttlMs: 0,
+    cacheScope: 'private',
+    _meta: { [META_SERVER_INFO]: { name: 'taskgate', title: 'taskgate MCP gateway', version } },
+  };
+  if (instructions !== undefined) result.instructions = instructions;
+  return result;
+}
+
 /** `{}` acknowledgements (tasks/update, tasks/cancel). */
 export const ACK: JsonObject = Object.freeze({ resultType: 'complete' }) as JsonObject;
 
@@ -34,12 +56,12 @@ function taskFields(task: TaskRecord): JsonObject {
   const wire: JsonObject = {
     taskId: task.taskId,
     status: modernStatus(task),
-    createdAt: new Date(task.createdAt).toISOString(),
-    lastUpdatedAt: new Date(task.lastUpdatedAt).toISOString(),
-    ttlMs: task.ttlMs,
-    pollIntervalMs: task.pollIntervalMs,
+    createdAt: new Date(task.createdMs).toISOString(),
+    lastUpdatedAt: new Date(task.updatedMs).toISOString(),
+    ttlMs: task.retentionMs,
+    pollIntervalMs: task.pollMs,
   };
-  if (task.statusMessage !== undefined) wire.statusMessage = task.statusMessage;
+  if (task.message !== undefined) wire.statusMessage = task.message;
   return wire;
 }
 
@@ -61,7 +83,7 @@ export function detailedTask(task: TaskRecord): JsonObject {
     // The inlined result is a CallToolResult of this revision, `resultType` included (requester libraries validate it).
     else wire.result = modernResult('tools/call', withoutMetaKey(outcome.result, RELATED_TASK_META));
   }
-  if (task.status === 'input_required' && task.inputRequests !== undefined) wire.inputRequests = task.inputRequests;
+  if (task.status === 'input_required' && task.openRequests !== undefined) wire.inputRequests = task.openRequests;
   return wire;
 }
 
@@ -78,4 +100,26 @@ export function modernOutcome(method: string, outcome: Outcome): Outcome {
     return outcome;
   }
   return { result: modernResult(method, outcome.result) };
+}
+
+// ---- the gateway as a client of a 2026-07-28 upstream ----
+
+/** An upstream's result as a 2025 client gets it: that revision has no resultType nor caching hints. */
+export function withoutModernFields(result: JsonObject): JsonObject {
+  const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;
+  return rest;
+}
+
+/** The questions of an upstream's InputRequiredResult, keyed by input key; undefined for any other result. */
+export function inputRequestsOf(result: JsonObject): JsonObject | undefined {
+  if (result.resultType !== 'input_required') return undefined;
+  return typeof result.inputRequests === 'object' && result.inputRequests !== null && !Array.isArray(result.inputRequests) ? (result.inputRequests as JsonObject) : {};
+}
+
+/** The retry of a request after an InputRequiredResult: the first request's params with this round's answers. */
+export function retryParams(params: JsonObject, answers: JsonObject, inputRequired: JsonObject): JsonObject {
+  const { requestState: _previous, inputResponses: _answered, ...base } = params;
+  const retry: JsonObject = { ...base, inputResponses: answers };
+  if (typeof inputRequired.requestState === 'string') retry.requestState = inputRequired.requestState;
+  return retry;
 }

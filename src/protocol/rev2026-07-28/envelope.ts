@@ -144,3 +144,23 @@ export function missingTasksExtension(what: string): GatewayError {
     requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
   });
 }
+
+/** The client's envelope without the Tasks extension: the gateway, not the upstream, runs the task. */
+export function withoutTasksExtension(meta: JsonObject | undefined): JsonObject {
+  const capabilities = asObject(meta?.[META_CLIENT_CAPABILITIES]) ?? {};
+  const extensions = { ...asObject(capabilities.extensions) };
+  delete extensions[TASKS_EXTENSION];
+  return { ...meta, [META_CLIENT_CAPABILITIES]: { ...capabilities, extensions } };
+}
+
+/** `_meta` without the envelope keys (a progress token and vendor keys stay). */
+export function withoutEnvelope(params: JsonObject): JsonObject {
+  const meta = asObject(params._meta);
+  if (meta === undefined) return params;
+  const kept: JsonObject = {};
+  for (const [key, value] of Object.entries(meta)) if (!key.startsWith('io.modelcontextprotocol/')) kept[key] = value;
+  const out = { ...params };
+  if (Object.keys(kept).length === 0) delete out._meta;
+  else out._meta = kept;
+  return out;
+}

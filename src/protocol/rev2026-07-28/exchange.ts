@@ -3,17 +3,11 @@
 // call; the client's retry (carrying `inputResponses` and the signed `requestState`) resumes it. A call may also
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { GatewayError } from '../../errors.js';
-import {
-  MethodNotFound,
-  MissingRequiredClientCapability,
-  RequestCancelled,
-  type JsonObject,
-  type JsonRpcNotification,
-  type Outcome,
-} from '../../jsonrpc.js';
+import { GatewayError, MethodNotFound, MissingRequiredClientCapability, RequestCancelled } from '../../errors.js';
+import type { JsonObject, JsonRpcNotification, Outcome } from '../../jsonrpc.js';
 import type { CallContext, UpstreamCall } from '../../upstream/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
+import type { Peers } from '../../tasks/peers.js';
 import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
 import type { SessionIdentity } from '../../upstream/upstream.js';
 
@@ -208,6 +202,18 @@ export class RequestStateCodec {
     return createHmac('sha256', this.secret).update('requestState\0').update(body).digest('base64url');
   }
 }
+
+/** What this revision sends between replicas (gateway/replicas.ts carries it). */
+export interface ModernPeerMessages {
+  /** A retry (its inputResponses) for a call parked on the replica its requestState names. */
+  'mrtr.resume': {
+    body: { x: string; inputResponses: JsonObject; method: string; name: string; taskAfterMs: number | null; logLevel: string | null; progressToken: unknown };
+    answer: { outcome: Outcome };
+  };
+}
+
+/** The other replicas, as a retry for a call parked elsewhere needs them (the gateway's ReplicaLink). */
+export type ModernPeers = Peers<ModernPeerMessages>;
 
 /** Calls waiting for a client's retry; one that is never resumed is cancelled upstream after `parkTimeoutMs`. */
 export class ParkedExchanges {

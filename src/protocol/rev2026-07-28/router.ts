@@ -1,45 +1,21 @@
 // Method → handler for 2026-07-28 requests. Each request stands alone: its envelope says who the client is and
 // what it can do. Calls to legacy upstreams are bridged: their questions to the client become MRTR rounds or,
 // for tools the gateway runs as tasks, task input requests; results get the revision's `resultType` and hints.
-import { GatewayError, toJsonRpcError } from '../../errors.js';
-import {
-  asObject,
-  HeaderMismatch,
-  InvalidParams,
-  MissingRequiredClientCapability,
-  RequestCancelled,
-  ResourceNotFound,
-  UnsupportedProtocolVersion,
-  withoutMeta,
-  type JsonObject,
-  type JsonRpcNotification,
-  type JsonRpcRequest,
-  type Outcome,
-} from '../../jsonrpc.js';
+import { GatewayError, RequestCancelled } from '../../errors.js';
+import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import {
-  LATEST_LEGACY_VERSION,
-  logLevelRank,
-  META_CLIENT_CAPABILITIES,
-  MODERN_VERSION,
-  META_SERVER_INFO,
-  SUPPORTED_VERSIONS,
-  TASKS_EXTENSION,
-} from '../mcp.js';
+import { MODERN_PRINCIPAL } from '../../tasks/principals.js';
 import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
-import { LIST_METHODS, type Catalog } from '../../gateway/catalog.js';
-import type { ListPages } from '../../gateway/list-pages.js';
-import type { ModernTasks } from './tasks.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
-import { createTaskResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
-import { checkParamHeaders, declaresTasks, missingTasksExtension, type ModernClient } from './envelope.js';
-import { ModernExchange, ParkedExchanges, type RequestStateCodec } from './exchange.js';
+import { LATEST_LEGACY_VERSION, LIST_METHODS, logLevelRank, MODERN_VERSION, TASKS_EXTENSION } from '../mcp.js';
+import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
+import { createTaskResult, discoverResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
+import { modernAnswerStatus, modernError, modernFailure, withUri } from './errors.js';
+import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelope, withoutTasksExtension, type ModernClient } from './envelope.js';
+import { ModernExchange, ParkedExchanges, type ModernPeerMessages, type ModernPeers, type RequestStateCodec } from './exchange.js';
 import type { ListenFilter, ListenHub } from './listen.js';
 import type { ModernResponder, ResponseSink } from './responder.js';
-import type { ReplicaAnswer, ReplicaBody, ReplicaLink } from '../../gateway/replicas.js';
-
-/** Until authentication exists, every modern client is the same principal; task ids are the bearer (README). */
-export const MODERN_PRINCIPAL = 'modern:anonymous';
+import type { ModernTasks } from './tasks.js';
 
 const STALE_STATE = 'Invalid requestState: the call it resumes is no longer waiting (it expired or was cancelled); send the request again without requestState';
 
@@ -48,9 +24,6 @@ const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
 type Headers = Record<string, string | string[] | undefined>;
 
-/** HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion: HTTP 400 in this revision. */
-const REQUEST_LEVEL_ERRORS = new Set([HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion]);
-
 export interface ModernAnswer {
   outcome: Outcome;
   /** HTTP status when the answer is sent as JSON. */
@@ -58,15 +31,15 @@ export interface ModernAnswer {
 }
 
 export interface ModernRouterDeps {
-  catalog: Catalog;
-  lists: ListPages;
+  catalog: UpstreamCatalog;
+  lists: AggregatedLists;
   tasks: ModernTasks;
   listeners: ListenHub;
   parked: ParkedExchanges;
   requestStates: () => Promise<RequestStateCodec>;
   logger: Logger;
   version: string;
-  replicas: ReplicaLink;
+  replicas: ModernPeers;
 }
 
 export class ModernRouter {
@@ -87,10 +60,10 @@ export class ModernRouter {
   }
 
   /** A retry that reached another replica, for a call parked here: resumed here, answered through the peer. */
-  private async resumeForPeer(body: ReplicaBody<'mrtr.resume'>, peer: { accept(): void; emit(event: JsonObject): void }): Promise<ReplicaAnswer<'mrtr.resume'>> {
+  private async resumeForPeer(body: ModernPeerMessages['mrtr.resume']['body'], peer: { accept(): void; emit(event: JsonObject): void }): Promise<ModernPeerMessages['mrtr.resume']['answer']> {
     const { method, name } = body;
     const exchange = this.deps.parked.unpark(body.x);
-    if (exchange === undefined) return { outcome: { error: new GatewayError('invalid_params', STALE_STATE).toJsonRpc() } };
+    if (exchange === undefined) return { outcome: { error: modernError(new GatewayError('invalid_params', STALE_STATE)) } };
     peer.accept();
     exchange.answer(body.inputResponses);
     const upstream = method === 'resources/read' ? this.deps.catalog.routeUri(name) : this.deps.catalog.route(method === 'tools/call' ? 'tools' : 'prompts', name)?.upstream;
@@ -109,7 +82,7 @@ export class ModernRouter {
       const outcome = await this.await(client, request, name, upstream, exchange, taskAfterMs, sink);
       return { outcome: outcome ?? { error: { code: RequestCancelled, message: 'Request cancelled' } } };
     } catch (error) {
-      return { outcome: { error: toJsonRpcError(error) } };
+      return { outcome: { error: modernError(error) } };
     }
   }
 
@@ -121,12 +94,10 @@ export class ModernRouter {
       if (outcome === undefined) return undefined;
       if (request.method === 'resources/read' && 'error' in outcome) withUri(outcome.error, params.uri);
       // Request-level errors an upstream answered (a capability the client lacks) keep their HTTP status.
-      const status = 'error' in outcome && REQUEST_LEVEL_ERRORS.has(outcome.error.code) ? 400 : 200;
-      return { outcome: modernOutcome(request.method, outcome), status };
+      return { outcome: modernOutcome(request.method, outcome), status: modernAnswerStatus(outcome) };
     } catch (error) {
       if (!(error instanceof GatewayError)) this.deps.logger.error({ err: error, method: request.method }, 'modern request failed');
-      const status = error instanceof GatewayError && error.httpStatus >= 400 && error.httpStatus < 500 ? error.httpStatus : 200;
-      return { outcome: { error: toJsonRpcError(error) }, status };
+      return modernFailure(error);
     }
   }
 
@@ -155,7 +126,7 @@ export class ModernRouter {
     }
     switch (request.method) {
       case 'server/discover':
-        return { result: this.discover() };
+        return { result: discoverResult(this.deps.catalog.capabilities(), this.deps.catalog.instructions(), this.deps.version) };
       case 'tools/call':
       case 'prompts/get':
       case 'resources/read':
@@ -185,27 +156,6 @@ export class ModernRouter {
     if (request.method === 'tasks/get') return this.deps.tasks.get(task);
     if (request.method === 'tasks/update') return this.deps.tasks.update(task, params.inputResponses);
     return this.deps.tasks.cancel(task);
-  }
-
-  private discover(): JsonObject {
-    const capabilities = this.deps.catalog.capabilities();
-    // Listing works (possibly empty) whatever the upstreams offer; listen carries their changes.
-    capabilities.tools = { ...asObject(capabilities.tools), listChanged: true };
-    capabilities.prompts = { ...asObject(capabilities.prompts), listChanged: true };
-    capabilities.resources = { ...asObject(capabilities.resources), listChanged: true };
-    capabilities.extensions = { ...asObject(capabilities.extensions), [TASKS_EXTENSION]: {} };
-    delete capabilities.tasks;
-    const result: JsonObject = {
-      resultType: 'complete',
-      supportedVersions: [...SUPPORTED_VERSIONS],
-      capabilities,
-      ttlMs: 0,
-      cacheScope: 'private',
-      _meta: { [META_SERVER_INFO]: { name: 'taskgate', title: 'taskgate MCP gateway', version: this.deps.version } },
-    };
-    const instructions = this.deps.catalog.instructions();
-    if (instructions !== undefined) result.instructions = instructions;
-    return result;
   }
 
   /**
@@ -424,30 +374,4 @@ export class ModernRouter {
     if (upstream === undefined || upstream.capabilities.resources === undefined) return;
     await upstream.subscribeControl(uri).catch((error: Error) => this.deps.logger.debug({ uri, err: error }, 'could not subscribe upstream for a listener'));
   }
-}
-
-/** A resource-not-found error names the URI (`data.uri`), as 2026-07-28 asks, whoever raised it. */
-function withUri(error: { code: number; data?: unknown }, uri: unknown): void {
-  if ((error.code !== ResourceNotFound && error.code !== InvalidParams) || typeof uri !== 'string' || error.data !== undefined) return;
-  error.data = { uri };
-}
-
-/** The client's envelope without the Tasks extension: the gateway, not the upstream, runs the task. */
-function withoutTasksExtension(meta: JsonObject | undefined): JsonObject {
-  const capabilities = asObject(meta?.[META_CLIENT_CAPABILITIES]) ?? {};
-  const extensions = { ...asObject(capabilities.extensions) };
-  delete extensions[TASKS_EXTENSION];
-  return { ...meta, [META_CLIENT_CAPABILITIES]: { ...capabilities, extensions } };
-}
-
-/** `_meta` without the envelope keys (a progress token and vendor keys stay). */
-function withoutEnvelope(params: JsonObject): JsonObject {
-  const meta = asObject(params._meta);
-  if (meta === undefined) return params;
-  const kept: JsonObject = {};
-  for (const [key, value] of Object.entries(meta)) if (!key.startsWith('io.modelcontextprotocol/')) kept[key] = value;
-  const out = { ...params };
-  if (Object.keys(kept).length === 0) delete out._meta;
-  else out._meta = kept;
-  return out;
 }

@@ -5,7 +5,7 @@
 --! include _now
 if redis.call('EXISTS', KEYS[1]) == 1 then return false end
 local us = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('HSET', KEYS[1], 'createdAt', tostring(now), 'createdAtUs', us, 'lastUpdatedAt', tostring(now), 'status', 'working', unpack(ARGV, 2))
+redis.call('HSET', KEYS[1], 'createdMs', tostring(now), 'createdUs', us, 'updatedMs', tostring(now), 'status', 'working', unpack(ARGV, 2))
 local fields = redis.call('HGETALL', KEYS[1])
 redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
 return fields

@@ -12,19 +12,19 @@ if not current then return {'not_found'} end
 local terminal = { completed = true, failed = true, cancelled = true }
 if terminal[current] then return {'terminal', unpack(summary(KEYS[1]))} end
 --! include _now
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'lastUpdatedAt', tostring(now))
-if ARGV[3] == 'set' then redis.call('HSET', KEYS[1], 'statusMessage', ARGV[4])
-elseif ARGV[3] == 'clear' then redis.call('HDEL', KEYS[1], 'statusMessage') end
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'updatedMs', tostring(now))
+if ARGV[3] == 'set' then redis.call('HSET', KEYS[1], 'message', ARGV[4])
+elseif ARGV[3] == 'clear' then redis.call('HDEL', KEYS[1], 'message') end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'outcome', ARGV[5]) end
 if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'attempt', ARGV[10]) end
 if ARGV[11] == 'set' then redis.call('HSET', KEYS[1], 'queued', '1')
 elseif ARGV[11] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'queued') end
-if ARGV[8] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'inputRequests')
-elseif ARGV[8] == 'set' then redis.call('HSET', KEYS[1], 'inputRequests', ARGV[9]) end
+if ARGV[8] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'openRequests')
+elseif ARGV[8] == 'set' then redis.call('HSET', KEYS[1], 'openRequests', ARGV[9]) end
 if terminal[ARGV[2]] then
-  local created = tonumber(redis.call('HGET', KEYS[1], 'createdAt'))
-  local ttl = tonumber(redis.call('HGET', KEYS[1], 'ttlMs'))
-  local expireAt = math.max(created + ttl, now + tonumber(ARGV[6]))
+  local created = tonumber(redis.call('HGET', KEYS[1], 'createdMs'))
+  local retention = tonumber(redis.call('HGET', KEYS[1], 'retentionMs'))
+  local expireAt = math.max(created + retention, now + tonumber(ARGV[6]))
   redis.call('PEXPIREAT', KEYS[1], expireAt)
   redis.call('SET', KEYS[2], '1', 'PXAT', expireAt + tonumber(ARGV[7]))
 end

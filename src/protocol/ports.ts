@@ -1,0 +1,33 @@
+// What both revisions' routers need from the gateway layer above them, as interfaces. The gateway's parts
+// implement them and composition (src/gateway.ts) passes them in: importing them would point up the layers.
+import type { JsonObject } from '../jsonrpc.js';
+import type { Upstream } from '../upstream/upstream.js';
+import type { NamedKind } from './mcp.js';
+
+/** The merged view of all upstreams (gateway/catalog.ts). */
+export interface UpstreamCatalog {
+  readonly upstreams: readonly Upstream[];
+  /** Which upstream serves an exposed tool or prompt name, and its name there. */
+  route(kind: NamedKind, exposedName: string): { upstream: Upstream; name: string } | undefined;
+  /** Which upstream serves a resource URI. */
+  routeUri(uri: string): Upstream | undefined;
+  /** The upstream's definition of an exposed tool, when its upstream lists it. */
+  tool(exposedName: string): JsonObject | undefined;
+  /** The union of the upstreams' capabilities, as the gateway declares them to clients. */
+  capabilities(): JsonObject;
+  instructions(): string | undefined;
+}
+
+/** Aggregated lists in pages, the same for both revisions (gateway/list-pages.ts). */
+export interface AggregatedLists {
+  /**
+   * One page of the list `method` names. `fetchPage` asks one upstream in the client's revision; `decorateTool`
+   * gives a tool the task support the client sees.
+   */
+  page(
+    method: string,
+    params: JsonObject,
+    fetchPage: (upstream: Upstream, params: JsonObject) => Promise<JsonObject>,
+    decorateTool?: (tool: JsonObject, upstream: Upstream, upstreamTool: JsonObject) => JsonObject,
+  ): Promise<JsonObject>;
+}

@@ -1,0 +1,54 @@
+// A 2025-11-25 session as this revision's router and task methods use it. Sessions themselves (their streams,
+// their copies in the store, other replicas' share of them) are the gateway's (gateway/session.ts), a layer
+// above: these interfaces are what it implements for them.
+import type { JsonObject, JsonRpcNotification, Outcome, RequestId } from '../../jsonrpc.js';
+import type { UpstreamCall } from '../../upstream/connection.js';
+import type { SessionIdentity } from '../../upstream/upstream.js';
+import type { EventStream } from '../event-stream.js';
+import type { LogLevel } from '../mcp.js';
+
+/** A client request the gateway forwarded and has not answered yet (for notifications/cancelled). */
+export interface InflightCall {
+  call: UpstreamCall;
+  /** The client sent notifications/cancelled: no response is owed any more. */
+  cancelled: boolean;
+}
+
+/** Where a message for the session may go, besides the streams this replica holds. */
+export interface Delivery {
+  /** The stream of the request the message belongs to, when it is open here. */
+  stream?: EventStream | undefined;
+  /** The task the message is about: its tasks/result stream, wherever it is open, is preferred for requests. */
+  taskId?: string | undefined;
+  /** Only streams held here (messages every replica sends its own copy of, such as list changes). */
+  localOnly?: boolean;
+}
+
+export interface LegacySession extends SessionIdentity {
+  /** Set by logging/setLevel; used to filter logs that come over connections shared with other sessions. */
+  logLevel: LogLevel | undefined;
+  readonly subscriptions: Set<string>;
+  readonly inflight: Map<RequestId, InflightCall>;
+  /** Tasks whose upstream calls run over this session's upstream connections. */
+  activeTasks: number;
+  /** Delivers a message that belongs to no particular call, wherever the client listens. */
+  deliver(message: JsonRpcNotification | JsonObject, delivery?: Delivery): void;
+  /** Sends a server→client request and waits for the client's answer. */
+  ask(request: { method: string; params?: JsonObject }, signal: AbortSignal, delivery?: Delivery): Promise<Outcome>;
+  /** Marks `stream` as the tasks/result stream of `taskId`, where the task's requests go, until the returned function is called. */
+  holdResultStream(taskId: string, stream: EventStream): () => void;
+}
+
+/** The sessions, as a whole. */
+export interface LegacySessions {
+  /** Records a new session (any replica then serves it); refused past the principal's cap. */
+  create(protocolVersion: string, capabilities: JsonObject, clientInfo: JsonObject | undefined): Promise<LegacySession>;
+  /** Keeps the session's log level in the store, for every replica. */
+  saveLogLevel(session: LegacySession): void;
+  /** Tells every replica that the client cancelled a request of the session (whichever runs it stops it). */
+  cancelledElsewhere(sessionId: string, params: JsonObject): void;
+  /** Whether another session holds a subscription to `uri` (one upstream subscription serves them all). */
+  subscribedElsewhere(session: LegacySession, uri: string): boolean;
+  /** The most verbose log level any session here asked for (a shared upstream connection logs at it). */
+  mostVerboseLevel(): LogLevel | undefined;
+}

@@ -1,0 +1,44 @@
+// This revision's error edge: what a failure becomes on the wire. 2026-07-28 gives request-level failures an
+// HTTP status of their own (a malformed envelope or header, a missing capability, an unsupported version: 400;
+// an unknown method: 404), while a request that was dispatched and failed is a JSON-RPC error in a 200.
+import {
+  GatewayError,
+  HeaderMismatch,
+  InvalidParams,
+  MissingRequiredClientCapability,
+  ResourceNotFound,
+  toJsonRpcError,
+  UnsupportedProtocolVersion,
+} from '../../errors.js';
+import { errorResponse, type JsonRpcErrorObject, type JsonRpcFailure, type Outcome, type RequestId } from '../../jsonrpc.js';
+
+/** Request-level errors, whoever answered them (an upstream too): HTTP 400 in this revision. */
+const REQUEST_LEVEL_ERRORS: ReadonlySet<number> = new Set([HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion]);
+
+/** The JSON-RPC error a request gets for `error`; unexpected errors become -32603 without their stack. */
+export function modernError(error: unknown): JsonRpcErrorObject {
+  return toJsonRpcError(error);
+}
+
+/** A request refused before it was dispatched: the registry's HTTP status (500 for what is not the gateway's own). */
+export function modernRefusal(id: RequestId | null, error: unknown): { status: number; body: JsonRpcFailure } {
+  const { code, message, data } = modernError(error);
+  return { status: error instanceof GatewayError ? error.httpStatus : 500, body: errorResponse(id, code, message, data) };
+}
+
+/** A dispatched request that failed here: request-level failures keep their HTTP status; the rest are 200. */
+export function modernFailure(error: unknown): { outcome: Outcome; status: number } {
+  const status = error instanceof GatewayError && error.httpStatus >= 400 && error.httpStatus < 500 ? error.httpStatus : 200;
+  return { outcome: { error: modernError(error) }, status };
+}
+
+/** The HTTP status an answered request is sent with: 400 for a request-level error (an upstream's too), else 200. */
+export function modernAnswerStatus(outcome: Outcome): number {
+  return 'error' in outcome && REQUEST_LEVEL_ERRORS.has(outcome.error.code) ? 400 : 200;
+}
+
+/** A resource-not-found error names the URI (`data.uri`), as 2026-07-28 asks, whoever raised it. */
+export function withUri(error: { code: number; data?: unknown }, uri: unknown): void {
+  if ((error.code !== ResourceNotFound && error.code !== InvalidParams) || typeof uri !== 'string' || error.data !== undefined) return;
+  error.data = { uri };
+}

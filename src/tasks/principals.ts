@@ -1,0 +1,23 @@
+// Who owns a task (listing, limits): an opaque principal string, named here and nowhere else. Until
+// authentication exists, a 2025-11-25 task belongs to the session that created it, every 2026-07-28 client is one
+// anonymous principal (task ids are the bearer, as the README says), and the gateway owns its own records.
+const SESSION_PRINCIPAL = 'session:';
+
+/** The principal of the tasks a legacy session creates. */
+export function sessionPrincipal(sessionId: string): string {
+  return `${SESSION_PRINCIPAL}${sessionId}`;
+}
+
+/** The session a principal names, if it names one. */
+export function sessionOfPrincipal(principal: string): string | undefined {
+  return principal.startsWith(SESSION_PRINCIPAL) ? principal.slice(SESSION_PRINCIPAL.length) : undefined;
+}
+
+/** Whom legacy sessions are counted against (sessions.maxPerPrincipal): until authentication, every client. */
+export const ANONYMOUS_PRINCIPAL = 'anonymous';
+
+/** Every 2026-07-28 client, until authentication exists. */
+export const MODERN_PRINCIPAL = 'modern:anonymous';
+
+/** Owner of the records that route a 2026-07-28 upstream's own tasks (never listed: no client is this principal). */
+export const NATIVE_TASKS_PRINCIPAL = 'gateway:native-tasks';
