@@ -2,6 +2,7 @@
 // clients; nothing mocked.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { after, type TestContext } from 'node:test';
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -12,7 +13,7 @@ import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import { startGateway, type RunningGateway } from '../../src/gateway.js';
 import { createLogger } from '../../src/log.js';
-import { fixtureCommand, spawnFixture, type FixtureChild, type FixtureTransport } from '../fixtures/spawn.js';
+import { fixtureCommand, spawnFixture, spawnGateway, type FixtureChild, type FixtureTransport, type GatewayChild } from '../fixtures/spawn.js';
 
 export interface TestGateway extends RunningGateway {
   origin: string;
@@ -76,6 +77,84 @@ export async function connectClient(url: string, options: { capabilities?: Recor
   const transport = new StreamableHTTPClientTransport(new URL(url));
   await client.connect(transport);
   return { client, log, transport };
+}
+
+// ---- Scopes: what a test starts, it stops, however the test ends ----
+
+/**
+ * The gateways, upstreams and clients a test (or a suite) started, stopped together when it ends, so that no
+ * test writes its own try/finally. Each start method registers the matching stop; defer() registers anything
+ * else. close() runs the stops last-registered-first (a client before its gateway, a gateway before its
+ * upstream), every one of them even if another fails, and then throws the first failure.
+ *
+ * Get one from testScope(t) or suiteScope(): node:test then closes it after the test (or the suite's last
+ * test) whether it passed, failed or timed out. A failing stop fails a test that passed; a test that failed
+ * reports its own error. Bound to node:test's hooks rather than a `withGateway(config, fn)` callback so that
+ * test bodies stay flat, also when a test needs two gateways, a gateway and a child process, or a restart.
+ */
+export class TestScope {
+  private readonly stops: (() => unknown)[] = [];
+
+  /** Runs `stop` when the scope closes, before whatever was registered earlier. */
+  defer(stop: () => unknown): void {
+    this.stops.push(stop);
+  }
+
+  /** startTestGateway, closed with the scope. Its close() may also be called earlier: it runs once. */
+  async gateway(config: Record<string, unknown>): Promise<TestGateway> {
+    const started = await startTestGateway(config);
+    let closing: Promise<void> | undefined;
+    const gateway = { ...started, close: () => (closing ??= started.close()) };
+    this.defer(() => gateway.close());
+    return gateway;
+  }
+
+  /** spawnGateway (a gateway process), killed with the scope. */
+  async spawnGateway(options: Parameters<typeof spawnGateway>[0]): Promise<GatewayChild> {
+    const gateway = await spawnGateway(options);
+    this.defer(() => gateway.kill());
+    return gateway;
+  }
+
+  /** fixtureUpstream, stopped with the scope (after the gateways started later). */
+  async upstream(transport: FixtureTransport, extra: Record<string, unknown> = {}): ReturnType<typeof fixtureUpstream> {
+    const upstream = await fixtureUpstream(transport, extra);
+    this.defer(() => upstream.stop());
+    return upstream;
+  }
+
+  /** connectClient, closed with the scope. */
+  async client(url: string, options: Parameters<typeof connectClient>[1] = {}): ReturnType<typeof connectClient> {
+    const connected = await connectClient(url, options);
+    this.defer(() => connected.client.close());
+    return connected;
+  }
+
+  async close(): Promise<void> {
+    const failures: unknown[] = [];
+    for (const stop of this.stops.splice(0).reverse()) {
+      try {
+        await stop();
+      } catch (error) {
+        failures.push(error);
+      }
+    }
+    if (failures.length > 0) throw failures[0];
+  }
+}
+
+/** A scope closed when test `t` ends: `test('…', async (t) => { const scope = testScope(t); … })`. */
+export function testScope(t: TestContext): TestScope {
+  const scope = new TestScope();
+  t.after(() => scope.close());
+  return scope;
+}
+
+/** A scope closed after the last test of the suite (describe) it is created in, for what its tests share. */
+export function suiteScope(): TestScope {
+  const scope = new TestScope();
+  after(() => scope.close());
+  return scope;
 }
 
 /** The fixture's own count of slow_compute calls started per label (its `executions` tool), asked at `url`. */
