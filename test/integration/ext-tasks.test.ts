@@ -3,11 +3,11 @@
 // conformance suite checks the wire; this checks that what real applications read comes out right, for every
 // outcome a task can have.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createTaskSessionFromClient, type ApplicationInputRequest, type ApplicationInputResult } from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
-import { fixtureUpstream, modern, MODERN_VERSION, startTestGateway, TASKS_EXTENSION, type Json, type TestGateway } from './harness.js';
+import { modern, MODERN_VERSION, suiteScope, TASKS_EXTENSION, type Json, type TestGateway } from './harness.js';
 
 const CLIENT_INFO = { name: 'taskgate-ext-tasks-test', version: '1.0.0' };
 const CLIENT_CAPABILITIES = { elicitation: { form: {} }, extensions: { [TASKS_EXTENSION]: {} } };
@@ -26,14 +26,15 @@ function rawDispatch(url: string) {
 }
 
 describe('the v2 SDK client with ext-tasks through the gateway (2026-07-28 Tasks extension)', () => {
+  const scope = suiteScope();
   let gateway: TestGateway;
   let client: Client;
   let session: Session;
   const asked: ApplicationInputRequest[] = [];
 
   before(async () => {
-    const upstream = await fixtureUpstream('stdio');
-    gateway = await startTestGateway({
+    const upstream = await scope.upstream('stdio');
+    gateway = await scope.gateway({
       upstreams: { fx: upstream.config },
       tasks: {
         defaults: { mode: 'optional', taskAfterMs: 250, pollIntervalMs: 100 },
@@ -41,6 +42,7 @@ describe('the v2 SDK client with ext-tasks through the gateway (2026-07-28 Tasks
       },
     });
     client = new Client(CLIENT_INFO, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: MODERN_VERSION } } });
+    scope.defer(() => client.close());
     await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
     assert.equal(client.getProtocolEra(), 'modern');
     session = createTaskSessionFromClient(client, {
@@ -52,11 +54,7 @@ describe('the v2 SDK client with ext-tasks through the gateway (2026-07-28 Tasks
         return { action: 'accept', content: { confirm: true } } as unknown as ApplicationInputResult<T>;
       },
     });
-  });
-  after(async () => {
-    await session.close();
-    await client.close();
-    await gateway.close();
+    scope.defer(() => session.close());
   });
 
   async function settle(name: string, args: Json) {

@@ -1,9 +1,9 @@
 // The HTTP rules of the legacy-era front end, exercised with raw requests (undici): sessions, headers,
 // security checks, error shapes, SSE streams and resumption.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { request } from 'undici';
-import { fixtureUpstream, startTestGateway, type TestGateway } from './harness.js';
+import { suiteScope, type TestGateway } from './harness.js';
 
 const JSON_AND_SSE = 'application/json, text/event-stream';
 
@@ -44,19 +44,14 @@ function initialize(version = '2025-11-25'): Record<string, unknown> {
 }
 
 describe('legacy-era front end', () => {
+  const scope = suiteScope();
   let gateway: TestGateway;
-  let stopFixture: () => Promise<void>;
   let url: string;
 
   before(async () => {
-    const upstream = await fixtureUpstream('streamable-http');
-    stopFixture = upstream.stop;
-    gateway = await startTestGateway({ upstreams: { fixture: upstream.config }, listen: { host: '127.0.0.1', port: 0, path: '/mcp', maxBodyBytes: 65536 } });
+    const upstream = await scope.upstream('streamable-http');
+    gateway = await scope.gateway({ upstreams: { fixture: upstream.config }, listen: { host: '127.0.0.1', port: 0, path: '/mcp', maxBodyBytes: 65536 } });
     url = gateway.url;
-  });
-  after(async () => {
-    await gateway?.close();
-    await stopFixture?.();
   });
 
   async function openSession(version = '2025-11-25'): Promise<string> {

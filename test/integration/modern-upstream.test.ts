@@ -6,13 +6,12 @@
 // envelope in params._meta, MCP-Protocol-Version / Mcp-Method / Mcp-Name headers.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { before, describe, test } from 'node:test';
 import { GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { startModernServer, type ModernServerHandle, type ModernServerOptions } from '../fixtures/modern-server.js';
-import { connectClient, eventually, startTestGateway, textOf, type TestGateway } from './harness.js';
+import { eventually, suiteScope, textOf, type TestGateway } from './harness.js';
 
 type Json = Record<string, unknown>;
 
@@ -136,30 +135,16 @@ function assertAck(a: Answer): void {
 function nativeTasksSuite(title: string, fixtureOptions: ModernServerOptions): void {
   describe(title, () => {
     const PREFIX = `taskgate-test-modern-upstream-${process.pid}-${randomBytes(4).toString('hex')}`;
+    const scope = suiteScope();
     let fixture: ModernServerHandle;
     let first: TestGateway;
     let second: TestGateway;
     let redis: Redis;
-    const clients: Client[] = [];
 
     before(async () => {
-      fixture = await startModernServer({ ...fixtureOptions, nativeTasks: true });
-      const config = {
-        store: { type: 'redis', url: REDIS_URL, prefix: PREFIX },
-        upstreams: { nt: { transport: 'streamable-http', url: fixture.url } },
-      };
-      first = await startTestGateway(config);
-      second = await startTestGateway(config);
-      redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-      await redis.connect();
-    });
-
-    after(async () => {
-      for (const client of clients) await client.close().catch(() => undefined);
-      await second?.close();
-      await first?.close();
-      await fixture?.close();
-      if (redis !== undefined) {
+      // The keys go last, once nothing is left to write them.
+      scope.defer(async () => {
+        if (redis === undefined) return;
         let cursor = '0';
         do {
           const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 500);
@@ -167,7 +152,17 @@ function nativeTasksSuite(title: string, fixtureOptions: ModernServerOptions): v
           if (keys.length > 0) await redis.del(...keys);
         } while (cursor !== '0');
         redis.disconnect();
-      }
+      });
+      fixture = await startModernServer({ ...fixtureOptions, nativeTasks: true });
+      scope.defer(() => fixture.close());
+      const config = {
+        store: { type: 'redis', url: REDIS_URL, prefix: PREFIX },
+        upstreams: { nt: { transport: 'streamable-http', url: fixture.url } },
+      };
+      first = await scope.gateway(config);
+      second = await scope.gateway(config);
+      redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      await redis.connect();
     });
 
     test('the gateway sees the upstream\'s native tasks and lists native_slow', async () => {
@@ -227,8 +222,7 @@ function nativeTasksSuite(title: string, fixtureOptions: ModernServerOptions): v
     });
 
     test('(c) a 2025-11-25 client calling native_slow gets the plain synchronous result', async () => {
-      const { client } = await connectClient(first.url);
-      clients.push(client);
+      const { client } = await scope.client(first.url);
       const result = await client.callTool({ name: 'native_slow', arguments: { ms: 100 } });
       assert.equal(result.isError, undefined, JSON.stringify(result));
       assert.equal(textOf(result), 'native done after 100 ms', JSON.stringify(result));
@@ -238,8 +232,7 @@ function nativeTasksSuite(title: string, fixtureOptions: ModernServerOptions): v
     test('(d) a 2025-11-25 client\'s tasks/get on a native id says the upstream runs it', async () => {
       const taskId = (await startNative(first.url, 30_000)).taskId as string;
       try {
-        const { client } = await connectClient(second.url);
-        clients.push(client);
+        const { client } = await scope.client(second.url);
         await assert.rejects(
           client.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema),
           (error: Error & { code?: number }) => {

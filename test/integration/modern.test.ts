@@ -4,27 +4,27 @@
 // eras, and upstreams that speak 2026-07-28 themselves.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { request } from 'undici';
 import { startModernServer, type ModernServerHandle } from '../fixtures/modern-server.js';
 import {
-  connectClient,
   eventually,
   fixtureUpstream,
   modern,
   modernRequest,
   MODERN_VERSION,
   openListen,
-  startTestGateway,
+  suiteScope,
   TASKS_CAPABILITIES,
   TASKS_EXTENSION,
+  testScope,
   textOf,
   type Json,
   type ModernOptions,
   type ModernResponse,
   type TestGateway,
+  type TestScope,
 } from './harness.js';
 
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
@@ -114,46 +114,41 @@ function askTwiceAnswers(inputRequests: Json, only?: 'First question?' | 'Second
   return answers;
 }
 
-async function stdioGateway(extra: Json = {}): Promise<TestGateway> {
+/** A gateway over the stdio fixture, closed with `scope`. */
+async function stdioGateway(scope: TestScope, extra: Json = {}): Promise<TestGateway> {
   const upstream = await fixtureUpstream('stdio');
-  return startTestGateway({ upstreams: { fx: upstream.config }, ...extra });
+  return scope.gateway({ upstreams: { fx: upstream.config }, ...extra });
 }
 
 // ---------------------------------------------------------------------------------------------------------
 describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
+  const scope = suiteScope();
   let gateway: TestGateway;
   let url: string;
 
   before(async () => {
-    gateway = await stdioGateway();
+    gateway = await stdioGateway(scope);
     url = gateway.url;
   });
-  after(async () => {
-    await gateway?.close();
-  });
 
-  test('dual era: a 2025-11-25 SDK client and 2026-07-28 requests are served by one running gateway', async () => {
-    const { client } = await connectClient(url);
-    try {
-      const legacy = await client.callTool({ name: 'echo', arguments: { era: 'legacy' } });
-      assert.deepEqual(legacy.structuredContent, { era: 'legacy' });
+  test('dual era: a 2025-11-25 SDK client and 2026-07-28 requests are served by one running gateway', async (t) => {
+    const { client } = await testScope(t).client(url);
+    const legacy = await client.callTool({ name: 'echo', arguments: { era: 'legacy' } });
+    assert.deepEqual(legacy.structuredContent, { era: 'legacy' });
 
-      const discover = await modern(url, 'server/discover');
-      assert.equal(discover.status, 200, show(discover));
-      assert.equal(discover.headers['mcp-session-id'], undefined, 'no session on a modern answer');
-      const r = await callTool(url, 'echo', { era: 'modern' });
-      assert.equal(r.status, 200);
-      assert.equal(assertComplete(r).resultType, 'complete');
-      assert.deepEqual(r.result?.structuredContent, { era: 'modern' });
-      assert.equal(r.headers['mcp-session-id'], undefined);
+    const discover = await modern(url, 'server/discover');
+    assert.equal(discover.status, 200, show(discover));
+    assert.equal(discover.headers['mcp-session-id'], undefined, 'no session on a modern answer');
+    const r = await callTool(url, 'echo', { era: 'modern' });
+    assert.equal(r.status, 200);
+    assert.equal(assertComplete(r).resultType, 'complete');
+    assert.deepEqual(r.result?.structuredContent, { era: 'modern' });
+    assert.equal(r.headers['mcp-session-id'], undefined);
 
-      // The session is untouched by the stateless traffic.
-      const again = await client.callTool({ name: 'echo', arguments: { era: 'legacy again' } });
-      assert.deepEqual(again.structuredContent, { era: 'legacy again' });
-      assert.equal(client.getServerVersion()?.name, 'taskgate');
-    } finally {
-      await client.close();
-    }
+    // The session is untouched by the stateless traffic.
+    const again = await client.callTool({ name: 'echo', arguments: { era: 'legacy again' } });
+    assert.deepEqual(again.structuredContent, { era: 'legacy again' });
+    assert.equal(client.getServerVersion()?.name, 'taskgate');
   });
 
   test('server/discover: versions, capabilities with the tasks extension, serverInfo in _meta, caching hints', async () => {
@@ -492,40 +487,34 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
 
 // ---------------------------------------------------------------------------------------------------------
 describe('MRTR: a parked call nobody resumes', () => {
-  test('is cancelled upstream after mrtr.parkTimeoutMs, and its requestState no longer resumes anything', async () => {
-    const gateway = await stdioGateway({ mrtr: { parkTimeoutMs: 300 } });
-    try {
-      const first = await callTool(gateway.url, 'test_tool_with_task', {}, { capabilities: ASKS });
-      assert.equal(first.result?.resultType, 'input_required', show(first));
-      let who: Whoami | undefined;
-      await eventually(async () => {
-        who = await whoami(gateway.url);
-        return who.cancelled.some((c) => c.tool === 'test_tool_with_task');
-      }, 10_000);
-      assert.equal(who?.cancelled.filter((c) => c.tool === 'test_tool_with_task').length, 1);
-      const key = Object.keys(first.result?.inputRequests as Json)[0] as string;
-      const late = await callTool(gateway.url, 'test_tool_with_task', {}, { capabilities: ASKS }, {
-        inputResponses: { [key]: { action: 'accept', content: { name: 'Late' } } },
-        requestState: first.result?.requestState,
-      });
-      assert.equal(late.error?.code, -32602, show(late));
-    } finally {
-      await gateway.close();
-    }
+  test('is cancelled upstream after mrtr.parkTimeoutMs, and its requestState no longer resumes anything', async (t) => {
+    const gateway = await stdioGateway(testScope(t), { mrtr: { parkTimeoutMs: 300 } });
+    const first = await callTool(gateway.url, 'test_tool_with_task', {}, { capabilities: ASKS });
+    assert.equal(first.result?.resultType, 'input_required', show(first));
+    let who: Whoami | undefined;
+    await eventually(async () => {
+      who = await whoami(gateway.url);
+      return who.cancelled.some((c) => c.tool === 'test_tool_with_task');
+    }, 10_000);
+    assert.equal(who?.cancelled.filter((c) => c.tool === 'test_tool_with_task').length, 1);
+    const key = Object.keys(first.result?.inputRequests as Json)[0] as string;
+    const late = await callTool(gateway.url, 'test_tool_with_task', {}, { capabilities: ASKS }, {
+      inputResponses: { [key]: { action: 'accept', content: { name: 'Late' } } },
+      requestState: first.result?.requestState,
+    });
+    assert.equal(late.error?.code, -32602, show(late));
   });
 });
 
 // ---------------------------------------------------------------------------------------------------------
 describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream', () => {
+  const scope = suiteScope();
   let gateway: TestGateway;
   let url: string;
 
   before(async () => {
-    gateway = await stdioGateway({ tasks: TASKS_CONFIG });
+    gateway = await stdioGateway(scope, { tasks: TASKS_CONFIG });
     url = gateway.url;
-  });
-  after(async () => {
-    await gateway?.close();
   });
 
   test('a call outlasting taskAfterMs becomes a flat CreateTaskResult; tasks/get shows it working, then completed', async () => {
@@ -721,208 +710,167 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
 
   // ---- one engine for both eras ----
 
-  test('a task a 2025-11-25 client created is readable by a 2026-07-28 tasks/get', async () => {
-    const { client } = await connectClient(url);
-    try {
-      const created = (await client.request(
-        { method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 1, label: 'legacy-made' }, task: {} } },
-        CreateTaskResultSchema,
-      )) as { task: { taskId: string } };
-      const taskId = created.task.taskId;
-      const seen = await tasksGet(url, taskId);
-      assert.equal(seen.taskId, taskId);
-      assert.ok(['working', 'completed'].includes(seen.status as string), String(seen.status));
-      const done = await untilTask(url, taskId, ['completed', 'failed', 'cancelled']);
-      assert.equal(done.status, 'completed');
-      assert.equal(textOf(done.result), 'slow_compute (legacy-made) finished after 1s');
-      assert.equal(RELATED in (((done.result as Json)._meta as Json | undefined) ?? {}), false);
-    } finally {
-      await client.close();
-    }
+  test('a task a 2025-11-25 client created is readable by a 2026-07-28 tasks/get', async (t) => {
+    const { client } = await testScope(t).client(url);
+    const created = (await client.request(
+      { method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 1, label: 'legacy-made' }, task: {} } },
+      CreateTaskResultSchema,
+    )) as { task: { taskId: string } };
+    const taskId = created.task.taskId;
+    const seen = await tasksGet(url, taskId);
+    assert.equal(seen.taskId, taskId);
+    assert.ok(['working', 'completed'].includes(seen.status as string), String(seen.status));
+    const done = await untilTask(url, taskId, ['completed', 'failed', 'cancelled']);
+    assert.equal(done.status, 'completed');
+    assert.equal(textOf(done.result), 'slow_compute (legacy-made) finished after 1s');
+    assert.equal(RELATED in (((done.result as Json)._meta as Json | undefined) ?? {}), false);
   });
 
-  test('an isError task is failed to the 2025-11-25 client and completed to the 2026-07-28 client', async () => {
-    const { client } = await connectClient(url);
-    try {
-      const created = (await client.request(
-        { method: 'tools/call', params: { name: 'failing_job', arguments: {}, task: {} } },
-        CreateTaskResultSchema,
-      )) as { task: { taskId: string } };
-      const taskId = created.task.taskId;
-      await eventually(async () => ['completed', 'failed', 'cancelled'].includes((await client.experimental.tasks.getTask(taskId)).status), 15_000);
-      assert.equal((await client.experimental.tasks.getTask(taskId)).status, 'failed');
-      const legacyResult = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
-      assert.equal(legacyResult.isError, true);
-      const seen = await tasksGet(url, taskId);
-      assert.equal(seen.status, 'completed');
-      assert.equal((seen.result as Json).isError, true);
-      assert.equal('error' in seen, false);
-    } finally {
-      await client.close();
-    }
+  test('an isError task is failed to the 2025-11-25 client and completed to the 2026-07-28 client', async (t) => {
+    const { client } = await testScope(t).client(url);
+    const created = (await client.request(
+      { method: 'tools/call', params: { name: 'failing_job', arguments: {}, task: {} } },
+      CreateTaskResultSchema,
+    )) as { task: { taskId: string } };
+    const taskId = created.task.taskId;
+    await eventually(async () => ['completed', 'failed', 'cancelled'].includes((await client.experimental.tasks.getTask(taskId)).status), 15_000);
+    assert.equal((await client.experimental.tasks.getTask(taskId)).status, 'failed');
+    const legacyResult = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    assert.equal(legacyResult.isError, true);
+    const seen = await tasksGet(url, taskId);
+    assert.equal(seen.status, 'completed');
+    assert.equal((seen.result as Json).isError, true);
+    assert.equal('error' in seen, false);
   });
 });
 
 // ---------------------------------------------------------------------------------------------------------
 describe('2026-07-28 request lifetime and task limits', () => {
-  test('closing the response of a synchronous call cancels the upstream call', async () => {
-    const gateway = await stdioGateway();
-    try {
-      const baseline = await whoami(gateway.url);
-      const before = baseline.cancelled.filter((c) => c.tool === 'slow_compute').length;
-      const { body, headers } = modernRequest('tools/call', { name: 'slow_compute', arguments: { seconds: 30, label: 'abandoned' } });
-      const abort = new AbortController();
-      const response = fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal }).catch(() => undefined);
-      // The call is running once the fixture counted it beyond the whoami polls themselves; then the client goes away.
-      let polls = 0;
-      await eventually(async () => (await whoami(gateway.url)).calls >= baseline.calls + ++polls + 1);
-      abort.abort();
-      await response;
-      await eventually(async () => (await whoami(gateway.url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
-    } finally {
-      await gateway.close();
-    }
+  test('closing the response of a synchronous call cancels the upstream call', async (t) => {
+    const gateway = await stdioGateway(testScope(t));
+    const baseline = await whoami(gateway.url);
+    const before = baseline.cancelled.filter((c) => c.tool === 'slow_compute').length;
+    const { body, headers } = modernRequest('tools/call', { name: 'slow_compute', arguments: { seconds: 30, label: 'abandoned' } });
+    const abort = new AbortController();
+    const response = fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal }).catch(() => undefined);
+    // The call is running once the fixture counted it beyond the whoami polls themselves; then the client goes away.
+    let polls = 0;
+    await eventually(async () => (await whoami(gateway.url)).calls >= baseline.calls + ++polls + 1);
+    abort.abort();
+    await response;
+    await eventually(async () => (await whoami(gateway.url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
   });
 
-  test('maxTasksPerPrincipal holds for 2026-07-28 tasks; a finished task frees its place', async () => {
-    const gateway = await stdioGateway({
+  test('maxTasksPerPrincipal holds for 2026-07-28 tasks; a finished task frees its place', async (t) => {
+    const gateway = await stdioGateway(testScope(t), {
       tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100, maxTasksPerPrincipal: 1 } },
     });
-    try {
-      const first = await createTask(gateway.url, 'slow_compute', { seconds: 0.5, label: 'held' });
-      const refused = await callTool(gateway.url, 'slow_compute', { seconds: 0.1, label: 'refused' }, { capabilities: TASKS_CAPABILITIES });
-      assert.match(String(refused.error?.message), /Too many unfinished tasks.*maxTasksPerPrincipal: 1/, show(refused));
-      await untilTask(gateway.url, first, ['completed', 'failed', 'cancelled']);
-      await eventually(async () => (await callTool(gateway.url, 'slow_compute', { seconds: 0.1, label: 'again' }, { capabilities: TASKS_CAPABILITIES })).result?.resultType === 'task');
-    } finally {
-      await gateway.close();
-    }
+    const first = await createTask(gateway.url, 'slow_compute', { seconds: 0.5, label: 'held' });
+    const refused = await callTool(gateway.url, 'slow_compute', { seconds: 0.1, label: 'refused' }, { capabilities: TASKS_CAPABILITIES });
+    assert.match(String(refused.error?.message), /Too many unfinished tasks.*maxTasksPerPrincipal: 1/, show(refused));
+    await untilTask(gateway.url, first, ['completed', 'failed', 'cancelled']);
+    await eventually(async () => (await callTool(gateway.url, 'slow_compute', { seconds: 0.1, label: 'again' }, { capabilities: TASKS_CAPABILITIES })).result?.resultType === 'task');
   });
 
-  test('a listen stream carries keep-alive comments while nothing happens', async () => {
-    const gateway = await stdioGateway({ sse: { keepAliveMs: 50 } });
-    try {
-      const { body, headers } = modernRequest('subscriptions/listen', { notifications: { toolsListChanged: true } });
-      const abort = new AbortController();
-      const response = await fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal });
-      assert.equal(response.status, 200);
-      assert.match(String(response.headers.get('content-type')), /text\/event-stream/);
-      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-      let text = '';
-      while (!text.includes(': keep-alive')) {
-        const chunk = await reader.read();
-        if (chunk.done) break;
-        text += Buffer.from(chunk.value).toString('utf8');
-      }
-      abort.abort();
-      assert.match(text, /notifications\/subscriptions\/acknowledged[\s\S]*: keep-alive/);
-    } finally {
-      await gateway.close();
+  test('a listen stream carries keep-alive comments while nothing happens', async (t) => {
+    const gateway = await stdioGateway(testScope(t), { sse: { keepAliveMs: 50 } });
+    const { body, headers } = modernRequest('subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const abort = new AbortController();
+    const response = await fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal });
+    assert.equal(response.status, 200);
+    assert.match(String(response.headers.get('content-type')), /text\/event-stream/);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    let text = '';
+    while (!text.includes(': keep-alive')) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      text += Buffer.from(chunk.value).toString('utf8');
     }
+    abort.abort();
+    assert.match(text, /notifications\/subscriptions\/acknowledged[\s\S]*: keep-alive/);
   });
 
-  test('concurrency holds for 2026-07-28 tasks: the second waits in working with a status message, then runs', async () => {
-    const gateway = await stdioGateway({
+  test('concurrency holds for 2026-07-28 tasks: the second waits in working with a status message, then runs', async (t) => {
+    const gateway = await stdioGateway(testScope(t), {
       tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow_compute', concurrency: 1 }] },
     });
-    try {
-      const first = await createTask(gateway.url, 'slow_compute', { seconds: 1, label: 'first' });
-      const second = await createTask(gateway.url, 'slow_compute', { seconds: 0.2, label: 'second' });
-      const queued = await tasksGet(gateway.url, second);
-      assert.equal(queued.status, 'working');
-      assert.match(String(queued.statusMessage), /Queued behind 1 .*at most 1 at once/);
-      const done = await untilTask(gateway.url, second, ['completed', 'failed', 'cancelled']);
-      assert.equal(done.status, 'completed');
-      const firstDone = await tasksGet(gateway.url, first);
-      assert.equal(firstDone.status, 'completed', 'the first task finished before the queued one could');
-      assert.ok(Date.parse(String(firstDone.lastUpdatedAt)) <= Date.parse(String(done.lastUpdatedAt)));
-    } finally {
-      await gateway.close();
-    }
+    const first = await createTask(gateway.url, 'slow_compute', { seconds: 1, label: 'first' });
+    const second = await createTask(gateway.url, 'slow_compute', { seconds: 0.2, label: 'second' });
+    const queued = await tasksGet(gateway.url, second);
+    assert.equal(queued.status, 'working');
+    assert.match(String(queued.statusMessage), /Queued behind 1 .*at most 1 at once/);
+    const done = await untilTask(gateway.url, second, ['completed', 'failed', 'cancelled']);
+    assert.equal(done.status, 'completed');
+    const firstDone = await tasksGet(gateway.url, first);
+    assert.equal(firstDone.status, 'completed', 'the first task finished before the queued one could');
+    assert.ok(Date.parse(String(firstDone.lastUpdatedAt)) <= Date.parse(String(done.lastUpdatedAt)));
   });
 });
 
 describe('Tasks extension with the Redis store', () => {
-  test('a task created on one gateway is readable (tasks/get) on another sharing the Redis prefix', async () => {
+  test('a task created on one gateway is readable (tasks/get) on another sharing the Redis prefix', async (t) => {
     const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-modern-${process.pid}-${randomBytes(4).toString('hex')}` };
-    const first = await stdioGateway({ store, tasks: TASKS_CONFIG });
-    let second: TestGateway | undefined;
-    try {
-      second = await stdioGateway({ store, tasks: TASKS_CONFIG });
-      const taskId = await createTask(first.url, 'slow_compute', { seconds: 1, label: 'replica' });
-      const elsewhere = await tasksGet(second.url, taskId);
-      assert.equal(elsewhere.taskId, taskId);
-      assert.ok(['working', 'completed'].includes(elsewhere.status as string), String(elsewhere.status));
-      const done = await untilTask(second.url, taskId, ['completed', 'failed', 'cancelled']);
-      assert.equal(done.status, 'completed');
-      assert.equal(textOf(done.result), 'slow_compute (replica) finished after 1s');
-    } finally {
-      await second?.close();
-      await first.close();
-    }
+    const scope = testScope(t);
+    const first = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
+    const second = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
+    const taskId = await createTask(first.url, 'slow_compute', { seconds: 1, label: 'replica' });
+    const elsewhere = await tasksGet(second.url, taskId);
+    assert.equal(elsewhere.taskId, taskId);
+    assert.ok(['working', 'completed'].includes(elsewhere.status as string), String(elsewhere.status));
+    const done = await untilTask(second.url, taskId, ['completed', 'failed', 'cancelled']);
+    assert.equal(done.status, 'completed');
+    assert.equal(textOf(done.result), 'slow_compute (replica) finished after 1s');
   });
 
-  test('an MRTR retry reaching another gateway resumes the call parked on the first; tasks/update through another gateway reaches the task', async () => {
+  test('an MRTR retry reaching another gateway resumes the call parked on the first; tasks/update through another gateway reaches the task', async (t) => {
     const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-modern-${process.pid}-${randomBytes(4).toString('hex')}` };
     const tasks = { ...TASKS_CONFIG, rules: [...TASKS_CONFIG.rules.filter((r) => r.match !== 'test_tool_with_task'), { match: 'test_tool_with_task', mode: 'optional' }] };
-    const first = await stdioGateway({ store, tasks });
-    let second: TestGateway | undefined;
-    try {
-      second = await stdioGateway({ store, tasks });
-      const round1 = await callTool(first.url, 'test_tool_with_task', {}, { capabilities: ASKS });
-      assert.equal(round1.result?.resultType, 'input_required', show(round1));
-      const [key] = Object.keys(round1.result?.inputRequests as Json);
-      const round2 = await callTool(second.url, 'test_tool_with_task', {}, { capabilities: ASKS }, {
-        inputResponses: { [key as string]: { action: 'accept', content: { name: 'Alice' } } },
-        requestState: round1.result?.requestState,
-      });
-      assert.equal(textOf(assertComplete(round2)), 'Hello, Alice!');
+    const scope = testScope(t);
+    const first = await stdioGateway(scope, { store, tasks });
+    const second = await stdioGateway(scope, { store, tasks });
+    const round1 = await callTool(first.url, 'test_tool_with_task', {}, { capabilities: ASKS });
+    assert.equal(round1.result?.resultType, 'input_required', show(round1));
+    const [key] = Object.keys(round1.result?.inputRequests as Json);
+    const round2 = await callTool(second.url, 'test_tool_with_task', {}, { capabilities: ASKS }, {
+      inputResponses: { [key as string]: { action: 'accept', content: { name: 'Alice' } } },
+      requestState: round1.result?.requestState,
+    });
+    assert.equal(textOf(assertComplete(round2)), 'Hello, Alice!');
 
-      const taskId = await createTask(first.url, 'confirm_delete', { filename: 'elsewhere.txt' }, ASKS_EXT);
-      const waiting = await untilTask(second.url, taskId, ['input_required']);
-      const ack = await modern(second.url, 'tasks/update', { taskId, inputResponses: Object.fromEntries(Object.keys(waiting.inputRequests as Json).map((k) => [k, { action: 'accept', content: { confirm: true } }])) }, { capabilities: ASKS_EXT });
-      assert.deepEqual(ack.result, { resultType: 'complete' });
-      const done = await untilTask(second.url, taskId, ['completed', 'failed', 'cancelled']);
-      assert.equal(textOf(done.result), 'Deleted elsewhere.txt');
-    } finally {
-      await second?.close();
-      await first.close();
-    }
+    const taskId = await createTask(first.url, 'confirm_delete', { filename: 'elsewhere.txt' }, ASKS_EXT);
+    const waiting = await untilTask(second.url, taskId, ['input_required']);
+    const ack = await modern(second.url, 'tasks/update', { taskId, inputResponses: Object.fromEntries(Object.keys(waiting.inputRequests as Json).map((k) => [k, { action: 'accept', content: { confirm: true } }])) }, { capabilities: ASKS_EXT });
+    assert.deepEqual(ack.result, { resultType: 'complete' });
+    const done = await untilTask(second.url, taskId, ['completed', 'failed', 'cancelled']);
+    assert.equal(textOf(done.result), 'Deleted elsewhere.txt');
   });
 
-  test('tasks/cancel through another gateway stops the upstream call where the task runs', async () => {
+  test('tasks/cancel through another gateway stops the upstream call where the task runs', async (t) => {
     const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-modern-${process.pid}-${randomBytes(4).toString('hex')}` };
-    const first = await stdioGateway({ store, tasks: TASKS_CONFIG });
-    let second: TestGateway | undefined;
-    try {
-      second = await stdioGateway({ store, tasks: TASKS_CONFIG });
-      const before = (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length;
-      const taskId = await createTask(first.url, 'slow_compute', { seconds: 30, label: 'cancel-elsewhere' });
-      const ack = await modern(second.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
-      assert.deepEqual(ack.result, { resultType: 'complete' });
-      assert.equal((await tasksGet(first.url, taskId)).status, 'cancelled');
-      await eventually(async () => (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
-    } finally {
-      await second?.close();
-      await first.close();
-    }
+    const scope = testScope(t);
+    const first = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
+    const second = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
+    const before = (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length;
+    const taskId = await createTask(first.url, 'slow_compute', { seconds: 30, label: 'cancel-elsewhere' });
+    const ack = await modern(second.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
+    assert.deepEqual(ack.result, { resultType: 'complete' });
+    assert.equal((await tasksGet(first.url, taskId)).status, 'cancelled');
+    await eventually(async () => (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
   });
 });
 
 // ---------------------------------------------------------------------------------------------------------
 describe('an upstream that speaks 2026-07-28 (modern fixture, dual era)', () => {
+  const scope = suiteScope();
   let fixture: ModernServerHandle;
   let gateway: TestGateway;
   let url: string;
 
   before(async () => {
     fixture = await startModernServer();
-    gateway = await startTestGateway({ upstreams: { mx: { transport: 'streamable-http', url: fixture.url } } });
+    scope.defer(() => fixture.close());
+    gateway = await scope.gateway({ upstreams: { mx: { transport: 'streamable-http', url: fixture.url } } });
     url = gateway.url;
-  });
-  after(async () => {
-    await gateway?.close();
-    await fixture?.close();
   });
 
   test('modern_echo through a modern client', async () => {
@@ -959,23 +907,19 @@ describe('an upstream that speaks 2026-07-28 (modern fixture, dual era)', () => 
 });
 
 describe('an upstream that speaks ONLY 2026-07-28', () => {
+  const scope = suiteScope();
   let fixture: ModernServerHandle;
   let gateway: TestGateway;
-  let client: Client | undefined;
 
   before(async () => {
     fixture = await startModernServer({ legacy: false });
-    gateway = await startTestGateway({ upstreams: { mx: { transport: 'streamable-http', url: fixture.url } } });
-  });
-  after(async () => {
-    await client?.close();
-    await gateway?.close();
-    await fixture?.close();
+    scope.defer(() => fixture.close());
+    gateway = await scope.gateway({ upstreams: { mx: { transport: 'streamable-http', url: fixture.url } } });
   });
 
   test('a 2025-11-25 client gets modern_ask translated: asked by elicitation, answered with the final result', async () => {
-    const connected = await connectClient(gateway.url);
-    client = connected.client;
+    const connected = await scope.client(gateway.url);
+    const client = connected.client;
     const result = await client.callTool({ name: 'modern_ask', arguments: { question: 'Favourite colour?' } });
     assert.equal(result.isError, undefined);
     assert.equal(textOf(result), JSON.stringify({ answer: 'answer to Favourite colour?' }));

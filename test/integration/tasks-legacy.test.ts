@@ -2,10 +2,10 @@
 // with both stores.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connectClient, eventually, fixtureUpstream, startTestGateway, textOf, type ClientLog, type TestGateway } from './harness.js';
+import { eventually, suiteScope, testScope, textOf, type ClientLog, type TestGateway } from './harness.js';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
 const TASK_RULES = {
@@ -52,21 +52,15 @@ const stores: Record<string, () => Record<string, unknown>> = {
 
 for (const [storeKind, storeConfig] of Object.entries(stores)) {
   describe(`2025-11-25 tasks (${storeKind} store)`, () => {
+    const scope = suiteScope();
     let gateway: TestGateway;
-    let stopFixture: () => Promise<void>;
     let client: Client;
     let log: ClientLog;
 
     before(async () => {
-      const upstream = await fixtureUpstream('streamable-http');
-      stopFixture = upstream.stop;
-      gateway = await startTestGateway({ store: storeConfig(), upstreams: { fx: upstream.config }, tasks: TASK_RULES });
-      ({ client, log } = await connectClient(gateway.url));
-    });
-    after(async () => {
-      await client?.close();
-      await gateway?.close();
-      await stopFixture?.();
+      const upstream = await scope.upstream('streamable-http');
+      gateway = await scope.gateway({ store: storeConfig(), upstreams: { fx: upstream.config }, tasks: TASK_RULES });
+      ({ client, log } = await scope.client(gateway.url));
     });
 
     test('initialize declares tasks; tools/list shows each tool\'s policy as taskSupport', async () => {
@@ -100,27 +94,25 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
       assert.equal(done.status, 'completed');
     });
 
-    test('tasks/result blocks until the task ends and returns the upstream result with related-task _meta', async () => {
+    test('tasks/result blocks until the task ends and returns the upstream result with related-task _meta', async (t) => {
       const created = await createTask(client, 'slow', { ms: 300 });
       const result = (await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema.passthrough())) as Record<string, unknown>;
       assert.match(textOf(result), /.+/);
       assert.deepEqual((result._meta as Record<string, unknown>)[RELATED], { taskId: created.task.taskId });
       // ... and again after completion, from another client polling the same task.
-      const other = await connectClient(gateway.url);
+      const other = await testScope(t).client(gateway.url);
       const again = (await other.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema.passthrough())) as Record<string, unknown>;
       assert.deepEqual(again.content, result.content);
-      await other.client.close();
     });
 
-    test('one upstream execution per task, however often it is polled or its result fetched', async () => {
-      const fresh = await connectClient(gateway.url); // its own upstream session: the fixture counts calls per session
+    test('one upstream execution per task, however often it is polled or its result fetched', async (t) => {
+      const fresh = await testScope(t).client(gateway.url); // its own upstream session: the fixture counts calls per session
       const created = await createTask(fresh.client, 'slow', { ms: 100 });
       for (let i = 0; i < 3; i++) await fresh.client.experimental.tasks.getTask(created.task.taskId);
       await fresh.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
       await fresh.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
       const who = JSON.parse(textOf(await fresh.client.callTool({ name: 'whoami', arguments: {} }))) as { calls: number };
       assert.equal(who.calls, 2, 'slow once, then this whoami');
-      await fresh.client.close();
     });
 
     test('callToolStream: the SDK client sees the task created and its result', async () => {
@@ -211,8 +203,8 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
       assert.ok(statuses().includes('input_required'), `statuses seen: ${statuses().join(',')}`);
     });
 
-    test('cancel while input_required: the task is cancelled at once and tasks/result answers with the cancellation', async () => {
-      const waiting = await connectClient(gateway.url);
+    test('cancel while input_required: the task is cancelled at once and tasks/result answers with the cancellation', async (t) => {
+      const waiting = await testScope(t).client(gateway.url);
       let unblock: () => void = () => undefined;
       const blocked = new Promise<void>((resolve) => (unblock = resolve));
       waiting.client.setRequestHandler(ElicitRequestSchema, async () => {
@@ -232,7 +224,6 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
       unblock();
       await new Promise((resolve) => setTimeout(resolve, 100));
       assert.equal(((await waiting.client.experimental.tasks.getTask(created.task.taskId)) as unknown as WireTask).status, 'cancelled');
-      await waiting.client.close();
     });
 
     test('sampling during a task is relayed with related-task _meta', async () => {
@@ -251,8 +242,8 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
       assert.match(failed.statusMessage ?? '', /maximum run time of 3000 ms/);
     });
 
-    test('tasks/list: newest first, paginated, only this session\'s tasks', async () => {
-      const mine = await connectClient(gateway.url);
+    test('tasks/list: newest first, paginated, only this session\'s tasks', async (t) => {
+      const mine = await testScope(t).client(gateway.url);
       const ids: string[] = [];
       for (let i = 0; i < 250; i++) ids.push((await createTask(mine.client, 'test_simple_text', {})).task.taskId);
       const listed: string[] = [];
@@ -264,184 +255,148 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
       } while (cursor !== undefined);
       assert.deepEqual(listed, [...ids].reverse());
       await assert.rejects(mine.client.experimental.tasks.listTasks('forged.cursor'), (e: { code: number }) => e.code === -32602);
-      await mine.client.close();
     });
   });
 }
 
 describe('2025-11-25 tasks with Redis survive a gateway restart', () => {
-  test('create, restart the gateway, fetch the result from a new session', async () => {
-    const upstream = await fixtureUpstream('streamable-http');
+  test('create, restart the gateway, fetch the result from a new session', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('streamable-http');
     const store = stores.redis!();
-    const first = await startTestGateway({ store, upstreams: { fx: upstream.config }, tasks: TASK_RULES });
-    const one = await connectClient(first.url);
+    const first = await scope.gateway({ store, upstreams: { fx: upstream.config }, tasks: TASK_RULES });
+    const one = await scope.client(first.url);
     const created = await createTask(one.client, 'slow', { ms: 100 });
     await untilStatus(one.client, created.task.taskId, ['completed']);
     await one.client.close();
     await first.close();
 
-    const second = await startTestGateway({ store, upstreams: { fx: upstream.config }, tasks: TASK_RULES });
-    try {
-      const two = await connectClient(second.url);
-      const task = (await two.client.experimental.tasks.getTask(created.task.taskId)) as unknown as WireTask;
-      assert.equal(task.status, 'completed');
-      const result = await two.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
-      assert.ok(result.content.length > 0);
-      await two.client.close();
-    } finally {
-      await second.close();
-      await upstream.stop();
-    }
+    const second = await scope.gateway({ store, upstreams: { fx: upstream.config }, tasks: TASK_RULES });
+    const two = await scope.client(second.url);
+    const task = (await two.client.experimental.tasks.getTask(created.task.taskId)) as unknown as WireTask;
+    assert.equal(task.status, 'completed');
+    const result = await two.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    assert.ok(result.content.length > 0);
   });
 });
 
 describe('2025-11-25 tasks when the store is unreachable', () => {
-  test('creating a task fails at once with an error saying the task store is unavailable; sync calls still work', async () => {
-    const upstream = await fixtureUpstream('streamable-http');
+  test('creating a task fails at once with an error saying the task store is unavailable; sync calls still work', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('streamable-http');
     const { freePort } = await import('../fixtures/spawn.js');
-    const gateway = await startTestGateway({
+    const gateway = await scope.gateway({
       store: { type: 'redis', url: `redis://127.0.0.1:${await freePort()}` },
       upstreams: { fx: upstream.config },
       tasks: TASK_RULES,
     });
-    try {
-      const { client } = await connectClient(gateway.url);
-      await assert.rejects(createTask(client, 'slow', { ms: 10 }), (e: { code: number; message: string }) => {
-        assert.equal(e.code, -32603);
-        assert.match(e.message, /task store is unavailable/);
-        return true;
-      });
-      await assert.rejects(client.experimental.tasks.getTask('whatever'), /task store is unavailable/);
-      const sync = await client.callTool({ name: 'slow', arguments: { ms: 10 } });
-      assert.equal(sync.isError, undefined);
-      await client.close();
-    } finally {
-      await gateway.close();
-      await upstream.stop();
-    }
+    const { client } = await scope.client(gateway.url);
+    await assert.rejects(createTask(client, 'slow', { ms: 10 }), (e: { code: number; message: string }) => {
+      assert.equal(e.code, -32603);
+      assert.match(e.message, /task store is unavailable/);
+      return true;
+    });
+    await assert.rejects(client.experimental.tasks.getTask('whatever'), /task store is unavailable/);
+    const sync = await client.callTool({ name: 'slow', arguments: { ms: 10 } });
+    assert.equal(sync.isError, undefined);
   });
 });
 
 describe('2025-11-25 task limits', () => {
-  test('concurrency per tool: extra tasks wait in working with a status message saying they are queued', async () => {
-    const upstream = await fixtureUpstream('streamable-http');
-    const gateway = await startTestGateway({
+  test('concurrency per tool: extra tasks wait in working with a status message saying they are queued', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('streamable-http');
+    const gateway = await scope.gateway({
       upstreams: { fx: upstream.config },
       tasks: { defaults: { pollIntervalMs: 100 }, rules: [{ match: 'slow', concurrency: 1 }] },
     });
-    try {
-      const { client } = await connectClient(gateway.url);
-      const first = await createTask(client, 'slow', { ms: 600 });
-      const second = await createTask(client, 'slow', { ms: 50 });
-      await eventually(async () => /Queued/.test(((await client.experimental.tasks.getTask(second.task.taskId)) as unknown as WireTask).statusMessage ?? ''));
-      const queued = (await client.experimental.tasks.getTask(second.task.taskId)) as unknown as WireTask;
-      assert.equal(queued.status, 'working');
-      assert.match(queued.statusMessage ?? '', /tool 'slow' runs at most 1 at once/);
-      assert.equal(((await client.experimental.tasks.getTask(first.task.taskId)) as unknown as WireTask).status, 'working');
-      // Another tool is not held up.
-      const other = await createTask(client, 'test_simple_text', {});
-      await untilStatus(client, other.task.taskId, ['completed']);
-      const done = await untilStatus(client, second.task.taskId, ['completed']);
-      assert.equal(done.statusMessage, undefined);
-      assert.equal(((await client.experimental.tasks.getTask(first.task.taskId)) as unknown as WireTask).status, 'completed');
-      await client.close();
-    } finally {
-      await gateway.close();
-      await upstream.stop();
-    }
+    const { client } = await scope.client(gateway.url);
+    const first = await createTask(client, 'slow', { ms: 600 });
+    const second = await createTask(client, 'slow', { ms: 50 });
+    await eventually(async () => /Queued/.test(((await client.experimental.tasks.getTask(second.task.taskId)) as unknown as WireTask).statusMessage ?? ''));
+    const queued = (await client.experimental.tasks.getTask(second.task.taskId)) as unknown as WireTask;
+    assert.equal(queued.status, 'working');
+    assert.match(queued.statusMessage ?? '', /tool 'slow' runs at most 1 at once/);
+    assert.equal(((await client.experimental.tasks.getTask(first.task.taskId)) as unknown as WireTask).status, 'working');
+    // Another tool is not held up.
+    const other = await createTask(client, 'test_simple_text', {});
+    await untilStatus(client, other.task.taskId, ['completed']);
+    const done = await untilStatus(client, second.task.taskId, ['completed']);
+    assert.equal(done.statusMessage, undefined);
+    assert.equal(((await client.experimental.tasks.getTask(first.task.taskId)) as unknown as WireTask).status, 'completed');
   });
 
-  test('concurrency per upstream (taskConcurrency), and a queued task can be cancelled', async () => {
-    const upstream = await fixtureUpstream('streamable-http');
-    const gateway = await startTestGateway({ upstreams: { fx: { ...upstream.config, taskConcurrency: 1 } }, tasks: { defaults: { pollIntervalMs: 100 } } });
-    try {
-      const { client } = await connectClient(gateway.url);
-      const running = await createTask(client, 'slow', { ms: 500 });
-      const waiting = await createTask(client, 'test_simple_text', {});
-      await eventually(async () => /upstream 'fx' runs at most 1 tasks at once/.test(((await client.experimental.tasks.getTask(waiting.task.taskId)) as unknown as WireTask).statusMessage ?? ''));
-      const cancelled = (await client.experimental.tasks.cancelTask(waiting.task.taskId)) as unknown as WireTask;
-      assert.equal(cancelled.status, 'cancelled');
-      const next = await createTask(client, 'test_simple_text', {});
-      await untilStatus(client, running.task.taskId, ['completed']);
-      await untilStatus(client, next.task.taskId, ['completed']);
-      assert.equal(((await client.experimental.tasks.getTask(waiting.task.taskId)) as unknown as WireTask).status, 'cancelled');
-      await client.close();
-    } finally {
-      await gateway.close();
-      await upstream.stop();
-    }
+  test('concurrency per upstream (taskConcurrency), and a queued task can be cancelled', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('streamable-http');
+    const gateway = await scope.gateway({ upstreams: { fx: { ...upstream.config, taskConcurrency: 1 } }, tasks: { defaults: { pollIntervalMs: 100 } } });
+    const { client } = await scope.client(gateway.url);
+    const running = await createTask(client, 'slow', { ms: 500 });
+    const waiting = await createTask(client, 'test_simple_text', {});
+    await eventually(async () => /upstream 'fx' runs at most 1 tasks at once/.test(((await client.experimental.tasks.getTask(waiting.task.taskId)) as unknown as WireTask).statusMessage ?? ''));
+    const cancelled = (await client.experimental.tasks.cancelTask(waiting.task.taskId)) as unknown as WireTask;
+    assert.equal(cancelled.status, 'cancelled');
+    const next = await createTask(client, 'test_simple_text', {});
+    await untilStatus(client, running.task.taskId, ['completed']);
+    await untilStatus(client, next.task.taskId, ['completed']);
+    assert.equal(((await client.experimental.tasks.getTask(waiting.task.taskId)) as unknown as WireTask).status, 'cancelled');
   });
 
-  test('maxTasksPerPrincipal: one more unfinished task than allowed is refused with a clear error', async () => {
-    const upstream = await fixtureUpstream('streamable-http');
-    const gateway = await startTestGateway({ upstreams: { fx: upstream.config }, tasks: { defaults: { maxTasksPerPrincipal: 2 } } });
-    try {
-      const { client } = await connectClient(gateway.url);
-      const a = await createTask(client, 'slow', { ms: 2000 });
-      await createTask(client, 'slow', { ms: 2000 });
-      await assert.rejects(createTask(client, 'slow', { ms: 10 }), /Too many unfinished tasks: this client already has 2 \(maxTasksPerPrincipal: 2\)/);
-      const otherClient = await connectClient(gateway.url);
-      await createTask(otherClient.client, 'slow', { ms: 10 }); // another principal is not affected
-      await client.experimental.tasks.cancelTask(a.task.taskId);
-      await createTask(client, 'slow', { ms: 10 });
-      await otherClient.client.close();
-      await client.close();
-    } finally {
-      await gateway.close();
-      await upstream.stop();
-    }
+  test('maxTasksPerPrincipal: one more unfinished task than allowed is refused with a clear error', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('streamable-http');
+    const gateway = await scope.gateway({ upstreams: { fx: upstream.config }, tasks: { defaults: { maxTasksPerPrincipal: 2 } } });
+    const { client } = await scope.client(gateway.url);
+    const a = await createTask(client, 'slow', { ms: 2000 });
+    await createTask(client, 'slow', { ms: 2000 });
+    await assert.rejects(createTask(client, 'slow', { ms: 10 }), /Too many unfinished tasks: this client already has 2 \(maxTasksPerPrincipal: 2\)/);
+    const otherClient = await scope.client(gateway.url);
+    await createTask(otherClient.client, 'slow', { ms: 10 }); // another principal is not affected
+    await client.experimental.tasks.cancelTask(a.task.taskId);
+    await createTask(client, 'slow', { ms: 10 });
   });
 });
 
 describe('2025-11-25 tasks across a graceful shutdown', () => {
-  test('a task still running when the gateway shuts down is failed with a message that says so', async () => {
-    const upstream = await fixtureUpstream('streamable-http');
+  test('a task still running when the gateway shuts down is failed with a message that says so', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('streamable-http');
     const store = stores.redis!();
-    const first = await startTestGateway({ store, upstreams: { fx: upstream.config } });
-    const one = await connectClient(first.url);
+    const first = await scope.gateway({ store, upstreams: { fx: upstream.config } });
+    const one = await scope.client(first.url);
     const created = await createTask(one.client, 'slow', { ms: 10_000 });
     await first.close();
-    const second = await startTestGateway({ store, upstreams: { fx: upstream.config } });
-    try {
-      const two = await connectClient(second.url);
-      const task = (await two.client.experimental.tasks.getTask(created.task.taskId)) as unknown as WireTask;
-      assert.equal(task.status, 'failed');
-      assert.equal(task.statusMessage, 'The gateway shut down while the task was running');
-      await assert.rejects(two.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema), /shut down/);
-      await two.client.close();
-    } finally {
-      await second.close();
-      await upstream.stop();
-    }
+    const second = await scope.gateway({ store, upstreams: { fx: upstream.config } });
+    const two = await scope.client(second.url);
+    const task = (await two.client.experimental.tasks.getTask(created.task.taskId)) as unknown as WireTask;
+    assert.equal(task.status, 'failed');
+    assert.equal(task.statusMessage, 'The gateway shut down while the task was running');
+    await assert.rejects(two.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema), /shut down/);
   });
 });
 
 describe('older protocol revisions are served without tasks', () => {
-  test('2025-06-18: no tasks capability, no taskSupport decoration, tasks/* not found, a task hint is ignored', async () => {
-    const upstream = await fixtureUpstream('streamable-http');
-    const gateway = await startTestGateway({ upstreams: { fx: upstream.config }, tasks: TASK_RULES });
-    try {
-      const { request } = await import('undici');
-      const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-      const post = async (body: unknown, extra: Record<string, string> = {}): Promise<{ headers: Record<string, unknown>; json: Record<string, unknown> }> => {
-        const response = await request(gateway.url, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) });
-        const text = await response.body.text();
-        const data = text.startsWith('{') ? text : (/^data: (\{.*\})$/m.exec(text)?.[1] ?? '{}');
-        return { headers: response.headers, json: JSON.parse(data) as Record<string, unknown> };
-      };
-      const init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } } });
-      const session = { 'mcp-session-id': init.headers['mcp-session-id'] as string, 'mcp-protocol-version': '2025-06-18' };
-      assert.equal(((init.json.result as Record<string, unknown>).capabilities as Record<string, unknown>).tasks, undefined);
-      const tools = ((await post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, session)).json.result as { tools: { name: string; execution?: { taskSupport?: string } }[] }).tools;
-      // The upstream's own tool entry passes through; the gateway's policy ('required' here) is not applied.
-      assert.notEqual(tools.find((t) => t.name === 'fail_tool')?.execution?.taskSupport, 'required');
-      const get = await post({ jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { taskId: 'x' } }, session);
-      assert.equal((get.json.error as { code: number }).code, -32601);
-      const call = await post({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, session);
-      assert.ok((call.json.result as Record<string, unknown>).content, 'answered synchronously');
-    } finally {
-      await gateway.close();
-      await upstream.stop();
-    }
+  test('2025-06-18: no tasks capability, no taskSupport decoration, tasks/* not found, a task hint is ignored', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('streamable-http');
+    const gateway = await scope.gateway({ upstreams: { fx: upstream.config }, tasks: TASK_RULES });
+    const { request } = await import('undici');
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const post = async (body: unknown, extra: Record<string, string> = {}): Promise<{ headers: Record<string, unknown>; json: Record<string, unknown> }> => {
+      const response = await request(gateway.url, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) });
+      const text = await response.body.text();
+      const data = text.startsWith('{') ? text : (/^data: (\{.*\})$/m.exec(text)?.[1] ?? '{}');
+      return { headers: response.headers, json: JSON.parse(data) as Record<string, unknown> };
+    };
+    const init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } } });
+    const session = { 'mcp-session-id': init.headers['mcp-session-id'] as string, 'mcp-protocol-version': '2025-06-18' };
+    assert.equal(((init.json.result as Record<string, unknown>).capabilities as Record<string, unknown>).tasks, undefined);
+    const tools = ((await post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, session)).json.result as { tools: { name: string; execution?: { taskSupport?: string } }[] }).tools;
+    // The upstream's own tool entry passes through; the gateway's policy ('required' here) is not applied.
+    assert.notEqual(tools.find((t) => t.name === 'fail_tool')?.execution?.taskSupport, 'required');
+    const get = await post({ jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { taskId: 'x' } }, session);
+    assert.equal((get.json.error as { code: number }).code, -32601);
+    const call = await post({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, session);
+    assert.ok((call.json.result as Record<string, unknown>).content, 'answered synchronously');
   });
 });

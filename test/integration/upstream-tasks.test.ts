@@ -4,15 +4,15 @@
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { createTaskSessionFromClient, type ApplicationInputRequest, type ApplicationInputResult } from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { freePort, REPO_ROOT, startChild, type ChildHandle } from '../fixtures/spawn.js';
-import { eventually, modern, modernRequest, MODERN_VERSION, sseMessages, startTestGateway, TASKS_EXTENSION, textOf, type Json, type TestGateway } from './harness.js';
+import { freePort, REPO_ROOT, startChild } from '../fixtures/spawn.js';
+import { eventually, modern, modernRequest, MODERN_VERSION, sseMessages, suiteScope, TASKS_EXTENSION, testScope, textOf, type Json, type TestGateway, type TestScope } from './harness.js';
 
 const require = createRequire(import.meta.url);
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
@@ -20,8 +20,8 @@ const TASKS_FIXTURE = { transport: 'stdio', command: process.execPath, args: ['-
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const RESEARCH = 'simulate-research-query';
 
-/** A 2025-11-25 SDK client whose elicitation answer picks `interpretation`; it records what it was asked. */
-async function legacyClient(url: string): Promise<{ client: Client; asked: Json[] }> {
+/** A 2025-11-25 SDK client (closed with `scope`) whose elicitation answer picks `interpretation`; it records what it was asked. */
+async function legacyClient(scope: TestScope, url: string): Promise<{ client: Client; asked: Json[] }> {
   const asked: Json[] = [];
   const client = new Client({ name: 'upstream-tasks-test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
@@ -29,6 +29,7 @@ async function legacyClient(url: string): Promise<{ client: Client; asked: Json[
     return { action: 'accept', content: { interpretation: 'historical' } };
   });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  scope.defer(() => client.close());
   return { client, asked };
 }
 
@@ -95,59 +96,47 @@ async function extTasksSession(url: string, content: Json) {
 
 for (const transport of ['stdio', 'streamable-http'] as const) {
   describe(`server-everything's ${RESEARCH} (taskSupport: required) over ${transport}`, () => {
+    const scope = suiteScope();
     let gateway: TestGateway;
-    let served: ChildHandle | undefined;
 
     before(async () => {
       let upstream: Json = { transport: 'stdio', command: process.execPath, args: [EVERYTHING, 'stdio'] };
       if (transport === 'streamable-http') {
         const port = await freePort();
         const child = startChild(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) } });
-        served = child;
+        scope.defer(() => child.kill());
         const deadline = Date.now() + 20_000;
         while (!/listening|running/i.test(child.stderr() + child.stdout()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
         upstream = { transport: 'streamable-http', url: `http://127.0.0.1:${port}/mcp` };
       }
-      gateway = await startTestGateway({ upstreams: { everything: upstream }, tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } } });
-    });
-    after(async () => {
-      await gateway.close();
-      await served?.kill();
+      gateway = await scope.gateway({ upstreams: { everything: upstream }, tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } } });
     });
 
-    test('a 2025 client sees it required, runs it as a task, answers its question, and gets the report', async () => {
-      const { client, asked } = await legacyClient(gateway.url);
-      try {
-        const tool = (await client.listTools()).tools.find((t) => t.name === RESEARCH);
-        assert.equal(tool?.execution?.taskSupport, 'required', 'the gateway advertises what the upstream requires, not its own optional');
-        const { taskId, statuses, result } = await runAsTask(client, RESEARCH, { topic: 'python', ambiguous: true });
-        // The upstream's question reached the client, marked with the gateway's task (never the upstream's id).
-        assert.equal(asked.length, 1, JSON.stringify(asked));
-        assert.deepEqual((asked[0]?._meta as Json)[RELATED_TASK], { taskId });
-        assert.match(textOf(result), /# Research Report: python \(historical\)/);
-        assert.deepEqual((result._meta as Json)[RELATED_TASK], { taskId });
-        // The upstream task's status messages are the gateway task's.
-        const messages = statuses.map((s) => s.statusMessage);
-        assert.ok(messages.some((m) => m !== undefined && /Gathering sources|Analyzing content|Generating report/.test(m)), JSON.stringify(statuses));
-        assert.equal(statuses.at(-1)?.status, 'completed');
-      } finally {
-        await client.close();
-      }
+    test('a 2025 client sees it required, runs it as a task, answers its question, and gets the report', async (t) => {
+      const { client, asked } = await legacyClient(testScope(t), gateway.url);
+      const tool = (await client.listTools()).tools.find((t) => t.name === RESEARCH);
+      assert.equal(tool?.execution?.taskSupport, 'required', 'the gateway advertises what the upstream requires, not its own optional');
+      const { taskId, statuses, result } = await runAsTask(client, RESEARCH, { topic: 'python', ambiguous: true });
+      // The upstream's question reached the client, marked with the gateway's task (never the upstream's id).
+      assert.equal(asked.length, 1, JSON.stringify(asked));
+      assert.deepEqual((asked[0]?._meta as Json)[RELATED_TASK], { taskId });
+      assert.match(textOf(result), /# Research Report: python \(historical\)/);
+      assert.deepEqual((result._meta as Json)[RELATED_TASK], { taskId });
+      // The upstream task's status messages are the gateway task's.
+      const messages = statuses.map((s) => s.statusMessage);
+      assert.ok(messages.some((m) => m !== undefined && /Gathering sources|Analyzing content|Generating report/.test(m)), JSON.stringify(statuses));
+      assert.equal(statuses.at(-1)?.status, 'completed');
     });
 
-    test('a plain call from a 2025-11-25 client is refused as the spec says for required tools (-32601)', async () => {
-      const { client } = await legacyClient(gateway.url);
-      try {
-        // client.request, not callTool: the SDK would refuse a required tool itself, before asking.
-        const error = await client.request({ method: 'tools/call', params: { name: RESEARCH, arguments: { topic: 'x' } } }, CallToolResultSchema).then(
-          () => undefined,
-          (e: { code?: number; message: string }) => e,
-        );
-        assert.equal(error?.code, -32601);
-        assert.match(String(error?.message), /upstream 'everything' runs it only as a task/);
-      } finally {
-        await client.close();
-      }
+    test('a plain call from a 2025-11-25 client is refused as the spec says for required tools (-32601)', async (t) => {
+      const { client } = await legacyClient(testScope(t), gateway.url);
+      // client.request, not callTool: the SDK would refuse a required tool itself, before asking.
+      const error = await client.request({ method: 'tools/call', params: { name: RESEARCH, arguments: { topic: 'x' } } }, CallToolResultSchema).then(
+        () => undefined,
+        (e: { code?: number; message: string }) => e,
+      );
+      assert.equal(error?.code, -32601);
+      assert.match(String(error?.message), /upstream 'everything' runs it only as a task/);
     });
 
     test('a client of an older revision (no tasks) calls it plainly: the gateway waits on the upstream task', async () => {
@@ -160,87 +149,70 @@ for (const transport of ['stdio', 'streamable-http'] as const) {
       assert.equal(((answer.result as Json)._meta as Json | undefined)?.[RELATED_TASK], undefined, 'the upstream task id stays inside');
     });
 
-    test('a 2026-07-28 client without the Tasks extension gets the report from a plain callTool', async () => {
+    test('a 2026-07-28 client without the Tasks extension gets the report from a plain callTool', async (t) => {
       const client = new ModernClient({ name: 'plain-2026', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: MODERN_VERSION } } });
       await client.connect(new ModernTransport(new URL(gateway.url)));
-      try {
-        assert.equal(client.getProtocolEra(), 'modern');
-        assert.ok((await client.listTools()).tools.some((t) => t.name === RESEARCH));
-        const result = await client.callTool({ name: RESEARCH, arguments: { topic: 'go' } });
-        assert.match(textOf(result), /# Research Report: go/);
-        assert.notEqual(result.isError, true);
-      } finally {
-        await client.close();
-      }
+      testScope(t).defer(() => client.close());
+      assert.equal(client.getProtocolEra(), 'modern');
+      assert.ok((await client.listTools()).tools.some((t) => t.name === RESEARCH));
+      const result = await client.callTool({ name: RESEARCH, arguments: { topic: 'go' } });
+      assert.match(textOf(result), /# Research Report: go/);
+      assert.notEqual(result.isError, true);
     });
 
-    test('ext-tasks (2026-07-28 Tasks extension) runs it as a task, its question answered through tasks/update', async () => {
+    test('ext-tasks (2026-07-28 Tasks extension) runs it as a task, its question answered through tasks/update', async (t) => {
       const ext = await extTasksSession(gateway.url, { interpretation: 'current' });
-      try {
-        const execution = await ext.session.callTool(RESEARCH, { topic: 'python', ambiguous: true });
-        assert.equal(execution.kind, 'task');
-        const { outcome } = await execution.settle();
-        assert.equal(outcome.status, 'completed', JSON.stringify(outcome));
-        assert.equal(ext.asked.length, 1, JSON.stringify(ext.asked));
-        assert.match(textOf((outcome as { result: Json }).result), /# Research Report: python \(current\)/);
-      } finally {
-        await ext.close();
-      }
+      testScope(t).defer(() => ext.close());
+      const execution = await ext.session.callTool(RESEARCH, { topic: 'python', ambiguous: true });
+      assert.equal(execution.kind, 'task');
+      const { outcome } = await execution.settle();
+      assert.equal(outcome.status, 'completed', JSON.stringify(outcome));
+      assert.equal(ext.asked.length, 1, JSON.stringify(ext.asked));
+      assert.match(textOf((outcome as { result: Json }).result), /# Research Report: python \(current\)/);
     });
   });
 }
 
 describe('an upstream with tasks of its own, observed from its side', () => {
+  const scope = suiteScope();
   let gateway: TestGateway;
   let observer: Client;
   const events = async (): Promise<string[]> =>
     ((await observer.callTool({ name: 'fixture_events', arguments: {} })).structuredContent as { events: string[] }).events;
 
   before(async () => {
-    gateway = await startTestGateway({
+    gateway = await scope.gateway({
       upstreams: { own: TASKS_FIXTURE },
       tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 }, rules: [{ match: 'own_wait', mode: 'forbidden' }] },
     });
-    observer = (await legacyClient(gateway.url)).client;
-  });
-  after(async () => {
-    await observer.close();
-    await gateway.close();
+    observer = (await legacyClient(scope, gateway.url)).client;
   });
 
-  test('an optional tool: a plain call stays plain upstream, a gateway task runs as the upstream\'s task with its status', async () => {
-    const { client } = await legacyClient(gateway.url);
-    try {
-      const tools = (await client.listTools()).tools;
-      assert.equal(tools.find((t) => t.name === 'own_work')?.execution?.taskSupport, 'optional');
-      // The policy says forbidden; the upstream requires a task: the upstream wins.
-      assert.equal(tools.find((t) => t.name === 'own_wait')?.execution?.taskSupport, 'required');
-      const plain = await client.callTool({ name: 'own_work', arguments: { ms: 50 } });
-      assert.equal(textOf(plain), 'worked 50 ms');
-      const { statuses, result } = await runAsTask(client, 'own_work', { ms: 600 });
-      assert.deepEqual(result.structuredContent, { ms: 600 });
-      assert.ok(statuses.some((s) => s.statusMessage === 'step 2 of 2'), JSON.stringify(statuses));
+  test('an optional tool: a plain call stays plain upstream, a gateway task runs as the upstream\'s task with its status', async (t) => {
+    const { client } = await legacyClient(testScope(t), gateway.url);
+    const tools = (await client.listTools()).tools;
+    assert.equal(tools.find((t) => t.name === 'own_work')?.execution?.taskSupport, 'optional');
+    // The policy says forbidden; the upstream requires a task: the upstream wins.
+    assert.equal(tools.find((t) => t.name === 'own_wait')?.execution?.taskSupport, 'required');
+    const plain = await client.callTool({ name: 'own_work', arguments: { ms: 50 } });
+    assert.equal(textOf(plain), 'worked 50 ms');
+    const { statuses, result } = await runAsTask(client, 'own_work', { ms: 600 });
+    assert.deepEqual(result.structuredContent, { ms: 600 });
+    assert.ok(statuses.some((s) => s.statusMessage === 'step 2 of 2'), JSON.stringify(statuses));
+    const seen = await events();
+    assert.deepEqual(seen.filter((e) => e.startsWith('call:own_work')), ['call:own_work:plain', 'call:own_work:task']);
+  });
+
+  test('cancelling a 2025 task cancels the upstream\'s task', async (t) => {
+    const { client } = await legacyClient(testScope(t), gateway.url);
+    const created = await client.request({ method: 'tools/call', params: { name: 'own_wait', arguments: {}, task: {} } }, CreateTaskResultSchema);
+    const taskId = created.task.taskId;
+    await eventually(async () => (await events()).includes('call:own_wait:task'));
+    await client.experimental.tasks.cancelTask(taskId);
+    await eventually(async () => {
       const seen = await events();
-      assert.deepEqual(seen.filter((e) => e.startsWith('call:own_work')), ['call:own_work:plain', 'call:own_work:task']);
-    } finally {
-      await client.close();
-    }
-  });
-
-  test('cancelling a 2025 task cancels the upstream\'s task', async () => {
-    const { client } = await legacyClient(gateway.url);
-    try {
-      const created = await client.request({ method: 'tools/call', params: { name: 'own_wait', arguments: {}, task: {} } }, CreateTaskResultSchema);
-      const taskId = created.task.taskId;
-      await eventually(async () => (await events()).includes('call:own_wait:task'));
-      await client.experimental.tasks.cancelTask(taskId);
-      await eventually(async () => {
-        const seen = await events();
-        return seen.includes('cancel') && seen.includes('stopped:own_wait');
-      });
-    } finally {
-      await client.close();
-    }
+      return seen.includes('cancel') && seen.includes('stopped:own_wait');
+    });
   });
 
   test('a 2026-07-28 plain call whose client goes away cancels the upstream\'s task', async () => {
@@ -254,20 +226,16 @@ describe('an upstream with tasks of its own, observed from its side', () => {
     await eventually(async () => (await events()).filter((e) => e === 'stopped:own_wait').length > before);
   });
 
-  test('policy may ask for more: an optional upstream tool made required is refused without a task', async () => {
-    const strict = await startTestGateway({ upstreams: { own: TASKS_FIXTURE }, tasks: { rules: [{ match: 'own_work', mode: 'required' }] } });
-    const { client } = await legacyClient(strict.url);
-    try {
-      const tool = (await client.listTools()).tools.find((t) => t.name === 'own_work');
-      assert.equal(tool?.execution?.taskSupport, 'required');
-      const error = await client.request({ method: 'tools/call', params: { name: 'own_work', arguments: { ms: 10 } } }, CallToolResultSchema).then(() => undefined, (e: { code?: number; message: string }) => e);
-      assert.equal(error?.code, -32601);
-      assert.match(String(error?.message), /task policy: required/);
-      const { result } = await runAsTask(client, 'own_work', { ms: 10 });
-      assert.equal(textOf(result), 'worked 10 ms');
-    } finally {
-      await client.close();
-      await strict.close();
-    }
+  test('policy may ask for more: an optional upstream tool made required is refused without a task', async (t) => {
+    const scope = testScope(t);
+    const strict = await scope.gateway({ upstreams: { own: TASKS_FIXTURE }, tasks: { rules: [{ match: 'own_work', mode: 'required' }] } });
+    const { client } = await legacyClient(scope, strict.url);
+    const tool = (await client.listTools()).tools.find((t) => t.name === 'own_work');
+    assert.equal(tool?.execution?.taskSupport, 'required');
+    const error = await client.request({ method: 'tools/call', params: { name: 'own_work', arguments: { ms: 10 } } }, CallToolResultSchema).then(() => undefined, (e: { code?: number; message: string }) => e);
+    assert.equal(error?.code, -32601);
+    assert.match(String(error?.message), /task policy: required/);
+    const { result } = await runAsTask(client, 'own_work', { ms: 10 });
+    assert.equal(textOf(result), 'worked 10 ms');
   });
 });
