@@ -4,11 +4,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { fixtureCommand, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, modern, MODERN_VERSION, TASKS_CAPABILITIES, type Json } from './harness.js';
+import { fixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
+import { eventually, fixtureExecutions, modern, MODERN_VERSION, suiteScope, TASKS_CAPABILITIES, testScope, type Json } from './harness.js';
 import { createdTaskId } from './legacy-wire.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -85,10 +85,11 @@ function loudLines(gateway: GatewayChild): Json[] {
 }
 
 describe('hostile input against a gateway process bound to loopback', () => {
+  const scope = suiteScope();
   let gateway: GatewayChild;
 
   before(async () => {
-    gateway = await spawnGateway({
+    gateway = await scope.spawnGateway({
       config: {
         upstreams: fixtureUpstreams(),
         listen: { requestTimeoutMs: 1000, headersTimeoutMs: 1000, maxBatchSize: 4, maxJsonDepth: 32 },
@@ -97,7 +98,6 @@ describe('hostile input against a gateway process bound to loopback', () => {
       },
     });
   });
-  after(async () => gateway.kill());
 
   test('DNS rebinding: look-alike Host and Origin names are refused on every route; loopback names pass', async () => {
     const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {} } };
@@ -263,100 +263,82 @@ describe('hostile input against a gateway process bound to loopback', () => {
 });
 
 describe('default caps: sessions and tasks per principal', () => {
-  test('initialize beyond sessions.maxPerPrincipal is refused with 429 until a session ends', async () => {
-    const gateway = await spawnGateway({ config: { upstreams: fixtureUpstreams(), sessions: { maxPerPrincipal: 3 } } });
-    try {
-      const sessions = [await openSession(gateway.url), await openSession(gateway.url), await openSession(gateway.url)];
-      const refused = await post(gateway.url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {} } });
-      assert.equal(refused.status, 429, show(refused));
-      assert.equal(errorOf(refused).code, -32600);
-      assert.match(String(errorOf(refused).message), /Too many sessions: 3 are open \(sessions\.maxPerPrincipal: 3\)/);
-      const ended = await fetch(gateway.url, { method: 'DELETE', headers: sessionHeaders(sessions[0] as string) });
-      assert.equal(ended.status, 200);
-      await openSession(gateway.url);
-    } finally {
-      await gateway.kill();
-    }
+  test('initialize beyond sessions.maxPerPrincipal is refused with 429 until a session ends', async (t) => {
+    const gateway = await testScope(t).spawnGateway({ config: { upstreams: fixtureUpstreams(), sessions: { maxPerPrincipal: 3 } } });
+    const sessions = [await openSession(gateway.url), await openSession(gateway.url), await openSession(gateway.url)];
+    const refused = await post(gateway.url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {} } });
+    assert.equal(refused.status, 429, show(refused));
+    assert.equal(errorOf(refused).code, -32600);
+    assert.match(String(errorOf(refused).message), /Too many sessions: 3 are open \(sessions\.maxPerPrincipal: 3\)/);
+    const ended = await fetch(gateway.url, { method: 'DELETE', headers: sessionHeaders(sessions[0] as string) });
+    assert.equal(ended.status, 200);
+    await openSession(gateway.url);
   });
 
-  test('connections beyond listen.maxConnections are closed as they arrive; the gateway serves again once they go', async () => {
-    const gateway = await spawnGateway({ config: { upstreams: fixtureUpstreams(), listen: { maxConnections: 5, requestTimeoutMs: 1500, headersTimeoutMs: 1500 } } });
-    try {
-      // Eight slow-header connections against a cap of five (the test's own HTTP pool may hold one more).
-      const answers = await Promise.all(Array.from({ length: 8 }, () => rawExchange(gateway.port, (s) => s.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n'), 10_000)));
-      const refused = answers.filter((a) => a.data === '');
-      assert.ok(refused.length >= 3, `${refused.length} of 8 refused`);
-      for (const answer of answers) {
-        assert.equal(answer.closed, true);
-        if (answer.data !== '') assert.match(answer.data, /^HTTP\/1\.1 408 /);
-      }
-      assert.equal((await fetch(`${gateway.baseUrl}/healthz`)).status, 200);
-      await eventually(() => loudLines(gateway).some((l) => /listen\.maxConnections/.test(String(l.msg))), 5000);
-    } finally {
-      await gateway.kill();
+  test('connections beyond listen.maxConnections are closed as they arrive; the gateway serves again once they go', async (t) => {
+    const gateway = await testScope(t).spawnGateway({ config: { upstreams: fixtureUpstreams(), listen: { maxConnections: 5, requestTimeoutMs: 1500, headersTimeoutMs: 1500 } } });
+    // Eight slow-header connections against a cap of five (the test's own HTTP pool may hold one more).
+    const answers = await Promise.all(Array.from({ length: 8 }, () => rawExchange(gateway.port, (s) => s.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n'), 10_000)));
+    const refused = answers.filter((a) => a.data === '');
+    assert.ok(refused.length >= 3, `${refused.length} of 8 refused`);
+    for (const answer of answers) {
+      assert.equal(answer.closed, true);
+      if (answer.data !== '') assert.match(answer.data, /^HTTP\/1\.1 408 /);
     }
+    assert.equal((await fetch(`${gateway.baseUrl}/healthz`)).status, 200);
+    await eventually(() => loudLines(gateway).some((l) => /listen\.maxConnections/.test(String(l.msg))), 5000);
   });
 
-  test('the session cap is counted in Redis across replicas', async () => {
+  test('the session cap is counted in Redis across replicas', async (t) => {
     const prefix = `taskgate-hostile-${process.pid}-${randomBytes(4).toString('hex')}`;
     const config = { upstreams: fixtureUpstreams(), store: { type: 'redis', url: REDIS_URL, prefix }, sessions: { maxPerPrincipal: 2 } };
-    const a = await spawnGateway({ config });
-    const b = await spawnGateway({ config });
-    try {
-      await openSession(a.url);
-      await openSession(b.url);
-      const refused = await post(a.url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {} } });
-      assert.equal(refused.status, 429, show(refused));
-    } finally {
-      await a.kill();
-      await b.kill();
+    const scope = testScope(t);
+    scope.defer(async () => {
       const redis = new Redis(REDIS_URL);
       const keys = await redis.keys(`${prefix}:*`);
       if (keys.length > 0) await redis.del(...keys);
       await redis.quit();
-    }
+    });
+    const a = await scope.spawnGateway({ config });
+    const b = await scope.spawnGateway({ config });
+    await openSession(a.url);
+    await openSession(b.url);
+    const refused = await post(a.url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {} } });
+    assert.equal(refused.status, 429, show(refused));
   });
 
-  test('by default a principal holds at most 1,000 unfinished tasks', async () => {
-    const gateway = await spawnGateway({ config: { upstreams: fixtureUpstreams(), tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 } } } });
-    try {
-      const session = await openSession(gateway.url);
-      const call = (id: number): Promise<Answer> =>
-        post(gateway.url, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 30, label: 'cap' }, task: {} } }, { ...sessionHeaders(session), accept: 'application/json' });
-      for (let batch = 0; batch < 10; batch++) {
-        const created = await Promise.all(Array.from({ length: 100 }, (_, i) => call(batch * 100 + i)));
-        for (const answer of created) assert.ok(createdTaskId(answer.body), show(answer));
-      }
-      const refused = await call(1000);
-      assert.match(String(errorOf(refused).message), /Too many unfinished tasks: this client already has 1000 \(maxTasksPerPrincipal: 1000\)/, show(refused));
-      const modernTask = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
-      assert.equal(modernTask.result?.resultType, 'task', 'another principal is not affected');
-    } finally {
-      await gateway.kill();
+  test('by default a principal holds at most 1,000 unfinished tasks', async (t) => {
+    const gateway = await testScope(t).spawnGateway({ config: { upstreams: fixtureUpstreams(), tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 } } } });
+    const session = await openSession(gateway.url);
+    const call = (id: number): Promise<Answer> =>
+      post(gateway.url, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 30, label: 'cap' }, task: {} } }, { ...sessionHeaders(session), accept: 'application/json' });
+    for (let batch = 0; batch < 10; batch++) {
+      const created = await Promise.all(Array.from({ length: 100 }, (_, i) => call(batch * 100 + i)));
+      for (const answer of created) assert.ok(createdTaskId(answer.body), show(answer));
     }
+    const refused = await call(1000);
+    assert.match(String(errorOf(refused).message), /Too many unfinished tasks: this client already has 1000 \(maxTasksPerPrincipal: 1000\)/, show(refused));
+    const modernTask = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
+    assert.equal(modernTask.result?.resultType, 'task', 'another principal is not affected');
   });
 });
 
 describe('a parked 2026-07-28 call nobody resumes on a shared stdio upstream', () => {
-  test('is cleared after mrtr.parkTimeoutMs: later calls are asked their questions again', async () => {
-    const gateway = await spawnGateway({ config: { upstreams: fixtureUpstreams(), mrtr: { parkTimeoutMs: 500 } } });
+  test('is cleared after mrtr.parkTimeoutMs: later calls are asked their questions again', async (t) => {
+    const gateway = await testScope(t).spawnGateway({ config: { upstreams: fixtureUpstreams(), mrtr: { parkTimeoutMs: 500 } } });
     const asks = { elicitation: {} };
-    try {
-      const burst = await Promise.all(Array.from({ length: 30 }, () => modern(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks })));
-      // Several calls on one stdio child: a question may not be attributable, and is refused; each call is answered.
-      for (const answer of burst) assert.ok(answer.result !== undefined || answer.error !== undefined, JSON.stringify(answer.messages));
-      // Nobody retries. Once the park timeout has cancelled them, a single call is the only one running again.
-      await eventually(async () => {
-        const single = await modern(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks });
-        return single.result?.resultType === 'input_required';
-      }, 10_000);
-      await sleep(700);
-      const again = await modern(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks });
-      assert.equal(again.result?.resultType, 'input_required', JSON.stringify(again.messages));
-      assert.deepEqual(loudLines(gateway).filter((l) => Number(l.level) >= 50), []);
-    } finally {
-      await gateway.kill();
-    }
+    const burst = await Promise.all(Array.from({ length: 30 }, () => modern(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks })));
+    // Several calls on one stdio child: a question may not be attributable, and is refused; each call is answered.
+    for (const answer of burst) assert.ok(answer.result !== undefined || answer.error !== undefined, JSON.stringify(answer.messages));
+    // Nobody retries. Once the park timeout has cancelled them, a single call is the only one running again.
+    await eventually(async () => {
+      const single = await modern(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks });
+      return single.result?.resultType === 'input_required';
+    }, 10_000);
+    await sleep(700);
+    const again = await modern(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks });
+    assert.equal(again.result?.resultType, 'input_required', JSON.stringify(again.messages));
+    assert.deepEqual(loudLines(gateway).filter((l) => Number(l.level) >= 50), []);
   });
 });
 
@@ -373,16 +355,12 @@ require('node:readline').createInterface({ input: process.stdin }).on('line', (l
 });`;
 
 describe('an upstream response carrying both result and error', () => {
-  test('fails its call at once, naming the upstream, instead of leaving it waiting', async () => {
-    const gateway = await spawnGateway({ config: { upstreams: { quirky: { command: process.execPath, args: ['-e', QUIRKY_SERVER] } } } });
-    try {
-      const session = await openSession(gateway.url);
-      const answer = await post(gateway.url, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'both', arguments: {} } }, { ...sessionHeaders(session), accept: 'application/json' });
-      assert.equal(answer.status, 200, show(answer));
-      assert.equal(errorOf(answer).code, -32603, show(answer));
-      assert.match(String(errorOf(answer).message), /Upstream 'quirky' lost the call: the upstream answered with an invalid response \(a response carries either result or error, not both\)/);
-    } finally {
-      await gateway.kill();
-    }
+  test('fails its call at once, naming the upstream, instead of leaving it waiting', async (t) => {
+    const gateway = await testScope(t).spawnGateway({ config: { upstreams: { quirky: { command: process.execPath, args: ['-e', QUIRKY_SERVER] } } } });
+    const session = await openSession(gateway.url);
+    const answer = await post(gateway.url, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'both', arguments: {} } }, { ...sessionHeaders(session), accept: 'application/json' });
+    assert.equal(answer.status, 200, show(answer));
+    assert.equal(errorOf(answer).code, -32603, show(answer));
+    assert.match(String(errorOf(answer).message), /Upstream 'quirky' lost the call: the upstream answered with an invalid response \(a response carries either result or error, not both\)/);
   });
 });

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { fixtureCommand, spawnFixture, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, modern, TASKS_CAPABILITIES, type Json } from './harness.js';
+import { eventually, fixtureExecutions, modern, TASKS_CAPABILITIES, testScope, type Json } from './harness.js';
 import { createdTaskId, LegacyWire } from './legacy-wire.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -352,9 +352,9 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
 });
 
 describe('upstream faults', () => {
-  test('a stdio upstream that crashes fails its running tasks naming it, is restarted, and other upstreams are unaffected', async () => {
+  test('a stdio upstream that crashes fails its running tasks naming it, is restarted, and other upstreams are unaffected', async (t) => {
     const { command, args, cwd } = fixtureCommand('stdio');
-    const gateway = await spawnGateway({
+    const gateway = await testScope(t).spawnGateway({
       config: {
         upstreams: {
           fx: { command, args, cwd, prefix: 'fx__', restart: { initialDelayMs: 100, maxDelayMs: 1000 } },
@@ -363,44 +363,37 @@ describe('upstream faults', () => {
         tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 } },
       },
     });
-    try {
-      const taskId = await slowTask(gateway.url, 'fx__slow_compute', 60, 'crashed');
-      // Called without the tasks extension, so synchronously: the call dies with the process.
-      await modern(gateway.url, 'tools/call', { name: 'fx__crash', arguments: {} });
-      const failed = await settled(gateway.url, taskId, 10_000);
-      assert.equal(failed.status, 'failed');
-      assert.match(String(failed.statusMessage), /Upstream 'fx'/);
-      const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
-      assert.deepEqual(echo.result?.structuredContent, { still: 'here' }, JSON.stringify(echo.messages));
-      await eventually(async () => {
-        const again = await modern(gateway.url, 'tools/call', { name: 'fx__echo', arguments: { back: true } });
-        return (again.result?.structuredContent as Json | undefined)?.back === true;
-      }, 10_000);
-    } finally {
-      await gateway.kill();
-    }
+    const taskId = await slowTask(gateway.url, 'fx__slow_compute', 60, 'crashed');
+    // Called without the tasks extension, so synchronously: the call dies with the process.
+    await modern(gateway.url, 'tools/call', { name: 'fx__crash', arguments: {} });
+    const failed = await settled(gateway.url, taskId, 10_000);
+    assert.equal(failed.status, 'failed');
+    assert.match(String(failed.statusMessage), /Upstream 'fx'/);
+    const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
+    assert.deepEqual(echo.result?.structuredContent, { still: 'here' }, JSON.stringify(echo.messages));
+    await eventually(async () => {
+      const again = await modern(gateway.url, 'tools/call', { name: 'fx__echo', arguments: { back: true } });
+      return (again.result?.structuredContent as Json | undefined)?.back === true;
+    }, 10_000);
   });
 
-  test('an HTTP upstream that drops the connection mid-call fails that task naming it; other upstreams keep serving', async () => {
+  test('an HTTP upstream that drops the connection mid-call fails that task naming it; other upstreams keep serving', async (t) => {
+    const scope = testScope(t);
     const http = await spawnFixture({ transport: 'streamable-http' });
+    scope.defer(() => http.kill(0).catch(() => undefined));
     const { command, args, cwd } = fixtureCommand('stdio');
-    const gateway = await spawnGateway({
+    const gateway = await scope.spawnGateway({
       config: {
         upstreams: { fx: { transport: 'streamable-http', url: http.url, prefix: 'fx__' }, other: { command, args, cwd, prefix: 'other__' } },
         tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 } },
       },
     });
-    try {
-      const taskId = await slowTask(gateway.url, 'fx__slow_compute', 60, 'dropped');
-      process.kill(-http.pid, 'SIGKILL'); // the upstream process vanishes with the call's stream open
-      const failed = await settled(gateway.url, taskId, 10_000);
-      assert.equal(failed.status, 'failed');
-      assert.match(String(failed.statusMessage), /Upstream 'fx'/);
-      const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
-      assert.deepEqual(echo.result?.structuredContent, { still: 'here' }, JSON.stringify(echo.messages));
-    } finally {
-      await gateway.kill();
-      await http.kill(0).catch(() => undefined);
-    }
+    const taskId = await slowTask(gateway.url, 'fx__slow_compute', 60, 'dropped');
+    process.kill(-http.pid, 'SIGKILL'); // the upstream process vanishes with the call's stream open
+    const failed = await settled(gateway.url, taskId, 10_000);
+    assert.equal(failed.status, 'failed');
+    assert.match(String(failed.statusMessage), /Upstream 'fx'/);
+    const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
+    assert.deepEqual(echo.result?.structuredContent, { still: 'here' }, JSON.stringify(echo.messages));
   });
 });

@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { GATEWAY_CLI_PATH, spawnGateway, startChild, type GatewayChild } from '../fixtures/spawn.js';
+import { GATEWAY_CLI_PATH, startChild } from '../fixtures/spawn.js';
+import { testScope } from './harness.js';
 
 const require = createRequire(import.meta.url);
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
@@ -30,37 +31,29 @@ function troubleLines(stdout: string): string[] {
 }
 
 describe('the start-up log', () => {
-  test('a good start with server-everything over stdio has no error-looking line (its roots request is answered)', async () => {
-    let gateway: GatewayChild | undefined;
-    try {
-      gateway = await spawnGateway({ config: everythingConfig(0) });
-      const ready = await fetch(`${gateway.baseUrl}/readyz`);
-      assert.equal(ready.status, 200);
-      await ready.arrayBuffer();
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      assert.deepEqual(troubleLines(gateway.stdout()), []);
-    } finally {
-      await gateway?.kill();
-    }
+  test('a good start with server-everything over stdio has no error-looking line (its roots request is answered)', async (t) => {
+    const gateway = await testScope(t).spawnGateway({ config: everythingConfig(0) });
+    const ready = await fetch(`${gateway.baseUrl}/readyz`);
+    assert.equal(ready.status, 200);
+    await ready.arrayBuffer();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.deepEqual(troubleLines(gateway.stdout()), []);
   });
 
-  test('a port already in use: the reason comes first and alone, and the exit code is 1', async () => {
-    const first = await spawnGateway({ config: everythingConfig(0) });
+  test('a port already in use: the reason comes first and alone, and the exit code is 1', async (t) => {
+    const scope = testScope(t);
+    const first = await scope.spawnGateway({ config: everythingConfig(0) });
     const dir = mkdtempSync(join(tmpdir(), 'taskgate-startup-'));
-    try {
-      const configPath = join(dir, 'taskgate.yaml');
-      writeFileSync(configPath, stringify(everythingConfig(first.port)));
-      const env = { ...process.env };
-      for (const key of Object.keys(env)) if (key.startsWith('TASKGATE_')) delete env[key];
-      const second = startChild(process.execPath, ['--import', 'tsx', GATEWAY_CLI_PATH, 'serve', '--config', configPath], { env });
-      assert.equal(await second.exited, 1);
-      const trouble = troubleLines(second.stdout());
-      assert.equal(trouble.length, 1, trouble.join('\n'));
-      assert.match(trouble[0] as string, /EADDRINUSE/);
-      assert.match(second.stderr(), /failed to start: listen EADDRINUSE/);
-    } finally {
-      await first.kill();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    scope.defer(() => rmSync(dir, { recursive: true, force: true }));
+    const configPath = join(dir, 'taskgate.yaml');
+    writeFileSync(configPath, stringify(everythingConfig(first.port)));
+    const env = { ...process.env };
+    for (const key of Object.keys(env)) if (key.startsWith('TASKGATE_')) delete env[key];
+    const second = startChild(process.execPath, ['--import', 'tsx', GATEWAY_CLI_PATH, 'serve', '--config', configPath], { env });
+    assert.equal(await second.exited, 1);
+    const trouble = troubleLines(second.stdout());
+    assert.equal(trouble.length, 1, trouble.join('\n'));
+    assert.match(trouble[0] as string, /EADDRINUSE/);
+    assert.match(second.stderr(), /failed to start: listen EADDRINUSE/);
   });
 });

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, test } from 'node:test';
-import { spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
-import { connectClient, eventually, textOf, type Json } from './harness.js';
+import { before, describe, test } from 'node:test';
+import type { GatewayChild } from '../fixtures/spawn.js';
+import { connectClient, eventually, suiteScope, textOf, type Json } from './harness.js';
 
 async function bodyOf(request: IncomingMessage): Promise<Json> {
   let text = '';
@@ -52,18 +52,16 @@ function quirkyServer(): Server {
 }
 
 describe('a Streamable HTTP upstream with quirks', () => {
+  const scope = suiteScope();
   let upstream: Server;
   let gateway: GatewayChild;
 
   before(async () => {
     upstream = quirkyServer();
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    scope.defer(() => new Promise((resolve) => upstream.close(resolve)));
     const port = (upstream.address() as AddressInfo).port;
-    gateway = await spawnGateway({ config: { upstreams: { quirky: { url: `http://127.0.0.1:${port}/mcp` } }, log: { level: 'info' } } });
-  });
-  after(async () => {
-    await gateway.kill();
-    await new Promise((resolve) => upstream.close(resolve));
+    gateway = await scope.spawnGateway({ config: { upstreams: { quirky: { url: `http://127.0.0.1:${port}/mcp` } }, log: { level: 'info' } } });
   });
 
   test('a BOM, several JSON values in one body and a missing Content-Type are accepted, each kind warned about once; garbage fails the call', async () => {
