@@ -10,6 +10,8 @@ import { ModernRouter } from './protocol/rev2026-07-28/router.js';
 import { SessionRegistry } from './gateway/sessions.js';
 import { SessionRelay } from './gateway/session-relay.js';
 import { UpstreamMessages } from './gateway/upstream-messages.js';
+import { Authenticator } from './http/credentials.js';
+import { isLoopbackHostname } from './http/guards.js';
 import { createFrontEnd } from './http/server.js';
 import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
@@ -77,7 +79,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   });
   const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse);
   const modernTasks = new ModernTasks(tasks);
-  const router = new Router(catalog, legacyTasks, logger, lists, sessions, VERSION);
+  const router = new Router(catalog, legacyTasks, logger, lists, sessions, VERSION, config.auth?.access);
   const upstreamMessages = new UpstreamMessages(catalog, sessions, listeners, logger);
   for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, upstreamMessages, VERSION));
   await Promise.all(upstreams.map((u) => u.start()));
@@ -103,6 +105,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     logger,
     version: VERSION,
     replicas,
+    access: config.auth?.access,
   });
   // A store outage must not stop the start (readiness reports it): the subscriptions complete when it is back.
   const subscribed = replicas.start().catch((error: Error) => logger.warn({ err: error }, 'replica messaging is not available'));
@@ -116,6 +119,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     modern,
     sessions,
     relay,
+    authenticator: config.auth === undefined ? undefined : new Authenticator(config.auth, logger),
     isShuttingDown: () => shuttingDown,
     readiness: async () => {
       const storeStatus: JsonObject = { type: store.kind, ok: true };
@@ -140,7 +144,13 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const address = app.server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}${config.listen.path}`;
-  logger.info({ url, upstreams: upstreams.map((u) => u.status()) }, 'taskgate listening');
+  logger.info({ url, upstreams: upstreams.map((u) => u.status()), auth: config.auth !== undefined }, 'taskgate listening');
+  if (config.auth === undefined && !isLoopbackHostname(config.listen.host)) {
+    logger.warn(
+      { host: config.listen.host },
+      'listening beyond loopback without an auth section: anyone who reaches the port uses every upstream, and a task id is all it takes to read a task; configure auth (README: Authentication)',
+    );
+  }
 
   return {
     url,

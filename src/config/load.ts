@@ -4,11 +4,12 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
+import { hashApiKey } from './api-keys.js';
 import { ConfigError, type ConfigIssue } from './config-error.js';
 import { interpolate, type Env } from './interpolate.js';
 import { allowedKeysAt, DEFAULT_POLICY, RawConfigSchema, TRANSPORTS, upstreamKeys, type RawConfig } from './schema.js';
 import { didYouMean } from './suggest.js';
-import type { GatewayConfig, TaskPolicy, TaskRule, UpstreamConfig } from './types.js';
+import type { AuthConfig, GatewayConfig, TaskPolicy, TaskRule, UpstreamConfig } from './types.js';
 
 export { ConfigError, formatIssue, type ConfigIssue } from './config-error.js';
 export type { Env } from './interpolate.js';
@@ -366,7 +367,25 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
     lists: raw.lists,
     replicas: raw.replicas,
     log: raw.log,
+    auth: raw.auth === undefined ? undefined : authConfig(raw.auth),
     shutdownTimeoutMs: raw.shutdownTimeoutMs,
+  };
+}
+
+/** Keys are kept only as their SHA-256 (what a presented token is hashed to and looked up by). */
+function authConfig(raw: NonNullable<RawConfig['auth']>): AuthConfig {
+  return {
+    resource: raw.resource,
+    apiKeys: raw.apiKeys.map((k) => ({
+      principal: k.principal,
+      sha256: k.sha256 !== undefined ? k.sha256.toLowerCase() : hashApiKey(k.key ?? ''),
+      scopes: k.scopes,
+    })),
+    oauth:
+      raw.oauth === undefined
+        ? undefined
+        : { issuer: raw.oauth.issuer, jwksUri: raw.oauth.jwksUri, audience: raw.oauth.audience ?? raw.resource, requiredScopes: raw.oauth.requiredScopes },
+    access: raw.access,
   };
 }
 

@@ -2,7 +2,7 @@
 // filled in, secrets hidden. The first document is itself a valid config file (upstreams keyed by name again).
 import { stringify } from 'yaml';
 import { mergePolicy } from './policy.js';
-import type { GatewayConfig, UpstreamConfig } from './types.js';
+import type { AuthConfig, GatewayConfig, UpstreamConfig } from './types.js';
 
 export const REDACTED = '[redacted]';
 const SECRET_PARAM = /(token|key|secret|password|passwd|auth|signature|sig)/i;
@@ -32,6 +32,15 @@ function upstreamEntry(u: UpstreamConfig): Record<string, unknown> {
   return { ...rest, url: redactUrl(rest.url), headers: redactValues(rest.headers) };
 }
 
+function authEntry(auth: AuthConfig): Record<string, unknown> {
+  const { oauth, access, ...rest } = auth;
+  return {
+    ...rest,
+    ...(oauth === undefined ? {} : { oauth: Object.fromEntries(Object.entries(oauth).filter(([, v]) => v !== undefined)) }),
+    ...(access === undefined ? {} : { access }),
+  };
+}
+
 /** The effective config (first YAML document) and the effective task policy per rule (second document). */
 export function renderEffectiveConfig(config: GatewayConfig): string {
   const effective = {
@@ -44,6 +53,8 @@ export function renderEffectiveConfig(config: GatewayConfig): string {
     mrtr: config.mrtr,
     replicas: config.replicas,
     log: config.log,
+    // API keys appear as their hashes (the form the file may hold too); a hash does not let anyone in.
+    ...(config.auth === undefined ? {} : { auth: authEntry(config.auth) }),
     shutdownTimeoutMs: config.shutdownTimeoutMs,
   };
   const policy = {

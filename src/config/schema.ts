@@ -266,6 +266,39 @@ export const MrtrSchema = z.strictObject({ parkTimeoutMs: int(1).default(DEFAULT
 export const ListsSchema = z.strictObject({ pageSize: int(1).default(DEFAULTS.listPageSize) });
 export const LogSchema = z.strictObject({ level: z.enum(LOG_LEVELS).default(DEFAULTS.logLevel) });
 
+const glob = z.string().min(1);
+export const ApiKeySchema = z
+  .strictObject({
+    principal: z.string().min(1),
+    key: z.string().min(16, { error: 'an API key needs at least 16 characters' }).optional(),
+    sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, { error: 'expected the SHA-256 of the key as 64 hex digits' }).optional(),
+    scopes: z.array(z.string().min(1)).default([]),
+  })
+  .refine((k) => (k.key === undefined) !== (k.sha256 === undefined), { error: 'give either key or sha256 (the key\'s SHA-256, hex), not both' });
+export const OAuthSchema = z.strictObject({
+  issuer: httpUrl,
+  jwksUri: httpUrl.optional(),
+  audience: z.string().min(1).optional(),
+  requiredScopes: z.array(z.string().min(1)).default([]),
+});
+export const AccessRuleSchema = z
+  .strictObject({
+    principals: z.array(glob).default([]),
+    scopes: z.array(z.string().min(1)).default([]),
+    tools: z.array(glob).default([]),
+    prompts: z.array(glob).default([]),
+    resources: z.array(glob).default([]),
+  })
+  .refine((r) => r.principals.length > 0 || r.scopes.length > 0, { error: 'a rule names principals or scopes (or both)' });
+export const AuthSchema = z
+  .strictObject({
+    resource: httpUrl,
+    apiKeys: z.array(ApiKeySchema).default([]),
+    oauth: OAuthSchema.optional(),
+    access: z.array(AccessRuleSchema).optional(),
+  })
+  .refine((a) => a.apiKeys.length > 0 || a.oauth !== undefined, { error: 'auth needs apiKeys, oauth, or both' });
+
 export const RawConfigSchema = z.strictObject({
   listen: ListenSchema.prefault({}),
   store: StoreSchema.prefault({ type: 'memory' }),
@@ -282,6 +315,7 @@ export const RawConfigSchema = z.strictObject({
   lists: ListsSchema.prefault({}),
   replicas: ReplicasSchema.prefault({}),
   log: LogSchema.prefault({}),
+  auth: AuthSchema.optional(),
   shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs),
 }).superRefine((config, ctx) => {
   const { headersTimeoutMs, requestTimeoutMs } = config.listen;
@@ -343,15 +377,20 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
           return keysOf(ReplicasSchema);
         case 'log':
           return keysOf(LogSchema);
+        case 'auth':
+          return keysOf(AuthSchema);
       }
       return undefined;
     case 2:
       if (at(0) === 'upstreams') return upstreamKeys(obj.transport);
       if (at(0) === 'tasks' && at(1) === 'defaults') return keysOf(PolicyDefaultsSchema);
+      if (at(0) === 'auth' && at(1) === 'oauth') return keysOf(OAuthSchema);
       return undefined;
     case 3:
       if (at(0) === 'upstreams' && at(2) === 'restart') return ['initialDelayMs', 'maxDelayMs'];
       if (at(0) === 'tasks' && at(1) === 'rules') return keysOf(RuleSchema);
+      if (at(0) === 'auth' && at(1) === 'apiKeys') return keysOf(ApiKeySchema);
+      if (at(0) === 'auth' && at(1) === 'access') return keysOf(AccessRuleSchema);
       return undefined;
   }
   return undefined;

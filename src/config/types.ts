@@ -184,6 +184,48 @@ export interface ListsConfig {
   pageSize: number;
 }
 
+/** A static bearer token for machines and simple setups. */
+export interface ApiKeyConfig {
+  /** Who presents it: tasks, sessions, limits and access rules are this principal's. */
+  principal: string;
+  /** SHA-256 of the key, hex: the key itself (`key:` in the file) is hashed at load and never kept. */
+  sha256: string;
+  /** Scopes the key carries, for access rules that name scopes. */
+  scopes: readonly string[];
+}
+
+/** Access tokens (JWT) issued by an OAuth 2.1 / OIDC authorization server for this endpoint. */
+export interface OAuthConfig {
+  issuer: string;
+  /** Where its signing keys are; discovered from the issuer's metadata (RFC 8414, then OIDC) when absent. */
+  jwksUri: string | undefined;
+  /** What `aud` must contain; the resource URI unless set. */
+  audience: string;
+  /** Scopes every token must carry (403 insufficient_scope otherwise). */
+  requiredScopes: readonly string[];
+}
+
+/**
+ * One access rule: who (principals by glob, or tokens carrying any of the scopes) may use which tools, prompts
+ * and resources (globs on exposed names and URIs). Rules only grant; with rules present, what none grants is denied.
+ */
+export interface AccessRule {
+  principals: readonly string[];
+  scopes: readonly string[];
+  tools: readonly string[];
+  prompts: readonly string[];
+  resources: readonly string[];
+}
+
+export interface AuthConfig {
+  /** The canonical URI of this MCP endpoint: tokens must be issued for it, and clients find the metadata from it. */
+  resource: string;
+  apiKeys: readonly ApiKeyConfig[];
+  oauth: OAuthConfig | undefined;
+  /** Undefined: every authenticated principal may use everything. */
+  access: readonly AccessRule[] | undefined;
+}
+
 export interface GatewayConfig {
   /** Absolute path of the file this was loaded from (for messages). */
   source: string;
@@ -197,6 +239,8 @@ export interface GatewayConfig {
   lists: ListsConfig;
   replicas: ReplicasConfig;
   log: LogConfig;
+  /** Undefined: no authentication (the gateway is for loopback or a trusted network). */
+  auth: AuthConfig | undefined;
   /** Milliseconds allowed for graceful shutdown on SIGTERM before the process exits anyway; 0 = no deadline. */
   shutdownTimeoutMs: number;
 }

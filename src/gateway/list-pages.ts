@@ -5,7 +5,7 @@ import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { CursorCodec } from '../store/task-store.js';
 import type { Upstream } from '../upstream/upstream.js';
-import { LIST_METHODS } from '../protocol/mcp.js';
+import { LIST_METHODS, type ListKind } from '../protocol/mcp.js';
 import type { AggregatedLists } from '../protocol/ports.js';
 import type { Catalog } from './catalog.js';
 
@@ -64,6 +64,7 @@ export class ListPages implements AggregatedLists {
     params: JsonObject,
     fetchPage: (upstream: Upstream, params: JsonObject) => Promise<JsonObject>,
     decorateTool: (tool: JsonObject, upstream: Upstream, upstreamTool: JsonObject) => JsonObject = (tool) => tool,
+    visible: (kind: ListKind, item: JsonObject) => boolean = () => true,
   ): Promise<JsonObject> {
     const { key, capability } = LIST_METHODS.get(method) ?? { key: 'tools', capability: 'tools' };
     // An upstream that is down is left out (it shows in /readyz; list_changed follows when it is back) rather
@@ -97,7 +98,7 @@ export class ListPages implements AggregatedLists {
       const skip = i === 0 ? (start?.skip ?? 0) : 0;
       const exposed = (key === 'tools' ? listed.map((item) => decorateTool(this.catalog.expose(upstream, item), upstream, item))
         : key === 'prompts' ? listed.map((item) => this.catalog.expose(upstream, item))
-        : listed).slice(skip);
+        : listed).filter((item) => visible(key, item)).slice(skip);
       const room = this.pageSize - items.length;
       if (exposed.length > room) {
         items.push(...exposed.slice(0, room));

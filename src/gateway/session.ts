@@ -57,6 +57,8 @@ export class ClientSession implements LegacySession {
     readonly protocolVersion: string,
     readonly capabilities: JsonObject,
     readonly clientInfo: JsonObject | undefined,
+    /** The authenticated principal that created the session; undefined without authentication. */
+    readonly principal: string | undefined,
     private readonly sse: SseConfig,
     private readonly peers: SessionPeers | undefined,
   ) {}

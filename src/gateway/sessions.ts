@@ -12,7 +12,7 @@ import { ClientSession, type SessionPeers } from './session.js';
 const UNSTORED = 0;
 
 /** The counting semaphore of a principal's open sessions (leased for the idle timeout, renewed with the session). */
-const sessionSlot = (principal: string): string => `sessions:${principal}`;
+const sessionSlot = (principal: string | undefined): string => `sessions:${principal ?? ANONYMOUS_PRINCIPAL}`;
 /** Recorded with each session's ticket (for debugging): sessions belong to no replica. */
 const SLOT_OWNER = 'session';
 
@@ -50,12 +50,13 @@ export class SessionRegistry implements LegacySessions {
 
   /**
    * Records a new session in the store (any replica then serves it) and returns this replica's view of it.
-   * Refused when its principal already holds `maxPerPrincipal` open sessions.
+   * Refused when its principal already holds `maxPerPrincipal` open sessions. `principal` is the authenticated
+   * caller's (undefined without authentication): only that principal's requests find the session.
    */
-  async create(protocolVersion: string, capabilities: JsonObject, clientInfo: JsonObject | undefined): Promise<ClientSession> {
+  async create(protocolVersion: string, capabilities: JsonObject, clientInfo: JsonObject | undefined, principal?: string): Promise<ClientSession> {
     const sessionId = randomUUID();
-    await this.count(sessionId);
-    const fields = sessionFields({ protocolVersion, capabilities, clientInfo, logLevel: undefined });
+    await this.count(sessionId, principal);
+    const fields = sessionFields({ protocolVersion, capabilities, clientInfo, logLevel: undefined, principal });
     const stored = await this.store.saveSession(sessionId, fields, this.config.idleTimeoutMs, { create: true }).catch(() => false);
     const session = this.view(sessionId, fields);
     // A store outage must not stop plain proxying: the session works on this replica, and is stored (so the
@@ -64,10 +65,13 @@ export class SessionRegistry implements LegacySessions {
     return session;
   }
 
-  /** The session, from this replica's views or the store; undefined when it ended or expired. Counts as activity. */
-  async get(sessionId: string): Promise<ClientSession | undefined> {
+  /**
+   * The session, from this replica's views or the store; undefined when it ended or expired, or when it belongs to
+   * another principal than `principal` (to whom it does not exist). Counts as activity.
+   */
+  async get(sessionId: string, principal?: string): Promise<ClientSession | undefined> {
     const session = this.sessions.get(sessionId) ?? (await this.load(sessionId));
-    if (session === undefined) return undefined;
+    if (session === undefined || session.principal !== principal) return undefined;
     session.touch();
     // The store's copy expires on its own; renewing it on every request would cost a write each.
     if (session.lastSeen - session.storeTouchedAt > this.config.idleTimeoutMs / 4) this.keepAlive(session);
@@ -88,11 +92,12 @@ export class SessionRegistry implements LegacySessions {
   }
 
   /** The client ended the session (DELETE): gone from the store, and every replica drops its view. */
-  async end(sessionId: string): Promise<void> {
+  async end(session: ClientSession): Promise<void> {
+    const { sessionId, principal } = session;
     await this.store.deleteSession(sessionId).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
-    if (this.config.maxPerPrincipal > 0) void this.store.releaseSlot(sessionSlot(ANONYMOUS_PRINCIPAL), sessionId).catch(() => undefined);
+    if (this.config.maxPerPrincipal > 0) void this.store.releaseSlot(sessionSlot(principal), sessionId).catch(() => undefined);
     this.endHere(sessionId);
     this.peers.ended(sessionId);
   }
@@ -137,11 +142,11 @@ export class SessionRegistry implements LegacySessions {
   }
 
   /** Counts a new session against its principal's cap; a store that cannot count does not stop proxying. */
-  private async count(sessionId: string): Promise<void> {
+  private async count(sessionId: string, principal: string | undefined): Promise<void> {
     const limit = this.config.maxPerPrincipal;
     if (limit <= 0) return;
     const grant = await this.store
-      .acquireSlot(sessionSlot(ANONYMOUS_PRINCIPAL), sessionId, SLOT_OWNER, limit, this.config.idleTimeoutMs, { queue: false })
+      .acquireSlot(sessionSlot(principal), sessionId, SLOT_OWNER, limit, this.config.idleTimeoutMs, { queue: false })
       .catch(() => undefined);
     if (grant !== undefined && !grant.granted) {
       throw new GatewayError(
@@ -174,7 +179,7 @@ export class SessionRegistry implements LegacySessions {
         return undefined;
       }
     };
-    const session = new ClientSession(sessionId, fields.protocolVersion ?? '', parse(fields.capabilities) ?? {}, parse(fields.clientInfo), this.sse, this.peers);
+    const session = new ClientSession(sessionId, fields.protocolVersion ?? '', parse(fields.capabilities) ?? {}, parse(fields.clientInfo), fields.principal, this.sse, this.peers);
     if (logLevelRank(fields.logLevel) >= 0) session.logLevel = fields.logLevel as LogLevel;
     this.sessions.set(sessionId, session);
     return session;
@@ -188,7 +193,7 @@ export class SessionRegistry implements LegacySessions {
     const unstored = session.storeTouchedAt === UNSTORED;
     session.storeTouchedAt = Date.now();
     if (this.config.maxPerPrincipal > 0) {
-      const slot = { key: sessionSlot(ANONYMOUS_PRINCIPAL), ticket: session.sessionId };
+      const slot = { key: sessionSlot(session.principal), ticket: session.sessionId };
       // A session made while the store was away is counted now (it exists already: over the cap or not).
       const counted = unstored
         ? this.store.acquireSlot(slot.key, slot.ticket, SLOT_OWNER, Number.MAX_SAFE_INTEGER, this.config.idleTimeoutMs, { queue: false })
@@ -218,9 +223,10 @@ export class SessionRegistry implements LegacySessions {
   }
 }
 
-/** The store's record of a session: what `initialize` fixed, and the log level (read back by `view`). */
-function sessionFields(session: Pick<ClientSession, 'protocolVersion' | 'capabilities' | 'clientInfo' | 'logLevel'>): Record<string, string> {
+/** The store's record of a session: what `initialize` fixed, its owner, and the log level (read back by `view`). */
+function sessionFields(session: Pick<ClientSession, 'protocolVersion' | 'capabilities' | 'clientInfo' | 'logLevel' | 'principal'>): Record<string, string> {
   const fields: Record<string, string> = { protocolVersion: session.protocolVersion, capabilities: JSON.stringify(session.capabilities) };
+  if (session.principal !== undefined) fields.principal = session.principal;
   if (session.clientInfo !== undefined) fields.clientInfo = JSON.stringify(session.clientInfo);
   if (session.logLevel !== undefined) fields.logLevel = session.logLevel;
   return fields;

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
 import { isRequest, toResponse, validateMessage, type JsonObject, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
+import type { Caller } from '../tasks/principals.js';
 import { checkRoutingHeaders, readEnvelope } from '../protocol/rev2026-07-28/envelope.js';
 import { modernRefusal } from '../protocol/rev2026-07-28/errors.js';
 import { ModernResponder } from '../protocol/rev2026-07-28/responder.js';
@@ -25,7 +26,13 @@ function refuse(reply: FastifyReply, id: RequestId | null, error: unknown): Fast
   return send(reply, status, body);
 }
 
-export async function handleModernPost(deps: ModernFrontDeps, request: FastifyRequest, reply: FastifyReply, body: unknown): Promise<FastifyReply> {
+export async function handleModernPost(
+  deps: ModernFrontDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: unknown,
+  caller: Caller | undefined,
+): Promise<FastifyReply> {
   if (Array.isArray(body)) return refuse(reply, null, new GatewayError('invalid_request', 'Invalid Request: batches are not part of protocol 2026-07-28; send one message per POST'));
   const message = validateMessage(body);
   if (typeof message === 'string') {
@@ -38,7 +45,7 @@ export async function handleModernPost(deps: ModernFrontDeps, request: FastifyRe
   const headers = request.headers;
   let client;
   try {
-    client = readEnvelope(message, headers);
+    client = { ...readEnvelope(message, headers), caller };
     checkRoutingHeaders(message, headers);
   } catch (error) {
     return refuse(reply, message.id, error);

@@ -15,6 +15,8 @@ import {
 import type { Logger } from '../log.js';
 import { isSupportedLegacyVersion, LEGACY_VERSIONS, supportsBatches, supportsPrimingEvents } from '../protocol/mcp.js';
 import { legacyErrorResponse, legacyRefusal } from '../protocol/rev2025-11-25/errors.js';
+import type { Caller } from '../tasks/principals.js';
+import { AuthError, type Authenticator } from './credentials.js';
 import { STREAMED_METHODS, type Router } from '../protocol/rev2025-11-25/router.js';
 import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
@@ -35,6 +37,14 @@ export interface FrontEndDeps {
   relay: SessionRelay;
   readiness(): Promise<{ ready: boolean; body: JsonObject }>;
   isShuttingDown(): boolean;
+  /** Undefined without an `auth` section: every request is served, as the only principal there is. */
+  authenticator: Authenticator | undefined;
+}
+
+/** Who sent each MCP request, once its credentials were checked (requests of an authenticated gateway only). */
+const callers = new WeakMap<FastifyRequest, Caller>();
+function callerOf(request: FastifyRequest): Caller | undefined {
+  return callers.get(request);
 }
 
 const REFUSED_BODY = Symbol('refused body');
@@ -127,8 +137,29 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   });
 
   const path = listen.path;
-  const guard = async (): Promise<void> => {
+  const authenticator = deps.authenticator;
+  if (authenticator !== undefined) {
+    // RFC 9728: where clients learn which authorization server issues tokens for this resource. Public, and read
+    // by browser-based clients from other origins.
+    for (const metadataPath of authenticator.metadataPaths(path)) {
+      app.get(metadataPath, async (_request, reply) => reply.header('access-control-allow-origin', '*').send(authenticator.metadata()));
+    }
+  }
+  const guard = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     if (deps.isShuttingDown()) throw new GatewayError('shutting_down', 'The gateway is shutting down');
+    if (authenticator === undefined) return undefined;
+    try {
+      callers.set(request, await authenticator.authenticate(header(request, 'authorization')));
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof AuthError)) throw error;
+      logger.info({ audit: 'access.denied', reason: error.message, status: error.status }, 'request refused: credentials');
+      return reply
+        .code(error.status)
+        .header('www-authenticate', authenticator.challenge(error))
+        .type('application/json')
+        .send(JSON.stringify(legacyRefusal(null, new GatewayError('invalid_request', error.message)).body));
+    }
   };
   app.post(path, { onRequest: guard }, (request, reply) => handlePost(deps, request, reply));
   app.get(path, { onRequest: guard }, (request, reply) => handleGet(deps, request, reply));
@@ -157,7 +188,8 @@ async function sessionOf(deps: FrontEndDeps, request: FastifyRequest): Promise<C
   }
   const id = header(request, 'mcp-session-id');
   if (id === undefined) throw new GatewayError('session_required', 'Bad Request: Mcp-Session-Id header is required');
-  const session = await deps.sessions.get(id);
+  // Another principal's session does not exist for this caller.
+  const session = await deps.sessions.get(id, callerOf(request)?.principal);
   if (session === undefined) throw new GatewayError('session_not_found', 'Session not found');
   if (version !== undefined && version !== session.protocolVersion) {
     throw new GatewayError('unsupported_protocol_version', `Bad Request: MCP-Protocol-Version '${version}' is not the protocol version this session negotiated ('${session.protocolVersion}')`);
@@ -176,7 +208,7 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
   const body = request.body as unknown;
   if (typeof body === 'object' && body !== null && REFUSED_BODY in body) throw (body as RefusedBody)[REFUSED_BODY];
   if (isModernMessage(body, request.headers, (id) => deps.sessions.peek(id) !== undefined)) {
-    return handleModernPost({ modern: deps.modern, logger: deps.logger, keepAliveMs: deps.config.sse.keepAliveMs }, request, reply, body);
+    return handleModernPost({ modern: deps.modern, logger: deps.logger, keepAliveMs: deps.config.sse.keepAliveMs }, request, reply, body, callerOf(request));
   }
   const batch = Array.isArray(body);
   const items = batch ? (body as unknown[]) : [body];
@@ -204,7 +236,7 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
     if (header(request, 'mcp-session-id') !== undefined) {
       throw new GatewayError('invalid_request', 'Invalid Request: the session is already initialized');
     }
-    const { response, sessionId } = await deps.router.initialize(initialize);
+    const { response, sessionId } = await deps.router.initialize(initialize, callerOf(request));
     return sendJson(reply, 200, response, sessionId === undefined ? {} : { 'mcp-session-id': sessionId });
   }
 
@@ -233,7 +265,7 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
     const responses: JsonRpcResponse[] = [...invalid];
     await Promise.all(
       requests.map(async (r) => {
-        const outcome = await deps.router.handle(session, r, undefined);
+        const outcome = await deps.router.handle(session, r, undefined, callerOf(request));
         if (outcome !== undefined) responses.push(toResponse(r.id, outcome));
       }),
     );
@@ -241,7 +273,7 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
     return sendJson(reply, 200, batch ? responses : responses[0]);
   }
 
-  return answerStreamed(deps, session, requests, invalid, batch, reply);
+  return answerStreamed(deps, session, requests, invalid, batch, reply, callerOf(request));
 }
 
 /**
@@ -257,6 +289,7 @@ async function answerStreamed(
   invalid: JsonRpcResponse[],
   batch: boolean,
   reply: FastifyReply,
+  caller: Caller | undefined,
 ): Promise<FastifyReply> {
   const stream = session.openStream();
   reply.hijack();
@@ -276,7 +309,7 @@ async function answerStreamed(
 
   await Promise.all(
     requests.map(async (r) => {
-      const outcome = await deps.router.handle(session, r, stream);
+      const outcome = await deps.router.handle(session, r, stream, caller);
       if (outcome === undefined) return;
       const response = toResponse(r.id, outcome);
       if (stream.deferred) held.push(response);
@@ -331,7 +364,7 @@ async function handleGet(deps: FrontEndDeps, request: FastifyRequest, reply: Fas
 
 async function handleDelete(deps: FrontEndDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const session = await sessionOf(deps, request);
-  await deps.sessions.end(session.sessionId);
+  await deps.sessions.end(session);
   deps.logger.info({ session: session.sessionId }, 'session ended by the client');
   return reply.code(200).send();
 }

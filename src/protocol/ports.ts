@@ -2,7 +2,7 @@
 // implement them and composition (src/gateway.ts) passes them in: importing them would point up the layers.
 import type { JsonObject } from '../jsonrpc.js';
 import type { Upstream } from '../upstream/upstream.js';
-import type { NamedKind } from './mcp.js';
+import type { ListKind, NamedKind } from './mcp.js';
 
 /** The merged view of all upstreams (gateway/catalog.ts). */
 export interface UpstreamCatalog {
@@ -22,12 +22,13 @@ export interface UpstreamCatalog {
 export interface AggregatedLists {
   /**
    * One page of the list `method` names. `fetchPage` asks one upstream in the client's revision; `decorateTool`
-   * gives a tool the task support the client sees.
+   * gives a tool the task support the client sees; `visible` leaves out what the caller may not use.
    */
   page(
     method: string,
     params: JsonObject,
     fetchPage: (upstream: Upstream, params: JsonObject) => Promise<JsonObject>,
     decorateTool?: (tool: JsonObject, upstream: Upstream, upstreamTool: JsonObject) => JsonObject,
+    visible?: (kind: ListKind, item: JsonObject) => boolean,
   ): Promise<JsonObject>;
 }

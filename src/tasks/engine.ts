@@ -227,11 +227,14 @@ export class TaskEngine {
 
   /**
    * The task an id names, read once (with its outcome when `withOutcome`). Unknown and expired ids are
-   * invalid params, with the messages of the spec; a task an upstream runs itself only when `allowNative`.
+   * invalid params, with the messages of the spec; a task an upstream runs itself only when `allowNative`. With
+   * `owner`, another principal's task is answered exactly like an unknown id.
    */
-  async find(taskId: unknown, options: { withOutcome?: boolean; allowNative?: boolean } = {}): Promise<TaskRecord> {
+  async find(taskId: unknown, options: { withOutcome?: boolean; allowNative?: boolean; owner?: string | undefined } = {}): Promise<TaskRecord> {
     if (typeof taskId !== 'string' || taskId === '') throw new GatewayError('invalid_params', 'params.taskId must be a non-empty string');
-    const task = await this.store.get(taskId, { outcome: options.withOutcome === true }).catch(unavailable);
+    const found = await this.store.get(taskId, { outcome: options.withOutcome === true }).catch(unavailable);
+    if (found !== undefined && options.owner !== undefined && found.principal !== options.owner) throw new GatewayError('invalid_params', NOT_FOUND);
+    const task = found;
     if (task?.native === true && options.allowNative !== true) {
       throw new GatewayError('invalid_params', `Task ${taskId} is run by upstream '${task.upstream}' itself; use its 2026-07-28 tasks methods`);
     }
@@ -277,15 +280,16 @@ export class TaskEngine {
 
   /**
    * Records a task a 2026-07-28 upstream runs itself, so that any replica routes its methods there. The record
-   * is terminal from the start (the gateway tracks no status for it) and expires with the task's TTL.
+   * is terminal from the start (the gateway tracks no status for it) and expires with the task's TTL. It belongs
+   * to `owner` when the gateway authenticates, else to no client.
    */
-  async recordNative(taskId: string, exposedName: string, upstream: Upstream, retentionMs: number): Promise<void> {
+  async recordNative(taskId: string, exposedName: string, upstream: Upstream, retentionMs: number, owner: string | undefined): Promise<void> {
     if ((await this.store.get(taskId).catch(unavailable)) !== undefined) {
       // Native ids are the upstream's own; the gateway cannot route two tasks with one id.
       throw new GatewayError('internal', `Upstream '${upstream.name}' returned task id '${taskId}', which another task already uses`);
     }
     await this.store
-      .create({ taskId, principal: NATIVE_TASKS_PRINCIPAL, era: 'modern', tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, native: true })
+      .create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era: 'modern', tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, native: true })
       .catch(unavailable);
     await this.store.transition(taskId, { to: 'completed', message: `Runs on upstream '${upstream.name}'` }).catch(unavailable);
   }

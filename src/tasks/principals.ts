@@ -3,6 +3,13 @@
 // anonymous principal (task ids are the bearer, as the README says), and the gateway owns its own records.
 const SESSION_PRINCIPAL = 'session:';
 
+/** Who an authenticated request comes from (http/credentials.ts): tasks and sessions are bound to the principal. */
+export interface Caller {
+  principal: string;
+  /** The token's scopes (an API key's configured ones), for access rules that name scopes. */
+  scopes: readonly string[];
+}
+
 /** The principal of the tasks a legacy session creates. */
 export function sessionPrincipal(sessionId: string): string {
   return `${SESSION_PRINCIPAL}${sessionId}`;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { isAbsolute } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
@@ -516,5 +517,57 @@ describe('config: rendering and helpers', () => {
     assert.equal(didYouMean('prot', ['host', 'port', 'path']), 'port');
     assert.equal(didYouMean('completely-different', ['host', 'port']), undefined);
     assert.equal(didYouMean('STORE', ['store']), 'store');
+  });
+});
+
+describe('config: auth (the issue 13 contract)', () => {
+  const upstreams = 'upstreams:\n  fx: { command: node }\n';
+  const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+  it('the contract example: keys from the environment are kept only as their hash; the audience defaults to the resource', () => {
+    const config = parse(
+      `${upstreams}auth:
+  resource: https://gw.example.com/mcp
+  apiKeys:
+    - { principal: alice, key: "\${ALICE_KEY}" }
+    - { principal: ci, sha256: "${sha256('ci-key-0123456789abcdef')}", scopes: [admin] }
+  oauth:
+    issuer: https://idp.example.com
+  access:
+    - { principals: [alice, "team-*"], tools: ["*"] }
+    - { principals: [bob], tools: [greet, slow_compute] }
+    - { scopes: [admin], tools: ["*"] }
+`,
+      { ALICE_KEY: 'alice-key-0123456789abcdef' },
+    );
+    const auth = config.auth;
+    assert.ok(auth !== undefined);
+    assert.equal(auth.resource, 'https://gw.example.com/mcp');
+    assert.deepEqual(auth.apiKeys, [
+      { principal: 'alice', sha256: sha256('alice-key-0123456789abcdef'), scopes: [] },
+      { principal: 'ci', sha256: sha256('ci-key-0123456789abcdef'), scopes: ['admin'] },
+    ]);
+    assert.ok(!JSON.stringify(config).includes('alice-key-0123456789abcdef'), 'the key itself is not kept');
+    assert.deepEqual(auth.oauth, { issuer: 'https://idp.example.com', jwksUri: undefined, audience: 'https://gw.example.com/mcp', requiredScopes: [] });
+    assert.equal(auth.access?.length, 3);
+    assert.deepEqual(auth.access?.[1], { principals: ['bob'], scopes: [], tools: ['greet', 'slow_compute'], prompts: [], resources: [] });
+    assert.ok(!renderEffectiveConfig(config).includes('alice-key-0123456789abcdef'));
+  });
+
+  it('no auth section: undefined (today\'s behaviour)', () => {
+    assert.equal(parse(upstreams).auth, undefined);
+  });
+
+  it('located errors: neither key nor hash, both, a short key, no way to authenticate, a rule naming nobody', () => {
+    const messages = (yaml: string): string[] => parseErrors(`${upstreams}${yaml}`).map((issue) => `${issue.path}: ${issue.message}`);
+    assert.match(messages('auth:\n  resource: https://gw.example.com/mcp\n  apiKeys: [{ principal: a }]\n').join('\n'), /either key or sha256/);
+    assert.match(messages(`auth:\n  resource: https://gw.example.com/mcp\n  apiKeys: [{ principal: a, key: "0123456789abcdefgh", sha256: "${sha256('x')}" }]\n`).join('\n'), /either key or sha256/);
+    assert.match(messages('auth:\n  resource: https://gw.example.com/mcp\n  apiKeys: [{ principal: a, key: short }]\n').join('\n'), /at least 16 characters/);
+    assert.match(messages('auth:\n  resource: https://gw.example.com/mcp\n').join('\n'), /apiKeys, oauth, or both/);
+    assert.match(messages('auth:\n  resource: not a url\n  apiKeys: [{ principal: a, key: "0123456789abcdefgh" }]\n').join('\n'), /http\(s\) URL/);
+    assert.match(
+      messages('auth:\n  resource: https://gw.example.com/mcp\n  apiKeys: [{ principal: a, key: "0123456789abcdefgh" }]\n  access: [{ tools: ["*"] }]\n').join('\n'),
+      /names principals or scopes/,
+    );
   });
 });

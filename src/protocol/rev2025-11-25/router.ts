@@ -28,6 +28,9 @@ import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
 import { legacyError, legacyErrorResponse } from './errors.js';
 import type { LegacySession, LegacySessions } from './session.js';
 import type { LegacyTasks } from './tasks.js';
+import type { Caller } from '../../tasks/principals.js';
+import type { AccessRule } from '../../config/types.js';
+import { CallerAccess } from '../access.js';
 
 /** Methods whose upstream may send progress, logs or requests before answering: answered on an SSE stream. */
 export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tasks/result']);
@@ -45,13 +48,15 @@ export class Router {
     private readonly sessions: LegacySessions,
     /** The gateway's version, as `serverInfo` says. */
     private readonly serverVersion: string,
+    /** `auth.access`: undefined when every caller may use everything. */
+    private readonly access: readonly AccessRule[] | undefined,
   ) {}
 
   /**
    * Starts a session: the client's revision when the gateway speaks it, else the newest (the client then
    * decides, as the spec says), with the upstreams' capabilities and the gateway's task support.
    */
-  async initialize(request: JsonRpcRequest): Promise<{ response: JsonRpcResponse; sessionId?: string }> {
+  async initialize(request: JsonRpcRequest, caller: Caller | undefined): Promise<{ response: JsonRpcResponse; sessionId?: string }> {
     const params = request.params ?? {};
     const requested = typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
     if (requested === undefined) {
@@ -60,7 +65,7 @@ export class Router {
     const version = isSupportedLegacyVersion(requested) ? requested : LATEST_LEGACY_VERSION;
     const capabilities = asObject(params.capabilities) ?? {};
     const clientInfo = asObject(params.clientInfo);
-    const session = await this.sessions.create(version, capabilities, clientInfo);
+    const session = await this.sessions.create(version, capabilities, clientInfo, caller?.principal);
     const serverCapabilities = this.catalog.capabilities();
     if (supportsLegacyTasks(version)) serverCapabilities.tasks = LEGACY_TASKS_CAPABILITY;
     const result: JsonObject = {
@@ -70,14 +75,14 @@ export class Router {
     };
     const instructions = this.catalog.instructions();
     if (instructions !== undefined) result.instructions = instructions;
-    this.logger.info({ session: session.sessionId, protocolVersion: version, client: clientInfo?.name }, 'session started');
+    this.logger.info({ session: session.sessionId, principal: caller?.principal, protocolVersion: version, client: clientInfo?.name }, 'session started');
     return { response: toResponse(request.id, { result }), sessionId: session.sessionId };
   }
 
   /** Answers one client request. Resolves undefined when no response is owed (the client cancelled it). */
-  async handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined): Promise<Outcome | undefined> {
+  async handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller): Promise<Outcome | undefined> {
     try {
-      return await this.dispatch(session, request, stream);
+      return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.logger));
     } catch (error) {
       if (!(error instanceof GatewayError)) this.logger.error({ err: error, method: request.method, session: session.sessionId }, 'request failed');
       return { error: legacyError(error) };
@@ -116,19 +121,19 @@ export class Router {
     return true;
   }
 
-  private async dispatch(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined): Promise<Outcome | undefined> {
+  private async dispatch(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const params = request.params ?? {};
-    if (LIST_METHODS.has(request.method)) return { result: await this.list(session, request.method, params) };
+    if (LIST_METHODS.has(request.method)) return { result: await this.list(session, request.method, params, access) };
     switch (request.method) {
       case 'ping':
         return { result: {} };
       case 'tools/call':
-        return this.callTool(session, request, params, stream);
+        return this.callTool(session, request, params, stream, access);
       case 'prompts/get': {
         const name = params.name;
         if (typeof name !== 'string') throw new GatewayError('invalid_params', 'prompts/get: params.name must be a string');
         const route = this.catalog.route('prompts', name);
-        if (route === undefined) throw new GatewayError('invalid_params', `Unknown prompt: ${name}`);
+        if (route === undefined || !access.allows('prompts', name)) throw new GatewayError('invalid_params', `Unknown prompt: ${name}`);
         return this.forward(session, request, route.upstream, { ...params, name: route.name }, stream);
       }
       case 'tasks/get':
@@ -138,17 +143,17 @@ export class Router {
         if (!supportsLegacyTasks(session.protocolVersion)) {
           throw new GatewayError('method_not_found', `Method not found: ${request.method} (tasks need protocol 2025-11-25; this session negotiated ${session.protocolVersion})`);
         }
-        if (request.method === 'tasks/get') return this.tasks.get(params.taskId);
+        if (request.method === 'tasks/get') return this.tasks.get(params.taskId, session);
         if (request.method === 'tasks/result') return this.tasks.result(params.taskId, stream, session);
         if (request.method === 'tasks/list') return this.tasks.list(session, params.cursor);
-        return this.tasks.cancel(params.taskId);
+        return this.tasks.cancel(params.taskId, session);
       case 'resources/read':
-        return this.forward(session, request, this.resourceOwner(params.uri), params, stream);
+        return this.forward(session, request, this.resourceOwner(params.uri, access), params, stream);
       case 'resources/subscribe':
       case 'resources/unsubscribe':
-        return this.subscription(session, request, params);
+        return this.subscription(session, request, params, access);
       case 'completion/complete':
-        return this.complete(session, request, params, stream);
+        return this.complete(session, request, params, stream, access);
       case 'logging/setLevel':
         return this.setLevel(session, request, params);
       default:
@@ -160,11 +165,11 @@ export class Router {
    * A tool call runs synchronously or as a task, as the client asked (`params.task`) within the tool's policy.
    * The task hint never goes upstream: the upstream only ever sees a plain call.
    */
-  private async callTool(session: LegacySession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined): Promise<Outcome | undefined> {
+  private async callTool(session: LegacySession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
     const route = this.catalog.route('tools', name);
-    if (route === undefined) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
+    if (route === undefined || !access.allows('tools', name)) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
     const { task, ...plain } = params;
     const upstreamParams = { ...plain, name: route.name };
     // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
@@ -227,14 +232,14 @@ export class Router {
     return { ...tool, execution: { ...execution, taskSupport: mode } };
   }
 
-  private resourceOwner(uri: unknown): Upstream {
+  private resourceOwner(uri: unknown, access: CallerAccess): Upstream {
     if (typeof uri !== 'string') throw new GatewayError('invalid_params', 'params.uri must be a string');
     const upstream = this.catalog.routeUri(uri);
-    if (upstream === undefined) throw new GatewayError('resource_not_found', `Resource not found: ${uri}`, { uri });
+    if (upstream === undefined || !access.allows('resources', uri)) throw new GatewayError('resource_not_found', `Resource not found: ${uri}`, { uri });
     return upstream;
   }
 
-  private list(session: LegacySession, method: string, params: JsonObject): Promise<JsonObject> {
+  private list(session: LegacySession, method: string, params: JsonObject, access: CallerAccess): Promise<JsonObject> {
     return this.lists.page(
       method,
       params,
@@ -244,11 +249,12 @@ export class Router {
         return outcome.result;
       },
       (tool, upstream, upstreamTool) => this.decorateTool(session, tool, upstream, upstreamTool),
+      access.visible,
     );
   }
 
-  private async subscription(session: LegacySession, request: JsonRpcRequest, params: JsonObject): Promise<Outcome | undefined> {
-    const upstream = this.resourceOwner(params.uri);
+  private async subscription(session: LegacySession, request: JsonRpcRequest, params: JsonObject, access: CallerAccess): Promise<Outcome | undefined> {
+    const upstream = this.resourceOwner(params.uri, access);
     const uri = params.uri as string;
     const subscribe = request.method === 'resources/subscribe';
     if (subscribe) session.subscriptions.add(uri);
@@ -260,14 +266,14 @@ export class Router {
     return this.forward(session, request, upstream, params, undefined);
   }
 
-  private async complete(session: LegacySession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined): Promise<Outcome | undefined> {
+  private async complete(session: LegacySession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const ref = asObject(params.ref);
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
       const route = this.catalog.route('prompts', ref.name);
-      if (route === undefined) throw new GatewayError('invalid_params', `Unknown prompt: ${ref.name}`);
+      if (route === undefined || !access.allows('prompts', ref.name)) throw new GatewayError('invalid_params', `Unknown prompt: ${ref.name}`);
       return this.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream);
     }
-    if (ref?.type === 'ref/resource') return this.forward(session, request, this.resourceOwner(ref.uri), params, stream);
+    if (ref?.type === 'ref/resource') return this.forward(session, request, this.resourceOwner(ref.uri, access), params, stream);
     throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
   }
 

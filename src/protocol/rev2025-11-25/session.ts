@@ -25,6 +25,8 @@ export interface Delivery {
 }
 
 export interface LegacySession extends SessionIdentity {
+  /** The authenticated principal that created the session (its tasks are that principal's); undefined without authentication. */
+  readonly principal: string | undefined;
   /** Set by logging/setLevel; used to filter logs that come over connections shared with other sessions. */
   logLevel: LogLevel | undefined;
   readonly subscriptions: Set<string>;
@@ -42,7 +44,7 @@ export interface LegacySession extends SessionIdentity {
 /** The sessions, as a whole. */
 export interface LegacySessions {
   /** Records a new session (any replica then serves it); refused past the principal's cap. */
-  create(protocolVersion: string, capabilities: JsonObject, clientInfo: JsonObject | undefined): Promise<LegacySession>;
+  create(protocolVersion: string, capabilities: JsonObject, clientInfo: JsonObject | undefined, principal: string | undefined): Promise<LegacySession>;
   /** Keeps the session's log level in the store, for every replica. */
   saveLogLevel(session: LegacySession): void;
   /** Tells every replica that the client cancelled a request of the session (whichever runs it stops it). */

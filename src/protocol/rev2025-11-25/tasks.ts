@@ -25,8 +25,8 @@ export class LegacyTasks {
 
   /** Stores the task, starts the upstream call, and answers with the CreateTaskResult. */
   async create(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<Outcome> {
-    const task = await this.engine.open(sessionPrincipal(session.sessionId), 'legacy', exposedName, upstream, requestedTtl, storedCall(params, session));
-    this.logger.debug({ task: task.taskId, session: session.sessionId }, 'task belongs to session');
+    const task = await this.engine.open(ownerOf(session), 'legacy', exposedName, upstream, requestedTtl, storedCall(params, session));
+    this.logger.debug({ task: task.taskId, session: session.sessionId, principal: task.principal }, 'task belongs to session');
     this.run(task, session, upstream, params, session);
     return { result: createTaskResult(task, this.immediateResponse) };
   }
@@ -70,22 +70,22 @@ export class LegacyTasks {
     };
   }
 
-  async get(taskId: unknown): Promise<Outcome> {
-    return { result: legacyTask(await this.engine.find(taskId)) };
+  async get(taskId: unknown, session: LegacySession): Promise<Outcome> {
+    return { result: legacyTask(await this.engine.find(taskId, { owner: session.principal })) };
   }
 
   /** Blocks until the task is terminal, then answers exactly what the upstream answered. */
-  async result(taskId: unknown, stream: EventStream | undefined, session?: LegacySession): Promise<Outcome> {
-    const initial = await this.engine.find(taskId, { withOutcome: true });
+  async result(taskId: unknown, stream: EventStream | undefined, session: LegacySession): Promise<Outcome> {
+    const initial = await this.engine.find(taskId, { withOutcome: true, owner: session.principal });
     const runsHere = this.engine.runsHere(initial.taskId);
     const streams = this.resultStreams.get(initial.taskId) ?? new Set<EventStream>();
     if (stream !== undefined && runsHere) this.resultStreams.set(initial.taskId, streams.add(stream));
     // The call runs on another replica: its requests for the client are to come here.
-    const release = !runsHere && stream !== undefined && !isTerminal(initial.status) ? session?.holdResultStream(initial.taskId, stream) : undefined;
+    const release = !runsHere && stream !== undefined && !isTerminal(initial.status) ? session.holdResultStream(initial.taskId, stream) : undefined;
     try {
       // Events carry no outcome: once the task is terminal, read it whole.
       const task = isTerminal(initial.status) ? initial : await this.engine.find((await this.engine.untilTerminal(initial.taskId)).taskId, { withOutcome: true });
-      this.logger.info({ audit: 'task.retrieved', task: task.taskId }, 'task result retrieved');
+      this.logger.info({ audit: 'task.retrieved', task: task.taskId, principal: task.principal }, 'task result retrieved');
       if (task.outcome !== undefined) return taskPayload({ ...task, outcome: task.outcome });
       return { error: { code: InternalError, message: `Task ${task.taskId} was ${task.status}${task.message ? `: ${task.message}` : ''}` } };
     } finally {
@@ -95,15 +95,15 @@ export class LegacyTasks {
   }
 
   async list(session: LegacySession, cursor: unknown): Promise<Outcome> {
-    const page = await this.engine.list(sessionPrincipal(session.sessionId), cursor);
+    const page = await this.engine.list(ownerOf(session), cursor);
     const result: JsonObject = { tasks: page.tasks.map(legacyTask) };
     if (page.nextCursor !== undefined) result.nextCursor = page.nextCursor;
     return { result };
   }
 
   /** Cancels a task that is not terminal (-32602 when it is): `cancelled` in the store before this answers. */
-  async cancel(taskId: unknown): Promise<Outcome> {
-    const task = await this.engine.find(taskId);
+  async cancel(taskId: unknown, session: LegacySession): Promise<Outcome> {
+    const task = await this.engine.find(taskId, { owner: session.principal });
     if (isTerminal(task.status)) throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${task.status}`);
     const changed = await this.engine.cancel(task);
     if (!changed.ok) {
@@ -115,7 +115,8 @@ export class LegacyTasks {
 
   /** Tells a task's session of the change another replica's loss forced (the replica that would have is gone). */
   async tellSession(task: TaskRecord, session: (sessionId: string) => Promise<LegacySession | undefined>): Promise<void> {
-    const sessionId = sessionOfPrincipal(task.principal);
+    // Without authentication the principal names the session; with it, the stored call does (if it was kept).
+    const sessionId = sessionOfPrincipal(task.principal) ?? task.call?.identity.sessionId;
     const found = sessionId === undefined ? undefined : await session(sessionId).catch(() => undefined);
     if (found !== undefined) tellStatus(found, task);
   }
@@ -124,4 +125,12 @@ export class LegacyTasks {
 /** notifications/tasks/status to the session that created the task (on its tasks/result stream where open). */
 function tellStatus(session: LegacySession, task: TaskRecord): void {
   session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) }, { taskId: task.taskId });
+}
+
+/**
+ * Whose a session's tasks are: the authenticated principal that created the session (its tasks/list shows them
+ * from any of its sessions), or, without authentication, the session itself.
+ */
+function ownerOf(session: LegacySession): string {
+  return session.principal ?? sessionPrincipal(session.sessionId);
 }

@@ -1,6 +1,7 @@
 // The 2026-07-28 request envelope: which era a POST speaks, the per-request `_meta` fields, and the MCP headers
 // that must agree with the body (SEP-2575, SEP-2243). Everything here runs before dispatch.
 import { GatewayError } from '../../errors.js';
+import type { Caller } from '../../tasks/principals.js';
 import { asObject, type JsonObject, type JsonRpcRequest } from '../../jsonrpc.js';
 import {
   isModernVersion,
@@ -25,6 +26,8 @@ export interface ModernClient {
   clientInfo: JsonObject | undefined;
   /** Logs go to this request's stream only at or above this level; none when absent. */
   logLevel: LogLevel | undefined;
+  /** Who sent the request, when the gateway authenticates: its tasks and parked calls are that principal's. */
+  caller?: Caller | undefined;
 }
 
 /** Methods that exist only in the modern era: a request for one is modern even without a valid envelope. */

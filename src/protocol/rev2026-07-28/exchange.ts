@@ -8,6 +8,7 @@ import type { JsonObject, JsonRpcNotification, Outcome } from '../../jsonrpc.js'
 import type { CallContext, UpstreamCall } from '../../upstream/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
 import type { Peers } from '../../tasks/peers.js';
+import type { Caller } from '../../tasks/principals.js';
 import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
 import type { SessionIdentity } from '../../upstream/upstream.js';
 
@@ -40,6 +41,8 @@ export class ModernExchange {
   private taskStatus: TaskStatus | undefined;
   /** Rounds answered so far: part of each requestState, so every round's state differs. */
   round = 0;
+  /** The authenticated principal whose call this is: only its retry resumes it. */
+  owner: string | undefined;
 
   constructor(
     readonly sessionId: string,
@@ -207,7 +210,17 @@ export class RequestStateCodec {
 export interface ModernPeerMessages {
   /** A retry (its inputResponses) for a call parked on the replica its requestState names. */
   'mrtr.resume': {
-    body: { x: string; inputResponses: JsonObject; method: string; name: string; taskAfterMs: number | null; logLevel: string | null; progressToken: unknown };
+    body: {
+      x: string;
+      inputResponses: JsonObject;
+      method: string;
+      name: string;
+      taskAfterMs: number | null;
+      logLevel: string | null;
+      progressToken: unknown;
+      /** The retrying caller, when the gateway authenticates (only the call's own principal resumes it). */
+      caller: Caller | null;
+    };
     answer: { outcome: Outcome };
   };
 }
@@ -222,7 +235,7 @@ export class ParkedExchanges {
   constructor(private readonly parkTimeoutMs: number) {}
 
   park(exchange: ModernExchange): void {
-    this.unpark(exchange.id);
+    this.unpark(exchange.id, exchange.owner);
     const timer = setTimeout(() => {
       this.parked.delete(exchange.id);
       exchange.cancel(`the client did not answer its input requests within ${this.parkTimeoutMs} ms`);
@@ -231,10 +244,13 @@ export class ParkedExchanges {
     this.parked.set(exchange.id, { exchange, timer });
   }
 
-  /** Takes a parked call back (the retry resumes it); undefined when unknown, expired or on another replica. */
-  unpark(id: string): ModernExchange | undefined {
+  /**
+   * Takes a parked call back (the retry resumes it); undefined when unknown, expired, on another replica, or
+   * another principal's (which leaves it parked for its own).
+   */
+  unpark(id: string, owner: string | undefined): ModernExchange | undefined {
     const entry = this.parked.get(id);
-    if (entry === undefined) return undefined;
+    if (entry === undefined || entry.exchange.owner !== owner) return undefined;
     clearTimeout(entry.timer);
     this.parked.delete(id);
     return entry.exchange;

@@ -25,6 +25,8 @@ const LIST_CHANGED: ReadonlyMap<string, keyof ListenFilter> = new Map([
 interface Listener {
   id: RequestId;
   filter: ListenFilter;
+  /** The authenticated principal listening: other principals' tasks are not its to hear of. */
+  owner: string | undefined;
   responder: ModernResponder;
   stopWatching: (() => void)[];
 }
@@ -48,8 +50,8 @@ export class ListenHub {
    * Starts a listen stream: the acknowledgement (echoing what is honoured) goes first, then matching
    * notifications until the client closes the stream or the gateway shuts down.
    */
-  open(id: RequestId, filter: ListenFilter, responder: ModernResponder): Promise<void> {
-    const listener: Listener = { id, filter, responder, stopWatching: [] };
+  open(id: RequestId, filter: ListenFilter, responder: ModernResponder, owner: string | undefined): Promise<void> {
+    const listener: Listener = { id, filter, owner, responder, stopWatching: [] };
     responder.startStream();
     responder.notify({
       jsonrpc: '2.0',
@@ -86,6 +88,7 @@ export class ListenHub {
 
   private watchTask(listener: Listener, taskId: string): () => void {
     const push = (task: TaskRecord): void => {
+      if (listener.owner !== undefined && task.principal !== listener.owner) return;
       // Terminal tasks are sent whole (result or error inlined), which the event itself does not carry.
       const full = isTerminal(task.status) ? this.store.get(taskId, { outcome: true }) : Promise.resolve(task);
       full.then(

@@ -9,6 +9,8 @@ import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
 import { LATEST_LEGACY_VERSION, LIST_METHODS, logLevelRank, MODERN_VERSION, TASKS_EXTENSION } from '../mcp.js';
 import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
+import type { AccessRule } from '../../config/types.js';
+import { CallerAccess } from '../access.js';
 import { createTaskResult, discoverResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
 import { modernAnswerStatus, modernError, modernFailure, withUri } from './errors.js';
 import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelope, withoutTasksExtension, type ModernClient } from './envelope.js';
@@ -40,6 +42,8 @@ export interface ModernRouterDeps {
   logger: Logger;
   version: string;
   replicas: ModernPeers;
+  /** `auth.access`: undefined when every caller may use everything. */
+  access: readonly AccessRule[] | undefined;
 }
 
 export class ModernRouter {
@@ -62,7 +66,7 @@ export class ModernRouter {
   /** A retry that reached another replica, for a call parked here: resumed here, answered through the peer. */
   private async resumeForPeer(body: ModernPeerMessages['mrtr.resume']['body'], peer: { accept(): void; emit(event: JsonObject): void }): Promise<ModernPeerMessages['mrtr.resume']['answer']> {
     const { method, name } = body;
-    const exchange = this.deps.parked.unpark(body.x);
+    const exchange = this.deps.parked.unpark(body.x, body.caller?.principal);
     if (exchange === undefined) return { outcome: { error: modernError(new GatewayError('invalid_params', STALE_STATE)) } };
     peer.accept();
     exchange.answer(body.inputResponses);
@@ -72,6 +76,7 @@ export class ModernRouter {
       capabilities: {},
       clientInfo: undefined,
       logLevel: typeof body.logLevel === 'string' ? (body.logLevel as ModernClient['logLevel']) : undefined,
+      caller: body.caller ?? undefined,
     };
     const meta: JsonObject = body.progressToken === null || body.progressToken === undefined ? {} : { progressToken: body.progressToken as JsonObject[string] };
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: 0, method, params: { _meta: meta } };
@@ -108,20 +113,29 @@ export class ModernRouter {
     const filter: ListenFilter = {};
     for (const key of ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged'] as const) if (wanted[key] === true) filter[key] = true;
     const uris = wanted.resourceSubscriptions;
-    if (Array.isArray(uris)) filter.resourceSubscriptions = uris.filter((u): u is string => typeof u === 'string' && this.deps.catalog.routeUri(u) !== undefined);
+    const access = this.accessOf(client);
+    if (Array.isArray(uris)) {
+      filter.resourceSubscriptions = uris.filter((u): u is string => typeof u === 'string' && this.deps.catalog.routeUri(u) !== undefined && access.allows('resources', u));
+    }
     const taskIds = wanted.taskIds;
     if (Array.isArray(taskIds) && taskIds.length > 0) {
       if (!declaresTasks(client)) throw missingTasksExtension('subscriptions/listen with notifications.taskIds');
       filter.taskIds = taskIds.filter((id): id is string => typeof id === 'string');
     }
     for (const uri of filter.resourceSubscriptions ?? []) void this.subscribeUpstream(uri);
-    await this.deps.listeners.open(request.id, filter, responder);
+    await this.deps.listeners.open(request.id, filter, responder, client.caller?.principal);
   }
 
   private async dispatch(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
     const params = request.params ?? {};
     if (LIST_METHODS.has(request.method)) {
-      const result = await this.deps.lists.page(request.method, withoutMeta(params), (upstream, page) => this.fetchPage(client, upstream, request.method, page, params._meta));
+      const result = await this.deps.lists.page(
+        request.method,
+        withoutMeta(params),
+        (upstream, page) => this.fetchPage(client, upstream, request.method, page, params._meta),
+        undefined,
+        this.accessOf(client).visible,
+      );
       return { result: modernResult(request.method, result) };
     }
     switch (request.method) {
@@ -147,7 +161,7 @@ export class ModernRouter {
 
   /** tasks/get|update|cancel: the gateway's own tasks here, an upstream's own tasks at that upstream. */
   private async taskMethod(client: ModernClient, request: JsonRpcRequest, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
-    const task = await this.deps.tasks.find(params.taskId, request.method === 'tasks/get');
+    const task = await this.deps.tasks.find(params.taskId, request.method === 'tasks/get', client.caller?.principal);
     if (task.native === true) {
       const upstream = this.deps.catalog.upstreams.find((u) => u.name === task.upstream && u.speaksModern);
       if (upstream === undefined) throw new GatewayError('invalid_params', `Task ${task.taskId} runs on upstream '${task.upstream}', which is not available`);
@@ -164,7 +178,7 @@ export class ModernRouter {
    * whether the request declared the Tasks extension.
    */
   private async call(client: ModernClient, request: JsonRpcRequest, params: JsonObject, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
-    const { upstream, upstreamParams, name } = this.route(request.method, params);
+    const { upstream, upstreamParams, name } = this.route(request.method, params, this.accessOf(client));
     if (request.method === 'tools/call') checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
     const inputResponses = params.inputResponses;
     if (inputResponses !== undefined && (asObject(inputResponses) === undefined || Object.values(inputResponses as JsonObject).some((v) => asObject(v) === undefined))) {
@@ -194,17 +208,19 @@ export class ModernRouter {
           taskAfterMs: asTask ? policy.taskAfterMs : null,
           logLevel: client.logLevel ?? null,
           progressToken: asObject(params._meta)?.progressToken ?? null,
+          caller: client.caller ?? null,
         }, (event) => responder.notify(event));
         if (answer === undefined) throw new GatewayError('invalid_params', STALE_STATE);
         return answer.outcome;
       }
-      const parked = this.deps.parked.unpark(state.x);
+      const parked = this.deps.parked.unpark(state.x, client.caller?.principal);
       if (parked === undefined) throw new GatewayError('invalid_params', STALE_STATE);
       exchange = parked;
       exchange.answer(asObject(inputResponses) ?? {});
     } else {
       const identity = this.identity;
       exchange = new ModernExchange(identity.sessionId, client.capabilities);
+      exchange.owner = client.caller?.principal;
       exchange.replay = { params: upstreamParams, identity };
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
       const start = async (): Promise<ModernExchange['call']> => {
@@ -218,7 +234,7 @@ export class ModernRouter {
         return call;
       };
       if (asTask && policy.taskAfterMs === 0) {
-        const task = await this.deps.tasks.create(MODERN_PRINCIPAL, name, upstream, exchange, start);
+        const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start);
         return { result: createTaskResult(task) };
       }
       await start();
@@ -246,7 +262,7 @@ export class ModernRouter {
     if (responder.gone.aborted) return undefined;
     if (nativeTasks && 'result' in outcome && outcome.result.resultType === 'task' && typeof outcome.result.taskId === 'string') {
       const ttlMs = typeof outcome.result.ttlMs === 'number' && outcome.result.ttlMs > 0 ? outcome.result.ttlMs : this.deps.tasks.engine.policyFor(name).ttlMs;
-      await this.deps.tasks.engine.recordNative(outcome.result.taskId, name, upstream, ttlMs);
+      await this.deps.tasks.engine.recordNative(outcome.result.taskId, name, upstream, ttlMs, client.caller?.principal);
     }
     return outcome;
   }
@@ -301,7 +317,7 @@ export class ModernRouter {
           requiredCapabilities: { [event.capability]: {} },
         });
       case 'timeout': {
-        const task = await this.deps.tasks.create(MODERN_PRINCIPAL, name, upstream, exchange, undefined);
+        const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, undefined);
         return { result: createTaskResult(task) };
       }
     }
@@ -322,12 +338,12 @@ export class ModernRouter {
     let forwarded = params;
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
       const route = this.deps.catalog.route('prompts', ref.name);
-      if (route === undefined) throw new GatewayError('invalid_params', `Unknown prompt: ${ref.name}`);
+      if (route === undefined || !this.accessOf(client).allows('prompts', ref.name)) throw new GatewayError('invalid_params', `Unknown prompt: ${ref.name}`);
       upstream = route.upstream;
       forwarded = { ...params, ref: { ...ref, name: route.name } };
     } else if (ref?.type === 'ref/resource' && typeof ref.uri === 'string') {
       upstream = this.deps.catalog.routeUri(ref.uri);
-      if (upstream === undefined) throw new GatewayError('invalid_params', `Resource not found: ${ref.uri}`, { uri: ref.uri });
+      if (upstream === undefined || !this.accessOf(client).allows('resources', ref.uri)) throw new GatewayError('invalid_params', `Resource not found: ${ref.uri}`, { uri: ref.uri });
     } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
     if (upstream.speaksModern) return this.passThrough(client, request, forwarded, upstream, responder, '', false);
     const identity = this.identity;
@@ -337,7 +353,8 @@ export class ModernRouter {
     return this.await(client, request, '', upstream, exchange, undefined, responder);
   }
 
-  private route(method: string, params: JsonObject): { upstream: Upstream; upstreamParams: JsonObject; name: string } {
+  /** Which upstream serves the request, and the request as it goes there; what the caller may not use is unknown. */
+  private route(method: string, params: JsonObject, access: CallerAccess): { upstream: Upstream; upstreamParams: JsonObject; name: string } {
     // The retry fields and the envelope are the gateway's business; the upstream sees a plain request.
     const { inputResponses: _responses, requestState: _state, task: _task, ...plain } = params;
     const forwarded = withoutEnvelope(plain);
@@ -345,15 +362,19 @@ export class ModernRouter {
       const uri = params.uri;
       if (typeof uri !== 'string') throw new GatewayError('invalid_params', 'params.uri must be a string');
       const upstream = this.deps.catalog.routeUri(uri);
-      if (upstream === undefined) throw new GatewayError('invalid_params', 'Resource not found', { uri });
+      if (upstream === undefined || !access.allows('resources', uri)) throw new GatewayError('invalid_params', 'Resource not found', { uri });
       return { upstream, upstreamParams: forwarded, name: uri };
     }
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', `${method}: params.name must be a string`);
     const kind = method === 'tools/call' ? 'tools' : 'prompts';
     const route = this.deps.catalog.route(kind, name);
-    if (route === undefined) throw new GatewayError('invalid_params', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
+    if (route === undefined || !access.allows(kind, name)) throw new GatewayError('invalid_params', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
     return { upstream: route.upstream, upstreamParams: { ...forwarded, name: route.name }, name };
+  }
+
+  private accessOf(client: ModernClient): CallerAccess {
+    return new CallerAccess(this.deps.access, client.caller, this.deps.logger);
   }
 
   private async fetchPage(client: ModernClient, upstream: Upstream, method: string, page: JsonObject, meta: unknown): Promise<JsonObject> {
@@ -374,4 +395,9 @@ export class ModernRouter {
     if (upstream === undefined || upstream.capabilities.resources === undefined) return;
     await upstream.subscribeControl(uri).catch((error: Error) => this.deps.logger.debug({ uri, err: error }, 'could not subscribe upstream for a listener'));
   }
+}
+
+/** Whose a client's tasks are: the authenticated principal, or (without authentication) every 2026-07-28 client's. */
+function principalOf(client: ModernClient): string {
+  return client.caller?.principal ?? MODERN_PRINCIPAL;
 }

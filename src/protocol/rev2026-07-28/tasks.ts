@@ -39,9 +39,12 @@ export class ModernTasks {
     return task;
   }
 
-  /** The task a tasks/* request names: a native record (routed to its upstream by the caller) or the gateway's own. */
-  find(taskId: unknown, withOutcome: boolean): Promise<TaskRecord> {
-    return this.engine.find(taskId, { withOutcome, allowNative: true });
+  /**
+   * The task a tasks/* request names: a native record (routed to its upstream by the caller) or the gateway's own;
+   * with `owner` (an authenticated caller), another principal's task is unknown.
+   */
+  find(taskId: unknown, withOutcome: boolean, owner: string | undefined): Promise<TaskRecord> {
+    return this.engine.find(taskId, { withOutcome, allowNative: true, owner });
   }
 
   /** The DetailedTask (`task` read with its outcome). */

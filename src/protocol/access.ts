@@ -1,0 +1,30 @@
+// The access rules as both revisions' routers apply them to one caller: what lists show, and whether a call may
+// go upstream. A denied call is answered as if the tool, prompt or resource did not exist (the caller learns
+// nothing of it), and the denial is audited.
+import { mayUse, type AccessKind } from '../config/access.js';
+import type { AccessRule } from '../config/types.js';
+import type { JsonObject } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import type { Caller } from '../tasks/principals.js';
+import type { ListKind } from './mcp.js';
+
+export class CallerAccess {
+  constructor(
+    private readonly rules: readonly AccessRule[] | undefined,
+    private readonly caller: Caller | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Whether a listed item is the caller's to see. */
+  readonly visible = (kind: ListKind, item: JsonObject): boolean => {
+    const name = kind === 'resources' ? item.uri : kind === 'resourceTemplates' ? item.uriTemplate : item.name;
+    return typeof name !== 'string' || mayUse(this.rules, this.caller, kind === 'resourceTemplates' ? 'resources' : kind, name);
+  };
+
+  /** Whether the caller may use `name`; a denial is logged for the audit trail. */
+  allows(kind: AccessKind, name: string): boolean {
+    if (mayUse(this.rules, this.caller, kind, name)) return true;
+    this.logger.info({ audit: 'access.denied', principal: this.caller?.principal, kind, name }, 'access denied by auth.access');
+    return false;
+  }
+}

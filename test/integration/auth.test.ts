@@ -1,0 +1,330 @@
+// Identity: the gateway as an OAuth 2.1 resource server (tokens from a real local authorization server, JWKS by
+// discovery) and with API keys; sessions and tasks of both eras bound to the principal that made them, across
+// two replicas on one Redis. The SDK client finds the authorization server from the gateway's 401 by itself.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Redis } from 'ioredis';
+import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
+import { freePort } from '../fixtures/spawn.js';
+import { eventually, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
+
+const ALICE_KEY = 'alice-key-0123456789abcdef';
+const BOB_KEY = 'bob-key-0123456789abcdef-bob';
+const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
+
+/** An SDK client of the 2025-11-25 revision sending `headers` with every request. */
+async function legacyClient(scope: TestScope, url: string, headers: Record<string, string>): Promise<Client> {
+  const client = new Client({ name: 'auth-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  scope.defer(() => client.close());
+  return client;
+}
+
+/** A raw POST, for what the SDK would hide (status codes, WWW-Authenticate). */
+async function post(url: string, body: Json, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; json: Json | undefined }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, json: text.startsWith('{') ? (JSON.parse(text) as Json) : undefined };
+}
+
+const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+
+describe('authentication: OAuth access tokens and API keys', () => {
+  const scope = suiteScope();
+  let issuer: AuthServer;
+  let gateway: TestGateway;
+  let resource: string;
+
+  before(async () => {
+    issuer = await startAuthServer({ clients: { svc: { secret: 'svc-secret-123', scope: 'mcp:tools', sub: 'svc-bot' } } });
+    scope.defer(() => issuer.close());
+    const port = await freePort();
+    resource = `http://127.0.0.1:${port}/mcp`;
+    const upstream = await scope.upstream('stdio');
+    gateway = await scope.gateway({
+      listen: { host: '127.0.0.1', port, path: '/mcp' },
+      upstreams: { fx: upstream.config },
+      tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
+      auth: {
+        resource,
+        apiKeys: [
+          { principal: 'alice', key: ALICE_KEY },
+          { principal: 'bob', sha256: createHash('sha256').update(BOB_KEY).digest('hex') },
+        ],
+        oauth: { issuer: issuer.issuer, requiredScopes: ['mcp:tools'] },
+      },
+    });
+  });
+
+  test('no token: 401 naming the metadata, which names the resource and its authorization server', async () => {
+    const answer = await post(gateway.url, INITIALIZE);
+    assert.equal(answer.status, 401);
+    const challenge = answer.headers.get('www-authenticate') ?? '';
+    const metadataUrl = `${gateway.origin}/.well-known/oauth-protected-resource/mcp`;
+    assert.match(challenge, /^Bearer /);
+    assert.ok(challenge.includes(`resource_metadata="${metadataUrl}"`), challenge);
+    assert.ok(challenge.includes('scope="mcp:tools"'), challenge);
+    assert.ok(!challenge.includes('error='), 'no error code when no token was sent (RFC 6750 §3.1)');
+    for (const url of [metadataUrl, `${gateway.origin}/.well-known/oauth-protected-resource`]) {
+      const metadata = (await (await fetch(url)).json()) as Json;
+      assert.equal(metadata.resource, resource);
+      assert.deepEqual(metadata.authorization_servers, [issuer.issuer]);
+      assert.deepEqual(metadata.scopes_supported, ['mcp:tools']);
+    }
+    // Health stays open for probes.
+    assert.equal((await fetch(`${gateway.origin}/healthz`)).status, 200);
+  });
+
+  test('bad tokens of every kind: 401 invalid_token', async () => {
+    const good = { aud: resource, scope: 'mcp:tools' };
+    const cases: [string, string][] = [
+      ['malformed header', 'Basic abc'],
+      ['unknown API key', 'Bearer not-a-key-not-a-jwt'],
+      ['expired', `Bearer ${await issuer.mint({ ...good, expiresInSeconds: -60 })}`],
+      ['not yet valid', `Bearer ${await issuer.mint({ ...good, notBeforeSeconds: 600 })}`],
+      ['wrong audience', `Bearer ${await issuer.mint({ ...good, aud: 'https://elsewhere.example/mcp' })}`],
+      ['no audience', `Bearer ${await issuer.mint({ scope: 'mcp:tools' })}`],
+      ['wrong issuer', `Bearer ${await issuer.mint({ ...good, iss: 'https://evil.example' })}`],
+      ['key not in the JWKS', `Bearer ${await issuer.mint({ ...good, signWith: 'unknown' })}`],
+      ['forged signature', `Bearer ${await issuer.mint({ ...good, signWith: 'forged' })}`],
+      ['unsigned (alg none)', `Bearer ${issuer.unsigned(good)}`],
+    ];
+    for (const [what, authorization] of cases) {
+      const answer = await post(gateway.url, INITIALIZE, { authorization });
+      assert.equal(answer.status, 401, what);
+      const challenge = answer.headers.get('www-authenticate') ?? '';
+      assert.ok(challenge.includes('error="invalid_token"'), `${what}: ${challenge}`);
+      assert.ok(challenge.includes('resource_metadata='), what);
+    }
+  });
+
+  test('a valid token without the required scope: 403 insufficient_scope', async () => {
+    const token = await issuer.mint({ aud: resource, scope: 'other' });
+    const answer = await post(gateway.url, INITIALIZE, bearer(token));
+    assert.equal(answer.status, 403);
+    assert.ok((answer.headers.get('www-authenticate') ?? '').includes('error="insufficient_scope"'));
+  });
+
+  test('the SDK client finds the authorization server from the 401 and gets a token itself (client credentials)', async (t) => {
+    const provider = new ClientCredentialsProvider({ clientId: 'svc', clientSecret: 'svc-secret-123', expectedIssuer: issuer.issuer });
+    const client = new Client({ name: 'oauth-client', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url), { authProvider: provider }));
+    testScope(t).defer(() => client.close());
+    assert.ok((await client.listTools()).tools.some((tool) => tool.name === 'greet'));
+    const result = await client.callTool({ name: 'greet', arguments: { name: 'svc' } });
+    assert.match(textOf(result), /Hello, svc!/);
+  });
+
+  test('a verified token is remembered: many requests, one JWKS fetch; a rotated key is picked up', async (t) => {
+    const token = await issuer.mint({ sub: 'carol', aud: resource, scope: 'mcp:tools' });
+    const client = await legacyClient(testScope(t), gateway.url, bearer(token));
+    const before = issuer.jwksRequests;
+    for (let i = 0; i < 20; i++) await client.listTools();
+    assert.ok(issuer.jwksRequests - before <= 1, `JWKS fetched ${issuer.jwksRequests - before} times for 20 requests`);
+    await issuer.rotate();
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // the JWKS is refetched at most once a second
+    const rotated = await issuer.mint({ sub: 'carol', aud: resource, scope: 'mcp:tools' });
+    const answer = await post(gateway.url, INITIALIZE, bearer(rotated));
+    assert.equal(answer.status, 200);
+  });
+
+  test('API keys: the key, or its stored hash, is the principal\'s', async (t) => {
+    const scope = testScope(t);
+    for (const key of [ALICE_KEY, BOB_KEY]) {
+      const client = await legacyClient(scope, gateway.url, bearer(key));
+      assert.match(textOf(await client.callTool({ name: 'greet', arguments: { name: 'k' } })), /Hello, k!/);
+    }
+  });
+
+  test('a session belongs to its principal: another principal\'s request with its id gets 404', async () => {
+    const opened = await post(gateway.url, INITIALIZE, bearer(ALICE_KEY));
+    assert.equal(opened.status, 200);
+    const sessionId = opened.headers.get('mcp-session-id') ?? '';
+    const ping = { jsonrpc: '2.0', id: 2, method: 'ping' };
+    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    assert.equal((await post(gateway.url, ping, { ...headers, ...bearer(ALICE_KEY) })).status, 200);
+    assert.equal((await post(gateway.url, ping, { ...headers, ...bearer(BOB_KEY) })).status, 404);
+    const bobToken = await issuer.mint({ sub: 'alice-impostor', aud: resource, scope: 'mcp:tools' });
+    assert.equal((await post(gateway.url, ping, { ...headers, ...bearer(bobToken) })).status, 404);
+  });
+
+  test('2025-11-25 tasks belong to their principal: another one is told the task does not exist; list shows only its own', async (t) => {
+    const scope = testScope(t);
+    const alice = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    const created = await alice.request(
+      { method: 'tools/call', params: { name: 'slow', arguments: { ms: 200 }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    const taskId = created.task.taskId;
+    const bob = await legacyClient(scope, gateway.url, bearer(BOB_KEY));
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel'] as const) {
+      await assert.rejects(bob.request({ method, params: { taskId } }, CallToolResultSchema.passthrough()), /Task not found/, method);
+    }
+    assert.ok(!(await bob.experimental.tasks.listTasks()).tasks.some((task) => task.taskId === taskId));
+    // The principal's, not the session's: alice sees it from another session too.
+    const aliceAgain = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    assert.ok((await aliceAgain.experimental.tasks.listTasks()).tasks.some((task) => task.taskId === taskId));
+    await eventually(async () => (await aliceAgain.experimental.tasks.getTask(taskId)).status === 'completed');
+  });
+
+  test('2026-07-28 tasks belong to their principal too', async () => {
+    const options = (key: string) => ({ capabilities: TASKS_CAPABILITIES, headers: bearer(key) });
+    const created = await modern(gateway.url, 'tools/call', { name: 'slow', arguments: { ms: 3_000 } }, options(ALICE_KEY));
+    assert.equal(created.result?.resultType, 'task', JSON.stringify(created.response));
+    const taskId = created.result?.taskId as string;
+    for (const method of ['tasks/get', 'tasks/cancel']) {
+      const answer = await modern(gateway.url, method, { taskId }, options(BOB_KEY));
+      assert.match(String(answer.error?.message), /Task not found/, `${method}: ${JSON.stringify(answer.response)}`);
+    }
+    assert.equal((await modern(gateway.url, 'tasks/get', { taskId }, options(ALICE_KEY))).result?.status, 'working');
+    await modern(gateway.url, 'tasks/cancel', { taskId }, options(ALICE_KEY));
+    assert.equal((await modern(gateway.url, 'tasks/get', { taskId }, options(ALICE_KEY))).result?.status, 'cancelled');
+  });
+
+  test('a 2026-07-28 request without a token is refused like any other', async () => {
+    const answer = await modern(gateway.url, 'tools/list', {}, {});
+    assert.equal(answer.status, 401);
+  });
+});
+
+describe('principals across two replicas on one Redis', () => {
+  const prefix = `taskgate-test-auth-${process.pid}-${Date.now()}`;
+  const scope = suiteScope();
+  let a: TestGateway;
+  let b: TestGateway;
+
+  before(async () => {
+    const upstream = await scope.upstream('stdio');
+    const config = {
+      upstreams: { fx: upstream.config },
+      store: { type: 'redis', url: REDIS_URL, prefix },
+      tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
+      auth: { resource: 'http://gateway.example/mcp', apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }] },
+    };
+    a = await scope.gateway(config);
+    b = await scope.gateway(config);
+  });
+
+  after(async () => {
+    const redis = new Redis(REDIS_URL);
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+
+  test('a session opened on one replica is its principal\'s on the other; a task made on one is hidden from others on both', async (t) => {
+    const scope = testScope(t);
+    const opened = await post(a.url, INITIALIZE, bearer(ALICE_KEY));
+    const headers = { 'mcp-session-id': opened.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': '2025-11-25' };
+    const ping = { jsonrpc: '2.0', id: 2, method: 'ping' };
+    assert.equal((await post(b.url, ping, { ...headers, ...bearer(ALICE_KEY) })).status, 200);
+    assert.equal((await post(b.url, ping, { ...headers, ...bearer(BOB_KEY) })).status, 404);
+
+    const alice = await legacyClient(scope, a.url, bearer(ALICE_KEY));
+    const created = await alice.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 100 }, task: {} } }, CreateTaskResultSchema);
+    const taskId = created.task.taskId;
+    const bobOnB = await legacyClient(scope, b.url, bearer(BOB_KEY));
+    await assert.rejects(bobOnB.experimental.tasks.getTask(taskId), /Task not found/);
+    const aliceOnB = await legacyClient(scope, b.url, bearer(ALICE_KEY));
+    await eventually(async () => (await aliceOnB.experimental.tasks.getTask(taskId)).status === 'completed');
+    const modernOnB = await modern(b.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(BOB_KEY) });
+    assert.match(String(modernOnB.error?.message), /Task not found/);
+  });
+});
+
+describe('start-up without auth', () => {
+  test('binding beyond loopback without an auth section is warned about', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('stdio');
+    const gateway = await scope.spawnGateway({ config: { listen: { host: '0.0.0.0', port: 0 }, upstreams: { fx: upstream.config } } });
+    await eventually(() => /without an auth section/.test(gateway.stdout()));
+  });
+});
+
+describe('access rules (auth.access): lists show only what a caller may use; anything else is unknown to it', () => {
+  const scope = suiteScope();
+  let issuer: AuthServer;
+  let gateway: TestGateway;
+  let resource: string;
+
+  before(async () => {
+    issuer = await startAuthServer();
+    scope.defer(() => issuer.close());
+    const port = await freePort();
+    resource = `http://127.0.0.1:${port}/mcp`;
+    const upstream = await scope.upstream('stdio');
+    gateway = await scope.gateway({
+      listen: { host: '127.0.0.1', port, path: '/mcp' },
+      upstreams: { fx: upstream.config },
+      auth: {
+        resource,
+        apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }],
+        oauth: { issuer: issuer.issuer },
+        access: [
+          { principals: ['alice', 'team-*'], tools: ['*'], prompts: ['*'], resources: ['*'] },
+          { principals: ['bob'], tools: ['greet', 'slow_compute'] },
+          { scopes: ['admin'], tools: ['*'] },
+        ],
+      },
+    });
+  });
+
+  test('a principal sees and calls only its tools; a denied call never reaches the upstream', async (t) => {
+    const scope = testScope(t);
+    const bob = await legacyClient(scope, gateway.url, bearer(BOB_KEY));
+    assert.deepEqual((await bob.listTools()).tools.map((tool) => tool.name).sort(), ['greet', 'slow_compute']);
+    assert.match(textOf(await bob.callTool({ name: 'greet', arguments: { name: 'bob' } })), /Hello, bob!/);
+    const alice = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    const whoami = async (): Promise<{ pid: number; calls: number }> => JSON.parse(textOf(await alice.callTool({ name: 'whoami', arguments: {} }))) as { pid: number; calls: number };
+    const before = await whoami();
+    // `crash` would end the upstream process, and every call counts on its connection: neither denied call went there.
+    const denied = await bob.callTool({ name: 'crash', arguments: {} }).then(() => undefined, (error: Error) => error);
+    assert.match(String(denied?.message), /Unknown tool: crash/);
+    const unknown = await bob.callTool({ name: 'no_such_tool', arguments: {} }).then(() => undefined, (error: Error) => error);
+    assert.equal(String(denied?.message).replace('crash', 'X'), String(unknown?.message).replace('no_such_tool', 'X'), 'a denied tool is answered like an unknown one');
+    // The same process, and no call on its connection between the two whoami calls but the second itself.
+    const after = await whoami();
+    assert.equal(after.pid, before.pid);
+    assert.equal(after.calls, before.calls + 1);
+    assert.ok((await alice.listTools()).tools.some((tool) => tool.name === 'crash'));
+  });
+
+  test('prompts and resources follow the rules that name them: none named, none listed or read', async (t) => {
+    const scope = testScope(t);
+    const bob = await legacyClient(scope, gateway.url, bearer(BOB_KEY));
+    assert.deepEqual((await bob.listPrompts()).prompts, []);
+    assert.deepEqual((await bob.listResources()).resources, []);
+    await assert.rejects(bob.readResource({ uri: 'test://static-text' }), /Resource not found/);
+    const alice = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    assert.ok((await alice.listPrompts()).prompts.length > 0);
+    assert.ok((await alice.readResource({ uri: 'test://static-text' })).contents.length > 0);
+  });
+
+  test('a token\'s scopes grant what a rule gives them; principals match by glob', async (t) => {
+    const scope = testScope(t);
+    const admin = await legacyClient(scope, gateway.url, bearer(await issuer.mint({ sub: 'dave', aud: resource, scope: 'admin' })));
+    assert.ok((await admin.listTools()).tools.some((tool) => tool.name === 'crash'));
+    const team = await legacyClient(scope, gateway.url, bearer(await issuer.mint({ sub: 'team-blue', aud: resource })));
+    assert.ok((await team.listPrompts()).prompts.length > 0);
+    const nobody = await legacyClient(scope, gateway.url, bearer(await issuer.mint({ sub: 'eve', aud: resource })));
+    assert.deepEqual((await nobody.listTools()).tools, []);
+  });
+
+  test('2026-07-28: the same lists and the same answer for a denied tool', async () => {
+    const listed = await modern(gateway.url, 'tools/list', {}, { headers: bearer(BOB_KEY) });
+    assert.deepEqual((listed.result?.tools as Json[]).map((tool) => tool.name).sort(), ['greet', 'slow_compute']);
+    const denied = await modern(gateway.url, 'tools/call', { name: 'crash', arguments: {} }, { headers: bearer(BOB_KEY) });
+    assert.match(String(denied.error?.message), /Unknown tool: crash/);
+  });
+});
