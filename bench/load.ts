@@ -85,7 +85,13 @@ export class McpHttp {
   private readonly origin: string;
   private readonly path: string;
 
-  constructor(url: string, connections: number, timeoutMs = 15_000) {
+  constructor(
+    url: string,
+    connections: number,
+    timeoutMs = 15_000,
+    /** Sent with every request (an Authorization header for a gateway with auth). */
+    private readonly extraHeaders: Record<string, string> = {},
+  ) {
     const u = new URL(url);
     this.origin = u.origin;
     this.path = u.pathname + u.search;
@@ -105,6 +111,7 @@ export class McpHttp {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
+      ...this.extraHeaders,
     };
     if (session.sessionId !== undefined) {
       headers['mcp-session-id'] = session.sessionId;
@@ -216,7 +223,7 @@ export class McpHttp {
             origin: this.origin,
             path: this.path,
             method: 'DELETE',
-            headers: { 'mcp-session-id': c.sessionId, 'mcp-protocol-version': PROTOCOL_VERSION },
+            headers: { ...this.extraHeaders, 'mcp-session-id': c.sessionId, 'mcp-protocol-version': PROTOCOL_VERSION },
           });
           await res.body.dump();
           if (res.statusCode < 300) deleted++;

@@ -8,6 +8,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { startAuthServer } from '../test/fixtures/auth-server.js';
 import { HttpLoad, McpHttp, resolveTool, wallMs, type McpSession } from './load.js';
 import { cpuMs, freePort, startProc, waitHttp, waitListening, type Proc } from './procs.js';
 import { percentile, runPhase, type PhaseSpec, type PhaseStats } from './stats.js';
@@ -15,8 +16,10 @@ import { percentile, runPhase, type PhaseSpec, type PhaseStats } from './stats.j
 export type StoreKind = 'redis' | 'memory';
 export const ALL_STORES: readonly StoreKind[] = ['redis', 'memory'];
 
-/** Targets from the issue; reported, never asserted. */
+/** Targets from the issues; reported, never asserted. */
 export const MIN_TASKS_GET_PER_SEC = 5000;
+/** tasks/get with auth on (an OAuth access token, verified once and remembered) against auth off, same run. */
+export const MIN_AUTH_TASKS_GET_RATIO = 0.8;
 export const MAX_RESULT_DELAY_P50_MS = 5;
 
 /** Long enough that nothing the bench created expires mid-run; the Redis keys are deleted afterwards anyway. */
@@ -86,7 +89,7 @@ export interface DelayRow {
 }
 
 export interface TasksTarget {
-  key: 'floor' | 'direct' | StoreKind;
+  key: 'floor' | 'direct' | StoreKind | 'redis-auth';
   label: string;
   ok: boolean;
   error?: string;
@@ -188,8 +191,9 @@ async function withProc<T>(start: { proc: Proc; url: Promise<string> }, fn: (url
   }
 }
 
-function gatewayYaml(port: number, store: StoreKind, s: TasksSettings, prefix: string, upstreamUrl: string): string {
+function gatewayYaml(port: number, store: StoreKind, s: TasksSettings, prefix: string, upstreamUrl: string, issuer?: string): string {
   return [
+    ...(issuer === undefined ? [] : [`auth: { resource: ${q(`http://127.0.0.1:${port}/mcp`)}, oauth: { issuer: ${q(issuer)} } }`]),
     `listen: { host: 127.0.0.1, port: ${port}, path: /mcp }`,
     store === 'redis' ? `store: { type: redis, url: ${q(s.redisUrl)}, prefix: ${q(prefix)} }` : 'store: { type: memory }',
     'log: { level: warn }',
@@ -377,23 +381,30 @@ async function storeTarget(
   dir: string,
   redis: Redis | undefined,
   target: TasksTarget,
+  auth = false,
 ): Promise<void> {
   const prefix = `taskgate-bench-${process.pid}-${Date.now().toString(36)}`;
   const redisPid = redis !== undefined ? await localRedisPid(redis, s.redisUrl) : undefined;
+  // With auth: a local authorization server, and every client sends one access token it issued (as a client
+  // would for the token's lifetime): the gateway verifies it once and remembers it.
+  const issuer = auth ? await startAuthServer() : undefined;
   try {
     await withProc(startFixture(root), async (upstreamUrl) => {
       const port = await freePort();
-      const cfg = join(dir, `taskgate-tasks-${store}.yaml`);
-      writeFileSync(cfg, gatewayYaml(port, store, s, prefix, upstreamUrl));
+      const cfg = join(dir, `taskgate-tasks-${store}${auth ? '-auth' : ''}.yaml`);
+      writeFileSync(cfg, gatewayYaml(port, store, s, prefix, upstreamUrl, issuer?.issuer));
       const proc = startProc('taskgate', gw.command, [...gw.args, 'serve', '--config', cfg], { cwd: root, dropEnvPrefix: 'TASKGATE_' });
       try {
         await waitHttp(proc, `http://127.0.0.1:${port}/healthz`, 30_000, 200);
-        await measureStore(`http://127.0.0.1:${port}/mcp`, s, store, proc.pid, redisPid, target);
+        const headers: Record<string, string> =
+          issuer === undefined ? {} : { authorization: `Bearer ${await issuer.mint({ sub: 'bench', aud: `http://127.0.0.1:${port}/mcp`, expiresInSeconds: 3_600 })}` };
+        await measureStore(`http://127.0.0.1:${port}/mcp`, s, store, proc.pid, redisPid, target, headers);
       } finally {
         await proc.stop();
       }
     });
   } finally {
+    await issuer?.close();
     if (redis !== undefined) {
       const removed = await dropPrefix(redis, prefix).catch((err: unknown) => {
         target.notes.push(`could not delete Redis keys ${prefix}:*: ${errorText(err)}`);
@@ -412,9 +423,11 @@ async function measureStore(
   gatewayPid: number,
   redisPid: number | undefined,
   target: TasksTarget,
+  headers: Record<string, string> = {},
 ): Promise<void> {
   const sp = specs(s);
-  const http = new McpHttp(url, s.clients);
+  const http = new McpHttp(url, s.clients, undefined, headers);
+  const label = `${store}${headers.authorization === undefined ? '' : ', auth'}`;
   const sessions = await http.openSessions(s.clients);
   const first = sessions[0];
   if (!first) throw new Error('no sessions');
@@ -440,19 +453,19 @@ async function measureStore(
     const syncEcho = await runPhase(1, sp.latency, async (w) => {
       checkEcho(await http.rpc(session(w), 'tools/call', { name: echo, arguments: { message: 'hi' } }));
     });
-    target.rows.push({ key: 'sync-echo', label: `taskgate (${store}): sync echo`, latency: syncEcho });
+    target.rows.push({ key: 'sync-echo', label: `taskgate (${label}): sync echo`, latency: syncEcho });
 
     // 1. creation: the CreateTaskResult comes only after the task is stored.
     const creation = await runPhase(1, sp.latency, async (w) => {
       await createTask(w, echo, { message: 'hi' });
     });
-    target.rows.push({ key: 'create', label: `taskgate (${store}): tools/call + task`, latency: creation });
+    target.rows.push({ key: 'create', label: `taskgate (${label}): tools/call + task`, latency: creation });
 
     // 3. completion → result, and the same tool sync through the gateway as its reference.
     const n = s.smoke ? SMOKE_COMPLETION_CLIENTS : COMPLETION_CLIENTS;
     const waiting = sessions.slice(0, n);
-    target.delays.push(await completionPhase(http, waiting, finishAt, s, false, 'gateway-sync', `taskgate (${store}): sync tools/call`));
-    target.delays.push(await completionPhase(http, waiting, finishAt, s, true, 'tasks-result', `taskgate (${store}): tasks/result`));
+    target.delays.push(await completionPhase(http, waiting, finishAt, s, false, 'gateway-sync', `taskgate (${label}): sync tools/call`));
+    target.delays.push(await completionPhase(http, waiting, finishAt, s, true, 'tasks-result', `taskgate (${label}): tasks/result`));
 
     // 2. tasks/get: every client polls its own two tasks in turn, one still running and one completed.
     const owned = await Promise.all(
@@ -468,7 +481,7 @@ async function measureStore(
     const turn = sessions.map(() => 0);
     const row = await loadRow(
       'tasks-get',
-      `taskgate (${store}): tasks/get`,
+      `taskgate (${label}): tasks/get`,
       s,
       (spec, clients) =>
         runPhase(clients, spec, async (w) => {
@@ -553,6 +566,12 @@ export async function tasksScenario(
         if (typeof gw === 'string') throw new Error(gw);
         await storeTarget(root, s, store, gw, dir, redis, t);
       });
+      if (store === 'redis') {
+        await measure('redis-auth', 'taskgate, Redis store, auth on (OAuth token)', async (t) => {
+          if (typeof gw === 'string') throw new Error(gw);
+          await storeTarget(root, s, store, gw, dir, redis, t, true);
+        });
+      }
     } finally {
       redis?.disconnect();
     }
@@ -692,7 +711,7 @@ export function reportTasks(rounds: TasksRound[], s: TasksSettings, roundCount: 
   // Task requests are answered by the gateway and its store alone: the floor is their reference. A sync call also
   // waits for the upstream: the direct call is its reference.
   const directEcho = summary.rows.find((x) => x.key === 'direct-echo');
-  for (const x of summary.rows.filter((r) => r.target === 'redis' || r.target === 'memory')) {
+  for (const x of summary.rows.filter((r) => r.target === 'redis' || r.target === 'memory' || r.target === 'redis-auth')) {
     const ref = x.key === 'sync-echo' ? directEcho : floor;
     if (!ref) continue;
     const parts = [`p50 ${signed(x.p50Ms - ref.p50Ms)} ms`];
@@ -731,6 +750,15 @@ export function reportTasks(rounds: TasksRound[], s: TasksSettings, roundCount: 
       detail:
         `${int(get.reqPerSec)} req/s at ${s.clients} clients, loaded p50 ${ms(get.loadedP50Ms)} ms` +
         (floor ? ` (fastify floor ${int(floor.reqPerSec)} req/s)` : ''),
+    });
+  }
+  const authGet = summary.rows.find((x) => x.target === 'redis-auth' && x.key === 'tasks-get');
+  if (get && authGet) {
+    checks.push({
+      scenario: 'tasks',
+      what: `tasks/get with auth on ≥ ${MIN_AUTH_TASKS_GET_RATIO * 100}% of auth off (Redis store, same run)`,
+      pass: authGet.reqPerSec >= MIN_AUTH_TASKS_GET_RATIO * get.reqPerSec,
+      detail: `${((authGet.reqPerSec / get.reqPerSec) * 100).toFixed(1)}% (${int(authGet.reqPerSec)} vs ${int(get.reqPerSec)} req/s)`,
     });
   }
   const wait = summary.delays.find((x) => x.target === 'redis' && x.key === 'tasks-result');

@@ -51,6 +51,8 @@ const REGISTRY = {
   method_not_allowed: { rpc: InvalidRequest, http: 405 },
   conflict: { rpc: InvalidRequest, http: 409 },
   shutting_down: { rpc: InternalError, http: 503 },
+  /** A principal went past auth.rateLimits; `data.retryAfterMs` says when to try again (HTTP Retry-After too). */
+  rate_limited: { rpc: GatewayServerError, http: 429 },
   /** The authorization server's metadata or keys cannot be fetched: tokens cannot be verified for now. */
   auth_unavailable: { rpc: InternalError, http: 503 },
   // 2026-07-28 (modern era): request-level failures answer with an HTTP status of their own.

@@ -20,6 +20,7 @@ import { CursorCodec } from './store/task-store.js';
 import { LegacyTasks } from './protocol/rev2025-11-25/tasks.js';
 import { MODERN_CALLER, ModernTasks } from './protocol/rev2026-07-28/tasks.js';
 import { TaskEngine } from './tasks/engine.js';
+import { RateLimiter } from './tasks/rate-limits.js';
 import { Upstream } from './upstream/upstream.js';
 import { VERSION } from './version.js';
 
@@ -43,6 +44,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   // replicas; the relay and the router that cancels calls; sessions and what releases their upstream
   // connections), one reaches the other through a closure, called only once both exist.
   const store = createStore(config.store);
+  const rateLimiter = config.auth === undefined ? undefined : new RateLimiter(config.auth.rateLimits, store, logger);
   const replicas = new ReplicaLink(store, logger);
   const listeners = new ListenHub(store, logger);
   const upstreams: Upstream[] = [];
@@ -76,7 +78,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     lost: (task) => {
       if (task.era === 'legacy') void legacyTasks.tellSession(task, (sessionId) => sessions.get(sessionId));
     },
-  });
+  }, rateLimiter);
   const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse);
   const modernTasks = new ModernTasks(tasks);
   const router = new Router(catalog, legacyTasks, logger, lists, sessions, VERSION, config.auth?.access);
@@ -120,6 +122,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     sessions,
     relay,
     authenticator: config.auth === undefined ? undefined : new Authenticator(config.auth, logger),
+    rateLimiter,
     isShuttingDown: () => shuttingDown,
     readiness: async () => {
       const storeStatus: JsonObject = { type: store.kind, ok: true };

@@ -9,7 +9,7 @@ import { ConfigError, type ConfigIssue } from './config-error.js';
 import { interpolate, type Env } from './interpolate.js';
 import { allowedKeysAt, DEFAULT_POLICY, RawConfigSchema, TRANSPORTS, upstreamKeys, type RawConfig } from './schema.js';
 import { didYouMean } from './suggest.js';
-import type { AuthConfig, GatewayConfig, TaskPolicy, TaskRule, UpstreamConfig } from './types.js';
+import type { AuthConfig, GatewayConfig, RateLimitRule, TaskPolicy, TaskRule, UpstreamConfig } from './types.js';
 
 export { ConfigError, formatIssue, type ConfigIssue } from './config-error.js';
 export type { Env } from './interpolate.js';
@@ -386,6 +386,7 @@ function authConfig(raw: NonNullable<RawConfig['auth']>): AuthConfig {
         ? undefined
         : { issuer: raw.oauth.issuer, jwksUri: raw.oauth.jwksUri, audience: raw.oauth.audience ?? raw.resource, requiredScopes: raw.oauth.requiredScopes },
     access: raw.access,
+    rateLimits: { ...raw.rateLimits, rules: raw.rateLimits.rules.map((rule) => definedOnly(rule) as RateLimitRule) },
   };
 }
 

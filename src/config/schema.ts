@@ -290,12 +290,20 @@ export const AccessRuleSchema = z
     resources: z.array(glob).default([]),
   })
   .refine((r) => r.principals.length > 0 || r.scopes.length > 0, { error: 'a rule names principals or scopes (or both)' });
+const rates = { requestsPerSecond: int(0).optional(), taskCreationsPerMinute: int(0).optional() };
+export const RateLimitRuleSchema = z.strictObject({ principals: z.array(glob).min(1), ...rates });
+export const RateLimitsSchema = z.strictObject({
+  requestsPerSecond: int(0).default(0),
+  taskCreationsPerMinute: int(0).default(0),
+  rules: z.array(RateLimitRuleSchema).default([]),
+});
 export const AuthSchema = z
   .strictObject({
     resource: httpUrl,
     apiKeys: z.array(ApiKeySchema).default([]),
     oauth: OAuthSchema.optional(),
     access: z.array(AccessRuleSchema).optional(),
+    rateLimits: RateLimitsSchema.prefault({}),
   })
   .refine((a) => a.apiKeys.length > 0 || a.oauth !== undefined, { error: 'auth needs apiKeys, oauth, or both' });
 
@@ -385,12 +393,16 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
       if (at(0) === 'upstreams') return upstreamKeys(obj.transport);
       if (at(0) === 'tasks' && at(1) === 'defaults') return keysOf(PolicyDefaultsSchema);
       if (at(0) === 'auth' && at(1) === 'oauth') return keysOf(OAuthSchema);
+      if (at(0) === 'auth' && at(1) === 'rateLimits') return keysOf(RateLimitsSchema);
       return undefined;
     case 3:
       if (at(0) === 'upstreams' && at(2) === 'restart') return ['initialDelayMs', 'maxDelayMs'];
       if (at(0) === 'tasks' && at(1) === 'rules') return keysOf(RuleSchema);
       if (at(0) === 'auth' && at(1) === 'apiKeys') return keysOf(ApiKeySchema);
       if (at(0) === 'auth' && at(1) === 'access') return keysOf(AccessRuleSchema);
+      return undefined;
+    case 4:
+      if (at(0) === 'auth' && at(1) === 'rateLimits' && at(2) === 'rules') return keysOf(RateLimitRuleSchema);
       return undefined;
   }
   return undefined;

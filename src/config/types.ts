@@ -217,6 +217,17 @@ export interface AccessRule {
   resources: readonly string[];
 }
 
+/** Per-principal rates, counted in the store across replicas; 0 = unlimited. */
+export interface RateLimits {
+  requestsPerSecond: number;
+  taskCreationsPerMinute: number;
+}
+
+/** Rates for the principals matching `principals` (globs): the first matching rule's fields replace the defaults. */
+export interface RateLimitRule extends Partial<RateLimits> {
+  principals: readonly string[];
+}
+
 export interface AuthConfig {
   /** The canonical URI of this MCP endpoint: tokens must be issued for it, and clients find the metadata from it. */
   resource: string;
@@ -224,6 +235,7 @@ export interface AuthConfig {
   oauth: OAuthConfig | undefined;
   /** Undefined: every authenticated principal may use everything. */
   access: readonly AccessRule[] | undefined;
+  rateLimits: RateLimits & { rules: readonly RateLimitRule[] };
 }
 
 export interface GatewayConfig {

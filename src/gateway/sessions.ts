@@ -66,12 +66,19 @@ export class SessionRegistry implements LegacySessions {
   }
 
   /**
-   * The session, from this replica's views or the store; undefined when it ended or expired, or when it belongs to
-   * another principal than `principal` (to whom it does not exist). Counts as activity.
+   * The session a client's request names, for its `principal` (undefined without authentication): undefined when it
+   * ended or expired, or when it belongs to another principal (to whom it does not exist). Counts as activity.
    */
-  async get(sessionId: string, principal?: string): Promise<ClientSession | undefined> {
+  async getFor(sessionId: string, principal: string | undefined): Promise<ClientSession | undefined> {
+    const found = this.sessions.get(sessionId) ?? (await this.load(sessionId));
+    // Checked first: another principal's requests must not keep the session alive either.
+    return found === undefined || found.principal !== principal ? undefined : this.get(sessionId);
+  }
+
+  /** The session, from this replica's views or the store, whoever owns it; undefined when it ended or expired. */
+  async get(sessionId: string): Promise<ClientSession | undefined> {
     const session = this.sessions.get(sessionId) ?? (await this.load(sessionId));
-    if (session === undefined || session.principal !== principal) return undefined;
+    if (session === undefined) return undefined;
     session.touch();
     // The store's copy expires on its own; renewing it on every request would cost a write each.
     if (session.lastSeen - session.storeTouchedAt > this.config.idleTimeoutMs / 4) this.keepAlive(session);

@@ -1,7 +1,7 @@
 // Who is calling. A bearer token is first looked up among the API keys (by its SHA-256), then verified as an OAuth
 // access token: a JWT the configured issuer signed (keys from its JWKS, found through its metadata) for this
-// resource (`aud`). A verified token is remembered until it expires, so a client polling with one token costs one
-// verification, not one per request. The token itself never goes further than this file: upstreams get their own
+// resource (`aud`). A recognised token (key or JWT) is remembered until it expires, so a client polling with one
+// token costs one hash or verification, not one per request. The token itself never goes further than this file: upstreams get their own
 // credentials from their `headers`.
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { hashApiKey } from '../config/api-keys.js';
@@ -50,17 +50,22 @@ export class Authenticator {
     if (authorization === undefined || authorization === '') throw new AuthError(401, 'Authentication required: send Authorization: Bearer <token>', undefined);
     if (match === null) throw new AuthError(401, 'Malformed Authorization header: expected "Bearer <token>"', 'invalid_token');
     const token = match[1] as string;
-    const key = this.apiKeys.get(hashApiKey(token));
-    if (key !== undefined) return { principal: key.principal, scopes: key.scopes };
-    const oauth = this.auth.oauth;
-    if (oauth === undefined) throw new AuthError(401, 'Invalid token: not a known API key', 'invalid_token');
     const remembered = this.verified.get(token);
     if (remembered !== undefined && remembered.until > Date.now()) return remembered.caller;
-    const caller = await this.verify(token, oauth);
+    const key = this.apiKeys.get(hashApiKey(token));
+    if (key !== undefined) return this.remember(token, { principal: key.principal, scopes: key.scopes }, undefined);
+    const oauth = this.auth.oauth;
+    if (oauth === undefined) throw new AuthError(401, 'Invalid token: not a known API key', 'invalid_token');
+    const verified = await this.verify(token, oauth);
+    return this.remember(token, verified.caller, verified.expiresAt);
+  }
+
+  /** Remembers a recognised token until it expires, for at most MAX_CACHE_MS (a key removed from the config, a revoked signing key). */
+  private remember(token: string, caller: Caller, expiresAt: number | undefined): Caller {
     if (this.verified.size >= MAX_CACHED_TOKENS) this.verified.delete(this.verified.keys().next().value as string);
-    const exp = typeof caller.expiresAt === 'number' ? caller.expiresAt : Date.now() + MAX_CACHE_MS;
-    this.verified.set(token, { caller: caller.caller, until: Math.min(exp, Date.now() + MAX_CACHE_MS) });
-    return caller.caller;
+    const until = Math.min(expiresAt ?? Number.POSITIVE_INFINITY, Date.now() + MAX_CACHE_MS);
+    this.verified.set(token, { caller, until });
+    return caller;
   }
 
   /** RFC 9728 Protected Resource Metadata. */

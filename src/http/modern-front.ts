@@ -6,7 +6,7 @@ import { isRequest, toResponse, validateMessage, type JsonObject, type RequestId
 import type { Logger } from '../log.js';
 import type { Caller } from '../tasks/principals.js';
 import { checkRoutingHeaders, readEnvelope } from '../protocol/rev2026-07-28/envelope.js';
-import { modernRefusal } from '../protocol/rev2026-07-28/errors.js';
+import { modernRefusal, retryAfterHeader } from '../protocol/rev2026-07-28/errors.js';
 import { ModernResponder } from '../protocol/rev2026-07-28/responder.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
 
@@ -68,6 +68,6 @@ export async function handleModernPost(
   }
   const answer = await deps.modern.handle(client, message, headers, responder);
   if (answer === undefined) responder.end();
-  else responder.finish(toResponse(message.id, answer.outcome) as unknown as JsonObject, answer.status);
+  else responder.finish(toResponse(message.id, answer.outcome) as unknown as JsonObject, answer.status, retryAfterHeader(answer.outcome));
   return reply;
 }

@@ -16,6 +16,7 @@ import type { Logger } from '../log.js';
 import { isSupportedLegacyVersion, LEGACY_VERSIONS, supportsBatches, supportsPrimingEvents } from '../protocol/mcp.js';
 import { legacyErrorResponse, legacyRefusal } from '../protocol/rev2025-11-25/errors.js';
 import type { Caller } from '../tasks/principals.js';
+import { RateLimited, type RateLimiter } from '../tasks/rate-limits.js';
 import { AuthError, type Authenticator } from './credentials.js';
 import { STREAMED_METHODS, type Router } from '../protocol/rev2025-11-25/router.js';
 import type { ClientSession } from '../gateway/session.js';
@@ -39,6 +40,8 @@ export interface FrontEndDeps {
   isShuttingDown(): boolean;
   /** Undefined without an `auth` section: every request is served, as the only principal there is. */
   authenticator: Authenticator | undefined;
+  /** Per-principal request rate (with `auth`). */
+  rateLimiter: RateLimiter | undefined;
 }
 
 /** Who sent each MCP request, once its credentials were checked (requests of an authenticated gateway only). */
@@ -138,6 +141,7 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
 
   const path = listen.path;
   const authenticator = deps.authenticator;
+  const requestsLimited = deps.rateLimiter?.limitsRequests === true;
   if (authenticator !== undefined) {
     // RFC 9728: where clients learn which authorization server issues tokens for this resource. Public, and read
     // by browser-based clients from other origins.
@@ -149,9 +153,19 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
     if (deps.isShuttingDown()) throw new GatewayError('shutting_down', 'The gateway is shutting down');
     if (authenticator === undefined) return undefined;
     try {
-      callers.set(request, await authenticator.authenticate(header(request, 'authorization')));
+      const caller = await authenticator.authenticate(header(request, 'authorization'));
+      callers.set(request, caller);
+      if (requestsLimited) await deps.rateLimiter?.request(caller.principal);
       return undefined;
     } catch (error) {
+      if (error instanceof RateLimited) {
+        // The error's data carries retryAfterMs, as Retry-After does in whole seconds.
+        return reply
+          .code(error.httpStatus)
+          .header('retry-after', String(Math.ceil(error.retryAfterMs / 1000)))
+          .type('application/json')
+          .send(JSON.stringify(legacyErrorResponse(null, error)));
+      }
       if (!(error instanceof AuthError)) throw error;
       logger.info({ audit: 'access.denied', reason: error.message, status: error.status }, 'request refused: credentials');
       return reply
@@ -189,7 +203,7 @@ async function sessionOf(deps: FrontEndDeps, request: FastifyRequest): Promise<C
   const id = header(request, 'mcp-session-id');
   if (id === undefined) throw new GatewayError('session_required', 'Bad Request: Mcp-Session-Id header is required');
   // Another principal's session does not exist for this caller.
-  const session = await deps.sessions.get(id, callerOf(request)?.principal);
+  const session = await deps.sessions.getFor(id, callerOf(request)?.principal);
   if (session === undefined) throw new GatewayError('session_not_found', 'Session not found');
   if (version !== undefined && version !== session.protocolVersion) {
     throw new GatewayError('unsupported_protocol_version', `Bad Request: MCP-Protocol-Version '${version}' is not the protocol version this session negotiated ('${session.protocolVersion}')`);

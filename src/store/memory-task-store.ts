@@ -55,6 +55,8 @@ export class MemoryTaskStore implements TaskStore {
   private readonly leases = new Map<string, Lease>();
   /** Slot semaphores by key; a semaphore with no tickets left is dropped. */
   private readonly semaphores = new Map<string, Semaphore>();
+  /** Rate-limit windows by name and principal: hits so far and when the window ends. */
+  private readonly rateWindows = new Map<string, { hits: number; endsAt: number }>();
   private readonly secret = randomBytes(32);
   private readonly cursors = new CursorCodec(this.secret);
   private readonly sweeper: NodeJS.Timeout;
@@ -188,6 +190,20 @@ export class MemoryTaskStore implements TaskStore {
     const removed = semaphore.holders.delete(ticket) || semaphore.queue.delete(ticket);
     this.keepSemaphore(key, semaphore);
     if (removed) await this.publish('slots', { key });
+  }
+
+  async countHit(name: string, principal: string, windowMs: number): Promise<{ hits: number; resetInMs: number }> {
+    const key = `${name}\u0000${principal}`;
+    const now = this.now();
+    let window = this.rateWindows.get(key);
+    if (window === undefined || window.endsAt <= now) {
+      // Windows that ended are dropped as they are met again, and all of them now and then: memory stays bounded.
+      if (this.rateWindows.size > 10_000) for (const [k, w] of this.rateWindows) if (w.endsAt <= now) this.rateWindows.delete(k);
+      window = { hits: 0, endsAt: now + windowMs };
+      this.rateWindows.set(key, window);
+    }
+    window.hits++;
+    return { hits: window.hits, resetInMs: window.endsAt - now };
   }
 
   async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {

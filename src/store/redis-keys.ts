@@ -24,6 +24,8 @@ export interface RedisKeys {
    * owner, and the sequence counter.
    */
   slot(key: string): SlotKeys;
+  /** A rate limit's counter for one principal (hash tag: the principal, like its task index). */
+  rateWindow(name: string, principal: string): string;
 }
 
 export interface SlotKeys {
@@ -50,6 +52,7 @@ export function redisKeys(prefix: string): RedisKeys {
     topic: (name) => `${prefix}:replicas:${name}`,
     running: () => `${prefix}:{running}`,
     runningOwners: () => `${prefix}:{running}:owners`,
+    rateWindow: (name, principal) => `${prefix}:rate:{${principal}}:${name}`,
     slot: (key) => {
       const base = `${prefix}:{slot:${key}}`;
       return { holders: `${base}:holders`, queue: `${base}:queue`, queueDeadlines: `${base}:queue-deadlines`, owners: `${base}:owners`, sequence: `${base}:seq` };

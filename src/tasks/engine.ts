@@ -27,6 +27,7 @@ import { TaskLeases, type LeasedRuns, type LeasePeerMessages, type LossHandling 
 import { PendingInputs, type InputRequest } from './pending-inputs.js';
 import type { Peers } from './peers.js';
 import { NATIVE_TASKS_PRINCIPAL } from './principals.js';
+import type { RateLimiter } from './rate-limits.js';
 import { principalSlot, TaskSlots, type SlotTicket } from './slots.js';
 
 const LIST_PAGE_SIZE = 50;
@@ -121,6 +122,8 @@ export class TaskEngine {
     private readonly peers: TaskPeers,
     /** What running a lost task's call again needs. */
     private readonly recovery: RecoveryDeps,
+    /** Task creations per principal (`auth.rateLimits`); undefined without auth. */
+    private readonly rateLimiter?: RateLimiter,
   ) {
     this.slots = new TaskSlots(store, logger, leaseMs, () => this.replicaId);
     peers.on('task.update', async (body, peer) => {
@@ -143,6 +146,7 @@ export class TaskEngine {
    */
   async open(principal: string, era: 'legacy' | 'modern', exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined): Promise<TaskRecord> {
     const policy = this.policyFor(exposedName);
+    await this.rateLimiter?.taskCreation(principal);
     const taskId = newTaskId();
     await this.slots.claimPrincipal(principal, taskId, policy);
     const { retentionMs, pollMs } = taskTiming(policy, requestedTtl);
@@ -157,7 +161,7 @@ export class TaskEngine {
     await this.leases.lease([task.taskId]).catch((error: unknown) => {
       this.logger.warn({ task: task.taskId, err: error }, 'could not lease the new task');
     });
-    this.logger.info({ audit: 'task.created', task: task.taskId, tool: exposedName, upstream: upstream.name, era }, 'task created');
+    this.logger.info({ audit: 'task.created', task: task.taskId, principal, tool: exposedName, upstream: upstream.name, era }, 'task created');
     return task;
   }
 
@@ -264,7 +268,7 @@ export class TaskEngine {
     if (run !== undefined) this.endRun(run, 'the task was cancelled');
     void this.store.unlease(task.taskId).catch(() => undefined);
     if (!changed.ok) return { ok: false, task: changed.reason === 'not_found' ? undefined : changed.task };
-    this.logger.info({ audit: 'task.cancelled', task: task.taskId, era: task.era }, 'task cancelled');
+    this.logger.info({ audit: 'task.cancelled', task: task.taskId, principal: task.principal, era: task.era }, 'task cancelled');
     return { ok: true, task: changed.task };
   }
 
@@ -388,7 +392,7 @@ export class TaskEngine {
     const failed = 'error' in outcome || outcome.result.isError === true;
     const message = 'error' in outcome ? outcome.error.message : failed ? toolErrorText(outcome.result) : null;
     const changed = await this.recordEnd(taskId, { to: failed ? 'failed' : 'completed', message, outcome });
-    if (changed) this.logger.info({ audit: failed ? 'task.failed' : 'task.completed', task: taskId }, `task ${failed ? 'failed' : 'completed'}`);
+    if (changed) this.logger.info({ audit: failed ? 'task.failed' : 'task.completed', task: taskId, principal: run.task.principal }, `task ${failed ? 'failed' : 'completed'}`);
   }
 
   /**
@@ -424,7 +428,9 @@ export class TaskEngine {
     if (run.ended) return;
     const message = `The tool call exceeded its maximum run time of ${maxRunMs} ms (maxRunMs) and was cancelled`;
     this.endRun(run, 'maxRunMs exceeded');
-    await this.recordEnd(run.task.taskId, failedWith(message));
+    if (await this.recordEnd(run.task.taskId, failedWith(message))) {
+      this.logger.info({ audit: 'task.failed', task: run.task.taskId, principal: run.task.principal, reason: 'maxRunMs' }, 'task failed');
+    }
   }
 
   /** Marks the run over; with a reason, also cancels its upstream call. */

@@ -115,7 +115,7 @@ export class TaskLeases {
         .transition(taskId, failedWith(message))
         .catch(() => undefined);
       if (!changed?.ok) continue;
-      this.logger.warn({ audit: 'task.lost', task: taskId, owner }, 'task failed: its replica stopped');
+      this.logger.warn({ audit: 'task.lost', task: taskId, principal: changed.task.principal, owner }, 'task failed: its replica stopped');
       // The replica that told the task's creator about its changes is gone: the last change is told from here.
       this.losses.lost(changed.task);
     }
@@ -172,8 +172,9 @@ export class TaskLeases {
       await this.store.unlease(taskId).catch(() => undefined);
       return changed !== undefined; // ended meanwhile: nothing to fail; store away: it fails below
     }
-    if (waiting) this.logger.warn({ audit: 'task.requeued', task: taskId, owner }, 'queued task taken over: its replica stopped');
-    else this.logger.warn({ audit: 'task.retried', task: taskId, owner, attempt }, 'task re-run: its replica stopped');
+    const { principal } = task;
+    if (waiting) this.logger.warn({ audit: 'task.requeued', task: taskId, principal, owner }, 'queued task taken over: its replica stopped');
+    else this.logger.warn({ audit: 'task.retried', task: taskId, principal, owner, attempt }, 'task re-run: its replica stopped');
     await this.runs.runAgain({ ...changed.task, call: task.call }, upstream);
     return true;
   }

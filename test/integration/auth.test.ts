@@ -3,7 +3,9 @@
 // two replicas on one Redis. The SDK client finds the authorization server from the gateway's 401 by itself.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { before, describe, test } from 'node:test';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -18,6 +20,21 @@ const BOB_KEY = 'bob-key-0123456789abcdef-bob';
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
+
+/** Two gateways (fixture upstream over stdio) on a Redis prefix of their own, deleted when the scope closes. */
+async function twoReplicas(scope: TestScope, name: string, tasks: Json, auth: Json): Promise<[TestGateway, TestGateway]> {
+  const prefix = `taskgate-test-${name}-${process.pid}-${Date.now()}`;
+  // Registered first, so it runs last: after both gateways have closed.
+  scope.defer(async () => {
+    const redis = new Redis(REDIS_URL);
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+  const upstream = await scope.upstream('stdio');
+  const config = { upstreams: { fx: upstream.config }, store: { type: 'redis', url: REDIS_URL, prefix }, tasks, auth };
+  return [await scope.gateway(config), await scope.gateway(config)];
+}
 
 /** An SDK client of the 2025-11-25 revision sending `headers` with every request. */
 async function legacyClient(scope: TestScope, url: string, headers: Record<string, string>): Promise<Client> {
@@ -38,6 +55,29 @@ async function post(url: string, body: Json, headers: Record<string, string> = {
   return { status: response.status, headers: response.headers, json: text.startsWith('{') ? (JSON.parse(text) as Json) : undefined };
 }
 
+/**
+ * A local authorization server and a gateway (fixture upstream over stdio) whose `auth` trusts it, with `resource`
+ * the gateway's own URL (the SDK client requires it to be the URL it connects to) and `auth`'s other fields.
+ */
+async function oauthGateway(
+  scope: TestScope,
+  issuerOptions: Parameters<typeof startAuthServer>[0],
+  auth: { oauth: Json } & Json,
+): Promise<{ issuer: AuthServer; gateway: TestGateway; resource: string }> {
+  const issuer = await startAuthServer(issuerOptions);
+  scope.defer(() => issuer.close());
+  const port = await freePort();
+  const resource = `http://127.0.0.1:${port}/mcp`;
+  const upstream = await scope.upstream('stdio');
+  const gateway = await scope.gateway({
+    listen: { host: '127.0.0.1', port, path: '/mcp' },
+    upstreams: { fx: upstream.config },
+    tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
+    auth: { ...auth, resource, oauth: { ...auth.oauth, issuer: issuer.issuer } },
+  });
+  return { issuer, gateway, resource };
+}
+
 const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 
 describe('authentication: OAuth access tokens and API keys', () => {
@@ -47,24 +87,13 @@ describe('authentication: OAuth access tokens and API keys', () => {
   let resource: string;
 
   before(async () => {
-    issuer = await startAuthServer({ clients: { svc: { secret: 'svc-secret-123', scope: 'mcp:tools', sub: 'svc-bot' } } });
-    scope.defer(() => issuer.close());
-    const port = await freePort();
-    resource = `http://127.0.0.1:${port}/mcp`;
-    const upstream = await scope.upstream('stdio');
-    gateway = await scope.gateway({
-      listen: { host: '127.0.0.1', port, path: '/mcp' },
-      upstreams: { fx: upstream.config },
-      tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
-      auth: {
-        resource,
-        apiKeys: [
-          { principal: 'alice', key: ALICE_KEY },
-          { principal: 'bob', sha256: createHash('sha256').update(BOB_KEY).digest('hex') },
-        ],
-        oauth: { issuer: issuer.issuer, requiredScopes: ['mcp:tools'] },
-      },
-    });
+    ({ issuer, gateway, resource } = await oauthGateway(scope, { clients: { svc: { secret: 'svc-secret-123', scope: 'mcp:tools', sub: 'svc-bot' } } }, {
+      apiKeys: [
+        { principal: 'alice', key: ALICE_KEY },
+        { principal: 'bob', sha256: createHash('sha256').update(BOB_KEY).digest('hex') },
+      ],
+      oauth: { requiredScopes: ['mcp:tools'] },
+    }));
   });
 
   test('no token: 401 naming the metadata, which names the resource and its authorization server', async () => {
@@ -199,28 +228,15 @@ describe('authentication: OAuth access tokens and API keys', () => {
 });
 
 describe('principals across two replicas on one Redis', () => {
-  const prefix = `taskgate-test-auth-${process.pid}-${Date.now()}`;
   const scope = suiteScope();
   let a: TestGateway;
   let b: TestGateway;
 
   before(async () => {
-    const upstream = await scope.upstream('stdio');
-    const config = {
-      upstreams: { fx: upstream.config },
-      store: { type: 'redis', url: REDIS_URL, prefix },
-      tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
-      auth: { resource: 'http://gateway.example/mcp', apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }] },
-    };
-    a = await scope.gateway(config);
-    b = await scope.gateway(config);
-  });
-
-  after(async () => {
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-    await redis.quit();
+    [a, b] = await twoReplicas(scope, 'auth', { defaults: { mode: 'optional', pollIntervalMs: 100 } }, {
+      resource: 'http://gateway.example/mcp',
+      apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }],
+    });
   });
 
   test('a session opened on one replica is its principal\'s on the other; a task made on one is hidden from others on both', async (t) => {
@@ -259,25 +275,15 @@ describe('access rules (auth.access): lists show only what a caller may use; any
   let resource: string;
 
   before(async () => {
-    issuer = await startAuthServer();
-    scope.defer(() => issuer.close());
-    const port = await freePort();
-    resource = `http://127.0.0.1:${port}/mcp`;
-    const upstream = await scope.upstream('stdio');
-    gateway = await scope.gateway({
-      listen: { host: '127.0.0.1', port, path: '/mcp' },
-      upstreams: { fx: upstream.config },
-      auth: {
-        resource,
-        apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }],
-        oauth: { issuer: issuer.issuer },
-        access: [
-          { principals: ['alice', 'team-*'], tools: ['*'], prompts: ['*'], resources: ['*'] },
-          { principals: ['bob'], tools: ['greet', 'slow_compute'] },
-          { scopes: ['admin'], tools: ['*'] },
-        ],
-      },
-    });
+    ({ issuer, gateway, resource } = await oauthGateway(scope, {}, {
+      apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }],
+      oauth: {},
+      access: [
+        { principals: ['alice', 'team-*'], tools: ['*'], prompts: ['*'], resources: ['*'] },
+        { principals: ['bob'], tools: ['greet', 'slow_compute'] },
+        { scopes: ['admin'], tools: ['*'] },
+      ],
+    }));
   });
 
   test('a principal sees and calls only its tools; a denied call never reaches the upstream', async (t) => {
@@ -326,5 +332,123 @@ describe('access rules (auth.access): lists show only what a caller may use; any
     assert.deepEqual((listed.result?.tools as Json[]).map((tool) => tool.name).sort(), ['greet', 'slow_compute']);
     const denied = await modern(gateway.url, 'tools/call', { name: 'crash', arguments: {} }, { headers: bearer(BOB_KEY) });
     assert.match(String(denied.error?.message), /Unknown tool: crash/);
+  });
+});
+
+describe('rate limits per principal, counted across replicas', () => {
+  const scope = suiteScope();
+  const key = (name: string): string => `${name}-key-0123456789abcdef`;
+  let a: TestGateway;
+  let b: TestGateway;
+
+  before(async () => {
+    [a, b] = await twoReplicas(scope, 'rate', { defaults: { mode: 'optional', taskAfterMs: 0 } }, {
+      resource: 'http://gateway.example/mcp',
+      apiKeys: ['dora', 'erin', 'fred'].map((name) => ({ principal: name, key: key(name) })),
+      rateLimits: { requestsPerSecond: 5, taskCreationsPerMinute: 2, rules: [{ principals: ['fred'], requestsPerSecond: 1000 }] },
+    });
+  });
+
+  test('requests per second: both replicas count one window; past it, 429 with Retry-After and a JSON-RPC error saying when', async () => {
+    const list = (url: string) => modern(url, 'tools/list', {}, { headers: bearer(key('dora')) });
+    // 4 + 4 at once, limit 5: counted per replica none would be refused; counted together, 3 are.
+    const answers = await Promise.all([a.url, a.url, a.url, a.url, b.url, b.url, b.url, b.url].map(list));
+    const refused = answers.filter((answer) => answer.status === 429);
+    assert.equal(refused.length, 3, JSON.stringify(answers.map((answer) => answer.status)));
+    assert.ok(answers.filter((answer) => answer.status !== 429).every((answer) => answer.status === 200 && answer.result?.tools !== undefined));
+    for (const answer of refused) {
+      assert.ok(Number(answer.headers['retry-after']) >= 1, JSON.stringify(answer.headers));
+      assert.match(String(answer.error?.message), /Rate limit exceeded: 5 requests per second for 'dora'.*retry in/);
+      assert.equal(typeof (answer.error?.data as Json | undefined)?.retryAfterMs, 'number');
+    }
+    // Another principal has its own window; a rule may give one more.
+    const fred = await Promise.all(Array.from({ length: 8 }, () => modern(a.url, 'tools/list', {}, { headers: bearer(key('fred')) })));
+    assert.ok(fred.every((answer) => answer.status === 200), JSON.stringify(fred.map((answer) => [answer.status, answer.error])));
+  });
+
+  test('task creations per minute: the third task of a principal within the minute is refused with 429', async () => {
+    const create = (url: string) => modern(url, 'tools/call', { name: 'slow', arguments: { ms: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(key('erin')) });
+    const first = await create(a.url);
+    const second = await create(b.url);
+    assert.equal(first.result?.resultType, 'task', JSON.stringify(first.response));
+    assert.equal(second.result?.resultType, 'task', JSON.stringify(second.response));
+    const third = await create(a.url);
+    assert.equal(third.status, 429, JSON.stringify(third.response));
+    assert.ok(Number(third.headers['retry-after']) >= 1);
+    assert.match(String(third.error?.message), /2 task creations per minute for 'erin'/);
+  });
+});
+
+describe('the audit log', () => {
+  test('task created, completed, retrieved and denied access are logged with the principal; keys never are', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('stdio');
+    const gateway = await scope.spawnGateway({
+      config: {
+        upstreams: { fx: upstream.config },
+        log: { level: 'info' },
+        tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
+        auth: { resource: 'http://gateway.example/mcp', apiKeys: [{ principal: 'alice', key: ALICE_KEY }], access: [{ principals: ['alice'], tools: ['slow'] }] },
+      },
+    });
+    const alice = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    const created = await alice.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema);
+    await eventually(async () => (await alice.experimental.tasks.getTask(created.task.taskId)).status === 'completed');
+    await alice.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    await alice.callTool({ name: 'greet', arguments: { name: 'x' } }).catch(() => undefined);
+    await post(gateway.url, INITIALIZE, bearer('wrong-key-0123456789'));
+    const audit = (): Json[] =>
+      gateway
+        .stdout()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Json)
+        .filter((entry) => entry.audit !== undefined);
+    await eventually(() => audit().filter((entry) => entry.audit === 'access.denied').length >= 2);
+    const events = audit();
+    for (const kind of ['task.created', 'task.completed', 'task.retrieved']) {
+      const event = events.find((entry) => entry.audit === kind && entry.task === created.task.taskId);
+      assert.equal(event?.principal, 'alice', `${kind}: ${JSON.stringify(events)}`);
+    }
+    assert.ok(events.some((entry) => entry.audit === 'access.denied' && entry.principal === 'alice' && entry.name === 'greet'));
+    assert.ok(events.some((entry) => entry.audit === 'access.denied' && entry.status === 401));
+    assert.ok(!gateway.stdout().includes(ALICE_KEY) && !gateway.stdout().includes('wrong-key-0123456789'), 'no key in the log');
+  });
+});
+
+describe('the client\'s token never goes upstream', () => {
+  test('an upstream sees its own configured credentials on every request, never the client\'s key or token', async (t) => {
+    const scope = testScope(t);
+    const seen: IncomingHttpHeaders[] = [];
+    // A minimal Streamable HTTP upstream that records the headers of every request it gets.
+    const upstream = createServer((request, response) => {
+      seen.push(request.headers);
+      let text = '';
+      request.on('data', (chunk: Buffer) => (text += String(chunk)));
+      request.on('end', () => {
+        const message = text === '' ? {} : (JSON.parse(text) as Json);
+        if (message.id === undefined) return void response.writeHead(request.method === 'POST' ? 202 : 405).end();
+        const params = (message.params ?? {}) as Json;
+        const result =
+          message.method === 'initialize' ? { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'recorder', version: '1' } }
+          : message.method === 'tools/list' ? { tools: [{ name: 'hello', inputSchema: { type: 'object' } }] }
+          : message.method === 'tools/call' ? { content: [{ type: 'text', text: 'hello' }] }
+          : undefined;
+        const body = result === undefined ? { jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'Method not found' } } : { jsonrpc: '2.0', id: message.id, result };
+        response.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'recorded' }).end(JSON.stringify(body));
+      });
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    scope.defer(() => new Promise((resolve) => upstream.close(resolve)));
+    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/mcp`;
+    const gateway = await scope.gateway({
+      upstreams: { rec: { url, headers: { Authorization: 'Bearer upstream-own-credential' } } },
+      auth: { resource: 'http://gateway.example/mcp', apiKeys: [{ principal: 'alice', key: ALICE_KEY }] },
+    });
+    const client = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    assert.equal(textOf(await client.callTool({ name: 'hello', arguments: {} })), 'hello');
+    assert.equal((await modern(gateway.url, 'tools/call', { name: 'hello', arguments: {} }, { headers: bearer(ALICE_KEY) })).status, 200);
+    assert.ok(seen.length > 0);
+    for (const headers of seen) assert.equal(headers.authorization, 'Bearer upstream-own-credential', JSON.stringify(headers));
   });
 });

@@ -554,6 +554,21 @@ describe('config: auth (the issue 13 contract)', () => {
     assert.ok(!renderEffectiveConfig(config).includes('alice-key-0123456789abcdef'));
   });
 
+  it('rate limits: unlimited by default; rules keep only the rates they name', () => {
+    const key = 'apiKeys: [{ principal: a, key: "0123456789abcdefgh" }]';
+    assert.deepEqual(parse(`${upstreams}auth:\n  resource: https://gw.example.com/mcp\n  ${key}\n`).auth?.rateLimits, {
+      requestsPerSecond: 0,
+      taskCreationsPerMinute: 0,
+      rules: [],
+    });
+    const limited = parse(
+      `${upstreams}auth:\n  resource: https://gw.example.com/mcp\n  ${key}\n  rateLimits: { requestsPerSecond: 20, rules: [{ principals: ["ci-*"], requestsPerSecond: 200 }] }\n`,
+    );
+    assert.deepEqual(limited.auth?.rateLimits, { requestsPerSecond: 20, taskCreationsPerMinute: 0, rules: [{ principals: ['ci-*'], requestsPerSecond: 200 }] });
+    const issues = parseErrors(`${upstreams}auth:\n  resource: https://gw.example.com/mcp\n  ${key}\n  rateLimits: { rules: [{ principals: [x], requestPerSecond: 1 }] }\n`);
+    assert.match(issues.map((issue) => `${issue.path}: ${issue.message}`).join('\n'), /requestPerSecond.*did you mean "requestsPerSecond"/);
+  });
+
   it('no auth section: undefined (today\'s behaviour)', () => {
     assert.equal(parse(upstreams).auth, undefined);
   });

@@ -32,6 +32,13 @@ export function modernFailure(error: unknown): { outcome: Outcome; status: numbe
   return { outcome: { error: modernError(error) }, status };
 }
 
+/** Retry-After (whole seconds, rounded up) for an answer that says when to retry (a rate limit's `data.retryAfterMs`). */
+export function retryAfterHeader(outcome: Outcome): Record<string, string> {
+  if (!('error' in outcome)) return {};
+  const retryAfterMs = (outcome.error.data as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
+  return typeof retryAfterMs === 'number' ? { 'retry-after': String(Math.ceil(retryAfterMs / 1000)) } : {};
+}
+
 /** The HTTP status an answered request is sent with: 400 for a request-level error (an upstream's too), else 200. */
 export function modernAnswerStatus(outcome: Outcome): number {
   return 'error' in outcome && REQUEST_LEVEL_ERRORS.has(outcome.error.code) ? 400 : 200;

@@ -51,8 +51,8 @@ export class ModernResponder implements ResponseSink {
     this.raw.write(`data: ${JSON.stringify(message)}\n\n`);
   }
 
-  /** Sends the answer and ends the response. */
-  finish(message: JsonObject, status: number): void {
+  /** Sends the answer and ends the response (`headers` only when it is not streaming yet). */
+  finish(message: JsonObject, status: number, headers: Record<string, string> = {}): void {
     clearInterval(this.keepAlive);
     if (this.raw.destroyed) return;
     if (this.streaming) {
@@ -60,7 +60,7 @@ export class ModernResponder implements ResponseSink {
       return;
     }
     const body = JSON.stringify(message);
-    this.raw.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+    this.raw.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
   }
 
   /** Ends a stream without an answer (listen streams on shutdown end with their result through finish). */

@@ -20,6 +20,7 @@ const KEY_COUNTS = {
   'release-slot': 5,
   'renew-slots': 5,
   'slot-holders': 1,
+  'count-hit': 1,
 } as const;
 
 export type ScriptName = keyof typeof KEY_COUNTS;

@@ -1,0 +1,62 @@
+// Per-principal rate limits (`auth.rateLimits`): requests per second at the front door, task creations per
+// minute in the task core. Counted in the store, so every replica sees the same windows (fixed windows that start
+// with a principal's first hit: a burst at a window's edge may reach twice the rate for a moment).
+import { globMatches } from '../config/policy.js';
+import type { AuthConfig, RateLimits } from '../config/types.js';
+import { GatewayError, storeUnavailable } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { TaskStore } from '../store/task-store.js';
+
+const SECOND_MS = 1_000;
+const MINUTE_MS = 60_000;
+
+/** Over a limit: says when the principal may try again (the HTTP front sends it as Retry-After too). */
+export class RateLimited extends GatewayError {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super('rate_limited', message, { retryAfterMs });
+  }
+}
+
+export class RateLimiter {
+  constructor(
+    private readonly limits: AuthConfig['rateLimits'],
+    private readonly store: TaskStore,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Whether any rate is limited at all: without, requests cost nothing here. */
+  get limitsRequests(): boolean {
+    return this.limits.requestsPerSecond > 0 || this.limits.rules.some((rule) => (rule.requestsPerSecond ?? 0) > 0);
+  }
+
+  /** Counts one request of `principal`; throws RateLimited past `requestsPerSecond`. */
+  request(principal: string): Promise<void> {
+    return this.count('requests', principal, this.limitsFor(principal).requestsPerSecond, SECOND_MS, 'requests per second');
+  }
+
+  /** Counts one task creation of `principal`; throws RateLimited past `taskCreationsPerMinute`. */
+  taskCreation(principal: string): Promise<void> {
+    return this.count('task-creations', principal, this.limitsFor(principal).taskCreationsPerMinute, MINUTE_MS, 'task creations per minute');
+  }
+
+  /** The first matching rule's rates over the defaults. */
+  private limitsFor(principal: string): RateLimits {
+    const { rules, ...defaults } = this.limits;
+    const rule = rules.find((r) => r.principals.some((glob) => globMatches(glob, principal)));
+    return { ...defaults, ...rule };
+  }
+
+  private async count(name: string, principal: string, limit: number, windowMs: number, what: string): Promise<void> {
+    if (limit <= 0) return;
+    const { hits, resetInMs } = await this.store.countHit(name, principal, windowMs).catch((error: unknown) => {
+      throw storeUnavailable(error);
+    });
+    if (hits <= limit) return;
+    const retryAfterMs = Math.max(1, resetInMs);
+    if (hits === limit + 1) this.logger.info({ audit: 'rate.limited', principal, limit: what, retryAfterMs }, 'rate limit reached');
+    throw new RateLimited(`Rate limit exceeded: ${limit} ${what} for '${principal}' (auth.rateLimits); retry in ${(retryAfterMs / 1000).toFixed(1)} s`, retryAfterMs);
+  }
+}
