@@ -13,6 +13,7 @@ export const DEFAULT_POLICY: Readonly<TaskPolicy> = Object.freeze({
   concurrency: 0,
   maxTasksPerPrincipal: 1_000,
   retry: Object.freeze({ onLoss: false, maxAttempts: 1 }),
+  keepAliveProgressMs: 10_000,
 });
 
 export const DEFAULTS = Object.freeze({
@@ -112,6 +113,7 @@ const policyShape = {
   taskAfterMs: int(0).optional(),
   concurrency: int(0).optional(),
   maxTasksPerPrincipal: int(0).optional(),
+  keepAliveProgressMs: int(0).optional(),
   // Retrying on loss means two attempts unless said otherwise.
   retry: z
     .strictObject({ onLoss: z.boolean(), maxAttempts: int(1).optional() })

@@ -101,6 +101,11 @@ export interface TaskPolicy {
   maxTasksPerPrincipal: number;
   /** What happens to a task whose replica died mid-call. */
   retry: RetryPolicy;
+  /**
+   * A plain tools/call (not run as a task) whose caller sent a progressToken gets progress at least this often
+   * while the upstream is silent, so hosts that reset their timeout on progress keep waiting. 0 = off.
+   */
+  keepAliveProgressMs: number;
 }
 
 export interface RetryPolicy {

@@ -99,6 +99,7 @@ describe('config: the contract example', () => {
         concurrency: 0,
         maxTasksPerPrincipal: 1_000,
         retry: { onLoss: false, maxAttempts: 1 },
+        keepAliveProgressMs: 10_000,
       },
       rules: [{ match: 'ci__*', mode: 'required' }],
       immediateResponse: DEFAULTS.immediateResponse,

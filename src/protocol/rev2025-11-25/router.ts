@@ -31,6 +31,7 @@ import type { LegacyTasks } from './tasks.js';
 import type { Caller } from '../../tasks/principals.js';
 import type { AccessRule } from '../../config/types.js';
 import { CallerAccess } from '../access.js';
+import { keepAliveFor } from '../keep-alive.js';
 
 /** Methods whose upstream may send progress, logs or requests before answering: answered on an SSE stream. */
 export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tasks/result']);
@@ -200,9 +201,16 @@ export class Router {
     params: JsonObject,
     stream: EventStream | undefined,
   ): Promise<Outcome | undefined> {
+    const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream });
+    // A plain tool call whose client asked for progress is kept alive with progress while the upstream is silent.
+    const exposedName = request.params?.name;
+    const keepAlive =
+      request.method === 'tools/call' && typeof exposedName === 'string'
+        ? keepAliveFor(asObject(params._meta), this.tasks.engine.policyFor(exposedName).keepAliveProgressMs, deliver)
+        : undefined;
     const context: CallContext = {
       sessionId: session.sessionId,
-      notify: (message) => session.deliver(message, { stream }),
+      notify: (message) => (keepAlive !== undefined && message.method === 'notifications/progress' ? keepAlive.forward(message) : deliver(message)),
       ask: (message, signal) => session.ask(message, signal, { stream }),
     };
     // Tool calls run as long as they run: their deadline is task policy, not a transport default.
@@ -210,7 +218,7 @@ export class Router {
     const call = await upstream.callFor(session, request.method, params, context, timeoutMs);
     const inflight = { call, cancelled: false };
     session.inflight.set(request.id, inflight);
-    const outcome = await call.outcome;
+    const outcome = await call.outcome.finally(() => keepAlive?.stop());
     if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
     return inflight.cancelled ? undefined : outcome;
   }

@@ -1,6 +1,10 @@
 // Method → handler for 2026-07-28 requests. Each request stands alone: its envelope says who the client is and
 // what it can do. Calls to legacy upstreams are bridged: their questions to the client become MRTR rounds or,
 // for tools the gateway runs as tasks, task input requests; results get the revision's `resultType` and hints.
+//
+// Over 400 lines because every request that reaches an upstream takes one path here (route, access, keep-alive,
+// pass-through or MRTR exchange, hand-over to a task, retry across replicas), and its steps share the request's
+// client, responder and exchange; the wire shapes, envelope, error edge and exchanges live in their own files.
 import { GatewayError, RequestCancelled } from '../../errors.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
@@ -11,6 +15,7 @@ import { LATEST_LEGACY_VERSION, LIST_METHODS, logLevelRank, MODERN_VERSION, TASK
 import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
 import type { AccessRule } from '../../config/types.js';
 import { CallerAccess } from '../access.js';
+import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { createTaskResult, discoverResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
 import { modernAnswerStatus, modernError, modernFailure, withUri } from './errors.js';
 import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelope, withoutTasksExtension, type ModernClient } from './envelope.js';
@@ -52,6 +57,8 @@ export class ModernRouter {
    * can relay, as every upstream connection does; what one client cannot answer, its own exchange refuses.
    */
   private readonly identity: SessionIdentity;
+  /** Keep-alive progress of the plain tool calls being answered, by request. */
+  private readonly keepAlives = new WeakMap<JsonRpcRequest, ProgressKeepAlive>();
 
   constructor(private readonly deps: ModernRouterDeps) {
     this.identity = {
@@ -177,7 +184,24 @@ export class ModernRouter {
    * a first request starts one, as a task at once, after `taskAfterMs`, or never, per the tool's policy and
    * whether the request declared the Tasks extension.
    */
+  /**
+   * A tool call the gateway does not run as a task (the client did not declare the extension, or policy forbids
+   * it) is kept alive with progress while the upstream is silent, when the client asked for progress.
+   */
   private async call(client: ModernClient, request: JsonRpcRequest, params: JsonObject, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
+    const policy = request.method === 'tools/call' && typeof params.name === 'string' ? this.deps.tasks.engine.policyFor(params.name) : undefined;
+    const plain = policy !== undefined && (policy.mode === 'forbidden' || !declaresTasks(client));
+    const keepAlive = plain ? keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject)) : undefined;
+    if (keepAlive === undefined) return this.callUpstream(client, request, params, headers, responder);
+    this.keepAlives.set(request, keepAlive);
+    try {
+      return await this.callUpstream(client, request, params, headers, responder);
+    } finally {
+      keepAlive.stop();
+    }
+  }
+
+  private async callUpstream(client: ModernClient, request: JsonRpcRequest, params: JsonObject, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
     const { upstream, upstreamParams, name } = this.route(request.method, params, this.accessOf(client));
     if (request.method === 'tools/call') checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
     const inputResponses = params.inputResponses;
@@ -329,7 +353,9 @@ export class ModernRouter {
       if (client.logLevel === undefined || logLevelRank(message.params?.level) < logLevelRank(client.logLevel)) return;
     } else if (message.method !== 'notifications/progress') return;
     if (message.method === 'notifications/progress' && asObject(request.params?._meta)?.progressToken === undefined) return;
-    responder.notify(message as unknown as JsonObject);
+    const keepAlive = message.method === 'notifications/progress' ? this.keepAlives.get(request) : undefined;
+    if (keepAlive !== undefined) keepAlive.forward(message);
+    else responder.notify(message as unknown as JsonObject);
   }
 
   private async complete(client: ModernClient, request: JsonRpcRequest, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
