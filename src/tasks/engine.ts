@@ -236,9 +236,8 @@ export class TaskEngine {
    */
   async find(taskId: unknown, options: { withOutcome?: boolean; allowNative?: boolean; owner?: string | undefined } = {}): Promise<TaskRecord> {
     if (typeof taskId !== 'string' || taskId === '') throw new GatewayError('invalid_params', 'params.taskId must be a non-empty string');
-    const found = await this.store.get(taskId, { outcome: options.withOutcome === true }).catch(unavailable);
-    if (found !== undefined && options.owner !== undefined && found.principal !== options.owner) throw new GatewayError('invalid_params', NOT_FOUND);
-    const task = found;
+    const task = await this.store.get(taskId, { outcome: options.withOutcome === true }).catch(unavailable);
+    if (task !== undefined && options.owner !== undefined && task.principal !== options.owner) throw new GatewayError('invalid_params', NOT_FOUND);
     if (task?.native === true && options.allowNative !== true) {
       throw new GatewayError('invalid_params', `Task ${taskId} is run by upstream '${task.upstream}' itself; use its 2026-07-28 tasks methods`);
     }

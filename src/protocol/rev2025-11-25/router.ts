@@ -173,10 +173,11 @@ export class Router {
     if (route === undefined || !access.allows('tools', name)) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
     const { task, ...plain } = params;
     const upstreamParams = { ...plain, name: route.name };
+    const policy = this.tasks.engine.policyFor(name);
     // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
-    if (!supportsLegacyTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream);
+    if (!supportsLegacyTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
     const upstreamSupport = route.upstream.taskSupportOf(route.name);
-    const mode = effectiveMode(this.tasks.engine.policyFor(name).mode, upstreamSupport);
+    const mode = effectiveMode(policy.mode, upstreamSupport);
     if (task !== undefined) {
       const ttl = asObject(task)?.ttl;
       if (asObject(task) === undefined || (ttl !== undefined && (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl < 0))) {
@@ -191,7 +192,7 @@ export class Router {
       const why = upstreamSupport === 'required' ? `upstream '${route.upstream.name}' runs it only as a task` : 'task policy: required';
       throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (${why}); add params.task`);
     }
-    return this.forward(session, request, route.upstream, upstreamParams, stream);
+    return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
   }
 
   private async forward(
@@ -200,14 +201,11 @@ export class Router {
     upstream: Upstream,
     params: JsonObject,
     stream: EventStream | undefined,
+    /** A plain tool call's keep-alive interval (policy): progress while the upstream is silent, if the client asked for progress. */
+    keepAliveMs = 0,
   ): Promise<Outcome | undefined> {
     const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream });
-    // A plain tool call whose client asked for progress is kept alive with progress while the upstream is silent.
-    const exposedName = request.params?.name;
-    const keepAlive =
-      request.method === 'tools/call' && typeof exposedName === 'string'
-        ? keepAliveFor(asObject(params._meta), this.tasks.engine.policyFor(exposedName).keepAliveProgressMs, deliver)
-        : undefined;
+    const keepAlive = keepAliveFor(asObject(params._meta), keepAliveMs, deliver);
     const context: CallContext = {
       sessionId: session.sessionId,
       notify: (message) => (keepAlive !== undefined && message.method === 'notifications/progress' ? keepAlive.forward(message) : deliver(message)),

@@ -13,7 +13,7 @@ import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
 import { LATEST_LEGACY_VERSION, LIST_METHODS, logLevelRank, MODERN_VERSION, TASKS_EXTENSION } from '../mcp.js';
 import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
-import type { AccessRule } from '../../config/types.js';
+import type { AccessRule, TaskPolicy } from '../../config/types.js';
 import { CallerAccess } from '../access.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { createTaskResult, discoverResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
@@ -190,26 +190,35 @@ export class ModernRouter {
    */
   private async call(client: ModernClient, request: JsonRpcRequest, params: JsonObject, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
     const policy = request.method === 'tools/call' && typeof params.name === 'string' ? this.deps.tasks.engine.policyFor(params.name) : undefined;
-    const plain = policy !== undefined && (policy.mode === 'forbidden' || !declaresTasks(client));
-    const keepAlive = plain ? keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject)) : undefined;
-    if (keepAlive === undefined) return this.callUpstream(client, request, params, headers, responder);
+    const keepAlive =
+      policy !== undefined && !mayRunAsTask(policy, client)
+        ? keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject))
+        : undefined;
+    if (keepAlive === undefined) return this.callUpstream(client, request, params, headers, responder, policy);
     this.keepAlives.set(request, keepAlive);
     try {
-      return await this.callUpstream(client, request, params, headers, responder);
+      return await this.callUpstream(client, request, params, headers, responder, policy);
     } finally {
       keepAlive.stop();
     }
   }
 
-  private async callUpstream(client: ModernClient, request: JsonRpcRequest, params: JsonObject, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
+  /** `policy` is the called tool's (tools/call only), looked up once by `call`. */
+  private async callUpstream(
+    client: ModernClient,
+    request: JsonRpcRequest,
+    params: JsonObject,
+    headers: Headers,
+    responder: ModernResponder,
+    policy: TaskPolicy | undefined,
+  ): Promise<Outcome | undefined> {
     const { upstream, upstreamParams, name } = this.route(request.method, params, this.accessOf(client));
     if (request.method === 'tools/call') checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
     const inputResponses = params.inputResponses;
     if (inputResponses !== undefined && (asObject(inputResponses) === undefined || Object.values(inputResponses as JsonObject).some((v) => asObject(v) === undefined))) {
       throw new GatewayError('invalid_params', 'Invalid params: inputResponses must map each input key to the client\'s response object');
     }
-    const policy = request.method === 'tools/call' ? this.deps.tasks.engine.policyFor(name) : undefined;
-    const asTask = policy !== undefined && policy.mode !== 'forbidden' && declaresTasks(client);
+    const asTask = policy !== undefined && mayRunAsTask(policy, client);
     if (policy?.mode === 'required' && !declaresTasks(client)) throw missingTasksExtension(`Tool '${name}'`);
 
     const nativeTasks = upstream.speaksModern && asObject(asObject(upstream.modernCapabilities.extensions)?.[TASKS_EXTENSION]) !== undefined;
@@ -421,6 +430,11 @@ export class ModernRouter {
     if (upstream === undefined || upstream.capabilities.resources === undefined) return;
     await upstream.subscribeControl(uri).catch((error: Error) => this.deps.logger.debug({ uri, err: error }, 'could not subscribe upstream for a listener'));
   }
+}
+
+/** Whether the gateway may run a tool call under `policy` as a task for `client` (it declared the extension). */
+function mayRunAsTask(policy: TaskPolicy, client: ModernClient): boolean {
+  return policy.mode !== 'forbidden' && declaresTasks(client);
 }
 
 /** Whose a client's tasks are: the authenticated principal, or (without authentication) every 2026-07-28 client's. */
