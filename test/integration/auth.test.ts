@@ -13,7 +13,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { Redis } from 'ioredis';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
-import { eventually, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
+import { eventually, logEntries, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
 
 const ALICE_KEY = 'alice-key-0123456789abcdef';
 const BOB_KEY = 'bob-key-0123456789abcdef-bob';
@@ -397,13 +397,7 @@ describe('the audit log', () => {
     await alice.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
     await alice.callTool({ name: 'greet', arguments: { name: 'x' } }).catch(() => undefined);
     await post(gateway.url, INITIALIZE, bearer('wrong-key-0123456789'));
-    const audit = (): Json[] =>
-      gateway
-        .stdout()
-        .split('\n')
-        .filter((line) => line.startsWith('{'))
-        .map((line) => JSON.parse(line) as Json)
-        .filter((entry) => entry.audit !== undefined);
+    const audit = (): Json[] => logEntries(gateway).filter((entry) => entry.audit !== undefined);
     await eventually(() => audit().filter((entry) => entry.audit === 'access.denied').length >= 2);
     const events = audit();
     for (const kind of ['task.created', 'task.completed', 'task.retrieved']) {

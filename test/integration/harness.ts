@@ -168,6 +168,15 @@ export async function fixtureExecutions(url: string): Promise<Record<string, num
   }
 }
 
+/** What a gateway process logged: pino writes one JSON object per line to stdout (other lines are skipped). */
+export function logEntries(gateway: { stdout(): string }): Json[] {
+  return gateway
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Json);
+}
+
 /** Polls until `check` returns true (bounded); for asynchronous deliveries such as notifications. */
 export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -8,7 +8,7 @@ import { before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { fixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, modern, MODERN_VERSION, suiteScope, TASKS_CAPABILITIES, testScope, type Json } from './harness.js';
+import { eventually, fixtureExecutions, logEntries, modern, MODERN_VERSION, suiteScope, TASKS_CAPABILITIES, testScope, type Json } from './harness.js';
 import { createdTaskId } from './legacy-wire.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -76,12 +76,7 @@ function rawExchange(port: number, write: (socket: Socket) => void, waitMs: numb
 
 /** Lines the gateway logged at `warn` (40) or above; pino writes JSON lines to stdout. */
 function loudLines(gateway: GatewayChild): Json[] {
-  return gateway
-    .stdout()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Json)
-    .filter((entry) => Number(entry.level) >= 40);
+  return logEntries(gateway).filter((entry) => Number(entry.level) >= 40);
 }
 
 describe('hostile input against a gateway process bound to loopback', () => {

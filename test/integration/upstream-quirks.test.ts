@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { before, describe, test } from 'node:test';
 import type { GatewayChild } from '../fixtures/spawn.js';
-import { connectClient, eventually, suiteScope, textOf, type Json } from './harness.js';
+import { connectClient, eventually, logEntries, suiteScope, textOf, type Json } from './harness.js';
 
 async function bodyOf(request: IncomingMessage): Promise<Json> {
   let text = '';
@@ -81,13 +81,7 @@ describe('a Streamable HTTP upstream with quirks', () => {
     } finally {
       await client.close();
     }
-    const warningsLogged = (): Json[] =>
-      gateway
-        .stdout()
-        .split('\n')
-        .filter((line) => line.startsWith('{'))
-        .map((line) => JSON.parse(line) as Json)
-        .filter((entry) => Number(entry.level) === 40);
+    const warningsLogged = (): Json[] => logEntries(gateway).filter((entry) => Number(entry.level) === 40);
     // The log is written asynchronously: the last warning may reach the pipe after the client had its answer.
     await eventually(() => warningsLogged().some((w) => w.violation === 'data that is not JSON')).catch(() => undefined);
     const warnings = warningsLogged();
