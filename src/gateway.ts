@@ -7,6 +7,7 @@ import { Router } from './protocol/rev2025-11-25/router.js';
 import { ParkedExchanges, RequestStateCodec } from './protocol/rev2026-07-28/exchange.js';
 import { ListenHub } from './protocol/rev2026-07-28/listen.js';
 import { ModernRouter } from './protocol/rev2026-07-28/router.js';
+import { TaskTools, taskToolDefinitions } from './protocol/task-tools.js';
 import { SessionRegistry } from './gateway/sessions.js';
 import { SessionRelay } from './gateway/session-relay.js';
 import { UpstreamMessages } from './gateway/upstream-messages.js';
@@ -55,7 +56,13 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     secret = undefined;
     throw error;
   }));
-  const lists = new ListPages(catalog, logger, config.lists.pageSize, new ListCursors(async () => new CursorCodec(await signingSecret())));
+  const lists = new ListPages(
+    catalog,
+    logger,
+    config.lists.pageSize,
+    new ListCursors(async () => new CursorCodec(await signingSecret())),
+    taskToolDefinitions(config.tasks.taskTools),
+  );
   const relay = new SessionRelay(
     store,
     replicas,
@@ -81,7 +88,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   }, rateLimiter);
   const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse);
   const modernTasks = new ModernTasks(tasks);
-  const router = new Router(catalog, legacyTasks, logger, lists, sessions, VERSION, config.auth?.access);
+  const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger);
+  const router = new Router(catalog, legacyTasks, logger, lists, sessions, VERSION, config.auth?.access, taskTools);
   const upstreamMessages = new UpstreamMessages(catalog, sessions, listeners, logger);
   for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, upstreamMessages, VERSION));
   await Promise.all(upstreams.map((u) => u.start()));
@@ -108,6 +116,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     version: VERSION,
     replicas,
     access: config.auth?.access,
+    taskTools,
   });
   // A store outage must not stop the start (readiness reports it): the subscriptions complete when it is back.
   const subscribed = replicas.start().catch((error: Error) => logger.warn({ err: error }, 'replica messaging is not available'));

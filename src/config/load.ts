@@ -9,7 +9,7 @@ import { ConfigError, type ConfigIssue } from './config-error.js';
 import { interpolate, type Env } from './interpolate.js';
 import { allowedKeysAt, DEFAULT_POLICY, RawConfigSchema, TRANSPORTS, upstreamKeys, type RawConfig } from './schema.js';
 import { didYouMean } from './suggest.js';
-import type { AuthConfig, GatewayConfig, RateLimitRule, TaskPolicy, TaskRule, UpstreamConfig } from './types.js';
+import type { AuthConfig, GatewayConfig, RateLimitRule, TaskPolicy, TaskRule, TaskToolNames, TaskToolsConfig, UpstreamConfig } from './types.js';
 
 export { ConfigError, formatIssue, type ConfigIssue } from './config-error.js';
 export type { Env } from './interpolate.js';
@@ -360,7 +360,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
     listen: raw.listen,
     store: raw.store,
     upstreams,
-    tasks: { defaults, rules, immediateResponse: raw.tasks.immediateResponse },
+    tasks: { defaults, rules, immediateResponse: raw.tasks.immediateResponse, taskTools: taskToolsConfig(raw.tasks.taskTools, defaults, rules) },
     sessions: raw.sessions,
     sse: raw.sse,
     mrtr: raw.mrtr,
@@ -387,6 +387,18 @@ function authConfig(raw: NonNullable<RawConfig['auth']>): AuthConfig {
         : { issuer: raw.oauth.issuer, jwksUri: raw.oauth.jwksUri, audience: raw.oauth.audience ?? raw.resource, requiredScopes: raw.oauth.requiredScopes },
     access: raw.access,
     rateLimits: { ...raw.rateLimits, rules: raw.rateLimits.rules.map((rule) => definedOnly(rule) as RateLimitRule) },
+  };
+}
+
+/** The task tools' names (prefix, or each one's own) and whether they are on (`auto`: where background calls need them). */
+function taskToolsConfig(raw: RawConfig['tasks']['taskTools'], defaults: TaskPolicy, rules: readonly TaskRule[]): TaskToolsConfig {
+  const background = defaults.plainCalls === 'background' || rules.some((rule) => rule.plainCalls === 'background');
+  const name = (kind: keyof TaskToolNames): string => raw.names[kind] ?? `${raw.prefix}task_${kind}`;
+  return {
+    enabled: raw.enabled === 'auto' ? background : raw.enabled,
+    names: { result: name('result'), status: name('status'), cancel: name('cancel'), list: name('list') },
+    waitSeconds: raw.waitSeconds,
+    maxWaitSeconds: raw.maxWaitSeconds,
   };
 }
 

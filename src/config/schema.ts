@@ -14,6 +14,7 @@ export const DEFAULT_POLICY: Readonly<TaskPolicy> = Object.freeze({
   maxTasksPerPrincipal: 1_000,
   retry: Object.freeze({ onLoss: false, maxAttempts: 1 }),
   keepAliveProgressMs: 10_000,
+  plainCalls: 'wait',
 });
 
 export const DEFAULTS = Object.freeze({
@@ -45,6 +46,9 @@ export const DEFAULTS = Object.freeze({
   logLevel: 'info',
   shutdownTimeoutMs: 10_000,
   parkTimeoutMs: 300_000,
+  taskToolPrefix: 'taskgate_',
+  taskToolWaitSeconds: 20,
+  taskToolMaxWaitSeconds: 50,
   listPageSize: 1_000,
   leaseMs: 10_000,
   drainTimeoutMs: 5_000,
@@ -114,6 +118,7 @@ const policyShape = {
   concurrency: int(0).optional(),
   maxTasksPerPrincipal: int(0).optional(),
   keepAliveProgressMs: int(0).optional(),
+  plainCalls: z.enum(['wait', 'background']).optional(),
   // Retrying on loss means two attempts unless said otherwise.
   retry: z
     .strictObject({ onLoss: z.boolean(), maxAttempts: int(1).optional() })
@@ -219,11 +224,36 @@ export const RuleSchema = z.strictObject({
   ...policyShape,
 });
 
+// MCP tool names: 1-128 of these characters.
+const TOOL_NAME = /^[A-Za-z0-9_.\-/]{1,128}$/;
+const toolName = z.string().regex(TOOL_NAME, { error: 'a tool name is 1-128 letters, digits, "_", "-", "." or "/"' });
+
+export const TaskToolsSchema = z
+  .strictObject({
+    // `auto`: listed when any rule (or the defaults) says plainCalls: background.
+    enabled: z.union([z.boolean(), z.literal('auto')]).default('auto'),
+    prefix: z
+      .string()
+      .regex(PREFIX, { error: 'a prefix may contain only letters, digits, "_", "-", "." and "/"' })
+      .default(DEFAULTS.taskToolPrefix),
+    names: z
+      .strictObject({ result: toolName.optional(), status: toolName.optional(), cancel: toolName.optional(), list: toolName.optional() })
+      .prefault({}),
+    waitSeconds: int(0).default(DEFAULTS.taskToolWaitSeconds),
+    maxWaitSeconds: int(1, 3_600).default(DEFAULTS.taskToolMaxWaitSeconds),
+  })
+  .superRefine((tools, ctx) => {
+    if (tools.waitSeconds > tools.maxWaitSeconds) {
+      ctx.addIssue({ code: 'custom', path: ['waitSeconds'], input: tools.waitSeconds, message: `must not exceed maxWaitSeconds (${tools.maxWaitSeconds})` });
+    }
+  });
+
 export const TasksSchema = z
   .strictObject({
     defaults: PolicyDefaultsSchema.prefault({}),
     rules: z.array(RuleSchema).default(() => []),
     immediateResponse: z.string().default(DEFAULTS.immediateResponse),
+    taskTools: TaskToolsSchema.prefault({}),
   })
   .superRefine((tasks, ctx) => {
     // A rule is checked merged onto the defaults, because that is the policy a tool actually gets.
@@ -236,6 +266,18 @@ export const TasksSchema = z
         input: defaults[key],
         message: `ttlMs (${defaults.ttlMs}) must not exceed maxTtlMs (${defaults.maxTtlMs})`,
       });
+    }
+    if (tasks.taskTools.enabled === false) {
+      // A background call's answer names the task tools: without them its result could never be fetched.
+      const at = defaults.plainCalls === 'background' ? ['defaults', 'plainCalls'] : tasks.rules.findIndex((r) => r.plainCalls === 'background');
+      if (Array.isArray(at) || at >= 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['taskTools', 'enabled'],
+          input: false,
+          message: `plainCalls: background (${Array.isArray(at) ? 'tasks.defaults' : `tasks.rules[${at}]`}) needs the task tools: its callers fetch their results with them`,
+        });
+      }
     }
     tasks.rules.forEach((rule, i) => {
       const merged = { ...defaults, ...stripUndefined(rule) };
@@ -374,7 +416,7 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
         case 'store':
           return obj.type === 'redis' ? keysOf(RedisStoreSchema) : keysOf(MemoryStoreSchema);
         case 'tasks':
-          return ['defaults', 'rules'];
+          return ['defaults', 'rules', 'immediateResponse', 'taskTools'];
         case 'sessions':
           return keysOf(SessionsSchema);
         case 'sse':
@@ -394,12 +436,14 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
     case 2:
       if (at(0) === 'upstreams') return upstreamKeys(obj.transport);
       if (at(0) === 'tasks' && at(1) === 'defaults') return keysOf(PolicyDefaultsSchema);
+      if (at(0) === 'tasks' && at(1) === 'taskTools') return keysOf(TaskToolsSchema);
       if (at(0) === 'auth' && at(1) === 'oauth') return keysOf(OAuthSchema);
       if (at(0) === 'auth' && at(1) === 'rateLimits') return keysOf(RateLimitsSchema);
       return undefined;
     case 3:
       if (at(0) === 'upstreams' && at(2) === 'restart') return ['initialDelayMs', 'maxDelayMs'];
       if (at(0) === 'tasks' && at(1) === 'rules') return keysOf(RuleSchema);
+      if (at(0) === 'tasks' && at(1) === 'taskTools' && at(2) === 'names') return ['result', 'status', 'cancel', 'list'];
       if (at(0) === 'auth' && at(1) === 'apiKeys') return keysOf(ApiKeySchema);
       if (at(0) === 'auth' && at(1) === 'access') return keysOf(AccessRuleSchema);
       return undefined;

@@ -3,6 +3,13 @@
 
 export type TaskMode = 'forbidden' | 'optional' | 'required';
 
+/**
+ * What a tools/call that does not ask for a task gets (2025 clients without `params.task`, 2026 clients without
+ * the Tasks extension): `wait` answers when the upstream does (with keep-alive progress); `background` runs it as
+ * a task and, past `taskAfterMs`, answers with a tool result naming the task and the task tools.
+ */
+export type PlainCalls = 'wait' | 'background';
+
 export interface ListenConfig {
   host: string;
   port: number;
@@ -106,6 +113,8 @@ export interface TaskPolicy {
    * while the upstream is silent, so hosts that reset their timeout on progress keep waiting. 0 = off.
    */
   keepAliveProgressMs: number;
+  /** Plain calls (no task asked for): answered when done, or run in the background. `mode: forbidden` wins. */
+  plainCalls: PlainCalls;
 }
 
 export interface RetryPolicy {
@@ -131,6 +140,26 @@ export interface TasksConfig {
    * control back to the model while the task runs. Empty = not sent.
    */
   immediateResponse: string;
+  taskTools: TaskToolsConfig;
+}
+
+/** The gateway's own tools through which hosts without tasks reach background tasks. */
+export interface TaskToolsConfig {
+  /** Listed and callable; at load, `auto` became whether any rule (or the defaults) uses `plainCalls: background`. */
+  enabled: boolean;
+  /** The exposed names. */
+  names: TaskToolNames;
+  /** How long a task_result call waits for the task to end when it does not say (`waitSeconds`). */
+  waitSeconds: number;
+  /** The longest a task_result call waits, whatever it asks: keep it under the hosts' request timeouts. */
+  maxWaitSeconds: number;
+}
+
+export interface TaskToolNames {
+  result: string;
+  status: string;
+  cancel: string;
+  list: string;
 }
 
 export interface SessionsConfig {

@@ -51,7 +51,17 @@ export class ListPages implements AggregatedLists {
     private readonly logger: Logger,
     private readonly pageSize: number,
     private readonly cursors: ListCursors,
-  ) {}
+    /**
+     * The gateway's own tools (the task tools): first on the first page of tools/list, for every caller (they act
+     * only on the caller's own tasks). An upstream tool of the same name is left out: calls reach the gateway's.
+     */
+    private readonly ownTools: readonly JsonObject[] = [],
+  ) {
+    this.ownNames = new Set(ownTools.map((tool) => tool.name));
+  }
+
+  private readonly ownNames: ReadonlySet<unknown>;
+  private readonly shadowed = new Set<string>();
 
   /**
    * One page of an aggregated list. Every upstream that offers the list is asked at once, and their items come in
@@ -88,7 +98,7 @@ export class ListPages implements AggregatedLists {
         }),
       ),
     );
-    const items: JsonObject[] = [];
+    const items: JsonObject[] = key === 'tools' && params.cursor === undefined ? [...this.ownTools] : [];
     const result: JsonObject = {};
     for (const [i, page] of pages.entries()) {
       const upstream = upstreams[i] as Upstream;
@@ -98,8 +108,8 @@ export class ListPages implements AggregatedLists {
       const skip = i === 0 ? (start?.skip ?? 0) : 0;
       const exposed = (key === 'tools' ? listed.map((item) => decorateTool(this.catalog.expose(upstream, item), upstream, item))
         : key === 'prompts' ? listed.map((item) => this.catalog.expose(upstream, item))
-        : listed).filter((item) => visible(key, item)).slice(skip);
-      const room = this.pageSize - items.length;
+        : listed).filter((item) => visible(key, item) && !(key === 'tools' && this.shadows(upstream, item))).slice(skip);
+      const room = Math.max(0, this.pageSize - items.length);
       if (exposed.length > room) {
         items.push(...exposed.slice(0, room));
         const rest: ListPosition = { upstream: upstream.name, skip: skip + room };
@@ -116,5 +126,15 @@ export class ListPages implements AggregatedLists {
       }
     }
     return { [key]: items, ...result };
+  }
+
+  /** Whether an upstream tool has the name of one of the gateway's own (said once per name in the log). */
+  private shadows(upstream: Upstream, tool: JsonObject): boolean {
+    if (!this.ownNames.has(tool.name)) return false;
+    if (!this.shadowed.has(tool.name as string)) {
+      this.shadowed.add(tool.name as string);
+      this.logger.warn({ upstream: upstream.name, tool: tool.name }, 'an upstream tool has the name of a task tool of the gateway and is hidden: rename the task tools (tasks.taskTools) or prefix the upstream');
+    }
+    return true;
   }
 }

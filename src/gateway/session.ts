@@ -1,8 +1,8 @@
 import type { SseConfig } from '../config/types.js';
-import { GatewayError, InternalError, MethodNotFound, RequestCancelled } from '../errors.js';
+import { GatewayError, InternalError, RequestCancelled } from '../errors.js';
 import type { JsonObject, JsonRpcNotification, Outcome, RequestId } from '../jsonrpc.js';
 import { EventStream } from '../protocol/event-stream.js';
-import { INPUT_REQUEST_CAPABILITY, type LogLevel } from '../protocol/mcp.js';
+import { refusedInput, type LogLevel } from '../protocol/mcp.js';
 import type { Delivery, InflightCall, LegacySession } from '../protocol/rev2025-11-25/session.js';
 
 interface OutgoingRequest {
@@ -140,10 +140,13 @@ export class ClientSession implements LegacySession {
    * replica: the id names this one). A task's request goes on its tasks/result stream first, wherever it is open.
    */
   async ask(request: { method: string; params?: JsonObject }, signal: AbortSignal, delivery: Delivery = {}): Promise<Outcome> {
-    const capability = INPUT_REQUEST_CAPABILITY.get(request.method);
-    if (capability !== undefined && this.capabilities[capability] === undefined) {
-      return { error: { code: MethodNotFound, message: `Client does not support ${request.method} (no '${capability}' capability)` } };
-    }
+    return (await this.tryAsk(request, signal, delivery)) ?? { error: { code: InternalError, message: `The client has no open stream to receive ${request.method}` } };
+  }
+
+  /** As `ask`, but resolves undefined, with nothing sent, when the client has no stream open to receive it. */
+  async tryAsk(request: { method: string; params?: JsonObject }, signal: AbortSignal, delivery: Delivery = {}): Promise<Outcome | undefined> {
+    const refused = refusedInput(request.method, this.capabilities);
+    if (refused !== undefined) return refused;
     const id = `taskgate-${this.nextOutgoingId++}${this.peers === undefined ? '' : `@${this.peers.replicaId}`}`;
     const message: JsonObject = { jsonrpc: '2.0', id, method: request.method };
     if (request.params !== undefined) message.params = request.params;
@@ -159,7 +162,7 @@ export class ClientSession implements LegacySession {
     const send = await this.sendRequest(message, delivery);
     if (send === undefined) {
       this.outgoing.delete(id);
-      return { error: { code: InternalError, message: `The client has no open stream to receive ${request.method}` } };
+      return undefined;
     }
     const onAbort = (): void => {
       if (!this.outgoing.delete(id)) return; // answered meanwhile

@@ -23,14 +23,19 @@ export class ProgressKeepAlive {
     this.arm();
   }
 
-  /** The upstream's progress for this call, on its way to the client: sent with a value above every earlier one. */
+  /**
+   * The upstream's progress for this call, on its way to the client: sent with a value above every earlier one.
+   * A value that had to be raised loses its `total`, which described the upstream's own value (kept, it could
+   * show more than 100%).
+   */
   forward(notification: JsonRpcNotification): void {
     const params = notification.params ?? {};
     const given = typeof params.progress === 'number' ? params.progress : undefined;
     const value = given !== undefined && (this.last === undefined || given > this.last) ? given : (this.last ?? 0) + NUDGE;
     this.upstreamScale = true;
     this.last = value;
-    this.send({ ...notification, params: { ...params, progress: value } });
+    const { total: _total, ...rest } = params;
+    this.send({ ...notification, params: value === given ? { ...params, progress: value } : { ...rest, progress: value } });
     this.arm();
   }
 

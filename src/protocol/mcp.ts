@@ -1,4 +1,6 @@
 // Protocol revisions and the well-known names the gateway handles itself.
+import { MethodNotFound } from '../errors.js';
+import type { Outcome } from '../jsonrpc.js';
 
 /** Revisions served as sessions (legacy era), newest first. */
 export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
@@ -66,6 +68,16 @@ export const INPUT_REQUEST_CAPABILITY: ReadonlyMap<string, string> = new Map([
   ['sampling/createMessage', 'sampling'],
   ['roots/list', 'roots'],
 ]);
+
+/**
+ * What the requester hears of an input request (`method`) for a client that did not declare its capability, as
+ * a client would answer it; undefined when the client may be sent it.
+ */
+export function refusedInput(method: string, capabilities: Readonly<Record<string, unknown>>): Outcome | undefined {
+  const capability = INPUT_REQUEST_CAPABILITY.get(method);
+  if (capability === undefined || capabilities[capability] !== undefined) return undefined;
+  return { error: { code: MethodNotFound, message: `Client does not support ${method} (no '${capability}' capability)` } };
+}
 
 /** The Tasks extension (SEP-2663): how modern clients and servers declare it under `capabilities.extensions`. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';

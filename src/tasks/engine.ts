@@ -47,9 +47,16 @@ const EXPIRED = 'Failed to retrieve task: Task has expired';
 export interface TaskCaller {
   /**
    * Puts one of the task's input requests to the client now, resolving with the answer; or undefined when the
-   * client fetches input requests itself and answers through `TaskEngine.answer` (2026-07-28 tasks/update).
+   * client fetches input requests itself and answers through `TaskEngine.answer` (2026-07-28 tasks/update). A
+   * promise that resolves undefined: the client could not be reached now; the request stays open and is put again
+   * when the client says it is reachable (`TaskEngine.reachable`).
    */
-  deliver(request: InputRequest, signal: AbortSignal): Promise<Outcome> | undefined;
+  deliver(request: InputRequest, signal: AbortSignal): Promise<Outcome | undefined> | undefined;
+  /**
+   * The answer to a request the client cannot take at all (it lacks the capability), given to the upstream at
+   * once: the task never shows it as an input request. Undefined: the request goes to the client.
+   */
+  refuse?(request: InputRequest): Outcome | undefined;
   /** Notifications (progress, logs) of the upstream call, while the task runs. */
   notify(message: JsonRpcNotification): void;
   /** The run ended here (the caller stops counting it). */
@@ -60,6 +67,8 @@ export interface TaskCaller {
 export interface RunHandle {
   ask(request: InputRequest, signal: AbortSignal): Promise<Outcome>;
   status(message: string): void;
+  /** The call's notifications: progress becomes the task's status message; the caller hears what it takes. */
+  notify(message: JsonRpcNotification): void;
   /** Aborted when the run ends. */
   signal: AbortSignal;
 }
@@ -68,6 +77,8 @@ export interface RunHandle {
 export interface TaskPeerMessages extends LeasePeerMessages {
   /** A client's answers to input requests of a task whose call runs on whichever replica takes this up. */
   'task.update': { body: { taskId: string; answers: JsonObject }; answer: { ok: true } };
+  /** The task's client can be reached now: its input requests that found no way to it are put again. */
+  'task.reachable': { body: { taskId: string }; answer: { ok: true } };
 }
 
 /** The other replicas, as the engine needs them (the gateway's ReplicaLink). */
@@ -90,6 +101,8 @@ interface LocalRun {
   status: 'working' | 'input_required';
   /** Input requests the upstream waits on, by key, until the client answers them. */
   inputs: PendingInputs;
+  /** Of those, the ones the caller could not put to the client yet, by key: put again once it is reachable. */
+  undelivered: Map<string, { request: InputRequest; signal: AbortSignal }>;
   /** Serialises writes of `inputs` to the store, so the last write always reflects the latest state. */
   inputSync: Promise<unknown>;
   lastMessageAt: number;
@@ -131,6 +144,13 @@ export class TaskEngine {
       if (run === undefined || run.ended) return undefined;
       peer.accept();
       await this.answerHere(body.taskId, body.answers);
+      return { ok: true };
+    });
+    peers.on('task.reachable', async (body, peer) => {
+      const run = this.runs.get(body.taskId);
+      if (run === undefined || run.ended) return undefined;
+      peer.accept();
+      this.redeliver(run);
       return { ok: true };
     });
     this.leases = new TaskLeases(store, logger, leaseMs, peers, this.leasedRuns(), recovery);
@@ -180,12 +200,13 @@ export class TaskEngine {
     const handle: RunHandle = {
       ask: (request, signal) => this.ask(run, request, signal),
       status: (message) => this.upstreamStatus(run, message),
+      notify: (message) => this.relayNotification(run, message),
       signal: run.abort.signal,
     };
     const context: CallContext = {
       // The session the call runs for: a shared upstream connection tells its messages apart by it.
       sessionId: options.sessionId ?? task.taskId,
-      notify: (message) => this.relayNotification(run, message),
+      notify: handle.notify,
       ask: handle.ask,
       status: handle.status,
     };
@@ -206,6 +227,7 @@ export class TaskEngine {
       ended: false,
       status: 'working',
       inputs: new PendingInputs(() => void this.syncInputs(run)),
+      undelivered: new Map(),
       inputSync: Promise.resolve(),
       lastMessageAt: 0,
       abort: new AbortController(),
@@ -279,6 +301,50 @@ export class TaskEngine {
   async answer(task: TaskRecord, answers: JsonObject): Promise<void> {
     if (this.runs.has(task.taskId)) await this.answerHere(task.taskId, answers);
     else if (!isTerminal(task.status)) await this.peers.ask(undefined, 'task.update', { taskId: task.taskId, answers });
+  }
+
+  /**
+   * The task's client can be reached now (it opened a stream to wait on the task): the input requests that found
+   * no way to it are put to it again, on whichever replica runs the call.
+   */
+  async reachable(task: TaskRecord): Promise<void> {
+    const run = this.runs.get(task.taskId);
+    if (run !== undefined) this.redeliver(run);
+    else if (task.status === 'input_required') await this.peers.ask(undefined, 'task.reachable', { taskId: task.taskId });
+  }
+
+  /**
+   * Resolves with the task once `done` holds for it (read again after subscribing: a change in between is not
+   * missed), or undefined when `signal` aborts first.
+   */
+  waitFor(taskId: string, done: (task: TaskRecord) => boolean, signal: AbortSignal): Promise<TaskRecord | undefined> {
+    return new Promise<TaskRecord | undefined>((resolve, reject) => {
+      const finish = (task: TaskRecord | undefined): void => {
+        stop();
+        signal.removeEventListener('abort', onAbort);
+        resolve(task);
+      };
+      const onAbort = (): void => finish(undefined);
+      const stop = this.store.watch(taskId, (task) => {
+        if (done(task)) finish(task);
+      });
+      if (signal.aborted) return finish(undefined);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.store.get(taskId).then(
+        (task) => {
+          if (task === undefined) {
+            stop();
+            signal.removeEventListener('abort', onAbort);
+            reject(new GatewayError('invalid_params', NOT_FOUND));
+          } else if (done(task)) finish(task);
+        },
+        (error: unknown) => {
+          stop();
+          signal.removeEventListener('abort', onAbort);
+          reject(storeUnavailable(error));
+        },
+      );
+    });
   }
 
   /**
@@ -478,10 +544,27 @@ export class TaskEngine {
    */
   private ask(run: LocalRun, request: InputRequest, signal: AbortSignal): Promise<Outcome> {
     if (run.ended) return Promise.resolve({ error: { code: RequestCancelled, message: 'The task has ended' } });
+    const refused = run.caller.refuse?.(request);
+    if (refused !== undefined) return Promise.resolve(refused);
     const { key, answer } = run.inputs.ask(request, signal);
-    const delivered = run.caller.deliver(request, AbortSignal.any([signal, run.abort.signal]));
-    void delivered?.then((outcome) => run.inputs.settle(key, outcome));
+    this.deliver(run, key, request, AbortSignal.any([signal, run.abort.signal]));
+    void answer.finally(() => run.undelivered.delete(key));
     return answer;
+  }
+
+  /** Puts one open input request to the client through the caller; kept for later when it cannot reach it now. */
+  private deliver(run: LocalRun, key: string, request: InputRequest, signal: AbortSignal): void {
+    void run.caller.deliver(request, signal)?.then((outcome) => {
+      if (outcome !== undefined) run.inputs.settle(key, outcome);
+      else if (!signal.aborted && run.inputs.isOpen(key)) run.undelivered.set(key, { request, signal });
+    });
+  }
+
+  private redeliver(run: LocalRun): void {
+    for (const [key, { request, signal }] of [...run.undelivered]) {
+      run.undelivered.delete(key);
+      this.deliver(run, key, request, signal);
+    }
   }
 
   /** Settles the run's waiting input requests the answers name; the store shows what is left before this resolves. */

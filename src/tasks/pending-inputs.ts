@@ -65,6 +65,11 @@ export class PendingInputs {
     return { key, answer };
   }
 
+  /** Whether a question still waits under `key`. */
+  isOpen(key: string): boolean {
+    return this.pending.has(key);
+  }
+
   /** Answers one question; false when nothing waits under that key. */
   settle(key: string, outcome: Outcome): boolean {
     const input = this.pending.get(key);

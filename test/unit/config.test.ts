@@ -100,9 +100,16 @@ describe('config: the contract example', () => {
         maxTasksPerPrincipal: 1_000,
         retry: { onLoss: false, maxAttempts: 1 },
         keepAliveProgressMs: 10_000,
+        plainCalls: 'wait',
       },
       rules: [{ match: 'ci__*', mode: 'required' }],
       immediateResponse: DEFAULTS.immediateResponse,
+      taskTools: {
+        enabled: false,
+        names: { result: 'taskgate_task_result', status: 'taskgate_task_status', cancel: 'taskgate_task_cancel', list: 'taskgate_task_list' },
+        waitSeconds: 20,
+        maxWaitSeconds: 50,
+      },
     });
     assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000, maxPerPrincipal: 1_000 });
     assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000, jsonWindowMs: 50 });
@@ -450,6 +457,12 @@ describe('config: task policy', () => {
       { match: 'tool.v?', concurrency: 3 },
     ],
     immediateResponse: '',
+    taskTools: {
+      enabled: false,
+      names: { result: 'taskgate_task_result', status: 'taskgate_task_status', cancel: 'taskgate_task_cancel', list: 'taskgate_task_list' },
+      waitSeconds: 20,
+      maxWaitSeconds: 50,
+    },
   };
 
   it('first matching rule wins, merged onto the defaults', () => {
@@ -482,6 +495,40 @@ describe('config: task policy', () => {
     const policy = resolvePolicy(tasks, 'other');
     policy.mode = 'required';
     assert.equal(resolvePolicy(tasks, 'other').mode, 'optional');
+  });
+});
+
+describe('config: hosts without tasks (the issue 14 contract)', () => {
+  const upstreams = 'upstreams: { fx: { command: node } }\n';
+
+  it('plainCalls per rule; the task tools turn on with the first background rule, named under the prefix', () => {
+    const config = parse(`${upstreams}tasks:\n  rules:\n    - { match: 'build_*', plainCalls: background, taskAfterMs: 30000 }\n    - { match: 'ask_*', plainCalls: wait }\n`);
+    assert.equal(resolvePolicy(config.tasks, 'build_all').plainCalls, 'background');
+    assert.equal(resolvePolicy(config.tasks, 'build_all').taskAfterMs, 30_000);
+    assert.equal(resolvePolicy(config.tasks, 'ask_me').plainCalls, 'wait');
+    assert.equal(resolvePolicy(config.tasks, 'other').plainCalls, 'wait');
+    assert.equal(config.tasks.taskTools.enabled, true);
+    assert.deepEqual(config.tasks.taskTools.names, { result: 'taskgate_task_result', status: 'taskgate_task_status', cancel: 'taskgate_task_cancel', list: 'taskgate_task_list' });
+  });
+
+  it('task tools: on or off by hand, renamed by prefix or one by one, waits bounded', () => {
+    const config = parse(`${upstreams}tasks:\n  taskTools: { enabled: true, prefix: 'jobs.', names: { list: my_jobs }, waitSeconds: 5, maxWaitSeconds: 25 }\n`);
+    assert.deepEqual(config.tasks.taskTools, {
+      enabled: true,
+      names: { result: 'jobs.task_result', status: 'jobs.task_status', cancel: 'jobs.task_cancel', list: 'my_jobs' },
+      waitSeconds: 5,
+      maxWaitSeconds: 25,
+    });
+    assert.equal(parse(`${upstreams}tasks: { defaults: { plainCalls: background }, taskTools: { enabled: auto } }\n`).tasks.taskTools.enabled, true);
+  });
+
+  it('rejects what cannot work, at the line that says it', () => {
+    const at = (yaml: string) => parseErrors(`${upstreams}${yaml}`).map((e) => `${e.path}: ${e.message}`);
+    assert.deepEqual(at('tasks:\n  defaults: { plainCalls: later }\n'), ['tasks.defaults.plainCalls: expected one of wait, background; got "later"']);
+    assert.match(at('tasks:\n  rules: [{ match: x, plainCalls: background }]\n  taskTools: { enabled: false }\n')[0] ?? '', /^tasks\.taskTools\.enabled: plainCalls: background \(tasks\.rules\[0\]\) needs the task tools/);
+    assert.match(at('tasks:\n  taskTools: { waitSeconds: 60 }\n')[0] ?? '', /^tasks\.taskTools\.waitSeconds: must not exceed maxWaitSeconds \(50\)/);
+    assert.match(at('tasks:\n  taskTools: { names: { result: "has space" } }\n')[0] ?? '', /^tasks\.taskTools\.names\.result: a tool name is/);
+    assert.match(at('tasks:\n  taskTools: { names: { reslt: x } }\n')[0] ?? '', /unknown key \(did you mean "result"\?\)/);
   });
 });
 

@@ -1,4 +1,4 @@
-import { GatewayError } from '../../errors.js';
+import { GatewayError, RequestCancelled } from '../../errors.js';
 import {
   asObject,
   toResponse,
@@ -27,11 +27,13 @@ import {
 import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
 import { legacyError, legacyErrorResponse } from './errors.js';
 import type { LegacySession, LegacySessions } from './session.js';
-import type { LegacyTasks } from './tasks.js';
+import { ownerOf, type LegacyTasks } from './tasks.js';
 import type { Caller } from '../../tasks/principals.js';
-import type { AccessRule } from '../../config/types.js';
 import { CallerAccess } from '../access.js';
 import { keepAliveFor } from '../keep-alive.js';
+import { plainCallView, type TaskTools } from '../task-tools.js';
+import type { AccessRule, TaskPolicy } from '../../config/types.js';
+import type { RunHandle } from '../../tasks/engine.js';
 
 /** Methods whose upstream may send progress, logs or requests before answering: answered on an SSE stream. */
 export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tasks/result']);
@@ -51,6 +53,8 @@ export class Router {
     private readonly serverVersion: string,
     /** `auth.access`: undefined when every caller may use everything. */
     private readonly access: readonly AccessRule[] | undefined,
+    /** The gateway's own tools for background tasks (answered here, before any upstream). */
+    private readonly taskTools: TaskTools,
   ) {}
 
   /**
@@ -169,11 +173,16 @@ export class Router {
   private async callTool(session: LegacySession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
+    if (this.taskTools.owns(name)) return this.taskTool(session, request, name, params, stream);
     const route = this.catalog.route('tools', name);
     if (route === undefined || !access.allows('tools', name)) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
     const { task, ...plain } = params;
     const upstreamParams = { ...plain, name: route.name };
     const policy = this.tasks.engine.policyFor(name);
+    // Hosts that never ask for a task (of any revision) get a background task where policy says so.
+    if (task === undefined && policy.plainCalls === 'background' && policy.mode !== 'forbidden') {
+      return this.background(session, request, name, route.upstream, upstreamParams, policy, stream);
+    }
     // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
     if (!supportsLegacyTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
     const upstreamSupport = route.upstream.taskSupportOf(route.name);
@@ -193,6 +202,86 @@ export class Router {
       throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (${why}); add params.task`);
     }
     return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
+  }
+
+  /**
+   * A plain call under `plainCalls: background`: answered as usual when the upstream answers within
+   * `taskAfterMs`; past that, the call becomes a task as it runs, and the client gets a tool result naming it and
+   * the tools that fetch its result.
+   */
+  private async background(
+    session: LegacySession,
+    request: JsonRpcRequest,
+    name: string,
+    upstream: Upstream,
+    params: JsonObject,
+    policy: TaskPolicy,
+    stream: EventStream | undefined,
+  ): Promise<Outcome | undefined> {
+    if (policy.taskAfterMs === 0) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params)) };
+    const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream });
+    const keepAlive = keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, deliver);
+    // Until taskAfterMs, the call's messages belong to this request; from then on (the task being stored), to the task.
+    let task: Promise<RunHandle> | undefined;
+    const context: CallContext = {
+      sessionId: session.sessionId,
+      notify: (message) => {
+        if (task !== undefined) void task.then((run) => run.notify(message), () => undefined);
+        else if (keepAlive !== undefined && message.method === 'notifications/progress') keepAlive.forward(message);
+        else deliver(message);
+      },
+      ask: (message, signal) =>
+        task !== undefined
+          ? task.then((run) => run.ask(message, signal), () => ({ error: { code: RequestCancelled, message: 'Request cancelled: the call could not become a background task' } }))
+          : session.ask(message, signal, { stream }),
+      status: (message) => void task?.then((run) => run.status(message), () => undefined),
+    };
+    const call = await upstream.callFor(session, 'tools/call', params, context, 0, { asTask: true });
+    const inflight = { call, cancelled: false };
+    session.inflight.set(request.id, inflight);
+    let timer: NodeJS.Timeout | undefined;
+    const answered = await Promise.race([call.outcome, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), policy.taskAfterMs)))]);
+    clearTimeout(timer);
+    keepAlive?.stop();
+    if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
+    if (inflight.cancelled) return undefined;
+    if (answered !== undefined) return answered;
+    const adopted = this.tasks.adopt(session, name, upstream, params, call);
+    task = adopted.then((a) => a.run);
+    try {
+      return { result: this.taskTools.handle((await adopted).task) };
+    } catch (error) {
+      // No task could hold it (a limit, the store): the call stops, and the client hears why.
+      call.cancel('the call could not become a background task');
+      throw error;
+    }
+  }
+
+  /** The task tools: the caller's tasks, with task_result's wait ending when the client cancels the request. */
+  private async taskTool(session: LegacySession, request: JsonRpcRequest, name: string, params: JsonObject, stream: EventStream | undefined): Promise<Outcome | undefined> {
+    const stop = new AbortController();
+    const inflight = {
+      call: { upstreamId: -1, outcome: new Promise<Outcome>(() => undefined), cancel: (reason: string) => stop.abort(new Error(reason)) },
+      cancelled: false,
+    };
+    session.inflight.set(request.id, inflight);
+    try {
+      const outcome = await this.taskTools.call(name, params.arguments, {
+        owner: session.principal,
+        principal: ownerOf(session),
+        signal: stop.signal,
+        // The task's questions come on this request's stream while it waits (wherever the call runs), including
+        // those that found the client listening nowhere before.
+        hold: stream === undefined ? undefined : async (task) => {
+          const release = session.holdResultStream(task.taskId, stream);
+          await this.tasks.engine.reachable(task).catch(() => undefined);
+          return release;
+        },
+      });
+      return inflight.cancelled ? undefined : outcome;
+    } finally {
+      if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
+    }
   }
 
   private async forward(
@@ -226,15 +315,18 @@ export class Router {
    * upstream requires. Older sessions see none: they cannot use tasks, and the gateway runs an upstream's task
    * for them.
    */
-  private decorateTool(session: LegacySession, tool: JsonObject, upstream: Upstream, upstreamTool: JsonObject): JsonObject {
-    if (typeof tool.name !== 'string') return tool;
+  private decorateTool(session: LegacySession, listed: JsonObject, upstream: Upstream, upstreamTool: JsonObject): JsonObject {
+    if (typeof listed.name !== 'string') return listed;
+    const policy = this.tasks.engine.policyFor(listed.name);
+    // Any session may call a tool plainly, even one that speaks tasks.
+    const tool = plainCallView(listed, policy);
     const { taskSupport: _upstreams, ...execution } = asObject(tool.execution) ?? {};
     if (!supportsLegacyTasks(session.protocolVersion)) {
       if (tool.execution === undefined) return tool;
       const { execution: _execution, ...rest } = tool;
       return Object.keys(execution).length === 0 ? rest : { ...rest, execution };
     }
-    const mode = effectiveMode(this.tasks.engine.policyFor(tool.name).mode, upstreamTaskSupport(upstream.capabilities, upstreamTool));
+    const mode = effectiveMode(policy.mode, upstreamTaskSupport(upstream.capabilities, upstreamTool));
     return { ...tool, execution: { ...execution, taskSupport: mode } };
   }
 

@@ -37,6 +37,8 @@ export interface LegacySession extends SessionIdentity {
   deliver(message: JsonRpcNotification | JsonObject, delivery?: Delivery): void;
   /** Sends a server→client request and waits for the client's answer. */
   ask(request: { method: string; params?: JsonObject }, signal: AbortSignal, delivery?: Delivery): Promise<Outcome>;
+  /** As `ask`, but resolves undefined, with nothing sent, when the client has no stream open to receive it. */
+  tryAsk(request: { method: string; params?: JsonObject }, signal: AbortSignal, delivery?: Delivery): Promise<Outcome | undefined>;
   /** Marks `stream` as the tasks/result stream of `taskId`, where the task's requests go, until the returned function is called. */
   holdResultStream(taskId: string, stream: EventStream): () => void;
 }

@@ -2,12 +2,14 @@
 // tasks/get, blocks on tasks/result, lists and cancels. The session that created a task hears of every change
 // (notifications/tasks/status), and the upstream's questions go to it, on an open tasks/result stream first.
 import { GatewayError, InternalError } from '../../errors.js';
+import { refusedInput } from '../mcp.js';
 import type { EventStream } from '../event-stream.js';
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
 import { sessionOfPrincipal, sessionPrincipal } from '../../tasks/principals.js';
-import { NOT_FOUND, storedCall, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
+import { NOT_FOUND, storedCall, type RunHandle, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
+import type { UpstreamCall } from '../../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './codec.js';
 import type { LegacySession } from './session.js';
@@ -39,6 +41,45 @@ export class LegacyTasks {
     this.engine.run(task, upstream, this.callerFor(task.taskId, session), (context) => upstream.callFor(identity, 'tools/call', params, context, 0, { asTask: true }), {
       sessionId: identity.sessionId,
     });
+  }
+
+  /**
+   * A plain call that outlived `taskAfterMs` under `plainCalls: background` becomes a task as it runs: stored,
+   * then run here with its call already under way (it holds no place in line).
+   */
+  async adopt(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, call: UpstreamCall): Promise<{ task: TaskRecord; run: RunHandle }> {
+    const task = await this.engine.open(ownerOf(session), 'legacy', exposedName, upstream, undefined, storedCall(params, session));
+    const run = this.engine.run(task, upstream, this.backgroundCaller(task.taskId, session), () => Promise.resolve(call), { queue: false, sessionId: session.sessionId });
+    return { task, run };
+  }
+
+  /** A background call with `taskAfterMs: 0`: a task at once, which waits for its slots like any other. */
+  async startBackground(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject): Promise<TaskRecord> {
+    const task = await this.engine.open(ownerOf(session), 'legacy', exposedName, upstream, undefined, storedCall(params, session));
+    this.engine.run(task, upstream, this.backgroundCaller(task.taskId, session), (context) => upstream.callFor(session, 'tools/call', params, context, 0, { asTask: true }), {
+      sessionId: session.sessionId,
+    });
+    return task;
+  }
+
+  /**
+   * The session's side of a background task. Its client does not know the task protocol: no status
+   * notifications, and no progress (the request it belonged to was answered; the status message keeps it). The
+   * upstream's questions go wherever the client listens, a task_result call waiting on the task first; when it
+   * listens nowhere, they wait for its next task_result call.
+   */
+  private backgroundCaller(taskId: string, session: LegacySession): TaskCaller {
+    session.activeTasks++;
+    return {
+      deliver: (request, signal) => session.tryAsk({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, { taskId }),
+      refuse: (request) => refusedInput(request.method, session.capabilities),
+      notify: (message) => {
+        if (message.method !== 'notifications/progress') session.deliver(message, { taskId });
+      },
+      ended: () => {
+        session.activeTasks--;
+      },
+    };
   }
 
   /** The session's side of a run: it counts the task, hears of every change, and is asked the upstream's questions. */
@@ -131,6 +172,6 @@ function tellStatus(session: LegacySession, task: TaskRecord): void {
  * Whose a session's tasks are: the authenticated principal that created the session (its tasks/list shows them
  * from any of its sessions), or, without authentication, the session itself.
  */
-function ownerOf(session: LegacySession): string {
+export function ownerOf(session: LegacySession): string {
   return session.principal ?? sessionPrincipal(session.sessionId);
 }

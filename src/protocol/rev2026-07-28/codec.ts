@@ -88,8 +88,8 @@ export function detailedTask(task: TaskRecord): JsonObject {
 }
 
 /** An InputRequiredResult for a synchronous call whose upstream waits on the client (MRTR). */
-export function inputRequiredResult(inputRequests: JsonObject, requestState: string): JsonObject {
-  return { resultType: 'input_required', inputRequests, requestState };
+export function inputRequiredResult(inputRequests: JsonObject, requestState: string | undefined): JsonObject {
+  return requestState === undefined ? { resultType: 'input_required', inputRequests } : { resultType: 'input_required', inputRequests, requestState };
 }
 
 /** An outcome for a modern client: results get `resultType` (and hints where due); errors pass unchanged. */

@@ -25,6 +25,14 @@ export type ExchangeEvent =
 export type TaskAsk = (request: InputRequest, signal: AbortSignal) => Promise<Outcome>;
 export type TaskStatus = NonNullable<CallContext['status']>;
 
+/** What the task engine supplies when it takes a call over (tasks/engine.ts RunHandle). */
+export interface TaskRun {
+  ask: TaskAsk;
+  status: TaskStatus;
+  notify(message: JsonRpcNotification): void;
+  signal: AbortSignal;
+}
+
 export class ModernExchange {
   readonly id = randomUUID();
   call: UpstreamCall | undefined;
@@ -37,8 +45,8 @@ export class ModernExchange {
   private outcome: Outcome | undefined;
   private missing: { capability: string; method: string } | undefined;
   private wake: (() => void) | undefined;
-  private taskAsk: TaskAsk | undefined;
-  private taskStatus: TaskStatus | undefined;
+  /** The task that adopted the call, once one did. */
+  private task: TaskRun | undefined;
   /** Rounds answered so far: part of each requestState, so every round's state differs. */
   round = 0;
   /** The authenticated principal whose call this is: only its retry resumes it. */
@@ -53,10 +61,10 @@ export class ModernExchange {
   context(): CallContext {
     return {
       sessionId: this.sessionId,
-      notify: (message) => this.notifySink?.(message),
+      notify: (message) => (this.task !== undefined ? this.task.notify(message) : this.notifySink?.(message)),
       ask: (request, signal) => this.ask(request, signal),
       // Only a task has a status to show: until the engine adopts the call, the upstream task's status goes nowhere.
-      status: (statusMessage) => this.taskStatus?.(statusMessage),
+      status: (statusMessage) => this.task?.status(statusMessage),
     };
   }
 
@@ -124,11 +132,10 @@ export class ModernExchange {
    * The task engine takes the call over: later questions become task input requests, and questions already
    * waiting are handed to it as well.
    */
-  adopt(taskAsk: TaskAsk, signal: AbortSignal, taskStatus: TaskStatus): void {
-    this.taskAsk = taskAsk;
-    this.taskStatus = taskStatus;
+  adopt(task: TaskRun): void {
+    this.task = task;
     this.notifySink = undefined;
-    for (const input of this.pending.takeAll()) void taskAsk(input.request, signal).then((outcome) => input.settle(outcome));
+    for (const input of this.pending.takeAll()) void task.ask(input.request, task.signal).then((outcome) => input.settle(outcome));
   }
 
   /**
@@ -141,7 +148,7 @@ export class ModernExchange {
   }
 
   private ask(request: InputRequest, signal: AbortSignal): Promise<Outcome> {
-    if (this.taskAsk !== undefined) return this.taskAsk(request, signal);
+    if (this.task !== undefined) return this.task.ask(request, signal);
     const capability = INPUT_REQUEST_CAPABILITY.get(request.method);
     if (capability === undefined) {
       return Promise.resolve({ error: { code: MethodNotFound, message: `taskgate cannot relay ${request.method} to a 2026-07-28 client` } });
@@ -216,6 +223,8 @@ export interface ModernPeerMessages {
       method: string;
       name: string;
       taskAfterMs: number | null;
+      /** A plain call under `plainCalls: background`: past taskAfterMs it is answered with the task tools' handle. */
+      background: boolean;
       logLevel: string | null;
       progressToken: unknown;
       /** The retrying caller, when the gateway authenticates (only the call's own principal resumes it). */

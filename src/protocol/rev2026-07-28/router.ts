@@ -22,7 +22,8 @@ import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelop
 import { ModernExchange, ParkedExchanges, type ModernPeerMessages, type ModernPeers, type RequestStateCodec } from './exchange.js';
 import type { ListenFilter, ListenHub } from './listen.js';
 import type { ModernResponder, ResponseSink } from './responder.js';
-import type { ModernTasks } from './tasks.js';
+import { plainClientCaller, type ModernTasks } from './tasks.js';
+import { plainCallView, type TaskTools } from '../task-tools.js';
 
 const STALE_STATE = 'Invalid requestState: the call it resumes is no longer waiting (it expired or was cancelled); send the request again without requestState';
 
@@ -49,6 +50,8 @@ export interface ModernRouterDeps {
   replicas: ModernPeers;
   /** `auth.access`: undefined when every caller may use everything. */
   access: readonly AccessRule[] | undefined;
+  /** The gateway's own tools for background tasks (answered here, before any upstream). */
+  taskTools: TaskTools;
 }
 
 export class ModernRouter {
@@ -91,7 +94,7 @@ export class ModernRouter {
     try {
       if (upstream === undefined) throw new GatewayError('invalid_params', STALE_STATE);
       const taskAfterMs = body.taskAfterMs ?? undefined;
-      const outcome = await this.await(client, request, name, upstream, exchange, taskAfterMs, sink);
+      const outcome = await this.await(client, request, name, upstream, exchange, taskAfterMs, sink, body.background);
       return { outcome: outcome ?? { error: { code: RequestCancelled, message: 'Request cancelled' } } };
     } catch (error) {
       return { outcome: { error: modernError(error) } };
@@ -140,7 +143,8 @@ export class ModernRouter {
         request.method,
         withoutMeta(params),
         (upstream, page) => this.fetchPage(client, upstream, request.method, page, params._meta),
-        undefined,
+        // A client without the extension calls every tool plainly.
+        declaresTasks(client) ? undefined : (tool) => (typeof tool.name === 'string' ? plainCallView(tool, this.deps.tasks.engine.policyFor(tool.name)) : tool),
         this.accessOf(client).visible,
       );
       return { result: modernResult(request.method, result) };
@@ -180,15 +184,12 @@ export class ModernRouter {
   }
 
   /**
-   * tools/call, prompts/get, resources/read. A retry carrying `requestState` resumes the parked call it names;
-   * a first request starts one, as a task at once, after `taskAfterMs`, or never, per the tool's policy and
-   * whether the request declared the Tasks extension.
-   */
-  /**
-   * A tool call the gateway does not run as a task (the client did not declare the extension, or policy forbids
-   * it) is kept alive with progress while the upstream is silent, when the client asked for progress.
+   * tools/call, prompts/get, resources/read. The task tools answer here. A tool call the client did not get as a
+   * task (it did not declare the extension, or policy forbids it) is kept alive with progress while the upstream
+   * is silent, when the client asked for progress.
    */
   private async call(client: ModernClient, request: JsonRpcRequest, params: JsonObject, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
+    if (request.method === 'tools/call' && typeof params.name === 'string' && this.deps.taskTools.owns(params.name)) return this.taskTool(client, params.name, params, responder);
     const policy = request.method === 'tools/call' && typeof params.name === 'string' ? this.deps.tasks.engine.policyFor(params.name) : undefined;
     const keepAlive =
       policy !== undefined && !mayRunAsTask(policy, client)
@@ -203,7 +204,11 @@ export class ModernRouter {
     }
   }
 
-  /** `policy` is the called tool's (tools/call only), looked up once by `call`. */
+  /**
+   * A retry carrying `requestState` resumes the parked call it names; a first request starts one, as a task at
+   * once, after `taskAfterMs`, or never, per the tool's policy and whether the request declared the Tasks
+   * extension. `policy` is the called tool's (tools/call only), looked up once by `call`.
+   */
   private async callUpstream(
     client: ModernClient,
     request: JsonRpcRequest,
@@ -219,10 +224,13 @@ export class ModernRouter {
       throw new GatewayError('invalid_params', 'Invalid params: inputResponses must map each input key to the client\'s response object');
     }
     const asTask = policy !== undefined && mayRunAsTask(policy, client);
-    if (policy?.mode === 'required' && !declaresTasks(client)) throw missingTasksExtension(`Tool '${name}'`);
+    // A client without the extension gets a background task (answered with a tool result) where policy says so.
+    const background = policy !== undefined && !asTask && policy.mode !== 'forbidden' && policy.plainCalls === 'background';
+    if (policy?.mode === 'required' && !declaresTasks(client) && !background) throw missingTasksExtension(`Tool '${name}'`);
+    const taskAfterMs = asTask || background ? policy.taskAfterMs : undefined;
 
     const nativeTasks = upstream.speaksModern && asObject(asObject(upstream.modernCapabilities.extensions)?.[TASKS_EXTENSION]) !== undefined;
-    if (upstream.speaksModern && (!asTask || nativeTasks)) {
+    if (upstream.speaksModern && (taskAfterMs === undefined || (asTask && nativeTasks))) {
       // The upstream speaks this revision: the request goes as the client sent it (its InputRequiredResults and
       // requestState, and its own tasks, pass through unchanged).
       return this.passThrough(client, request, { ...params, ...upstreamParams, _meta: params._meta }, upstream, responder, name, nativeTasks);
@@ -238,7 +246,8 @@ export class ModernRouter {
           inputResponses: asObject(inputResponses) ?? {},
           method: request.method,
           name,
-          taskAfterMs: asTask ? policy.taskAfterMs : null,
+          taskAfterMs: taskAfterMs ?? null,
+          background,
           logLevel: client.logLevel ?? null,
           progressToken: asObject(params._meta)?.progressToken ?? null,
           caller: client.caller ?? null,
@@ -266,13 +275,10 @@ export class ModernRouter {
         exchange.start(call);
         return call;
       };
-      if (asTask && policy.taskAfterMs === 0) {
-        const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start);
-        return { result: createTaskResult(task) };
-      }
+      if (taskAfterMs === 0) return this.becomeTask(client, name, upstream, exchange, background, start);
       await start();
     }
-    return this.await(client, request, name, upstream, exchange, asTask ? policy.taskAfterMs : undefined, responder);
+    return this.await(client, request, name, upstream, exchange, taskAfterMs, responder, background);
   }
 
   /** Forwards a request to a 2026-07-28 upstream as the client sent it; notifications stream back. */
@@ -318,6 +324,8 @@ export class ModernRouter {
     exchange: ModernExchange,
     taskAfterMs: number | undefined,
     responder: ResponseSink,
+    /** Past taskAfterMs the client gets the task tools' handle rather than a task (it did not declare the extension). */
+    background = false,
   ): Promise<Outcome | undefined> {
     exchange.notifySink = (message) => this.relay(client, request, message, responder);
     const gone = new Promise<'gone'>((resolve) => responder.gone.addEventListener('abort', () => resolve('gone'), { once: true }));
@@ -349,11 +357,47 @@ export class ModernRouter {
         throw new GatewayError('missing_capability', `The upstream asked for ${event.method}, which needs the '${event.capability}' client capability`, {
           requiredCapabilities: { [event.capability]: {} },
         });
-      case 'timeout': {
-        const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, undefined);
-        return { result: createTaskResult(task) };
-      }
+      case 'timeout':
+        return this.becomeTask(client, name, upstream, exchange, background, undefined);
     }
+  }
+
+  /**
+   * The call becomes a task (`start` starts it once it may run; without, it already runs): a client with the
+   * extension gets the task, one without (a background call) a tool result naming it and the task tools.
+   */
+  private async becomeTask(
+    client: ModernClient,
+    name: string,
+    upstream: Upstream,
+    exchange: ModernExchange,
+    background: boolean,
+    start: (() => Promise<ModernExchange['call']>) | undefined,
+  ): Promise<Outcome> {
+    if (!background) return { result: createTaskResult(await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start)) };
+    const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start, plainClientCaller(client.capabilities));
+    return { result: this.deps.taskTools.handle(task) };
+  }
+
+  /**
+   * The task tools, for clients without the extension. While the task waits on input that task_result is asked
+   * for, the answer is an InputRequiredResult with the task's own input requests; the retry's inputResponses go
+   * to the task (wherever its call runs) before task_result looks again.
+   */
+  private async taskTool(client: ModernClient, name: string, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
+    const owner = client.caller?.principal;
+    const answers = asObject(params.inputResponses);
+    const taskId = asObject(params.arguments)?.taskId;
+    if (answers !== undefined && typeof taskId === 'string') {
+      const task = await this.deps.tasks.engine.find(taskId, { owner }).catch(() => undefined);
+      if (task !== undefined) await this.deps.tasks.engine.answer(task, answers);
+    }
+    return this.deps.taskTools.call(name, params.arguments, {
+      owner,
+      principal: principalOf(client),
+      signal: responder.gone,
+      inputRequired: (task) => ({ result: inputRequiredResult(task.openRequests ?? {}, undefined) }),
+    });
   }
 
   /** Progress always; logs only when the request asked for a level, and only at or above it. */

@@ -3,6 +3,7 @@
 // client's answers) and tasks/cancel (acknowledged, terminal or not).
 import { GatewayError } from '../../errors.js';
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
+import { refusedInput } from '../mcp.js';
 import { isTerminal, type TaskRecord } from '../../store/task-store.js';
 import { storedCall, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
@@ -20,6 +21,20 @@ export const MODERN_CALLER: TaskCaller = Object.freeze({
   ended: () => undefined,
 });
 
+/**
+ * A client without the Tasks extension whose call went to the background: it reads the task's input requests
+ * through task_result (an InputRequiredResult there), so only those it declared the capability for may wait; the
+ * rest are refused to the upstream at once, as an exchange refuses them before a task exists.
+ */
+export function plainClientCaller(capabilities: JsonObject): TaskCaller {
+  return {
+    deliver: () => undefined,
+    refuse: (request) => refusedInput(request.method, capabilities),
+    notify: () => undefined,
+    ended: () => undefined,
+  };
+}
+
 export class ModernTasks {
   constructor(readonly engine: TaskEngine) {}
 
@@ -29,13 +44,20 @@ export class ModernTasks {
    * upstream's questions are the task's input requests. Resolves with the stored task, which is readable on every
    * replica by then.
    */
-  async create(principal: string, exposedName: string, upstream: Upstream, exchange: ModernExchange, start: (() => Promise<UpstreamCall | undefined>) | undefined): Promise<TaskRecord> {
+  async create(
+    principal: string,
+    exposedName: string,
+    upstream: Upstream,
+    exchange: ModernExchange,
+    start: (() => Promise<UpstreamCall | undefined>) | undefined,
+    caller: TaskCaller = MODERN_CALLER,
+  ): Promise<TaskRecord> {
     const replay = exchange.replay === undefined ? undefined : storedCall(exchange.replay.params, exchange.replay.identity);
     const task = await this.engine.open(principal, 'modern', exposedName, upstream, undefined, replay);
     const running = exchange.call;
     // A call that already runs holds no place in line: it is counted from here on.
-    const run = this.engine.run(task, upstream, MODERN_CALLER, async () => running ?? (await start?.()), { queue: running === undefined });
-    exchange.adopt(run.ask, run.signal, run.status);
+    const run = this.engine.run(task, upstream, caller, async () => running ?? (await start?.()), { queue: running === undefined });
+    exchange.adopt(run);
     return task;
   }
 

@@ -1,0 +1,313 @@
+// The gateway's own tools for hosts that do not speak tasks. A plain tools/call under `plainCalls: background`
+// that outlives `taskAfterMs` is answered with an ordinary tool result naming its task; these tools then let the
+// model fetch the upstream's real result, check on the task, stop it, or find it again. They act on the same
+// tasks as tasks/*, under the same principal rules, and are the same in both revisions: what differs (how an
+// input request reaches a client that is waiting on task_result) the revision's router supplies.
+import type { TaskPolicy, TaskToolsConfig } from '../config/types.js';
+import { GatewayError } from '../errors.js';
+import type { JsonObject, Outcome } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { isTerminal, type TaskRecord } from '../store/task-store.js';
+import type { TaskEngine } from '../tasks/engine.js';
+import { RELATED_TASK_META } from './mcp.js';
+
+type Kind = keyof TaskToolsConfig['names'];
+
+/** A task tool call as the revision's router hands it over. */
+export interface TaskToolRequest {
+  /** The authenticated principal: another principal's task is unknown to it. Undefined without auth (ids are bearers). */
+  owner: string | undefined;
+  /** Whose tasks task_list shows (the principal tasks/list would use). */
+  principal: string;
+  /** Aborted when the request is cancelled or its client went away: task_result stops waiting. */
+  signal: AbortSignal;
+  /**
+   * While task_result waits on a task that may ask the client for input: makes this request a way to reach the
+   * client (2025: its stream becomes the task's), and returns how to stop that.
+   */
+  hold?(task: TaskRecord): Promise<() => void>;
+  /**
+   * Where the revision answers input requests itself (2026: an InputRequiredResult on task_result): the answer
+   * task_result gives while the task waits on the client.
+   */
+  inputRequired?(task: TaskRecord): Outcome;
+}
+
+/** Whatever a task tool's caller got wrong (unknown id, bad arguments): an isError result the model can act on. */
+class TaskToolError extends Error {}
+
+const TASK_ID_INPUT = { type: 'string', description: 'The task id, as the background answer or task_list gave it.' };
+
+const TASK_OUTPUT = {
+  type: 'object',
+  properties: {
+    taskId: { type: 'string' },
+    tool: { type: 'string' },
+    status: { type: 'string', enum: ['working', 'input_required', 'completed', 'failed', 'cancelled'] },
+    statusMessage: { type: 'string' },
+    createdAt: { type: 'string' },
+    lastUpdatedAt: { type: 'string' },
+    waitingFor: { type: 'array', items: { type: 'string' } },
+  },
+  required: ['taskId', 'tool', 'status', 'createdAt', 'lastUpdatedAt'],
+};
+
+export class TaskTools {
+  private readonly kinds: ReadonlyMap<string, Kind>;
+
+  constructor(
+    private readonly engine: TaskEngine,
+    private readonly config: TaskToolsConfig,
+    private readonly logger: Logger,
+  ) {
+    const { names } = config;
+    this.kinds = new Map<string, Kind>(config.enabled ? [[names.result, 'result'], [names.status, 'status'], [names.cancel, 'cancel'], [names.list, 'list']] : []);
+  }
+
+  get enabled(): boolean {
+    return this.config.enabled;
+  }
+
+  definitions(): JsonObject[] {
+    return taskToolDefinitions(this.config);
+  }
+
+  /** Whether an exposed tool name is one of these tools (when they are on): they answer before any upstream. */
+  owns(name: string): boolean {
+    return this.kinds.has(name);
+  }
+
+  /**
+   * What a background call answers once it outlived `taskAfterMs`: an ordinary tool result (never an error, and
+   * never structuredContent, which a tool with an outputSchema would have to match) naming the task and the tools.
+   */
+  handle(task: TaskRecord): JsonObject {
+    const { names, maxWaitSeconds } = this.config;
+    const text =
+      `The tool '${task.tool}' is still running, in the background, as task ${task.taskId}. ` +
+      `To get its result, call ${names.result} with {"taskId": "${task.taskId}"}: it waits up to ${maxWaitSeconds} seconds for the ` +
+      `task to finish and can be called again. ${names.status} checks on it without waiting; ${names.cancel} stops it.`;
+    return { content: [{ type: 'text', text }], _meta: { [RELATED_TASK_META]: { taskId: task.taskId } } };
+  }
+
+  /** Runs one of these tools; undefined when the request was cancelled while task_result waited. */
+  async call(name: string, args: unknown, request: TaskToolRequest): Promise<Outcome | undefined> {
+    const kind = this.kinds.get(name);
+    if (kind === undefined) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
+    const input = typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as JsonObject) : {};
+    try {
+      switch (kind) {
+        case 'result':
+          return await this.result(input, request);
+        case 'status':
+          return { result: statusResult(await this.find(input.taskId, request)) };
+        case 'cancel':
+          return { result: await this.cancel(await this.find(input.taskId, request)) };
+        case 'list':
+          return { result: await this.list(input.cursor, request) };
+      }
+    } catch (error) {
+      if (error instanceof TaskToolError) return { result: toolError(error.message) };
+      throw error;
+    }
+  }
+
+  /** The upstream's result once the task is terminal, waiting for that up to the seconds asked for. */
+  private async result(input: JsonObject, request: TaskToolRequest): Promise<Outcome | undefined> {
+    const waitSeconds = input.waitSeconds ?? this.config.waitSeconds;
+    if (typeof waitSeconds !== 'number' || !Number.isFinite(waitSeconds) || waitSeconds < 0) {
+      throw new TaskToolError('waitSeconds must be a number of seconds >= 0');
+    }
+    let task = await this.find(input.taskId, request);
+    if (!isTerminal(task.status)) {
+      const release = await request.hold?.(task);
+      const waited = AbortSignal.any([request.signal, AbortSignal.timeout(Math.min(waitSeconds, this.config.maxWaitSeconds) * 1000)]);
+      try {
+        // The revision answers input requests itself where it can: the wait ends when the task asks for input.
+        const answersInput = request.inputRequired !== undefined;
+        const stop = (t: TaskRecord): boolean => isTerminal(t.status) || (answersInput && t.status === 'input_required');
+        task = (stop(task) ? task : await this.engine.waitFor(task.taskId, stop, waited)) ?? (await this.find(task.taskId, request));
+      } finally {
+        release?.();
+      }
+      if (request.signal.aborted) return undefined;
+      if (task.status === 'input_required' && request.inputRequired !== undefined) return request.inputRequired(task);
+      if (!isTerminal(task.status)) return { result: stillRunning(task, this.config.names) };
+    }
+    const done = await this.find(task.taskId, request, true);
+    this.logger.info({ audit: 'task.retrieved', task: done.taskId, principal: done.principal, via: 'task tool' }, 'task result retrieved');
+    return { result: resultOf(done) };
+  }
+
+  private async cancel(task: TaskRecord): Promise<JsonObject> {
+    if (isTerminal(task.status)) return statusResult(task, `Task ${task.taskId} had already ended (${task.status}); nothing was cancelled.`);
+    const changed = await this.engine.cancel(task);
+    const now = changed.task ?? task;
+    if (!changed.ok) return statusResult(now, `Task ${task.taskId} had already ended (${now.status}); nothing was cancelled.`);
+    return statusResult(now, `Task ${task.taskId} was cancelled; its tool call was stopped.`);
+  }
+
+  private async list(cursor: unknown, request: TaskToolRequest): Promise<JsonObject> {
+    if (cursor !== undefined && typeof cursor !== 'string') throw new TaskToolError('cursor must be the string a previous page gave');
+    let page;
+    try {
+      page = await this.engine.list(request.principal, cursor);
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === 'invalid_params') throw new TaskToolError('That cursor is not one this gateway gave out; call without a cursor for the first page');
+      throw error;
+    }
+    const tasks = page.tasks.filter((task) => task.native !== true).map(taskSummary);
+    const lines = tasks.map((t) => `- ${t.taskId}: ${t.tool}, ${t.status}${t.statusMessage === undefined ? '' : ` (${t.statusMessage})`}, started ${t.createdAt}`);
+    const more = page.nextCursor === undefined ? '' : `\nOlder tasks: call ${this.config.names.list} with {"cursor": "${page.nextCursor}"}.`;
+    const text = tasks.length === 0 ? 'You have no background tasks.' : `Your background tasks, newest first:\n${lines.join('\n')}${more}`;
+    const structured: JsonObject = { tasks: tasks as unknown as JsonObject[] };
+    if (page.nextCursor !== undefined) structured.nextCursor = page.nextCursor;
+    return { content: [{ type: 'text', text }], structuredContent: structured };
+  }
+
+  /** The caller's task, or a TaskToolError that says the id is not one it can use (unknown, expired, foreign alike). */
+  private async find(taskId: unknown, request: TaskToolRequest, withOutcome = false): Promise<TaskRecord> {
+    if (typeof taskId !== 'string' || taskId === '') throw new TaskToolError('taskId must be the task id string a background answer or task_list gave');
+    let task: TaskRecord;
+    try {
+      task = await this.engine.find(taskId, { owner: request.owner, withOutcome });
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === 'invalid_params') {
+        throw new TaskToolError(`There is no task ${taskId} you can use: the id is unknown or the task has expired. ${this.config.names.list} lists your tasks.`);
+      }
+      throw error;
+    }
+    return task;
+  }
+}
+
+/** The task tools as tools/list shows them, in both revisions (none when they are off). */
+export function taskToolDefinitions(config: TaskToolsConfig): JsonObject[] {
+  if (!config.enabled) return [];
+  const { names, waitSeconds, maxWaitSeconds } = config;
+  const readOnly = { readOnlyHint: true, openWorldHint: false };
+  return [
+    {
+      name: names.result,
+      title: 'Background task result',
+      description:
+        `Get the result of a tool call that is running in the background (its answer gave a task id). Waits up to waitSeconds ` +
+        `(default ${waitSeconds}) for it to finish and then returns the tool's own result; if it is still running, ` +
+        `says so: call this again to keep waiting.`,
+      inputSchema: {
+        type: 'object',
+        properties: {
+          taskId: TASK_ID_INPUT,
+          waitSeconds: { type: 'number', minimum: 0, maximum: maxWaitSeconds, description: `Seconds to wait for the task to finish (0 = do not wait; at most ${maxWaitSeconds}).` },
+        },
+        required: ['taskId'],
+      },
+      annotations: readOnly,
+    },
+    {
+      name: names.status,
+      title: 'Background task status',
+      description: 'Check on a background task without waiting: whether it is still working, waiting for input, or done, and its latest progress message.',
+      inputSchema: { type: 'object', properties: { taskId: TASK_ID_INPUT }, required: ['taskId'] },
+      outputSchema: TASK_OUTPUT,
+      annotations: readOnly,
+    },
+    {
+      name: names.cancel,
+      title: 'Cancel a background task',
+      description: 'Stop a background task whose result is no longer needed; its tool call is cancelled.',
+      inputSchema: { type: 'object', properties: { taskId: TASK_ID_INPUT }, required: ['taskId'] },
+      outputSchema: TASK_OUTPUT,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    {
+      name: names.list,
+      title: 'List background tasks',
+      description: 'List your background tasks, newest first, with their ids, tools and status: use it to find a task id you no longer have.',
+      inputSchema: { type: 'object', properties: { cursor: { type: 'string', description: 'From the previous page, to see older tasks.' } } },
+      outputSchema: {
+        type: 'object',
+        properties: { tasks: { type: 'array', items: TASK_OUTPUT }, nextCursor: { type: 'string' } },
+        required: ['tasks'],
+      },
+      annotations: readOnly,
+    },
+  ];
+}
+
+/**
+ * A tool as a client that calls it plainly sees it. Under `plainCalls: background` its answer may be the task
+ * handle, which cannot match an `outputSchema` (and clients check results against it), so the schema is not
+ * listed; task_result still returns the tool's structuredContent unchanged.
+ */
+export function plainCallView(tool: JsonObject, policy: TaskPolicy): JsonObject {
+  if (tool.outputSchema === undefined || policy.plainCalls !== 'background' || policy.mode === 'forbidden') return tool;
+  const { outputSchema: _schema, ...rest } = tool;
+  return rest;
+}
+
+/** An isError tool result, for what the model asked wrongly (no JSON-RPC error: the host would hide the reason). */
+function toolError(text: string): JsonObject {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+function taskSummary(task: TaskRecord): { taskId: string; tool: string; status: string; statusMessage?: string; createdAt: string; lastUpdatedAt: string; waitingFor?: string[] } {
+  const summary: ReturnType<typeof taskSummary> = {
+    taskId: task.taskId,
+    tool: task.tool,
+    status: task.status,
+    createdAt: new Date(task.createdMs).toISOString(),
+    lastUpdatedAt: new Date(task.updatedMs).toISOString(),
+  };
+  if (task.message !== undefined) summary.statusMessage = task.message;
+  const waitingFor = describeRequests(task);
+  if (waitingFor.length > 0) summary.waitingFor = waitingFor;
+  return summary;
+}
+
+/** What the task's upstream waits for the client to answer, in words. */
+function describeRequests(task: TaskRecord): string[] {
+  if (task.status !== 'input_required' || task.openRequests === undefined) return [];
+  return Object.values(task.openRequests).map((value) => {
+    const request = (value ?? {}) as { method?: string; params?: { message?: unknown } };
+    const message = typeof request.params?.message === 'string' ? `: ${request.params.message}` : '';
+    if (request.method === 'elicitation/create') return `the user's answer to a question${message}`;
+    if (request.method === 'sampling/createMessage') return 'a reply from the model (sampling)';
+    return `an answer to ${String(request.method)}`;
+  });
+}
+
+function statusResult(task: TaskRecord, lead?: string): JsonObject {
+  const summary = taskSummary(task);
+  const lines = [
+    lead ?? `Task ${task.taskId} (${task.tool}) is ${task.status}.`,
+    ...(task.message === undefined ? [] : [`Status: ${task.message}`]),
+    ...(summary.waitingFor ?? []).map((what) => `It waits for ${what}. Calling the result tool puts the question to you.`),
+  ];
+  return { content: [{ type: 'text', text: lines.join('\n') }], structuredContent: summary as unknown as JsonObject };
+}
+
+function stillRunning(task: TaskRecord, names: TaskToolsConfig['names']): JsonObject {
+  const progress = task.message === undefined ? '' : ` Latest status: ${task.message}.`;
+  const waiting = describeRequests(task).map((what) => ` It waits for ${what}.`).join('');
+  const text = `Task ${task.taskId} (${task.tool}) is still ${task.status === 'input_required' ? 'waiting for input' : 'running'}.${progress}${waiting} ` +
+    `Call ${names.result} again to keep waiting, or ${names.cancel} to stop it.`;
+  return { content: [{ type: 'text', text }], _meta: { [RELATED_TASK_META]: { taskId: task.taskId } } };
+}
+
+/**
+ * A terminal task as task_result returns it: the upstream's result exactly (content, structuredContent, isError),
+ * marked with the task; a JSON-RPC error, a cancellation or a loss as an error result that says what happened.
+ */
+function resultOf(task: TaskRecord): JsonObject {
+  const marker = { [RELATED_TASK_META]: { taskId: task.taskId } };
+  const outcome = task.outcome;
+  if (outcome !== undefined && 'result' in outcome) {
+    const meta = typeof outcome.result._meta === 'object' && outcome.result._meta !== null ? (outcome.result._meta as JsonObject) : {};
+    return { ...outcome.result, _meta: { ...meta, ...marker } };
+  }
+  const why = outcome !== undefined ? `${outcome.error.message} (error ${outcome.error.code})`
+    : task.status === 'cancelled' ? 'it was cancelled'
+    : (task.message ?? `it ended ${task.status}`);
+  return { ...toolError(`Task ${task.taskId} (${task.tool}) ${task.status === 'cancelled' ? 'was cancelled' : 'failed'}: ${why}`), _meta: marker };
+}
