@@ -351,6 +351,40 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
   });
 });
 
+describe('background tasks (plainCalls: background) across replicas', () => {
+  const BACKGROUND = { tasks: { defaults: { plainCalls: 'background', taskAfterMs: 300, pollIntervalMs: 100 } } };
+  const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+  const handleOf = (result: unknown): string => String((((result as Json)._meta as Json)[RELATED_TASK] as Json).taskId);
+
+  test('2026-07-28 without the extension: the handle from A, the result from B', async () => {
+    await withTwoReplicas(BACKGROUND, async (a, b) => {
+      const answer = await modern(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 1.5, label: 'plain-ab' } });
+      const taskId = handleOf(answer.result);
+      const final = await modern(b.url, 'tools/call', { name: 'taskgate_task_result', arguments: { taskId, waitSeconds: 10 } });
+      assert.deepEqual(final.result?.structuredContent, { seconds: 1.5, label: 'plain-ab' }, JSON.stringify(final.messages));
+    });
+  });
+
+  test('2025: the call runs on A while its client listens nowhere; task_result on B gets the question, and the answer reaches A', async () => {
+    await withTwoReplicas(BACKGROUND, async (a, b) => {
+      const wire = new LegacyWire({ elicitation: {} });
+      await wire.initialize(a.url);
+      const answer = await wire.request(a.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'r.txt', delayMs: 600 } });
+      const taskId = handleOf(answer.result);
+      await eventually(async () => {
+        const status = await wire.request(b.url, 'tools/call', { name: 'taskgate_task_status', arguments: { taskId } });
+        return ((status.result as Json).structuredContent as Json).status === 'input_required';
+      });
+      const waiting = await wire.start(b.url, 'tools/call', { name: 'taskgate_task_result', arguments: { taskId } });
+      const question = await waiting.next((m) => m.method === 'elicitation/create');
+      await wire.respond(b.url, question.id, { action: 'accept', content: { confirm: true } });
+      const response = await waiting.next((m) => 'result' in m);
+      assert.match(JSON.stringify(response.result), /Deleted r\.txt/);
+      await wire.end(a.url);
+    });
+  });
+});
+
 describe('upstream faults', () => {
   test('a stdio upstream that crashes fails its running tasks naming it, is restarted, and other upstreams are unaffected', async (t) => {
     const { command, args, cwd } = fixtureCommand('stdio');
