@@ -121,13 +121,19 @@ export class TaskTools {
     let task = await this.find(input.taskId, request);
     if (!isTerminal(task.status)) {
       const release = await request.hold?.(task);
-      const waited = AbortSignal.any([request.signal, AbortSignal.timeout(Math.min(waitSeconds, this.config.maxWaitSeconds) * 1000)]);
+      // A timer of its own, not AbortSignal.timeout: that signal is held weakly and may be collected before it fires.
+      const waited = new AbortController();
+      const timer = setTimeout(() => waited.abort(), Math.min(waitSeconds, this.config.maxWaitSeconds) * 1000);
+      const onGone = (): void => waited.abort();
+      request.signal.addEventListener('abort', onGone, { once: true });
       try {
         // The revision answers input requests itself where it can: the wait ends when the task asks for input.
         const answersInput = request.inputRequired !== undefined;
         const stop = (t: TaskRecord): boolean => isTerminal(t.status) || (answersInput && t.status === 'input_required');
-        task = (stop(task) ? task : await this.engine.waitFor(task.taskId, stop, waited)) ?? (await this.find(task.taskId, request));
+        task = (stop(task) ? task : await this.engine.waitFor(task.taskId, stop, waited.signal)) ?? (await this.find(task.taskId, request));
       } finally {
+        clearTimeout(timer);
+        request.signal.removeEventListener('abort', onGone);
         release?.();
       }
       if (request.signal.aborted) return undefined;
