@@ -64,14 +64,6 @@ export class TaskTools {
     this.kinds = new Map<string, Kind>(config.enabled ? [[names.result, 'result'], [names.status, 'status'], [names.cancel, 'cancel'], [names.list, 'list']] : []);
   }
 
-  get enabled(): boolean {
-    return this.config.enabled;
-  }
-
-  definitions(): JsonObject[] {
-    return taskToolDefinitions(this.config);
-  }
-
   /** Whether an exposed tool name is one of these tools (when they are on): they answer before any upstream. */
   owns(name: string): boolean {
     return this.kinds.has(name);
@@ -82,10 +74,10 @@ export class TaskTools {
    * never structuredContent, which a tool with an outputSchema would have to match) naming the task and the tools.
    */
   handle(task: TaskRecord): JsonObject {
-    const { names, maxWaitSeconds } = this.config;
+    const { names, waitSeconds } = this.config;
     const text =
       `The tool '${task.tool}' is still running, in the background, as task ${task.taskId}. ` +
-      `To get its result, call ${names.result} with {"taskId": "${task.taskId}"}: it waits up to ${maxWaitSeconds} seconds for the ` +
+      `To get its result, call ${names.result} with {"taskId": "${task.taskId}"}: it waits up to ${waitSeconds} seconds for the ` +
       `task to finish and can be called again. ${names.status} checks on it without waiting; ${names.cancel} stops it.`;
     return { content: [{ type: 'text', text }], _meta: { [RELATED_TASK_META]: { taskId: task.taskId } } };
   }

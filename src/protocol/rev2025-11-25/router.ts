@@ -222,7 +222,7 @@ export class Router {
     const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream });
     const keepAlive = keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, deliver);
     // Until taskAfterMs, the call's messages belong to this request; from then on (the task being stored), to the task.
-    let task: Promise<RunHandle> | undefined;
+    let task: Promise<RunHandle> | undefined = undefined;
     const context: CallContext = {
       sessionId: session.sessionId,
       notify: (message) => {

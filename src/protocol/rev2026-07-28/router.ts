@@ -3,8 +3,9 @@
 // for tools the gateway runs as tasks, task input requests; results get the revision's `resultType` and hints.
 //
 // Over 400 lines because every request that reaches an upstream takes one path here (route, access, keep-alive,
-// pass-through or MRTR exchange, hand-over to a task, retry across replicas), and its steps share the request's
-// client, responder and exchange; the wire shapes, envelope, error edge and exchanges live in their own files.
+// pass-through or MRTR exchange, hand-over to a task or to the background, retry across replicas), and its steps
+// share the request's client, responder and exchange; the wire shapes, envelope, error edge, exchanges and the
+// task tools live in their own files.
 import { GatewayError, RequestCancelled } from '../../errors.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
