@@ -6,7 +6,7 @@ import { before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { modern, suiteScope, testScope, textOf, type Json, type TestGateway } from './harness.js';
+import { modern, sseMessages, suiteScope, TASKS_CAPABILITIES, testScope, textOf, type Json, type TestGateway } from './harness.js';
 import { LegacyWire } from './legacy-wire.js';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
@@ -172,7 +172,35 @@ describe('plainCalls: background', () => {
     await wire.end(gateway.url);
   });
 
+  test('a 2025-06-18 session (no tasks in its revision) gets the same handle and task tools', async () => {
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+    const init = await fetch(gateway.url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old-host', version: '1' } } }),
+    });
+    const sessionId = init.headers.get('mcp-session-id') ?? '';
+    assert.equal(((await init.json()) as { result: Json }).result.protocolVersion, '2025-06-18');
+    const post = async (id: number, method: string, params: Json): Promise<Json> => {
+      const response = await fetch(gateway.url, { method: 'POST', headers: { ...headers, 'mcp-session-id': sessionId }, body: JSON.stringify({ jsonrpc: '2.0', id, method, params }) });
+      const text = await response.text();
+      const messages = (response.headers.get('content-type') ?? '').includes('text/event-stream') ? sseMessages(text) : [JSON.parse(text) as Json];
+      return messages.find((m) => m.id === id)?.result as Json;
+    };
+    const tools = ((await post(2, 'tools/list', {})).tools as Json[]).map((tool) => tool.name);
+    assert.ok(tools.includes(RESULT_TOOL), tools.join(', '));
+    const taskId = handleOf(await post(3, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'old' } }));
+    assert.deepEqual((await post(4, 'tools/call', { name: RESULT_TOOL, arguments: { taskId, waitSeconds: 10 } })).structuredContent, { seconds: 2, label: 'old' });
+    await fetch(gateway.url, { method: 'DELETE', headers: { ...headers, 'mcp-session-id': sessionId } });
+  });
+
   test('2026-07-28 without the extension: a handle at taskAfterMs, task_result with the real result; input through MRTR', async () => {
+    const listed = ((await modern(gateway.url, 'tools/list', {})).result?.tools as Json[]) ?? [];
+    assert.ok(listed.some((tool) => tool.name === RESULT_TOOL));
+    assert.equal(listed.find((tool) => tool.name === 'report')?.outputSchema, undefined, 'called plainly: no outputSchema');
+    const withTasks = ((await modern(gateway.url, 'tools/list', {}, { capabilities: TASKS_CAPABILITIES })).result?.tools as Json[]) ?? [];
+    assert.notEqual(withTasks.find((tool) => tool.name === 'report')?.outputSchema, undefined, 'a task client gets tasks, and the schema');
+
     const answer = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'modern' } });
     assert.equal(answer.result?.resultType, 'complete', JSON.stringify(answer.response));
     const taskId = handleOf(answer.result as Json);
