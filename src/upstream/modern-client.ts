@@ -43,15 +43,27 @@ export class ModernUpstreamClient {
 
   /** `params` must already carry `_meta` with an envelope (the client's, or ownEnvelope()). */
   async request(method: string, params: JsonObject, options: ModernRequestOptions = {}): Promise<Outcome> {
+    // A timer of its own, not AbortSignal.timeout: composed with AbortSignal.any, that signal is held weakly on
+    // Node 20 and never fires once garbage-collected, so the deadline would silently go.
+    const deadline = new AbortController();
+    const timer = options.timeoutMs
+      ? setTimeout(() => deadline.abort(new DOMException(`No answer within ${options.timeoutMs} ms`, 'TimeoutError')), options.timeoutMs)
+      : undefined;
+    try {
+      return await this.send(method, params, options, options.signal === undefined ? deadline.signal : AbortSignal.any([options.signal, deadline.signal]));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async send(method: string, params: JsonObject, options: ModernRequestOptions, signal: AbortSignal): Promise<Outcome> {
     const id = this.nextId++;
-    const signals = [options.signal, options.timeoutMs ? AbortSignal.timeout(options.timeoutMs) : undefined].filter((s): s is AbortSignal => s !== undefined);
-    const signal = signals.length === 0 ? undefined : AbortSignal.any(signals);
     let response;
     try {
       response = await request(this.url, {
         method: 'POST',
         dispatcher: this.agent,
-        ...(signal ? { signal } : {}),
+        signal,
         headers: this.requestHeaders(method, params, options.tool),
         body: encodeMessage({ jsonrpc: '2.0', id, method, params }),
       });
