@@ -364,29 +364,9 @@ export class TaskEngine {
   }
 
   /** Resolves once the task is terminal (read again after subscribing: a change in between is not missed). */
-  untilTerminal(taskId: string): Promise<TaskRecord> {
-    return new Promise<TaskRecord>((resolve, reject) => {
-      const stop = this.store.watch(taskId, (task) => {
-        if (!isTerminal(task.status)) return;
-        stop();
-        resolve(task);
-      });
-      this.store.get(taskId).then(
-        (task) => {
-          if (task === undefined) {
-            stop();
-            reject(new GatewayError('invalid_params', NOT_FOUND));
-          } else if (isTerminal(task.status)) {
-            stop();
-            resolve(task);
-          }
-        },
-        (error: unknown) => {
-          stop();
-          reject(storeUnavailable(error));
-        },
-      );
-    });
+  async untilTerminal(taskId: string): Promise<TaskRecord> {
+    // Never aborted: waitFor resolves only with the task.
+    return (await this.waitFor(taskId, (task) => isTerminal(task.status), new AbortController().signal)) as TaskRecord;
   }
 
   /**
