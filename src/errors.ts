@@ -70,6 +70,12 @@ const REGISTRY = {
 
 export type ErrorCode = keyof typeof REGISTRY;
 
+/** The Retry-After header for an error whose data says when to retry (rate_limited's `retryAfterMs`): whole seconds, rounded up. */
+export function retryAfterHeaders(data: unknown): Record<string, string> {
+  const retryAfterMs = (data as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
+  return typeof retryAfterMs === 'number' ? { 'retry-after': String(Math.ceil(retryAfterMs / 1000)) } : {};
+}
+
 export class GatewayError extends Error {
   constructor(
     readonly code: ErrorCode,

@@ -1,6 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/types.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError, retryAfterHeaders } from '../errors.js';
 import {
   isNotification,
   isRequest,
@@ -159,10 +159,9 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
       return undefined;
     } catch (error) {
       if (error instanceof RateLimited) {
-        // The error's data carries retryAfterMs, as Retry-After does in whole seconds.
         return reply
           .code(error.httpStatus)
-          .header('retry-after', String(Math.ceil(error.retryAfterMs / 1000)))
+          .headers(retryAfterHeaders(error.data))
           .type('application/json')
           .send(JSON.stringify(legacyErrorResponse(null, error)));
       }

@@ -12,10 +12,7 @@ const MINUTE_MS = 60_000;
 
 /** Over a limit: says when the principal may try again (the HTTP front sends it as Retry-After too). */
 export class RateLimited extends GatewayError {
-  constructor(
-    message: string,
-    readonly retryAfterMs: number,
-  ) {
+  constructor(message: string, retryAfterMs: number) {
     super('rate_limited', message, { retryAfterMs });
   }
 }

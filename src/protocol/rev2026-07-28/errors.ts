@@ -7,6 +7,7 @@ import {
   InvalidParams,
   MissingRequiredClientCapability,
   ResourceNotFound,
+  retryAfterHeaders,
   toJsonRpcError,
   UnsupportedProtocolVersion,
 } from '../../errors.js';
@@ -32,11 +33,9 @@ export function modernFailure(error: unknown): { outcome: Outcome; status: numbe
   return { outcome: { error: modernError(error) }, status };
 }
 
-/** Retry-After (whole seconds, rounded up) for an answer that says when to retry (a rate limit's `data.retryAfterMs`). */
+/** Retry-After for an answer that says when to retry (a rate limit). */
 export function retryAfterHeader(outcome: Outcome): Record<string, string> {
-  if (!('error' in outcome)) return {};
-  const retryAfterMs = (outcome.error.data as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
-  return typeof retryAfterMs === 'number' ? { 'retry-after': String(Math.ceil(retryAfterMs / 1000)) } : {};
+  return 'error' in outcome ? retryAfterHeaders(outcome.error.data) : {};
 }
 
 /** The HTTP status an answered request is sent with: 400 for a request-level error (an upstream's too), else 200. */
