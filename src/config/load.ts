@@ -8,6 +8,7 @@ import { hashApiKey } from './api-keys.js';
 import { ConfigError, type ConfigIssue } from './config-error.js';
 import { interpolate, type Env } from './interpolate.js';
 import { allowedKeysAt, DEFAULT_POLICY, RawConfigSchema, TRANSPORTS, upstreamKeys, type RawConfig } from './schema.js';
+import { backgroundSetting } from './policy.js';
 import { didYouMean } from './suggest.js';
 import type { AuthConfig, GatewayConfig, RateLimitRule, TaskPolicy, TaskRule, TaskToolNames, TaskToolsConfig, UpstreamConfig } from './types.js';
 
@@ -392,10 +393,9 @@ function authConfig(raw: NonNullable<RawConfig['auth']>): AuthConfig {
 
 /** The task tools' names (prefix, or each one's own) and whether they are on (`auto`: where background calls need them). */
 function taskToolsConfig(raw: RawConfig['tasks']['taskTools'], defaults: TaskPolicy, rules: readonly TaskRule[]): TaskToolsConfig {
-  const background = defaults.plainCalls === 'background' || rules.some((rule) => rule.plainCalls === 'background');
   const name = (kind: keyof TaskToolNames): string => raw.names[kind] ?? `${raw.prefix}task_${kind}`;
   return {
-    enabled: raw.enabled === 'auto' ? background : raw.enabled,
+    enabled: raw.enabled === 'auto' ? backgroundSetting(defaults, rules) !== undefined : raw.enabled,
     names: { result: name('result'), status: name('status'), cancel: name('cancel'), list: name('list') },
     waitSeconds: raw.waitSeconds,
     maxWaitSeconds: raw.maxWaitSeconds,

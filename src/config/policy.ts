@@ -1,4 +1,4 @@
-import type { TaskMode, TaskPolicy, TaskRule, TasksConfig } from './types.js';
+import type { PlainCalls, TaskMode, TaskPolicy, TaskRule, TasksConfig } from './types.js';
 
 // Compiled globs are cached per pattern: resolvePolicy runs on every tools/call and tools/list decoration.
 const globCache = new Map<string, RegExp>();
@@ -42,6 +42,16 @@ export function mergePolicy(defaults: TaskPolicy, rule: TaskRule | undefined): T
 /** Effective task policy of one exposed tool: the first matching rule wins, merged onto the defaults. */
 export function resolvePolicy(tasks: TasksConfig, toolName: string): TaskPolicy {
   return mergePolicy(tasks.defaults, matchRule(tasks, toolName));
+}
+
+/**
+ * Where plain calls first go to the background (`tasks.defaults` or `tasks.rules[i]`), or undefined when nothing
+ * says `plainCalls: background`: the task tools are needed exactly then.
+ */
+export function backgroundSetting(defaults: { plainCalls?: PlainCalls }, rules: readonly { plainCalls?: PlainCalls }[]): string | undefined {
+  if (defaults.plainCalls === 'background') return 'tasks.defaults';
+  const i = rules.findIndex((rule) => rule.plainCalls === 'background');
+  return i < 0 ? undefined : `tasks.rules[${i}]`;
 }
 
 /**

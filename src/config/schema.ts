@@ -1,6 +1,7 @@
 // The one schema of the YAML file: shapes, defaults and cross-field rules. It validates the file as written
 // (upstreams still a map keyed by name, task rules still partial); load.ts turns the result into GatewayConfig.
 import { z } from 'zod';
+import { backgroundSetting } from './policy.js';
 import type { LogConfig, TaskMode, TaskPolicy } from './types.js';
 
 export const DEFAULT_POLICY: Readonly<TaskPolicy> = Object.freeze({
@@ -58,6 +59,7 @@ export const DEFAULTS = Object.freeze({
 export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
 // Characters MCP allows in tool names; a prefix becomes part of every exposed tool name.
 const PREFIX = /^[A-Za-z0-9_.\-/]*$/;
+const prefix = z.string().regex(PREFIX, { error: 'a prefix may contain only letters, digits, "_", "-", "." and "/"' });
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARS = /[\u0000-\u0008\u000a-\u001f\u007f]/;
@@ -160,10 +162,7 @@ export const RedisStoreSchema = z.strictObject({
 const StoreSchema = z.discriminatedUnion('type', [MemoryStoreSchema, RedisStoreSchema]);
 
 const upstreamCommon = {
-  prefix: z
-    .string()
-    .regex(PREFIX, { error: 'a prefix may contain only letters, digits, "_", "-", "." and "/"' })
-    .optional(),
+  prefix: prefix.optional(),
   requestTimeoutMs: int(0).default(DEFAULTS.requestTimeoutMs),
   taskConcurrency: int(0).default(0),
 };
@@ -232,10 +231,7 @@ export const TaskToolsSchema = z
   .strictObject({
     // `auto`: listed when any rule (or the defaults) says plainCalls: background.
     enabled: z.union([z.boolean(), z.literal('auto')]).default('auto'),
-    prefix: z
-      .string()
-      .regex(PREFIX, { error: 'a prefix may contain only letters, digits, "_", "-", "." and "/"' })
-      .default(DEFAULTS.taskToolPrefix),
+    prefix: prefix.default(DEFAULTS.taskToolPrefix),
     names: z
       .strictObject({ result: toolName.optional(), status: toolName.optional(), cancel: toolName.optional(), list: toolName.optional() })
       .prefault({}),
@@ -267,17 +263,15 @@ export const TasksSchema = z
         message: `ttlMs (${defaults.ttlMs}) must not exceed maxTtlMs (${defaults.maxTtlMs})`,
       });
     }
-    if (tasks.taskTools.enabled === false) {
-      // A background call's answer names the task tools: without them its result could never be fetched.
-      const at = defaults.plainCalls === 'background' ? ['defaults', 'plainCalls'] : tasks.rules.findIndex((r) => r.plainCalls === 'background');
-      if (Array.isArray(at) || at >= 0) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['taskTools', 'enabled'],
-          input: false,
-          message: `plainCalls: background (${Array.isArray(at) ? 'tasks.defaults' : `tasks.rules[${at}]`}) needs the task tools: its callers fetch their results with them`,
-        });
-      }
+    // A background call's answer names the task tools: without them its result could never be fetched.
+    const background = backgroundSetting(defaults, tasks.rules);
+    if (tasks.taskTools.enabled === false && background !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['taskTools', 'enabled'],
+        input: false,
+        message: `plainCalls: background (${background}) needs the task tools: its callers fetch their results with them`,
+      });
     }
     tasks.rules.forEach((rule, i) => {
       const merged = { ...defaults, ...stripUndefined(rule) };
