@@ -214,6 +214,13 @@ export class TaskEngine {
     return handle;
   }
 
+  /** Runs a task whose call is a tools/call of `params`, over the upstream session of `identity`. */
+  runToolCall(task: TaskRecord, upstream: Upstream, caller: TaskCaller, params: JsonObject, identity: SessionIdentity): RunHandle {
+    return this.run(task, upstream, caller, (context) => upstream.callFor(identity, 'tools/call', params, context, 0, { asTask: true }), {
+      sessionId: identity.sessionId,
+    });
+  }
+
   private get replicaId(): string {
     return this.peers.id;
   }
@@ -582,10 +589,7 @@ export class TaskEngine {
         // Still the principal's task: counted again (its old ticket expired with the lost replica's leases).
         if (this.policyFor(task.tool).maxTasksPerPrincipal > 0) await this.slots.reclaimPrincipal(task.principal, task.taskId);
         const { caller, identity } = await this.recovery.resume(task);
-        const call = task.call;
-        this.run(task, upstream, caller, (context) => upstream.callFor(identity, 'tools/call', call.params, context, 0, { asTask: true }), {
-          sessionId: identity.sessionId,
-        });
+        this.runToolCall(task, upstream, caller, task.call.params, identity);
       },
     };
   }

@@ -10,7 +10,7 @@ import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-st
 import { sessionOfPrincipal, sessionPrincipal } from '../../tasks/principals.js';
 import { NOT_FOUND, storedCall, type RunHandle, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
-import type { SessionIdentity, Upstream } from '../../upstream/upstream.js';
+import type { Upstream } from '../../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './codec.js';
 import type { LegacySession } from './session.js';
 
@@ -27,20 +27,9 @@ export class LegacyTasks {
 
   /** Stores the task, starts the upstream call, and answers with the CreateTaskResult. */
   async create(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<Outcome> {
-    const task = await this.engine.open(ownerOf(session), 'legacy', exposedName, upstream, requestedTtl, storedCall(params, session));
-    this.logger.debug({ task: task.taskId, session: session.sessionId, principal: task.principal }, 'task belongs to session');
-    this.run(task, session, upstream, params, session);
+    const task = await this.open(session, exposedName, upstream, params, requestedTtl);
+    this.engine.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session);
     return { result: createTaskResult(task, this.immediateResponse) };
-  }
-
-  /**
-   * Runs a task's call here for its session (undefined when the session ended: a task taken over from a lost
-   * replica), under `identity`.
-   */
-  run(task: TaskRecord, session: LegacySession | undefined, upstream: Upstream, params: JsonObject, identity: SessionIdentity): void {
-    this.engine.run(task, upstream, this.callerFor(task.taskId, session), (context) => upstream.callFor(identity, 'tools/call', params, context, 0, { asTask: true }), {
-      sessionId: identity.sessionId,
-    });
   }
 
   /**
@@ -48,17 +37,22 @@ export class LegacyTasks {
    * then run here with its call already under way (it holds no place in line).
    */
   async adopt(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, call: UpstreamCall): Promise<{ task: TaskRecord; run: RunHandle }> {
-    const task = await this.engine.open(ownerOf(session), 'legacy', exposedName, upstream, undefined, storedCall(params, session));
+    const task = await this.open(session, exposedName, upstream, params, undefined);
     const run = this.engine.run(task, upstream, this.backgroundCaller(task.taskId, session), () => Promise.resolve(call), { queue: false, sessionId: session.sessionId });
     return { task, run };
   }
 
   /** A background call with `taskAfterMs: 0`: a task at once, which waits for its slots like any other. */
   async startBackground(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject): Promise<TaskRecord> {
-    const task = await this.engine.open(ownerOf(session), 'legacy', exposedName, upstream, undefined, storedCall(params, session));
-    this.engine.run(task, upstream, this.backgroundCaller(task.taskId, session), (context) => upstream.callFor(session, 'tools/call', params, context, 0, { asTask: true }), {
-      sessionId: session.sessionId,
-    });
+    const task = await this.open(session, exposedName, upstream, params, undefined);
+    this.engine.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session);
+    return task;
+  }
+
+  /** Stores a task of the session's (its principal's, with authentication) for a tools/call of `params`. */
+  private async open(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<TaskRecord> {
+    const task = await this.engine.open(ownerOf(session), 'legacy', exposedName, upstream, requestedTtl, storedCall(params, session));
+    this.logger.debug({ task: task.taskId, session: session.sessionId, principal: task.principal }, 'task belongs to session');
     return task;
   }
 
