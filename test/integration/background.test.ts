@@ -3,8 +3,7 @@
 // result later. Real SDK v1 clients without any task support, hand-written 2025 and 2026 requests.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { modern, sseMessages, suiteScope, TASKS_CAPABILITIES, testScope, textOf, type Json, type TestGateway } from './harness.js';
 import { LegacyWire } from './legacy-wire.js';
@@ -13,11 +12,8 @@ const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const RESULT_TOOL = 'taskgate_task_result';
 
 /** A plain SDK client: no task capability, no handlers beyond what a test adds. */
-async function plainClient(url: string, t: Parameters<typeof testScope>[0], options: { elicitation?: boolean } = {}): Promise<Client> {
-  const client = new Client({ name: 'plain-host', version: '1.0.0' }, { capabilities: options.elicitation === true ? { elicitation: {} } : {} });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-  testScope(t).defer(() => client.close());
-  return client;
+function plainClient(url: string, t: Parameters<typeof testScope>[0], options: { elicitation?: boolean } = {}): Promise<Client> {
+  return testScope(t).plainClient(url, { capabilities: options.elicitation === true ? { elicitation: {} } : {} });
 }
 
 /** The task id a background answer names (in its text and its related-task marker, which must agree). */
@@ -248,11 +244,8 @@ describe('task tools: configuration and principals', () => {
     });
   });
 
-  async function keyed(key: string, t: Parameters<typeof testScope>[0]): Promise<Client> {
-    const client = new Client({ name: 'plain-host', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
-    testScope(t).defer(() => client.close());
-    return client;
+  function keyed(key: string, t: Parameters<typeof testScope>[0]): Promise<Client> {
+    return testScope(t).plainClient(gateway.url, { headers: { authorization: `Bearer ${key}` } });
   }
 
   test('names from the config; another principal\'s task is an unknown id to every task tool, and is not listed', async (t) => {

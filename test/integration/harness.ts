@@ -79,6 +79,16 @@ export async function connectClient(url: string, options: { capabilities?: Recor
   return { client, log, transport };
 }
 
+/**
+ * An SDK v1 client as a host without tasks is: it declares `capabilities` only (none by default) and handles no
+ * requests until a test adds handlers; `headers` go with every request (credentials).
+ */
+export async function connectPlainClient(url: string, options: { capabilities?: Record<string, unknown>; headers?: Record<string, string> } = {}): Promise<Client> {
+  const client = new Client({ name: 'plain-host', version: '1.0.0' }, { capabilities: options.capabilities ?? {} });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), options.headers === undefined ? undefined : { requestInit: { headers: options.headers } }));
+  return client;
+}
+
 // ---- Scopes: what a test starts, it stops, however the test ends ----
 
 /**
@@ -128,6 +138,13 @@ export class TestScope {
     const connected = await connectClient(url, options);
     this.defer(() => connected.client.close());
     return connected;
+  }
+
+  /** connectPlainClient, closed with the scope. */
+  async plainClient(url: string, options: Parameters<typeof connectPlainClient>[1] = {}): Promise<Client> {
+    const client = await connectPlainClient(url, options);
+    this.defer(() => client.close());
+    return client;
   }
 
   async close(): Promise<void> {

@@ -3,8 +3,6 @@
 // for the result instead of giving up. Both revisions; the values the client sees always increase.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { modern, suiteScope, testScope, textOf, type Json, type TestGateway } from './harness.js';
 
 describe('keep-alive progress for plain tool calls', () => {
@@ -20,9 +18,7 @@ describe('keep-alive progress for plain tool calls', () => {
   });
 
   test('a client with a 3 s timeout that resets on progress gets the result of a silent 6 s call; progress only increases', async (t) => {
-    const client = new Client({ name: 'plain-host', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
-    testScope(t).defer(() => client.close());
+    const client = await testScope(t).plainClient(gateway.url);
     const progress: number[] = [];
     const result = await client.callTool({ name: 'slow', arguments: { ms: 6_000 } }, undefined, {
       timeout: 3_000,
@@ -35,9 +31,7 @@ describe('keep-alive progress for plain tool calls', () => {
   });
 
   test('without keep-alive (policy 0) the same client gives up after its timeout', async (t) => {
-    const client = new Client({ name: 'plain-host', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
-    testScope(t).defer(() => client.close());
+    const client = await testScope(t).plainClient(gateway.url);
     // greet answers at once, so the rule's 0 is checked on the wire instead: no progress arrives for it.
     const progress: number[] = [];
     const result = await client.callTool({ name: 'greet', arguments: { name: 'x' } }, undefined, { onprogress: (p) => progress.push(p.progress) });
