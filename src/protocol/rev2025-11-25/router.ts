@@ -30,7 +30,7 @@ import type { LegacySession, LegacySessions } from './session.js';
 import { ownerOf, type LegacyTasks } from './tasks.js';
 import type { Caller } from '../../tasks/principals.js';
 import { CallerAccess } from '../access.js';
-import { keepAliveFor } from '../keep-alive.js';
+import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { plainCallView, type TaskTools } from '../task-tools.js';
 import type { AccessRule, TaskPolicy } from '../../config/types.js';
 import type { RunHandle } from '../../tasks/engine.js';
@@ -219,21 +219,16 @@ export class Router {
     stream: EventStream | undefined,
   ): Promise<Outcome | undefined> {
     if (policy.taskAfterMs === 0) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params)) };
-    const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream });
-    const keepAlive = keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, deliver);
+    const { context: own, keepAlive } = this.requestContext(session, params, stream, policy.keepAliveProgressMs);
     // Until taskAfterMs, the call's messages belong to this request; from then on (the task being stored), to the task.
     let task: Promise<RunHandle> | undefined = undefined;
     const context: CallContext = {
       sessionId: session.sessionId,
-      notify: (message) => {
-        if (task !== undefined) void task.then((run) => run.notify(message), () => undefined);
-        else if (keepAlive !== undefined && message.method === 'notifications/progress') keepAlive.forward(message);
-        else deliver(message);
-      },
+      notify: (message) => (task === undefined ? own.notify(message) : void task.then((run) => run.notify(message), () => undefined)),
       ask: (message, signal) =>
-        task !== undefined
-          ? task.then((run) => run.ask(message, signal), () => ({ error: { code: RequestCancelled, message: 'Request cancelled: the call could not become a background task' } }))
-          : session.ask(message, signal, { stream }),
+        task === undefined
+          ? own.ask(message, signal)
+          : task.then((run) => run.ask(message, signal), () => ({ error: { code: RequestCancelled, message: 'Request cancelled: the call could not become a background task' } })),
       status: (message) => void task?.then((run) => run.status(message), () => undefined),
     };
     const call = await upstream.callFor(session, 'tools/call', params, context, 0, { asTask: true });
@@ -293,13 +288,7 @@ export class Router {
     /** A plain tool call's keep-alive interval (policy): progress while the upstream is silent, if the client asked for progress. */
     keepAliveMs = 0,
   ): Promise<Outcome | undefined> {
-    const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream });
-    const keepAlive = keepAliveFor(asObject(params._meta), keepAliveMs, deliver);
-    const context: CallContext = {
-      sessionId: session.sessionId,
-      notify: (message) => (keepAlive !== undefined && message.method === 'notifications/progress' ? keepAlive.forward(message) : deliver(message)),
-      ask: (message, signal) => session.ask(message, signal, { stream }),
-    };
+    const { context, keepAlive } = this.requestContext(session, params, stream, keepAliveMs);
     // Tool calls run as long as they run: their deadline is task policy, not a transport default.
     const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
     const call = await upstream.callFor(session, request.method, params, context, timeoutMs);
@@ -308,6 +297,21 @@ export class Router {
     const outcome = await call.outcome.finally(() => keepAlive?.stop());
     if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
     return inflight.cancelled ? undefined : outcome;
+  }
+
+  /**
+   * Where an upstream call's messages go while its client request is open: on the request's stream, with the
+   * upstream's progress kept alive (`keepAliveMs`, when the request asked for progress).
+   */
+  private requestContext(session: LegacySession, params: JsonObject, stream: EventStream | undefined, keepAliveMs: number): { context: CallContext; keepAlive: ProgressKeepAlive | undefined } {
+    const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream });
+    const keepAlive = keepAliveFor(asObject(params._meta), keepAliveMs, deliver);
+    const context: CallContext = {
+      sessionId: session.sessionId,
+      notify: (message) => (keepAlive !== undefined && message.method === 'notifications/progress' ? keepAlive.forward(message) : deliver(message)),
+      ask: (message, signal) => session.ask(message, signal, { stream }),
+    };
+    return { context, keepAlive };
   }
 
   /**
