@@ -80,15 +80,17 @@ export class Authenticator {
 
   /** Where the metadata is served: the well-known root, and suffixed with the resource's path (RFC 9728 §3.1). */
   metadataPaths(listenPath: string): string[] {
-    const resourcePath = new URL(this.auth.resource).pathname.replace(/\/$/, '');
-    return [...new Set([METADATA_PATH, `${METADATA_PATH}${resourcePath}`, `${METADATA_PATH}${listenPath}`])];
+    return [...new Set([METADATA_PATH, this.resourceMetadataPath(), `${METADATA_PATH}${listenPath}`])];
+  }
+
+  /** The metadata's path for this resource: the well-known prefix, then the resource's own path. */
+  private resourceMetadataPath(): string {
+    return `${METADATA_PATH}${new URL(this.auth.resource).pathname.replace(/\/$/, '')}`;
   }
 
   /** The WWW-Authenticate value for a refusal: where the metadata is, the scopes wanted, and what was wrong. */
   challenge(error: AuthError): string {
-    const resource = new URL(this.auth.resource);
-    const metadataUrl = `${resource.origin}${METADATA_PATH}${resource.pathname.replace(/\/$/, '')}`;
-    const parts = [`resource_metadata="${metadataUrl}"`];
+    const parts = [`resource_metadata="${new URL(this.auth.resource).origin}${this.resourceMetadataPath()}"`];
     const scopes = this.auth.oauth?.requiredScopes ?? [];
     if (scopes.length > 0) parts.push(`scope="${scopes.join(' ')}"`);
     if (error.code !== undefined) parts.push(`error="${error.code}"`, `error_description="${error.message.replace(/["\\]/g, "'")}"`);
