@@ -184,7 +184,7 @@ export interface TaskStore {
   subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void>;
   /**
    * Legacy-era sessions, shared by every replica: string fields (what `initialize` fixed, and what changes later),
-   * expiring `retentionMs` after the last save. With `create` the record is made when missing; otherwise a missing (ended
+   * expiring `expireAfterMs` after the last save. With `create` the record is made when missing; otherwise a missing (ended
    * or expired) session is not revived and this resolves false. A `null` value removes the field.
    */
   saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options?: { create?: boolean }): Promise<boolean>;
