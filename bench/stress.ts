@@ -1,0 +1,525 @@
+// `npm run stress`: every abuse issue 20 found, run against a real gateway process, each on a fresh gateway so
+// that its peak RSS is its own. For each it prints the gateway's peak RSS next to the documented bound, whether
+// the process is still alive and whether a new client is still served while (or right after) the abuse runs.
+// A report with a verdict: exit 1 when the gateway died, stopped serving or went past a ceiling.
+//
+//   npm run stress                      full sizes (600 MB lines, 60 s slow readers, 1,024 idle sockets, ...)
+//   npm run stress -- --smoke           the same abuses at small sizes, for CI (~1 min)
+//   npm run stress -- --only a,b        some scenarios (names as printed)
+//   npm run stress -- --tsx             run the gateway through tsx instead of building dist/
+//
+// Everything targets loopback only and stops by itself (bounded counts and durations).
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { freePort, rssBytes, startProc, waitHttp, waitListening, type Proc } from './procs.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const FIXTURE = join(ROOT, 'test/fixtures/abusive-server.ts');
+const MiB = 1024 * 1024;
+
+const { values: flags } = parseArgs({
+  options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' }, tsx: { type: 'boolean', default: false } },
+});
+const smoke = flags.smoke === true;
+/** Full size, or the smoke's. */
+const size = <T>(full: T, small: T): T => (smoke ? small : full);
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** How long any one request may go unanswered before the scenario reports it (a report, not a timed test). */
+const ANSWER_DEADLINE_MS = size(120_000, 30_000);
+
+interface Gateway {
+  url: string;
+  base: string;
+  proc: Proc;
+}
+
+/** What a scenario's abuse left behind, in words, for the report. */
+type Detail = string;
+
+interface Scenario {
+  name: string;
+  /** The abuse, as issue 20 describes it. */
+  abuse: string;
+  /** The bound that holds it, as the README documents it. */
+  bound: string;
+  /** Peak RSS of the gateway past which the scenario fails (the documented bounds plus the process's own footprint). */
+  ceilingBytes: number;
+  /** Which upstream the abuse goes to (`abuse`), next to a healthy stdio one (`ok`). */
+  upstream: 'stdio' | 'streamable-http' | 'sse';
+  /** Config beyond the defaults; `abuse` gets merged into the abused upstream's entry. */
+  config?: { abuse?: Record<string, unknown>; gateway?: Record<string, unknown> };
+  /** What the abuse must have led to, matched against the detail `run` resolves with (beyond surviving it). */
+  expect?: RegExp[];
+  /** Runs the abuse; `served` probes a new client while it is still going on. Resolves with what happened. */
+  run(gateway: Gateway, served: () => Promise<void>): Promise<Detail>;
+}
+
+const API_KEYS = { alice: `alice-${randomBytes(12).toString('hex')}`, bob: `bob-${randomBytes(12).toString('hex')}` };
+const authConfig = {
+  resource: 'http://127.0.0.1/mcp',
+  apiKeys: [
+    { principal: 'alice', key: API_KEYS.alice },
+    { principal: 'bob', key: API_KEYS.bob },
+  ],
+};
+const bearer = (who: keyof typeof API_KEYS): Record<string, string> => ({ authorization: `Bearer ${API_KEYS[who]}` });
+
+// ---- raw MCP over HTTP, as careless clients send it -------------------------------------------------------------
+
+interface Posted {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The whole body (only when read). */
+  text?: string;
+  /** The response, paused: the caller never reads it (a slow reader). */
+  response?: http.IncomingMessage;
+}
+
+/** POSTs one JSON-RPC message; `read: false` leaves the response unread (paused) once its headers came. */
+function post(url: string, body: unknown, headers: Record<string, string>, options: { read?: boolean; localAddress?: string } = {}): Promise<Posted> {
+  const payload = typeof body === 'string' ? body : JSON.stringify(body);
+  return new Promise((resolvePost, reject) => {
+    // A call the gateway never answers is a finding, not a hang of the script.
+    const deadline = setTimeout(() => {
+      request.destroy();
+      reject(new Error(`no answer within ${ANSWER_DEADLINE_MS / 1000} s`));
+    }, ANSWER_DEADLINE_MS);
+    deadline.unref();
+    const request = http.request(
+      url,
+      {
+        method: 'POST',
+        localAddress: options.localAddress,
+        agent: false,
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': Buffer.byteLength(payload), ...headers },
+      },
+      (response) => {
+        if (options.read === false) {
+          clearTimeout(deadline);
+          response.pause();
+          resolvePost({ status: response.statusCode ?? 0, headers: response.headers, response });
+          return;
+        }
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => {
+          clearTimeout(deadline);
+          resolvePost({ status: response.statusCode ?? 0, headers: response.headers, text });
+        });
+        response.on('error', reject);
+      },
+    );
+    request.on('error', reject);
+    request.end(payload);
+  });
+}
+
+/** Opens a 2025-11-25 session; returns the headers its later requests carry. */
+async function openSession(url: string, auth: Record<string, string> = {}): Promise<Record<string, string>> {
+  const init = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'stress', version: '1' } } }, auth);
+  const sessionId = init.headers['mcp-session-id'];
+  if (typeof sessionId !== 'string') throw new Error(`initialize: HTTP ${init.status} without a session: ${init.text?.slice(0, 200)}`);
+  const headers = { ...auth, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+  await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+  return headers;
+}
+
+function toolCall(id: number, name: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...extra } };
+}
+
+/** A stateless 2026-07-28 tools/call: the envelope in `_meta`, the headers that mirror the body. */
+function modernCall(id: number, name: string, args: Record<string, unknown>, meta: Record<string, unknown> = {}): { body: unknown; headers: Record<string, string> } {
+  return {
+    body: toolCall(id, name, args, {
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientCapabilities': {},
+        'io.modelcontextprotocol/clientInfo': { name: 'stress', version: '1' },
+        ...meta,
+      },
+    }),
+    headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name },
+  };
+}
+
+/** The JSON-RPC answer in a JSON or SSE body. */
+function answerOf(text: string | undefined): { result?: unknown; error?: { code: number; message: string } } | undefined {
+  if (text === undefined) return undefined;
+  const candidates = text.trimStart().startsWith('{') ? [text] : text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5));
+  for (const candidate of candidates.reverse()) {
+    try {
+      const message = JSON.parse(candidate) as { id?: unknown; result?: unknown; error?: { code: number; message: string } };
+      if ('result' in message || 'error' in message) return message;
+    } catch {
+      // a keep-alive or priming line
+    }
+  }
+  return undefined;
+}
+
+function describe(posted: Posted): string {
+  const answer = answerOf(posted.text);
+  if (answer?.error !== undefined) return `HTTP ${posted.status}, error ${answer.error.code}: ${answer.error.message.slice(0, 140)}`;
+  if (answer?.result !== undefined) return `HTTP ${posted.status}, result ${JSON.stringify(answer.result).slice(0, 100)}`;
+  return `HTTP ${posted.status} ${String(posted.text ?? '').slice(0, 140)}`;
+}
+
+// ---- the scenarios --------------------------------------------------------------------------------------------
+
+const scenarios: Scenario[] = [
+  {
+    name: 'stdio-huge-line',
+    expect: [/huge_line: HTTP 200, error -?\d+: .*maxMessageBytes/, /afterwards: HTTP 200, result/],
+    abuse: `a stdio upstream writes a ${size('600 MB', '40 MB')} stdout line (crashed readline at ~512 MB)`,
+    bound: 'upstreams.*.maxMessageBytes (16 MiB): that call fails, the child restarts, the gateway goes on',
+    ceilingBytes: 400 * MiB,
+    upstream: 'stdio',
+    async run(gateway, served) {
+      const session = await openSession(gateway.url);
+      const answer = await post(gateway.url, toolCall(1, 'abuse__huge_line', { bytes: size(600, 40) * 1_000_000 }), session);
+      await served();
+      const echo = await post(gateway.url, toolCall(2, 'abuse__echo', { text: 'after' }), session);
+      return `huge_line: ${describe(answer)}; echo on the same upstream afterwards: ${describe(echo)}`;
+    },
+  },
+  {
+    name: 'stdio-huge-stderr',
+    expect: [/stderr_flood: HTTP 200, result/],
+    abuse: `a stdio upstream writes a ${size('600 MB', '40 MB')} stderr line`,
+    bound: 'stderr lines are logged truncated, never buffered whole',
+    ceilingBytes: 400 * MiB,
+    upstream: 'stdio',
+    async run(gateway, served) {
+      const session = await openSession(gateway.url);
+      const answer = await post(gateway.url, toolCall(1, 'abuse__stderr_flood', { bytes: size(600, 40) * 1_000_000 }), session);
+      await served();
+      return `stderr_flood: ${describe(answer)}`;
+    },
+  },
+  {
+    name: 'stdio-big-result',
+    expect: [/all \d+ characters arrived/],
+    abuse: `a legitimate ${size('200 MB', '20 MB')} result, with maxMessageBytes raised to allow it`,
+    bound: 'maxMessageBytes 256 MiB (configured): the result passes; memory a small multiple of it',
+    ceilingBytes: size(1_400, 400) * MiB,
+    upstream: 'stdio',
+    config: { abuse: { maxMessageBytes: 256 * MiB }, gateway: { listen: { maxBodyBytes: 4 * MiB } } },
+    async run(gateway, served) {
+      const session = await openSession(gateway.url);
+      const bytes = size(200, 20) * 1_000_000;
+      const answer = await post(gateway.url, toolCall(1, 'abuse__big_result', { bytes }), session);
+      const text = (answerOf(answer.text)?.result as { content?: { text?: string }[] } | undefined)?.content?.[0]?.text;
+      await served();
+      return `big_result: HTTP ${answer.status}, ${text?.length === bytes ? `all ${bytes} characters arrived` : `text of ${text?.length} characters (expected ${bytes})`}`;
+    },
+  },
+  ...(['streamable-http', 'sse'] as const).map(
+    (upstream): Scenario => ({
+      name: `${upstream === 'sse' ? 'sse' : 'http'}-endless-line`,
+      expect: [/×2: HTTP 200, error .*maxMessageBytes.*; HTTP 200, error .*maxMessageBytes/],
+      abuse: `a${upstream === 'sse' ? ' legacy SSE' : ' Streamable HTTP'} upstream's SSE data line never ends; two calls at once, ${size('15', '3')} s`,
+      bound: 'upstreams.*.maxMessageBytes (16 MiB): the call fails, its stream is dropped',
+      ceilingBytes: 400 * MiB,
+      upstream,
+      async run(gateway, served) {
+        const session = await openSession(gateway.url);
+        const calls = [1, 2].map((id) => post(gateway.url, toolCall(id, 'abuse__endless_line', {}), session));
+        const timeout = sleep(size(15_000, 3_000)).then(() => undefined);
+        const first = await Promise.race([calls[0], timeout]);
+        await served();
+        const second = await Promise.race([calls[1], timeout]);
+        return `endless_line ×2: ${first === undefined ? 'no answer yet' : describe(first)}; ${second === undefined ? 'no answer yet' : describe(second)}`;
+      },
+    }),
+  ),
+  {
+    name: 'big-arguments',
+    expect: [/HTTP 503 \(Retry-After \d+\)/, /another principal's call: HTTP 200, result/],
+    abuse: `one principal sends ${size(845, 40)} task calls with 4 MiB arguments to a tool that never answers`,
+    bound: 'listen.maxInflightBytesPerPrincipal (64 MiB), listen.maxInflightBytes (256 MiB): past them 503 + Retry-After',
+    ceilingBytes: 800 * MiB,
+    upstream: 'stdio',
+    config: { gateway: { auth: authConfig } },
+    async run(gateway, served) {
+      const session = await openSession(gateway.url, bearer('alice'));
+      const filler = 'a'.repeat(4 * MiB - 4096);
+      const statuses = new Map<string, number>();
+      const open: http.IncomingMessage[] = [];
+      const count = size(845, 40);
+      for (let id = 1; id <= count; id += 20) {
+        const batch = Array.from({ length: Math.min(20, count - id + 1) }, (_, k) =>
+          post(gateway.url, toolCall(id + k, 'abuse__never_answers', { filler }, { task: { ttl: 60_000 } }), session, { read: false }),
+        );
+        for (const posted of await Promise.all(batch)) {
+          const key = `HTTP ${posted.status}${posted.headers['retry-after'] !== undefined ? ` (Retry-After ${posted.headers['retry-after']})` : ''}`;
+          statuses.set(key, (statuses.get(key) ?? 0) + 1);
+          if (posted.response !== undefined) open.push(posted.response);
+        }
+      }
+      await served();
+      const other = await openSession(gateway.url, bearer('bob'));
+      const bob = await post(gateway.url, toolCall(1, 'abuse__echo', { text: 'bob' }), other);
+      for (const response of open) response.destroy();
+      return `${[...statuses].map(([k, n]) => `${n}× ${k}`).join(', ')}; another principal's call: ${describe(bob)}`;
+    },
+  },
+  ...(['streamable-http', 'stdio'] as const).map(
+    (upstream): Scenario => ({
+      name: `slow-reader-2025-${upstream === 'stdio' ? 'stdio' : 'http'}`,
+      abuse: `a 2025 session never reads its POST stream while a ${upstream === 'stdio' ? 'shared stdio' : 'Streamable HTTP'} tool floods progress, ${size('60', '4')} s`,
+      bound: `sse.maxBufferedBytesPerStream (8 MiB): progress coalesces; ${upstream === 'stdio' ? 'the call fails at the bound' : 'the upstream response is paused'}`,
+      ceilingBytes: 400 * MiB,
+      upstream,
+      async run(gateway, served) {
+        const session = await openSession(gateway.url);
+        const posted = await post(gateway.url, toolCall(1, 'abuse__progress_flood', { count: 10_000_000, size: 2_000 }, { _meta: { progressToken: 'p1' } }), session, { read: false });
+        await sleep(size(60_000, 4_000));
+        await served();
+        posted.response?.destroy();
+        return `progress_flood unread: HTTP ${posted.status}`;
+      },
+    }),
+  ),
+  {
+    name: 'slow-reader-2026-http',
+    abuse: `a 2026-07-28 request never reads its response while the tool floods progress, ${size('30', '4')} s`,
+    bound: 'sse.maxBufferedBytesPerStream (8 MiB): progress coalesces, the upstream response is paused',
+    ceilingBytes: 400 * MiB,
+    upstream: 'streamable-http',
+    async run(gateway, served) {
+      const call = modernCall(1, 'abuse__progress_flood', { count: 10_000_000, size: 2_000 }, { progressToken: 'p1' });
+      const posted = await post(gateway.url, call.body, call.headers, { read: false });
+      await sleep(size(30_000, 4_000));
+      await served();
+      posted.response?.destroy();
+      return `progress_flood unread: HTTP ${posted.status}`;
+    },
+  },
+  {
+    name: 'idle-sockets',
+    abuse: `${size(1_024, 128)} idle keep-alive sockets from 4 loopback addresses (one GET /healthz each)`,
+    bound: 'listen.maxConnections: idle keep-alive sockets are reclaimed near the cap; listen.maxConnectionsPerAddress',
+    ceilingBytes: 400 * MiB,
+    upstream: 'stdio',
+    config: { gateway: { listen: { maxConnections: size(1_024, 128) } } },
+    async run(gateway, served) {
+      const port = Number(new URL(gateway.url).port);
+      const sockets: net.Socket[] = [];
+      let closedByGateway = 0;
+      const count = size(1_024, 128);
+      for (let i = 0; i < count; i++) {
+        const socket = net.connect({ host: '127.0.0.1', port, localAddress: `127.0.0.${2 + (i % 4)}` });
+        socket.on('error', () => undefined);
+        socket.on('close', () => closedByGateway++);
+        socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n');
+        sockets.push(socket);
+      }
+      await Promise.all(sockets.map((socket) => new Promise((r) => (socket.once('data', r), socket.once('close', r)))));
+      await served();
+      const reclaimed = closedByGateway;
+      for (const socket of sockets) socket.destroy();
+      return `${count} idle sockets held; ${reclaimed} closed by the gateway by the time a new client was served`;
+    },
+  },
+  {
+    name: 'stream-flood',
+    expect: [/HTTP 429/, /bob's: HTTP 200/],
+    abuse: `one principal opens ${size(1_000, 150)} sessions with a GET stream each`,
+    bound: 'sessions.maxStreamsPerPrincipal (100): more streams get 429; other principals unaffected',
+    ceilingBytes: 400 * MiB,
+    upstream: 'stdio',
+    config: { gateway: { auth: authConfig } },
+    async run(gateway, served) {
+      const statuses = new Map<number, number>();
+      const streams: http.IncomingMessage[] = [];
+      const count = size(1_000, 150);
+      for (let i = 0; i < count; i += 25) {
+        const opened = await Promise.all(
+          Array.from({ length: Math.min(25, count - i) }, async () => {
+            try {
+              const headers = await openSession(gateway.url, bearer('alice'));
+              return await getStream(gateway.url, headers);
+            } catch (error) {
+              return { status: -1, error };
+            }
+          }),
+        );
+        for (const stream of opened) {
+          statuses.set(stream.status, (statuses.get(stream.status) ?? 0) + 1);
+          if ('response' in stream && stream.response !== undefined) streams.push(stream.response);
+        }
+      }
+      await served();
+      const bob = await getStream(gateway.url, await openSession(gateway.url, bearer('bob')));
+      bob.response?.destroy();
+      for (const stream of streams) stream.destroy();
+      return `alice's GET streams: ${[...statuses].map(([status, n]) => `${n}× ${status === -1 ? 'refused before the stream' : `HTTP ${status}`}`).join(', ')}; bob's: HTTP ${bob.status}`;
+    },
+  },
+];
+
+function getStream(url: string, headers: Record<string, string>): Promise<{ status: number; response?: http.IncomingMessage }> {
+  return new Promise((resolveGet, reject) => {
+    const request = http.request(url, { method: 'GET', agent: false, headers: { accept: 'text/event-stream', ...headers } }, (response) => {
+      if (response.statusCode !== 200) response.resume();
+      resolveGet({ status: response.statusCode ?? 0, response: response.statusCode === 200 ? response : undefined });
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+// ---- running them ---------------------------------------------------------------------------------------------
+
+function gatewayCommand(): { command: string; args: string[]; how: string } {
+  if (!flags.tsx) {
+    const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 180_000 });
+    if (build.status === 0 && existsSync(join(ROOT, 'dist/cli.js'))) return { command: process.execPath, args: [join(ROOT, 'dist/cli.js')], how: 'node dist/cli.js' };
+    console.warn(`! npm run build failed; running the gateway through tsx:\n${build.stdout}${build.stderr}`);
+  }
+  return { command: process.execPath, args: ['--import', 'tsx', join(ROOT, 'src/cli.ts')], how: 'node --import tsx src/cli.ts' };
+}
+
+function fixtureEntry(transport: Scenario['upstream'], url?: string): Record<string, unknown> {
+  if (transport === 'stdio') return { transport, command: process.execPath, args: ['--import', 'tsx', FIXTURE, '--transport', 'stdio'], cwd: ROOT };
+  return { transport, url };
+}
+
+/** Peak RSS of the gateway process (VmHWM: the kernel's own high-water mark), or undefined if it is gone. */
+function peakRss(pid: number): number | undefined {
+  try {
+    const m = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m?.[1] !== undefined ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A new client, as a host would connect: initialize, list tools, call the healthy upstream's echo. */
+async function newClientServed(url: string, auth: Record<string, string>): Promise<void> {
+  const client = new Client({ name: 'stress-probe', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: auth } });
+  try {
+    await client.connect(transport, { timeout: 20_000 });
+    await client.listTools(undefined, { timeout: 20_000 });
+    const result = await client.callTool({ name: 'ok__echo', arguments: { text: 'still here' } }, undefined, { timeout: 20_000 });
+    const text = (result.content as { text?: string }[])[0]?.text;
+    if (text !== 'still here') throw new Error(`echo answered ${JSON.stringify(result).slice(0, 200)}`);
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
+
+interface Row {
+  name: string;
+  abuse: string;
+  bound: string;
+  baseline?: number;
+  peak?: number;
+  ceiling: number;
+  alive: boolean;
+  served: string;
+  detail: string;
+  ok: boolean;
+}
+
+async function runScenario(scenario: Scenario, command: ReturnType<typeof gatewayCommand>): Promise<Row> {
+  const row: Row = { name: scenario.name, abuse: scenario.abuse, bound: scenario.bound, ceiling: scenario.ceilingBytes, alive: false, served: 'not probed', detail: '', ok: false };
+  const procs: Proc[] = [];
+  const dir = mkdtempSync(join(tmpdir(), 'taskgate-stress-'));
+  try {
+    let url: string | undefined;
+    if (scenario.upstream !== 'stdio') {
+      const fixture = startProc('abusive fixture', process.execPath, ['--import', 'tsx', FIXTURE, '--transport', scenario.upstream, '--port', '0'], { cwd: ROOT });
+      procs.push(fixture);
+      url = await waitListening(fixture, 20_000);
+    }
+    const port = await freePort();
+    const extra = scenario.config?.gateway ?? {};
+    const config = {
+      ...extra,
+      listen: { host: '127.0.0.1', port, path: '/mcp', ...((extra.listen as object | undefined) ?? {}) },
+      store: { type: 'memory' },
+      log: { level: 'error' },
+      upstreams: { abuse: { ...fixtureEntry(scenario.upstream, url), ...scenario.config?.abuse }, ok: fixtureEntry('stdio') },
+    };
+    const configPath = join(dir, 'taskgate.yaml');
+    writeFileSync(configPath, stringify(config));
+    const gatewayProc = startProc('taskgate', command.command, [...command.args, 'serve', '--config', configPath], { cwd: ROOT, dropEnvPrefix: 'TASKGATE_' });
+    procs.push(gatewayProc);
+    const base = `http://127.0.0.1:${port}`;
+    await waitHttp(gatewayProc, `${base}/healthz`, 30_000, 200);
+    const gateway: Gateway = { url: `${base}/mcp`, base, proc: gatewayProc };
+    const auth = 'auth' in extra ? bearer('alice') : {};
+    const probeAuth = 'auth' in extra ? bearer('bob') : {};
+    await newClientServed(gateway.url, auth); // warm: both upstreams up, code paths loaded
+    row.baseline = rssBytes(gatewayProc.pid);
+    let served: string | undefined;
+    const probe = async (): Promise<void> => {
+      try {
+        await newClientServed(gateway.url, probeAuth);
+        served = 'yes';
+      } catch (error) {
+        served = `no: ${(error as Error).message.slice(0, 160)}`;
+      }
+    };
+    try {
+      row.detail = await scenario.run(gateway, probe);
+    } catch (error) {
+      row.detail = `abuse failed: ${(error as Error).message.slice(0, 300)}`;
+    }
+    if (served === undefined) await probe();
+    row.served = served ?? 'no';
+    row.peak = peakRss(gatewayProc.pid);
+    row.alive = !gatewayProc.exited();
+    if (!row.alive) row.detail += ` | gateway exited: ${gatewayProc.tail().slice(-600)}`;
+    const unmet = (scenario.expect ?? []).filter((pattern) => !pattern.test(row.detail));
+    if (unmet.length > 0) row.detail += ` | expected to see ${unmet.map(String).join(' and ')}`;
+    row.ok = row.alive && row.served === 'yes' && row.peak !== undefined && row.peak <= row.ceiling && unmet.length === 0;
+  } catch (error) {
+    row.detail = `setup failed: ${(error as Error).message.slice(0, 500)}`;
+  } finally {
+    for (const proc of procs.reverse()) await proc.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return row;
+}
+
+const mb = (bytes: number | undefined): string => (bytes === undefined ? '?' : `${(bytes / MiB).toFixed(0)} MB`);
+
+async function main(): Promise<void> {
+  const only = flags.only?.split(',').map((s) => s.trim());
+  const chosen = scenarios.filter((s) => only === undefined || only.includes(s.name));
+  if (chosen.length === 0) throw new Error(`no scenario named ${flags.only}; there are: ${scenarios.map((s) => s.name).join(', ')}`);
+  const command = gatewayCommand();
+  console.log(`stress${smoke ? ' (smoke sizes)' : ''}: ${chosen.length} scenarios, gateway run as ${command.how}, memory store, loopback only\n`);
+  const rows: Row[] = [];
+  for (const scenario of chosen) {
+    const started = Date.now();
+    const row = await runScenario(scenario, command);
+    rows.push(row);
+    console.log(`${row.ok ? 'ok  ' : 'FAIL'} ${row.name} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    console.log(`     abuse:  ${row.abuse}`);
+    console.log(`     bound:  ${row.bound}`);
+    console.log(`     RSS:    ${mb(row.baseline)} before, peak ${mb(row.peak)} (ceiling ${mb(row.ceiling)}); alive: ${row.alive ? 'yes' : 'NO'}; new client served: ${row.served}`);
+    console.log(`     saw:    ${row.detail}\n`);
+  }
+  const failed = rows.filter((row) => !row.ok);
+  console.log(`stress: ${rows.length - failed.length} of ${rows.length} scenarios held${failed.length > 0 ? `; failed: ${failed.map((row) => row.name).join(", ")}` : ""}`);
+  process.exitCode = failed.length === 0 ? 0 : 1;
+}
+
+await main();
