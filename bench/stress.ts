@@ -309,6 +309,34 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'anonymous-task-flood',
+    abuse: `without auth, ${size(1_100, 150)} task calls from ${size(110, 15)} sessions to a tool that never answers (each session used to be its own principal)`,
+    bound: `tasks.defaults.maxTasksPerPrincipal (${size('1,000', '100')}): all anonymous callers share it; past it the call is refused`,
+    ceilingBytes: 400 * MiB,
+    upstream: 'stdio',
+    config: { gateway: { tasks: { defaults: { maxTasksPerPrincipal: size(1_000, 100) } } } },
+    async run(gateway, served) {
+      const outcomes = new Map<string, number>();
+      const open: http.IncomingMessage[] = [];
+      const sessions = size(110, 15);
+      for (let s = 0; s < sessions; s++) {
+        const session = await openSession(gateway.url);
+        const answers = await Promise.all(
+          Array.from({ length: 10 }, (_, k) => post(gateway.url, toolCall(k + 1, 'abuse__never_answers', {}, { task: { ttl: 60_000 } }), session)),
+        );
+        for (const answer of answers) {
+          const parsed = answerOf(answer.text);
+          const key = parsed?.error !== undefined ? `refused (${parsed.error.code}: ${parsed.error.message.slice(0, 60)}…)` : parsed?.result !== undefined ? 'task created' : `HTTP ${answer.status}`;
+          outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+          if (answer.response !== undefined) open.push(answer.response);
+        }
+      }
+      await served();
+      return [...outcomes].map(([k, n]) => `${n}× ${k}`).join(', ');
+    },
+    expect: [new RegExp(`^${size(1_000, 100)}× task created, \\d+× refused`)],
+  },
+  {
     name: 'idle-sockets',
     abuse: `${size(1_024, 128)} idle keep-alive sockets from 4 loopback addresses (one GET /healthz each)`,
     bound: 'listen.maxConnections: idle keep-alive sockets are reclaimed near the cap; listen.maxConnectionsPerAddress',
