@@ -307,7 +307,10 @@ export const LogSchema = z.strictObject({ level: z.enum(LOG_LEVELS).default(DEFA
 const glob = z.string().min(1);
 export const ApiKeySchema = z
   .strictObject({
-    principal: z.string().min(1),
+    principal: z
+      .string()
+      .min(1)
+      .refine((p) => !/^(key|oauth):/.test(p), { error: 'a principal name may not start with "key:" or "oauth:" (rules read those as qualifiers)' }),
     key: z.string().min(16, { error: 'an API key needs at least 16 characters' }).optional(),
     sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, { error: 'expected the SHA-256 of the key as 64 hex digits' }).optional(),
     scopes: z.array(z.string().min(1)).default([]),

@@ -8,7 +8,7 @@ import { hashApiKey } from '../config/api-keys.js';
 import type { ApiKeyConfig, AuthConfig, OAuthConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Caller } from '../tasks/principals.js';
+import { apiKeyCaller, oauthCaller, type Caller } from '../tasks/principals.js';
 
 /** Verified tokens remembered at most (the oldest is forgotten first), and for at most this long each. */
 const MAX_CACHED_TOKENS = 10_000;
@@ -53,7 +53,7 @@ export class Authenticator {
     const remembered = this.verified.get(token);
     if (remembered !== undefined && remembered.until > Date.now()) return remembered.caller;
     const key = this.apiKeys.get(hashApiKey(token));
-    if (key !== undefined) return this.remember(token, { principal: key.principal, scopes: key.scopes }, undefined);
+    if (key !== undefined) return this.remember(token, apiKeyCaller(key.principal, key.scopes), undefined);
     const oauth = this.auth.oauth;
     if (oauth === undefined) throw new AuthError(401, 'Invalid token: not a known API key', 'invalid_token');
     const verified = await this.verify(token, oauth);
@@ -114,7 +114,7 @@ export class Authenticator {
     const scopes = scopesOf(payload);
     const missing = oauth.requiredScopes.filter((scope) => !scopes.includes(scope));
     if (missing.length > 0) throw new AuthError(403, `Insufficient scope: the token lacks ${missing.join(', ')}`, 'insufficient_scope');
-    return { caller: { principal: payload.sub, scopes }, expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : undefined };
+    return { caller: oauthCaller(oauth.issuer, payload.sub, scopes), expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : undefined };
   }
 
   /** The issuer's key set: its jwks_uri from configuration or from its metadata, fetched again on failure. */

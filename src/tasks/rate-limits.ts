@@ -1,11 +1,12 @@
 // Per-principal rate limits (`auth.rateLimits`): requests per second at the front door, task creations per
 // minute in the task core. Counted in the store, so every replica sees the same windows (fixed windows that start
 // with a principal's first hit: a burst at a window's edge may reach twice the rate for a moment).
-import { globMatches } from '../config/policy.js';
+import { principalMatches } from '../config/access.js';
 import type { AuthConfig, RateLimits } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';
+import { nameOf } from './principals.js';
 
 const SECOND_MS = 1_000;
 const MINUTE_MS = 60_000;
@@ -39,10 +40,11 @@ export class RateLimiter {
     return this.count('task-creations', principal, this.limitsFor(principal).taskCreationsPerMinute, MINUTE_MS, 'task creations per minute');
   }
 
-  /** The first matching rule's rates over the defaults. */
+  /** The first matching rule's rates over the defaults (rules name principals bare or qualified, as access rules do). */
   private limitsFor(principal: string): RateLimits {
     const { rules, ...defaults } = this.limits;
-    const rule = rules.find((r) => r.principals.some((glob) => globMatches(glob, principal)));
+    const who = nameOf(principal);
+    const rule = who === undefined ? undefined : rules.find((r) => r.principals.some((glob) => principalMatches(glob, who)));
     return { ...defaults, ...rule };
   }
 

@@ -617,6 +617,13 @@ describe('config: auth (the issue 13 contract)', () => {
     assert.match(issues.map((issue) => `${issue.path}: ${issue.message}`).join('\n'), /requestPerSecond.*did you mean "requestsPerSecond"/);
   });
 
+  it('identity: an API key\'s name may not start with key: or oauth: (rules read those as qualifiers)', () => {
+    const messages = (yaml: string): string => parseErrors(`${upstreams}auth:\n  resource: https://gw.example.com/mcp\n${yaml}`).map((issue) => `${issue.path}: ${issue.message}`).join('\n');
+    assert.match(messages('  apiKeys: [{ principal: "oauth:carol", key: "0123456789abcdefgh" }]\n'), /apiKeys\[0\]\.principal: .*may not start with "key:" or "oauth:"/);
+    assert.match(messages('  apiKeys: [{ principal: "key:carol", key: "0123456789abcdefgh" }]\n'), /may not start with/);
+    assert.equal(parse(`${upstreams}auth:\n  resource: https://gw.example.com/mcp\n  apiKeys: [{ principal: "team:carol", key: "0123456789abcdefgh" }]\n`).auth?.apiKeys[0]?.principal, 'team:carol');
+  });
+
   it('no auth section: undefined (today\'s behaviour)', () => {
     assert.equal(parse(upstreams).auth, undefined);
   });
