@@ -167,6 +167,7 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
       }
       if (!(error instanceof AuthError)) throw error;
       logger.info({ audit: 'access.denied', reason: error.message, status: error.status }, 'request refused: credentials');
+      if (error.detail !== undefined) logger.debug({ reason: error.detail, status: error.status }, 'refused token, in detail');
       return reply
         .code(error.status)
         .header('www-authenticate', authenticator.challenge(error))

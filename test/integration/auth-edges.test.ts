@@ -1,18 +1,27 @@
 // Identity edges (issue 20, item 6), each against real parts: a gateway process or an in-process gateway, the
 // local OAuth authorization server fixture, a stdio fixture upstream, real Redis, SDK clients and raw HTTP.
+// - forged tokens (crit naming CR/LF or non-Latin-1 text, odd typ) get a 401 with a well-formed challenge in the
+//   gateway's own words, never a 500, and nothing at error level in the log;
 // - an API key and an OAuth subject of the same name are two principals (sessions, tasks, rules);
+// - RFC 9068: no exp, iat in the future, a typ that is not an access token's: refused; the tolerance is config;
+// - a malformed token is refused without the issuer being contacted, even while another request waits on it;
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { TOKEN_FAULTS } from '../../src/http/access-token.js';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
-import { modern, suiteScope, testScope, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
+import { eventually, logEntries, modern, suiteScope, testScope, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
 
 const ALICE_KEY = 'alice-key-0123456789abcdef';
 const CAROL_KEY = 'carol-key-0123456789abcdef';
 const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+const FAULT_TEXTS = new Set(Object.values(TOKEN_FAULTS));
 
 const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
@@ -25,6 +34,29 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
   });
   const text = await response.text();
   return { status: response.status, headers: response.headers, json: /^[[{]/.test(text) ? JSON.parse(text) : undefined };
+}
+
+/** A token made by hand: any header and claims, and a signature no key made (never looked at before the keys are). */
+function handMade(header: Json, claims: Json): string {
+  const part = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${part(header)}.${part(claims)}.${randomBytes(64).toString('base64url')}`;
+}
+
+/** Claims a validator accepts, for `issuer` and `resource` (a hand-made token then fails only at its signature). */
+function goodClaims(issuer: string, resource: string): Json {
+  const now = Math.floor(Date.now() / 1000);
+  return { iss: issuer, aud: resource, sub: 'mallory', iat: now, exp: now + 300 };
+}
+
+/** What a refused token must get: 401, a challenge that is the gateway's own words, and the same words in the body. */
+function assertRefused(answer: { status: number; headers: Headers; json: unknown }, what: string): void {
+  assert.equal(answer.status, 401, `${what}: ${JSON.stringify(answer.json)}`);
+  const challenge = answer.headers.get('www-authenticate') ?? '';
+  assert.match(challenge, /^Bearer resource_metadata="[^"]+"/, `${what}: ${challenge}`);
+  assert.ok(challenge.includes('error="invalid_token"'), `${what}: ${challenge}`);
+  const description = /error_description="([^"]*)"/.exec(challenge)?.[1];
+  assert.ok(description !== undefined && FAULT_TEXTS.has(description), `${what}: ${challenge}`);
+  assert.equal(((answer.json as Json).error as Json).message, description, what);
 }
 
 /** An SDK client of the 2025-11-25 revision sending `headers` with every request. */
@@ -50,6 +82,61 @@ async function oauthGateway(scope: TestScope, auth: Json & { oauth?: Json }, tas
   });
   return { issuer, gateway, resource };
 }
+
+describe('forged tokens: a 401 with a well-formed challenge, never a 500', () => {
+  const scope = suiteScope();
+  let issuer: AuthServer;
+  let gateway: Awaited<ReturnType<TestScope['spawnGateway']>>;
+  let resource: string;
+
+  before(async () => {
+    issuer = await startAuthServer();
+    scope.defer(() => issuer.close());
+    const port = await freePort();
+    resource = `http://127.0.0.1:${port}/mcp`;
+    const upstream = await scope.upstream('stdio');
+    gateway = await scope.spawnGateway({
+      config: {
+        listen: { host: '127.0.0.1', port },
+        upstreams: { fx: upstream.config },
+        log: { level: 'debug' },
+        tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
+        auth: { resource, oauth: { issuer: issuer.issuer } },
+      },
+    });
+  });
+
+  test('crit naming CR/LF or non-Latin-1 text, a typ with CR/LF, garbage: each refused in fixed words, logged in detail at debug only', async () => {
+    const claims = goodClaims(issuer.issuer, resource);
+    const header = { alg: 'RS256', typ: 'at+jwt' };
+    const cases: [string, string][] = [
+      ['crit with CR/LF', handMade({ ...header, crit: ['x\r\nSet-Cookie: stolen=1'], 'x\r\nSet-Cookie: stolen=1': true }, claims)],
+      ['crit beyond Latin-1', handMade({ ...header, crit: ['ünïcødé-🙂'], 'ünïcødé-🙂': 1 }, claims)],
+      ['typ with CR/LF', handMade({ ...header, typ: 'at+jwt\r\nX-Injected: 1' }, claims)],
+      ['iss with CR/LF', handMade(header, { ...claims, iss: `${issuer.issuer}\r\nX-Injected: 1` })],
+      ['not a JWT', 'garbage-that-is-no-key'],
+      ['a JWE (five parts)', 'eyJhbGciOiJSU0EtT0FFUCJ9.a.b.c.d'],
+      ['forged signature', handMade(header, claims)],
+    ];
+    for (const [what, token] of cases) {
+      const answer = await post(gateway.url, INITIALIZE, bearer(token));
+      assertRefused(answer, what);
+      assert.ok(![...answer.headers.keys()].some((name) => name === 'set-cookie' || name === 'x-injected'), what);
+    }
+    await eventually(() => logEntries(gateway).filter((entry) => entry.msg === 'refused token, in detail').length >= cases.length);
+    const entries = logEntries(gateway);
+    assert.ok(entries.some((entry) => entry.msg === 'refused token, in detail' && String(entry.reason).includes('Set-Cookie')), 'the detail is in the debug log');
+    assert.deepEqual(entries.filter((entry) => Number(entry.level) >= 50), [], 'nothing at error level');
+  });
+
+  test('the audit log names an OAuth caller by issuer and subject', async (t) => {
+    const client = await legacyClient(testScope(t), gateway.url, bearer(await issuer.mint({ sub: 'alice', aud: resource })));
+    const created = await client.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema);
+    await eventually(() => logEntries(gateway).some((entry) => entry.audit === 'task.created' && entry.task === created.task.taskId));
+    const event = logEntries(gateway).find((entry) => entry.audit === 'task.created' && entry.task === created.task.taskId);
+    assert.equal(event?.principal, `oauth:${issuer.issuer}#alice`);
+  });
+});
 
 describe('an API key and an OAuth subject of the same name are two principals', () => {
   const scope = suiteScope();
@@ -108,5 +195,130 @@ describe('an API key and an OAuth subject of the same name are two principals', 
     assert.deepEqual(await names(CAROL_KEY), ['whoami']);
     assert.deepEqual(await names(await token('carol')), ['whoami']);
     assert.deepEqual(await names(await token('key:alice')), [], 'a subject shaped like a qualified name is just a subject');
+  });
+});
+
+describe('RFC 9068: what an access token must carry', () => {
+  const scope = suiteScope();
+  let issuer: AuthServer;
+  let strict: TestGateway;
+  let lenient: TestGateway;
+  let resource: string;
+
+  before(async () => {
+    ({ issuer, gateway: strict, resource } = await oauthGateway(scope, { oauth: {} }));
+    // A second gateway trusting the same issuer, for the same resource, with a wider clock tolerance.
+    const upstream = await scope.upstream('stdio');
+    lenient = await scope.gateway({ upstreams: { fx: upstream.config }, auth: { resource, oauth: { issuer: issuer.issuer, clockToleranceSeconds: 120 } } });
+  });
+
+  test('no exp, iat in the future beyond the tolerance, a typ that is not an access token\'s: 401', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const cases: [string, Parameters<AuthServer['mint']>[0]][] = [
+      ['no exp', { extra: { exp: undefined } }],
+      ['iat three years ahead', { extra: { iat: now + 3 * 365 * 86_400 } }],
+      ['iat a minute ahead', { extra: { iat: now + 60 } }],
+      ['typ of an ID token', { typ: 'id_token+jwt' }],
+      ['typ of a DPoP proof', { typ: 'dpop+jwt' }],
+      ['typ of a logout token', { typ: 'logout+jwt' }],
+    ];
+    for (const [what, options] of cases) assertRefused(await post(strict.url, INITIALIZE, bearer(await issuer.mint({ aud: resource, ...options }))), what);
+  });
+
+  test('typ at+jwt, application/at+jwt, JWT, or none; iat within the tolerance: accepted', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const cases: [string, Parameters<AuthServer['mint']>[0]][] = [
+      ['at+jwt', { typ: 'at+jwt' }],
+      ['application/at+jwt', { typ: 'application/at+jwt' }],
+      ['JWT', { typ: 'JWT' }],
+      ['no typ', { typ: null }],
+      ['iat 2 s ahead (tolerance 5 s)', { extra: { iat: now + 2 } }],
+    ];
+    for (const [what, options] of cases) {
+      const answer = await post(strict.url, INITIALIZE, bearer(await issuer.mint({ aud: resource, ...options })));
+      assert.equal(answer.status, 200, `${what}: ${JSON.stringify(answer.json)}`);
+    }
+  });
+
+  test('auth.oauth.clockToleranceSeconds: a minute of skew passes where it is allowed', async () => {
+    const ahead = await issuer.mint({ aud: resource, extra: { iat: Math.floor(Date.now() / 1000) + 60 } });
+    assert.equal((await post(lenient.url, INITIALIZE, bearer(ahead))).status, 200);
+    assertRefused(await post(strict.url, INITIALIZE, bearer(ahead)), 'the default tolerance');
+  });
+});
+
+/**
+ * An issuer that accepts connections and never answers, counting them. `release()` closes those open and every
+ * later one at once, so what waited on it fails promptly.
+ */
+async function silentIssuer(scope: TestScope): Promise<{ url: string; connections: () => number; contacted: Promise<void>; release: () => void }> {
+  const sockets = new Set<Socket>();
+  let released = false;
+  let connections = 0;
+  let contacted!: () => void;
+  const first = new Promise<void>((resolve) => (contacted = resolve));
+  const server = createServer((socket) => {
+    connections++;
+    contacted();
+    if (released) return void socket.destroy();
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  scope.defer(() => {
+    released = true;
+    for (const socket of sockets) socket.destroy();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    connections: () => connections,
+    contacted: first,
+    release: () => {
+      released = true;
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+describe('a malformed token is refused without contacting the issuer', () => {
+  test('401 at once for every malformed or misdirected token, the issuer never contacted, even while a well-formed one waits on it', async (t) => {
+    const scope = testScope(t);
+    const hole = await silentIssuer(scope);
+    const port = await freePort();
+    const resource = `http://127.0.0.1:${port}/mcp`;
+    const upstream = await scope.upstream('stdio');
+    const gateway = await scope.gateway({ listen: { host: '127.0.0.1', port, path: '/mcp' }, upstreams: { fx: upstream.config }, auth: { resource, oauth: { issuer: hole.url } } });
+
+    const claims = goodClaims(hole.url, resource);
+    const header = { alg: 'RS256', typ: 'at+jwt', kid: 'k1' };
+    const malformed: [string, string][] = [
+      ['not a JWT', 'garbage-that-is-no-key'],
+      ['header not JSON', `${Buffer.from('{oops').toString('base64url')}.${Buffer.from('{}').toString('base64url')}.c2ln`],
+      ['alg none', handMade({ ...header, alg: 'none' }, claims)],
+      ['alg HS256', handMade({ ...header, alg: 'HS256' }, claims)],
+      ['crit', handMade({ ...header, crit: ['exp'] }, claims)],
+      ['typ of an ID token', handMade({ ...header, typ: 'id_token+jwt' }, claims)],
+      ['another issuer', handMade(header, { ...claims, iss: 'https://elsewhere.example' })],
+      ['another audience', handMade(header, { ...claims, aud: 'https://elsewhere.example/mcp' })],
+      ['no exp', handMade(header, { ...claims, exp: undefined })],
+      ['expired', handMade(header, { ...claims, exp: (claims.iat as number) - 3600, iat: (claims.iat as number) - 7200 })],
+      ['iat years ahead', handMade(header, { ...claims, iat: (claims.iat as number) + 3 * 365 * 86_400 })],
+      ['no subject', handMade(header, { ...claims, sub: undefined })],
+    ];
+    for (const [what, token] of malformed) assertRefused(await post(gateway.url, INITIALIZE, bearer(token)), what);
+    assert.equal(hole.connections(), 0, 'no malformed token made the gateway contact the issuer');
+
+    // A well-formed token has to wait for the issuer's keys; a malformed one sent meanwhile does not wait with it.
+    let settled = false;
+    const waiting = post(gateway.url, INITIALIZE, bearer(handMade(header, claims))).finally(() => (settled = true));
+    await hole.contacted;
+    assertRefused(await post(gateway.url, INITIALIZE, bearer(handMade(header, { ...claims, exp: undefined }))), 'no exp, while the issuer hangs');
+    assert.equal(settled, false, 'the well-formed token still waits on the issuer');
+    hole.release();
+    const unverifiable = await waiting;
+    assert.equal(unverifiable.status, 503, JSON.stringify(unverifiable.json));
+    assert.match(String(((unverifiable.json as Json).error as Json).message), /Cannot verify the token now/);
   });
 });
