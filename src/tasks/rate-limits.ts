@@ -30,9 +30,12 @@ export class RateLimiter {
     return this.limits.requestsPerSecond > 0 || this.limits.rules.some((rule) => (rule.requestsPerSecond ?? 0) > 0);
   }
 
-  /** Counts one request of `principal`; throws RateLimited past `requestsPerSecond`. */
-  request(principal: string): Promise<void> {
-    return this.count('requests', principal, this.limitsFor(principal).requestsPerSecond, SECOND_MS, 'requests per second');
+  /**
+   * Counts `requests` requests of `principal` (a JSON-RPC batch is one per message); throws RateLimited when the
+   * window then holds more than `requestsPerSecond`.
+   */
+  request(principal: string, requests = 1): Promise<void> {
+    return this.count('requests', principal, this.limitsFor(principal).requestsPerSecond, SECOND_MS, 'requests per second', requests);
   }
 
   /** Counts one task creation of `principal`; throws RateLimited past `taskCreationsPerMinute`. */
@@ -48,14 +51,15 @@ export class RateLimiter {
     return { ...defaults, ...rule };
   }
 
-  private async count(name: string, principal: string, limit: number, windowMs: number, what: string): Promise<void> {
+  private async count(name: string, principal: string, limit: number, windowMs: number, what: string, hitsNow = 1): Promise<void> {
     if (limit <= 0) return;
-    const { hits, resetInMs } = await this.store.countHit(name, principal, windowMs).catch((error: unknown) => {
+    const { hits, resetInMs } = await this.store.countHit(name, principal, windowMs, hitsNow).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
     if (hits <= limit) return;
     const retryAfterMs = Math.max(1, resetInMs);
-    if (hits === limit + 1) this.logger.info({ audit: 'rate.limited', principal, limit: what, retryAfterMs }, 'rate limit reached');
+    // Logged once per window: by the count that first went past the limit.
+    if (hits - hitsNow <= limit) this.logger.info({ audit: 'rate.limited', principal, limit: what, retryAfterMs }, 'rate limit reached');
     throw new RateLimited(`Rate limit exceeded: ${limit} ${what} for '${principal}' (auth.rateLimits); retry in ${(retryAfterMs / 1000).toFixed(1)} s`, retryAfterMs);
   }
 }

@@ -5,6 +5,7 @@
 // - an API key and an OAuth subject of the same name are two principals (sessions, tasks, rules);
 // - RFC 9068: no exp, iat in the future, a typ that is not an access token's: refused; the tolerance is config;
 // - a malformed token is refused without the issuer being contacted, even while another request waits on it;
+// - each message of a JSON-RPC batch counts against requestsPerSecond, and a batch past it is refused whole;
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Socket } from 'node:net';
@@ -16,10 +17,11 @@ import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { TOKEN_FAULTS } from '../../src/http/access-token.js';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
-import { eventually, logEntries, modern, suiteScope, testScope, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
+import { eventually, logEntries, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
 
 const ALICE_KEY = 'alice-key-0123456789abcdef';
 const CAROL_KEY = 'carol-key-0123456789abcdef';
+const BOB_KEY = 'bob-key-0123456789abcdef-bob';
 const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 const FAULT_TEXTS = new Set(Object.values(TOKEN_FAULTS));
 
@@ -320,5 +322,43 @@ describe('a malformed token is refused without contacting the issuer', () => {
     const unverifiable = await waiting;
     assert.equal(unverifiable.status, 503, JSON.stringify(unverifiable.json));
     assert.match(String(((unverifiable.json as Json).error as Json).message), /Cannot verify the token now/);
+  });
+});
+
+describe('a JSON-RPC batch counts one request per message', () => {
+  test('a batch of 20 against requestsPerSecond 10 is refused whole with 429 before anything is forwarded', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('stdio');
+    const gateway = await scope.gateway({
+      upstreams: { fx: upstream.config },
+      auth: {
+        resource: 'http://gateway.example/mcp',
+        apiKeys: [{ principal: 'batcher', key: ALICE_KEY }, { principal: 'observer', key: BOB_KEY }],
+        rateLimits: { requestsPerSecond: 10, rules: [{ principals: ['key:observer'], requestsPerSecond: 1000 }] },
+      },
+    });
+    // The observer counts the calls on the fixture's shared connection.
+    const observer = await legacyClient(scope, gateway.url, bearer(BOB_KEY));
+    const whoami = async (): Promise<{ calls: number }> => JSON.parse(textOf(await observer.callTool({ name: 'whoami', arguments: {} }))) as { calls: number };
+    const before = await whoami();
+
+    // A 2025-03-26 session: the revision with batches.
+    const opened = await post(gateway.url, { ...INITIALIZE, params: { ...INITIALIZE.params, protocolVersion: '2025-03-26' } }, bearer(ALICE_KEY));
+    assert.equal(opened.status, 200, JSON.stringify(opened.json));
+    const headers = { ...bearer(ALICE_KEY), 'mcp-session-id': opened.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': '2025-03-26' };
+    const small = await post(gateway.url, [1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'ping' })), headers);
+    assert.equal(small.status, 200, JSON.stringify(small.json));
+    assert.equal((small.json as unknown[]).length, 3);
+
+    const batch = Array.from({ length: 20 }, (_, i) => ({ jsonrpc: '2.0', id: 100 + i, method: 'tools/call', params: { name: 'whoami', arguments: {} } }));
+    const refused = await post(gateway.url, batch, headers);
+    assert.equal(refused.status, 429, JSON.stringify(refused.json));
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    const error = (refused.json as Json).error as Json;
+    assert.match(String(error.message), /Rate limit exceeded: 10 requests per second for 'key:batcher'/);
+    assert.equal(typeof (error.data as Json).retryAfterMs, 'number');
+
+    const after = await whoami();
+    assert.equal(after.calls, before.calls + 1, 'none of the refused batch reached the upstream');
   });
 });

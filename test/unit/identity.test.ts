@@ -1,5 +1,6 @@
 // Identity edges that are pure logic: qualified principals and how rules name them, what a bearer token must be
-// before its issuer is asked (RFC 9068), and what a refusal may put into WWW-Authenticate.
+// before its issuer is asked (RFC 9068), what a refusal may put into WWW-Authenticate, and rate windows that count
+// a batch per message (on the real in-memory store).
 import assert from 'node:assert/strict';
 import { validateHeaderValue } from 'node:http';
 import { describe, it } from 'node:test';
@@ -9,7 +10,9 @@ import type { AccessRule, AuthConfig } from '../../src/config/types.js';
 import { AuthError, Authenticator } from '../../src/http/credentials.js';
 import { faultOf, inspectAccessToken, TOKEN_FAULTS, TokenRefused, type TokenFault } from '../../src/http/access-token.js';
 import { createLogger } from '../../src/log.js';
+import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { apiKeyCaller, nameOf, oauthCaller, sessionOfPrincipal } from '../../src/tasks/principals.js';
+import { RateLimited, RateLimiter } from '../../src/tasks/rate-limits.js';
 
 const ISSUER = 'https://idp.example.com/realms/mcp';
 const RESOURCE = 'https://gw.example.com/mcp';
@@ -190,5 +193,29 @@ describe('a refusal puts nothing untrusted into WWW-Authenticate', () => {
       assert.ok(Object.values(TOKEN_FAULTS).includes(refusal.message), refusal.message);
       assert.doesNotThrow(() => validateHeaderValue('www-authenticate', authenticator.challenge(refusal)));
     }
+  });
+});
+
+describe('rate windows count a batch per message', () => {
+  const limits = (rules: AuthConfig['rateLimits']['rules']): AuthConfig['rateLimits'] => ({ requestsPerSecond: 10, taskCreationsPerMinute: 0, rules });
+  // The store's clock stands still: every count lands in one window.
+  const store = (): MemoryTaskStore => new MemoryTaskStore({ now: () => NOW * 1000 });
+
+  it('a batch of 20 against a limit of 10 is refused whole; smaller ones add up', async () => {
+    const limiter = new RateLimiter(limits([]), store(), silent);
+    const principal = apiKeyCaller('batcher', []).principal;
+    await assert.rejects(limiter.request(principal, 20), RateLimited);
+    const other = apiKeyCaller('other', []).principal;
+    await limiter.request(other, 6);
+    await limiter.request(other, 4);
+    await assert.rejects(limiter.request(other, 1), /10 requests per second for 'key:other'/);
+  });
+
+  it('rate-limit rules name principals bare or qualified, like access rules', async () => {
+    const limiter = new RateLimiter(limits([{ principals: ['key:ci-*'], requestsPerSecond: 100 }, { principals: ['oauth:bot'], requestsPerSecond: 50 }]), store(), silent);
+    await limiter.request(apiKeyCaller('ci-1', []).principal, 100);
+    await assert.rejects(limiter.request(oauthCaller(ISSUER, 'ci-1', []).principal, 11), RateLimited, 'the OAuth subject ci-1 is not the key ci-1');
+    await limiter.request(oauthCaller(ISSUER, 'bot', []).principal, 50);
+    await assert.rejects(limiter.request(apiKeyCaller('bot', []).principal, 11), RateLimited, 'the key bot is not the OAuth subject bot');
   });
 });
