@@ -55,3 +55,13 @@ export const MODERN_PRINCIPAL = 'modern:anonymous';
 
 /** Owner of the records that route a 2026-07-28 upstream's own tasks (never listed: no client is this principal). */
 export const NATIVE_TASKS_PRINCIPAL = 'gateway:native-tasks';
+
+/**
+ * Who reads a task, as the task core checks it at every read: the principal it must belong to (undefined without
+ * authentication, where the id is the bearer), and whether the caller may still use the task's tool under
+ * `auth.access` (rules can change after the task was made; a revoked tool's results are not served).
+ */
+export interface TaskReader {
+  principal: string | undefined;
+  mayUse(tool: string): boolean;
+}

@@ -6,6 +6,8 @@
 // - RFC 9068: no exp, iat in the future, a typ that is not an access token's: refused; the tolerance is config;
 // - a malformed token is refused without the issuer being contacted, even while another request waits on it;
 // - each message of a JSON-RPC batch counts against requestsPerSecond, and a batch past it is refused whole;
+// - a stored task of a tool the caller may no longer use (auth.access changed) is an unknown task, and its result
+//   is not served (tasks/result, tasks/get, task_result, listen streams).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Socket } from 'node:net';
@@ -13,12 +15,14 @@ import type { AddressInfo } from 'node:net';
 import { before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Redis } from 'ioredis';
 import { TOKEN_FAULTS } from '../../src/http/access-token.js';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
-import { eventually, logEntries, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
+import { eventually, logEntries, modern, openListen, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
 
+const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ALICE_KEY = 'alice-key-0123456789abcdef';
 const CAROL_KEY = 'carol-key-0123456789abcdef';
 const BOB_KEY = 'bob-key-0123456789abcdef-bob';
@@ -360,5 +364,111 @@ describe('a JSON-RPC batch counts one request per message', () => {
 
     const after = await whoami();
     assert.equal(after.calls, before.calls + 1, 'none of the refused batch reached the upstream');
+  });
+});
+
+describe('access is checked again when a stored task is read', () => {
+  const scope = suiteScope();
+  const prefix = `taskgate-test-revoked-${process.pid}-${Date.now()}`;
+  const auth = (access: Json[]): Json => ({
+    resource: 'http://gateway.example/mcp',
+    apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }],
+    access,
+  });
+  let granting: TestGateway;
+  let revoking: Awaited<ReturnType<TestScope['spawnGateway']>>;
+
+  before(async () => {
+    // Registered first, so it runs last: after both gateways have closed.
+    scope.defer(async () => {
+      const redis = new Redis(REDIS_URL);
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      await redis.quit();
+    });
+    const upstream = await scope.upstream('stdio');
+    const common = {
+      upstreams: { fx: upstream.config },
+      store: { type: 'redis', url: REDIS_URL, prefix },
+      tasks: { defaults: { mode: 'optional', pollIntervalMs: 100, taskAfterMs: 0 }, rules: [{ match: 'slow', plainCalls: 'background' }] },
+    };
+    granting = await scope.gateway({ ...common, auth: auth([{ principals: ['alice', 'bob'], tools: ['*'] }]) });
+    // The same store, later rules: alice loses slow (keeps greet and slow_compute); bob keeps everything.
+    revoking = await scope.spawnGateway({
+      config: { ...common, log: { level: 'info' }, auth: auth([{ principals: ['key:alice'], tools: ['greet', 'slow_compute'] }, { principals: ['bob'], tools: ['*'] }]) },
+    });
+  });
+
+  test('tasks/result, tasks/get (both revisions) and task_result answer a revoked tool\'s task like an unknown id', async (t) => {
+    const scope = testScope(t);
+    // Made and finished where alice may use slow and slow_compute.
+    const alice = await legacyClient(scope, granting.url, bearer(ALICE_KEY));
+    const legacyTask = (await alice.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema)).task.taskId;
+    assert.match(textOf(await alice.experimental.tasks.getTaskResult(legacyTask, CallToolResultSchema)), /sleptMs/);
+    const modernCreated = await modern(granting.url, 'tools/call', { name: 'slow', arguments: { ms: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
+    const modernTask = modernCreated.result?.taskId as string;
+    assert.equal(typeof modernTask, 'string', JSON.stringify(modernCreated.response));
+    await eventually(async () => (await modern(granting.url, 'tasks/get', { taskId: modernTask }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) })).result?.status === 'completed');
+    const plain = await scope.plainClient(granting.url, { headers: bearer(ALICE_KEY) });
+    const handle = (await plain.callTool({ name: 'slow', arguments: { ms: 10 } })) as Json;
+    const backgroundTask = ((handle._meta as Json)['io.modelcontextprotocol/related-task'] as Json).taskId as string;
+    assert.match(textOf(await plain.callTool({ name: 'taskgate_task_result', arguments: { taskId: backgroundTask } })), /sleptMs/);
+    const bob = await legacyClient(scope, granting.url, bearer(BOB_KEY));
+    const bobTask = (await bob.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema)).task.taskId;
+    await bob.experimental.tasks.getTaskResult(bobTask, CallToolResultSchema);
+
+    // Read where the rules no longer let alice use slow or slow_compute.
+    const aliceThere = await legacyClient(scope, revoking.url, bearer(ALICE_KEY));
+    const unknownId = 'f'.repeat(32);
+    const unknownAnswer = await aliceThere.experimental.tasks.getTask(unknownId).then(() => 'found', (error: Error) => error.message);
+    for (const read of [
+      () => aliceThere.experimental.tasks.getTaskResult(legacyTask, CallToolResultSchema),
+      () => aliceThere.experimental.tasks.getTask(legacyTask),
+      () => aliceThere.experimental.tasks.cancelTask(legacyTask),
+    ]) {
+      const answer = await read().then(() => 'found', (error: Error) => error.message);
+      assert.equal(answer, unknownAnswer, 'answered exactly like an unknown id');
+    }
+    assert.ok(!(await aliceThere.experimental.tasks.listTasks()).tasks.some((task) => task.taskId === legacyTask));
+
+    const modernRead = async (taskId: string) => modern(revoking.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
+    const hidden = await modernRead(modernTask);
+    assert.equal(hidden.result, undefined, 'no result inlined');
+    assert.deepEqual(hidden.error, (await modernRead(unknownId)).error);
+
+    const plainThere = await scope.plainClient(revoking.url, { headers: bearer(ALICE_KEY) });
+    const toolRead = async (taskId: string): Promise<Json> => (await plainThere.callTool({ name: 'taskgate_task_result', arguments: { taskId } })) as Json;
+    const refused = await toolRead(backgroundTask);
+    assert.equal(refused.isError, true);
+    assert.equal(textOf(refused).replace(backgroundTask, 'ID'), textOf(await toolRead(unknownId)).replace(unknownId, 'ID'));
+
+    // The same store serves bob's task there, and alice's where her rules still allow it: it is the rules that hide.
+    const bobThere = await legacyClient(scope, revoking.url, bearer(BOB_KEY));
+    assert.match(textOf(await bobThere.experimental.tasks.getTaskResult(bobTask, CallToolResultSchema)), /sleptMs/);
+    assert.match(textOf(await alice.experimental.tasks.getTaskResult(legacyTask, CallToolResultSchema)), /sleptMs/);
+    await eventually(() => logEntries(revoking).some((entry) => entry.audit === 'access.denied' && entry.task === legacyTask));
+    const denial = logEntries(revoking).find((entry) => entry.audit === 'access.denied' && entry.task === legacyTask);
+    assert.equal(denial?.principal, 'key:alice');
+    assert.equal(denial?.name, 'slow');
+  });
+
+  test('a listen stream does not carry a task of a revoked tool, while it carries one the caller may still use', async () => {
+    const create = async (name: string, args: Json): Promise<string> => {
+      const created = await modern(granting.url, 'tools/call', { name, arguments: args }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
+      assert.equal(created.result?.resultType, 'task', JSON.stringify(created.response));
+      return created.result?.taskId as string;
+    };
+    const revoked = await create('slow', { ms: 600_000 });
+    const allowed = await create('slow_compute', { seconds: 600, label: 'listened' });
+    const listener = await openListen(revoking.url, { taskIds: [revoked, allowed] }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
+    try {
+      await listener.next((event) => event.method === 'notifications/subscriptions/acknowledged');
+      // Both end where they run, the revoked one first; their events reach the listening replica in that order.
+      for (const taskId of [revoked, allowed]) await modern(granting.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
+      await listener.next((event) => event.method === 'notifications/tasks' && (event.params as Json).taskId === allowed && (event.params as Json).status === 'cancelled');
+      assert.ok(!listener.events.some((event) => (event.params as Json | undefined)?.taskId === revoked), JSON.stringify(listener.events));
+    } finally {
+      listener.close();
+    }
   });
 });
