@@ -7,10 +7,29 @@ import type { AccessRule } from './types.js';
 
 export type AccessKind = 'tools' | 'prompts' | 'resources';
 
+/** How a rule may qualify a principal glob: `key:alice` names only the API key, `oauth:alice` only the token subject. */
+const QUALIFIERS = { 'key:': 'key', 'oauth:': 'oauth' } as const;
+
+/** Who a principal is, as far as rules name it: the credential it was proven by and the name that carries. */
+export interface PrincipalName {
+  credential: 'key' | 'oauth';
+  name: string;
+}
+
 /** Who asks, as far as the rules care. */
-export interface AccessSubject {
-  principal: string;
+export interface AccessSubject extends PrincipalName {
   scopes: readonly string[];
+}
+
+/**
+ * Whether a principal glob of a rule (`auth.access[].principals`, `auth.rateLimits.rules[].principals`) names
+ * `who`: a glob qualified with `key:` or `oauth:` names only that kind of credential, a bare one either kind.
+ */
+export function principalMatches(glob: string, who: PrincipalName): boolean {
+  for (const [prefix, credential] of Object.entries(QUALIFIERS)) {
+    if (glob.startsWith(prefix)) return who.credential === credential && globMatches(glob.slice(prefix.length), who.name);
+  }
+  return globMatches(glob, who.name);
 }
 
 /** Whether `subject` may use the tool, prompt or resource `name`. No rules, or no authenticated subject: yes. */
@@ -20,5 +39,5 @@ export function mayUse(rules: readonly AccessRule[] | undefined, subject: Access
 }
 
 function appliesTo(rule: AccessRule, subject: AccessSubject): boolean {
-  return rule.principals.some((glob) => globMatches(glob, subject.principal)) || rule.scopes.some((scope) => subject.scopes.includes(scope));
+  return rule.principals.some((glob) => principalMatches(glob, subject)) || rule.scopes.some((scope) => subject.scopes.includes(scope));
 }

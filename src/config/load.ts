@@ -385,7 +385,13 @@ function authConfig(raw: NonNullable<RawConfig['auth']>): AuthConfig {
     oauth:
       raw.oauth === undefined
         ? undefined
-        : { issuer: raw.oauth.issuer, jwksUri: raw.oauth.jwksUri, audience: raw.oauth.audience ?? raw.resource, requiredScopes: raw.oauth.requiredScopes },
+        : {
+            issuer: raw.oauth.issuer,
+            jwksUri: raw.oauth.jwksUri,
+            audience: raw.oauth.audience ?? raw.resource,
+            requiredScopes: raw.oauth.requiredScopes,
+            clockToleranceSeconds: raw.oauth.clockToleranceSeconds,
+          },
     access: raw.access,
     rateLimits: { ...raw.rateLimits, rules: raw.rateLimits.rules.map((rule) => definedOnly(rule) as RateLimitRule) },
   };

@@ -51,6 +51,7 @@ export const DEFAULTS = Object.freeze({
   taskToolWaitSeconds: 20,
   taskToolMaxWaitSeconds: 50,
   listPageSize: 1_000,
+  clockToleranceSeconds: 5,
   leaseMs: 10_000,
   drainTimeoutMs: 5_000,
   protocol: 'auto',
@@ -307,17 +308,22 @@ export const LogSchema = z.strictObject({ level: z.enum(LOG_LEVELS).default(DEFA
 const glob = z.string().min(1);
 export const ApiKeySchema = z
   .strictObject({
-    principal: z.string().min(1),
+    principal: z
+      .string()
+      .min(1)
+      .refine((p) => !/^(key|oauth):/.test(p), { error: 'a principal name may not start with "key:" or "oauth:" (rules read those as qualifiers)' }),
     key: z.string().min(16, { error: 'an API key needs at least 16 characters' }).optional(),
     sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, { error: 'expected the SHA-256 of the key as 64 hex digits' }).optional(),
     scopes: z.array(z.string().min(1)).default([]),
   })
   .refine((k) => (k.key === undefined) !== (k.sha256 === undefined), { error: 'give either key or sha256 (the key\'s SHA-256, hex), not both' });
 export const OAuthSchema = z.strictObject({
-  issuer: httpUrl,
+  // RFC 8414 §2: an issuer has no query or fragment (principals end the issuer at its first "#").
+  issuer: httpUrl.refine((v) => !v.includes('#') && !v.includes('?'), { error: 'an issuer URL has no query or fragment (RFC 8414)' }),
   jwksUri: httpUrl.optional(),
   audience: z.string().min(1).optional(),
   requiredScopes: z.array(z.string().min(1)).default([]),
+  clockToleranceSeconds: int(0, 300).default(DEFAULTS.clockToleranceSeconds),
 });
 export const AccessRuleSchema = z
   .strictObject({

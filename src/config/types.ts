@@ -237,6 +237,8 @@ export interface OAuthConfig {
   audience: string;
   /** Scopes every token must carry (403 insufficient_scope otherwise). */
   requiredScopes: readonly string[];
+  /** Clock skew allowed between the issuer and the gateway for `exp`, `nbf` and `iat`, in seconds. */
+  clockToleranceSeconds: number;
 }
 
 /**

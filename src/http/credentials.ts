@@ -1,32 +1,37 @@
 // Who is calling. A bearer token is first looked up among the API keys (by its SHA-256), then verified as an OAuth
 // access token: a JWT the configured issuer signed (keys from its JWKS, found through its metadata) for this
-// resource (`aud`). A recognised token (key or JWT) is remembered until it expires, so a client polling with one
-// token costs one hash or verification, not one per request. The token itself never goes further than this file: upstreams get their own
-// credentials from their `headers`.
+// resource (`aud`), checked as RFC 9068 asks (access-token.ts) before any key is fetched. A recognised token (key
+// or JWT) is remembered until it expires, so a client polling with one token costs one hash or verification, not
+// one per request. The token itself never goes further than this file: upstreams get their own credentials from
+// their `headers`. Nothing of the token reaches a response header: a refusal says what was wrong in fixed words.
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { hashApiKey } from '../config/api-keys.js';
 import type { ApiKeyConfig, AuthConfig, OAuthConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Caller } from '../tasks/principals.js';
+import { apiKeyCaller, oauthCaller, type Caller } from '../tasks/principals.js';
+import { faultOf, inspectAccessToken, TokenRefused } from './access-token.js';
 
 /** Verified tokens remembered at most (the oldest is forgotten first), and for at most this long each. */
 const MAX_CACHED_TOKENS = 10_000;
 const MAX_CACHE_MS = 5 * 60_000;
 /** A token signed with a key the JWKS does not have makes it refetched at most this often (key rotation). */
 const JWKS_COOLDOWN_MS = 1_000;
-const CLOCK_TOLERANCE_S = 5;
 /** Only asymmetric signatures: the resource server holds no secret shared with the issuer. */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 const METADATA_PATH = '/.well-known/oauth-protected-resource';
 
-/** Why a request is refused: 401 asks for (another) token, 403 says the token lacks a scope. */
+/**
+ * Why a request is refused: 401 asks for (another) token, 403 says the token lacks a scope. The message is the
+ * gateway's own fixed text (it becomes the challenge's error_description); `detail` is for the debug log only.
+ */
 export class AuthError extends Error {
   constructor(
     readonly status: 401 | 403,
     message: string,
     /** RFC 6750 error code: absent when no token was presented at all. */
     readonly code: 'invalid_token' | 'insufficient_scope' | undefined,
+    readonly detail?: string,
   ) {
     super(message);
   }
@@ -53,9 +58,9 @@ export class Authenticator {
     const remembered = this.verified.get(token);
     if (remembered !== undefined && remembered.until > Date.now()) return remembered.caller;
     const key = this.apiKeys.get(hashApiKey(token));
-    if (key !== undefined) return this.remember(token, { principal: key.principal, scopes: key.scopes }, undefined);
+    if (key !== undefined) return this.remember(token, apiKeyCaller(key.principal, key.scopes), undefined);
     const oauth = this.auth.oauth;
-    if (oauth === undefined) throw new AuthError(401, 'Invalid token: not a known API key', 'invalid_token');
+    if (oauth === undefined) throw new AuthError(401, 'The token is not a known API key', 'invalid_token');
     const verified = await this.verify(token, oauth);
     return this.remember(token, verified.caller, verified.expiresAt);
   }
@@ -88,33 +93,45 @@ export class Authenticator {
     return `${METADATA_PATH}${new URL(this.auth.resource).pathname.replace(/\/$/, '')}`;
   }
 
-  /** The WWW-Authenticate value for a refusal: where the metadata is, the scopes wanted, and what was wrong. */
+  /**
+   * The WWW-Authenticate value for a refusal: where the metadata is, the scopes wanted, and what was wrong. Every
+   * value is the gateway's (configuration, fixed text), and is made a valid quoted-string whatever it holds.
+   */
   challenge(error: AuthError): string {
-    const parts = [`resource_metadata="${new URL(this.auth.resource).origin}${this.resourceMetadataPath()}"`];
+    const parts = [`resource_metadata=${quoted(`${new URL(this.auth.resource).origin}${this.resourceMetadataPath()}`)}`];
     const scopes = this.auth.oauth?.requiredScopes ?? [];
-    if (scopes.length > 0) parts.push(`scope="${scopes.join(' ')}"`);
-    if (error.code !== undefined) parts.push(`error="${error.code}"`, `error_description="${error.message.replace(/["\\]/g, "'")}"`);
+    if (scopes.length > 0) parts.push(`scope=${quoted(scopes.join(' '))}`);
+    if (error.code !== undefined) parts.push(`error="${error.code}"`, `error_description=${quoted(error.message)}`);
     return `Bearer ${parts.join(', ')}`;
   }
 
-  private async verify(token: string, oauth: OAuthConfig): Promise<{ caller: Caller; expiresAt: number | undefined }> {
+  /**
+   * The caller a JWT access token names. Its shape and claims are checked first, from the token alone, so a
+   * malformed or misdirected token never waits on the issuer; then jose verifies the signature with the issuer's keys.
+   */
+  private async verify(token: string, oauth: OAuthConfig): Promise<{ caller: Caller; expiresAt: number }> {
+    const expected = { issuer: oauth.issuer, audience: oauth.audience, algorithms: ALGORITHMS, clockToleranceS: oauth.clockToleranceSeconds };
     let payload: JWTPayload;
     try {
+      inspectAccessToken(token, expected);
       ({ payload } = await jwtVerify(token, await this.jwks(oauth), {
         issuer: oauth.issuer,
         audience: oauth.audience,
         algorithms: ALGORITHMS,
-        clockTolerance: CLOCK_TOLERANCE_S,
+        clockTolerance: oauth.clockToleranceSeconds,
+        requiredClaims: ['exp', 'sub'],
       }));
     } catch (error) {
       if (error instanceof GatewayError) throw error;
-      throw new AuthError(401, `Invalid token: ${(error as Error).message}`, 'invalid_token');
+      const refused = error instanceof TokenRefused ? error : faultOf(error);
+      if (refused !== undefined) throw new AuthError(401, refused.message, 'invalid_token', refused.detail);
+      this.logger.warn({ err: error, issuer: oauth.issuer }, 'cannot verify a token: the authorization server\'s keys are unavailable');
+      throw new GatewayError('auth_unavailable', 'Cannot verify the token now: the authorization server\'s keys are unavailable');
     }
-    if (typeof payload.sub !== 'string' || payload.sub === '') throw new AuthError(401, 'Invalid token: it names no subject (sub)', 'invalid_token');
     const scopes = scopesOf(payload);
     const missing = oauth.requiredScopes.filter((scope) => !scopes.includes(scope));
     if (missing.length > 0) throw new AuthError(403, `Insufficient scope: the token lacks ${missing.join(', ')}`, 'insufficient_scope');
-    return { caller: { principal: payload.sub, scopes }, expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : undefined };
+    return { caller: oauthCaller(oauth.issuer, payload.sub as string, scopes), expiresAt: (payload.exp as number) * 1000 };
   }
 
   /** The issuer's key set: its jwks_uri from configuration or from its metadata, fetched again on failure. */
@@ -129,6 +146,14 @@ export class Authenticator {
     });
     return this.keySet;
   }
+}
+
+/**
+ * A quoted-string for a challenge parameter (RFC 9110 §5.6.4) that is also a valid header value: printable ASCII
+ * only, quotes and backslashes replaced. The values are the gateway's own; this keeps it so whatever they hold.
+ */
+function quoted(value: string): string {
+  return `"${value.replace(/[^\x20-\x7e]|["\\]/g, '?')}"`;
 }
 
 /** Scopes from `scope` (space-separated, RFC 9068) or `scp` (a list or a string, as some issuers write it). */

@@ -158,15 +158,10 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
       if (requestsLimited) await deps.rateLimiter?.request(caller.principal);
       return undefined;
     } catch (error) {
-      if (error instanceof RateLimited) {
-        return reply
-          .code(error.httpStatus)
-          .headers(retryAfterHeaders(error.data))
-          .type('application/json')
-          .send(JSON.stringify(legacyErrorResponse(null, error)));
-      }
+      if (error instanceof RateLimited) return sendRateLimited(reply, error);
       if (!(error instanceof AuthError)) throw error;
       logger.info({ audit: 'access.denied', reason: error.message, status: error.status }, 'request refused: credentials');
+      if (error.detail !== undefined) logger.debug({ reason: error.detail, status: error.status }, 'refused token, in detail');
       return reply
         .code(error.status)
         .header('www-authenticate', authenticator.challenge(error))
@@ -178,6 +173,10 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   app.get(path, { onRequest: guard }, (request, reply) => handleGet(deps, request, reply));
   app.delete(path, { onRequest: guard }, (request, reply) => handleDelete(deps, request, reply));
   return app;
+}
+
+function sendRateLimited(reply: FastifyReply, error: RateLimited): FastifyReply {
+  return reply.code(error.httpStatus).headers(retryAfterHeaders(error.data)).type('application/json').send(JSON.stringify(legacyErrorResponse(null, error)));
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -230,6 +229,18 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
   const maxBatch = deps.config.listen.maxBatchSize;
   if (items.length > maxBatch) {
     throw new GatewayError('invalid_request', `Invalid Request: a batch may hold at most ${maxBatch} messages (listen.maxBatchSize); this one has ${items.length}`);
+  }
+  // Each message of a batch is a request against requestsPerSecond (the guard counted the POST as one). Past the
+  // limit the whole batch is refused: it is one HTTP exchange, so its one 429 and Retry-After speak for all of it,
+  // and a client retries the batch whole rather than working out which half was served.
+  const caller = callerOf(request);
+  if (batch && items.length > 1 && caller !== undefined && deps.rateLimiter?.limitsRequests === true) {
+    try {
+      await deps.rateLimiter.request(caller.principal, items.length - 1);
+    } catch (error) {
+      if (error instanceof RateLimited) return sendRateLimited(reply, error);
+      throw error;
+    }
   }
 
   const messages: JsonRpcMessage[] = [];

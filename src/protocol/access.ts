@@ -1,11 +1,11 @@
-// The access rules as both revisions' routers apply them to one caller: what lists show, and whether a call may
-// go upstream. A denied call is answered as if the tool, prompt or resource did not exist (the caller learns
-// nothing of it), and the denial is audited.
+// The access rules as both revisions' routers apply them to one caller: what lists show, whether a call may go
+// upstream, and which stored tasks it may read. A denied call is answered as if the tool, prompt or resource did
+// not exist (the caller learns nothing of it), and the denial is audited.
 import { mayUse, type AccessKind } from '../config/access.js';
 import type { AccessRule } from '../config/types.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { Caller } from '../tasks/principals.js';
+import type { Caller, TaskReader } from '../tasks/principals.js';
 import type { ListKind } from './mcp.js';
 
 export class CallerAccess {
@@ -20,6 +20,14 @@ export class CallerAccess {
     const name = kind === 'resources' ? item.uri : kind === 'resourceTemplates' ? item.uriTemplate : item.name;
     return typeof name !== 'string' || mayUse(this.rules, this.caller, kind === 'resourceTemplates' ? 'resources' : kind, name);
   };
+
+  /**
+   * The caller as a reader of tasks: tasks of `principal` (undefined without authentication: ids are bearers) whose
+   * tool it may still use. Rules are checked at every read, not only when the task was made.
+   */
+  taskReader(principal: string | undefined): TaskReader {
+    return { principal, mayUse: (tool) => mayUse(this.rules, this.caller, 'tools', tool) };
+  }
 
   /** Whether the caller may use `name`; a denial is logged for the audit trail. */
   allows(kind: AccessKind, name: string): boolean {

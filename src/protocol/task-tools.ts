@@ -9,14 +9,15 @@ import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { isTerminal, type TaskRecord } from '../store/task-store.js';
 import type { TaskEngine } from '../tasks/engine.js';
+import type { TaskReader } from '../tasks/principals.js';
 import { RELATED_TASK_META } from './mcp.js';
 
 type Kind = keyof TaskToolsConfig['names'];
 
 /** A task tool call as the revision's router hands it over. */
 export interface TaskToolRequest {
-  /** The authenticated principal: another principal's task is unknown to it. Undefined without auth (ids are bearers). */
-  owner: string | undefined;
+  /** Whose tasks these tools may touch: another principal's, or one of a tool the caller may no longer use, is unknown. */
+  reader: TaskReader;
   /** Whose tasks task_list shows (the principal tasks/list would use). */
   principal: string;
   /** Aborted when the request is cancelled or its client went away: task_result stops waiting. */
@@ -149,7 +150,7 @@ export class TaskTools {
     if (cursor !== undefined && typeof cursor !== 'string') throw new TaskToolError('cursor must be the string a previous page gave');
     let page;
     try {
-      page = await this.engine.list(request.principal, cursor);
+      page = await this.engine.list(request.principal, cursor, request.reader.mayUse);
     } catch (error) {
       if (error instanceof GatewayError && error.code === 'invalid_params') throw new TaskToolError('That cursor is not one this gateway gave out; call without a cursor for the first page');
       throw error;
@@ -168,7 +169,7 @@ export class TaskTools {
     if (typeof taskId !== 'string' || taskId === '') throw new TaskToolError('taskId must be the task id string a background answer or task_list gave');
     let task: TaskRecord;
     try {
-      task = await this.engine.find(taskId, { owner: request.owner, withOutcome });
+      task = await this.engine.find(taskId, { reader: request.reader, withOutcome });
     } catch (error) {
       if (error instanceof GatewayError && error.code === 'invalid_params') {
         throw new TaskToolError(`There is no task ${taskId} you can use: the id is unknown or the task has expired. ${this.config.names.list} lists your tasks.`);

@@ -192,7 +192,7 @@ export class MemoryTaskStore implements TaskStore {
     if (removed) await this.publish('slots', { key });
   }
 
-  async countHit(name: string, principal: string, windowMs: number): Promise<{ hits: number; resetInMs: number }> {
+  async countHit(name: string, principal: string, windowMs: number, hits = 1): Promise<{ hits: number; resetInMs: number }> {
     const key = `${name}\u0000${principal}`;
     const now = this.now();
     let window = this.rateWindows.get(key);
@@ -202,7 +202,7 @@ export class MemoryTaskStore implements TaskStore {
       window = { hits: 0, endsAt: now + windowMs };
       this.rateWindows.set(key, window);
     }
-    window.hits++;
+    window.hits += hits;
     return { hits: window.hits, resetInMs: window.endsAt - now };
   }
 

@@ -277,9 +277,9 @@ export class RedisTaskStore implements TaskStore {
     await this.run('release-slot', ...slotKeyList(this.keys.slot(key)), ticket, this.keys.topic('slots'), JSON.stringify({ key }));
   }
 
-  async countHit(name: string, principal: string, windowMs: number): Promise<{ hits: number; resetInMs: number }> {
-    const [hits, left] = (await this.run('count-hit', this.keys.rateWindow(name, principal), String(Math.max(1, Math.ceil(windowMs))))) as [number, number];
-    return { hits: Number(hits), resetInMs: Number(left) };
+  async countHit(name: string, principal: string, windowMs: number, hits = 1): Promise<{ hits: number; resetInMs: number }> {
+    const [total, left] = (await this.run('count-hit', this.keys.rateWindow(name, principal), String(Math.max(1, Math.ceil(windowMs))), String(hits))) as [number, number];
+    return { hits: Number(total), resetInMs: Number(left) };
   }
 
   async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {

@@ -164,10 +164,10 @@ export interface TaskStore {
    */
   releaseSlot(key: string, ticket: string): Promise<void>;
   /**
-   * Counts one hit against the rate window `name` of `principal` (a fixed window of `windowMs` starting with its
-   * first hit, across replicas) and says how many hits it holds now and how long until it ends.
+   * Counts `hits` hits (default one) against the rate window `name` of `principal` (a fixed window of `windowMs`
+   * starting with its first hit, across replicas) and says how many hits it holds now and how long until it ends.
    */
-  countHit(name: string, principal: string, windowMs: number): Promise<{ hits: number; resetInMs: number }>;
+  countHit(name: string, principal: string, windowMs: number, hits?: number): Promise<{ hits: number; resetInMs: number }>;
   /** Extends the leases of held and queued tickets that still exist (heartbeat); an expired ticket is not revived. */
   renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void>;
   /** Tickets holding a slot of `key` now (expired ones excluded); for tests, metrics and /readyz-style reporting. */

@@ -26,7 +26,7 @@ import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
 import { TaskLeases, type LeasedRuns, type LeasePeerMessages, type LossHandling } from './leases.js';
 import { PendingInputs, type InputRequest } from './pending-inputs.js';
 import type { Peers } from './peers.js';
-import { NATIVE_TASKS_PRINCIPAL } from './principals.js';
+import { NATIVE_TASKS_PRINCIPAL, type TaskReader } from './principals.js';
 import type { RateLimiter } from './rate-limits.js';
 import { principalSlot, TaskSlots, type SlotTicket } from './slots.js';
 
@@ -260,13 +260,15 @@ export class TaskEngine {
 
   /**
    * The task an id names, read once (with its outcome when `withOutcome`). Unknown and expired ids are
-   * invalid params, with the messages of the spec; a task an upstream runs itself only when `allowNative`. With
-   * `owner`, another principal's task is answered exactly like an unknown id.
+   * invalid params, with the messages of the spec; a task an upstream runs itself only when `allowNative`. For a
+   * `reader`, another principal's task, and a task of a tool the reader may no longer use, are answered exactly
+   * like an unknown id: the rules hide that tool, so they hide what it did too.
    */
-  async find(taskId: unknown, options: { withOutcome?: boolean; allowNative?: boolean; owner?: string | undefined } = {}): Promise<TaskRecord> {
+  async find(taskId: unknown, options: { withOutcome?: boolean; allowNative?: boolean; reader?: TaskReader } = {}): Promise<TaskRecord> {
     if (typeof taskId !== 'string' || taskId === '') throw new GatewayError('invalid_params', 'params.taskId must be a non-empty string');
     const task = await this.store.get(taskId, { outcome: options.withOutcome === true }).catch(unavailable);
-    if (task !== undefined && options.owner !== undefined && task.principal !== options.owner) throw new GatewayError('invalid_params', NOT_FOUND);
+    const reader = options.reader;
+    if (task !== undefined && reader !== undefined && !this.readable(task, reader)) throw new GatewayError('invalid_params', NOT_FOUND);
     if (task?.native === true && options.allowNative !== true) {
       throw new GatewayError('invalid_params', `Task ${taskId} is run by upstream '${task.upstream}' itself; use its 2026-07-28 tasks methods`);
     }
@@ -275,11 +277,20 @@ export class TaskEngine {
     throw new GatewayError('invalid_params', expired ? EXPIRED : NOT_FOUND);
   }
 
-  /** One page of a principal's tasks, newest first. */
-  async list(principal: string, cursor: unknown): Promise<TaskPage> {
+  /** Whether `reader` may see the task: its own, and of a tool it may still use (a refusal of the tool is audited). */
+  private readable(task: TaskRecord, reader: TaskReader): boolean {
+    if (reader.principal !== undefined && task.principal !== reader.principal) return false;
+    if (reader.mayUse(task.tool)) return true;
+    this.logger.info({ audit: 'access.denied', principal: reader.principal, kind: 'tools', name: task.tool, task: task.taskId }, 'task hidden: auth.access denies its tool');
+    return false;
+  }
+
+  /** One page of a principal's tasks, newest first; without those of tools `mayUse` denies (the page may come out short). */
+  async list(principal: string, cursor: unknown, mayUse: (tool: string) => boolean = () => true): Promise<TaskPage> {
     if (cursor !== undefined && typeof cursor !== 'string') throw new GatewayError('invalid_params', 'Invalid cursor');
     try {
-      return await this.store.list(principal, cursor === undefined ? { limit: LIST_PAGE_SIZE } : { cursor, limit: LIST_PAGE_SIZE });
+      const page = await this.store.list(principal, cursor === undefined ? { limit: LIST_PAGE_SIZE } : { cursor, limit: LIST_PAGE_SIZE });
+      return { ...page, tasks: page.tasks.filter((task) => mayUse(task.tool)) };
     } catch (error) {
       if (error instanceof InvalidCursorError) throw new GatewayError('invalid_params', 'Invalid cursor');
       throw storeUnavailable(error);

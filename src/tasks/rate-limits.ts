@@ -1,11 +1,12 @@
 // Per-principal rate limits (`auth.rateLimits`): requests per second at the front door, task creations per
 // minute in the task core. Counted in the store, so every replica sees the same windows (fixed windows that start
 // with a principal's first hit: a burst at a window's edge may reach twice the rate for a moment).
-import { globMatches } from '../config/policy.js';
+import { principalMatches } from '../config/access.js';
 import type { AuthConfig, RateLimits } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';
+import { nameOf } from './principals.js';
 
 const SECOND_MS = 1_000;
 const MINUTE_MS = 60_000;
@@ -29,9 +30,12 @@ export class RateLimiter {
     return this.limits.requestsPerSecond > 0 || this.limits.rules.some((rule) => (rule.requestsPerSecond ?? 0) > 0);
   }
 
-  /** Counts one request of `principal`; throws RateLimited past `requestsPerSecond`. */
-  request(principal: string): Promise<void> {
-    return this.count('requests', principal, this.limitsFor(principal).requestsPerSecond, SECOND_MS, 'requests per second');
+  /**
+   * Counts `requests` requests of `principal` (a JSON-RPC batch is one per message); throws RateLimited when the
+   * window then holds more than `requestsPerSecond`.
+   */
+  request(principal: string, requests = 1): Promise<void> {
+    return this.count('requests', principal, this.limitsFor(principal).requestsPerSecond, SECOND_MS, 'requests per second', requests);
   }
 
   /** Counts one task creation of `principal`; throws RateLimited past `taskCreationsPerMinute`. */
@@ -39,21 +43,23 @@ export class RateLimiter {
     return this.count('task-creations', principal, this.limitsFor(principal).taskCreationsPerMinute, MINUTE_MS, 'task creations per minute');
   }
 
-  /** The first matching rule's rates over the defaults. */
+  /** The first matching rule's rates over the defaults (rules name principals bare or qualified, as access rules do). */
   private limitsFor(principal: string): RateLimits {
     const { rules, ...defaults } = this.limits;
-    const rule = rules.find((r) => r.principals.some((glob) => globMatches(glob, principal)));
+    const who = nameOf(principal);
+    const rule = who === undefined ? undefined : rules.find((r) => r.principals.some((glob) => principalMatches(glob, who)));
     return { ...defaults, ...rule };
   }
 
-  private async count(name: string, principal: string, limit: number, windowMs: number, what: string): Promise<void> {
+  private async count(name: string, principal: string, limit: number, windowMs: number, what: string, hitsNow = 1): Promise<void> {
     if (limit <= 0) return;
-    const { hits, resetInMs } = await this.store.countHit(name, principal, windowMs).catch((error: unknown) => {
+    const { hits, resetInMs } = await this.store.countHit(name, principal, windowMs, hitsNow).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
     if (hits <= limit) return;
     const retryAfterMs = Math.max(1, resetInMs);
-    if (hits === limit + 1) this.logger.info({ audit: 'rate.limited', principal, limit: what, retryAfterMs }, 'rate limit reached');
+    // Logged once per window: by the count that first went past the limit.
+    if (hits - hitsNow <= limit) this.logger.info({ audit: 'rate.limited', principal, limit: what, retryAfterMs }, 'rate limit reached');
     throw new RateLimited(`Rate limit exceeded: ${limit} ${what} for '${principal}' (auth.rateLimits); retry in ${(retryAfterMs / 1000).toFixed(1)} s`, retryAfterMs);
   }
 }

@@ -358,7 +358,7 @@ describe('rate limits per principal, counted across replicas', () => {
     assert.ok(answers.filter((answer) => answer.status !== 429).every((answer) => answer.status === 200 && answer.result?.tools !== undefined));
     for (const answer of refused) {
       assert.ok(Number(answer.headers['retry-after']) >= 1, JSON.stringify(answer.headers));
-      assert.match(String(answer.error?.message), /Rate limit exceeded: 5 requests per second for 'dora'.*retry in/);
+      assert.match(String(answer.error?.message), /Rate limit exceeded: 5 requests per second for 'key:dora'.*retry in/);
       assert.equal(typeof (answer.error?.data as Json | undefined)?.retryAfterMs, 'number');
     }
     // Another principal has its own window; a rule may give one more.
@@ -375,7 +375,7 @@ describe('rate limits per principal, counted across replicas', () => {
     const third = await create(a.url);
     assert.equal(third.status, 429, JSON.stringify(third.response));
     assert.ok(Number(third.headers['retry-after']) >= 1);
-    assert.match(String(third.error?.message), /2 task creations per minute for 'erin'/);
+    assert.match(String(third.error?.message), /2 task creations per minute for 'key:erin'/);
   });
 });
 
@@ -402,9 +402,9 @@ describe('the audit log', () => {
     const events = audit();
     for (const kind of ['task.created', 'task.completed', 'task.retrieved']) {
       const event = events.find((entry) => entry.audit === kind && entry.task === created.task.taskId);
-      assert.equal(event?.principal, 'alice', `${kind}: ${JSON.stringify(events)}`);
+      assert.equal(event?.principal, 'key:alice', `${kind}: ${JSON.stringify(events)}`);
     }
-    assert.ok(events.some((entry) => entry.audit === 'access.denied' && entry.principal === 'alice' && entry.name === 'greet'));
+    assert.ok(events.some((entry) => entry.audit === 'access.denied' && entry.principal === 'key:alice' && entry.name === 'greet'));
     assert.ok(events.some((entry) => entry.audit === 'access.denied' && entry.status === 401));
     assert.ok(!gateway.stdout().includes(ALICE_KEY) && !gateway.stdout().includes('wrong-key-0123456789'), 'no key in the log');
   });

@@ -335,6 +335,20 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
+    test('rate windows: hits add up in one window per name and principal, several at once for a batch', async () => {
+      const store = await create();
+      const first = await store.countHit('requests', 'key:alice', 60_000);
+      assert.equal(first.hits, 1);
+      assert.ok(first.resetInMs > 0 && first.resetInMs <= 60_000, String(first.resetInMs));
+      assert.equal((await store.countHit('requests', 'key:alice', 60_000, 19)).hits, 20);
+      assert.equal((await store.countHit('requests', 'oauth:https://idp.example#alice', 60_000, 3)).hits, 3, 'another principal, another window');
+      assert.equal((await store.countHit('task-creations', 'key:alice', 60_000)).hits, 1, 'another name, another window');
+      const opened = await store.countHit('requests', 'key:bob', 60_000, 5);
+      assert.equal(opened.hits, 5);
+      assert.ok(opened.resetInMs > 0 && opened.resetInMs <= 60_000, 'a window opened by a batch has its length too');
+      await store.close();
+    });
+
     test('subscribers counts who listens on a topic now (a replica named by a client may not exist)', async () => {
       const store = await create();
       assert.equal(await store.subscribers('replica.nobody'), 0);

@@ -596,7 +596,7 @@ describe('config: auth (the issue 13 contract)', () => {
       { principal: 'ci', sha256: sha256('ci-key-0123456789abcdef'), scopes: ['admin'] },
     ]);
     assert.ok(!JSON.stringify(config).includes('alice-key-0123456789abcdef'), 'the key itself is not kept');
-    assert.deepEqual(auth.oauth, { issuer: 'https://idp.example.com', jwksUri: undefined, audience: 'https://gw.example.com/mcp', requiredScopes: [] });
+    assert.deepEqual(auth.oauth, { issuer: 'https://idp.example.com', jwksUri: undefined, audience: 'https://gw.example.com/mcp', requiredScopes: [], clockToleranceSeconds: 5 });
     assert.equal(auth.access?.length, 3);
     assert.deepEqual(auth.access?.[1], { principals: ['bob'], scopes: [], tools: ['greet', 'slow_compute'], prompts: [], resources: [] });
     assert.ok(!renderEffectiveConfig(config).includes('alice-key-0123456789abcdef'));
@@ -615,6 +615,22 @@ describe('config: auth (the issue 13 contract)', () => {
     assert.deepEqual(limited.auth?.rateLimits, { requestsPerSecond: 20, taskCreationsPerMinute: 0, rules: [{ principals: ['ci-*'], requestsPerSecond: 200 }] });
     const issues = parseErrors(`${upstreams}auth:\n  resource: https://gw.example.com/mcp\n  ${key}\n  rateLimits: { rules: [{ principals: [x], requestPerSecond: 1 }] }\n`);
     assert.match(issues.map((issue) => `${issue.path}: ${issue.message}`).join('\n'), /requestPerSecond.*did you mean "requestsPerSecond"/);
+  });
+
+  it('identity: an API key\'s name may not start with key: or oauth: (rules read those as qualifiers)', () => {
+    const messages = (yaml: string): string => parseErrors(`${upstreams}auth:\n  resource: https://gw.example.com/mcp\n${yaml}`).map((issue) => `${issue.path}: ${issue.message}`).join('\n');
+    assert.match(messages('  apiKeys: [{ principal: "oauth:carol", key: "0123456789abcdefgh" }]\n'), /apiKeys\[0\]\.principal: .*may not start with "key:" or "oauth:"/);
+    assert.match(messages('  apiKeys: [{ principal: "key:carol", key: "0123456789abcdefgh" }]\n'), /may not start with/);
+    assert.equal(parse(`${upstreams}auth:\n  resource: https://gw.example.com/mcp\n  apiKeys: [{ principal: "team:carol", key: "0123456789abcdefgh" }]\n`).auth?.apiKeys[0]?.principal, 'team:carol');
+  });
+
+  it('oauth: the clock tolerance is configurable (0 to 300 s, default 5); an issuer URL has no query or fragment', () => {
+    const messages = (yaml: string): string => parseErrors(`${upstreams}auth:\n  resource: https://gw.example.com/mcp\n${yaml}`).map((issue) => `${issue.path}: ${issue.message}`).join('\n');
+    assert.equal(parse(`${upstreams}auth:\n  resource: https://gw.example.com/mcp\n  oauth: { issuer: https://idp.example.com, clockToleranceSeconds: 30 }\n`).auth?.oauth?.clockToleranceSeconds, 30);
+    assert.match(messages('  oauth: { issuer: https://idp.example.com, clockToleranceSeconds: 301 }\n'), /clockToleranceSeconds/);
+    assert.match(messages('  oauth: { issuer: https://idp.example.com, clockToleranceSeconds: -1 }\n'), /clockToleranceSeconds/);
+    assert.match(messages('  oauth: { issuer: "https://idp.example.com/#x" }\n'), /oauth\.issuer: .*no query or fragment/);
+    assert.match(messages('  oauth: { issuer: "https://idp.example.com/?tenant=x" }\n'), /oauth\.issuer: .*no query or fragment/);
   });
 
   it('no auth section: undefined (today\'s behaviour)', () => {

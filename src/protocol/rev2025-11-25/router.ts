@@ -144,14 +144,16 @@ export class Router {
       case 'tasks/get':
       case 'tasks/result':
       case 'tasks/list':
-      case 'tasks/cancel':
+      case 'tasks/cancel': {
         if (!supportsLegacyTasks(session.protocolVersion)) {
           throw new GatewayError('method_not_found', `Method not found: ${request.method} (tasks need protocol 2025-11-25; this session negotiated ${session.protocolVersion})`);
         }
-        if (request.method === 'tasks/get') return this.tasks.get(params.taskId, session);
-        if (request.method === 'tasks/result') return this.tasks.result(params.taskId, stream, session);
-        if (request.method === 'tasks/list') return this.tasks.list(session, params.cursor);
-        return this.tasks.cancel(params.taskId, session);
+        const reader = access.taskReader(session.principal);
+        if (request.method === 'tasks/get') return this.tasks.get(params.taskId, reader);
+        if (request.method === 'tasks/result') return this.tasks.result(params.taskId, stream, session, reader);
+        if (request.method === 'tasks/list') return this.tasks.list(session, params.cursor, reader);
+        return this.tasks.cancel(params.taskId, reader);
+      }
       case 'resources/read':
         return this.forward(session, request, this.resourceOwner(params.uri, access), params, stream);
       case 'resources/subscribe':
@@ -173,7 +175,7 @@ export class Router {
   private async callTool(session: LegacySession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
-    if (this.taskTools.owns(name)) return this.taskTool(session, request, name, params, stream);
+    if (this.taskTools.owns(name)) return this.taskTool(session, request, name, params, stream, access);
     const route = this.catalog.route('tools', name);
     if (route === undefined || !access.allows('tools', name)) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
     const { task, ...plain } = params;
@@ -253,7 +255,7 @@ export class Router {
   }
 
   /** The task tools: the caller's tasks, with task_result's wait ending when the client cancels the request. */
-  private async taskTool(session: LegacySession, request: JsonRpcRequest, name: string, params: JsonObject, stream: EventStream | undefined): Promise<Outcome | undefined> {
+  private async taskTool(session: LegacySession, request: JsonRpcRequest, name: string, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const stop = new AbortController();
     const inflight = {
       call: { upstreamId: -1, outcome: new Promise<Outcome>(() => undefined), cancel: (reason: string) => stop.abort(new Error(reason)) },
@@ -262,7 +264,7 @@ export class Router {
     session.inflight.set(request.id, inflight);
     try {
       const outcome = await this.taskTools.call(name, params.arguments, {
-        owner: session.principal,
+        reader: access.taskReader(session.principal),
         principal: ownerOf(session),
         signal: stop.signal,
         // The task's questions come on this request's stream while it waits (wherever the call runs), including

@@ -7,7 +7,7 @@ import type { EventStream } from '../event-stream.js';
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
-import { sessionOfPrincipal, sessionPrincipal } from '../../tasks/principals.js';
+import { sessionOfPrincipal, sessionPrincipal, type TaskReader } from '../../tasks/principals.js';
 import { NOT_FOUND, storedCall, type RunHandle, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
@@ -105,13 +105,14 @@ export class LegacyTasks {
     };
   }
 
-  async get(taskId: unknown, session: LegacySession): Promise<Outcome> {
-    return { result: legacyTask(await this.engine.find(taskId, { owner: session.principal })) };
+  /** `reader` is the session's principal with the caller's access rules: whose tasks these calls may touch. */
+  async get(taskId: unknown, reader: TaskReader): Promise<Outcome> {
+    return { result: legacyTask(await this.engine.find(taskId, { reader })) };
   }
 
   /** Blocks until the task is terminal, then answers exactly what the upstream answered. */
-  async result(taskId: unknown, stream: EventStream | undefined, session: LegacySession): Promise<Outcome> {
-    const initial = await this.engine.find(taskId, { withOutcome: true, owner: session.principal });
+  async result(taskId: unknown, stream: EventStream | undefined, session: LegacySession, reader: TaskReader): Promise<Outcome> {
+    const initial = await this.engine.find(taskId, { withOutcome: true, reader });
     const runsHere = this.engine.runsHere(initial.taskId);
     const streams = this.resultStreams.get(initial.taskId) ?? new Set<EventStream>();
     if (stream !== undefined && runsHere) this.resultStreams.set(initial.taskId, streams.add(stream));
@@ -119,7 +120,7 @@ export class LegacyTasks {
     const release = !runsHere && stream !== undefined && !isTerminal(initial.status) ? session.holdResultStream(initial.taskId, stream) : undefined;
     try {
       // Events carry no outcome: once the task is terminal, read it whole.
-      const task = isTerminal(initial.status) ? initial : await this.engine.find((await this.engine.untilTerminal(initial.taskId)).taskId, { withOutcome: true });
+      const task = isTerminal(initial.status) ? initial : await this.engine.find((await this.engine.untilTerminal(initial.taskId)).taskId, { withOutcome: true, reader });
       this.logger.info({ audit: 'task.retrieved', task: task.taskId, principal: task.principal }, 'task result retrieved');
       if (task.outcome !== undefined) return taskPayload({ ...task, outcome: task.outcome });
       return { error: { code: InternalError, message: `Task ${task.taskId} was ${task.status}${task.message ? `: ${task.message}` : ''}` } };
@@ -129,16 +130,16 @@ export class LegacyTasks {
     }
   }
 
-  async list(session: LegacySession, cursor: unknown): Promise<Outcome> {
-    const page = await this.engine.list(ownerOf(session), cursor);
+  async list(session: LegacySession, cursor: unknown, reader: TaskReader): Promise<Outcome> {
+    const page = await this.engine.list(ownerOf(session), cursor, reader.mayUse);
     const result: JsonObject = { tasks: page.tasks.map(legacyTask) };
     if (page.nextCursor !== undefined) result.nextCursor = page.nextCursor;
     return { result };
   }
 
   /** Cancels a task that is not terminal (-32602 when it is): `cancelled` in the store before this answers. */
-  async cancel(taskId: unknown, session: LegacySession): Promise<Outcome> {
-    const task = await this.engine.find(taskId, { owner: session.principal });
+  async cancel(taskId: unknown, reader: TaskReader): Promise<Outcome> {
+    const task = await this.engine.find(taskId, { reader });
     if (isTerminal(task.status)) throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${task.status}`);
     const changed = await this.engine.cancel(task);
     if (!changed.ok) {

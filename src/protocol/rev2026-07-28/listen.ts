@@ -4,6 +4,7 @@ import type { JsonObject, JsonRpcNotification, RequestId } from '../../jsonrpc.j
 import type { Logger } from '../../log.js';
 import { META_SUBSCRIPTION_ID } from '../mcp.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
+import type { TaskReader } from '../../tasks/principals.js';
 import { detailedTask } from './codec.js';
 import type { ModernResponder } from './responder.js';
 
@@ -25,8 +26,8 @@ const LIST_CHANGED: ReadonlyMap<string, keyof ListenFilter> = new Map([
 interface Listener {
   id: RequestId;
   filter: ListenFilter;
-  /** The authenticated principal listening: other principals' tasks are not its to hear of. */
-  owner: string | undefined;
+  /** Who listens: other principals' tasks, and tasks of tools it may no longer use, are not its to hear of. */
+  reader: TaskReader;
   responder: ModernResponder;
   stopWatching: (() => void)[];
 }
@@ -50,8 +51,8 @@ export class ListenHub {
    * Starts a listen stream: the acknowledgement (echoing what is honoured) goes first, then matching
    * notifications until the client closes the stream or the gateway shuts down.
    */
-  open(id: RequestId, filter: ListenFilter, responder: ModernResponder, owner: string | undefined): Promise<void> {
-    const listener: Listener = { id, filter, owner, responder, stopWatching: [] };
+  open(id: RequestId, filter: ListenFilter, responder: ModernResponder, reader: TaskReader): Promise<void> {
+    const listener: Listener = { id, filter, reader, responder, stopWatching: [] };
     responder.startStream();
     responder.notify({
       jsonrpc: '2.0',
@@ -88,7 +89,8 @@ export class ListenHub {
 
   private watchTask(listener: Listener, taskId: string): () => void {
     const push = (task: TaskRecord): void => {
-      if (listener.owner !== undefined && task.principal !== listener.owner) return;
+      const { reader } = listener;
+      if ((reader.principal !== undefined && task.principal !== reader.principal) || !reader.mayUse(task.tool)) return;
       // Terminal tasks are sent whole (result or error inlined), which the event itself does not carry.
       const full = isTerminal(task.status) ? this.store.get(taskId, { outcome: true }) : Promise.resolve(task);
       full.then(

@@ -134,7 +134,7 @@ export class ModernRouter {
       filter.taskIds = taskIds.filter((id): id is string => typeof id === 'string');
     }
     for (const uri of filter.resourceSubscriptions ?? []) void this.subscribeUpstream(uri);
-    await this.deps.listeners.open(request.id, filter, responder, client.caller?.principal);
+    await this.deps.listeners.open(request.id, filter, responder, access.taskReader(client.caller?.principal));
   }
 
   private async dispatch(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
@@ -173,7 +173,7 @@ export class ModernRouter {
 
   /** tasks/get|update|cancel: the gateway's own tasks here, an upstream's own tasks at that upstream. */
   private async taskMethod(client: ModernClient, request: JsonRpcRequest, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
-    const task = await this.deps.tasks.find(params.taskId, request.method === 'tasks/get', client.caller?.principal);
+    const task = await this.deps.tasks.find(params.taskId, request.method === 'tasks/get', this.accessOf(client).taskReader(client.caller?.principal));
     if (task.native === true) {
       const upstream = this.deps.catalog.upstreams.find((u) => u.name === task.upstream && u.speaksModern);
       if (upstream === undefined) throw new GatewayError('invalid_params', `Task ${task.taskId} runs on upstream '${task.upstream}', which is not available`);
@@ -386,15 +386,15 @@ export class ModernRouter {
    * to the task (wherever its call runs) before task_result looks again.
    */
   private async taskTool(client: ModernClient, name: string, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
-    const owner = client.caller?.principal;
+    const reader = this.accessOf(client).taskReader(client.caller?.principal);
     const answers = asObject(params.inputResponses);
     const taskId = asObject(params.arguments)?.taskId;
     if (answers !== undefined && typeof taskId === 'string') {
-      const task = await this.deps.tasks.engine.find(taskId, { owner }).catch(() => undefined);
+      const task = await this.deps.tasks.engine.find(taskId, { reader }).catch(() => undefined);
       if (task !== undefined) await this.deps.tasks.engine.answer(task, answers);
     }
     return this.deps.taskTools.call(name, params.arguments, {
-      owner,
+      reader,
       principal: principalOf(client),
       signal: responder.gone,
       inputRequired: (task) => ({ result: inputRequiredResult(task.openRequests ?? {}, undefined) }),

@@ -6,6 +6,7 @@ import type { JsonObject, Outcome } from '../../jsonrpc.js';
 import { refusedInput } from '../mcp.js';
 import { isTerminal, type TaskRecord } from '../../store/task-store.js';
 import { storedCall, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
+import type { TaskReader } from '../../tasks/principals.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import { ACK, detailedTask } from './codec.js';
@@ -63,10 +64,10 @@ export class ModernTasks {
 
   /**
    * The task a tasks/* request names: a native record (routed to its upstream by the caller) or the gateway's own;
-   * with `owner` (an authenticated caller), another principal's task is unknown.
+   * another principal's task, or one of a tool the reader may no longer use, is unknown.
    */
-  find(taskId: unknown, withOutcome: boolean, owner: string | undefined): Promise<TaskRecord> {
-    return this.engine.find(taskId, { withOutcome, allowNative: true, owner });
+  find(taskId: unknown, withOutcome: boolean, reader: TaskReader): Promise<TaskRecord> {
+    return this.engine.find(taskId, { withOutcome, allowNative: true, reader });
   }
 
   /** The DetailedTask (`task` read with its outcome). */
