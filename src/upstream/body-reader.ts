@@ -15,29 +15,35 @@ export function readBoundedText(body: Readable, maxBytes: number, contentLength?
     return Promise.reject(new MessageTooLargeError(maxBytes, ''));
   }
   return new Promise((resolve, reject) => {
-    let chunks: Buffer[] = [];
+    // Each chunk is decoded as it comes and let go: a body near the limit is held as its text, not as bytes and
+    // text (and a joined copy of the bytes) at once.
+    const decoder = new TextDecoder();
+    let pieces: string[] = [];
     let bytes = 0;
     const onData = (chunk: Buffer): void => {
       if (bytes + chunk.length > maxBytes) {
-        const head = Buffer.concat([...chunks, chunk]).subarray(0, HEAD_BYTES);
-        chunks = [];
+        let head = '';
+        for (const piece of pieces) {
+          if (head.length >= HEAD_BYTES) break;
+          head += piece.slice(0, HEAD_BYTES - head.length);
+        }
+        if (head.length < HEAD_BYTES) head += decoder.decode(chunk.subarray(0, HEAD_BYTES), { stream: true });
+        pieces = [];
         body.off('data', onData);
         body.destroy();
-        reject(new MessageTooLargeError(maxBytes, new TextDecoder().decode(head)));
+        reject(new MessageTooLargeError(maxBytes, head.slice(0, HEAD_BYTES)));
         return;
       }
-      chunks.push(chunk);
+      pieces.push(decoder.decode(chunk, { stream: true }));
       bytes += chunk.length;
     };
     body.on('data', onData);
     body.once('error', reject);
     body.once('close', () => reject(new Error('the response body ended early')));
     body.once('end', () => {
-      // The chunks are let go as soon as they are joined, and the joined bytes once decoded: a body near the
-      // limit is held twice at most for a moment, never three times until parsed.
-      const joined = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, bytes);
-      chunks = [];
-      resolve(new TextDecoder().decode(joined));
+      const text = pieces.join('') + decoder.decode();
+      pieces = [];
+      resolve(text);
     });
   });
 }

@@ -1,6 +1,8 @@
 // Splits a byte stream into lines as it arrives, holding at most one bounded line. Shared by the stdio framing
-// (JSON per line, stderr lines) and the SSE reader. Works on Buffers: each chunk is scanned once with the native
-// indexOf, and a line is decoded only when it is complete and kept, never re-scanned from its start.
+// (JSON per line, stderr lines) and the SSE reader. Each chunk is scanned once with the native indexOf, never
+// re-scanned from the line's start, and the part of it a line keeps is decoded at once: the chunk can go, so a
+// line near the limit is held as its text only, not as bytes and text (and a joined copy of the bytes) together.
+import { StringDecoder } from 'node:string_decoder';
 import { HEAD_BYTES } from './oversized.js';
 
 const LF = 0x0a;
@@ -14,22 +16,24 @@ export interface LineSplitterOptions {
   maxLineBytes: () => number;
   /** Whether a lone CR ends a line (SSE, log lines). Otherwise only LF does and a CR before it stays in the line. */
   crEndsLine: boolean;
-  /** How many of an overflowing line's first bytes its handler gets. */
-  headBytes?: number;
+  /** How many of an overflowing line's first characters its handler gets. */
+  headChars?: number;
 }
 
 export interface LineHandler {
-  /** A complete line, without its terminator, within maxLineBytes. */
-  line(line: Buffer): void;
-  /** The line in progress passed maxLineBytes: `head` is its first bytes. The rest of it is dropped as it arrives. */
-  overflow(head: Buffer): void;
+  /** A complete line (UTF-8 decoded, without its terminator) of `bytes` bytes, within maxLineBytes. */
+  line(line: string, bytes: number): void;
+  /** The line in progress passed maxLineBytes: `head` is its start. The rest of it is dropped as it arrives. */
+  overflow(head: string): void;
   /** The line that overflowed ended after `bytes` bytes in all. */
   overflowEnded(bytes: number): void;
 }
 
 export class LineSplitter {
-  private pending: Buffer[] = [];
+  /** The line so far, decoded piece by piece (a character cut between chunks waits in the decoder). */
+  private pending: string[] = [];
   private pendingBytes = 0;
+  private readonly decoder = new StringDecoder('utf8');
   /** Bytes of the overflowing line so far; -1 while no line overflows. */
   private skipped = -1;
   /** The previous chunk ended with a CR that ended a line: an LF starting this one belongs to it. */
@@ -97,28 +101,27 @@ export class LineSplitter {
     }
     if (bytes === 0) return;
     if (this.pendingBytes + bytes <= this.options.maxLineBytes()) {
-      this.pending.push(chunk.subarray(from, to));
+      this.pending.push(this.decoder.write(chunk.subarray(from, to)));
       this.pendingBytes += bytes;
       return;
     }
-    const head = this.head(chunk.subarray(from, to));
+    const head = this.head(chunk.subarray(from, Math.min(to, from + (this.options.headChars ?? HEAD_BYTES) * 4)));
     this.skipped = this.pendingBytes + bytes;
     this.pending = [];
     this.pendingBytes = 0;
     this.handler.overflow(head);
   }
 
-  private head(last: Buffer): Buffer {
-    const size = this.options.headBytes ?? HEAD_BYTES;
-    const parts: Buffer[] = [];
-    let bytes = 0;
-    for (const part of [...this.pending, last]) {
-      if (bytes >= size) break;
-      parts.push(part.subarray(0, size - bytes));
-      bytes += parts.at(-1)?.length ?? 0;
+  private head(last: Buffer): string {
+    const size = this.options.headChars ?? HEAD_BYTES;
+    let head = '';
+    for (const part of this.pending) {
+      head += part.slice(0, size - head.length);
+      if (head.length >= size) break;
     }
-    // A copy: a view would keep the chunk it came from alive for as long as the head is.
-    return Buffer.concat(parts, bytes);
+    if (head.length < size) head += this.decoder.write(last).slice(0, size - head.length);
+    this.decoder.end(); // what the line left in the decoder is dropped with it
+    return head;
   }
 
   private finishLine(): void {
@@ -128,10 +131,17 @@ export class LineSplitter {
       this.handler.overflowEnded(bytes);
       return;
     }
+    const bytes = this.pendingBytes;
+    // Joined in a call of its own, so that nothing holds the pieces while the handler parses the line: a line near
+    // the limit then costs its text and what it parses into, not a third copy.
+    this.handler.line(this.takeLine(), bytes);
+  }
+
+  private takeLine(): string {
     const parts = this.pending;
-    const line = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, this.pendingBytes);
     this.pending = [];
     this.pendingBytes = 0;
-    this.handler.line(line);
+    const rest = this.decoder.end();
+    return parts.length === 1 && rest === '' ? (parts[0] as string) : parts.join('') + rest;
   }
 }

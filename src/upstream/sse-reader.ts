@@ -32,9 +32,6 @@ export interface SseReadResult {
   oversized?: { head: string; endless: boolean };
 }
 
-const COLON = 0x3a;
-const SPACE = 0x20;
-
 /**
  * Reads a text/event-stream body to its end, calling onEvent per event. Resolves when the body ends (or fails,
  * or the reading stopped at an over-long event); never rejects, because a dropped stream is an expected event the
@@ -67,22 +64,24 @@ export function readSse(body: Readable, onEvent: (event: SseEvent) => void, opti
     body.destroy();
     finish(state);
   };
-  const field = (line: Buffer): void => {
-    if (line[0] === COLON) return; // a comment
-    const colon = line.indexOf(COLON);
-    const name = line.toString('latin1', 0, colon === -1 ? line.length : colon);
+  /** One field line; `bytes` is its length in bytes (field names and the separator are ASCII). */
+  const field = (line: string, bytes: number): void => {
+    if (line.startsWith(':')) return; // a comment
+    const colon = line.indexOf(':');
+    const name = colon === -1 ? line : line.slice(0, colon);
     let from = colon === -1 ? line.length : colon + 1;
-    if (line[from] === SPACE) from++;
-    const value = line.toString('utf8', from);
+    if (line.charAt(from) === ' ') from++;
+    const value = line.slice(from);
+    const valueBytes = bytes - from;
     if (name === 'data') {
       data.push(value);
-      eventBytes += line.length - from + 1;
+      eventBytes += valueBytes + 1;
     } else if (name === 'event') {
       eventType = value;
-      eventBytes += line.length - from;
+      eventBytes += valueBytes;
     } else if (name === 'id') {
       if (!value.includes('\0')) id = value;
-      eventBytes += line.length - from;
+      eventBytes += valueBytes;
     } else if (name === 'retry' && /^\d+$/.test(value)) state.retryMs = Number(value);
   };
   const dispatch = (): void => {
@@ -92,11 +91,10 @@ export function readSse(body: Readable, onEvent: (event: SseEvent) => void, opti
     reset();
   };
   /** The start of the event's data as far as it goes, for telling what the message was. */
-  const headOf = (overflowing: Buffer): string => {
+  const headOf = (overflowing: string): string => {
     let head = data.join('\n').slice(0, HEAD_BYTES);
-    const isData = overflowing.subarray(0, 5).toString('latin1') === 'data:';
-    if (isData && head.length < HEAD_BYTES) {
-      const value = overflowing.subarray(overflowing[5] === SPACE ? 6 : 5).toString('utf8');
+    if (overflowing.startsWith('data:') && head.length < HEAD_BYTES) {
+      const value = overflowing.slice(overflowing.charAt(5) === ' ' ? 6 : 5);
       head = data.length > 0 ? `${head}\n${value}` : value;
     }
     return head.slice(0, HEAD_BYTES);
@@ -104,15 +102,18 @@ export function readSse(body: Readable, onEvent: (event: SseEvent) => void, opti
 
   const splitter = new LineSplitter(
     // While an event is dropped, no line of it is kept: every non-empty one overflows at once.
-    { maxLineBytes: () => (dropped >= 0 ? 0 : Math.max(0, limit - eventBytes)), crEndsLine: true, headBytes: HEAD_BYTES + 6 },
+    { maxLineBytes: () => (dropped >= 0 ? 0 : Math.max(0, limit - eventBytes)), crEndsLine: true, headChars: HEAD_BYTES + 6 },
     {
-      line(line) {
+      line(line, bytes) {
         if (first) {
           first = false;
-          if (line[0] === 0xef && line[1] === 0xbb && line[2] === 0xbf) line = line.subarray(3);
+          if (line.startsWith('\uFEFF')) {
+            line = line.slice(1);
+            bytes -= 3;
+          }
         }
         if (line.length > 0) {
-          field(line);
+          field(line, bytes);
           return;
         }
         if (dropped >= 0) {

@@ -90,7 +90,7 @@ export class StdioTransport implements UpstreamTransport {
       { maxLineBytes: () => limit, crEndsLine: false },
       {
         line: (line) => this.receive(line),
-        overflow: (head) => this.onoversized?.(oversized(limit, head.toString('utf8'))),
+        overflow: (head) => this.onoversized?.(oversized(limit, head)),
         overflowEnded: (bytes) => this.logger.info({ bytes }, 'skipped an upstream stdout line larger than maxMessageBytes to its end'),
       },
     );
@@ -115,14 +115,13 @@ export class StdioTransport implements UpstreamTransport {
     let cut = '';
     let warned = false;
     const lines = new LineSplitter(
-      { maxLineBytes: () => STDERR_LOGGED_BYTES, crEndsLine: true, headBytes: STDERR_LOGGED_BYTES },
+      { maxLineBytes: () => STDERR_LOGGED_BYTES, crEndsLine: true, headChars: STDERR_LOGGED_BYTES },
       {
         line: (line) => {
-          const text = line.toString('utf8');
-          if (text.trim() !== '') this.logger.info({ stderr: text }, 'upstream stderr');
+          if (line.trim() !== '') this.logger.info({ stderr: line }, 'upstream stderr');
         },
         overflow: (head) => {
-          cut = head.toString('utf8');
+          cut = head;
           warned = false;
         },
         overflowEnded: (bytes) => this.logger.info({ stderr: cut, bytes, truncated: true }, 'upstream stderr'),
@@ -138,8 +137,7 @@ export class StdioTransport implements UpstreamTransport {
     child.stderr.once('end', () => lines.end());
   }
 
-  private receive(line: Buffer): void {
-    const text = line.toString('utf8');
+  private receive(text: string): void {
     if (text.trim() === '') return;
     let decoded: unknown;
     try {

@@ -26,13 +26,16 @@ interface Split {
   overflows: { head: string; bytes?: number }[];
 }
 
-function split(pieces: Buffer[], maxLineBytes: number, crEndsLine: boolean, headBytes?: number): Split {
+function split(pieces: Buffer[], maxLineBytes: number, crEndsLine: boolean, headChars?: number): Split {
   const result: Split = { lines: [], overflows: [] };
   const splitter = new LineSplitter(
-    { maxLineBytes: () => maxLineBytes, crEndsLine, ...(headBytes === undefined ? {} : { headBytes }) },
+    { maxLineBytes: () => maxLineBytes, crEndsLine, ...(headChars === undefined ? {} : { headChars }) },
     {
-      line: (line) => result.lines.push(line.toString('utf8')),
-      overflow: (head) => result.overflows.push({ head: head.toString('utf8') }),
+      line: (line, bytes) => {
+        assert.equal(bytes, Buffer.byteLength(line));
+        result.lines.push(line);
+      },
+      overflow: (head) => result.overflows.push({ head }),
       overflowEnded: (bytes) => {
         const last = result.overflows.at(-1);
         if (last !== undefined) last.bytes = bytes;
@@ -45,7 +48,7 @@ function split(pieces: Buffer[], maxLineBytes: number, crEndsLine: boolean, head
 }
 
 describe('line splitter', () => {
-  it('gives the same lines however the stream is cut (LF, CRLF and lone CR where CR ends lines)', () => {
+  it('gives the same lines however the stream is cut, characters split between chunks included (LF, CRLF, and lone CR where CR ends lines)', () => {
     const line = fc.array(fc.constantFrom('a', 'z', '{', '}', '"', ':', ',', ' ', 'é', '€', '😀'), { maxLength: 40 }).map((chars) => chars.join(''));
     fc.assert(
       fc.property(fc.array(line, { maxLength: 12 }), fc.constantFrom('\n', '\r\n', '\r'), fc.array(fc.nat(), { maxLength: 12 }), (lines, eol, at) => {
@@ -64,11 +67,11 @@ describe('line splitter', () => {
   it('drops a line over the limit as it streams, reports its head and length, and goes on at the next line', () => {
     fc.assert(
       fc.property(fc.integer({ min: 11, max: 300 }), fc.array(fc.nat(), { maxLength: 20 }), (longBytes, at) => {
-        const long = `{"id":1,"x":"${'y'.repeat(longBytes)}"}`;
-        const bytes = Buffer.from(`short\n${long}\nafter\n`);
+        const long = `{"id":1,"x":"${'é'.repeat(longBytes)}"}`;
+        const bytes = Buffer.from(`short\n${long}\nüafter\n`);
         const got = split(cut(bytes, at), 10, false, 8);
-        assert.deepEqual(got.lines, ['short', 'after']);
-        assert.deepEqual(got.overflows, [{ head: long.slice(0, 8), bytes: long.length }]);
+        assert.deepEqual(got.lines, ['short', 'üafter']);
+        assert.deepEqual(got.overflows, [{ head: long.slice(0, 8), bytes: Buffer.byteLength(long) }]);
       }),
     );
   });
