@@ -115,6 +115,12 @@ for (const transport of ['stdio', 'streamable-http', 'sse'] as const) {
         assert.ok(logged(gateway, /^upstream stderr line longer than maxMessageBytes/).some((e) => e.upstream === 'tight'));
       });
 
+      test("an over-long request of the upstream's own is refused back to it, and its call goes on", async () => {
+        const { client } = await scope.client(gateway.url);
+        const result = await client.callTool({ name: 'tight_huge_request', arguments: { bytes: 2 * MiB } });
+        assert.equal(textOf(result), 'answered: The request is larger than the gateway accepts from this server (maxMessageBytes: 1048576 bytes)');
+      });
+
       test('a task whose result is over the limit fails with the same message', async () => {
         const created = await modern(gateway.url, 'tools/call', { name: 'tight_big_result', arguments: { bytes: 2 * MiB } }, { capabilities: TASKS_CAPABILITIES });
         assert.equal(created.result?.resultType, 'task', JSON.stringify(created.response));
