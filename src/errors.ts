@@ -32,6 +32,8 @@ const REGISTRY = {
   resource_not_found: { rpc: ResourceNotFound, http: 200 },
   /** The upstream cannot be reached, crashed, or closed its connection during the call. */
   upstream_unavailable: { rpc: InternalError, http: 200 },
+  /** The upstream sent a message larger than its maxMessageBytes; the message was dropped. */
+  upstream_message_too_large: { rpc: InternalError, http: 200 },
   /** The upstream did not answer within the configured request deadline. */
   upstream_timeout: { rpc: GatewayServerError, http: 200 },
   /** The task store (Redis) cannot be reached: the request fails at once instead of hanging. */
@@ -106,6 +108,11 @@ export function toJsonRpcError(error: unknown): JsonRpcErrorObject {
 
 export function upstreamUnavailable(upstream: string, reason: string): GatewayError {
   return new GatewayError('upstream_unavailable', `Upstream '${upstream}' is unavailable: ${reason}`, { upstream });
+}
+
+/** A call whose answer (or whose stream) carried a message larger than the upstream's maxMessageBytes. */
+export function upstreamMessageTooLarge(upstream: string, maxMessageBytes: number): GatewayError {
+  return new GatewayError('upstream_message_too_large', `Upstream '${upstream}' sent a message larger than maxMessageBytes (${maxMessageBytes} bytes)`, { upstream, maxMessageBytes });
 }
 
 /**

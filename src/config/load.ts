@@ -327,7 +327,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
     const u = raw.upstreams[name];
     if (u === undefined) throw new Error(`unreachable: upstream ${name} vanished`);
     const prefix = u.prefix ?? (several ? `${name}__` : '');
-    const common = { name, transport: u.transport, prefix, requestTimeoutMs: u.requestTimeoutMs, taskConcurrency: u.taskConcurrency };
+    const common = { name, transport: u.transport, prefix, requestTimeoutMs: u.requestTimeoutMs, taskConcurrency: u.taskConcurrency, maxMessageBytes: u.maxMessageBytes };
     if (u.transport === 'stdio') {
       return {
         ...common,

@@ -55,6 +55,7 @@ export const DEFAULTS = Object.freeze({
   leaseMs: 10_000,
   drainTimeoutMs: 5_000,
   protocol: 'auto',
+  maxMessageBytes: 16 * 1024 * 1024,
 } as const);
 
 export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
@@ -166,6 +167,9 @@ const upstreamCommon = {
   prefix: prefix.optional(),
   requestTimeoutMs: int(0).default(DEFAULTS.requestTimeoutMs),
   taskConcurrency: int(0).default(0),
+  // At least 64 KiB (a smaller one is a unit mistake: initialize and tools/list need more); at most 512 MiB, about the
+  // longest string V8 can hold, which a message must become to be parsed.
+  maxMessageBytes: int(64 * 1024, 512 * 1024 * 1024).default(DEFAULTS.maxMessageBytes),
 };
 
 export const RestartSchema = z

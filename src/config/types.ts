@@ -54,6 +54,11 @@ export interface UpstreamCommon {
   requestTimeoutMs: number;
   /** Tasks running on this upstream at once; more wait, queued in order. 0 = unlimited. */
   taskConcurrency: number;
+  /**
+   * Largest message accepted from the upstream (a stdio line, an SSE event, a JSON body), in bytes. A larger one
+   * is dropped as it streams, and the call it answers fails.
+   */
+  maxMessageBytes: number;
 }
 
 export interface StdioUpstreamConfig extends UpstreamCommon {

@@ -1,6 +1,7 @@
-import { GatewayError, sendFailure, upstreamUnavailable, InternalError, RequestCancelled } from '../errors.js';
+import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamUnavailable, InternalError, InvalidRequest, RequestCancelled } from '../errors.js';
 import {
   asObject,
+  errorResponse,
   isNotification,
   isRequest,
   toResponse,
@@ -15,7 +16,9 @@ import {
 import type { Logger } from '../log.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
 import { taskStatusMessage } from '../protocol/rev2025-11-25/codec.js';
+import type { OversizedMessage } from './oversized.js';
 import type { UpstreamTransport } from './transport.js';
+import { warnViolation } from './violations.js';
 
 /** The client-side half of a call the gateway forwards: where the upstream's related messages go. */
 export interface CallContext {
@@ -91,6 +94,7 @@ export class UpstreamConnection {
     transport.onmessage = (message, relatedTo) => this.receive(message, relatedTo);
     transport.onrequestlost = (id, reason) =>
       this.fail(id, new GatewayError('upstream_unavailable', `Upstream '${upstreamName}' lost the call: ${reason}`, { upstream: upstreamName }).toJsonRpc());
+    transport.onoversized = (message) => this.dropOversized(message);
     transport.onclose = (reason) => this.onClosed(reason);
   }
 
@@ -197,6 +201,22 @@ export class UpstreamConnection {
     if (pending === undefined) return;
     this.pending.delete(id);
     pending.settle({ error });
+  }
+
+  /**
+   * A message too large to take fails the call it answers, where that is known (it came on the call's own stream,
+   * or its head names the call), at once rather than leaving it to wait for an answer that was dropped. A request
+   * of the upstream's own is refused, so that the upstream does not wait either.
+   */
+  private dropOversized({ limit, relatedTo, head, excerpt }: OversizedMessage): void {
+    const call = relatedTo ?? (head.kind === 'response' ? head.id : undefined);
+    const failed = call !== undefined && this.pending.has(call);
+    warnViolation(this.logger, 'a message larger than maxMessageBytes', { maxMessageBytes: limit, head: excerpt, ...(failed ? { failedCall: call } : {}) });
+    if (call !== undefined) this.fail(call, upstreamMessageTooLarge(this.upstreamName, limit).toJsonRpc());
+    if (relatedTo === undefined && head.kind === 'request' && this.closedReason === undefined) {
+      const refusal = errorResponse(head.id, InvalidRequest, `The request is larger than the gateway accepts from this server (maxMessageBytes: ${limit} bytes)`);
+      this.transport.send(refusal).catch((error: Error) => this.logger.debug({ err: error }, 'could not refuse the oversized upstream request'));
+    }
   }
 
   private unavailable(reason: string): GatewayError {

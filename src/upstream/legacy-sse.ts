@@ -1,6 +1,8 @@
 import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
 import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
+import { readBodyStart } from './body-reader.js';
+import { oversized, RESYNC_FACTOR } from './oversized.js';
 import { readSse } from './sse-reader.js';
 import { receiveDecoded, type UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
@@ -13,6 +15,7 @@ export class LegacySseTransport implements UpstreamTransport {
   onmessage?: UpstreamTransport['onmessage'];
   onclose?: UpstreamTransport['onclose'];
   onrequestlost?: UpstreamTransport['onrequestlost'];
+  onoversized?: UpstreamTransport['onoversized'];
 
   private endpoint: string | undefined;
   private closed = false;
@@ -23,6 +26,8 @@ export class LegacySseTransport implements UpstreamTransport {
     private readonly headers: Readonly<Record<string, string>>,
     private readonly agent: Agent,
     private readonly logger: Logger,
+    /** Largest SSE event taken from the upstream. */
+    private readonly maxMessageBytes: number,
   ) {}
 
   async start(): Promise<void> {
@@ -36,6 +41,9 @@ export class LegacySseTransport implements UpstreamTransport {
       await response.body.dump();
       throw new Error(`HTTP ${response.statusCode} opening the SSE stream`);
     }
+    // Every message comes on this one stream: an over-long event is skipped to its end (its call, when its head
+    // names one, fails), and only one that does not end within RESYNC_FACTOR × the limit closes the connection.
+    const limit = this.maxMessageBytes;
     await new Promise<void>((resolve, reject) => {
       void readSse(response.body, (event) => {
         if (event.event === 'endpoint') {
@@ -52,8 +60,13 @@ export class LegacySseTransport implements UpstreamTransport {
           return;
         }
         receiveDecoded(decoded, this, this.logger);
-      }).then((outcome) => {
-        const reason = outcome.error ? `the SSE stream failed (${outcome.error.message})` : 'the upstream closed its SSE stream';
+      }, { maxEventBytes: limit, skipOversized: (head) => this.onoversized?.(oversized(limit, head)) }).then((outcome) => {
+        if (outcome.oversized) this.logger.warn({ maxMessageBytes: limit }, 'upstream SSE event does not end; closing the stream');
+        const reason = outcome.oversized
+          ? `it sent an SSE event of more than ${RESYNC_FACTOR * limit} bytes (${RESYNC_FACTOR} × maxMessageBytes) without ending it`
+          : outcome.error
+            ? `the SSE stream failed (${outcome.error.message})`
+            : 'the upstream closed its SSE stream';
         if (this.endpoint === undefined) reject(new Error(`${reason} before naming its endpoint`));
         if (!this.closed) {
           this.closed = true;
@@ -71,7 +84,7 @@ export class LegacySseTransport implements UpstreamTransport {
       headers: { ...this.headers, 'content-type': 'application/json' },
       body: encodeMessage(message),
     });
-    const text = await response.body.text().catch(() => '');
+    const text = await readBodyStart(response.body, 300);
     if (response.statusCode >= 300) throw new Error(`HTTP ${response.statusCode}${text ? `: ${text.slice(0, 300)}` : ''}`);
   }
 

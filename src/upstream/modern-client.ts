@@ -1,12 +1,15 @@
 // A client for upstreams that speak 2026-07-28: every request is its own POST carrying the envelope and the
 // MCP headers; the answer is JSON or an SSE stream of notifications ending with the response.
 import { request, type Agent } from 'undici';
-import { GatewayError, sendFailure, InternalError, RequestCancelled } from '../errors.js';
+import { GatewayError, sendFailure, upstreamMessageTooLarge, InternalError, RequestCancelled } from '../errors.js';
 import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION, paramHeaders } from '../protocol/mcp.js';
 import { inputRequestsOf, retryParams } from '../protocol/rev2026-07-28/codec.js';
 import type { CallContext, UpstreamCall } from './connection.js';
+import { warnViolation } from './violations.js';
+import { readBoundedText } from './body-reader.js';
+import { MessageTooLargeError } from './oversized.js';
 import { readSse } from './sse-reader.js';
 
 export interface ModernRequestOptions {
@@ -34,6 +37,8 @@ export class ModernUpstreamClient {
     private readonly agent: Agent,
     private readonly logger: Logger,
     private readonly clientInfo: JsonObject,
+    /** Largest message taken from the upstream (a JSON body, one SSE event); past it the request fails, alone. */
+    private readonly maxMessageBytes: number,
   ) {}
 
   /** The envelope of requests the gateway makes for itself (discovery, catalog, listen). */
@@ -74,18 +79,23 @@ export class ModernUpstreamClient {
     try {
       if (contentType.includes('text/event-stream')) {
         let outcome: Outcome | undefined;
-        const read = await readSse(response.body, (event) => {
-          const message = parse(event.data);
-          if (message === undefined) return;
-          if (isNotification(message)) options.onNotification?.(message);
-          else if ('id' in message && message.id === id && ('result' in message || 'error' in message)) {
-            outcome = 'result' in message ? { result: message.result } : { error: message.error };
-          }
-        });
+        const read = await readSse(
+          response.body,
+          (event) => {
+            const message = parse(event.data);
+            if (message === undefined) return;
+            if (isNotification(message)) options.onNotification?.(message);
+            else if ('id' in message && message.id === id && ('result' in message || 'error' in message)) {
+              outcome = 'result' in message ? { result: message.result } : { error: message.error };
+            }
+          },
+          { maxEventBytes: this.maxMessageBytes },
+        );
         if (outcome !== undefined) return outcome;
+        if (read.oversized !== undefined) throw new MessageTooLargeError(this.maxMessageBytes, read.oversized.head);
         throw read.error ?? new Error('the upstream ended its stream without answering');
       }
-      const text = await response.body.text();
+      const text = await readBoundedText(response.body, this.maxMessageBytes, response.headers['content-length']);
       const message = parse(text);
       if (message !== undefined && 'id' in message && ('result' in message || 'error' in message)) {
         return 'result' in message ? { result: message.result } : { error: message.error };
@@ -166,6 +176,10 @@ export class ModernUpstreamClient {
 
   private failure(error: unknown, method: string, options: ModernRequestOptions): GatewayError {
     if (options.signal?.aborted) return new GatewayError('upstream_unavailable', 'Request cancelled');
+    if (error instanceof MessageTooLargeError) {
+      warnViolation(this.logger, 'a message larger than maxMessageBytes', { maxMessageBytes: error.limit, method, head: error.head.slice(0, 200) });
+      return upstreamMessageTooLarge(this.upstreamName, error.limit);
+    }
     if (error instanceof Error && error.name === 'TimeoutError') {
       return new GatewayError('upstream_timeout', `Upstream '${this.upstreamName}' did not answer ${method} within ${options.timeoutMs} ms`, { upstream: this.upstreamName });
     }

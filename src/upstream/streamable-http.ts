@@ -2,6 +2,8 @@ import type { Readable } from 'node:stream';
 import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
 import { decodeJsonBody, encodeMessage, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
+import { readBodyStart, readBoundedText } from './body-reader.js';
+import { MessageTooLargeError, oversized, RESYNC_FACTOR } from './oversized.js';
 import { readSse } from './sse-reader.js';
 import { receiveDecoded, type UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
@@ -19,6 +21,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
   onmessage?: UpstreamTransport['onmessage'];
   onrequestlost?: UpstreamTransport['onrequestlost'];
   onclose?: UpstreamTransport['onclose'];
+  onoversized?: UpstreamTransport['onoversized'];
 
   private sessionId: string | undefined;
   private protocolVersion: string | undefined;
@@ -30,6 +33,8 @@ export class StreamableHttpTransport implements UpstreamTransport {
     private readonly headers: Readonly<Record<string, string>>,
     private readonly agent: Agent,
     private readonly logger: Logger,
+    /** Largest message taken from the upstream: a JSON body, or one SSE event. */
+    private readonly maxMessageBytes: number,
   ) {}
 
   async start(): Promise<void> {}
@@ -68,7 +73,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
         throw new Error('the upstream session expired (HTTP 404)');
       }
       if (status >= 300) {
-        const text = await response.body.text().catch(() => '');
+        const text = await readBodyStart(response.body, 300);
         throw new Error(`HTTP ${status}${text ? `: ${text.slice(0, 300)}` : ''}`);
       }
       const requestId = isRequest(message) ? message.id : undefined;
@@ -82,7 +87,8 @@ export class StreamableHttpTransport implements UpstreamTransport {
       const json = contentType.includes('application/json');
       if (json || contentType === '') {
         // A missing Content-Type is forgiven when the body is JSON: there is nothing else it could mean.
-        const text = await response.body.text();
+        const text = await this.readBody(response.body, response.headers['content-length'], requestId);
+        if (text === undefined) return;
         if (!json) warnViolation(this.logger, 'a response without Content-Type');
         const answered = json || /^\uFEFF?\s*[[{]/.test(text) ? this.dispatchPayload(text, requestId) : false;
         if (requestId !== undefined && !answered) this.onrequestlost?.(requestId, json ? 'the upstream answered without a response' : 'the upstream answered without Content-Type and without JSON');
@@ -110,6 +116,20 @@ export class StreamableHttpTransport implements UpstreamTransport {
       })
         .then((response) => response.body.dump())
         .catch(() => undefined);
+    }
+  }
+
+  /**
+   * A JSON body, at most maxMessageBytes: a larger one is cut off as it arrives (its request aborted) and the call
+   * it answers fails; the upstream's other traffic goes on. Undefined when it was too large.
+   */
+  private async readBody(body: Readable, contentLength: string | string[] | undefined, requestId: RequestId | undefined): Promise<string | undefined> {
+    try {
+      return await readBoundedText(body, this.maxMessageBytes, contentLength);
+    } catch (error) {
+      if (!(error instanceof MessageTooLargeError)) throw error;
+      this.onoversized?.(oversized(this.maxMessageBytes, error.head, requestId));
+      return undefined;
     }
   }
 
@@ -159,10 +179,19 @@ export class StreamableHttpTransport implements UpstreamTransport {
     let answered = false;
     let stream: Readable = body;
     for (let attempt = 0; ; attempt++) {
-      const outcome = await readSse(stream, (event) => {
-        if (this.dispatchPayload(event.data, requestId)) answered = true;
-      });
+      const outcome = await readSse(
+        stream,
+        (event) => {
+          if (this.dispatchPayload(event.data, requestId)) answered = true;
+        },
+        { maxEventBytes: this.maxMessageBytes },
+      );
       this.aborts.delete(abort);
+      if (outcome.oversized !== undefined) {
+        // The stream is this request's own, so only the request is lost (and only if it was still unanswered).
+        this.onoversized?.(oversized(this.maxMessageBytes, outcome.oversized.head, answered ? undefined : requestId));
+        return;
+      }
       if (answered || requestId === undefined || this.closed) return;
       // The upstream closed the stream before answering (SEP-1699 polling, or a dropped connection):
       // resume it with Last-Event-ID when it gave us one, else the call is lost.
@@ -224,8 +253,13 @@ export class StreamableHttpTransport implements UpstreamTransport {
         throw new Error(`HTTP ${response.statusCode}`);
       }
       failures = 0;
-      const outcome = await readSse(response.body, (event) => this.dispatchPayload(event.data, undefined));
+      // This stream carries everything unrelated to a request: an over-long event is skipped, not the stream.
+      const outcome = await readSse(response.body, (event) => this.dispatchPayload(event.data, undefined), {
+        maxEventBytes: this.maxMessageBytes,
+        skipOversized: (head) => this.onoversized?.(oversized(this.maxMessageBytes, head)),
+      });
       lastEventId = outcome.lastEventId ?? lastEventId;
+      if (outcome.oversized !== undefined) throw new Error(`an event on the GET stream went past ${RESYNC_FACTOR} × maxMessageBytes without ending`);
       throw outcome.error ?? new Error('stream ended');
     };
     const loop = async (): Promise<void> => {

@@ -1,5 +1,6 @@
 import { responseIdOf, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
+import type { OversizedMessage } from './oversized.js';
 import { warnViolation } from './violations.js';
 
 /**
@@ -24,6 +25,8 @@ export interface UpstreamTransport {
   onmessage?: (message: JsonRpcMessage, relatedTo?: RequestId) => void;
   /** A request's response stream ended for good without its response. */
   onrequestlost?: (id: RequestId, reason: string) => void;
+  /** A message larger than the upstream's maxMessageBytes was dropped (the call it answers, if known, must fail). */
+  onoversized?: (message: OversizedMessage) => void;
   /** The connection is gone for good (process exit, stream closed, session expired). */
   onclose?: (reason: string) => void;
 }

@@ -103,7 +103,7 @@ export class Upstream {
     this.logger = logger.child({ upstream: config.name });
     this.agent = config.transport === 'stdio' ? undefined : createUpstreamAgent(config);
     if (config.transport === 'streamable-http' && config.protocol !== 'legacy' && this.agent !== undefined) {
-      this.modern = new ModernUpstreamClient(config.name, config.url, config.headers, this.agent, this.logger, { name: 'taskgate', version: gatewayVersion });
+      this.modern = new ModernUpstreamClient(config.name, config.url, config.headers, this.agent, this.logger, { name: 'taskgate', version: gatewayVersion }, config.maxMessageBytes);
     }
     this.restartDelayMs = config.transport === 'stdio' ? config.restart.initialDelayMs : 1000;
   }
@@ -360,8 +360,8 @@ export class Upstream {
     const config = this.config;
     if (config.transport === 'stdio') return new StdioTransport(config, this.logger);
     const agent = this.agent as Agent;
-    if (config.transport === 'sse') return new LegacySseTransport(config.url, config.headers, agent, this.logger);
-    return new StreamableHttpTransport(config.url, config.headers, agent, this.logger);
+    if (config.transport === 'sse') return new LegacySseTransport(config.url, config.headers, agent, this.logger, config.maxMessageBytes);
+    return new StreamableHttpTransport(config.url, config.headers, agent, this.logger, config.maxMessageBytes);
   }
 
   private async connectControl(): Promise<void> {

@@ -49,6 +49,7 @@ describe('config: the contract example', () => {
       prefix: 'everything__',
       requestTimeoutMs: 60_000,
       taskConcurrency: 0,
+      maxMessageBytes: 16_777_216,
       command: 'node',
       args: ['path/to/server.js'],
       env: { API_KEY: 'dev-key' },
@@ -63,6 +64,7 @@ describe('config: the contract example', () => {
       prefix: 'ci__',
       requestTimeoutMs: 60_000,
       taskConcurrency: 0,
+      maxMessageBytes: 16_777_216,
       url: 'http://127.0.0.1:3001/mcp',
       headers: { Authorization: 'Bearer tok' },
       connectTimeoutMs: 10_000,
@@ -412,6 +414,19 @@ describe('config: located errors', () => {
       [...errors.map((e) => e.line)].sort((a, b) => a - b),
       'errors are sorted by position',
     );
+  });
+
+  it('takes maxMessageBytes on every transport, between 64 KiB and 512 MiB', () => {
+    const config = parseConfig(
+      ['upstreams:', '  a: { command: a, maxMessageBytes: 268435456 }', '  b: { url: "http://127.0.0.1:1/mcp", maxMessageBytes: "65536" }', '  c: { transport: sse, url: "http://127.0.0.1:1/sse" }'].join('\n'),
+      'test.yaml',
+      {},
+    );
+    assert.deepEqual(config.upstreams.map((u) => u.maxMessageBytes), [268_435_456, 65_536, 16_777_216]);
+    const errors = parseErrors(['upstreams:', '  a: { command: a, maxMessageBytes: 16 }', '  b: { url: "http://127.0.0.1:1/mcp", maxMessageBytes: 1073741824 }'].join('\n'));
+    const message = (p: string) => errors.find((e) => e.path === p)?.message ?? '';
+    assert.match(message('upstreams.a.maxMessageBytes'), />= 65536, got 16/);
+    assert.match(message('upstreams.b.maxMessageBytes'), /<= 536870912, got 1073741824/);
   });
 
   it('checks allowed origins and hosts for the shapes the headers have', () => {
