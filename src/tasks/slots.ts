@@ -71,8 +71,9 @@ export class TaskSlots {
     void this.store.releaseSlot(slot.key, slot.ticket).catch(() => undefined);
   }
 
-  renew(slots: SlotTicket[]): void {
-    if (slots.length > 0) void this.store.renewSlots(slots, this.leaseMs).catch(() => undefined);
+  /** Renews the tickets' leases (heartbeat); rejects when the store did not take it. */
+  async renew(slots: SlotTicket[]): Promise<void> {
+    if (slots.length > 0) await this.store.renewSlots(slots, this.leaseMs);
   }
 
   /**
