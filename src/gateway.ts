@@ -141,8 +141,11 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
         storeStatus.ok = false;
         storeStatus.error = (error as Error).message;
       }
-      const ready = storeStatus.ok === true && !shuttingDown;
-      return { ready, body: { ready, store: storeStatus, upstreams: upstreams.map((u) => u.status()), sessions: sessions.size } };
+      // A replica whose lease renewals fail is about to have its tasks declared lost by the others (even while
+      // the store answers PING: a full Redis refuses the writes).
+      const leases = tasks.leaseHealth();
+      const ready = storeStatus.ok === true && leases.ok && !shuttingDown;
+      return { ready, body: { ready, store: storeStatus, leases, upstreams: upstreams.map((u) => u.status()), sessions: sessions.size } };
     },
   });
 

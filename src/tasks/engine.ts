@@ -23,7 +23,7 @@ import {
 } from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
-import { TaskLeases, type LeasedRuns, type LeasePeerMessages, type LossHandling } from './leases.js';
+import { TaskLeases, type LeasedRuns, type LeaseHealth, type LeasePeerMessages, type LossHandling } from './leases.js';
 import { PendingInputs, type InputRequest } from './pending-inputs.js';
 import type { Peers } from './peers.js';
 import { NATIVE_TASKS_PRINCIPAL } from './principals.js';
@@ -183,6 +183,11 @@ export class TaskEngine {
     });
     this.logger.info({ audit: 'task.created', task: task.taskId, principal, tool: exposedName, upstream: upstream.name, era }, 'task created');
     return task;
+  }
+
+  /** How this replica's lease renewal fares: for readiness. */
+  leaseHealth(): LeaseHealth {
+    return this.leases.health();
   }
 
   /**
