@@ -85,7 +85,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     lost: (task) => {
       if (task.era === 'legacy') void legacyTasks.tellSession(task, (sessionId) => sessions.get(sessionId));
     },
-  }, rateLimiter);
+  }, { authenticated: config.auth !== undefined, rateLimiter });
   const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse);
   const modernTasks = new ModernTasks(tasks);
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger);

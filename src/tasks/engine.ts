@@ -28,7 +28,7 @@ import { PendingInputs, type InputRequest } from './pending-inputs.js';
 import type { Peers } from './peers.js';
 import { NATIVE_TASKS_PRINCIPAL } from './principals.js';
 import type { RateLimiter } from './rate-limits.js';
-import { principalSlot, TaskSlots, type SlotTicket } from './slots.js';
+import { TaskSlots, type SlotTicket } from './slots.js';
 
 const LIST_PAGE_SIZE = 50;
 /** How often a kept terminal change is retried while the store is away. */
@@ -143,11 +143,14 @@ export class TaskEngine {
     private readonly peers: TaskPeers,
     /** What running a lost task's call again needs. */
     private readonly recovery: RecoveryDeps,
-    /** Task creations per principal (`auth.rateLimits`); undefined without auth. */
-    private readonly rateLimiter?: RateLimiter,
+    /**
+     * Who creates tasks. With `auth`: authenticated principals, each counted on its own, and task creations per
+     * principal (`auth.rateLimits`). Without: every client counts as one anonymous principal.
+     */
+    private readonly callers: { authenticated: boolean; rateLimiter?: RateLimiter },
   ) {
     const leaseMs = replica.leaseMs;
-    this.slots = new TaskSlots(store, logger, leaseMs, () => this.replicaId);
+    this.slots = new TaskSlots(store, logger, leaseMs, () => this.replicaId, callers.authenticated);
     peers.on('task.update', async (body, peer) => {
       const run = this.runs.get(body.taskId);
       if (run === undefined || run.ended) return undefined;
@@ -180,7 +183,7 @@ export class TaskEngine {
     const taskId = newTaskId();
     this.holdRoom(taskId);
     try {
-      await this.rateLimiter?.taskCreation(principal);
+      await this.callers.rateLimiter?.taskCreation(principal);
       await this.slots.claimPrincipal(principal, taskId, policy);
       const { retentionMs, pollMs } = taskTiming(policy, requestedTtl);
       const task = await this.store
@@ -188,7 +191,7 @@ export class TaskEngine {
         // client's data. That is where policy allows a re-run, or where the task may wait in line for a slot.
         .create({ taskId, principal, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs, ...(call !== undefined && this.mayStartElsewhere(policy, upstream) ? { call } : {}) })
         .catch((error: unknown) => {
-          if (policy.maxTasksPerPrincipal > 0) this.slots.release({ key: principalSlot(principal), ticket: taskId });
+          if (policy.maxTasksPerPrincipal > 0) this.slots.release(this.slots.principalTicket(principal, taskId));
           throw storeUnavailable(error);
         });
       await this.leases.lease([task.taskId]).catch((error: unknown) => {
@@ -290,7 +293,7 @@ export class TaskEngine {
     };
     this.runs.set(task.taskId, run);
     this.opening.delete(task.taskId); // the place open() held is the run's now
-    if (this.policyFor(task.tool).maxTasksPerPrincipal > 0) run.slots.push({ key: principalSlot(task.principal), ticket: task.taskId });
+    if (this.policyFor(task.tool).maxTasksPerPrincipal > 0) run.slots.push(this.slots.principalTicket(task.principal, task.taskId));
     // A task cancelled through another replica (or any other way) stops its upstream call here.
     run.stopWatching = this.store.watch(task.taskId, (changed) => {
       if (!isTerminal(changed.status) || run.ended) return;
