@@ -13,7 +13,7 @@ import { redisKeys } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
 import { IDS_PER_SCRIPT_CALL, isTerminal, newTaskId, type NewTask, type TaskRecord } from '../../src/store/task-store.js';
 import { fixtureCommand, freePort } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, logEntries, modern, TASKS_CAPABILITIES, testScope, type Json } from './harness.js';
+import { eventually, fixtureExecutions, logEntries, modern, TASKS_CAPABILITIES, testScope, textOf, type Json } from './harness.js';
 import { createdTaskId, LegacyWire } from './legacy-wire.js';
 import { startRedis, stopRedis } from './redis-server.js';
 
@@ -244,6 +244,28 @@ describe('replicas.maxRunningTasks', () => {
     await wire.request(gateway.url, 'tasks/cancel', { taskId: first });
     const admitted = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
     assert.equal(admitted.result?.resultType, 'task', JSON.stringify(admitted.messages));
+  });
+
+  test('a 2026-07-28 call refused as it becomes a task (past taskAfterMs) is cancelled upstream', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('stdio');
+    const gateway = await scope.gateway({
+      upstreams: { fx: upstream.config },
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 300 } },
+      replicas: { maxRunningTasks: 1, drainTimeoutMs: 0 },
+    });
+    const call = (label: string): ReturnType<typeof modern> =>
+      modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label } }, { capabilities: TASKS_CAPABILITIES });
+    assert.equal((await call('late-1')).result?.resultType, 'task');
+    const refused = await call('late-2');
+    assert.equal(refused.status, 503, JSON.stringify(refused.messages));
+    assert.match(String(refused.error?.message), /replicas\.maxRunningTasks: 1/);
+    // It ran upstream for taskAfterMs before it was refused: the upstream hears it is cancelled.
+    const { client } = await scope.client(gateway.url);
+    await eventually(async () => {
+      const who = JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} }))) as { cancelled: { tool: string }[] };
+      return who.cancelled.some((c) => c.tool === 'slow_compute');
+    });
   });
 });
 
