@@ -129,7 +129,9 @@ export class TaskLeases {
     const ids = [...this.runs.heldIds(), ...this.recovering];
     const started = performance.now();
     try {
-      await Promise.all([this.runs.renewSlots(), this.store.lease(ids, this.peers.id, this.leaseMs, { renew: true })]);
+      // Both settle before the round ends (a round never overlaps the next), then either failure fails it.
+      const settled = await Promise.allSettled([this.runs.renewSlots(), this.store.lease(ids, this.peers.id, this.leaseMs, { renew: true })]);
+      for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
       this.lastRound = { ids: ids.length, ms: performance.now() - started };
       if (this.renewalFailure !== undefined) this.logger.info({ held: ids.length }, 'task lease renewals succeed again');
       this.renewalFailure = undefined;
