@@ -1,7 +1,8 @@
 // `npm run bench`: sync tools/call through taskgate vs directly against the same upstream, in one run, reported as
 // ratios against the direct baseline measured in that same run (absolute numbers depend on the machine; ratios
 // measured side by side much less). With a stdio upstream the two npm peers front the same server too. The tasks
-// scenario (bench/tasks.ts) measures the task path next to a fastify floor and the upstream called directly.
+// scenario (bench/tasks.ts) measures the task path next to a fastify floor and the upstream called directly; the
+// scale scenario (bench/scale.ts) lease renewal of 100k held tasks and the takeover of a dead replica's 40k.
 // See bench/README.md for what each number means.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { HttpLoad } from './load.js';
 import { cpuMs, freePort, rssBytes, startProc, treeRss, waitHttp, type Proc } from './procs.js';
 import { gcAndMeasure } from './inspector.js';
+import { reportScale, scaleScenario, type ScaleResult, type ScaleSettings } from './scale.js';
 import { everythingEntry, StdioDirect } from './stdio-direct.js';
 import { envInt, planFromArgs, planOptions, runPlan, type Driver, type LoadPlan, type PhaseStats } from './stats.js';
 import {
@@ -42,8 +44,8 @@ const RSS_FLAT_REL = 0.1;
 const RSS_SAMPLE_MS = 250;
 
 type Scenario = 'http' | 'stdio';
-type ScenarioName = Scenario | 'tasks';
-const ALL_SCENARIOS: readonly ScenarioName[] = ['http', 'stdio', 'tasks'];
+type ScenarioName = Scenario | 'tasks' | 'scale';
+const ALL_SCENARIOS: readonly ScenarioName[] = ['http', 'stdio', 'tasks', 'scale'];
 type TargetName = 'direct' | 'taskgate' | 'supergateway' | 'mcp-proxy';
 const ALL_TARGETS: readonly TargetName[] = ['direct', 'taskgate', 'supergateway', 'mcp-proxy'];
 
@@ -105,6 +107,10 @@ interface Settings extends LoadPlan {
   redisUrl: string;
   completionTasks: number;
   finishMs: number;
+  /** scale scenario */
+  heldTasks: number;
+  orphanTasks: number;
+  scaleLeaseMs: number;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -125,6 +131,9 @@ function parseSettings(): Settings {
       'redis-url': { type: 'string' },
       'completion-tasks': { type: 'string' },
       'finish-ms': { type: 'string' },
+      'held-tasks': { type: 'string' },
+      'orphan-tasks': { type: 'string' },
+      'lease-ms': { type: 'string' },
     },
   });
   const list = <T extends string>(v: string | undefined, all: readonly T[], flag: string): T[] | undefined => {
@@ -144,13 +153,16 @@ function parseSettings(): Settings {
     smoke,
     rounds: Math.max(1, values.rounds !== undefined ? Number(values.rounds) : smoke ? 1 : envInt('BENCH_ROUNDS', 1)),
     settleMs: values['settle-ms'] !== undefined ? Number(values['settle-ms']) : smoke ? 300 : envInt('BENCH_SETTLE_MS', 3000),
-    scenarios: list(values.scenarios, ALL_SCENARIOS, 'scenarios') ?? (smoke ? ['http', 'tasks'] : [...ALL_SCENARIOS]),
+    scenarios: list(values.scenarios, ALL_SCENARIOS, 'scenarios') ?? (smoke ? ['http', 'tasks', 'scale'] : [...ALL_SCENARIOS]),
     targets: list(values.targets, ALL_TARGETS, 'targets') ?? (smoke ? ['direct', 'taskgate'] : [...ALL_TARGETS]),
     useTsx: values.tsx === true,
     stores: list(values.stores, ALL_STORES, 'stores') ?? (smoke ? ['redis'] : [...ALL_STORES]),
     redisUrl: values['redis-url'] ?? process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
     completionTasks: values['completion-tasks'] !== undefined ? Number(values['completion-tasks']) : smoke ? 10 : 200,
     finishMs: values['finish-ms'] !== undefined ? Number(values['finish-ms']) : 100,
+    heldTasks: values['held-tasks'] !== undefined ? Number(values['held-tasks']) : smoke ? 2_000 : 100_000,
+    orphanTasks: values['orphan-tasks'] !== undefined ? Number(values['orphan-tasks']) : smoke ? 2_000 : 40_000,
+    scaleLeaseMs: values['lease-ms'] !== undefined ? Number(values['lease-ms']) : smoke ? 1_000 : 10_000,
   };
 }
 
@@ -709,6 +721,11 @@ async function smokeWithoutRedis(s: Settings): Promise<void> {
   }
   console.log(`! ${redis}; the smoke run measures the task path on the memory store instead`);
   s.stores = [...new Set([...s.stores.filter((x) => x !== 'redis'), 'memory' as const])];
+  // Leases across replicas need a store they share: without Redis there is nothing to measure.
+  if (s.scenarios.includes('scale')) {
+    console.log('! the smoke run skips the scale scenario (it needs Redis)');
+    s.scenarios = s.scenarios.filter((x) => x !== 'scale');
+  }
 }
 
 async function main(): Promise<void> {
@@ -717,7 +734,8 @@ async function main(): Promise<void> {
   console.log(
     `taskgate bench${s.smoke ? ' (smoke)' : ''}: scenarios ${s.scenarios.join(',')}, targets ${s.targets.join(',')}, ` +
       `${s.clients} clients, warmup ${s.warmupMs} ms, latency ${s.latencyMs} ms, throughput ${s.count ?? s.durationMs}${s.count !== undefined ? ' calls' : ' ms'}, ` +
-      `${s.rounds} round(s), ${s.scenarios.includes('tasks') ? `stores ${s.stores.join(',')}, ` : ''}node ${process.version}, ${cpus().length} CPUs`,
+      `${s.rounds} round(s), ${s.scenarios.includes('tasks') ? `stores ${s.stores.join(',')}, ` : ''}` +
+      `${s.scenarios.includes('scale') ? `scale ${s.heldTasks} held / ${s.orphanTasks} orphans / leaseMs ${s.scaleLeaseMs}, ` : ''}node ${process.version}, ${cpus().length} CPUs`,
   );
   const load = loadavg();
   if ((load[0] ?? 0) > cpus().length * 0.5) {
@@ -726,7 +744,7 @@ async function main(): Promise<void> {
         'ratios will be noisier (consider --rounds 3)',
     );
   }
-  const needsGateway = s.targets.includes('taskgate') || s.scenarios.includes('tasks');
+  const needsGateway = s.targets.includes('taskgate') || s.scenarios.includes('tasks') || s.scenarios.includes('scale');
   const gw: GatewayCommand | string = needsGateway ? gatewayCommand(s.useTsx) : 'not selected';
   await smokeWithoutRedis(s);
   const tasksSettings: TasksSettings = {
@@ -741,9 +759,18 @@ async function main(): Promise<void> {
     completionTasks: s.completionTasks,
     finishMs: s.finishMs,
   };
+  const scaleSettings: ScaleSettings = {
+    smoke: s.smoke,
+    redisUrl: s.redisUrl,
+    heldTasks: s.heldTasks,
+    orphanTasks: s.orphanTasks,
+    leaseMs: s.scaleLeaseMs,
+    renewalRounds: s.smoke ? 3 : 5,
+  };
   const dir = mkdtempSync(join(tmpdir(), 'taskgate-bench-'));
   const results: TargetResult[] = [];
   const tasksRounds: TasksRound[] = [];
+  const scaleResults: ScaleResult[] = [];
   const checks: Check[] = [];
   const summaries: Summary[] = [];
   try {
@@ -751,6 +778,7 @@ async function main(): Promise<void> {
     for (currentRound = 1; currentRound <= s.rounds; currentRound++) {
       for (const scenario of s.scenarios) {
         if (scenario === 'tasks') tasksRounds.push(await tasksScenario(ROOT, tasksSettings, gw, dir, currentRound, s.rounds));
+        else if (scenario === 'scale') scaleResults.push(await scaleScenario(scaleSettings, gw, dir, currentRound, s.rounds));
         else results.push(...(scenario === 'http' ? await httpScenario(s, gw, dir) : await stdioScenario(s, gw, dir)));
       }
     }
@@ -764,6 +792,10 @@ async function main(): Promise<void> {
       checks.push(...tasksOut.checks);
       continue;
     }
+    if (scenario === 'scale') {
+      checks.push(...reportScale(scaleResults, scaleSettings));
+      continue;
+    }
     const out = report(scenario, results.filter((r) => r.scenario === scenario), s);
     checks.push(...out.checks);
     summaries.push(...out.summaries);
@@ -775,7 +807,7 @@ async function main(): Promise<void> {
   const verdict = (pass: boolean): string => (s.smoke ? 'info' : pass ? 'PASS' : 'FAIL');
   for (const c of checks) console.log(`  [${verdict(c.pass)}] ${c.scenario}: ${c.what}: ${c.detail}`);
 
-  const failedToRun = [...results.filter((r) => !r.ok), ...(tasksOut?.summary.failed ?? [])];
+  const failedToRun = [...results.filter((r) => !r.ok), ...(tasksOut?.summary.failed ?? []), ...scaleResults.filter((r) => !r.ok)];
   const tooManyErrors = results.filter((r) => r.ok && errorRate(r) > MAX_ERROR_RATE);
   for (const r of tooManyErrors) console.log(`  [ERR ] ${r.scenario}: ${r.label}: ${(errorRate(r) * 100).toFixed(2)}% errors (> 1%)`);
   const tasksTooManyErrors = tasksErrorRates(tasksRounds, MAX_ERROR_RATE);
@@ -796,6 +828,7 @@ async function main(): Promise<void> {
         checks,
         results,
         ...(s.scenarios.includes('tasks') ? { tasks: { summary: tasksOut?.summary, rounds: tasksRounds } } : {}),
+        ...(s.scenarios.includes('scale') ? { scale: { rounds: scaleResults } } : {}),
       },
       null,
       2,

@@ -40,6 +40,11 @@ const REGISTRY = {
   store_unavailable: { rpc: InternalError, http: 200 },
   /** The principal already holds maxTasksPerPrincipal unfinished tasks. */
   too_many_tasks: { rpc: InternalError, http: 200 },
+  /**
+   * This replica already runs replicas.maxRunningTasks tasks: a temporary refusal (another replica may have room);
+   * `data.retryAfterMs` says when to try again (HTTP 503 + Retry-After where the revision answers with a status).
+   */
+  replica_full: { rpc: InternalError, http: 503 },
   /** The principal already holds sessions.maxPerPrincipal open sessions. */
   too_many_sessions: { rpc: InvalidRequest, http: 429 },
   session_required: { rpc: InvalidRequest, http: 400 },

@@ -72,7 +72,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     (session, params) => router.cancelInflight(session, params),
   );
   const sessions: SessionRegistry = new SessionRegistry(config.sessions, config.sse, store, relay, (session) => void upstreamMessages.release(session));
-  const tasks: TaskEngine = new TaskEngine(store, config.tasks, logger, config.replicas.leaseMs, replicas, {
+  const tasks: TaskEngine = new TaskEngine(store, config.tasks, logger, config.replicas, replicas, {
     upstream: (name) => upstreams.find((u) => u.name === name),
     // A lost task runs again for whoever created it: a legacy session this replica can reach (if it still
     // exists), or modern clients; its call runs under the identity it was stored with (or the session's).
@@ -85,7 +85,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     lost: (task) => {
       if (task.era === 'legacy') void legacyTasks.tellSession(task, (sessionId) => sessions.get(sessionId));
     },
-  }, rateLimiter);
+  }, { authenticated: config.auth !== undefined, rateLimiter });
   const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse);
   const modernTasks = new ModernTasks(tasks);
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger);
@@ -141,8 +141,14 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
         storeStatus.ok = false;
         storeStatus.error = (error as Error).message;
       }
-      const ready = storeStatus.ok === true && !shuttingDown;
-      return { ready, body: { ready, store: storeStatus, upstreams: upstreams.map((u) => u.status()), sessions: sessions.size } };
+      // A replica whose lease renewals fail is about to have its tasks declared lost by the others (even while
+      // the store answers PING: a full Redis refuses the writes).
+      const { leases, running, maxRunningTasks } = tasks.health();
+      const ready = storeStatus.ok === true && leases.ok && !shuttingDown;
+      return {
+        ready,
+        body: { ready, store: storeStatus, leases, tasks: { running, maxRunningTasks }, upstreams: upstreams.map((u) => u.status()), sessions: sessions.size },
+      };
     },
   });
 

@@ -54,6 +54,7 @@ export const DEFAULTS = Object.freeze({
   clockToleranceSeconds: 5,
   leaseMs: 10_000,
   drainTimeoutMs: 5_000,
+  maxRunningTasks: 10_000,
   protocol: 'auto',
   maxMessageBytes: 16 * 1024 * 1024,
 } as const);
@@ -304,6 +305,7 @@ export const SseSchema = z.strictObject({
 export const ReplicasSchema = z.strictObject({
   leaseMs: int(100).default(DEFAULTS.leaseMs),
   drainTimeoutMs: int(0).default(DEFAULTS.drainTimeoutMs),
+  maxRunningTasks: int(0).default(DEFAULTS.maxRunningTasks),
 });
 export const MrtrSchema = z.strictObject({ parkTimeoutMs: int(1).default(DEFAULTS.parkTimeoutMs) });
 export const ListsSchema = z.strictObject({ pageSize: int(1).default(DEFAULTS.listPageSize) });

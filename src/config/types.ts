@@ -208,6 +208,12 @@ export interface ReplicasConfig {
    * then fails with a message saying the gateway shut down. Keep it below shutdownTimeoutMs.
    */
   drainTimeoutMs: number;
+  /**
+   * Tasks this replica runs at once (waiting in line for a slot included); new ones beyond are refused with a
+   * retryable error (HTTP 503 + Retry-After for 2026-07-28 clients). Tasks taken over from a lost replica are not
+   * refused. 0 = unlimited.
+   */
+  maxRunningTasks: number;
 }
 
 export interface LogConfig {

@@ -1,10 +1,13 @@
 import { EventEmitter } from 'node:events';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { JsonObject } from '../jsonrpc.js';
 import { randomBytes } from 'node:crypto';
 import {
+  batches,
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
+  IDS_PER_SCRIPT_CALL,
   isTerminal,
   listingKey,
   terminalExpiry,
@@ -153,21 +156,24 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async lease(taskIds: readonly string[], owner: string, leaseMs: number, options: { renew?: boolean } = {}): Promise<void> {
-    const deadline = this.now() + leaseMs;
-    for (const taskId of taskIds) if (!options.renew || this.leases.has(taskId)) this.leases.set(taskId, { owner, deadline });
+    await inTurns(taskIds, (batch) => {
+      const deadline = this.now() + leaseMs;
+      for (const taskId of batch) if (!options.renew || this.leases.get(taskId)?.owner === owner) this.leases.set(taskId, { owner, deadline });
+    });
   }
 
   async unlease(taskId: string): Promise<void> {
     this.leases.delete(taskId);
   }
 
-  async takeOrphans(limit: number): Promise<{ taskId: string; owner: string }[]> {
+  async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
     const now = this.now();
+    const most = Math.min(limit, IDS_PER_SCRIPT_CALL);
     const orphans: { taskId: string; owner: string }[] = [];
     for (const [taskId, lease] of this.leases) {
-      if (orphans.length >= limit) break;
+      if (orphans.length >= most) break;
       if (lease.deadline > now) continue;
-      this.leases.delete(taskId);
+      this.leases.set(taskId, { owner: taker, deadline: now + leaseMs });
       orphans.push({ taskId, owner: lease.owner });
     }
     return orphans;
@@ -207,12 +213,14 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {
-    const now = this.now();
-    for (const { key, ticket } of entries) {
-      const semaphore = this.semaphores.get(key);
-      const lease = semaphore?.holders.get(ticket) ?? semaphore?.queue.get(ticket);
-      if (lease !== undefined && lease.deadline > now) lease.deadline = now + leaseMs;
-    }
+    await inTurns(entries, (batch) => {
+      const now = this.now();
+      for (const { key, ticket } of batch) {
+        const semaphore = this.semaphores.get(key);
+        const lease = semaphore?.holders.get(ticket) ?? semaphore?.queue.get(ticket);
+        if (lease !== undefined && lease.deadline > now) lease.deadline = now + leaseMs;
+      }
+    });
   }
 
   async slotHolders(key: string): Promise<string[]> {
@@ -341,6 +349,19 @@ function takeSlot(semaphore: Semaphore, ticket: string, lease: Lease, limit: num
   }
   if (queued || queue) semaphore.queue.set(ticket, lease); // an entry already in line keeps its place
   return { granted: false, ahead: semaphore.holders.size + position };
+}
+
+/**
+ * Applies `apply` to `items` batch by batch (IDS_PER_SCRIPT_CALL), yielding to the event loop between batches as
+ * the Redis store's calls do: requests are still served while a replica renews 100k leases.
+ */
+async function inTurns<T>(items: readonly T[], apply: (batch: T[]) => void): Promise<void> {
+  let first = true;
+  for (const batch of batches(items)) {
+    if (!first) await nextTurn();
+    first = false;
+    apply(batch);
+  }
 }
 
 function copy(task: TaskRecord): TaskRecord {

@@ -5,9 +5,11 @@ import type { JsonObject } from '../jsonrpc.js';
 import { redisKeys, slotKeyList, type RedisKeys } from './redis-keys.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import {
+  batches,
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
+  IDS_PER_SCRIPT_CALL,
   listingKey,
   TASK_STATUSES,
   type NewTask,
@@ -242,16 +244,19 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async lease(taskIds: readonly string[], owner: string, leaseMs: number, options: { renew?: boolean } = {}): Promise<void> {
-    if (taskIds.length === 0) return;
-    await this.run('lease', this.keys.running(), this.keys.runningOwners(), owner, String(leaseMs), options.renew ? 'renew' : 'claim', ...taskIds);
+    // One batch after the other: other clients' commands get their turn between them.
+    for (const batch of batches(taskIds)) {
+      await this.run('lease', this.keys.running(), this.keys.runningOwners(), owner, String(leaseMs), options.renew ? 'renew' : 'claim', ...batch);
+    }
   }
 
   async unlease(taskId: string): Promise<void> {
     await this.redis.multi().zrem(this.keys.running(), taskId).hdel(this.keys.runningOwners(), taskId).exec();
   }
 
-  async takeOrphans(limit: number): Promise<{ taskId: string; owner: string }[]> {
-    const flat = (await this.run('take-orphans', this.keys.running(), this.keys.runningOwners(), String(limit))) as string[];
+  async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
+    const most = String(Math.min(limit, IDS_PER_SCRIPT_CALL));
+    const flat = (await this.run('take-orphans', this.keys.running(), this.keys.runningOwners(), most, taker, String(leaseMs))) as string[];
     const orphans: { taskId: string; owner: string }[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) orphans.push({ taskId: flat[i] as string, owner: flat[i + 1] as string });
     return orphans;
@@ -283,13 +288,18 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {
-    // One script per semaphore: each semaphore's keys live in their own Cluster slot.
+    // Scripts per semaphore (each semaphore's keys live in their own Cluster slot), its tickets batch by batch.
     const byKey = new Map<string, string[]>();
-    for (const { key, ticket } of entries) byKey.set(key, [...(byKey.get(key) ?? []), ticket]);
+    for (const { key, ticket } of entries) {
+      const tickets = byKey.get(key);
+      if (tickets === undefined) byKey.set(key, [ticket]);
+      else tickets.push(ticket);
+    }
     await Promise.all(
-      [...byKey].map(([key, tickets]) =>
-        this.run('renew-slots', ...slotKeyList(this.keys.slot(key)), String(leaseMs), String(leaseMs * SLOT_KEY_LEASES), ...tickets),
-      ),
+      [...byKey].map(async ([key, tickets]) => {
+        const keys = slotKeyList(this.keys.slot(key));
+        for (const batch of batches(tickets)) await this.run('renew-slots', ...keys, String(leaseMs), String(leaseMs * SLOT_KEY_LEASES), ...batch);
+      }),
     );
   }
 

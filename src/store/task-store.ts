@@ -133,16 +133,20 @@ export interface TaskStore {
   signingSecret(): Promise<Buffer>;
   /**
    * Marks tasks as running on replica `owner` until `leaseMs` from now (store time). `renew` only extends leases
-   * still held: a task already taken as an orphan is not revived by a late heartbeat.
+   * `owner` still holds: a task already taken as an orphan (now the taker's) is not revived by a late heartbeat.
+   * Any number of ids: they go to the store IDS_PER_SCRIPT_CALL at a time, one call after the other (so the
+   * whole list is not written atomically).
    */
   lease(taskIds: readonly string[], owner: string, leaseMs: number, options?: { renew?: boolean }): Promise<void>;
   /** Drops a task from the running index (it ended, whoever ended it). */
   unlease(taskId: string): Promise<void>;
   /**
-   * Takes up to `limit` tasks whose lease ran out (their replica stopped heartbeating): each such task is handed
-   * to exactly one caller across all replicas, with the owner it had.
+   * Takes up to `limit` (at most IDS_PER_SCRIPT_CALL) tasks whose lease ran out (their replica stopped
+   * heartbeating): each such task is handed to exactly one caller across all replicas, with the owner it had, and
+   * is leased to `taker` for `leaseMs` from then on. A taker that dies before it settled them leaves them to run
+   * out again, and another replica takes them: nothing taken is lost with the taker.
    */
-  takeOrphans(limit: number): Promise<{ taskId: string; owner: string }[]>;
+  takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]>;
   /**
    * A FIFO semaphore of `limit` slots named `key`, shared by every replica. `ticket` (unique, e.g. a task id) joins
    * the line on its first call and keeps its place on later calls; it is granted a slot when fewer than `limit`
@@ -168,7 +172,10 @@ export interface TaskStore {
    * starting with its first hit, across replicas) and says how many hits it holds now and how long until it ends.
    */
   countHit(name: string, principal: string, windowMs: number, hits?: number): Promise<{ hits: number; resetInMs: number }>;
-  /** Extends the leases of held and queued tickets that still exist (heartbeat); an expired ticket is not revived. */
+  /**
+   * Extends the leases of held and queued tickets that still exist (heartbeat); an expired ticket is not revived.
+   * Any number of tickets: they go to the store IDS_PER_SCRIPT_CALL at a time.
+   */
   renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void>;
   /** Tickets holding a slot of `key` now (expired ones excluded); for tests, metrics and /readyz-style reporting. */
   slotHolders(key: string): Promise<string[]>;
@@ -207,6 +214,18 @@ export class InvalidCursorError extends Error {
 export function withoutOutcome(task: TaskRecord): TaskRecord {
   const { outcome: _outcome, call: _call, ...rest } = task;
   return rest;
+}
+
+/**
+ * Ids per store script call. Operations over many tasks (lease renewal, slot renewal, orphan recovery) reach the
+ * store in calls of at most this many ids, however many tasks a replica holds: a Redis script holds the server
+ * for its whole run, and a call's arguments are spread onto the caller's stack (67k ids overflowed it).
+ */
+export const IDS_PER_SCRIPT_CALL = 1_000;
+
+/** `items` in consecutive slices of at most `size` (IDS_PER_SCRIPT_CALL unless told). */
+export function* batches<T>(items: readonly T[], size: number = IDS_PER_SCRIPT_CALL): Generator<T[]> {
+  for (let start = 0; start < items.length; start += size) yield items.slice(start, start + size);
 }
 
 /** 128 random bits, URL-safe: without authentication the id itself is the bearer of a task. */

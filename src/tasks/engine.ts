@@ -5,7 +5,7 @@
 // Over 400 lines because a run's life is one piece: its slots, deadline, input requests, progress, status
 // messages and the terminal write the store may have to take later all act on the same LocalRun; splitting them
 // would hand that record around. Leases and recovery of lost tasks are leases.ts; slots are slots.ts.
-import type { TaskPolicy, TasksConfig } from '../config/types.js';
+import type { ReplicasConfig, TaskPolicy, TasksConfig } from '../config/types.js';
 import { resolvePolicy, taskTiming } from '../config/policy.js';
 import { GatewayError, RequestCancelled, storeUnavailable, toJsonRpcError } from '../errors.js';
 import type { JsonObject, JsonRpcNotification, Outcome } from '../jsonrpc.js';
@@ -23,22 +23,25 @@ import {
 } from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
-import { TaskLeases, type LeasedRuns, type LeasePeerMessages, type LossHandling } from './leases.js';
+import { TaskLeases, type LeasedRuns, type LeaseHealth, type LeasePeerMessages, type LossHandling } from './leases.js';
 import { PendingInputs, type InputRequest } from './pending-inputs.js';
 import type { Peers } from './peers.js';
 import { NATIVE_TASKS_PRINCIPAL, type TaskReader } from './principals.js';
 import type { RateLimiter } from './rate-limits.js';
-import { principalSlot, TaskSlots, type SlotTicket } from './slots.js';
+import { TaskSlots, type SlotTicket } from './slots.js';
 
 const LIST_PAGE_SIZE = 50;
 /** How often a kept terminal change is retried while the store is away. */
 const PENDING_RETRY_MS = 1000;
-/** How long a replica whose leases ran out gets to say it is alive and still running them. */
 /** Progress updates the task's status message at most this often (each update is a store write). */
 const STATUS_MESSAGE_INTERVAL_MS = 1000;
 /** What an unknown task id gets (-32602), in every era. */
 export const NOT_FOUND = 'Failed to retrieve task: Task not found';
 const EXPIRED = 'Failed to retrieve task: Task has expired';
+/** When a client refused at replicas.maxRunningTasks is told to try again (Retry-After): tasks end all the time. */
+const REPLICA_FULL_RETRY_MS = 1000;
+/** At most one warning per this interval about tasks refused at replicas.maxRunningTasks. */
+const FULL_WARNING_INTERVAL_MS = 60_000;
 
 /**
  * How a run reaches whoever started its task: an input channel and a notification sink, supplied by the
@@ -125,20 +128,29 @@ export class TaskEngine {
   /** Set while draining: called when the last run ends. */
   private drained: (() => void) | undefined;
   private readonly leases: TaskLeases;
+  /** Tasks opened here whose run has not started yet: they already count against replicas.maxRunningTasks. */
+  private readonly opening = new Set<string>();
+  /** Tasks refused at replicas.maxRunningTasks since the last warning, and when that was. */
+  private refusedFull = { count: 0, warnedAt: 0 };
 
   constructor(
     private readonly store: TaskStore,
     private readonly config: TasksConfig,
     private readonly logger: Logger,
-    leaseMs: number,
+    /** This replica's lease period, and how many tasks it runs at once at most (0: no limit). */
+    private readonly replica: Pick<ReplicasConfig, 'leaseMs' | 'maxRunningTasks'>,
     /** Other replicas, for answers that belong to runs they hold, and to ask whether they still run a task. */
     private readonly peers: TaskPeers,
     /** What running a lost task's call again needs. */
     private readonly recovery: RecoveryDeps,
-    /** Task creations per principal (`auth.rateLimits`); undefined without auth. */
-    private readonly rateLimiter?: RateLimiter,
+    /**
+     * Who creates tasks. With `auth`: authenticated principals, each counted on its own, and task creations per
+     * principal (`auth.rateLimits`). Without: every client counts as one anonymous principal.
+     */
+    private readonly callers: { authenticated: boolean; rateLimiter?: RateLimiter },
   ) {
-    this.slots = new TaskSlots(store, logger, leaseMs, () => this.replicaId);
+    const leaseMs = replica.leaseMs;
+    this.slots = new TaskSlots(store, logger, leaseMs, () => this.replicaId, callers.authenticated);
     peers.on('task.update', async (body, peer) => {
       const run = this.runs.get(body.taskId);
       if (run === undefined || run.ended) return undefined;
@@ -161,28 +173,65 @@ export class TaskEngine {
   }
 
   /**
-   * Checks the principal's limit and stores a new task: durable before anyone hears of it, and leased, so that if
-   * this replica dies from here on, another one ends it. `call` is kept where another replica may have to start it.
+   * Checks this replica's room and the principal's limit, and stores a new task: durable before anyone hears of
+   * it, and leased, so that if this replica dies from here on, another one ends it. `call` is kept where another
+   * replica may have to start it. The caller runs the task at once (run, runToolCall): its place among this
+   * replica's running tasks is held from here until then.
    */
   async open(principal: string, era: 'legacy' | 'modern', exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined): Promise<TaskRecord> {
     const policy = this.policyFor(exposedName);
-    await this.rateLimiter?.taskCreation(principal);
     const taskId = newTaskId();
-    await this.slots.claimPrincipal(principal, taskId, policy);
-    const { retentionMs, pollMs } = taskTiming(policy, requestedTtl);
-    const task = await this.store
-      // The call is kept only where another replica may have to start it: it can be large, and it is the
-      // client's data. That is where policy allows a re-run, or where the task may wait in line for a slot.
-      .create({ taskId, principal, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs, ...(call !== undefined && this.mayStartElsewhere(policy, upstream) ? { call } : {}) })
-      .catch((error: unknown) => {
-        if (policy.maxTasksPerPrincipal > 0) this.slots.release({ key: principalSlot(principal), ticket: taskId });
-        throw storeUnavailable(error);
+    this.holdRoom(taskId);
+    try {
+      await this.callers.rateLimiter?.taskCreation(principal);
+      await this.slots.claimPrincipal(principal, taskId, policy);
+      const { retentionMs, pollMs } = taskTiming(policy, requestedTtl);
+      const task = await this.store
+        // The call is kept only where another replica may have to start it: it can be large, and it is the
+        // client's data. That is where policy allows a re-run, or where the task may wait in line for a slot.
+        .create({ taskId, principal, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs, ...(call !== undefined && this.mayStartElsewhere(policy, upstream) ? { call } : {}) })
+        .catch((error: unknown) => {
+          if (policy.maxTasksPerPrincipal > 0) this.slots.release(this.slots.principalTicket(principal, taskId));
+          throw storeUnavailable(error);
+        });
+      await this.leases.lease([task.taskId]).catch((error: unknown) => {
+        this.logger.warn({ task: task.taskId, err: error }, 'could not lease the new task');
       });
-    await this.leases.lease([task.taskId]).catch((error: unknown) => {
-      this.logger.warn({ task: task.taskId, err: error }, 'could not lease the new task');
-    });
-    this.logger.info({ audit: 'task.created', task: task.taskId, principal, tool: exposedName, upstream: upstream.name, era }, 'task created');
-    return task;
+      this.logger.info({ audit: 'task.created', task: task.taskId, principal, tool: exposedName, upstream: upstream.name, era }, 'task created');
+      return task;
+    } catch (error) {
+      this.opening.delete(taskId);
+      throw error;
+    }
+  }
+
+  /**
+   * Holds a place for a new task among this replica's running tasks, or refuses it when replicas.maxRunningTasks
+   * are running (or being opened) here: a temporary refusal, which another replica (or a moment later) may take.
+   * Tasks taken over from a lost replica are not refused: they are not new, and what a replica can lose is bounded.
+   */
+  private holdRoom(taskId: string): void {
+    const max = this.replica.maxRunningTasks;
+    const running = this.runs.size + this.opening.size;
+    if (max > 0 && running >= max) {
+      const now = Date.now();
+      this.refusedFull.count++;
+      if (now - this.refusedFull.warnedAt >= FULL_WARNING_INTERVAL_MS) {
+        this.logger.warn({ running, maxRunningTasks: max, refused: this.refusedFull.count }, 'new tasks refused: this replica runs replicas.maxRunningTasks tasks');
+        this.refusedFull = { count: 0, warnedAt: now };
+      }
+      throw new GatewayError(
+        'replica_full',
+        `This gateway replica already runs ${running} tasks (replicas.maxRunningTasks: ${max}); try again shortly`,
+        { retryAfterMs: REPLICA_FULL_RETRY_MS },
+      );
+    }
+    this.opening.add(taskId);
+  }
+
+  /** How lease renewal fares, and how many tasks run here: for readiness. */
+  health(): { leases: LeaseHealth; running: number; maxRunningTasks: number } {
+    return { leases: this.leases.health(), running: this.runs.size, maxRunningTasks: this.replica.maxRunningTasks };
   }
 
   /**
@@ -243,7 +292,8 @@ export class TaskEngine {
       upstreamStatusMessage: undefined,
     };
     this.runs.set(task.taskId, run);
-    if (this.policyFor(task.tool).maxTasksPerPrincipal > 0) run.slots.push({ key: principalSlot(task.principal), ticket: task.taskId });
+    this.opening.delete(task.taskId); // the place open() held is the run's now
+    if (this.policyFor(task.tool).maxTasksPerPrincipal > 0) run.slots.push(this.slots.principalTicket(task.principal, task.taskId));
     // A task cancelled through another replica (or any other way) stops its upstream call here.
     run.stopWatching = this.store.watch(task.taskId, (changed) => {
       if (!isTerminal(changed.status) || run.ended) return;

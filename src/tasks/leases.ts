@@ -1,15 +1,21 @@
 // Leases and recovery. This replica renews the lease of every task it runs (or whose outcome it keeps for the
 // store), and sweeps for tasks whose replica stopped renewing: each is taken over where that is safe (run again
 // if its policy allows, or back in line if it was only waiting for a slot), else failed as lost. Nothing stays
-// running forever, and each loss leads to at most one more execution.
+// running forever, and each loss leads to at most one more execution. Both go to the store in bounded batches
+// (IDS_PER_SCRIPT_CALL), however many tasks there are: 100k held tasks renew, and a sweep settles a dead
+// replica's tasks batch after batch until none is left.
 import type { TaskPolicy } from '../config/types.js';
 import type { Logger } from '../log.js';
-import { failedWith, isTerminal, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { failedWith, IDS_PER_SCRIPT_CALL, isTerminal, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { Peers } from './peers.js';
 
 /** How long a sweep waits for a task's owner to say it still holds it. */
 const OWNER_CHECK_MS = 500;
+/** Orphans taken per store call; a sweep takes batch after batch while there are more. */
+const ORPHANS_PER_TAKE = IDS_PER_SCRIPT_CALL;
+/** Lost tasks settled at once during a sweep (store round trips in flight). */
+const RECOVERY_CONCURRENCY = 32;
 
 export interface LeasePeerMessages {
   /** Which of these tasks the replica still runs (or keeps the outcome of): asked before declaring them lost. */
@@ -24,8 +30,8 @@ export interface LeasedRuns {
   /** Tasks this replica holds leases for: those it runs, and those whose outcome it keeps for the store. */
   heldIds(): string[];
   holds(taskId: string): boolean;
-  /** Renews the concurrency slots the runs hold or wait in line with. */
-  renewSlots(): void;
+  /** Renews the concurrency slots the runs hold or wait in line with; rejects when the store did not take it. */
+  renewSlots(): Promise<void>;
   policyFor(exposedName: string): TaskPolicy;
   /** Runs a lost task's call again here, for whoever created it. */
   runAgain(task: TaskRecord & { call: StoredCall }, upstream: Upstream): Promise<void>;
@@ -38,13 +44,40 @@ export interface LossHandling {
   lost(task: TaskRecord): void;
 }
 
+/** How this replica's lease renewal fares, for readiness: a replica that cannot renew is about to lose its tasks. */
+export type LeaseHealth = {
+  ok: boolean;
+  /** Leases renewed by the last renewal round (tasks run here, kept outcomes, orphans being settled). */
+  held: number;
+  /** How long the last successful round took. */
+  lastRenewalMs?: number;
+  /** Why renewals fail, since when; present only while they do. */
+  error?: string;
+};
+
+/** One renewal round: how many leases, how long it took, and why it failed if it did. */
+export interface RenewalRound {
+  ids: number;
+  ms: number;
+  error?: string;
+}
+
 export class TaskLeases {
   private heartbeat: NodeJS.Timeout | undefined;
   private sweeper: NodeJS.Timeout | undefined;
+  private stopped = false;
   /** The store failed a heartbeat or sweep and has not answered since. */
   private storeDown = false;
   /** When the store answered again after it was down (epoch ms). */
   private storeBackAt = 0;
+  /** A renewal round or a sweep is under way: the timer's next tick does not start another one beside it. */
+  private renewing = false;
+  private sweeping = false;
+  /** Orphans this replica took and has not settled yet: their leases are this replica's, renewed with its own. */
+  private readonly recovering = new Set<string>();
+  private lastRound: RenewalRound = { ids: 0, ms: 0 };
+  /** Set while renewals fail: since when, and the last error. */
+  private renewalFailure: { since: number; message: string } | undefined;
 
   constructor(
     private readonly store: TaskStore,
@@ -54,7 +87,7 @@ export class TaskLeases {
     private readonly runs: LeasedRuns,
     private readonly losses: LossHandling,
   ) {
-    peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => runs.holds(id)) }));
+    peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => this.holds(id)) }));
   }
 
   /** Leases new tasks for this replica (if it dies from here on, another one ends them). */
@@ -64,25 +97,59 @@ export class TaskLeases {
 
   /** Starts renewing this replica's leases and sweeping for lost tasks. */
   start(): void {
-    this.heartbeat = setInterval(() => {
-      // Tasks whose outcome waits for the store stay leased: nobody may declare them lost.
-      this.runs.renewSlots();
-      this.store.lease(this.runs.heldIds(), this.peers.id, this.leaseMs, { renew: true }).then(
-        () => this.storeAnswered(),
-        (error: unknown) => {
-          this.storeDown = true;
-          this.logger.warn({ err: error }, 'could not renew task leases');
-        },
-      );
-    }, Math.max(50, Math.floor(this.leaseMs / 3)));
+    this.stopped = false;
+    this.heartbeat = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.leaseMs / 3)));
     this.heartbeat.unref();
     this.sweeper = setInterval(() => void this.recoverOrphans(), Math.max(50, Math.floor(this.leaseMs / 2)));
     this.sweeper.unref();
   }
 
   stop(): void {
+    this.stopped = true;
     clearInterval(this.heartbeat);
     clearInterval(this.sweeper);
+  }
+
+  /** Whether renewals succeed, for readiness. */
+  health(): LeaseHealth {
+    const failure = this.renewalFailure;
+    if (failure === undefined) return { ok: true, held: this.lastRound.ids, lastRenewalMs: Math.round(this.lastRound.ms) };
+    return { ok: false, held: this.lastRound.ids, error: `task lease renewals fail since ${new Date(failure.since).toISOString()}: ${failure.message}` };
+  }
+
+  /**
+   * Renews every lease this replica holds, and its slot tickets (the heartbeat does this every leaseMs/3).
+   * Undefined when a round is already under way.
+   */
+  async renew(): Promise<RenewalRound | undefined> {
+    if (this.renewing) return undefined;
+    this.renewing = true;
+    // Tasks whose outcome waits for the store stay leased, and so do orphans being settled: nobody may declare
+    // them lost meanwhile.
+    const ids = [...this.runs.heldIds(), ...this.recovering];
+    const started = performance.now();
+    try {
+      // Both settle before the round ends (a round never overlaps the next), then either failure fails it.
+      const settled = await Promise.allSettled([this.runs.renewSlots(), this.store.lease(ids, this.peers.id, this.leaseMs, { renew: true })]);
+      for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+      this.lastRound = { ids: ids.length, ms: performance.now() - started };
+      if (this.renewalFailure !== undefined) this.logger.info({ held: ids.length }, 'task lease renewals succeed again');
+      this.renewalFailure = undefined;
+      this.storeAnswered();
+      return this.lastRound;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.storeDown = true;
+      if (this.renewalFailure === undefined) this.logger.warn({ err: error, held: ids.length }, 'could not renew task leases');
+      this.renewalFailure = { since: this.renewalFailure?.since ?? Date.now(), message };
+      return { ids: ids.length, ms: performance.now() - started, error: message };
+    } finally {
+      this.renewing = false;
+    }
+  }
+
+  private holds(taskId: string): boolean {
+    return this.runs.holds(taskId) || this.recovering.has(taskId);
   }
 
   private storeAnswered(): void {
@@ -91,8 +158,13 @@ export class TaskLeases {
     this.storeBackAt = Date.now();
   }
 
-  /** Fails (or runs again) the tasks whose replica stopped renewing their leases: nothing stays running forever. */
+  /**
+   * Fails (or runs again) the tasks whose replica stopped renewing their leases: nothing stays running forever.
+   * One sweep takes batch after batch until no orphan is left, so a dead replica's tasks are all settled by the
+   * first sweep that sees them (each batch bounded, several replicas may sweep at once: each orphan goes to one).
+   */
   private async recoverOrphans(): Promise<void> {
+    if (this.sweeping) return;
     // Leases run out in store time while the store is away, for live replicas too: once it is back, every
     // replica gets one lease period to renew (and write what it kept) before anyone is declared lost.
     if (this.storeDown) {
@@ -100,24 +172,55 @@ export class TaskLeases {
       return;
     }
     if (Date.now() - this.storeBackAt < this.leaseMs) return;
-    let orphans: { taskId: string; owner: string }[];
+    this.sweeping = true;
+    const started = Date.now();
+    let taken = 0;
+    let batchCount = 0;
     try {
-      orphans = await this.store.takeOrphans(100);
-    } catch {
-      this.storeDown = true;
-      return; // the store is away; readiness says so, and the leases wait
+      while (!this.stopped) {
+        let orphans: { taskId: string; owner: string }[];
+        try {
+          orphans = await this.store.takeOrphans(ORPHANS_PER_TAKE, this.peers.id, this.leaseMs);
+        } catch {
+          this.storeDown = true;
+          return; // the store is away; readiness says so, and the leases wait
+        }
+        if (orphans.length === 0) return;
+        taken += orphans.length;
+        batchCount++;
+        // Ours until settled: renewed with this replica's leases, and "held" if anyone asks.
+        for (const { taskId } of orphans) this.recovering.add(taskId);
+        const lost = await this.stillHeld(orphans);
+        await eachAtMost(RECOVERY_CONCURRENCY, lost, (orphan) => this.recover(orphan));
+        if (orphans.length < ORPHANS_PER_TAKE) return;
+      }
+    } finally {
+      this.sweeping = false;
+      if (taken > 0) this.logger.info({ orphans: taken, batches: batchCount, ms: Date.now() - started }, 'orphaned tasks settled');
     }
-    const lost = await this.stillHeld(orphans);
-    for (const { taskId, owner } of lost) {
-      if (await this.takeOverLost(taskId, owner)) continue;
+  }
+
+  /**
+   * Settles one lost task: taken over where that is safe, else failed as lost. A task the store could not settle
+   * stays leased here until its lease runs out; then it is an orphan again, for whichever replica sweeps next.
+   */
+  private async recover({ taskId, owner }: { taskId: string; owner: string }): Promise<void> {
+    try {
+      const takenOver = await this.takeOverLost(taskId, owner).catch((error: unknown) => {
+        this.logger.error({ err: error, task: taskId }, 'could not take over a lost task; failing it');
+        return false;
+      });
+      if (takenOver) return;
       const message = `The gateway lost the call: replica ${owner} stopped while running it (no lease renewal for ${this.leaseMs} ms)`;
-      const changed = await this.store
-        .transition(taskId, failedWith(message))
-        .catch(() => undefined);
-      if (!changed?.ok) continue;
+      const changed = await this.store.transition(taskId, failedWith(message)).catch(() => undefined);
+      if (changed === undefined) return;
+      await this.store.unlease(taskId).catch(() => undefined);
+      if (!changed.ok) return; // ended meanwhile, or expired: nothing to fail
       this.logger.warn({ audit: 'task.lost', task: taskId, principal: changed.task.principal, owner }, 'task failed: its replica stopped');
       // The replica that told the task's creator about its changes is gone: the last change is told from here.
       this.losses.lost(changed.task);
+    } finally {
+      this.recovering.delete(taskId);
     }
   }
 
@@ -127,7 +230,11 @@ export class TaskLeases {
    */
   private async stillHeld(orphans: { taskId: string; owner: string }[]): Promise<{ taskId: string; owner: string }[]> {
     const byOwner = new Map<string, string[]>();
-    for (const { taskId, owner } of orphans) byOwner.set(owner, [...(byOwner.get(owner) ?? []), taskId]);
+    for (const { taskId, owner } of orphans) {
+      const taskIds = byOwner.get(owner);
+      if (taskIds === undefined) byOwner.set(owner, [taskId]);
+      else taskIds.push(taskId);
+    }
     const lost: { taskId: string; owner: string }[] = [];
     for (const [owner, taskIds] of byOwner) {
       const held = new Set<string>();
@@ -137,7 +244,10 @@ export class TaskLeases {
         const answer = await this.peers.ask(owner, 'task.held', { taskIds }, undefined, OWNER_CHECK_MS).catch(() => undefined);
         for (const id of answer?.held ?? []) held.add(id);
       }
-      if (held.size > 0) await this.store.lease([...held], owner, this.leaseMs).catch(() => undefined);
+      if (held.size > 0) {
+        await this.store.lease([...held], owner, this.leaseMs).catch(() => undefined);
+        for (const id of held) this.recovering.delete(id);
+      }
       for (const taskId of taskIds) if (!held.has(taskId)) lost.push({ taskId, owner });
     }
     return lost;
@@ -147,7 +257,7 @@ export class TaskLeases {
    * Takes over a lost task here instead of failing it, when that is safe: a task that was still waiting in line
    * for a slot (the upstream never saw it) joins the line again here; a running one runs again when its policy
    * allows (`retry.onLoss`) and attempts are left. Exactly one replica takes each orphan, so each loss leads to
-   * at most one more execution.
+   * at most one more execution. True when there is nothing left to fail (taken over, or ended meanwhile).
    */
   private async takeOverLost(taskId: string, owner: string): Promise<boolean> {
     const task = await this.store.get(taskId, { outcome: true }).catch(() => undefined);
@@ -157,7 +267,6 @@ export class TaskLeases {
     const attempt = (task.attempt ?? 1) + (waiting ? 0 : 1);
     const upstream = this.losses.upstream(task.upstream);
     if (upstream === undefined || (!waiting && (!policy.retry.onLoss || attempt > policy.retry.maxAttempts))) return false;
-    await this.lease([taskId]).catch(() => undefined);
     const changed = await this.store
       .transition(taskId, {
         to: 'working',
@@ -168,14 +277,25 @@ export class TaskLeases {
           : `Running the call again (attempt ${attempt} of ${policy.retry.maxAttempts}): replica ${owner} stopped while running it`,
       })
       .catch(() => undefined);
-    if (changed?.ok !== true) {
+    if (changed === undefined) return false; // store away: failing it is tried next, else the lease runs out again
+    if (!changed.ok) {
       await this.store.unlease(taskId).catch(() => undefined);
-      return changed !== undefined; // ended meanwhile: nothing to fail; store away: it fails below
+      return true; // ended meanwhile: nothing to fail
     }
     const { principal } = task;
     if (waiting) this.logger.warn({ audit: 'task.requeued', task: taskId, principal, owner }, 'queued task taken over: its replica stopped');
     else this.logger.warn({ audit: 'task.retried', task: taskId, principal, owner, attempt }, 'task re-run: its replica stopped');
+    // Its lease stays this replica's (taken with the orphan): from here on the run holds it.
     await this.runs.runAgain({ ...changed.task, call: task.call }, upstream);
     return true;
   }
+}
+
+/** Runs `work` over `items`, at most `limit` at once. */
+async function eachAtMost<T>(limit: number, items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await work(items[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

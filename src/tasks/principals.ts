@@ -47,8 +47,20 @@ export function sessionOfPrincipal(principal: string): string | undefined {
   return principal.startsWith(SESSION_PRINCIPAL) ? principal.slice(SESSION_PRINCIPAL.length) : undefined;
 }
 
-/** Whom legacy sessions are counted against (sessions.maxPerPrincipal) without authentication: every client. */
+/**
+ * Whom every client is counted against without authentication: legacy sessions (sessions.maxPerPrincipal) and
+ * unfinished tasks of both eras (maxTasksPerPrincipal), so that opening new sessions does not open new room.
+ */
 export const ANONYMOUS_PRINCIPAL = 'anonymous';
+
+/**
+ * Whom a task is counted against for maxTasksPerPrincipal: its principal when the gateway authenticates; without
+ * authentication every client together (its tasks are still its session's, or every 2026-07-28 client's, for
+ * listing and access).
+ */
+export function countedPrincipal(principal: string, authenticated: boolean): string {
+  return authenticated ? principal : ANONYMOUS_PRINCIPAL;
+}
 
 /** Every 2026-07-28 client, without authentication. */
 export const MODERN_PRINCIPAL = 'modern:anonymous';

@@ -1,11 +1,13 @@
 // Limits on running tasks, counted in the store across every replica: a semaphore per tool (`concurrency`), per
-// upstream (`taskConcurrency`) and per principal (`maxTasksPerPrincipal`, which never queues). Tickets are task ids,
-// leased like tasks, so a dead replica's slots free themselves.
+// upstream (`taskConcurrency`) and per principal (`maxTasksPerPrincipal`, which never queues; without
+// authentication all clients are one principal for it). Tickets are task ids, leased like tasks, so a dead
+// replica's slots free themselves.
 import { EventEmitter } from 'node:events';
 import type { TaskPolicy } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { TaskRecord, TaskStore } from '../store/task-store.js';
+import { countedPrincipal } from './principals.js';
 
 /** A ticket in one of the store's semaphores. */
 export interface SlotTicket {
@@ -14,7 +16,7 @@ export interface SlotTicket {
 }
 
 /** Semaphore names: one per limit and what it limits. */
-export const principalSlot = (principal: string): string => `principal:${principal}`;
+const principalSlot = (principal: string): string => `principal:${principal}`;
 const toolSlot = (tool: string): string => `tool:${tool}`;
 const upstreamSlot = (upstream: string): string => `upstream:${upstream}`;
 
@@ -35,8 +37,15 @@ export class TaskSlots {
     private readonly logger: Logger,
     private readonly leaseMs: number,
     private readonly replicaId: () => string,
+    /** Whether principals are authenticated; without, every client's tasks count against one principal. */
+    private readonly authenticated: boolean,
   ) {
     this.freed.setMaxListeners(0);
+  }
+
+  /** The ticket a task holds in its principal's semaphore (`maxTasksPerPrincipal`). */
+  principalTicket(principal: string, taskId: string): SlotTicket {
+    return { key: principalSlot(countedPrincipal(principal, this.authenticated)), ticket: taskId };
   }
 
   /** Listens for slots freed anywhere (without it, waiting runs retry on a timer). */
@@ -49,30 +58,34 @@ export class TaskSlots {
   /** Counts a new task against its principal's limit, across every replica; refuses it when the limit is reached. */
   async claimPrincipal(principal: string, taskId: string, policy: TaskPolicy): Promise<void> {
     if (policy.maxTasksPerPrincipal <= 0) return;
+    const { key } = this.principalTicket(principal, taskId);
     const grant = await this.store
-      .acquireSlot(principalSlot(principal), taskId, this.replicaId(), policy.maxTasksPerPrincipal, this.leaseMs, { queue: false })
+      .acquireSlot(key, taskId, this.replicaId(), policy.maxTasksPerPrincipal, this.leaseMs, { queue: false })
       .catch((error: unknown) => {
         throw storeUnavailable(error);
       });
     if (!grant.granted) {
+      const holder = this.authenticated ? 'this client already has' : 'clients without authentication (counted together) already have';
       throw new GatewayError(
         'too_many_tasks',
-        `Too many unfinished tasks: this client already has ${grant.ahead} (maxTasksPerPrincipal: ${policy.maxTasksPerPrincipal}); wait for some to finish or cancel them`,
+        `Too many unfinished tasks: ${holder} ${grant.ahead} (maxTasksPerPrincipal: ${policy.maxTasksPerPrincipal}); wait for some to finish or cancel them`,
       );
     }
   }
 
   /** Counts a task taken over from a lost replica again (its old ticket expired with that replica's leases). */
   async reclaimPrincipal(principal: string, taskId: string): Promise<void> {
-    await this.store.acquireSlot(principalSlot(principal), taskId, this.replicaId(), Number.MAX_SAFE_INTEGER, this.leaseMs, { queue: false }).catch(() => undefined);
+    const { key } = this.principalTicket(principal, taskId);
+    await this.store.acquireSlot(key, taskId, this.replicaId(), Number.MAX_SAFE_INTEGER, this.leaseMs, { queue: false }).catch(() => undefined);
   }
 
   release(slot: SlotTicket): void {
     void this.store.releaseSlot(slot.key, slot.ticket).catch(() => undefined);
   }
 
-  renew(slots: SlotTicket[]): void {
-    if (slots.length > 0) void this.store.renewSlots(slots, this.leaseMs).catch(() => undefined);
+  /** Renews the tickets' leases (heartbeat); rejects when the store did not take it. */
+  async renew(slots: SlotTicket[]): Promise<void> {
+    if (slots.length > 0) await this.store.renewSlots(slots, this.leaseMs);
   }
 
   /**

@@ -302,7 +302,7 @@ describe('default caps: sessions and tasks per principal', () => {
     assert.equal(refused.status, 429, show(refused));
   });
 
-  test('by default a principal holds at most 1,000 unfinished tasks', async (t) => {
+  test('by default a principal holds at most 1,000 unfinished tasks; without auth every client is that principal', async (t) => {
     const gateway = await testScope(t).spawnGateway({ config: { upstreams: fixtureUpstreams(), tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 } } } });
     const session = await openSession(gateway.url);
     const call = (id: number): Promise<Answer> =>
@@ -312,9 +312,14 @@ describe('default caps: sessions and tasks per principal', () => {
       for (const answer of created) assert.ok(createdTaskId(answer.body), show(answer));
     }
     const refused = await call(1000);
-    assert.match(String(errorOf(refused).message), /Too many unfinished tasks: this client already has 1000 \(maxTasksPerPrincipal: 1000\)/, show(refused));
+    const full = /Too many unfinished tasks: clients without authentication \(counted together\) already have 1000 \(maxTasksPerPrincipal: 1000\)/;
+    assert.match(String(errorOf(refused).message), full, show(refused));
+    // Neither a new session nor a 2026-07-28 client opens new room: without auth they are all one principal.
+    const other = await openSession(gateway.url);
+    const fromOther = await post(gateway.url, { jsonrpc: '2.0', id: 1001, method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 0 }, task: {} } }, { ...sessionHeaders(other), accept: 'application/json' });
+    assert.match(String(errorOf(fromOther).message), full, show(fromOther));
     const modernTask = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
-    assert.equal(modernTask.result?.resultType, 'task', 'another principal is not affected');
+    assert.match(String(modernTask.error?.message), full, JSON.stringify(modernTask.messages));
   });
 });
 

@@ -147,7 +147,7 @@ describe('limits across replicas', () => {
       const first = await call(a.url);
       assert.ok(first.result !== undefined, JSON.stringify(first));
       const refused = await call(b.url);
-      assert.match(String((refused.error as Json | undefined)?.message), /Too many unfinished tasks: this client already has 1 \(maxTasksPerPrincipal: 1\)/);
+      assert.match(String((refused.error as Json | undefined)?.message), /Too many unfinished tasks: clients without authentication \(counted together\) already have 1 \(maxTasksPerPrincipal: 1\)/);
       const taskId = createdTaskId(first);
       await wire.request(b.url, 'tasks/result', { taskId });
       const again = await call(b.url);

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
-import { InvalidCursorError, newTaskId, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
 import { eventually } from './harness.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -43,6 +43,8 @@ function newTask(overrides: Partial<NewTask> = {}): NewTask {
   return { taskId: newTaskId(), principal: 'session:alpha', era: 'legacy', tool: 'slow', upstream: 'fx', retentionMs: 60_000, pollMs: 1000, ...overrides };
 }
 
+/** More ids than one store call carries, ending in a partial batch. */
+const BATCH_TEST_IDS = 2 * IDS_PER_SCRIPT_CALL + 500;
 const SLOT = 'tool:fx/slow';
 const GRANTED: SlotGrant = { granted: true };
 const waiting = (ahead: number): SlotGrant => ({ granted: false, ahead });
@@ -149,18 +151,61 @@ for (const [kind, create] of Object.entries(factories)) {
       const [a, b, c] = [newTaskId(), newTaskId(), newTaskId()];
       await store.lease([a, b], 'replica-1', 150);
       await store.lease([c], 'replica-2', 60_000);
-      assert.deepEqual(await store.takeOrphans(10), []);
+      assert.deepEqual(await store.takeOrphans(10, 'replica-3', 60_000), []);
       await new Promise((resolve) => setTimeout(resolve, 100));
       await store.lease([a], 'replica-1', 150, { renew: true });
       await new Promise((resolve) => setTimeout(resolve, 100));
       // b ran out; a was renewed; c is far from its deadline. Two callers race: one of them gets b.
-      const [first, second] = await Promise.all([store.takeOrphans(10), store.takeOrphans(10)]);
+      const [first, second] = await Promise.all([store.takeOrphans(10, 'replica-3', 60_000), store.takeOrphans(10, 'replica-4', 60_000)]);
       assert.deepEqual([...first, ...second], [{ taskId: b, owner: 'replica-1' }]);
+      const taker = first.length > 0 ? 'replica-3' : 'replica-4';
       await store.lease([b], 'replica-1', 150, { renew: true });
       await new Promise((resolve) => setTimeout(resolve, 200));
-      assert.deepEqual(await store.takeOrphans(10), [{ taskId: a, owner: 'replica-1' }], 'b stays taken; a ran out after its renewal');
+      assert.deepEqual(await store.takeOrphans(10, 'replica-3', 60_000), [{ taskId: a, owner: 'replica-1' }], 'b stays taken; a ran out after its renewal');
       await store.unlease(c);
-      assert.deepEqual(await store.takeOrphans(10), []);
+      await store.unlease(a);
+      assert.deepEqual(await store.takeOrphans(10, 'replica-3', 60_000), []);
+      // A taken orphan is its taker's lease: renewed by the taker alone, and taken again (with the taker as its
+      // owner) once the taker stops renewing it, as when the taker dies before it settled it.
+      await store.lease([b], taker, 50, { renew: true });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.deepEqual(await store.takeOrphans(10, 'replica-5', 60_000), [{ taskId: b, owner: taker }]);
+      await store.close();
+    });
+
+    test(`leases in batches: ${BATCH_TEST_IDS} ids (more than ${IDS_PER_SCRIPT_CALL} per store call) are leased, renewed and taken batch by batch`, async () => {
+      const store = await create();
+      const ids = Array.from({ length: BATCH_TEST_IDS }, () => newTaskId());
+      await store.lease(ids, 'replica-1', 150);
+      await store.lease(ids, 'replica-1', 60_000, { renew: true });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.deepEqual(await store.takeOrphans(IDS_PER_SCRIPT_CALL, 'replica-2', 60_000), [], 'every lease was renewed, the last batch too');
+      // Renewed with a short lease, then left to run out: a dead replica's tasks, taken at most a batch per call.
+      await store.lease(ids, 'replica-1', 50, { renew: true });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const taken: { taskId: string; owner: string }[] = [];
+      for (;;) {
+        const batch = await store.takeOrphans(BATCH_TEST_IDS, 'replica-2', 60_000);
+        assert.ok(batch.length <= IDS_PER_SCRIPT_CALL, `one call took ${batch.length}`);
+        if (batch.length === 0) break;
+        taken.push(...batch);
+      }
+      assert.equal(taken.length, BATCH_TEST_IDS);
+      assert.deepEqual(new Set(taken.map((o) => o.taskId)), new Set(ids));
+      assert.ok(taken.every((o) => o.owner === 'replica-1'));
+      await store.close();
+    });
+
+    test(`slot renewal in batches: ${BATCH_TEST_IDS} tickets of one semaphore are all renewed`, async () => {
+      const store = await create();
+      const key = `principal:batch-${randomBytes(4).toString('hex')}`;
+      const tickets = Array.from({ length: BATCH_TEST_IDS }, () => newTaskId());
+      for (const ticket of tickets) await store.acquireSlot(key, ticket, 'replica-1', BATCH_TEST_IDS, 60_000, { queue: false });
+      assert.equal((await store.slotHolders(key)).length, BATCH_TEST_IDS);
+      // Renewed to a short lease: every ticket gets the renewal's deadline (the last batch's too), so all run out.
+      await store.renewSlots(tickets.map((ticket) => ({ key, ticket })), 100);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.deepEqual(await store.slotHolders(key), [], 'every ticket was renewed');
       await store.close();
     });
 

@@ -4,6 +4,7 @@
 import {
   GatewayError,
   HeaderMismatch,
+  type ErrorCode,
   InvalidParams,
   MissingRequiredClientCapability,
   ResourceNotFound,
@@ -27,13 +28,19 @@ export function modernRefusal(id: RequestId | null, error: unknown): { status: n
   return { status: error instanceof GatewayError ? error.httpStatus : 500, body: errorResponse(id, code, message, data) };
 }
 
-/** A dispatched request that failed here: request-level failures keep their HTTP status; the rest are 200. */
+/** Temporary refusals of a dispatched request: HTTP 503 with Retry-After, so that a client or proxy may try another replica. */
+const TEMPORARY_REFUSALS: ReadonlySet<ErrorCode> = new Set(['replica_full']);
+
+/**
+ * A dispatched request that failed here: request-level failures keep their HTTP status, and so do temporary
+ * refusals (503); the rest are 200.
+ */
 export function modernFailure(error: unknown): { outcome: Outcome; status: number } {
-  const status = error instanceof GatewayError && error.httpStatus >= 400 && error.httpStatus < 500 ? error.httpStatus : 200;
-  return { outcome: { error: modernError(error) }, status };
+  const keepsStatus = error instanceof GatewayError && ((error.httpStatus >= 400 && error.httpStatus < 500) || TEMPORARY_REFUSALS.has(error.code));
+  return { outcome: { error: modernError(error) }, status: keepsStatus ? error.httpStatus : 200 };
 }
 
-/** Retry-After for an answer that says when to retry (a rate limit). */
+/** Retry-After for an answer that says when to retry (a rate limit, a full replica). */
 export function retryAfterHeader(outcome: Outcome): Record<string, string> {
   return 'error' in outcome ? retryAfterHeaders(outcome.error.data) : {};
 }

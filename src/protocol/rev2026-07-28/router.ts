@@ -375,9 +375,16 @@ export class ModernRouter {
     background: boolean,
     start: (() => Promise<ModernExchange['call']>) | undefined,
   ): Promise<Outcome> {
-    if (!background) return { result: createTaskResult(await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start)) };
-    const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start, plainClientCaller(client.capabilities));
-    return { result: this.deps.taskTools.handle(task) };
+    try {
+      if (!background) return { result: createTaskResult(await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start)) };
+      const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start, plainClientCaller(client.capabilities));
+      return { result: this.deps.taskTools.handle(task) };
+    } catch (error) {
+      // No task could hold it (a limit, a full replica, the store): a call that already runs stops, and the
+      // client hears why (as a 2025 background call does).
+      if (start === undefined) exchange.cancel('the call could not become a task');
+      throw error;
+    }
   }
 
   /**

@@ -1,6 +1,6 @@
 -- renew-slots: extends only leases still running; one already run out stays out even before an acquire drops it.
 -- KEYS as acquire-slot.lua
--- ARGV[1] lease ms, ARGV[2] key expiry ms, ARGV[3..] tickets
+-- ARGV[1] lease ms, ARGV[2] key expiry ms, ARGV[3..] tickets (at most IDS_PER_SCRIPT_CALL: the caller splits longer lists)
 -- Returns how many leases were renewed.
 --! include _now
 --! include _slot-keep

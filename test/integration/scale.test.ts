@@ -1,0 +1,313 @@
+// Tasks at scale, with small counts: store calls of more ids than one batch, recovery of more orphans than one
+// batch in one sweep (and by two replicas at once), readiness while lease renewals fail, the replica-wide cap
+// on running tasks and the one anonymous principal that every client without auth is counted as. The large
+// counts (100k held, 40k orphans) are measured by `npm run bench -- --scenarios scale`, not asserted here.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { redisKeys } from '../../src/store/redis-keys.js';
+import { RedisTaskStore } from '../../src/store/redis-task-store.js';
+import { IDS_PER_SCRIPT_CALL, isTerminal, newTaskId, type NewTask, type TaskRecord } from '../../src/store/task-store.js';
+import { fixtureCommand, freePort } from '../fixtures/spawn.js';
+import { eventually, fixtureExecutions, logEntries, modern, TASKS_CAPABILITIES, testScope, textOf, type Json } from './harness.js';
+import { createdTaskId, LegacyWire } from './legacy-wire.js';
+import { startRedis, stopRedis } from './redis-server.js';
+
+const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const RUN = `taskgate-scale-${process.pid}-${randomBytes(4).toString('hex')}`;
+const LEASE_MS = 1000;
+/** More orphans than one store call takes, ending in a partial batch. */
+const ORPHANS = 2 * IDS_PER_SCRIPT_CALL + 500;
+const DEAD_REPLICA = 'dead-replica';
+const prefixes: string[] = [];
+
+after(async () => {
+  const redis = new Redis(REDIS_URL);
+  for (const prefix of prefixes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  }
+  await redis.quit();
+});
+
+/** A store of its own prefix on the shared Redis, as the replicas of one test see it. */
+async function testStore(name: string): Promise<{ store: RedisTaskStore; prefix: string }> {
+  const prefix = `${RUN}-${name}`;
+  prefixes.push(prefix);
+  const store = new RedisTaskStore(new Redis(REDIS_URL, { maxRetriesPerRequest: 1 }), prefix);
+  await store.ready();
+  return { store, prefix };
+}
+
+/** Running tasks as a replica leaves them in the store: records in `working`, written directly. */
+async function createTasks(store: RedisTaskStore, count: number, shape: (i: number) => Partial<NewTask> = () => ({})): Promise<string[]> {
+  const ids: string[] = [];
+  for (let start = 0; start < count; start += 250) {
+    const chunk = Array.from({ length: Math.min(250, count - start) }, (_, j) => {
+      const i = start + j;
+      // Both eras: a lost 2025 task also looks for its session to tell.
+      const era = i % 2 === 0 ? 'legacy' : 'modern';
+      const principal = era === 'legacy' ? `session:${newTaskId()}` : 'modern:anonymous';
+      return { taskId: newTaskId(), principal, era, tool: 'slow', upstream: 'fx', retentionMs: 600_000, pollMs: 100, ...shape(i) } as NewTask;
+    });
+    await Promise.all(chunk.map((task) => store.create(task)));
+    ids.push(...chunk.map((task) => task.taskId));
+  }
+  return ids;
+}
+
+/** Resolves with every task once all of them are terminal, told by the store's events (watching starts now). */
+function untilAllEnded(store: RedisTaskStore, ids: readonly string[]): Promise<Map<string, TaskRecord>> {
+  const ended = new Map<string, TaskRecord>();
+  const stops: (() => void)[] = [];
+  return new Promise((resolve) => {
+    for (const id of ids) {
+      stops.push(
+        store.watch(id, (task) => {
+          if (!isTerminal(task.status) || ended.has(id)) return;
+          ended.set(id, task);
+          if (ended.size === ids.length) {
+            for (const stop of stops) stop();
+            resolve(ended);
+          }
+        }),
+      );
+    }
+  });
+}
+
+function replicaConfig(prefix: string, extra: Json = {}): Json {
+  const { command, args, cwd } = fixtureCommand('stdio');
+  return {
+    store: { type: 'redis', url: REDIS_URL, prefix },
+    upstreams: { fx: { command, args, cwd } },
+    tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow_compute', retry: { onLoss: true, maxAttempts: 2 } }] },
+    replicas: { leaseMs: LEASE_MS, drainTimeoutMs: 0 },
+    ...extra,
+  };
+}
+
+describe('recovery of a dead replica\'s tasks, batch after batch', () => {
+  test(`one sweep settles all ${ORPHANS} orphans (more than one batch of ${IDS_PER_SCRIPT_CALL}), each failed as lost and unleased`, { timeout: 120_000 }, async (t) => {
+    const scope = testScope(t);
+    const { store, prefix } = await testStore('one-sweep');
+    scope.defer(() => store.close());
+    const ids = await createTasks(store, ORPHANS);
+    const ended = untilAllEnded(store, ids);
+    // The dead replica's leases have all run out before any replica sweeps: the first sweep finds every one.
+    await store.lease(ids, DEAD_REPLICA, 1);
+    const gateway = await scope.spawnGateway({ config: { ...replicaConfig(prefix), log: { level: 'info' } } });
+
+    const tasks = await ended;
+    for (const task of tasks.values()) {
+      assert.equal(task.status, 'failed');
+      assert.match(String(task.message), new RegExp(`The gateway lost the call: replica ${DEAD_REPLICA} stopped while running it`));
+    }
+    let sweeps: Json[] = [];
+    await eventually(() => (sweeps = logEntries(gateway).filter((e) => e.msg === 'orphaned tasks settled')).length > 0);
+    assert.equal(sweeps.length, 1, JSON.stringify(sweeps));
+    assert.equal(sweeps[0]?.orphans, ORPHANS);
+    assert.equal(sweeps[0]?.batches, Math.ceil(ORPHANS / IDS_PER_SCRIPT_CALL));
+    // Settled orphans leave the running index (the taker held their leases until then).
+    const redis = store.redis;
+    const running = redisKeys(prefix).running();
+    await eventually(async () => (await redis.zcard(running)) === 0);
+    const failedIds = logEntries(gateway).filter((e) => e.audit === 'task.lost').map((e) => e.task);
+    assert.deepEqual(new Set(failedIds), new Set(ids));
+    assert.equal(failedIds.length, ORPHANS);
+  });
+
+  test('two replicas sweeping at once settle each orphan exactly once; a retryable one runs again once', { timeout: 120_000 }, async (t) => {
+    const scope = testScope(t);
+    const { store, prefix } = await testStore('two-sweepers');
+    scope.defer(() => store.close());
+    const lost = await createTasks(store, ORPHANS);
+    const labels = ['scale-retry-1', 'scale-retry-2', 'scale-retry-3', 'scale-retry-4'];
+    const retried = await createTasks(store, labels.length, (i) => ({
+      era: 'modern',
+      principal: 'modern:anonymous',
+      tool: 'slow_compute',
+      call: {
+        params: { name: 'slow_compute', arguments: { seconds: 0.1, label: labels[i] as string } },
+        identity: { sessionId: 'modern:clients', protocolVersion: '2025-11-25', capabilities: {} },
+      },
+    }));
+    const a = await scope.spawnGateway({ config: replicaConfig(prefix) });
+    const b = await scope.spawnGateway({ config: replicaConfig(prefix) });
+    const ended = untilAllEnded(store, [...lost, ...retried]);
+    // Both replicas are up and sweeping when the leases run out: they race for the same orphans.
+    await store.lease([...lost, ...retried], DEAD_REPLICA, 1);
+
+    const tasks = await ended;
+    for (const id of lost) assert.equal(tasks.get(id)?.status, 'failed', id);
+    for (const id of retried) assert.equal(tasks.get(id)?.status, 'completed', JSON.stringify(tasks.get(id)));
+    // Each replica logs a task it failed just after the change it published: wait for the lines to arrive.
+    const audits = (): Json[] => [...logEntries(a), ...logEntries(b)].filter((e) => e.audit === 'task.lost' || e.audit === 'task.retried');
+    await eventually(() => audits().length >= ORPHANS + retried.length);
+    const entries = audits();
+    const failedIds = entries.filter((e) => e.audit === 'task.lost').map((e) => e.task);
+    // Reported, not asserted: which replica got how many depends on when each one's sweep came round.
+    console.log(`# orphans failed by replica A: ${logEntries(a).filter((e) => e.audit === 'task.lost').length}, by B: ${logEntries(b).filter((e) => e.audit === 'task.lost').length}`);
+    assert.equal(failedIds.length, ORPHANS, 'each orphan failed once, by one replica');
+    assert.equal(new Set(failedIds).size, ORPHANS);
+    assert.deepEqual(new Set(entries.filter((e) => e.audit === 'task.retried').map((e) => e.task)), new Set(retried));
+    assert.equal(entries.filter((e) => e.audit === 'task.retried').length, retried.length);
+    const [countsA, countsB] = await Promise.all([fixtureExecutions(a.url), fixtureExecutions(b.url)]);
+    for (const label of labels) assert.equal((countsA[label] ?? 0) + (countsB[label] ?? 0), 1, `${label} ran once after the loss`);
+  });
+});
+
+describe('readiness follows lease renewal', () => {
+  test('/readyz is 503 with the reason while renewals fail (Redis refusing writes, then stopped), and ready once they succeed', { timeout: 120_000 }, async (t) => {
+    const scope = testScope(t);
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'taskgate-redis-'));
+    let redis = await startRedis(port, dir);
+    scope.defer(async () => {
+      await stopRedis(port, redis);
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const admin = new Redis({ port, maxRetriesPerRequest: 1 });
+    admin.on('error', () => undefined);
+    scope.defer(() => admin.disconnect());
+    const upstream = await scope.upstream('stdio');
+    const gateway = await scope.gateway({
+      store: { type: 'redis', url: `redis://127.0.0.1:${port}`, prefix: 'readiness' },
+      upstreams: { fx: upstream.config },
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 0 } },
+      replicas: { leaseMs: 600, drainTimeoutMs: 0 },
+    });
+    const readiness = async (): Promise<{ status: number; body: Json }> => {
+      const answer = await fetch(`${gateway.origin}/readyz`);
+      return { status: answer.status, body: (await answer.json()) as Json };
+    };
+    // A running task: a lease to renew.
+    const created = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label: 'readiness' } }, { capabilities: TASKS_CAPABILITIES });
+    assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
+    let state = await readiness();
+    await eventually(async () => (state = await readiness()).status === 200 && (state.body.leases as Json).held === 1);
+
+    // Full: Redis still answers PING, but refuses every write, lease renewals included.
+    await admin.config('SET', 'maxmemory', '1');
+    await eventually(async () => (state = await readiness()).status === 503);
+    assert.equal((state.body.store as Json).ok, true, 'the store answers PING all along');
+    assert.equal((state.body.leases as Json).ok, false);
+    assert.match(String((state.body.leases as Json).error), /task lease renewals fail since \S+: OOM/);
+    await admin.config('SET', 'maxmemory', '0');
+    await eventually(async () => (state = await readiness()).status === 200);
+    assert.equal((state.body.leases as Json).ok, true);
+
+    await stopRedis(port, redis);
+    await eventually(async () => (state = await readiness()).status === 503);
+    redis = await startRedis(port, dir);
+    await eventually(async () => (state = await readiness()).status === 200, 15_000);
+    assert.deepEqual([(state.body.store as Json).ok, (state.body.leases as Json).ok], [true, true]);
+  });
+});
+
+describe('replicas.maxRunningTasks', () => {
+  test('past the cap a new task is refused, retryably: a JSON-RPC error in a 2025 session, HTTP 503 + Retry-After for 2026-07-28', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('stdio');
+    const gateway = await scope.gateway({
+      upstreams: { fx: upstream.config },
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 0 } },
+      replicas: { maxRunningTasks: 2, drainTimeoutMs: 0 },
+    });
+    const wire = new LegacyWire();
+    await wire.initialize(gateway.url);
+    const call = (label: string): Promise<Json> => wire.request(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label }, task: {} });
+    const first = createdTaskId(await call('cap-1'));
+    createdTaskId(await call('cap-2'));
+
+    const refused = (await call('cap-3')).error as Json;
+    assert.equal(refused.code, -32603);
+    assert.match(String(refused.message), /This gateway replica already runs 2 tasks \(replicas\.maxRunningTasks: 2\); try again shortly/);
+    assert.deepEqual(refused.data, { retryAfterMs: 1000 });
+    const modernRefused = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
+    assert.equal(modernRefused.status, 503);
+    assert.equal(modernRefused.headers['retry-after'], '1');
+    assert.equal(modernRefused.error?.code, -32603);
+    assert.match(String(modernRefused.error?.message), /replicas\.maxRunningTasks: 2/);
+    const ready = await fetch(`${gateway.origin}/readyz`);
+    assert.deepEqual(((await ready.json()) as Json).tasks, { running: 2, maxRunningTasks: 2 });
+
+    // A task that ends makes room.
+    await wire.request(gateway.url, 'tasks/cancel', { taskId: first });
+    const admitted = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
+    assert.equal(admitted.result?.resultType, 'task', JSON.stringify(admitted.messages));
+  });
+
+  test('a 2026-07-28 call refused as it becomes a task (past taskAfterMs) is cancelled upstream', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('stdio');
+    const gateway = await scope.gateway({
+      upstreams: { fx: upstream.config },
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 300 } },
+      replicas: { maxRunningTasks: 1, drainTimeoutMs: 0 },
+    });
+    const call = (label: string): ReturnType<typeof modern> =>
+      modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label } }, { capabilities: TASKS_CAPABILITIES });
+    assert.equal((await call('late-1')).result?.resultType, 'task');
+    const refused = await call('late-2');
+    assert.equal(refused.status, 503, JSON.stringify(refused.messages));
+    assert.match(String(refused.error?.message), /replicas\.maxRunningTasks: 1/);
+    // It ran upstream for taskAfterMs before it was refused: the upstream hears it is cancelled.
+    const { client } = await scope.client(gateway.url);
+    await eventually(async () => {
+      const who = JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} }))) as { cancelled: { tool: string }[] };
+      return who.cancelled.some((c) => c.tool === 'slow_compute');
+    });
+  });
+});
+
+describe('maxTasksPerPrincipal without auth: one anonymous principal', () => {
+  test('every 2025 session and every 2026-07-28 client count together; listing stays per session', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('stdio');
+    const gateway = await scope.gateway({ upstreams: { fx: upstream.config }, tasks: { defaults: { mode: 'optional', taskAfterMs: 0, maxTasksPerPrincipal: 2 } } });
+    const sessions = [new LegacyWire(), new LegacyWire(), new LegacyWire()];
+    for (const session of sessions) await session.initialize(gateway.url);
+    const call = (session: LegacyWire, label: string): Promise<Json> =>
+      session.request(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label }, task: {} });
+    const [a, b, c] = sessions as [LegacyWire, LegacyWire, LegacyWire];
+    const fromA = createdTaskId(await call(a, 'anon-a'));
+    createdTaskId(await call(b, 'anon-b'));
+    const full = /Too many unfinished tasks: clients without authentication \(counted together\) already have 2 \(maxTasksPerPrincipal: 2\)/;
+    assert.match(String(((await call(c, 'anon-c')).error as Json).message), full, 'a new session opens no new room');
+    const modernRefused = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
+    assert.match(String(modernRefused.error?.message), full);
+    // Each session still lists only its own tasks.
+    const listed = ((await a.request(gateway.url, 'tasks/list')).result as Json).tasks as Json[];
+    assert.deepEqual(listed.map((task) => task.taskId), [fromA]);
+    assert.deepEqual(((await c.request(gateway.url, 'tasks/list')).result as Json).tasks, []);
+
+    await a.request(gateway.url, 'tasks/cancel', { taskId: fromA });
+    const admitted = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
+    assert.equal(admitted.result?.resultType, 'task', JSON.stringify(admitted.messages));
+  });
+
+  test('with auth each principal has its own count', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('stdio');
+    const keys = { alice: 'alice-key-0123456789abcdef', bob: 'bob-key-0123456789abcdef' };
+    const gateway = await scope.gateway({
+      upstreams: { fx: upstream.config },
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 0, maxTasksPerPrincipal: 1 } },
+      auth: { resource: 'http://gateway.example/mcp', apiKeys: Object.entries(keys).map(([principal, key]) => ({ principal, key })) },
+    });
+    const task = (key: string): ReturnType<typeof modern> =>
+      modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60 } }, { capabilities: TASKS_CAPABILITIES, headers: { authorization: `Bearer ${key}` } });
+    assert.equal((await task(keys.alice)).result?.resultType, 'task');
+    assert.match(String((await task(keys.alice)).error?.message), /Too many unfinished tasks: this client already has 1 \(maxTasksPerPrincipal: 1\)/);
+    assert.equal((await task(keys.bob)).result?.resultType, 'task', 'another principal is not affected');
+  });
+});
