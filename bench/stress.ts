@@ -182,17 +182,21 @@ function describe(posted: Posted): string {
 const scenarios: Scenario[] = [
   {
     name: 'stdio-huge-line',
-    expect: [/huge_line: HTTP 200, error -?\d+: .*maxMessageBytes/, /afterwards: HTTP 200, result/],
-    abuse: `a stdio upstream writes a ${size('600 MB', '40 MB')} stdout line (crashed readline at ~512 MB)`,
-    bound: 'upstreams.*.maxMessageBytes (16 MiB): that call fails, the child restarts, the gateway goes on',
+    abuse: `a stdio upstream writes a ${size('600 MB', '40 MB')} result line and a ${size('600 MB', '40 MB')} line of garbage (crashed readline at ~512 MB)`,
+    bound: 'upstreams.*.maxMessageBytes (16 MiB): the result\'s call fails, the garbage is skipped, the child goes on',
     ceilingBytes: 400 * MiB,
     upstream: 'stdio',
+    expect: [/big_result: HTTP 200, error -?\d+: .*maxMessageBytes/, /afterwards: HTTP 200, result/],
     async run(gateway, served) {
       const session = await openSession(gateway.url);
-      const answer = await post(gateway.url, toolCall(1, 'abuse__huge_line', { bytes: size(600, 40) * 1_000_000 }), session);
+      const bytes = size(600, 40) * 1_000_000;
+      // A line that is not JSON names no call: it is skipped, and its call is the upstream's to answer (it never does).
+      const garbage = await post(gateway.url, toolCall(1, 'abuse__huge_line', { bytes }), session, { read: false });
+      const answer = await post(gateway.url, toolCall(2, 'abuse__big_result', { bytes }), session);
       await served();
-      const echo = await post(gateway.url, toolCall(2, 'abuse__echo', { text: 'after' }), session);
-      return `huge_line: ${describe(answer)}; echo on the same upstream afterwards: ${describe(echo)}`;
+      const echo = await post(gateway.url, toolCall(3, 'abuse__echo', { text: 'after' }), session);
+      garbage.response?.destroy();
+      return `big_result: ${describe(answer)}; echo on the same upstream afterwards: ${describe(echo)}`;
     },
   },
   {
