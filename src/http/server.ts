@@ -26,6 +26,7 @@ import type { SessionRelay } from '../gateway/session-relay.js';
 import { httpConnection } from '../protocol/event-stream.js';
 import { checkRequestOrigin } from './guards.js';
 import { Admission, admissionPrincipal } from './admission.js';
+import { ConnectionGuard } from './connections.js';
 import { headersNameModernRevision, isModernMessage } from '../protocol/rev2026-07-28/envelope.js';
 import { modernRefusal } from '../protocol/rev2026-07-28/errors.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
@@ -70,8 +71,6 @@ function refusedBody(code: 'parse_error' | 'invalid_request', message: string): 
 
 /** Reconnect delay the priming event suggests to clients whose stream drops. */
 const PRIME_RETRY_MS = 1000;
-/** At most one warning per this interval about connections refused at `listen.maxConnections`. */
-const DROP_WARNING_INTERVAL_MS = 60_000;
 
 export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   const { config, logger } = deps;
@@ -82,6 +81,8 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: listen.maxBodyBytes,
     forceCloseConnections: true,
+    // fastify's own default (72 s) lets idle keep-alive connections hold slots long after their last request.
+    keepAliveTimeout: listen.keepAliveTimeoutMs,
     // A request that never finishes arriving (slow headers, an unfinished body) holds a connection and a parser
     // forever unless something ends it: Node answers 408 and closes. Only the arrival of the request is timed;
     // a long answer (a tool call, an SSE stream) is not. Node checks at this interval, so it must be short.
@@ -91,18 +92,9 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
       connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(listen.headersTimeoutMs / 4))),
     },
   });
-  if (listen.maxConnections > 0) {
-    app.server.maxConnections = listen.maxConnections;
-    let lastWarning = 0;
-    let dropped = 0;
-    app.server.on('drop', () => {
-      dropped++;
-      if (Date.now() - lastWarning < DROP_WARNING_INTERVAL_MS) return;
-      lastWarning = Date.now();
-      logger.warn({ maxConnections: listen.maxConnections, dropped }, 'connections refused: listen.maxConnections are open');
-      dropped = 0;
-    });
-  }
+  // Not server.maxConnections: Node refuses at the cap before anything could make room by closing idle ones.
+  const connections = new ConnectionGuard(listen, deps.authenticator !== undefined, logger);
+  connections.attach(app.server);
   const front: FrontEnd = { ...deps, admission: new Admission(deps.inflight, listen.maxBodyBytes, config.sessions.maxStreamsPerPrincipal, logger) };
 
   // JSON only (anything else is 415); malformed JSON is a JSON-RPC parse error, not fastify's 400, and JSON
@@ -179,6 +171,7 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
     try {
       const caller = await authenticator.authenticate(header(request, 'authorization'));
       callers.set(request, caller);
+      connections.proven(request.raw.socket);
       if (requestsLimited) await deps.rateLimiter?.request(caller.principal);
       return admit(request, reply);
     } catch (error) {
