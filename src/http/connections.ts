@@ -78,15 +78,11 @@ export class ConnectionGuard {
     this.perAddress.set(address, fromAddress + 1);
     socket.once('close', () => this.forget(connection));
     if (maxConnections <= 0) return;
-    let reclaimed = 0;
     while (this.open.size > this.reclaimAbove) {
       const idle = this.mostIdle(connection);
       if (idle === undefined) break;
       this.close(idle);
-      reclaimed++;
-    }
-    if (reclaimed > 0) {
-      this.warnings.reclaimed.warn(this.logger, { maxConnections, reclaimed }, 'idle connections closed to make room: near listen.maxConnections');
+      this.warnings.reclaimed.warn(this.logger, { maxConnections }, 'idle connections closed to make room: near listen.maxConnections');
     }
     if (this.open.size > maxConnections) {
       this.close(connection);
