@@ -47,6 +47,13 @@ const REGISTRY = {
   replica_full: { rpc: InternalError, http: 503 },
   /** The principal already holds sessions.maxPerPrincipal open sessions. */
   too_many_sessions: { rpc: InvalidRequest, http: 429 },
+  /** The principal already holds sessions.maxStreamsPerPrincipal open SSE streams on this replica. */
+  too_many_streams: { rpc: InvalidRequest, http: 429 },
+  /**
+   * listen.maxInflightBytes or listen.maxInflightBytesPerPrincipal is full: `data.budget` names which, and
+   * `data.retryAfterMs` says when to try again (HTTP Retry-After too).
+   */
+  inflight_budget_full: { rpc: GatewayServerError, http: 503 },
   session_required: { rpc: InvalidRequest, http: 400 },
   session_not_found: { rpc: GatewayServerError, http: 404 },
   unsupported_protocol_version: { rpc: InvalidRequest, http: 400 },
@@ -77,7 +84,7 @@ const REGISTRY = {
 
 export type ErrorCode = keyof typeof REGISTRY;
 
-/** The Retry-After header for an error whose data says when to retry (rate_limited's `retryAfterMs`): whole seconds, rounded up. */
+/** The Retry-After header for an error whose data says when to retry (`retryAfterMs`): whole seconds, rounded up. */
 export function retryAfterHeaders(data: unknown): Record<string, string> {
   const retryAfterMs = (data as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
   return typeof retryAfterMs === 'number' ? { 'retry-after': String(Math.ceil(retryAfterMs / 1000)) } : {};

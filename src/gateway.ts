@@ -21,6 +21,8 @@ import { CursorCodec } from './store/task-store.js';
 import { LegacyTasks } from './protocol/rev2025-11-25/tasks.js';
 import { MODERN_CALLER, ModernTasks } from './protocol/rev2026-07-28/tasks.js';
 import { TaskEngine } from './tasks/engine.js';
+import { InflightBytes } from './tasks/inflight-bytes.js';
+import { ANONYMOUS_PRINCIPAL } from './tasks/principals.js';
 import { RateLimiter } from './tasks/rate-limits.js';
 import { Upstream } from './upstream/upstream.js';
 import { VERSION } from './version.js';
@@ -46,6 +48,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   // connections), one reaches the other through a closure, called only once both exist.
   const store = createStore(config.store);
   const rateLimiter = config.auth === undefined ? undefined : new RateLimiter(config.auth.rateLimits, store, logger);
+  const inflight = new InflightBytes({ total: config.listen.maxInflightBytes, perPrincipal: config.listen.maxInflightBytesPerPrincipal });
   const replicas = new ReplicaLink(store, logger);
   const listeners = new ListenHub(store, logger);
   const upstreams: Upstream[] = [];
@@ -78,9 +81,11 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     // exists), or modern clients; its call runs under the identity it was stored with (or the session's).
     resume: async (task) => {
       const stored = { clientInfo: undefined, ...task.call.identity };
-      if (task.era !== 'legacy') return { caller: MODERN_CALLER, identity: stored };
+      // Its arguments are held here again: charged to whom its request was (whatever the budgets say: it was accepted).
+      const bytes = inflight.force(config.auth === undefined ? ANONYMOUS_PRINCIPAL : task.principal, Buffer.byteLength(JSON.stringify(task.call.params)));
+      if (task.era !== 'legacy') return { caller: MODERN_CALLER, identity: stored, bytes };
       const session = await sessions.get(stored.sessionId).catch(() => undefined);
-      return { caller: legacyTasks.callerFor(task.taskId, session), identity: session ?? stored };
+      return { caller: legacyTasks.callerFor(task.taskId, session), identity: session ?? stored, bytes };
     },
     lost: (task) => {
       if (task.era === 'legacy') void legacyTasks.tellSession(task, (sessionId) => sessions.get(sessionId));
@@ -132,6 +137,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     relay,
     authenticator: config.auth === undefined ? undefined : new Authenticator(config.auth, logger),
     rateLimiter,
+    inflight,
     isShuttingDown: () => shuttingDown,
     readiness: async () => {
       const storeStatus: JsonObject = { type: store.kind, ok: true };

@@ -28,7 +28,12 @@ export const DEFAULTS = Object.freeze({
   clientRequestTimeoutMs: 30_000,
   clientHeadersTimeoutMs: 10_000,
   maxConnections: 1_024,
+  maxConnectionsPerAddress: 256,
+  clientKeepAliveTimeoutMs: 5_000,
+  maxInflightBytes: 256 * 1024 * 1024,
+  maxInflightBytesPerPrincipal: 64 * 1024 * 1024,
   maxSessionsPerPrincipal: 1_000,
+  maxStreamsPerPrincipal: 100,
   redisUrl: 'redis://127.0.0.1:6379',
   redisPrefix: 'taskgate',
   requestTimeoutMs: 60_000,
@@ -144,6 +149,10 @@ export const ListenSchema = z.strictObject({
   requestTimeoutMs: int(1).default(DEFAULTS.clientRequestTimeoutMs),
   headersTimeoutMs: int(1).default(DEFAULTS.clientHeadersTimeoutMs),
   maxConnections: int(0).default(DEFAULTS.maxConnections),
+  maxConnectionsPerAddress: int(0).default(DEFAULTS.maxConnectionsPerAddress),
+  keepAliveTimeoutMs: int(1).default(DEFAULTS.clientKeepAliveTimeoutMs),
+  maxInflightBytes: int(0).default(DEFAULTS.maxInflightBytes),
+  maxInflightBytesPerPrincipal: int(0).default(DEFAULTS.maxInflightBytesPerPrincipal),
   // Compared exactly with the Origin header, which never has a path or trailing slash: catch those here.
   allowedOrigins: z.array(z.string().refine(isOrigin, { error: ORIGIN_HINT })).default(() => []),
   allowedHosts: z
@@ -296,6 +305,7 @@ export const TasksSchema = z
 export const SessionsSchema = z.strictObject({
   idleTimeoutMs: int(1).default(DEFAULTS.idleTimeoutMs),
   maxPerPrincipal: int(0).default(DEFAULTS.maxSessionsPerPrincipal),
+  maxStreamsPerPrincipal: int(0).default(DEFAULTS.maxStreamsPerPrincipal),
 });
 export const SseSchema = z.strictObject({
   keepAliveMs: int(1).default(DEFAULTS.keepAliveMs),
@@ -384,6 +394,19 @@ export const RawConfigSchema = z.strictObject({
       input: headersTimeoutMs,
       message: `must be <= listen.requestTimeoutMs (${requestTimeoutMs}): the headers are part of the request`,
     });
+  }
+  // A budget smaller than that could never admit a request of the largest size: it would be refused as
+  // "retry later" forever.
+  for (const key of ['maxInflightBytes', 'maxInflightBytesPerPrincipal'] as const) {
+    const budget = config.listen[key];
+    if (budget > 0 && budget < 2 * config.listen.maxBodyBytes) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['listen', key],
+        input: budget,
+        message: `must be 0 (unlimited) or at least 2 × listen.maxBodyBytes (${2 * config.listen.maxBodyBytes}): a body of the largest size must fit, with room left for small requests`,
+      });
+    }
   }
   const { drainTimeoutMs } = config.replicas;
   if (config.shutdownTimeoutMs > 0 && drainTimeoutMs >= config.shutdownTimeoutMs) {

@@ -25,8 +25,23 @@ export interface ListenConfig {
   requestTimeoutMs: number;
   /** The request headers must arrive within this (slow-header clients); else HTTP 408. */
   headersTimeoutMs: number;
-  /** Client connections open at once; more are closed as they arrive. 0 = unlimited. */
+  /**
+   * Client connections open at once. Near it (90%), idle keep-alive connections are closed to make room, those
+   * that never presented valid credentials first; past it a new connection is closed. 0 = unlimited.
+   */
   maxConnections: number;
+  /** Client connections open at once from one remote address; more are closed as they arrive. 0 = unlimited. */
+  maxConnectionsPerAddress: number;
+  /** A keep-alive connection with no request for this long is closed. */
+  keepAliveTimeoutMs: number;
+  /**
+   * Bytes of request bodies the gateway holds at once (from reading a body until what it carried is let go: the
+   * answer of a forwarded call, the end of a task's upstream call), over all principals; past it new requests
+   * get HTTP 503 + Retry-After. 0 = unlimited.
+   */
+  maxInflightBytes: number;
+  /** The same per principal (without `auth`, all clients are one principal). 0 = unlimited. */
+  maxInflightBytesPerPrincipal: number;
   /**
    * Origins accepted in the `Origin` header (compared as parsed origins, or "*"). Requests without an Origin
    * header are always accepted (non-browser clients). Empty = only loopback origins when bound to loopback,
@@ -175,6 +190,11 @@ export interface SessionsConfig {
    * authentication every client is the same principal, so this caps all sessions. 0 = unlimited.
    */
   maxPerPrincipal: number;
+  /**
+   * SSE streams one principal may hold open on this replica (2025 GET streams and POST answers that may stream,
+   * 2026-07-28 subscriptions/listen); a new one beyond it gets HTTP 429. 0 = unlimited.
+   */
+  maxStreamsPerPrincipal: number;
 }
 
 export interface SseConfig {

@@ -4,26 +4,26 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
 import { isRequest, toResponse, validateMessage, type JsonObject, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
+import type { InflightCharge } from '../tasks/inflight-bytes.js';
 import type { Caller } from '../tasks/principals.js';
 import { checkRoutingHeaders, readEnvelope } from '../protocol/rev2026-07-28/envelope.js';
 import { modernRefusal, retryAfterHeader } from '../protocol/rev2026-07-28/errors.js';
 import { ModernResponder } from '../protocol/rev2026-07-28/responder.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
+import { admissionPrincipal, type Admission } from './admission.js';
 
 export interface ModernFrontDeps {
   modern: ModernRouter;
   logger: Logger;
   keepAliveMs: number;
-}
-
-function send(reply: FastifyReply, status: number, body: unknown): FastifyReply {
-  return reply.code(status).type('application/json').send(JSON.stringify(body));
+  /** Listen streams count against the caller's open streams. */
+  admission: Admission;
 }
 
 /** Sends what this revision's error edge says a refused request gets. */
 function refuse(reply: FastifyReply, id: RequestId | null, error: unknown): FastifyReply {
   const { status, body } = modernRefusal(id, error);
-  return send(reply, status, body);
+  return reply.code(status).headers(retryAfterHeader(body)).type('application/json').send(JSON.stringify(body));
 }
 
 export async function handleModernPost(
@@ -32,6 +32,8 @@ export async function handleModernPost(
   reply: FastifyReply,
   body: unknown,
   caller: Caller | undefined,
+  /** The request body's bytes, held by the call it starts until that ends. */
+  charge: InflightCharge | undefined,
 ): Promise<FastifyReply> {
   if (Array.isArray(body)) return refuse(reply, null, new GatewayError('invalid_request', 'Invalid Request: batches are not part of protocol 2026-07-28; send one message per POST'));
   const message = validateMessage(body);
@@ -52,8 +54,13 @@ export async function handleModernPost(
   }
 
   const canStream = (request.headers.accept ?? '').includes('text/event-stream');
-  if (message.method === 'subscriptions/listen' && !canStream) {
-    return refuse(reply, message.id, new GatewayError('not_acceptable', 'Not Acceptable: subscriptions/listen answers with text/event-stream'));
+  if (message.method === 'subscriptions/listen') {
+    if (!canStream) return refuse(reply, message.id, new GatewayError('not_acceptable', 'Not Acceptable: subscriptions/listen answers with text/event-stream'));
+    try {
+      deps.admission.openStream(admissionPrincipal(caller), reply.raw);
+    } catch (error) {
+      return refuse(reply, message.id, error);
+    }
   }
   reply.hijack();
   const responder = new ModernResponder(reply.raw, canStream, deps.keepAliveMs);
@@ -66,7 +73,7 @@ export async function handleModernPost(
     }
     return reply;
   }
-  const answer = await deps.modern.handle(client, message, headers, responder);
+  const answer = await deps.modern.handle(client, message, headers, responder, charge);
   if (answer === undefined) responder.end();
   else responder.finish(toResponse(message.id, answer.outcome) as unknown as JsonObject, answer.status, retryAfterHeader(answer.outcome));
   return reply;

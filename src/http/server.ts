@@ -15,6 +15,7 @@ import {
 import type { Logger } from '../log.js';
 import { isSupportedLegacyVersion, LEGACY_VERSIONS, supportsBatches, supportsPrimingEvents } from '../protocol/mcp.js';
 import { legacyErrorResponse, legacyRefusal } from '../protocol/rev2025-11-25/errors.js';
+import { InflightBudgetFull, type InflightBytes, type InflightCharge } from '../tasks/inflight-bytes.js';
 import type { Caller } from '../tasks/principals.js';
 import { RateLimited, type RateLimiter } from '../tasks/rate-limits.js';
 import { AuthError, type Authenticator } from './credentials.js';
@@ -24,7 +25,10 @@ import type { SessionRegistry } from '../gateway/sessions.js';
 import type { SessionRelay } from '../gateway/session-relay.js';
 import { httpConnection } from '../protocol/event-stream.js';
 import { checkRequestOrigin } from './guards.js';
-import { isModernMessage } from '../protocol/rev2026-07-28/envelope.js';
+import { Admission, admissionPrincipal } from './admission.js';
+import { ConnectionGuard } from './connections.js';
+import { headersNameModernRevision, isModernMessage } from '../protocol/rev2026-07-28/envelope.js';
+import { modernRefusal } from '../protocol/rev2026-07-28/errors.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
 import { handleModernPost } from './modern-front.js';
 
@@ -42,6 +46,13 @@ export interface FrontEndDeps {
   authenticator: Authenticator | undefined;
   /** Per-principal request rate (with `auth`). */
   rateLimiter: RateLimiter | undefined;
+  /** The budgets of request bytes in flight (shared with the task core, whose runs hold what requests carried). */
+  inflight: InflightBytes;
+}
+
+/** The front end's own parts, next to what the gateway gives it. */
+interface FrontEnd extends FrontEndDeps {
+  admission: Admission;
 }
 
 /** Who sent each MCP request, once its credentials were checked (requests of an authenticated gateway only). */
@@ -60,8 +71,6 @@ function refusedBody(code: 'parse_error' | 'invalid_request', message: string): 
 
 /** Reconnect delay the priming event suggests to clients whose stream drops. */
 const PRIME_RETRY_MS = 1000;
-/** At most one warning per this interval about connections refused at `listen.maxConnections`. */
-const DROP_WARNING_INTERVAL_MS = 60_000;
 
 export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   const { config, logger } = deps;
@@ -72,6 +81,8 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: listen.maxBodyBytes,
     forceCloseConnections: true,
+    // fastify's own default (72 s) lets idle keep-alive connections hold slots long after their last request.
+    keepAliveTimeout: listen.keepAliveTimeoutMs,
     // A request that never finishes arriving (slow headers, an unfinished body) holds a connection and a parser
     // forever unless something ends it: Node answers 408 and closes. Only the arrival of the request is timed;
     // a long answer (a tool call, an SSE stream) is not. Node checks at this interval, so it must be short.
@@ -81,25 +92,18 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
       connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(listen.headersTimeoutMs / 4))),
     },
   });
-  if (listen.maxConnections > 0) {
-    app.server.maxConnections = listen.maxConnections;
-    let lastWarning = 0;
-    let dropped = 0;
-    app.server.on('drop', () => {
-      dropped++;
-      if (Date.now() - lastWarning < DROP_WARNING_INTERVAL_MS) return;
-      lastWarning = Date.now();
-      logger.warn({ maxConnections: listen.maxConnections, dropped }, 'connections refused: listen.maxConnections are open');
-      dropped = 0;
-    });
-  }
+  // Not server.maxConnections: Node refuses at the cap before anything could make room by closing idle ones.
+  const connections = new ConnectionGuard(listen, deps.authenticator !== undefined, logger);
+  connections.attach(app.server);
+  const front: FrontEnd = { ...deps, admission: new Admission(deps.inflight, listen.maxBodyBytes, config.sessions.maxStreamsPerPrincipal, logger) };
 
   // JSON only (anything else is 415); malformed JSON is a JSON-RPC parse error, not fastify's 400, and JSON
   // nested deeper than any MCP message needs is refused before anything walks it. The refusal is the POST
   // handler's to send: a DELETE or GET with a stray body is not refused for it.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
+    front.admission.bodyRead(request, text);
     if (jsonNestingExceeds(text, listen.maxJsonDepth)) {
       done(null, refusedBody('invalid_request', `Invalid Request: JSON nested deeper than ${listen.maxJsonDepth} levels (listen.maxJsonDepth)`));
       return;
@@ -128,7 +132,7 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
     if (mapped === undefined) request.log.error({ err: error }, 'unhandled front-end error');
     // The request reached no revision's router, or 2025-11-25's refused it: that revision's edge answers.
     const { status, body } = legacyRefusal(null, mapped ?? error);
-    void reply.code(status).type('application/json').send(body);
+    void reply.code(status).headers(retryAfterHeaders(body.error.data)).type('application/json').send(body);
   });
 
   // Every route, health and unknown paths included: a page that rebinds a name to this address learns nothing.
@@ -149,14 +153,27 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
       app.get(metadataPath, async (_request, reply) => reply.header('access-control-allow-origin', '*').send(authenticator.metadata()));
     }
   }
+  // The body's bytes are charged before it is read: a full budget refuses the request unread.
+  const admit = (request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined => {
+    try {
+      front.admission.chargeBody(request, reply.raw, admissionPrincipal(callerOf(request)));
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof InflightBudgetFull)) throw error;
+      // No message has been read: the revision the headers name answers, without a request id.
+      const { status, body } = headersNameModernRevision(request.headers) ? modernRefusal(null, error) : legacyRefusal(null, error);
+      return reply.code(status).headers(retryAfterHeaders(body.error.data)).type('application/json').send(JSON.stringify(body));
+    }
+  };
   const guard = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     if (deps.isShuttingDown()) throw new GatewayError('shutting_down', 'The gateway is shutting down');
-    if (authenticator === undefined) return undefined;
+    if (authenticator === undefined) return admit(request, reply);
     try {
       const caller = await authenticator.authenticate(header(request, 'authorization'));
       callers.set(request, caller);
+      connections.proven(request.raw.socket);
       if (requestsLimited) await deps.rateLimiter?.request(caller.principal);
-      return undefined;
+      return admit(request, reply);
     } catch (error) {
       if (error instanceof RateLimited) return sendRateLimited(reply, error);
       if (!(error instanceof AuthError)) throw error;
@@ -169,9 +186,9 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
         .send(JSON.stringify(legacyRefusal(null, new GatewayError('invalid_request', error.message)).body));
     }
   };
-  app.post(path, { onRequest: guard }, (request, reply) => handlePost(deps, request, reply));
-  app.get(path, { onRequest: guard }, (request, reply) => handleGet(deps, request, reply));
-  app.delete(path, { onRequest: guard }, (request, reply) => handleDelete(deps, request, reply));
+  app.post(path, { onRequest: guard }, (request, reply) => front.admission.handling(request, (charge) => handlePost(front, request, reply, charge)));
+  app.get(path, { onRequest: guard }, (request, reply) => front.admission.handling(request, () => handleGet(front, request, reply)));
+  app.delete(path, { onRequest: guard }, (request, reply) => front.admission.handling(request, () => handleDelete(front, request, reply)));
   return app;
 }
 
@@ -213,14 +230,14 @@ function sendJson(reply: FastifyReply, status: number, body: unknown, headers: R
   return reply.code(status).headers(headers).type('application/json').send(JSON.stringify(body));
 }
 
-async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+async function handlePost(deps: FrontEnd, request: FastifyRequest, reply: FastifyReply, charge: InflightCharge | undefined): Promise<FastifyReply> {
   if (!accepts(request, 'application/json') && !accepts(request, 'text/event-stream')) {
     throw new GatewayError('not_acceptable', 'Not Acceptable: Accept must include application/json or text/event-stream');
   }
   const body = request.body as unknown;
   if (typeof body === 'object' && body !== null && REFUSED_BODY in body) throw (body as RefusedBody)[REFUSED_BODY];
   if (isModernMessage(body, request.headers, (id) => deps.sessions.peek(id) !== undefined)) {
-    return handleModernPost({ modern: deps.modern, logger: deps.logger, keepAliveMs: deps.config.sse.keepAliveMs }, request, reply, body, callerOf(request));
+    return handleModernPost({ modern: deps.modern, logger: deps.logger, keepAliveMs: deps.config.sse.keepAliveMs, admission: deps.admission }, request, reply, body, callerOf(request), charge);
   }
   const batch = Array.isArray(body);
   const items = batch ? (body as unknown[]) : [body];
@@ -289,7 +306,7 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
     const responses: JsonRpcResponse[] = [...invalid];
     await Promise.all(
       requests.map(async (r) => {
-        const outcome = await deps.router.handle(session, r, undefined, callerOf(request));
+        const outcome = await deps.router.handle(session, r, undefined, callerOf(request), charge);
         if (outcome !== undefined) responses.push(toResponse(r.id, outcome));
       }),
     );
@@ -297,7 +314,9 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
     return sendJson(reply, 200, batch ? responses : responses[0]);
   }
 
-  return answerStreamed(deps, session, requests, invalid, batch, reply, callerOf(request));
+  // A POST that may stream holds an event stream (and its replay buffer) while it runs: one of the caller's streams.
+  deps.admission.openStream(admissionPrincipal(callerOf(request)), reply.raw);
+  return answerStreamed(deps, session, requests, invalid, batch, reply, callerOf(request), charge);
 }
 
 /**
@@ -314,6 +333,7 @@ async function answerStreamed(
   batch: boolean,
   reply: FastifyReply,
   caller: Caller | undefined,
+  charge: InflightCharge | undefined,
 ): Promise<FastifyReply> {
   const stream = session.openStream();
   reply.hijack();
@@ -333,7 +353,7 @@ async function answerStreamed(
 
   await Promise.all(
     requests.map(async (r) => {
-      const outcome = await deps.router.handle(session, r, stream, caller);
+      const outcome = await deps.router.handle(session, r, stream, caller, charge);
       if (outcome === undefined) return;
       const response = toResponse(r.id, outcome);
       if (stream.deferred) held.push(response);
@@ -356,11 +376,12 @@ async function answerStreamed(
   return reply;
 }
 
-async function handleGet(deps: FrontEndDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+async function handleGet(deps: FrontEnd, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   if (!(header(request, 'accept') ?? '').includes('text/event-stream')) {
     throw new GatewayError('not_acceptable', 'Not Acceptable: Accept must include text/event-stream');
   }
   const session = await sessionOf(deps, request);
+  deps.admission.openStream(admissionPrincipal(callerOf(request)), reply.raw);
   const lastEventId = header(request, 'last-event-id');
   const resumed = lastEventId === undefined ? undefined : session.streamForEvent(lastEventId);
   if (resumed !== undefined) {
@@ -386,7 +407,7 @@ async function handleGet(deps: FrontEndDeps, request: FastifyRequest, reply: Fas
   return reply;
 }
 
-async function handleDelete(deps: FrontEndDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+async function handleDelete(deps: FrontEnd, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const session = await sessionOf(deps, request);
   await deps.sessions.end(session);
   deps.logger.info({ session: session.sessionId }, 'session ended by the client');

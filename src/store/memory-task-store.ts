@@ -93,13 +93,15 @@ export class MemoryTaskStore implements TaskStore {
     while (at > 0 && (keys[at - 1] as string) > key) at--;
     keys.splice(at, 0, key);
     this.index.set(task.principal, keys);
-    return copy(task);
+    return copy(withoutOutcome(task));
   }
 
-  async get(taskId: string, options: { outcome?: boolean } = {}): Promise<TaskRecord | undefined> {
+  async get(taskId: string, options: { outcome?: boolean; call?: boolean } = {}): Promise<TaskRecord | undefined> {
     const entry = this.live(taskId);
     if (entry === undefined) return undefined;
-    return options.outcome === true ? copy(entry.task) : copy(withoutOutcome(entry.task));
+    const { outcome, call, ...record } = entry.task;
+    // Copied only what is asked for: a stored call can be megabytes of arguments.
+    return copy({ ...record, ...(options.outcome === true && outcome !== undefined ? { outcome } : {}), ...(options.call === true && call !== undefined ? { call } : {}) });
   }
 
   async expired(taskId: string): Promise<boolean> {
@@ -124,7 +126,11 @@ export class MemoryTaskStore implements TaskStore {
     if (change.attempt !== undefined) task.attempt = change.attempt;
     if (change.queued === true) task.queued = true;
     else if (change.queued === false || isTerminal(change.to)) delete task.queued;
-    if (isTerminal(change.to)) entry.expiresAt = terminalExpiry(task, now, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
+    if (isTerminal(change.to)) {
+      entry.expiresAt = terminalExpiry(task, now, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
+      // Kept only to run the task again, which an ended task never is: its arguments are not held for its TTL.
+      delete task.call;
+    }
     const summary = copy(withoutOutcome(task));
     this.events.emit(taskId, summary);
     return { ok: true, task: copy(summary) };

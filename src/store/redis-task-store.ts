@@ -25,7 +25,7 @@ import {
 /** An idle semaphore's keys go this many lease periods after its last acquire or renewal. */
 const SLOT_KEY_LEASES = 10;
 const LIST_BATCH_EXTRA = 8;
-/** Every record field but the outcome; taskId first (its absence means no record). */
+/** Every record field but the large ones (outcome, stored call); taskId first (its absence means no record). */
 const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued'] as const;
 
 /**
@@ -84,13 +84,10 @@ export class RedisTaskStore implements TaskStore {
     return task;
   }
 
-  async get(taskId: string, options: { outcome?: boolean } = {}): Promise<TaskRecord | undefined> {
-    const key = this.keys.task(taskId);
-    if (options.outcome === true) {
-      const fields = await this.redis.hgetall(key);
-      return Object.keys(fields).length === 0 ? undefined : parseTask(fields);
-    }
-    return summaryFromHmget(await this.redis.hmget(key, ...SUMMARY_FIELDS));
+  async get(taskId: string, options: { outcome?: boolean; call?: boolean } = {}): Promise<TaskRecord | undefined> {
+    // Only the large fields asked for cross the wire: a stored call can be megabytes of arguments.
+    const large = [...(options.outcome === true ? ['outcome'] : []), ...(options.call === true ? ['call'] : [])];
+    return summaryFromHmget(await this.redis.hmget(this.keys.task(taskId), ...SUMMARY_FIELDS, ...large), large);
   }
 
   async expired(taskId: string): Promise<boolean> {
@@ -366,10 +363,11 @@ export class RedisTaskStore implements TaskStore {
 }
 
 /** A record from an HMGET of SUMMARY_FIELDS; undefined when there is no record (no taskId). */
-function summaryFromHmget(values: readonly (string | null | undefined)[]): TaskRecord | undefined {
+/** A record from a HMGET reply of SUMMARY_FIELDS, then the `extra` fields asked for. */
+function summaryFromHmget(values: readonly (string | null | undefined)[], extra: readonly string[] = []): TaskRecord | undefined {
   if (values[0] === null || values[0] === undefined) return undefined;
   const fields: Record<string, string> = {};
-  SUMMARY_FIELDS.forEach((name, i) => {
+  [...SUMMARY_FIELDS, ...extra].forEach((name, i) => {
     const value = values[i];
     if (value !== null && value !== undefined) fields[name] = value;
   });

@@ -106,10 +106,11 @@ export interface TaskStore {
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
   /**
-   * The task, with its outcome (and stored call) only when `outcome: true`: the outcome can be large and most
-   * readers (polling, listing, events) need only the status.
+   * The task, with its outcome only when `outcome: true` and its stored call only when `call: true`: both can be
+   * large (a call carries the client's arguments), most readers (polling, listing, events) need only the status,
+   * and only what runs a task again needs its call. A task's call goes when the task ends.
    */
-  get(taskId: string, options?: { outcome?: boolean }): Promise<TaskRecord | undefined>;
+  get(taskId: string, options?: { outcome?: boolean; call?: boolean }): Promise<TaskRecord | undefined>;
   /** Whether `taskId` named a task that has expired (remembered for EXPIRED_MEMORY_MS), as opposed to none. */
   expired(taskId: string): Promise<boolean>;
   /**

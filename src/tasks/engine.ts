@@ -25,6 +25,7 @@ import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
 import { TaskLeases, type LeasedRuns, type LeaseHealth, type LeasePeerMessages, type LossHandling } from './leases.js';
 import { PendingInputs, type InputRequest } from './pending-inputs.js';
+import type { InflightCharge } from './inflight-bytes.js';
 import type { Peers } from './peers.js';
 import { NATIVE_TASKS_PRINCIPAL, type TaskReader } from './principals.js';
 import type { RateLimiter } from './rate-limits.js';
@@ -89,8 +90,11 @@ export type TaskPeers = Peers<TaskPeerMessages>;
 
 /** What the engine needs to run a lost task's call again, and to tell of a task it failed as lost. */
 export interface RecoveryDeps extends LossHandling {
-  /** The caller a recovered task runs for, and the identity its call runs under again. */
-  resume(task: TaskRecord & { call: StoredCall }): Promise<{ caller: TaskCaller; identity: SessionIdentity }>;
+  /**
+   * The caller a recovered task runs for, the identity its call runs under again, and the bytes of its arguments
+   * (held by the run from here on; the engine takes its own hold and gives back `release`'s).
+   */
+  resume(task: TaskRecord & { call: StoredCall }): Promise<{ caller: TaskCaller; identity: SessionIdentity; bytes?: { charge: InflightCharge; release: () => void } }>;
 }
 
 /** A task whose upstream call runs in this process. */
@@ -115,6 +119,8 @@ interface LocalRun {
   slots: SlotTicket[];
   /** Stops following the task's changes made elsewhere. */
   stopWatching: () => void;
+  /** Gives back the run's hold on the bytes of the request that started it (its arguments live as long as the run). */
+  releaseBytes: () => void;
   /** The last status message of the upstream's own task (when the upstream runs the call as one), as recorded. */
   upstreamStatusMessage: string | undefined;
 }
@@ -243,9 +249,9 @@ export class TaskEngine {
     upstream: Upstream,
     caller: TaskCaller,
     start: (context: CallContext) => Promise<UpstreamCall | undefined>,
-    options: { queue?: boolean; sessionId?: string } = {},
+    options: { queue?: boolean; sessionId?: string; charge?: InflightCharge | undefined } = {},
   ): RunHandle {
-    const run = this.newRun(task, caller);
+    const run = this.newRun(task, caller, options.charge);
     const handle: RunHandle = {
       ask: (request, signal) => this.ask(run, request, signal),
       status: (message) => this.upstreamStatus(run, message),
@@ -263,10 +269,14 @@ export class TaskEngine {
     return handle;
   }
 
-  /** Runs a task whose call is a tools/call of `params`, over the upstream session of `identity`. */
-  runToolCall(task: TaskRecord, upstream: Upstream, caller: TaskCaller, params: JsonObject, identity: SessionIdentity): RunHandle {
+  /**
+   * Runs a task whose call is a tools/call of `params`, over the upstream session of `identity`; the run holds
+   * `charge` (the bytes of the request that carried `params`) until it ends.
+   */
+  runToolCall(task: TaskRecord, upstream: Upstream, caller: TaskCaller, params: JsonObject, identity: SessionIdentity, charge?: InflightCharge): RunHandle {
     return this.run(task, upstream, caller, (context) => upstream.callFor(identity, 'tools/call', params, context, 0, { asTask: true }), {
       sessionId: identity.sessionId,
+      charge,
     });
   }
 
@@ -274,7 +284,7 @@ export class TaskEngine {
     return this.peers.id;
   }
 
-  private newRun(task: TaskRecord, caller: TaskCaller): LocalRun {
+  private newRun(task: TaskRecord, caller: TaskCaller, charge: InflightCharge | undefined): LocalRun {
     const run: LocalRun = {
       task,
       caller,
@@ -290,6 +300,7 @@ export class TaskEngine {
       slots: [],
       stopWatching: () => undefined,
       upstreamStatusMessage: undefined,
+      releaseBytes: charge?.hold() ?? (() => undefined),
     };
     this.runs.set(task.taskId, run);
     this.opening.delete(task.taskId); // the place open() held is the run's now
@@ -551,6 +562,7 @@ export class TaskEngine {
     if (run.ended) return;
     run.ended = true;
     run.stopWatching();
+    run.releaseBytes();
     run.caller.ended();
     run.abort.abort(new Error(cancelReason ?? 'the task ended'));
     // Slots held and places in line go back (the principal's count included: the task is ending).
@@ -649,8 +661,12 @@ export class TaskEngine {
       runAgain: async (task, upstream) => {
         // Still the principal's task: counted again (its old ticket expired with the lost replica's leases).
         if (this.policyFor(task.tool).maxTasksPerPrincipal > 0) await this.slots.reclaimPrincipal(task.principal, task.taskId);
-        const { caller, identity } = await this.recovery.resume(task);
-        this.runToolCall(task, upstream, caller, task.call.params, identity);
+        const { caller, identity, bytes } = await this.recovery.resume(task);
+        try {
+          this.runToolCall(task, upstream, caller, task.call.params, identity, bytes?.charge);
+        } finally {
+          bytes?.release(); // the run holds its own
+        }
       },
     };
   }

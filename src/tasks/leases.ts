@@ -260,7 +260,7 @@ export class TaskLeases {
    * at most one more execution. True when there is nothing left to fail (taken over, or ended meanwhile).
    */
   private async takeOverLost(taskId: string, owner: string): Promise<boolean> {
-    const task = await this.store.get(taskId, { outcome: true }).catch(() => undefined);
+    const task = await this.store.get(taskId, { call: true }).catch(() => undefined);
     if (task === undefined || isTerminal(task.status) || task.call === undefined) return false;
     const policy = this.runs.policyFor(task.tool);
     const waiting = task.queued === true;

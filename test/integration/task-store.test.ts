@@ -102,12 +102,14 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
-    test('a stored call comes only with full reads; attempt and the queued mark are kept, and the mark goes at the end', async () => {
+    test('a stored call comes only when asked for and goes at the end; attempt and the queued mark are kept, and the mark goes at the end', async () => {
       const store = await create();
       const call = { params: { name: 'slow', arguments: { ms: 1 } }, identity: { sessionId: 's1', protocolVersion: '2025-11-25', capabilities: {} } };
       const task = await store.create(newTask({ call }));
+      assert.equal(task.call, undefined, 'the created record does not carry it back');
       assert.equal((await store.get(task.taskId))?.call, undefined);
-      assert.deepEqual((await store.get(task.taskId, { outcome: true }))?.call, call);
+      assert.equal((await store.get(task.taskId, { outcome: true }))?.call, undefined, 'reading the outcome does not read the call');
+      assert.deepEqual((await store.get(task.taskId, { call: true }))?.call, call);
       await store.transition(task.taskId, { to: 'working', queued: true, message: 'Queued' });
       assert.equal((await store.get(task.taskId))?.queued, true);
       await store.transition(task.taskId, { to: 'working', message: 'still' });
@@ -119,6 +121,9 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.transition(task.taskId, { to: 'working', queued: true });
       await store.transition(task.taskId, { to: 'failed', message: 'lost' });
       assert.equal((await store.get(task.taskId))?.queued, undefined);
+      const ended = await store.get(task.taskId, { outcome: true, call: true });
+      assert.equal(ended?.status, 'failed');
+      assert.equal(ended?.call, undefined, 'an ended task is never run again: its arguments are not kept');
       await store.close();
     });
 

@@ -86,6 +86,10 @@ describe('config: the contract example', () => {
       requestTimeoutMs: 30_000,
       headersTimeoutMs: 10_000,
       maxConnections: 1_024,
+      maxConnectionsPerAddress: 256,
+      keepAliveTimeoutMs: 5_000,
+      maxInflightBytes: 256 * 1024 * 1024,
+      maxInflightBytesPerPrincipal: 64 * 1024 * 1024,
       allowedOrigins: [],
       allowedHosts: [],
     });
@@ -113,7 +117,7 @@ describe('config: the contract example', () => {
         maxWaitSeconds: 50,
       },
     });
-    assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000, maxPerPrincipal: 1_000 });
+    assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000, maxPerPrincipal: 1_000, maxStreamsPerPrincipal: 100 });
     assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000, jsonWindowMs: 50 });
     assert.deepEqual(config.mrtr, { parkTimeoutMs: 300_000 });
     assert.deepEqual(config.lists, { pageSize: 1_000 });
@@ -368,6 +372,14 @@ describe('config: located errors', () => {
     const errors = parseErrors(['listen: { requestTimeoutMs: 5000, headersTimeoutMs: 6000 }', 'upstreams:', '  a: { command: a }'].join('\n'));
     const headers = errors.find((e) => e.path === 'listen.headersTimeoutMs');
     assert.match(headers?.message ?? '', /must be <= listen\.requestTimeoutMs \(5000\)/);
+  });
+
+  it('requires a budget of bytes in flight to hold two bodies of the largest size (or to be unlimited)', () => {
+    const errors = parseErrors(['listen: { maxBodyBytes: 1000, maxInflightBytes: 1999, maxInflightBytesPerPrincipal: 0 }', 'upstreams:', '  a: { command: a }'].join('\n'));
+    assert.deepEqual(errors.map((e) => e.path), ['listen.maxInflightBytes']);
+    assert.match(errors[0]?.message ?? '', /must be 0 \(unlimited\) or at least 2 × listen\.maxBodyBytes \(2000\)/);
+    const fits = parse(['listen: { maxBodyBytes: 1000, maxInflightBytes: 2000, maxInflightBytesPerPrincipal: 2000 }', 'upstreams:', '  a: { command: a }'].join('\n'));
+    assert.equal(fits.listen.maxInflightBytesPerPrincipal, 2000);
   });
 
   it('checks numbers, enums and cross-field limits', () => {

@@ -18,12 +18,14 @@ export function legacyErrorResponse(id: RequestId | null, error: unknown): JsonR
 
 /**
  * What the transport answers when it refuses a request: the registry's HTTP status (500 where that is not an
- * error status) and the error's code and message. Failures that are not the gateway's own (the HTTP server's)
- * keep their status and count as invalid requests.
+ * error status) and the error's code, message and data (a full budget's `retryAfterMs`, which the front end also
+ * sends as Retry-After). Failures that are not the gateway's own (the HTTP server's) keep their status and count
+ * as invalid requests.
  */
 export function legacyRefusal(id: RequestId | null, error: unknown): { status: number; body: JsonRpcFailure } {
   if (error instanceof GatewayError) {
-    return { status: error.httpStatus >= 400 ? error.httpStatus : 500, body: errorResponse(id, legacyError(error).code, error.message) };
+    const { code, message, data } = legacyError(error);
+    return { status: error.httpStatus >= 400 ? error.httpStatus : 500, body: errorResponse(id, code, message, data) };
   }
   const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
   const status = typeof statusCode === 'number' && statusCode >= 400 ? statusCode : 500;

@@ -34,6 +34,7 @@ import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { plainCallView, type TaskTools } from '../task-tools.js';
 import type { AccessRule, TaskPolicy } from '../../config/types.js';
 import type { RunHandle } from '../../tasks/engine.js';
+import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 
 /** Methods whose upstream may send progress, logs or requests before answering: answered on an SSE stream. */
 export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tasks/result']);
@@ -84,10 +85,14 @@ export class Router {
     return { response: toResponse(request.id, { result }), sessionId: session.sessionId };
   }
 
-  /** Answers one client request. Resolves undefined when no response is owed (the client cancelled it). */
-  async handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller): Promise<Outcome | undefined> {
+  /**
+   * Answers one client request. Resolves undefined when no response is owed (the client cancelled it). `charge`
+   * is the bytes of the request body: held until this resolves, and longer by a task that takes the call's
+   * arguments with it.
+   */
+  async handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<Outcome | undefined> {
     try {
-      return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.logger));
+      return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.logger), charge);
     } catch (error) {
       if (!(error instanceof GatewayError)) this.logger.error({ err: error, method: request.method, session: session.sessionId }, 'request failed');
       return { error: legacyError(error) };
@@ -126,14 +131,14 @@ export class Router {
     return true;
   }
 
-  private async dispatch(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
+  private async dispatch(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, access: CallerAccess, charge: InflightCharge | undefined): Promise<Outcome | undefined> {
     const params = request.params ?? {};
     if (LIST_METHODS.has(request.method)) return { result: await this.list(session, request.method, params, access) };
     switch (request.method) {
       case 'ping':
         return { result: {} };
       case 'tools/call':
-        return this.callTool(session, request, params, stream, access);
+        return this.callTool(session, request, params, stream, access, charge);
       case 'prompts/get': {
         const name = params.name;
         if (typeof name !== 'string') throw new GatewayError('invalid_params', 'prompts/get: params.name must be a string');
@@ -172,7 +177,14 @@ export class Router {
    * A tool call runs synchronously or as a task, as the client asked (`params.task`) within the tool's policy.
    * The task hint never goes upstream: the upstream only ever sees a plain call.
    */
-  private async callTool(session: LegacySession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
+  private async callTool(
+    session: LegacySession,
+    request: JsonRpcRequest,
+    params: JsonObject,
+    stream: EventStream | undefined,
+    access: CallerAccess,
+    charge: InflightCharge | undefined,
+  ): Promise<Outcome | undefined> {
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
     if (this.taskTools.owns(name)) return this.taskTool(session, request, name, params, stream, access);
@@ -183,7 +195,7 @@ export class Router {
     const policy = this.tasks.engine.policyFor(name);
     // Hosts that never ask for a task (of any revision) get a background task where policy says so.
     if (task === undefined && policy.plainCalls === 'background' && policy.mode !== 'forbidden') {
-      return this.background(session, request, name, route.upstream, upstreamParams, policy, stream);
+      return this.background(session, request, name, route.upstream, upstreamParams, policy, stream, charge);
     }
     // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
     if (!supportsLegacyTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
@@ -197,7 +209,7 @@ export class Router {
       if (mode === 'forbidden') {
         throw new GatewayError('method_not_found', `Tool '${name}' cannot be called as a task (task policy: forbidden); call it without params.task`);
       }
-      return this.tasks.create(session, name, route.upstream, upstreamParams, ttl);
+      return this.tasks.create(session, name, route.upstream, upstreamParams, ttl, charge);
     }
     if (mode === 'required') {
       const why = upstreamSupport === 'required' ? `upstream '${route.upstream.name}' runs it only as a task` : 'task policy: required';
@@ -219,8 +231,10 @@ export class Router {
     params: JsonObject,
     policy: TaskPolicy,
     stream: EventStream | undefined,
+    /** The request's bytes, which the task holds once the call becomes one. */
+    charge: InflightCharge | undefined,
   ): Promise<Outcome | undefined> {
-    if (policy.taskAfterMs === 0) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params)) };
+    if (policy.taskAfterMs === 0) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params, charge)) };
     const { context: own, keepAlive } = this.requestContext(session, params, stream, policy.keepAliveProgressMs);
     // Until taskAfterMs, the call's messages belong to this request; from then on (the task being stored), to the task.
     let task: Promise<RunHandle> | undefined = undefined;
@@ -243,7 +257,7 @@ export class Router {
     if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
     if (inflight.cancelled) return undefined;
     if (answered !== undefined) return answered;
-    const adopted = this.tasks.adopt(session, name, upstream, params, call);
+    const adopted = this.tasks.adopt(session, name, upstream, params, call, charge);
     task = adopted.then((a) => a.run);
     try {
       return { result: this.taskTools.handle((await adopted).task) };

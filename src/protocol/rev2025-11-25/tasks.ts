@@ -7,6 +7,7 @@ import type { EventStream } from '../event-stream.js';
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
+import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { sessionOfPrincipal, sessionPrincipal, type TaskReader } from '../../tasks/principals.js';
 import { NOT_FOUND, storedCall, type RunHandle, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
@@ -25,10 +26,13 @@ export class LegacyTasks {
     private readonly immediateResponse: string | undefined,
   ) {}
 
-  /** Stores the task, starts the upstream call, and answers with the CreateTaskResult. */
-  async create(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<Outcome> {
+  /**
+   * Stores the task, starts the upstream call, and answers with the CreateTaskResult. The run holds `charge`, the
+   * bytes of the request that carried `params`, until its call ends.
+   */
+  async create(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, charge?: InflightCharge): Promise<Outcome> {
     const task = await this.open(session, exposedName, upstream, params, requestedTtl);
-    this.engine.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session);
+    this.engine.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session, charge);
     return { result: createTaskResult(task, this.immediateResponse) };
   }
 
@@ -36,16 +40,16 @@ export class LegacyTasks {
    * A plain call that outlived `taskAfterMs` under `plainCalls: background` becomes a task as it runs: stored,
    * then run here with its call already under way (it holds no place in line).
    */
-  async adopt(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, call: UpstreamCall): Promise<{ task: TaskRecord; run: RunHandle }> {
+  async adopt(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, call: UpstreamCall, charge?: InflightCharge): Promise<{ task: TaskRecord; run: RunHandle }> {
     const task = await this.open(session, exposedName, upstream, params, undefined);
-    const run = this.engine.run(task, upstream, this.backgroundCaller(task.taskId, session), () => Promise.resolve(call), { queue: false, sessionId: session.sessionId });
+    const run = this.engine.run(task, upstream, this.backgroundCaller(task.taskId, session), () => Promise.resolve(call), { queue: false, sessionId: session.sessionId, charge });
     return { task, run };
   }
 
   /** A background call with `taskAfterMs: 0`: a task at once, which waits for its slots like any other. */
-  async startBackground(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject): Promise<TaskRecord> {
+  async startBackground(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, charge?: InflightCharge): Promise<TaskRecord> {
     const task = await this.open(session, exposedName, upstream, params, undefined);
-    this.engine.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session);
+    this.engine.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session, charge);
     return task;
   }
 

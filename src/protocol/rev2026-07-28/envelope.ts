@@ -55,9 +55,14 @@ export function isModernMessage(body: unknown, headers: Headers, isKnownSession:
   if (meta?.[META_PROTOCOL_VERSION] !== undefined) return true;
   const sessionId = header(headers, 'mcp-session-id');
   if (sessionId !== undefined && isKnownSession(sessionId)) return false;
-  const version = header(headers, 'mcp-protocol-version');
-  if (version !== undefined && !isSupportedLegacyVersion(version) && version !== '2024-11-05') return true;
+  if (headersNameModernRevision(headers)) return true;
   return typeof message.method === 'string' && MODERN_ONLY_METHODS.has(message.method);
+}
+
+/** Whether the MCP-Protocol-Version header names a revision that has no sessions (what a body not yet read can tell). */
+export function headersNameModernRevision(headers: Headers): boolean {
+  const version = header(headers, 'mcp-protocol-version');
+  return version !== undefined && !isSupportedLegacyVersion(version) && version !== '2024-11-05';
 }
 
 /**

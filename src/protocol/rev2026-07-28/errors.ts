@@ -22,7 +22,10 @@ export function modernError(error: unknown): JsonRpcErrorObject {
   return toJsonRpcError(error);
 }
 
-/** A request refused before it was dispatched: the registry's HTTP status (500 for what is not the gateway's own). */
+/**
+ * A request refused before it was dispatched: the registry's HTTP status (500 for what is not the gateway's own;
+ * a full budget keeps its 503 and too many streams their 429, with `data.retryAfterMs`: see retryAfterHeader).
+ */
 export function modernRefusal(id: RequestId | null, error: unknown): { status: number; body: JsonRpcFailure } {
   const { code, message, data } = modernError(error);
   return { status: error instanceof GatewayError ? error.httpStatus : 500, body: errorResponse(id, code, message, data) };
@@ -40,7 +43,7 @@ export function modernFailure(error: unknown): { outcome: Outcome; status: numbe
   return { outcome: { error: modernError(error) }, status: keepsStatus ? error.httpStatus : 200 };
 }
 
-/** Retry-After for an answer that says when to retry (a rate limit, a full replica). */
+/** Retry-After for an answer or refusal that says when to retry (a rate limit, a full replica, a full budget, too many streams). */
 export function retryAfterHeader(outcome: Outcome): Record<string, string> {
   return 'error' in outcome ? retryAfterHeaders(outcome.error.data) : {};
 }

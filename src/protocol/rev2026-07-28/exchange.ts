@@ -7,6 +7,7 @@ import { GatewayError, MethodNotFound, MissingRequiredClientCapability, RequestC
 import type { JsonObject, JsonRpcNotification, Outcome } from '../../jsonrpc.js';
 import type { CallContext, UpstreamCall } from '../../upstream/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
+import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import type { Peers } from '../../tasks/peers.js';
 import type { Caller } from '../../tasks/principals.js';
 import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
@@ -51,6 +52,11 @@ export class ModernExchange {
   round = 0;
   /** The authenticated principal whose call this is: only its retry resumes it. */
   owner: string | undefined;
+  /**
+   * The bytes of the request that carried the call's arguments: held while the upstream call runs (parked for a
+   * retry too, past the request's answer), and by the task that adopts it.
+   */
+  charge: InflightCharge | undefined;
 
   constructor(
     readonly sessionId: string,
@@ -70,7 +76,9 @@ export class ModernExchange {
 
   start(call: UpstreamCall): void {
     this.call = call;
+    const release = this.charge?.hold();
     void call.outcome.then((outcome) => {
+      release?.();
       this.outcome = outcome;
       this.wake?.();
     });

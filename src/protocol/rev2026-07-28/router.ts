@@ -9,6 +9,7 @@
 import { GatewayError, RequestCancelled } from '../../errors.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
+import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { MODERN_PRINCIPAL } from '../../tasks/principals.js';
 import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
@@ -102,11 +103,14 @@ export class ModernRouter {
     }
   }
 
-  /** Answers one request; request-level failures carry the HTTP status the revision gives them. */
-  async handle(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<ModernAnswer | undefined> {
+  /**
+   * Answers one request; request-level failures carry the HTTP status the revision gives them. `charge` is the
+   * bytes of the request body, which the upstream call it starts (and a task that takes it over) holds until it ends.
+   */
+  async handle(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder, charge?: InflightCharge): Promise<ModernAnswer | undefined> {
     try {
       const params = request.params ?? {};
-      const outcome = await this.dispatch(client, request, headers, responder);
+      const outcome = await this.dispatch(client, request, headers, responder, charge);
       if (outcome === undefined) return undefined;
       if (request.method === 'resources/read' && 'error' in outcome) withUri(outcome.error, params.uri);
       // Request-level errors an upstream answered (a capability the client lacks) keep their HTTP status.
@@ -137,7 +141,7 @@ export class ModernRouter {
     await this.deps.listeners.open(request.id, filter, responder, access.taskReader(client.caller?.principal));
   }
 
-  private async dispatch(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
+  private async dispatch(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder, charge: InflightCharge | undefined): Promise<Outcome | undefined> {
     const params = request.params ?? {};
     if (LIST_METHODS.has(request.method)) {
       const result = await this.deps.lists.page(
@@ -156,7 +160,7 @@ export class ModernRouter {
       case 'tools/call':
       case 'prompts/get':
       case 'resources/read':
-        return this.call(client, request, params, headers, responder);
+        return this.call(client, request, params, headers, responder, charge);
       case 'completion/complete':
         return this.complete(client, request, params, responder);
       case 'tasks/get':
@@ -189,17 +193,24 @@ export class ModernRouter {
    * task (it did not declare the extension, or policy forbids it) is kept alive with progress while the upstream
    * is silent, when the client asked for progress.
    */
-  private async call(client: ModernClient, request: JsonRpcRequest, params: JsonObject, headers: Headers, responder: ModernResponder): Promise<Outcome | undefined> {
+  private async call(
+    client: ModernClient,
+    request: JsonRpcRequest,
+    params: JsonObject,
+    headers: Headers,
+    responder: ModernResponder,
+    charge: InflightCharge | undefined,
+  ): Promise<Outcome | undefined> {
     if (request.method === 'tools/call' && typeof params.name === 'string' && this.deps.taskTools.owns(params.name)) return this.taskTool(client, params.name, params, responder);
     const policy = request.method === 'tools/call' && typeof params.name === 'string' ? this.deps.tasks.engine.policyFor(params.name) : undefined;
     const keepAlive =
       policy !== undefined && !mayRunAsTask(policy, client)
         ? keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject))
         : undefined;
-    if (keepAlive === undefined) return this.callUpstream(client, request, params, headers, responder, policy);
+    if (keepAlive === undefined) return this.callUpstream(client, request, params, headers, responder, policy, charge);
     this.keepAlives.set(request, keepAlive);
     try {
-      return await this.callUpstream(client, request, params, headers, responder, policy);
+      return await this.callUpstream(client, request, params, headers, responder, policy, charge);
     } finally {
       keepAlive.stop();
     }
@@ -217,6 +228,7 @@ export class ModernRouter {
     headers: Headers,
     responder: ModernResponder,
     policy: TaskPolicy | undefined,
+    charge: InflightCharge | undefined,
   ): Promise<Outcome | undefined> {
     const { upstream, upstreamParams, name } = this.route(request.method, params, this.accessOf(client));
     if (request.method === 'tools/call') checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
@@ -265,6 +277,7 @@ export class ModernRouter {
       exchange = new ModernExchange(identity.sessionId, client.capabilities);
       exchange.owner = client.caller?.principal;
       exchange.replay = { params: upstreamParams, identity };
+      exchange.charge = charge;
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
       const start = async (): Promise<ModernExchange['call']> => {
         const call = upstream.speaksModern

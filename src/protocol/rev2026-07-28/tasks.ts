@@ -57,7 +57,8 @@ export class ModernTasks {
     const task = await this.engine.open(principal, 'modern', exposedName, upstream, undefined, replay);
     const running = exchange.call;
     // A call that already runs holds no place in line: it is counted from here on.
-    const run = this.engine.run(task, upstream, caller, async () => running ?? (await start?.()), { queue: running === undefined });
+    // The run holds the arguments (the exchange's request bytes) until it ends, waiting in line included.
+    const run = this.engine.run(task, upstream, caller, async () => running ?? (await start?.()), { queue: running === undefined, charge: exchange.charge });
     exchange.adopt(run);
     return task;
   }

@@ -1,11 +1,13 @@
 -- create: the task record appears whole or not at all, and its event goes out in the same step.
 -- KEYS[1] task hash
 -- ARGV[1] event channel; ARGV[2..] field/value pairs
--- Returns the record's fields, or false when the task exists already.
+-- Returns the record's summary (without the stored call: it can be megabytes, and the event reaches every
+-- replica), or false when the task exists already.
 --! include _now
+--! include _summary
 if redis.call('EXISTS', KEYS[1]) == 1 then return false end
 local us = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
 redis.call('HSET', KEYS[1], 'createdMs', tostring(now), 'createdUs', us, 'updatedMs', tostring(now), 'status', 'working', unpack(ARGV, 2))
-local fields = redis.call('HGETALL', KEYS[1])
+local fields = summary(KEYS[1])
 redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
 return fields

@@ -19,6 +19,8 @@ if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'outcome', ARGV[5]) end
 if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'attempt', ARGV[10]) end
 if ARGV[11] == 'set' then redis.call('HSET', KEYS[1], 'queued', '1')
 elseif ARGV[11] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'queued') end
+-- A task's stored call is kept only to run it again, which an ended task never is.
+if terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'call') end
 if ARGV[8] == 'clear' or terminal[ARGV[2]] then redis.call('HDEL', KEYS[1], 'openRequests')
 elseif ARGV[8] == 'set' then redis.call('HSET', KEYS[1], 'openRequests', ARGV[9]) end
 if terminal[ARGV[2]] then
