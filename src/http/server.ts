@@ -154,12 +154,13 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
     }
   }
   // The body's bytes are charged before it is read: a full budget refuses the request unread.
-  const admit = (request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined => {
+  const admit = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     try {
       front.admission.chargeBody(request, reply.raw, admissionPrincipal(callerOf(request)));
       return undefined;
     } catch (error) {
       if (!(error instanceof InflightBudgetFull)) throw error;
+      await discardBody(request);
       // No message has been read: the revision the headers name answers, without a request id.
       const { status, body } = headersNameModernRevision(request.headers) ? modernRefusal(null, error) : legacyRefusal(null, error);
       return reply.code(status).headers(retryAfterHeaders(body.error.data)).type('application/json').send(JSON.stringify(body));
@@ -175,8 +176,9 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
       if (requestsLimited) await deps.rateLimiter?.request(caller.principal);
       return admit(request, reply);
     } catch (error) {
+      if (!(error instanceof RateLimited) && !(error instanceof AuthError)) throw error;
+      await discardBody(request);
       if (error instanceof RateLimited) return sendRateLimited(reply, error);
-      if (!(error instanceof AuthError)) throw error;
       logger.info({ audit: 'access.denied', reason: error.message, status: error.status }, 'request refused: credentials');
       if (error.detail !== undefined) logger.debug({ reason: error.detail, status: error.status }, 'refused token, in detail');
       return reply
@@ -190,6 +192,20 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   app.get(path, { onRequest: guard }, (request, reply) => front.admission.handling(request, () => handleGet(front, request, reply)));
   app.delete(path, { onRequest: guard }, (request, reply) => front.admission.handling(request, () => handleDelete(front, request, reply)));
   return app;
+}
+
+/**
+ * Reads and drops what is left of a request's body before the request is refused unread: a client still sending
+ * it would otherwise see its connection reset instead of the answer (what nginx's lingering close is for). Nothing
+ * is kept, the body is at most listen.maxBodyBytes, and listen.requestTimeoutMs bounds a slow sender.
+ */
+function discardBody(request: FastifyRequest): Promise<void> {
+  const raw = request.raw;
+  if (raw.complete || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    raw.once('end', resolve).once('close', resolve).once('error', () => resolve());
+    raw.resume();
+  });
 }
 
 function sendRateLimited(reply: FastifyReply, error: RateLimited): FastifyReply {

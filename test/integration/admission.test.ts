@@ -4,6 +4,7 @@
 // every call (and so its arguments) until it is cancelled. Loopback only; every wait is for an event (an answer,
 // a socket closing), bounded by the test's own timeout.
 import assert from 'node:assert/strict';
+import { request as nodeRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { before, describe, test } from 'node:test';
 import { Agent, request as httpRequest } from 'undici';
@@ -320,6 +321,56 @@ async function freshHealth(baseUrl: string): Promise<number> {
     await agent.close();
   }
 }
+
+describe('a refusal of a body still being sent', { timeout: 60_000 }, () => {
+  const scope = suiteScope();
+
+  test('a client still sending its body when the budget refuses it gets the 503, not a reset connection', async () => {
+    const gateway = await scope.spawnGateway({
+      config: { upstreams: upstreams(), listen: { maxBodyBytes: 4 * MiB, maxInflightBytesPerPrincipal: 8 * MiB }, auth: AUTH },
+    });
+    const session = await openSession(gateway.url, 'alice');
+    const big = (id: number): string =>
+      JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'never_answers', arguments: { blob: 'x'.repeat(4 * MiB - 4096) } } });
+    const abort = new AbortController();
+    const held = await legacyPost(gateway.url, 'alice', session, JSON.parse(big(1)) as Json, abort.signal);
+    assert.equal(held.status, 200);
+    try {
+      // node:http writes each whole body at once, far more than a socket buffer holds: the refusals come while the
+      // bodies are still being sent, and the gateway must read the rest before answering and closing.
+      const send = (id: number): Promise<{ status: number; retryAfter: string | undefined; text: string }> => new Promise((resolve, reject) => {
+        const body = big(id);
+        const request = nodeRequest(gateway.url, {
+          method: 'POST',
+          agent: false,
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'content-length': Buffer.byteLength(body),
+            'mcp-session-id': session,
+            'mcp-protocol-version': LEGACY,
+            ...bearer('alice'),
+          },
+        }, (response) => {
+          let text = '';
+          response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, retryAfter: response.headers['retry-after'], text }));
+        });
+        request.on('error', reject);
+        request.end(body);
+      });
+      for (const refused of await Promise.all([2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map(send))) {
+        assert.equal(refused.status, 503, refused.text);
+        assert.ok(refused.retryAfter !== undefined);
+        assert.match(refused.text, /maxInflightBytesPerPrincipal/);
+      }
+    } finally {
+      await legacyPost(gateway.url, 'alice', session, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } }).then((r) => r.text());
+      await held.text().catch(() => '');
+      abort.abort();
+    }
+  });
+});
 
 describe('connections: listen.maxConnections (20) reclaims idle keep-alive connections', { timeout: 60_000 }, () => {
   test('20 idle keep-alive connections do not lock a new client out: the longest idle ones are closed for it', async (t) => {
