@@ -466,7 +466,7 @@ describe('streams: sessions.maxStreamsPerPrincipal (2)', { timeout: 60_000 }, ()
         assert.equal(refusal.status, 429, JSON.stringify(refusal));
         assert.equal(refusal.retryAfter, '5');
         assert.equal(refusal.error.code, -32600);
-        assert.match(refusal.error.message, /Too many open streams: 'alice' holds 2 on this gateway replica \(sessions\.maxStreamsPerPrincipal: 2\)/);
+        assert.match(refusal.error.message, /Too many open streams: 'key:alice' holds 2 on this gateway replica \(sessions\.maxStreamsPerPrincipal: 2\)/);
       };
       tooMany(await refusalOf(await getStream('alice', sessions[2] as string)));
       // A POST whose answer may stream is one too.
