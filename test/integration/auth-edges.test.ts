@@ -21,6 +21,10 @@ import { TOKEN_FAULTS } from '../../src/http/access-token.js';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
 import { eventually, logEntries, modern, openListen, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
+import { oauthGateway } from './oauth-gateway.js';
+
+/** Task policy of these tests' OAuth gateways: 2026-07-28 calls become tasks at once. */
+const TASKS_AT_ONCE = { defaults: { mode: 'optional', pollIntervalMs: 100, taskAfterMs: 0 } };
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ALICE_KEY = 'alice-key-0123456789abcdef';
@@ -71,22 +75,6 @@ async function legacyClient(scope: TestScope, url: string, headers: Record<strin
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
   scope.defer(() => client.close());
   return client;
-}
-
-/** A local authorization server and an in-process gateway trusting it, `resource` the gateway's own URL. */
-async function oauthGateway(scope: TestScope, auth: Json & { oauth?: Json }, tasks: Json = { defaults: { mode: 'optional', pollIntervalMs: 100, taskAfterMs: 0 } }): Promise<{ issuer: AuthServer; gateway: TestGateway; resource: string }> {
-  const issuer = await startAuthServer();
-  scope.defer(() => issuer.close());
-  const port = await freePort();
-  const resource = `http://127.0.0.1:${port}/mcp`;
-  const upstream = await scope.upstream('stdio');
-  const gateway = await scope.gateway({
-    listen: { host: '127.0.0.1', port, path: '/mcp' },
-    upstreams: { fx: upstream.config },
-    tasks,
-    auth: { ...auth, resource, oauth: { ...auth.oauth, issuer: issuer.issuer } },
-  });
-  return { issuer, gateway, resource };
 }
 
 describe('forged tokens: a 401 with a well-formed challenge, never a 500', () => {
@@ -151,7 +139,7 @@ describe('an API key and an OAuth subject of the same name are two principals', 
   let resource: string;
 
   before(async () => {
-    ({ issuer, gateway, resource } = await oauthGateway(scope, {
+    ({ issuer, gateway, resource } = await oauthGateway(scope, undefined, {
       apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'carol', key: CAROL_KEY }],
       oauth: {},
       access: [
@@ -159,7 +147,7 @@ describe('an API key and an OAuth subject of the same name are two principals', 
         { principals: ['oauth:alice'], tools: ['greet'] },
         { principals: ['carol'], tools: ['whoami'] },
       ],
-    }));
+    }, TASKS_AT_ONCE));
   });
 
   const token = (sub: string): Promise<string> => issuer.mint({ sub, aud: resource });
@@ -212,7 +200,7 @@ describe('RFC 9068: what an access token must carry', () => {
   let resource: string;
 
   before(async () => {
-    ({ issuer, gateway: strict, resource } = await oauthGateway(scope, { oauth: {} }));
+    ({ issuer, gateway: strict, resource } = await oauthGateway(scope, undefined, { oauth: {} }, TASKS_AT_ONCE));
     // A second gateway trusting the same issuer, for the same resource, with a wider clock tolerance.
     const upstream = await scope.upstream('stdio');
     lenient = await scope.gateway({ upstreams: { fx: upstream.config }, auth: { resource, oauth: { issuer: issuer.issuer, clockToleranceSeconds: 120 } } });

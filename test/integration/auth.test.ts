@@ -11,9 +11,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
-import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
-import { freePort } from '../fixtures/spawn.js';
+import type { AuthServer } from '../fixtures/auth-server.js';
 import { eventually, logEntries, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
+import { oauthGateway } from './oauth-gateway.js';
 
 const ALICE_KEY = 'alice-key-0123456789abcdef';
 const BOB_KEY = 'bob-key-0123456789abcdef-bob';
@@ -53,29 +53,6 @@ async function post(url: string, body: Json, headers: Record<string, string> = {
   });
   const text = await response.text();
   return { status: response.status, headers: response.headers, json: text.startsWith('{') ? (JSON.parse(text) as Json) : undefined };
-}
-
-/**
- * A local authorization server and a gateway (fixture upstream over stdio) whose `auth` trusts it, with `resource`
- * the gateway's own URL (the SDK client requires it to be the URL it connects to) and `auth`'s other fields.
- */
-async function oauthGateway(
-  scope: TestScope,
-  issuerOptions: Parameters<typeof startAuthServer>[0],
-  auth: { oauth: Json } & Json,
-): Promise<{ issuer: AuthServer; gateway: TestGateway; resource: string }> {
-  const issuer = await startAuthServer(issuerOptions);
-  scope.defer(() => issuer.close());
-  const port = await freePort();
-  const resource = `http://127.0.0.1:${port}/mcp`;
-  const upstream = await scope.upstream('stdio');
-  const gateway = await scope.gateway({
-    listen: { host: '127.0.0.1', port, path: '/mcp' },
-    upstreams: { fx: upstream.config },
-    tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
-    auth: { ...auth, resource, oauth: { ...auth.oauth, issuer: issuer.issuer } },
-  });
-  return { issuer, gateway, resource };
 }
 
 const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
