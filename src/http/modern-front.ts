@@ -9,11 +9,13 @@ import { checkRoutingHeaders, readEnvelope } from '../protocol/rev2026-07-28/env
 import { modernRefusal, retryAfterHeader } from '../protocol/rev2026-07-28/errors.js';
 import { ModernResponder } from '../protocol/rev2026-07-28/responder.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
+import type { StreamBudget } from '../protocol/stream-budget.js';
 
 export interface ModernFrontDeps {
   modern: ModernRouter;
   logger: Logger;
   keepAliveMs: number;
+  streamBudget: StreamBudget;
 }
 
 function send(reply: FastifyReply, status: number, body: unknown): FastifyReply {
@@ -56,7 +58,7 @@ export async function handleModernPost(
     return refuse(reply, message.id, new GatewayError('not_acceptable', 'Not Acceptable: subscriptions/listen answers with text/event-stream'));
   }
   reply.hijack();
-  const responder = new ModernResponder(reply.raw, canStream, deps.keepAliveMs);
+  const responder = new ModernResponder(reply.raw, canStream, deps.keepAliveMs, deps.streamBudget);
   if (message.method === 'subscriptions/listen') {
     try {
       await deps.modern.listen(client, message, responder);

@@ -23,6 +23,7 @@ import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
 import type { SessionRelay } from '../gateway/session-relay.js';
 import { httpConnection } from '../protocol/event-stream.js';
+import type { StreamBudget } from '../protocol/stream-budget.js';
 import { checkRequestOrigin } from './guards.js';
 import { isModernMessage } from '../protocol/rev2026-07-28/envelope.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
@@ -42,6 +43,8 @@ export interface FrontEndDeps {
   authenticator: Authenticator | undefined;
   /** Per-principal request rate (with `auth`). */
   rateLimiter: RateLimiter | undefined;
+  /** What SSE streams may hold for clients that do not read; 2026-07-28 responses draw on it too. */
+  streamBudget: StreamBudget;
 }
 
 /** Who sent each MCP request, once its credentials were checked (requests of an authenticated gateway only). */
@@ -221,7 +224,7 @@ async function handlePost(deps: FrontEndDeps, request: FastifyRequest, reply: Fa
   const body = request.body as unknown;
   if (typeof body === 'object' && body !== null && REFUSED_BODY in body) throw (body as RefusedBody)[REFUSED_BODY];
   if (isModernMessage(body, request.headers, (id) => deps.sessions.peek(id) !== undefined)) {
-    return handleModernPost({ modern: deps.modern, logger: deps.logger, keepAliveMs: deps.config.sse.keepAliveMs }, request, reply, body, callerOf(request));
+    return handleModernPost({ modern: deps.modern, logger: deps.logger, keepAliveMs: deps.config.sse.keepAliveMs, streamBudget: deps.streamBudget }, request, reply, body, callerOf(request));
   }
   const batch = Array.isArray(body);
   const items = batch ? (body as unknown[]) : [body];
