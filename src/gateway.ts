@@ -81,7 +81,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     // exists), or modern clients; its call runs under the identity it was stored with (or the session's).
     resume: async (task) => {
       const stored = { clientInfo: undefined, ...task.call.identity };
-      if (task.era !== 'legacy') return { caller: MODERN_CALLER, identity: stored };
+      if (task.era !== 'legacy') return { caller: MODERN_CALLER, identity: { ...stored, manyClients: true } };
       const session = await sessions.get(stored.sessionId).catch(() => undefined);
       return { caller: legacyTasks.callerFor(task.taskId, session), identity: session ?? stored };
     },

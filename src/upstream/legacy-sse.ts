@@ -1,8 +1,9 @@
+import type { Readable } from 'node:stream';
 import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
 import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
 import { readSse } from './sse-reader.js';
-import { receiveDecoded, type UpstreamTransport } from './transport.js';
+import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
 
 /**
@@ -17,6 +18,8 @@ export class LegacySseTransport implements UpstreamTransport {
   private endpoint: string | undefined;
   private closed = false;
   private readonly abort = new AbortController();
+  /** The one stream every message arrives on. */
+  private body: Readable | undefined;
 
   constructor(
     private readonly url: string,
@@ -36,6 +39,7 @@ export class LegacySseTransport implements UpstreamTransport {
       await response.body.dump();
       throw new Error(`HTTP ${response.statusCode} opening the SSE stream`);
     }
+    this.body = response.body;
     await new Promise<void>((resolve, reject) => {
       void readSse(response.body, (event) => {
         if (event.event === 'endpoint') {
@@ -73,6 +77,11 @@ export class LegacySseTransport implements UpstreamTransport {
     });
     const text = await response.body.text().catch(() => '');
     if (response.statusCode >= 300) throw new Error(`HTTP ${response.statusCode}${text ? `: ${text.slice(0, 300)}` : ''}`);
+  }
+
+  /** One stream carries everything: held back only on a connection of one client (the connection decides). */
+  hold(_relatedTo: unknown, until: Promise<void>): void {
+    holdReadable(this.body, until);
   }
 
   async close(): Promise<void> {

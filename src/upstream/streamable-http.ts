@@ -3,7 +3,7 @@ import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
 import { decodeJsonBody, encodeMessage, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import { readSse } from './sse-reader.js';
-import { receiveDecoded, type UpstreamTransport } from './transport.js';
+import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
 
 const MAX_RESUME_ATTEMPTS = 5;
@@ -24,6 +24,9 @@ export class StreamableHttpTransport implements UpstreamTransport {
   private protocolVersion: string | undefined;
   private closed = false;
   private readonly aborts = new Set<AbortController>();
+  /** The response streams being read: each POST's, by its request id, and the standalone GET stream. */
+  private readonly postStreams = new Map<RequestId, Readable>();
+  private getStream: Readable | undefined;
 
   constructor(
     private readonly url: string,
@@ -95,6 +98,10 @@ export class StreamableHttpTransport implements UpstreamTransport {
     }
   }
 
+  hold(relatedTo: RequestId | undefined, until: Promise<void>): void {
+    holdReadable(relatedTo === undefined ? this.getStream : this.postStreams.get(relatedTo), until);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -159,9 +166,11 @@ export class StreamableHttpTransport implements UpstreamTransport {
     let answered = false;
     let stream: Readable = body;
     for (let attempt = 0; ; attempt++) {
+      if (requestId !== undefined) this.postStreams.set(requestId, stream);
       const outcome = await readSse(stream, (event) => {
         if (this.dispatchPayload(event.data, requestId)) answered = true;
       });
+      if (requestId !== undefined) this.postStreams.delete(requestId);
       this.aborts.delete(abort);
       if (answered || requestId === undefined || this.closed) return;
       // The upstream closed the stream before answering (SEP-1699 polling, or a dropped connection):
@@ -224,6 +233,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
         throw new Error(`HTTP ${response.statusCode}`);
       }
       failures = 0;
+      this.getStream = response.body;
       const outcome = await readSse(response.body, (event) => this.dispatchPayload(event.data, undefined));
       lastEventId = outcome.lastEventId ?? lastEventId;
       throw outcome.error ?? new Error('stream ended');
