@@ -36,6 +36,11 @@ const REGISTRY = {
   upstream_message_too_large: { rpc: InternalError, http: 200 },
   /** The upstream did not answer within the configured request deadline. */
   upstream_timeout: { rpc: GatewayServerError, http: 200 },
+  /**
+   * The client does not read its stream past sse.maxBufferedBytesPerStream (or the replica's sse.maxBufferedBytes),
+   * and the call's upstream cannot wait for it without stalling other clients (a shared stdio child).
+   */
+  client_not_reading: { rpc: InternalError, http: 200 },
   /** The task store (Redis) cannot be reached: the request fails at once instead of hanging. */
   store_unavailable: { rpc: InternalError, http: 200 },
   /** The principal already holds maxTasksPerPrincipal unfinished tasks. */

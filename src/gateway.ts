@@ -7,6 +7,7 @@ import { Router } from './protocol/rev2025-11-25/router.js';
 import { ParkedExchanges, RequestStateCodec } from './protocol/rev2026-07-28/exchange.js';
 import { ListenHub } from './protocol/rev2026-07-28/listen.js';
 import { ModernRouter } from './protocol/rev2026-07-28/router.js';
+import { StreamBudget } from './protocol/stream-budget.js';
 import { TaskTools, taskToolDefinitions } from './protocol/task-tools.js';
 import { SessionRegistry } from './gateway/sessions.js';
 import { SessionRelay } from './gateway/session-relay.js';
@@ -74,7 +75,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     logger,
     (session, params) => router.cancelInflight(session, params),
   );
-  const sessions: SessionRegistry = new SessionRegistry(config.sessions, config.sse, store, relay, (session) => void upstreamMessages.release(session));
+  // One budget for every SSE stream of the replica, of either revision: what clients that do not read may cost.
+  const streamBudget = new StreamBudget(config.sse.maxBufferedBytesPerStream, config.sse.maxBufferedBytes, logger);
+  const sessions: SessionRegistry = new SessionRegistry(config.sessions, config.sse, store, relay, (session) => void upstreamMessages.release(session), streamBudget);
   const tasks: TaskEngine = new TaskEngine(store, config.tasks, logger, config.replicas, replicas, {
     upstream: (name) => upstreams.find((u) => u.name === name),
     // A lost task runs again for whoever created it: a legacy session this replica can reach (if it still
@@ -83,7 +86,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       const stored = { clientInfo: undefined, ...task.call.identity };
       // Its arguments are held here again: charged to whom its request was (whatever the budgets say: it was accepted).
       const bytes = inflight.force(config.auth === undefined ? ANONYMOUS_PRINCIPAL : task.principal, Buffer.byteLength(JSON.stringify(task.call.params)));
-      if (task.era !== 'legacy') return { caller: MODERN_CALLER, identity: stored, bytes };
+      if (task.era !== 'legacy') return { caller: MODERN_CALLER, identity: { ...stored, manyClients: true }, bytes };
       const session = await sessions.get(stored.sessionId).catch(() => undefined);
       return { caller: legacyTasks.callerFor(task.taskId, session), identity: session ?? stored, bytes };
     },
@@ -138,6 +141,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     authenticator: config.auth === undefined ? undefined : new Authenticator(config.auth, logger),
     rateLimiter,
     inflight,
+    streamBudget,
     isShuttingDown: () => shuttingDown,
     readiness: async () => {
       const storeStatus: JsonObject = { type: store.kind, ok: true };

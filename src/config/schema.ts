@@ -47,6 +47,8 @@ export const DEFAULTS = Object.freeze({
   keepAliveMs: 15_000,
   replayBufferSize: 1_000,
   jsonWindowMs: 50,
+  maxBufferedBytesPerStream: 8 * 1024 * 1024,
+  maxBufferedBytes: 256 * 1024 * 1024,
   immediateResponse:
     'The tool is running as a background task. Its result will be available when the task completes; you can continue meanwhile.',
   logLevel: 'info',
@@ -311,6 +313,8 @@ export const SseSchema = z.strictObject({
   keepAliveMs: int(1).default(DEFAULTS.keepAliveMs),
   replayBufferSize: int(0).default(DEFAULTS.replayBufferSize),
   jsonWindowMs: int(0).default(DEFAULTS.jsonWindowMs),
+  maxBufferedBytesPerStream: int(1).default(DEFAULTS.maxBufferedBytesPerStream),
+  maxBufferedBytes: int(0).default(DEFAULTS.maxBufferedBytes),
 });
 export const ReplicasSchema = z.strictObject({
   leaseMs: int(100).default(DEFAULTS.leaseMs),

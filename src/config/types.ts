@@ -207,6 +207,13 @@ export interface SseConfig {
    * plain JSON; otherwise the response becomes an SSE stream (priming event first, resumable). 0 = always SSE.
    */
   jsonWindowMs: number;
+  /**
+   * Bytes one stream may hold for a client that has not taken them (queued in the response and kept for replay);
+   * past it progress coalesces, logs are dropped and the calls behind the stream are held back upstream.
+   */
+  maxBufferedBytesPerStream: number;
+  /** The same over every SSE stream of the replica together. 0 = no total bound. */
+  maxBufferedBytes: number;
 }
 
 export interface MrtrConfig {

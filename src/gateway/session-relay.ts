@@ -142,14 +142,20 @@ export class SessionRelay implements RegistryPeers {
       // Nobody listening any more: the resuming replica is gone, so the client is too.
       this.store.publish(pipe, message).then((reached) => reached === 0 && close(), close);
     };
+    // Pub/sub says nothing of how far the client is behind: the pipe never asks the stream to wait.
     const connection: SseConnection = {
       open: () => publish({ kind: 'open' }),
-      write: (chunk) => publish({ kind: 'data', chunk }),
+      write: (chunk) => {
+        publish({ kind: 'data', chunk });
+        return true;
+      },
       end: () => {
         publish({ kind: 'end' });
         this.pipes.delete(pipe);
       },
       onClose: (listener) => (closeListener = listener),
+      onDrain: () => undefined,
+      queuedBytes: 0,
     };
     this.pipes.set(pipe, { close });
     stream.attach(connection, { lastEventId });

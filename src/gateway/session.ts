@@ -1,7 +1,9 @@
 import type { SseConfig } from '../config/types.js';
 import { GatewayError, InternalError, RequestCancelled } from '../errors.js';
 import type { JsonObject, JsonRpcNotification, Outcome, RequestId } from '../jsonrpc.js';
-import { EventStream } from '../protocol/event-stream.js';
+import type { ClientFlow } from '../upstream/client-flow.js';
+import { EventStream, type EventStreamOptions } from '../protocol/event-stream.js';
+import type { StreamBudget } from '../protocol/stream-budget.js';
 import { refusedInput, type LogLevel } from '../protocol/mcp.js';
 import type { Delivery, InflightCall, LegacySession } from '../protocol/rev2025-11-25/session.js';
 
@@ -61,7 +63,13 @@ export class ClientSession implements LegacySession {
     readonly principal: string | undefined,
     private readonly sse: SseConfig,
     private readonly peers: SessionPeers | undefined,
+    /** What the replica's streams may hold for clients that do not read (sse.maxBufferedBytes*). */
+    private readonly budget: StreamBudget,
   ) {}
+
+  private get streamOptions(): EventStreamOptions {
+    return { replayLimit: this.sse.replayBufferSize, keepAliveMs: this.sse.keepAliveMs, budget: this.budget };
+  }
 
   /** Stream ids name this replica, so a Last-Event-ID that reaches another replica says where the stream lives. */
   private get streamPrefix(): string {
@@ -75,7 +83,7 @@ export class ClientSession implements LegacySession {
   /** A new stream for one POST's responses. */
   openStream(): EventStream {
     this.pruneStreams();
-    const stream = new EventStream(`${this.streamPrefix}${this.nextStreamId++}`, this.sse.replayBufferSize, this.sse.keepAliveMs);
+    const stream = new EventStream(`${this.streamPrefix}${this.nextStreamId++}`, this.streamOptions);
     this.streams.set(stream.id, stream);
     return stream;
   }
@@ -85,7 +93,7 @@ export class ClientSession implements LegacySession {
     if (this.standalone?.attached) throw new GatewayError('conflict', 'Conflict: only one GET stream per session is allowed');
     const id = `${this.streamPrefix}g`;
     if (this.standalone === undefined) {
-      this.standalone = new EventStream(id, this.sse.replayBufferSize, this.sse.keepAliveMs);
+      this.standalone = new EventStream(id, this.streamOptions);
       this.streams.set(id, this.standalone);
     }
     this.peers?.hold(this.sessionId, { standalone: true });
@@ -124,8 +132,26 @@ export class ClientSession implements LegacySession {
    */
   deliver(message: JsonRpcNotification | JsonObject, delivery: Delivery = {}): void {
     const stream = this.pickStream(delivery.stream ?? this.resultStream(delivery.taskId));
-    if (stream !== undefined) stream.send(message);
+    if (stream !== undefined) stream.send(message, { flowControlled: delivery.flowControlled === true });
     else if (!delivery.localOnly) this.relay(message as JsonObject, delivery.taskId);
+  }
+
+  /**
+   * The room on the stream a call's messages go to: the request's own stream, or (a request answered as JSON) the
+   * stream `deliver` picks at the time.
+   */
+  flow(stream: EventStream | undefined): ClientFlow {
+    if (stream !== undefined) return stream;
+    const picked = (): EventStream | undefined => this.pickStream(undefined);
+    return {
+      get full() {
+        return picked()?.full === true;
+      },
+      drained: () => picked()?.drained() ?? Promise.resolve(),
+      get bound() {
+        return picked()?.bound ?? '';
+      },
+    };
   }
 
   /** Delivers on a stream held here, for another replica (false when none is open). */
@@ -140,7 +166,7 @@ export class ClientSession implements LegacySession {
    * replica: the id names this one). A task's request goes on its tasks/result stream first, wherever it is open.
    */
   async ask(request: { method: string; params?: JsonObject }, signal: AbortSignal, delivery: Delivery = {}): Promise<Outcome> {
-    return (await this.tryAsk(request, signal, delivery)) ?? { error: { code: InternalError, message: `The client has no open stream to receive ${request.method}` } };
+    return (await this.tryAsk(request, signal, delivery)) ?? { error: { code: InternalError, message: `The client has no open stream that can take ${request.method} (none is open, or the client is not reading it)` } };
   }
 
   /** As `ask`, but resolves undefined, with nothing sent, when the client has no stream open to receive it. */
@@ -193,7 +219,8 @@ export class ClientSession implements LegacySession {
       if (remote !== undefined) return (m) => void peers.send(remote, this.sessionId, m, delivery.taskId).catch(() => false);
     }
     const local = this.pickStream(undefined);
-    if (local === undefined) return undefined;
+    // A request that belongs to no call of the client's has no upstream to hold back: a full stream cannot take it.
+    if (local === undefined || local.full) return undefined;
     local.send(message);
     return (m) => local.send(m);
   }
@@ -264,14 +291,17 @@ export class ClientSession implements LegacySession {
     let finishedCount = 0;
     for (const [id, stream] of this.streams) {
       if (!stream.finished || stream === this.standalone) continue;
-      if (stream.delivered) this.streams.delete(id);
-      else finishedCount++;
+      if (stream.delivered) {
+        this.streams.delete(id);
+        stream.close(); // gives back what it kept for replay
+      } else finishedCount++;
     }
     if (finishedCount <= MAX_FINISHED_STREAMS) return;
     for (const [id, stream] of this.streams) {
       if (finishedCount <= MAX_FINISHED_STREAMS) break;
       if (stream.finished && stream !== this.standalone) {
         this.streams.delete(id);
+        stream.close();
         finishedCount--;
       }
     }

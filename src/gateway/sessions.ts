@@ -4,6 +4,7 @@ import { GatewayError, storeUnavailable } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { logLevelRank, type LogLevel } from '../protocol/mcp.js';
 import type { LegacySession, LegacySessions } from '../protocol/rev2025-11-25/session.js';
+import type { StreamBudget } from '../protocol/stream-budget.js';
 import type { TaskStore } from '../store/task-store.js';
 import { ANONYMOUS_PRINCIPAL } from '../tasks/principals.js';
 import { ClientSession, type SessionPeers } from './session.js';
@@ -43,6 +44,8 @@ export class SessionRegistry implements LegacySessions {
     readonly peers: RegistryPeers,
     /** A session ended (DELETE or idle): its calls and upstream connections go. */
     private readonly onEnd: (session: ClientSession) => void,
+    /** What the replica's streams may hold for clients that do not read. */
+    private readonly budget: StreamBudget,
   ) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(60_000, config.idleTimeoutMs / 4)));
     this.sweeper.unref();
@@ -186,7 +189,7 @@ export class SessionRegistry implements LegacySessions {
         return undefined;
       }
     };
-    const session = new ClientSession(sessionId, fields.protocolVersion ?? '', parse(fields.capabilities) ?? {}, parse(fields.clientInfo), fields.principal, this.sse, this.peers);
+    const session = new ClientSession(sessionId, fields.protocolVersion ?? '', parse(fields.capabilities) ?? {}, parse(fields.clientInfo), fields.principal, this.sse, this.peers, this.budget);
     if (logLevelRank(fields.logLevel) >= 0) session.logLevel = fields.logLevel as LogLevel;
     this.sessions.set(sessionId, session);
     return session;

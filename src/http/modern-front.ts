@@ -11,6 +11,7 @@ import { modernRefusal, retryAfterHeader } from '../protocol/rev2026-07-28/error
 import { ModernResponder } from '../protocol/rev2026-07-28/responder.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
 import { admissionPrincipal, type Admission } from './admission.js';
+import type { StreamBudget } from '../protocol/stream-budget.js';
 
 export interface ModernFrontDeps {
   modern: ModernRouter;
@@ -18,6 +19,7 @@ export interface ModernFrontDeps {
   keepAliveMs: number;
   /** Listen streams count against the caller's open streams. */
   admission: Admission;
+  streamBudget: StreamBudget;
 }
 
 /** Sends what this revision's error edge says a refused request gets. */
@@ -63,7 +65,7 @@ export async function handleModernPost(
     }
   }
   reply.hijack();
-  const responder = new ModernResponder(reply.raw, canStream, deps.keepAliveMs);
+  const responder = new ModernResponder(reply.raw, canStream, deps.keepAliveMs, deps.streamBudget);
   if (message.method === 'subscriptions/listen') {
     try {
       await deps.modern.listen(client, message, responder);

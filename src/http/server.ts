@@ -24,6 +24,7 @@ import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
 import type { SessionRelay } from '../gateway/session-relay.js';
 import { httpConnection } from '../protocol/event-stream.js';
+import type { StreamBudget } from '../protocol/stream-budget.js';
 import { checkRequestOrigin } from './guards.js';
 import { Admission, admissionPrincipal } from './admission.js';
 import { ConnectionGuard } from './connections.js';
@@ -48,6 +49,8 @@ export interface FrontEndDeps {
   rateLimiter: RateLimiter | undefined;
   /** The budgets of request bytes in flight (shared with the task core, whose runs hold what requests carried). */
   inflight: InflightBytes;
+  /** What SSE streams may hold for clients that do not read; 2026-07-28 responses draw on it too. */
+  streamBudget: StreamBudget;
 }
 
 /** The front end's own parts, next to what the gateway gives it. */
@@ -253,7 +256,7 @@ async function handlePost(deps: FrontEnd, request: FastifyRequest, reply: Fastif
   const body = request.body as unknown;
   if (typeof body === 'object' && body !== null && REFUSED_BODY in body) throw (body as RefusedBody)[REFUSED_BODY];
   if (isModernMessage(body, request.headers, (id) => deps.sessions.peek(id) !== undefined)) {
-    return handleModernPost({ modern: deps.modern, logger: deps.logger, keepAliveMs: deps.config.sse.keepAliveMs, admission: deps.admission }, request, reply, body, callerOf(request), charge);
+    return handleModernPost({ modern: deps.modern, logger: deps.logger, keepAliveMs: deps.config.sse.keepAliveMs, admission: deps.admission, streamBudget: deps.streamBudget }, request, reply, body, callerOf(request), charge);
   }
   const batch = Array.isArray(body);
   const items = batch ? (body as unknown[]) : [body];

@@ -4,6 +4,7 @@ import {
   errorResponse,
   isNotification,
   isRequest,
+  isResponse,
   toResponse,
   type JsonObject,
   type JsonRpcErrorObject,
@@ -16,9 +17,12 @@ import {
 import type { Logger } from '../log.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
 import { taskStatusMessage } from '../protocol/rev2025-11-25/codec.js';
+import { shedsWhenFull, type ClientFlow } from './client-flow.js';
 import type { OversizedMessage } from './oversized.js';
 import type { UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
+
+export type { ClientFlow } from './client-flow.js';
 
 /** The client-side half of a call the gateway forwards: where the upstream's related messages go. */
 export interface CallContext {
@@ -30,6 +34,8 @@ export interface CallContext {
   ask(request: { method: string; params?: JsonObject }, signal: AbortSignal): Promise<Outcome>;
   /** The upstream runs the call as its own task and says how it goes (its task's status message); optional. */
   status?(message: string): void;
+  /** The room on the client's stream; none: the call's messages are never held back (a task, a JSON answer). */
+  readonly flow?: ClientFlow | undefined;
 }
 
 /** Tells `context` the status message of an upstream task (a Task object or its status notification), if any. */
@@ -84,12 +90,19 @@ export class UpstreamConnection {
   private readonly followed = new Map<string, FollowedTask>();
   private readonly followedProgress = new Map<RequestId, FollowedTask>();
   private closedReason: string | undefined;
+  /** Streams held back for clients that do not read (see holdBack), for the log. */
+  private holding = 0;
 
   constructor(
     readonly upstreamName: string,
     private readonly transport: UpstreamTransport,
     private readonly handler: ConnectionHandler,
     private readonly logger: Logger,
+    /**
+     * Every call on the connection is one client's (a session's own connection): its streams may wait for that
+     * client. A connection several clients share may hold back only a call's own stream (see holdBack).
+     */
+    private readonly servesOneClient = false,
   ) {
     transport.onmessage = (message, relatedTo) => this.receive(message, relatedTo);
     transport.onrequestlost = (id, reason) =>
@@ -224,6 +237,8 @@ export class UpstreamConnection {
   }
 
   private receive(message: JsonRpcMessage, relatedTo: RequestId | undefined): void {
+    const context = this.contextFor(message, relatedTo);
+    if (context?.flow?.full && this.holdBack(message, relatedTo, context, context.flow)) return;
     if (isRequest(message)) {
       this.answer(message, this.contextOf(relatedTo) ?? this.followedBy(message.params)?.context);
       return;
@@ -258,6 +273,70 @@ export class UpstreamConnection {
     if (pending === undefined) return; // Answer to a call that was cancelled or timed out.
     this.pending.delete(message.id as RequestId);
     pending.settle('result' in message ? { result: message.result } : { error: message.error });
+  }
+
+  /**
+   * A message for a call whose client is not taking what it was sent. Where waiting stalls nobody else (the call's
+   * own response stream, or a connection of that client alone), the stream the message came on is not read again
+   * until the client's stream drains, so the upstream waits (TCP or the pipe pushes back). Where it would stall
+   * other clients (one stdout or SSE stream for all), the call fails instead: a request, answer or notification for
+   * it is refused, and the upstream told to stop; progress and logs pass (the client's stream coalesces or drops
+   * them).
+   * True when the message was consumed here.
+   */
+  private holdBack(message: JsonRpcMessage, relatedTo: RequestId | undefined, context: CallContext, flow: ClientFlow): boolean {
+    const ownStream = relatedTo !== undefined && this.relatesMessages;
+    if (this.transport.hold !== undefined && (ownStream || this.servesOneClient)) {
+      // An answer ends its own stream: nothing follows it there to hold back.
+      if (!(ownStream && isResponse(message))) this.hold(relatedTo, flow);
+      return false;
+    }
+    if (shedsWhenFull(message)) return false;
+    const error = new GatewayError(
+      'client_not_reading',
+      `The client is not reading its stream (more than ${flow.bound} waiting), and upstream '${this.upstreamName}' sends every client's messages over one connection, which cannot wait for one client: the call was cancelled`,
+      { upstream: this.upstreamName },
+    ).toJsonRpc();
+    this.logger.info({ bound: flow.bound }, 'a call failed: its client is not reading its stream, and the upstream connection is shared');
+    if (isResponse(message)) {
+      this.fail(message.id as RequestId, error);
+      return true;
+    }
+    for (const [id, call] of [...this.pending]) {
+      if (call.context !== context) continue;
+      this.notify('notifications/cancelled', { requestId: id, reason: error.message });
+      this.fail(id, error);
+    }
+    if (isRequest(message)) {
+      this.transport.send(toResponse(message.id, { error })).catch((failure: Error) => this.logger.debug({ err: failure }, 'could not answer the upstream request'));
+    }
+    return true;
+  }
+
+  private hold(relatedTo: RequestId | undefined, flow: ClientFlow): void {
+    const drained = flow.drained();
+    if (this.holding++ === 0) this.logger.debug({ bound: flow.bound }, 'holding back the upstream: a client is not reading its stream');
+    void drained.then(() => {
+      if (--this.holding === 0) this.logger.debug('reading the upstream again: its clients took what waited');
+    });
+    this.transport.hold?.(relatedTo, drained);
+  }
+
+  /**
+   * The context of the call a message belongs to, as the rest of the connection and the upstream's handler
+   * attribute it: its answer, its progress token, the stream it came on, its upstream task, or the only call running.
+   */
+  private contextFor(message: JsonRpcMessage, relatedTo: RequestId | undefined): CallContext | undefined {
+    if (isResponse(message)) return this.pending.get(message.id as RequestId)?.context;
+    const params = message.params;
+    if (isNotification(message) && message.method === 'notifications/progress') {
+      const token = params?.progressToken as RequestId;
+      return this.pending.get(token)?.context ?? this.followedProgress.get(token)?.context;
+    }
+    const context = this.contextOf(relatedTo) ?? this.followedBy(params)?.context;
+    if (context !== undefined || relatedTo !== undefined || this.pending.size !== 1) return context;
+    const [only] = this.pending.values();
+    return only?.context;
   }
 
   private contextOf(relatedTo: RequestId | undefined): CallContext | undefined {

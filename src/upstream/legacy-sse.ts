@@ -1,10 +1,11 @@
+import type { Readable } from 'node:stream';
 import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
 import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
 import { readBodyStart } from './body-reader.js';
 import { oversized, RESYNC_FACTOR } from './oversized.js';
 import { readSse } from './sse-reader.js';
-import { receiveDecoded, type UpstreamTransport } from './transport.js';
+import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
 
 /**
@@ -20,6 +21,8 @@ export class LegacySseTransport implements UpstreamTransport {
   private endpoint: string | undefined;
   private closed = false;
   private readonly abort = new AbortController();
+  /** The one stream every message arrives on. */
+  private body: Readable | undefined;
 
   constructor(
     private readonly url: string,
@@ -41,6 +44,7 @@ export class LegacySseTransport implements UpstreamTransport {
       await response.body.dump();
       throw new Error(`HTTP ${response.statusCode} opening the SSE stream`);
     }
+    this.body = response.body;
     // Every message comes on this one stream: an over-long event is skipped to its end (its call, when its head
     // names one, fails), and only one that does not end within RESYNC_FACTOR × the limit closes the connection.
     const limit = this.maxMessageBytes;
@@ -86,6 +90,11 @@ export class LegacySseTransport implements UpstreamTransport {
     });
     const text = await readBodyStart(response.body, 300);
     if (response.statusCode >= 300) throw new Error(`HTTP ${response.statusCode}${text ? `: ${text.slice(0, 300)}` : ''}`);
+  }
+
+  /** One stream carries everything: held back only on a connection of one client (the connection decides). */
+  hold(_relatedTo: unknown, until: Promise<void>): void {
+    holdReadable(this.body, until);
   }
 
   async close(): Promise<void> {

@@ -6,11 +6,12 @@ import { asObject, encodeMessage, isNotification, validateMessage, type JsonObje
 import type { Logger } from '../log.js';
 import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION, paramHeaders } from '../protocol/mcp.js';
 import { inputRequestsOf, retryParams } from '../protocol/rev2026-07-28/codec.js';
-import type { CallContext, UpstreamCall } from './connection.js';
+import type { CallContext, ClientFlow, UpstreamCall } from './connection.js';
 import { warnViolation } from './violations.js';
 import { readBoundedText } from './body-reader.js';
 import { MessageTooLargeError } from './oversized.js';
 import { readSse } from './sse-reader.js';
+import { holdReadable } from './transport.js';
 
 export interface ModernRequestOptions {
   /** Notifications the upstream sends before its answer (progress, logs). */
@@ -19,6 +20,8 @@ export interface ModernRequestOptions {
   timeoutMs?: number;
   /** The upstream's definition of the tool called, for the `Mcp-Param-*` headers its schema asks for. */
   tool?: JsonObject | undefined;
+  /** The room on the stream of the client the notifications go to: the answer is not read on while it is full. */
+  clientFlow?: () => ClientFlow | undefined;
 }
 
 /** Header values outside visible ASCII (or that look like the sentinel) travel base64-wrapped (SEP-2243). */
@@ -84,8 +87,11 @@ export class ModernUpstreamClient {
           (event) => {
             const message = parse(event.data);
             if (message === undefined) return;
-            if (isNotification(message)) options.onNotification?.(message);
-            else if ('id' in message && message.id === id && ('result' in message || 'error' in message)) {
+            if (isNotification(message)) {
+              options.onNotification?.(message);
+              const flow = options.clientFlow?.();
+              if (flow?.full) holdReadable(response.body, flow.drained());
+            } else if ('id' in message && message.id === id && ('result' in message || 'error' in message)) {
               outcome = 'result' in message ? { result: message.result } : { error: message.error };
             }
           },
@@ -115,7 +121,7 @@ export class ModernUpstreamClient {
     const outcome = (async (): Promise<Outcome> => {
       let current = params;
       for (let round = 0; round < 100; round++) {
-        const answer = await this.request(method, current, { ...options, onNotification: (m) => context.notify(m), signal: abort.signal });
+        const answer = await this.request(method, current, { ...options, onNotification: (m) => context.notify(m), clientFlow: () => context.flow, signal: abort.signal });
         const questions = 'error' in answer ? undefined : inputRequestsOf(answer.result);
         if ('error' in answer || questions === undefined) return answer;
         // Keys are the upstream's: collected as entries, since assigning `__proto__` to an object would not add a key.

@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
 import { LineSplitter } from './line-splitter.js';
 import { oversized, RESYNC_FACTOR } from './oversized.js';
-import { receiveDecoded, type UpstreamTransport } from './transport.js';
+import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
 
 // Only these variables reach a child unless configured: the gateway's own environment holds secrets
@@ -63,6 +63,11 @@ export class StdioTransport implements UpstreamTransport {
     const child = this.child;
     if (child === undefined || this.exited || !child.stdin.writable) throw new Error('the process is not running');
     child.stdin.write(`${encodeMessage(message)}\n`);
+  }
+
+  /** One stdout carries everything: held back only on a child of one client (the connection decides). */
+  hold(_relatedTo: unknown, until: Promise<void>): void {
+    holdReadable(this.child?.stdout, until);
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,7 @@ import { decodeJsonBody, encodeMessage, isRequest, isResponse, type JsonRpcMessa
 import { readBodyStart, readBoundedText } from './body-reader.js';
 import { MessageTooLargeError, oversized, RESYNC_FACTOR } from './oversized.js';
 import { readSse } from './sse-reader.js';
-import { receiveDecoded, type UpstreamTransport } from './transport.js';
+import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
 
 const MAX_RESUME_ATTEMPTS = 5;
@@ -27,6 +27,9 @@ export class StreamableHttpTransport implements UpstreamTransport {
   private protocolVersion: string | undefined;
   private closed = false;
   private readonly aborts = new Set<AbortController>();
+  /** The response streams being read: each POST's, by its request id, and the standalone GET stream. */
+  private readonly postStreams = new Map<RequestId, Readable>();
+  private getStream: Readable | undefined;
 
   constructor(
     private readonly url: string,
@@ -99,6 +102,10 @@ export class StreamableHttpTransport implements UpstreamTransport {
     } finally {
       if (!handedOff) this.aborts.delete(abort);
     }
+  }
+
+  hold(relatedTo: RequestId | undefined, until: Promise<void>): void {
+    holdReadable(relatedTo === undefined ? this.getStream : this.postStreams.get(relatedTo), until);
   }
 
   async close(): Promise<void> {
@@ -179,6 +186,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
     let answered = false;
     let stream: Readable = body;
     for (let attempt = 0; ; attempt++) {
+      if (requestId !== undefined) this.postStreams.set(requestId, stream);
       const outcome = await readSse(
         stream,
         (event) => {
@@ -186,6 +194,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
         },
         { maxEventBytes: this.maxMessageBytes },
       );
+      if (requestId !== undefined) this.postStreams.delete(requestId);
       this.aborts.delete(abort);
       if (outcome.oversized !== undefined) {
         // The stream is this request's own, so only the request is lost (and only if it was still unanswered).
@@ -253,6 +262,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
         throw new Error(`HTTP ${response.statusCode}`);
       }
       failures = 0;
+      this.getStream = response.body;
       // This stream carries everything unrelated to a request: an over-long event is skipped, not the stream.
       const outcome = await readSse(response.body, (event) => this.dispatchPayload(event.data, undefined), {
         maxEventBytes: this.maxMessageBytes,

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { responseIdOf, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { OversizedMessage } from './oversized.js';
@@ -20,6 +21,13 @@ export interface UpstreamTransport {
    * elsewhere belongs to no call. Stdio and legacy SSE have one stream for everything and cannot say.
    */
   readonly relatesMessages?: boolean;
+  /**
+   * Stops reading the stream that carries `relatedTo`'s messages (undefined: the stream that carries the rest)
+   * until `until` settles, so that the upstream waits while a client takes what it was already sent: TCP or the
+   * pipe pushes back. What the stream had already delivered in the same chunk still arrives. Transports without
+   * it are never held back.
+   */
+  hold?(relatedTo: RequestId | undefined, until: Promise<void>): void;
 
   /** `relatedTo` is the id of the request on whose response stream the message arrived, when known. */
   onmessage?: (message: JsonRpcMessage, relatedTo?: RequestId) => void;
@@ -51,4 +59,24 @@ export function receiveDecoded(
   const id = responseIdOf(decoded);
   if (id !== undefined) transport.onrequestlost?.(id, `the upstream answered with an invalid response (${message})`);
   return undefined;
+}
+
+const holds = new WeakMap<Readable, number>();
+
+/** Pauses `stream` until every hold on it has settled (see UpstreamTransport.hold). */
+export function holdReadable(stream: Readable | undefined, until: Promise<void>): void {
+  if (stream === undefined || stream.destroyed) return;
+  const count = holds.get(stream) ?? 0;
+  holds.set(stream, count + 1);
+  if (count === 0) stream.pause();
+  const release = (): void => {
+    const left = (holds.get(stream) ?? 1) - 1;
+    if (left > 0) {
+      holds.set(stream, left);
+      return;
+    }
+    holds.delete(stream);
+    stream.resume();
+  };
+  until.then(release, release);
 }

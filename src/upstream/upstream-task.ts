@@ -52,6 +52,9 @@ class UpstreamTaskCall implements UpstreamCall {
       notify: (message) => context.notify({ ...message, ...(message.params === undefined ? {} : { params: withoutRelatedTask(message.params) }) }),
       ask: (request, signal) => context.ask({ ...request, ...(request.params === undefined ? {} : { params: withoutRelatedTask(request.params) }) }, signal),
       ...(context.status === undefined ? {} : { status: context.status.bind(context) }),
+      get flow() {
+        return context.flow;
+      },
     };
     const created = connection.request('tools/call', { ...params, task: {} }, this.context, options.timeoutMs);
     this.upstreamId = created.upstreamId;

@@ -35,6 +35,8 @@ export interface SessionIdentity {
   protocolVersion: string;
   capabilities: JsonObject;
   clientInfo: JsonObject | undefined;
+  /** The identity stands for many clients (2026-07-28 clients share one upstream session): no one client may stall it. */
+  readonly manyClients?: boolean;
 }
 
 /**
@@ -459,7 +461,7 @@ export class Upstream {
           () => undefined, // failed while opening: connectionFor already dropped it
         );
       },
-    }, this.logger.child({ session: session.sessionId }));
+    }, this.logger.child({ session: session.sessionId }), session.manyClients !== true);
     const params: JsonObject = { protocolVersion: session.protocolVersion, capabilities: RELAY_CAPABILITIES };
     params.clientInfo = session.clientInfo ?? { name: 'taskgate', version: this.gatewayVersion };
     try {

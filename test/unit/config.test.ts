@@ -118,7 +118,7 @@ describe('config: the contract example', () => {
       },
     });
     assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000, maxPerPrincipal: 1_000, maxStreamsPerPrincipal: 100 });
-    assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000, jsonWindowMs: 50 });
+    assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000, jsonWindowMs: 50, maxBufferedBytesPerStream: 8_388_608, maxBufferedBytes: 268_435_456 });
     assert.deepEqual(config.mrtr, { parkTimeoutMs: 300_000 });
     assert.deepEqual(config.lists, { pageSize: 1_000 });
     assert.deepEqual(config.replicas, { leaseMs: 10_000, drainTimeoutMs: 5_000, maxRunningTasks: 10_000 });

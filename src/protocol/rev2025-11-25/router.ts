@@ -246,6 +246,10 @@ export class Router {
           ? own.ask(message, signal)
           : task.then((run) => run.ask(message, signal), () => ({ error: { code: RequestCancelled, message: 'Request cancelled: the call could not become a background task' } })),
       status: (message) => void task?.then((run) => run.status(message), () => undefined),
+      // Once a task, no client stream waits on the call.
+      get flow() {
+        return task === undefined ? own.flow : undefined;
+      },
     };
     const call = await upstream.callFor(session, 'tools/call', params, context, 0, { asTask: true });
     const inflight = { call, cancelled: false };
@@ -320,12 +324,14 @@ export class Router {
    * upstream's progress kept alive (`keepAliveMs`, when the request asked for progress).
    */
   private requestContext(session: LegacySession, params: JsonObject, stream: EventStream | undefined, keepAliveMs: number): { context: CallContext; keepAlive: ProgressKeepAlive | undefined } {
-    const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream });
+    // The call's upstream is held back (or the call fails) while the stream is full, so its messages are not dropped.
+    const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream, flowControlled: true });
     const keepAlive = keepAliveFor(asObject(params._meta), keepAliveMs, deliver);
     const context: CallContext = {
       sessionId: session.sessionId,
       notify: (message) => (keepAlive !== undefined && message.method === 'notifications/progress' ? keepAlive.forward(message) : deliver(message)),
       ask: (message, signal) => session.ask(message, signal, { stream }),
+      flow: session.flow(stream),
     };
     return { context, keepAlive };
   }

@@ -3,6 +3,7 @@
 // above: these interfaces are what it implements for them.
 import type { JsonObject, JsonRpcNotification, Outcome, RequestId } from '../../jsonrpc.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
+import type { ClientFlow } from '../../upstream/client-flow.js';
 import type { SessionIdentity } from '../../upstream/upstream.js';
 import type { EventStream } from '../event-stream.js';
 import type { LogLevel } from '../mcp.js';
@@ -22,6 +23,11 @@ export interface Delivery {
   taskId?: string | undefined;
   /** Only streams held here (messages every replica sends its own copy of, such as list changes). */
   localOnly?: boolean;
+  /**
+   * The message is a call's whose upstream is held back while the stream is full (CallContext.flow): the stream
+   * does not drop it for its bound. Other notifications past the bound are dropped (counted).
+   */
+  flowControlled?: boolean;
 }
 
 export interface LegacySession extends SessionIdentity {
@@ -35,6 +41,8 @@ export interface LegacySession extends SessionIdentity {
   activeTasks: number;
   /** Delivers a message that belongs to no particular call, wherever the client listens. */
   deliver(message: JsonRpcNotification | JsonObject, delivery?: Delivery): void;
+  /** The room on the stream a call's messages go to (`stream`, or wherever `deliver` picks when it is undefined). */
+  flow(stream: EventStream | undefined): ClientFlow;
   /** Sends a server→client request and waits for the client's answer. */
   ask(request: { method: string; params?: JsonObject }, signal: AbortSignal, delivery?: Delivery): Promise<Outcome>;
   /** As `ask`, but resolves undefined, with nothing sent, when the client has no stream open to receive it. */

@@ -5,7 +5,7 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError, MethodNotFound, MissingRequiredClientCapability, RequestCancelled } from '../../errors.js';
 import type { JsonObject, JsonRpcNotification, Outcome } from '../../jsonrpc.js';
-import type { CallContext, UpstreamCall } from '../../upstream/connection.js';
+import type { CallContext, ClientFlow, UpstreamCall } from '../../upstream/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import type { Peers } from '../../tasks/peers.js';
@@ -41,6 +41,8 @@ export class ModernExchange {
   replay: { params: JsonObject; identity: SessionIdentity } | undefined;
   /** Notifications go to the HTTP response currently waiting on this call (none while parked). */
   notifySink: ((message: JsonRpcNotification) => void) | undefined;
+  /** The room on that response's stream: while it is full, the upstream's output for the call is not read on. */
+  sinkFlow: (() => ClientFlow | undefined) | undefined;
   /** Questions the upstream waits on. */
   private readonly pending = new PendingInputs();
   private outcome: Outcome | undefined;
@@ -65,12 +67,17 @@ export class ModernExchange {
 
   /** The context the upstream connection relates this call's notifications and requests to. */
   context(): CallContext {
+    // Read when a message arrives: the response waiting on the call changes from round to round, and a task has none.
+    const flow = (): ClientFlow | undefined => (this.task === undefined ? this.sinkFlow?.() : undefined);
     return {
       sessionId: this.sessionId,
       notify: (message) => (this.task !== undefined ? this.task.notify(message) : this.notifySink?.(message)),
       ask: (request, signal) => this.ask(request, signal),
       // Only a task has a status to show: until the engine adopts the call, the upstream task's status goes nowhere.
       status: (statusMessage) => this.task?.status(statusMessage),
+      get flow() {
+        return flow();
+      },
     };
   }
 
@@ -143,6 +150,7 @@ export class ModernExchange {
   adopt(task: TaskRun): void {
     this.task = task;
     this.notifySink = undefined;
+    this.sinkFlow = undefined;
     for (const input of this.pending.takeAll()) void task.ask(input.request, task.signal).then((outcome) => input.settle(outcome));
   }
 

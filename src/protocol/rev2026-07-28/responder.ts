@@ -1,21 +1,28 @@
 import type { ServerResponse } from 'node:http';
 import type { JsonObject } from '../../jsonrpc.js';
+import type { ClientFlow } from '../../upstream/client-flow.js';
+import { EventStream, httpConnection } from '../event-stream.js';
+import type { StreamBudget } from '../stream-budget.js';
 
 /** Where the notifications of a request's call go, and whether its client is still there. */
 export interface ResponseSink {
   notify(message: JsonObject): void;
   readonly gone: AbortSignal;
+  /** The room on the response's stream, once it streams (see ClientFlow). */
+  readonly flow?: ClientFlow | undefined;
 }
+
+const STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
 
 /**
  * The HTTP response of one modern request. It stays undecided until there is something to stream: a request
  * answered with nothing before it gets plain JSON with the status its outcome calls for (a -32021 must still be
- * able to become HTTP 400), and the first notification turns it into an SSE stream. No event ids: the revision
- * has no resumption.
+ * able to become HTTP 400), and the first notification turns it into an SSE stream. The stream holds what the
+ * client has not read within the same bounds as a session's (progress coalesced, logs dropped with a count), but
+ * has no event ids and keeps nothing once written: the revision has no resumption.
  */
 export class ModernResponder implements ResponseSink {
-  private streaming = false;
-  private keepAlive: NodeJS.Timeout | undefined;
+  private stream: EventStream | undefined;
   /** Aborted when the client goes away before the answer: the request is then cancelled. */
   readonly gone: AbortSignal;
 
@@ -23,40 +30,40 @@ export class ModernResponder implements ResponseSink {
     private readonly raw: ServerResponse,
     private readonly canStream: boolean,
     private readonly keepAliveMs: number,
+    private readonly budget: StreamBudget,
   ) {
     const gone = new AbortController();
     this.gone = gone.signal;
     raw.on('close', () => {
-      clearInterval(this.keepAlive);
+      this.stream?.close(); // nothing is resumed: what it still holds goes
       if (!raw.writableFinished) gone.abort(new Error('the client closed the connection'));
     });
   }
 
+  get flow(): ClientFlow | undefined {
+    return this.stream;
+  }
+
   /** Opens the SSE stream now (a listen stream must flush its headers at once). */
   startStream(): void {
-    if (this.streaming || this.raw.destroyed) return;
-    this.streaming = true;
-    this.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-    this.raw.flushHeaders();
-    if (this.keepAliveMs > 0) {
-      this.keepAlive = setInterval(() => this.raw.write(': keep-alive\n\n'), this.keepAliveMs);
-      this.keepAlive.unref();
-    }
+    if (this.stream !== undefined || this.raw.destroyed) return;
+    this.stream = new EventStream('', { replayLimit: 0, keepAliveMs: this.keepAliveMs, budget: this.budget, ids: false });
+    this.stream.attach(httpConnection(this.raw, STREAM_HEADERS));
   }
 
   /** Sends a notification ahead of the answer; dropped when the client accepts JSON only. */
   notify(message: JsonObject): void {
     if (!this.canStream || this.raw.destroyed) return;
     this.startStream();
-    this.raw.write(`data: ${JSON.stringify(message)}\n\n`);
+    this.stream?.send(message);
   }
 
-  /** Sends the answer and ends the response (`headers` only when it is not streaming yet). */
+  /** Sends the answer and ends the response once the client has taken it (`headers` only when not streaming yet). */
   finish(message: JsonObject, status: number, headers: Record<string, string> = {}): void {
-    clearInterval(this.keepAlive);
     if (this.raw.destroyed) return;
-    if (this.streaming) {
-      this.raw.end(`data: ${JSON.stringify(message)}\n\n`);
+    if (this.stream !== undefined) {
+      this.stream.send(message);
+      this.stream.finish();
       return;
     }
     const body = JSON.stringify(message);
@@ -65,7 +72,7 @@ export class ModernResponder implements ResponseSink {
 
   /** Ends a stream without an answer (listen streams on shutdown end with their result through finish). */
   end(): void {
-    clearInterval(this.keepAlive);
-    if (!this.raw.destroyed) this.raw.end();
+    if (this.stream !== undefined) this.stream.close();
+    else if (!this.raw.destroyed) this.raw.end();
   }
 }

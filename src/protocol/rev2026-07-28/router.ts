@@ -71,6 +71,7 @@ export class ModernRouter {
       protocolVersion: LATEST_LEGACY_VERSION,
       capabilities: {},
       clientInfo: { name: 'taskgate (for 2026-07-28 clients)', version: deps.version },
+      manyClients: true,
     };
     deps.replicas.on('mrtr.resume', (body, peer) => this.resumeForPeer(body, peer));
   }
@@ -308,6 +309,7 @@ export class ModernRouter {
     const modern = upstream.modern as ModernUpstreamClient;
     const outcome = await modern.request(request.method, params, {
       onNotification: (message) => this.relay(client, request, message, responder),
+      clientFlow: () => responder.flow,
       signal: responder.gone,
       tool: request.method === 'tools/call' ? this.deps.catalog.tool(name) : undefined,
       ...(request.method === 'tools/call' ? {} : { timeoutMs: upstream.config.requestTimeoutMs }),
@@ -326,6 +328,7 @@ export class ModernRouter {
       signal: responder.gone,
       timeoutMs: upstream.config.requestTimeoutMs,
       onNotification: (message) => this.relay(client, request, message, responder),
+      clientFlow: () => responder.flow,
     });
   }
 
@@ -342,9 +345,11 @@ export class ModernRouter {
     background = false,
   ): Promise<Outcome | undefined> {
     exchange.notifySink = (message) => this.relay(client, request, message, responder);
+    exchange.sinkFlow = () => responder.flow;
     const gone = new Promise<'gone'>((resolve) => responder.gone.addEventListener('abort', () => resolve('gone'), { once: true }));
     const event = await Promise.race([exchange.next(taskAfterMs), gone]);
     exchange.notifySink = undefined;
+    exchange.sinkFlow = undefined;
     if (event === 'gone') {
       // Closing the response stream cancels the request (the revision has no other way to say it).
       exchange.cancel('the client closed the request');
