@@ -461,9 +461,20 @@ describe('task timing', () => {
   });
 
   it('no usable request (absent, not a number, zero, negative, NaN, infinite): the policy\'s ttlMs', () => {
-    for (const requested of [undefined, null, '120000', 0, -5, Number.NaN, Number.POSITIVE_INFINITY]) {
+    for (const requested of [undefined, null, '120000', 0, 1e-9, 0.999, -5, Number.NaN, Number.POSITIVE_INFINITY]) {
       assert.deepEqual(taskTiming(policy, requested), { retentionMs: 60_000, pollMs: 750 }, String(requested));
     }
+  });
+
+  it('2025-11-25 params.task.ttl: absent is the default; a whole number of ms from 1 is taken; anything else is -32602', () => {
+    assert.equal(rev2025.requestedTtl({}), undefined);
+    assert.equal(rev2025.requestedTtl({ ttl: 1 }), 1);
+    assert.equal(rev2025.requestedTtl({ ttl: 60_000 }), 60_000);
+    assert.equal(rev2025.requestedTtl({ ttl: Number.MAX_SAFE_INTEGER }), Number.MAX_SAFE_INTEGER);
+    for (const ttl of [0, 1e-9, 1500.5, -1, -0.5, 1e300, Number.MAX_SAFE_INTEGER + 1, null, '60000', [60000], {}, true]) {
+      assert.throws(() => rev2025.requestedTtl({ ttl }), (error: unknown) => gatewayError('invalid_params')(error) && /params\.task must be an object whose ttl, if given, is a whole number of milliseconds/.test((error as Error).message), JSON.stringify(ttl));
+    }
+    for (const task of [null, 5, 'x', [{ ttl: 1 }]]) assert.throws(() => rev2025.requestedTtl(task), gatewayError('invalid_params'), JSON.stringify(task));
   });
 
   it('the policy\'s ttlMs is itself never granted past maxTtlMs', () => {

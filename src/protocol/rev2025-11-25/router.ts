@@ -12,7 +12,7 @@ import type { Logger } from '../../log.js';
 import { effectiveMode } from '../../config/policy.js';
 import type { CallContext } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
-import { upstreamTaskSupport } from './codec.js';
+import { requestedTtl, upstreamTaskSupport } from './codec.js';
 import type { EventStream } from '../event-stream.js';
 import {
   isSupportedLegacyVersion,
@@ -133,6 +133,10 @@ export class Router {
 
   private async dispatch(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, access: CallerAccess, charge: InflightCharge | undefined): Promise<Outcome | undefined> {
     const params = request.params ?? {};
+    // `_meta` is the gateway's to read (progress tokens, related tasks) before anything goes upstream.
+    if (params._meta !== undefined && asObject(params._meta) === undefined) {
+      throw new GatewayError('invalid_params', `${request.method}: params._meta must be an object`);
+    }
     if (LIST_METHODS.has(request.method)) return { result: await this.list(session, request.method, params, access) };
     switch (request.method) {
       case 'ping':
@@ -202,10 +206,7 @@ export class Router {
     const upstreamSupport = route.upstream.taskSupportOf(route.name);
     const mode = effectiveMode(policy.mode, upstreamSupport);
     if (task !== undefined) {
-      const ttl = asObject(task)?.ttl;
-      if (asObject(task) === undefined || (ttl !== undefined && (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl < 0))) {
-        throw new GatewayError('invalid_params', 'tools/call: params.task must be an object, with ttl (if given) a number of milliseconds >= 0');
-      }
+      const ttl = requestedTtl(task);
       if (mode === 'forbidden') {
         throw new GatewayError('method_not_found', `Tool '${name}' cannot be called as a task (task policy: forbidden); call it without params.task`);
       }
