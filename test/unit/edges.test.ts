@@ -11,7 +11,7 @@ import { GatewayError, HeaderMismatch, InternalError, InvalidParams, InvalidRequ
 import type { JsonObject, JsonRpcRequest } from '../../src/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../../src/protocol/mcp.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
-import { legacyError, legacyErrorResponse, legacyRefusal } from '../../src/protocol/rev2025-11-25/errors.js';
+import { exchangeAnswer, legacyError, legacyErrorResponse, legacyFailure, legacyRefusal } from '../../src/protocol/rev2025-11-25/errors.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
 import {
   checkParamHeaders,
@@ -68,6 +68,18 @@ describe('2025-11-25 error edge', () => {
       body: { jsonrpc: '2.0', id: 'r1', error: { code: InvalidRequest, message: 'Conflict: a GET stream is already open' } },
     });
     assert.equal(legacyRefusal(null, new GatewayError('too_many_sessions', 'Too many sessions')).status, 429);
+  });
+
+  it('legacyFailure / exchangeAnswer: a rate limit refuses its exchange (429, Retry-After in whole seconds); other failures answer 200', () => {
+    const limited = legacyFailure(new GatewayError('rate_limited', 'Rate limit exceeded', { retryAfterMs: 1500 }));
+    assert.deepEqual(limited, { error: { code: -32001, message: 'Rate limit exceeded', data: { retryAfterMs: 1500 } }, httpStatus: 429 });
+    assert.deepEqual(exchangeAnswer(limited), { status: 429, headers: { 'retry-after': '2' } });
+    for (const error of [new GatewayError('invalid_params', 'x'), new GatewayError('replica_full', 'full', { retryAfterMs: 1000 }), new Error('boom')]) {
+      const outcome = legacyFailure(error);
+      assert.ok(!('httpStatus' in outcome), String(error));
+      assert.deepEqual(exchangeAnswer(outcome), { status: 200, headers: {} });
+    }
+    assert.deepEqual(exchangeAnswer({ result: {} }), { status: 200, headers: {} });
   });
 
   it('legacyRefusal: where the registry\'s status is not an error status (200) the refusal is 500', () => {

@@ -25,7 +25,7 @@ import {
   type LogLevel,
 } from '../mcp.js';
 import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
-import { legacyError, legacyErrorResponse } from './errors.js';
+import { legacyError, legacyErrorResponse, legacyFailure, type LegacyOutcome } from './errors.js';
 import type { LegacySession, LegacySessions } from './session.js';
 import { ownerOf, type LegacyTasks } from './tasks.js';
 import type { Caller } from '../../tasks/principals.js';
@@ -90,13 +90,26 @@ export class Router {
    * is the bytes of the request body: held until this resolves, and longer by a task that takes the call's
    * arguments with it.
    */
-  async handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<Outcome | undefined> {
+  async handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {
     try {
       return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.logger), charge);
     } catch (error) {
       if (!(error instanceof GatewayError)) this.logger.error({ err: error, method: request.method, session: session.sessionId }, 'request failed');
-      return { error: legacyError(error) };
+      return legacyFailure(error);
     }
+  }
+
+  /**
+   * Whether the answer to `request` may need an SSE stream (the upstream's progress, logs or questions before it).
+   * A task creation never does: it answers at once with the task, or with a refusal (a rate limit: HTTP 429),
+   * and the task's messages go to its tasks/result or GET stream.
+   */
+  mayStream(session: LegacySession, request: JsonRpcRequest): boolean {
+    if (!STREAMED_METHODS.has(request.method)) return false;
+    const params = request.params ?? {};
+    const createsTask = request.method === 'tools/call' && params.task !== undefined && supportsLegacyTasks(session.protocolVersion)
+      && typeof params.name === 'string' && !this.taskTools.owns(params.name);
+    return !createsTask;
   }
 
   handleNotification(session: LegacySession, notification: JsonRpcNotification): void {
