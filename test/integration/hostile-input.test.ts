@@ -247,7 +247,7 @@ describe('hostile input against a gateway process bound to loopback', () => {
       assert.match(String(modernAnswer.error?.message), /params\._meta with the request envelope is required/);
     }
     // The upstream saw none of it: the session and the upstream serve on, and nothing was logged as a failure.
-    const fine = await post(gateway.url, { jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name: 'greet', arguments: { name: 'm' }, _meta: { progressToken: 1 } } }, sessionHeaders(session));
+    const fine = await post(gateway.url, { jsonrpc: '2.0', id: id + 1, method: 'tools/call', params: { name: 'greet', arguments: { name: 'm' }, _meta: { progressToken: 1 } } }, sessionHeaders(session));
     assert.match(JSON.stringify(fine.body), /Hello, m!/, show(fine));
     assert.deepEqual(loudLines(gateway).filter((line) => /_meta|unavailable/.test(JSON.stringify(line))), []);
   });
