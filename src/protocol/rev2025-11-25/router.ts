@@ -290,6 +290,10 @@ export class Router {
       cancelled: false,
     };
     session.inflight.set(request.id, inflight);
+    // While task_result waits, a host that resets its timeout on progress is kept waiting (as for a plain call).
+    const keepAlive = stream === undefined
+      ? undefined
+      : keepAliveFor(asObject(params._meta), this.tasks.engine.policyFor(name).keepAliveProgressMs, (message) => session.deliver(message, { stream }));
     try {
       const outcome = await this.taskTools.call(name, params.arguments, {
         reader: access.taskReader(session.principal),
@@ -305,6 +309,7 @@ export class Router {
       });
       return inflight.cancelled ? undefined : outcome;
     } finally {
+      keepAlive?.stop();
       if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
     }
   }

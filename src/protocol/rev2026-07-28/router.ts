@@ -413,12 +413,18 @@ export class ModernRouter {
       const task = await this.deps.tasks.engine.find(taskId, { reader }).catch(() => undefined);
       if (task !== undefined) await this.deps.tasks.engine.answer(task, answers);
     }
-    return this.deps.taskTools.call(name, params.arguments, {
-      reader,
-      principal: principalOf(client),
-      signal: responder.gone,
-      inputRequired: (task) => ({ result: inputRequiredResult(task.openRequests ?? {}, undefined) }),
-    });
+    // While task_result waits, a host that resets its timeout on progress is kept waiting (as for a plain call).
+    const keepAlive = keepAliveFor(asObject(params._meta), this.deps.tasks.engine.policyFor(name).keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject));
+    try {
+      return await this.deps.taskTools.call(name, params.arguments, {
+        reader,
+        principal: principalOf(client),
+        signal: responder.gone,
+        inputRequired: (task) => ({ result: inputRequiredResult(task.openRequests ?? {}, undefined) }),
+      });
+    } finally {
+      keepAlive?.stop();
+    }
   }
 
   /** Progress always; logs only when the request asked for a level, and only at or above it. */
