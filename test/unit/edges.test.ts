@@ -24,6 +24,7 @@ import {
   type ModernClient,
 } from '../../src/protocol/rev2026-07-28/envelope.js';
 import { modernAnswerStatus, modernFailure, modernRefusal, withUri } from '../../src/protocol/rev2026-07-28/errors.js';
+import { paramsDigest, RequestStateCodec } from '../../src/protocol/rev2026-07-28/exchange.js';
 import { ANONYMOUS_PRINCIPAL, MODERN_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, sessionOfPrincipal, sessionPrincipal } from '../../src/tasks/principals.js';
 
 /** An error as the HTTP server (not the gateway) throws it: a status of its own. */
@@ -35,6 +36,29 @@ function httpError(message: string, statusCode?: number): Error & { statusCode?:
 function gatewayError(code: GatewayError['code']): (error: unknown) => boolean {
   return (error) => error instanceof GatewayError && error.code === code;
 }
+
+describe('2026-07-28 requestState binds the request\'s params', () => {
+  const codec = new RequestStateCodec(Buffer.from('0123456789abcdef0123456789abcdef'));
+  const params = { name: 'confirm_delete', arguments: { filename: 'a.txt', delayMs: 0 } };
+
+  it('paramsDigest: key order, _meta and the retry\'s own fields do not count; any argument does', () => {
+    const digest = paramsDigest(params);
+    assert.equal(paramsDigest({ arguments: { delayMs: 0, filename: 'a.txt' }, name: 'confirm_delete', _meta: { progressToken: 7 } }), digest);
+    assert.equal(paramsDigest({ ...params, inputResponses: { k: {} }, requestState: 'x' }), digest);
+    for (const changed of [{ filename: 'b.txt', delayMs: 0 }, { filename: 'a.txt', delayMs: 0, force: true }, { filename: 'a.txt' }, { filename: 'a.txt', delayMs: '0' }]) {
+      assert.notEqual(paramsDigest({ ...params, arguments: changed }), digest, JSON.stringify(changed));
+    }
+  });
+
+  it('decode: a state for other params is -32602 naming why; the same params pass', () => {
+    const state = codec.encode({ x: 'x1', r: 0, m: 'tools/call', n: 'confirm_delete', p: paramsDigest(params), e: Date.now() + 60_000, o: 'r1' });
+    assert.equal(codec.decode(state, 'tools/call', 'confirm_delete', paramsDigest(params)).x, 'x1');
+    assert.throws(
+      () => codec.decode(state, 'tools/call', 'confirm_delete', paramsDigest({ ...params, arguments: { filename: 'b.txt', delayMs: 0 } })),
+      (error: unknown) => gatewayError('invalid_params')(error) && /same request with other params/.test((error as Error).message),
+    );
+  });
+});
 
 describe('2025-11-25 error edge', () => {
   it('legacyError: a GatewayError becomes its registry code, message and data', () => {

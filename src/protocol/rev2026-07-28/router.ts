@@ -21,7 +21,7 @@ import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { createTaskResult, discoverResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
 import { modernAnswerStatus, modernError, modernFailure, withUri } from './errors.js';
 import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelope, withoutTasksExtension, type ModernClient } from './envelope.js';
-import { ModernExchange, ParkedExchanges, type ModernPeerMessages, type ModernPeers, type RequestStateCodec } from './exchange.js';
+import { ModernExchange, paramsDigest, ParkedExchanges, type ModernPeerMessages, type ModernPeers, type RequestStateCodec } from './exchange.js';
 import type { ListenFilter, ListenHub } from './listen.js';
 import type { ModernResponder, ResponseSink } from './responder.js';
 import { plainClientCaller, type ModernTasks } from './tasks.js';
@@ -251,7 +251,7 @@ export class ModernRouter {
 
     let exchange: ModernExchange;
     if (params.requestState !== undefined) {
-      const state = (await this.deps.requestStates()).decode(params.requestState, request.method, name);
+      const state = (await this.deps.requestStates()).decode(params.requestState, request.method, name, paramsDigest(upstreamParams));
       if (state.o !== this.deps.replicas.id) {
         // Another replica holds the parked call: it resumes it and answers through this one.
         const answer = await this.deps.replicas.ask(state.o, 'mrtr.resume', {
@@ -276,6 +276,7 @@ export class ModernRouter {
       const identity = this.identity;
       exchange = new ModernExchange(identity.sessionId, client.capabilities);
       exchange.owner = client.caller?.principal;
+      exchange.digest = paramsDigest(upstreamParams);
       exchange.replay = { params: upstreamParams, identity };
       exchange.charge = charge;
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
@@ -361,6 +362,7 @@ export class ModernRouter {
           r: exchange.round,
           m: request.method,
           n: name,
+          p: exchange.digest,
           e: this.deps.parked.deadline(),
           o: this.deps.replicas.id,
         });
