@@ -59,7 +59,8 @@ export function backgroundSetting(defaults: { plainCalls?: PlainCalls }, rules: 
  * often its clients are told to poll, in milliseconds.
  */
 export function taskTiming(policy: TaskPolicy, requestedTtl: unknown): { retentionMs: number; pollMs: number } {
-  const retentionMs = typeof requestedTtl === 'number' && Number.isFinite(requestedTtl) && requestedTtl > 0
+  // Below 1 ms nothing is asked for (a fraction would floor to a retention of 0): the policy's default.
+  const retentionMs = typeof requestedTtl === 'number' && Number.isFinite(requestedTtl) && requestedTtl >= 1
     ? Math.min(Math.floor(requestedTtl), policy.maxTtlMs)
     : Math.min(policy.ttlMs, policy.maxTtlMs);
   return { retentionMs, pollMs: policy.pollIntervalMs };

@@ -14,12 +14,12 @@ import {
 } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { isSupportedLegacyVersion, LEGACY_VERSIONS, supportsBatches, supportsPrimingEvents } from '../protocol/mcp.js';
-import { legacyErrorResponse, legacyRefusal } from '../protocol/rev2025-11-25/errors.js';
+import { exchangeAnswer, legacyErrorResponse, legacyRefusal, type LegacyOutcome } from '../protocol/rev2025-11-25/errors.js';
 import { InflightBudgetFull, type InflightBytes, type InflightCharge } from '../tasks/inflight-bytes.js';
 import type { Caller } from '../tasks/principals.js';
 import { RateLimited, type RateLimiter } from '../tasks/rate-limits.js';
 import { AuthError, type Authenticator } from './credentials.js';
-import { STREAMED_METHODS, type Router } from '../protocol/rev2025-11-25/router.js';
+import type { Router } from '../protocol/rev2025-11-25/router.js';
 import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
 import type { SessionRelay } from '../gateway/session-relay.js';
@@ -320,17 +320,21 @@ async function handlePost(deps: FrontEnd, request: FastifyRequest, reply: Fastif
     return reply.code(202).send();
   }
 
-  const streamed = (header(request, 'accept') ?? '').includes('text/event-stream') && requests.some((r) => STREAMED_METHODS.has(r.method));
+  const streamed = (header(request, 'accept') ?? '').includes('text/event-stream') && requests.some((r) => deps.router.mayStream(session, r));
   if (!streamed) {
     const responses: JsonRpcResponse[] = [...invalid];
+    let only: LegacyOutcome | undefined;
     await Promise.all(
       requests.map(async (r) => {
         const outcome = await deps.router.handle(session, r, undefined, callerOf(request), charge);
         if (outcome !== undefined) responses.push(toResponse(r.id, outcome));
+        only = outcome;
       }),
     );
     if (responses.length === 0) return reply.code(202).send();
-    return sendJson(reply, 200, batch ? responses : responses[0]);
+    // A request alone in its POST may be refused with a status of its own (a task creation past its rate: 429).
+    const answer = !batch && only !== undefined ? exchangeAnswer(only) : { status: 200, headers: {} };
+    return sendJson(reply, answer.status, batch ? responses : responses[0], answer.headers);
   }
 
   // A POST that may stream holds an event stream (and its replay buffer) while it runs: one of the caller's streams.
@@ -370,10 +374,12 @@ async function answerStreamed(
     timer = setTimeout(() => stream.deferred && startStream(), windowMs);
   } else startStream();
 
+  let only: LegacyOutcome | undefined;
   await Promise.all(
     requests.map(async (r) => {
       const outcome = await deps.router.handle(session, r, stream, caller, charge);
       if (outcome === undefined) return;
+      only = outcome;
       const response = toResponse(r.id, outcome);
       if (stream.deferred) held.push(response);
       else stream.send(response);
@@ -387,7 +393,9 @@ async function answerStreamed(
     if (held.length === 0) raw.writeHead(202).end();
     else {
       const body = JSON.stringify(batch ? held : held[0]);
-      raw.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+      // Nothing streamed yet: a lone request's refusal keeps its own status (a background task past its rate: 429).
+      const answer = !batch && held.length === 1 && only !== undefined ? exchangeAnswer(only) : { status: 200, headers: {} };
+      raw.writeHead(answer.status, { ...answer.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
     }
     return reply;
   }

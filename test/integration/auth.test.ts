@@ -321,7 +321,7 @@ describe('rate limits per principal, counted across replicas', () => {
   before(async () => {
     [a, b] = await twoReplicas(scope, 'rate', { defaults: { mode: 'optional', taskAfterMs: 0 } }, {
       resource: 'http://gateway.example/mcp',
-      apiKeys: ['dora', 'erin', 'fred'].map((name) => ({ principal: name, key: key(name) })),
+      apiKeys: ['dora', 'erin', 'fred', 'gina'].map((name) => ({ principal: name, key: key(name) })),
       rateLimits: { requestsPerSecond: 5, taskCreationsPerMinute: 2, rules: [{ principals: ['fred'], requestsPerSecond: 1000 }] },
     });
   });
@@ -353,6 +353,29 @@ describe('rate limits per principal, counted across replicas', () => {
     assert.equal(third.status, 429, JSON.stringify(third.response));
     assert.ok(Number(third.headers['retry-after']) >= 1);
     assert.match(String(third.error?.message), /2 task creations per minute for 'key:erin'/);
+  });
+  test('2025-11-25: the third task creation of a principal within the minute is refused with 429 and Retry-After too', async () => {
+    const headers = { ...bearer(key('gina')), 'mcp-protocol-version': '2025-11-25' };
+    const init = await post(a.url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'rate', version: '1' } } }, headers);
+    const session = { ...headers, 'mcp-session-id': String(init.headers.get('mcp-session-id')) };
+    const create = (url: string, id: number) => post(url, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, session);
+    for (const [url, id] of [[a.url, 1], [b.url, 2]] as const) {
+      const created = await create(url, id);
+      assert.equal(created.status, 200, JSON.stringify(created.json));
+      assert.equal(typeof ((created.json?.result as Json | undefined)?.task as Json | undefined)?.taskId, 'string', JSON.stringify(created.json));
+    }
+    const third = await create(a.url, 3);
+    assert.equal(third.status, 429, JSON.stringify(third.json));
+    assert.ok(Number(third.headers.get('retry-after')) >= 1, String(third.headers.get('retry-after')));
+    assert.equal(third.json?.id, 3, 'the refusal answers the request it refuses');
+    const error = third.json?.error as { code: number; message: string; data?: Json };
+    assert.equal(error.code, -32001);
+    assert.match(error.message, /2 task creations per minute for 'key:gina'.*retry in/);
+    assert.equal(typeof error.data?.retryAfterMs, 'number');
+    // Other requests of the session are not limited by it: the same session still lists its two tasks.
+    const listed = await post(b.url, { jsonrpc: '2.0', id: 4, method: 'tasks/list' }, session);
+    assert.equal(listed.status, 200);
+    assert.equal(((listed.json?.result as Json).tasks as Json[]).length, 2);
   });
 });
 

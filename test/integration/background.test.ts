@@ -222,6 +222,48 @@ describe('plainCalls: background', () => {
   });
 });
 
+describe('task_result keeps a waiting host alive with progress', () => {
+  const scope = suiteScope();
+  let gateway: TestGateway;
+
+  before(async () => {
+    const upstream = await scope.upstream('stdio');
+    gateway = await scope.gateway({
+      upstreams: { fx: upstream.config },
+      // keepAliveProgressMs of task_result is its own rule's (here the defaults'), as for any exposed tool.
+      tasks: { defaults: { keepAliveProgressMs: 500 }, rules: [{ match: 'slow_compute', plainCalls: 'background', taskAfterMs: 200 }] },
+    });
+  });
+
+  test('a host with a 1.5 s timeout that resets on progress gets the result of a 4 s wait; progress only increases', async (t) => {
+    const client = await plainClient(gateway.url, t);
+    const taskId = handleOf((await client.callTool({ name: 'slow_compute', arguments: { seconds: 4, label: 'kept' } })) as Json);
+    const progress: number[] = [];
+    const final = (await client.callTool({ name: RESULT_TOOL, arguments: { taskId, waitSeconds: 30 } }, undefined, {
+      timeout: 1_500,
+      resetTimeoutOnProgress: true,
+      onprogress: (p) => progress.push(p.progress),
+    })) as Json;
+    assert.deepEqual(final.structuredContent, { seconds: 4, label: 'kept' }, JSON.stringify(final));
+    assert.ok(progress.length >= 3, `keep-alives while task_result waited: ${JSON.stringify(progress)}`);
+    for (let i = 1; i < progress.length; i++) assert.ok((progress[i] as number) > (progress[i - 1] as number), JSON.stringify(progress));
+    // Without a progress token nothing is sent, and the same timeout cuts the wait.
+    const other = handleOf((await client.callTool({ name: 'slow_compute', arguments: { seconds: 4, label: 'cut' } })) as Json);
+    await assert.rejects(client.callTool({ name: RESULT_TOOL, arguments: { taskId: other, waitSeconds: 30 } }, undefined, { timeout: 1_500 }), /timed out/i);
+  });
+
+  test('2026-07-28: the same keep-alives on task_result\'s stream, with the request\'s token, then the result', async () => {
+    const taskId = handleOf((await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'kept-modern' } })).result as Json);
+    const answer = await modern(gateway.url, 'tools/call', { name: RESULT_TOOL, arguments: { taskId, waitSeconds: 30 } }, { meta: { progressToken: 'wait-1' } });
+    assert.equal(answer.sse, true, JSON.stringify(answer.messages));
+    const values = answer.notifications.filter((n) => n.method === 'notifications/progress').map((n) => (n.params as Json).progress as number);
+    assert.ok(values.length >= 2, JSON.stringify(answer.notifications));
+    for (let i = 1; i < values.length; i++) assert.ok((values[i] as number) > (values[i - 1] as number), JSON.stringify(values));
+    assert.ok(answer.notifications.every((n) => (n.params as Json).progressToken === 'wait-1'));
+    assert.deepEqual(answer.result?.structuredContent, { seconds: 2, label: 'kept-modern' }, JSON.stringify(answer.response));
+  });
+});
+
 describe('task tools: configuration and principals', () => {
   const scope = suiteScope();
   let gateway: TestGateway;

@@ -208,7 +208,9 @@ describe('hostile input against a gateway process bound to loopback', () => {
 
   test('strict shapes: params.task, responses, the session protocol version, the 2026 log level', async () => {
     const session = await openSession(gateway.url);
-    for (const task of [true, 'x', [1], null, 7, { ttl: 'soon' }, { ttl: -1 }]) {
+    // A ttl is a whole number of milliseconds from 1: a fraction (1e-9 once floored to a retention of 0) and 0 (once
+    // the policy's default) are refused too, as is one past 2^53 - 1.
+    for (const task of [true, 'x', [1], null, 7, { ttl: 'soon' }, { ttl: -1 }, { ttl: 1e-9 }, { ttl: 0 }, { ttl: 1500.5 }, { ttl: 1e300 }, { ttl: null }]) {
       const answer = await post(gateway.url, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 0 }, task } }, sessionHeaders(session));
       assert.equal(errorOf(answer).code, -32602, `task ${JSON.stringify(task)}: ${show(answer)}`);
       assert.match(String(errorOf(answer).message), /params\.task must be an object/);
@@ -228,6 +230,26 @@ describe('hostile input against a gateway process bound to loopback', () => {
     const badLevel = await modern(gateway.url, 'tools/list', {}, { logLevel: 'loud' });
     assert.equal(badLevel.status, 400, JSON.stringify(badLevel.messages));
     assert.equal(badLevel.error?.code, -32602);
+  });
+
+  test('a params._meta that is not an object is the gateway\'s -32602 in both eras, never an upstream\'s failure', async () => {
+    const session = await openSession(gateway.url);
+    let id = 20;
+    for (const meta of [5, 'x', [1, 2], null, true]) {
+      for (const [method, params] of [['tools/call', { name: 'greet', arguments: { name: 'm' } }], ['tools/list', {}], ['prompts/get', { name: 'test_simple_prompt' }]] as const) {
+        const answer = await post(gateway.url, { jsonrpc: '2.0', id: ++id, method, params: { ...params, _meta: meta } }, sessionHeaders(session));
+        assert.equal(errorOf(answer).code, -32602, `${method} _meta ${JSON.stringify(meta)}: ${show(answer)}`);
+        assert.equal(errorOf(answer).message, `${method}: params._meta must be an object`, show(answer));
+      }
+      const modernAnswer = await modern(gateway.url, 'tools/call', { name: 'greet', arguments: { name: 'm' }, _meta: meta }, { meta: null });
+      assert.equal(modernAnswer.status, 400, JSON.stringify(modernAnswer.messages));
+      assert.equal(modernAnswer.error?.code, -32602, JSON.stringify(modernAnswer.messages));
+      assert.match(String(modernAnswer.error?.message), /params\._meta with the request envelope is required/);
+    }
+    // The upstream saw none of it: the session and the upstream serve on, and nothing was logged as a failure.
+    const fine = await post(gateway.url, { jsonrpc: '2.0', id: id + 1, method: 'tools/call', params: { name: 'greet', arguments: { name: 'm' }, _meta: { progressToken: 1 } } }, sessionHeaders(session));
+    assert.match(JSON.stringify(fine.body), /Hello, m!/, show(fine));
+    assert.deepEqual(loudLines(gateway).filter((line) => /_meta|unavailable/.test(JSON.stringify(line))), []);
   });
 
   test('aborted uploads and unknown Last-Event-IDs leave no error lines and cost no waiting', async () => {

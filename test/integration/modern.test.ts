@@ -416,6 +416,24 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
     assertComplete(done);
   });
 
+  test('MRTR: a retry whose arguments differ from the parked call\'s is -32602 (the call stays resumable with its own)', async () => {
+    // The answers were given to a question about a.txt: they must not resume the call for b.txt, nor (silently) start
+    // a new call with them. The spec binds requestState to "a digest of its salient parameters".
+    const first = await callTool(url, 'confirm_delete', { filename: 'a.txt', delayMs: 0 }, { capabilities: ASKS });
+    assert.equal(first.result?.resultType, 'input_required', show(first));
+    const [key] = Object.keys(first.result?.inputRequests as Json);
+    const retry = { inputResponses: { [key as string]: { action: 'accept', content: { confirm: true } } }, requestState: first.result?.requestState };
+    const other = await callTool(url, 'confirm_delete', { filename: 'b.txt', delayMs: 0 }, { capabilities: ASKS }, retry);
+    assert.equal(other.status, 200, show(other));
+    assert.equal(other.error?.code, -32602, show(other));
+    assert.match(String(other.error?.message), /Invalid requestState: it was issued for the same request with other params/);
+    const extra = await callTool(url, 'confirm_delete', { filename: 'a.txt', delayMs: 0, force: true }, { capabilities: ASKS }, retry);
+    assert.equal(extra.error?.code, -32602, show(extra));
+    // The same arguments in another key order, with a progress token of the retry's own, are the same request.
+    const done = await callTool(url, 'confirm_delete', { delayMs: 0, filename: 'a.txt' }, { capabilities: ASKS, meta: { progressToken: 'retry-1' } }, retry);
+    assert.match(textOf(assertComplete(done)), /Deleted a\.txt/);
+  });
+
   test('MRTR: a requestState used once cannot resume the call again (-32602)', async () => {
     const first = await callTool(url, 'ask_twice', {}, { capabilities: ASKS });
     assert.equal(first.result?.resultType, 'input_required', show(first));

@@ -298,6 +298,23 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
     });
   });
 
+  test('a task running on A asks while its client listens nowhere: input_required, and tasks/result on B gets the question', async () => {
+    await withTwoReplicas({}, async (a, b) => {
+      const wire = new LegacyWire({ elicitation: {} });
+      await wire.initialize(a.url);
+      const created = await wire.request(a.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'nowhere.txt', delayMs: 200 }, task: {} });
+      const taskId = createdTaskId(created);
+      await eventually(async () => ((await wire.request(b.url, 'tasks/get', { taskId })).result as Json).status === 'input_required', 10_000);
+      const result = await wire.start(b.url, 'tasks/result', { taskId });
+      const ask = await result.next((m) => m.method === 'elicitation/create');
+      assert.deepEqual((((ask.params as Json)._meta ?? {}) as Json)['io.modelcontextprotocol/related-task'], { taskId });
+      assert.equal(await wire.respond(b.url, ask.id, { action: 'accept', content: { confirm: true } }), 202);
+      const answer = await result.next((m) => 'result' in m || 'error' in m);
+      assert.match(text(answer), /Deleted nowhere\.txt/);
+      await wire.end(a.url);
+    });
+  });
+
   test('a task lost with its replica: the session hears that it failed on the GET stream another replica holds', async () => {
     const a = await replica();
     const b = await replica();

@@ -6,6 +6,7 @@ import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { eventually, suiteScope, testScope, textOf, type ClientLog, type TestGateway } from './harness.js';
+import { createdTaskId, LegacyWire } from './legacy-wire.js';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
 const TASK_RULES = {
@@ -201,6 +202,27 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
           .map((n) => (n.params as WireTask).status);
       await eventually(async () => statuses().at(-1) === 'completed');
       assert.ok(statuses().includes('input_required'), `statuses seen: ${statuses().join(',')}`);
+    });
+
+    test('input while the client listens nowhere: the task waits in input_required; its next tasks/result gets the requests', async () => {
+      // A hand-written session with no GET stream (the SDK client opens one): the upstream's questions find no way
+      // to the client, and must not fail the task ("no open stream") but wait for tasks/result, as the spec says.
+      const wire = new LegacyWire({ elicitation: {} });
+      await wire.initialize(gateway.url);
+      const taskId = createdTaskId(await wire.request(gateway.url, 'tools/call', { name: 'ask_twice', arguments: {}, task: {} }));
+      await eventually(async () => ((await wire.request(gateway.url, 'tasks/get', { taskId })).result as WireTask).status === 'input_required', 10_000);
+      const waiting = await wire.start(gateway.url, 'tasks/result', { taskId });
+      const asked = await Promise.all(['First question?', 'Second question?'].map((question) => waiting.next((m) => m.method === 'elicitation/create' && (m.params as { message?: string }).message === question)));
+      for (const request of asked) {
+        assert.deepEqual(((request.params as { _meta?: Record<string, unknown> })._meta ?? {})[RELATED], { taskId });
+        const field = (request.params as { message: string }).message.startsWith('First') ? 'first' : 'second';
+        assert.equal(await wire.respond(gateway.url, request.id, { action: 'accept', content: { [field]: `wire ${field}` } }), 202);
+      }
+      const response = await waiting.next((m) => 'result' in m || 'error' in m);
+      assert.match(textOf(response.result), /wire first/, JSON.stringify(response));
+      assert.match(textOf(response.result), /wire second/, JSON.stringify(response));
+      assert.equal(((await wire.request(gateway.url, 'tasks/get', { taskId })).result as WireTask).status, 'completed');
+      await wire.end(gateway.url);
     });
 
     test('cancel while input_required: the task is cancelled at once and tasks/result answers with the cancellation', async (t) => {

@@ -11,7 +11,7 @@ import { GatewayError, HeaderMismatch, InternalError, InvalidParams, InvalidRequ
 import type { JsonObject, JsonRpcRequest } from '../../src/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../../src/protocol/mcp.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
-import { legacyError, legacyErrorResponse, legacyRefusal } from '../../src/protocol/rev2025-11-25/errors.js';
+import { exchangeAnswer, legacyError, legacyErrorResponse, legacyFailure, legacyRefusal } from '../../src/protocol/rev2025-11-25/errors.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
 import {
   checkParamHeaders,
@@ -24,6 +24,7 @@ import {
   type ModernClient,
 } from '../../src/protocol/rev2026-07-28/envelope.js';
 import { modernAnswerStatus, modernFailure, modernRefusal, withUri } from '../../src/protocol/rev2026-07-28/errors.js';
+import { paramsDigest, RequestStateCodec } from '../../src/protocol/rev2026-07-28/exchange.js';
 import { ANONYMOUS_PRINCIPAL, MODERN_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, sessionOfPrincipal, sessionPrincipal } from '../../src/tasks/principals.js';
 
 /** An error as the HTTP server (not the gateway) throws it: a status of its own. */
@@ -35,6 +36,29 @@ function httpError(message: string, statusCode?: number): Error & { statusCode?:
 function gatewayError(code: GatewayError['code']): (error: unknown) => boolean {
   return (error) => error instanceof GatewayError && error.code === code;
 }
+
+describe('2026-07-28 requestState binds the request\'s params', () => {
+  const codec = new RequestStateCodec(Buffer.from('0123456789abcdef0123456789abcdef'));
+  const params = { name: 'confirm_delete', arguments: { filename: 'a.txt', delayMs: 0 } };
+
+  it('paramsDigest: key order, _meta and the retry\'s own fields do not count; any argument does', () => {
+    const digest = paramsDigest(params);
+    assert.equal(paramsDigest({ arguments: { delayMs: 0, filename: 'a.txt' }, name: 'confirm_delete', _meta: { progressToken: 7 } }), digest);
+    assert.equal(paramsDigest({ ...params, inputResponses: { k: {} }, requestState: 'x' }), digest);
+    for (const changed of [{ filename: 'b.txt', delayMs: 0 }, { filename: 'a.txt', delayMs: 0, force: true }, { filename: 'a.txt' }, { filename: 'a.txt', delayMs: '0' }]) {
+      assert.notEqual(paramsDigest({ ...params, arguments: changed }), digest, JSON.stringify(changed));
+    }
+  });
+
+  it('decode: a state for other params is -32602 naming why; the same params pass', () => {
+    const state = codec.encode({ x: 'x1', r: 0, m: 'tools/call', n: 'confirm_delete', p: paramsDigest(params), e: Date.now() + 60_000, o: 'r1' });
+    assert.equal(codec.decode(state, 'tools/call', 'confirm_delete', paramsDigest(params)).x, 'x1');
+    assert.throws(
+      () => codec.decode(state, 'tools/call', 'confirm_delete', paramsDigest({ ...params, arguments: { filename: 'b.txt', delayMs: 0 } })),
+      (error: unknown) => gatewayError('invalid_params')(error) && /same request with other params/.test((error as Error).message),
+    );
+  });
+});
 
 describe('2025-11-25 error edge', () => {
   it('legacyError: a GatewayError becomes its registry code, message and data', () => {
@@ -68,6 +92,18 @@ describe('2025-11-25 error edge', () => {
       body: { jsonrpc: '2.0', id: 'r1', error: { code: InvalidRequest, message: 'Conflict: a GET stream is already open' } },
     });
     assert.equal(legacyRefusal(null, new GatewayError('too_many_sessions', 'Too many sessions')).status, 429);
+  });
+
+  it('legacyFailure / exchangeAnswer: a rate limit refuses its exchange (429, Retry-After in whole seconds); other failures answer 200', () => {
+    const limited = legacyFailure(new GatewayError('rate_limited', 'Rate limit exceeded', { retryAfterMs: 1500 }));
+    assert.deepEqual(limited, { error: { code: -32001, message: 'Rate limit exceeded', data: { retryAfterMs: 1500 } }, httpStatus: 429 });
+    assert.deepEqual(exchangeAnswer(limited), { status: 429, headers: { 'retry-after': '2' } });
+    for (const error of [new GatewayError('invalid_params', 'x'), new GatewayError('replica_full', 'full', { retryAfterMs: 1000 }), new Error('boom')]) {
+      const outcome = legacyFailure(error);
+      assert.ok(!('httpStatus' in outcome), String(error));
+      assert.deepEqual(exchangeAnswer(outcome), { status: 200, headers: {} });
+    }
+    assert.deepEqual(exchangeAnswer({ result: {} }), { status: 200, headers: {} });
   });
 
   it('legacyRefusal: where the registry\'s status is not an error status (200) the refusal is 500', () => {
@@ -461,9 +497,20 @@ describe('task timing', () => {
   });
 
   it('no usable request (absent, not a number, zero, negative, NaN, infinite): the policy\'s ttlMs', () => {
-    for (const requested of [undefined, null, '120000', 0, -5, Number.NaN, Number.POSITIVE_INFINITY]) {
+    for (const requested of [undefined, null, '120000', 0, 1e-9, 0.999, -5, Number.NaN, Number.POSITIVE_INFINITY]) {
       assert.deepEqual(taskTiming(policy, requested), { retentionMs: 60_000, pollMs: 750 }, String(requested));
     }
+  });
+
+  it('2025-11-25 params.task.ttl: absent is the default; a whole number of ms from 1 is taken; anything else is -32602', () => {
+    assert.equal(rev2025.requestedTtl({}), undefined);
+    assert.equal(rev2025.requestedTtl({ ttl: 1 }), 1);
+    assert.equal(rev2025.requestedTtl({ ttl: 60_000 }), 60_000);
+    assert.equal(rev2025.requestedTtl({ ttl: Number.MAX_SAFE_INTEGER }), Number.MAX_SAFE_INTEGER);
+    for (const ttl of [0, 1e-9, 1500.5, -1, -0.5, 1e300, Number.MAX_SAFE_INTEGER + 1, null, '60000', [60000], {}, true]) {
+      assert.throws(() => rev2025.requestedTtl({ ttl }), (error: unknown) => gatewayError('invalid_params')(error) && /params\.task must be an object whose ttl, if given, is a whole number of milliseconds/.test((error as Error).message), JSON.stringify(ttl));
+    }
+    for (const task of [null, 5, 'x', [{ ttl: 1 }]]) assert.throws(() => rev2025.requestedTtl(task), gatewayError('invalid_params'), JSON.stringify(task));
   });
 
   it('the policy\'s ttlMs is itself never granted past maxTtlMs', () => {

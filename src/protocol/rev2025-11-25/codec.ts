@@ -1,10 +1,24 @@
 // Wire shapes of the 2025-11-25 tasks protocol. Nothing outside this file knows that era's field names.
 import type { TaskMode } from '../../config/types.js';
+import { GatewayError } from '../../errors.js';
 import { asObject, type JsonObject, type Outcome } from '../../jsonrpc.js';
 import { RELATED_TASK_META } from '../mcp.js';
 import type { TaskRecord } from '../../store/task-store.js';
 
 export const MODEL_IMMEDIATE_RESPONSE_META = 'io.modelcontextprotocol/model-immediate-response';
+
+/**
+ * The retention a task-augmented request asks for (`params.task.ttl`), or undefined for the policy's default. A
+ * whole number of milliseconds from 1 to 2^53 - 1; anything else is invalid params, since a fraction would round to
+ * 0 and 0 (or less) asks for a task that is gone before it can be read. Above `maxTtlMs` it is clamped (the spec lets
+ * receivers override it) and the granted ttl is reported back.
+ */
+export function requestedTtl(task: unknown): number | undefined {
+  const ttl = asObject(task)?.ttl;
+  if (asObject(task) !== undefined && (ttl === undefined || (typeof ttl === 'number' && Number.isSafeInteger(ttl) && ttl >= 1))) return ttl;
+  const given = typeof ttl === 'number' ? `; got ttl ${ttl}` : ttl === undefined ? '' : `; got a ttl of type ${ttl === null ? 'null' : Array.isArray(ttl) ? 'array' : typeof ttl}`;
+  throw new GatewayError('invalid_params', `tools/call: params.task must be an object whose ttl, if given, is a whole number of milliseconds from 1 to ${Number.MAX_SAFE_INTEGER}${given}`);
+}
 
 /** The `Task` object of 2025-11-25. */
 export function legacyTask(task: TaskRecord): JsonObject {

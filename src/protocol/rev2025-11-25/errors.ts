@@ -2,8 +2,39 @@
 // travels as a JSON-RPC error in a 200 response (or on its SSE stream); where the transport itself refuses a
 // POST, GET or DELETE (no such session, a second GET stream, a body it cannot read) the HTTP status says so too.
 // This revision also answers what reaches the endpoint before any revision is known (see http/server.ts).
-import { GatewayError, InvalidRequest, toJsonRpcError } from '../../errors.js';
-import { errorResponse, type JsonRpcErrorObject, type JsonRpcFailure, type RequestId } from '../../jsonrpc.js';
+import { GatewayError, InvalidRequest, retryAfterHeaders, toJsonRpcError, type ErrorCode } from '../../errors.js';
+import { errorResponse, type JsonRpcErrorObject, type JsonRpcFailure, type Outcome, type RequestId } from '../../jsonrpc.js';
+
+/**
+ * Failures of a dispatched request that refuse its whole HTTP exchange, with the status (and Retry-After) the
+ * same limit gets at the door: a task creation past `auth.rateLimits.taskCreationsPerMinute` is a 429 like a
+ * request past `requestsPerSecond`.
+ */
+const EXCHANGE_REFUSALS: ReadonlySet<ErrorCode> = new Set(['rate_limited']);
+
+/** A request's failure that may answer its POST with an HTTP status of its own (see `exchangeAnswer`). */
+export interface LegacyRefusedOutcome {
+  error: JsonRpcErrorObject;
+  httpStatus: number;
+}
+
+/** What a dispatched request answers: an outcome, or a failure that refuses its exchange. */
+export type LegacyOutcome = Outcome | LegacyRefusedOutcome;
+
+/** The outcome of a request that failed with `error`: a refusal of the exchange where the error is one. */
+export function legacyFailure(error: unknown): LegacyOutcome {
+  const rpc = legacyError(error);
+  return error instanceof GatewayError && EXCHANGE_REFUSALS.has(error.code) ? { error: rpc, httpStatus: error.httpStatus } : { error: rpc };
+}
+
+/**
+ * The HTTP status and headers of a POST answered with one request's outcome as plain JSON (nothing of it streamed
+ * yet): a refusal's own status and Retry-After, else 200.
+ */
+export function exchangeAnswer(outcome: LegacyOutcome): { status: number; headers: Record<string, string> } {
+  if (!('httpStatus' in outcome)) return { status: 200, headers: {} };
+  return { status: outcome.httpStatus, headers: retryAfterHeaders(outcome.error.data) };
+}
 
 /** The JSON-RPC error a request gets for `error`; unexpected errors become -32603 without their stack. */
 export function legacyError(error: unknown): JsonRpcErrorObject {

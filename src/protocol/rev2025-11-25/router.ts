@@ -12,7 +12,7 @@ import type { Logger } from '../../log.js';
 import { effectiveMode } from '../../config/policy.js';
 import type { CallContext } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
-import { upstreamTaskSupport } from './codec.js';
+import { requestedTtl, upstreamTaskSupport } from './codec.js';
 import type { EventStream } from '../event-stream.js';
 import {
   isSupportedLegacyVersion,
@@ -25,7 +25,7 @@ import {
   type LogLevel,
 } from '../mcp.js';
 import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
-import { legacyError, legacyErrorResponse } from './errors.js';
+import { legacyError, legacyErrorResponse, legacyFailure, type LegacyOutcome } from './errors.js';
 import type { LegacySession, LegacySessions } from './session.js';
 import { ownerOf, type LegacyTasks } from './tasks.js';
 import type { Caller } from '../../tasks/principals.js';
@@ -90,13 +90,26 @@ export class Router {
    * is the bytes of the request body: held until this resolves, and longer by a task that takes the call's
    * arguments with it.
    */
-  async handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<Outcome | undefined> {
+  async handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {
     try {
       return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.logger), charge);
     } catch (error) {
       if (!(error instanceof GatewayError)) this.logger.error({ err: error, method: request.method, session: session.sessionId }, 'request failed');
-      return { error: legacyError(error) };
+      return legacyFailure(error);
     }
+  }
+
+  /**
+   * Whether the answer to `request` may need an SSE stream (the upstream's progress, logs or questions before it).
+   * A task creation never does: it answers at once with the task, or with a refusal (a rate limit: HTTP 429),
+   * and the task's messages go to its tasks/result or GET stream.
+   */
+  mayStream(session: LegacySession, request: JsonRpcRequest): boolean {
+    if (!STREAMED_METHODS.has(request.method)) return false;
+    const params = request.params ?? {};
+    const createsTask = request.method === 'tools/call' && params.task !== undefined && supportsLegacyTasks(session.protocolVersion)
+      && typeof params.name === 'string' && !this.taskTools.owns(params.name);
+    return !createsTask;
   }
 
   handleNotification(session: LegacySession, notification: JsonRpcNotification): void {
@@ -133,6 +146,10 @@ export class Router {
 
   private async dispatch(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, access: CallerAccess, charge: InflightCharge | undefined): Promise<Outcome | undefined> {
     const params = request.params ?? {};
+    // `_meta` is the gateway's to read (progress tokens, related tasks) before anything goes upstream.
+    if (params._meta !== undefined && asObject(params._meta) === undefined) {
+      throw new GatewayError('invalid_params', `${request.method}: params._meta must be an object`);
+    }
     if (LIST_METHODS.has(request.method)) return { result: await this.list(session, request.method, params, access) };
     switch (request.method) {
       case 'ping':
@@ -202,10 +219,7 @@ export class Router {
     const upstreamSupport = route.upstream.taskSupportOf(route.name);
     const mode = effectiveMode(policy.mode, upstreamSupport);
     if (task !== undefined) {
-      const ttl = asObject(task)?.ttl;
-      if (asObject(task) === undefined || (ttl !== undefined && (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl < 0))) {
-        throw new GatewayError('invalid_params', 'tools/call: params.task must be an object, with ttl (if given) a number of milliseconds >= 0');
-      }
+      const ttl = requestedTtl(task);
       if (mode === 'forbidden') {
         throw new GatewayError('method_not_found', `Tool '${name}' cannot be called as a task (task policy: forbidden); call it without params.task`);
       }
@@ -280,6 +294,10 @@ export class Router {
       cancelled: false,
     };
     session.inflight.set(request.id, inflight);
+    // While task_result waits, a host that resets its timeout on progress is kept waiting (as for a plain call).
+    const keepAlive = stream === undefined
+      ? undefined
+      : keepAliveFor(asObject(params._meta), this.tasks.engine.policyFor(name).keepAliveProgressMs, (message) => session.deliver(message, { stream }));
     try {
       const outcome = await this.taskTools.call(name, params.arguments, {
         reader: access.taskReader(session.principal),
@@ -295,6 +313,7 @@ export class Router {
       });
       return inflight.cancelled ? undefined : outcome;
     } finally {
+      keepAlive?.stop();
       if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
     }
   }

@@ -1,6 +1,7 @@
 // The 2025-11-25 task methods on top of the task core: a client asks for a task (`params.task`), then polls
 // tasks/get, blocks on tasks/result, lists and cancels. The session that created a task hears of every change
-// (notifications/tasks/status), and the upstream's questions go to it, on an open tasks/result stream first.
+// (notifications/tasks/status), and the upstream's questions go to it, on an open tasks/result stream first, else
+// its GET stream, else on its next tasks/result.
 import { GatewayError, InternalError } from '../../errors.js';
 import { refusedInput } from '../mcp.js';
 import type { EventStream } from '../event-stream.js';
@@ -97,10 +98,11 @@ export class LegacyTasks {
     });
     return {
       // The request carries the related-task marker and goes on the task's tasks/result stream when one is open,
-      // else on the session's GET stream.
+      // else on the session's GET stream. With neither open (on any replica), it waits in the task, which shows
+      // `input_required`, for the client's next tasks/result: the spec's way to it (see `result`).
       deliver: (request, signal) => {
         const stream = [...(this.resultStreams.get(taskId) ?? [])].find((s) => !s.finished);
-        return session.ask({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, { stream, taskId });
+        return session.tryAsk({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, { stream, taskId });
       },
       notify: (message) => session.deliver(message, { taskId }),
       ended: () => {
@@ -123,6 +125,8 @@ export class LegacyTasks {
     // The call runs on another replica: its requests for the client are to come here.
     const release = !runsHere && stream !== undefined && !isTerminal(initial.status) ? session.holdResultStream(initial.taskId, stream) : undefined;
     try {
+      // Requests that found the client listening nowhere go out now, on this stream, wherever the call runs.
+      if (stream !== undefined && !isTerminal(initial.status)) await this.engine.reachable(initial).catch(() => undefined);
       // Events carry no outcome: once the task is terminal, read it whole.
       const task = isTerminal(initial.status) ? initial : await this.engine.find((await this.engine.untilTerminal(initial.taskId)).taskId, { withOutcome: true, reader });
       this.logger.info({ audit: 'task.retrieved', task: task.taskId, principal: task.principal }, 'task result retrieved');

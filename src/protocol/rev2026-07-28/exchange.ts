@@ -2,9 +2,9 @@
 // asks the client something, the gateway answers the client's request with an InputRequiredResult and parks the
 // call; the client's retry (carrying `inputResponses` and the signed `requestState`) resumes it. A call may also
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError, MethodNotFound, MissingRequiredClientCapability, RequestCancelled } from '../../errors.js';
-import type { JsonObject, JsonRpcNotification, Outcome } from '../../jsonrpc.js';
+import { withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../../jsonrpc.js';
 import type { CallContext, ClientFlow, UpstreamCall } from '../../upstream/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
@@ -54,6 +54,8 @@ export class ModernExchange {
   round = 0;
   /** The authenticated principal whose call this is: only its retry resumes it. */
   owner: string | undefined;
+  /** The digest of the params the call was made with (`paramsDigest`): only a retry with the same params resumes it. */
+  digest = '';
   /**
    * The bytes of the request that carried the call's arguments: held while the upstream call runs (parked for a
    * retry too, past the request's answer), and by the task that adopts it.
@@ -194,6 +196,8 @@ interface RequestStatePayload {
   /** Method and name (tool or prompt name, or resource URI). */
   m: string;
   n: string;
+  /** Digest of the request's params (`paramsDigest`): a retry with other arguments is another request. */
+  p: string;
   /** Expiry, epoch ms. */
   e: number;
   /** The replica holding the parked call. */
@@ -209,8 +213,13 @@ export class RequestStateCodec {
     return `${body}.${this.sign(body)}`;
   }
 
-  /** The payload, or an invalid-params error for state that was tampered with, is stale, or belongs elsewhere. */
-  decode(state: unknown, method: string, name: string, now = Date.now()): RequestStatePayload {
+  /**
+   * The payload, or an invalid-params error for state that was tampered with, is stale, or belongs to another
+   * request: another method or name, or other params (`digest`, the retry's `paramsDigest`). The spec asks a server
+   * to bind the state to "a digest of its salient parameters" and reject a retry that does not match: the answers
+   * it carries were given to questions about the parked call's arguments, and must not resume it for others.
+   */
+  decode(state: unknown, method: string, name: string, digest: string, now = Date.now()): RequestStatePayload {
     const invalid = (why: string): GatewayError => new GatewayError('invalid_params', `Invalid requestState: ${why}`);
     if (typeof state !== 'string') throw invalid('it must be a string');
     const [body, signature, extra] = state.split('.');
@@ -220,6 +229,7 @@ export class RequestStateCodec {
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw invalid('it was not issued by this gateway or was modified');
     const payload = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as RequestStatePayload;
     if (payload.m !== method || payload.n !== name) throw invalid('it was issued for a different request');
+    if (payload.p !== digest) throw invalid('it was issued for the same request with other params; retry it with the params it was sent with, or send the new request without requestState');
     if (payload.e < now) throw invalid('it has expired');
     return payload;
   }
@@ -227,6 +237,24 @@ export class RequestStateCodec {
   private sign(body: string): string {
     return createHmac('sha256', this.secret).update('requestState\0').update(body).digest('base64url');
   }
+}
+
+/**
+ * What identifies a request's params across its retries: a SHA-256 of their canonical JSON (keys sorted), without
+ * `_meta` (a retry may carry another progress token) and the retry's own fields (inputResponses, requestState).
+ */
+export function paramsDigest(params: JsonObject): string {
+  const { inputResponses: _responses, requestState: _state, ...salient } = withoutMeta(params);
+  return createHash('sha256').update(canonicalJson(salient)).digest('base64url');
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value as JsonObject).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }
 
 /** What this revision sends between replicas (gateway/replicas.ts carries it). */

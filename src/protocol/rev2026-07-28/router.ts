@@ -21,7 +21,7 @@ import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { createTaskResult, discoverResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
 import { modernAnswerStatus, modernError, modernFailure, withUri } from './errors.js';
 import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelope, withoutTasksExtension, type ModernClient } from './envelope.js';
-import { ModernExchange, ParkedExchanges, type ModernPeerMessages, type ModernPeers, type RequestStateCodec } from './exchange.js';
+import { ModernExchange, paramsDigest, ParkedExchanges, type ModernPeerMessages, type ModernPeers, type RequestStateCodec } from './exchange.js';
 import type { ListenFilter, ListenHub } from './listen.js';
 import type { ModernResponder, ResponseSink } from './responder.js';
 import { plainClientCaller, type ModernTasks } from './tasks.js';
@@ -252,7 +252,7 @@ export class ModernRouter {
 
     let exchange: ModernExchange;
     if (params.requestState !== undefined) {
-      const state = (await this.deps.requestStates()).decode(params.requestState, request.method, name);
+      const state = (await this.deps.requestStates()).decode(params.requestState, request.method, name, paramsDigest(upstreamParams));
       if (state.o !== this.deps.replicas.id) {
         // Another replica holds the parked call: it resumes it and answers through this one.
         const answer = await this.deps.replicas.ask(state.o, 'mrtr.resume', {
@@ -277,6 +277,7 @@ export class ModernRouter {
       const identity = this.identity;
       exchange = new ModernExchange(identity.sessionId, client.capabilities);
       exchange.owner = client.caller?.principal;
+      exchange.digest = paramsDigest(upstreamParams);
       exchange.replay = { params: upstreamParams, identity };
       exchange.charge = charge;
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
@@ -366,6 +367,7 @@ export class ModernRouter {
           r: exchange.round,
           m: request.method,
           n: name,
+          p: exchange.digest,
           e: this.deps.parked.deadline(),
           o: this.deps.replicas.id,
         });
@@ -418,12 +420,18 @@ export class ModernRouter {
       const task = await this.deps.tasks.engine.find(taskId, { reader }).catch(() => undefined);
       if (task !== undefined) await this.deps.tasks.engine.answer(task, answers);
     }
-    return this.deps.taskTools.call(name, params.arguments, {
-      reader,
-      principal: principalOf(client),
-      signal: responder.gone,
-      inputRequired: (task) => ({ result: inputRequiredResult(task.openRequests ?? {}, undefined) }),
-    });
+    // While task_result waits, a host that resets its timeout on progress is kept waiting (as for a plain call).
+    const keepAlive = keepAliveFor(asObject(params._meta), this.deps.tasks.engine.policyFor(name).keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject));
+    try {
+      return await this.deps.taskTools.call(name, params.arguments, {
+        reader,
+        principal: principalOf(client),
+        signal: responder.gone,
+        inputRequired: (task) => ({ result: inputRequiredResult(task.openRequests ?? {}, undefined) }),
+      });
+    } finally {
+      keepAlive?.stop();
+    }
   }
 
   /** Progress always; logs only when the request asked for a level, and only at or above it. */
