@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { describe, test } from 'node:test';
+import { request } from 'undici';
 import { MODERN_VERSION, testScope, type TestScope } from './harness.js';
 
 type Json = Record<string, unknown>;
@@ -226,5 +227,88 @@ describe('browser clients through CORS (headless Chromium)', () => {
     assert.equal(report.failedStep, 'initialize without a token', 'the very first request fails');
     assert.deepEqual(report.steps, {}, 'no answer reached the script');
     assert.equal((report.error as Json).name, 'TypeError', 'fetch rejects with a network error, as CORS failures do');
+  });
+});
+
+// What a browser does not show: the headers themselves, on each kind of answer, read with plain HTTP requests.
+describe('CORS headers on the wire', () => {
+  const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+  const LISTED = 'https://ide.app.example';
+
+  async function send(url: string, method: 'GET' | 'POST' | 'DELETE' | 'OPTIONS', headers: Record<string, string>, body?: string) {
+    const answer = await request(url, { method, headers, body });
+    await answer.body.text();
+    return { status: answer.statusCode, headers: answer.headers };
+  }
+  const corsHeaders = (headers: Record<string, unknown>) => Object.keys(headers).filter((name) => name.startsWith('access-control-')).sort();
+
+  test('without listen.cors there is none: OPTIONS is not found, answers carry no CORS headers', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('stdio');
+    const gateway = await scope.gateway({ upstreams: { fixture: upstream.config } });
+    const origin = 'http://127.0.0.1:3000'; // a loopback origin passes the guard of a loopback bind
+    assert.equal((await send(gateway.url, 'OPTIONS', { origin, 'access-control-request-method': 'POST' })).status, 404);
+    const init = await send(gateway.url, 'POST', { origin, 'content-type': 'application/json', accept: 'application/json' }, INITIALIZE);
+    assert.equal(init.status, 200);
+    assert.deepEqual(corsHeaders(init.headers), []);
+  });
+
+  test('listed origins get CORS on every answer of the MCP endpoint (errors and 401 too), others are refused by the guard', async (t) => {
+    const scope = testScope(t);
+    const upstream = await scope.upstream('stdio');
+    const gateway = await scope.gateway({
+      listen: { host: '127.0.0.1', port: 0, path: '/mcp', allowedOrigins: ['https://other.example'], cors: { origins: ['https://*.app.example'], credentials: true, maxAgeSeconds: 120 } },
+      auth: { resource: 'http://gateway.example/mcp', apiKeys: [{ principal: 'page', key: API_KEY }] },
+      upstreams: { fixture: upstream.config },
+    });
+    const url = gateway.url;
+
+    const preflight = await send(url, 'OPTIONS', { origin: LISTED, 'access-control-request-method': 'DELETE', 'access-control-request-headers': 'authorization,mcp-session-id,mcp-param-region,x-evil' });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers['access-control-allow-origin'], LISTED);
+    assert.equal(preflight.headers['access-control-allow-methods'], 'GET, POST, DELETE');
+    assert.equal(preflight.headers['access-control-allow-headers'], 'authorization, mcp-session-id, mcp-param-region');
+    assert.equal(preflight.headers['access-control-max-age'], '120');
+    assert.equal(preflight.headers['access-control-allow-credentials'], 'true');
+    assert.match(String(preflight.headers.vary), /^Origin, /);
+
+    // Not a preflight: what the endpoint takes.
+    const options = await send(url, 'OPTIONS', {});
+    assert.equal(options.status, 204);
+    assert.equal(options.headers.allow, 'GET, POST, DELETE, OPTIONS');
+
+    // Not listed anywhere: the Origin guard refuses it before CORS (this bind takes only allowedOrigins and cors.origins).
+    const foreign = await send(url, 'OPTIONS', { origin: 'https://evil.example', 'access-control-request-method': 'POST' });
+    assert.equal(foreign.status, 403);
+    assert.deepEqual(corsHeaders(foreign.headers), []);
+    // Listed in allowedOrigins only: past the guard, but no CORS for it.
+    const guardOnly = await send(url, 'OPTIONS', { origin: 'https://other.example', 'access-control-request-method': 'POST' });
+    assert.equal(guardOnly.status, 204);
+    assert.deepEqual(corsHeaders(guardOnly.headers), []);
+
+    const unauthenticated = await send(url, 'POST', { origin: LISTED, 'content-type': 'application/json', accept: 'application/json' }, INITIALIZE);
+    assert.equal(unauthenticated.status, 401);
+    assert.equal(unauthenticated.headers['access-control-allow-origin'], LISTED);
+    assert.equal(unauthenticated.headers['access-control-expose-headers'], 'Mcp-Session-Id, WWW-Authenticate, Retry-After');
+    assert.equal(unauthenticated.headers['access-control-allow-credentials'], 'true');
+    assert.equal(unauthenticated.headers.vary, 'Origin');
+
+    const auth = { authorization: `Bearer ${API_KEY}` };
+    const missingSession = await send(url, 'GET', { ...auth, origin: LISTED, accept: 'text/event-stream' });
+    assert.equal(missingSession.status, 400);
+    assert.equal(missingSession.headers['access-control-allow-origin'], LISTED, 'errors from the error handler carry CORS too');
+
+    const plain = await send(url, 'POST', { ...auth, 'content-type': 'application/json', accept: 'application/json' }, INITIALIZE);
+    assert.equal(plain.status, 200);
+    assert.deepEqual(corsHeaders(plain.headers), [], 'no Origin, no CORS');
+    assert.equal(plain.headers.vary, 'Origin', 'but caches learn the answer depends on it');
+
+    // Only the MCP endpoint: health has none; the RFC 9728 metadata stays public to every origin, as before.
+    const health = await send(new URL('/healthz', url).href, 'GET', { origin: LISTED });
+    assert.equal(health.status, 200);
+    assert.deepEqual(corsHeaders(health.headers), []);
+    const metadata = await send(new URL('/.well-known/oauth-protected-resource/mcp', url).href, 'GET', { origin: LISTED });
+    assert.equal(metadata.status, 200);
+    assert.equal(metadata.headers['access-control-allow-origin'], '*');
   });
 });
