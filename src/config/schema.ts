@@ -1,6 +1,7 @@
 // The one schema of the YAML file: shapes, defaults and cross-field rules. It validates the file as written
 // (upstreams still a map keyed by name, task rules still partial); load.ts turns the result into GatewayConfig.
 import { z } from 'zod';
+import { isOriginPattern, ORIGIN_PATTERN_HINT } from './origins.js';
 import { backgroundSetting } from './policy.js';
 import type { LogConfig, TaskMode, TaskPolicy } from './types.js';
 
@@ -64,6 +65,7 @@ export const DEFAULTS = Object.freeze({
   maxRunningTasks: 10_000,
   protocol: 'auto',
   maxMessageBytes: 16 * 1024 * 1024,
+  corsMaxAgeSeconds: 600,
 } as const);
 
 export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
@@ -138,6 +140,21 @@ const policyShape = {
     .optional(),
 };
 
+export const CorsSchema = z
+  .strictObject({
+    origins: z.array(z.string().refine(isOriginPattern, { error: ORIGIN_PATTERN_HINT })).min(1, { error: 'list at least one origin (or leave cors out)' }),
+    credentials: z.boolean().default(false),
+    // Browsers cap it themselves (Chromium at 7200 s); a day is Firefox's cap and the most any browser keeps.
+    maxAgeSeconds: int(0, 86_400).default(DEFAULTS.corsMaxAgeSeconds),
+  })
+  .superRefine((cors, ctx) => {
+    // Credentialed CORS for any origin would let every page on the web act with the user's cookies.
+    const any = cors.origins.indexOf('*');
+    if (cors.credentials && any >= 0) {
+      ctx.addIssue({ code: 'custom', path: ['origins', any], input: '*', message: 'must name origins when credentials is true: "*" with credentials would let any page act as the user' });
+    }
+  });
+
 export const ListenSchema = z.strictObject({
   host: z.string().min(1).default(DEFAULTS.host),
   port: int(0, 65535).default(DEFAULTS.port),
@@ -165,6 +182,8 @@ export const ListenSchema = z.strictObject({
         .transform((h) => h.toLowerCase()), // Host is case-insensitive; the front end compares lowercase
     )
     .default(() => []),
+  // Absent: no CORS at all (browsers on other origins cannot read any answer).
+  cors: CorsSchema.optional(),
 });
 
 export const MemoryStoreSchema = z.strictObject({ type: z.literal('memory') });
@@ -472,6 +491,7 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
       if (at(0) === 'tasks' && at(1) === 'taskTools') return keysOf(TaskToolsSchema);
       if (at(0) === 'auth' && at(1) === 'oauth') return keysOf(OAuthSchema);
       if (at(0) === 'auth' && at(1) === 'rateLimits') return keysOf(RateLimitsSchema);
+      if (at(0) === 'listen' && at(1) === 'cors') return keysOf(CorsSchema);
       return undefined;
     case 3:
       if (at(0) === 'upstreams' && at(2) === 'restart') return ['initialDelayMs', 'maxDelayMs'];

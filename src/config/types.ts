@@ -54,6 +54,20 @@ export interface ListenConfig {
    * names; otherwise no check.
    */
   allowedHosts: readonly string[];
+  /** CORS on the MCP endpoint, for browser-based clients on other origins; absent = none. */
+  cors?: CorsConfig;
+}
+
+export interface CorsConfig {
+  /**
+   * Origins whose pages may call the MCP endpoint: "*", exact origins, or globs (`https://*.example.com`,
+   * `http://localhost:*`). They also pass the Origin guard, whatever `allowedOrigins` says.
+   */
+  origins: readonly string[];
+  /** Access-Control-Allow-Credentials (cookies, TLS client certificates); an Authorization header needs none. */
+  credentials: boolean;
+  /** How long a browser may keep a preflight's answer (Access-Control-Max-Age). */
+  maxAgeSeconds: number;
 }
 
 export type StoreConfig =

@@ -1,6 +1,7 @@
 // DNS-rebinding and cross-origin protection, applied to every route. Names are compared only after parsing:
 // prefix or substring tests let `127.evil.com`, `127.0.0.1.evil.com` or `[::1]x` through.
 import { isIP } from 'node:net';
+import { originMatcher } from '../config/origins.js';
 import type { ListenConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 
@@ -62,10 +63,22 @@ function parseOrigin(value: string): URL | undefined {
   }
 }
 
+// Compiled once per config (the guard runs on every request).
+const corsMatchers = new WeakMap<readonly string[], (origin: string) => boolean>();
+/** Whether `listen.cors.origins` lists the origin: a page the operator opened CORS to must get past this guard too. */
+export function corsAllows(listen: ListenConfig, origin: string): boolean {
+  const origins = listen.cors?.origins;
+  if (origins === undefined) return false;
+  let matches = corsMatchers.get(origins);
+  if (matches === undefined) corsMatchers.set(origins, (matches = originMatcher(origins)));
+  return matches(origin);
+}
+
 /**
  * Host: when bound to loopback or when `allowedHosts` is set, only loopback names and the configured hosts.
  * Origin: browsers send it; non-browser clients usually don't, and are accepted. With `allowedOrigins` set only
- * those; otherwise, when bound to loopback, only loopback origins.
+ * those; otherwise, when bound to loopback, only loopback origins. Origins `listen.cors.origins` lists are
+ * accepted in every case. The Host check applies to them all the same: it is what stops DNS rebinding.
  */
 export function checkRequestOrigin(listen: ListenConfig, host: string | undefined, origin: string | undefined): void {
   const loopback = isLoopbackHostname(listen.host);
@@ -74,7 +87,7 @@ export function checkRequestOrigin(listen: ListenConfig, host: string | undefine
     const allowed = authority !== undefined && (isLoopbackHostname(authority.hostname) || hostAllowed(listen.allowedHosts, authority));
     if (!allowed) throw new GatewayError('host_forbidden', `Forbidden: Host '${host ?? ''}' is not allowed`);
   }
-  if (origin === undefined || listen.allowedOrigins.includes('*')) return;
+  if (origin === undefined || listen.allowedOrigins.includes('*') || corsAllows(listen, origin)) return;
   const parsed = parseOrigin(origin);
   if (listen.allowedOrigins.length > 0) {
     if (parsed === undefined || !listen.allowedOrigins.some((entry) => parseOrigin(entry)?.origin === parsed.origin)) {

@@ -26,6 +26,7 @@ import type { SessionRelay } from '../gateway/session-relay.js';
 import { httpConnection } from '../protocol/event-stream.js';
 import type { StreamBudget } from '../protocol/stream-budget.js';
 import { checkRequestOrigin } from './guards.js';
+import { corsPlugin } from './cors.js';
 import { Admission, admissionPrincipal } from './admission.js';
 import { ConnectionGuard } from './connections.js';
 import { headersNameModernRevision, isModernMessage } from '../protocol/rev2026-07-28/envelope.js';
@@ -140,6 +141,8 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
 
   // Every route, health and unknown paths included: a page that rebinds a name to this address learns nothing.
   app.addHook('onRequest', async (request) => checkRequestOrigin(listen, request.headers.host, request.headers.origin));
+  // After the guard: its hook was added first, so it runs first.
+  void app.register(corsPlugin, { listen });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const { ready, body } = await deps.readiness();
