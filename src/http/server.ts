@@ -229,8 +229,10 @@ function accepts(request: FastifyRequest, type: string): boolean {
 }
 
 /**
- * The session a request names. Its `MCP-Protocol-Version` header, when present, must be a revision the gateway
- * speaks and the one the session negotiated (the header says how the client reads what it gets back).
+ * The session a request names. Its `MCP-Protocol-Version` header, when present, must name a session-era revision
+ * the gateway speaks. It need not be the one the session negotiated: the spec's rule is "invalid or unsupported →
+ * 400", the SDK's reference server accepts any version it supports, and so does the released conformance suite's
+ * client (it sends 2025-03-26 on a 2025-11-25 session). The session's own revision still decides what it is served.
  */
 async function sessionOf(deps: FrontEndDeps, request: FastifyRequest): Promise<ClientSession> {
   const version = header(request, 'mcp-protocol-version');
@@ -242,9 +244,6 @@ async function sessionOf(deps: FrontEndDeps, request: FastifyRequest): Promise<C
   // Another principal's session does not exist for this caller.
   const session = await deps.sessions.getFor(id, callerOf(request)?.principal);
   if (session === undefined) throw new GatewayError('session_not_found', 'Session not found');
-  if (version !== undefined && version !== session.protocolVersion) {
-    throw new GatewayError('unsupported_protocol_version', `Bad Request: MCP-Protocol-Version '${version}' is not the protocol version this session negotiated ('${session.protocolVersion}')`);
-  }
   return session;
 }
 

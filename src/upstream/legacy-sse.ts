@@ -5,8 +5,8 @@ import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
 import { readBodyStart } from './body-reader.js';
 import { oversized, RESYNC_FACTOR } from './oversized.js';
 import { readSse } from './sse-reader.js';
+import { decodePayload } from './payload.js';
 import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
-import { warnViolation } from './violations.js';
 
 /**
  * The 2024-11-05 HTTP+SSE transport: one GET stream carries every server message; the `endpoint` event names
@@ -56,14 +56,7 @@ export class LegacySseTransport implements UpstreamTransport {
           return;
         }
         if (event.event !== undefined && event.event !== 'message') return;
-        let decoded: unknown;
-        try {
-          decoded = JSON.parse(event.data);
-        } catch {
-          warnViolation(this.logger, 'SSE data that is not JSON', { data: event.data.slice(0, 200) });
-          return;
-        }
-        receiveDecoded(decoded, this, this.logger);
+        for (const item of decodePayload(event.data, this.logger, 'SSE data that is not JSON')) receiveDecoded(item, this, this.logger);
       }, { maxEventBytes: limit, skipOversized: (head) => this.onoversized?.(oversized(limit, head)) }).then((outcome) => {
         if (outcome.oversized) this.logger.warn({ maxMessageBytes: limit }, 'upstream SSE event does not end; closing the stream');
         const reason = outcome.oversized

@@ -8,8 +8,8 @@ import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL
 import { inputRequestsOf, retryParams } from '../protocol/rev2026-07-28/codec.js';
 import type { CallContext, ClientFlow, UpstreamCall } from './connection.js';
 import { warnViolation } from './violations.js';
-import { readBoundedText } from './body-reader.js';
 import { MessageTooLargeError } from './oversized.js';
+import { decodePayload, describeUnanswered, readHttpPayload } from './payload.js';
 import { readSse } from './sse-reader.js';
 import { holdReadable } from './transport.js';
 
@@ -79,34 +79,43 @@ export class ModernUpstreamClient {
       return { error: this.failure(error, method, options).toJsonRpc() };
     }
     const contentType = String(response.headers['content-type'] ?? '');
+    // Notifications before the answer are relayed as they come, whatever the framing; the answer ends the call.
+    let outcome: Outcome | undefined;
+    const take = (items: unknown[]): void => {
+      for (const item of items) {
+        const message = validateMessage(item);
+        if (typeof message === 'string') warnViolation(this.logger, 'an invalid JSON-RPC message', { problem: message });
+        else if (isNotification(message)) options.onNotification?.(message);
+        else if (outcome === undefined && 'id' in message && message.id === id && ('result' in message || 'error' in message)) {
+          outcome = 'result' in message ? { result: message.result } : { error: message.error };
+        }
+      }
+    };
     try {
       if (contentType.includes('text/event-stream')) {
-        let outcome: Outcome | undefined;
+        let firstData: string | undefined;
         const read = await readSse(
           response.body,
           (event) => {
-            const message = parse(event.data);
-            if (message === undefined) return;
-            if (isNotification(message)) {
-              options.onNotification?.(message);
-              const flow = options.clientFlow?.();
-              if (flow?.full) holdReadable(response.body, flow.drained());
-            } else if ('id' in message && message.id === id && ('result' in message || 'error' in message)) {
-              outcome = 'result' in message ? { result: message.result } : { error: message.error };
-            }
+            firstData ??= event.data;
+            take(decodePayload(event.data, this.logger));
+            // What the client has not taken yet waits here: stop reading until it drains.
+            const flow = options.clientFlow?.();
+            if (flow?.full) holdReadable(response.body, flow.drained());
           },
           { maxEventBytes: this.maxMessageBytes },
         );
         if (outcome !== undefined) return outcome;
         if (read.oversized !== undefined) throw new MessageTooLargeError(this.maxMessageBytes, read.oversized.head);
-        throw read.error ?? new Error('the upstream ended its stream without answering');
+        if (read.error !== undefined) throw read.error;
+        const what = firstData === undefined ? 'no events' : `first event's data began ${JSON.stringify(firstData.slice(0, 120))}`;
+        throw new UnansweredError(this.upstreamName, method, `the stream ended without one: HTTP ${response.statusCode}, Content-Type '${contentType}', ${what}`);
       }
-      const text = await readBoundedText(response.body, this.maxMessageBytes, response.headers['content-length']);
-      const message = parse(text);
-      if (message !== undefined && 'id' in message && ('result' in message || 'error' in message)) {
-        return 'result' in message ? { result: message.result } : { error: message.error };
-      }
-      throw new Error(`HTTP ${response.statusCode} without a JSON-RPC answer${text ? `: ${text.slice(0, 200)}` : ''}`);
+      const payload = await readHttpPayload(response.body, contentType, response.headers['content-length'], this.maxMessageBytes, this.logger);
+      take(payload.items);
+      if (outcome !== undefined) return outcome;
+      warnViolation(this.logger, 'a body without the JSON-RPC response', { method, status: response.statusCode, contentType, start: payload.start });
+      throw new UnansweredError(this.upstreamName, method, describeUnanswered(response.statusCode, contentType, payload.start));
     } catch (error) {
       return { error: this.failure(error, method, options).toJsonRpc() };
     }
@@ -186,6 +195,9 @@ export class ModernUpstreamClient {
       warnViolation(this.logger, 'a message larger than maxMessageBytes', { maxMessageBytes: error.limit, method, head: error.head.slice(0, 200) });
       return upstreamMessageTooLarge(this.upstreamName, error.limit);
     }
+    if (error instanceof UnansweredError) {
+      return new GatewayError('upstream_unavailable', error.message, { upstream: this.upstreamName });
+    }
     if (error instanceof Error && error.name === 'TimeoutError') {
       return new GatewayError('upstream_timeout', `Upstream '${this.upstreamName}' did not answer ${method} within ${options.timeoutMs} ms`, { upstream: this.upstreamName });
     }
@@ -193,11 +205,10 @@ export class ModernUpstreamClient {
   }
 }
 
-function parse(text: string): ReturnType<typeof validateMessage> extends infer T ? Exclude<T, string> | undefined : never {
-  try {
-    const message = validateMessage(JSON.parse(text));
-    return typeof message === 'string' ? undefined : message;
-  } catch {
-    return undefined;
+/** An upstream answer that held no JSON-RPC response to the request: the call fails, saying what came instead. */
+class UnansweredError extends Error {
+  constructor(upstream: string, method: string, what: string) {
+    super(`Upstream '${upstream}' answered ${method} without a JSON-RPC response (${what})`);
+    this.name = 'UnansweredError';
   }
 }

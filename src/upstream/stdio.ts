@@ -4,8 +4,8 @@ import type { Logger } from '../log.js';
 import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
 import { LineSplitter } from './line-splitter.js';
 import { oversized, RESYNC_FACTOR } from './oversized.js';
+import { decodePayload } from './payload.js';
 import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
-import { warnViolation } from './violations.js';
 
 // Only these variables reach a child unless configured: the gateway's own environment holds secrets
 // (Redis URLs, tokens) that an upstream has no business seeing.
@@ -143,14 +143,7 @@ export class StdioTransport implements UpstreamTransport {
   }
 
   private receive(text: string): void {
-    if (text.trim() === '') return;
-    let decoded: unknown;
-    try {
-      decoded = JSON.parse(text);
-    } catch {
-      warnViolation(this.logger, 'a line on stdout that is not JSON', { stdout: text.slice(0, 200) });
-      return;
-    }
-    receiveDecoded(decoded, this, this.logger);
+    // One message a line, as the transport says; decoded like every other upstream payload (a BOM, several values).
+    for (const item of decodePayload(text, this.logger, 'a line on stdout that is not JSON')) receiveDecoded(item, this, this.logger);
   }
 }

@@ -1,12 +1,12 @@
 import type { Readable } from 'node:stream';
 import { request, type Agent } from 'undici';
 import type { Logger } from '../log.js';
-import { decodeJsonBody, encodeMessage, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
-import { readBodyStart, readBoundedText } from './body-reader.js';
+import { encodeMessage, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
+import { readBodyStart } from './body-reader.js';
 import { MessageTooLargeError, oversized, RESYNC_FACTOR } from './oversized.js';
+import { decodePayload, describeUnanswered, readHttpPayload, type HttpPayload } from './payload.js';
 import { readSse } from './sse-reader.js';
 import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
-import { warnViolation } from './violations.js';
 
 const MAX_RESUME_ATTEMPTS = 5;
 const DEFAULT_RETRY_MS = 1000;
@@ -87,17 +87,11 @@ export class StreamableHttpTransport implements UpstreamTransport {
         void this.consumePostStream(response.body, requestId, abort);
         return;
       }
-      const json = contentType.includes('application/json');
-      if (json || contentType === '') {
-        // A missing Content-Type is forgiven when the body is JSON: there is nothing else it could mean.
-        const text = await this.readBody(response.body, response.headers['content-length'], requestId);
-        if (text === undefined) return;
-        if (!json) warnViolation(this.logger, 'a response without Content-Type');
-        const answered = json || /^\uFEFF?\s*[[{]/.test(text) ? this.dispatchPayload(text, requestId) : false;
-        if (requestId !== undefined && !answered) this.onrequestlost?.(requestId, json ? 'the upstream answered without a response' : 'the upstream answered without Content-Type and without JSON');
-      } else {
-        await response.body.dump();
-        if (requestId !== undefined) this.onrequestlost?.(requestId, `unexpected content type '${contentType}'`);
+      const payload = await this.readPayload(response.body, contentType, response.headers['content-length'], requestId);
+      if (payload === undefined) return;
+      const answered = this.dispatchItems(payload.items, requestId);
+      if (requestId !== undefined && !answered) {
+        this.onrequestlost?.(requestId, `the upstream answered without a response (${describeUnanswered(status, contentType, payload.start)})`);
       }
     } finally {
       if (!handedOff) this.aborts.delete(abort);
@@ -127,12 +121,12 @@ export class StreamableHttpTransport implements UpstreamTransport {
   }
 
   /**
-   * A JSON body, at most maxMessageBytes: a larger one is cut off as it arrives (its request aborted) and the call
+   * A response body that is not an SSE stream, at most maxMessageBytes: a larger one is cut off as it arrives (its request aborted) and the call
    * it answers fails; the upstream's other traffic goes on. Undefined when it was too large.
    */
-  private async readBody(body: Readable, contentLength: string | string[] | undefined, requestId: RequestId | undefined): Promise<string | undefined> {
+  private async readPayload(body: Readable, contentType: string, contentLength: string | string[] | undefined, requestId: RequestId | undefined): Promise<HttpPayload | undefined> {
     try {
-      return await readBoundedText(body, this.maxMessageBytes, contentLength);
+      return await readHttpPayload(body, contentType, contentLength, this.maxMessageBytes, this.logger);
     } catch (error) {
       if (!(error instanceof MessageTooLargeError)) throw error;
       this.onoversized?.(oversized(this.maxMessageBytes, error.head, requestId));
@@ -161,21 +155,18 @@ export class StreamableHttpTransport implements UpstreamTransport {
     this.onclose?.(reason);
   }
 
-  /** Dispatches a JSON body or SSE data field; returns whether it carried the response to `requestId`. */
-  private dispatchPayload(text: string, requestId: RequestId | undefined): boolean {
-    if (text.trim() === '') return false;
-    const decoded = decodeJsonBody(text);
-    if ('error' in decoded) {
-      warnViolation(this.logger, 'data that is not JSON', { reason: decoded.error, data: text.slice(0, 200) });
-      return false;
-    }
-    if (decoded.quirk !== undefined) warnViolation(this.logger, decoded.quirk);
+  /** Dispatches decoded items (of a JSON body or SSE data field); returns whether one was the response to `requestId`. */
+  private dispatchItems(items: unknown[], requestId: RequestId | undefined): boolean {
     let answered = false;
-    for (const item of decoded.values.flatMap((value) => (Array.isArray(value) ? value : [value]))) {
+    for (const item of items) {
       const message = receiveDecoded(item, this, this.logger, requestId);
       if (message !== undefined && requestId !== undefined && isResponse(message) && message.id === requestId) answered = true;
     }
     return answered;
+  }
+
+  private dispatchPayload(text: string, requestId: RequestId | undefined): boolean {
+    return this.dispatchItems(decodePayload(text, this.logger), requestId);
   }
 
   private async consumePostStream(

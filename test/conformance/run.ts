@@ -1,15 +1,18 @@
 /**
- * `npm run test:conformance`: the official MCP conformance suite (server scenarios) run in these setups:
+ * `npm run test:conformance`: the official MCP conformance suite (server scenarios), in two versions: the
+ * newest released 0.1.x and the 0.2 alpha (the only one with 2026-07-28 scenarios), run in these setups:
  *   direct     2025-11-25 scenarios against the legacy fixture over Streamable HTTP (the baseline),
  *   gw-http    2025-11-25 scenarios through the gateway fronting that fixture over Streamable HTTP,
  *   gw-stdio   2025-11-25 scenarios through the gateway fronting the fixture as a stdio child,
  *   gw-dual    ONE gateway (dual-era.yaml) fronting the modern fixture (2026-07-28 and 2025-11-25 on one
- *              endpoint) and a tasks-only legacy fixture made into tasks by YAML policy: first the scenarios
- *              of `conformance server --requirements 2026-07-28` (scored, tasks-* extension and pending),
- *              then the 2025-11-25 scenarios again, on the same gateway process.
- * Passes iff every 2025-11-25 scenario that passes directly also passes through the gateway in every gateway
- * setup, and every 2026-07-28 scenario passes through gw-dual. A scenario passes when it has checks and none is
- * a FAILURE or a WARNING. Scenarios listed in expected-failures.yaml must fail directly too (each says why there).
+ *              endpoint) and a tasks-only legacy fixture made into tasks by YAML policy: first the alpha's
+ *              scenarios of `conformance server --requirements 2026-07-28` (scored, tasks-* extension and
+ *              pending), then the 2025-11-25 scenarios again, on the same gateway process.
+ * Each suite runs its own 2025-11-25 scenario list in every setup; the two suites run side by side.
+ * Passes iff, for each suite, every 2025-11-25 scenario that passes directly also passes through the gateway in
+ * every gateway setup, and every 2026-07-28 scenario passes through gw-dual. A scenario passes when it has checks
+ * and none is a FAILURE or a WARNING. expected-failures.yaml lists, per suite version, scenarios that fail
+ * directly too, each with its reason; it must name every installed version.
  *
  * Options: --setups direct,gw-http,gw-stdio,gw-dual   --scenario <name> (repeatable)   --keep (keep the results dir)
  * The suite needs Node >= 22: it runs on this Node if new enough, else on $CONFORMANCE_NODE, else on `npx -y node@24`.
@@ -34,8 +37,10 @@ import {
   conformanceNode,
   listRequirementScenarios,
   listSpecScenarios,
+  installedSuites,
   runScenarios,
   skippedBySuite,
+  type ConformanceSuite,
   type RequiredScenario,
   type ScenarioResult,
   type ScenarioRun,
@@ -44,8 +49,8 @@ import {
 const HERE = dirname(fileURLToPath(import.meta.url));
 const LEGACY_SPEC = '2025-11-25';
 const MODERN_SPEC = '2026-07-28';
-// A normal run takes ~2 minutes on 2 cores (182 scenario runs of ~1 s, up to 6 s for tasks-*); this only bounds a hang.
-const TOTAL_BUDGET_MS = 360_000;
+// A normal run takes ~3 minutes on 2 cores (~310 scenario runs of ~1 s, up to 6 s for tasks-*); this only bounds a hang.
+const TOTAL_BUDGET_MS = 420_000;
 // Above the CLI's own 30 s per-scenario limit, so that a slow scenario still reports its checks.
 const SCENARIO_TIMEOUT_MS = 40_000;
 // Scenarios run two at a time where that is safe, one at a time for the timing-sensitive tasks-* ones.
@@ -54,6 +59,14 @@ const CONCURRENCY = 2;
 const SETUPS = ['direct', 'gw-http', 'gw-stdio', 'gw-dual'] as const;
 type Setup = (typeof SETUPS)[number];
 type Results = Map<string, ScenarioResult>;
+
+/** One suite's 2025-11-25 scenarios, the ones expected to fail (with why), and what each setup gave. */
+interface LegacyLeg {
+  suite: ConformanceSuite;
+  scenarios: string[];
+  expected: Map<string, string>;
+  bySetup: Map<Setup, Results>;
+}
 
 const started = Date.now();
 const deadline = started + TOTAL_BUDGET_MS;
@@ -77,15 +90,40 @@ function parseArgs(argv: string[]): { setups: Setup[]; scenarios: string[]; keep
   return { setups: setups.length > 0 ? SETUPS.filter((s) => setups.includes(s)) : [...SETUPS], scenarios, keep };
 }
 
-function loadExpectedFailures(): Set<string> {
-  const doc = parseYaml(readFileSync(join(HERE, 'expected-failures.yaml'), 'utf8')) as { server?: unknown } | null;
-  const list = doc?.server ?? [];
-  if (!Array.isArray(list)) throw new Error('expected-failures.yaml: `server` must be a list of scenario names');
-  return new Set(list.map(String));
+/**
+ * expected-failures.yaml: `server.<suite version>` is a list of `{ scenario, reason }`. Every installed version
+ * must have an entry (an empty list at least), so that bumping a suite means looking at its failures again.
+ */
+function loadExpectedFailures(suites: ConformanceSuite[]): Map<string, Map<string, string>> {
+  const doc = parseYaml(readFileSync(join(HERE, 'expected-failures.yaml'), 'utf8')) as { server?: Record<string, unknown> } | null;
+  const out = new Map<string, Map<string, string>>();
+  for (const { version } of suites) {
+    const list = doc?.server?.[version];
+    if (!Array.isArray(list)) throw new Error(`expected-failures.yaml: server."${version}" must be a list (empty if nothing fails directly)`);
+    const entries = new Map<string, string>();
+    for (const entry of list as Array<{ scenario?: unknown; reason?: unknown }>) {
+      if (typeof entry?.scenario !== 'string' || typeof entry.reason !== 'string' || entry.reason.trim() === '') {
+        throw new Error(`expected-failures.yaml: each entry of server."${version}" needs a scenario and a reason (got ${JSON.stringify(entry)})`);
+      }
+      entries.set(entry.scenario, entry.reason);
+    }
+    out.set(version, entries);
+  }
+  return out;
 }
 
-function run(url: string, specVersion: string, node: string, force = false): ScenarioRun {
-  return { node, url, specVersion, force, timeoutMs: SCENARIO_TIMEOUT_MS, deadline };
+function run(url: string, specVersion: string, node: string, suite: ConformanceSuite, force = false): ScenarioRun {
+  return { node, suite, url, specVersion, force, timeoutMs: SCENARIO_TIMEOUT_MS, deadline };
+}
+
+/** Each suite's 2025-11-25 scenarios in one setup, the suites side by side (each on its own scenario at a time). */
+async function runLegs(setup: Setup, label: string, url: string, node: string, legs: LegacyLeg[], resultsDir: string): Promise<void> {
+  await Promise.all(
+    legs.map(async (leg) => {
+      const results = await runScenarios(`${label} ${leg.suite.version}`, run(url, LEGACY_SPEC, node, leg.suite), leg.scenarios, join(resultsDir, leg.suite.version, label));
+      leg.bySetup.set(setup, results);
+    }),
+  );
 }
 
 /** gw-dual's gateway config: dual-era.yaml with the fixtures' URLs filled in (listen port: a free one, by spawnGateway). */
@@ -116,24 +154,21 @@ async function startGateway(setup: Setup, config: Record<string, unknown>, child
   }
 }
 
-/** direct, gw-http, gw-stdio: the 2025-11-25 scenarios against the legacy fixture, without and with the gateway. */
+/** direct, gw-http, gw-stdio: each suite's 2025-11-25 scenarios against the legacy fixture, without and with the gateway. */
 async function runLegacySetups(
   setups: Setup[],
   node: string,
-  scenarios: string[],
+  legs: LegacyLeg[],
   resultsDir: string,
   children: ChildHandle[],
-): Promise<{ bySetup: Map<Setup, Results>; gateways: Map<Setup, GatewayRun> }> {
-  const bySetup = new Map<Setup, Results>();
+): Promise<Map<Setup, GatewayRun>> {
   const gateways = new Map<Setup, GatewayRun>();
   const fixture = await spawnFixture({ transport: 'streamable-http' });
   children.push(fixture);
   const fixtureUrl = fixture.url ?? '';
   process.stderr.write(`fixture at ${fixtureUrl}\n`);
 
-  if (setups.includes('direct')) {
-    bySetup.set('direct', await runScenarios('direct', run(fixtureUrl, LEGACY_SPEC, node), scenarios, join(resultsDir, 'direct')));
-  }
+  if (setups.includes('direct')) await runLegs('direct', 'direct', fixtureUrl, node, legs, resultsDir);
 
   const stdio = fixtureCommand('stdio');
   const upstreams: Partial<Record<Setup, Record<string, unknown>>> = {
@@ -148,28 +183,29 @@ async function runLegacySetups(
         const gw = await startGateway(setup, { upstreams: { fixture: upstreams[setup] } }, children);
         gateways.set(setup, gw);
         if (!gw.gateway) {
-          bySetup.set(setup, allWith(scenarios, 'error', 'gateway did not start'));
+          for (const leg of legs) leg.bySetup.set(setup, allWith(leg.scenarios, 'error', 'gateway did not start'));
           return;
         }
-        bySetup.set(setup, await runScenarios(setup, run(gw.gateway.url, LEGACY_SPEC, node), scenarios, join(resultsDir, setup)));
+        await runLegs(setup, setup, gw.gateway.url, node, legs, resultsDir);
         writeFileSync(join(resultsDir, `${setup}.gateway-stderr.log`), gw.gateway.stderr());
       }),
   );
-  return { bySetup, gateways };
+  return gateways;
 }
 
 /**
- * gw-dual: one gateway in front of both fixtures. The 2026-07-28 requirement set first (the tasks-* extension
- * scenarios one at a time and alone, since they measure how long calls take to become tasks), then the
- * 2025-11-25 scenarios on the same gateway process.
+ * gw-dual: one gateway in front of both fixtures. The alpha's 2026-07-28 requirement set first (the tasks-*
+ * extension scenarios one at a time and alone, since they measure how long calls take to become tasks), then
+ * each suite's 2025-11-25 scenarios on the same gateway process.
  */
 async function runDualEra(
   node: string,
+  alpha: ConformanceSuite,
   modernScenarios: RequiredScenario[],
-  legacyScenarios: string[],
+  legs: LegacyLeg[],
   resultsDir: string,
   children: ChildHandle[],
-): Promise<{ modern: Results; legacy: Results; gw: GatewayRun }> {
+): Promise<{ modern: Results; gw: GatewayRun }> {
   const [modernFixture, legacyFixture] = await Promise.all([
     spawnModernFixture(),
     spawnFixture({ transport: 'streamable-http', tools: 'tasks' }),
@@ -179,27 +215,22 @@ async function runDualEra(
   const names = modernScenarios.map((s) => s.name);
   const gw = await startGateway('gw-dual', dualEraConfig(modernFixture.url, legacyFixture.url ?? ''), children);
   if (!gw.gateway) {
-    return { modern: allWith(names, 'error', 'gateway did not start'), legacy: allWith(legacyScenarios, 'error', 'gateway did not start'), gw };
+    for (const leg of legs) leg.bySetup.set('gw-dual', allWith(leg.scenarios, 'error', 'gateway did not start'));
+    return { modern: allWith(names, 'error', 'gateway did not start'), gw };
   }
   const url = gw.gateway.url;
-  const modernRun = run(url, MODERN_SPEC, node, true); // --force, as --requirements does: tasks-* are extensions
-  const outModern = join(resultsDir, `gw-dual-${MODERN_SPEC}`);
+  const modernRun = run(url, MODERN_SPEC, node, alpha, true); // --force, as --requirements does: tasks-* are extensions
+  const outModern = join(resultsDir, alpha.version, `gw-dual-${MODERN_SPEC}`);
   const timingSensitive = modernScenarios.filter((s) => s.kind === 'extension').map((s) => s.name);
   const rest = names.filter((s) => !timingSensitive.includes(s));
   const first = await runScenarios(`gw-dual ${MODERN_SPEC}`, modernRun, rest, outModern, CONCURRENCY);
   const tasks = await runScenarios(`gw-dual ${MODERN_SPEC}`, modernRun, timingSensitive, outModern, 1);
   const modern = new Map(names.map((s) => [s, (first.get(s) ?? tasks.get(s)) as ScenarioResult]));
-  const legacy = await runScenarios(
-    `gw-dual ${LEGACY_SPEC}`,
-    run(url, LEGACY_SPEC, node),
-    legacyScenarios,
-    join(resultsDir, `gw-dual-${LEGACY_SPEC}`),
-    CONCURRENCY,
-  );
+  await runLegs('gw-dual', `gw-dual-${LEGACY_SPEC}`, url, node, legs, resultsDir);
   writeFileSync(join(resultsDir, 'gw-dual.gateway-stderr.log'), gw.gateway.stderr());
   writeFileSync(join(resultsDir, 'gw-dual.modern-fixture-stderr.log'), modernFixture.stderr());
   writeFileSync(join(resultsDir, 'gw-dual.legacy-fixture-stderr.log'), legacyFixture.stderr());
-  return { modern, legacy, gw };
+  return { modern, gw };
 }
 
 // ---- report -----------------------------------------------------------------------------------------------
@@ -236,7 +267,7 @@ interface Tally {
   skippedBySuite: number;
 }
 
-function tally(label: string, results: Results | undefined, expected: Set<string>): Tally {
+function tally(label: string, results: Results | undefined, expected: ReadonlyMap<string, string>): Tally {
   const t: Tally = { label, scenarios: 0, passed: 0, failed: 0, expected: [], checks: 0, skippedBySuite: 0 };
   for (const [s, r] of results ?? []) {
     t.scenarios++;
@@ -251,34 +282,35 @@ function tally(label: string, results: Results | undefined, expected: Set<string
 
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
-  const expected = loadExpectedFailures();
+  const { alpha, released } = installedSuites();
+  const suites = [released, alpha];
+  const expectedBySuite = loadExpectedFailures(suites);
   const node = await conformanceNode();
   const dual = opts.setups.includes('gw-dual');
-  const legacyListed = await listSpecScenarios(node, LEGACY_SPEC);
-  const modernListed = dual ? await listRequirementScenarios(node, MODERN_SPEC) : [];
-  const unknown = opts.scenarios.filter((s) => !legacyListed.includes(s) && !modernListed.some((m) => m.name === s));
+  const listed = await Promise.all(suites.map((suite) => listSpecScenarios(node, suite, LEGACY_SPEC)));
+  const modernListed = dual ? await listRequirementScenarios(node, alpha, MODERN_SPEC) : [];
+  const known = (s: string): boolean => listed.some((l) => l.includes(s)) || modernListed.some((m) => m.name === s);
+  const unknown = opts.scenarios.filter((s) => !known(s));
   if (unknown.length > 0) throw new Error(`unknown scenario(s): ${unknown.join(', ')}`);
   const picked = (s: string): boolean => opts.scenarios.length === 0 || opts.scenarios.includes(s);
-  const legacyScenarios = legacyListed.filter(picked);
+  const legs: LegacyLeg[] = suites
+    .map((suite, i) => ({ suite, scenarios: (listed[i] ?? []).filter(picked), expected: expectedBySuite.get(suite.version) ?? new Map<string, string>(), bySetup: new Map<Setup, Results>() }))
+    .filter((leg) => leg.scenarios.length > 0);
   const modernScenarios = modernListed.filter((m) => picked(m.name));
 
   const resultsDir = mkdtempSync(join(tmpdir(), 'taskgate-conformance-'));
-  process.stderr.write(`results in ${resultsDir}\n`);
+  process.stderr.write(`results in ${resultsDir}\nsuites: ${suites.map((s) => s.version).join(', ')}\n`);
   const children: ChildHandle[] = [];
-  let bySetup = new Map<Setup, Results>();
   const gateways = new Map<Setup, GatewayRun>();
   let modern: Results | undefined;
   try {
-    if (opts.setups.some((s) => s !== 'gw-dual') && legacyScenarios.length > 0) {
-      const r = await runLegacySetups(opts.setups, node, legacyScenarios, resultsDir, children);
-      bySetup = r.bySetup;
-      for (const [s, g] of r.gateways) gateways.set(s, g);
+    if (opts.setups.some((s) => s !== 'gw-dual') && legs.length > 0) {
+      for (const [s, g] of await runLegacySetups(opts.setups, node, legs, resultsDir, children)) gateways.set(s, g);
       // The legacy setups' children are done: end them so that they do not compete with gw-dual for the CPU.
       await Promise.allSettled(children.splice(0).map((c) => c.kill()));
     }
     if (dual) {
-      const r = await runDualEra(node, modernScenarios, legacyScenarios, resultsDir, children);
-      bySetup.set('gw-dual', r.legacy);
+      const r = await runDualEra(node, alpha, modernScenarios, legs, resultsDir, children);
       modern = r.modern;
       gateways.set('gw-dual', r.gw);
     }
@@ -289,47 +321,51 @@ async function main(): Promise<number> {
   // ---- report ---------------------------------------------------------------------------------------------
   const out: string[] = [];
   const problems: string[] = [];
-  if (legacyScenarios.length > 0) {
-    const columns = opts.setups.map((s) => ({ name: s, results: bySetup.get(s) }));
+  for (const leg of legs) {
+    const columns = opts.setups.map((s) => ({ name: s, results: leg.bySetup.get(s) }));
     const note = (s: string): string =>
-      (expected.has(s) ? ' (expected failure)' : '') +
-      (opts.setups.some((st) => skippedBySuite(bySetup.get(st)?.get(s))) ? ' (skipped by the suite itself: only SKIPPED checks)' : '');
-    out.push(table(`MCP conformance, server scenarios of spec ${LEGACY_SPEC} (gw-dual: on the same gateway after ${MODERN_SPEC})`, legacyScenarios, columns, note));
+      (leg.expected.has(s) ? ` (expected failure: ${leg.expected.get(s) ?? ''})` : '') +
+      (opts.setups.some((st) => skippedBySuite(leg.bySetup.get(st)?.get(s))) ? ' (skipped by the suite itself: only SKIPPED checks)' : '');
+    out.push(table(`MCP conformance ${leg.suite.version}, server scenarios of spec ${LEGACY_SPEC} (gw-dual: on the same gateway after ${MODERN_SPEC})`, leg.scenarios, columns, note));
   }
   if (modern) {
     const kind = new Map(modernScenarios.map((m) => [m.name, m.kind]));
     const note = (s: string): string =>
       (kind.get(s) === 'required' ? '' : ` (${kind.get(s)}, not scored by the suite)`) +
       (skippedBySuite(modern?.get(s)) ? ' (skipped by the suite itself: only SKIPPED checks)' : '');
-    out.push(table(`MCP conformance, --requirements ${MODERN_SPEC} server scenarios`, modernScenarios.map((m) => m.name), [{ name: 'gw-dual', results: modern }], note));
+    out.push(table(`MCP conformance ${alpha.version}, --requirements ${MODERN_SPEC} server scenarios`, modernScenarios.map((m) => m.name), [{ name: 'gw-dual', results: modern }], note));
   }
 
-  const direct = bySetup.get('direct');
-  for (const [s, r] of direct ?? []) {
-    if (r.status !== 'pass' && !expected.has(s)) problems.push(`direct: ${s} fails against the fixture itself and is not in expected-failures.yaml`);
-    if (r.status === 'pass' && expected.has(s)) problems.push(`direct: ${s} passes now; remove it from expected-failures.yaml`);
+  for (const leg of legs) {
+    for (const [s, r] of leg.bySetup.get('direct') ?? []) {
+      const where = `direct (${leg.suite.version})`;
+      if (r.status !== 'pass' && !leg.expected.has(s)) problems.push(`${where}: ${s} fails against the fixture itself and is not in expected-failures.yaml`);
+      if (r.status === 'pass' && leg.expected.has(s)) problems.push(`${where}: ${s} passes now; remove it from expected-failures.yaml`);
+    }
   }
 
   // Rows through the gateway are what this runner is about; with only the baseline selected, count those.
   const counted = opts.setups.some((s) => s !== 'direct') ? opts.setups.filter((s) => s !== 'direct') : opts.setups;
   const tallies: Tally[] = [];
-  const baseline = counted.includes('direct') ? undefined : tally('direct (not counted)', direct, expected);
+  const baselines = counted.includes('direct') ? [] : legs.map((leg) => tally(`direct ${leg.suite.version} (not counted)`, leg.bySetup.get('direct'), leg.expected));
   for (const setup of counted) {
-    if (setup === 'gw-dual' && modern) tallies.push(tally(`gw-dual ${MODERN_SPEC}`, modern, new Set()));
-    if (bySetup.has(setup)) tallies.push(tally(setup === 'gw-dual' ? `gw-dual ${LEGACY_SPEC}` : setup, bySetup.get(setup), expected));
+    if (setup === 'gw-dual' && modern) tallies.push(tally(`gw-dual ${MODERN_SPEC} ${alpha.version}`, modern, new Map()));
+    for (const leg of legs) {
+      if (leg.bySetup.has(setup)) tallies.push(tally(`${setup === 'gw-dual' ? `gw-dual ${LEGACY_SPEC}` : setup} ${leg.suite.version}`, leg.bySetup.get(setup), leg.expected));
+    }
   }
 
   const details = [
-    ...opts.setups.filter((s) => s !== 'gw-dual').flatMap((s) => nonPassing(s, bySetup.get(s))),
-    ...nonPassing(`gw-dual ${MODERN_SPEC}`, modern),
-    ...nonPassing(`gw-dual ${LEGACY_SPEC}`, bySetup.get('gw-dual')),
+    ...legs.flatMap((leg) => opts.setups.filter((s) => s !== 'gw-dual').flatMap((s) => nonPassing(`${s} ${leg.suite.version}`, leg.bySetup.get(s)))),
+    ...nonPassing(`gw-dual ${MODERN_SPEC} ${alpha.version}`, modern),
+    ...legs.flatMap((leg) => nonPassing(`gw-dual ${LEGACY_SPEC} ${leg.suite.version}`, leg.bySetup.get('gw-dual'))),
   ];
   console.log(`\n${out.join('\n\n')}`);
   if (details.length > 0) console.log(`\nNon-passing checks:\n${details.join('\n')}`);
   const startErrors = [...gateways.values()].flatMap((g) => (g.startError ? [g.startError] : []));
   for (const e of startErrors) console.log(`\n${e.length > 4000 ? `${e.slice(0, 4000)}…` : e}`);
   for (const [setup, { gateway }] of gateways) {
-    const results = [...(bySetup.get(setup)?.values() ?? []), ...(setup === 'gw-dual' ? (modern?.values() ?? []) : [])];
+    const results = [...legs.flatMap((leg) => [...(leg.bySetup.get(setup)?.values() ?? [])]), ...(setup === 'gw-dual' ? (modern?.values() ?? []) : [])];
     const tail = gateway?.stderr().trim().split('\n').slice(-15).join('\n');
     if (tail && results.some((r) => r.status !== 'pass')) {
       console.log(`\n[${setup}] gateway stderr (last lines; full log in ${join(resultsDir, `${setup}.gateway-stderr.log`)}):\n${tail}`);
@@ -343,10 +379,11 @@ async function main(): Promise<number> {
   if (ok && !opts.keep) rmSync(resultsDir, { recursive: true, force: true });
   else console.log(`\nResults kept in ${resultsDir}`);
   console.log('');
-  for (const t of [...(baseline ? [baseline] : []), ...tallies].filter((t) => t.scenarios > 0)) {
+  const width = Math.max(...[...baselines, ...tallies].map((t) => t.label.length), 22);
+  for (const t of [...baselines, ...tallies].filter((t) => t.scenarios > 0)) {
     const exp = t.expected.length > 0 ? `, ${t.expected.length} expected failure(s) not counted: ${t.expected.join(', ')}` : '';
     const skip = t.skippedBySuite > 0 ? `, ${t.skippedBySuite} of them skipped by the suite itself` : '';
-    console.log(`${t.label.padEnd(22)} ${t.passed}/${t.scenarios} scenarios passed${skip}, ${t.failed} failed (${t.checks} successful checks)${exp}`);
+    console.log(`${t.label.padEnd(width)} ${t.passed}/${t.scenarios} scenarios passed${skip}, ${t.failed} failed (${t.checks} successful checks)${exp}`);
   }
   console.log(`wall time ${((Date.now() - started) / 1000).toFixed(0)} s`);
   console.log(`${passed} passed, ${failed} failed`);

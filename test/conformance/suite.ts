@@ -1,6 +1,7 @@
 /**
- * Helpers of run.ts around the official conformance CLI (`@modelcontextprotocol/conformance`): finding a Node
- * it runs on, listing scenarios, running one scenario per process with a time limit, reading its checks.
+ * Helpers of run.ts around the official conformance CLI (`@modelcontextprotocol/conformance`): the suites
+ * installed, finding a Node they run on, listing scenarios, running one scenario per process with a time limit,
+ * reading its checks.
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -8,8 +9,30 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../fixtures/spawn.js';
 
-const CONFORMANCE_CLI = join(REPO_ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
 const execFileP = promisify(execFile);
+
+/** One installed version of the conformance suite. */
+export interface ConformanceSuite {
+  /** Its package version, as reports and expected-failures.yaml name it. */
+  version: string;
+  /** The CLI's entry point. */
+  cli: string;
+}
+
+/**
+ * The suites every run uses: the 0.2 alpha (the only one with 2026-07-28 scenarios) and the newest released 0.1.x
+ * (what implementers run today; it sends requests the alpha does not, such as a session's MCP-Protocol-Version
+ * other than the negotiated one). Two versions of one package: the released one is installed under an npm alias.
+ */
+export function installedSuites(): { alpha: ConformanceSuite; released: ConformanceSuite } {
+  return { alpha: suiteAt('@modelcontextprotocol/conformance'), released: suiteAt('@modelcontextprotocol/conformance-0.1') };
+}
+
+function suiteAt(folder: string): ConformanceSuite {
+  const root = join(REPO_ROOT, 'node_modules', folder);
+  const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+  return { version, cli: join(root, 'dist/index.js') };
+}
 
 export type Status = 'pass' | 'warn' | 'fail' | 'timeout' | 'error' | 'skipped';
 
@@ -53,14 +76,14 @@ export async function conformanceNode(): Promise<string> {
   return path;
 }
 
-async function cli(node: string, args: string[]): Promise<string> {
-  const { stdout } = await execFileP(node, [CONFORMANCE_CLI, ...args], { cwd: REPO_ROOT });
+async function cli(node: string, suite: ConformanceSuite, args: string[]): Promise<string> {
+  const { stdout } = await execFileP(node, [suite.cli, ...args], { cwd: REPO_ROOT });
   return stdout;
 }
 
 /** `conformance list --server --spec-version <v>`: every server scenario applicable at that revision, active and pending. */
-export async function listSpecScenarios(node: string, specVersion: string): Promise<string[]> {
-  const stdout = await cli(node, ['list', '--server', '--spec-version', specVersion]);
+export async function listSpecScenarios(node: string, suite: ConformanceSuite, specVersion: string): Promise<string[]> {
+  const stdout = await cli(node, suite, ['list', '--server', '--spec-version', specVersion]);
   const names: string[] = [];
   for (const line of stdout.split('\n')) {
     const m = /^\s+- (\S+)/.exec(line);
@@ -87,8 +110,8 @@ export interface RequiredScenario {
  *     extension (16):
  *       - name [server|client]
  */
-export async function listRequirementScenarios(node: string, revision: string): Promise<RequiredScenario[]> {
-  const stdout = await cli(node, ['list', '--server', '--requirements', revision]);
+export async function listRequirementScenarios(node: string, suite: ConformanceSuite, revision: string): Promise<RequiredScenario[]> {
+  const stdout = await cli(node, suite, ['list', '--server', '--requirements', revision]);
   const out: RequiredScenario[] = [];
   let section: 'server' | 'client' | 'not-scored' | undefined;
   let reason = '';
@@ -138,6 +161,7 @@ function statusOf(checks: Check[]): Status {
 
 export interface ScenarioRun {
   node: string;
+  suite: ConformanceSuite;
   url: string;
   /** The wire revision the scenario runs at (`--spec-version`). */
   specVersion: string;
@@ -155,7 +179,7 @@ export async function runScenario(run: ScenarioRun, scenario: string, outDir: st
   const timeoutMs = Math.min(run.timeoutMs, run.deadline - t0);
   if (timeoutMs < 2000) return { status: 'skipped', checks: [], note: 'time budget exhausted', ms: 0 };
   mkdirSync(outDir, { recursive: true });
-  const args = [CONFORMANCE_CLI, 'server', '--url', run.url, '--scenario', scenario, '--spec-version', run.specVersion, '-o', outDir];
+  const args = [run.suite.cli, 'server', '--url', run.url, '--scenario', scenario, '--spec-version', run.specVersion, '-o', outDir];
   if (run.force) args.push('--force');
   const child = spawn(run.node, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

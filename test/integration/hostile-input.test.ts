@@ -206,7 +206,7 @@ describe('hostile input against a gateway process bound to loopback', () => {
     assert.equal(errorOf(fine).code, undefined, show(fine));
   });
 
-  test('strict shapes: params.task, responses, the session protocol version, the 2026 log level', async () => {
+  test('strict shapes: params.task, responses, the MCP-Protocol-Version header on a session, the 2026 log level', async () => {
     const session = await openSession(gateway.url);
     // A ttl is a whole number of milliseconds from 1: a fraction (1e-9 once floored to a retention of 0) and 0 (once
     // the policy's default) are refused too, as is one past 2^53 - 1.
@@ -223,9 +223,19 @@ describe('hostile input against a gateway process bound to loopback', () => {
     assert.equal(errorOf(both).code, -32600);
     assert.match(String(errorOf(both).message), /either result or error, not both/);
 
-    const otherVersion = await post(gateway.url, { jsonrpc: '2.0', id: 10, method: 'tools/list' }, sessionHeaders(session, '2025-03-26'));
-    assert.equal(otherVersion.status, 400, show(otherVersion));
-    assert.match(String(errorOf(otherVersion).message), /not the protocol version this session negotiated \('2025-11-25'\)/);
+    // Any supported session-era version is accepted (the reference server's rule, what conformance 0.1.x sends);
+    // the session's own revision still decides what it is served: tasks stay available on this 2025-11-25 session.
+    for (const version of ['2025-03-26', '2025-06-18']) {
+      const otherVersion = await post(gateway.url, { jsonrpc: '2.0', id: 10, method: 'tasks/list' }, sessionHeaders(session, version));
+      assert.equal(otherVersion.status, 200, show(otherVersion));
+      assert.deepEqual((otherVersion.body.result as Json).tasks, [], show(otherVersion));
+    }
+    for (const version of ['2099-01-01', '2025-3-26', 'latest', '2024-11-05', '']) {
+      const unknown = await post(gateway.url, { jsonrpc: '2.0', id: 11, method: 'tools/list' }, sessionHeaders(session, version));
+      assert.equal(unknown.status, 400, `${version}: ${show(unknown)}`);
+      assert.equal(errorOf(unknown).code, -32600);
+      assert.match(String(errorOf(unknown).message), /Unsupported protocol version/);
+    }
 
     const badLevel = await modern(gateway.url, 'tools/list', {}, { logLevel: 'loud' });
     assert.equal(badLevel.status, 400, JSON.stringify(badLevel.messages));

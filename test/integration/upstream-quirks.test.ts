@@ -77,7 +77,10 @@ describe('a Streamable HTTP upstream with quirks', () => {
       assert.equal(progress.length, 3, 'the notification before the result reached the client');
       const bare = await client.callTool({ name: 'no_content_type', arguments: {} });
       assert.equal(textOf(bare), 'no content type');
-      await assert.rejects(client.callTool({ name: 'garbage', arguments: {} }), /Upstream 'quirky' lost the call: the upstream answered without a response/);
+      await assert.rejects(
+        client.callTool({ name: 'garbage', arguments: {} }),
+        /Upstream 'quirky' lost the call: the upstream answered without a response \(HTTP 200, Content-Type 'application\/json', body began "this is not JSON"\)/,
+      );
     } finally {
       await client.close();
     }
