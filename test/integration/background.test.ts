@@ -230,17 +230,18 @@ describe('task_result keeps a waiting host alive with progress', () => {
     const upstream = await scope.upstream('stdio');
     gateway = await scope.gateway({
       upstreams: { fx: upstream.config },
-      // keepAliveProgressMs of task_result is its own rule's (here the defaults'), as for any exposed tool.
+      // keepAliveProgressMs of task_result is its own rule's (here the defaults'), as for any exposed tool; the hosts'
+      // timeouts below are five keep-alive intervals, so a busy machine does not cut a wait the keep-alives cover.
       tasks: { defaults: { keepAliveProgressMs: 500 }, rules: [{ match: 'slow_compute', plainCalls: 'background', taskAfterMs: 200 }] },
     });
   });
 
-  test('a host with a 1.5 s timeout that resets on progress gets the result of a 4 s wait; progress only increases', async (t) => {
+  test('a host with a 2.5 s timeout that resets on progress gets the result of a 4 s wait; progress only increases', async (t) => {
     const client = await plainClient(gateway.url, t);
     const taskId = handleOf((await client.callTool({ name: 'slow_compute', arguments: { seconds: 4, label: 'kept' } })) as Json);
     const progress: number[] = [];
     const final = (await client.callTool({ name: RESULT_TOOL, arguments: { taskId, waitSeconds: 30 } }, undefined, {
-      timeout: 1_500,
+      timeout: 2_500,
       resetTimeoutOnProgress: true,
       onprogress: (p) => progress.push(p.progress),
     })) as Json;
@@ -249,7 +250,7 @@ describe('task_result keeps a waiting host alive with progress', () => {
     for (let i = 1; i < progress.length; i++) assert.ok((progress[i] as number) > (progress[i - 1] as number), JSON.stringify(progress));
     // Without a progress token nothing is sent, and the same timeout cuts the wait.
     const other = handleOf((await client.callTool({ name: 'slow_compute', arguments: { seconds: 4, label: 'cut' } })) as Json);
-    await assert.rejects(client.callTool({ name: RESULT_TOOL, arguments: { taskId: other, waitSeconds: 30 } }, undefined, { timeout: 1_500 }), /timed out/i);
+    await assert.rejects(client.callTool({ name: RESULT_TOOL, arguments: { taskId: other, waitSeconds: 30 } }, undefined, { timeout: 2_500 }), /timed out/i);
   });
 
   test('2026-07-28: the same keep-alives on task_result\'s stream, with the request\'s token, then the result', async () => {
