@@ -261,8 +261,9 @@ describe('slow readers: 2025-11-25 sessions', () => {
       const response = await slowPost(gateway.url, toolCall(1, 'notification_flood', { count, size }), sessionHeaders(session));
       await eventually(() => logged(gateway, /holding back the upstream/) || floodReport(stats, 'notification_flood')?.done === true, FLOOD_WAIT_MS);
       assert.ok(logged(gateway, /holding back the upstream/), 'the gateway held the upstream back');
-      await eventually(() => floodReport(stats, 'notification_flood')?.waiting === true, FLOOD_WAIT_MS);
-      const held = floodReport(stats, 'notification_flood') as FloodReport;
+      let held: FloodReport | undefined;
+      await eventually(() => (held = floodReport(stats, 'notification_flood'))?.waiting === true, FLOOD_WAIT_MS);
+      if (held === undefined) throw new Error('no flood report');
       assert.equal(held.done, false);
       assert.ok(held.sent < count / 2, `the upstream waited after ${held.sent} of ${count} notifications (${(held.sent * size) / MiB} MiB)`);
       const reading = await readAll(response, 1);
