@@ -214,7 +214,7 @@ describe('readiness follows lease renewal', () => {
 });
 
 describe('replicas.maxRunningTasks', () => {
-  test('past the cap a new task is refused, retryably: a JSON-RPC error in a 2025 session, HTTP 503 + Retry-After for 2026-07-28', async (t) => {
+  test('past the cap a new task is refused, retryably: HTTP 503 with a JSON-RPC error saying when, in either revision', async (t) => {
     const scope = testScope(t);
     const upstream = await scope.upstream('stdio');
     const gateway = await scope.gateway({
@@ -228,7 +228,10 @@ describe('replicas.maxRunningTasks', () => {
     const first = createdTaskId(await call('cap-1'));
     createdTaskId(await call('cap-2'));
 
-    const refused = (await call('cap-3')).error as Json;
+    const refusal = await wire.start(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label: 'cap-3' }, task: {} });
+    await refusal.done;
+    assert.equal(refusal.status, 503, 'retryable, as for 2026-07-28 clients: a load balancer may try another replica');
+    const refused = refusal.messages.find((m) => 'error' in m)?.error as Json;
     assert.equal(refused.code, -32603);
     assert.match(String(refused.message), /This gateway replica already runs 2 tasks \(replicas\.maxRunningTasks: 2\); try again shortly/);
     assert.deepEqual(refused.data, { retryAfterMs: 1000 });

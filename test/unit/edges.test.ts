@@ -94,11 +94,14 @@ describe('2025-11-25 error edge', () => {
     assert.equal(legacyRefusal(null, new GatewayError('too_many_sessions', 'Too many sessions')).status, 429);
   });
 
-  it('legacyFailure / exchangeAnswer: a rate limit refuses its exchange (429, Retry-After in whole seconds); other failures answer 200', () => {
+  it('legacyFailure / exchangeAnswer: a rate limit (429) or a full replica (503) refuses its exchange, Retry-After in whole seconds; other failures answer 200', () => {
     const limited = legacyFailure(new GatewayError('rate_limited', 'Rate limit exceeded', { retryAfterMs: 1500 }));
     assert.deepEqual(limited, { error: { code: -32001, message: 'Rate limit exceeded', data: { retryAfterMs: 1500 } }, httpStatus: 429 });
     assert.deepEqual(exchangeAnswer(limited), { status: 429, headers: { 'retry-after': '2' } });
-    for (const error of [new GatewayError('invalid_params', 'x'), new GatewayError('replica_full', 'full', { retryAfterMs: 1000 }), new Error('boom')]) {
+    const full = legacyFailure(new GatewayError('replica_full', 'full', { retryAfterMs: 1000 }));
+    assert.deepEqual(full, { error: { code: -32603, message: 'full', data: { retryAfterMs: 1000 } }, httpStatus: 503 });
+    assert.deepEqual(exchangeAnswer(full), { status: 503, headers: { 'retry-after': '1' } });
+    for (const error of [new GatewayError('invalid_params', 'x'), new Error('boom')]) {
       const outcome = legacyFailure(error);
       assert.ok(!('httpStatus' in outcome), String(error));
       assert.deepEqual(exchangeAnswer(outcome), { status: 200, headers: {} });

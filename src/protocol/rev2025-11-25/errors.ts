@@ -7,10 +7,12 @@ import { errorResponse, type JsonRpcErrorObject, type JsonRpcFailure, type Outco
 
 /**
  * Failures of a dispatched request that refuse its whole HTTP exchange, with the status (and Retry-After) the
- * same limit gets at the door: a task creation past `auth.rateLimits.taskCreationsPerMinute` is a 429 like a
- * request past `requestsPerSecond`.
+ * same limit gets at the door or in the other revision: a task creation past
+ * `auth.rateLimits.taskCreationsPerMinute` is a 429 like a request past `requestsPerSecond`, and one past
+ * `replicas.maxRunningTasks` a 503, as for 2026-07-28 clients, so that a client or a load balancer may try again
+ * (on another replica).
  */
-const EXCHANGE_REFUSALS: ReadonlySet<ErrorCode> = new Set(['rate_limited']);
+const EXCHANGE_REFUSALS: ReadonlySet<ErrorCode> = new Set(['rate_limited', 'replica_full']);
 
 /** A request's failure that may answer its POST with an HTTP status of its own (see `exchangeAnswer`). */
 export interface LegacyRefusedOutcome {
