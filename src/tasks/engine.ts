@@ -389,7 +389,9 @@ export class TaskEngine {
   async reachable(task: TaskRecord): Promise<void> {
     const run = this.runs.get(task.taskId);
     if (run !== undefined) this.redeliver(run);
-    else if (task.status === 'input_required') await this.peers.ask(undefined, 'task.reachable', { taskId: task.taskId });
+    // Any task not yet ended, not only one that was input_required when read: a question the upstream asks between
+    // that read and the client's stream being in place found no way to the client, and would wait for the next one.
+    else if (!isTerminal(task.status)) await this.peers.ask(undefined, 'task.reachable', { taskId: task.taskId });
   }
 
   /**
