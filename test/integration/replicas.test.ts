@@ -279,15 +279,17 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
     await withTwoReplicas({}, async (a, b) => {
       const wire = new LegacyWire({ elicitation: {} });
       await wire.initialize(a.url);
-      const listening = await wire.listen(b.url);
-      assert.equal(listening.status, 200);
       const created = await wire.request(a.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'notes.txt', delayMs: 1000 }, task: {} });
       const taskId = createdTaskId(created);
+      // No GET stream yet: whether the question comes before or after this tasks/result stream is in place on B, it
+      // can only arrive on it (a task whose client listens nowhere keeps it for its next tasks/result).
       const result = await wire.start(b.url, 'tasks/result', { taskId });
       const ask = await result.next((m) => m.method === 'elicitation/create');
       assert.match(String(ask.id), /@/, 'the request id names the replica that asked');
       const meta = ((ask.params as Json)._meta ?? {}) as Json;
       assert.deepEqual(meta['io.modelcontextprotocol/related-task'], { taskId });
+      const listening = await wire.listen(b.url);
+      assert.equal(listening.status, 200);
       assert.equal(await wire.respond(b.url, ask.id, { action: 'accept', content: { confirm: true } }), 202);
       const answer = await result.next((m) => 'result' in m || 'error' in m);
       assert.match(text(answer), /Deleted notes\.txt/);
