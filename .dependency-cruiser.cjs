@@ -13,12 +13,15 @@
 //   wire          src/protocol/rev*/codec.ts          each revision's wire codec: every field name of that
 //                                                     revision, for the gateway as server and as client
 //   store         src/store/                          memory and Redis
+//   observability src/observability/                  subscribers of the event seam (audit log, metrics, traces):
+//                                                     they know the events and the config, never the core
 //   config        src/config/, src/log.ts
-//   base          src/jsonrpc.ts, src/errors.ts, src/version.ts, src/protocol/mcp.ts (what is true of MCP itself:
-//                 versions, method and field tables, which the upstream side needs too)
+//   base          src/jsonrpc.ts, src/errors.ts, src/version.ts, src/events.ts (the event seam), src/protocol/mcp.ts
+//                 (what is true of MCP itself: versions, method and field tables, which the upstream side needs too)
 const LAYERS = [
-  ['base', '^src/(jsonrpc|errors|version)\\.ts$|^src/protocol/mcp\\.ts$'],
+  ['base', '^src/(jsonrpc|errors|version|events)\\.ts$|^src/protocol/mcp\\.ts$'],
   ['config', '^src/config/|^src/log\\.ts$'],
+  ['observability', '^src/observability/'],
   ['store', '^src/store/'],
   ['wire', '^src/protocol/rev[^/]+/codec\\.ts$'],
   ['upstream', '^src/upstream/'],

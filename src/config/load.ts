@@ -368,6 +368,8 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
     lists: raw.lists,
     replicas: raw.replicas,
     log: raw.log,
+    metrics: raw.metrics,
+    dashboard: raw.dashboard,
     auth: raw.auth === undefined ? undefined : authConfig(raw.auth),
     shutdownTimeoutMs: raw.shutdownTimeoutMs,
   };
@@ -394,6 +396,7 @@ function authConfig(raw: NonNullable<RawConfig['auth']>): AuthConfig {
           },
     access: raw.access,
     rateLimits: { ...raw.rateLimits, rules: raw.rateLimits.rules.map((rule) => definedOnly(rule) as RateLimitRule) },
+    admin: raw.admin,
   };
 }
 

@@ -56,6 +56,8 @@ export const DEFAULTS = Object.freeze({
   shutdownTimeoutMs: 10_000,
   parkTimeoutMs: 300_000,
   taskToolPrefix: 'taskgate_',
+  metricsPath: '/metrics',
+  dashboardPath: '/ui',
   taskToolWaitSeconds: 20,
   taskToolMaxWaitSeconds: 50,
   listPageSize: 1_000,
@@ -343,6 +345,9 @@ export const ReplicasSchema = z.strictObject({
 export const MrtrSchema = z.strictObject({ parkTimeoutMs: int(1).default(DEFAULTS.parkTimeoutMs) });
 export const ListsSchema = z.strictObject({ pageSize: int(1).default(DEFAULTS.listPageSize) });
 export const LogSchema = z.strictObject({ level: z.enum(LOG_LEVELS).default(DEFAULTS.logLevel) });
+const endpointPath = z.string().regex(/^\/[A-Za-z0-9._~/-]*$/, { error: 'expected an absolute URL path such as /metrics' });
+export const MetricsSchema = z.strictObject({ enabled: z.boolean().default(true), path: endpointPath.default(DEFAULTS.metricsPath) });
+export const DashboardSchema = z.strictObject({ enabled: z.boolean().default(true), path: endpointPath.default(DEFAULTS.dashboardPath) });
 
 const glob = z.string().min(1);
 export const ApiKeySchema = z
@@ -380,6 +385,9 @@ export const RateLimitsSchema = z.strictObject({
   taskCreationsPerMinute: int(0).default(0),
   rules: z.array(RateLimitRuleSchema).default([]),
 });
+export const AdminSchema = z
+  .strictObject({ principals: z.array(glob).default([]), scopes: z.array(z.string().min(1)).default([]) })
+  .refine((r) => r.principals.length > 0 || r.scopes.length > 0, { error: 'admin names principals or scopes (or both)' });
 export const AuthSchema = z
   .strictObject({
     resource: httpUrl,
@@ -387,6 +395,7 @@ export const AuthSchema = z
     oauth: OAuthSchema.optional(),
     access: z.array(AccessRuleSchema).optional(),
     rateLimits: RateLimitsSchema.prefault({}),
+    admin: AdminSchema.optional(),
   })
   .refine((a) => a.apiKeys.length > 0 || a.oauth !== undefined, { error: 'auth needs apiKeys, oauth, or both' });
 
@@ -406,6 +415,8 @@ export const RawConfigSchema = z.strictObject({
   lists: ListsSchema.prefault({}),
   replicas: ReplicasSchema.prefault({}),
   log: LogSchema.prefault({}),
+  metrics: MetricsSchema.prefault({}),
+  dashboard: DashboardSchema.prefault({}),
   auth: AuthSchema.optional(),
   shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs),
 }).superRefine((config, ctx) => {
@@ -430,6 +441,14 @@ export const RawConfigSchema = z.strictObject({
         message: `must be 0 (unlimited) or at least 2 × listen.maxBodyBytes (${2 * config.listen.maxBodyBytes}): a body of the largest size must fit, with room left for small requests`,
       });
     }
+  }
+  // Each endpoint needs a path of its own (health and readiness are fixed).
+  const taken = new Map<string, string>([['/healthz', 'the liveness check'], ['/readyz', 'the readiness check'], [config.listen.path, 'listen.path']]);
+  for (const key of ['metrics', 'dashboard'] as const) {
+    const { enabled, path } = config[key];
+    const owner = enabled ? taken.get(path) : undefined;
+    if (owner !== undefined) ctx.addIssue({ code: 'custom', path: [key, 'path'], input: path, message: `must differ from ${owner} (${path})` });
+    if (enabled) taken.set(path, `${key}.path`);
   }
   const { drainTimeoutMs } = config.replicas;
   if (config.shutdownTimeoutMs > 0 && drainTimeoutMs >= config.shutdownTimeoutMs) {
@@ -481,6 +500,10 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
           return keysOf(ReplicasSchema);
         case 'log':
           return keysOf(LogSchema);
+        case 'metrics':
+          return keysOf(MetricsSchema);
+        case 'dashboard':
+          return keysOf(DashboardSchema);
         case 'auth':
           return keysOf(AuthSchema);
       }
@@ -491,6 +514,7 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
       if (at(0) === 'tasks' && at(1) === 'taskTools') return keysOf(TaskToolsSchema);
       if (at(0) === 'auth' && at(1) === 'oauth') return keysOf(OAuthSchema);
       if (at(0) === 'auth' && at(1) === 'rateLimits') return keysOf(RateLimitsSchema);
+      if (at(0) === 'auth' && at(1) === 'admin') return keysOf(AdminSchema);
       if (at(0) === 'listen' && at(1) === 'cors') return keysOf(CorsSchema);
       return undefined;
     case 3:

@@ -316,6 +316,27 @@ export interface RateLimitRule extends Partial<RateLimits> {
   principals: readonly string[];
 }
 
+/**
+ * Who may read /metrics and use the dashboard when auth is on: principals by glob, or credentials carrying any of
+ * the scopes. Without it, those endpoints refuse every caller (403) while auth is on.
+ */
+export interface AdminAccess {
+  principals: readonly string[];
+  scopes: readonly string[];
+}
+
+/** Prometheus text on `path`. */
+export interface MetricsConfig {
+  enabled: boolean;
+  path: string;
+}
+
+/** The task dashboard: a page at `path`, its JSON API under `path`/api. */
+export interface DashboardConfig {
+  enabled: boolean;
+  path: string;
+}
+
 export interface AuthConfig {
   /** The canonical URI of this MCP endpoint: tokens must be issued for it, and clients find the metadata from it. */
   resource: string;
@@ -324,6 +345,8 @@ export interface AuthConfig {
   /** Undefined: every authenticated principal may use everything. */
   access: readonly AccessRule[] | undefined;
   rateLimits: RateLimits & { rules: readonly RateLimitRule[] };
+  /** Undefined: nobody may read /metrics or use the dashboard (see AdminAccess). */
+  admin: AdminAccess | undefined;
 }
 
 export interface GatewayConfig {
@@ -339,6 +362,8 @@ export interface GatewayConfig {
   lists: ListsConfig;
   replicas: ReplicasConfig;
   log: LogConfig;
+  metrics: MetricsConfig;
+  dashboard: DashboardConfig;
   /** Undefined: no authentication (the gateway is for loopback or a trusted network). */
   auth: AuthConfig | undefined;
   /** Milliseconds allowed for graceful shutdown on SIGTERM before the process exits anyway; 0 = no deadline. */

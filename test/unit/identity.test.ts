@@ -158,6 +158,7 @@ describe('a refusal puts nothing untrusted into WWW-Authenticate', () => {
     apiKeys: [],
     oauth: { issuer: ISSUER, jwksUri: undefined, audience: RESOURCE, requiredScopes: ['mcp:tools'], clockToleranceSeconds: 5 },
     access: undefined,
+    admin: undefined,
     rateLimits: { requestsPerSecond: 0, taskCreationsPerMinute: 0, rules: [] },
   };
   const authenticator = new Authenticator(auth, silent);

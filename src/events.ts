@@ -1,0 +1,207 @@
+// The one seam through which the gateway announces what happens. The core emits each fact once, typed, where it
+// happens; the audit log, Prometheus metrics and OpenTelemetry traces (src/observability/) subscribe. Nothing in
+// the core calls a subscriber by name, and a subscriber that throws never breaks the core (it is logged).
+//
+// Two kinds of announcement, as undici's diagnostics channels and BullMQ's telemetry port have them:
+// - events: facts, after they happened (a task ended). Listeners run synchronously, in the emitter's async
+//   context, so a tracing listener sees the span that was active where the fact happened.
+// - scopes: work with a duration (an MCP request, an upstream request, a task's run). Subscribers wrap the work
+//   (a tracer runs it inside a span so what happens within nests under it) and read the outcome the core writes
+//   into the scope's info before the work settles. With no subscriber, a scope is a direct call.
+import type { RequestId } from './jsonrpc.js';
+
+/** Which protocol generation a task or request belongs to (the store's Era, restated so base imports no store). */
+export type EventEra = 'legacy' | 'modern';
+
+/** How a request or a call ended, for metrics labels: low cardinality by construction. */
+export type Outcome = 'ok' | 'error' | 'cancelled';
+
+export interface TaskFacts {
+  taskId: string;
+  /** Qualified principal (`key:<name>`, `oauth:<issuer>#<sub>`, or the anonymous one). */
+  principal: string;
+  /** The tool as clients see it (namespaced). */
+  tool: string;
+  upstream: string;
+}
+
+/** Facts, emitted once each where they happen. Payloads are plain data; listeners must not keep or change them. */
+export interface GatewayEventMap {
+  /** Durably stored; `queued` when it waits for a concurrency slot. */
+  'task.created': TaskFacts & { era: EventEra; queued: boolean };
+  /** The upstream got the call (after `waitedMs` in line for a slot). `attempt` > 1 is a re-run after a lost replica. */
+  'task.started': TaskFacts & { attempt: number; waitedMs: number };
+  /** A status or status-message change that is not the end. */
+  'task.status': TaskFacts & { status: 'working' | 'input_required'; message?: string };
+  /** The upstream asked the client something (elicitation, sampling, roots) on the task's behalf. */
+  'task.input.asked': TaskFacts & { method: string };
+  'task.input.answered': TaskFacts & { method: string };
+  /**
+   * Terminal, recorded once. `reason` says why the gateway ended it when the upstream did not:
+   * `maxRunMs`, `lost` (its replica stopped), `drained` (shutdown), `cancelled` (by the client).
+   */
+  'task.ended': TaskFacts & { status: 'completed' | 'failed' | 'cancelled'; reason?: string; durationMs: number };
+  /** A client read the task's result (tasks/result, the task_result tool). */
+  'task.retrieved': TaskFacts & { via: 'tasks/result' | 'task tool' };
+  /** A replica took over the tasks of one that stopped: re-queued, re-run, or failed as lost. */
+  'task.recovered': TaskFacts & { action: 'requeued' | 'retried' | 'lost'; previousOwner: string; attempt?: number };
+
+  'upstream.up': { upstream: string; transport: string };
+  'upstream.down': { upstream: string; reason: string };
+  /** A stdio child started again after it exited (`attempt` counts since it last stayed up). */
+  'upstream.restarted': { upstream: string; attempt: number };
+  /** The upstream broke the protocol in a way the gateway tolerated (warned once a minute with a count). */
+  'upstream.violation': { upstream?: string; what: string };
+
+  /** A store operation took longer than expected (`durationMs`); `operation` is a fixed name, never a key. */
+  'store.slow': { operation: string; durationMs: number };
+  'store.unavailable': { error: string };
+  /** The store answers again after `outageMs`. */
+  'store.back': { outageMs: number };
+
+  'session.opened': { sessionId: string; principal: string; protocolVersion: string };
+  'session.closed': { sessionId: string; principal: string; reason: 'deleted' | 'idle' | 'shutdown' | 'evicted' };
+  /** An SSE stream to a client opened or closed (either revision); `kind` says which endpoint. */
+  'stream.opened': { kind: 'get' | 'post' | 'listen' };
+  'stream.closed': { kind: 'get' | 'post' | 'listen' };
+
+  /** A credential or access rule refused something; `kind` is what was refused (tools, prompts, resources, credentials). */
+  'access.denied': { principal?: string; kind: string; name?: string; reason?: string };
+  /** `limit` names the bound (requestsPerSecond, maxTasksPerPrincipal, maxInflightBytes, …). */
+  'rate.limited': { principal?: string; limit: string; retryAfterMs?: number };
+
+  /** A new configuration is in force (`changes` lists what differs, in words). */
+  'config.reloaded': { source: string; changes: string[] };
+  /** A new configuration was refused and the running one stays. */
+  'config.rejected': { source: string; error: string };
+}
+
+/** Work with a duration. The core fills in the outcome fields before the work settles. */
+export interface GatewayScopeMap {
+  /** One JSON-RPC request from a client (each element of a batch is its own). */
+  'mcp.request': {
+    method: string;
+    /** The tool, prompt or resource the request names, as the client named it. */
+    target?: string;
+    upstream?: string;
+    sessionId?: string;
+    protocolVersion: string;
+    requestId?: RequestId;
+    /** Set when the request created or names a task. */
+    taskId?: string;
+    outcome?: Outcome;
+    /** The JSON-RPC error code, when the outcome is an error. */
+    errorCode?: number;
+  };
+  /**
+   * One request the gateway sends to an upstream. `carrier` starts empty; subscribers may add trace-context
+   * fields (`traceparent`, `tracestate`), which go to the upstream in `params._meta` and, over HTTP, as headers.
+   */
+  'upstream.request': {
+    upstream: string;
+    method: string;
+    tool?: string;
+    taskId?: string;
+    carrier: Record<string, string>;
+    outcome?: Outcome;
+    errorCode?: number;
+  };
+  /** A task's run on this replica, from taking a slot to its terminal record. */
+  'task.run': TaskFacts & { attempt: number; outcome?: 'completed' | 'failed' | 'cancelled' };
+}
+
+export type GatewayEventName = keyof GatewayEventMap;
+export type GatewayScopeName = keyof GatewayScopeMap;
+
+/**
+ * Runs `next` (the work) and returns what it returns. A wrapper must call `next` exactly once and synchronously
+ * (the core counts on its work starting in the same tick: a request's bytes go out before the scope returns).
+ */
+export type ScopeWrapper<K extends GatewayScopeName> = <T>(info: GatewayScopeMap[K], next: () => Promise<T>) => Promise<T>;
+
+/** Where a failing subscriber is reported (a pino logger fits; base imports no logger). */
+export interface SubscriberFailureLog {
+  error(fields: object, message: string): void;
+}
+
+type Listener<K extends GatewayEventName> = (payload: GatewayEventMap[K]) => void;
+
+export class GatewayEvents {
+  private readonly listeners = new Map<GatewayEventName, Set<Listener<never>>>();
+  private readonly wrappers = new Map<GatewayScopeName, ScopeWrapper<never>[]>();
+
+  constructor(private readonly logger?: SubscriberFailureLog) {}
+
+  /** Calls `listener` for every `name` event until the returned function is called. */
+  on<K extends GatewayEventName>(name: K, listener: Listener<K>): () => void {
+    let set = this.listeners.get(name);
+    if (set === undefined) this.listeners.set(name, (set = new Set()));
+    set.add(listener as Listener<never>);
+    return () => void set.delete(listener as Listener<never>);
+  }
+
+  /** Whether anyone listens: lets an emitter skip building a payload nobody reads. */
+  listened(name: GatewayEventName): boolean {
+    return (this.listeners.get(name)?.size ?? 0) > 0;
+  }
+
+  emit<K extends GatewayEventName>(name: K, payload: GatewayEventMap[K]): void {
+    const set = this.listeners.get(name);
+    if (set === undefined) return;
+    for (const listener of set) {
+      try {
+        (listener as Listener<K>)(payload);
+      } catch (error) {
+        this.logger?.error({ err: error, event: name }, 'an event listener failed');
+      }
+    }
+  }
+
+  /** Wraps every `name` scope with `wrapper` (the last added is outermost) until the returned function is called. */
+  around<K extends GatewayScopeName>(name: K, wrapper: ScopeWrapper<K>): () => void {
+    const list = this.wrappers.get(name) ?? [];
+    this.wrappers.set(name, [...list, wrapper as ScopeWrapper<never>]);
+    return () => {
+      const current = this.wrappers.get(name) ?? [];
+      this.wrappers.set(name, current.filter((w) => w !== (wrapper as ScopeWrapper<never>)));
+    };
+  }
+
+  /** Whether any subscriber wraps `name` scopes. */
+  wrapped(name: GatewayScopeName): boolean {
+    return (this.wrappers.get(name)?.length ?? 0) > 0;
+  }
+
+  /** Runs `work` inside every wrapper of `name`; `info` is shared with them (fill in its outcome before settling). */
+  scope<K extends GatewayScopeName, T>(name: K, info: GatewayScopeMap[K], work: () => Promise<T>): Promise<T> {
+    const list = this.wrappers.get(name);
+    if (list === undefined || list.length === 0) return work();
+    let run = work;
+    for (const wrapper of list) {
+      const inner = run;
+      run = () => this.wrapOnce(name, wrapper as ScopeWrapper<K>, info, inner);
+    }
+    return run();
+  }
+
+  /** One wrapper around `inner`, held to its contract: a wrapper that throws or skips `next` cannot lose the work. */
+  private wrapOnce<K extends GatewayScopeName, T>(name: K, wrapper: ScopeWrapper<K>, info: GatewayScopeMap[K], inner: () => Promise<T>): Promise<T> {
+    let started: Promise<T> | undefined;
+    const next = (): Promise<T> => (started ??= inner());
+    let wrapped: Promise<T>;
+    try {
+      wrapped = wrapper(info, next);
+    } catch (error) {
+      this.logger?.error({ err: error, scope: name }, 'a scope subscriber failed');
+      return next();
+    }
+    if (started === undefined) {
+      this.logger?.error({ scope: name }, 'a scope subscriber did not start the work: started without it');
+      return next();
+    }
+    return wrapped;
+  }
+}
+
+/** For parts built without observability (unit tests, tools): announces to nobody. */
+export const NO_EVENTS = new GatewayEvents();
