@@ -203,5 +203,16 @@ export class GatewayEvents {
   }
 }
 
-/** For parts built without observability (unit tests, tools): announces to nobody. */
-export const NO_EVENTS = new GatewayEvents();
+/** Announces to nobody, and takes no subscribers (it is shared: one would hear every part built with it). */
+class SilentEvents extends GatewayEvents {
+  override on(): () => void {
+    throw new Error('NO_EVENTS takes no listeners: give the part its own GatewayEvents');
+  }
+
+  override around(): () => void {
+    throw new Error('NO_EVENTS takes no scope wrappers: give the part its own GatewayEvents');
+  }
+}
+
+/** For parts built without observability (unit tests, tools). */
+export const NO_EVENTS: GatewayEvents = new SilentEvents();
