@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { HttpLoad } from './load.js';
 import { cpuMs, freePort, rssBytes, startProc, treeRss, waitHttp, type Proc } from './procs.js';
 import { gcAndMeasure } from './inspector.js';
+import { startOtlpSink, type OtlpSink } from './otlp-sink.js';
 import { reportScale, scaleScenario, type ScaleResult, type ScaleSettings } from './scale.js';
 import { everythingEntry, StdioDirect } from './stdio-direct.js';
 import { envInt, planFromArgs, planOptions, runPlan, type Driver, type LoadPlan, type PhaseStats } from './stats.js';
@@ -36,6 +37,10 @@ const MIN_THROUGHPUT_VS_DIRECT = 0.8;
 const MAX_P50_ADDED_MS = 0.5;
 const MIN_THROUGHPUT_VS_BEST_PEER = 1.5;
 const MAX_ERROR_RATE = 0.01;
+/** With --observability: sync throughput with metrics (scraped) and tracing (exported) on, against both off. */
+const MIN_THROUGHPUT_OBSERVED = 0.95;
+/** How often the observed target's /metrics is scraped during its run (Prometheus' default is 15 s). */
+const SCRAPE_EVERY_MS = 1_000;
 /** V8 heap (after forced full GCs) may grow this much over the throughput phase; more is retained per request. */
 const HEAP_RETAINED_MAX = 2 * 1024 * 1024;
 /** RSS (after forced GC) counts as flat if it ends within this much of where it was before the load. */
@@ -46,7 +51,8 @@ const RSS_SAMPLE_MS = 250;
 type Scenario = 'http' | 'stdio';
 type ScenarioName = Scenario | 'tasks' | 'scale';
 const ALL_SCENARIOS: readonly ScenarioName[] = ['http', 'stdio', 'tasks', 'scale'];
-type TargetName = 'direct' | 'taskgate' | 'supergateway' | 'mcp-proxy';
+/** `taskgate-observed` runs only with --observability: metrics scraped and traces exported, next to `taskgate` with both off. */
+type TargetName = 'direct' | 'taskgate' | 'taskgate-observed' | 'supergateway' | 'mcp-proxy';
 const ALL_TARGETS: readonly TargetName[] = ['direct', 'taskgate', 'supergateway', 'mcp-proxy'];
 
 interface RssSamples {
@@ -102,6 +108,8 @@ interface Settings extends LoadPlan {
   targets: TargetName[];
   smoke: boolean;
   useTsx: boolean;
+  /** http scenario: also measure the gateway with metrics and tracing on (and the plain one with both off). */
+  observability: boolean;
   /** tasks scenario */
   stores: StoreKind[];
   redisUrl: string;
@@ -127,6 +135,7 @@ function parseSettings(): Settings {
       scenarios: { type: 'string' },
       targets: { type: 'string' },
       tsx: { type: 'boolean', default: false },
+      observability: { type: 'boolean', default: false },
       stores: { type: 'string' },
       'redis-url': { type: 'string' },
       'completion-tasks': { type: 'string' },
@@ -156,6 +165,7 @@ function parseSettings(): Settings {
     scenarios: list(values.scenarios, ALL_SCENARIOS, 'scenarios') ?? (smoke ? ['http', 'tasks', 'scale'] : [...ALL_SCENARIOS]),
     targets: list(values.targets, ALL_TARGETS, 'targets') ?? (smoke ? ['direct', 'taskgate'] : [...ALL_TARGETS]),
     useTsx: values.tsx === true,
+    observability: values.observability === true,
     stores: list(values.stores, ALL_STORES, 'stores') ?? (smoke ? ['redis'] : [...ALL_STORES]),
     redisUrl: values['redis-url'] ?? process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
     completionTasks: values['completion-tasks'] !== undefined ? Number(values['completion-tasks']) : smoke ? 10 : 200,
@@ -198,7 +208,8 @@ function gatewayCommand(useTsx: boolean): GatewayCommand | string {
 
 const q = (s: string): string => JSON.stringify(s); // a JSON string is a valid YAML flow scalar
 
-function gatewayYaml(port: number, scenario: Scenario, upstreamUrl: string | undefined): string {
+/** `metrics` undefined: the default config (metrics on, never scraped). */
+function gatewayYaml(port: number, scenario: Scenario, upstreamUrl: string | undefined, metrics?: boolean): string {
   const upstream =
     scenario === 'http'
       ? `{ transport: streamable-http, url: ${q(upstreamUrl ?? '')} }`
@@ -207,6 +218,7 @@ function gatewayYaml(port: number, scenario: Scenario, upstreamUrl: string | und
     `listen: { host: 127.0.0.1, port: ${port}, path: /mcp }`,
     'store: { type: memory }',
     'log: { level: warn }',
+    ...(metrics === undefined ? [] : [`metrics: { enabled: ${metrics} }`]),
     'upstreams:',
     `  everything: ${upstream}`,
     '',
@@ -222,7 +234,8 @@ interface Started {
   /** Process whose RSS is sampled, if any. */
   rssPid?: () => number | undefined;
   rssOf: string;
-  procs: Proc[];
+  /** Stopped, in order, when the target is done: its processes, and anything else that runs beside it. */
+  procs: Pick<Proc, 'stop'>[];
   tool?: () => string | undefined;
   /** The measured process's inspector port (it runs with --inspect on loopback) to force GCs before sampling. */
   inspectPort?: number;
@@ -334,21 +347,34 @@ function httpDriver(url: string, clients: number): { load: HttpLoad; driver: Dri
   return { load, driver: load };
 }
 
+/**
+ * How the gateway is observed: `undefined` as configured by default; `off` with metrics and tracing off; `on` with
+ * metrics scraped every SCRAPE_EVERY_MS and traces exported to a loopback OTLP sink.
+ */
+type Observation = undefined | 'off' | 'on';
+
 async function startGateway(
   s: Settings,
   scenario: Scenario,
   gw: GatewayCommand,
   upstreamUrl: string | undefined,
   dir: string,
+  observation?: Observation,
 ): Promise<Started> {
   const port = await freePort();
   const inspectPort = await freePort();
   const cfg = join(dir, `taskgate-${scenario}.yaml`);
-  writeFileSync(cfg, gatewayYaml(port, scenario, upstreamUrl));
+  writeFileSync(cfg, gatewayYaml(port, scenario, upstreamUrl, observation === undefined ? undefined : observation === 'on'));
   const args = [inspectFlag(inspectPort), ...gw.args, 'serve', '--config', cfg];
+  const sink = observation === 'on' ? await startOtlpSink() : undefined;
+  const tracingEnv: Record<string, string> =
+    sink === undefined
+      ? { OTEL_SDK_DISABLED: 'true' }
+      : { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: 'taskgate-bench', OTEL_SDK_DISABLED: 'false' };
   const proc = startProc('taskgate', gw.command, args, {
     cwd: ROOT,
     dropEnvPrefix: 'TASKGATE_',
+    env: tracingEnv,
   });
   try {
     await waitHttp(proc, `http://127.0.0.1:${port}/healthz`, 30_000, 200);
@@ -357,14 +383,37 @@ async function startGateway(
     throw err;
   }
   const { load, driver } = httpDriver(`http://127.0.0.1:${port}/mcp`, s.clients);
+  const procs: Pick<Proc, 'stop'>[] = [proc];
+  const notes = [gw.how];
+  if (sink !== undefined) {
+    procs.push(observer(`http://127.0.0.1:${port}/metrics`, sink, notes));
+    notes.push(`metrics scraped every ${SCRAPE_EVERY_MS} ms, traces exported to a loopback OTLP sink`);
+  }
+  return { driver, rssPid: () => proc.pid, rssOf: 'taskgate process', procs, tool: () => load.toolName, inspectPort, notes };
+}
+
+/**
+ * Scrapes /metrics like Prometheus while the target runs; stopped with the target's processes, when it notes what
+ * was scraped and how many spans arrived (a run where tracing exported nothing measured nothing).
+ */
+function observer(metricsUrl: string, sink: OtlpSink, notes: string[]): Pick<Proc, 'stop'> {
+  let scrapes = 0;
+  let failures = 0;
+  const timer = setInterval(() => {
+    fetch(metricsUrl)
+      .then(async (response) => {
+        await response.text();
+        if (response.ok) scrapes++;
+        else failures++;
+      })
+      .catch(() => failures++);
+  }, SCRAPE_EVERY_MS);
   return {
-    driver,
-    rssPid: () => proc.pid,
-    rssOf: 'taskgate process',
-    procs: [proc],
-    tool: () => load.toolName,
-    inspectPort,
-    notes: [gw.how],
+    async stop() {
+      clearInterval(timer); // stopped after the gateway, whose shutdown flushed its last spans to the sink
+      notes.push(`${scrapes} scrapes (${failures} failed), ${sink.spans()} spans received`);
+      await sink.close();
+    },
   };
 }
 
@@ -409,14 +458,25 @@ async function httpScenario(s: Settings, gw: GatewayCommand | string, dir: strin
     );
   }
   if (s.targets.includes('taskgate')) {
+    const label = s.observability ? 'taskgate (unobserved)' : 'taskgate';
     results.push(
-      await measure('http', 'taskgate', 'taskgate', s, (run) =>
+      await measure('http', 'taskgate', label, s, (run) =>
         withHttpUpstream(async (url) => {
           if (typeof gw === 'string') throw new Error(gw);
-          return run(await startGateway(s, 'http', gw, url, dir));
+          return run(await startGateway(s, 'http', gw, url, dir, s.observability ? 'off' : undefined));
         }),
       ),
     );
+    if (s.observability) {
+      results.push(
+        await measure('http', 'taskgate-observed', 'taskgate (metrics+tracing)', s, (run) =>
+          withHttpUpstream(async (url) => {
+            if (typeof gw === 'string') throw new Error(gw);
+            return run(await startGateway(s, 'http', gw, url, dir, 'on'));
+          }),
+        ),
+      );
+    }
   }
   return results;
 }
@@ -634,6 +694,19 @@ function report(scenario: Scenario, results: TargetResult[], s: Settings): { che
 
   const gw = usable.find((x) => x.target === 'taskgate');
   if (!gw) return { checks, summaries };
+  const observed = usable.find((x) => x.target === 'taskgate-observed');
+  if (observed) {
+    const ratio = observed.callsPerSec / gw.callsPerSec;
+    const notes = results.filter((r) => r.target === 'taskgate-observed').flatMap((r) => r.notes.filter((n) => n.includes('scrapes')));
+    checks.push({
+      scenario,
+      what: `throughput with metrics and tracing ≥ ${MIN_THROUGHPUT_OBSERVED}× without`,
+      pass: ratio >= MIN_THROUGHPUT_OBSERVED,
+      detail:
+        `${ratio.toFixed(3)}× (${observed.callsPerSec.toFixed(0)} vs ${gw.callsPerSec.toFixed(0)} calls/s; ` +
+        `CPU ${observed.cpuUsPerCall.toFixed(0)} vs ${gw.cpuUsPerCall.toFixed(0)} µs/call; ${notes.join('; ')})`,
+    });
+  }
   if (direct && !stdio) {
     const ratio = gw.callsPerSec / direct.callsPerSec;
     const added = gw.p50Ms - direct.p50Ms;
