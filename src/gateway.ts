@@ -19,6 +19,7 @@ import { GatewayEvents } from './events.js';
 import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { subscribeAuditLog } from './observability/audit.js';
+import { GatewayMetrics } from './observability/metrics.js';
 import { createStore } from './store/store.js';
 import { CursorCodec } from './store/task-store.js';
 import { LegacyTasks } from './protocol/rev2025-11-25/tasks.js';
@@ -49,7 +50,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   // Built in dependency order and passed in. Where two parts need each other (sessions and the relay between
   // replicas; the relay and the router that cancels calls; sessions and what releases their upstream
   // connections), one reaches the other through a closure, called only once both exist.
-  // One seam for the whole gateway: the core announces, the audit log listens (DESIGN.md §10).
+  // One seam for the whole gateway: the core announces, the audit log and metrics listen (DESIGN.md §10).
   const events = new GatewayEvents(logger);
   const stopAudit = subscribeAuditLog(events, logger);
   const store = createStore(config.store, events);
@@ -59,6 +60,10 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const listeners = new ListenHub(store, logger);
   const upstreams: Upstream[] = [];
   const catalog = new Catalog(upstreams);
+  const ownTools = new Set(taskToolDefinitions(config.tasks.taskTools).map((tool) => String(tool.name)));
+  const metrics = config.metrics.enabled
+    ? new GatewayMetrics({ events, principalLabels: config.metrics.principalLabels, knownTool: (name) => ownTools.has(name) || catalog.tool(name) !== undefined })
+    : undefined;
   // Signed with the store's shared secret, so any replica recognises what another handed out (and none can forge it).
   let secret: Promise<Buffer> | undefined;
   const signingSecret = (): Promise<Buffer> => (secret ??= store.signingSecret().catch((error: unknown) => {
@@ -109,6 +114,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
 
   const collisions = catalog.collisions();
   if (collisions.length > 0) {
+    metrics?.close();
     stopAudit();
     sessions.endAll();
     listeners.close();
@@ -149,6 +155,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     rateLimiter,
     inflight,
     streamBudget,
+    ...(metrics === undefined ? {} : { metrics }),
     isShuttingDown: () => shuttingDown,
     readiness: async () => {
       const storeStatus: JsonObject = { type: store.kind, ok: true };
@@ -202,6 +209,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       await app.close();
       await Promise.all(upstreams.map((u) => u.close()));
       await store.close();
+      metrics?.close();
       stopAudit();
     },
   };
