@@ -27,12 +27,18 @@ export interface TaskFacts {
 
 /** Facts, emitted once each where they happen. Payloads are plain data; listeners must not keep or change them. */
 export interface GatewayEventMap {
-  /** Durably stored; `queued` when it waits for a concurrency slot. */
+  /**
+   * Durably stored. `queued`: it goes through a line for concurrency slots (`concurrency`, `taskConcurrency`)
+   * before it starts; whether it actually waits there shows as a `task.status` with `queued: true`.
+   */
   'task.created': TaskFacts & { era: EventEra; queued: boolean };
   /** The upstream got the call (after `waitedMs` in line for a slot). `attempt` > 1 is a re-run after a lost replica. */
   'task.started': TaskFacts & { attempt: number; waitedMs: number };
-  /** A status or status-message change that is not the end. */
-  'task.status': TaskFacts & { status: 'working' | 'input_required'; message?: string };
+  /**
+   * A status or status-message change that is not the end. `queued`: true when the task starts waiting in line for
+   * a concurrency slot, false when it leaves the line (absent otherwise).
+   */
+  'task.status': TaskFacts & { status: 'working' | 'input_required'; message?: string; queued?: boolean };
   /** The upstream asked the client something (elicitation, sampling, roots) on the task's behalf. */
   'task.input.asked': TaskFacts & { method: string };
   'task.input.answered': TaskFacts & { method: string };
@@ -40,7 +46,14 @@ export interface GatewayEventMap {
    * Terminal, recorded once. `reason` says why the gateway ended it when the upstream did not:
    * `maxRunMs`, `lost` (its replica stopped), `drained` (shutdown), `cancelled` (by the client).
    */
-  'task.ended': TaskFacts & { status: 'completed' | 'failed' | 'cancelled'; reason?: string; durationMs: number };
+  'task.ended': TaskFacts & {
+    status: 'completed' | 'failed' | 'cancelled';
+    reason?: string;
+    durationMs: number;
+    era?: EventEra;
+    /** The outcome was kept through a store outage and written once the store was back. */
+    kept?: boolean;
+  };
   /** A client read the task's result (tasks/result, the task_result tool). */
   'task.retrieved': TaskFacts & { via: 'tasks/result' | 'task tool' };
   /** A replica took over the tasks of one that stopped: re-queued, re-run, or failed as lost. */
@@ -55,20 +68,48 @@ export interface GatewayEventMap {
 
   /** A store operation took longer than expected (`durationMs`); `operation` is a fixed name, never a key. */
   'store.slow': { operation: string; durationMs: number };
+  /**
+   * Every store operation that went to the store server (Redis scripts), for latency histograms. Emitted only while
+   * someone listens (the payload is not even built otherwise).
+   */
+  'store.operation': { operation: string; durationMs: number };
   'store.unavailable': { error: string };
   /** The store answers again after `outageMs`. */
   'store.back': { outageMs: number };
 
-  'session.opened': { sessionId: string; principal: string; protocolVersion: string };
+  /**
+   * This replica holds a session (2025-11-25) from now on: one it created (`initialize`), or, `resumed`, one created
+   * elsewhere (another replica, or before a restart) whose requests now reach it too.
+   */
+  'session.opened': { sessionId: string; principal: string; protocolVersion: string; resumed?: boolean };
+  /**
+   * This replica no longer holds the session: the client deleted it (here or through another replica), it was idle
+   * here, the replica shuts down, or the store no longer has it (`evicted`: expired, or ended elsewhere).
+   */
   'session.closed': { sessionId: string; principal: string; reason: 'deleted' | 'idle' | 'shutdown' | 'evicted' };
   /** An SSE stream to a client opened or closed (either revision); `kind` says which endpoint. */
   'stream.opened': { kind: 'get' | 'post' | 'listen' };
   'stream.closed': { kind: 'get' | 'post' | 'listen' };
 
   /** A credential or access rule refused something; `kind` is what was refused (tools, prompts, resources, credentials). */
-  'access.denied': { principal?: string; kind: string; name?: string; reason?: string };
+  'access.denied': {
+    principal?: string;
+    kind: string;
+    name?: string;
+    reason?: string;
+    /** A stored task hidden because the rules deny its tool. */
+    taskId?: string;
+    /** The HTTP status the refusal got, where one was sent. */
+    status?: number;
+  };
   /** `limit` names the bound (requestsPerSecond, maxTasksPerPrincipal, maxInflightBytes, …). */
-  'rate.limited': { principal?: string; limit: string; retryAfterMs?: number };
+  'rate.limited': {
+    principal?: string;
+    limit: string;
+    retryAfterMs?: number;
+    /** The first refusal of a counted window (auth.rateLimits): the one the audit log records. */
+    firstInWindow?: boolean;
+  };
 
   /** A new configuration is in force (`changes` lists what differs, in words). */
   'config.reloaded': { source: string; changes: string[] };

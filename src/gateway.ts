@@ -15,8 +15,11 @@ import { UpstreamMessages } from './gateway/upstream-messages.js';
 import { Authenticator } from './http/credentials.js';
 import { isLoopbackHostname } from './http/guards.js';
 import { createFrontEnd } from './http/server.js';
+import { GatewayEvents } from './events.js';
 import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
+import { subscribeAuditLog } from './observability/audit.js';
+import { GatewayMetrics } from './observability/metrics.js';
 import { createStore } from './store/store.js';
 import { CursorCodec } from './store/task-store.js';
 import { LegacyTasks } from './protocol/rev2025-11-25/tasks.js';
@@ -47,13 +50,20 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   // Built in dependency order and passed in. Where two parts need each other (sessions and the relay between
   // replicas; the relay and the router that cancels calls; sessions and what releases their upstream
   // connections), one reaches the other through a closure, called only once both exist.
-  const store = createStore(config.store);
-  const rateLimiter = config.auth === undefined ? undefined : new RateLimiter(config.auth.rateLimits, store, logger);
+  // One seam for the whole gateway: the core announces, the audit log and metrics listen (DESIGN.md §10).
+  const events = new GatewayEvents(logger);
+  const stopAudit = subscribeAuditLog(events, logger);
+  const store = createStore(config.store, events);
+  const rateLimiter = config.auth === undefined ? undefined : new RateLimiter(config.auth.rateLimits, store, events);
   const inflight = new InflightBytes({ total: config.listen.maxInflightBytes, perPrincipal: config.listen.maxInflightBytesPerPrincipal });
   const replicas = new ReplicaLink(store, logger);
   const listeners = new ListenHub(store, logger);
   const upstreams: Upstream[] = [];
   const catalog = new Catalog(upstreams);
+  const ownTools = new Set(taskToolDefinitions(config.tasks.taskTools).map((tool) => String(tool.name)));
+  const metrics = config.metrics.enabled
+    ? new GatewayMetrics({ events, principalLabels: config.metrics.principalLabels, knownTool: (name) => ownTools.has(name) || catalog.tool(name) !== undefined })
+    : undefined;
   // Signed with the store's shared secret, so any replica recognises what another handed out (and none can forge it).
   let secret: Promise<Buffer> | undefined;
   const signingSecret = (): Promise<Buffer> => (secret ??= store.signingSecret().catch((error: unknown) => {
@@ -70,14 +80,14 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const relay = new SessionRelay(
     store,
     replicas,
-    { peek: (sessionId) => sessions.peek(sessionId), endHere: (sessionId) => sessions.endHere(sessionId) },
+    { peek: (sessionId) => sessions.peek(sessionId), endHere: (sessionId, reason) => sessions.endHere(sessionId, reason) },
     config.sessions.idleTimeoutMs,
     logger,
     (session, params) => router.cancelInflight(session, params),
   );
   // One budget for every SSE stream of the replica, of either revision: what clients that do not read may cost.
   const streamBudget = new StreamBudget(config.sse.maxBufferedBytesPerStream, config.sse.maxBufferedBytes, logger);
-  const sessions: SessionRegistry = new SessionRegistry(config.sessions, config.sse, store, relay, (session) => void upstreamMessages.release(session), streamBudget);
+  const sessions: SessionRegistry = new SessionRegistry(config.sessions, config.sse, store, relay, (session) => void upstreamMessages.release(session), streamBudget, events);
   const tasks: TaskEngine = new TaskEngine(store, config.tasks, logger, config.replicas, replicas, {
     upstream: (name) => upstreams.find((u) => u.name === name),
     // A lost task runs again for whoever created it: a legacy session this replica can reach (if it still
@@ -93,17 +103,19 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     lost: (task) => {
       if (task.era === 'legacy') void legacyTasks.tellSession(task, (sessionId) => sessions.get(sessionId));
     },
-  }, { authenticated: config.auth !== undefined, rateLimiter });
-  const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse);
+  }, { authenticated: config.auth !== undefined, rateLimiter }, events);
+  const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse, events);
   const modernTasks = new ModernTasks(tasks);
-  const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger);
-  const router = new Router(catalog, legacyTasks, logger, lists, sessions, VERSION, config.auth?.access, taskTools);
+  const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger, events);
+  const router = new Router(catalog, legacyTasks, logger, lists, sessions, VERSION, config.auth?.access, taskTools, events);
   const upstreamMessages = new UpstreamMessages(catalog, sessions, listeners, logger);
-  for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, upstreamMessages, VERSION));
+  for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, upstreamMessages, VERSION, events));
   await Promise.all(upstreams.map((u) => u.start()));
 
   const collisions = catalog.collisions();
   if (collisions.length > 0) {
+    metrics?.close();
+    stopAudit();
     sessions.endAll();
     listeners.close();
     await Promise.all(upstreams.map((u) => u.close()));
@@ -125,6 +137,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     replicas,
     access: config.auth?.access,
     taskTools,
+    events,
   });
   // A store outage must not stop the start (readiness reports it): the subscriptions complete when it is back.
   const subscribed = replicas.start().catch((error: Error) => logger.warn({ err: error }, 'replica messaging is not available'));
@@ -142,6 +155,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     rateLimiter,
     inflight,
     streamBudget,
+    ...(metrics === undefined ? {} : { metrics }),
     isShuttingDown: () => shuttingDown,
     readiness: async () => {
       const storeStatus: JsonObject = { type: store.kind, ok: true };
@@ -195,6 +209,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       await app.close();
       await Promise.all(upstreams.map((u) => u.close()));
       await store.close();
+      metrics?.close();
+      stopAudit();
     },
   };
 }

@@ -346,7 +346,11 @@ export const MrtrSchema = z.strictObject({ parkTimeoutMs: int(1).default(DEFAULT
 export const ListsSchema = z.strictObject({ pageSize: int(1).default(DEFAULTS.listPageSize) });
 export const LogSchema = z.strictObject({ level: z.enum(LOG_LEVELS).default(DEFAULTS.logLevel) });
 const endpointPath = z.string().regex(/^\/[A-Za-z0-9._~/-]*$/, { error: 'expected an absolute URL path such as /metrics' });
-export const MetricsSchema = z.strictObject({ enabled: z.boolean().default(true), path: endpointPath.default(DEFAULTS.metricsPath) });
+export const MetricsSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  path: endpointPath.default(DEFAULTS.metricsPath),
+  principalLabels: z.boolean().default(false),
+});
 export const DashboardSchema = z.strictObject({ enabled: z.boolean().default(true), path: endpointPath.default(DEFAULTS.dashboardPath) });
 
 const glob = z.string().min(1);

@@ -329,6 +329,8 @@ export interface AdminAccess {
 export interface MetricsConfig {
   enabled: boolean;
   path: string;
+  /** Adds a `principal` label to the task and denial counters (one series per principal: off by default). */
+  principalLabels: boolean;
 }
 
 /** The task dashboard: a page at `path`, its JSON API under `path`/api. */

@@ -43,7 +43,7 @@ export class SessionRelay implements RegistryPeers {
       return undefined;
     });
     link.on('session.end', async (body) => {
-      this.sessions.endHere(body.sessionId);
+      this.sessions.endHere(body.sessionId, 'deleted'); // the client deleted it through another replica
       return undefined;
     });
     link.on('session.standalone', async (body) => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SessionsConfig, SseConfig } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
+import { NO_EVENTS, type GatewayEvents, type GatewayEventMap } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { logLevelRank, type LogLevel } from '../protocol/mcp.js';
 import type { LegacySession, LegacySessions } from '../protocol/rev2025-11-25/session.js';
@@ -46,6 +47,8 @@ export class SessionRegistry implements LegacySessions {
     private readonly onEnd: (session: ClientSession) => void,
     /** What the replica's streams may hold for clients that do not read. */
     private readonly budget: StreamBudget,
+    /** Told when this replica starts and stops holding a session. */
+    private readonly events: GatewayEvents = NO_EVENTS,
   ) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(60_000, config.idleTimeoutMs / 4)));
     this.sweeper.unref();
@@ -61,7 +64,7 @@ export class SessionRegistry implements LegacySessions {
     await this.count(sessionId, principal);
     const fields = sessionFields({ protocolVersion, capabilities, clientInfo, logLevel: undefined, principal });
     const stored = await this.store.saveSession(sessionId, fields, this.config.idleTimeoutMs, { create: true }).catch(() => false);
-    const session = this.view(sessionId, fields);
+    const session = this.view(sessionId, fields, false);
     // A store outage must not stop plain proxying: the session works on this replica, and is stored (so the
     // other replicas serve it too) once the store is back.
     if (!stored) session.storeTouchedAt = UNSTORED;
@@ -108,17 +111,18 @@ export class SessionRegistry implements LegacySessions {
       throw storeUnavailable(error);
     });
     if (this.config.maxPerPrincipal > 0) void this.store.releaseSlot(sessionSlot(principal), sessionId).catch(() => undefined);
-    this.endHere(sessionId);
+    this.endHere(sessionId, 'deleted');
     this.peers.ended(sessionId);
   }
 
   /** Drops this replica's view: its streams close, its calls here stop, its upstream connections here go. */
-  endHere(sessionId: string): boolean {
+  endHere(sessionId: string, reason: GatewayEventMap['session.closed']['reason']): boolean {
     const session = this.sessions.get(sessionId);
     if (session === undefined) return false;
     this.sessions.delete(sessionId);
     session.close();
     this.onEnd(session);
+    this.events.emit('session.closed', { sessionId, principal: session.principal ?? ANONYMOUS_PRINCIPAL, reason });
     return true;
   }
 
@@ -148,7 +152,7 @@ export class SessionRegistry implements LegacySessions {
   /** Drops every view (this replica shuts down); the sessions themselves live on for the other replicas. */
   endAll(): void {
     clearInterval(this.sweeper);
-    for (const id of [...this.sessions.keys()]) this.endHere(id);
+    for (const id of [...this.sessions.keys()]) this.endHere(id, 'shutdown');
   }
 
   /** Counts a new session against its principal's cap; a store that cannot count does not stop proxying. */
@@ -171,7 +175,7 @@ export class SessionRegistry implements LegacySessions {
     if (loading === undefined) {
       loading = this.store
         .getSession(sessionId)
-        .then((fields) => (fields === undefined ? undefined : (this.sessions.get(sessionId) ?? this.view(sessionId, fields))))
+        .then((fields) => (fields === undefined ? undefined : (this.sessions.get(sessionId) ?? this.view(sessionId, fields, true))))
         .catch((error: unknown) => {
           throw storeUnavailable(error);
         })
@@ -181,7 +185,7 @@ export class SessionRegistry implements LegacySessions {
     return loading;
   }
 
-  private view(sessionId: string, fields: Record<string, string>): ClientSession {
+  private view(sessionId: string, fields: Record<string, string>, resumed: boolean): ClientSession {
     const parse = (text: string | undefined): JsonObject | undefined => {
       try {
         return text === undefined ? undefined : (JSON.parse(text) as JsonObject);
@@ -192,6 +196,8 @@ export class SessionRegistry implements LegacySessions {
     const session = new ClientSession(sessionId, fields.protocolVersion ?? '', parse(fields.capabilities) ?? {}, parse(fields.clientInfo), fields.principal, this.sse, this.peers, this.budget);
     if (logLevelRank(fields.logLevel) >= 0) session.logLevel = fields.logLevel as LogLevel;
     this.sessions.set(sessionId, session);
+    const principal = session.principal ?? ANONYMOUS_PRINCIPAL;
+    this.events.emit('session.opened', { sessionId, principal, protocolVersion: session.protocolVersion, ...(resumed ? { resumed } : {}) });
     return session;
   }
 
@@ -213,7 +219,7 @@ export class SessionRegistry implements LegacySessions {
     const fields: Record<string, string> = unstored ? sessionFields(session) : {};
     this.store.saveSession(session.sessionId, fields, this.config.idleTimeoutMs, { create: unstored }).then(
       (alive) => {
-        if (!alive) this.endHere(session.sessionId);
+        if (!alive) this.endHere(session.sessionId, 'evicted');
       },
       () => {
         if (unstored) session.storeTouchedAt = UNSTORED; // still away: the next request or sweep tries again
@@ -228,7 +234,7 @@ export class SessionRegistry implements LegacySessions {
       // A session with calls or tasks still running here is not idle, whatever its last request: it stays in the
       // store too. An idle view goes; the session itself lives on while other replicas keep it in use.
       if (busy || session.storeTouchedAt === UNSTORED) this.keepAlive(session);
-      else if (session.lastSeen < cutoff) this.endHere(session.sessionId);
+      else if (session.lastSeen < cutoff) this.endHere(session.sessionId, 'idle');
     }
   }
 }

@@ -1,10 +1,10 @@
 // The access rules as both revisions' routers apply them to one caller: what lists show, whether a call may go
 // upstream, and which stored tasks it may read. A denied call is answered as if the tool, prompt or resource did
-// not exist (the caller learns nothing of it), and the denial is audited.
+// not exist (the caller learns nothing of it), and the denial is announced (access.denied: audited, counted).
 import { mayUse, type AccessKind } from '../config/access.js';
 import type { AccessRule } from '../config/types.js';
+import type { GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
 import type { Caller, TaskReader } from '../tasks/principals.js';
 import type { ListKind } from './mcp.js';
 
@@ -12,7 +12,7 @@ export class CallerAccess {
   constructor(
     private readonly rules: readonly AccessRule[] | undefined,
     private readonly caller: Caller | undefined,
-    private readonly logger: Logger,
+    private readonly events: GatewayEvents,
   ) {}
 
   /** Whether a listed item is the caller's to see. */
@@ -29,10 +29,10 @@ export class CallerAccess {
     return { principal, mayUse: (tool) => mayUse(this.rules, this.caller, 'tools', tool) };
   }
 
-  /** Whether the caller may use `name`; a denial is logged for the audit trail. */
+  /** Whether the caller may use `name`; a denial is announced for the audit trail. */
   allows(kind: AccessKind, name: string): boolean {
     if (mayUse(this.rules, this.caller, kind, name)) return true;
-    this.logger.info({ audit: 'access.denied', principal: this.caller?.principal, kind, name }, 'access denied by auth.access');
+    this.events.emit('access.denied', { principal: this.caller?.principal, kind, name });
     return false;
   }
 }

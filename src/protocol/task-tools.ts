@@ -5,11 +5,13 @@
 // input request reaches a client that is waiting on task_result) the revision's router supplies.
 import type { TaskPolicy, TaskToolsConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
+import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { isTerminal, type TaskRecord } from '../store/task-store.js';
 import type { TaskEngine } from '../tasks/engine.js';
 import type { TaskReader } from '../tasks/principals.js';
+import { taskFacts } from '../tasks/task-facts.js';
 import { RELATED_TASK_META } from './mcp.js';
 
 type Kind = keyof TaskToolsConfig['names'];
@@ -60,6 +62,8 @@ export class TaskTools {
     private readonly engine: TaskEngine,
     private readonly config: TaskToolsConfig,
     private readonly logger: Logger,
+    /** Where retrievals of results are announced (audited). */
+    private readonly events: GatewayEvents = NO_EVENTS,
   ) {
     const { names } = config;
     this.kinds = new Map<string, Kind>(config.enabled ? [[names.result, 'result'], [names.status, 'status'], [names.cancel, 'cancel'], [names.list, 'list']] : []);
@@ -134,7 +138,7 @@ export class TaskTools {
       if (!isTerminal(task.status)) return { result: stillRunning(task, this.config.names) };
     }
     const done = await this.find(task.taskId, request, true);
-    this.logger.info({ audit: 'task.retrieved', task: done.taskId, principal: done.principal, via: 'task tool' }, 'task result retrieved');
+    this.events.emit('task.retrieved', { ...taskFacts(done), via: 'task tool' });
     return { result: resultOf(done) };
   }
 

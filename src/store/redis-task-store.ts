@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
+import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { redisKeys, slotKeyList, type RedisKeys } from './redis-keys.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
+import { timedScripts } from './store-events.js';
 import {
   batches,
   CursorCodec,
@@ -49,12 +51,13 @@ export class RedisTaskStore implements TaskStore {
   constructor(
     readonly redis: Redis,
     prefix: string,
-    private readonly options: { resultGraceMs?: number } = {},
+    /** `events`: where the scripts' durations (and slow ones) are announced. */
+    private readonly options: { resultGraceMs?: number; events?: GatewayEvents } = {},
   ) {
     this.keys = redisKeys(prefix);
     this.events.setMaxListeners(0);
     this.topics.setMaxListeners(0);
-    this.run = defineScripts(redis);
+    this.run = timedScripts(defineScripts(redis), options.events ?? NO_EVENTS);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.ensureSubscribed();

@@ -8,6 +8,7 @@
 import type { ReplicasConfig, TaskPolicy, TasksConfig } from '../config/types.js';
 import { resolvePolicy, taskTiming } from '../config/policy.js';
 import { GatewayError, RequestCancelled, storeUnavailable, toJsonRpcError } from '../errors.js';
+import { NO_EVENTS, type GatewayEvents, type GatewayScopeMap } from '../events.js';
 import type { JsonObject, JsonRpcNotification, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import {
@@ -30,6 +31,7 @@ import type { Peers } from './peers.js';
 import { NATIVE_TASKS_PRINCIPAL, type TaskReader } from './principals.js';
 import type { RateLimiter } from './rate-limits.js';
 import { TaskSlots, type SlotTicket } from './slots.js';
+import { taskAgeMs, taskFacts } from './task-facts.js';
 
 const LIST_PAGE_SIZE = 50;
 /** How often a kept terminal change is retried while the store is away. */
@@ -97,9 +99,21 @@ export interface RecoveryDeps extends LossHandling {
   resume(task: TaskRecord & { call: StoredCall }): Promise<{ caller: TaskCaller; identity: SessionIdentity; bytes?: { charge: InflightCharge; release: () => void } }>;
 }
 
+/** How a run ended here, for its `task.run` scope. */
+type RunOutcome = NonNullable<GatewayScopeMap['task.run']['outcome']>;
+
+/** A terminal change the store could not take yet, with what its `task.ended` event says once it is written. */
+interface PendingEnd {
+  task: TaskRecord;
+  change: TaskChange;
+  reason: string | undefined;
+}
+
 /** A task whose upstream call runs in this process. */
 interface LocalRun {
   task: TaskRecord;
+  /** The run's `task.run` scope: its outcome is filled in when the run ends here. */
+  scope: GatewayScopeMap['task.run'];
   caller: TaskCaller;
   call: UpstreamCall | undefined;
   deadline: NodeJS.Timeout | undefined;
@@ -129,7 +143,7 @@ export class TaskEngine {
   private readonly runs = new Map<string, LocalRun>();
   private readonly slots: TaskSlots;
   /** Terminal changes the store could not take yet, by task: written when it is back. */
-  private readonly pendingEnds = new Map<string, TaskChange>();
+  private readonly pendingEnds = new Map<string, PendingEnd>();
   private flushTimer: NodeJS.Timeout | undefined;
   /** Set while draining: called when the last run ends. */
   private drained: (() => void) | undefined;
@@ -154,9 +168,11 @@ export class TaskEngine {
      * principal (`auth.rateLimits`). Without: every client counts as one anonymous principal.
      */
     private readonly callers: { authenticated: boolean; rateLimiter?: RateLimiter },
+    /** Where the task's life is announced (src/events.ts): created, started, status, input, ended, the run's scope. */
+    private readonly events: GatewayEvents = NO_EVENTS,
   ) {
     const leaseMs = replica.leaseMs;
-    this.slots = new TaskSlots(store, logger, leaseMs, () => this.replicaId, callers.authenticated);
+    this.slots = new TaskSlots({ store, logger, leaseMs, replicaId: () => this.replicaId, authenticated: callers.authenticated, events });
     peers.on('task.update', async (body, peer) => {
       const run = this.runs.get(body.taskId);
       if (run === undefined || run.ended) return undefined;
@@ -171,7 +187,7 @@ export class TaskEngine {
       this.redeliver(run);
       return { ok: true };
     });
-    this.leases = new TaskLeases(store, logger, leaseMs, peers, this.leasedRuns(), recovery);
+    this.leases = new TaskLeases(store, logger, leaseMs, peers, this.leasedRuns(), recovery, events);
   }
 
   policyFor(exposedName: string): TaskPolicy {
@@ -187,7 +203,7 @@ export class TaskEngine {
   async open(principal: string, era: 'legacy' | 'modern', exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined): Promise<TaskRecord> {
     const policy = this.policyFor(exposedName);
     const taskId = newTaskId();
-    this.holdRoom(taskId);
+    this.holdRoom(taskId, principal);
     try {
       await this.callers.rateLimiter?.taskCreation(principal);
       await this.slots.claimPrincipal(principal, taskId, policy);
@@ -203,7 +219,8 @@ export class TaskEngine {
       await this.leases.lease([task.taskId]).catch((error: unknown) => {
         this.logger.warn({ task: task.taskId, err: error }, 'could not lease the new task');
       });
-      this.logger.info({ audit: 'task.created', task: task.taskId, principal, tool: exposedName, upstream: upstream.name, era }, 'task created');
+      const queued = policy.concurrency > 0 || upstream.config.taskConcurrency > 0;
+      this.events.emit('task.created', { ...taskFacts(task), era, queued });
       return task;
     } catch (error) {
       this.opening.delete(taskId);
@@ -216,12 +233,13 @@ export class TaskEngine {
    * are running (or being opened) here: a temporary refusal, which another replica (or a moment later) may take.
    * Tasks taken over from a lost replica are not refused: they are not new, and what a replica can lose is bounded.
    */
-  private holdRoom(taskId: string): void {
+  private holdRoom(taskId: string, principal: string): void {
     const max = this.replica.maxRunningTasks;
     const running = this.runs.size + this.opening.size;
     if (max > 0 && running >= max) {
       const now = Date.now();
       this.refusedFull.count++;
+      this.events.emit('rate.limited', { principal, limit: 'maxRunningTasks', retryAfterMs: REPLICA_FULL_RETRY_MS });
       if (now - this.refusedFull.warnedAt >= FULL_WARNING_INTERVAL_MS) {
         this.logger.warn({ running, maxRunningTasks: max, refused: this.refusedFull.count }, 'new tasks refused: this replica runs replicas.maxRunningTasks tasks');
         this.refusedFull = { count: 0, warnedAt: now };
@@ -265,7 +283,8 @@ export class TaskEngine {
       ask: handle.ask,
       status: handle.status,
     };
-    void this.execute(run, upstream, options.queue ?? true, () => (run.ended ? Promise.resolve(undefined) : start(context)));
+    const queue = options.queue ?? true;
+    void this.events.scope('task.run', run.scope, () => this.execute(run, upstream, queue, () => (run.ended ? Promise.resolve(undefined) : start(context))));
     return handle;
   }
 
@@ -287,6 +306,7 @@ export class TaskEngine {
   private newRun(task: TaskRecord, caller: TaskCaller, charge: InflightCharge | undefined): LocalRun {
     const run: LocalRun = {
       task,
+      scope: { ...taskFacts(task), attempt: task.attempt ?? 1 },
       caller,
       call: undefined,
       deadline: undefined,
@@ -308,7 +328,7 @@ export class TaskEngine {
     // A task cancelled through another replica (or any other way) stops its upstream call here.
     run.stopWatching = this.store.watch(task.taskId, (changed) => {
       if (!isTerminal(changed.status) || run.ended) return;
-      this.endRun(run, `the task was ${changed.status}`);
+      this.endRun(run, changed.status as RunOutcome, `the task was ${changed.status}`);
       void this.store.unlease(task.taskId).catch(() => undefined);
     });
     return run;
@@ -342,7 +362,7 @@ export class TaskEngine {
   private readable(task: TaskRecord, reader: TaskReader): boolean {
     if (reader.principal !== undefined && task.principal !== reader.principal) return false;
     if (reader.mayUse(task.tool)) return true;
-    this.logger.info({ audit: 'access.denied', principal: reader.principal, kind: 'tools', name: task.tool, task: task.taskId }, 'task hidden: auth.access denies its tool');
+    this.events.emit('access.denied', { principal: reader.principal, kind: 'tools', name: task.tool, taskId: task.taskId });
     return false;
   }
 
@@ -365,11 +385,12 @@ export class TaskEngine {
   async cancel(task: TaskRecord): Promise<{ ok: true; task: TaskRecord } | { ok: false; task: TaskRecord | undefined }> {
     const changed = await this.store.transition(task.taskId, { to: 'cancelled', message: 'The task was cancelled by request.' }).catch(unavailable);
     const run = this.runs.get(task.taskId);
-    if (run !== undefined) this.endRun(run, 'the task was cancelled');
+    if (run !== undefined) this.endRun(run, 'cancelled', 'the task was cancelled');
     void this.store.unlease(task.taskId).catch(() => undefined);
     if (!changed.ok) return { ok: false, task: changed.reason === 'not_found' ? undefined : changed.task };
-    this.logger.info({ audit: 'task.cancelled', task: task.taskId, principal: task.principal, era: task.era }, 'task cancelled');
-    return { ok: true, task: changed.task };
+    const ended = changed.task;
+    this.events.emit('task.ended', { ...taskFacts(ended), status: 'cancelled', reason: 'cancelled', durationMs: taskAgeMs(ended), era: ended.era });
+    return { ok: true, task: ended };
   }
 
   /**
@@ -483,8 +504,9 @@ export class TaskEngine {
     clearTimeout(this.flushTimer);
     await Promise.all(
       [...this.runs.values()].map(async (run) => {
-        this.endRun(run, 'the gateway shut down');
-        await this.store.transition(run.task.taskId, failedWith('The gateway shut down while the task was running')).catch(() => undefined);
+        this.endRun(run, 'failed', 'the gateway shut down');
+        const changed = await this.store.transition(run.task.taskId, failedWith('The gateway shut down while the task was running')).catch(() => undefined);
+        if (changed?.ok === true) this.events.emit('task.ended', { ...taskFacts(run.task), status: 'failed', reason: 'drained', durationMs: taskAgeMs(run.task) });
         await this.store.unlease(run.task.taskId).catch(() => undefined);
       }),
     );
@@ -494,18 +516,20 @@ export class TaskEngine {
 
   /** Runs the upstream call of a task (after its concurrency slots) and records how it ended. */
   private async execute(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>): Promise<void> {
-    const taskId = run.task.taskId;
     const policy = this.policyFor(run.task.tool);
     let outcome: Outcome;
     try {
       const limits = { name: upstream.name, taskConcurrency: upstream.config.taskConcurrency };
+      const inLine = performance.now();
       if (queue && !(await this.slots.take({ task: run.task, slots: run.slots, get ended() { return run.ended; }, signal: run.abort.signal }, limits, policy))) return; // cancelled while queued
+      const waitedMs = performance.now() - inLine;
       const call = await start();
       if (call === undefined || run.ended) {
         call?.cancel('the task ended before the call started');
         return;
       }
       run.call = call;
+      this.events.emit('task.started', { ...taskFacts(run.task), attempt: run.scope.attempt, waitedMs });
       if (policy.maxRunMs > 0) {
         run.deadline = setTimeout(() => void this.deadlinePassed(run, policy.maxRunMs), policy.maxRunMs);
       }
@@ -514,38 +538,40 @@ export class TaskEngine {
       outcome = { error: toJsonRpcError(error) };
     }
     if (run.ended) return;
-    this.endRun(run, undefined);
     const failed = 'error' in outcome || outcome.result.isError === true;
+    this.endRun(run, failed ? 'failed' : 'completed', undefined);
     const message = 'error' in outcome ? outcome.error.message : failed ? toolErrorText(outcome.result) : null;
-    const changed = await this.recordEnd(taskId, { to: failed ? 'failed' : 'completed', message, outcome });
-    if (changed) this.logger.info({ audit: failed ? 'task.failed' : 'task.completed', task: taskId, principal: run.task.principal }, `task ${failed ? 'failed' : 'completed'}`);
+    await this.recordEnd({ task: run.task, change: { to: failed ? 'failed' : 'completed', message, outcome }, reason: undefined });
   }
 
   /**
-   * Writes a task's terminal status (and drops its lease). When the store is away the change is kept and
-   * written once it is back, the lease renewed meanwhile: an upstream result is never lost to a store outage.
-   * Resolves whether this change ended the task (false when it was already terminal, or is still pending).
+   * Writes a task's terminal status (and drops its lease), and announces the end. When the store is away the
+   * change is kept and written once it is back (`kept`), the lease renewed meanwhile: an upstream result is never
+   * lost to a store outage.
    */
-  private async recordEnd(taskId: string, change: TaskChange): Promise<boolean> {
+  private async recordEnd(end: PendingEnd, kept = false): Promise<void> {
+    const { task, change, reason } = end;
+    const taskId = task.taskId;
     try {
       const changed = await this.store.transition(taskId, change);
       this.pendingEnds.delete(taskId);
       void this.store.unlease(taskId).catch(() => undefined);
-      return changed.ok;
+      if (!changed.ok) return; // already terminal: whatever ended it announced it
+      const ended = { ...taskFacts(task), status: change.to as RunOutcome, durationMs: taskAgeMs(task) };
+      this.events.emit('task.ended', { ...ended, ...(reason === undefined ? {} : { reason }), ...(kept ? { kept } : {}) });
     } catch (error) {
       if (!this.pendingEnds.has(taskId)) this.logger.warn({ task: taskId, err: error }, 'the task store is unavailable: the task outcome is kept and written when it is back');
-      this.pendingEnds.set(taskId, change);
+      this.pendingEnds.set(taskId, end);
       this.flushTimer ??= setTimeout(() => {
         this.flushTimer = undefined;
         void this.flushPendingEnds();
       }, PENDING_RETRY_MS);
-      return false;
     }
   }
 
   private async flushPendingEnds(): Promise<void> {
-    for (const [taskId, change] of [...this.pendingEnds]) {
-      if (await this.recordEnd(taskId, change)) this.logger.info({ audit: `task.${change.to}`, task: taskId }, 'kept task outcome written');
+    for (const [taskId, end] of [...this.pendingEnds]) {
+      await this.recordEnd(end, true);
       if (this.pendingEnds.has(taskId)) return; // still away; recordEnd scheduled the next try
     }
   }
@@ -553,16 +579,15 @@ export class TaskEngine {
   private async deadlinePassed(run: LocalRun, maxRunMs: number): Promise<void> {
     if (run.ended) return;
     const message = `The tool call exceeded its maximum run time of ${maxRunMs} ms (maxRunMs) and was cancelled`;
-    this.endRun(run, 'maxRunMs exceeded');
-    if (await this.recordEnd(run.task.taskId, failedWith(message))) {
-      this.logger.info({ audit: 'task.failed', task: run.task.taskId, principal: run.task.principal, reason: 'maxRunMs' }, 'task failed');
-    }
+    this.endRun(run, 'failed', 'maxRunMs exceeded');
+    await this.recordEnd({ task: run.task, change: failedWith(message), reason: 'maxRunMs' });
   }
 
-  /** Marks the run over; with a reason, also cancels its upstream call. */
-  private endRun(run: LocalRun, cancelReason: string | undefined): void {
+  /** Marks the run over (`outcome` is how, for its scope); with a reason, also cancels its upstream call. */
+  private endRun(run: LocalRun, outcome: RunOutcome, cancelReason: string | undefined): void {
     if (run.ended) return;
     run.ended = true;
+    run.scope.outcome = outcome;
     run.stopWatching();
     run.releaseBytes();
     run.caller.ended();
@@ -586,7 +611,7 @@ export class TaskEngine {
     run.lastMessageAt = now;
     const p = message.params ?? {};
     const text = typeof p.message === 'string' ? p.message : typeof p.total === 'number' ? `${String(p.progress)}/${p.total}` : `progress ${String(p.progress)}`;
-    void this.store.transition(run.task.taskId, { to: run.status, message: text }).catch(() => undefined);
+    this.recordStatus(run, text);
   }
 
   /**
@@ -596,7 +621,18 @@ export class TaskEngine {
   private upstreamStatus(run: LocalRun, message: string): void {
     if (run.ended || message === run.upstreamStatusMessage) return;
     run.upstreamStatusMessage = message;
-    void this.store.transition(run.task.taskId, { to: run.status, message }).catch(() => undefined);
+    this.recordStatus(run, message);
+  }
+
+  /** A new status message of a running task, in the store and announced (once the store took it). */
+  private recordStatus(run: LocalRun, message: string): void {
+    const status = run.status;
+    void this.store.transition(run.task.taskId, { to: status, message }).then(
+      (changed) => {
+        if (changed.ok) this.events.emit('task.status', { ...taskFacts(run.task), status, message });
+      },
+      () => undefined,
+    );
   }
 
   /**
@@ -609,8 +645,14 @@ export class TaskEngine {
     const refused = run.caller.refuse?.(request);
     if (refused !== undefined) return Promise.resolve(refused);
     const { key, answer } = run.inputs.ask(request, signal);
+    const facts = taskFacts(run.task);
+    this.events.emit('task.input.asked', { ...facts, method: request.method });
     this.deliver(run, key, request, AbortSignal.any([signal, run.abort.signal]));
-    void answer.finally(() => run.undelivered.delete(key));
+    void answer.finally(() => {
+      run.undelivered.delete(key);
+      // Not an answer: the run ended, or the upstream withdrew its question.
+      if (!run.ended && !signal.aborted) this.events.emit('task.input.answered', { ...facts, method: request.method });
+    });
     return answer;
   }
 
@@ -641,12 +683,16 @@ export class TaskEngine {
     run.inputSync = run.inputSync.then(async () => {
       if (run.ended) return;
       const waiting = run.inputs.size > 0;
-      run.status = waiting ? 'input_required' : 'working';
+      const status = (run.status = waiting ? 'input_required' : 'working');
+      const message = waiting ? `Waiting for the client to answer ${run.inputs.size} input request(s)` : undefined;
       await this.store
-        .transition(run.task.taskId, waiting
-          ? { to: 'input_required', openRequests: run.inputs.outstanding(), message: `Waiting for the client to answer ${run.inputs.size} input request(s)` }
-          : { to: 'working', openRequests: null, message: null })
-        .catch((error: unknown) => this.logger.error({ task: run.task.taskId, err: error }, 'could not record input requests'));
+        .transition(run.task.taskId, waiting ? { to: 'input_required', openRequests: run.inputs.outstanding(), message } : { to: 'working', openRequests: null, message: null })
+        .then(
+          (changed) => {
+            if (changed.ok) this.events.emit('task.status', { ...taskFacts(run.task), status, ...(message === undefined ? {} : { message }) });
+          },
+          (error: unknown) => this.logger.error({ task: run.task.taskId, err: error }, 'could not record input requests'),
+        );
     });
     return run.inputSync;
   }

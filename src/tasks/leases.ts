@@ -5,10 +5,12 @@
 // (IDS_PER_SCRIPT_CALL), however many tasks there are: 100k held tasks renew, and a sweep settles a dead
 // replica's tasks batch after batch until none is left.
 import type { TaskPolicy } from '../config/types.js';
+import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { failedWith, IDS_PER_SCRIPT_CALL, isTerminal, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { Peers } from './peers.js';
+import { taskAgeMs, taskFacts } from './task-facts.js';
 
 /** How long a sweep waits for a task's owner to say it still holds it. */
 const OWNER_CHECK_MS = 500;
@@ -86,6 +88,8 @@ export class TaskLeases {
     private readonly peers: LeasePeers,
     private readonly runs: LeasedRuns,
     private readonly losses: LossHandling,
+    /** Told of every lost task taken over or failed here. */
+    private readonly events: GatewayEvents = NO_EVENTS,
   ) {
     peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => this.holds(id)) }));
   }
@@ -216,7 +220,9 @@ export class TaskLeases {
       if (changed === undefined) return;
       await this.store.unlease(taskId).catch(() => undefined);
       if (!changed.ok) return; // ended meanwhile, or expired: nothing to fail
-      this.logger.warn({ audit: 'task.lost', task: taskId, principal: changed.task.principal, owner }, 'task failed: its replica stopped');
+      const lost = changed.task;
+      this.events.emit('task.recovered', { ...taskFacts(lost), action: 'lost', previousOwner: owner });
+      this.events.emit('task.ended', { ...taskFacts(lost), status: 'failed', reason: 'lost', durationMs: taskAgeMs(lost) });
       // The replica that told the task's creator about its changes is gone: the last change is told from here.
       this.losses.lost(changed.task);
     } finally {
@@ -282,9 +288,9 @@ export class TaskLeases {
       await this.store.unlease(taskId).catch(() => undefined);
       return true; // ended meanwhile: nothing to fail
     }
-    const { principal } = task;
-    if (waiting) this.logger.warn({ audit: 'task.requeued', task: taskId, principal, owner }, 'queued task taken over: its replica stopped');
-    else this.logger.warn({ audit: 'task.retried', task: taskId, principal, owner, attempt }, 'task re-run: its replica stopped');
+    const facts = taskFacts(task);
+    if (waiting) this.events.emit('task.recovered', { ...facts, action: 'requeued', previousOwner: owner });
+    else this.events.emit('task.recovered', { ...facts, action: 'retried', previousOwner: owner, attempt });
     // Its lease stays this replica's (taken with the orphan): from here on the run holds it.
     await this.runs.runAgain({ ...changed.task, call: task.call }, upstream);
     return true;

@@ -4,7 +4,7 @@
 import { principalMatches } from '../config/access.js';
 import type { AuthConfig, RateLimits } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
-import type { Logger } from '../log.js';
+import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { TaskStore } from '../store/task-store.js';
 import { nameOf } from './principals.js';
 
@@ -22,7 +22,8 @@ export class RateLimiter {
   constructor(
     private readonly limits: AuthConfig['rateLimits'],
     private readonly store: TaskStore,
-    private readonly logger: Logger,
+    /** Told of every refusal (the first of each window says so: the audit log records that one). */
+    private readonly events: GatewayEvents = NO_EVENTS,
   ) {}
 
   /** Whether any rate is limited at all: without, requests cost nothing here. */
@@ -58,8 +59,7 @@ export class RateLimiter {
     });
     if (hits <= limit) return;
     const retryAfterMs = Math.max(1, resetInMs);
-    // Logged once per window: by the count that first went past the limit.
-    if (hits - hitsNow <= limit) this.logger.info({ audit: 'rate.limited', principal, limit: what, retryAfterMs }, 'rate limit reached');
+    this.events.emit('rate.limited', { principal, limit: what, retryAfterMs, firstInWindow: hits - hitsNow <= limit });
     throw new RateLimited(`Rate limit exceeded: ${limit} ${what} for '${principal}' (auth.rateLimits); retry in ${(retryAfterMs / 1000).toFixed(1)} s`, retryAfterMs);
   }
 }

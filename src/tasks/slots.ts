@@ -5,9 +5,11 @@
 import { EventEmitter } from 'node:events';
 import type { TaskPolicy } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
+import type { GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import type { TaskRecord, TaskStore } from '../store/task-store.js';
 import { countedPrincipal } from './principals.js';
+import { taskFacts } from './task-facts.js';
 
 /** A ticket in one of the store's semaphores. */
 export interface SlotTicket {
@@ -28,18 +30,29 @@ export interface SlotWaiter {
   signal: AbortSignal;
 }
 
+export interface TaskSlotsDeps {
+  store: TaskStore;
+  logger: Logger;
+  leaseMs: number;
+  replicaId: () => string;
+  /** Whether principals are authenticated; without, every client's tasks count against one principal. */
+  authenticated: boolean;
+  /** Told when a task starts or stops waiting in line, and when a principal's limit refuses one. */
+  events: GatewayEvents;
+}
+
 export class TaskSlots {
   /** Wakes runs waiting in a semaphore's line when a slot of it frees, on any replica (by semaphore key). */
   private readonly freed = new EventEmitter();
+  private readonly store: TaskStore;
+  private readonly logger: Logger;
+  private readonly leaseMs: number;
+  private readonly replicaId: () => string;
+  private readonly authenticated: boolean;
+  private readonly events: GatewayEvents;
 
-  constructor(
-    private readonly store: TaskStore,
-    private readonly logger: Logger,
-    private readonly leaseMs: number,
-    private readonly replicaId: () => string,
-    /** Whether principals are authenticated; without, every client's tasks count against one principal. */
-    private readonly authenticated: boolean,
-  ) {
+  constructor(deps: TaskSlotsDeps) {
+    ({ store: this.store, logger: this.logger, leaseMs: this.leaseMs, replicaId: this.replicaId, authenticated: this.authenticated, events: this.events } = deps);
     this.freed.setMaxListeners(0);
   }
 
@@ -65,6 +78,7 @@ export class TaskSlots {
         throw storeUnavailable(error);
       });
     if (!grant.granted) {
+      this.events.emit('rate.limited', { principal, limit: 'maxTasksPerPrincipal' });
       const holder = this.authenticated ? 'this client already has' : 'clients without authentication (counted together) already have';
       throw new GatewayError(
         'too_many_tasks',
@@ -97,6 +111,8 @@ export class TaskSlots {
     const tool = run.task.tool;
     // A task taken over from a lost replica may carry the mark already: it is cleared before the call starts.
     let queued = run.task.queued === true;
+    /** Whether this run was announced as waiting in line (once, whichever line it waits in first). */
+    let waiting = false;
     const limits: [string, number, string][] = [
       [toolSlot(tool), policy.concurrency, `tool '${tool}' runs at most ${policy.concurrency} at once`],
       [upstreamSlot(upstream.name), upstream.taskConcurrency, `upstream '${upstream.name}' runs at most ${upstream.taskConcurrency} tasks at once`],
@@ -112,6 +128,8 @@ export class TaskSlots {
         if (run.ended) return false; // the run's end gives the slot back
         if (grant?.granted === true) break;
         if (grant !== undefined && grant.ahead !== shown) {
+          if (!waiting) this.events.emit('task.status', { ...taskFacts(run.task), status: 'working', queued: true });
+          waiting = true;
           shown = grant.ahead;
           queued = true;
           void this.store
@@ -122,7 +140,10 @@ export class TaskSlots {
       }
     }
     // Cleared before the call starts: a task still marked queued never reached the upstream.
-    if (queued) await this.store.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);
+    if (queued) {
+      await this.store.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);
+      if (waiting) this.events.emit('task.status', { ...taskFacts(run.task), status: 'working', queued: false });
+    }
     return true;
   }
 

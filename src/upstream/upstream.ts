@@ -5,6 +5,7 @@
 import type { Agent } from 'undici';
 import type { TaskMode, UpstreamConfig } from '../config/types.js';
 import { upstreamUnavailable, MethodNotFound } from '../errors.js';
+import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import {
@@ -94,6 +95,10 @@ export class Upstream {
   private restartDelayMs: number;
   private restartTimer: NodeJS.Timeout | undefined;
   private connectedAt = 0;
+  /** Reconnection attempts since the upstream last stayed up (what `upstream.restarted` counts). */
+  private attempts = 0;
+  /** Whether it was ever up: coming up again after that is a restart, not a late start. */
+  private wasUp = false;
   private readonly logger: Logger;
 
   constructor(
@@ -101,6 +106,8 @@ export class Upstream {
     logger: Logger,
     private readonly sink: UpstreamMessageSink,
     private readonly gatewayVersion: string,
+    /** Told when the upstream comes up, goes down, and (stdio) runs again after its child exited. */
+    private readonly events: GatewayEvents = NO_EVENTS,
   ) {
     this.logger = logger.child({ upstream: config.name });
     this.agent = config.transport === 'stdio' ? undefined : createUpstreamAgent(config);
@@ -390,8 +397,12 @@ export class Upstream {
       return;
     }
     this.connectedAt = Date.now();
+    const restarted = this.wasUp && this.state === 'down' && this.config.transport === 'stdio';
+    this.wasUp = true;
     this.state = 'ready';
     this.lastError = undefined;
+    this.events.emit('upstream.up', { upstream: this.name, transport: this.config.transport });
+    if (restarted) this.events.emit('upstream.restarted', { upstream: this.name, attempt: this.attempts });
     this.listenForChanges();
     this.logger.info({ serverInfo: this.status().serverInfo, protocols: this.status().protocols }, 'upstream connected');
     this.sink.catalogChanged(this, true);
@@ -434,12 +445,18 @@ export class Upstream {
 
   private markDown(reason: string): void {
     if (this.state === 'closed') return;
+    // Announced once per outage (at start too: an upstream not reachable yet is down), not at every failed retry.
+    if (this.state !== 'down') this.events.emit('upstream.down', { upstream: this.name, reason });
     this.state = 'down';
     this.lastError = reason;
     const initial = this.config.transport === 'stdio' ? this.config.restart.initialDelayMs : 1000;
     const max = this.config.transport === 'stdio' ? this.config.restart.maxDelayMs : 30_000;
     // A connection that stayed up a while earned a fresh start; one that keeps dying backs off exponentially.
-    if (this.connectedAt > 0 && Date.now() - this.connectedAt > STABLE_AFTER_MS) this.restartDelayMs = initial;
+    if (this.connectedAt > 0 && Date.now() - this.connectedAt > STABLE_AFTER_MS) {
+      this.restartDelayMs = initial;
+      this.attempts = 0;
+    }
+    this.attempts++;
     const delay = this.restartDelayMs;
     this.restartDelayMs = Math.min(max, this.restartDelayMs * 2);
     this.connectedAt = 0;

@@ -203,7 +203,7 @@ describe('rate windows count a batch per message', () => {
   const store = (): MemoryTaskStore => new MemoryTaskStore({ now: () => NOW * 1000 });
 
   it('a batch of 20 against a limit of 10 is refused whole; smaller ones add up', async () => {
-    const limiter = new RateLimiter(limits([]), store(), silent);
+    const limiter = new RateLimiter(limits([]), store());
     const principal = apiKeyCaller('batcher', []).principal;
     await assert.rejects(limiter.request(principal, 20), RateLimited);
     const other = apiKeyCaller('other', []).principal;
@@ -213,7 +213,7 @@ describe('rate windows count a batch per message', () => {
   });
 
   it('rate-limit rules name principals bare or qualified, like access rules', async () => {
-    const limiter = new RateLimiter(limits([{ principals: ['key:ci-*'], requestsPerSecond: 100 }, { principals: ['oauth:bot'], requestsPerSecond: 50 }]), store(), silent);
+    const limiter = new RateLimiter(limits([{ principals: ['key:ci-*'], requestsPerSecond: 100 }, { principals: ['oauth:bot'], requestsPerSecond: 50 }]), store());
     await limiter.request(apiKeyCaller('ci-1', []).principal, 100);
     await assert.rejects(limiter.request(oauthCaller(ISSUER, 'ci-1', []).principal, 11), RateLimited, 'the OAuth subject ci-1 is not the key ci-1');
     await limiter.request(oauthCaller(ISSUER, 'bot', []).principal, 50);

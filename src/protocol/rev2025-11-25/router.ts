@@ -1,4 +1,5 @@
 import { GatewayError, RequestCancelled } from '../../errors.js';
+import { NO_EVENTS, type GatewayEvents } from '../../events.js';
 import {
   asObject,
   toResponse,
@@ -56,6 +57,8 @@ export class Router {
     private readonly access: readonly AccessRule[] | undefined,
     /** The gateway's own tools for background tasks (answered here, before any upstream). */
     private readonly taskTools: TaskTools,
+    /** Where access denials are announced (src/events.ts). */
+    private readonly events: GatewayEvents = NO_EVENTS,
   ) {}
 
   /**
@@ -92,7 +95,7 @@ export class Router {
    */
   async handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {
     try {
-      return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.logger), charge);
+      return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.events), charge);
     } catch (error) {
       if (!(error instanceof GatewayError)) this.logger.error({ err: error, method: request.method, session: session.sessionId }, 'request failed');
       return legacyFailure(error);

@@ -3,6 +3,7 @@
 // (notifications/tasks/status), and the upstream's questions go to it, on an open tasks/result stream first, else
 // its GET stream, else on its next tasks/result.
 import { GatewayError, InternalError } from '../../errors.js';
+import { NO_EVENTS, type GatewayEvents } from '../../events.js';
 import { refusedInput } from '../mcp.js';
 import type { EventStream } from '../event-stream.js';
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
@@ -11,6 +12,7 @@ import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-st
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { sessionOfPrincipal, sessionPrincipal, type TaskReader } from '../../tasks/principals.js';
 import { NOT_FOUND, storedCall, type RunHandle, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
+import { taskFacts } from '../../tasks/task-facts.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './codec.js';
@@ -25,6 +27,8 @@ export class LegacyTasks {
     private readonly store: TaskStore,
     private readonly logger: Logger,
     private readonly immediateResponse: string | undefined,
+    /** Where retrievals of results are announced (audited). */
+    private readonly events: GatewayEvents = NO_EVENTS,
   ) {}
 
   /**
@@ -129,7 +133,7 @@ export class LegacyTasks {
       if (stream !== undefined && !isTerminal(initial.status)) await this.engine.reachable(initial).catch(() => undefined);
       // Events carry no outcome: once the task is terminal, read it whole.
       const task = isTerminal(initial.status) ? initial : await this.engine.find((await this.engine.untilTerminal(initial.taskId)).taskId, { withOutcome: true, reader });
-      this.logger.info({ audit: 'task.retrieved', task: task.taskId, principal: task.principal }, 'task result retrieved');
+      this.events.emit('task.retrieved', { ...taskFacts(task), via: 'tasks/result' });
       if (task.outcome !== undefined) return taskPayload({ ...task, outcome: task.outcome });
       return { error: { code: InternalError, message: `Task ${task.taskId} was ${task.status}${task.message ? `: ${task.message}` : ''}` } };
     } finally {

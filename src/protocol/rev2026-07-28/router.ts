@@ -7,6 +7,7 @@
 // share the request's client, responder and exchange; the wire shapes, envelope, error edge, exchanges and the
 // task tools live in their own files.
 import { GatewayError, RequestCancelled } from '../../errors.js';
+import { NO_EVENTS, type GatewayEvents } from '../../events.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
@@ -54,6 +55,8 @@ export interface ModernRouterDeps {
   access: readonly AccessRule[] | undefined;
   /** The gateway's own tools for background tasks (answered here, before any upstream). */
   taskTools: TaskTools;
+  /** Where access denials are announced (src/events.ts); nowhere when absent. */
+  events?: GatewayEvents;
 }
 
 export class ModernRouter {
@@ -487,7 +490,7 @@ export class ModernRouter {
   }
 
   private accessOf(client: ModernClient): CallerAccess {
-    return new CallerAccess(this.deps.access, client.caller, this.deps.logger);
+    return new CallerAccess(this.deps.access, client.caller, this.deps.events ?? NO_EVENTS);
   }
 
   private async fetchPage(client: ModernClient, upstream: Upstream, method: string, page: JsonObject, meta: unknown): Promise<JsonObject> {

@@ -1,0 +1,77 @@
+// The audit log, as a subscriber of the event seam: one structured line per fact an operator may have to account
+// for later (who created, read, cancelled a task; what was refused; what a lost replica left behind). Each line
+// carries an `audit` field naming the fact; the names, fields and messages are the ones the gateway always wrote,
+// so log pipelines that filter on them keep working.
+import type { GatewayEventMap, GatewayEvents } from '../events.js';
+
+/** Where audit lines go (the gateway's pino logger fits). */
+export interface AuditLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+/** Every `audit` value the log may carry (the README lists them). */
+export const AUDIT_NAMES = [
+  'task.created',
+  'task.completed',
+  'task.failed',
+  'task.cancelled',
+  'task.retrieved',
+  'task.requeued',
+  'task.retried',
+  'task.lost',
+  'access.denied',
+  'rate.limited',
+] as const;
+
+/** Subscribes the audit log to `events`; returns what unsubscribes it. */
+export function subscribeAuditLog(events: GatewayEvents, log: AuditLogger): () => void {
+  const stops = [
+    events.on('task.created', (e) => {
+      log.info({ audit: 'task.created', task: e.taskId, principal: e.principal, tool: e.tool, upstream: e.upstream, era: e.era }, 'task created');
+    }),
+    events.on('task.ended', (e) => taskEnded(log, e)),
+    events.on('task.retrieved', (e) => {
+      // The task tools say how the result was read; tasks/result never did.
+      const via = e.via === 'task tool' ? { via: e.via } : {};
+      log.info({ audit: 'task.retrieved', task: e.taskId, principal: e.principal, ...via }, 'task result retrieved');
+    }),
+    events.on('task.recovered', (e) => {
+      const base = { task: e.taskId, principal: e.principal, owner: e.previousOwner };
+      if (e.action === 'lost') log.warn({ audit: 'task.lost', ...base }, 'task failed: its replica stopped');
+      else if (e.action === 'requeued') log.warn({ audit: 'task.requeued', ...base }, 'queued task taken over: its replica stopped');
+      else log.warn({ audit: 'task.retried', ...base, attempt: e.attempt }, 'task re-run: its replica stopped');
+    }),
+    events.on('access.denied', (e) => accessDenied(log, e)),
+    events.on('rate.limited', (e) => {
+      // Once per counted window: every refusal is a metric, not a log line (a client hammering a limit would
+      // otherwise write one line per request).
+      if (e.firstInWindow !== true) return;
+      log.info({ audit: 'rate.limited', principal: e.principal, limit: e.limit, retryAfterMs: e.retryAfterMs }, 'rate limit reached');
+    }),
+  ];
+  return () => {
+    for (const stop of stops) stop();
+  };
+}
+
+function taskEnded(log: AuditLogger, e: GatewayEventMap['task.ended']): void {
+  const audit = `task.${e.status}`;
+  // A task failed as lost is audited as task.lost (task.recovered, with the replica that stopped); one failed at
+  // shutdown never was.
+  if (e.reason === 'lost' || e.reason === 'drained') return;
+  if (e.kept === true) log.info({ audit, task: e.taskId }, 'kept task outcome written');
+  else if (e.status === 'cancelled') log.info({ audit, task: e.taskId, principal: e.principal, era: e.era }, 'task cancelled');
+  else if (e.reason === 'maxRunMs') log.info({ audit, task: e.taskId, principal: e.principal, reason: e.reason }, 'task failed');
+  else log.info({ audit, task: e.taskId, principal: e.principal }, `task ${e.status}`);
+}
+
+function accessDenied(log: AuditLogger, e: GatewayEventMap['access.denied']): void {
+  if (e.kind === 'credentials') {
+    log.info({ audit: 'access.denied', reason: e.reason, status: e.status }, 'request refused: credentials');
+  } else if (e.taskId !== undefined) {
+    log.info({ audit: 'access.denied', principal: e.principal, kind: e.kind, name: e.name, task: e.taskId }, 'task hidden: auth.access denies its tool');
+  } else {
+    log.info({ audit: 'access.denied', principal: e.principal, kind: e.kind, name: e.name }, 'access denied by auth.access');
+  }
+}

@@ -1,0 +1,104 @@
+// Task metrics: created and ended (by tool, status, why), how long tasks live and wait in line for slots, and the
+// runs this replica holds in each status. Each run is on exactly one replica, so sum() of the status gauge across
+// replicas is the cluster's count, without reading the store on scrape.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { GatewayEvents, TaskFacts } from '../events.js';
+import type { MetricLabels } from './metrics-context.js';
+import { OTHER } from './metrics-labels.js';
+
+/** Seconds: tasks run from moments to hours. */
+const TASK_BUCKETS = [0.1, 0.5, 1, 5, 15, 30, 60, 300, 900, 1800, 3600, 14400];
+/** Seconds in line for a concurrency slot: mostly none. */
+const WAIT_BUCKETS = [0.001, 0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 900];
+/** Why the gateway ended a task (src/events.ts task.ended): anything else is "other". */
+const END_REASONS = new Set(['maxRunMs', 'lost', 'drained', 'cancelled']);
+
+type RunStatus = 'working' | 'input_required' | 'queued';
+
+export function subscribeTaskMetrics(registry: Registry, events: GatewayEvents, labels: MetricLabels): () => void {
+  const byPrincipal = labels.principal === undefined ? [] : ['principal'];
+  const principal = (facts: TaskFacts): Record<string, string> => (labels.principal === undefined ? {} : { principal: labels.principal.of(facts.principal) });
+  const created = new Counter({
+    name: 'taskgate_tasks_created_total',
+    help: 'Tasks created on this replica, by tool, upstream and era.',
+    labelNames: ['tool', 'upstream', 'era', ...byPrincipal],
+    registers: [registry],
+  });
+  const ended = new Counter({
+    name: 'taskgate_tasks_ended_total',
+    help: 'Tasks that reached a terminal status, by tool, status and reason (empty when the upstream ended it), counted by the replica that recorded the end.',
+    labelNames: ['tool', 'status', 'reason', ...byPrincipal],
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'taskgate_task_duration_seconds',
+    help: 'From creation to the terminal status, by tool and status.',
+    labelNames: ['tool', 'status'],
+    buckets: TASK_BUCKETS,
+    registers: [registry],
+  });
+  const queueWait = new Histogram({
+    name: 'taskgate_task_queue_wait_seconds',
+    help: 'How long task runs waited for concurrency slots (concurrency, taskConcurrency) before the upstream got the call, by tool.',
+    labelNames: ['tool'],
+    buckets: WAIT_BUCKETS,
+    registers: [registry],
+  });
+  const running = new Gauge({
+    name: 'taskgate_tasks',
+    help: 'Task runs this replica holds, by status (queued: waiting for a concurrency slot). Each run is on exactly one replica: sum() across replicas is exact.',
+    labelNames: ['status'],
+    registers: [registry],
+  });
+  const inputs = new Counter({
+    name: 'taskgate_task_input_requests_total',
+    help: 'Input requests (elicitation, sampling, roots) upstreams asked clients on behalf of tasks, by method.',
+    labelNames: ['method'],
+    registers: [registry],
+  });
+  const recovered = new Counter({
+    name: 'taskgate_tasks_recovered_total',
+    help: 'Tasks of a stopped replica this replica settled: requeued, retried or failed as lost.',
+    labelNames: ['action'],
+    registers: [registry],
+  });
+  for (const status of ['working', 'input_required', 'queued'] as const) running.set({ status }, 0);
+
+  // The status of each run held here, so a move between statuses moves one count.
+  const runs = new Map<string, RunStatus>();
+  const move = (taskId: string, to: RunStatus): void => {
+    const from = runs.get(taskId);
+    if (from === undefined || from === to) return;
+    runs.set(taskId, to);
+    running.dec({ status: from });
+    running.inc({ status: to });
+  };
+
+  const stops = [
+    events.on('task.created', (e) => created.inc({ tool: labels.tool.of(e.tool), upstream: labels.upstream.of(e.upstream), era: e.era, ...principal(e) })),
+    events.on('task.ended', (e) => {
+      const tool = labels.tool.of(e.tool);
+      const reason = e.reason === undefined ? '' : END_REASONS.has(e.reason) ? e.reason : OTHER;
+      ended.inc({ tool, status: e.status, reason, ...principal(e) });
+      duration.observe({ tool, status: e.status }, e.durationMs / 1000);
+    }),
+    events.on('task.started', (e) => queueWait.observe({ tool: labels.tool.of(e.tool) }, e.waitedMs / 1000)),
+    events.on('task.status', (e) => move(e.taskId, e.queued === true ? 'queued' : e.status)),
+    events.on('task.input.asked', (e) => inputs.inc({ method: labels.method.of(e.method) })),
+    events.on('task.recovered', (e) => recovered.inc({ action: e.action })),
+    events.around('task.run', async (info, next) => {
+      runs.set(info.taskId, 'working');
+      running.inc({ status: 'working' });
+      try {
+        return await next();
+      } finally {
+        const status = runs.get(info.taskId);
+        runs.delete(info.taskId);
+        if (status !== undefined) running.dec({ status });
+      }
+    }),
+  ];
+  return () => {
+    for (const stop of stops) stop();
+  };
+}

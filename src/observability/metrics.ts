@@ -1,0 +1,54 @@
+// Prometheus metrics, as a subscriber of the event seam. Each gateway has its own registry (several gateways in
+// one process, as tests run them, never share series); names start with `taskgate_`; labels are bounded
+// (metrics-labels.ts). Everything counts what this replica saw: counters and histograms sum across replicas, and
+// so do the gauges of what a replica holds (task runs, sessions, streams).
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { GatewayEvents } from '../events.js';
+import { metricLabels } from './metrics-context.js';
+import { subscribeHealthMetrics } from './metrics-health.js';
+import { subscribeRequestMetrics } from './metrics-requests.js';
+import { subscribeTaskMetrics } from './metrics-tasks.js';
+
+export interface GatewayMetricsOptions {
+  events: GatewayEvents;
+  /** `metrics.principalLabels`: a principal label on the task and denial counters. */
+  principalLabels: boolean;
+  /** Whether the gateway exposes a tool of this name (others are labelled "other"). */
+  knownTool: (name: string) => boolean;
+}
+
+/** What the /metrics endpoint serves. */
+export interface MetricsSource {
+  contentType: string;
+  render(): Promise<string>;
+}
+
+export class GatewayMetrics implements MetricsSource {
+  readonly registry = new Registry();
+  private readonly stops: (() => void)[];
+
+  constructor(options: GatewayMetricsOptions) {
+    const { events } = options;
+    const labels = metricLabels(options);
+    // Process metrics (CPU, memory, event loop lag, GC, handles), under the same prefix.
+    collectDefaultMetrics({ register: this.registry, prefix: 'taskgate_' });
+    this.stops = [
+      subscribeRequestMetrics(this.registry, events, labels),
+      subscribeTaskMetrics(this.registry, events, labels),
+      subscribeHealthMetrics(this.registry, events, labels),
+    ];
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** Stops listening (the series stay as they are). */
+  close(): void {
+    for (const stop of this.stops.splice(0)) stop();
+  }
+}

@@ -1,0 +1,108 @@
+// The audit log as a subscriber of the event seam: each event becomes the line log pipelines already filter on
+// (same `audit` value, fields and message), written by a real pino logger; and a rate limit hammered by one client
+// is one audit line per window, however many refusals it counts.
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { GatewayEvents } from '../../src/events.js';
+import { subscribeAuditLog } from '../../src/observability/audit.js';
+import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
+import { RateLimited, RateLimiter } from '../../src/tasks/rate-limits.js';
+
+type Line = Record<string, unknown>;
+
+/** A gateway's event seam with the audit log listening, writing into `lines` through pino. */
+function audited(): { events: GatewayEvents; lines: Line[] } {
+  const lines: Line[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const text of chunk.toString('utf8').split('\n')) if (text !== '') lines.push(JSON.parse(text) as Line);
+      done();
+    },
+  });
+  const logger = pino({ level: 'info', base: undefined, timestamp: false }, sink);
+  const events = new GatewayEvents(logger);
+  subscribeAuditLog(events, logger);
+  return { events, lines };
+}
+
+/** Waits until pino's stream has written `count` lines (it writes asynchronously). */
+async function linesOf(state: { lines: Line[] }, count: number): Promise<Line[]> {
+  const deadline = Date.now() + 10_000; // a hang guard only
+  while (state.lines.length < count) {
+    if (Date.now() > deadline) assert.fail(`expected ${count} audit lines, got ${JSON.stringify(state.lines)}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return state.lines.map(({ level, ...rest }) => ({ ...rest, level: pino.levels.labels[level as number] }));
+}
+
+const FACTS = { taskId: 't1', principal: 'key:alice', tool: 'slow_add', upstream: 'fx' };
+
+describe('audit log subscriber', () => {
+  it('writes the lines the gateway always wrote, one per audited event', async () => {
+    const state = audited();
+    const { events } = state;
+    events.emit('task.created', { ...FACTS, era: 'legacy', queued: false });
+    events.emit('task.ended', { ...FACTS, status: 'completed', durationMs: 5 });
+    events.emit('task.ended', { ...FACTS, status: 'failed', reason: 'maxRunMs', durationMs: 5 });
+    events.emit('task.ended', { ...FACTS, status: 'cancelled', reason: 'cancelled', durationMs: 5, era: 'modern' });
+    events.emit('task.ended', { ...FACTS, status: 'completed', durationMs: 5, kept: true });
+    events.emit('task.retrieved', { ...FACTS, via: 'tasks/result' });
+    events.emit('task.retrieved', { ...FACTS, via: 'task tool' });
+    events.emit('task.recovered', { ...FACTS, action: 'lost', previousOwner: 'r1' });
+    events.emit('task.recovered', { ...FACTS, action: 'requeued', previousOwner: 'r1' });
+    events.emit('task.recovered', { ...FACTS, action: 'retried', previousOwner: 'r1', attempt: 2 });
+    events.emit('access.denied', { principal: 'key:bob', kind: 'tools', name: 'secret' });
+    events.emit('access.denied', { principal: 'key:bob', kind: 'tools', name: 'secret', taskId: 't2' });
+    events.emit('access.denied', { kind: 'credentials', reason: 'Unknown API key', status: 401 });
+    const lines = await linesOf(state, 13);
+    assert.deepEqual(lines, [
+      { level: 'info', audit: 'task.created', task: 't1', principal: 'key:alice', tool: 'slow_add', upstream: 'fx', era: 'legacy', msg: 'task created' },
+      { level: 'info', audit: 'task.completed', task: 't1', principal: 'key:alice', msg: 'task completed' },
+      { level: 'info', audit: 'task.failed', task: 't1', principal: 'key:alice', reason: 'maxRunMs', msg: 'task failed' },
+      { level: 'info', audit: 'task.cancelled', task: 't1', principal: 'key:alice', era: 'modern', msg: 'task cancelled' },
+      { level: 'info', audit: 'task.completed', task: 't1', msg: 'kept task outcome written' },
+      { level: 'info', audit: 'task.retrieved', task: 't1', principal: 'key:alice', msg: 'task result retrieved' },
+      { level: 'info', audit: 'task.retrieved', task: 't1', principal: 'key:alice', via: 'task tool', msg: 'task result retrieved' },
+      { level: 'warn', audit: 'task.lost', task: 't1', principal: 'key:alice', owner: 'r1', msg: 'task failed: its replica stopped' },
+      { level: 'warn', audit: 'task.requeued', task: 't1', principal: 'key:alice', owner: 'r1', msg: 'queued task taken over: its replica stopped' },
+      { level: 'warn', audit: 'task.retried', task: 't1', principal: 'key:alice', owner: 'r1', attempt: 2, msg: 'task re-run: its replica stopped' },
+      { level: 'info', audit: 'access.denied', principal: 'key:bob', kind: 'tools', name: 'secret', msg: 'access denied by auth.access' },
+      { level: 'info', audit: 'access.denied', principal: 'key:bob', kind: 'tools', name: 'secret', task: 't2', msg: 'task hidden: auth.access denies its tool' },
+      { level: 'info', audit: 'access.denied', reason: 'Unknown API key', status: 401, msg: 'request refused: credentials' },
+    ]);
+  });
+
+  it('leaves out what was never audited: ends told by task.recovered, shutdown failures, progress', async () => {
+    const state = audited();
+    const { events } = state;
+    events.emit('task.ended', { ...FACTS, status: 'failed', reason: 'lost', durationMs: 5 });
+    events.emit('task.ended', { ...FACTS, status: 'failed', reason: 'drained', durationMs: 5 });
+    events.emit('task.status', { ...FACTS, status: 'working', message: '1/2' });
+    events.emit('rate.limited', { principal: 'key:alice', limit: 'maxInflightBytes' });
+    events.emit('task.created', { ...FACTS, era: 'modern', queued: false }); // a marker: everything before it was silent
+    const lines = await linesOf(state, 1);
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]?.audit, 'task.created');
+  });
+
+  it('a rate limit refusing many requests is one audit line per window', async () => {
+    const state = audited();
+    const limiter = new RateLimiter({ requestsPerSecond: 0, taskCreationsPerMinute: 2, rules: [] }, new MemoryTaskStore(), state.events);
+    let refusals = 0;
+    for (let i = 0; i < 6; i++) {
+      await limiter.taskCreation('key:alice').catch((error: unknown) => {
+        assert.ok(error instanceof RateLimited);
+        refusals++;
+      });
+    }
+    assert.equal(refusals, 4);
+    state.events.emit('task.created', { ...FACTS, era: 'modern', queued: false }); // marker
+    const lines = await linesOf(state, 2);
+    assert.equal(lines.length, 2);
+    const { retryAfterMs, ...line } = lines[0] as Line;
+    assert.deepEqual(line, { level: 'info', audit: 'rate.limited', principal: 'key:alice', limit: 'task creations per minute', msg: 'rate limit reached' });
+    assert.ok(typeof retryAfterMs === 'number' && retryAfterMs > 0);
+  });
+});
