@@ -5,6 +5,8 @@ import { ConfigError, loadConfig } from './config/load.js';
 import { renderEffectiveConfig, toYaml } from './config/render.js';
 import { didYouMean } from './config/suggest.js';
 import type { GatewayConfig } from './config/types.js';
+import { watchConfigFile } from './config/watch.js';
+import type { RunningGateway } from './gateway.js';
 import type { Logger } from './log.js';
 import { VERSION } from './version.js';
 
@@ -29,6 +31,9 @@ Environment:
   TASKGATE_PORT        overrides listen.port
   TASKGATE_REDIS_URL   use the Redis store at this URL (overrides store)
   TASKGATE_LOG_LEVEL   overrides log.level
+
+serve reloads its config on SIGHUP and when the file changes; an invalid file is logged and the
+running config stays (README: Config reload).
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config.
 `;
@@ -100,7 +105,7 @@ async function serve(path: string, explicit: boolean): Promise<number | undefine
     logger.error({ err: reason }, 'unhandled promise rejection');
   });
 
-  let gateway: { url: string; close(): Promise<void> };
+  let gateway: RunningGateway;
   try {
     // Loaded here, not at the top: --help, --version and check-config must not pay for (or depend on) the server.
     const { startGateway } = await import('./gateway.js');
@@ -114,13 +119,54 @@ async function serve(path: string, explicit: boolean): Promise<number | undefine
   }
 
   // startGateway logs the listening URL itself.
-  installShutdown(gateway, config.shutdownTimeoutMs, logger);
+  let running = config;
+  installReload(gateway, path, logger, (applied) => (running = applied));
+  installShutdown(gateway, () => running.shutdownTimeoutMs, logger);
   return undefined;
 }
 
-function installShutdown(gateway: { close(): Promise<void> }, timeoutMs: number, logger: Logger): void {
+/**
+ * Reloads the config on SIGHUP and when the file changes. A file the loader refuses is logged with its located
+ * problems and changes nothing; reloads asked for while one runs become one more after it (the file's latest).
+ */
+function installReload(gateway: RunningGateway, path: string, logger: Logger, applied: (config: GatewayConfig) => void): void {
+  let busy = false;
+  let again: string | undefined;
+  const reloadOnce = async (trigger: string): Promise<void> => {
+    let next: GatewayConfig;
+    try {
+      next = loadConfig(path);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      logger.error({ trigger, source: path, problems: err.errors.length }, `config rejected, the running config stays:\n${err.message}`);
+      gateway.events.emit('config.rejected', { source: path, error: err.message });
+      return;
+    }
+    logger.info({ trigger, source: path }, 'config reload');
+    // A refusal by the gateway itself (upstream names collide) is logged and announced there.
+    await gateway.reload(next).then(() => applied(next), () => undefined);
+  };
+  const reload = (trigger: string): void => {
+    if (busy) {
+      again = trigger;
+      return;
+    }
+    busy = true;
+    void (async () => {
+      for (let current: string | undefined = trigger; current !== undefined; current = again, again = undefined) {
+        await reloadOnce(current).catch((err: unknown) => logger.error({ err, trigger: current }, 'config reload failed'));
+      }
+      busy = false;
+    })();
+  };
+  process.on('SIGHUP', () => reload('SIGHUP'));
+  watchConfigFile(path, () => reload('file changed'), { onError: (err) => logger.warn({ err, source: path }, 'cannot watch the config file; reload with SIGHUP') });
+}
+
+function installShutdown(gateway: { close(): Promise<void> }, shutdownTimeoutMs: () => number, logger: Logger): void {
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {
+    const timeoutMs = shutdownTimeoutMs();
     if (stopping) {
       logger.warn({ signal }, 'second signal during shutdown; exiting now');
       process.exit(EXIT_FAILURE);

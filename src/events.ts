@@ -44,7 +44,7 @@ export interface GatewayEventMap {
   'task.input.answered': TaskFacts & { method: string };
   /**
    * Terminal, recorded once. `reason` says why the gateway ended it when the upstream did not:
-   * `maxRunMs`, `lost` (its replica stopped), `drained` (shutdown), `cancelled` (by the client).
+   * `maxRunMs`, `lost` (its replica stopped), `drained` (shutdown), `cancelled` (by the client), `upstream removed` (a config reload dropped its upstream).
    */
   'task.ended': TaskFacts & {
     status: 'completed' | 'failed' | 'cancelled';

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import type { GatewayConfig } from './config/types.js';
+import type { GatewayConfig, UpstreamConfig } from './config/types.js';
 import { Catalog } from './gateway/catalog.js';
 import { ListCursors, ListPages } from './gateway/list-pages.js';
 import { ReplicaLink } from './gateway/replicas.js';
@@ -12,10 +12,11 @@ import { TaskTools, taskToolDefinitions } from './protocol/task-tools.js';
 import { SessionRegistry } from './gateway/sessions.js';
 import { SessionRelay } from './gateway/session-relay.js';
 import { UpstreamMessages } from './gateway/upstream-messages.js';
+import { ConfigReloader, type ReloadResult } from './gateway/reload.js';
+import { GatewayEvents } from './events.js';
 import { Authenticator } from './http/credentials.js';
 import { isLoopbackHostname } from './http/guards.js';
 import { createFrontEnd } from './http/server.js';
-import { GatewayEvents } from './events.js';
 import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { subscribeAuditLog } from './observability/audit.js';
@@ -28,12 +29,19 @@ import { TaskEngine } from './tasks/engine.js';
 import { InflightBytes } from './tasks/inflight-bytes.js';
 import { ANONYMOUS_PRINCIPAL } from './tasks/principals.js';
 import { RateLimiter } from './tasks/rate-limits.js';
-import { Upstream } from './upstream/upstream.js';
+import { Upstream, type UpstreamMessageSink } from './upstream/upstream.js';
 import { VERSION } from './version.js';
 
 export interface RunningGateway {
   /** The MCP endpoint URL, with the port actually bound. */
   url: string;
+  /** Where the gateway announces what happens (subscribers: audit log, metrics, traces, tests). */
+  events: GatewayEvents;
+  /**
+   * Applies a validated configuration (config reload): see gateway/reload.ts. Rejects, with the running
+   * configuration kept, when upstream names would collide.
+   */
+  reload(config: GatewayConfig): Promise<ReloadResult>;
   close(): Promise<void>;
 }
 
@@ -109,7 +117,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger, events);
   const router = new Router(catalog, legacyTasks, logger, lists, sessions, VERSION, config.auth?.access, taskTools, events);
   const upstreamMessages = new UpstreamMessages(catalog, sessions, listeners, logger);
-  for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, upstreamMessages, VERSION, events));
+  const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream => new Upstream(upstreamConfig, logger, sink, VERSION, events);
+  for (const upstreamConfig of config.upstreams) upstreams.push(createUpstream(upstreamConfig, upstreamMessages));
   await Promise.all(upstreams.map((u) => u.start()));
 
   const collisions = catalog.collisions();
@@ -143,6 +152,22 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const subscribed = replicas.start().catch((error: Error) => logger.warn({ err: error }, 'replica messaging is not available'));
   await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
 
+  const authenticator = config.auth === undefined ? undefined : new Authenticator(config.auth, logger);
+  const reloader = new ConfigReloader(config, {
+    upstreams,
+    createUpstream,
+    upstreamSink: upstreamMessages,
+    tasks,
+    legacyTasks,
+    taskTools,
+    lists,
+    ownTools: taskToolDefinitions,
+    routers: [router, modern],
+    authenticator,
+    rateLimiter,
+    parked,
+  }, events, logger);
+
   let shuttingDown = false;
   const app = createFrontEnd({
     config,
@@ -151,7 +176,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     modern,
     sessions,
     relay,
-    authenticator: config.auth === undefined ? undefined : new Authenticator(config.auth, logger),
+    authenticator,
     rateLimiter,
     inflight,
     streamBudget,
@@ -196,12 +221,15 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
 
   return {
     url,
+    events,
+    reload: (next) => reloader.reload(next),
     async close() {
       shuttingDown = true;
       // New requests are refused from here on; running tasks get replicas.drainTimeoutMs to finish. What still
       // runs then fails, with a message that says why, before its sessions' upstream connections go.
-      await tasks.drain(config.replicas.drainTimeoutMs);
+      await tasks.drain(reloader.config.replicas.drainTimeoutMs);
       await tasks.close();
+      await reloader.settled(); // upstreams a reload retired: their runs ended with the others
       parked.close();
       listeners.close();
       replicas.close();

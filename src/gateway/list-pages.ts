@@ -49,19 +49,26 @@ export class ListPages implements AggregatedLists {
   constructor(
     private readonly catalog: Catalog,
     private readonly logger: Logger,
-    private readonly pageSize: number,
+    private pageSize: number,
     private readonly cursors: ListCursors,
     /**
      * The gateway's own tools (the task tools): first on the first page of tools/list, for every caller (they act
      * only on the caller's own tasks). An upstream tool of the same name is left out: calls reach the gateway's.
      */
-    private readonly ownTools: readonly JsonObject[] = [],
+    private ownTools: readonly JsonObject[] = [],
   ) {
     this.ownNames = new Set(ownTools.map((tool) => tool.name));
   }
 
-  private readonly ownNames: ReadonlySet<unknown>;
+  private ownNames: ReadonlySet<unknown>;
   private readonly shadowed = new Set<string>();
+
+  /** A config reload's page size and task tools: the next list uses them. */
+  reconfigure(pageSize: number, ownTools: readonly JsonObject[]): void {
+    this.pageSize = pageSize;
+    this.ownTools = ownTools;
+    this.ownNames = new Set(ownTools.map((tool) => tool.name));
+  }
 
   /**
    * One page of an aggregated list. Every upstream that offers the list is asked at once, and their items come in

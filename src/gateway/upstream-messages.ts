@@ -89,15 +89,18 @@ export class UpstreamMessages implements UpstreamMessageSink {
     // A refresh follows the upstream's own list_changed, which reaches the clients by itself. An upstream
     // that (re)connected may have brought tools, prompts or resources the clients have not seen.
     if (!reconnected) return;
-    this.listeners.broadcast({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
-    if (upstream.capabilities.prompts !== undefined) this.listeners.broadcast({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
-    if (upstream.capabilities.resources !== undefined) this.listeners.broadcast({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
-    for (const session of this.sessions.all()) {
-      const here = { localOnly: true };
-      session.deliver({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, here);
-      if (upstream.capabilities.prompts !== undefined) session.deliver({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }, here);
-      if (upstream.capabilities.resources !== undefined) session.deliver({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' }, here);
-    }
+    this.listsChanged(['tools', ...(upstream.capabilities.prompts !== undefined ? ['prompts' as const] : []), ...(upstream.capabilities.resources !== undefined ? ['resources' as const] : [])]);
+  }
+
+  /**
+   * Tells this replica's clients (2025 sessions' streams, 2026-07-28 listen streams) that merged lists changed:
+   * an upstream (re)connected, or a config reload changed upstreams, access rules or task policy. Every replica
+   * tells the streams it holds.
+   */
+  listsChanged(kinds: readonly ('tools' | 'prompts' | 'resources')[]): void {
+    const messages = kinds.map((kind) => ({ jsonrpc: '2.0' as const, method: `notifications/${kind}/list_changed` }));
+    for (const message of messages) this.listeners.broadcast(message);
+    for (const session of this.sessions.all()) for (const message of messages) session.deliver(message, { localOnly: true });
   }
 
   private toSession(session: ClientSession, upstream: Upstream, message: JsonRpcNotification, call: CallContext | undefined): void {

@@ -38,15 +38,26 @@ export class AuthError extends Error {
 }
 
 export class Authenticator {
-  private readonly apiKeys: ReadonlyMap<string, ApiKeyConfig>;
+  private apiKeys: ReadonlyMap<string, ApiKeyConfig>;
   private readonly verified = new Map<string, { caller: Caller; until: number }>();
   private keySet: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
 
   constructor(
-    private readonly auth: AuthConfig,
+    private auth: AuthConfig,
     private readonly logger: Logger,
   ) {
     this.apiKeys = new Map(auth.apiKeys.map((key) => [key.sha256, key]));
+  }
+
+  /**
+   * A config reload's keys and OAuth settings, for the next request: remembered tokens are forgotten (a removed
+   * key stops working at once), and the key set is found again when the issuer or its jwks_uri changed.
+   */
+  reconfigure(auth: AuthConfig): void {
+    if (auth.oauth?.issuer !== this.auth.oauth?.issuer || auth.oauth?.jwksUri !== this.auth.oauth?.jwksUri) this.keySet = undefined;
+    this.auth = auth;
+    this.apiKeys = new Map(auth.apiKeys.map((key) => [key.sha256, key]));
+    this.verified.clear();
   }
 
   /** The caller an `Authorization` header names; throws AuthError when it names none. */

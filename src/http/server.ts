@@ -155,7 +155,6 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
 
   const path = listen.path;
   const authenticator = deps.authenticator;
-  const requestsLimited = deps.rateLimiter?.limitsRequests === true;
   if (authenticator !== undefined) {
     // RFC 9728: where clients learn which authorization server issues tokens for this resource. Public, and read
     // by browser-based clients from other origins.
@@ -183,7 +182,7 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
       const caller = await authenticator.authenticate(header(request, 'authorization'));
       callers.set(request, caller);
       connections.proven(request.raw.socket);
-      if (requestsLimited) await deps.rateLimiter?.request(caller.principal);
+      if (deps.rateLimiter?.limitsRequests === true) await deps.rateLimiter.request(caller.principal);
       return admit(request, reply);
     } catch (error) {
       if (!(error instanceof RateLimited) && !(error instanceof AuthError)) throw error;

@@ -62,7 +62,7 @@ function taskEnded(log: AuditLogger, e: GatewayEventMap['task.ended']): void {
   if (e.reason === 'lost' || e.reason === 'drained') return;
   if (e.kept === true) log.info({ audit, task: e.taskId }, 'kept task outcome written');
   else if (e.status === 'cancelled') log.info({ audit, task: e.taskId, principal: e.principal, era: e.era }, 'task cancelled');
-  else if (e.reason === 'maxRunMs') log.info({ audit, task: e.taskId, principal: e.principal, reason: e.reason }, 'task failed');
+  else if (e.reason !== undefined) log.info({ audit, task: e.taskId, principal: e.principal, reason: e.reason }, 'task failed');
   else log.info({ audit, task: e.taskId, principal: e.principal }, `task ${e.status}`);
 }
 

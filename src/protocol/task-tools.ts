@@ -56,16 +56,22 @@ const TASK_OUTPUT = {
 };
 
 export class TaskTools {
-  private readonly kinds: ReadonlyMap<string, Kind>;
+  private kinds: ReadonlyMap<string, Kind> = new Map();
 
   constructor(
     private readonly engine: TaskEngine,
-    private readonly config: TaskToolsConfig,
+    private config: TaskToolsConfig,
     private readonly logger: Logger,
     /** Where retrievals of results are announced (audited). */
     private readonly events: GatewayEvents = NO_EVENTS,
   ) {
+    this.reconfigure(config);
+  }
+
+  /** The tools' names and settings (at start, and on a config reload: they apply to the next call). */
+  reconfigure(config: TaskToolsConfig): void {
     const { names } = config;
+    this.config = config;
     this.kinds = new Map<string, Kind>(config.enabled ? [[names.result, 'result'], [names.status, 'status'], [names.cancel, 'cancel'], [names.list, 'list']] : []);
   }
 

@@ -115,6 +115,8 @@ interface LocalRun {
   /** The run's `task.run` scope: its outcome is filled in when the run ends here. */
   scope: GatewayScopeMap['task.run'];
   caller: TaskCaller;
+  /** The upstream instance the call runs on: a config reload that replaces or removes it drains its runs. */
+  upstream?: Upstream;
   call: UpstreamCall | undefined;
   deadline: NodeJS.Timeout | undefined;
   /** Set once the task reached a terminal status through the engine (cancel, deadline): ignore the call's end. */
@@ -155,7 +157,7 @@ export class TaskEngine {
 
   constructor(
     private readonly store: TaskStore,
-    private readonly config: TasksConfig,
+    private config: TasksConfig,
     private readonly logger: Logger,
     /** This replica's lease period, and how many tasks it runs at once at most (0: no limit). */
     private readonly replica: Pick<ReplicasConfig, 'leaseMs' | 'maxRunningTasks'>,
@@ -188,6 +190,11 @@ export class TaskEngine {
       return { ok: true };
     });
     this.leases = new TaskLeases(store, logger, leaseMs, peers, this.leasedRuns(), recovery, events);
+  }
+
+  /** A config reload's task policy: tasks created from now on get it (running ones keep the policy they started with). */
+  reconfigure(config: TasksConfig): void {
+    this.config = config;
   }
 
   policyFor(exposedName: string): TaskPolicy {
@@ -270,6 +277,7 @@ export class TaskEngine {
     options: { queue?: boolean; sessionId?: string; charge?: InflightCharge | undefined } = {},
   ): RunHandle {
     const run = this.newRun(task, caller, options.charge);
+    run.upstream = upstream;
     const handle: RunHandle = {
       ask: (request, signal) => this.ask(run, request, signal),
       status: (message) => this.upstreamStatus(run, message),
@@ -494,6 +502,29 @@ export class TaskEngine {
     ]);
     clearTimeout(timer);
     this.drained = undefined;
+  }
+
+  /**
+   * Gives the runs on `upstream` (removed or replaced by a config reload) up to `timeoutMs` to finish; those still
+   * running then fail with `message`. Resolves with how many were failed so.
+   */
+  async drainUpstream(upstream: Upstream, timeoutMs: number, message: string): Promise<number> {
+    const runs = [...this.runs.values()].filter((run) => run.upstream === upstream);
+    if (runs.length === 0) return 0;
+    this.logger.info({ upstream: upstream.name, running: runs.length, timeoutMs }, 'draining the tasks of an upstream the config no longer has');
+    let timer: NodeJS.Timeout | undefined;
+    // endRun aborts a run's signal, whichever way it ends.
+    const ended = runs.map((run) => new Promise<void>((resolve) => (run.abort.signal.aborted ? resolve() : run.abort.signal.addEventListener('abort', () => resolve(), { once: true }))));
+    await Promise.race([Promise.all(ended), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+    const left = runs.filter((run) => !run.ended);
+    await Promise.all(
+      left.map(async (run) => {
+        this.endRun(run, 'failed', message);
+        await this.recordEnd({ task: run.task, change: failedWith(message), reason: 'upstream removed' });
+      }),
+    );
+    return left.length;
   }
 
   /** Stops every local run (gateway shutdown); their tasks fail with a message saying why. */

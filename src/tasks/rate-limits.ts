@@ -20,11 +20,16 @@ export class RateLimited extends GatewayError {
 
 export class RateLimiter {
   constructor(
-    private readonly limits: AuthConfig['rateLimits'],
+    private limits: AuthConfig['rateLimits'],
     private readonly store: TaskStore,
     /** Told of every refusal (the first of each window says so: the audit log records that one). */
     private readonly events: GatewayEvents = NO_EVENTS,
   ) {}
+
+  /** A config reload's limits: counted against from the next request on (the windows already counted stay). */
+  reconfigure(limits: AuthConfig['rateLimits']): void {
+    this.limits = limits;
+  }
 
   /** Whether any rate is limited at all: without, requests cost nothing here. */
   get limitsRequests(): boolean {

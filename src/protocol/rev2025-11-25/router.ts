@@ -54,12 +54,17 @@ export class Router {
     /** The gateway's version, as `serverInfo` says. */
     private readonly serverVersion: string,
     /** `auth.access`: undefined when every caller may use everything. */
-    private readonly access: readonly AccessRule[] | undefined,
+    private access: readonly AccessRule[] | undefined,
     /** The gateway's own tools for background tasks (answered here, before any upstream). */
     private readonly taskTools: TaskTools,
     /** Where access denials are announced (src/events.ts). */
     private readonly events: GatewayEvents = NO_EVENTS,
   ) {}
+
+  /** A config reload's access rules: they apply from the next request on. */
+  reconfigure(access: readonly AccessRule[] | undefined): void {
+    this.access = access;
+  }
 
   /**
    * Starts a session: the client's revision when the gateway speaks it, else the newest (the client then

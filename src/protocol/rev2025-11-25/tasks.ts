@@ -26,10 +26,15 @@ export class LegacyTasks {
     readonly engine: TaskEngine,
     private readonly store: TaskStore,
     private readonly logger: Logger,
-    private readonly immediateResponse: string | undefined,
+    private immediateResponse: string | undefined,
     /** Where retrievals of results are announced (audited). */
     private readonly events: GatewayEvents = NO_EVENTS,
   ) {}
+
+  /** A config reload's tasks.immediateResponse, for tasks created from now on. */
+  reconfigure(immediateResponse: string | undefined): void {
+    this.immediateResponse = immediateResponse;
+  }
 
   /**
    * Stores the task, starts the upstream call, and answers with the CreateTaskResult. The run holds `charge`, the

@@ -285,7 +285,12 @@ export type ModernPeers = Peers<ModernPeerMessages>;
 export class ParkedExchanges {
   private readonly parked = new Map<string, { exchange: ModernExchange; timer: NodeJS.Timeout }>();
 
-  constructor(private readonly parkTimeoutMs: number) {}
+  constructor(private parkTimeoutMs: number) {}
+
+  /** A config reload's mrtr.parkTimeoutMs, for exchanges parked from now on. */
+  reconfigure(parkTimeoutMs: number): void {
+    this.parkTimeoutMs = parkTimeoutMs;
+  }
 
   park(exchange: ModernExchange): void {
     this.unpark(exchange.id, exchange.owner);

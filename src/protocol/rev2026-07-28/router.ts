@@ -68,7 +68,10 @@ export class ModernRouter {
   /** Keep-alive progress of the plain tool calls being answered, by request. */
   private readonly keepAlives = new WeakMap<JsonRpcRequest, ProgressKeepAlive>();
 
+  private access: readonly AccessRule[] | undefined;
+
   constructor(private readonly deps: ModernRouterDeps) {
+    this.access = deps.access;
     this.identity = {
       sessionId: 'modern:clients',
       protocolVersion: LATEST_LEGACY_VERSION,
@@ -77,6 +80,11 @@ export class ModernRouter {
       manyClients: true,
     };
     deps.replicas.on('mrtr.resume', (body, peer) => this.resumeForPeer(body, peer));
+  }
+
+  /** A config reload's access rules: they apply from the next request on. */
+  reconfigure(access: readonly AccessRule[] | undefined): void {
+    this.access = access;
   }
 
   /** A retry that reached another replica, for a call parked here: resumed here, answered through the peer. */
@@ -490,7 +498,7 @@ export class ModernRouter {
   }
 
   private accessOf(client: ModernClient): CallerAccess {
-    return new CallerAccess(this.deps.access, client.caller, this.deps.events ?? NO_EVENTS);
+    return new CallerAccess(this.access, client.caller, this.deps.events ?? NO_EVENTS);
   }
 
   private async fetchPage(client: ModernClient, upstream: Upstream, method: string, page: JsonObject, meta: unknown): Promise<JsonObject> {
