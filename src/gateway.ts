@@ -15,8 +15,10 @@ import { UpstreamMessages } from './gateway/upstream-messages.js';
 import { Authenticator } from './http/credentials.js';
 import { isLoopbackHostname } from './http/guards.js';
 import { createFrontEnd } from './http/server.js';
+import { GatewayEvents } from './events.js';
 import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
+import { startTracing } from './observability/tracing.js';
 import { createStore } from './store/store.js';
 import { CursorCodec } from './store/task-store.js';
 import { LegacyTasks } from './protocol/rev2025-11-25/tasks.js';
@@ -47,6 +49,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   // Built in dependency order and passed in. Where two parts need each other (sessions and the relay between
   // replicas; the relay and the router that cancels calls; sessions and what releases their upstream
   // connections), one reaches the other through a closure, called only once both exist.
+  // The seam the core announces through; its subscribers (tracing) start before anything emits.
+  const events = new GatewayEvents(logger);
+  const tracing = await startTracing(events, logger);
   const store = createStore(config.store);
   const rateLimiter = config.auth === undefined ? undefined : new RateLimiter(config.auth.rateLimits, store, logger);
   const inflight = new InflightBytes({ total: config.listen.maxInflightBytes, perPrincipal: config.listen.maxInflightBytesPerPrincipal });
@@ -97,9 +102,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse);
   const modernTasks = new ModernTasks(tasks);
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger);
-  const router = new Router(catalog, legacyTasks, logger, lists, sessions, VERSION, config.auth?.access, taskTools);
+  const router = new Router({ catalog, tasks: legacyTasks, logger, lists, sessions, version: VERSION, access: config.auth?.access, taskTools, events });
   const upstreamMessages = new UpstreamMessages(catalog, sessions, listeners, logger);
-  for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, upstreamMessages, VERSION));
+  for (const upstreamConfig of config.upstreams) upstreams.push(new Upstream(upstreamConfig, logger, upstreamMessages, { version: VERSION, events }));
   await Promise.all(upstreams.map((u) => u.start()));
 
   const collisions = catalog.collisions();
@@ -108,6 +113,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     listeners.close();
     await Promise.all(upstreams.map((u) => u.close()));
     await store.close();
+    await tracing?.close();
     throw new StartupConfigError(`${config.source}: upstream names collide:\n  ${collisions.join('\n  ')}`);
   }
 
@@ -125,6 +131,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     replicas,
     access: config.auth?.access,
     taskTools,
+    events,
   });
   // A store outage must not stop the start (readiness reports it): the subscriptions complete when it is back.
   const subscribed = replicas.start().catch((error: Error) => logger.warn({ err: error }, 'replica messaging is not available'));
@@ -143,6 +150,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     inflight,
     streamBudget,
     isShuttingDown: () => shuttingDown,
+    instrumentation: tracing?.instrumentation,
     readiness: async () => {
       const storeStatus: JsonObject = { type: store.kind, ok: true };
       try {
@@ -167,6 +175,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   } catch (error) {
     await Promise.all(upstreams.map((u) => u.close()));
     await store.close();
+    await tracing?.close();
     throw error;
   }
   const address = app.server.address() as AddressInfo;
@@ -195,6 +204,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       await app.close();
       await Promise.all(upstreams.map((u) => u.close()));
       await store.close();
+      await tracing?.close(); // last: the spans of the shutdown itself are exported too
     },
   };
 }
