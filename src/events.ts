@@ -130,9 +130,13 @@ export interface GatewayScopeMap {
     requestId?: RequestId;
     /** Set when the request created or names a task. */
     taskId?: string;
+    /** Trace-context fields (`traceparent`, `tracestate`) the client sent in `params._meta`, when it sent any. */
+    carrier?: Record<string, string>;
     outcome?: Outcome;
-    /** The JSON-RPC error code, when the outcome is an error. */
+    /** The JSON-RPC error code, when the outcome is an error; absent on an error outcome of a tool result (`isError`). */
     errorCode?: number;
+    /** The JSON-RPC error message, with errorCode (for traces and logs; never a metrics label). */
+    errorMessage?: string;
   };
   /**
    * One request the gateway sends to an upstream. `carrier` starts empty; subscribers may add trace-context
@@ -145,7 +149,9 @@ export interface GatewayScopeMap {
     taskId?: string;
     carrier: Record<string, string>;
     outcome?: Outcome;
+    /** As for `mcp.request`: absent on an error outcome of a tool result (`isError`). */
     errorCode?: number;
+    errorMessage?: string;
   };
   /** A task's run on this replica, from taking a slot to its terminal record. */
   'task.run': TaskFacts & { attempt: number; outcome?: 'completed' | 'failed' | 'cancelled' };

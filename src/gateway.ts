@@ -21,6 +21,7 @@ import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { subscribeAuditLog } from './observability/audit.js';
 import { GatewayMetrics } from './observability/metrics.js';
+import { startTracing } from './observability/tracing.js';
 import { createStore } from './store/store.js';
 import { CursorCodec } from './store/task-store.js';
 import { LegacyTasks } from './protocol/rev2025-11-25/tasks.js';
@@ -58,8 +59,10 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   // Built in dependency order and passed in. Where two parts need each other (sessions and the relay between
   // replicas; the relay and the router that cancels calls; sessions and what releases their upstream
   // connections), one reaches the other through a closure, called only once both exist.
-  // One seam for the whole gateway: the core announces, the audit log and metrics listen (DESIGN.md §10).
+  // One seam for the whole gateway: the core announces; tracing, the audit log and metrics listen (DESIGN.md §10).
+  // Tracing starts first, so that it sees everything emitted.
   const events = new GatewayEvents(logger);
+  const tracing = await startTracing(events, logger);
   const stopAudit = subscribeAuditLog(events, logger);
   const store = createStore(config.store, events);
   const rateLimiter = config.auth === undefined ? undefined : new RateLimiter(config.auth.rateLimits, store, events);
@@ -115,9 +118,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse, events);
   const modernTasks = new ModernTasks(tasks);
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger, events);
-  const router = new Router(catalog, legacyTasks, logger, lists, sessions, VERSION, config.auth?.access, taskTools, events);
+  const router = new Router({ catalog, tasks: legacyTasks, logger, lists, sessions, version: VERSION, access: config.auth?.access, taskTools, events });
   const upstreamMessages = new UpstreamMessages(catalog, sessions, listeners, logger);
-  const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream => new Upstream(upstreamConfig, logger, sink, VERSION, events);
+  const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream => new Upstream(upstreamConfig, logger, sink, { version: VERSION, events });
   for (const upstreamConfig of config.upstreams) upstreams.push(createUpstream(upstreamConfig, upstreamMessages));
   await Promise.all(upstreams.map((u) => u.start()));
 
@@ -129,6 +132,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     listeners.close();
     await Promise.all(upstreams.map((u) => u.close()));
     await store.close();
+    await tracing?.close();
     throw new StartupConfigError(`${config.source}: upstream names collide:\n  ${collisions.join('\n  ')}`);
   }
 
@@ -182,6 +186,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     streamBudget,
     ...(metrics === undefined ? {} : { metrics }),
     isShuttingDown: () => shuttingDown,
+    instrumentation: tracing?.instrumentation,
     readiness: async () => {
       const storeStatus: JsonObject = { type: store.kind, ok: true };
       try {
@@ -206,6 +211,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   } catch (error) {
     await Promise.all(upstreams.map((u) => u.close()));
     await store.close();
+    await tracing?.close();
     throw error;
   }
   const address = app.server.address() as AddressInfo;
@@ -239,6 +245,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       await store.close();
       metrics?.close();
       stopAudit();
+      await tracing?.close(); // last: the spans of the shutdown itself are exported too
     },
   };
 }

@@ -20,7 +20,7 @@ export async function reportToolPolicies(config: GatewayConfig, logger: Logger):
     request: async () => ({ error: { code: InternalError, message: 'taskgate check-config answers no requests' } }),
     catalogChanged: () => undefined,
   };
-  const upstreams = config.upstreams.map((u) => new Upstream(u, logger, sink, VERSION));
+  const upstreams = config.upstreams.map((u) => new Upstream(u, logger, sink, { version: VERSION }));
   try {
     await Promise.all(upstreams.map((u) => u.start()));
     const catalog = new Catalog(upstreams);

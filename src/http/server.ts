@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/types.js';
 import { GatewayError, retryAfterHeaders } from '../errors.js';
 import {
@@ -55,6 +55,8 @@ export interface FrontEndDeps {
   streamBudget: StreamBudget;
   /** What GET metrics.path serves; absent when metrics are disabled (no route). */
   metrics?: MetricsEndpointOptions['source'];
+  /** Registered before everything else when tracing is on (@fastify/otel): HTTP spans, incoming traceparent. */
+  instrumentation?: FastifyPluginAsync | undefined;
 }
 
 /** The front end's own parts, next to what the gateway gives it. */
@@ -99,6 +101,7 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
       connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(listen.headersTimeoutMs / 4))),
     },
   });
+  if (deps.instrumentation !== undefined) void app.register(deps.instrumentation);
   // Not server.maxConnections: Node refuses at the cap before anything could make room by closing idle ones.
   const connections = new ConnectionGuard(listen, deps.authenticator !== undefined, logger);
   connections.attach(app.server);

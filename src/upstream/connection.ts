@@ -14,11 +14,13 @@ import {
   type Outcome,
   type RequestId,
 } from '../jsonrpc.js';
+import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
 import { taskStatusMessage } from '../protocol/rev2025-11-25/codec.js';
 import { shedsWhenFull, type ClientFlow } from './client-flow.js';
 import type { OversizedMessage } from './oversized.js';
+import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta } from './request-scope.js';
 import type { UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
 
@@ -70,6 +72,20 @@ export interface UpstreamCall {
   cancel(reason: string): void;
 }
 
+export interface ConnectionOptions {
+  upstreamName: string;
+  transport: UpstreamTransport;
+  handler: ConnectionHandler;
+  logger: Logger;
+  /**
+   * Every call on the connection is one client's (a session's own connection): its streams may wait for that
+   * client. A connection several clients share may hold back only a call's own stream (see holdBack).
+   */
+  servesOneClient?: boolean;
+  /** Where each request is announced (`upstream.request`); its subscribers' trace context goes with it. */
+  events?: GatewayEvents;
+}
+
 interface PendingCall {
   context: CallContext | undefined;
   clientProgressToken: unknown;
@@ -93,17 +109,21 @@ export class UpstreamConnection {
   /** Streams held back for clients that do not read (see holdBack), for the log. */
   private holding = 0;
 
-  constructor(
-    readonly upstreamName: string,
-    private readonly transport: UpstreamTransport,
-    private readonly handler: ConnectionHandler,
-    private readonly logger: Logger,
-    /**
-     * Every call on the connection is one client's (a session's own connection): its streams may wait for that
-     * client. A connection several clients share may hold back only a call's own stream (see holdBack).
-     */
-    private readonly servesOneClient = false,
-  ) {
+  readonly upstreamName: string;
+  private readonly transport: UpstreamTransport;
+  private readonly handler: ConnectionHandler;
+  private readonly logger: Logger;
+  private readonly servesOneClient: boolean;
+  private readonly events: GatewayEvents;
+
+  constructor(options: ConnectionOptions) {
+    const { upstreamName, transport } = options;
+    this.upstreamName = upstreamName;
+    this.transport = transport;
+    this.handler = options.handler;
+    this.logger = options.logger;
+    this.servesOneClient = options.servesOneClient ?? false;
+    this.events = options.events ?? NO_EVENTS;
     transport.onmessage = (message, relatedTo) => this.receive(message, relatedTo);
     transport.onrequestlost = (id, reason) =>
       this.fail(id, new GatewayError('upstream_unavailable', `Upstream '${upstreamName}' lost the call: ${reason}`, { upstream: upstreamName }).toJsonRpc());
@@ -138,6 +158,24 @@ export class UpstreamConnection {
   }
 
   request(method: string, params: JsonObject | undefined, context?: CallContext, timeoutMs = 0): UpstreamCall {
+    // Without a subscriber (tracing off) the request goes straight out: no scope, nothing added to it.
+    if (!this.events.wrapped('upstream.request')) return this.start(method, params, context, timeoutMs, undefined);
+    const info = upstreamRequestInfo(this.upstreamName, method, params);
+    let call!: UpstreamCall;
+    // The subscribers run first (synchronously, by the seam's contract), so the carrier is filled when it starts.
+    const outcome = this.events.scope('upstream.request', info, () => {
+      const fields = traceFields(info.carrier);
+      call = this.start(method, withTraceMeta(params, fields), context, timeoutMs, fields);
+      return call.outcome.then((answer) => {
+        recordOutcome(info, answer);
+        return answer;
+      });
+    });
+    return { upstreamId: call.upstreamId, outcome, cancel: call.cancel };
+  }
+
+  /** Sends one request; `traceHeaders` go with it where the transport has headers (HTTP). */
+  private start(method: string, params: JsonObject | undefined, context: CallContext | undefined, timeoutMs: number, traceHeaders: Record<string, string> | undefined): UpstreamCall {
     const upstreamId = this.nextId++;
     let settle!: (outcome: Outcome) => void;
     const outcome = new Promise<Outcome>((resolve) => (settle = resolve));
@@ -177,7 +215,7 @@ export class UpstreamConnection {
     this.pending.set(upstreamId, pending);
     const message: JsonRpcRequest = { jsonrpc: '2.0', id: upstreamId, method };
     if (forwardedParams !== undefined) message.params = forwardedParams;
-    this.transport.send(message).catch((error: unknown) => this.fail(upstreamId, sendFailure(this.upstreamName, error).toJsonRpc()));
+    this.transport.send(message, traceHeaders).catch((error: unknown) => this.fail(upstreamId, sendFailure(this.upstreamName, error).toJsonRpc()));
     return call;
   }
 

@@ -73,12 +73,12 @@ export class LegacySseTransport implements UpstreamTransport {
     });
   }
 
-  async send(message: JsonRpcMessage): Promise<void> {
+  async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>): Promise<void> {
     if (this.closed || this.endpoint === undefined) throw new Error('connection is closed');
     const response = await request(this.endpoint, {
       method: 'POST',
       dispatcher: this.agent,
-      headers: { ...this.headers, 'content-type': 'application/json' },
+      headers: { ...this.headers, ...traceHeaders, 'content-type': 'application/json' },
       body: encodeMessage(message),
     });
     const text = await readBodyStart(response.body, 300);

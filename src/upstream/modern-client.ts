@@ -3,6 +3,7 @@
 import { request, type Agent } from 'undici';
 import { GatewayError, sendFailure, upstreamMessageTooLarge, InternalError, RequestCancelled } from '../errors.js';
 import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION, paramHeaders } from '../protocol/mcp.js';
 import { inputRequestsOf, retryParams } from '../protocol/rev2026-07-28/codec.js';
@@ -10,6 +11,7 @@ import type { CallContext, ClientFlow, UpstreamCall } from './connection.js';
 import { warnViolation } from './violations.js';
 import { MessageTooLargeError } from './oversized.js';
 import { decodePayload, describeUnanswered, readHttpPayload } from './payload.js';
+import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta } from './request-scope.js';
 import { readSse } from './sse-reader.js';
 import { holdReadable } from './transport.js';
 
@@ -30,19 +32,40 @@ export function encodeHeaderValue(value: string): string {
   return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }
 
+export interface ModernClientOptions {
+  upstreamName: string;
+  url: string;
+  headers: Readonly<Record<string, string>>;
+  agent: Agent;
+  logger: Logger;
+  clientInfo: JsonObject;
+  /** Largest message taken from the upstream (a JSON body, one SSE event); past it the request fails, alone. */
+  maxMessageBytes: number;
+  /** Where each request is announced (`upstream.request`); its subscribers' trace context goes with it. */
+  events?: GatewayEvents | undefined;
+}
+
 export class ModernUpstreamClient {
   private nextId = 1;
+  readonly upstreamName: string;
+  private readonly url: string;
+  private readonly headers: Readonly<Record<string, string>>;
+  private readonly agent: Agent;
+  private readonly logger: Logger;
+  private readonly clientInfo: JsonObject;
+  private readonly maxMessageBytes: number;
+  private readonly events: GatewayEvents;
 
-  constructor(
-    readonly upstreamName: string,
-    private readonly url: string,
-    private readonly headers: Readonly<Record<string, string>>,
-    private readonly agent: Agent,
-    private readonly logger: Logger,
-    private readonly clientInfo: JsonObject,
-    /** Largest message taken from the upstream (a JSON body, one SSE event); past it the request fails, alone. */
-    private readonly maxMessageBytes: number,
-  ) {}
+  constructor(options: ModernClientOptions) {
+    this.upstreamName = options.upstreamName;
+    this.url = options.url;
+    this.headers = options.headers;
+    this.agent = options.agent;
+    this.logger = options.logger;
+    this.clientInfo = options.clientInfo;
+    this.maxMessageBytes = options.maxMessageBytes;
+    this.events = options.events ?? NO_EVENTS;
+  }
 
   /** The envelope of requests the gateway makes for itself (discovery, catalog, listen). */
   ownEnvelope(): JsonObject {
@@ -50,7 +73,19 @@ export class ModernUpstreamClient {
   }
 
   /** `params` must already carry `_meta` with an envelope (the client's, or ownEnvelope()). */
-  async request(method: string, params: JsonObject, options: ModernRequestOptions = {}): Promise<Outcome> {
+  request(method: string, params: JsonObject, options: ModernRequestOptions = {}): Promise<Outcome> {
+    // Without a subscriber (tracing off) the request goes straight out: no scope, nothing added to it.
+    if (!this.events.wrapped('upstream.request')) return this.deliver(method, params, options, undefined);
+    const info = upstreamRequestInfo(this.upstreamName, method, params);
+    return this.events.scope('upstream.request', info, async () => {
+      const fields = traceFields(info.carrier);
+      const outcome = await this.deliver(method, withTraceMeta(params, fields), options, fields);
+      recordOutcome(info, outcome);
+      return outcome;
+    });
+  }
+
+  private async deliver(method: string, params: JsonObject, options: ModernRequestOptions, traceHeaders: Record<string, string> | undefined): Promise<Outcome> {
     // A timer of its own, not AbortSignal.timeout: composed with AbortSignal.any, that signal is held weakly on
     // Node 20 and never fires once garbage-collected, so the deadline would silently go.
     const deadline = new AbortController();
@@ -58,13 +93,14 @@ export class ModernUpstreamClient {
       ? setTimeout(() => deadline.abort(new DOMException(`No answer within ${options.timeoutMs} ms`, 'TimeoutError')), options.timeoutMs)
       : undefined;
     try {
-      return await this.send(method, params, options, options.signal === undefined ? deadline.signal : AbortSignal.any([options.signal, deadline.signal]));
+      const signal = options.signal === undefined ? deadline.signal : AbortSignal.any([options.signal, deadline.signal]);
+      return await this.send(method, params, options, signal, traceHeaders);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  private async send(method: string, params: JsonObject, options: ModernRequestOptions, signal: AbortSignal): Promise<Outcome> {
+  private async send(method: string, params: JsonObject, options: ModernRequestOptions, signal: AbortSignal, traceHeaders: Record<string, string> | undefined): Promise<Outcome> {
     const id = this.nextId++;
     let response;
     try {
@@ -72,7 +108,7 @@ export class ModernUpstreamClient {
         method: 'POST',
         dispatcher: this.agent,
         signal,
-        headers: this.requestHeaders(method, params, options.tool),
+        headers: { ...this.requestHeaders(method, params, options.tool), ...traceHeaders },
         body: encodeMessage({ jsonrpc: '2.0', id, method, params }),
       });
     } catch (error) {

@@ -46,7 +46,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
     this.protocolVersion = version;
   }
 
-  async send(message: JsonRpcMessage): Promise<void> {
+  async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>): Promise<void> {
     if (this.closed) throw new Error('connection is closed');
     const abort = this.track();
     let handedOff = false;
@@ -57,6 +57,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
         signal: abort.signal,
         headers: {
           ...this.requestHeaders(),
+          ...traceHeaders,
           'content-type': 'application/json',
           accept: 'application/json, text/event-stream',
         },

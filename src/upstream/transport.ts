@@ -11,8 +11,11 @@ import { warnViolation } from './violations.js';
  */
 export interface UpstreamTransport {
   start(): Promise<void>;
-  /** Sends one message. Rejects when the upstream refused or could not be reached. */
-  send(message: JsonRpcMessage): Promise<void>;
+  /**
+   * Sends one message. Rejects when the upstream refused or could not be reached. `traceHeaders` (traceparent,
+   * tracestate) go as headers of the HTTP request that carries it; transports without headers ignore them.
+   */
+  send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>): Promise<void>;
   close(): Promise<void>;
   /** The revision negotiated by initialize; HTTP transports send it as `MCP-Protocol-Version`. */
   setProtocolVersion?(version: string): void;

@@ -67,6 +67,14 @@ export interface UpstreamMessageSink {
  * same over stdio, SSE and Streamable HTTP; a request the actual client cannot answer is refused by the gateway
  * (legacy sessions: an error to the upstream; 2026-07-28: -32021 naming the capability).
  */
+/** What an upstream knows of the gateway it serves. */
+export interface UpstreamGatewaySide {
+  /** The gateway's version, as its clientInfo says. */
+  version: string;
+  /** Where its requests are announced (`upstream.request`), and its health (up, down, restarted). */
+  events?: GatewayEvents;
+}
+
 const RELAY_CAPABILITIES: JsonObject = Object.freeze({ roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } });
 const STABLE_AFTER_MS = 10_000;
 
@@ -105,20 +113,35 @@ export class Upstream {
     readonly config: UpstreamConfig,
     logger: Logger,
     private readonly sink: UpstreamMessageSink,
-    private readonly gatewayVersion: string,
-    /** Told when the upstream comes up, goes down, and (stdio) runs again after its child exited. */
-    private readonly events: GatewayEvents = NO_EVENTS,
+    private readonly gateway: UpstreamGatewaySide,
   ) {
     this.logger = logger.child({ upstream: config.name });
     this.agent = config.transport === 'stdio' ? undefined : createUpstreamAgent(config);
     if (config.transport === 'streamable-http' && config.protocol !== 'legacy' && this.agent !== undefined) {
-      this.modern = new ModernUpstreamClient(config.name, config.url, config.headers, this.agent, this.logger, { name: 'taskgate', version: gatewayVersion }, config.maxMessageBytes);
+      this.modern = new ModernUpstreamClient({
+        upstreamName: config.name,
+        url: config.url,
+        headers: config.headers,
+        agent: this.agent,
+        logger: this.logger,
+        clientInfo: { name: 'taskgate', version: gateway.version },
+        maxMessageBytes: config.maxMessageBytes,
+        events: gateway.events,
+      });
     }
     this.restartDelayMs = config.transport === 'stdio' ? config.restart.initialDelayMs : 1000;
   }
 
   get name(): string {
     return this.config.name;
+  }
+
+  private get gatewayVersion(): string {
+    return this.gateway.version;
+  }
+
+  private get events(): GatewayEvents {
+    return this.gateway.events ?? NO_EVENTS;
   }
 
   /** One connection carries every session: stdio with `isolation: shared`. */
@@ -413,14 +436,20 @@ export class Upstream {
     this.initializeResult = undefined;
     const transport = this.createTransport();
     const handler = this.handler('control', undefined, () => connection);
-    const connection: UpstreamConnection = new UpstreamConnection(this.name, transport, {
-      ...handler,
-      closed: (reason) => {
-        if (this.control !== connection || this.state === 'closed') return;
-        this.logger.warn({ reason }, 'upstream connection lost');
-        this.markDown(reason);
+    const connection: UpstreamConnection = new UpstreamConnection({
+      upstreamName: this.name,
+      transport,
+      handler: {
+        ...handler,
+        closed: (reason) => {
+          if (this.control !== connection || this.state === 'closed') return;
+          this.logger.warn({ reason }, 'upstream connection lost');
+          this.markDown(reason);
+        },
       },
-    }, this.logger);
+      logger: this.logger,
+      events: this.gateway.events,
+    });
     try {
       const params: JsonObject = {
         protocolVersion: LATEST_LEGACY_VERSION,
@@ -467,18 +496,25 @@ export class Upstream {
 
   private async openSessionConnection(session: SessionIdentity): Promise<UpstreamConnection> {
     const handler = this.handler('session', session.sessionId, () => connection);
-    const connection: UpstreamConnection = new UpstreamConnection(this.name, this.createTransport(), {
-      ...handler,
-      closed: (reason) => {
-        this.logger.debug({ session: session.sessionId, reason }, 'per-session upstream connection closed');
-        void this.perSession.get(session.sessionId)?.then(
-          (current) => {
-            if (current === connection) this.perSession.delete(session.sessionId);
-          },
-          () => undefined, // failed while opening: connectionFor already dropped it
-        );
+    const connection: UpstreamConnection = new UpstreamConnection({
+      upstreamName: this.name,
+      transport: this.createTransport(),
+      handler: {
+        ...handler,
+        closed: (reason) => {
+          this.logger.debug({ session: session.sessionId, reason }, 'per-session upstream connection closed');
+          void this.perSession.get(session.sessionId)?.then(
+            (current) => {
+              if (current === connection) this.perSession.delete(session.sessionId);
+            },
+            () => undefined, // failed while opening: connectionFor already dropped it
+          );
+        },
       },
-    }, this.logger.child({ session: session.sessionId }), session.manyClients !== true);
+      logger: this.logger.child({ session: session.sessionId }),
+      servesOneClient: session.manyClients !== true,
+      events: this.gateway.events,
+    });
     const params: JsonObject = { protocolVersion: session.protocolVersion, capabilities: RELAY_CAPABILITIES };
     params.clientInfo = session.clientInfo ?? { name: 'taskgate', version: this.gatewayVersion };
     try {

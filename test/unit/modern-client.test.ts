@@ -22,7 +22,15 @@ describe('2026-07-28 upstream client', () => {
     const agent = new Agent();
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
-      const client = new ModernUpstreamClient('silent', url, {}, agent, createLogger({ level: 'silent' }, { pretty: false }), { name: 'test', version: '1' }, 16 * 1024 * 1024);
+      const client = new ModernUpstreamClient({
+        upstreamName: 'silent',
+        url,
+        headers: {},
+        agent,
+        logger: createLogger({ level: 'silent' }, { pretty: false }),
+        clientInfo: { name: 'test', version: '1' },
+        maxMessageBytes: 16 * 1024 * 1024,
+      });
       const pending = client.request('resources/read', { uri: 'test://x', _meta: client.ownEnvelope() }, { timeoutMs: 400 });
       setTimeout(gc, 100);
       const outcome = await pending;

@@ -26,6 +26,7 @@ import {
   type LogLevel,
 } from '../mcp.js';
 import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
+import { inRequestScope, requestInfo } from '../request-scope.js';
 import { legacyError, legacyErrorResponse, legacyFailure, type LegacyOutcome } from './errors.js';
 import type { LegacySession, LegacySessions } from './session.js';
 import { ownerOf, type LegacyTasks } from './tasks.js';
@@ -44,22 +45,44 @@ export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources
  * Method → handler for 2025-11-25 (and older) sessions. Forwarded results travel as the upstream sent them; only
  * names the gateway prefixed are translated. What upstreams send toward clients is gateway/upstream-messages.ts.
  */
+export interface RouterDeps {
+  catalog: UpstreamCatalog;
+  tasks: LegacyTasks;
+  logger: Logger;
+  lists: AggregatedLists;
+  sessions: LegacySessions;
+  /** The gateway's version, as `serverInfo` says. */
+  version: string;
+  /** `auth.access`: undefined when every caller may use everything. */
+  access: readonly AccessRule[] | undefined;
+  /** The gateway's own tools for background tasks (answered here, before any upstream). */
+  taskTools: TaskTools;
+  /** Where each request is announced (`mcp.request`). */
+  events?: GatewayEvents;
+}
+
 export class Router {
-  constructor(
-    private readonly catalog: UpstreamCatalog,
-    private readonly tasks: LegacyTasks,
-    private readonly logger: Logger,
-    private readonly lists: AggregatedLists,
-    private readonly sessions: LegacySessions,
-    /** The gateway's version, as `serverInfo` says. */
-    private readonly serverVersion: string,
-    /** `auth.access`: undefined when every caller may use everything. */
-    private access: readonly AccessRule[] | undefined,
-    /** The gateway's own tools for background tasks (answered here, before any upstream). */
-    private readonly taskTools: TaskTools,
-    /** Where access denials are announced (src/events.ts). */
-    private readonly events: GatewayEvents = NO_EVENTS,
-  ) {}
+  private readonly catalog: UpstreamCatalog;
+  private readonly tasks: LegacyTasks;
+  private readonly logger: Logger;
+  private readonly lists: AggregatedLists;
+  private readonly sessions: LegacySessions;
+  private readonly serverVersion: string;
+  private access: readonly AccessRule[] | undefined;
+  private readonly taskTools: TaskTools;
+  private readonly events: GatewayEvents;
+
+  constructor(deps: RouterDeps) {
+    this.catalog = deps.catalog;
+    this.tasks = deps.tasks;
+    this.logger = deps.logger;
+    this.lists = deps.lists;
+    this.sessions = deps.sessions;
+    this.serverVersion = deps.version;
+    this.access = deps.access;
+    this.taskTools = deps.taskTools;
+    this.events = deps.events ?? NO_EVENTS;
+  }
 
   /** A config reload's access rules: they apply from the next request on. */
   reconfigure(access: readonly AccessRule[] | undefined): void {
@@ -70,7 +93,18 @@ export class Router {
    * Starts a session: the client's revision when the gateway speaks it, else the newest (the client then
    * decides, as the spec says), with the upstreams' capabilities and the gateway's task support.
    */
-  async initialize(request: JsonRpcRequest, caller: Caller | undefined): Promise<{ response: JsonRpcResponse; sessionId?: string }> {
+  initialize(request: JsonRpcRequest, caller: Caller | undefined): Promise<{ response: JsonRpcResponse; sessionId?: string }> {
+    const version = request.params?.protocolVersion;
+    return inRequestScope(
+      this.events,
+      () => requestInfo(request, { protocolVersion: typeof version === 'string' ? version : LATEST_LEGACY_VERSION }),
+      this.catalog,
+      ({ response }) => ('error' in response ? { error: response.error } : { result: response.result }),
+      () => this.startSession(request, caller),
+    );
+  }
+
+  private async startSession(request: JsonRpcRequest, caller: Caller | undefined): Promise<{ response: JsonRpcResponse; sessionId?: string }> {
     const params = request.params ?? {};
     const requested = typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
     if (requested === undefined) {
@@ -98,7 +132,11 @@ export class Router {
    * is the bytes of the request body: held until this resolves, and longer by a task that takes the call's
    * arguments with it.
    */
-  async handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {
+  handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {
+    return inRequestScope(this.events, () => requestInfo(request, session), this.catalog, (outcome) => outcome, () => this.answer(session, request, stream, caller, charge));
+  }
+
+  private async answer(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {
     try {
       return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.events), charge);
     } catch (error) {

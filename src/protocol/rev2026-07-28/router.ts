@@ -16,6 +16,7 @@ import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
 import { LATEST_LEGACY_VERSION, LIST_METHODS, logLevelRank, MODERN_VERSION, TASKS_EXTENSION } from '../mcp.js';
 import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
+import { inRequestScope, requestInfo } from '../request-scope.js';
 import type { AccessRule, TaskPolicy } from '../../config/types.js';
 import { CallerAccess } from '../access.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
@@ -55,7 +56,7 @@ export interface ModernRouterDeps {
   access: readonly AccessRule[] | undefined;
   /** The gateway's own tools for background tasks (answered here, before any upstream). */
   taskTools: TaskTools;
-  /** Where access denials are announced (src/events.ts); nowhere when absent. */
+  /** Where each request and access denial is announced (src/events.ts); nowhere when absent. */
   events?: GatewayEvents;
 }
 
@@ -119,7 +120,17 @@ export class ModernRouter {
    * Answers one request; request-level failures carry the HTTP status the revision gives them. `charge` is the
    * bytes of the request body, which the upstream call it starts (and a task that takes it over) holds until it ends.
    */
-  async handle(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder, charge?: InflightCharge): Promise<ModernAnswer | undefined> {
+  handle(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder, charge?: InflightCharge): Promise<ModernAnswer | undefined> {
+    return inRequestScope(
+      this.deps.events ?? NO_EVENTS,
+      () => requestInfo(request, { protocolVersion: client.protocolVersion }),
+      this.deps.catalog,
+      (answer) => answer?.outcome,
+      () => this.answer(client, request, headers, responder, charge),
+    );
+  }
+
+  private async answer(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder, charge?: InflightCharge): Promise<ModernAnswer | undefined> {
     try {
       const params = request.params ?? {};
       const outcome = await this.dispatch(client, request, headers, responder, charge);

@@ -1,0 +1,60 @@
+// The OpenTelemetry SDK, loaded only when tracing is on (tracing.ts imports this file dynamically). The exporter,
+// batch processor, sampler and resource read their standard OTEL_* variables themselves.
+import { FastifyOtelInstrumentation } from '@fastify/otel';
+import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type { FastifyPluginAsync } from 'fastify';
+import type { GatewayEvents } from '../events.js';
+import type { Logger } from '../log.js';
+import { VERSION } from '../version.js';
+import type { Tracing } from './tracing-handle.js';
+import { subscribeTracing } from './tracing-spans.js';
+
+/** Probes and scrapes say nothing about MCP traffic: no HTTP spans for them. */
+const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+export function startTracingSdk(events: GatewayEvents, logger: Logger): Tracing {
+  // The SDK's own troubles (an unreachable collector, a refused export) go to the gateway's log, not to stderr.
+  diag.setLogger(diagLogger(logger.child({ component: 'tracing' })), { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
+  // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (envDetector) win over the gateway's own defaults.
+  const resource = defaultResource()
+    .merge(resourceFromAttributes({ 'service.name': 'taskgate', 'service.version': VERSION }))
+    .merge(detectResources({ detectors: [envDetector] }));
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
+  // Global context manager (AsyncLocalStorage) and W3C propagator: spans nest across awaits, headers are read.
+  provider.register();
+  const unsubscribe = subscribeTracing(events, provider.getTracer('taskgate', VERSION));
+
+  const http = new FastifyOtelInstrumentation({
+    instrumentHooks: false,
+    ignorePaths: ({ url }) => UNTRACED_PATHS.has(url.split('?')[0] ?? url),
+  });
+  http.setTracerProvider(provider);
+  const instrumentation: FastifyPluginAsync = async (app) => {
+    await app.register(http.plugin());
+  };
+  // Not encapsulated: the HTTP hooks must reach every route of the front.
+  Object.assign(instrumentation, { [Symbol.for('skip-override')]: true });
+
+  logger.info({ service: resource.attributes['service.name'] }, 'tracing on: spans go to the OTLP endpoint');
+  return {
+    instrumentation,
+    async close() {
+      unsubscribe();
+      http.disable();
+      await provider.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'could not export the last spans'));
+    },
+  };
+}
+
+function diagLogger(logger: Logger): DiagLogger {
+  return {
+    error: (message, ...args) => logger.warn({ args }, message),
+    warn: (message, ...args) => logger.warn({ args }, message),
+    info: (message, ...args) => logger.debug({ args }, message),
+    debug: () => undefined,
+    verbose: () => undefined,
+  };
+}

@@ -1,0 +1,83 @@
+// The `mcp.request` scope (src/events.ts) as both revisions' routers emit it around each client request: what it
+// asks for, then how it ended, which upstream served it and which task it created or named.
+import { RequestCancelled } from '../errors.js';
+import type { GatewayEvents, GatewayScopeMap } from '../events.js';
+import { asObject, type JsonObject, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
+import type { UpstreamCatalog } from './ports.js';
+
+export type McpRequestInfo = GatewayScopeMap['mcp.request'];
+
+/**
+ * Runs `answer` inside the `mcp.request` scope; `outcomeOf` reads the outcome from what it resolves (undefined:
+ * no response is owed, the client cancelled). Without a subscriber it is a direct call, and no info is built.
+ */
+export function inRequestScope<T>(
+  events: GatewayEvents,
+  describe: () => McpRequestInfo,
+  catalog: UpstreamCatalog,
+  outcomeOf: (answer: T) => Outcome | undefined,
+  answer: () => Promise<T>,
+): Promise<T> {
+  if (!events.wrapped('mcp.request')) return answer();
+  const info = describe();
+  return events.scope('mcp.request', info, async () => {
+    const answered = await answer();
+    recordRequestOutcome(info, outcomeOf(answered), catalog);
+    return answered;
+  });
+}
+
+export function requestInfo(request: JsonRpcRequest, session: { sessionId?: string | undefined; protocolVersion: string }): McpRequestInfo {
+  const params = request.params ?? {};
+  const info: McpRequestInfo = { method: request.method, protocolVersion: session.protocolVersion, requestId: request.id };
+  if (session.sessionId !== undefined) info.sessionId = session.sessionId;
+  const target = targetOf(request.method, params);
+  if (target !== undefined) info.target = target;
+  if (request.method.startsWith('tasks/') && typeof params.taskId === 'string') info.taskId = params.taskId;
+  const carrier = traceContextOf(asObject(params._meta));
+  if (carrier !== undefined) info.carrier = carrier;
+  return info;
+}
+
+/** The tool, prompt or resource a request names, as the client named it. */
+function targetOf(method: string, params: JsonObject): string | undefined {
+  if (method === 'tools/call' || method === 'prompts/get') return typeof params.name === 'string' ? params.name : undefined;
+  if (method.startsWith('resources/') && typeof params.uri === 'string') return params.uri;
+  return undefined;
+}
+
+/** The W3C trace-context fields a client sent in `_meta` (the MCP semantic conventions' place for them). */
+function traceContextOf(meta: JsonObject | undefined): Record<string, string> | undefined {
+  if (typeof meta?.traceparent !== 'string') return undefined;
+  const carrier: Record<string, string> = { traceparent: meta.traceparent };
+  if (typeof meta.tracestate === 'string') carrier.tracestate = meta.tracestate;
+  return carrier;
+}
+
+function recordRequestOutcome(info: McpRequestInfo, outcome: Outcome | undefined, catalog: UpstreamCatalog): void {
+  const upstream = upstreamOf(info, catalog);
+  if (upstream !== undefined) info.upstream = upstream;
+  if (outcome === undefined) {
+    info.outcome = 'cancelled';
+    return;
+  }
+  if ('error' in outcome) {
+    info.outcome = outcome.error.code === RequestCancelled ? 'cancelled' : 'error';
+    info.errorCode = outcome.error.code;
+    info.errorMessage = outcome.error.message;
+    return;
+  }
+  info.outcome = outcome.result.isError === true ? 'error' : 'ok';
+  // A task creation: 2025-11-25's CreateTaskResult nests the task, 2026-07-28's is flat.
+  const taskId = asObject(outcome.result.task)?.taskId ?? (outcome.result.resultType === 'task' ? outcome.result.taskId : undefined);
+  if (typeof taskId === 'string') info.taskId = taskId;
+}
+
+/** The upstream that serves what the request names (none for the gateway's own tools and methods). */
+function upstreamOf(info: McpRequestInfo, catalog: UpstreamCatalog): string | undefined {
+  const target = info.target;
+  if (target === undefined) return undefined;
+  if (info.method === 'tools/call') return catalog.route('tools', target)?.upstream.name;
+  if (info.method === 'prompts/get') return catalog.route('prompts', target)?.upstream.name;
+  return catalog.routeUri(target)?.name;
+}
