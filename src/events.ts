@@ -65,8 +65,11 @@ export interface GatewayEventMap {
   'stream.opened': { kind: 'get' | 'post' | 'listen' };
   'stream.closed': { kind: 'get' | 'post' | 'listen' };
 
-  /** A credential or access rule refused something; `kind` is what was refused (tools, prompts, resources, credentials). */
-  'access.denied': { principal?: string; kind: string; name?: string; reason?: string };
+  /**
+   * A credential or access rule refused something; `kind` is what was refused (tools, prompts, resources, credentials).
+   * `status`: the HTTP status the refusal got, when it was an HTTP answer (401, 403 for credentials).
+   */
+  'access.denied': { principal?: string; kind: string; name?: string; reason?: string; status?: number };
   /** `limit` names the bound (requestsPerSecond, maxTasksPerPrincipal, maxInflightBytes, …). */
   'rate.limited': { principal?: string; limit: string; retryAfterMs?: number };
 

@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { GatewayConfig } from './config/types.js';
+import { GatewayEvents } from './events.js';
 import { Catalog } from './gateway/catalog.js';
 import { ListCursors, ListPages } from './gateway/list-pages.js';
 import { ReplicaLink } from './gateway/replicas.js';
@@ -31,6 +32,8 @@ import { VERSION } from './version.js';
 export interface RunningGateway {
   /** The MCP endpoint URL, with the port actually bound. */
   url: string;
+  /** What the gateway announces (src/events.ts): subscribers (and tests) listen here. */
+  events: GatewayEvents;
   close(): Promise<void>;
 }
 
@@ -47,6 +50,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   // Built in dependency order and passed in. Where two parts need each other (sessions and the relay between
   // replicas; the relay and the router that cancels calls; sessions and what releases their upstream
   // connections), one reaches the other through a closure, called only once both exist.
+  const events = new GatewayEvents(logger);
   const store = createStore(config.store);
   const rateLimiter = config.auth === undefined ? undefined : new RateLimiter(config.auth.rateLimits, store, logger);
   const inflight = new InflightBytes({ total: config.listen.maxInflightBytes, perPrincipal: config.listen.maxInflightBytesPerPrincipal });
@@ -142,6 +146,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     rateLimiter,
     inflight,
     streamBudget,
+    events,
     isShuttingDown: () => shuttingDown,
     readiness: async () => {
       const storeStatus: JsonObject = { type: store.kind, ok: true };
@@ -182,6 +187,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
 
   return {
     url,
+    events,
     async close() {
       shuttingDown = true;
       // New requests are refused from here on; running tasks get replicas.drainTimeoutMs to finish. What still
