@@ -185,6 +185,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     inflight,
     streamBudget,
     ...(metrics === undefined ? {} : { metrics }),
+    events,
     isShuttingDown: () => shuttingDown,
     instrumentation: tracing?.instrumentation,
     readiness: async () => {

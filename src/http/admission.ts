@@ -2,11 +2,17 @@
 // budgets before the body is read (tasks/inflight-bytes.ts), and the SSE streams a principal holds open on this
 // replica (`sessions.maxStreamsPerPrincipal`).
 import type { ServerResponse } from 'node:http';
-import type { FastifyRequest } from 'fastify';
-import { GatewayError } from '../errors.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError, retryAfterHeaders } from '../errors.js';
+import type { GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
+import { legacyRefusal } from '../protocol/rev2025-11-25/errors.js';
+import { headersNameModernRevision } from '../protocol/rev2026-07-28/envelope.js';
+import { modernRefusal } from '../protocol/rev2026-07-28/errors.js';
 import { InflightBudgetFull, type Charge, type InflightBytes, type InflightCharge } from '../tasks/inflight-bytes.js';
 import { ANONYMOUS_PRINCIPAL, type Caller } from '../tasks/principals.js';
+import { callerOf } from './credentials-guard.js';
+import { discardBody } from './replies.js';
 import { RateLimitedWarning } from './warnings.js';
 
 /** Streams free when clients close them, which cannot be foreseen: refused clients try again after this. */
@@ -31,17 +37,51 @@ interface BodyCharge {
   estimated: boolean;
 }
 
+export interface AdmissionDeps {
+  inflight: InflightBytes;
+  /** listen.maxBodyBytes: a chunked body is charged this much until it is read. */
+  maxBodyBytes: number;
+  /** sessions.maxStreamsPerPrincipal (0 = unlimited). */
+  maxStreamsPerPrincipal: number;
+  logger: Logger;
+  /** Where refusals are announced (rate.limited). */
+  events: GatewayEvents;
+}
+
 export class Admission {
   private readonly bodies = new WeakMap<FastifyRequest, BodyCharge>();
   private readonly streams = new Map<string, number>();
   private readonly warnings = { bytes: new Map<string, RateLimitedWarning>(), streams: new RateLimitedWarning() };
+  private readonly inflight: InflightBytes;
+  private readonly maxBodyBytes: number;
+  private readonly maxStreamsPerPrincipal: number;
+  private readonly logger: Logger;
+  private readonly events: GatewayEvents;
 
-  constructor(
-    private readonly inflight: InflightBytes,
-    private readonly maxBodyBytes: number,
-    private readonly maxStreamsPerPrincipal: number,
-    private readonly logger: Logger,
-  ) {}
+  constructor(deps: AdmissionDeps) {
+    this.inflight = deps.inflight;
+    this.maxBodyBytes = deps.maxBodyBytes;
+    this.maxStreamsPerPrincipal = deps.maxStreamsPerPrincipal;
+    this.logger = deps.logger;
+    this.events = deps.events;
+  }
+
+  /**
+   * The MCP endpoint's request hook: charges the body before it is read, and refuses the request unread (drained,
+   * not reset) when a budget cannot take it. What it returns is the reply it sent, or undefined to go on.
+   */
+  readonly admit = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
+    try {
+      this.chargeBody(request, reply.raw, admissionPrincipal(callerOf(request)));
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof InflightBudgetFull)) throw error;
+      await discardBody(request);
+      // No message has been read: the revision the headers name answers, without a request id.
+      const { status, body } = headersNameModernRevision(request.headers) ? modernRefusal(null, error) : legacyRefusal(null, error);
+      return reply.code(status).headers(retryAfterHeaders(body.error.data)).type('application/json').send(JSON.stringify(body));
+    }
+  };
 
   /**
    * Charges the body a request is about to send to `principal`, before it is read (its Content-Length, or the
@@ -57,7 +97,7 @@ export class Admission {
     try {
       admitted = this.inflight.admit(principal, declared);
     } catch (error) {
-      if (error instanceof InflightBudgetFull) this.warnBudgetFull(error, principal);
+      if (error instanceof InflightBudgetFull) this.refusedBytes(error, principal);
       throw error;
     }
     const { charge, release } = admitted;
@@ -100,6 +140,7 @@ export class Admission {
     const limit = this.maxStreamsPerPrincipal;
     if (limit > 0 && open >= limit) {
       this.warnings.streams.warn(this.logger, { principal, maxStreamsPerPrincipal: limit }, 'streams refused: sessions.maxStreamsPerPrincipal are open');
+      this.events.emit('rate.limited', { principal, limit: 'maxStreamsPerPrincipal', retryAfterMs: STREAM_RETRY_AFTER_MS });
       throw new GatewayError(
         'too_many_streams',
         `Too many open streams: '${principal}' holds ${open} on this gateway replica (sessions.maxStreamsPerPrincipal: ${limit}); close one (a GET or listen stream, or wait for a streamed answer to end) and retry`,
@@ -114,10 +155,12 @@ export class Admission {
     });
   }
 
-  private warnBudgetFull(error: InflightBudgetFull, principal: string): void {
-    const { budget } = error.data as { budget: string };
+  private refusedBytes(error: InflightBudgetFull, principal: string): void {
+    const { budget, retryAfterMs } = error.data as { budget: string; retryAfterMs: number };
     let warning = this.warnings.bytes.get(budget);
     if (warning === undefined) this.warnings.bytes.set(budget, (warning = new RateLimitedWarning()));
     warning.warn(this.logger, { principal, budget }, `requests refused: ${budget} is full`);
+    // The bound's own name (maxInflightBytes, maxInflightBytesPerPrincipal), as the other limits are named.
+    this.events.emit('rate.limited', { principal, limit: budget.slice(budget.lastIndexOf('.') + 1), retryAfterMs });
   }
 }

@@ -4,6 +4,7 @@
 // then the ones idle longest. Only when nothing can be reclaimed is a newcomer closed.
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { RateLimitedWarning } from './warnings.js';
 
@@ -44,6 +45,8 @@ export class ConnectionGuard {
     /** With `auth`: connections that never presented valid credentials are reclaimed first, even mid-request. */
     private readonly authRequired: boolean,
     private readonly logger: Logger,
+    /** Where refused connections are announced (rate.limited; no principal: nothing was read yet). */
+    private readonly events: GatewayEvents,
   ) {
     this.reclaimAbove = Math.floor(limits.maxConnections * RECLAIM_SHARE);
   }
@@ -71,6 +74,7 @@ export class ConnectionGuard {
     if (maxConnectionsPerAddress > 0 && fromAddress >= maxConnectionsPerAddress) {
       socket.destroy();
       this.warnings.refusedAddress.warn(this.logger, { maxConnectionsPerAddress, address }, 'connections refused: listen.maxConnectionsPerAddress are open from one address');
+      this.events.emit('rate.limited', { limit: 'maxConnectionsPerAddress' });
       return;
     }
     const connection: Connection = { socket, address, active: 0, lastActive: this.tick++, proven: !this.authRequired };
@@ -87,6 +91,7 @@ export class ConnectionGuard {
     if (this.open.size > maxConnections) {
       this.close(connection);
       this.warnings.refused.warn(this.logger, { maxConnections }, 'connections refused: listen.maxConnections are open and none is idle');
+      this.events.emit('rate.limited', { limit: 'maxConnections' });
     }
   }
 

@@ -1,6 +1,8 @@
 // DNS-rebinding and cross-origin protection, applied to every route. Names are compared only after parsing:
 // prefix or substring tests let `127.evil.com`, `127.0.0.1.evil.com` or `[::1]x` through.
 import { isIP } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { originMatcher } from '../config/origins.js';
 import type { ListenConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
@@ -99,3 +101,11 @@ export function checkRequestOrigin(listen: ListenConfig, host: string | undefine
   if (parsed === undefined) throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not a valid origin`);
   if (!isLoopbackHostname(parsed.hostname)) throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not allowed`);
 }
+
+/** The guard on every route, health and unknown paths included: a page that rebinds a name to this address learns nothing. */
+export const originGuardPlugin = fp(
+  async (app: FastifyInstance, { listen }: { listen: ListenConfig }) => {
+    app.addHook('onRequest', async (request) => checkRequestOrigin(listen, request.headers.host, request.headers.origin));
+  },
+  { name: 'taskgate-origin-guard', fastify: '5.x' },
+);

@@ -1,17 +1,21 @@
 // POSTs of the 2026-07-28 era: one JSON-RPC message per request, validated (envelope, headers) before dispatch,
 // answered as JSON or, once there is something to stream first, as SSE.
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
+import type { GatewayEvents } from '../events.js';
 import { isRequest, toResponse, validateMessage, type JsonObject, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { InflightCharge } from '../tasks/inflight-bytes.js';
 import type { Caller } from '../tasks/principals.js';
-import { checkRoutingHeaders, readEnvelope } from '../protocol/rev2026-07-28/envelope.js';
+import type { SessionRegistry } from '../gateway/sessions.js';
+import { checkRoutingHeaders, isModernMessage, readEnvelope } from '../protocol/rev2026-07-28/envelope.js';
 import { modernRefusal, retryAfterHeader } from '../protocol/rev2026-07-28/errors.js';
 import { ModernResponder } from '../protocol/rev2026-07-28/responder.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
 import { admissionPrincipal, type Admission } from './admission.js';
 import type { StreamBudget } from '../protocol/stream-budget.js';
+import { callerOf } from './credentials-guard.js';
+import { announceStream } from './stream-events.js';
 
 export interface ModernFrontDeps {
   modern: ModernRouter;
@@ -20,6 +24,7 @@ export interface ModernFrontDeps {
   /** Listen streams count against the caller's open streams. */
   admission: Admission;
   streamBudget: StreamBudget;
+  events: GatewayEvents;
 }
 
 /** Sends what this revision's error edge says a refused request gets. */
@@ -64,6 +69,8 @@ export async function handleModernPost(
       return refuse(reply, message.id, error);
     }
   }
+  // Announced only if the answer becomes a stream (a listen stream at once, a call once it has something to stream).
+  announceStream(deps.events, message.method === 'subscriptions/listen' ? 'listen' : 'post', reply.raw);
   reply.hijack();
   const responder = new ModernResponder(reply.raw, canStream, deps.keepAliveMs, deps.streamBudget);
   if (message.method === 'subscriptions/listen') {
@@ -79,4 +86,17 @@ export async function handleModernPost(
   if (answer === undefined) responder.end();
   else responder.finish(toResponse(message.id, answer.outcome) as unknown as JsonObject, answer.status, retryAfterHeader(answer.outcome));
   return reply;
+}
+
+export interface ModernFrontOptions extends ModernFrontDeps {
+  /** A message on a known 2025 session's id is that session's, whatever else it looks like. */
+  sessions: SessionRegistry;
+}
+
+/** Serves 2026-07-28 on the MCP endpoint: POSTs only (the revision has no sessions, so no GET or DELETE). */
+export async function modernFrontPlugin(app: FastifyInstance, deps: ModernFrontOptions): Promise<void> {
+  app.mcpEndpoint.serve({
+    claims: (body, request) => isModernMessage(body, request.headers, (id) => deps.sessions.peek(id) !== undefined),
+    post: (request, reply, body, charge) => handleModernPost(deps, request, reply, body, callerOf(request), charge),
+  });
 }

@@ -43,11 +43,27 @@ const SESSION_STREAM_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
+/** Who is told when a response becomes an event stream (see onStreamOpen); each is told once. */
+const openListeners = new WeakMap<ServerResponse, () => void>();
+
+/**
+ * Calls `listener` once, when `response` becomes an event stream (its SSE headers go out), whichever part opens
+ * it: the HTTP front counts the streams it hands out without following the response into every part that may
+ * open one (a session's stream, a resume through another replica, a 2026-07-28 answer that starts streaming).
+ */
+export function onStreamOpen(response: ServerResponse, listener: () => void): void {
+  openListeners.set(response, listener);
+}
+
 export function httpConnection(response: ServerResponse, headers: Record<string, string> = SESSION_STREAM_HEADERS): SseConnection {
   return {
     open: () => {
       response.writeHead(200, headers);
       response.flushHeaders();
+      const opened = openListeners.get(response);
+      if (opened === undefined) return;
+      openListeners.delete(response);
+      opened();
     },
     write: (chunk) => response.write(chunk),
     end: () => void response.end(),

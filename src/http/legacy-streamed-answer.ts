@@ -1,0 +1,75 @@
+// A 2025-11-25 POST whose calls may stream. The upstream may send progress, logs or requests before its result,
+// and a long call should be resumable with Last-Event-ID, so the answer becomes an SSE stream as soon as there is
+// something to stream or the call outlasts `sse.jsonWindowMs`; a call answered sooner gets plain JSON, which
+// costs a fraction of the writes.
+import type { FastifyReply } from 'fastify';
+import { toResponse, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.js';
+import type { ClientSession } from '../gateway/session.js';
+import { httpConnection } from '../protocol/event-stream.js';
+import { supportsPrimingEvents } from '../protocol/mcp.js';
+import { exchangeAnswer, type LegacyOutcome } from '../protocol/rev2025-11-25/errors.js';
+import type { Router } from '../protocol/rev2025-11-25/router.js';
+import type { InflightCharge } from '../tasks/inflight-bytes.js';
+import type { Caller } from '../tasks/principals.js';
+
+/** Reconnect delay the priming event suggests to clients whose stream drops. */
+const PRIME_RETRY_MS = 1000;
+
+export interface StreamedAnswer {
+  router: Router;
+  /** sse.jsonWindowMs: how long the answer may still become plain JSON (0: a stream at once). */
+  jsonWindowMs: number;
+  session: ClientSession;
+  requests: JsonRpcRequest[];
+  /** Answers to the batch's invalid messages, sent with the others. */
+  invalid: JsonRpcResponse[];
+  batch: boolean;
+  reply: FastifyReply;
+  caller: Caller | undefined;
+  charge: InflightCharge | undefined;
+}
+
+export async function answerStreamed({ router, jsonWindowMs, session, requests, invalid, batch, reply, caller, charge }: StreamedAnswer): Promise<FastifyReply> {
+  const stream = session.openStream();
+  reply.hijack();
+  const raw = reply.raw;
+  const held: JsonRpcResponse[] = [...invalid];
+  const startStream = (): void => {
+    stream.cancelDeferred();
+    stream.attach(httpConnection(raw), supportsPrimingEvents(session.protocolVersion) ? { primeRetryMs: PRIME_RETRY_MS } : {});
+    for (const response of held.splice(0)) stream.send(response);
+  };
+  let timer: NodeJS.Timeout | undefined;
+  if (jsonWindowMs > 0) {
+    stream.attachOnDemand(startStream);
+    timer = setTimeout(() => stream.deferred && startStream(), jsonWindowMs);
+  } else startStream();
+
+  let only: LegacyOutcome | undefined;
+  await Promise.all(
+    requests.map(async (r) => {
+      const outcome = await router.handle(session, r, stream, caller, charge);
+      if (outcome === undefined) return;
+      only = outcome;
+      const response = toResponse(r.id, outcome);
+      if (stream.deferred) held.push(response);
+      else stream.send(response);
+    }),
+  );
+  clearTimeout(timer);
+  if (stream.deferred) {
+    stream.cancelDeferred();
+    stream.finish();
+    if (raw.destroyed) return reply;
+    if (held.length === 0) raw.writeHead(202).end();
+    else {
+      const body = JSON.stringify(batch ? held : held[0]);
+      // Nothing streamed yet: a lone request's refusal keeps its own status (a background task past its rate: 429).
+      const answer = !batch && held.length === 1 && only !== undefined ? exchangeAnswer(only) : { status: 200, headers: {} };
+      raw.writeHead(answer.status, { ...answer.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+    }
+    return reply;
+  }
+  stream.finish();
+  return reply;
+}
