@@ -15,6 +15,7 @@ import { UpstreamMessages } from './gateway/upstream-messages.js';
 import { Authenticator } from './http/credentials.js';
 import { isLoopbackHostname } from './http/guards.js';
 import { createFrontEnd } from './http/server.js';
+import { NO_EVENTS } from './events.js';
 import type { JsonObject } from './jsonrpc.js';
 import type { Logger } from './log.js';
 import { createStore } from './store/store.js';
@@ -131,6 +132,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
 
   let shuttingDown = false;
+  // One authenticator for the MCP endpoint and the admin endpoints: one cache of verified tokens.
+  const authenticator = config.auth === undefined ? undefined : new Authenticator(config.auth, logger);
   const app = createFrontEnd({
     config,
     logger,
@@ -138,7 +141,22 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     modern,
     sessions,
     relay,
-    authenticator: config.auth === undefined ? undefined : new Authenticator(config.auth, logger),
+    authenticator,
+    ...(config.dashboard.enabled
+      ? {
+          dashboard: {
+            path: config.dashboard.path,
+            store,
+            tasks,
+            upstreams: () => upstreams.map((u) => u.status()),
+            authenticator,
+            admin: config.auth?.admin,
+            // This branch builds no gateway-wide events instance yet: pass the gateway's once it has one.
+            events: NO_EVENTS,
+            logger,
+          },
+        }
+      : {}),
     rateLimiter,
     inflight,
     streamBudget,

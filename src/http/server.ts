@@ -33,6 +33,7 @@ import { headersNameModernRevision, isModernMessage } from '../protocol/rev2026-
 import { modernRefusal } from '../protocol/rev2026-07-28/errors.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
 import { handleModernPost } from './modern-front.js';
+import { dashboardPlugin, type DashboardOptions } from './dashboard.js';
 
 /** What the front end needs from the rest of the gateway. */
 export interface FrontEndDeps {
@@ -52,6 +53,8 @@ export interface FrontEndDeps {
   inflight: InflightBytes;
   /** What SSE streams may hold for clients that do not read; 2026-07-28 responses draw on it too. */
   streamBudget: StreamBudget;
+  /** The task dashboard's parts; absent when dashboard.enabled is false (no routes). */
+  dashboard?: DashboardOptions;
 }
 
 /** The front end's own parts, next to what the gateway gives it. */
@@ -144,6 +147,7 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   // After the guard: its hook was added first, so it runs first.
   void app.register(corsPlugin, { listen });
   app.get('/healthz', async () => ({ status: 'ok' }));
+  if (deps.dashboard !== undefined) void app.register(dashboardPlugin, deps.dashboard);
   app.get('/readyz', async (_request, reply) => {
     const { ready, body } = await deps.readiness();
     return reply.code(ready ? 200 : 503).send(body);
