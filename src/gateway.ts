@@ -156,6 +156,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const subscribed = replicas.start().catch((error: Error) => logger.warn({ err: error }, 'replica messaging is not available'));
   await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
 
+  // One authenticator for the MCP endpoint and the admin endpoints (one cache of verified tokens), reconfigured on reload.
   const authenticator = config.auth === undefined ? undefined : new Authenticator(config.auth, logger);
   const reloader = new ConfigReloader(config, {
     upstreams,
@@ -181,10 +182,25 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     sessions,
     relay,
     authenticator,
+    ...(config.dashboard.enabled
+      ? {
+          dashboard: {
+            path: config.dashboard.path,
+            store,
+            tasks,
+            upstreams: () => upstreams.map((u) => u.status()),
+            authenticator,
+            admin: () => reloader.config.auth?.admin,
+            events,
+            logger,
+          },
+        }
+      : {}),
     rateLimiter,
     inflight,
     streamBudget,
     ...(metrics === undefined ? {} : { metrics }),
+    admin: () => reloader.config.auth?.admin,
     events,
     isShuttingDown: () => shuttingDown,
     instrumentation: tracing?.instrumentation,

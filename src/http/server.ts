@@ -1,7 +1,7 @@
 // The HTTP front: fastify with one plugin per concern, registered in the order their hooks must run. A new
 // endpoint is a new plugin in this list; the MCP endpoint's revisions register with it (mcp-endpoint.ts).
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
-import type { GatewayConfig } from '../config/types.js';
+import type { AdminAccess, GatewayConfig } from '../config/types.js';
 import type { GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -26,6 +26,8 @@ import { mcpEndpointPlugin } from './mcp-endpoint.js';
 import { modernFrontPlugin } from './modern-front.js';
 import { oauthMetadataPlugin } from './oauth-metadata.js';
 import { metricsEndpoint, type MetricsEndpointOptions } from './metrics-endpoint.js';
+import { adminAccess } from './admin-access.js';
+import { dashboardPlugin, type DashboardOptions } from './dashboard.js';
 
 /** What the front end needs from the rest of the gateway. */
 export interface FrontEndDeps {
@@ -51,6 +53,10 @@ export interface FrontEndDeps {
   events: GatewayEvents;
   /** Registered before everything else, so that it sees every request from its first hook (tracing). */
   instrumentation?: FastifyPluginAsync;
+  /** `auth.admin` as it is now (a config reload may change it); the start's config when absent. */
+  admin?: () => AdminAccess | undefined;
+  /** The task dashboard's parts; absent when dashboard.enabled is false (no routes). */
+  dashboard?: DashboardOptions;
 }
 
 export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
@@ -91,7 +97,12 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   void app.register(originGuardPlugin, { listen });
   void app.register(corsPlugin, { listen });
   void app.register(healthPlugin, { readiness: deps.readiness });
-  if (deps.metrics !== undefined) void app.register(metricsEndpoint, { path: config.metrics.path, source: deps.metrics });
+  if (deps.metrics !== undefined) {
+    // Operators only, as the dashboard: with auth, auth.admin's principals and scopes (Prometheus sends a key).
+    const onRequest = adminAccess({ authenticator, admin: deps.admin ?? config.auth?.admin, events, logger, endpoint: 'metrics' });
+    void app.register(metricsEndpoint, { path: config.metrics.path, source: deps.metrics, onRequest });
+  }
+  if (deps.dashboard !== undefined) void app.register(dashboardPlugin, deps.dashboard);
   if (authenticator !== undefined) void app.register(oauthMetadataPlugin, { authenticator, path: listen.path });
   void app.register(mcpEndpointPlugin, {
     path: listen.path,

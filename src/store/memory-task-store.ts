@@ -9,12 +9,18 @@ import {
   EXPIRED_MEMORY_MS,
   IDS_PER_SCRIPT_CALL,
   isTerminal,
+  LIST_ALL_SCAN,
   listingKey,
+  matchesFilter,
   terminalExpiry,
+  TIMELINE_LENGTH,
+  ALL_TASKS_CURSOR,
   type NewTask,
   type SlotGrant,
   type TaskChange,
+  type TaskFilter,
   type TaskPage,
+  type TaskTransition,
   type TaskRecord,
   type TaskStore,
   type TransitionResult,
@@ -44,6 +50,8 @@ interface Entry {
   task: TaskRecord;
   /** Epoch ms after which the task is gone; undefined while it is not terminal. */
   expiresAt: number | undefined;
+  /** Its status changes, oldest first, at most TIMELINE_LENGTH. */
+  timeline: TaskTransition[];
 }
 
 /** The embedded store: one process, nothing survives a restart. Same contract as the Redis store. */
@@ -52,6 +60,8 @@ export class MemoryTaskStore implements TaskStore {
   private readonly tasks = new Map<string, Entry>();
   /** Per principal, listing keys in creation order (appends keep it sorted: the clock only moves forward). */
   private readonly index = new Map<string, string[]>();
+  /** Every task's listing key, in creation order (for operators); expired ones go as they are met and on sweeps. */
+  private readonly all: string[] = [];
   private readonly events = new EventEmitter();
   private readonly topics = new EventEmitter();
   /** Running tasks' leases (one process, but the same contract as Redis). */
@@ -85,14 +95,12 @@ export class MemoryTaskStore implements TaskStore {
     if (task.message === undefined) delete task.message;
     if (task.native !== true) delete task.native;
     if (task.call === undefined) delete task.call;
-    this.tasks.set(task.taskId, { task, expiresAt: undefined });
+    this.tasks.set(task.taskId, { task, expiresAt: undefined, timeline: [transitionOf(task)] });
     const keys = this.index.get(task.principal) ?? [];
     const key = listingKey(task);
-    // Insert in order even if the wall clock stepped back.
-    let at = keys.length;
-    while (at > 0 && (keys[at - 1] as string) > key) at--;
-    keys.splice(at, 0, key);
+    insertSorted(keys, key);
     this.index.set(task.principal, keys);
+    insertSorted(this.all, key);
     return copy(withoutOutcome(task));
   }
 
@@ -116,6 +124,7 @@ export class MemoryTaskStore implements TaskStore {
     if (isTerminal(entry.task.status)) return { ok: false, reason: 'terminal', task: copy(withoutOutcome(entry.task)) };
     const now = this.now();
     const task = entry.task;
+    const statusChanged = task.status !== change.to;
     task.status = change.to;
     task.updatedMs = now;
     if (change.message === null) delete task.message;
@@ -130,6 +139,10 @@ export class MemoryTaskStore implements TaskStore {
       entry.expiresAt = terminalExpiry(task, now, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
       // Kept only to run the task again, which an ended task never is: its arguments are not held for its TTL.
       delete task.call;
+    }
+    if (statusChanged) {
+      entry.timeline.push(transitionOf(task));
+      if (entry.timeline.length > TIMELINE_LENGTH) entry.timeline.shift();
     }
     const summary = copy(withoutOutcome(task));
     this.events.emit(taskId, summary);
@@ -154,6 +167,28 @@ export class MemoryTaskStore implements TaskStore {
     const last = tasks.at(-1);
     const more = i >= 0;
     return more && last !== undefined ? { tasks, nextCursor: this.cursors.encode(principal, listingKey(last)) } : { tasks };
+  }
+
+  async listAll(page: { cursor?: string; limit: number } & TaskFilter): Promise<TaskPage> {
+    const keys = this.all;
+    const end = page.cursor === undefined ? keys.length : lowerBound(keys, this.cursors.decode(ALL_TASKS_CURSOR, page.cursor));
+    const tasks: TaskRecord[] = [];
+    let i = end - 1;
+    let scanned = 0;
+    let lastKey: string | undefined;
+    for (; i >= 0 && tasks.length < page.limit && scanned < LIST_ALL_SCAN; i--, scanned++) {
+      const key = keys[i] as string;
+      lastKey = key; // a cursor is an exclusive bound: it works whether or not its entry is still there
+      const entry = this.live(key.slice(key.indexOf(':') + 1));
+      if (entry === undefined) keys.splice(i, 1); // expired: forget its index entry too
+      else if (matchesFilter(entry.task, page)) tasks.push(copy(withoutOutcome(entry.task)));
+    }
+    // Going on from the last entry read (matching or not): a page cut short by the scan bound resumes after it.
+    return i >= 0 && lastKey !== undefined ? { tasks, nextCursor: this.cursors.encode(ALL_TASKS_CURSOR, lastKey) } : { tasks };
+  }
+
+  async timeline(taskId: string): Promise<TaskTransition[]> {
+    return structuredClone(this.live(taskId)?.timeline ?? []);
   }
 
   watch(taskId: string, listener: (task: TaskRecord) => void): () => void {
@@ -329,6 +364,10 @@ export class MemoryTaskStore implements TaskStore {
 
   private sweep(): void {
     for (const taskId of [...this.tasks.keys()]) this.live(taskId);
+    // Compacted in place, in one pass: the index can hold every task of the process.
+    let kept = 0;
+    for (const key of this.all) if (this.tasks.has(key.slice(key.indexOf(':') + 1))) this.all[kept++] = key;
+    this.all.length = kept;
     for (const sessionId of [...this.sessions.keys()]) this.liveSession(sessionId);
     const now = this.now();
     // Expired tickets go here too (without a `slots` message: waiters also retry on a timer), then empty semaphores.
@@ -372,6 +411,18 @@ async function inTurns<T>(items: readonly T[], apply: (batch: T[]) => void): Pro
 
 function copy(task: TaskRecord): TaskRecord {
   return structuredClone(task);
+}
+
+/** A task's status now, as a timeline entry. */
+function transitionOf(task: TaskRecord): TaskTransition {
+  return task.message === undefined ? { status: task.status, atMs: task.updatedMs } : { status: task.status, atMs: task.updatedMs, message: task.message };
+}
+
+/** Inserts `key` in order, even if the wall clock stepped back (appends are the common case). */
+function insertSorted(keys: string[], key: string): void {
+  let at = keys.length;
+  while (at > 0 && (keys[at - 1] as string) > key) at--;
+  keys.splice(at, 0, key);
 }
 
 /** Index of the first key >= `key` in a sorted array. */

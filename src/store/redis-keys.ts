@@ -5,8 +5,15 @@ export interface RedisKeys {
   task(taskId: string): string;
   /** Marker that outlives the task record, so an expired id can be told from an unknown one. */
   taskExpired(taskId: string): string;
+  /** List of a task's status changes (JSON entries, oldest first), beside its record. */
+  taskTimeline(taskId: string): string;
   /** Sorted set (lexical) of a principal's tasks, by listing key. */
   principalTasks(principal: string): string;
+  /**
+   * Sorted set (lexical) of every task, by listing key, for operators (the dashboard). One key, so on Redis
+   * Cluster the whole index lives in one slot (its own hash tag): a listing reads it with one command per batch.
+   */
+  allTasks(): string;
   /** Pub/sub channel carrying every task change. */
   taskEvents(): string;
   /** HMAC secret for list cursors and MRTR request state, shared by all replicas. */
@@ -45,6 +52,8 @@ export function redisKeys(prefix: string): RedisKeys {
   return {
     task: (taskId) => `${prefix}:task:{${taskId}}`,
     taskExpired: (taskId) => `${prefix}:task:{${taskId}}:expired`,
+    taskTimeline: (taskId) => `${prefix}:task:{${taskId}}:timeline`,
+    allTasks: () => `${prefix}:{all-tasks}`,
     principalTasks: (principal) => `${prefix}:principal:{${principal}}:tasks`,
     taskEvents: () => `${prefix}:events:tasks`,
     signingSecret: () => `${prefix}:signing-secret`,

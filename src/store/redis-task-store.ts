@@ -12,12 +12,18 @@ import {
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
   IDS_PER_SCRIPT_CALL,
+  LIST_ALL_SCAN,
   listingKey,
+  matchesFilter,
   TASK_STATUSES,
+  TIMELINE_LENGTH,
+  ALL_TASKS_CURSOR,
   type NewTask,
   type SlotGrant,
   type TaskChange,
+  type TaskFilter,
   type TaskPage,
+  type TaskTransition,
   type TaskRecord,
   type TaskStatus,
   type TaskStore,
@@ -27,6 +33,8 @@ import {
 /** An idle semaphore's keys go this many lease periods after its last acquire or renewal. */
 const SLOT_KEY_LEASES = 10;
 const LIST_BATCH_EXTRA = 8;
+/** Entries of the all-tasks index checked per task created, oldest first and round the index: what expired goes. */
+const SWEEP_PER_CREATE = 4;
 /** Every record field but the large ones (outcome, stored call); taskId first (its absence means no record). */
 const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued'] as const;
 
@@ -47,6 +55,9 @@ export class RedisTaskStore implements TaskStore {
   private secret: Promise<Buffer> | undefined;
   private cursors: CursorCodec | undefined;
   private readonly run: RunScript;
+  /** Where the all-tasks index sweep goes on (a listing key; '' = from the start), and whether one runs. */
+  private sweepAfter = '';
+  private sweeping = false;
 
   constructor(
     readonly redis: Redis,
@@ -76,14 +87,18 @@ export class RedisTaskStore implements TaskStore {
     if (input.message !== undefined) fields.push('message', input.message);
     if (input.native === true) fields.push('native', '1');
     if (input.call !== undefined) fields.push('call', JSON.stringify(input.call));
-    const created = (await this.run('create', this.keys.task(input.taskId), this.keys.taskEvents(), ...fields)) as string[] | null;
+    const created = (await this.run('create', this.keys.task(input.taskId), this.keys.taskTimeline(input.taskId), this.keys.taskEvents(), String(TIMELINE_LENGTH), ...fields)) as string[] | null;
     if (created === null) throw new Error(`task ${input.taskId} already exists`);
     const task = parseTask(created);
     // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
     // never a listing entry without a task.
     // The index outlives its newest task's TTL (and the expired-id memory), then goes: sessions come and go.
     const indexKey = this.keys.principalTasks(task.principal);
-    await this.redis.multi().zadd(indexKey, 0, listingKey(task)).pexpire(indexKey, task.retentionMs + EXPIRED_MEMORY_MS).exec();
+    await Promise.all([
+      this.redis.multi().zadd(indexKey, 0, listingKey(task)).pexpire(indexKey, task.retentionMs + EXPIRED_MEMORY_MS).exec(),
+      this.redis.zadd(this.keys.allTasks(), 0, listingKey(task)),
+    ]);
+    this.sweepAllTasks();
     return task;
   }
 
@@ -105,6 +120,7 @@ export class RedisTaskStore implements TaskStore {
       'transition',
       this.keys.task(taskId),
       this.keys.taskExpired(taskId),
+      this.keys.taskTimeline(taskId),
       this.keys.taskEvents(),
       change.to,
       mode,
@@ -116,6 +132,7 @@ export class RedisTaskStore implements TaskStore {
       change.openRequests ? JSON.stringify(change.openRequests) : '',
       change.attempt === undefined ? '' : String(change.attempt),
       change.queued === undefined ? 'keep' : change.queued ? 'set' : 'clear',
+      String(TIMELINE_LENGTH),
     )) as string[];
     const [verdict, ...fields] = reply;
     if (verdict === 'not_found') return { ok: false, reason: 'not_found' };
@@ -157,6 +174,80 @@ export class RedisTaskStore implements TaskStore {
     }
     const last = tasks.at(-1);
     return more && last !== undefined ? { tasks, nextCursor: cursors.encode(principal, listingKey(last)) } : { tasks };
+  }
+
+  async listAll(page: { cursor?: string; limit: number } & TaskFilter): Promise<TaskPage> {
+    const cursors = await this.cursorCodec();
+    const indexKey = this.keys.allTasks();
+    let upper = page.cursor === undefined ? '+' : `(${cursors.decode(ALL_TASKS_CURSOR, page.cursor)}`;
+    const tasks: TaskRecord[] = [];
+    let scanned = 0;
+    let lastKey: string | undefined;
+    let more = true;
+    while (more && tasks.length < page.limit && scanned < LIST_ALL_SCAN) {
+      const want = Math.min(page.limit - tasks.length + LIST_BATCH_EXTRA, LIST_ALL_SCAN - scanned);
+      const keys = await this.redis.zrevrangebylex(indexKey, upper, '-', 'LIMIT', 0, want);
+      more = keys.length === want;
+      if (keys.length === 0) break;
+      const records = await this.summaries(keys);
+      const expired: string[] = [];
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i] as string;
+        const task = records[i];
+        if (task === undefined) expired.push(key);
+        else if (tasks.length === page.limit) {
+          more = true;
+          break;
+        } else if (matchesFilter(task, page)) tasks.push(task);
+        scanned++;
+        upper = `(${key}`;
+        lastKey = key; // a cursor is an exclusive bound: it works whether or not its entry is still there
+      }
+      if (expired.length > 0) await this.redis.zrem(indexKey, ...expired);
+    }
+    // Going on from the last entry read (matching or not): a page cut short by the scan bound resumes after it.
+    return more && lastKey !== undefined ? { tasks, nextCursor: cursors.encode(ALL_TASKS_CURSOR, lastKey) } : { tasks };
+  }
+
+  async timeline(taskId: string): Promise<TaskTransition[]> {
+    const entries = await this.redis.lrange(this.keys.taskTimeline(taskId), 0, -1);
+    return entries.flatMap((text) => {
+      const entry = JSON.parse(text) as { s: TaskStatus; t: string; m?: string };
+      return entry.m === undefined ? [{ status: entry.s, atMs: Number(entry.t) }] : [{ status: entry.s, atMs: Number(entry.t), message: entry.m }];
+    });
+  }
+
+  /** The summaries of the tasks `keys` (listing keys) name, in order; undefined for those that expired. */
+  private async summaries(keys: readonly string[]): Promise<(TaskRecord | undefined)[]> {
+    const pipeline = this.redis.pipeline();
+    for (const key of keys) pipeline.hmget(this.keys.task(key.slice(key.indexOf(':') + 1)), ...SUMMARY_FIELDS);
+    const replies = (await pipeline.exec()) ?? [];
+    return keys.map((_, i) => summaryFromHmget((replies[i]?.[1] as (string | null)[] | undefined) ?? []));
+  }
+
+  /**
+   * Drops the all-tasks index entries of expired tasks, SWEEP_PER_CREATE at a time, going round the index: nobody
+   * need list for the index to stay about as large as the set of live tasks. Off the create path (not awaited),
+   * one sweep at a time per store; a failure only leaves the entries for the next sweep or listing.
+   */
+  private sweepAllTasks(): void {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    void (async () => {
+      const indexKey = this.keys.allTasks();
+      const keys = await this.redis.zrangebylex(indexKey, this.sweepAfter === '' ? '-' : `(${this.sweepAfter}`, '+', 'LIMIT', 0, SWEEP_PER_CREATE);
+      this.sweepAfter = keys.length < SWEEP_PER_CREATE ? '' : (keys.at(-1) as string);
+      if (keys.length === 0) return;
+      const pipeline = this.redis.pipeline();
+      for (const key of keys) pipeline.exists(this.keys.task(key.slice(key.indexOf(':') + 1)));
+      const replies = (await pipeline.exec()) ?? [];
+      const expired = keys.filter((_, i) => replies[i]?.[0] === null && replies[i]?.[1] === 0);
+      if (expired.length > 0) await this.redis.zrem(indexKey, ...expired);
+    })()
+      .catch(() => undefined)
+      .finally(() => {
+        this.sweeping = false;
+      });
   }
 
   watch(taskId: string, listener: (task: TaskRecord) => void): () => void {

@@ -98,6 +98,31 @@ export interface TaskPage {
   nextCursor?: string;
 }
 
+/** What an operator's listing of every task keeps: tasks in any of `statuses` (all when absent), of `tool` (exact). */
+export interface TaskFilter {
+  statuses?: readonly TaskStatus[];
+  tool?: string;
+}
+
+/** One entry of a task's timeline: a status it reached, when (epoch ms), and its status message then. */
+export interface TaskTransition {
+  status: TaskStatus;
+  atMs: number;
+  message?: string;
+}
+
+/**
+ * Entries a task's timeline keeps (the oldest go first). A status change makes an entry; a message alone does
+ * not (progress rewrites it every second and would push the history out).
+ */
+export const TIMELINE_LENGTH = 50;
+
+/**
+ * Index entries listAll reads at most per call, matching or not: a filter that matches little answers a short page
+ * (with a cursor to go on) instead of reading the whole index.
+ */
+export const LIST_ALL_SCAN = 1_000;
+
 /** The answer to acquireSlot: a slot, or how many hold one or wait in line before the ticket. */
 export type SlotGrant = { granted: true } | { granted: false; ahead: number };
 
@@ -122,6 +147,15 @@ export interface TaskStore {
   transition(taskId: string, change: TaskChange): Promise<TransitionResult>;
   /** The principal's tasks (without outcomes), newest first. Throws InvalidCursorError for a cursor this store did not issue. */
   list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage>;
+  /**
+   * Every principal's tasks (without outcomes), newest first, for operators (the dashboard): one index of all
+   * tasks, entries of expired ones dropped as they are met (and swept a few at a time as tasks are created). At
+   * most LIST_ALL_SCAN entries are read per call: with a filter, a page may come out short and still carry a
+   * cursor. Throws InvalidCursorError for a cursor this store's listAll did not issue.
+   */
+  listAll(page: { cursor?: string; limit: number } & TaskFilter): Promise<TaskPage>;
+  /** The task's last TIMELINE_LENGTH status changes, oldest first, creation included; [] for an unknown task. */
+  timeline(taskId: string): Promise<TaskTransition[]>;
   /**
    * Calls `listener` with the task (without its outcome) after every change, made on any replica, until the
    * returned function is called.
@@ -251,6 +285,14 @@ export function terminalExpiry(task: Pick<TaskRecord, 'createdMs' | 'retentionMs
  */
 export function listingKey(task: Pick<TaskRecord, 'createdUs' | 'taskId'>): string {
   return `${String(task.createdUs).padStart(18, '0')}:${task.taskId}`;
+}
+
+/** Whom listAll's cursors are bound to: no principal is this (principals are `key:`, `oauth:`, `session:`, …). */
+export const ALL_TASKS_CURSOR = '\u0000all-tasks';
+
+/** Whether a task passes `filter`. */
+export function matchesFilter(task: Pick<TaskRecord, 'status' | 'tool'>, filter: TaskFilter): boolean {
+  return (filter.statuses === undefined || filter.statuses.includes(task.status)) && (filter.tool === undefined || task.tool === filter.tool);
 }
 
 /**

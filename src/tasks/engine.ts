@@ -402,6 +402,17 @@ export class TaskEngine {
   }
 
   /**
+   * Cancels any principal's task for an operator (the dashboard), recorded exactly as a client's cancel is, and
+   * audited with who asked (`admin`: their principal, or `anonymous` without auth). Unknown, expired and
+   * upstream-run tasks are refused as `find` refuses them; a terminal one answers not ok.
+   */
+  async cancelAsAdmin(taskId: string, admin: string): Promise<{ ok: true; task: TaskRecord } | { ok: false; task: TaskRecord | undefined }> {
+    const cancelled = await this.cancel(await this.find(taskId));
+    if (cancelled.ok) this.logger.info({ audit: 'task.cancelled.admin', task: taskId, principal: cancelled.task.principal, by: admin }, 'task cancelled by an administrator');
+    return cancelled;
+  }
+
+  /**
    * Routes the client's answers to the input requests the task's upstream call waits on; unknown or already
    * answered keys are ignored. The store reflects what is still outstanding before this resolves, so a read right
    * after sees it. For a call running on another replica, the answers go there.

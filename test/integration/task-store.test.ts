@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
-import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, TIMELINE_LENGTH, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
 import { eventually } from './harness.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -492,6 +492,112 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.deepEqual(await store.slotHolders('tool:fx/never'), []);
       await store.close();
     });
+
+    test('listAll: every principal\'s tasks newest first, over pages, filtered by status and tool', async () => {
+      const store = await create();
+      const made: TaskRecord[] = [];
+      for (let i = 0; i < 30; i++) {
+        made.push(await store.create(newTask({ principal: `session:p${i % 3}`, tool: i % 2 === 0 ? 'slow' : 'fast' })));
+      }
+      for (const task of made.slice(0, 10)) await store.transition(task.taskId, { to: 'completed', outcome: { result: {} } });
+      await store.transition((made[20] as TaskRecord).taskId, { to: 'input_required', message: 'asking' });
+      const newestFirst = [...made].reverse().map((t) => t.taskId);
+
+      const listed: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await store.listAll(cursor === undefined ? { limit: 7 } : { cursor, limit: 7 });
+        assert.ok(page.tasks.length <= 7);
+        listed.push(...page.tasks.map((t) => t.taskId));
+        cursor = page.nextCursor;
+        pages++;
+      } while (cursor !== undefined && pages < 20);
+      assert.deepEqual(listed, newestFirst, 'all of them, newest first, no gaps or repeats');
+      assert.equal((await store.listAll({ limit: 100 })).tasks[0]?.outcome, undefined, 'without outcomes');
+
+      const completed = await store.listAll({ limit: 100, statuses: ['completed'] });
+      assert.deepEqual(completed.tasks.map((t) => t.taskId), made.slice(0, 10).reverse().map((t) => t.taskId));
+      const open = await store.listAll({ limit: 100, statuses: ['working', 'input_required'] });
+      assert.equal(open.tasks.length, 20);
+      assert.ok(open.tasks.every((t) => t.status === 'working' || t.status === 'input_required'));
+      const slowAsking = await store.listAll({ limit: 100, statuses: ['input_required'], tool: 'slow' });
+      assert.deepEqual(slowAsking.tasks.map((t) => t.taskId), [(made[20] as TaskRecord).taskId]);
+      const fast = await store.listAll({ limit: 100, tool: 'fast' });
+      assert.equal(fast.tasks.length, 15);
+      assert.ok(fast.tasks.every((t) => t.tool === 'fast'));
+      assert.deepEqual((await store.listAll({ limit: 10, tool: 'nope' })).tasks, []);
+
+      // A filtered listing pages too: the same tasks, whatever the page size.
+      const paged: string[] = [];
+      cursor = undefined;
+      do {
+        const page = await store.listAll({ limit: 4, tool: 'fast', ...(cursor === undefined ? {} : { cursor }) });
+        paged.push(...page.tasks.map((t) => t.taskId));
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      assert.deepEqual(paged, fast.tasks.map((t) => t.taskId));
+      await store.close();
+    });
+
+    test('listAll cursors are its own: a principal\'s cursor, a forged or a garbled one is refused', async () => {
+      const store = await create();
+      for (let i = 0; i < 3; i++) await store.create(newTask({ principal: 'session:a' }));
+      const mine = await store.list('session:a', { limit: 1 });
+      assert.ok(mine.nextCursor);
+      await assert.rejects(store.listAll({ cursor: mine.nextCursor, limit: 1 }), InvalidCursorError);
+      const first = await store.listAll({ limit: 1 });
+      assert.ok(first.nextCursor);
+      await assert.rejects(store.list('session:a', { cursor: first.nextCursor, limit: 1 }), InvalidCursorError);
+      await assert.rejects(store.listAll({ cursor: 'garbage', limit: 1 }), InvalidCursorError);
+      assert.equal((await store.listAll({ cursor: first.nextCursor, limit: 5 })).tasks.length, 2);
+      await store.close();
+    });
+
+    test('listAll: expired tasks leave the index; running ones stay', async () => {
+      const store = await create();
+      const finished = await store.create(newTask({ retentionMs: 100, principal: 'session:one' }));
+      const running = await store.create(newTask({ retentionMs: 100, principal: 'session:two' }));
+      await store.transition(finished.taskId, { to: 'failed', message: 'no' });
+      assert.equal((await store.listAll({ limit: 10 })).tasks.length, 2, 'listed while readable');
+      await eventually(async () => (await store.get(finished.taskId)) === undefined, 5000);
+      assert.deepEqual((await store.listAll({ limit: 10 })).tasks.map((t) => t.taskId), [running.taskId]);
+      assert.deepEqual(await store.timeline(finished.taskId), [], 'its timeline went with it');
+      await store.close();
+    });
+
+    test(`timeline: creation and every status change, oldest first, messages as they were; the last ${TIMELINE_LENGTH} only`, async () => {
+      const store = await create();
+      const before = Date.now() - 1000;
+      const { taskId } = await store.create(newTask({ message: 'Queued' }));
+      await store.transition(taskId, { to: 'working', message: 'step 1/3' });
+      await store.transition(taskId, { to: 'input_required', message: 'Which file?' });
+      await store.transition(taskId, { to: 'input_required', message: 'Still waiting' });
+      await store.transition(taskId, { to: 'working', message: null });
+      await store.transition(taskId, { to: 'completed', message: 'Done', outcome: { result: {} } });
+      await store.transition(taskId, { to: 'failed', message: 'too late' }); // refused: terminal is forever
+      const timeline = await store.timeline(taskId);
+      assert.deepEqual(
+        timeline.map(({ status, message }) => ({ status, message })),
+        [
+          { status: 'working', message: 'Queued' },
+          { status: 'input_required', message: 'Which file?' },
+          { status: 'working', message: undefined },
+          { status: 'completed', message: 'Done' },
+        ],
+      );
+      assert.ok(timeline.every((entry, i) => entry.atMs >= before && entry.atMs >= (timeline[i - 1]?.atMs ?? 0)));
+      assert.ok(timeline.every((entry) => !('message' in entry) || entry.message !== undefined), 'no message key without a message');
+      assert.deepEqual(await store.timeline(newTaskId()), []);
+
+      const long = await store.create(newTask());
+      for (let i = 0; i < TIMELINE_LENGTH; i++) await store.transition(long.taskId, { to: i % 2 === 0 ? 'input_required' : 'working', message: `change ${i}` });
+      const kept = await store.timeline(long.taskId);
+      assert.equal(kept.length, TIMELINE_LENGTH);
+      assert.equal(kept.at(-1)?.message, `change ${TIMELINE_LENGTH - 1}`);
+      assert.equal(kept[0]?.message, 'change 0', 'the oldest (creation) went first');
+      await store.close();
+    });
   });
 }
 
@@ -537,6 +643,30 @@ describe('redis task store specifics', () => {
     await store.transition(taskId, { to: 'completed' });
     const pttl = await store.redis.pttl(key);
     assert.ok(pttl > 0 && pttl <= 60_000);
+    await store.close();
+  });
+
+  test('timeline and the all-tasks index: timeline keys share the task\'s hash tag and expire with it; the index is one key, swept as tasks are created', async () => {
+    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+    prefixes.push(prefix);
+    const store = newRedisStore(prefix);
+    const keys = redisKeys(prefix);
+    const gone = await store.create(newTask({ retentionMs: 50 }));
+    assert.ok(keys.taskTimeline(gone.taskId).includes(`{${gone.taskId}}`));
+    assert.equal(await store.redis.pttl(keys.taskTimeline(gone.taskId)), -1, 'a running task\'s timeline never expires');
+    await store.transition(gone.taskId, { to: 'completed' });
+    const pttl = await store.redis.pttl(keys.taskTimeline(gone.taskId));
+    assert.ok(pttl > 0 && pttl <= RESULT_GRACE_MS, `expires with the record (${pttl} ms)`);
+    await eventually(async () => (await store.redis.exists(keys.task(gone.taskId), keys.taskTimeline(gone.taskId))) === 0, 5000);
+    assert.equal(await store.redis.zcard(keys.allTasks()), 1, 'still indexed: nobody listed, nothing swept yet');
+    // Tasks created later sweep the index a few entries at a time, round and round: the expired entry goes.
+    const live: string[] = [];
+    await eventually(async () => {
+      live.push((await store.create(newTask())).taskId);
+      const entries = await store.redis.zrangebylex(keys.allTasks(), '-', '+');
+      return !entries.some((entry) => entry.endsWith(`:${gone.taskId}`));
+    }, 5000);
+    assert.equal(await store.redis.zcard(keys.allTasks()), live.length, 'the live ones stay');
     await store.close();
   });
 

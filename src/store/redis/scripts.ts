@@ -11,8 +11,8 @@ import type { Redis } from 'ioredis';
 
 /** Every script, with how many of its arguments are keys (the rest are ARGV). */
 const KEY_COUNTS = {
-  create: 1,
-  transition: 2,
+  create: 2,
+  transition: 3,
   lease: 2,
   'take-orphans': 2,
   'save-session': 1,

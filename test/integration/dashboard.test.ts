@@ -1,0 +1,232 @@
+// The task dashboard in a real headless Chromium (dashboard-browser.ts): real gateway, real fixture upstream, tasks
+// made by the SDK client. Every wait is for the page to show something (waitForSelector/waitForFunction), bounded
+// by a generous timeout that only guards against hangs.
+import assert from 'node:assert/strict';
+import { before, describe, test } from 'node:test';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Browser, Page } from 'puppeteer-core';
+import { request } from 'undici';
+import { suiteScope, type TestGateway } from './harness.js';
+import { launchChromium, startTask } from './dashboard-browser.js';
+
+const WAIT = { timeout: 30_000 };
+const TASKS = { defaults: { mode: 'optional', pollIntervalMs: 100 } };
+const OPS_KEY = 'dashboard-ops-key-0123456789';
+const ALICE_KEY = 'dashboard-alice-key-0123456789';
+const ROBOT_KEY = 'dashboard-robot-key-0123456789';
+
+type Json = Record<string, unknown>;
+
+async function getJson(url: string, options: { token?: string; method?: 'GET' | 'POST' } = {}): Promise<{ status: number; headers: Record<string, unknown>; body: Json }> {
+  const answer = await request(url, {
+    method: options.method ?? 'GET',
+    headers: options.token === undefined ? {} : { authorization: `Bearer ${options.token}` },
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await answer.body.text();
+  return { status: answer.statusCode, headers: answer.headers, body: text === '' ? {} : (JSON.parse(text) as Json) };
+}
+
+/** Rows the page shows now, as `taskId:status`. */
+function rowsOf(page: Page): Promise<string[]> {
+  return page.$$eval('#tasks tbody tr', (rows) => rows.map((row) => `${row.getAttribute('data-task-id')}:${row.getAttribute('data-status')}`));
+}
+
+/** Waits until the table shows exactly the tasks `ids` (in any status). */
+async function untilRows(page: Page, ids: string[]): Promise<void> {
+  await page.waitForFunction(
+    (wanted: string[]) => {
+      const shown = [...document.querySelectorAll('#tasks tbody tr')].map((row) => row.getAttribute('data-task-id'));
+      return shown.length === wanted.length && wanted.every((id) => shown.includes(id));
+    },
+    WAIT,
+    ids,
+  );
+}
+
+describe('task dashboard, no auth: a running and a finished task, filters, detail, cancel', () => {
+  const scope = suiteScope();
+  let gateway: TestGateway;
+  let client: Client;
+  let browser: Browser;
+
+  before(async () => {
+    const upstream = await scope.upstream('streamable-http');
+    gateway = await scope.gateway({ upstreams: { fx: upstream.config }, tasks: TASKS });
+    ({ client } = await scope.client(gateway.url));
+    browser = await launchChromium();
+    scope.defer(() => browser.close());
+  });
+
+  test('the page lists both tasks with their columns, filters by status and tool, shows a detail, and cancels', async () => {
+    const running = await startTask(client, 'slow', { ms: 600_000 });
+    const finished = await startTask(client, 'report', { ms: 1 });
+    await client.experimental.tasks.getTaskResult(finished, CallToolResultSchema); // blocks until it ended
+
+    const page = await browser.newPage();
+    await page.goto(`${gateway.origin}/ui`, WAIT);
+    assert.equal(new URL(page.url()).pathname, '/ui/', 'the path without its slash redirects to the page');
+    await page.waitForSelector(`tr[data-task-id="${running}"][data-status="working"]`, WAIT);
+    await page.waitForSelector(`tr[data-task-id="${finished}"][data-status="completed"]`, WAIT);
+    assert.deepEqual((await rowsOf(page)).slice(0, 2), [`${finished}:completed`, `${running}:working`], 'newest first');
+    const cells = await page.$eval(`tr[data-task-id="${running}"]`, (row) => [...row.querySelectorAll('td')].map((td) => td.textContent));
+    assert.equal(cells[0], 'working');
+    assert.equal(cells[1], 'slow');
+    assert.equal(cells[2], 'fx');
+    assert.match(cells[3] ?? '', /^session:/, 'the principal: the session that made it');
+    assert.match(cells[4] ?? '', /^\d+(s|m \d+s)$/, 'its age');
+    assert.equal(cells[6], 'Cancel');
+    assert.equal(await page.$(`tr[data-task-id="${finished}"] button.cancel`), null, 'a finished task has nothing to cancel');
+    await page.waitForSelector('#upstreams li[data-state="ready"]', WAIT);
+    assert.equal(await page.$eval('#upstreams li', (li) => li.textContent), 'fx');
+
+    await page.select('#filter-status', 'working');
+    await untilRows(page, [running]);
+    assert.match(page.url(), /\?status=working$/, 'the filter is kept in the address');
+    await page.select('#filter-status', 'completed');
+    await untilRows(page, [finished]);
+    await page.select('#filter-status', '');
+    await untilRows(page, [finished, running]);
+    await page.type('#filter-tool', 'report');
+    await page.keyboard.press('Enter');
+    await untilRows(page, [finished]);
+    await page.click('#filter-clear');
+    await untilRows(page, [finished, running]);
+
+    await page.click(`tr[data-task-id="${finished}"] td.tool`);
+    await page.waitForSelector(`#detail[data-task-id="${finished}"]:not([hidden])`, WAIT);
+    const timeline = await page.$$eval('#timeline li', (items) => items.map((li) => li.getAttribute('data-status')));
+    assert.deepEqual(timeline, ['working', 'completed']);
+    assert.match(await page.$eval('#outcome', (pre) => pre.textContent ?? ''), /report ready after 1 ms/);
+    assert.equal(await page.$eval('#outcome-section', (section) => (section as HTMLElement).hidden), false);
+
+    await page.click('#detail-close');
+    await page.waitForSelector('#detail[hidden]', WAIT);
+    // Cancel from the list: the first click arms the button, the second sends.
+    await page.click(`tr[data-task-id="${running}"] button.cancel`);
+    await page.waitForSelector(`tr[data-task-id="${running}"] button.cancel.confirming`, WAIT);
+    await page.click(`tr[data-task-id="${running}"] button.cancel.confirming`);
+    await page.waitForSelector(`tr[data-task-id="${running}"][data-status="cancelled"]`, WAIT);
+    const task = await client.experimental.tasks.getTask(running);
+    assert.equal(task.status, 'cancelled', 'recorded like a client cancel: the client sees it');
+    assert.equal(task.statusMessage, 'The task was cancelled by request.');
+
+    await page.click(`tr[data-task-id="${running}"] td.tool`);
+    await page.waitForSelector(`#detail[data-task-id="${running}"][data-status="cancelled"]`, WAIT);
+    assert.deepEqual(await page.$$eval('#timeline li', (items) => items.map((li) => li.getAttribute('data-status'))), ['working', 'cancelled']);
+    await page.close();
+  });
+
+  test('the API: filters, bad input, unknown and finished tasks, and the page\'s headers', async () => {
+    const done = await startTask(client, 'report', { ms: 1 });
+    await client.experimental.tasks.getTaskResult(done, CallToolResultSchema);
+    const api = `${gateway.origin}/ui/api`;
+    const listed = await getJson(`${api}/tasks?status=completed&tool=report&limit=1`);
+    assert.equal(listed.status, 200);
+    assert.deepEqual((listed.body.tasks as Json[]).map((t) => t.taskId), [done]);
+    assert.equal(typeof listed.body.nextCursor, 'string', 'an earlier completed report is left for the next page');
+    const next = await getJson(`${api}/tasks?status=completed&tool=report&limit=1&cursor=${encodeURIComponent(listed.body.nextCursor as string)}`);
+    assert.equal((next.body.tasks as Json[]).length, 1);
+    assert.notEqual((next.body.tasks as Json[])[0]?.taskId, done);
+    assert.equal((await getJson(`${api}/tasks?status=done`)).status, 400);
+    assert.equal((await getJson(`${api}/tasks?cursor=forged`)).status, 400);
+    assert.equal((await getJson(`${api}/tasks?limit=0`)).status, 400);
+    assert.equal((await getJson(`${api}/tasks/no-such-task`)).status, 404);
+    assert.equal((await getJson(`${api}/tasks/no-such-task/cancel`, { method: 'POST' })).status, 404);
+    const again = await getJson(`${api}/tasks/${done}/cancel`, { method: 'POST' });
+    assert.equal(again.status, 409);
+    assert.match(String(again.body.error), /already completed/);
+    const detail = await getJson(`${api}/tasks/${done}`);
+    assert.equal((detail.body.outcome as Json).kind, 'result');
+    assert.equal((detail.body.outcome as Json).truncated, false);
+    assert.deepEqual((await getJson(`${api}/upstreams`)).body.upstreams, [(await getJson(`${gateway.origin}/readyz`)).body.upstreams].flat());
+
+    const page = await request(`${gateway.origin}/ui/`);
+    assert.equal(page.statusCode, 200);
+    assert.match(String(page.headers['content-security-policy']), /script-src 'self'/);
+    assert.match(await page.body.text(), /<script src="app.js"/);
+    const script = await request(`${gateway.origin}/ui/app.js`);
+    assert.match(String(script.headers['content-type']), /javascript/);
+    await script.body.dump();
+  });
+});
+
+describe('task dashboard with auth: admin principals and scopes, 401 and 403, the page asks for a key', () => {
+  const scope = suiteScope();
+  let gateway: TestGateway;
+  let closed: TestGateway;
+  let browser: Browser;
+  let aliceTask: string;
+
+  before(async () => {
+    const upstream = await scope.upstream('streamable-http');
+    const apiKeys = [
+      { principal: 'ops', key: OPS_KEY },
+      { principal: 'alice', key: ALICE_KEY },
+      { principal: 'robot', key: ROBOT_KEY, scopes: ['taskgate:admin'] },
+    ];
+    gateway = await scope.gateway({
+      upstreams: { fx: upstream.config },
+      tasks: TASKS,
+      auth: { resource: 'http://127.0.0.1/mcp', apiKeys, admin: { principals: ['key:ops'], scopes: ['taskgate:admin'] } },
+    });
+    // Auth without auth.admin: nobody may use the dashboard.
+    closed = await scope.gateway({ upstreams: { fx: upstream.config }, tasks: TASKS, auth: { resource: 'http://127.0.0.1/mcp', apiKeys } });
+    const alice = await scope.plainClient(gateway.url, { headers: { authorization: `Bearer ${ALICE_KEY}` } });
+    aliceTask = await startTask(alice, 'slow', { ms: 600_000 });
+    browser = await launchChromium();
+    scope.defer(() => browser.close());
+  });
+
+  test('the API refuses without a key (401 + challenge) and a non-admin key (403); admits admins by principal or scope', async () => {
+    const api = `${gateway.origin}/ui/api/tasks`;
+    const anonymous = await getJson(api);
+    assert.equal(anonymous.status, 401);
+    assert.match(String(anonymous.headers['www-authenticate']), /^Bearer resource_metadata=/);
+    assert.equal((await getJson(api, { token: 'not-a-key-at-all-0000' })).status, 401);
+    const alice = await getJson(api, { token: ALICE_KEY });
+    assert.equal(alice.status, 403);
+    assert.match(String(alice.body.error), /not an admin/);
+    assert.equal((await getJson(`${api}/${aliceTask}/cancel`, { token: ALICE_KEY, method: 'POST' })).status, 403, 'nor cancel');
+    for (const token of [OPS_KEY, ROBOT_KEY]) {
+      const admitted = await getJson(api, { token });
+      assert.equal(admitted.status, 200);
+      assert.deepEqual((admitted.body.tasks as Json[]).map((t) => [t.taskId, t.principal]), [[aliceTask, 'key:alice']], 'every principal\'s tasks');
+    }
+    const refused = await getJson(`${closed.origin}/ui/api/tasks`, { token: OPS_KEY });
+    assert.equal(refused.status, 403, 'without auth.admin nobody is an admin');
+    assert.match(String(refused.body.error), /auth\.admin is not configured/);
+    const page = await request(`${gateway.origin}/ui/`);
+    assert.equal(page.statusCode, 200, 'the page itself holds no data and is served to anyone');
+    await page.body.dump();
+  });
+
+  test('the page asks for a key, says when it is not an admin\'s, and shows the tasks with an admin\'s', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${gateway.origin}/ui/`, WAIT);
+    await page.waitForSelector('#auth:not([hidden])', WAIT);
+    await page.type('#auth-token', ALICE_KEY);
+    await page.click('#auth-form button[type="submit"]');
+    await page.waitForFunction(() => /not an admin/.test(document.getElementById('auth-reason')?.textContent ?? ''), WAIT);
+    await page.type('#auth-token', OPS_KEY);
+    await page.click('#auth-form button[type="submit"]');
+    await page.waitForSelector(`tr[data-task-id="${aliceTask}"][data-status="working"]`, WAIT);
+    assert.equal(await page.$eval(`tr[data-task-id="${aliceTask}"] td.principal`, (td) => td.textContent), 'key:alice');
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('taskgate.dashboard.token')), OPS_KEY, 'kept for the tab');
+    await page.close();
+  });
+});
+
+describe('dashboard config: turned off, or on another path', () => {
+  const scope = suiteScope();
+
+  test('dashboard.enabled: false serves no route; dashboard.path moves it', async () => {
+    const upstream = await scope.upstream('streamable-http');
+    const off = await scope.gateway({ upstreams: { fx: upstream.config }, dashboard: { enabled: false } });
+    for (const path of ['/ui', '/ui/', '/ui/app.js', '/ui/api/tasks']) assert.equal((await getJson(`${off.origin}${path}`).catch(() => ({ status: 0 }))).status, 404, path);
+    const moved = await scope.gateway({ upstreams: { fx: upstream.config }, dashboard: { path: '/ops/tasks' } });
+    assert.equal((await getJson(`${moved.origin}/ops/tasks/api/tasks`)).status, 200);
+    assert.equal((await getJson(`${moved.origin}/ui/api/tasks`)).status, 404);
+  });
+});
