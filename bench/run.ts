@@ -51,8 +51,11 @@ const RSS_SAMPLE_MS = 250;
 type Scenario = 'http' | 'stdio';
 type ScenarioName = Scenario | 'tasks' | 'scale';
 const ALL_SCENARIOS: readonly ScenarioName[] = ['http', 'stdio', 'tasks', 'scale'];
-/** `taskgate-observed` runs only with --observability: metrics scraped and traces exported, next to `taskgate` with both off. */
-type TargetName = 'direct' | 'taskgate' | 'taskgate-observed' | 'supergateway' | 'mcp-proxy';
+/**
+ * With --observability only, next to `taskgate` with both off: metrics scraped (`taskgate-metrics`), and metrics
+ * scraped with traces exported (`taskgate-observed`, every trace or a head-sampled share: --trace-ratio).
+ */
+type TargetName = 'direct' | 'taskgate' | 'taskgate-metrics' | 'taskgate-observed' | 'supergateway' | 'mcp-proxy';
 const ALL_TARGETS: readonly TargetName[] = ['direct', 'taskgate', 'supergateway', 'mcp-proxy'];
 
 interface RssSamples {
@@ -110,6 +113,8 @@ interface Settings extends LoadPlan {
   useTsx: boolean;
   /** http scenario: also measure the gateway with metrics and tracing on (and the plain one with both off). */
   observability: boolean;
+  /** The head-sampling ratio of the traced target (1: every trace). */
+  traceRatio: number;
   /** tasks scenario */
   stores: StoreKind[];
   redisUrl: string;
@@ -136,6 +141,7 @@ function parseSettings(): Settings {
       targets: { type: 'string' },
       tsx: { type: 'boolean', default: false },
       observability: { type: 'boolean', default: false },
+      'trace-ratio': { type: 'string' },
       stores: { type: 'string' },
       'redis-url': { type: 'string' },
       'completion-tasks': { type: 'string' },
@@ -166,6 +172,7 @@ function parseSettings(): Settings {
     targets: list(values.targets, ALL_TARGETS, 'targets') ?? (smoke ? ['direct', 'taskgate'] : [...ALL_TARGETS]),
     useTsx: values.tsx === true,
     observability: values.observability === true,
+    traceRatio: values['trace-ratio'] !== undefined ? Number(values['trace-ratio']) : 1,
     stores: list(values.stores, ALL_STORES, 'stores') ?? (smoke ? ['redis'] : [...ALL_STORES]),
     redisUrl: values['redis-url'] ?? process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
     completionTasks: values['completion-tasks'] !== undefined ? Number(values['completion-tasks']) : smoke ? 10 : 200,
@@ -323,7 +330,10 @@ async function measure(
         if (tool !== undefined) result.tool = tool;
         result.ok = true;
       } finally {
+        const before = started.notes.length;
         for (const p of started.procs) await p.stop();
+        // What the stopped parts noted on their way out (the observer's scrapes and spans).
+        result.notes.push(...started.notes.slice(before));
       }
     });
     const t = result.throughput;
@@ -351,7 +361,7 @@ function httpDriver(url: string, clients: number): { load: HttpLoad; driver: Dri
  * How the gateway is observed: `undefined` as configured by default; `off` with metrics and tracing off; `on` with
  * metrics scraped every SCRAPE_EVERY_MS and traces exported to a loopback OTLP sink.
  */
-type Observation = undefined | 'off' | 'on';
+type Observation = undefined | 'off' | { traceRatio: number | undefined };
 
 async function startGateway(
   s: Settings,
@@ -364,13 +374,18 @@ async function startGateway(
   const port = await freePort();
   const inspectPort = await freePort();
   const cfg = join(dir, `taskgate-${scenario}.yaml`);
-  writeFileSync(cfg, gatewayYaml(port, scenario, upstreamUrl, observation === undefined ? undefined : observation === 'on'));
+  writeFileSync(cfg, gatewayYaml(port, scenario, upstreamUrl, observation === undefined ? undefined : observation !== 'off'));
   const args = [inspectFlag(inspectPort), ...gw.args, 'serve', '--config', cfg];
-  const sink = observation === 'on' ? await startOtlpSink() : undefined;
+  const traceRatio = observation === undefined || observation === 'off' ? undefined : observation.traceRatio;
+  const scraped = observation !== undefined && observation !== 'off';
+  const sink = traceRatio !== undefined ? await startOtlpSink() : undefined;
+  // The standard sampler variables: every trace, or a head-sampled share of them (what busy deployments run).
+  const sampler = (ratio: number): Record<string, string> =>
+    ratio >= 1 ? { OTEL_TRACES_SAMPLER: 'parentbased_always_on' } : { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio) };
   const tracingEnv: Record<string, string> =
-    sink === undefined
+    sink === undefined || traceRatio === undefined
       ? { OTEL_SDK_DISABLED: 'true' }
-      : { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: 'taskgate-bench', OTEL_SDK_DISABLED: 'false' };
+      : { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: 'taskgate-bench', OTEL_SDK_DISABLED: 'false', ...sampler(traceRatio) };
   const proc = startProc('taskgate', gw.command, args, {
     cwd: ROOT,
     dropEnvPrefix: 'TASKGATE_',
@@ -385,9 +400,9 @@ async function startGateway(
   const { load, driver } = httpDriver(`http://127.0.0.1:${port}/mcp`, s.clients);
   const procs: Pick<Proc, 'stop'>[] = [proc];
   const notes = [gw.how];
-  if (sink !== undefined) {
+  if (scraped) {
     procs.push(observer(`http://127.0.0.1:${port}/metrics`, sink, notes));
-    notes.push(`metrics scraped every ${SCRAPE_EVERY_MS} ms, traces exported to a loopback OTLP sink`);
+    notes.push(`metrics scraped every ${SCRAPE_EVERY_MS} ms${sink === undefined ? '' : ', traces exported to a loopback OTLP sink'}`);
   }
   return { driver, rssPid: () => proc.pid, rssOf: 'taskgate process', procs, tool: () => load.toolName, inspectPort, notes };
 }
@@ -396,7 +411,7 @@ async function startGateway(
  * Scrapes /metrics like Prometheus while the target runs; stopped with the target's processes, when it notes what
  * was scraped and how many spans arrived (a run where tracing exported nothing measured nothing).
  */
-function observer(metricsUrl: string, sink: OtlpSink, notes: string[]): Pick<Proc, 'stop'> {
+function observer(metricsUrl: string, sink: OtlpSink | undefined, notes: string[]): Pick<Proc, 'stop'> {
   let scrapes = 0;
   let failures = 0;
   const timer = setInterval(() => {
@@ -411,8 +426,8 @@ function observer(metricsUrl: string, sink: OtlpSink, notes: string[]): Pick<Pro
   return {
     async stop() {
       clearInterval(timer); // stopped after the gateway, whose shutdown flushed its last spans to the sink
-      notes.push(`${scrapes} scrapes (${failures} failed), ${sink.spans()} spans received`);
-      await sink.close();
+      notes.push(`${scrapes} scrapes (${failures} failed)${sink === undefined ? '' : `, ${sink.spans()} spans received`}`);
+      await sink?.close();
     },
   };
 }
@@ -468,14 +483,21 @@ async function httpScenario(s: Settings, gw: GatewayCommand | string, dir: strin
       ),
     );
     if (s.observability) {
-      results.push(
-        await measure('http', 'taskgate-observed', 'taskgate (metrics+tracing)', s, (run) =>
-          withHttpUpstream(async (url) => {
-            if (typeof gw === 'string') throw new Error(gw);
-            return run(await startGateway(s, 'http', gw, url, dir, 'on'));
-          }),
-        ),
-      );
+      const share = s.traceRatio >= 1 ? '' : ` ${Math.round(s.traceRatio * 100)}%`;
+      const observed = [
+        { target: 'taskgate-metrics' as const, label: 'taskgate (metrics)', traceRatio: undefined },
+        { target: 'taskgate-observed' as const, label: `taskgate (metrics+traces${share})`, traceRatio: s.traceRatio },
+      ];
+      for (const { target, label: observedLabel, traceRatio } of observed) {
+        results.push(
+          await measure('http', target, observedLabel, s, (run) =>
+            withHttpUpstream(async (url) => {
+              if (typeof gw === 'string') throw new Error(gw);
+              return run(await startGateway(s, 'http', gw, url, dir, { traceRatio }));
+            }),
+          ),
+        );
+      }
     }
   }
   return results;
@@ -694,13 +716,12 @@ function report(scenario: Scenario, results: TargetResult[], s: Settings): { che
 
   const gw = usable.find((x) => x.target === 'taskgate');
   if (!gw) return { checks, summaries };
-  const observed = usable.find((x) => x.target === 'taskgate-observed');
-  if (observed) {
+  for (const observed of usable.filter((x) => x.target === 'taskgate-metrics' || x.target === 'taskgate-observed')) {
     const ratio = observed.callsPerSec / gw.callsPerSec;
-    const notes = results.filter((r) => r.target === 'taskgate-observed').flatMap((r) => r.notes.filter((n) => n.includes('scrapes')));
+    const notes = results.filter((r) => r.target === observed.target).flatMap((r) => r.notes.filter((n) => n.includes('scrapes')));
     checks.push({
       scenario,
-      what: `throughput with metrics and tracing ≥ ${MIN_THROUGHPUT_OBSERVED}× without`,
+      what: `throughput with ${observed.label.replace(/^taskgate \((.*)\)$/, '$1')} ≥ ${MIN_THROUGHPUT_OBSERVED}× without`,
       pass: ratio >= MIN_THROUGHPUT_OBSERVED,
       detail:
         `${ratio.toFixed(3)}× (${observed.callsPerSec.toFixed(0)} vs ${gw.callsPerSec.toFixed(0)} calls/s; ` +

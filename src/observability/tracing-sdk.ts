@@ -28,7 +28,10 @@ export function startTracingSdk(events: GatewayEvents, logger: Logger): Tracing 
   const unsubscribe = subscribeTracing(events, provider.getTracer('taskgate', VERSION));
 
   const http = new FastifyOtelInstrumentation({
+    // The request span only: the MCP span (tracing-spans.ts) says what the handler did, and every span per call
+    // costs the call (the bench's --observability row).
     instrumentHooks: false,
+    instrumentHandler: false,
     ignorePaths: ({ url }) => UNTRACED_PATHS.has(url.split('?')[0] ?? url),
   });
   http.setTracerProvider(provider);
