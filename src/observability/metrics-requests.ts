@@ -3,7 +3,7 @@
 // to one async frame per request and look their histogram child up in nested maps: no key strings, no label
 // objects per call.
 import { Histogram, type Registry } from 'prom-client';
-import type { GatewayEvents, GatewayScopeMap, Outcome } from '../events.js';
+import type { GatewayEvents, GatewayScopeMap, Outcome, ScopeWrapper } from '../events.js';
 import { ChildCache } from './metrics-labels.js';
 import type { MetricLabels } from './metrics-context.js';
 
@@ -40,32 +40,24 @@ export function subscribeRequestMetrics(registry: Registry, events: GatewayEvent
     upstreamChildren.get(labels.upstream.of(info.upstream), method, labels.tool.of(info.tool), outcomeOf(info.outcome, failed)).observe(seconds);
   };
 
-  const stops = [
-    events.around('mcp.request', async (info, next) => {
-      const started = performance.now();
-      let failed = true;
-      try {
-        const result = await next();
-        failed = false;
-        return result;
-      } finally {
-        observeRequest(info, (performance.now() - started) / 1000, failed);
-      }
-    }),
-    events.around('upstream.request', async (info, next) => {
-      const started = performance.now();
-      let failed = true;
-      try {
-        const result = await next();
-        failed = false;
-        return result;
-      } finally {
-        observeUpstream(info, (performance.now() - started) / 1000, failed);
-      }
-    }),
-  ];
+  const stops = [events.around('mcp.request', timed<'mcp.request'>(observeRequest)), events.around('upstream.request', timed<'upstream.request'>(observeUpstream))];
   return () => {
     for (const stop of stops) stop();
+  };
+}
+
+/** A scope wrapper that times the work and hands the duration (and whether it threw) to `observe`. */
+function timed<K extends 'mcp.request' | 'upstream.request'>(observe: (info: GatewayScopeMap[K], seconds: number, failed: boolean) => void): ScopeWrapper<K> {
+  return async (info, next) => {
+    const started = performance.now();
+    let failed = true;
+    try {
+      const result = await next();
+      failed = false;
+      return result;
+    } finally {
+      observe(info, (performance.now() - started) / 1000, failed);
+    }
   };
 }
 

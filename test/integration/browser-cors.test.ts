@@ -4,31 +4,19 @@
 // browser itself. Nothing here is skipped: without chromium the test fails, saying how to install it.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { request } from 'undici';
+import { chromiumPath } from './dashboard-browser.js';
 import { MODERN_VERSION, testScope, type TestScope } from './harness.js';
 
 type Json = Record<string, unknown>;
 
 const API_KEY = 'browser-cors-test-key';
-
-function chromiumPath(): string {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    const candidate = join(dir, 'chromium');
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not in this directory
-    }
-  }
-  throw new Error('chromium is not on PATH: this test needs a real browser. Install it with `apt-get install -y chromium` (.ci/run does when it is missing)');
-}
 
 /**
  * What the page runs in the browser: an MCP client written with fetch only. Each step's outcome goes into the
