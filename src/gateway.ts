@@ -184,16 +184,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     authenticator,
     ...(config.dashboard.enabled
       ? {
-          dashboard: {
-            path: config.dashboard.path,
-            store,
-            tasks,
-            upstreams: () => upstreams.map((u) => u.status()),
-            authenticator,
-            admin: () => reloader.config.auth?.admin,
-            events,
-            logger,
-          },
+          dashboard: { path: config.dashboard.path, store, tasks, upstreams: () => upstreams.map((u) => u.status()) },
         }
       : {}),
     rateLimiter,

@@ -55,8 +55,8 @@ export interface FrontEndDeps {
   instrumentation?: FastifyPluginAsync;
   /** `auth.admin` as it is now (a config reload may change it); the start's config when absent. */
   admin?: () => AdminAccess | undefined;
-  /** The task dashboard's parts; absent when dashboard.enabled is false (no routes). */
-  dashboard?: DashboardOptions;
+  /** The task dashboard's own parts (the front adds credentials and admin access); absent: dashboard.enabled is false. */
+  dashboard?: Pick<DashboardOptions, 'path' | 'store' | 'tasks' | 'upstreams'>;
 }
 
 export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
@@ -97,12 +97,13 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   void app.register(originGuardPlugin, { listen });
   void app.register(corsPlugin, { listen });
   void app.register(healthPlugin, { readiness: deps.readiness });
+  // Operator endpoints: with auth, only auth.admin's principals and scopes (Prometheus sends a key).
+  const admin = deps.admin ?? config.auth?.admin;
   if (deps.metrics !== undefined) {
-    // Operators only, as the dashboard: with auth, auth.admin's principals and scopes (Prometheus sends a key).
-    const onRequest = adminAccess({ authenticator, admin: deps.admin ?? config.auth?.admin, events, logger, endpoint: 'metrics' });
+    const onRequest = adminAccess({ authenticator, admin, events, logger, endpoint: 'metrics' });
     void app.register(metricsEndpoint, { path: config.metrics.path, source: deps.metrics, onRequest });
   }
-  if (deps.dashboard !== undefined) void app.register(dashboardPlugin, deps.dashboard);
+  if (deps.dashboard !== undefined) void app.register(dashboardPlugin, { ...deps.dashboard, authenticator, admin, events, logger });
   if (authenticator !== undefined) void app.register(oauthMetadataPlugin, { authenticator, path: listen.path });
   void app.register(mcpEndpointPlugin, {
     path: listen.path,
