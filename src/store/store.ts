@@ -16,7 +16,7 @@ export type { TaskStore } from './task-store.js';
 export function createStore(config: StoreConfig, events: GatewayEvents = NO_EVENTS): TaskStore {
   if (config.type === 'memory') return new MemoryTaskStore();
   // Reconnect attempts at most 500 ms apart: after an outage every replica is back within about that much of
-  // the others, well inside the lease period they get to renew before anyone is declared lost.
+  // the others, inside the two lease periods they get to renew before anyone is declared lost (leases.ts).
   const redis = new Redis(config.url, { maxRetriesPerRequest: 1, commandTimeout: 5000, retryStrategy: (times) => Math.min(times * 50, 500) });
   redis.on('error', () => undefined); // reported through ping(), readiness and store.unavailable, not as crashes
   watchConnection(redis, events);

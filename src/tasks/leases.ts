@@ -170,12 +170,14 @@ export class TaskLeases {
   private async recoverOrphans(): Promise<void> {
     if (this.sweeping) return;
     // Leases run out in store time while the store is away, for live replicas too: once it is back, every
-    // replica gets one lease period to renew (and write what it kept) before anyone is declared lost.
+    // replica gets two lease periods to renew (and write what it kept) before anyone is declared lost. One is not
+    // enough with short leases: a live replica renews only after its own reconnect backoff (up to 500 ms, later
+    // than ours) and its next heartbeat (leaseMs / 3), and a loaded machine schedules both late.
     if (this.storeDown) {
       await this.store.ping().then(() => this.storeAnswered(), () => undefined);
       return;
     }
-    if (Date.now() - this.storeBackAt < this.leaseMs) return;
+    if (Date.now() - this.storeBackAt < 2 * this.leaseMs) return;
     this.sweeping = true;
     const started = Date.now();
     let taken = 0;
