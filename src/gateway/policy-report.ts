@@ -25,16 +25,17 @@ export async function reportToolPolicies(config: GatewayConfig, logger: Logger):
     await Promise.all(upstreams.map((u) => u.start()));
     const catalog = new Catalog(upstreams);
     const tools = upstreams.flatMap((upstream) =>
-      upstream.catalog.tools.map((tool) => {
-        const name = catalog.expose(upstream, tool).name as string;
+      upstream.catalog.tools.flatMap((tool) => {
+        const name = catalog.present(upstream, 'tools', tool)?.name;
+        if (typeof name !== 'string') return [];
         const policy = resolvePolicy(config.tasks, name);
         const support = upstream.taskSupportOf(tool.name);
-        return {
+        return [{
           name,
           upstream: upstream.name,
           policy: { ...policy, mode: effectiveMode(policy.mode, support) },
           ...(support === 'forbidden' ? {} : { upstreamTaskSupport: support }),
-        };
+        }];
       }),
     );
     const unreachable = upstreams.filter((u) => u.state !== 'ready').map((u) => ({ upstream: u.name, error: u.lastError ?? 'not connected' }));

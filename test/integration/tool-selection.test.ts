@@ -1,0 +1,153 @@
+// Tool selection per upstream (issue 23): what each upstream exposes, under which names, through real SDK clients
+// (2025-11-25) and hand-written 2026-07-28 requests, in front of the real fixture upstream.
+import assert from 'node:assert/strict';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { before, describe, test } from 'node:test';
+import { eventually, modern, suiteScope, testScope, textOf, type Json, type TestGateway } from './harness.js';
+
+const SELECTION = {
+  tools: {
+    exclude: ['crash', 'fail_*'],
+    overrides: {
+      greet: { name: 'hello', title: 'Hello', description: 'Greets by name' },
+      whoami: { name: 'who' },
+      dynamic_tool: { name: 'dyn' },
+    },
+  },
+  prompts: { exclude: ['test_prompt_with_*'] },
+  resources: { exclude: ['test://static-binary', 'test://template/*'] },
+};
+
+/** Calls the upstream `a` has run on the gateway's one connection to it (the fixture counts every tool call). */
+async function upstreamCalls(client: Client): Promise<number> {
+  return (JSON.parse(textOf(await client.callTool({ name: 'a__who', arguments: {} }))) as { calls: number }).calls;
+}
+
+async function toolNames(client: Client): Promise<string[]> {
+  return (await client.listTools()).tools.map((tool) => tool.name);
+}
+
+describe('tool selection per upstream', () => {
+  const scope = suiteScope();
+  let gateway: TestGateway;
+
+  before(async () => {
+    const [a, b] = await Promise.all([scope.upstream('stdio'), scope.upstream('stdio')]);
+    gateway = await scope.gateway({
+      upstreams: { a: { ...a.config, ...SELECTION }, b: { ...b.config, tools: { include: ['whoami', 'gree?'] }, resources: { exclude: ['*'] } } },
+      tasks: { rules: [{ match: 'a__hello', mode: 'required' }], taskTools: { enabled: true } },
+    });
+  });
+
+  test('lists show what is included, renamed tools under their new name (prefixed) with their title and description', async (t) => {
+    const { client } = await testScope(t).client(gateway.url);
+    const tools = (await client.listTools()).tools;
+    const names = tools.map((tool) => tool.name);
+    for (const name of ['a__hello', 'a__who', 'a__slow', 'b__whoami', 'b__greet']) assert.ok(names.includes(name), name);
+    for (const name of ['a__greet', 'a__whoami', 'a__crash', 'a__fail_tool', 'b__slow', 'b__crash']) assert.ok(!names.includes(name), name);
+    assert.equal(names.filter((name) => name.startsWith('b__')).length, 2, 'b includes only whoami and greet');
+    const hello = tools.find((tool) => tool.name === 'a__hello');
+    assert.equal(hello?.title, 'Hello');
+    assert.equal(hello?.description, 'Greets by name');
+    assert.deepEqual(Object.keys(hello?.inputSchema.properties ?? {}), ['name'], 'the upstream\'s schema stays');
+    assert.equal(tools.find((tool) => tool.name === 'b__greet')?.description, 'Sync-only: returns "Hello, {name}!"');
+  });
+
+  test('2025-11-25: excluded and renamed-away names are unknown, answered by the gateway without reaching the upstream', async (t) => {
+    const { client } = await testScope(t).client(gateway.url);
+    const refusal = (name: string) => client.callTool({ name, arguments: {} }).then(() => assert.fail(`${name} was answered`), (error: Error & { code?: number }) => error);
+    const unknown = await refusal('nowhere');
+    assert.match(unknown.message, /Unknown tool: nowhere/);
+    const before = await upstreamCalls(client);
+    // `crash` would end the upstream and `greet`/`whoami` count on its connection: none of them went there.
+    for (const name of ['a__crash', 'a__fail_tool', 'a__greet', 'a__whoami', 'b__slow']) {
+      const refused = await refusal(name);
+      assert.equal(refused.code, unknown.code, name);
+      assert.equal(refused.message.replace(name, 'X'), unknown.message.replace('nowhere', 'X'), name);
+    }
+    assert.equal(await upstreamCalls(client), before + 1, 'only the second a__who reached upstream a');
+  });
+
+  test('2025-11-25: a renamed tool is called by its new name and reaches the upstream under its own', async (t) => {
+    const { client } = await testScope(t).client(gateway.url);
+    assert.equal(textOf(await client.callTool({ name: 'b__greet', arguments: { name: 'Bo' } })), 'Hello, Bo!');
+    const who = JSON.parse(textOf(await client.callTool({ name: 'a__who', arguments: {} }))) as { transport: string };
+    assert.equal(who.transport, 'stdio');
+  });
+
+  test('task policy matches the exposed name; the task reports it', async (t) => {
+    const { client } = await testScope(t).client(gateway.url);
+    const hello = (await client.listTools()).tools.find((tool) => tool.name === 'a__hello');
+    assert.equal(hello?.execution?.taskSupport, 'required', 'the rule for a__hello applies to the renamed greet');
+    // Sent as it is: the SDK itself refuses to call a tool listed as task-only.
+    const plain = await client.request({ method: 'tools/call', params: { name: 'a__hello', arguments: { name: 'Ada' } } }, CallToolResultSchema).then(() => undefined, (error: Error & { code?: number }) => error);
+    assert.equal(plain?.code, -32601, 'a required tool called without a task');
+
+    const created = (await client.request(
+      { method: 'tools/call', params: { name: 'a__hello', arguments: { name: 'Ada' }, task: {} } },
+      CreateTaskResultSchema.passthrough(),
+    )) as unknown as { task: { taskId: string } };
+    const result = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    assert.equal(textOf(result), 'Hello, Ada!');
+    const listed = await client.callTool({ name: 'taskgate_task_list', arguments: {} });
+    const tasks = (listed.structuredContent as { tasks: { taskId: string; tool: string }[] }).tasks;
+    assert.equal(tasks.find((task) => task.taskId === created.task.taskId)?.tool, 'a__hello');
+  });
+
+  test('2026-07-28: the same names are listed, routed and refused', async () => {
+    const listed = await modern(gateway.url, 'tools/list');
+    const names = (listed.result?.tools as Json[]).map((tool) => tool.name);
+    assert.ok(names.includes('a__who') && names.includes('a__hello') && !names.includes('a__greet') && !names.includes('a__crash'));
+    assert.equal((listed.result?.tools as Json[]).find((tool) => tool.name === 'a__hello')?.title, 'Hello');
+
+    const who = await modern(gateway.url, 'tools/call', { name: 'a__who', arguments: {} });
+    const before = (JSON.parse(textOf(who.result)) as { calls: number }).calls;
+    const unknown = await modern(gateway.url, 'tools/call', { name: 'nowhere', arguments: {} });
+    assert.match(String(unknown.error?.message), /Unknown tool: nowhere/);
+    for (const name of ['a__crash', 'a__greet', 'a__whoami', 'b__fail_tool']) {
+      const refused = await modern(gateway.url, 'tools/call', { name, arguments: {} });
+      assert.equal(refused.error?.code, unknown.error?.code, name);
+      assert.equal(refused.error?.message.replace(name, 'X'), unknown.error?.message.replace('nowhere', 'X'), name);
+    }
+    const after = await modern(gateway.url, 'tools/call', { name: 'a__who', arguments: {} });
+    assert.equal((JSON.parse(textOf(after.result)) as { calls: number }).calls, before + 1);
+  });
+
+  test('prompts and resources: excluded ones are absent, and getting or reading them is unknown', async (t) => {
+    const { client } = await testScope(t).client(gateway.url);
+    const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
+    assert.ok(prompts.includes('a__test_simple_prompt'));
+    assert.ok(!prompts.some((name) => name.startsWith('a__test_prompt_with_')), prompts.join());
+    assert.ok(prompts.includes('b__test_prompt_with_arguments'), 'b keeps its prompts');
+    const unknownPrompt = await client.getPrompt({ name: 'nowhere' }).then(() => undefined, (error: Error) => error);
+    const excludedPrompt = await client.getPrompt({ name: 'a__test_prompt_with_image' }).then(() => undefined, (error: Error) => error);
+    assert.equal(excludedPrompt?.message.replace('a__test_prompt_with_image', 'X'), unknownPrompt?.message.replace('nowhere', 'X'));
+
+    const uris = (await client.listResources()).resources.map((r) => r.uri);
+    assert.ok(uris.includes('test://static-text'));
+    assert.ok(!uris.includes('test://static-binary'));
+    const templates = (await client.listResourceTemplates()).resourceTemplates.map((r) => r.uriTemplate);
+    assert.ok(!templates.includes('test://template/{id}/data'));
+    assert.match(JSON.stringify((await client.readResource({ uri: 'test://static-text' })).contents), /static text resource/);
+    for (const uri of ['test://static-binary', 'test://template/7/data']) {
+      const refused = await client.readResource({ uri }).then(() => undefined, (error: Error) => error);
+      assert.match(String(refused?.message), /Resource not found/, uri);
+    }
+    const modernRead = await modern(gateway.url, 'resources/read', { uri: 'test://static-binary' });
+    assert.match(String(modernRead.error?.message), /Resource not found/);
+    const modernPrompt = await modern(gateway.url, 'prompts/get', { name: 'a__test_prompt_with_image' });
+    assert.match(String(modernPrompt.error?.message), /Unknown prompt: a__test_prompt_with_image/);
+  });
+
+  test('the upstream\'s tools/list_changed refresh keeps applying the selection', async (t) => {
+    const { client, log } = await testScope(t).client(gateway.url);
+    const changed = log.notifications.length;
+    await client.callTool({ name: 'a__change_tools', arguments: { action: 'add' } });
+    await eventually(() => log.notifications.slice(changed).some((n) => n.method === 'notifications/tools/list_changed'));
+    const names = await toolNames(client);
+    assert.ok(names.includes('a__dyn') && !names.includes('a__dynamic_tool'), names.join());
+    assert.equal(textOf(await client.callTool({ name: 'a__dyn', arguments: {} })), 'dynamic tool says hi');
+    await client.callTool({ name: 'a__change_tools', arguments: { action: 'remove' } });
+  });
+});
