@@ -1,10 +1,15 @@
 // Tool selection per upstream (issue 23): what each upstream exposes, under which names, through real SDK clients
 // (2025-11-25) and hand-written 2026-07-28 requests, in front of the real fixture upstream.
 import assert from 'node:assert/strict';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { before, describe, test } from 'node:test';
-import { eventually, modern, suiteScope, testScope, textOf, type Json, type TestGateway } from './harness.js';
+import { stringify } from 'yaml';
+import { parseConfig } from '../../src/config/load.js';
+import { startGateway, StartupConfigError } from '../../src/gateway.js';
+import { createLogger } from '../../src/log.js';
+import { eventually, modern, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from './harness.js';
 
 const SELECTION = {
   tools: {
@@ -149,5 +154,82 @@ describe('tool selection per upstream', () => {
     assert.ok(names.includes('a__dyn') && !names.includes('a__dynamic_tool'), names.join());
     assert.equal(textOf(await client.callTool({ name: 'a__dyn', arguments: {} })), 'dynamic tool says hi');
     await client.callTool({ name: 'a__change_tools', arguments: { action: 'remove' } });
+  });
+});
+
+const ALICE_KEY = 'alice-key-0123456789abcdef';
+const BOB_KEY = 'bob-key-0123456789abcdef-bob';
+
+async function clientWithKey(scope: TestScope, url: string, key: string): Promise<Client> {
+  const client = new Client({ name: 'tool-selection-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  scope.defer(() => client.close());
+  return client;
+}
+
+describe('tool selection and access rules', () => {
+  test('access rules match the exposed (renamed) name, never the upstream\'s', async (t) => {
+    const scope = testScope(t);
+    const a = await scope.upstream('stdio');
+    const gateway = await scope.gateway({
+      upstreams: { a: { ...a.config, prefix: 'a__', tools: { overrides: { greet: { name: 'hello' } } } } },
+      auth: {
+        resource: 'http://gateway.example/mcp',
+        apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }],
+        access: [{ principals: ['alice'], tools: ['a__hello'] }, { principals: ['bob'], tools: ['a__greet', 'a__whoami'] }],
+      },
+    });
+    const alice = await clientWithKey(scope, gateway.url, ALICE_KEY);
+    const bob = await clientWithKey(scope, gateway.url, BOB_KEY);
+    assert.deepEqual(await toolNames(alice), ['a__hello']);
+    assert.deepEqual(await toolNames(bob), ['a__whoami'], 'a rule naming the old name grants nothing');
+    assert.equal(textOf(await alice.callTool({ name: 'a__hello', arguments: { name: 'Al' } })), 'Hello, Al!');
+    const denied = await bob.callTool({ name: 'a__hello', arguments: { name: 'Bo' } }).then(() => undefined, (error: Error) => error);
+    assert.match(String(denied?.message), /Unknown tool: a__hello/);
+    const modernAlice = await modern(gateway.url, 'tools/call', { name: 'a__hello', arguments: { name: 'Al' } }, { headers: { authorization: `Bearer ${ALICE_KEY}` } });
+    assert.equal(textOf(modernAlice.result), 'Hello, Al!');
+  });
+});
+
+describe('tool selection collisions', () => {
+  test('a rename onto another tool of the same upstream stops the start, naming both tools', async (t) => {
+    const scope = testScope(t);
+    const a = await scope.upstream('streamable-http');
+    const config = parseConfig(
+      stringify({
+        listen: { host: '127.0.0.1', port: 0 },
+        log: { level: 'silent' },
+        upstreams: { a: { ...a.config, tools: { overrides: { greet: { name: 'whoami' } } } } },
+      }),
+      'collide.yaml',
+      {},
+    );
+    await assert.rejects(startGateway(config, createLogger(config.log, { pretty: false })), (error: Error) => {
+      assert.ok(error instanceof StartupConfigError);
+      assert.match(error.message, /tool 'whoami' is offered twice by upstream 'a' \(its tools '(greet|whoami)' and '(greet|whoami)'\)/);
+      return true;
+    });
+  });
+
+  test('a rename onto another upstream\'s exposed name is a collision of the two upstreams', async (t) => {
+    const scope = testScope(t);
+    const [a, b] = await Promise.all([scope.upstream('streamable-http'), scope.upstream('sse')]);
+    const config = parseConfig(
+      stringify({
+        listen: { host: '127.0.0.1', port: 0 },
+        log: { level: 'silent' },
+        upstreams: {
+          a: { ...a.config, prefix: 'x_', tools: { include: ['greet'], overrides: { greet: { name: 'b_whoami' } } } },
+          b: { ...b.config, prefix: 'x_b_', tools: { include: ['whoami'] } },
+        },
+      }),
+      'collide.yaml',
+      {},
+    );
+    await assert.rejects(startGateway(config, createLogger(config.log, { pretty: false })), (error: Error) => {
+      assert.ok(error instanceof StartupConfigError);
+      assert.match(error.message, /tool 'x_b_whoami' is offered by both upstream 'a' and upstream 'b'/);
+      return true;
+    });
   });
 });
