@@ -1,6 +1,7 @@
 import type { GatewayConfig, TaskPolicy } from '../config/types.js';
 import { effectiveMode, resolvePolicy } from '../config/policy.js';
 import { Catalog } from './catalog.js';
+import { describeExclusion, selectionOf } from './tool-selection.js';
 import { InternalError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Upstream, type UpstreamMessageSink } from '../upstream/upstream.js';
@@ -8,12 +9,17 @@ import { VERSION } from '../version.js';
 
 export interface ToolPolicyReport {
   /** `policy.mode` is what clients see; `upstreamTaskSupport` is set where the upstream runs the tool as its own task. */
-  tools: { name: string; upstream: string; policy: TaskPolicy; upstreamTaskSupport?: 'optional' | 'required' }[];
+  tools: { name: string; upstream: string; upstreamName?: string; policy: TaskPolicy; upstreamTaskSupport?: 'optional' | 'required' }[];
+  /** Tools the upstreams' selections leave out, by their upstream's own name, and why (`describeExclusion`). */
+  excluded: { upstream: string; tool: string; reason: string }[];
   unreachable: { upstream: string; error: string }[];
   collisions: string[];
 }
 
-/** Connects to every upstream once, lists its tools and resolves each exposed tool's task policy. */
+/**
+ * Connects to every upstream once, lists its tools and resolves each exposed tool's task policy; says which tools
+ * the upstreams' selections rename or leave out.
+ */
 export async function reportToolPolicies(config: GatewayConfig, logger: Logger): Promise<ToolPolicyReport> {
   const sink: UpstreamMessageSink = {
     notification: () => undefined,
@@ -33,13 +39,20 @@ export async function reportToolPolicies(config: GatewayConfig, logger: Logger):
         return [{
           name,
           upstream: upstream.name,
+          ...(tool.name !== name.slice(upstream.config.prefix.length) ? { upstreamName: String(tool.name) } : {}),
           policy: { ...policy, mode: effectiveMode(policy.mode, support) },
           ...(support === 'forbidden' ? {} : { upstreamTaskSupport: support }),
         }];
       }),
     );
     const unreachable = upstreams.filter((u) => u.state !== 'ready').map((u) => ({ upstream: u.name, error: u.lastError ?? 'not connected' }));
-    return { tools, unreachable, collisions: catalog.collisions() };
+    const excluded = upstreams.flatMap((upstream) =>
+      upstream.catalog.tools.flatMap((tool) => {
+        const exclusion = typeof tool.name === 'string' ? selectionOf(upstream.config).toolExclusion(tool.name) : undefined;
+        return exclusion === undefined ? [] : [{ upstream: upstream.name, tool: tool.name as string, reason: describeExclusion(exclusion) }];
+      }),
+    );
+    return { tools, excluded, unreachable, collisions: catalog.collisions() };
   } finally {
     await Promise.all(upstreams.map((u) => u.close()));
   }
