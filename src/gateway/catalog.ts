@@ -2,7 +2,8 @@ import type { JsonObject } from '../jsonrpc.js';
 import type { ListKind, NamedKind } from '../protocol/mcp.js';
 import type { UpstreamCatalog } from '../protocol/ports.js';
 import type { Upstream } from '../upstream/upstream.js';
-import { selectionOf } from './tool-selection.js';
+import type { UpstreamConfig } from '../config/types.js';
+import { selectionOf, type UpstreamSelection } from './tool-selection.js';
 
 const MAX_KNOWN_URIS = 100_000;
 
@@ -12,15 +13,33 @@ const MAX_KNOWN_URIS = 100_000;
  */
 export class Catalog implements UpstreamCatalog {
   private readonly uriOwners = new Map<string, Upstream>();
+  /** Selections a config reload gave running upstreams, by upstream name; others use their own config's. */
+  private selections = new Map<string, UpstreamSelection>();
 
-  constructor(readonly upstreams: readonly Upstream[]) {}
+  /** `configs`: where the upstreams' selections come from, when not from the configs they were started with. */
+  constructor(readonly upstreams: readonly Upstream[], configs?: readonly UpstreamConfig[]) {
+    if (configs !== undefined) this.reselect(configs);
+  }
+
+  /**
+   * A config reload's selections (`tools`, `prompts`, `resources` per upstream): they apply from the next
+   * request on, to the running upstreams, without reconnecting them.
+   */
+  reselect(configs: readonly UpstreamConfig[]): void {
+    this.selections = new Map(configs.map((config) => [config.name, selectionOf(config)]));
+    this.uriOwners.clear(); // noted under the old selections
+  }
+
+  private selectionFor(upstream: Upstream): UpstreamSelection {
+    return this.selections.get(upstream.name) ?? selectionOf(upstream.config);
+  }
 
   /**
    * A listed item as clients see it, or undefined when the upstream's selection leaves it out: tools renamed and
    * re-described by their overrides, tool and prompt names with the upstream's prefix.
    */
   present(upstream: Upstream, kind: ListKind, item: JsonObject): JsonObject | undefined {
-    const selection = selectionOf(upstream.config);
+    const selection = this.selectionFor(upstream);
     switch (kind) {
       case 'tools': {
         const tool = selection.presentTool(item);
@@ -45,7 +64,7 @@ export class Catalog implements UpstreamCatalog {
     const candidates = this.upstreams
       .filter((u) => exposedName.startsWith(u.config.prefix) && exposedName.length > u.config.prefix.length)
       .sort((a, b) => b.config.prefix.length - a.config.prefix.length)
-      .map((upstream) => ({ upstream, name: selectionOf(upstream.config).upstreamName(kind, exposedName.slice(upstream.config.prefix.length)) }));
+      .map((upstream) => ({ upstream, name: this.selectionFor(upstream).upstreamName(kind, exposedName.slice(upstream.config.prefix.length)) }));
     const routes = candidates.filter((c): c is { upstream: Upstream; name: string } => c.name !== undefined);
     const listing = routes.find((r) => r.upstream.catalog[kind].some((item) => item.name === r.name));
     if (listing !== undefined) return listing;
@@ -73,11 +92,11 @@ export class Catalog implements UpstreamCatalog {
     const known = this.uriOwners.get(uri);
     // Noted only when exposed; the owner may have been replaced by a reload since.
     if (known !== undefined && this.upstreams.includes(known)) return known;
-    const serves = (upstream: Upstream): boolean => selectionOf(upstream.config).exposesResource(uri);
+    const serves = (upstream: Upstream): boolean => this.selectionFor(upstream).exposesResource(uri);
     for (const upstream of this.upstreams) {
       if (!serves(upstream)) continue;
       if (upstream.catalog.resources.some((r) => r.uri === uri)) return upstream;
-      if (matchingTemplates(upstream, uri).some((t) => selectionOf(upstream.config).exposesResource(t))) return upstream;
+      if (matchingTemplates(upstream, uri).some((t) => this.selectionFor(upstream).exposesResource(t))) return upstream;
     }
     // Unlisted URIs go to the only upstream with resources, unless it leaves them out.
     const withResources = this.upstreams.filter((u) => u.capabilities.resources !== undefined);

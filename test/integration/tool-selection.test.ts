@@ -3,12 +3,13 @@
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { before, describe, test } from 'node:test';
 import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import { startGateway, StartupConfigError } from '../../src/gateway.js';
 import { createLogger } from '../../src/log.js';
+import { fixtureCommand } from '../fixtures/spawn.js';
 import { eventually, modern, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from './harness.js';
 
 const SELECTION = {
@@ -231,5 +232,70 @@ describe('tool selection collisions', () => {
       assert.match(error.message, /tool 'x_b_whoami' is offered by both upstream 'a' and upstream 'b'/);
       return true;
     });
+  });
+});
+
+/** A client whose GET stream is open (so a list_changed sent after this resolves reaches it), counting list_changed. */
+async function listeningClient(scope: TestScope, url: string): Promise<{ client: Client; toolsChanged(): Promise<void> }> {
+  let opened!: () => void;
+  const ready = new Promise<void>((resolve) => (opened = resolve));
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    fetch: async (input, init) => {
+      const response = await fetch(input, init);
+      if ((init?.method ?? 'GET') === 'GET' && response.status === 200) opened();
+      return response;
+    },
+  });
+  const client = new Client({ name: 'tool-selection-reload', version: '1.0.0' }, { capabilities: {} });
+  const waiters: (() => void)[] = [];
+  client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    for (const wake of waiters.splice(0)) wake();
+  });
+  await client.connect(transport);
+  scope.defer(() => client.close());
+  await ready;
+  return { client, toolsChanged: () => new Promise<void>((resolve) => waiters.push(resolve)) };
+}
+
+describe('tool selection on config reload', () => {
+  test('a changed selection applies to the running upstream (not reconnected) and clients are told the list changed', async (t) => {
+    const scope = testScope(t);
+    const { command, args, cwd } = fixtureCommand('stdio');
+    const upstream = { transport: 'stdio', command, args, cwd, prefix: 'a_' };
+    const base = {
+      listen: { host: '127.0.0.1', port: 0, path: '/mcp' },
+      store: { type: 'memory' },
+      log: { level: 'silent' },
+      replicas: { drainTimeoutMs: 0 },
+    };
+    const gateway = await scope.gateway({ upstreams: { a: upstream } });
+    const { client, toolsChanged } = await listeningClient(scope, gateway.url);
+    const whoami = async (name: string) => JSON.parse(textOf(await client.callTool({ name, arguments: {} }))) as { pid: number; connection: number; calls: number };
+    const before = await whoami('a_whoami');
+
+    const changed = toolsChanged();
+    const next = parseConfig(stringify({ ...base, upstreams: { a: { ...upstream, tools: { exclude: ['crash'], overrides: { whoami: { name: 'who' } } } } } }), 'test.yaml', {});
+    const result = await gateway.reload(next);
+    assert.deepEqual(result.changes, ["upstream 'a' selection changed (tools)"]);
+    await changed;
+
+    const names = await toolNames(client);
+    assert.ok(names.includes('a_who') && !names.includes('a_whoami') && !names.includes('a_crash'), names.join(', '));
+    const refused = await client.callTool({ name: 'a_crash', arguments: {} }).then(() => undefined, (error: Error) => error);
+    assert.match(String(refused?.message), /Unknown tool: a_crash/);
+    const after = await whoami('a_who');
+    assert.deepEqual([after.pid, after.connection, after.calls], [before.pid, before.connection, before.calls + 1], 'the same upstream connection, and nothing else reached it');
+  });
+
+  test('a reload whose renames would collide is refused and the running selection stays', async (t) => {
+    const scope = testScope(t);
+    const { command, args, cwd } = fixtureCommand('stdio');
+    const upstream = { transport: 'stdio', command, args, cwd, prefix: 'a_' };
+    const gateway = await scope.gateway({ upstreams: { a: upstream } });
+    const next = parseConfig(stringify({ log: { level: 'silent' }, upstreams: { a: { ...upstream, tools: { overrides: { greet: { name: 'whoami' } } } } } }), 'test.yaml', {});
+    await assert.rejects(gateway.reload(next), /tool 'a_whoami' is offered twice by upstream 'a'/);
+    const { client } = await testScope(t).client(gateway.url);
+    const names = await toolNames(client);
+    assert.ok(names.includes('a_greet') && names.includes('a_whoami'));
   });
 });

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { stringify } from 'yaml';
+import { diffConfigs } from '../../src/config/diff.js';
+import { parseConfig } from '../../src/config/load.js';
 import { describeExclusion, exclusionOf, selectionOf, UpstreamSelection } from '../../src/gateway/tool-selection.js';
 
 describe('tool selection: globs on the upstream\'s own names', () => {
@@ -78,5 +81,30 @@ describe('tool selection: renames and overrides', () => {
     const config = { name: 'a', prefix: 'a__', requestTimeoutMs: 0, taskConcurrency: 0, maxMessageBytes: 1 };
     assert.equal(selectionOf(config), selectionOf(config));
     assert.notEqual(selectionOf(config), selectionOf({ ...config }));
+  });
+});
+
+describe('tool selection on reload (config diff)', () => {
+  const config = (a: Record<string, unknown>) =>
+    parseConfig(stringify({ upstreams: { a: { url: 'http://127.0.0.1:1/a', prefix: 'a_', ...a } } }), 'test.yaml', {});
+
+  it('a selection-only change keeps the upstream running and names the keys', () => {
+    const diff = diffConfigs(config({}), config({ tools: { exclude: ['x'] }, prompts: { include: ['p*'] } }));
+    assert.deepEqual(diff.upstreams.changed, []);
+    assert.deepEqual(diff.upstreams.reselected.map((u) => u.name), ['a']);
+    assert.deepEqual(diff.changes, ["upstream 'a' selection changed (tools, prompts)"]);
+    const renamed = diffConfigs(config({ tools: { overrides: { greet: { name: 'hello' } } } }), config({ tools: { overrides: { greet: { name: 'hi' } } } }));
+    assert.deepEqual(renamed.changes, ["upstream 'a' selection changed (tools.overrides.greet.name)"]);
+  });
+
+  it('a change of connection settings replaces the upstream, its selection with it', () => {
+    const diff = diffConfigs(config({}), config({ requestTimeoutMs: 5, tools: { exclude: ['x'] } }));
+    assert.deepEqual(diff.upstreams.changed.map((u) => u.name), ['a']);
+    assert.deepEqual(diff.upstreams.reselected, []);
+  });
+
+  it('no change, no reselection', () => {
+    const same = { tools: { exclude: ['x'] } };
+    assert.deepEqual(diffConfigs(config(same), config(same)).upstreams.reselected, []);
   });
 });
