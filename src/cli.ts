@@ -85,6 +85,7 @@ async function checkConfig(path: string, explicit: boolean, withTools: boolean):
     const excluded: Record<string, Record<string, string>> = {};
     for (const e of report.excluded) (excluded[e.upstream] ??= {})[e.tool] = e.reason;
     process.stdout.write(`---\n# Effective task policy per exposed tool (upstreamName: renamed from), and the tools each upstream leaves out\n${toYaml({ tools, excluded })}`);
+    for (const o of report.unmatchedOverrides) process.stderr.write(`taskgate: upstream '${o.upstream}' lists no tool '${o.tool}' (upstreams.${o.upstream}.tools.overrides)\n`);
     for (const u of report.unreachable) process.stderr.write(`taskgate: upstream '${u.upstream}' could not be reached: ${u.error}\n`);
     if (report.collisions.length > 0) {
       process.stderr.write(`taskgate: ${path}: upstream names collide:\n  ${report.collisions.join('\n  ')}\n`);

@@ -12,6 +12,8 @@ export interface ToolPolicyReport {
   tools: { name: string; upstream: string; upstreamName?: string; policy: TaskPolicy; upstreamTaskSupport?: 'optional' | 'required' }[];
   /** Tools the upstreams' selections leave out, by their upstream's own name, and why (`describeExclusion`). */
   excluded: { upstream: string; tool: string; reason: string }[];
+  /** `tools.overrides` keys a reachable upstream does not list (a typo, or a tool it no longer has). */
+  unmatchedOverrides: { upstream: string; tool: string }[];
   unreachable: { upstream: string; error: string }[];
   collisions: string[];
 }
@@ -52,7 +54,12 @@ export async function reportToolPolicies(config: GatewayConfig, logger: Logger):
         return exclusion === undefined ? [] : [{ upstream: upstream.name, tool: tool.name as string, reason: describeExclusion(exclusion) }];
       }),
     );
-    return { tools, excluded, unreachable, collisions: catalog.collisions() };
+    const unmatchedOverrides = upstreams.filter((u) => u.state === 'ready').flatMap((upstream) =>
+      Object.keys(upstream.config.tools?.overrides ?? {})
+        .filter((tool) => !upstream.catalog.tools.some((listed) => listed.name === tool))
+        .map((tool) => ({ upstream: upstream.name, tool })),
+    );
+    return { tools, excluded, unmatchedOverrides, unreachable, collisions: catalog.collisions() };
   } finally {
     await Promise.all(upstreams.map((u) => u.close()));
   }

@@ -104,7 +104,7 @@ describe('cli: check-config', () => {
       '    tools:',
       '      include: [echo, get-*, "simulate-*"]',
       '      exclude: ["simulate-*"]',
-      '      overrides: { echo: { name: say, description: Says it back } }',
+      '      overrides: { echo: { name: say, description: Says it back }, ecoh: { title: typo } }',
       'tasks:',
       '  rules: [{ match: ev_say, mode: forbidden }]',
       '',
@@ -122,6 +122,7 @@ describe('cli: check-config', () => {
     assert.equal(report.excluded.everything?.['simulate-research-query'], "excluded by 'simulate-*'");
     assert.equal(report.excluded.everything?.['trigger-long-running-operation'], 'matches no include');
     assert.equal(report.excluded.everything?.echo, undefined);
+    assert.match(r.stderr, /upstream 'everything' lists no tool 'ecoh' \(upstreams\.everything\.tools\.overrides\)/);
   });
 
   it('prints the effective config as YAML with secrets redacted, exit 0', async () => {
