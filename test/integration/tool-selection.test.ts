@@ -158,6 +158,25 @@ describe('tool selection per upstream', () => {
   });
 });
 
+describe('tool selection with one upstream and no prefix', () => {
+  test('an excluded name is answered by the gateway, not passed on as every other name is', async (t) => {
+    const scope = testScope(t);
+    const a = await scope.upstream('stdio');
+    const gateway = await scope.gateway({ upstreams: { a: { ...a.config, tools: { exclude: ['crash', 'greet'] } } } });
+    const { client } = await scope.client(gateway.url);
+    const calls = async () => (JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} }))) as { calls: number }).calls;
+    const before = await calls();
+    for (const name of ['crash', 'greet']) {
+      const refused = await client.callTool({ name, arguments: { name: 'x' } }).then(() => undefined, (error: Error & { code?: number }) => error);
+      assert.equal(refused?.code, -32602, name);
+      assert.match(String(refused?.message), new RegExp(`Unknown tool: ${name}$`));
+    }
+    assert.equal(await calls(), before + 1);
+    const names = await toolNames(client);
+    assert.ok(names.includes('whoami') && !names.includes('crash') && !names.includes('greet'));
+  });
+});
+
 const ALICE_KEY = 'alice-key-0123456789abcdef';
 const BOB_KEY = 'bob-key-0123456789abcdef-bob';
 

@@ -60,6 +60,13 @@ describe('tool selection: renames and overrides', () => {
     assert.equal(selection.exposedToolName('secretive'), undefined);
   });
 
+  it('two tools may swap names', () => {
+    const swap = new UpstreamSelection({ tools: { exclude: [], overrides: { a: { name: 'b' }, b: { name: 'a' } } } });
+    assert.equal(swap.upstreamName('tools', 'a'), 'b');
+    assert.equal(swap.upstreamName('tools', 'b'), 'a');
+    assert.deepEqual(swap.presentTool({ name: 'a' }), { name: 'b' });
+  });
+
   it('leaves tools whose names are Object.prototype keys alone', () => {
     const plain = new UpstreamSelection({});
     assert.deepEqual(plain.presentTool({ name: 'constructor' }), { name: 'constructor' });
