@@ -9,7 +9,7 @@ import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import { startGateway, StartupConfigError } from '../../src/gateway.js';
 import { createLogger } from '../../src/log.js';
-import { fixtureCommand } from '../fixtures/spawn.js';
+import { fixtureCommand, spawnModernFixture } from '../fixtures/spawn.js';
 import { eventually, modern, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from './harness.js';
 
 const SELECTION = {
@@ -174,6 +174,39 @@ describe('tool selection with one upstream and no prefix', () => {
     assert.equal(await calls(), before + 1);
     const names = await toolNames(client);
     assert.ok(names.includes('whoami') && !names.includes('crash') && !names.includes('greet'));
+  });
+});
+
+describe('tool selection in front of a 2026-07-28 upstream', () => {
+  test('renamed tools reach the upstream under their own name (its Mcp-Name and Mcp-Param-* checks pass); excluded ones never do', async (t) => {
+    const scope = testScope(t);
+    const upstream = await spawnModernFixture({ modernOnly: true });
+    scope.defer(() => upstream.kill());
+    const gateway = await scope.gateway({
+      upstreams: {
+        m: {
+          url: upstream.url,
+          prefix: 'm_',
+          tools: { include: ['modern_*', 'test_mcp_param_header'], exclude: ['modern_ask'], overrides: { modern_echo: { name: 'echo' }, test_mcp_param_header: { name: 'regional' } } },
+        },
+      },
+    });
+    const listed = await modern(gateway.url, 'tools/list');
+    assert.deepEqual((listed.result?.tools as Json[]).map((tool) => tool.name).sort(), ['m_echo', 'm_regional']);
+
+    const echoed = await modern(gateway.url, 'tools/call', { name: 'm_echo', arguments: { text: 'hi' } });
+    assert.equal(textOf(echoed.result), 'hi');
+    const regional = await modern(gateway.url, 'tools/call', { name: 'm_regional', arguments: { region: 'eu' } }, { headers: { 'mcp-param-region': 'eu' } });
+    assert.equal(textOf(regional.result), 'region=eu priority=-');
+    for (const name of ['m_modern_echo', 'm_modern_ask', 'm_test_simple_text']) {
+      const refused = await modern(gateway.url, 'tools/call', { name, arguments: {} });
+      assert.equal(refused.error?.code, -32602, name);
+      assert.equal(refused.error?.message, `Unknown tool: ${name}`);
+    }
+
+    const { client } = await scope.client(gateway.url);
+    assert.deepEqual((await toolNames(client)).sort(), ['m_echo', 'm_regional']);
+    assert.equal(textOf(await client.callTool({ name: 'm_echo', arguments: { text: 'legacy hi' } })), 'legacy hi');
   });
 });
 
