@@ -18,11 +18,12 @@ const USAGE = `Usage: taskgate <command> [options]
 Commands:
   serve            start the gateway
   check-config     validate the config and print the effective configuration as YAML;
-                   with --tools, also connect to the upstreams and print each tool's effective task policy
+                   with --tools, also connect to the upstreams and print each exposed tool's effective
+                   task policy, its upstream name where renamed, and the tools left out (and why)
 
 Options:
   -c, --config <file>  config file (default: $TASKGATE_CONFIG, else ${DEFAULT_CONFIG})
-      --tools          check-config: list the upstreams' tools with their task policy
+      --tools          check-config: list the exposed tools with their task policy, and the excluded ones
   -h, --help           show this help
   -v, --version        print the version
 
@@ -75,8 +76,16 @@ async function checkConfig(path: string, explicit: boolean, withTools: boolean):
   if (withTools) {
     const [{ reportToolPolicies }, { createLogger }] = await Promise.all([import('./gateway/policy-report.js'), import('./log.js')]);
     const report = await reportToolPolicies(config, createLogger({ level: 'silent' }, { pretty: false }));
-    const tools = Object.fromEntries(report.tools.map((t) => [t.name, { upstream: t.upstream, ...(t.upstreamTaskSupport === undefined ? {} : { upstreamTaskSupport: t.upstreamTaskSupport }), ...t.policy }]));
-    process.stdout.write(`---\n# Effective task policy per tool, from the upstreams' tool lists\n${toYaml({ tools })}`);
+    const tools = Object.fromEntries(report.tools.map((t) => [t.name, {
+      upstream: t.upstream,
+      ...(t.upstreamName === undefined ? {} : { upstreamName: t.upstreamName }),
+      ...(t.upstreamTaskSupport === undefined ? {} : { upstreamTaskSupport: t.upstreamTaskSupport }),
+      ...t.policy,
+    }]));
+    const excluded: Record<string, Record<string, string>> = {};
+    for (const e of report.excluded) (excluded[e.upstream] ??= {})[e.tool] = e.reason;
+    process.stdout.write(`---\n# Effective task policy per exposed tool (upstreamName: renamed from), and the tools each upstream leaves out\n${toYaml({ tools, excluded })}`);
+    for (const o of report.unmatchedOverrides) process.stderr.write(`taskgate: upstream '${o.upstream}' lists no tool '${o.tool}' (upstreams.${o.upstream}.tools.overrides)\n`);
     for (const u of report.unreachable) process.stderr.write(`taskgate: upstream '${u.upstream}' could not be reached: ${u.error}\n`);
     if (report.collisions.length > 0) {
       process.stderr.write(`taskgate: ${path}: upstream names collide:\n  ${report.collisions.join('\n  ')}\n`);

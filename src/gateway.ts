@@ -160,6 +160,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const authenticator = config.auth === undefined ? undefined : new Authenticator(config.auth, logger);
   const reloader = new ConfigReloader(config, {
     upstreams,
+    catalog,
     createUpstream,
     upstreamSink: upstreamMessages,
     tasks,

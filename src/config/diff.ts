@@ -15,6 +15,11 @@ export interface UpstreamChanges {
   removed: readonly string[];
   /** Same name, other settings: a new upstream takes over and the old one drains. */
   changed: readonly UpstreamConfig[];
+  /**
+   * Same name and connection settings, another selection (`tools`, `prompts`, `resources`): the running upstream
+   * stays (its calls and tasks go on) and only what it exposes changes.
+   */
+  reselected: readonly UpstreamConfig[];
   /** Only the order of the upstreams differs (which orders merged lists). */
   reordered: boolean;
 }
@@ -63,6 +68,10 @@ export function diffConfigs(running: GatewayConfig, next: GatewayConfig): Config
     ...upstreams.changed.map((u) => {
       const before = running.upstreams.find((r) => r.name === u.name);
       return `upstream '${u.name}' changed (${changedPaths(before, u, '').map((p) => p.replace(/^\./, '')).join(', ')})`;
+    }),
+    ...upstreams.reselected.map((u) => {
+      const before = running.upstreams.find((r) => r.name === u.name);
+      return `upstream '${u.name}' selection changed (${changedPaths(selectionOf(before), selectionOf(u), '').map((p) => p.replace(/^\./, '')).join(', ')})`;
     }),
   ];
   if (upstreams.reordered) changes.push('upstream order changed');
@@ -119,15 +128,31 @@ function diffUpstreams(running: readonly UpstreamConfig[], next: readonly Upstre
   const names = new Set(running.map((u) => u.name));
   const nextNames = new Set(next.map((u) => u.name));
   const kept = next.filter((u) => names.has(u.name)).map((u) => u.name);
+  const before = (u: UpstreamConfig): UpstreamConfig | undefined => running.find((r) => r.name === u.name);
+  const changed = next.filter((u) => {
+    const was = before(u);
+    return was !== undefined && !isDeepStrictEqual(withoutSelection(was), withoutSelection(u));
+  });
   return {
     added: next.filter((u) => !names.has(u.name)),
     removed: running.filter((u) => !nextNames.has(u.name)).map((u) => u.name),
-    changed: next.filter((u) => {
-      const before = running.find((r) => r.name === u.name);
-      return before !== undefined && !isDeepStrictEqual(before, u);
+    changed,
+    reselected: next.filter((u) => {
+      const was = before(u);
+      return was !== undefined && !changed.includes(u) && !isDeepStrictEqual(selectionOf(was), selectionOf(u));
     }),
     reordered: !isDeepStrictEqual(kept, running.filter((u) => nextNames.has(u.name)).map((u) => u.name)),
   };
+}
+
+/** What an upstream exposes: a reload changes it without reconnecting. */
+function selectionOf(u: UpstreamConfig | undefined): Pick<UpstreamConfig, 'tools' | 'prompts' | 'resources'> {
+  return { tools: u?.tools, prompts: u?.prompts, resources: u?.resources };
+}
+
+function withoutSelection(u: UpstreamConfig): Omit<UpstreamConfig, 'tools' | 'prompts' | 'resources'> {
+  const { tools: _tools, prompts: _prompts, resources: _resources, ...settings } = u;
+  return settings;
 }
 
 /** The key paths under `path` whose values differ (leaves of objects; lists as a whole), at most MAX_PATHS. */

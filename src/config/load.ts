@@ -327,7 +327,12 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
     const u = raw.upstreams[name];
     if (u === undefined) throw new Error(`unreachable: upstream ${name} vanished`);
     const prefix = u.prefix ?? (several ? `${name}__` : '');
-    const common = { name, transport: u.transport, prefix, requestTimeoutMs: u.requestTimeoutMs, taskConcurrency: u.taskConcurrency, maxMessageBytes: u.maxMessageBytes };
+    const common = {
+      name, transport: u.transport, prefix, requestTimeoutMs: u.requestTimeoutMs, taskConcurrency: u.taskConcurrency, maxMessageBytes: u.maxMessageBytes,
+      ...(u.tools !== undefined ? { tools: u.tools } : {}),
+      ...(u.prompts !== undefined ? { prompts: u.prompts } : {}),
+      ...(u.resources !== undefined ? { resources: u.resources } : {}),
+    };
     if (u.transport === 'stdio') {
       return {
         ...common,

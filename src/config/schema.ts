@@ -196,8 +196,38 @@ export const RedisStoreSchema = z.strictObject({
 });
 const StoreSchema = z.discriminatedUnion('type', [MemoryStoreSchema, RedisStoreSchema]);
 
+const TOOL_NAME = /^[A-Za-z0-9_.\-/]{1,128}$/;
+const toolName = z.string().regex(TOOL_NAME, { error: 'a tool name is 1-128 letters, digits, "_", "-", "." or "/"' });
+
+// What an upstream exposes (`upstreams.<name>.tools|prompts|resources`). Globs match the upstream's own names
+// (tool and prompt names before prefix and rename, resource URIs and templates' uriTemplate text).
+const globList = z.array(z.string().min(1, { error: 'expected a non-empty glob' }));
+const selectionShape = { include: globList.optional(), exclude: globList.default(() => []) };
+export const NameSelectionSchema = z.strictObject(selectionShape);
+export const ToolOverrideSchema = z.strictObject({
+  name: toolName.optional(),
+  title: text.optional(),
+  description: text.optional(),
+});
+export const ToolSelectionSchema = z
+  .strictObject({ ...selectionShape, overrides: z.record(z.string().min(1), ToolOverrideSchema).default(() => ({})) })
+  .superRefine((selection, ctx) => {
+    // Two tools of one upstream renamed alike would be one exposed name with two meanings.
+    const claimed = new Map<string, string>();
+    for (const [tool, override] of Object.entries(selection.overrides)) {
+      if (override.name === undefined) continue;
+      const first = claimed.get(override.name);
+      if (first !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['overrides', tool, 'name'], input: override.name, message: `'${override.name}' is already the new name of tool '${first}'` });
+      } else claimed.set(override.name, tool);
+    }
+  });
+
 const upstreamCommon = {
   prefix: prefix.optional(),
+  tools: ToolSelectionSchema.optional(),
+  prompts: NameSelectionSchema.optional(),
+  resources: NameSelectionSchema.optional(),
   requestTimeoutMs: int(0).default(DEFAULTS.requestTimeoutMs),
   taskConcurrency: int(0).default(0),
   // At least 64 KiB (a smaller one is a unit mistake: initialize and tools/list need more); at most 512 MiB, about the
@@ -262,8 +292,6 @@ export const RuleSchema = z.strictObject({
 });
 
 // MCP tool names: 1-128 of these characters.
-const TOOL_NAME = /^[A-Za-z0-9_.\-/]{1,128}$/;
-const toolName = z.string().regex(TOOL_NAME, { error: 'a tool name is 1-128 letters, digits, "_", "-", "." or "/"' });
 
 export const TaskToolsSchema = z
   .strictObject({
@@ -523,6 +551,8 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
       return undefined;
     case 3:
       if (at(0) === 'upstreams' && at(2) === 'restart') return ['initialDelayMs', 'maxDelayMs'];
+      if (at(0) === 'upstreams' && at(2) === 'tools') return keysOf(ToolSelectionSchema);
+      if (at(0) === 'upstreams' && (at(2) === 'prompts' || at(2) === 'resources')) return keysOf(NameSelectionSchema);
       if (at(0) === 'tasks' && at(1) === 'rules') return keysOf(RuleSchema);
       if (at(0) === 'tasks' && at(1) === 'taskTools' && at(2) === 'names') return ['result', 'status', 'cancel', 'list'];
       if (at(0) === 'auth' && at(1) === 'apiKeys') return keysOf(ApiKeySchema);
@@ -530,6 +560,9 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
       return undefined;
     case 4:
       if (at(0) === 'auth' && at(1) === 'rateLimits' && at(2) === 'rules') return keysOf(RateLimitRuleSchema);
+      return undefined;
+    case 5:
+      if (at(0) === 'upstreams' && at(2) === 'tools' && at(3) === 'overrides') return keysOf(ToolOverrideSchema);
       return undefined;
   }
   return undefined;

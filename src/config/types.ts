@@ -74,11 +74,39 @@ export type StoreConfig =
   | { type: 'memory' }
   | { type: 'redis'; url: string; prefix: string };
 
+/**
+ * Which of an upstream's names it exposes: absent `include` means all; `exclude` wins over `include`. Globs (`*`
+ * any run of characters, `?` one) match the upstream's own names.
+ */
+export interface NameSelection {
+  include?: readonly string[];
+  exclude: readonly string[];
+}
+
+/** What clients see of one upstream tool instead of the upstream's own name, title and description. */
+export interface ToolOverride {
+  /** Replaces the upstream's name; the upstream's prefix still applies. */
+  name?: string;
+  title?: string;
+  description?: string;
+}
+
+export interface ToolSelection extends NameSelection {
+  /** By the upstream's own tool name. */
+  overrides: Readonly<Record<string, ToolOverride>>;
+}
+
 export interface UpstreamCommon {
   /** The key under `upstreams:`. */
   name: string;
   /** Prepended to the upstream's tool and prompt names as exposed to clients. */
   prefix: string;
+  /** Which tools are exposed, and under which names. Absent: all, as the upstream names them. */
+  tools?: ToolSelection;
+  /** Which prompts (by name) are exposed. Absent: all. */
+  prompts?: NameSelection;
+  /** Which resources (by URI) and resource templates (by uriTemplate) are exposed. Absent: all. */
+  resources?: NameSelection;
   /** Deadline for requests other than tools/call (list, read, get, complete, ...). 0 = none. */
   requestTimeoutMs: number;
   /** Tasks running on this upstream at once; more wait, queued in order. 0 = unlimited. */

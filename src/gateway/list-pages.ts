@@ -74,7 +74,7 @@ export class ListPages implements AggregatedLists {
    * One page of an aggregated list. Every upstream that offers the list is asked at once, and their items come in
    * one page in upstream order (most hosts read only the first page): the page ends early only past
    * `lists.pageSize` items or where an upstream paginates itself, and a signed cursor says where the next begins.
-   * Names are exposed with their prefixes. `fetchPage` asks one upstream in the client's era.
+   * Items are as the upstream's selection exposes them (left out, renamed), names with their prefixes. `fetchPage` asks one upstream in the client's era.
    */
   async page(
     method: string,
@@ -111,11 +111,15 @@ export class ListPages implements AggregatedLists {
       const upstream = upstreams[i] as Upstream;
       if (page === undefined) continue;
       const listed = Array.isArray(page[key]) ? (page[key] as JsonObject[]) : [];
-      if (key === 'resources') this.catalog.noteResources(upstream, listed);
+      // What the upstream's selection leaves out is gone before paging: cursors count exposed items only.
+      const selected = listed.flatMap((item) => {
+        const shown = this.catalog.present(upstream, key, item);
+        if (shown === undefined) return [];
+        return [key === 'tools' ? decorateTool(shown, upstream, item) : shown];
+      });
+      if (key === 'resources') this.catalog.noteResources(upstream, selected);
       const skip = i === 0 ? (start?.skip ?? 0) : 0;
-      const exposed = (key === 'tools' ? listed.map((item) => decorateTool(this.catalog.expose(upstream, item), upstream, item))
-        : key === 'prompts' ? listed.map((item) => this.catalog.expose(upstream, item))
-        : listed).filter((item) => visible(key, item) && !(key === 'tools' && this.shadows(upstream, item))).slice(skip);
+      const exposed = selected.filter((item) => visible(key, item) && !(key === 'tools' && this.shadows(upstream, item))).slice(skip);
       const room = Math.max(0, this.pageSize - items.length);
       if (exposed.length > room) {
         items.push(...exposed.slice(0, room));

@@ -1,7 +1,7 @@
 // Applies a validated configuration to the running gateway (config reload). What is bound at start stays as it
-// runs and is logged as needing a restart; upstreams are swapped (upstream-swap.ts); policy, access rules,
-// credentials and limits are handed to the parts that hold them, for the next request. Clients are told when
-// the merged lists may look different to them.
+// runs and is logged as needing a restart; upstreams are swapped (upstream-swap.ts), or keep running when only
+// what they expose changed (the catalog's selections); policy, access rules, credentials and limits are handed
+// to the parts that hold them, for the next request. Clients are told when the merged lists may look different.
 import { diffConfigs, type ConfigDiff } from '../config/diff.js';
 import type { AccessRule, AuthConfig, GatewayConfig, TasksConfig, UpstreamConfig } from '../config/types.js';
 import type { GatewayEvents } from '../events.js';
@@ -17,6 +17,8 @@ type ListKind = 'tools' | 'prompts' | 'resources';
 export interface ReloadableParts {
   /** The live upstream list the catalog reads (changed in place, at once). */
   upstreams: Upstream[];
+  /** Takes each upstream's selection (what it exposes, under which names) from the config in force. */
+  catalog: { reselect(upstreams: readonly UpstreamConfig[]): void };
   createUpstream(config: UpstreamConfig, sink: UpstreamMessageSink): Upstream;
   upstreamSink: UpstreamMessageSink & { listsChanged(kinds: readonly ListKind[]): void };
   tasks: Pick<TaskEngine, 'reconfigure' | 'drainUpstream'>;
@@ -87,6 +89,7 @@ export class ConfigReloader {
     }
     // From here nothing can refuse: every part takes its settings in the same tick as the new upstream list.
     parts.upstreams.splice(0, parts.upstreams.length, ...swapped.list);
+    parts.catalog.reselect(diff.effective.upstreams);
     swapped.admit();
     this.reconfigure(diff);
     this.running = diff.effective;
@@ -94,7 +97,8 @@ export class ConfigReloader {
     for (const setting of diff.restart) this.logger.warn({ source: next.source, setting }, `config reload: ${setting}; the running value is kept`);
     this.logger.info({ source: next.source, changes: diff.changes, restart: diff.restart }, diff.changes.length > 0 ? 'config reloaded' : 'config reloaded: nothing to apply');
     this.events.emit('config.reloaded', { source: next.source, changes: diff.changes });
-    const kinds = this.listsTouched(diff, [...swapped.started, ...swapped.retired]);
+    const reselected = parts.upstreams.filter((u) => diff.upstreams.reselected.some((config) => config.name === u.name));
+    const kinds = this.listsTouched(diff, [...swapped.started, ...swapped.retired, ...reselected]);
     if (kinds.length > 0) parts.upstreamSink.listsChanged(kinds);
     for (const upstream of swapped.retired) this.retire(upstream, diff.upstreams.removed.includes(upstream.name) ? 'removed from' : 'replaced (its settings changed) in');
     return { changes: diff.changes, restart: diff.restart };
@@ -119,7 +123,10 @@ export class ConfigReloader {
     if (diff.live.log) this.logger.level = config.log.level;
   }
 
-  /** Which merged lists may look different now: tools also carry task policy, and access rules filter them all. */
+  /**
+   * Which merged lists may look different now: tools also carry task policy, and access rules filter them all.
+   * `swapped`: upstreams that joined, left or now expose something else.
+   */
   private listsTouched(diff: ConfigDiff, swapped: readonly Upstream[]): ListKind[] {
     const upstreams = swapped.length > 0 || diff.upstreams.reordered;
     const offered = (capability: string): boolean => swapped.some((u) => u.capabilities[capability] !== undefined);

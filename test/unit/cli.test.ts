@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -89,6 +89,40 @@ describe('cli: check-config', () => {
     assert.equal(tools['trigger-long-running-operation']?.taskAfterMs, 0);
     // Values repeat in full: YAML anchors and aliases (`&a1`, `*a1`) mean nothing to an operator reading this.
     assert.doesNotMatch(r.stdout, /[&*]a\d+\b/);
+  });
+
+  it('--tools shows each upstream\'s selection: renamed tools with their upstream name, excluded ones with the pattern', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'taskgate-cli-tools-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'tools.yaml');
+    writeFileSync(file, [
+      'upstreams:',
+      '  everything:',
+      '    command: node',
+      `    args: [${join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js')}, stdio]`,
+      '    prefix: ev_',
+      '    tools:',
+      '      include: [echo, get-*, "simulate-*"]',
+      '      exclude: ["simulate-*"]',
+      '      overrides: { echo: { name: say, description: Says it back }, ecoh: { title: typo } }',
+      'tasks:',
+      '  rules: [{ match: ev_say, mode: forbidden }]',
+      '',
+    ].join('\n'));
+    const r = await run(['check-config', '--tools', '--config', file], { cwd: ROOT });
+    assert.equal(r.code, 0, r.stderr);
+    const report = parseAllDocuments(r.stdout).map((d) => d.toJS() as Record<string, unknown>).at(-1) as {
+      tools: Record<string, { upstream: string; upstreamName?: string; mode: string }>;
+      excluded: Record<string, Record<string, string>>;
+    };
+    assert.deepEqual(report.tools.ev_say, { ...report.tools.ev_say, upstream: 'everything', upstreamName: 'echo', mode: 'forbidden' });
+    assert.equal(report.tools.ev_echo, undefined);
+    assert.ok(Object.keys(report.tools).some((name) => name.startsWith('ev_get-')));
+    assert.ok(!Object.keys(report.tools).some((name) => name.includes('simulate-')));
+    assert.equal(report.excluded.everything?.['simulate-research-query'], "excluded by 'simulate-*'");
+    assert.equal(report.excluded.everything?.['trigger-long-running-operation'], 'matches no include');
+    assert.equal(report.excluded.everything?.echo, undefined);
+    assert.match(r.stderr, /upstream 'everything' lists no tool 'ecoh' \(upstreams\.everything\.tools\.overrides\)/);
   });
 
   it('prints the effective config as YAML with secrets redacted, exit 0', async () => {

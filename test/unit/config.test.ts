@@ -677,3 +677,54 @@ describe('config: auth (the issue 13 contract)', () => {
     );
   });
 });
+
+describe('config: tool selection per upstream (the issue 23 contract)', () => {
+  const selectionConfig = [
+    'upstreams:',
+    '  a:',
+    '    command: node',
+    '    tools:',
+    '      include: ["*"]',
+    '      exclude: [drop_*]',
+    '      overrides:',
+    '        greet: { name: hello, title: Hello, description: Says hello }',
+    '    prompts: { exclude: [internal_*] }',
+    '    resources: { include: ["file:///*"] }',
+    '',
+  ].join('\n');
+
+  it('reads tools (include, exclude, overrides), prompts and resources', () => {
+    const [a] = parse(selectionConfig).upstreams;
+    assert.deepEqual(a?.tools, { include: ['*'], exclude: ['drop_*'], overrides: { greet: { name: 'hello', title: 'Hello', description: 'Says hello' } } });
+    assert.deepEqual(a?.prompts, { exclude: ['internal_*'] });
+    assert.deepEqual(a?.resources, { include: ['file:///*'], exclude: [] });
+  });
+
+  it('leaves the selection out where none is written', () => {
+    const [a] = parse('upstreams:\n  a:\n    command: node\n').upstreams;
+    assert.equal(a?.tools, undefined);
+    assert.equal(a?.prompts, undefined);
+    assert.equal(a?.resources, undefined);
+  });
+
+  it('refuses two overrides with one new name, a bad new name, and unknown keys, at their lines', () => {
+    const errors = parseErrors([
+      'upstreams:',
+      '  a:',
+      '    command: node',
+      '    tools:',
+      '      overrides:',
+      '        greet: { name: hello }',
+      '        wave: { name: hello }',
+      '        bad: { name: "has space" }',
+      '        odd: { nmae: x }',
+      '    prompts: { exlude: [x] }',
+      '',
+    ].join('\n'));
+    const byPath = Object.fromEntries(errors.map((e) => [e.path, `${e.line} ${e.message}`]));
+    assert.match(byPath['upstreams.a.tools.overrides.wave.name'] ?? '', /^7 'hello' is already the new name of tool 'greet'/);
+    assert.match(byPath['upstreams.a.tools.overrides.bad.name'] ?? '', /^8 a tool name is/);
+    assert.match(byPath['upstreams.a.tools.overrides.odd.nmae'] ?? '', /^9 unknown key \(did you mean "name"\?\)/);
+    assert.match(byPath['upstreams.a.prompts.exlude'] ?? '', /^10 unknown key \(did you mean "exclude"\?\)/);
+  });
+});
