@@ -29,6 +29,8 @@ export interface GatewayProc {
   proc: Proc;
   url: string;
   port: number;
+  /** Its inspector's port, when started with `inspect` (to force GCs before sampling memory). */
+  inspectPort?: number;
 }
 
 /** How the gateway is started (run.ts builds it once for every scenario). */
@@ -169,8 +171,9 @@ export async function redisLoad(r: BenchRedis, until: () => Promise<void>): Prom
  * A gateway on the scenario's Redis in front of the legacy fixture (stdio, so the upstream costs the gateway no
  * connections), tasks optional for every tool. `extra` lines are added at the top level (caps, replicas).
  */
-export async function startGateway(ctx: ScaleoutContext, name: string, extra: readonly string[] = []): Promise<GatewayProc> {
+export async function startGateway(ctx: ScaleoutContext, name: string, extra: readonly string[] = [], inspect = false): Promise<GatewayProc> {
   const port = await freePort();
+  const inspectPort = inspect ? await freePort() : undefined;
   const config = join(ctx.dir, `taskgate-${name}.yaml`);
   writeFileSync(
     config,
@@ -184,14 +187,15 @@ export async function startGateway(ctx: ScaleoutContext, name: string, extra: re
       '',
     ].join('\n'),
   );
-  const proc = startProc(`taskgate (${name})`, ctx.gw.command, [...ctx.gw.args, 'serve', '--config', config], { cwd: ctx.root, dropEnvPrefix: 'TASKGATE_' });
+  const nodeArgs = inspectPort === undefined ? [] : [`--inspect=127.0.0.1:${inspectPort}`];
+  const proc = startProc(`taskgate (${name})`, ctx.gw.command, [...nodeArgs, ...ctx.gw.args, 'serve', '--config', config], { cwd: ctx.root, dropEnvPrefix: 'TASKGATE_' });
   try {
     await waitHttp(proc, `http://127.0.0.1:${port}/healthz`, 60_000, 200);
   } catch (err) {
     await proc.stop();
     throw err;
   }
-  return { proc, url: `http://127.0.0.1:${port}/mcp`, port };
+  return { proc, url: `http://127.0.0.1:${port}/mcp`, port, ...(inspectPort === undefined ? {} : { inspectPort }) };
 }
 
 /** p50 / p99 / max of latencies in ms. */

@@ -12,6 +12,7 @@
 // is set to 0 (no cap), and replicas.maxRunningTasks (10,000 on one replica) to N + the readers' and warmup's tasks.
 import { redisKeys } from '../src/store/redis-keys.js';
 import { McpHttp, resolveTool, type McpSession } from './load.js';
+import { gcAndMeasure } from './inspector.js';
 import { rssBytes } from './procs.js';
 import { runPhase, type PhaseStats } from './stats.js';
 import { createdTaskId, taskStatus } from './tasks.js';
@@ -43,7 +44,7 @@ export async function inflightPart(ctx: ScaleoutContext, s: InflightSettings): P
     'tasks: { defaults: { mode: optional, maxTasksPerPrincipal: 0, pollIntervalMs: 1000 } }',
     `replicas: { maxRunningTasks: ${s.tasks + READERS + WARMUP_TASKS + 100}, drainTimeoutMs: 0 }`,
   ];
-  const gateway = await startGateway(ctx, 'inflight', caps);
+  const gateway = await startGateway(ctx, 'inflight', caps, true);
   const http = new McpHttp(gateway.url, CREATE_IN_FLIGHT + READERS, 60_000);
   try {
     const creators = await http.openSessions(CREATING_SESSIONS);
@@ -69,7 +70,13 @@ export async function inflightPart(ctx: ScaleoutContext, s: InflightSettings): P
     await sleep(500);
 
     const idleGets = await poll();
-    const rssBefore = rssBytes(gateway.proc.pid);
+    // Full GCs first (through the gateway's inspector), so that neither sample holds garbage the other does not.
+    const memory = async (): Promise<{ rss: number | undefined; heap: number }> => {
+      const heap = (await gcAndMeasure(gateway.inspectPort as number)).usedBytes;
+      return { rss: rssBytes(gateway.proc.pid), heap };
+    };
+    const before = await memory();
+    const rssBefore = before.rss;
     const redisBefore = await redisUsedMemory(ctx.redis.admin);
 
     let refused = 0;
@@ -87,18 +94,21 @@ export async function inflightPart(ctx: ScaleoutContext, s: InflightSettings): P
     const running = await ctx.redis.admin.zcard(redisKeys(ctx.redis.prefix).running());
     await sleep(500);
     const loadedGets = await poll();
-    const rssAfter = rssBytes(gateway.proc.pid);
+    const after = await memory();
+    const rssAfter = after.rss;
+    const heapPerTask = (after.heap - before.heap) / Math.max(1, s.tasks - refused);
     const redisAfter = await redisUsedMemory(ctx.redis.admin);
     const held = s.tasks - refused;
     if (held <= 0) throw new Error(`every task creation was refused: ${[...refusals].join('; ')}`);
 
     const rssPerTask = rssBefore === undefined || rssAfter === undefined ? undefined : (rssAfter - rssBefore) / held;
     const redisPerTask = (redisAfter - redisBefore) / held;
-    part.data = { tasks: s.tasks, held, refused, createSec, running, rssBefore, rssAfter, rssPerTask, redisBefore, redisAfter, redisPerTask, idleGets, loadedGets };
+    part.data = { tasks: s.tasks, held, refused, createSec, running, rssBefore, rssAfter, rssPerTask, heapBefore: before.heap, heapAfter: after.heap, heapPerTask, redisBefore, redisAfter, redisPerTask, idleGets, loadedGets };
     part.lines.push(
       `${held.toLocaleString('en')} slow tasks in flight (created in ${createSec.toFixed(1)} s, ${(held / createSec).toFixed(0)}/s, ${CREATE_IN_FLIGHT} at a time` +
         `${refused > 0 ? `; ${refused} REFUSED: ${[...refusals].join('; ')}` : ''}); ${running.toLocaleString('en')} in the store's running index`,
-      `gateway RSS ${mib(rssBefore)} → ${mib(rssAfter)}: ${rssPerTask === undefined ? '—' : kib(rssPerTask)} per task in flight`,
+      `gateway RSS ${mib(rssBefore)} → ${mib(rssAfter)}: ${rssPerTask === undefined ? '—' : kib(rssPerTask)} per task in flight ` +
+        `(V8 heap after forced GC ${mib(before.heap)} → ${mib(after.heap)}: ${kib(heapPerTask)} per task)`,
       `Redis used_memory ${mib(redisBefore)} → ${mib(redisAfter)}: ${kib(redisPerTask)} per task`,
       `tasks/get, ${READERS} clients × their own running task, ${s.gets} requests: p50/p99 ${idleGets.p50Ms.toFixed(2)}/${idleGets.p99Ms.toFixed(2)} ms before, ` +
         `${loadedGets.p50Ms.toFixed(2)}/${loadedGets.p99Ms.toFixed(2)} ms with the ${held.toLocaleString('en')} in flight (${idleGets.errors + loadedGets.errors} errors` +
@@ -106,7 +116,7 @@ export async function inflightPart(ctx: ScaleoutContext, s: InflightSettings): P
     );
     part.notes.push(
       `caps lifted for this run: tasks.defaults.maxTasksPerPrincipal 0 (default 1,000), replicas.maxRunningTasks ${s.tasks + READERS + WARMUP_TASKS + 100} (default 10,000)`,
-      'RSS is sampled without forcing a GC: the per-task figure includes garbage not yet collected',
+      'RSS and heap are sampled after two forced full GCs in the gateway (inspector); RSS also counts pages V8 keeps after growing',
     );
     part.checks.push({
       what: `gateway RSS per in-flight task ≤ ${MAX_RSS_PER_TASK_BYTES / 1024} KB (${held.toLocaleString('en')} tasks)`,
