@@ -2,7 +2,8 @@
 // ratios against the direct baseline measured in that same run (absolute numbers depend on the machine; ratios
 // measured side by side much less). With a stdio upstream the two npm peers front the same server too. The tasks
 // scenario (bench/tasks.ts) measures the task path next to a fastify floor and the upstream called directly; the
-// scale scenario (bench/scale.ts) lease renewal of 100k held tasks and the takeover of a dead replica's 40k.
+// scale scenario (bench/scale.ts) lease renewal of 100k held tasks and the takeover of a dead replica's 40k; the
+// scaleout scenario (bench/scaleout.ts) tasks in flight, tasks/list depth, two replicas and a dead one (issue 23).
 // See bench/README.md for what each number means.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -859,7 +860,8 @@ async function main(): Promise<void> {
     `taskgate bench${s.smoke ? ' (smoke)' : ''}: scenarios ${s.scenarios.join(',')}, targets ${s.targets.join(',')}, ` +
       `${s.clients} clients, warmup ${s.warmupMs} ms, latency ${s.latencyMs} ms, throughput ${s.count ?? s.durationMs}${s.count !== undefined ? ' calls' : ' ms'}, ` +
       `${s.rounds} round(s), ${s.scenarios.includes('tasks') ? `stores ${s.stores.join(',')}, ` : ''}` +
-      `${s.scenarios.includes('scale') ? `scale ${s.heldTasks} held / ${s.orphanTasks} orphans / leaseMs ${s.scaleLeaseMs}, ` : ''}node ${process.version}, ${cpus().length} CPUs`,
+      `${s.scenarios.includes('scale') ? `scale ${s.heldTasks} held / ${s.orphanTasks} orphans / leaseMs ${s.scaleLeaseMs}, ` : ''}` +
+      `${s.scenarios.includes('scaleout') ? `scaleout ${s.scaleout.parts.join(',')} (${s.scaleout.inflight.tasks} in flight, ${s.scaleout.listing.large} listed, ${s.scaleout.takeover.tasks} on the dead replica), ` : ''}node ${process.version}, ${cpus().length} CPUs`,
   );
   const load = loadavg();
   if ((load[0] ?? 0) > cpus().length * 0.5) {
