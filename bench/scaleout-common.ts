@@ -150,8 +150,25 @@ export async function redisCommands(redis: Redis): Promise<number> {
   return Number(/^total_commands_processed:(\d+)/m.exec(await redis.info('stats'))?.[1]);
 }
 
+/** Calls per command name so far (INFO commandstats); commands a Lua script runs are counted under their own names. */
+export async function redisCommandCalls(redis: Redis): Promise<Map<string, number>> {
+  const calls = new Map<string, number>();
+  for (const m of (await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1] as string, Number(m[2]));
+  return calls;
+}
+
+export interface RedisLoad {
+  /** every command Redis executed, those inside Lua scripts included (INFO total_commands_processed) */
+  commandsPerSec: number;
+  /** the same per command name */
+  byCommand: Map<string, number>;
+  cpuMsPerSec: number | undefined;
+  seconds: number;
+}
+
 /** Commands per second and redis-server CPU (ms per second) over a window that ends when `until` resolves. */
-export async function redisLoad(r: BenchRedis, until: () => Promise<void>): Promise<{ commandsPerSec: number; cpuMsPerSec: number | undefined; seconds: number }> {
+export async function redisLoad(r: BenchRedis, until: () => Promise<void>): Promise<RedisLoad> {
+  const byCommand0 = await redisCommandCalls(r.admin);
   const commands0 = await redisCommands(r.admin);
   const cpu0 = r.pid === undefined ? undefined : cpuMs(r.pid);
   const t0 = performance.now();
@@ -160,8 +177,11 @@ export async function redisLoad(r: BenchRedis, until: () => Promise<void>): Prom
   const cpu1 = r.pid === undefined ? undefined : cpuMs(r.pid);
   // The two INFO calls themselves are counted too; at these rates they do not matter, and are not hidden.
   const commands = (await redisCommands(r.admin)) - commands0;
+  const byCommand = new Map<string, number>();
+  for (const [name, calls] of await redisCommandCalls(r.admin)) byCommand.set(name, (calls - (byCommand0.get(name) ?? 0)) / seconds);
   return {
     commandsPerSec: commands / seconds,
+    byCommand,
     cpuMsPerSec: cpu0 === undefined || cpu1 === undefined ? undefined : (cpu1 - cpu0) / seconds,
     seconds,
   };

@@ -80,6 +80,11 @@ export async function takeoverPart(ctx: ScaleoutContext, s: TakeoverSettings): P
     const holding = await redisLoad(ctx.redis, () => sleep(s.windowMs));
     const perThousand = (v: number, w: number): number => ((v - w) * 1000) / ids.length;
     const commandsPer1k = perThousand(holding.commandsPerSec, idle.commandsPerSec);
+    const topCommands = [...holding.byCommand]
+      .map(([name, perSec]) => [name, perThousand(perSec, idle.byCommand.get(name) ?? 0)] as const)
+      .filter(([name, per1k]) => per1k > 0.05 && name !== 'info')
+      .sort((x, y) => y[1] - x[1])
+      .slice(0, 5);
     const cpuPer1k = holding.cpuMsPerSec === undefined || idle.cpuMsPerSec === undefined ? undefined : perThousand(holding.cpuMsPerSec, idle.cpuMsPerSec);
 
     // ---- takeover: SIGKILL A, watch every task end, confirm on B ----
@@ -113,7 +118,8 @@ export async function takeoverPart(ctx: ScaleoutContext, s: TakeoverSettings): P
         seen.set(key, (seen.get(key) ?? 0) + 1);
       }
     });
-    part.data = { settings: s, leaseMs: DEFAULTS.leaseMs, idle, holding, commandsPer1k, cpuPer1k, leaseLeftAtKillMs: atKill.leftMs, allEndedMs, firstEndedMs: outcome.firstAt - killedAt, onB: Object.fromEntries(seen) };
+    const plain = (l: typeof idle): object => ({ ...l, byCommand: Object.fromEntries(l.byCommand) });
+    part.data = { settings: s, leaseMs: DEFAULTS.leaseMs, idle: plain(idle), holding: plain(holding), commandsPer1k, topCommands: Object.fromEntries(topCommands), cpuPer1k, leaseLeftAtKillMs: atKill.leftMs, allEndedMs, firstEndedMs: outcome.firstAt - killedAt, onB: Object.fromEntries(seen) };
     const sec = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
     part.lines.push(
       `a replica killed (SIGKILL) holding ${ids.length.toLocaleString('en')} running tasks: all terminal ${sec(allEndedMs)} after the kill ` +
@@ -122,10 +128,11 @@ export async function takeoverPart(ctx: ScaleoutContext, s: TakeoverSettings): P
       `Redis while one replica holds ${ids.length.toLocaleString('en')} running tasks: ${holding.commandsPerSec.toFixed(0)} commands/s, redis-server CPU ` +
         `${holding.cpuMsPerSec === undefined ? '—' : `${holding.cpuMsPerSec.toFixed(1)} ms/s`}; both replicas idle: ${idle.commandsPerSec.toFixed(0)} commands/s, ` +
         `${idle.cpuMsPerSec === undefined ? '—' : `${idle.cpuMsPerSec.toFixed(1)} ms/s`} (windows of ${(s.windowMs / 1000).toFixed(0)} s)`,
-      `lease renewal per 1,000 running tasks: ${commandsPer1k.toFixed(1)} Redis commands/s, ${cpuPer1k === undefined ? '—' : `${cpuPer1k.toFixed(2)} ms/s`} redis-server CPU`,
+      `lease renewal per 1,000 running tasks: ${commandsPer1k.toFixed(1)} Redis commands/s, ${cpuPer1k === undefined ? '—' : `${cpuPer1k.toFixed(2)} ms/s`} redis-server CPU; ` +
+        `by command (per 1,000 tasks, per s): ${topCommands.map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ') || '—'}`,
     );
     part.notes.push(
-      `renewal cost = (holding − idle) × 1,000 / ${ids.length}; a Lua script call is one command however many leases it renews, so commands/s grows with rounds, CPU with tasks`,
+      `renewal cost = (holding − idle) × 1,000 / ${ids.length}; Redis counts the commands a Lua script runs as well as the script call (INFO commandstats gives the split)`,
     );
     part.checks.push({
       what: `a dead replica's tasks terminal within ${MAX_DEAD_REPLICA_MS / 1000} s with the default lease (${DEFAULTS.leaseMs} ms)`,
