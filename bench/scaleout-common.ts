@@ -21,8 +21,8 @@ export interface BenchRedis {
   /** "private redis-server on port N" or "shared Redis at URL". */
   how: string;
   admin: Redis;
-  /** Deletes the prefix's keys (shared Redis) or stops the server (private); never throws. */
-  close(): Promise<string>;
+  /** Deletes the prefix's keys (shared Redis: says how many) or stops the server (private); never throws. */
+  close(): Promise<string | undefined>;
 }
 
 export interface GatewayProc {
@@ -128,7 +128,7 @@ export async function benchRedis(sharedUrl: string, name: string): Promise<Bench
     async close() {
       ready.disconnect();
       await proc.stop();
-      return `private redis-server on port ${port} stopped`;
+      return undefined;
     },
   };
 }
