@@ -2,7 +2,8 @@
 // ratios against the direct baseline measured in that same run (absolute numbers depend on the machine; ratios
 // measured side by side much less). With a stdio upstream the two npm peers front the same server too. The tasks
 // scenario (bench/tasks.ts) measures the task path next to a fastify floor and the upstream called directly; the
-// scale scenario (bench/scale.ts) lease renewal of 100k held tasks and the takeover of a dead replica's 40k.
+// scale scenario (bench/scale.ts) lease renewal of 100k held tasks and the takeover of a dead replica's 40k; the
+// scaleout scenario (bench/scaleout.ts) tasks in flight, tasks/list depth, two replicas and a dead one (issue 23).
 // See bench/README.md for what each number means.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { cpuMs, freePort, rssBytes, startProc, treeRss, waitHttp, type Proc } fr
 import { gcAndMeasure } from './inspector.js';
 import { startOtlpSink, type OtlpSink } from './otlp-sink.js';
 import { reportScale, scaleScenario, type ScaleResult, type ScaleSettings } from './scale.js';
+import { ALL_SCALEOUT_PARTS, reportScaleout, scaleoutScenario, type ScaleoutRound, type ScaleoutSettings } from './scaleout.js';
 import { everythingEntry, StdioDirect } from './stdio-direct.js';
 import { envInt, planFromArgs, planOptions, runPlan, type Driver, type LoadPlan, type PhaseStats } from './stats.js';
 import {
@@ -49,8 +51,8 @@ const RSS_FLAT_REL = 0.1;
 const RSS_SAMPLE_MS = 250;
 
 type Scenario = 'http' | 'stdio';
-type ScenarioName = Scenario | 'tasks' | 'scale';
-const ALL_SCENARIOS: readonly ScenarioName[] = ['http', 'stdio', 'tasks', 'scale'];
+type ScenarioName = Scenario | 'tasks' | 'scale' | 'scaleout';
+const ALL_SCENARIOS: readonly ScenarioName[] = ['http', 'stdio', 'tasks', 'scale', 'scaleout'];
 /**
  * With --observability only, next to `taskgate` with both off: metrics scraped (`taskgate-metrics`), and metrics
  * scraped with traces exported (`taskgate-observed`, every trace or a head-sampled share: --trace-ratio).
@@ -124,6 +126,8 @@ interface Settings extends LoadPlan {
   heldTasks: number;
   orphanTasks: number;
   scaleLeaseMs: number;
+  /** scaleout scenario (bench/scaleout.ts) */
+  scaleout: Omit<ScaleoutSettings, 'smoke' | 'redisUrl'>;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -149,6 +153,17 @@ function parseSettings(): Settings {
       'held-tasks': { type: 'string' },
       'orphan-tasks': { type: 'string' },
       'lease-ms': { type: 'string' },
+      'scaleout-parts': { type: 'string' },
+      'inflight-tasks': { type: 'string' },
+      'inflight-gets': { type: 'string' },
+      'listed-tasks': { type: 'string' },
+      'listed-reference': { type: 'string' },
+      'list-repeats': { type: 'string' },
+      'replica-clients': { type: 'string' },
+      'replica-ms': { type: 'string' },
+      'replica-rounds': { type: 'string' },
+      'takeover-tasks': { type: 'string' },
+      'renewal-window-ms': { type: 'string' },
     },
   });
   const list = <T extends string>(v: string | undefined, all: readonly T[], flag: string): T[] | undefined => {
@@ -158,6 +173,11 @@ function parseSettings(): Settings {
     return items as T[];
   };
   const smoke = values.smoke === true;
+  /** A size flag, or its smoke / full default. */
+  const size = (flag: keyof typeof values, smokeSize: number, fullSize: number): number => {
+    const v = values[flag];
+    return typeof v === 'string' ? Number(v) : smoke ? smokeSize : fullSize;
+  };
   const plan = planFromArgs(
     smoke
       ? { clients: '5', 'warmup-ms': '300', 'latency-ms': '500', 'duration-ms': '1000', ...stripUndefined(values) }
@@ -180,6 +200,17 @@ function parseSettings(): Settings {
     heldTasks: values['held-tasks'] !== undefined ? Number(values['held-tasks']) : smoke ? 2_000 : 100_000,
     orphanTasks: values['orphan-tasks'] !== undefined ? Number(values['orphan-tasks']) : smoke ? 2_000 : 40_000,
     scaleLeaseMs: values['lease-ms'] !== undefined ? Number(values['lease-ms']) : smoke ? 1_000 : 10_000,
+    scaleout: {
+      parts: list(values['scaleout-parts'], ALL_SCALEOUT_PARTS, 'scaleout-parts') ?? [...ALL_SCALEOUT_PARTS],
+      inflight: { tasks: size('inflight-tasks', 300, 10_000), gets: size('inflight-gets', 200, 2_000) },
+      listing: { small: size('listed-reference', 200, 1_000), large: size('listed-tasks', 5_000, 100_000), repeats: size('list-repeats', 20, 200) },
+      replicas: {
+        clients: size('replica-clients', 4, 16),
+        phase: smoke && values['replica-ms'] === undefined ? { durationMs: 0, count: 300, maxMs: 30_000 } : { durationMs: size('replica-ms', 1_000, 5_000) },
+        rounds: size('replica-rounds', 1, 2),
+      },
+      takeover: { tasks: size('takeover-tasks', 200, 5_000), windowMs: size('renewal-window-ms', 4_000, 20_000) },
+    },
   };
 }
 
@@ -829,7 +860,8 @@ async function main(): Promise<void> {
     `taskgate bench${s.smoke ? ' (smoke)' : ''}: scenarios ${s.scenarios.join(',')}, targets ${s.targets.join(',')}, ` +
       `${s.clients} clients, warmup ${s.warmupMs} ms, latency ${s.latencyMs} ms, throughput ${s.count ?? s.durationMs}${s.count !== undefined ? ' calls' : ' ms'}, ` +
       `${s.rounds} round(s), ${s.scenarios.includes('tasks') ? `stores ${s.stores.join(',')}, ` : ''}` +
-      `${s.scenarios.includes('scale') ? `scale ${s.heldTasks} held / ${s.orphanTasks} orphans / leaseMs ${s.scaleLeaseMs}, ` : ''}node ${process.version}, ${cpus().length} CPUs`,
+      `${s.scenarios.includes('scale') ? `scale ${s.heldTasks} held / ${s.orphanTasks} orphans / leaseMs ${s.scaleLeaseMs}, ` : ''}` +
+      `${s.scenarios.includes('scaleout') ? `scaleout ${s.scaleout.parts.join(',')} (${s.scaleout.inflight.tasks} in flight, ${s.scaleout.listing.large} listed, ${s.scaleout.takeover.tasks} on the dead replica), ` : ''}node ${process.version}, ${cpus().length} CPUs`,
   );
   const load = loadavg();
   if ((load[0] ?? 0) > cpus().length * 0.5) {
@@ -838,7 +870,7 @@ async function main(): Promise<void> {
         'ratios will be noisier (consider --rounds 3)',
     );
   }
-  const needsGateway = s.targets.includes('taskgate') || s.scenarios.includes('tasks') || s.scenarios.includes('scale');
+  const needsGateway = s.targets.includes('taskgate') || s.scenarios.some((x) => x === 'tasks' || x === 'scale' || x === 'scaleout');
   const gw: GatewayCommand | string = needsGateway ? gatewayCommand(s.useTsx) : 'not selected';
   await smokeWithoutRedis(s);
   const tasksSettings: TasksSettings = {
@@ -865,6 +897,8 @@ async function main(): Promise<void> {
   const results: TargetResult[] = [];
   const tasksRounds: TasksRound[] = [];
   const scaleResults: ScaleResult[] = [];
+  const scaleoutRounds: ScaleoutRound[] = [];
+  const scaleoutSettings: ScaleoutSettings = { smoke: s.smoke, redisUrl: s.redisUrl, ...s.scaleout };
   const checks: Check[] = [];
   const summaries: Summary[] = [];
   try {
@@ -873,6 +907,7 @@ async function main(): Promise<void> {
       for (const scenario of s.scenarios) {
         if (scenario === 'tasks') tasksRounds.push(await tasksScenario(ROOT, tasksSettings, gw, dir, currentRound, s.rounds));
         else if (scenario === 'scale') scaleResults.push(await scaleScenario(scaleSettings, gw, dir, currentRound, s.rounds));
+        else if (scenario === 'scaleout') scaleoutRounds.push(await scaleoutScenario(ROOT, scaleoutSettings, gw, dir, currentRound, s.rounds));
         else results.push(...(scenario === 'http' ? await httpScenario(s, gw, dir) : await stdioScenario(s, gw, dir)));
       }
     }
@@ -890,6 +925,10 @@ async function main(): Promise<void> {
       checks.push(...reportScale(scaleResults, scaleSettings));
       continue;
     }
+    if (scenario === 'scaleout') {
+      checks.push(...reportScaleout(scaleoutRounds, typeof gw === 'string' ? gw : gw.how));
+      continue;
+    }
     const out = report(scenario, results.filter((r) => r.scenario === scenario), s);
     checks.push(...out.checks);
     summaries.push(...out.summaries);
@@ -901,7 +940,12 @@ async function main(): Promise<void> {
   const verdict = (pass: boolean): string => (s.smoke ? 'info' : pass ? 'PASS' : 'FAIL');
   for (const c of checks) console.log(`  [${verdict(c.pass)}] ${c.scenario}: ${c.what}: ${c.detail}`);
 
-  const failedToRun = [...results.filter((r) => !r.ok), ...(tasksOut?.summary.failed ?? []), ...scaleResults.filter((r) => !r.ok)];
+  const failedToRun = [
+    ...results.filter((r) => !r.ok),
+    ...(tasksOut?.summary.failed ?? []),
+    ...scaleResults.filter((r) => !r.ok),
+    ...scaleoutRounds.flatMap((r) => r.parts.filter((p) => !p.ok)),
+  ];
   const tooManyErrors = results.filter((r) => r.ok && errorRate(r) > MAX_ERROR_RATE);
   for (const r of tooManyErrors) console.log(`  [ERR ] ${r.scenario}: ${r.label}: ${(errorRate(r) * 100).toFixed(2)}% errors (> 1%)`);
   const tasksTooManyErrors = tasksErrorRates(tasksRounds, MAX_ERROR_RATE);
@@ -923,6 +967,7 @@ async function main(): Promise<void> {
         results,
         ...(s.scenarios.includes('tasks') ? { tasks: { summary: tasksOut?.summary, rounds: tasksRounds } } : {}),
         ...(s.scenarios.includes('scale') ? { scale: { rounds: scaleResults } } : {}),
+        ...(s.scenarios.includes('scaleout') ? { scaleout: { rounds: scaleoutRounds } } : {}),
       },
       null,
       2,

@@ -143,7 +143,7 @@ async function statuses(redis: Redis, prefix: string, ids: readonly string[]): P
 }
 
 /** Resolves with every task's terminal record, and when the first and the last ended (watching starts now). */
-function untilAllEnded(store: RedisTaskStore, ids: readonly string[]): { done: Promise<{ tasks: TaskRecord[]; firstAt: number; lastAt: number }>; stop(): void } {
+export function untilAllEnded(store: RedisTaskStore, ids: readonly string[]): { done: Promise<{ tasks: TaskRecord[]; firstAt: number; lastAt: number }>; stop(): void } {
   const ended = new Map<string, TaskRecord>();
   const stops: (() => void)[] = [];
   let firstAt = 0;

@@ -138,7 +138,7 @@ function object(v: unknown, what: string): Record<string, unknown> {
 }
 
 /** CreateTaskResult: `{ task: { taskId, status, ttl, pollInterval, createdAt, lastUpdatedAt } }`. */
-function createdTaskId(result: unknown): string {
+export function createdTaskId(result: unknown): string {
   const task = object(object(result, 'tools/call result').task, 'CreateTaskResult.task');
   if (typeof task.taskId !== 'string' || task.taskId === '') throw new Error(`CreateTaskResult without taskId: ${JSON.stringify(task)}`);
   if (typeof task.status !== 'string' || !TASK_STATUSES.has(task.status)) throw new Error(`CreateTaskResult with status ${String(task.status)}`);
@@ -146,7 +146,7 @@ function createdTaskId(result: unknown): string {
   return task.taskId;
 }
 
-function taskStatus(result: unknown, taskId: string): string {
+export function taskStatus(result: unknown, taskId: string): string {
   const task = object(result, 'tasks/get result');
   if (task.taskId !== taskId) throw new Error(`tasks/get answered for ${String(task.taskId)}, asked for ${taskId}`);
   if (typeof task.status !== 'string' || !TASK_STATUSES.has(task.status)) throw new Error(`tasks/get: status ${String(task.status)}`);
