@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { Redis } from 'ioredis';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
+import { isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
 import { redisKeys, slotKeyList, type RedisKeys } from './redis-keys.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
@@ -50,7 +50,7 @@ export class RedisTaskStore implements TaskStore {
   private readonly lastEvents = new Map<string, number>();
   /** Replica messages by channel. */
   private readonly topics = new EventEmitter();
-  private subscriber: Redis | undefined;
+  private subscriber: RedisClient | undefined;
   private subscribed: Promise<unknown> | undefined;
   private secret: Promise<Buffer> | undefined;
   private cursors: CursorCodec | undefined;
@@ -60,7 +60,7 @@ export class RedisTaskStore implements TaskStore {
   private sweeping = false;
 
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     prefix: string,
     /** `events`: where the scripts' durations (and slow ones) are announced. */
     private readonly options: { resultGraceMs?: number; events?: GatewayEvents } = {},
@@ -152,13 +152,11 @@ export class RedisTaskStore implements TaskStore {
       const keys = await this.redis.zrevrangebylex(indexKey, upper, '-', 'LIMIT', 0, want);
       more = keys.length === want;
       if (keys.length === 0) break;
-      const pipeline = this.redis.pipeline();
-      for (const key of keys) pipeline.hmget(this.keys.task(key.slice(key.indexOf(':') + 1)), ...SUMMARY_FIELDS);
-      const records = (await pipeline.exec()) ?? [];
+      const records = await this.summaries(keys);
       const expired: string[] = [];
       for (let i = 0; i < keys.length; i++) {
         const key = keys[i] as string;
-        const task = summaryFromHmget((records[i]?.[1] as (string | null)[] | undefined) ?? []);
+        const task = records[i];
         if (task === undefined) {
           expired.push(key);
           continue;
@@ -219,10 +217,31 @@ export class RedisTaskStore implements TaskStore {
 
   /** The summaries of the tasks `keys` (listing keys) name, in order; undefined for those that expired. */
   private async summaries(keys: readonly string[]): Promise<(TaskRecord | undefined)[]> {
+    const taskKeys = keys.map((key) => this.keys.task(key.slice(key.indexOf(':') + 1)));
+    if (isCluster(this.redis)) {
+      // The records live in many slots, where a pipeline may not go; one command each, which the client's
+      // auto-pipelining sends to each node together.
+      const cluster = this.redis;
+      return Promise.all(taskKeys.map(async (key) => summaryFromHmget(await cluster.hmget(key, ...SUMMARY_FIELDS))));
+    }
     const pipeline = this.redis.pipeline();
-    for (const key of keys) pipeline.hmget(this.keys.task(key.slice(key.indexOf(':') + 1)), ...SUMMARY_FIELDS);
+    for (const key of taskKeys) pipeline.hmget(key, ...SUMMARY_FIELDS);
     const replies = (await pipeline.exec()) ?? [];
     return keys.map((_, i) => summaryFromHmget((replies[i]?.[1] as (string | null)[] | undefined) ?? []));
+  }
+
+  /** Which of the tasks `keys` (listing keys) name have no record any more (one pipeline, or per node on a cluster). */
+  private async expiredOf(keys: readonly string[]): Promise<string[]> {
+    const taskKeys = keys.map((key) => this.keys.task(key.slice(key.indexOf(':') + 1)));
+    const cluster = isCluster(this.redis) ? this.redis : undefined;
+    if (cluster !== undefined) {
+      const counts = await Promise.all(taskKeys.map((key) => cluster.exists(key)));
+      return keys.filter((_, i) => counts[i] === 0);
+    }
+    const pipeline = this.redis.pipeline();
+    for (const key of taskKeys) pipeline.exists(key);
+    const replies = (await pipeline.exec()) ?? [];
+    return keys.filter((_, i) => replies[i]?.[0] === null && replies[i]?.[1] === 0);
   }
 
   /**
@@ -238,10 +257,7 @@ export class RedisTaskStore implements TaskStore {
       const keys = await this.redis.zrangebylex(indexKey, this.sweepAfter === '' ? '-' : `(${this.sweepAfter}`, '+', 'LIMIT', 0, SWEEP_PER_CREATE);
       this.sweepAfter = keys.length < SWEEP_PER_CREATE ? '' : (keys.at(-1) as string);
       if (keys.length === 0) return;
-      const pipeline = this.redis.pipeline();
-      for (const key of keys) pipeline.exists(this.keys.task(key.slice(key.indexOf(':') + 1)));
-      const replies = (await pipeline.exec()) ?? [];
-      const expired = keys.filter((_, i) => replies[i]?.[0] === null && replies[i]?.[1] === 0);
+      const expired = await this.expiredOf(keys);
       if (expired.length > 0) await this.redis.zrem(indexKey, ...expired);
     })()
       .catch(() => undefined)
@@ -298,9 +314,7 @@ export class RedisTaskStore implements TaskStore {
 
   private ensureSubscribed(): void {
     if (this.subscriber !== undefined) return;
-    // The subscription waits for Redis however long it is away (offline queue, no retry limit) and ioredis renews
-    // it after reconnects: watchers must not fail because Redis is slow or restarting.
-    const subscriber = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+    const subscriber = subscriberConnection(this.redis);
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined); // reconnects by itself; readiness reports the main connection
     let connected = false;
@@ -403,14 +417,17 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async subscribers(topic: string): Promise<number> {
-    const reply = (await this.redis.pubsub('NUMSUB', this.keys.topic(topic))) as [string, number | string];
-    return Number(reply[1] ?? 0);
+    const channel = this.keys.topic(topic);
+    const count = async (node: RedisClient): Promise<number> => Number(((await node.pubsub('NUMSUB', channel)) as [string, number | string])[1] ?? 0);
+    // A cluster carries a message to every node, but each node counts only the subscribers connected to it.
+    if (isCluster(this.redis)) return (await Promise.all(this.redis.nodes('all').map(count))).reduce((a, b) => a + b, 0);
+    return count(this.redis);
   }
 
   async subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
     this.ensureSubscribed();
     const channel = this.keys.topic(topic);
-    const subscriber = this.subscriber as Redis;
+    const subscriber = this.subscriber as RedisClient;
     if (this.topics.listenerCount(channel) === 0) await subscriber.subscribe(channel);
     this.topics.on(channel, handler);
     return () => {
