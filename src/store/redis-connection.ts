@@ -58,7 +58,10 @@ export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>): R
  * Redis is slow or restarting.
  */
 export function subscriberConnection(client: RedisClient): RedisClient {
-  if (isCluster(client)) return client.duplicate([], { enableOfflineQueue: true, redisOptions: { ...client.options.redisOptions, maxRetriesPerRequest: null } });
+  if (isCluster(client)) {
+    // One more connection per master for the topics' shard channels (RedisTaskStore.subscribe).
+    return client.duplicate([], { enableOfflineQueue: true, shardedSubscribers: true, redisOptions: { ...client.options.redisOptions, maxRetriesPerRequest: null } });
+  }
   return client.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
 }
 

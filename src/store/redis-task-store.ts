@@ -4,6 +4,7 @@ import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
 import { redisKeys, slotKeyList, type RedisKeys } from './redis-keys.js';
+import { OwnEvents } from './redis/own-events.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
 import {
@@ -58,6 +59,8 @@ export class RedisTaskStore implements TaskStore {
   /** Where the all-tasks index sweep goes on (a listing key; '' = from the start), and whether one runs. */
   private sweepAfter = '';
   private sweeping = false;
+  /** On a cluster only: writes return once their own event is back (see OwnEvents). */
+  private readonly ownEvents: OwnEvents | undefined;
 
   constructor(
     readonly redis: RedisClient,
@@ -66,6 +69,7 @@ export class RedisTaskStore implements TaskStore {
     private readonly options: { resultGraceMs?: number; events?: GatewayEvents } = {},
   ) {
     this.keys = redisKeys(prefix);
+    this.ownEvents = isCluster(redis) ? new OwnEvents() : undefined;
     this.events.setMaxListeners(0);
     this.topics.setMaxListeners(0);
     this.run = timedScripts(defineScripts(redis), options.events ?? NO_EVENTS);
@@ -90,6 +94,7 @@ export class RedisTaskStore implements TaskStore {
     const created = (await this.run('create', this.keys.task(input.taskId), this.keys.taskTimeline(input.taskId), this.keys.taskEvents(), String(TIMELINE_LENGTH), ...fields)) as string[] | null;
     if (created === null) throw new Error(`task ${input.taskId} already exists`);
     const task = parseTask(created);
+    await this.ownEvents?.back(created);
     // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
     // never a listing entry without a task.
     // The index outlives its newest task's TTL (and the expired-id memory), then goes: sessions come and go.
@@ -137,6 +142,7 @@ export class RedisTaskStore implements TaskStore {
     const [verdict, ...fields] = reply;
     if (verdict === 'not_found') return { ok: false, reason: 'not_found' };
     const task = parseTask(fields);
+    if (verdict === 'ok') await this.ownEvents?.back(fields);
     return verdict === 'ok' ? { ok: true, task } : { ok: false, reason: 'terminal', task };
   }
 
@@ -308,8 +314,12 @@ export class RedisTaskStore implements TaskStore {
   async close(): Promise<void> {
     this.events.removeAllListeners();
     this.topics.removeAllListeners();
-    await this.subscriber?.quit().catch(() => this.subscriber?.disconnect());
-    await this.redis.quit().catch(() => this.redis.disconnect());
+    // QUIT lets replies in flight arrive; the disconnect after it also ends what ioredis keeps beside the
+    // connection (a Sentinel client's connections to the sentinels, which would otherwise reconnect forever).
+    await this.subscriber?.quit().catch(() => undefined);
+    this.subscriber?.disconnect();
+    await this.redis.quit().catch(() => undefined);
+    this.redis.disconnect();
   }
 
   private ensureSubscribed(): void {
@@ -327,7 +337,7 @@ export class RedisTaskStore implements TaskStore {
       // re-subscriptions), every watcher gets its task's current state, so nobody waits for an event that passed.
       void subscriber.ping().then(() => this.resync(), () => undefined);
     });
-    subscriber.on('message', (channel: string, payload: string) => {
+    const onMessage = (channel: string, payload: string): void => {
       if (channel !== this.keys.taskEvents()) {
         try {
           this.topics.emit(channel, JSON.parse(payload) as JsonObject);
@@ -344,7 +354,10 @@ export class RedisTaskStore implements TaskStore {
       }
       if (this.events.listenerCount(task.taskId) > 0) this.lastEvents.set(task.taskId, task.updatedMs);
       this.events.emit(task.taskId, task);
-    });
+      this.ownEvents?.arrived(payload);
+    };
+    subscriber.on('message', onMessage);
+    subscriber.on('smessage', onMessage); // topics on a cluster (see subscribe)
     this.subscribed = subscriber.subscribe(this.keys.taskEvents()).catch(() => undefined); // only on close
   }
 
@@ -413,14 +426,21 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async publish(topic: string, message: JsonObject): Promise<number> {
+    // On a cluster PUBLISH counts only the receivers on the node it went to; SPUBLISH counts them all (subscribe).
+    if (isCluster(this.redis)) return Number(await this.redis.spublish(this.keys.topic(topic), JSON.stringify(message)));
     return this.redis.publish(this.keys.topic(topic), JSON.stringify(message));
   }
 
   async subscribers(topic: string): Promise<number> {
     const channel = this.keys.topic(topic);
-    const count = async (node: RedisClient): Promise<number> => Number(((await node.pubsub('NUMSUB', channel)) as [string, number | string])[1] ?? 0);
-    // A cluster carries a message to every node, but each node counts only the subscribers connected to it.
-    if (isCluster(this.redis)) return (await Promise.all(this.redis.nodes('all').map(count))).reduce((a, b) => a + b, 0);
+    const sharded = isCluster(this.redis);
+    const count = async (node: RedisClient): Promise<number> => Number(((await (sharded ? node.pubsub('SHARDNUMSUB', channel) : node.pubsub('NUMSUB', channel))) as [string, number | string])[1] ?? 0);
+    // A topic's shard subscribers sit on the node that owns its slot; the other nodes count none.
+    if (sharded) {
+      // Until its first answer the client may not know every node yet (the PING waits for the slot map).
+      if (this.redis.status !== 'ready') await this.redis.ping();
+      return (await Promise.all(this.redis.nodes('master').map(count))).reduce((a, b) => a + b, 0);
+    }
     return count(this.redis);
   }
 
@@ -428,11 +448,17 @@ export class RedisTaskStore implements TaskStore {
     this.ensureSubscribed();
     const channel = this.keys.topic(topic);
     const subscriber = this.subscriber as RedisClient;
-    if (this.topics.listenerCount(channel) === 0) await subscriber.subscribe(channel);
+    // On a cluster a topic is a shard channel too: its subscribers all sit on the node that owns its slot, so
+    // SPUBLISH reports how many it reached and SHARDNUMSUB counts them. The scripts' messages (`slots`) stay plain
+    // PUBLISH, which a cluster carries to every node: a script may publish only to a shard channel in its own slot.
+    const sharded = isCluster(subscriber);
+    if (this.topics.listenerCount(channel) === 0) await Promise.all([subscriber.subscribe(channel), sharded ? subscriber.ssubscribe(channel) : undefined]);
     this.topics.on(channel, handler);
     return () => {
       this.topics.off(channel, handler);
-      if (this.topics.listenerCount(channel) === 0) void subscriber.unsubscribe(channel).catch(() => undefined);
+      if (this.topics.listenerCount(channel) > 0) return;
+      void subscriber.unsubscribe(channel).catch(() => undefined);
+      if (sharded) void subscriber.sunsubscribe(channel).catch(() => undefined);
     };
   }
 
