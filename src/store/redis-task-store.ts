@@ -13,6 +13,7 @@ import {
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
   IDS_PER_SCRIPT_CALL,
+  isTerminal,
   LIST_ALL_SCAN,
   listingKey,
   matchesFilter,
@@ -37,6 +38,11 @@ const LIST_BATCH_EXTRA = 8;
 /** Entries of the all-tasks index checked per task created, oldest first and round the index: what expired goes. */
 const SWEEP_PER_CREATE = 4;
 /** Every record field but the large ones (outcome, stored call); taskId first (its absence means no record). */
+/**
+ * With `waitForReplica`, how long a create or a task's end waits for a replica to confirm it has the write. Past
+ * this (no replica connected) it is acknowledged anyway: the primary has it, as it would without the wait.
+ */
+const REPLICA_WAIT_MS = 500;
 const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued'] as const;
 
 /**
@@ -65,8 +71,12 @@ export class RedisTaskStore implements TaskStore {
   constructor(
     readonly redis: RedisClient,
     prefix: string,
-    /** `events`: where the scripts' durations (and slow ones) are announced. */
-    private readonly options: { resultGraceMs?: number; events?: GatewayEvents } = {},
+    /**
+     * `events`: where the scripts' durations (and slow ones) are announced. `waitForReplica` (a Sentinel-managed
+     * primary): a task is acknowledged created, and its end final, only once a replica has it too (WAIT), so a
+     * failover right after loses neither; replication is asynchronous otherwise.
+     */
+    private readonly options: { resultGraceMs?: number; events?: GatewayEvents; waitForReplica?: boolean } = {},
   ) {
     this.keys = redisKeys(prefix);
     this.ownEvents = isCluster(redis) ? new OwnEvents() : undefined;
@@ -94,7 +104,7 @@ export class RedisTaskStore implements TaskStore {
     const created = (await this.run('create', this.keys.task(input.taskId), this.keys.taskTimeline(input.taskId), this.keys.taskEvents(), String(TIMELINE_LENGTH), ...fields)) as string[] | null;
     if (created === null) throw new Error(`task ${input.taskId} already exists`);
     const task = parseTask(created);
-    await this.ownEvents?.back(created);
+    await Promise.all([this.ownEvents?.back(created), this.replicated()]);
     // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
     // never a listing entry without a task.
     // The index outlives its newest task's TTL (and the expired-id memory), then goes: sessions come and go.
@@ -142,7 +152,7 @@ export class RedisTaskStore implements TaskStore {
     const [verdict, ...fields] = reply;
     if (verdict === 'not_found') return { ok: false, reason: 'not_found' };
     const task = parseTask(fields);
-    if (verdict === 'ok') await this.ownEvents?.back(fields);
+    if (verdict === 'ok') await Promise.all([this.ownEvents?.back(fields), isTerminal(task.status) ? this.replicated() : undefined]);
     return verdict === 'ok' ? { ok: true, task } : { ok: false, reason: 'terminal', task };
   }
 
@@ -320,6 +330,11 @@ export class RedisTaskStore implements TaskStore {
     this.subscriber?.disconnect();
     await this.redis.quit().catch(() => undefined);
     this.redis.disconnect();
+  }
+
+  /** With `waitForReplica`: resolves once a replica has every write this connection made (or REPLICA_WAIT_MS passed). */
+  private async replicated(): Promise<void> {
+    if (this.options.waitForReplica === true && !isCluster(this.redis)) await this.redis.wait(1, REPLICA_WAIT_MS);
   }
 
   private ensureSubscribed(): void {

@@ -14,5 +14,5 @@ export function createStore(config: StoreConfig, events: GatewayEvents = NO_EVEN
   const redis = connectRedis(config);
   redis.on('error', () => undefined); // reported through ping(), readiness and store.unavailable, not as crashes
   watchConnection(redis, events);
-  return new RedisTaskStore(redis, config.prefix, { events });
+  return new RedisTaskStore(redis, config.prefix, { events, waitForReplica: config.sentinel !== undefined });
 }

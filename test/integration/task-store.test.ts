@@ -42,7 +42,7 @@ function newPrefix(): string {
 }
 
 async function newRedisStore(prefix: string, topology: RedisTopology = 'single'): Promise<RedisTaskStore> {
-  return new RedisTaskStore(connectRedis(await storeConfig(topology, prefix)), prefix, { resultGraceMs: RESULT_GRACE_MS });
+  return new RedisTaskStore(connectRedis(await storeConfig(topology, prefix)), prefix, { resultGraceMs: RESULT_GRACE_MS, waitForReplica: topology === 'sentinel' });
 }
 
 const redisFactory = (topology: RedisTopology) => async (): Promise<TaskStore> => {
