@@ -2,7 +2,7 @@
 // outside the repo.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, parseConfig, type ConfigIssue } from '../../src/config/load.js';
+import { ConfigError, loadConfig, parseConfig, type ConfigIssue } from '../../src/config/load.js';
 import { renderEffectiveConfig } from '../../src/config/render.js';
 
 const UPSTREAMS = 'upstreams: { a: { command: a } }\n';
@@ -69,6 +69,14 @@ describe('config: Redis Sentinel and Cluster', () => {
     const unknown = parseErrors('store: { type: redis, sentinel: { name: m, nodes: ["redis://s:1"], sentinelPasword: x } }\n');
     assert.deepEqual(unknown.map((e) => e.path), ['store.sentinel.sentinelPasword']);
     assert.match(unknown[0]?.message ?? '', /sentinelPassword/);
+  });
+
+  it('the compose sentinel profile\'s config is valid', () => {
+    const config = loadConfig(new URL('../../docker/taskgate.sentinel.yaml', import.meta.url).pathname, {});
+    assert.deepEqual(config.store.type === 'redis' ? config.store.sentinel : undefined, {
+      name: 'taskgate',
+      nodes: ['redis://sentinel-1:26379', 'redis://sentinel-2:26379', 'redis://sentinel-3:26379'],
+    });
   });
 
   it('check-config hides the passwords and TLS private keys', () => {
