@@ -5,6 +5,8 @@ import type { JsonObject } from '../jsonrpc.js';
 import { isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
 import { redisKeys, slotKeyList, type RedisKeys } from './redis-keys.js';
 import { OwnEvents } from './redis/own-events.js';
+import { RedisTopics } from './redis/topics.js';
+import { parseTask, summaryFromHmget, SUMMARY_FIELDS } from './redis/task-record.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
 import {
@@ -17,7 +19,6 @@ import {
   LIST_ALL_SCAN,
   listingKey,
   matchesFilter,
-  TASK_STATUSES,
   TIMELINE_LENGTH,
   ALL_TASKS_CURSOR,
   type NewTask,
@@ -37,13 +38,11 @@ const SLOT_KEY_LEASES = 10;
 const LIST_BATCH_EXTRA = 8;
 /** Entries of the all-tasks index checked per task created, oldest first and round the index: what expired goes. */
 const SWEEP_PER_CREATE = 4;
-/** Every record field but the large ones (outcome, stored call); taskId first (its absence means no record). */
 /**
  * With `waitForReplica`, how long a create or a task's end waits for a replica to confirm it has the write. Past
  * this (no replica connected) it is acknowledged anyway: the primary has it, as it would without the wait.
  */
 const REPLICA_WAIT_MS = 500;
-const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued'] as const;
 
 /**
  * Tasks in Redis, shared by every replica: records are hashes that Redis expires itself, listing is a lexical
@@ -56,7 +55,6 @@ export class RedisTaskStore implements TaskStore {
   /** When each watched task last changed, as its last event said (so a resync tells only what was missed). */
   private readonly lastEvents = new Map<string, number>();
   /** Replica messages by channel. */
-  private readonly topics = new EventEmitter();
   private subscriber: RedisClient | undefined;
   private subscribed: Promise<unknown> | undefined;
   private secret: Promise<Buffer> | undefined;
@@ -67,6 +65,8 @@ export class RedisTaskStore implements TaskStore {
   private sweeping = false;
   /** On a cluster only: writes return once their own event is back (see OwnEvents). */
   private readonly ownEvents: OwnEvents | undefined;
+  /** Replica messages (publish, subscribe, subscribers), on this store's subscription. */
+  private readonly topics: RedisTopics;
 
   constructor(
     readonly redis: RedisClient,
@@ -80,8 +80,11 @@ export class RedisTaskStore implements TaskStore {
   ) {
     this.keys = redisKeys(prefix);
     this.ownEvents = isCluster(redis) ? new OwnEvents() : undefined;
+    this.topics = new RedisTopics(redis, this.keys, () => {
+      this.ensureSubscribed();
+      return this.subscriber as RedisClient;
+    });
     this.events.setMaxListeners(0);
-    this.topics.setMaxListeners(0);
     this.run = timedScripts(defineScripts(redis), options.events ?? NO_EVENTS);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
@@ -323,7 +326,7 @@ export class RedisTaskStore implements TaskStore {
 
   async close(): Promise<void> {
     this.events.removeAllListeners();
-    this.topics.removeAllListeners();
+    this.topics.close();
     // QUIT lets replies in flight arrive; the disconnect after it also ends what ioredis keeps beside the
     // connection (a Sentinel client's connections to the sentinels, which would otherwise reconnect forever).
     await this.subscriber?.quit().catch(() => undefined);
@@ -354,11 +357,7 @@ export class RedisTaskStore implements TaskStore {
     });
     const onMessage = (channel: string, payload: string): void => {
       if (channel !== this.keys.taskEvents()) {
-        try {
-          this.topics.emit(channel, JSON.parse(payload) as JsonObject);
-        } catch {
-          // not JSON: not ours
-        }
+        this.topics.deliver(channel, payload);
         return;
       }
       let task: TaskRecord;
@@ -440,41 +439,16 @@ export class RedisTaskStore implements TaskStore {
     return (await this.run('slot-holders', this.keys.slot(key).holders)) as string[];
   }
 
-  async publish(topic: string, message: JsonObject): Promise<number> {
-    // On a cluster PUBLISH counts only the receivers on the node it went to; SPUBLISH counts them all (subscribe).
-    if (isCluster(this.redis)) return Number(await this.redis.spublish(this.keys.topic(topic), JSON.stringify(message)));
-    return this.redis.publish(this.keys.topic(topic), JSON.stringify(message));
+  publish(topic: string, message: JsonObject): Promise<number> {
+    return this.topics.publish(topic, message);
   }
 
-  async subscribers(topic: string): Promise<number> {
-    const channel = this.keys.topic(topic);
-    const sharded = isCluster(this.redis);
-    const count = async (node: RedisClient): Promise<number> => Number(((await (sharded ? node.pubsub('SHARDNUMSUB', channel) : node.pubsub('NUMSUB', channel))) as [string, number | string])[1] ?? 0);
-    // A topic's shard subscribers sit on the node that owns its slot; the other nodes count none.
-    if (sharded) {
-      // Until its first answer the client may not know every node yet (the PING waits for the slot map).
-      if (this.redis.status !== 'ready') await this.redis.ping();
-      return (await Promise.all(this.redis.nodes('master').map(count))).reduce((a, b) => a + b, 0);
-    }
-    return count(this.redis);
+  subscribers(topic: string): Promise<number> {
+    return this.topics.subscribers(topic);
   }
 
-  async subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
-    this.ensureSubscribed();
-    const channel = this.keys.topic(topic);
-    const subscriber = this.subscriber as RedisClient;
-    // On a cluster a topic is a shard channel too: its subscribers all sit on the node that owns its slot, so
-    // SPUBLISH reports how many it reached and SHARDNUMSUB counts them. The scripts' messages (`slots`) stay plain
-    // PUBLISH, which a cluster carries to every node: a script may publish only to a shard channel in its own slot.
-    const sharded = isCluster(subscriber);
-    if (this.topics.listenerCount(channel) === 0) await Promise.all([subscriber.subscribe(channel), sharded ? subscriber.ssubscribe(channel) : undefined]);
-    this.topics.on(channel, handler);
-    return () => {
-      this.topics.off(channel, handler);
-      if (this.topics.listenerCount(channel) > 0) return;
-      void subscriber.unsubscribe(channel).catch(() => undefined);
-      if (sharded) void subscriber.sunsubscribe(channel).catch(() => undefined);
-    };
+  subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
+    return this.topics.subscribe(topic, handler);
   }
 
   async saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options: { create?: boolean } = {}): Promise<boolean> {
@@ -512,46 +486,4 @@ export class RedisTaskStore implements TaskStore {
     this.cursors ??= new CursorCodec(await this.signingSecret());
     return this.cursors;
   }
-}
-
-/** A record from an HMGET of SUMMARY_FIELDS; undefined when there is no record (no taskId). */
-/** A record from a HMGET reply of SUMMARY_FIELDS, then the `extra` fields asked for. */
-function summaryFromHmget(values: readonly (string | null | undefined)[], extra: readonly string[] = []): TaskRecord | undefined {
-  if (values[0] === null || values[0] === undefined) return undefined;
-  const fields: Record<string, string> = {};
-  [...SUMMARY_FIELDS, ...extra].forEach((name, i) => {
-    const value = values[i];
-    if (value !== null && value !== undefined) fields[name] = value;
-  });
-  return parseTask(fields);
-}
-
-/** A record from a HGETALL reply (flat array, as Lua returns it, or an object, as ioredis returns it). */
-function parseTask(input: string[] | Record<string, string>): TaskRecord {
-  const fields: Record<string, string> = {};
-  if (Array.isArray(input)) for (let i = 0; i + 1 < input.length; i += 2) fields[input[i] as string] = input[i + 1] as string;
-  else Object.assign(fields, input);
-  const status = fields.status as TaskStatus;
-  if (!(TASK_STATUSES as readonly string[]).includes(status) || fields.taskId === undefined) throw new Error('not a task record');
-  const task: TaskRecord = {
-    taskId: fields.taskId,
-    principal: fields.principal ?? '',
-    era: fields.era === 'modern' ? 'modern' : 'legacy',
-    tool: fields.tool ?? '',
-    upstream: fields.upstream ?? '',
-    status,
-    createdMs: Number(fields.createdMs),
-    createdUs: Number(fields.createdUs),
-    updatedMs: Number(fields.updatedMs),
-    retentionMs: Number(fields.retentionMs),
-    pollMs: Number(fields.pollMs),
-  };
-  if (fields.message !== undefined) task.message = fields.message;
-  if (fields.native === '1') task.native = true;
-  if (fields.attempt !== undefined) task.attempt = Number(fields.attempt);
-  if (fields.queued === '1') task.queued = true;
-  if (fields.call !== undefined) task.call = JSON.parse(fields.call) as TaskRecord['call'];
-  if (fields.openRequests !== undefined) task.openRequests = JSON.parse(fields.openRequests) as TaskRecord['openRequests'];
-  if (fields.outcome !== undefined) task.outcome = JSON.parse(fields.outcome) as TaskRecord['outcome'];
-  return task;
 }
