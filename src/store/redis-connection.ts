@@ -45,8 +45,11 @@ export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>): R
       ...(sentinel.sentinelUsername === undefined ? {} : { sentinelUsername: sentinel.sentinelUsername }),
       ...(sentinel.sentinelPassword === undefined ? {} : { sentinelPassword: sentinel.sentinelPassword }),
       ...(sentinelTls ? { enableTLSForSentinelMode: true, sentinelTLS: tlsOptions(sentinel.tls) ?? {} } : {}),
-      // Listens for the sentinels' +switch-master: a failover is followed at once, not at the next failed command.
-      failoverDetector: true,
+      // A primary demoted while still reachable (a manual failover, a partition healed) answers writes with
+      // READONLY: reconnect (the sentinels name the new primary) and send the command again. A dead primary needs
+      // nothing: its connection fails and ioredis asks the sentinels anew. (ioredis' failoverDetector is left off:
+      // its +switch-master arrives after the client has already moved and drops the new connection once more.)
+      reconnectOnError: (error) => (error.message.startsWith('READONLY') ? 2 : false),
     });
   }
   return new Redis(config.url, { ...COMMAND_LIMITS, retryStrategy: reconnectDelay });

@@ -327,8 +327,8 @@ export class RedisTaskStore implements TaskStore {
   async close(): Promise<void> {
     this.events.removeAllListeners();
     this.topics.close();
-    // QUIT lets replies in flight arrive; the disconnect after it also ends what ioredis keeps beside the
-    // connection (a Sentinel client's connections to the sentinels, which would otherwise reconnect forever).
+    // QUIT lets replies in flight arrive; the disconnect after it makes sure nothing reconnects (a Sentinel client
+    // with ioredis' failover detector kept reconnecting to its sentinels after QUIT).
     await this.subscriber?.quit().catch(() => undefined);
     this.subscriber?.disconnect();
     await this.redis.quit().catch(() => undefined);

@@ -2,7 +2,7 @@
 // a Sentinel-managed primary with one replica. Loopback, free ports, a temporary directory, no persistence (a test
 // that needs a restart to keep data uses redis-server.ts); `stop()` ends every process and removes the directory.
 import { execFile, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -59,6 +59,8 @@ export interface SentinelSet {
   kill(port: number): void;
   /** The port of the primary the sentinels name now. */
   currentPrimaryPort(): Promise<number>;
+  /** The sentinels' logs, for a failure message (failover decisions, votes, TILT). */
+  logs(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -89,6 +91,7 @@ export async function startSentinelSet(): Promise<SentinelSet> {
           `port ${port}`,
           'bind 127.0.0.1',
           `dir ${dir}`,
+          `logfile ${join(dir, `sentinel-${port}.log`)}`,
           `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
           `sentinel down-after-milliseconds ${name} 1000`,
           `sentinel failover-timeout ${name} 5000`,
@@ -112,6 +115,7 @@ export async function startSentinelSet(): Promise<SentinelSet> {
         const [, port] = (await onePort(sentinelPorts[0] as number, (redis) => redis.call('SENTINEL', 'get-master-addr-by-name', name))) as [string, string];
         return Number(port);
       },
+      logs: async () => (await Promise.all(sentinelPorts.map((port) => readFile(join(dir, `sentinel-${port}.log`), 'utf8').catch(() => '')))).join('\n'),
       stop,
     };
   } catch (error) {
