@@ -2,7 +2,7 @@
 // filled in, secrets hidden. The first document is itself a valid config file (upstreams keyed by name again).
 import { stringify } from 'yaml';
 import { mergePolicy } from './policy.js';
-import type { AuthConfig, GatewayConfig, UpstreamConfig } from './types.js';
+import type { AuthConfig, GatewayConfig, RedisAccessConfig, StoreConfig, UpstreamConfig } from './types.js';
 
 export const REDACTED = '[redacted]';
 const SECRET_PARAM = /(token|key|secret|password|passwd|auth|signature|sig)/i;
@@ -32,6 +32,25 @@ function upstreamEntry(u: UpstreamConfig): Record<string, unknown> {
   return { ...rest, url: redactUrl(rest.url), headers: redactValues(rest.headers) };
 }
 
+/** A Sentinel's or Cluster's options with passwords and TLS private material hidden. */
+function redisAccessEntry(access: RedisAccessConfig): Record<string, unknown> {
+  const hidden: Record<string, unknown> = { ...access };
+  for (const field of ['password', 'sentinelPassword']) if (hidden[field] !== undefined) hidden[field] = REDACTED;
+  if (typeof access.tls === 'object') hidden.tls = Object.fromEntries(Object.entries(access.tls).map(([k, v]) => [k, /^(key|pfx|passphrase)$/.test(k) ? REDACTED : v]));
+  return hidden;
+}
+
+function storeEntry(store: StoreConfig): Record<string, unknown> {
+  if (store.type !== 'redis') return { ...store };
+  const { sentinel, cluster, ...rest } = store;
+  return {
+    ...rest,
+    url: redactUrl(rest.url),
+    ...(sentinel === undefined ? {} : { sentinel: redisAccessEntry(sentinel) }),
+    ...(cluster === undefined ? {} : { cluster: redisAccessEntry(cluster) }),
+  };
+}
+
 function authEntry(auth: AuthConfig): Record<string, unknown> {
   const { oauth, access, ...rest } = auth;
   return {
@@ -45,7 +64,7 @@ function authEntry(auth: AuthConfig): Record<string, unknown> {
 export function renderEffectiveConfig(config: GatewayConfig): string {
   const effective = {
     listen: config.listen,
-    store: config.store.type === 'redis' ? { ...config.store, url: redactUrl(config.store.url) } : config.store,
+    store: storeEntry(config.store),
     upstreams: Object.fromEntries(config.upstreams.map((u) => [u.name, upstreamEntry(u)])),
     tasks: config.tasks,
     sessions: config.sessions,

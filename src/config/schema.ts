@@ -189,11 +189,36 @@ export const ListenSchema = z.strictObject({
 });
 
 export const MemoryStoreSchema = z.strictObject({ type: z.literal('memory') });
-export const RedisStoreSchema = z.strictObject({
-  type: z.literal('redis'),
-  url: redisUrl.default(DEFAULTS.redisUrl),
-  prefix: z.string().min(1).default(DEFAULTS.redisPrefix),
+// Sentinel and Cluster take their options as ioredis does: `tls` is `true` or node's TLS options (ca, cert, key,
+// servername, rejectUnauthorized, ...), handed to ioredis as they are.
+const redisNodes = z.array(redisUrl).min(1, { error: 'at least one node URL is required' });
+const redisAccess = {
+  username: z.string().min(1).optional(),
+  password: z.string().min(1).optional(),
+  tls: z.union([z.boolean(), z.record(z.string(), z.unknown())]).optional(),
+};
+export const RedisSentinelSchema = z.strictObject({
+  /** The primary's name as the sentinels know it (`sentinel monitor <name> ...`). */
+  name: z.string().min(1),
+  nodes: redisNodes,
+  ...redisAccess,
+  sentinelUsername: z.string().min(1).optional(),
+  sentinelPassword: z.string().min(1).optional(),
 });
+export const RedisClusterSchema = z.strictObject({ nodes: redisNodes, ...redisAccess });
+export const RedisStoreSchema = z
+  .strictObject({
+    type: z.literal('redis'),
+    url: redisUrl.default(DEFAULTS.redisUrl),
+    prefix: z.string().min(1).default(DEFAULTS.redisPrefix),
+    sentinel: RedisSentinelSchema.optional(),
+    cluster: RedisClusterSchema.optional(),
+  })
+  .superRefine((v, ctx) => {
+    if (v.sentinel !== undefined && v.cluster !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['cluster'], input: v.cluster, message: 'a store is either sentinel or cluster, not both' });
+    }
+  });
 const StoreSchema = z.discriminatedUnion('type', [MemoryStoreSchema, RedisStoreSchema]);
 
 const TOOL_NAME = /^[A-Za-z0-9_.\-/]{1,128}$/;
@@ -548,6 +573,8 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
       if (at(0) === 'auth' && at(1) === 'rateLimits') return keysOf(RateLimitsSchema);
       if (at(0) === 'auth' && at(1) === 'admin') return keysOf(AdminSchema);
       if (at(0) === 'listen' && at(1) === 'cors') return keysOf(CorsSchema);
+      if (at(0) === 'store' && at(1) === 'sentinel') return keysOf(RedisSentinelSchema);
+      if (at(0) === 'store' && at(1) === 'cluster') return keysOf(RedisClusterSchema);
       return undefined;
     case 3:
       if (at(0) === 'upstreams' && at(2) === 'restart') return ['initialDelayMs', 'maxDelayMs'];

@@ -70,9 +70,32 @@ export interface CorsConfig {
   maxAgeSeconds: number;
 }
 
+/** How to reach and authenticate to Redis nodes, in ioredis' shapes (`tls`: true or node's TLS options). */
+export interface RedisAccessConfig {
+  username?: string;
+  password?: string;
+  tls?: boolean | Record<string, unknown>;
+}
+
+/** A Sentinel-managed primary: the sentinels are asked where it is, and again after a failover. */
+export interface RedisSentinelConfig extends RedisAccessConfig {
+  /** The primary's name as the sentinels monitor it. */
+  name: string;
+  /** The sentinels (redis://host:port). */
+  nodes: readonly string[];
+  sentinelUsername?: string;
+  sentinelPassword?: string;
+}
+
+/** A Redis Cluster: any of its nodes (redis://host:port); the rest are discovered. */
+export interface RedisClusterConfig extends RedisAccessConfig {
+  nodes: readonly string[];
+}
+
 export type StoreConfig =
   | { type: 'memory' }
-  | { type: 'redis'; url: string; prefix: string };
+  /** `url` is the single server, used only when neither `sentinel` nor `cluster` is given. */
+  | { type: 'redis'; url: string; prefix: string; sentinel?: RedisSentinelConfig; cluster?: RedisClusterConfig };
 
 /**
  * Which of an upstream's names it exposes: absent `include` means all; `exclude` wins over `include`. Globs (`*`

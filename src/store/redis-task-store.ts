@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { Redis } from 'ioredis';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
+import { isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
 import { redisKeys, slotKeyList, type RedisKeys } from './redis-keys.js';
+import { OwnEvents } from './redis/own-events.js';
+import { RedisTopics } from './redis/topics.js';
+import { parseTask, summaryFromHmget, SUMMARY_FIELDS } from './redis/task-record.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
 import {
@@ -12,10 +15,10 @@ import {
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
   IDS_PER_SCRIPT_CALL,
+  isTerminal,
   LIST_ALL_SCAN,
   listingKey,
   matchesFilter,
-  TASK_STATUSES,
   TIMELINE_LENGTH,
   ALL_TASKS_CURSOR,
   type NewTask,
@@ -35,8 +38,11 @@ const SLOT_KEY_LEASES = 10;
 const LIST_BATCH_EXTRA = 8;
 /** Entries of the all-tasks index checked per task created, oldest first and round the index: what expired goes. */
 const SWEEP_PER_CREATE = 4;
-/** Every record field but the large ones (outcome, stored call); taskId first (its absence means no record). */
-const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued'] as const;
+/**
+ * With `waitForReplica`, how long a create or a task's end waits for a replica to confirm it has the write. Past
+ * this (no replica connected) it is acknowledged anyway: the primary has it, as it would without the wait.
+ */
+const REPLICA_WAIT_MS = 500;
 
 /**
  * Tasks in Redis, shared by every replica: records are hashes that Redis expires itself, listing is a lexical
@@ -49,8 +55,7 @@ export class RedisTaskStore implements TaskStore {
   /** When each watched task last changed, as its last event said (so a resync tells only what was missed). */
   private readonly lastEvents = new Map<string, number>();
   /** Replica messages by channel. */
-  private readonly topics = new EventEmitter();
-  private subscriber: Redis | undefined;
+  private subscriber: RedisClient | undefined;
   private subscribed: Promise<unknown> | undefined;
   private secret: Promise<Buffer> | undefined;
   private cursors: CursorCodec | undefined;
@@ -58,16 +63,28 @@ export class RedisTaskStore implements TaskStore {
   /** Where the all-tasks index sweep goes on (a listing key; '' = from the start), and whether one runs. */
   private sweepAfter = '';
   private sweeping = false;
+  /** On a cluster only: writes return once their own event is back (see OwnEvents). */
+  private readonly ownEvents: OwnEvents | undefined;
+  /** Replica messages (publish, subscribe, subscribers), on this store's subscription. */
+  private readonly topics: RedisTopics;
 
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     prefix: string,
-    /** `events`: where the scripts' durations (and slow ones) are announced. */
-    private readonly options: { resultGraceMs?: number; events?: GatewayEvents } = {},
+    /**
+     * `events`: where the scripts' durations (and slow ones) are announced. `waitForReplica` (a Sentinel-managed
+     * primary): a task is acknowledged created, and its end final, only once a replica has it too (WAIT), so a
+     * failover right after loses neither; replication is asynchronous otherwise.
+     */
+    private readonly options: { resultGraceMs?: number; events?: GatewayEvents; waitForReplica?: boolean } = {},
   ) {
     this.keys = redisKeys(prefix);
+    this.ownEvents = isCluster(redis) ? new OwnEvents() : undefined;
+    this.topics = new RedisTopics(redis, this.keys, () => {
+      this.ensureSubscribed();
+      return this.subscriber as RedisClient;
+    });
     this.events.setMaxListeners(0);
-    this.topics.setMaxListeners(0);
     this.run = timedScripts(defineScripts(redis), options.events ?? NO_EVENTS);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
@@ -90,6 +107,7 @@ export class RedisTaskStore implements TaskStore {
     const created = (await this.run('create', this.keys.task(input.taskId), this.keys.taskTimeline(input.taskId), this.keys.taskEvents(), String(TIMELINE_LENGTH), ...fields)) as string[] | null;
     if (created === null) throw new Error(`task ${input.taskId} already exists`);
     const task = parseTask(created);
+    await Promise.all([this.ownEvents?.back(created), this.replicated()]);
     // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
     // never a listing entry without a task.
     // The index outlives its newest task's TTL (and the expired-id memory), then goes: sessions come and go.
@@ -137,6 +155,7 @@ export class RedisTaskStore implements TaskStore {
     const [verdict, ...fields] = reply;
     if (verdict === 'not_found') return { ok: false, reason: 'not_found' };
     const task = parseTask(fields);
+    if (verdict === 'ok') await Promise.all([this.ownEvents?.back(fields), isTerminal(task.status) ? this.replicated() : undefined]);
     return verdict === 'ok' ? { ok: true, task } : { ok: false, reason: 'terminal', task };
   }
 
@@ -152,13 +171,11 @@ export class RedisTaskStore implements TaskStore {
       const keys = await this.redis.zrevrangebylex(indexKey, upper, '-', 'LIMIT', 0, want);
       more = keys.length === want;
       if (keys.length === 0) break;
-      const pipeline = this.redis.pipeline();
-      for (const key of keys) pipeline.hmget(this.keys.task(key.slice(key.indexOf(':') + 1)), ...SUMMARY_FIELDS);
-      const records = (await pipeline.exec()) ?? [];
+      const records = await this.summaries(keys);
       const expired: string[] = [];
       for (let i = 0; i < keys.length; i++) {
         const key = keys[i] as string;
-        const task = summaryFromHmget((records[i]?.[1] as (string | null)[] | undefined) ?? []);
+        const task = records[i];
         if (task === undefined) {
           expired.push(key);
           continue;
@@ -219,10 +236,31 @@ export class RedisTaskStore implements TaskStore {
 
   /** The summaries of the tasks `keys` (listing keys) name, in order; undefined for those that expired. */
   private async summaries(keys: readonly string[]): Promise<(TaskRecord | undefined)[]> {
+    const taskKeys = keys.map((key) => this.keys.task(key.slice(key.indexOf(':') + 1)));
+    if (isCluster(this.redis)) {
+      // The records live in many slots, where a pipeline may not go; one command each, which the client's
+      // auto-pipelining sends to each node together.
+      const cluster = this.redis;
+      return Promise.all(taskKeys.map(async (key) => summaryFromHmget(await cluster.hmget(key, ...SUMMARY_FIELDS))));
+    }
     const pipeline = this.redis.pipeline();
-    for (const key of keys) pipeline.hmget(this.keys.task(key.slice(key.indexOf(':') + 1)), ...SUMMARY_FIELDS);
+    for (const key of taskKeys) pipeline.hmget(key, ...SUMMARY_FIELDS);
     const replies = (await pipeline.exec()) ?? [];
     return keys.map((_, i) => summaryFromHmget((replies[i]?.[1] as (string | null)[] | undefined) ?? []));
+  }
+
+  /** Which of the tasks `keys` (listing keys) name have no record any more (one pipeline, or per node on a cluster). */
+  private async expiredOf(keys: readonly string[]): Promise<string[]> {
+    const taskKeys = keys.map((key) => this.keys.task(key.slice(key.indexOf(':') + 1)));
+    const cluster = isCluster(this.redis) ? this.redis : undefined;
+    if (cluster !== undefined) {
+      const counts = await Promise.all(taskKeys.map((key) => cluster.exists(key)));
+      return keys.filter((_, i) => counts[i] === 0);
+    }
+    const pipeline = this.redis.pipeline();
+    for (const key of taskKeys) pipeline.exists(key);
+    const replies = (await pipeline.exec()) ?? [];
+    return keys.filter((_, i) => replies[i]?.[0] === null && replies[i]?.[1] === 0);
   }
 
   /**
@@ -238,10 +276,7 @@ export class RedisTaskStore implements TaskStore {
       const keys = await this.redis.zrangebylex(indexKey, this.sweepAfter === '' ? '-' : `(${this.sweepAfter}`, '+', 'LIMIT', 0, SWEEP_PER_CREATE);
       this.sweepAfter = keys.length < SWEEP_PER_CREATE ? '' : (keys.at(-1) as string);
       if (keys.length === 0) return;
-      const pipeline = this.redis.pipeline();
-      for (const key of keys) pipeline.exists(this.keys.task(key.slice(key.indexOf(':') + 1)));
-      const replies = (await pipeline.exec()) ?? [];
-      const expired = keys.filter((_, i) => replies[i]?.[0] === null && replies[i]?.[1] === 0);
+      const expired = await this.expiredOf(keys);
       if (expired.length > 0) await this.redis.zrem(indexKey, ...expired);
     })()
       .catch(() => undefined)
@@ -291,16 +326,23 @@ export class RedisTaskStore implements TaskStore {
 
   async close(): Promise<void> {
     this.events.removeAllListeners();
-    this.topics.removeAllListeners();
-    await this.subscriber?.quit().catch(() => this.subscriber?.disconnect());
-    await this.redis.quit().catch(() => this.redis.disconnect());
+    this.topics.close();
+    // QUIT lets replies in flight arrive; the disconnect after it makes sure nothing reconnects (a Sentinel client
+    // with ioredis' failover detector kept reconnecting to its sentinels after QUIT).
+    await this.subscriber?.quit().catch(() => undefined);
+    this.subscriber?.disconnect();
+    await this.redis.quit().catch(() => undefined);
+    this.redis.disconnect();
+  }
+
+  /** With `waitForReplica`: resolves once a replica has every write this connection made (or REPLICA_WAIT_MS passed). */
+  private async replicated(): Promise<void> {
+    if (this.options.waitForReplica === true && !isCluster(this.redis)) await this.redis.wait(1, REPLICA_WAIT_MS);
   }
 
   private ensureSubscribed(): void {
     if (this.subscriber !== undefined) return;
-    // The subscription waits for Redis however long it is away (offline queue, no retry limit) and ioredis renews
-    // it after reconnects: watchers must not fail because Redis is slow or restarting.
-    const subscriber = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+    const subscriber = subscriberConnection(this.redis);
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined); // reconnects by itself; readiness reports the main connection
     let connected = false;
@@ -313,13 +355,9 @@ export class RedisTaskStore implements TaskStore {
       // re-subscriptions), every watcher gets its task's current state, so nobody waits for an event that passed.
       void subscriber.ping().then(() => this.resync(), () => undefined);
     });
-    subscriber.on('message', (channel: string, payload: string) => {
+    const onMessage = (channel: string, payload: string): void => {
       if (channel !== this.keys.taskEvents()) {
-        try {
-          this.topics.emit(channel, JSON.parse(payload) as JsonObject);
-        } catch {
-          // not JSON: not ours
-        }
+        this.topics.deliver(channel, payload);
         return;
       }
       let task: TaskRecord;
@@ -330,7 +368,10 @@ export class RedisTaskStore implements TaskStore {
       }
       if (this.events.listenerCount(task.taskId) > 0) this.lastEvents.set(task.taskId, task.updatedMs);
       this.events.emit(task.taskId, task);
-    });
+      this.ownEvents?.arrived(payload);
+    };
+    subscriber.on('message', onMessage);
+    subscriber.on('smessage', onMessage); // topics on a cluster (see subscribe)
     this.subscribed = subscriber.subscribe(this.keys.taskEvents()).catch(() => undefined); // only on close
   }
 
@@ -398,25 +439,16 @@ export class RedisTaskStore implements TaskStore {
     return (await this.run('slot-holders', this.keys.slot(key).holders)) as string[];
   }
 
-  async publish(topic: string, message: JsonObject): Promise<number> {
-    return this.redis.publish(this.keys.topic(topic), JSON.stringify(message));
+  publish(topic: string, message: JsonObject): Promise<number> {
+    return this.topics.publish(topic, message);
   }
 
-  async subscribers(topic: string): Promise<number> {
-    const reply = (await this.redis.pubsub('NUMSUB', this.keys.topic(topic))) as [string, number | string];
-    return Number(reply[1] ?? 0);
+  subscribers(topic: string): Promise<number> {
+    return this.topics.subscribers(topic);
   }
 
-  async subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
-    this.ensureSubscribed();
-    const channel = this.keys.topic(topic);
-    const subscriber = this.subscriber as Redis;
-    if (this.topics.listenerCount(channel) === 0) await subscriber.subscribe(channel);
-    this.topics.on(channel, handler);
-    return () => {
-      this.topics.off(channel, handler);
-      if (this.topics.listenerCount(channel) === 0) void subscriber.unsubscribe(channel).catch(() => undefined);
-    };
+  subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
+    return this.topics.subscribe(topic, handler);
   }
 
   async saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options: { create?: boolean } = {}): Promise<boolean> {
@@ -454,46 +486,4 @@ export class RedisTaskStore implements TaskStore {
     this.cursors ??= new CursorCodec(await this.signingSecret());
     return this.cursors;
   }
-}
-
-/** A record from an HMGET of SUMMARY_FIELDS; undefined when there is no record (no taskId). */
-/** A record from a HMGET reply of SUMMARY_FIELDS, then the `extra` fields asked for. */
-function summaryFromHmget(values: readonly (string | null | undefined)[], extra: readonly string[] = []): TaskRecord | undefined {
-  if (values[0] === null || values[0] === undefined) return undefined;
-  const fields: Record<string, string> = {};
-  [...SUMMARY_FIELDS, ...extra].forEach((name, i) => {
-    const value = values[i];
-    if (value !== null && value !== undefined) fields[name] = value;
-  });
-  return parseTask(fields);
-}
-
-/** A record from a HGETALL reply (flat array, as Lua returns it, or an object, as ioredis returns it). */
-function parseTask(input: string[] | Record<string, string>): TaskRecord {
-  const fields: Record<string, string> = {};
-  if (Array.isArray(input)) for (let i = 0; i + 1 < input.length; i += 2) fields[input[i] as string] = input[i + 1] as string;
-  else Object.assign(fields, input);
-  const status = fields.status as TaskStatus;
-  if (!(TASK_STATUSES as readonly string[]).includes(status) || fields.taskId === undefined) throw new Error('not a task record');
-  const task: TaskRecord = {
-    taskId: fields.taskId,
-    principal: fields.principal ?? '',
-    era: fields.era === 'modern' ? 'modern' : 'legacy',
-    tool: fields.tool ?? '',
-    upstream: fields.upstream ?? '',
-    status,
-    createdMs: Number(fields.createdMs),
-    createdUs: Number(fields.createdUs),
-    updatedMs: Number(fields.updatedMs),
-    retentionMs: Number(fields.retentionMs),
-    pollMs: Number(fields.pollMs),
-  };
-  if (fields.message !== undefined) task.message = fields.message;
-  if (fields.native === '1') task.native = true;
-  if (fields.attempt !== undefined) task.attempt = Number(fields.attempt);
-  if (fields.queued === '1') task.queued = true;
-  if (fields.call !== undefined) task.call = JSON.parse(fields.call) as TaskRecord['call'];
-  if (fields.openRequests !== undefined) task.openRequests = JSON.parse(fields.openRequests) as TaskRecord['openRequests'];
-  if (fields.outcome !== undefined) task.outcome = JSON.parse(fields.outcome) as TaskRecord['outcome'];
-  return task;
 }

@@ -1,7 +1,7 @@
 // What the Redis store announces (src/events.ts): how long its operations take, which took too long, and when the
 // connection went away and came back. The memory store has nothing to announce.
-import type { Redis } from 'ioredis';
 import type { GatewayEvents } from '../events.js';
+import type { RedisClient } from './redis-connection.js';
 import type { RunScript } from './redis/scripts.js';
 
 /** A script slower than this is announced as `store.slow` (a healthy Redis answers in well under a millisecond). */
@@ -28,7 +28,7 @@ export function timedScripts(run: RunScript, events: GatewayEvents): RunScript {
  * Announces an outage once, at the first connection error, and the end of it once the connection is ready again
  * (with how long it lasted). ioredis reconnects on its own; this only watches.
  */
-export function watchConnection(redis: Redis, events: GatewayEvents): void {
+export function watchConnection(redis: RedisClient, events: GatewayEvents): void {
   let downSince: number | undefined;
   redis.on('error', (error: Error) => {
     if (downSince !== undefined) return;

@@ -7,11 +7,12 @@ import { eventually } from './harness.js';
 
 /** redis-server on `port` with its data in `dir`; resolves once it answers PING. */
 export async function startRedis(port: number, dir: string): Promise<ChildProcess> {
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''],
-    { stdio: 'ignore' },
-  );
+  return startRedisProcess(port, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '']);
+}
+
+/** redis-server with `args` (a config file first, or only options), listening on `port`; resolves once it answers PING. */
+export async function startRedisProcess(port: number, args: readonly string[]): Promise<ChildProcess> {
+  const child = spawn('redis-server', args, { stdio: 'ignore' });
   let exited: string | undefined;
   child.once('exit', (code, signal) => (exited = String(code ?? signal)));
   child.once('error', (error) => (exited = error.message));

@@ -1,36 +1,66 @@
-// One behavioural suite for both task stores: the in-memory one and Redis (the real server on 127.0.0.1:6379,
-// a key prefix unique to this run).
+// One behavioural suite for every task store: the in-memory one and Redis in each topology: the real server on
+// 127.0.0.1:6379 (a key prefix unique to this run), and a 3-master Redis Cluster and a Sentinel set that this file
+// starts itself, once, on first use (a script crossing slots fails here with CROSSSLOT, as it would in production).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
+import type { StoreConfig } from '../../src/config/types.js';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
+import { connectRedis } from '../../src/store/redis-connection.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
 import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, TIMELINE_LENGTH, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
 import { eventually } from './harness.js';
+import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './redis-topologies.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RESULT_GRACE_MS = 200;
 const prefixes: string[] = [];
 
-function newRedisStore(prefix: string): RedisTaskStore {
-  return new RedisTaskStore(new Redis(REDIS_URL, { maxRetriesPerRequest: 1 }), prefix, { resultGraceMs: RESULT_GRACE_MS });
+let cluster: Promise<RedisCluster> | undefined;
+let sentinelSet: Promise<SentinelSet> | undefined;
+
+type RedisTopology = 'single' | 'cluster' | 'sentinel';
+
+/** The store config of a topology, starting its servers on first use. */
+async function storeConfig(topology: RedisTopology, prefix: string): Promise<Extract<StoreConfig, { type: 'redis' }>> {
+  const base = { type: 'redis' as const, url: REDIS_URL, prefix };
+  if (topology === 'cluster') return { ...base, cluster: { nodes: (await (cluster ??= startCluster())).nodes } };
+  if (topology === 'sentinel') {
+    const set = await (sentinelSet ??= startSentinelSet());
+    return { ...base, sentinel: { name: set.name, nodes: set.sentinels } };
+  }
+  return base;
 }
+
+function newPrefix(): string {
+  const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+  prefixes.push(prefix);
+  return prefix;
+}
+
+async function newRedisStore(prefix: string, topology: RedisTopology = 'single'): Promise<RedisTaskStore> {
+  return new RedisTaskStore(connectRedis(await storeConfig(topology, prefix)), prefix, { resultGraceMs: RESULT_GRACE_MS, waitForReplica: topology === 'sentinel' });
+}
+
+const redisFactory = (topology: RedisTopology) => async (): Promise<TaskStore> => {
+  const store = await newRedisStore(newPrefix(), topology);
+  await store.ready();
+  return store;
+};
 
 const factories: Record<string, () => Promise<TaskStore>> = {
   memory: async () => new MemoryTaskStore({ resultGraceMs: RESULT_GRACE_MS }),
-  redis: async () => {
-    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
-    prefixes.push(prefix);
-    const store = newRedisStore(prefix);
-    await store.ready();
-    return store;
-  },
+  redis: redisFactory('single'),
+  'redis cluster': redisFactory('cluster'),
+  'redis sentinel': redisFactory('sentinel'),
 };
 
 after(async () => {
+  // The cluster and the sentinel set go whole; the shared server keeps only what other runs put there.
+  await Promise.all([cluster?.then((c) => c.stop()), sentinelSet?.then((s) => s.stop())]);
   const redis = new Redis(REDIS_URL);
   for (const prefix of prefixes) {
     const keys = await redis.keys(`${prefix}:*`);
@@ -601,118 +631,114 @@ for (const [kind, create] of Object.entries(factories)) {
   });
 }
 
-describe('redis task store specifics', () => {
-  test('tasks outlive the store instance (a gateway restart) and keep working', async () => {
-    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
-    prefixes.push(prefix);
-    const first = newRedisStore(prefix);
-    const { taskId } = await first.create(newTask({ principal: 'session:restart' }));
-    await first.close();
-    const second = newRedisStore(prefix);
-    await second.ready();
-    assert.equal((await second.get(taskId))?.status, 'working');
-    assert.ok((await second.transition(taskId, { to: 'completed', outcome: { result: { ok: 1 } } })).ok);
-    const listed = await second.list('session:restart', { limit: 5 });
-    assert.deepEqual(listed.tasks.map((t) => t.taskId), [taskId]);
-    await second.close();
-  });
+for (const topology of ['single', 'cluster', 'sentinel'] as const) {
+  describe(`redis task store specifics (${topology})`, () => {
+    test('tasks outlive the store instance (a gateway restart) and keep working', async () => {
+      const prefix = newPrefix();
+      const first = await newRedisStore(prefix, topology);
+      const { taskId } = await first.create(newTask({ principal: 'session:restart' }));
+      await first.close();
+      const second = await newRedisStore(prefix, topology);
+      await second.ready();
+      assert.equal((await second.get(taskId))?.status, 'working');
+      assert.ok((await second.transition(taskId, { to: 'completed', outcome: { result: { ok: 1 } } })).ok);
+      const listed = await second.list('session:restart', { limit: 5 });
+      assert.deepEqual(listed.tasks.map((t) => t.taskId), [taskId]);
+      await second.close();
+    });
 
-  test('a change made through one instance reaches watchers of another (replicas)', async () => {
-    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
-    prefixes.push(prefix);
-    const a = newRedisStore(prefix);
-    const b = newRedisStore(prefix);
-    await b.ready();
-    const { taskId } = await a.create(newTask());
-    const seen: string[] = [];
-    b.watch(taskId, (task) => seen.push(task.status));
-    await a.transition(taskId, { to: 'completed', outcome: { result: {} } });
-    await eventually(async () => seen.includes('completed'));
-    await a.close();
-    await b.close();
-  });
+    test('a change made through one instance reaches watchers of another (replicas)', async () => {
+      const prefix = newPrefix();
+      const a = await newRedisStore(prefix, topology);
+      const b = await newRedisStore(prefix, topology);
+      await b.ready();
+      const { taskId } = await a.create(newTask());
+      const seen: string[] = [];
+      b.watch(taskId, (task) => seen.push(task.status));
+      await a.transition(taskId, { to: 'completed', outcome: { result: {} } });
+      await eventually(async () => seen.includes('completed'));
+      await a.close();
+      await b.close();
+    });
 
-  test('per-task keys carry the task id as a Redis Cluster hash tag; running tasks have no expiry', async () => {
-    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
-    prefixes.push(prefix);
-    const store = newRedisStore(prefix);
-    const { taskId } = await store.create(newTask());
-    const key = redisKeys(prefix).task(taskId);
-    assert.ok(key.includes(`{${taskId}}`));
-    assert.equal(await store.redis.pttl(key), -1);
-    await store.transition(taskId, { to: 'completed' });
-    const pttl = await store.redis.pttl(key);
-    assert.ok(pttl > 0 && pttl <= 60_000);
-    await store.close();
-  });
-
-  test('timeline and the all-tasks index: timeline keys share the task\'s hash tag and expire with it; the index is one key, swept as tasks are created', async () => {
-    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
-    prefixes.push(prefix);
-    const store = newRedisStore(prefix);
-    const keys = redisKeys(prefix);
-    const gone = await store.create(newTask({ retentionMs: 50 }));
-    assert.ok(keys.taskTimeline(gone.taskId).includes(`{${gone.taskId}}`));
-    assert.equal(await store.redis.pttl(keys.taskTimeline(gone.taskId)), -1, 'a running task\'s timeline never expires');
-    await store.transition(gone.taskId, { to: 'completed' });
-    const pttl = await store.redis.pttl(keys.taskTimeline(gone.taskId));
-    assert.ok(pttl > 0 && pttl <= RESULT_GRACE_MS, `expires with the record (${pttl} ms)`);
-    await eventually(async () => (await store.redis.exists(keys.task(gone.taskId), keys.taskTimeline(gone.taskId))) === 0, 5000);
-    assert.equal(await store.redis.zcard(keys.allTasks()), 1, 'still indexed: nobody listed, nothing swept yet');
-    // Tasks created later sweep the index a few entries at a time, round and round: the expired entry goes.
-    const live: string[] = [];
-    await eventually(async () => {
-      live.push((await store.create(newTask())).taskId);
-      const entries = await store.redis.zrangebylex(keys.allTasks(), '-', '+');
-      return !entries.some((entry) => entry.endsWith(`:${gone.taskId}`));
-    }, 5000);
-    assert.equal(await store.redis.zcard(keys.allTasks()), live.length, 'the live ones stay');
-    await store.close();
-  });
-
-  test('two instances on one prefix (replicas) share a semaphore, and a release on one wakes waiters on the other', async () => {
-    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
-    prefixes.push(prefix);
-    const a = newRedisStore(prefix);
-    const b = newRedisStore(prefix);
-    assert.deepEqual(await a.acquireSlot(SLOT, 't1', 'replica-a', 1, 5000), GRANTED);
-    assert.deepEqual(await b.acquireSlot(SLOT, 't2', 'replica-b', 1, 5000), waiting(1));
-    assert.deepEqual(await b.slotHolders(SLOT), ['t1']);
-    const seen: object[] = [];
-    const stop = await b.subscribe('slots', (message) => seen.push(message));
-    await a.releaseSlot(SLOT, 't1');
-    await eventually(async () => seen.length === 1, 2000);
-    assert.deepEqual(seen, [{ key: SLOT }]);
-    assert.deepEqual(await b.acquireSlot(SLOT, 't2', 'replica-b', 1, 5000), GRANTED);
-    assert.deepEqual(await a.slotHolders(SLOT), ['t2']);
-    stop();
-    await a.close();
-    await b.close();
-  });
-
-  test('slot keys share one hash tag, keep each ticket\'s owner, go when idle, and never expire before a renewed lease', async () => {
-    const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
-    prefixes.push(prefix);
-    const store = newRedisStore(prefix);
-    const keys = redisKeys(prefix).slot(SLOT);
-    const all = slotKeyList(keys);
-    assert.ok(all.every((key) => key.includes(`{slot:${SLOT}}`)));
-    assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-a', 1, 100), GRANTED);
-    assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-b', 1, 100), waiting(1));
-    assert.deepEqual(await store.redis.hgetall(keys.owners), { t1: 'replica-a', t2: 'replica-b' });
-    for (const key of all) {
+    test('per-task keys carry the task id as a Redis Cluster hash tag; running tasks have no expiry', async () => {
+      const prefix = newPrefix();
+      const store = await newRedisStore(prefix, topology);
+      const { taskId } = await store.create(newTask());
+      const key = redisKeys(prefix).task(taskId);
+      assert.ok(key.includes(`{${taskId}}`));
+      assert.equal(await store.redis.pttl(key), -1);
+      await store.transition(taskId, { to: 'completed' });
       const pttl = await store.redis.pttl(key);
-      assert.ok(pttl > 0 && pttl <= 1000, `${key} expires with the semaphore (${pttl} ms)`);
-    }
-    await store.renewSlots([{ key: SLOT, ticket: 't1' }], 60_000);
-    assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-b', 1, 100), waiting(1), 'asks again with a short lease');
-    assert.ok((await store.redis.pttl(keys.holders)) > 60_000, 'the keys outlive the renewed lease: expiries only grow');
-    // An idle semaphore's keys go by themselves.
-    const idle = redisKeys(prefix).slot('tool:fx/idle');
-    assert.deepEqual(await store.acquireSlot('tool:fx/idle', 't1', 'replica-a', 1, 50), GRANTED);
-    assert.deepEqual(await store.acquireSlot('tool:fx/idle', 't2', 'replica-a', 1, 50), waiting(1));
-    assert.equal(await store.redis.exists(...slotKeyList(idle)), 5);
-    await eventually(async () => (await store.redis.exists(...slotKeyList(idle))) === 0, 3000);
-    await store.close();
+      assert.ok(pttl > 0 && pttl <= 60_000);
+      await store.close();
+    });
+
+    test('timeline and the all-tasks index: timeline keys share the task\'s hash tag and expire with it; the index is one key, swept as tasks are created', async () => {
+      const prefix = newPrefix();
+      const store = await newRedisStore(prefix, topology);
+      const keys = redisKeys(prefix);
+      const gone = await store.create(newTask({ retentionMs: 50 }));
+      assert.ok(keys.taskTimeline(gone.taskId).includes(`{${gone.taskId}}`));
+      assert.equal(await store.redis.pttl(keys.taskTimeline(gone.taskId)), -1, 'a running task\'s timeline never expires');
+      await store.transition(gone.taskId, { to: 'completed' });
+      const pttl = await store.redis.pttl(keys.taskTimeline(gone.taskId));
+      assert.ok(pttl > 0 && pttl <= RESULT_GRACE_MS, `expires with the record (${pttl} ms)`);
+      await eventually(async () => (await store.redis.exists(keys.task(gone.taskId), keys.taskTimeline(gone.taskId))) === 0, 5000);
+      assert.equal(await store.redis.zcard(keys.allTasks()), 1, 'still indexed: nobody listed, nothing swept yet');
+      // Tasks created later sweep the index a few entries at a time, round and round: the expired entry goes.
+      const live: string[] = [];
+      await eventually(async () => {
+        live.push((await store.create(newTask())).taskId);
+        const entries = await store.redis.zrangebylex(keys.allTasks(), '-', '+');
+        return !entries.some((entry) => entry.endsWith(`:${gone.taskId}`));
+      }, 5000);
+      assert.equal(await store.redis.zcard(keys.allTasks()), live.length, 'the live ones stay');
+      await store.close();
+    });
+
+    test('two instances on one prefix (replicas) share a semaphore, and a release on one wakes waiters on the other', async () => {
+      const prefix = newPrefix();
+      const a = await newRedisStore(prefix, topology);
+      const b = await newRedisStore(prefix, topology);
+      assert.deepEqual(await a.acquireSlot(SLOT, 't1', 'replica-a', 1, 5000), GRANTED);
+      assert.deepEqual(await b.acquireSlot(SLOT, 't2', 'replica-b', 1, 5000), waiting(1));
+      assert.deepEqual(await b.slotHolders(SLOT), ['t1']);
+      const seen: object[] = [];
+      const stop = await b.subscribe('slots', (message) => seen.push(message));
+      await a.releaseSlot(SLOT, 't1');
+      await eventually(async () => seen.length === 1, 2000);
+      assert.deepEqual(seen, [{ key: SLOT }]);
+      assert.deepEqual(await b.acquireSlot(SLOT, 't2', 'replica-b', 1, 5000), GRANTED);
+      assert.deepEqual(await a.slotHolders(SLOT), ['t2']);
+      stop();
+      await a.close();
+      await b.close();
+    });
+
+    test('slot keys share one hash tag, keep each ticket\'s owner, go when idle, and never expire before a renewed lease', async () => {
+      const prefix = newPrefix();
+      const store = await newRedisStore(prefix, topology);
+      const keys = redisKeys(prefix).slot(SLOT);
+      const all = slotKeyList(keys);
+      assert.ok(all.every((key) => key.includes(`{slot:${SLOT}}`)));
+      assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-a', 1, 100), GRANTED);
+      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-b', 1, 100), waiting(1));
+      assert.deepEqual(await store.redis.hgetall(keys.owners), { t1: 'replica-a', t2: 'replica-b' });
+      for (const key of all) {
+        const pttl = await store.redis.pttl(key);
+        assert.ok(pttl > 0 && pttl <= 1000, `${key} expires with the semaphore (${pttl} ms)`);
+      }
+      await store.renewSlots([{ key: SLOT, ticket: 't1' }], 60_000);
+      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-b', 1, 100), waiting(1), 'asks again with a short lease');
+      assert.ok((await store.redis.pttl(keys.holders)) > 60_000, 'the keys outlive the renewed lease: expiries only grow');
+      // An idle semaphore's keys go by themselves.
+      const idle = redisKeys(prefix).slot('tool:fx/idle');
+      assert.deepEqual(await store.acquireSlot('tool:fx/idle', 't1', 'replica-a', 1, 50), GRANTED);
+      assert.deepEqual(await store.acquireSlot('tool:fx/idle', 't2', 'replica-a', 1, 50), waiting(1));
+      assert.equal(await store.redis.exists(...slotKeyList(idle)), 5);
+      await eventually(async () => (await store.redis.exists(...slotKeyList(idle))) === 0, 3000);
+      await store.close();
+    });
   });
-});
+}

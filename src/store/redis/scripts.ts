@@ -7,7 +7,7 @@
 // they were built with; none can call a script of the same name but other text.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 
 /** Every script, with how many of its arguments are keys (the rest are ARGV). */
 const KEY_COUNTS = {
@@ -56,7 +56,7 @@ const LOADED = Object.fromEntries(
 export type RunScript = (name: ScriptName, ...args: string[]) => Promise<unknown>;
 
 /** Registers every script with the client (EVALSHA, loading the text when Redis lacks it) and returns the runner. */
-export function defineScripts(redis: Redis): RunScript {
+export function defineScripts(redis: RedisClient): RunScript {
   for (const name of Object.keys(KEY_COUNTS) as ScriptName[]) {
     redis.defineCommand(LOADED[name].command, { numberOfKeys: KEY_COUNTS[name], lua: LOADED[name].lua });
   }

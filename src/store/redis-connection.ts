@@ -1,0 +1,90 @@
+// The Redis connection the store runs on, in the configured topology: one server (`url`), a Sentinel-managed
+// primary (`sentinel`) or a Redis Cluster (`cluster`). All three are ioredis clients that take the same commands;
+// the store asks `isCluster` only where a cluster answers differently (commands of several slots, PUBSUB counts).
+import type { ConnectionOptions } from 'node:tls';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { RedisAccessConfig, StoreConfig } from '../config/types.js';
+
+export type RedisClient = Redis | Cluster;
+
+/**
+ * Commands issued while the connection is down fail after one reconnection attempt (or 5 s) instead of queueing
+ * without bound: a caller gets a prompt error, not a hang.
+ */
+const COMMAND_LIMITS = { maxRetriesPerRequest: 1, commandTimeout: 5000 } satisfies RedisOptions;
+
+// Reconnect attempts at most 500 ms apart: after an outage every replica is back within about that much of the
+// others, inside the two lease periods they get to renew before anyone is declared lost (leases.ts).
+const reconnectDelay = (times: number): number => Math.min(times * 50, 500);
+
+export function isCluster(client: RedisClient): client is Cluster {
+  return client instanceof Cluster;
+}
+
+/** A client for the configured topology; nothing is connected yet when it returns (ioredis connects on its own). */
+export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>): RedisClient {
+  if (config.cluster !== undefined) {
+    const options: ClusterOptions = {
+      clusterRetryStrategy: reconnectDelay,
+      // Commands of one tick go to each node as one pipeline: a listing's reads of many slots cost one round trip
+      // per node, as a pipeline does on one server.
+      enableAutoPipelining: true,
+      redisOptions: { ...COMMAND_LIMITS, ...access(config.cluster, config.cluster.nodes) },
+    };
+    return new Cluster(config.cluster.nodes.map(hostAndPort), options);
+  }
+  if (config.sentinel !== undefined) {
+    const { sentinel } = config;
+    const sentinelTls = sentinel.nodes.some((url) => url.startsWith('rediss:'));
+    return new Redis({
+      ...COMMAND_LIMITS,
+      ...access(sentinel, []),
+      retryStrategy: reconnectDelay,
+      name: sentinel.name,
+      sentinels: sentinel.nodes.map(hostAndPort),
+      ...(sentinel.sentinelUsername === undefined ? {} : { sentinelUsername: sentinel.sentinelUsername }),
+      ...(sentinel.sentinelPassword === undefined ? {} : { sentinelPassword: sentinel.sentinelPassword }),
+      ...(sentinelTls ? { enableTLSForSentinelMode: true, sentinelTLS: tlsOptions(sentinel.tls) ?? {} } : {}),
+      // A primary demoted while still reachable (a manual failover, a partition healed) answers writes with
+      // READONLY: reconnect (the sentinels name the new primary) and send the command again. A dead primary needs
+      // nothing: its connection fails and ioredis asks the sentinels anew. (ioredis' failoverDetector is left off:
+      // its +switch-master arrives after the client has already moved and drops the new connection once more.)
+      reconnectOnError: (error) => (error.message.startsWith('READONLY') ? 2 : false),
+    });
+  }
+  return new Redis(config.url, { ...COMMAND_LIMITS, retryStrategy: reconnectDelay });
+}
+
+/**
+ * A second connection to the same deployment for SUBSCRIBE. It waits for Redis however long it is away (offline
+ * queue, no retry limit) and ioredis renews its subscriptions after reconnects: watchers must not fail because
+ * Redis is slow or restarting.
+ */
+export function subscriberConnection(client: RedisClient): RedisClient {
+  if (isCluster(client)) {
+    // One more connection per master for the topics' shard channels (RedisTaskStore.subscribe).
+    return client.duplicate([], { enableOfflineQueue: true, shardedSubscribers: true, redisOptions: { ...client.options.redisOptions, maxRetriesPerRequest: null } });
+  }
+  return client.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+}
+
+/** Credentials and TLS for the data nodes; `rediss://` among `nodes` turns TLS on when `tls` does not say. */
+function access(config: RedisAccessConfig, nodes: readonly string[]): Pick<RedisOptions, 'username' | 'password' | 'tls'> {
+  const tls = tlsOptions(config.tls ?? (nodes.some((url) => url.startsWith('rediss:')) ? true : undefined));
+  return {
+    ...(config.username === undefined ? {} : { username: config.username }),
+    ...(config.password === undefined ? {} : { password: config.password }),
+    ...(tls === undefined ? {} : { tls }),
+  };
+}
+
+/** `tls: true` is TLS with node's defaults; an object is node's TLS options as they are. */
+function tlsOptions(tls: RedisAccessConfig['tls']): ConnectionOptions | undefined {
+  if (tls === undefined || tls === false) return undefined;
+  return tls === true ? {} : (tls as ConnectionOptions);
+}
+
+function hostAndPort(url: string): { host: string; port: number } {
+  const parsed = new URL(url);
+  return { host: parsed.hostname, port: parsed.port === '' ? 6379 : Number(parsed.port) };
+}

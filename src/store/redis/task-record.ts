@@ -1,0 +1,47 @@
+// A task record as the Redis store keeps it: a hash of text fields, read whole by the scripts (HGETALL, as a flat
+// array) or in part by the store (HMGET of the summary fields).
+import { TASK_STATUSES, type TaskRecord, type TaskStatus } from '../task-store.js';
+
+/** Every record field but the large ones (outcome, stored call); taskId first (its absence means no record). */
+export const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued'] as const;
+
+/** A record from a HMGET reply of SUMMARY_FIELDS, then the `extra` fields asked for. */
+export function summaryFromHmget(values: readonly (string | null | undefined)[], extra: readonly string[] = []): TaskRecord | undefined {
+  if (values[0] === null || values[0] === undefined) return undefined;
+  const fields: Record<string, string> = {};
+  [...SUMMARY_FIELDS, ...extra].forEach((name, i) => {
+    const value = values[i];
+    if (value !== null && value !== undefined) fields[name] = value;
+  });
+  return parseTask(fields);
+}
+
+/** A record from a HGETALL reply (flat array, as Lua returns it, or an object, as ioredis returns it). */
+export function parseTask(input: string[] | Record<string, string>): TaskRecord {
+  const fields: Record<string, string> = {};
+  if (Array.isArray(input)) for (let i = 0; i + 1 < input.length; i += 2) fields[input[i] as string] = input[i + 1] as string;
+  else Object.assign(fields, input);
+  const status = fields.status as TaskStatus;
+  if (!(TASK_STATUSES as readonly string[]).includes(status) || fields.taskId === undefined) throw new Error('not a task record');
+  const task: TaskRecord = {
+    taskId: fields.taskId,
+    principal: fields.principal ?? '',
+    era: fields.era === 'modern' ? 'modern' : 'legacy',
+    tool: fields.tool ?? '',
+    upstream: fields.upstream ?? '',
+    status,
+    createdMs: Number(fields.createdMs),
+    createdUs: Number(fields.createdUs),
+    updatedMs: Number(fields.updatedMs),
+    retentionMs: Number(fields.retentionMs),
+    pollMs: Number(fields.pollMs),
+  };
+  if (fields.message !== undefined) task.message = fields.message;
+  if (fields.native === '1') task.native = true;
+  if (fields.attempt !== undefined) task.attempt = Number(fields.attempt);
+  if (fields.queued === '1') task.queued = true;
+  if (fields.call !== undefined) task.call = JSON.parse(fields.call) as TaskRecord['call'];
+  if (fields.openRequests !== undefined) task.openRequests = JSON.parse(fields.openRequests) as TaskRecord['openRequests'];
+  if (fields.outcome !== undefined) task.outcome = JSON.parse(fields.outcome) as TaskRecord['outcome'];
+  return task;
+}
