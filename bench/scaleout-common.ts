@@ -9,6 +9,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { cpuMs, freePort, startProc, waitHttp, type Proc } from './procs.js';
+import { connectRedis } from './tasks.js';
 import { percentile } from './stats.js';
 
 /** A Redis the scenario may use, and how to give it back. */
@@ -68,18 +69,11 @@ export const mib = (bytes: number | undefined): string => (bytes === undefined ?
 /** Long enough that nothing a scenario stores expires while it runs; its keys go afterwards anyway. */
 export const TASK_TTL_MS = 3_600_000;
 
+/** A connected client, or the reason it could not connect as an error (tasks.ts makes the client). */
 async function connect(url: string): Promise<Redis> {
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 1, commandTimeout: 60_000 });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    await redis.ping();
-    return redis;
-  } catch (err) {
-    // A client whose first connect failed keeps retrying, and would keep the bench process alive forever.
-    redis.disconnect();
-    throw err;
-  }
+  const redis = await connectRedis(url);
+  if (typeof redis === 'string') throw new Error(redis);
+  return redis;
 }
 
 /** A private redis-server on a free port (no persistence), or the shared Redis under a fresh prefix. */
