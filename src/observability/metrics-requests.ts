@@ -1,6 +1,6 @@
 // Request metrics: every MCP request a client sends (the `mcp.request` scope) and every request the gateway sends
 // an upstream (`upstream.request`), as latency histograms whose `_count` is the request count. The wrappers keep
-// to one async frame per request and look their histogram child up in nested maps: no key strings, no label
+// to one branch on each request's promise and look their histogram child up in nested maps: no key strings, no label
 // objects per call.
 import { Histogram, type Registry } from 'prom-client';
 import type { GatewayEvents, GatewayScopeMap, Outcome, ScopeWrapper } from '../events.js';
@@ -46,18 +46,21 @@ export function subscribeRequestMetrics(registry: Registry, events: GatewayEvent
   };
 }
 
-/** A scope wrapper that times the work and hands the duration (and whether it threw) to `observe`. */
+/**
+ * A scope wrapper that times the work and hands the duration (and whether it threw) to `observe`. It returns the
+ * work's own promise and observes on a branch of it rather than awaiting it in an async frame: an upstream call
+ * lasts as long as its tool (a task's, hours), and a suspended frame per call in flight is a generator, its
+ * registers and a promise more (issue 23).
+ */
 function timed<K extends 'mcp.request' | 'upstream.request'>(observe: (info: GatewayScopeMap[K], seconds: number, failed: boolean) => void): ScopeWrapper<K> {
-  return async (info, next) => {
+  return (info, next) => {
     const started = performance.now();
-    let failed = true;
-    try {
-      const result = await next();
-      failed = false;
-      return result;
-    } finally {
-      observe(info, (performance.now() - started) / 1000, failed);
-    }
+    const work = next();
+    work.then(
+      () => observe(info, (performance.now() - started) / 1000, false),
+      () => observe(info, (performance.now() - started) / 1000, true),
+    );
+    return work;
   };
 }
 

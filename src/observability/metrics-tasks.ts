@@ -86,16 +86,19 @@ export function subscribeTaskMetrics(registry: Registry, events: GatewayEvents, 
     events.on('task.status', (e) => move(e.taskId, e.queued === true ? 'queued' : e.status)),
     events.on('task.input.asked', (e) => inputs.inc({ method: labels.method.of(e.method) })),
     events.on('task.recovered', (e) => recovered.inc({ action: e.action })),
-    events.around('task.run', async (info, next) => {
+    // The run's own promise, counted off on a branch of it: an async frame awaiting it would stay suspended for as
+    // long as the task runs, a generator and its registers per task in flight (issue 23).
+    events.around('task.run', (info, next) => {
       runs.set(info.taskId, 'working');
       running.inc({ status: 'working' });
-      try {
-        return await next();
-      } finally {
+      const run = next();
+      const ended = (): void => {
         const status = runs.get(info.taskId);
         runs.delete(info.taskId);
         if (status !== undefined) running.dec({ status });
-      }
+      };
+      run.then(ended, ended);
+      return run;
     }),
   ];
   return () => {

@@ -25,12 +25,13 @@ import {
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
 import { TaskLeases, type LeasedRuns, type LeaseHealth, type LeasePeerMessages, type LossHandling } from './leases.js';
-import { PendingInputs, type InputRequest } from './pending-inputs.js';
+import type { InputRequest } from './pending-inputs.js';
+import { abortRun, NOTHING_TO_DO, RunChannel, runInputs, runSignal, type LocalRun, type RunActions, type RunHandle, type TaskCaller } from './local-run.js';
 import type { InflightCharge } from './inflight-bytes.js';
 import type { Peers } from './peers.js';
 import { NATIVE_TASKS_PRINCIPAL, type TaskReader } from './principals.js';
 import type { RateLimiter } from './rate-limits.js';
-import { TaskSlots, type SlotTicket } from './slots.js';
+import { TaskSlots } from './slots.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 
 const LIST_PAGE_SIZE = 50;
@@ -46,38 +47,7 @@ const REPLICA_FULL_RETRY_MS = 1000;
 /** At most one warning per this interval about tasks refused at replicas.maxRunningTasks. */
 const FULL_WARNING_INTERVAL_MS = 60_000;
 
-/**
- * How a run reaches whoever started its task: an input channel and a notification sink, supplied by the
- * protocol revision that created the task.
- */
-export interface TaskCaller {
-  /**
-   * Puts one of the task's input requests to the client now, resolving with the answer; or undefined when the
-   * client fetches input requests itself and answers through `TaskEngine.answer` (2026-07-28 tasks/update). A
-   * promise that resolves undefined: the client could not be reached now; the request stays open and is put again
-   * when the client says it is reachable (`TaskEngine.reachable`).
-   */
-  deliver(request: InputRequest, signal: AbortSignal): Promise<Outcome | undefined> | undefined;
-  /**
-   * The answer to a request the client cannot take at all (it lacks the capability), given to the upstream at
-   * once: the task never shows it as an input request. Undefined: the request goes to the client.
-   */
-  refuse?(request: InputRequest): Outcome | undefined;
-  /** Notifications (progress, logs) of the upstream call, while the task runs. */
-  notify(message: JsonRpcNotification): void;
-  /** The run ended here (the caller stops counting it). */
-  ended(): void;
-}
-
-/** What a running task offers the call it adopted: its input channel, the upstream task's status, its end. */
-export interface RunHandle {
-  ask(request: InputRequest, signal: AbortSignal): Promise<Outcome>;
-  status(message: string): void;
-  /** The call's notifications: progress becomes the task's status message; the caller hears what it takes. */
-  notify(message: JsonRpcNotification): void;
-  /** Aborted when the run ends. */
-  signal: AbortSignal;
-}
+export type { RunHandle, TaskCaller } from './local-run.js';
 
 /** The messages the engine exchanges with other replicas: their bodies and answers. */
 export interface TaskPeerMessages extends LeasePeerMessages {
@@ -109,38 +79,6 @@ interface PendingEnd {
   reason: string | undefined;
 }
 
-/** A task whose upstream call runs in this process. */
-interface LocalRun {
-  task: TaskRecord;
-  /** The run's `task.run` scope: its outcome is filled in when the run ends here. */
-  scope: GatewayScopeMap['task.run'];
-  caller: TaskCaller;
-  /** The upstream instance the call runs on: a config reload that replaces or removes it drains its runs. */
-  upstream?: Upstream;
-  call: UpstreamCall | undefined;
-  deadline: NodeJS.Timeout | undefined;
-  /** Set once the task reached a terminal status through the engine (cancel, deadline): ignore the call's end. */
-  ended: boolean;
-  status: 'working' | 'input_required';
-  /** Input requests the upstream waits on, by key, until the client answers them. */
-  inputs: PendingInputs;
-  /** Of those, the ones the caller could not put to the client yet, by key: put again once it is reachable. */
-  undelivered: Map<string, { request: InputRequest; signal: AbortSignal }>;
-  /** Serialises writes of `inputs` to the store, so the last write always reflects the latest state. */
-  inputSync: Promise<unknown>;
-  lastMessageAt: number;
-  /** Aborted when the run ends: stops waiting for a concurrency slot, and the questions it asked. */
-  abort: AbortController;
-  /** Store semaphore tickets the run holds or waits in line with (limits across replicas); renewed by the heartbeat. */
-  slots: SlotTicket[];
-  /** Stops following the task's changes made elsewhere. */
-  stopWatching: () => void;
-  /** Gives back the run's hold on the bytes of the request that started it (its arguments live as long as the run). */
-  releaseBytes: () => void;
-  /** The last status message of the upstream's own task (when the upstream runs the call as one), as recorded. */
-  upstreamStatusMessage: string | undefined;
-}
-
 export class TaskEngine {
   private readonly runs = new Map<string, LocalRun>();
   private readonly slots: TaskSlots;
@@ -154,6 +92,12 @@ export class TaskEngine {
   private readonly opening = new Set<string>();
   /** Tasks refused at replicas.maxRunningTasks since the last warning, and when that was. */
   private refusedFull = { count: 0, warnedAt: 0 };
+  /** What every run's handle does: one object for all of them (local-run.ts). */
+  private readonly runActions: RunActions = {
+    ask: (run, request, signal) => this.ask(run, request, signal),
+    status: (run, message) => this.upstreamStatus(run, message),
+    notify: (run, message) => this.relayNotification(run, message),
+  };
 
   constructor(
     private readonly store: TaskStore,
@@ -278,22 +222,11 @@ export class TaskEngine {
   ): RunHandle {
     const run = this.newRun(task, caller, options.charge);
     run.upstream = upstream;
-    const handle: RunHandle = {
-      ask: (request, signal) => this.ask(run, request, signal),
-      status: (message) => this.upstreamStatus(run, message),
-      notify: (message) => this.relayNotification(run, message),
-      signal: run.abort.signal,
-    };
-    const context: CallContext = {
-      // The session the call runs for: a shared upstream connection tells its messages apart by it.
-      sessionId: options.sessionId ?? task.taskId,
-      notify: handle.notify,
-      ask: handle.ask,
-      status: handle.status,
-    };
+    // The session the call runs for: a shared upstream connection tells its messages apart by it.
+    const channel = new RunChannel(this.runActions, run, options.sessionId ?? task.taskId);
     const queue = options.queue ?? true;
-    void this.events.scope('task.run', run.scope, () => this.execute(run, upstream, queue, () => (run.ended ? Promise.resolve(undefined) : start(context))));
-    return handle;
+    void this.events.scope('task.run', run.scope, () => this.execute(run, upstream, queue, () => (run.ended ? Promise.resolve(undefined) : start(channel))));
+    return channel;
   }
 
   /**
@@ -314,21 +247,24 @@ export class TaskEngine {
   private newRun(task: TaskRecord, caller: TaskCaller, charge: InflightCharge | undefined): LocalRun {
     const run: LocalRun = {
       task,
-      scope: { ...taskFacts(task), attempt: task.attempt ?? 1 },
+      // Spelled out, not spread from taskFacts: V8 gives every object built by a spread and then extended a hidden
+      // class of its own (about 200 bytes per task in flight).
+      scope: { taskId: task.taskId, principal: task.principal, tool: task.tool, upstream: task.upstream, attempt: task.attempt ?? 1 },
       caller,
       call: undefined,
       deadline: undefined,
       ended: false,
       status: 'working',
-      inputs: new PendingInputs(() => void this.syncInputs(run)),
-      undelivered: new Map(),
-      inputSync: Promise.resolve(),
+      inputs: undefined,
+      undelivered: undefined,
+      inputSync: undefined,
       lastMessageAt: 0,
-      abort: new AbortController(),
+      abort: undefined,
+      abortedWith: undefined,
       slots: [],
-      stopWatching: () => undefined,
+      stopWatching: NOTHING_TO_DO,
       upstreamStatusMessage: undefined,
-      releaseBytes: charge?.hold() ?? (() => undefined),
+      releaseBytes: charge?.hold() ?? NOTHING_TO_DO,
     };
     this.runs.set(task.taskId, run);
     this.opening.delete(task.taskId); // the place open() held is the run's now
@@ -525,7 +461,7 @@ export class TaskEngine {
     this.logger.info({ upstream: upstream.name, running: runs.length, timeoutMs }, 'draining the tasks of an upstream the config no longer has');
     let timer: NodeJS.Timeout | undefined;
     // endRun aborts a run's signal, whichever way it ends.
-    const ended = runs.map((run) => new Promise<void>((resolve) => (run.abort.signal.aborted ? resolve() : run.abort.signal.addEventListener('abort', () => resolve(), { once: true }))));
+    const ended = runs.map((run) => new Promise<void>((resolve) => (runSignal(run).aborted ? resolve() : runSignal(run).addEventListener('abort', () => resolve(), { once: true }))));
     await Promise.race([Promise.all(ended), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
     clearTimeout(timer);
     const left = runs.filter((run) => !run.ended);
@@ -556,29 +492,41 @@ export class TaskEngine {
 
   // ---- running ----
 
-  /** Runs the upstream call of a task (after its concurrency slots) and records how it ended. */
-  private async execute(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>): Promise<void> {
+  /**
+   * Runs the upstream call of a task (after its concurrency slots) and records how it ended. The wait for the
+   * call's answer is a reaction on its promise, not an async frame: it lasts as long as the tool does (hours), and
+   * a frame suspended on it per task in flight is a generator and its registers (issue 23).
+   */
+  private execute(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>): Promise<void> {
+    const failed = (error: unknown): Promise<void> => this.callEnded(run, { error: toJsonRpcError(error) });
+    return this.startCall(run, upstream, queue, start).then(
+      (call) => call?.outcome.then((outcome) => this.callEnded(run, outcome), failed),
+      failed,
+    );
+  }
+
+  /** Starts the task's upstream call once its slots are free; undefined when the run ended first. */
+  private async startCall(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>): Promise<UpstreamCall | undefined> {
     const policy = this.policyFor(run.task.tool);
-    let outcome: Outcome;
-    try {
-      const limits = { name: upstream.name, taskConcurrency: upstream.config.taskConcurrency };
-      const inLine = performance.now();
-      if (queue && !(await this.slots.take({ task: run.task, slots: run.slots, get ended() { return run.ended; }, signal: run.abort.signal }, limits, policy))) return; // cancelled while queued
-      const waitedMs = performance.now() - inLine;
-      const call = await start();
-      if (call === undefined || run.ended) {
-        call?.cancel('the task ended before the call started');
-        return;
-      }
-      run.call = call;
-      this.events.emit('task.started', { ...taskFacts(run.task), attempt: run.scope.attempt, waitedMs });
-      if (policy.maxRunMs > 0) {
-        run.deadline = setTimeout(() => void this.deadlinePassed(run, policy.maxRunMs), policy.maxRunMs);
-      }
-      outcome = await call.outcome;
-    } catch (error) {
-      outcome = { error: toJsonRpcError(error) };
+    const limits = { name: upstream.name, taskConcurrency: upstream.config.taskConcurrency };
+    const inLine = performance.now();
+    if (queue && !(await this.slots.take({ task: run.task, slots: run.slots, get ended() { return run.ended; }, get signal() { return runSignal(run); } }, limits, policy))) return undefined; // cancelled while queued
+    const waitedMs = performance.now() - inLine;
+    const call = await start();
+    if (call === undefined || run.ended) {
+      call?.cancel('the task ended before the call started');
+      return undefined;
     }
+    run.call = call;
+    this.events.emit('task.started', { ...taskFacts(run.task), attempt: run.scope.attempt, waitedMs });
+    if (policy.maxRunMs > 0) {
+      run.deadline = setTimeout(() => void this.deadlinePassed(run, policy.maxRunMs), policy.maxRunMs);
+    }
+    return call;
+  }
+
+  /** The task's upstream call ended with `outcome` (unless the task ended first): its terminal status is recorded. */
+  private async callEnded(run: LocalRun, outcome: Outcome): Promise<void> {
     if (run.ended) return;
     const failed = 'error' in outcome || outcome.result.isError === true;
     this.endRun(run, failed ? 'failed' : 'completed', undefined);
@@ -633,11 +581,11 @@ export class TaskEngine {
     run.stopWatching();
     run.releaseBytes();
     run.caller.ended();
-    run.abort.abort(new Error(cancelReason ?? 'the task ended'));
+    abortRun(run, new Error(cancelReason ?? 'the task ended'));
     // Slots held and places in line go back (the principal's count included: the task is ending).
     for (const slot of run.slots.splice(0)) this.slots.release(slot);
     clearTimeout(run.deadline);
-    run.inputs.settleAll({ error: { code: RequestCancelled, message: 'The task has ended' } });
+    run.inputs?.settleAll({ error: { code: RequestCancelled, message: 'The task has ended' } });
     if (cancelReason !== undefined) run.call?.cancel(cancelReason);
     this.runs.delete(run.task.taskId);
     if (this.runs.size === 0) this.drained?.();
@@ -686,12 +634,12 @@ export class TaskEngine {
     if (run.ended) return Promise.resolve({ error: { code: RequestCancelled, message: 'The task has ended' } });
     const refused = run.caller.refuse?.(request);
     if (refused !== undefined) return Promise.resolve(refused);
-    const { key, answer } = run.inputs.ask(request, signal);
+    const { key, answer } = runInputs(run, () => void this.syncInputs(run)).ask(request, signal);
     const facts = taskFacts(run.task);
     this.events.emit('task.input.asked', { ...facts, method: request.method });
-    this.deliver(run, key, request, AbortSignal.any([signal, run.abort.signal]));
+    this.deliver(run, key, request, AbortSignal.any([signal, runSignal(run)]));
     void answer.finally(() => {
-      run.undelivered.delete(key);
+      run.undelivered?.delete(key);
       // Not an answer: the run ended, or the upstream withdrew its question.
       if (!run.ended && !signal.aborted) this.events.emit('task.input.answered', { ...facts, method: request.method });
     });
@@ -701,14 +649,16 @@ export class TaskEngine {
   /** Puts one open input request to the client through the caller; kept for later when it cannot reach it now. */
   private deliver(run: LocalRun, key: string, request: InputRequest, signal: AbortSignal): void {
     void run.caller.deliver(request, signal)?.then((outcome) => {
-      if (outcome !== undefined) run.inputs.settle(key, outcome);
-      else if (!signal.aborted && run.inputs.isOpen(key)) run.undelivered.set(key, { request, signal });
+      if (outcome !== undefined) run.inputs?.settle(key, outcome);
+      else if (!signal.aborted && run.inputs?.isOpen(key) === true) (run.undelivered ??= new Map()).set(key, { request, signal });
     });
   }
 
   private redeliver(run: LocalRun): void {
-    for (const [key, { request, signal }] of [...run.undelivered]) {
-      run.undelivered.delete(key);
+    const undelivered = run.undelivered;
+    if (undelivered === undefined) return;
+    for (const [key, { request, signal }] of [...undelivered]) {
+      undelivered.delete(key);
       this.deliver(run, key, request, signal);
     }
   }
@@ -717,18 +667,20 @@ export class TaskEngine {
   private async answerHere(taskId: string, answers: JsonObject): Promise<void> {
     const run = this.runs.get(taskId);
     if (run === undefined || run.ended) return;
-    if (run.inputs.answer(answers) > 0) await run.inputSync;
+    if (run.inputs !== undefined && run.inputs.answer(answers) > 0) await run.inputSync;
   }
 
   /** Writes the run's outstanding input requests (and the status they imply) to the store, in order. */
   private syncInputs(run: LocalRun): Promise<unknown> {
-    run.inputSync = run.inputSync.then(async () => {
+    const inputs = run.inputs;
+    if (inputs === undefined) return Promise.resolve();
+    run.inputSync = (run.inputSync ?? Promise.resolve()).then(async () => {
       if (run.ended) return;
-      const waiting = run.inputs.size > 0;
+      const waiting = inputs.size > 0;
       const status = (run.status = waiting ? 'input_required' : 'working');
-      const message = waiting ? `Waiting for the client to answer ${run.inputs.size} input request(s)` : undefined;
+      const message = waiting ? `Waiting for the client to answer ${inputs.size} input request(s)` : undefined;
       await this.store
-        .transition(run.task.taskId, waiting ? { to: 'input_required', openRequests: run.inputs.outstanding(), message } : { to: 'working', openRequests: null, message: null })
+        .transition(run.task.taskId, waiting ? { to: 'input_required', openRequests: inputs.outstanding(), message } : { to: 'working', openRequests: null, message: null })
         .then(
           (changed) => {
             if (changed.ok) this.events.emit('task.status', { ...taskFacts(run.task), status, ...(message === undefined ? {} : { message }) });

@@ -20,7 +20,7 @@ import { RELATED_TASK_META } from '../protocol/mcp.js';
 import { taskStatusMessage } from '../protocol/rev2025-11-25/codec.js';
 import { shedsWhenFull, type ClientFlow } from './client-flow.js';
 import type { OversizedMessage } from './oversized.js';
-import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta } from './request-scope.js';
+import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta, type UpstreamRequestInfo } from './request-scope.js';
 import type { UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
 
@@ -89,8 +89,43 @@ export interface ConnectionOptions {
 interface PendingCall {
   context: CallContext | undefined;
   clientProgressToken: unknown;
-  settle(outcome: Outcome): void;
+  /** The outcome promise's own resolver: settle() clears the timer first (no closure of ours per call). */
+  resolve(outcome: Outcome): void;
   timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * The call's outcome, written into its scope's info first. A function of its own so that the reaction, which
+ * lives as long as the call, holds only `info`, not the request's params (a closure in request() would hold its
+ * whole context).
+ */
+function recordedOutcome(info: UpstreamRequestInfo, outcome: Promise<Outcome>): Promise<Outcome> {
+  return outcome.then((answer) => {
+    recordOutcome(info, answer);
+    return answer;
+  });
+}
+
+/** Settles a pending call (its timeout timer stops). */
+function settle(pending: PendingCall, outcome: Outcome): void {
+  clearTimeout(pending.timer);
+  pending.resolve(outcome);
+}
+
+/**
+ * A call as its caller holds it. A connection may hold thousands (tasks in flight: issue 23), so cancel() is a
+ * method that goes back through the connection rather than a closure per call; call it on the call.
+ */
+class ConnectionCall implements UpstreamCall {
+  constructor(
+    private readonly connection: UpstreamConnection,
+    readonly upstreamId: number,
+    readonly outcome: Promise<Outcome>,
+  ) {}
+
+  cancel(reason: string): void {
+    this.connection.cancelRequest(this.upstreamId, reason);
+  }
 }
 
 /**
@@ -161,27 +196,24 @@ export class UpstreamConnection {
     // Without a subscriber (tracing off) the request goes straight out: no scope, nothing added to it.
     if (!this.events.wrapped('upstream.request')) return this.start(method, params, context, timeoutMs, undefined);
     const info = upstreamRequestInfo(this.upstreamName, method, params);
-    let call!: UpstreamCall;
+    let call!: ConnectionCall;
     // The subscribers run first (synchronously, by the seam's contract), so the carrier is filled when it starts.
     const outcome = this.events.scope('upstream.request', info, () => {
       const fields = traceFields(info.carrier);
       call = this.start(method, withTraceMeta(params, fields), context, timeoutMs, fields);
-      return call.outcome.then((answer) => {
-        recordOutcome(info, answer);
-        return answer;
-      });
+      return recordedOutcome(info, call.outcome);
     });
-    return { upstreamId: call.upstreamId, outcome, cancel: call.cancel };
+    return new ConnectionCall(this, call.upstreamId, outcome);
   }
 
   /** Sends one request; `traceHeaders` go with it where the transport has headers (HTTP). */
-  private start(method: string, params: JsonObject | undefined, context: CallContext | undefined, timeoutMs: number, traceHeaders: Record<string, string> | undefined): UpstreamCall {
+  private start(method: string, params: JsonObject | undefined, context: CallContext | undefined, timeoutMs: number, traceHeaders: Record<string, string> | undefined): ConnectionCall {
     const upstreamId = this.nextId++;
-    let settle!: (outcome: Outcome) => void;
-    const outcome = new Promise<Outcome>((resolve) => (settle = resolve));
-    const call: UpstreamCall = { upstreamId, outcome, cancel: (reason) => this.cancel(upstreamId, reason) };
+    let resolve!: (outcome: Outcome) => void;
+    const outcome = new Promise<Outcome>((r) => (resolve = r));
+    const call = new ConnectionCall(this, upstreamId, outcome);
     if (this.closedReason !== undefined) {
-      settle({ error: this.unavailable(this.closedReason).toJsonRpc() });
+      resolve({ error: this.unavailable(this.closedReason).toJsonRpc() });
       return call;
     }
 
@@ -193,19 +225,11 @@ export class UpstreamConnection {
       clientProgressToken = meta.progressToken;
       forwardedParams = { ...params, _meta: { ...meta, progressToken: upstreamId } };
     }
-    const pending: PendingCall = {
-      context,
-      clientProgressToken,
-      settle: (value) => {
-        if (pending.timer) clearTimeout(pending.timer);
-        settle(value);
-      },
-      timer: undefined,
-    };
+    const pending: PendingCall = { context, clientProgressToken, resolve, timer: undefined };
     if (timeoutMs > 0) {
       pending.timer = setTimeout(() => {
-        this.cancel(upstreamId, 'timeout');
-        pending.settle({
+        this.cancelRequest(upstreamId, 'timeout');
+        settle(pending, {
           error: new GatewayError('upstream_timeout', `Upstream '${this.upstreamName}' did not answer ${method} within ${timeoutMs} ms`, {
             upstream: this.upstreamName,
           }).toJsonRpc(),
@@ -241,7 +265,8 @@ export class UpstreamConnection {
     await this.transport.close();
   }
 
-  private cancel(upstreamId: number, reason: string): void {
+  /** Tells the upstream to stop call `upstreamId` (notifications/cancelled) and settles it locally; see UpstreamCall.cancel. */
+  cancelRequest(upstreamId: number, reason: string): void {
     if (!this.pending.has(upstreamId)) return;
     this.notify('notifications/cancelled', { requestId: upstreamId, reason });
     this.fail(upstreamId, { code: RequestCancelled, message: `Request cancelled: ${reason}` });
@@ -251,7 +276,7 @@ export class UpstreamConnection {
     const pending = this.pending.get(id);
     if (pending === undefined) return;
     this.pending.delete(id);
-    pending.settle({ error });
+    settle(pending, { error });
   }
 
   /**
@@ -310,7 +335,7 @@ export class UpstreamConnection {
     const pending = this.pending.get(message.id as RequestId);
     if (pending === undefined) return; // Answer to a call that was cancelled or timed out.
     this.pending.delete(message.id as RequestId);
-    pending.settle('result' in message ? { result: message.result } : { error: message.error });
+    settle(pending, 'result' in message ? { result: message.result } : { error: message.error });
   }
 
   /**

@@ -3,7 +3,7 @@
 // held open, carries the upstream's questions and then the outcome; `tasks/get`, polled while the caller wants
 // status, gives the status messages; `tasks/cancel` stops it. Whoever calls (a plain client, or a gateway task of
 // either era) sees one UpstreamCall like any other, and never the upstream's task id.
-import { asObject, withoutMetaKey, type JsonObject, type Outcome } from '../jsonrpc.js';
+import { asObject, withoutMetaKey, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import { RequestCancelled } from '../errors.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
 import { suggestedPollMs } from '../protocol/rev2025-11-25/codec.js';
@@ -27,6 +27,36 @@ export function callAsUpstreamTask(connection: UpstreamConnection, params: JsonO
   return new UpstreamTaskCall(connection, params, context, options);
 }
 
+const NOTHING_TO_UNFOLLOW = (): void => undefined;
+
+/**
+ * The caller's context as the upstream task's messages reach it: without the upstream's related-task marker. One
+ * object per call with its methods on the prototype (a gateway task's call lives as long as the task: issue 23).
+ */
+class WithoutRelatedTask implements CallContext {
+  constructor(private readonly caller: CallContext) {}
+
+  get sessionId(): string {
+    return this.caller.sessionId;
+  }
+
+  get flow(): CallContext['flow'] {
+    return this.caller.flow;
+  }
+
+  notify(message: JsonRpcNotification): void {
+    this.caller.notify({ ...message, ...(message.params === undefined ? {} : { params: withoutRelatedTask(message.params) }) });
+  }
+
+  ask(request: { method: string; params?: JsonObject }, signal: AbortSignal): Promise<Outcome> {
+    return this.caller.ask({ ...request, ...(request.params === undefined ? {} : { params: withoutRelatedTask(request.params) }) }, signal);
+  }
+
+  status(message: string): void {
+    this.caller.status?.(message);
+  }
+}
+
 class UpstreamTaskCall implements UpstreamCall {
   readonly upstreamId: number;
   readonly outcome: Promise<Outcome>;
@@ -36,9 +66,11 @@ class UpstreamTaskCall implements UpstreamCall {
   private cancelledFor: string | undefined;
   private result: UpstreamCall | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
-  private unfollow: () => void = () => undefined;
+  private unfollow: () => void = NOTHING_TO_UNFOLLOW;
   /** What the caller hears: the upstream's task ids taken out. */
   private readonly context: CallContext | undefined;
+  /** Whether the caller shows status messages (then the upstream's task is polled for them). */
+  private readonly wantsStatus: boolean;
 
   constructor(
     private readonly connection: UpstreamConnection,
@@ -47,15 +79,8 @@ class UpstreamTaskCall implements UpstreamCall {
     private readonly options: UpstreamTaskOptions,
   ) {
     this.outcome = new Promise<Outcome>((resolve) => (this.settle = resolve));
-    this.context = context === undefined ? undefined : {
-      sessionId: context.sessionId,
-      notify: (message) => context.notify({ ...message, ...(message.params === undefined ? {} : { params: withoutRelatedTask(message.params) }) }),
-      ask: (request, signal) => context.ask({ ...request, ...(request.params === undefined ? {} : { params: withoutRelatedTask(request.params) }) }, signal),
-      ...(context.status === undefined ? {} : { status: context.status.bind(context) }),
-      get flow() {
-        return context.flow;
-      },
-    };
+    this.context = context === undefined ? undefined : new WithoutRelatedTask(context);
+    this.wantsStatus = context?.status !== undefined;
     const created = connection.request('tools/call', { ...params, task: {} }, this.context, options.timeoutMs);
     this.upstreamId = created.upstreamId;
     const clientToken = asObject(params._meta)?.progressToken;
@@ -92,7 +117,7 @@ class UpstreamTaskCall implements UpstreamCall {
     reportTaskStatus(this.context, task);
     this.result = this.connection.request('tasks/result', { taskId }, this.context, this.options.timeoutMs);
     void this.result.outcome.then((outcome) => this.finish('result' in outcome ? { result: withoutRelatedTask(outcome.result) } : outcome));
-    if (this.context?.status !== undefined) this.schedulePoll(taskId, pollIntervalOf(suggestedPollMs(task)));
+    if (this.wantsStatus) this.schedulePoll(taskId, pollIntervalOf(suggestedPollMs(task)));
   }
 
   /** Asks the upstream for the task's status now and then, for its status message. */
