@@ -107,7 +107,8 @@ export class RedisTaskStore implements TaskStore {
     const created = (await this.run('create', this.keys.task(input.taskId), this.keys.taskTimeline(input.taskId), this.keys.taskEvents(), String(TIMELINE_LENGTH), ...fields)) as string[] | null;
     if (created === null) throw new Error(`task ${input.taskId} already exists`);
     const task = parseTask(created);
-    await Promise.all([this.ownEvents?.back(created), this.replicated()]);
+    const acknowledged = this.acknowledgement(created, true);
+    if (acknowledged !== undefined) await acknowledged;
     // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
     // never a listing entry without a task.
     // The index outlives its newest task's TTL (and the expired-id memory), then goes: sessions come and go.
@@ -155,7 +156,8 @@ export class RedisTaskStore implements TaskStore {
     const [verdict, ...fields] = reply;
     if (verdict === 'not_found') return { ok: false, reason: 'not_found' };
     const task = parseTask(fields);
-    if (verdict === 'ok') await Promise.all([this.ownEvents?.back(fields), isTerminal(task.status) ? this.replicated() : undefined]);
+    const acknowledged = verdict === 'ok' ? this.acknowledgement(fields, isTerminal(task.status)) : undefined;
+    if (acknowledged !== undefined) await acknowledged;
     return verdict === 'ok' ? { ok: true, task } : { ok: false, reason: 'terminal', task };
   }
 
@@ -335,9 +337,16 @@ export class RedisTaskStore implements TaskStore {
     this.redis.disconnect();
   }
 
-  /** With `waitForReplica`: resolves once a replica has every write this connection made (or REPLICA_WAIT_MS passed). */
-  private async replicated(): Promise<void> {
-    if (this.options.waitForReplica === true && !isCluster(this.redis)) await this.redis.wait(1, REPLICA_WAIT_MS);
+  /**
+   * What a write waits for before it is acknowledged: on a cluster its own event back (OwnEvents); with
+   * `waitForReplica`, for a `durable` write, a replica's copy (or REPLICA_WAIT_MS). Undefined when there is nothing
+   * to wait for (one server), so the common path adds no await to every create and transition.
+   */
+  private acknowledgement(fields: readonly string[], durable: boolean): Promise<unknown> | undefined {
+    const ownEvent = this.ownEvents?.back(fields);
+    const replica = durable && this.options.waitForReplica === true && !isCluster(this.redis) ? this.redis.wait(1, REPLICA_WAIT_MS) : undefined;
+    if (ownEvent === undefined) return replica;
+    return replica === undefined ? ownEvent : Promise.all([ownEvent, replica]);
   }
 
   private ensureSubscribed(): void {
