@@ -90,8 +90,9 @@ export class SessionRelay implements RegistryPeers {
     if ('standalone' in what) this.tell(undefined, 'session.standalone', { sessionId });
   }
 
-  ended(sessionId: string): void {
-    this.tell(undefined, 'session.end', { sessionId });
+  /** Resolves once Redis has handed the end to every replica's subscription (never rejects: a failure is logged). */
+  ended(sessionId: string): Promise<void> {
+    return this.tell(undefined, 'session.end', { sessionId });
   }
 
   /** A client cancelled a request this replica is not running: whichever replica runs it stops it. */
@@ -162,7 +163,7 @@ export class SessionRelay implements RegistryPeers {
     return { attached: true };
   }
 
-  private tell<T extends ReplicaTopic>(target: string | undefined, type: T, body: ReplicaBody<T>): void {
-    this.link.tell(target, type, body).catch((error: unknown) => this.logger.warn({ err: error, type }, 'could not reach the other replicas'));
+  private tell<T extends ReplicaTopic>(target: string | undefined, type: T, body: ReplicaBody<T>): Promise<void> {
+    return this.link.tell(target, type, body).catch((error: unknown) => this.logger.warn({ err: error, type }, 'could not reach the other replicas'));
   }
 }

@@ -20,8 +20,8 @@ const SLOT_OWNER = 'session';
 
 /** What the registry needs from the other replicas besides what sessions need. */
 export interface RegistryPeers extends SessionPeers {
-  /** Tells every replica that the client ended the session (DELETE). */
-  ended(sessionId: string): void;
+  /** Tells every replica that the client ended the session (DELETE); resolves once the message is on its way to them. */
+  ended(sessionId: string): Promise<void>;
   /** Tells every replica that the client cancelled a request of the session (whichever runs it stops it). */
   cancelled(sessionId: string, params: JsonObject): void;
 }
@@ -112,7 +112,9 @@ export class SessionRegistry implements LegacySessions {
     });
     if (this.config.maxPerPrincipal > 0) void this.store.releaseSlot(sessionSlot(principal), sessionId).catch(() => undefined);
     this.endHere(sessionId, 'deleted');
-    this.peers.ended(sessionId);
+    // Awaited: the DELETE is answered only after Redis handed the end to the other replicas, so a request the
+    // client sends another replica next finds the session gone there too.
+    await this.peers.ended(sessionId);
   }
 
   /** Drops this replica's view: its streams close, its calls here stop, its upstream connections here go. */
