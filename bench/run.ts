@@ -19,6 +19,7 @@ import { reportScale, scaleScenario, type ScaleResult, type ScaleSettings } from
 import { ALL_SCALEOUT_PARTS, reportScaleout, scaleoutScenario, type ScaleoutRound, type ScaleoutSettings } from './scaleout.js';
 import { everythingEntry, StdioDirect } from './stdio-direct.js';
 import { envInt, planFromArgs, planOptions, runPlan, type Driver, type LoadPlan, type PhaseStats } from './stats.js';
+import { DEFAULTS } from '../src/config/schema.js';
 import {
   ALL_STORES,
   connectRedis,
@@ -199,7 +200,7 @@ function parseSettings(): Settings {
     finishMs: values['finish-ms'] !== undefined ? Number(values['finish-ms']) : 100,
     heldTasks: values['held-tasks'] !== undefined ? Number(values['held-tasks']) : smoke ? 2_000 : 100_000,
     orphanTasks: values['orphan-tasks'] !== undefined ? Number(values['orphan-tasks']) : smoke ? 2_000 : 40_000,
-    scaleLeaseMs: values['lease-ms'] !== undefined ? Number(values['lease-ms']) : smoke ? 1_000 : 10_000,
+    scaleLeaseMs: values['lease-ms'] !== undefined ? Number(values['lease-ms']) : smoke ? 1_000 : DEFAULTS.leaseMs,
     scaleout: {
       parts: list(values['scaleout-parts'], ALL_SCALEOUT_PARTS, 'scaleout-parts') ?? [...ALL_SCALEOUT_PARTS],
       inflight: { tasks: size('inflight-tasks', 300, 10_000), gets: size('inflight-gets', 200, 2_000) },

@@ -1,7 +1,7 @@
 // Tasks at scale on Redis (bench/README.md, "The scale scenario"):
 //
-//   renewal   one replica holds N running tasks (100,000) and renews their leases: time per renewal round, and
-//             that every lease was renewed. The replica is a real TaskLeases in this process, over the real
+//   renewal   one replica holds N running tasks (100,000) and heartbeats: time per heartbeat, and that every
+//             task is still leased to it afterwards. The replica is a real TaskLeases in this process, over the real
 //             Redis store; the tasks are written through the store API (100k HTTP calls would measure the
 //             front end, not the leases).
 //   takeover  a replica dies holding M leased running tasks (40,000), written the same way with its last
@@ -111,24 +111,26 @@ async function createTasks(store: RedisTaskStore, count: number): Promise<string
   return ids;
 }
 
-/** How many of `ids` are leased to `owner` with a deadline still ahead (Redis time). */
+/** How many of `ids` are leased to `owner`, a replica whose liveness is still ahead (Redis time). */
 async function leasedTo(redis: Redis, prefix: string, ids: readonly string[], owner: string): Promise<number> {
   const keys = redisKeys(prefix);
   const [seconds, micros] = await redis.time();
   const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  if (Number((await redis.zscore(keys.replicasAlive(), owner)) ?? 0) <= now) return 0;
   let count = 0;
   for (const batch of batches(ids)) {
-    const [deadlines, owners] = await Promise.all([redis.zmscore(keys.running(), ...batch), redis.hmget(keys.runningOwners(), ...batch)]);
+    const [members, owners] = await Promise.all([redis.smismember(keys.runningOf(owner), ...batch), redis.hmget(keys.runningOwners(), ...batch)]);
     batch.forEach((_, i) => {
-      if (Number(deadlines[i] ?? 0) > now && owners[i] === owner) count++;
+      if (members[i] === 1 && owners[i] === owner) count++;
     });
   }
   return count;
 }
 
+/** How many of `ids` still run on some replica, as the store's index says. */
 async function inRunningIndex(redis: Redis, prefix: string, ids: readonly string[]): Promise<number> {
   let count = 0;
-  for (const batch of batches(ids)) count += (await redis.zmscore(redisKeys(prefix).running(), ...batch)).filter((d) => d !== null).length;
+  for (const batch of batches(ids)) count += (await redis.hmget(redisKeys(prefix).runningOwners(), ...batch)).filter((owner) => owner !== null).length;
   return count;
 }
 
@@ -264,7 +266,7 @@ export async function scaleScenario(
     const watching = untilAllEnded(store, orphans);
     const rssBefore = rssBytes(gateway.pid);
     const cpuBefore = cpuMs(gateway.pid);
-    // The dead replica's last heartbeat: its leases run out leaseMs later, and nobody renews them.
+    // The dead replica's last heartbeat (leasing is one): its liveness runs out leaseMs later, and nobody renews it.
     const lastHeartbeat = performance.now();
     await store.lease(orphans, DEAD_REPLICA, s.leaseMs);
     const expiry = lastHeartbeat + s.leaseMs;

@@ -91,7 +91,7 @@ export async function inflightPart(ctx: ScaleoutContext, s: InflightSettings): P
       }
     });
     const createSec = (performance.now() - started) / 1000;
-    const running = await ctx.redis.admin.zcard(redisKeys(ctx.redis.prefix).running());
+    const running = await ctx.redis.admin.hlen(redisKeys(ctx.redis.prefix).runningOwners());
     await sleep(500);
     const loadedGets = await poll();
     const after = await memory();

@@ -1,9 +1,12 @@
 // Scale-out, part 4: a dead replica with the DEFAULT lease (issue 23), and what holding leases costs Redis.
-// Two gateway processes share one Redis; neither config sets replicas.leaseMs, so both run with its default.
+// Two gateway processes share one Redis; neither config sets replicas.leaseMs, so both run with its default. Every
+// task holds a ticket of its principal's maxTasksPerPrincipal semaphore, as by default (clients without auth count
+// as one principal, so the cap is raised to let N tasks in).
 //
 //   renewal cost   Redis commands/s and redis-server CPU over a window while both replicas are idle, then over an
 //                  equal window while replica A holds N running tasks (the legacy fixture's `slow`, created through
-//                  A's HTTP front); the difference, scaled to 1,000 tasks, is what renewing their leases costs
+//                  A's HTTP front); the difference, scaled to 1,000 tasks, is what keeping them leased costs
+//                  (the replica's heartbeat does not grow with its tasks; their slot tickets' renewals do)
 //   takeover       A is killed with SIGKILL holding those N tasks (no drain, no goodbye); timed from the kill until
 //                  every one of them is terminal, watched through the store's events and then confirmed one by one
 //                  with tasks/get on replica B
@@ -35,26 +38,32 @@ export interface TakeoverSettings {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** How long until the last of `ids`'s leases runs out, by Redis's clock (negative: already out). */
+/**
+ * How long until the liveness of the replica that runs `ids` runs out, by Redis's clock (negative: already out),
+ * and how many of them are leased to a replica at all.
+ */
 async function leaseLeftMs(redis: Redis, prefix: string, ids: readonly string[]): Promise<{ leftMs: number; leased: number }> {
+  const keys = redisKeys(prefix);
   const [seconds, micros] = await redis.time();
   const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  let last = 0;
+  const owners = new Set<string>();
   let leased = 0;
   for (const batch of batches(ids)) {
-    for (const d of await redis.zmscore(redisKeys(prefix).running(), ...batch)) {
-      if (d === null) continue;
+    for (const owner of await redis.hmget(keys.runningOwners(), ...batch)) {
+      if (owner === null) continue;
       leased++;
-      last = Math.max(last, Number(d));
+      owners.add(owner);
     }
   }
+  let last = 0;
+  for (const owner of owners) last = Math.max(last, Number((await redis.zscore(keys.replicasAlive(), owner)) ?? 0));
   return { leftMs: last - now, leased };
 }
 
 export async function takeoverPart(ctx: ScaleoutContext, s: TakeoverSettings): Promise<ScaleoutPart> {
   const part: ScaleoutPart = { name: 'takeover', ok: false, lines: [], checks: [], notes: [], data: {} };
   const store = new RedisTaskStore(new Redis(ctx.redis.url, { maxRetriesPerRequest: 1, commandTimeout: 60_000 }), ctx.redis.prefix);
-  const config = ['tasks: { defaults: { mode: optional, maxTasksPerPrincipal: 0 } }', `replicas: { maxRunningTasks: ${Math.max(DEFAULTS.maxRunningTasks, s.tasks + 100)} }`];
+  const config = [`tasks: { defaults: { mode: optional, maxTasksPerPrincipal: ${s.tasks + 100} } }`, `replicas: { maxRunningTasks: ${Math.max(DEFAULTS.maxRunningTasks, s.tasks + 100)} }`];
   const gateways: GatewayProc[] = [];
   const https: McpHttp[] = [];
   let watching: ReturnType<typeof untilAllEnded> | undefined;
@@ -123,7 +132,7 @@ export async function takeoverPart(ctx: ScaleoutContext, s: TakeoverSettings): P
     const sec = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
     part.lines.push(
       `a replica killed (SIGKILL) holding ${ids.length.toLocaleString('en')} running tasks: all terminal ${sec(allEndedMs)} after the kill ` +
-        `(its last lease ran out ${sec(Math.max(0, atKill.leftMs))} after the kill; first ended at ${sec(outcome.firstAt - killedAt)}); default leaseMs ${DEFAULTS.leaseMs}`,
+        `(its liveness ran out ${sec(Math.max(0, atKill.leftMs))} after the kill; first ended at ${sec(outcome.firstAt - killedAt)}); default leaseMs ${DEFAULTS.leaseMs}`,
       `as replica B answers tasks/get afterwards: ${[...seen].map(([k, n]) => `${n.toLocaleString('en')} × ${k}`).join('; ')}`,
       `Redis while one replica holds ${ids.length.toLocaleString('en')} running tasks: ${holding.commandsPerSec.toFixed(0)} commands/s, redis-server CPU ` +
         `${holding.cpuMsPerSec === undefined ? '—' : `${holding.cpuMsPerSec.toFixed(1)} ms/s`}; both replicas idle: ${idle.commandsPerSec.toFixed(0)} commands/s, ` +

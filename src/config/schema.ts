@@ -62,7 +62,7 @@ export const DEFAULTS = Object.freeze({
   taskToolMaxWaitSeconds: 50,
   listPageSize: 1_000,
   clockToleranceSeconds: 5,
-  leaseMs: 10_000,
+  leaseMs: 3_000,
   drainTimeoutMs: 5_000,
   maxRunningTasks: 10_000,
   protocol: 'auto',

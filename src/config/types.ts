@@ -291,8 +291,10 @@ export interface MrtrConfig {
 
 export interface ReplicasConfig {
   /**
-   * A running task's replica renews its lease every third of this; when a replica stops (crash, kill -9, lost
-   * machine), any other replica fails its tasks once their lease ran out: within about 1.5 × leaseMs.
+   * How long a replica may go without a heartbeat before its tasks are lost: each replica heartbeats every third
+   * of this (one store write, however many tasks it runs) and sweeps as often; when a replica stops (crash,
+   * kill -9, lost machine), another takes its tasks between 1 and 4/3 × leaseMs after its last heartbeat. Slot
+   * tickets (concurrency, maxTasksPerPrincipal) are leased for 3 × leaseMs.
    */
   leaseMs: number;
   /**

@@ -64,8 +64,13 @@ export class MemoryTaskStore implements TaskStore {
   private readonly all: string[] = [];
   private readonly events = new EventEmitter();
   private readonly topics = new EventEmitter();
-  /** Running tasks' leases (one process, but the same contract as Redis). */
-  private readonly leases = new Map<string, Lease>();
+  /**
+   * Who runs what (one process, but the same contract as Redis): each replica's liveness deadline, each running
+   * task's replica, and each replica's running tasks.
+   */
+  private readonly aliveUntil = new Map<string, number>();
+  private readonly owners = new Map<string, string>();
+  private readonly runningOf = new Map<string, Set<string>>();
   /** Slot semaphores by key; a semaphore with no tickets left is dropped. */
   private readonly semaphores = new Map<string, Semaphore>();
   /** Rate-limit windows by name and principal: hits so far and when the window ends. */
@@ -196,28 +201,53 @@ export class MemoryTaskStore implements TaskStore {
     return () => this.events.off(taskId, listener);
   }
 
-  async lease(taskIds: readonly string[], owner: string, leaseMs: number, options: { renew?: boolean } = {}): Promise<void> {
+  async lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void> {
     await inTurns(taskIds, (batch) => {
       const deadline = this.now() + leaseMs;
-      for (const taskId of batch) if (!options.renew || this.leases.get(taskId)?.owner === owner) this.leases.set(taskId, { owner, deadline });
+      if ((this.aliveUntil.get(owner) ?? 0) < deadline) this.aliveUntil.set(owner, deadline);
+      for (const taskId of batch) this.run(taskId, owner);
     });
   }
 
+  async heartbeat(replica: string, leaseMs: number): Promise<void> {
+    this.aliveUntil.set(replica, this.now() + leaseMs);
+  }
+
   async unlease(taskId: string): Promise<void> {
-    this.leases.delete(taskId);
+    const owner = this.owners.get(taskId);
+    if (owner === undefined) return;
+    this.owners.delete(taskId);
+    this.runningOf.get(owner)?.delete(taskId);
   }
 
   async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
     const now = this.now();
     const most = Math.min(limit, IDS_PER_SCRIPT_CALL);
+    this.aliveUntil.set(taker, now + leaseMs);
     const orphans: { taskId: string; owner: string }[] = [];
-    for (const [taskId, lease] of this.leases) {
-      if (orphans.length >= most) break;
-      if (lease.deadline > now) continue;
-      this.leases.set(taskId, { owner: taker, deadline: now + leaseMs });
-      orphans.push({ taskId, owner: lease.owner });
+    for (const [replica, deadline] of this.aliveUntil) {
+      if (deadline > now) continue;
+      const tasks = this.runningOf.get(replica) ?? new Set<string>();
+      for (const taskId of tasks) {
+        if (orphans.length >= most) break;
+        this.run(taskId, taker);
+        orphans.push({ taskId, owner: replica });
+      }
+      if (tasks.size > 0) break;
+      this.aliveUntil.delete(replica);
+      this.runningOf.delete(replica);
     }
     return orphans;
+  }
+
+  /** Task `taskId` runs on `replica` from now on (and no longer on the one it ran on). */
+  private run(taskId: string, replica: string): void {
+    const previous = this.owners.get(taskId);
+    if (previous !== undefined && previous !== replica) this.runningOf.get(previous)?.delete(taskId);
+    this.owners.set(taskId, replica);
+    let tasks = this.runningOf.get(replica);
+    if (tasks === undefined) this.runningOf.set(replica, (tasks = new Set()));
+    tasks.add(taskId);
   }
 
   async acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {

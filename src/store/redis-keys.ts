@@ -18,9 +18,22 @@ export interface RedisKeys {
   taskEvents(): string;
   /** HMAC secret for list cursors and MRTR request state, shared by all replicas. */
   signingSecret(): string;
-  /** Sorted set of running tasks by lease deadline, and the hash of their owners (one Cluster slot). */
-  running(): string;
+  /**
+   * Who runs what, all under the hash tag `{running}` (one Cluster slot, so one Lua script sees it all):
+   * replicas by liveness deadline (a sorted set: one write per replica per heartbeat, however many tasks it runs),
+   * each running task's replica (a hash), and each replica's running tasks (a set per replica, so a dead replica's
+   * tasks are found without looking at anyone else's). `runningOfPrefix` + replica id is that set's key: the
+   * sweep script builds the keys of the replicas it finds dead from it (they share the hash tag, so the slot).
+   */
+  replicasAlive(): string;
   runningOwners(): string;
+  runningOf(replica: string): string;
+  runningOfPrefix(): string;
+  /**
+   * Sorted set of running tasks by lease deadline, as releases before replica liveness kept them (a deadline per
+   * task, renewed task by task). Read by the sweep during a rolling upgrade; nothing writes it any more.
+   */
+  legacyRunning(): string;
   /** Hash of one legacy-era session's shared state. */
   session(sessionId: string): string;
   /** Pub/sub channel of replica-to-replica messages on one topic. */
@@ -59,8 +72,11 @@ export function redisKeys(prefix: string): RedisKeys {
     signingSecret: () => `${prefix}:signing-secret`,
     session: (sessionId) => `${prefix}:session:{${sessionId}}`,
     topic: (name) => `${prefix}:replicas:${name}`,
-    running: () => `${prefix}:{running}`,
+    replicasAlive: () => `${prefix}:{running}:replicas`,
     runningOwners: () => `${prefix}:{running}:owners`,
+    runningOf: (replica) => `${prefix}:{running}:of:${replica}`,
+    runningOfPrefix: () => `${prefix}:{running}:of:`,
+    legacyRunning: () => `${prefix}:{running}`,
     rateWindow: (name, principal) => `${prefix}:rate:{${principal}}:${name}`,
     slot: (key) => {
       const base = `${prefix}:{slot:${key}}`;

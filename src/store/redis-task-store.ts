@@ -384,20 +384,24 @@ export class RedisTaskStore implements TaskStore {
     this.subscribed = subscriber.subscribe(this.keys.taskEvents()).catch(() => undefined); // only on close
   }
 
-  async lease(taskIds: readonly string[], owner: string, leaseMs: number, options: { renew?: boolean } = {}): Promise<void> {
+  async lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void> {
+    const keys = [this.keys.replicasAlive(), this.keys.runningOwners(), this.keys.runningOf(owner)];
     // One batch after the other: other clients' commands get their turn between them.
-    for (const batch of batches(taskIds)) {
-      await this.run('lease', this.keys.running(), this.keys.runningOwners(), owner, String(leaseMs), options.renew ? 'renew' : 'claim', ...batch);
-    }
+    for (const batch of batches(taskIds)) await this.run('lease', ...keys, owner, String(leaseMs), this.keys.runningOfPrefix(), ...batch);
+  }
+
+  async heartbeat(replica: string, leaseMs: number): Promise<void> {
+    await this.run('heartbeat', this.keys.replicasAlive(), replica, String(leaseMs));
   }
 
   async unlease(taskId: string): Promise<void> {
-    await this.redis.multi().zrem(this.keys.running(), taskId).hdel(this.keys.runningOwners(), taskId).exec();
+    await this.run('unlease', this.keys.runningOwners(), this.keys.legacyRunning(), taskId, this.keys.runningOfPrefix());
   }
 
   async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
     const most = String(Math.min(limit, IDS_PER_SCRIPT_CALL));
-    const flat = (await this.run('take-orphans', this.keys.running(), this.keys.runningOwners(), most, taker, String(leaseMs))) as string[];
+    const keys = [this.keys.replicasAlive(), this.keys.runningOwners(), this.keys.runningOf(taker), this.keys.legacyRunning()];
+    const flat = (await this.run('take-orphans', ...keys, most, taker, String(leaseMs), this.keys.runningOfPrefix())) as string[];
     const orphans: { taskId: string; owner: string }[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) orphans.push({ taskId: flat[i] as string, owner: flat[i + 1] as string });
     return orphans;

@@ -167,19 +167,25 @@ export interface TaskStore {
    */
   signingSecret(): Promise<Buffer>;
   /**
-   * Marks tasks as running on replica `owner` until `leaseMs` from now (store time). `renew` only extends leases
-   * `owner` still holds: a task already taken as an orphan (now the taker's) is not revived by a late heartbeat.
-   * Any number of ids: they go to the store IDS_PER_SCRIPT_CALL at a time, one call after the other (so the
-   * whole list is not written atomically).
+   * Records that tasks run on replica `owner` from now on (created there, taken over, or handed back to it), and
+   * that `owner` is alive for `leaseMs` more (store time): claiming is a sign of life, so a replica that dies
+   * before its first heartbeat is found like any other. Any number of ids: they go to the store
+   * IDS_PER_SCRIPT_CALL at a time, one call after the other (so the whole list is not written atomically).
    */
-  lease(taskIds: readonly string[], owner: string, leaseMs: number, options?: { renew?: boolean }): Promise<void>;
+  lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void>;
+  /**
+   * Replica `replica` is alive for `leaseMs` more (store time). One write however many tasks it runs: a replica's
+   * tasks live and die with it, so they need no renewal of their own.
+   */
+  heartbeat(replica: string, leaseMs: number): Promise<void>;
   /** Drops a task from the running index (it ended, whoever ended it). */
   unlease(taskId: string): Promise<void>;
   /**
-   * Takes up to `limit` (at most IDS_PER_SCRIPT_CALL) tasks whose lease ran out (their replica stopped
-   * heartbeating): each such task is handed to exactly one caller across all replicas, with the owner it had, and
-   * is leased to `taker` for `leaseMs` from then on. A taker that dies before it settled them leaves them to run
-   * out again, and another replica takes them: nothing taken is lost with the taker.
+   * Takes up to `limit` (at most IDS_PER_SCRIPT_CALL) running tasks of replicas whose liveness ran out (they
+   * stopped heartbeating): each such task is handed to exactly one caller across all replicas, with the owner it
+   * had, and runs on `taker` from then on (which is alive for `leaseMs` more). A taker that dies before it settled
+   * them leaves them with its own tasks, and another replica takes them: nothing taken is lost with the taker. A
+   * late heartbeat of the old owner does not take them back.
    */
   takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]>;
   /**

@@ -24,7 +24,7 @@ import {
 } from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
-import { TaskLeases, type LeasedRuns, type LeaseHealth, type LeasePeerMessages, type LossHandling } from './leases.js';
+import { SLOT_LEASES, TaskLeases, type LeasedRuns, type LeaseHealth, type LeasePeerMessages, type LossHandling } from './leases.js';
 import type { InputRequest } from './pending-inputs.js';
 import { abortRun, NOTHING_TO_DO, RunChannel, runInputs, runSignal, type LocalRun, type RunActions, type RunHandle, type TaskCaller } from './local-run.js';
 import type { InflightCharge } from './inflight-bytes.js';
@@ -118,7 +118,9 @@ export class TaskEngine {
     private readonly events: GatewayEvents = NO_EVENTS,
   ) {
     const leaseMs = replica.leaseMs;
-    this.slots = new TaskSlots({ store, logger, leaseMs, replicaId: () => this.replicaId, authenticated: callers.authenticated, events });
+    // Slot tickets carry leases of their own, longer than the replica's heartbeat (see SLOT_LEASES).
+    const slotLeaseMs = leaseMs * SLOT_LEASES;
+    this.slots = new TaskSlots({ store, logger, leaseMs: slotLeaseMs, replicaId: () => this.replicaId, authenticated: callers.authenticated, events });
     peers.on('task.update', async (body, peer) => {
       const run = this.runs.get(body.taskId);
       if (run === undefined || run.ended) return undefined;
@@ -713,7 +715,7 @@ export class TaskEngine {
     };
   }
 
-  /** Whether this replica runs the task, or keeps its outcome for the store: its lease is ours to renew. */
+  /** Whether this replica runs the task, or keeps its outcome for the store: its lease is ours. */
   private holds(taskId: string): boolean {
     return this.runs.has(taskId) || this.pendingEnds.has(taskId);
   }

@@ -1,9 +1,10 @@
-// Leases and recovery. This replica renews the lease of every task it runs (or whose outcome it keeps for the
-// store), and sweeps for tasks whose replica stopped renewing: each is taken over where that is safe (run again
-// if its policy allows, or back in line if it was only waiting for a slot), else failed as lost. Nothing stays
-// running forever, and each loss leads to at most one more execution. Both go to the store in bounded batches
-// (IDS_PER_SCRIPT_CALL), however many tasks there are: 100k held tasks renew, and a sweep settles a dead
-// replica's tasks batch after batch until none is left.
+// Leases and recovery. The tasks a replica runs (or whose outcome it keeps for the store) are leased to it, and
+// live as long as it does: the replica heartbeats (one store write, however many tasks it holds), and sweeps for
+// replicas that stopped: each of their tasks is taken over where that is safe (run again if its policy allows, or
+// back in line if it was only waiting for a slot), else failed as lost. Nothing stays running forever, and each
+// loss leads to at most one more execution. A sweep settles a dead replica's tasks in bounded batches
+// (IDS_PER_SCRIPT_CALL) until none is left. Slot tickets still carry a lease each (their semaphores live in other
+// Cluster slots than the replicas' liveness), renewed once per lease period for three.
 import type { TaskPolicy } from '../config/types.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
@@ -14,10 +15,12 @@ import { taskAgeMs, taskFacts } from './task-facts.js';
 
 /** How long a sweep waits for a task's owner to say it still holds it. */
 const OWNER_CHECK_MS = 500;
+/** Slot tickets are leased for this many lease periods and renewed once per period (each ticket is a write). */
+export const SLOT_LEASES = 3;
 /** Orphans taken per store call; a sweep takes batch after batch while there are more. */
 const ORPHANS_PER_TAKE = IDS_PER_SCRIPT_CALL;
 /** Lost tasks settled at once during a sweep (store round trips in flight). */
-const RECOVERY_CONCURRENCY = 32;
+const RECOVERY_CONCURRENCY = 64;
 
 export interface LeasePeerMessages {
   /** Which of these tasks the replica still runs (or keeps the outcome of): asked before declaring them lost. */
@@ -32,7 +35,10 @@ export interface LeasedRuns {
   /** Tasks this replica holds leases for: those it runs, and those whose outcome it keeps for the store. */
   heldIds(): string[];
   holds(taskId: string): boolean;
-  /** Renews the concurrency slots the runs hold or wait in line with; rejects when the store did not take it. */
+  /**
+   * Renews the concurrency slots the runs hold or wait in line with (leased for SLOT_LEASES × leaseMs); rejects
+   * when the store did not take it.
+   */
   renewSlots(): Promise<void>;
   policyFor(exposedName: string): TaskPolicy;
   /** Runs a lost task's call again here, for whoever created it. */
@@ -49,7 +55,7 @@ export interface LossHandling {
 /** How this replica's lease renewal fares, for readiness: a replica that cannot renew is about to lose its tasks. */
 export type LeaseHealth = {
   ok: boolean;
-  /** Leases renewed by the last renewal round (tasks run here, kept outcomes, orphans being settled). */
+  /** Tasks leased here at the last heartbeat (tasks run here, kept outcomes, orphans being settled). */
   held: number;
   /** How long the last successful round took. */
   lastRenewalMs?: number;
@@ -57,7 +63,7 @@ export type LeaseHealth = {
   error?: string;
 };
 
-/** One renewal round: how many leases, how long it took, and why it failed if it did. */
+/** One heartbeat: how many tasks this replica held, how long it took, and why it failed if it did. */
 export interface RenewalRound {
   ids: number;
   ms: number;
@@ -72,11 +78,15 @@ export class TaskLeases {
   private storeDown = false;
   /** When the store answered again after it was down (epoch ms). */
   private storeBackAt = 0;
-  /** A renewal round or a sweep is under way: the timer's next tick does not start another one beside it. */
+  /** A heartbeat or a sweep is under way: the timer's next tick does not start another one beside it. */
   private renewing = false;
+  /** Heartbeats since the slot tickets were last renewed (they are renewed on every third). */
+  private beatsSinceSlots = 0;
   private sweeping = false;
   /** Orphans this replica took and has not settled yet: their leases are this replica's, renewed with its own. */
   private readonly recovering = new Set<string>();
+  /** Of those, the ones the store could not settle yet (by id: their lost owner), tried again by the next sweep. */
+  private readonly unsettled = new Map<string, string>();
   private lastRound: RenewalRound = { ids: 0, ms: 0 };
   /** Set while renewals fail: since when, and the last error. */
   private renewalFailure: { since: number; message: string } | undefined;
@@ -94,17 +104,21 @@ export class TaskLeases {
     peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => this.holds(id)) }));
   }
 
-  /** Leases new tasks for this replica (if it dies from here on, another one ends them). */
+  /** Leases new tasks to this replica (if it dies from here on, another one ends them). */
   lease(taskIds: string[]): Promise<void> {
     return this.store.lease(taskIds, this.peers.id, this.leaseMs);
   }
 
-  /** Starts renewing this replica's leases and sweeping for lost tasks. */
+  /**
+   * Starts heartbeating (every leaseMs / 3) and sweeping for lost tasks (every leaseMs / 6: a sweep that finds
+   * nobody dead is one store call, so sweeping often is cheap): a dead replica's tasks are taken between leaseMs
+   * and 7/6 × leaseMs after its last heartbeat.
+   */
   start(): void {
     this.stopped = false;
     this.heartbeat = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.leaseMs / 3)));
     this.heartbeat.unref();
-    this.sweeper = setInterval(() => void this.recoverOrphans(), Math.max(50, Math.floor(this.leaseMs / 2)));
+    this.sweeper = setInterval(() => void this.recoverOrphans(), Math.max(50, Math.floor(this.leaseMs / 6)));
     this.sweeper.unref();
   }
 
@@ -122,31 +136,33 @@ export class TaskLeases {
   }
 
   /**
-   * Renews every lease this replica holds, and its slot tickets (the heartbeat does this every leaseMs/3).
-   * Undefined when a round is already under way.
+   * Says this replica is alive for another leaseMs (which keeps every task it holds), and renews its slot tickets
+   * on every third beat (the timer beats every leaseMs / 3). Undefined when a beat is already under way.
    */
   async renew(): Promise<RenewalRound | undefined> {
     if (this.renewing) return undefined;
     this.renewing = true;
-    // Tasks whose outcome waits for the store stay leased, and so do orphans being settled: nobody may declare
-    // them lost meanwhile.
-    const ids = [...this.runs.heldIds(), ...this.recovering];
+    const held = this.runs.heldIds().length + this.recovering.size;
     const started = performance.now();
+    const slotsDue = this.beatsSinceSlots === 0;
     try {
-      // Both settle before the round ends (a round never overlaps the next), then either failure fails it.
-      const settled = await Promise.allSettled([this.runs.renewSlots(), this.store.lease(ids, this.peers.id, this.leaseMs, { renew: true })]);
+      // Both settle before the beat ends (a beat never overlaps the next), then either failure fails it.
+      const settled = await Promise.allSettled([slotsDue ? this.runs.renewSlots() : undefined, this.store.heartbeat(this.peers.id, this.leaseMs)]);
       for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
-      this.lastRound = { ids: ids.length, ms: performance.now() - started };
-      if (this.renewalFailure !== undefined) this.logger.info({ held: ids.length }, 'task lease renewals succeed again');
+      this.beatsSinceSlots = (this.beatsSinceSlots + 1) % SLOT_LEASES;
+      this.lastRound = { ids: held, ms: performance.now() - started };
+      if (this.renewalFailure !== undefined) this.logger.info({ held }, 'task lease renewals succeed again');
       this.renewalFailure = undefined;
       this.storeAnswered();
       return this.lastRound;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.storeDown = true;
-      if (this.renewalFailure === undefined) this.logger.warn({ err: error, held: ids.length }, 'could not renew task leases');
+      // The slot tickets are renewed on the next beat that succeeds.
+      this.beatsSinceSlots = 0;
+      if (this.renewalFailure === undefined) this.logger.warn({ err: error, held }, 'could not renew task leases');
       this.renewalFailure = { since: this.renewalFailure?.since ?? Date.now(), message };
-      return { ids: ids.length, ms: performance.now() - started, error: message };
+      return { ids: held, ms: performance.now() - started, error: message };
     } finally {
       this.renewing = false;
     }
@@ -163,15 +179,15 @@ export class TaskLeases {
   }
 
   /**
-   * Fails (or runs again) the tasks whose replica stopped renewing their leases: nothing stays running forever.
+   * Fails (or runs again) the tasks of replicas that stopped heartbeating: nothing stays running forever.
    * One sweep takes batch after batch until no orphan is left, so a dead replica's tasks are all settled by the
    * first sweep that sees them (each batch bounded, several replicas may sweep at once: each orphan goes to one).
    */
   private async recoverOrphans(): Promise<void> {
     if (this.sweeping) return;
-    // Leases run out in store time while the store is away, for live replicas too: once it is back, every
-    // replica gets two lease periods to renew (and write what it kept) before anyone is declared lost. One is not
-    // enough with short leases: a live replica renews only after its own reconnect backoff (up to 500 ms, later
+    // Liveness runs out in store time while the store is away, for live replicas too: once it is back, every
+    // replica gets two lease periods to heartbeat (and write what it kept) before anyone is declared lost. One is
+    // not enough with short leases: a live replica beats only after its own reconnect backoff (up to 500 ms, later
     // than ours) and its next heartbeat (leaseMs / 3), and a loaded machine schedules both late.
     if (this.storeDown) {
       await this.store.ping().then(() => this.storeAnswered(), () => undefined);
@@ -183,6 +199,10 @@ export class TaskLeases {
     let taken = 0;
     let batchCount = 0;
     try {
+      // What an earlier sweep took but could not settle (the store failed it) goes first.
+      const retry = [...this.unsettled].map(([taskId, owner]) => ({ taskId, owner }));
+      this.unsettled.clear();
+      await eachAtMost(RECOVERY_CONCURRENCY, retry, (orphan) => this.recover(orphan));
       while (!this.stopped) {
         let orphans: { taskId: string; owner: string }[];
         try {
@@ -194,7 +214,7 @@ export class TaskLeases {
         if (orphans.length === 0) return;
         taken += orphans.length;
         batchCount++;
-        // Ours until settled: renewed with this replica's leases, and "held" if anyone asks.
+        // Ours until settled: they live as long as this replica does, and are "held" if anyone asks.
         for (const { taskId } of orphans) this.recovering.add(taskId);
         const lost = await this.stillHeld(orphans);
         await eachAtMost(RECOVERY_CONCURRENCY, lost, (orphan) => this.recover(orphan));
@@ -208,18 +228,24 @@ export class TaskLeases {
 
   /**
    * Settles one lost task: taken over where that is safe, else failed as lost. A task the store could not settle
-   * stays leased here until its lease runs out; then it is an orphan again, for whichever replica sweeps next.
+   * stays leased here and is tried again by the next sweep (or, if this replica dies too, by whichever replica
+   * takes its tasks).
    */
   private async recover({ taskId, owner }: { taskId: string; owner: string }): Promise<void> {
+    let settled = false;
     try {
       const takenOver = await this.takeOverLost(taskId, owner).catch((error: unknown) => {
         this.logger.error({ err: error, task: taskId }, 'could not take over a lost task; failing it');
         return false;
       });
-      if (takenOver) return;
-      const message = `The gateway lost the call: replica ${owner} stopped while running it (no lease renewal for ${this.leaseMs} ms)`;
+      if (takenOver) {
+        settled = true;
+        return;
+      }
+      const message = `The gateway lost the call: replica ${owner} stopped while running it (no heartbeat for ${this.leaseMs} ms)`;
       const changed = await this.store.transition(taskId, failedWith(message)).catch(() => undefined);
       if (changed === undefined) return;
+      settled = true;
       await this.store.unlease(taskId).catch(() => undefined);
       if (!changed.ok) return; // ended meanwhile, or expired: nothing to fail
       const lost = changed.task;
@@ -228,7 +254,8 @@ export class TaskLeases {
       // The replica that told the task's creator about its changes is gone: the last change is told from here.
       this.losses.lost(changed.task);
     } finally {
-      this.recovering.delete(taskId);
+      if (settled) this.recovering.delete(taskId);
+      else this.unsettled.set(taskId, owner);
     }
   }
 
@@ -285,7 +312,7 @@ export class TaskLeases {
           : `Running the call again (attempt ${attempt} of ${policy.retry.maxAttempts}): replica ${owner} stopped while running it`,
       })
       .catch(() => undefined);
-    if (changed === undefined) return false; // store away: failing it is tried next, else the lease runs out again
+    if (changed === undefined) return false; // store away: failing it is tried next, else the next sweep tries again
     if (!changed.ok) {
       await this.store.unlease(taskId).catch(() => undefined);
       return true; // ended meanwhile: nothing to fail

@@ -118,8 +118,8 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
     assert.equal(sweeps[0]?.batches, Math.ceil(ORPHANS / IDS_PER_SCRIPT_CALL));
     // Settled orphans leave the running index (the taker held their leases until then).
     const redis = store.redis;
-    const running = redisKeys(prefix).running();
-    await eventually(async () => (await redis.zcard(running)) === 0);
+    const owners = redisKeys(prefix).runningOwners();
+    await eventually(async () => (await redis.hlen(owners)) === 0);
     const failedIds = logEntries(gateway).filter((e) => e.audit === 'task.lost').map((e) => e.task);
     assert.deepEqual(new Set(failedIds), new Set(ids));
     assert.equal(failedIds.length, ORPHANS);

@@ -181,43 +181,54 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
-    test('leases: an expired lease is taken exactly once, with its owner; renewals keep leases alive and never revive taken ones', async () => {
+    test('leases: a dead replica\'s tasks are taken exactly once, with their owner; heartbeats keep a replica\'s tasks, and a late one revives nothing taken', async () => {
       const store = await create();
       const [a, b, c] = [newTaskId(), newTaskId(), newTaskId()];
       await store.lease([a, b], 'replica-1', 150);
       await store.lease([c], 'replica-2', 60_000);
       assert.deepEqual(await store.takeOrphans(10, 'replica-3', 60_000), []);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      await store.lease([a], 'replica-1', 150, { renew: true });
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      // b ran out; a was renewed; c is far from its deadline. Two callers race: one of them gets b.
+      await sleep(100);
+      await store.heartbeat('replica-1', 150);
+      await sleep(100);
+      assert.deepEqual(await store.takeOrphans(10, 'replica-3', 60_000), [], 'the heartbeat kept both of replica-1\'s tasks');
+      await sleep(200);
+      // replica-1 stopped beating; replica-2 is far from its deadline. Two callers race: each task goes to one.
       const [first, second] = await Promise.all([store.takeOrphans(10, 'replica-3', 60_000), store.takeOrphans(10, 'replica-4', 60_000)]);
-      assert.deepEqual([...first, ...second], [{ taskId: b, owner: 'replica-1' }]);
-      const taker = first.length > 0 ? 'replica-3' : 'replica-4';
-      await store.lease([b], 'replica-1', 150, { renew: true });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      assert.deepEqual(await store.takeOrphans(10, 'replica-3', 60_000), [{ taskId: a, owner: 'replica-1' }], 'b stays taken; a ran out after its renewal');
+      const taken = [...first, ...second].sort((x, y) => x.taskId.localeCompare(y.taskId));
+      assert.deepEqual(taken, [{ taskId: a, owner: 'replica-1' }, { taskId: b, owner: 'replica-1' }].sort((x, y) => x.taskId.localeCompare(y.taskId)));
+      // replica-1 comes back (its heartbeats were late): what was taken stays taken.
+      await store.heartbeat('replica-1', 50);
+      await sleep(100);
+      assert.deepEqual(await store.takeOrphans(10, 'replica-5', 60_000), [], 'a dead replica holding nothing has nothing to give');
       await store.unlease(c);
-      await store.unlease(a);
-      assert.deepEqual(await store.takeOrphans(10, 'replica-3', 60_000), []);
-      // A taken orphan is its taker's lease: renewed by the taker alone, and taken again (with the taker as its
-      // owner) once the taker stops renewing it, as when the taker dies before it settled it.
-      await store.lease([b], taker, 50, { renew: true });
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      assert.deepEqual(await store.takeOrphans(10, 'replica-5', 60_000), [{ taskId: b, owner: taker }]);
+      // A taken orphan is its taker's: it goes with the taker's tasks (its owner now the taker) once the taker
+      // stops beating, as when the taker dies before it settled it. An ended task is in nobody's index.
+      await store.heartbeat('replica-3', 50);
+      await store.heartbeat('replica-4', 50);
+      await store.lease([c], 'replica-3', 50);
+      await store.unlease(c);
+      await sleep(100);
+      const again = (await store.takeOrphans(10, 'replica-5', 60_000)).sort((x, y) => x.taskId.localeCompare(y.taskId));
+      const takers = new Map([...first.map((o) => [o.taskId, 'replica-3'] as const), ...second.map((o) => [o.taskId, 'replica-4'] as const)]);
+      assert.deepEqual(again, taken.map((o) => ({ taskId: o.taskId, owner: takers.get(o.taskId) })));
+      // Leasing to a replica moves a task out of its previous replica's tasks (an orphan handed back to its owner).
+      await store.lease([a], 'replica-6', 60_000);
+      await store.heartbeat('replica-5', 50);
+      await sleep(100);
+      assert.deepEqual(await store.takeOrphans(10, 'replica-7', 60_000), [{ taskId: b, owner: 'replica-5' }]);
       await store.close();
     });
 
-    test(`leases in batches: ${BATCH_TEST_IDS} ids (more than ${IDS_PER_SCRIPT_CALL} per store call) are leased, renewed and taken batch by batch`, async () => {
+    test(`leases in batches: ${BATCH_TEST_IDS} ids (more than ${IDS_PER_SCRIPT_CALL} per store call) are leased, kept by one heartbeat and taken batch by batch`, async () => {
       const store = await create();
       const ids = Array.from({ length: BATCH_TEST_IDS }, () => newTaskId());
       await store.lease(ids, 'replica-1', 150);
-      await store.lease(ids, 'replica-1', 60_000, { renew: true });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      assert.deepEqual(await store.takeOrphans(IDS_PER_SCRIPT_CALL, 'replica-2', 60_000), [], 'every lease was renewed, the last batch too');
-      // Renewed with a short lease, then left to run out: a dead replica's tasks, taken at most a batch per call.
-      await store.lease(ids, 'replica-1', 50, { renew: true });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await store.heartbeat('replica-1', 60_000);
+      await sleep(200);
+      assert.deepEqual(await store.takeOrphans(IDS_PER_SCRIPT_CALL, 'replica-2', 60_000), [], 'one heartbeat kept every task, the last batch\'s too');
+      // A short last heartbeat, then none: a dead replica's tasks, taken at most a batch per call.
+      await store.heartbeat('replica-1', 50);
+      await sleep(100);
       const taken: { taskId: string; owner: string }[] = [];
       for (;;) {
         const batch = await store.takeOrphans(BATCH_TEST_IDS, 'replica-2', 60_000);
@@ -671,6 +682,30 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
       await store.transition(taskId, { to: 'completed' });
       const pttl = await store.redis.pttl(key);
       assert.ok(pttl > 0 && pttl <= 60_000);
+      await store.close();
+    });
+
+    test('a rolling upgrade: tasks an earlier release leased with deadlines of their own are taken once those ran out, and unleased like any other', async () => {
+      const prefix = newPrefix();
+      const store = await newRedisStore(prefix, topology);
+      const keys = redisKeys(prefix);
+      const [ranOut, ahead, ended] = [newTaskId(), newTaskId(), newTaskId()];
+      const [seconds] = await store.redis.time();
+      const nowMs = Number(seconds) * 1000;
+      // As the earlier release's lease.lua wrote them: a deadline per task, and its owner.
+      await store.redis.zadd(keys.legacyRunning(), nowMs - 5_000, ranOut, nowMs + 60_000, ahead, nowMs - 5_000, ended);
+      await store.redis.hset(keys.runningOwners(), ranOut, 'old-replica', ahead, 'old-replica', ended, 'old-replica');
+      assert.ok(keys.legacyRunning().includes('{running}') && keys.replicasAlive().includes('{running}'), 'one Cluster slot');
+      await store.unlease(ended);
+      assert.deepEqual(await store.takeOrphans(10, 'new-replica', 60_000), [{ taskId: ranOut, owner: 'old-replica' }]);
+      assert.equal(await store.redis.hget(keys.runningOwners(), ranOut), 'new-replica');
+      assert.equal(await store.redis.sismember(keys.runningOf('new-replica'), ranOut), 1);
+      assert.deepEqual(await store.redis.zrange(keys.legacyRunning(), '0', '-1'), [ahead]);
+      await store.unlease(ahead);
+      await store.unlease(ranOut);
+      assert.equal(await store.redis.zcard(keys.legacyRunning()), 0);
+      assert.equal(await store.redis.hlen(keys.runningOwners()), 0);
+      assert.equal(await store.redis.scard(keys.runningOf('new-replica')), 0);
       await store.close();
     });
 

@@ -121,7 +121,7 @@ describe('config: the contract example', () => {
     assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000, jsonWindowMs: 50, maxBufferedBytesPerStream: 8_388_608, maxBufferedBytes: 268_435_456 });
     assert.deepEqual(config.mrtr, { parkTimeoutMs: 300_000 });
     assert.deepEqual(config.lists, { pageSize: 1_000 });
-    assert.deepEqual(config.replicas, { leaseMs: 10_000, drainTimeoutMs: 5_000, maxRunningTasks: 10_000 });
+    assert.deepEqual(config.replicas, { leaseMs: 3_000, drainTimeoutMs: 5_000, maxRunningTasks: 10_000 });
     assert.deepEqual(config.log, { level: 'info' });
     assert.equal(config.shutdownTimeoutMs, 10_000);
   });

@@ -13,8 +13,10 @@ import type { RedisClient } from '../redis-connection.js';
 const KEY_COUNTS = {
   create: 2,
   transition: 3,
-  lease: 2,
-  'take-orphans': 2,
+  lease: 3,
+  heartbeat: 1,
+  unlease: 2,
+  'take-orphans': 4,
   'save-session': 1,
   'acquire-slot': 5,
   'release-slot': 5,
