@@ -51,7 +51,7 @@ interface Scenario {
   name: string;
   /** The abuse, as issue 20 describes it. */
   abuse: string;
-  /** The bound that holds it, as the README documents it. */
+  /** The bound that holds it, as docs/limits.md documents it. */
   bound: string;
   /** Peak RSS of the gateway past which the scenario fails (the documented bounds plus the process's own footprint). */
   ceilingBytes: number;

@@ -34,7 +34,7 @@ Environment:
   TASKGATE_LOG_LEVEL   overrides log.level
 
 serve reloads its config on SIGHUP and when the file changes; an invalid file is logged and the
-running config stays (README: Config reload).
+running config stays (docs/operations.md: Config reload).
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config.
 `;

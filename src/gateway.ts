@@ -230,7 +230,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   if (config.auth === undefined && !isLoopbackHostname(config.listen.host)) {
     logger.warn(
       { host: config.listen.host },
-      'listening beyond loopback without an auth section: anyone who reaches the port uses every upstream, and a task id is all it takes to read a task; configure auth (README: Authentication)',
+      'listening beyond loopback without an auth section: anyone who reaches the port uses every upstream, and a task id is all it takes to read a task; configure auth (docs/security.md: Authentication)',
     );
   }
 

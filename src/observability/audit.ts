@@ -10,7 +10,7 @@ export interface AuditLogger {
   warn(fields: object, message: string): void;
 }
 
-/** Every `audit` value the log may carry (the README lists them). */
+/** Every `audit` value the log may carry (docs/operations.md lists them). */
 export const AUDIT_NAMES = [
   'task.created',
   'task.completed',

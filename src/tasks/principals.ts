@@ -3,7 +3,7 @@
 // and an OAuth subject of the same name (or a name shaped like one of the strings below) can never meet:
 // `key:<name>` for an API key, `oauth:<issuer>#<subject>` for an access token (an issuer has no fragment, so the
 // first `#` ends it). Without authentication a 2025-11-25 task belongs to the session that created it, every
-// 2026-07-28 client is one anonymous principal (task ids are the bearer, as the README says), and the gateway owns
+// 2026-07-28 client is one anonymous principal (task ids are the bearer, as docs/limits.md says), and the gateway owns
 // its own records.
 import type { PrincipalName } from '../config/access.js';
 

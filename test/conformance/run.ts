@@ -119,7 +119,7 @@ function run(url: string, specVersion: string, node: string, suite: ConformanceS
 /**
  * Each suite's 2025-11-25 scenarios in one setup, the suites side by side (each on its own scenario at a time),
  * except through a shared stdio child: it cannot tell which session a log line belongs to while calls of two
- * sessions run on it, and drops such lines (README, "Upstream isolation"), which tools-call-with-logging counts.
+ * sessions run on it, and drops such lines (docs/upstreams.md, "Upstream isolation"), which tools-call-with-logging counts.
  */
 async function runLegs(setup: Setup, label: string, url: string, node: string, legs: LegacyLeg[], resultsDir: string): Promise<void> {
   const runLeg = async (leg: LegacyLeg): Promise<void> => {

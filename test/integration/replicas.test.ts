@@ -83,7 +83,7 @@ describe('replicas sharing one Redis', () => {
       assert.equal(failed.status, 'failed');
       assert.match(String(failed.statusMessage), /The gateway lost the call: replica \S+ stopped while running it/);
       assert.match(String((failed.error as Json | undefined)?.message), /lost the call/);
-      // Reported, not asserted: the bound is leaseMs plus one sweep (README).
+      // Reported, not asserted: the bound is leaseMs plus one sweep (docs/limits.md).
       console.log(`# recovery after kill -9: ${recoveredMs} ms (leaseMs ${LEASE_MS})`);
     } finally {
       await a.kill(0).catch(() => undefined);

@@ -1,6 +1,6 @@
 // `npm run screenshots`: starts a gateway (memory store) in front of the fixture upstream, makes tasks of every
 // kind with the SDK client, and saves the dashboard as PNGs into docs/images/ with headless Chromium (Debian's
-// `chromium` from PATH). The README shows them; run this again when the page changes.
+// `chromium` from PATH). docs/operations.md shows them; run this again when the page changes.
 import { mkdirSync } from 'node:fs';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Page } from 'puppeteer-core';
