@@ -4,7 +4,7 @@
 // call; a call comes only when the file's bytes differ from the last ones seen, so unrelated files in the
 // directory and touches that change nothing cost one read.
 import { createHash } from 'node:crypto';
-import { watch, type FSWatcher } from 'node:fs';
+import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 
@@ -26,7 +26,9 @@ export function watchConfigFile(path: string, changed: () => void, options: Conf
   const file = resolve(path);
   const name = basename(file);
   const debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
-  let last: Promise<string | undefined> = digest(file);
+  // Read now, before the watch starts: a change that lands right after this call returns is then news, not the
+  // baseline (read asynchronously, the first digest could see the new bytes and swallow the change).
+  let last: Promise<string | undefined> = Promise.resolve(digestNow(file));
   let timer: NodeJS.Timeout | undefined;
 
   const settled = (): void => {
@@ -57,6 +59,14 @@ export function watchConfigFile(path: string, changed: () => void, options: Conf
       watcher.close();
     },
   };
+}
+
+function digestNow(file: string): string | undefined {
+  try {
+    return createHash('sha256').update(readFileSync(file)).digest('hex');
+  } catch {
+    return undefined;
+  }
 }
 
 async function digest(file: string): Promise<string | undefined> {
