@@ -2,12 +2,13 @@ import { EventEmitter } from 'node:events';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { JsonObject } from '../jsonrpc.js';
 import { randomBytes } from 'node:crypto';
+import { RunningIndex } from './memory/running.js';
+import { Semaphores } from './memory/semaphores.js';
 import {
   batches,
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
-  IDS_PER_SCRIPT_CALL,
   isTerminal,
   LIST_ALL_SCAN,
   listingKey,
@@ -26,19 +27,6 @@ import {
   type TransitionResult,
   withoutOutcome,
 } from './task-store.js';
-
-/** A running task's or a slot ticket's lease: its replica, and its deadline (epoch ms; run out when <= now). */
-interface Lease {
-  owner: string;
-  deadline: number;
-}
-
-/** A slot semaphore: tickets with their leases. */
-interface Semaphore {
-  holders: Map<string, Lease>;
-  /** In line, in order of arrival (a Map keeps insertion order). */
-  queue: Map<string, Lease>;
-}
 
 /** A legacy-era session's shared state, and when it expires (epoch ms). */
 interface StoredSession {
@@ -64,15 +52,8 @@ export class MemoryTaskStore implements TaskStore {
   private readonly all: string[] = [];
   private readonly events = new EventEmitter();
   private readonly topics = new EventEmitter();
-  /**
-   * Who runs what (one process, but the same contract as Redis): each replica's liveness deadline, each running
-   * task's replica, and each replica's running tasks.
-   */
-  private readonly aliveUntil = new Map<string, number>();
-  private readonly owners = new Map<string, string>();
-  private readonly runningOf = new Map<string, Set<string>>();
-  /** Slot semaphores by key; a semaphore with no tickets left is dropped. */
-  private readonly semaphores = new Map<string, Semaphore>();
+  private readonly running = new RunningIndex();
+  private readonly semaphores = new Semaphores();
   /** Rate-limit windows by name and principal: hits so far and when the window ends. */
   private readonly rateWindows = new Map<string, { hits: number; endsAt: number }>();
   private readonly secret = randomBytes(32);
@@ -202,71 +183,32 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void> {
-    await inTurns(taskIds, (batch) => {
-      const deadline = this.now() + leaseMs;
-      if ((this.aliveUntil.get(owner) ?? 0) < deadline) this.aliveUntil.set(owner, deadline);
-      for (const taskId of batch) this.run(taskId, owner);
-    });
+    await inTurns(taskIds, (batch) => this.running.lease(batch, owner, this.now() + leaseMs));
   }
 
   async heartbeat(replica: string, leaseMs: number): Promise<void> {
-    this.aliveUntil.set(replica, this.now() + leaseMs);
+    this.running.heartbeat(replica, this.now() + leaseMs);
   }
 
   async unlease(taskId: string): Promise<void> {
-    const owner = this.owners.get(taskId);
-    if (owner === undefined) return;
-    this.owners.delete(taskId);
-    this.runningOf.get(owner)?.delete(taskId);
+    this.running.unlease(taskId);
   }
 
   async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
     const now = this.now();
-    const most = Math.min(limit, IDS_PER_SCRIPT_CALL);
-    this.aliveUntil.set(taker, now + leaseMs);
-    const orphans: { taskId: string; owner: string }[] = [];
-    for (const [replica, deadline] of this.aliveUntil) {
-      if (deadline > now) continue;
-      const tasks = this.runningOf.get(replica) ?? new Set<string>();
-      for (const taskId of tasks) {
-        if (orphans.length >= most) break;
-        this.run(taskId, taker);
-        orphans.push({ taskId, owner: replica });
-      }
-      if (tasks.size > 0) break;
-      this.aliveUntil.delete(replica);
-      this.runningOf.delete(replica);
-    }
-    return orphans;
-  }
-
-  /** Task `taskId` runs on `replica` from now on (and no longer on the one it ran on). */
-  private run(taskId: string, replica: string): void {
-    const previous = this.owners.get(taskId);
-    if (previous !== undefined && previous !== replica) this.runningOf.get(previous)?.delete(taskId);
-    this.owners.set(taskId, replica);
-    let tasks = this.runningOf.get(replica);
-    if (tasks === undefined) this.runningOf.set(replica, (tasks = new Set()));
-    tasks.add(taskId);
+    return this.running.takeOrphans(limit, taker, now, now + leaseMs);
   }
 
   async acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {
     const now = this.now();
-    const semaphore = this.semaphores.get(key) ?? { holders: new Map(), queue: new Map() };
-    const dropped = this.dropExpired(semaphore, now);
-    const grant = takeSlot(semaphore, ticket, { owner, deadline: now + leaseMs }, limit, options.queue !== false);
-    this.keepSemaphore(key, semaphore);
+    const { grant, dropped } = this.semaphores.acquire(key, ticket, { owner, deadline: now + leaseMs }, limit, options.queue !== false, now);
     // Told once the semaphore is settled: a waiter's handler may acquire at once (this store calls it synchronously).
     if (dropped) await this.publish('slots', { key });
     return grant;
   }
 
   async releaseSlot(key: string, ticket: string): Promise<void> {
-    const semaphore = this.semaphores.get(key);
-    if (semaphore === undefined) return;
-    const removed = semaphore.holders.delete(ticket) || semaphore.queue.delete(ticket);
-    this.keepSemaphore(key, semaphore);
-    if (removed) await this.publish('slots', { key });
+    if (this.semaphores.release(key, ticket)) await this.publish('slots', { key });
   }
 
   async countHit(name: string, principal: string, windowMs: number, hits = 1): Promise<{ hits: number; resetInMs: number }> {
@@ -286,17 +228,12 @@ export class MemoryTaskStore implements TaskStore {
   async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {
     await inTurns(entries, (batch) => {
       const now = this.now();
-      for (const { key, ticket } of batch) {
-        const semaphore = this.semaphores.get(key);
-        const lease = semaphore?.holders.get(ticket) ?? semaphore?.queue.get(ticket);
-        if (lease !== undefined && lease.deadline > now) lease.deadline = now + leaseMs;
-      }
+      for (const { key, ticket } of batch) this.semaphores.renew(key, ticket, now, now + leaseMs);
     });
   }
 
   async slotHolders(key: string): Promise<string[]> {
-    const now = this.now();
-    return [...(this.semaphores.get(key)?.holders ?? [])].filter(([, lease]) => lease.deadline > now).map(([ticket]) => ticket);
+    return this.semaphores.holders(key, this.now());
   }
 
   async publish(topic: string, message: JsonObject): Promise<number> {
@@ -373,25 +310,6 @@ export class MemoryTaskStore implements TaskStore {
     return session;
   }
 
-  /** Keeps `semaphore` under `key` while it has tickets; an empty one is dropped. */
-  private keepSemaphore(key: string, semaphore: Semaphore): void {
-    if (semaphore.holders.size + semaphore.queue.size === 0) this.semaphores.delete(key);
-    else this.semaphores.set(key, semaphore);
-  }
-
-  /** Drops the holders and waiters whose lease ran out; whether any were. */
-  private dropExpired(semaphore: Semaphore, now: number): boolean {
-    let dropped = false;
-    for (const tickets of [semaphore.holders, semaphore.queue]) {
-      for (const [ticket, lease] of tickets) {
-        if (lease.deadline > now) continue;
-        tickets.delete(ticket);
-        dropped = true;
-      }
-    }
-    return dropped;
-  }
-
   private sweep(): void {
     for (const taskId of [...this.tasks.keys()]) this.live(taskId);
     // Compacted in place, in one pass: the index can hold every task of the process.
@@ -400,30 +318,9 @@ export class MemoryTaskStore implements TaskStore {
     this.all.length = kept;
     for (const sessionId of [...this.sessions.keys()]) this.liveSession(sessionId);
     const now = this.now();
-    // Expired tickets go here too (without a `slots` message: waiters also retry on a timer), then empty semaphores.
-    for (const [key, semaphore] of this.semaphores) {
-      this.dropExpired(semaphore, now);
-      this.keepSemaphore(key, semaphore);
-    }
+    this.semaphores.sweep(now);
     for (const [taskId, until] of this.expiredIds) if (until <= now) this.expiredIds.delete(taskId);
   }
-}
-
-/** The acquireSlot decision, applied to `semaphore` (expired tickets already dropped). */
-function takeSlot(semaphore: Semaphore, ticket: string, lease: Lease, limit: number, queue: boolean): SlotGrant {
-  if (semaphore.holders.has(ticket)) {
-    semaphore.holders.set(ticket, lease);
-    return { granted: true };
-  }
-  const queued = semaphore.queue.has(ticket);
-  const position = queued ? [...semaphore.queue.keys()].indexOf(ticket) : semaphore.queue.size;
-  if (position < limit - semaphore.holders.size) {
-    semaphore.queue.delete(ticket);
-    semaphore.holders.set(ticket, lease);
-    return { granted: true };
-  }
-  if (queued || queue) semaphore.queue.set(ticket, lease); // an entry already in line keeps its place
-  return { granted: false, ahead: semaphore.holders.size + position };
 }
 
 /**

@@ -1,0 +1,60 @@
+// Who runs what, for the embedded store: the same contract as the Redis store's `{running}` keys (lease.lua,
+// heartbeat.lua, unlease.lua, take-orphans.lua) in one process. A replica's tasks live as long as its liveness.
+import { IDS_PER_SCRIPT_CALL } from '../task-store.js';
+
+export class RunningIndex {
+  /** Each replica's liveness deadline (epoch ms; run out when <= now). */
+  private readonly aliveUntil = new Map<string, number>();
+  /** Each running task's replica. */
+  private readonly owners = new Map<string, string>();
+  /** Each replica's running tasks. */
+  private readonly runningOf = new Map<string, Set<string>>();
+
+  /** Tasks run on `owner` from now on, which is alive until `deadline` (never shortened by this). */
+  lease(taskIds: readonly string[], owner: string, deadline: number): void {
+    if ((this.aliveUntil.get(owner) ?? 0) < deadline) this.aliveUntil.set(owner, deadline);
+    for (const taskId of taskIds) this.run(taskId, owner);
+  }
+
+  heartbeat(replica: string, deadline: number): void {
+    this.aliveUntil.set(replica, deadline);
+  }
+
+  unlease(taskId: string): void {
+    const owner = this.owners.get(taskId);
+    if (owner === undefined) return;
+    this.owners.delete(taskId);
+    this.runningOf.get(owner)?.delete(taskId);
+  }
+
+  /** Up to `limit` tasks of replicas dead at `now`, moved to `taker` (alive until `deadline`). */
+  takeOrphans(limit: number, taker: string, now: number, deadline: number): { taskId: string; owner: string }[] {
+    const most = Math.min(limit, IDS_PER_SCRIPT_CALL);
+    this.aliveUntil.set(taker, deadline);
+    const orphans: { taskId: string; owner: string }[] = [];
+    for (const [replica, aliveUntil] of this.aliveUntil) {
+      if (aliveUntil > now) continue;
+      const tasks = this.runningOf.get(replica) ?? new Set<string>();
+      for (const taskId of tasks) {
+        if (orphans.length >= most) break;
+        this.run(taskId, taker);
+        orphans.push({ taskId, owner: replica });
+      }
+      if (tasks.size > 0) break; // the batch is full; the rest go to the next call
+      // A dead replica with nothing left leaves the index.
+      this.aliveUntil.delete(replica);
+      this.runningOf.delete(replica);
+    }
+    return orphans;
+  }
+
+  /** Task `taskId` runs on `replica` from now on (and no longer on the one it ran on). */
+  private run(taskId: string, replica: string): void {
+    const previous = this.owners.get(taskId);
+    if (previous !== undefined && previous !== replica) this.runningOf.get(previous)?.delete(taskId);
+    this.owners.set(taskId, replica);
+    let tasks = this.runningOf.get(replica);
+    if (tasks === undefined) this.runningOf.set(replica, (tasks = new Set()));
+    tasks.add(taskId);
+  }
+}
