@@ -229,7 +229,7 @@ export async function scaleScenario(
     result.notes.push(`${s.heldTasks} held tasks written in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     const heldSet = new Set(held);
     const leases = new TaskLeases(store, logger, s.leaseMs, peers, {
-      heldIds: () => held,
+      heldCount: () => held.length,
       holds: (id) => heldSet.has(id),
       renewSlots: async () => undefined,
       policyFor: () => DEFAULT_POLICY,

@@ -698,7 +698,7 @@ export class TaskEngine {
   /** The runs as the leases see them: what to renew, and how to run a lost task's call again here. */
   private leasedRuns(): LeasedRuns {
     return {
-      heldIds: () => [...this.runs.keys(), ...this.pendingEnds.keys()],
+      heldCount: () => this.runs.size + this.pendingEnds.size,
       holds: (taskId) => this.holds(taskId),
       renewSlots: () => this.slots.renew([...this.runs.values()].flatMap((run) => run.slots)),
       policyFor: (exposedName) => this.policyFor(exposedName),

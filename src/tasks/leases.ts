@@ -15,6 +15,8 @@ import { taskAgeMs, taskFacts } from './task-facts.js';
 
 /** How long a sweep waits for a task's owner to say it still holds it. */
 const OWNER_CHECK_MS = 500;
+/** Heartbeats per lease period: a replica survives missing all but the last of them. */
+const BEATS_PER_LEASE = 3;
 /** Slot tickets are leased for this many lease periods and renewed once per period (each ticket is a write). */
 export const SLOT_LEASES = 3;
 /** Orphans taken per store call; a sweep takes batch after batch while there are more. */
@@ -32,8 +34,8 @@ export type LeasePeers = Peers<LeasePeerMessages>;
 
 /** What the sweep needs from the engine whose runs it leases. */
 export interface LeasedRuns {
-  /** Tasks this replica holds leases for: those it runs, and those whose outcome it keeps for the store. */
-  heldIds(): string[];
+  /** How many tasks this replica holds: those it runs, and those whose outcome it keeps for the store. */
+  heldCount(): number;
   holds(taskId: string): boolean;
   /**
    * Renews the concurrency slots the runs hold or wait in line with (leased for SLOT_LEASES × leaseMs); rejects
@@ -80,10 +82,10 @@ export class TaskLeases {
   private storeBackAt = 0;
   /** A heartbeat or a sweep is under way: the timer's next tick does not start another one beside it. */
   private renewing = false;
-  /** Heartbeats since the slot tickets were last renewed (they are renewed on every third). */
+  /** Heartbeats since the slot tickets were last renewed (they are renewed once per lease period). */
   private beatsSinceSlots = 0;
   private sweeping = false;
-  /** Orphans this replica took and has not settled yet: their leases are this replica's, renewed with its own. */
+  /** Orphans this replica took and has not settled yet: they are this replica's, alive as long as it is. */
   private readonly recovering = new Set<string>();
   /** Of those, the ones the store could not settle yet (by id: their lost owner), tried again by the next sweep. */
   private readonly unsettled = new Map<string, string>();
@@ -116,7 +118,7 @@ export class TaskLeases {
    */
   start(): void {
     this.stopped = false;
-    this.heartbeat = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.leaseMs / 3)));
+    this.heartbeat = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.leaseMs / BEATS_PER_LEASE)));
     this.heartbeat.unref();
     this.sweeper = setInterval(() => void this.recoverOrphans(), Math.max(50, Math.floor(this.leaseMs / 6)));
     this.sweeper.unref();
@@ -137,19 +139,19 @@ export class TaskLeases {
 
   /**
    * Says this replica is alive for another leaseMs (which keeps every task it holds), and renews its slot tickets
-   * on every third beat (the timer beats every leaseMs / 3). Undefined when a beat is already under way.
+   * once per lease period (the timer beats every leaseMs / 3). Undefined when a beat is already under way.
    */
   async renew(): Promise<RenewalRound | undefined> {
     if (this.renewing) return undefined;
     this.renewing = true;
-    const held = this.runs.heldIds().length + this.recovering.size;
+    const held = this.runs.heldCount() + this.recovering.size;
     const started = performance.now();
     const slotsDue = this.beatsSinceSlots === 0;
     try {
       // Both settle before the beat ends (a beat never overlaps the next), then either failure fails it.
       const settled = await Promise.allSettled([slotsDue ? this.runs.renewSlots() : undefined, this.store.heartbeat(this.peers.id, this.leaseMs)]);
       for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
-      this.beatsSinceSlots = (this.beatsSinceSlots + 1) % SLOT_LEASES;
+      this.beatsSinceSlots = (this.beatsSinceSlots + 1) % BEATS_PER_LEASE;
       this.lastRound = { ids: held, ms: performance.now() - started };
       if (this.renewalFailure !== undefined) this.logger.info({ held }, 'task lease renewals succeed again');
       this.renewalFailure = undefined;
