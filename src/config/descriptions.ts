@@ -1,0 +1,339 @@
+// What every config key means, keyed by its dotted path (`upstreams.<name>.url`, `tasks.rules[].match`). Kept apart
+// from schema.ts so the schema stays readable; scripts/config-doc.ts joins the two while walking the schema, and a
+// unit test fails when a key has no description here or a description names no key. Text is Markdown; line breaks
+// inside a string are reflowed. These are what operators read in docs/configuration.md: say what the key does, its
+// units and special values, and what happens at the limit.
+import { DEFAULT_POLICY, PolicyDefaultsSchema, RateLimitsSchema } from './schema.js';
+
+const POLICY_KEYS = Object.keys(PolicyDefaultsSchema.shape);
+const RATE_KEYS = Object.keys(RateLimitsSchema.shape).filter((key) => key !== 'rules');
+
+/** One entry per key of a shape that repeats elsewhere (a rule's fields are the defaults' fields). */
+function byKey(keys: readonly string[], parent: string, text: (key: string) => string): Record<string, string> {
+  return Object.fromEntries(keys.map((key) => [`${parent}.${key}`, text(key)]));
+}
+
+export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  listen: 'Where clients connect: the HTTP front end and its bounds. The MCP endpoint is `http://<host>:<port><path>`.',
+  'listen.host': `Bind address. On a loopback address only local clients reach the gateway, and Host and Origin are
+    checked against DNS rebinding (see \`allowedHosts\`, \`allowedOrigins\`). Without \`auth\`, binding beyond loopback
+    is warned about.`,
+  'listen.port': 'TCP port; 0 lets the system pick a free one. `TASKGATE_PORT` overrides it.',
+  'listen.path': `The MCP endpoint (POST, GET, DELETE): starts with \`/\`, no spaces, query or fragment. Must differ
+    from \`/healthz\`, \`/readyz\`, \`metrics.path\` and \`dashboard.path\`.`,
+  'listen.maxBodyBytes': 'Largest request body; a larger one gets HTTP 413.',
+  'listen.maxBatchSize': 'Most messages in one JSON-RPC batch (2025-03-26 sessions only); more: HTTP 400.',
+  'listen.maxJsonDepth': 'Deepest nesting of arrays and objects in a request body; deeper: HTTP 400 (-32600).',
+  'listen.requestTimeoutMs': `A request's headers and body must have arrived within this, else HTTP 408 and the
+    connection closes. Only the request's arrival is timed, never a long answer.`,
+  'listen.headersTimeoutMs': 'The headers alone must have arrived within this; at most `listen.requestTimeoutMs`.',
+  'listen.maxConnections': `Client connections open at once. From 90% of it, idle keep-alive connections are closed to
+    make room (with auth, those that never presented valid credentials first; then the longest idle); a newcomer is
+    closed only when none can go. 0 = unlimited.`,
+  'listen.maxConnectionsPerAddress': `Connections open at once from one remote address; more are closed as they
+    arrive. 0 = unlimited.`,
+  'listen.keepAliveTimeoutMs': `A keep-alive connection without a request for this long is closed (Node's default;
+    fastify alone would keep it 72 s).`,
+  'listen.maxInflightBytes': `Bytes of request bodies held at once, from reading a body until the gateway lets go of
+    what it carried (a forwarded call: its answer; a task: the end of its upstream call). Past it a new request gets
+    HTTP 503, \`Retry-After: 5\` and a -32001 error naming the budget; running calls go on. 0 = unlimited; else at
+    least 2 × \`listen.maxBodyBytes\`.`,
+  'listen.maxInflightBytesPerPrincipal': `The same as \`listen.maxInflightBytes\`, per principal (without auth: all
+    clients together). In both budgets, requests over 64 KiB may not use the last eighth, so polls, task reads and
+    cancels still pass. 0 = unlimited; else at least 2 × \`listen.maxBodyBytes\`.`,
+  'listen.allowedOrigins': `More \`Origin\` values accepted, each exactly \`scheme://host[:port]\` (\`"*"\` = any).
+    Empty: loopback origins when bound to loopback, else any. Origins in \`listen.cors.origins\` pass too.`,
+  'listen.allowedHosts': `More \`Host\` values accepted (host or host:port, not a URL; compared case-insensitively);
+    loopback names always are. Empty: loopback names only when bound to loopback, else any.`,
+  'listen.cors': `CORS for browser pages on other origins. Absent (the default): no CORS, so pages on other origins
+    cannot read any answer.`,
+  'listen.cors.origins': `Pages allowed to call the MCP endpoint: exact origins, \`"*"\`, or globs (\`*.\` = one or
+    more leftmost labels, \`:*\` = any port), e.g. \`["https://ide.example.com", "https://*.example.dev",
+    "http://localhost:*"]\`. They pass the Origin guard too, whatever \`listen.allowedOrigins\` says; Host is still
+    checked. Another origin gets no CORS headers, so its browser refuses the answer (fetch rejects).`,
+  'listen.cors.credentials': `Send \`Access-Control-Allow-Credentials\`, for cookies or TLS client certificates in front
+    of the gateway; an \`Authorization\` header needs none. \`true\` refuses \`"*"\` in \`origins\` at load.`,
+  'listen.cors.maxAgeSeconds': `How long a browser keeps a preflight's answer (browsers cap it themselves: Chromium at
+    7200).`,
+
+  store: `Where tasks, 2025-era sessions, leases and the replicas' shared state live. \`memory\` is embedded and lives
+    as long as the process (one replica only); \`redis\` is durable and shared by any number of replicas.
+    \`TASKGATE_REDIS_URL\` replaces the section with \`{ type: redis, url: <its value> }\`, keeping \`prefix\`.`,
+  'store.type': 'Which store: `memory` or `redis`.',
+  'store.url': `The Redis server: \`redis://[user:password@]host:port[/db]\`, or \`rediss://\` for TLS. Unused with
+    \`sentinel\` or \`cluster\`.`,
+  'store.prefix': `Prefix of every Redis key and channel. Replicas serving one gateway share it; gateways that share a
+    Redis keep apart by it.`,
+  'store.sentinel': `A Sentinel-managed primary instead of \`url\` (ioredis' own Sentinel support); not together with
+    \`cluster\`. A task's creation and its end are acknowledged once a replica has them (\`WAIT 1\`, at most 500 ms).`,
+  'store.sentinel.name': "The primary's name as the sentinels monitor it (`sentinel monitor <name> ...`).",
+  'store.sentinel.nodes': 'The sentinels: `redis://host:port` (`rediss://` turns TLS on).',
+  'store.sentinel.username': 'Username for the primary and its replicas.',
+  'store.sentinel.password': 'Password for the primary and its replicas (use `${ENV}`; `check-config` hides it).',
+  'store.sentinel.tls': `TLS to the primary and its replicas: \`true\`, or node's TLS options (\`ca\`, \`cert\`,
+    \`key\`,
+    \`servername\`, \`rejectUnauthorized\`, ...), handed to ioredis as they are.`,
+  'store.sentinel.sentinelUsername': 'Username for the sentinels themselves.',
+  'store.sentinel.sentinelPassword': 'Password for the sentinels themselves.',
+  'store.cluster': `A Redis Cluster (or Valkey) instead of \`url\`; not together with \`sentinel\`. Every Lua script
+    touches the keys of one slot; replica messages use sharded pub/sub.`,
+  'store.cluster.nodes': `Any of the cluster's nodes, \`redis://host:port\` (\`rediss://\` turns TLS on); the rest are
+    discovered.`,
+  'store.cluster.username': 'Username for the cluster nodes.',
+  'store.cluster.password': 'Password for the cluster nodes (use `${ENV}`; `check-config` hides it).',
+  'store.cluster.tls': `TLS to the nodes: \`true\`, or node's TLS options (\`ca\`, \`cert\`, \`key\`, \`servername\`,
+    \`rejectUnauthorized\`, ...), handed to ioredis as they are.`,
+
+  upstreams: `The MCP servers behind the gateway, by name: letters, digits, \`_\` and \`-\`. At least one. The name
+    appears in logs and errors and makes the default prefix; lists come back in file order.`,
+  'upstreams.<name>': `One upstream: a \`stdio\` child process, a Streamable HTTP server or a legacy HTTP+SSE server.
+    A key that belongs to another transport is an error that names the transport it belongs to.`,
+  'upstreams.<name>.transport': 'How the gateway reaches the server.',
+  'upstreams.<name>.prefix': `Put before each of its tool and prompt names as exposed: letters, digits, \`_\`, \`-\`,
+    \`.\` and \`/\`. Adding or removing an upstream changes the default; write it out to keep names stable.`,
+  'upstreams.<name>.tools': `Which of its tools the upstream exposes, and under what names (every transport). Absent:
+    every tool under its own name. A tool left out is absent from lists and answered like an unknown tool (-32602
+    \`Unknown tool: <name>\`) without reaching the upstream.`,
+  'upstreams.<name>.tools.include': `Globs (\`*\` any run of characters, \`?\` one) on the upstream's own tool names,
+    before prefix and rename: only tools that match are exposed. Absent: every tool.`,
+  'upstreams.<name>.tools.exclude': 'Globs of tools left out, as in `include`; wins over `include`.',
+  'upstreams.<name>.tools.overrides': `A new name, title or description per tool, keyed by the upstream's own tool
+    name.`,
+  'upstreams.<name>.tools.overrides.<tool>': `What changes for the tool the upstream calls \`<tool>\`. An override
+    naming a tool the upstream does not list is reported by \`check-config --tools\`.`,
+  'upstreams.<name>.tools.overrides.<tool>.name': `A tool name (1-128 letters, digits, \`_\`, \`-\`, \`.\` or \`/\`),
+    exposed as \`<prefix><name>\` instead: clients list and call only that name (the old one is unknown), task rules
+    and access rules match it, and tasks report it. Two tools may not end up with one name.`,
+  'upstreams.<name>.tools.overrides.<tool>.title': "The title clients see instead of the upstream's.",
+  'upstreams.<name>.tools.overrides.<tool>.description': `The description clients (and models) see instead of the
+    upstream's.`,
+  'upstreams.<name>.prompts': `Which prompts the upstream exposes, by prompt name. Absent: every prompt. \`prompts/get\`
+    of a left-out one: \`Unknown prompt: <name>\`.`,
+  'upstreams.<name>.prompts.include': `Globs on the upstream's prompt names: only prompts that match are exposed.
+    Absent: every prompt.`,
+  'upstreams.<name>.prompts.exclude': 'Globs of prompts left out; wins over `include`.',
+  'upstreams.<name>.resources': `Which resources the upstream exposes, by resource URI, and by \`uriTemplate\` text for
+    templates. Absent: every resource. Reading a left-out URI (or one only a left-out template matches):
+    \`Resource not found\`.`,
+  'upstreams.<name>.resources.include': `Globs on resource URIs and template texts: only those that match are exposed.
+    Absent: all.`,
+  'upstreams.<name>.resources.exclude': `Globs of resources and templates left out, e.g. \`file:///etc/*\`; wins over
+    \`include\`.`,
+  'upstreams.<name>.requestTimeoutMs': `Deadline for everything but \`tools/call\` (lists, reads, prompts, completion).
+    0 = none.`,
+  'upstreams.<name>.taskConcurrency': `Tasks running on this upstream at once; more wait, queued in order. 0 =
+    unlimited.`,
+  'upstreams.<name>.maxMessageBytes': `Largest message taken from the upstream, on every transport: a stdio line, an SSE
+    event, a JSON body. A larger one is dropped as it streams and the call it answers fails: -32603 \`Upstream
+    '<name>' sent a message larger than maxMessageBytes (<n> bytes)\` (a task fails with that message). Raise it for
+    tools with big results.`,
+  'upstreams.<name>.command': 'The program to start as the server, e.g. `node`.',
+  'upstreams.<name>.args': 'Its arguments. Numbers and booleans are taken as text.',
+  'upstreams.<name>.env': `Variables added to a minimal environment (HOME, PATH, USER, LANG, TMPDIR, ...): the
+    gateway's own variables (Redis URL, tokens) are not passed to children.`,
+  'upstreams.<name>.cwd': "The child's working directory. Absent: the gateway's.",
+  'upstreams.<name>.isolation': `\`shared\`: one child process serves all sessions (request ids and progress tokens are
+    rewritten so clients cannot collide). \`per-session\`: one child per client session, started on first use and
+    stopped when the session ends; use it for servers that ask the client for input or keep per-client state.`,
+  'upstreams.<name>.restart': 'Backoff for restarting the child when it dies (or cannot be started).',
+  'upstreams.<name>.restart.initialDelayMs': `Delay before the first restart; each further one doubles it. A child that
+    stayed up a while starts again from this.`,
+  'upstreams.<name>.restart.maxDelayMs': 'The longest delay between restarts; at least `initialDelayMs`.',
+  'upstreams.<name>.url': `The server's http(s) URL: its MCP endpoint for \`streamable-http\`, its SSE endpoint for
+    \`sse\`.`,
+  'upstreams.<name>.headers': `HTTP headers (values without control characters) sent with every request to the upstream,
+    e.g. \`{ Authorization: "Bearer \${CI_TOKEN}" }\`. A client's own credentials never reach an upstream: give it its
+    own here.`,
+  'upstreams.<name>.connectTimeoutMs': 'Deadline for opening a connection to the upstream. 0 = none.',
+  'upstreams.<name>.headersTimeoutMs': `Deadline for the headers of an upstream's response. 0 = none: no transport
+    default may cut a long tool call.`,
+  'upstreams.<name>.bodyTimeoutMs': `Longest silence while reading an upstream's response body. 0 = none: SSE streams
+    may stay idle for a long time.`,
+  'upstreams.<name>.protocol': `\`auto\`: ask on connect (\`server/discover\` for 2026-07-28, then \`initialize\`) and
+    speak to it in each client's own revision where it can; \`legacy\`: sessions only; \`modern\`: 2026-07-28 only.`,
+
+  tasks: 'Which tool calls become durable tasks, and how tasks behave.',
+  'tasks.defaults': "Every tool's task policy where no rule says otherwise; each rule's fields override these.",
+  'tasks.defaults.mode': `\`forbidden\`: always synchronous; \`optional\`: a task when the client asks for one;
+    \`required\`: callers must ask for a task, others are refused. Aliases: \`never\` = forbidden, \`always\` =
+    required. An upstream that requires a task raises \`optional\` to \`required\`.`,
+  'tasks.defaults.ttlMs': `How long a task is kept after it is created, when the client asks no TTL; a client's TTL
+    is clamped to \`maxTtlMs\`. At most \`maxTtlMs\`.`,
+  'tasks.defaults.maxTtlMs': `The longest TTL a client may get; a larger request is clamped and the granted TTL
+    reported back.`,
+  'tasks.defaults.pollIntervalMs': 'The poll interval each task suggests to its client (`pollInterval`).',
+  'tasks.defaults.maxRunMs': "Hard deadline of a task's upstream call; 0 = none.",
+  'tasks.defaults.taskAfterMs': `2026-07-28 clients that declare the tasks extension, and \`plainCalls: background\`:
+    wait this long for the upstream, answer with its result if it came, else with a task (0 = a task at once).
+    Questions the upstream asks inside the window go out as MRTR rounds first.`,
+  'tasks.defaults.concurrency': `Running tasks per tool at once, across all replicas; more wait in \`working\`, queued
+    in order, and start on whichever replica holds them when a slot frees. 0 = unlimited.`,
+  'tasks.defaults.maxTasksPerPrincipal': `Unfinished tasks one principal may hold, across all replicas; more are
+    refused (-32603 \`Too many unfinished tasks ...\`). Without auth every client (all 2025 sessions and 2026-07-28
+    clients) is one principal for it. 0 = unlimited.`,
+  'tasks.defaults.keepAliveProgressMs': `A plain tools/call (not a task) whose client sent a \`progressToken\` gets
+    \`notifications/progress\` at least this often while the upstream is silent (values always increase; the
+    upstream's own progress is rewritten where needed), so hosts that reset their request timeout on progress keep
+    waiting; \`task_result\` too while it waits. 0 = off.`,
+  'tasks.defaults.plainCalls': `tools/call without a task asked for (2025 without \`params.task\`, 2026 without the
+    tasks extension): \`wait\` = answer when the upstream does (with keep-alive progress); \`background\` = run it as a
+    task and, past \`taskAfterMs\`, answer with a tool result naming it, to be fetched with the task tools.
+    \`mode: forbidden\` wins.`,
+  'tasks.defaults.retry': 'What happens to a task whose replica dies while running it.',
+  'tasks.defaults.retry.onLoss': `\`true\`: run the call again on the replica that noticed, instead of failing the
+    task. Only for tools that are safe to run twice.`,
+  'tasks.defaults.retry.maxAttempts': 'Executions in all, the first included.',
+  'tasks.rules': `Per-tool policy. The first rule whose \`match\` fits the exposed tool name wins; the fields it gives
+    override \`tasks.defaults\`.`,
+  'tasks.rules[].match': `Glob (\`*\` any run of characters, \`?\` one) on the exposed tool name: prefix included,
+    after any rename.`,
+  ...byKey(POLICY_KEYS, 'tasks.rules[]', (key) => `Overrides \`tasks.defaults.${key}\` for the tools the rule matches.`),
+  'tasks.rules[].retry.onLoss': 'As `tasks.defaults.retry.onLoss`.',
+  'tasks.rules[].retry.maxAttempts': 'As `tasks.defaults.retry.maxAttempts`.',
+  'tasks.immediateResponse': `Sent with each new task as \`_meta["io.modelcontextprotocol/model-immediate-response"]\`;
+    \`""\` = not sent.`,
+  'tasks.taskTools': `The tools hosts without tasks use to fetch background results: \`task_result\`, \`task_status\`,
+    \`task_cancel\` and \`task_list\`, listed first in \`tools/list\` to every caller, acting only on the caller's own
+    tasks.`,
+  'tasks.taskTools.enabled': `\`auto\`: listed when the defaults or any rule say \`plainCalls: background\`. \`false\`
+    is refused while anything does: those callers fetch their results with them.`,
+  'tasks.taskTools.prefix': `Letters, digits, \`_\`, \`-\`, \`.\` and \`/\`. Their names: \`<prefix>task_result\`,
+    \`<prefix>task_status\`, \`<prefix>task_cancel\`, \`<prefix>task_list\`.`,
+  'tasks.taskTools.names': `Names one by one (1-128 letters, digits, \`_\`, \`-\`, \`.\` or \`/\`), instead of the
+    prefix, e.g. \`{ result: get_job_result }\`.`,
+  'tasks.taskTools.names.result': "Name of the tool that waits for a task's end and returns its result.",
+  'tasks.taskTools.names.status': `Name of the tool that returns a task's status, status message and what it waits
+    for, at once.`,
+  'tasks.taskTools.names.cancel': 'Name of the tool that cancels a task and its upstream call.',
+  'tasks.taskTools.names.list': "Name of the tool that lists the caller's tasks, newest first.",
+  'tasks.taskTools.waitSeconds': 'How long `task_result` waits for the task to end when the call does not say.',
+  'tasks.taskTools.maxWaitSeconds': `The most \`task_result\` waits, whatever it is asked: keep it under your hosts'
+    request timeouts. At least \`waitSeconds\`.`,
+
+  sessions: 'Client sessions (2025-era revisions) and the streams clients hold open.',
+  'sessions.idleTimeoutMs': 'A session unused this long on every replica is ended; its id then gets 404.',
+  'sessions.maxPerPrincipal': `Sessions open at once per principal, across replicas (without auth every client is one
+    principal: all sessions); \`initialize\` beyond: HTTP 429. 0 = unlimited.`,
+  'sessions.maxStreamsPerPrincipal': `SSE streams one principal holds open on this replica (2025 GET streams and POSTs
+    that may answer as a stream, 2026-07-28 \`subscriptions/listen\`; without auth: all clients together); beyond: HTTP
+    429, \`Retry-After: 5\`, -32600 naming the key. 0 = unlimited.`,
+
+  sse: 'Server-sent event streams to clients.',
+  'sse.keepAliveMs': `\`: keep-alive\` comments on open SSE streams this often, so idle-timeout proxies do not cut
+    long calls.`,
+  'sse.replayBufferSize': `Events kept per stream for \`Last-Event-ID\` resumption (and within
+    \`maxBufferedBytesPerStream\`).`,
+  'sse.jsonWindowMs': `A forwarded call answered within this window, with nothing to stream first, gets plain JSON;
+    otherwise its answer becomes a resumable SSE stream (priming event first). 0 = always SSE.`,
+  'sse.maxBufferedBytesPerStream': `Bytes one SSE stream (2025 POST or GET stream, 2026-07-28 response or listen stream)
+    may hold for a client that has not taken them: waiting, queued in the response, kept for replay. Past it the
+    client gets coalesced progress and a warning counting the logs dropped; the call's upstream is not read until the
+    client reads, or on a shared stdio upstream the call fails (-32603).`,
+  'sse.maxBufferedBytes': `The same for all streams of the replica together; past it every stream with messages
+    waiting counts as full. 0 = no total bound.`,
+
+  mrtr: "2026-07-28 multi-round-trip requests: calls parked while the client answers the upstream's questions.",
+  'mrtr.parkTimeoutMs': `A call waiting for the client's retry (after an \`InputRequiredResult\`) is cancelled upstream
+    when no retry comes within this time.`,
+  lists: 'Aggregated lists (tools, prompts, resources, templates), which ask every upstream at once.',
+  'lists.pageSize': 'Most items in one page of an aggregated list; past it a signed cursor continues.',
+
+  replicas: 'Replicas sharing one store: liveness, shutdown and load.',
+  'replicas.leaseMs': `How long a replica may go without a heartbeat (it beats every leaseMs/3: one Redis write, however
+    many tasks it runs). When a replica dies, another fails its tasks ("The gateway lost the call ...") or re-runs them
+    (\`retry.onLoss\`) between 1 and 7/6 × leaseMs after its last heartbeat, plus settling them. Slot tickets
+    (\`concurrency\`, \`maxTasksPerPrincipal\`) are leased for 3 × leaseMs.`,
+  'replicas.drainTimeoutMs': `On SIGTERM: no new requests; running tasks get this long to finish, then what still
+    runs fails ("The gateway shut down while the task was running"). Less than \`shutdownTimeoutMs\`. Also how long
+    an upstream removed by a config reload keeps its running tasks.`,
+  'replicas.maxRunningTasks': `Tasks this replica runs at once (those waiting for a slot included); a new task beyond
+    is refused, retryably: -32603 \`This gateway replica already runs N tasks (replicas.maxRunningTasks: M); try again
+    shortly\` with \`data.retryAfterMs\` (1000), in HTTP 503 + \`Retry-After: 1\`. Tasks taken over from a lost replica
+    are not refused. 0 = unlimited.`,
+
+  log: "The gateway's log: pino JSON lines (pretty-printed on a terminal), secrets redacted.",
+  'log.level': '`TASKGATE_LOG_LEVEL` overrides it. Audit events are logged at `info`.',
+  metrics: 'The Prometheus endpoint (per replica). With `auth`, only `auth.admin` principals or scopes may read it.',
+  'metrics.enabled': '`false`: no route at all (404).',
+  'metrics.path': `Where it is served, an absolute path (letters, digits, \`._~/-\`); must differ from
+    \`listen.path\`, \`/healthz\`, \`/readyz\` and \`dashboard.path\`.`,
+  'metrics.principalLabels': `\`true\`: a \`principal\` label on the task and denial counters (at most 500 values,
+    then \`other\`).`,
+  dashboard: 'The task dashboard page. With `auth`, only `auth.admin` principals or scopes may use it.',
+  'dashboard.enabled': '`false`: no route at all (404).',
+  'dashboard.path': `The page, an absolute path (letters, digits, \`._~/-\`); its JSON API is under \`<path>/api/\`.
+    Must differ from \`listen.path\`, \`/healthz\`, \`/readyz\` and \`metrics.path\`.`,
+
+  auth: `Authentication: with it every request to the MCP endpoint needs \`Authorization: Bearer <token>\`, an API key
+    or an OAuth access token (never passed upstream). Absent: no authentication (warned about when bound beyond
+    loopback). Needs \`apiKeys\`, \`oauth\`, or both.`,
+  'auth.resource': `An http(s) URL: the canonical URI of this endpoint as clients reach it (behind a TLS-terminating
+    proxy, the public https one): tokens must be issued for it (\`aud\`), and the 401's \`resource_metadata\` URL is
+    built from it.`,
+  'auth.apiKeys': 'Static bearer tokens, kept only as their SHA-256. The principal is `key:<principal>`.',
+  'auth.apiKeys[].principal': "The key's name; may not start with `key:` or `oauth:`.",
+  'auth.apiKeys[].key': 'The key itself, at least 16 characters (use `${ENV}`). Give `key` or `sha256`, not both.',
+  'auth.apiKeys[].sha256': "The key's SHA-256 as 64 hex digits instead of the key (`printf %s \"$KEY\" | sha256sum`).",
+  'auth.apiKeys[].scopes': 'Scopes the key carries, for `access` and `admin` rules.',
+  'auth.oauth': `JWT access tokens (RFC 9068) from an OAuth 2.1 / OIDC authorization server; the gateway is a resource
+    server. The principal is \`oauth:<issuer>#<sub>\`; scopes come from \`scope\` or \`scp\`.`,
+  'auth.oauth.issuer': `Exactly the \`iss\` of its tokens: an http(s) URL without query or fragment. \`jwks_uri\` is
+    found by RFC 8414 metadata, then OpenID Connect discovery.`,
+  'auth.oauth.jwksUri': "The issuer's JWKS URL (http or https), to skip discovery.",
+  'auth.oauth.audience': 'The audience (`aud`) tokens must name.',
+  'auth.oauth.requiredScopes': 'Every token must carry these, else 403 `insufficient_scope`.',
+  'auth.oauth.clockToleranceSeconds': `Skew allowed for \`exp\`, \`nbf\` and \`iat\`: a token expired, not yet valid or
+    issued further in the future than this gets 401 \`invalid_token\`.`,
+  'auth.access': `Access rules. When present, default deny: only what a rule that applies grants is usable; the rest is
+    left out of lists and answered as unknown, and the denial is audited. A kind no rule names is hidden from
+    everyone. Absent: every caller may use everything.`,
+  'auth.access[].principals': `The rule applies to these principal globs: bare (\`alice\`, \`team-*\`) matches the API
+    key and the OAuth subject of that name; \`key:alice\` only the key, \`oauth:alice\` only the subject. A rule names
+    principals or scopes (or both).`,
+  'auth.access[].scopes': 'The rule applies to a credential carrying any of these scopes.',
+  'auth.access[].tools': 'Globs on exposed tool names (prefixes included) the rule grants.',
+  'auth.access[].prompts': 'Globs on exposed prompt names the rule grants.',
+  'auth.access[].resources': 'Globs on resource URIs (templates by their `uriTemplate` text) the rule grants.',
+  'auth.rateLimits': `Per principal, counted in the store across replicas, in fixed windows; 0 = unlimited. Past a
+    limit: HTTP 429 with \`Retry-After\` and a JSON-RPC error (-32001) whose \`data.retryAfterMs\` says when to
+    retry.`,
+  'auth.rateLimits.requestsPerSecond': `Requests to the MCP endpoint, each message of a batch one; a batch that goes
+    past it is refused whole.`,
+  'auth.rateLimits.taskCreationsPerMinute': 'New tasks (both revisions).',
+  'auth.rateLimits.rules': 'The first rule whose `principals` match replaces the limits it names.',
+  'auth.rateLimits.rules[].principals': 'Principal globs, bare or qualified as in `auth.access`.',
+  ...byKey(RATE_KEYS, 'auth.rateLimits.rules[]', (key) => `Replaces \`auth.rateLimits.${key}\` for the principals the rule matches.`),
+  'auth.admin': `Who may use the dashboard and \`/metrics\` while auth is on (401 without a credential, 403 for anyone
+    else). Absent: nobody. Names principals or scopes (or both).`,
+  'auth.admin.principals': 'Principal globs, matched as `auth.access` principals are, e.g. `[ops, "key:deploy-*"]`.',
+  'auth.admin.scopes': 'Or any credential carrying one of these scopes.',
+  shutdownTimeoutMs: `Deadline of a clean shutdown. On SIGTERM or SIGINT the gateway stops accepting requests, ends
+    sessions and their streams, closes upstream connections (stopping child processes) and exits within this. 0 = no
+    deadline.`,
+};
+
+/**
+ * Defaults the schema leaves to load.ts (the key is optional there and filled in, or derived, when the config is
+ * built). Shown in the reference in place of the schema's own default.
+ */
+export const DERIVED_DEFAULTS: Readonly<Record<string, string>> = {
+  'upstreams.<name>.transport': '`stdio` when `command` is given, `streamable-http` when `url` is',
+  'upstreams.<name>.prefix': '`<name>__` with several upstreams, `""` with one',
+  ...byKey(POLICY_KEYS, 'tasks.defaults', (key) => `\`${inline(DEFAULT_POLICY[key as keyof typeof DEFAULT_POLICY])}\``),
+  'tasks.defaults.retry.maxAttempts': '`2` with `onLoss: true`, else `1`',
+  ...byKey(POLICY_KEYS, 'tasks.rules[]', (key) => `\`tasks.defaults.${key}\``),
+  'tasks.rules[].retry.maxAttempts': '`2` with `onLoss: true`, else `1`',
+  'tasks.taskTools.names.result': '`<prefix>task_result`',
+  'tasks.taskTools.names.status': '`<prefix>task_status`',
+  'tasks.taskTools.names.cancel': '`<prefix>task_cancel`',
+  'tasks.taskTools.names.list': '`<prefix>task_list`',
+  'auth.oauth.audience': '`auth.resource`',
+  ...byKey(RATE_KEYS, 'auth.rateLimits.rules[]', (key) => `\`auth.rateLimits.${key}\``),
+};
+
+function inline(value: unknown): string {
+  if (value !== null && typeof value === 'object') {
+    return `{ ${Object.entries(value).map(([k, v]) => `${k}: ${inline(v)}`).join(', ')} }`;
+  }
+  return String(value);
+}
