@@ -3,8 +3,9 @@ import type { Readable } from 'node:stream';
 import type { Agent, Dispatcher } from 'undici';
 import type { Logger } from '../log.js';
 import { encodeMessage, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
-import { readBodyStart } from './body-reader.js';
+import { readBodyStart, type BodyStream } from './body-reader.js';
 import { MessageTooLargeError, oversized, RESYNC_FACTOR } from './oversized.js';
+import { dispatchPost } from './post-response.js';
 import { decodePayload, describeUnanswered, readHttpPayload, type HttpPayload } from './payload.js';
 import { readSse } from './sse-reader.js';
 import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
@@ -30,17 +31,19 @@ export class StreamableHttpTransport implements UpstreamTransport {
   private protocolVersion: string | undefined;
   private closed = false;
   /**
-   * Aborts every request in flight when the connection closes. One for the connection, not one per request: they
+   * Aborts the GET requests in flight when the connection closes. One for the connection, not one per request: they
    * are only ever aborted all together, and a controller per call was a measurable share of a proxied call's CPU.
    */
   private readonly abort = new AbortController();
+  /** The POSTs in flight (post-response.ts), aborted with the rest when the connection closes. */
+  private readonly posts = new Set<(reason: Error) => void>();
   /** Where requests go, split once: undici's request(url) parses the URL again on every call. */
   private readonly origin: string;
   private readonly path: string;
   /** The headers every POST carries, remade only when the session or protocol version they name changes. */
   private postHeaders: Record<string, string> | undefined;
   /** The response streams being read: each POST's, by its request id, and the standalone GET stream. */
-  private readonly postStreams = new Map<RequestId, Readable>();
+  private readonly postStreams = new Map<RequestId, BodyStream>();
   private getStream: Readable | undefined;
 
   constructor(
@@ -72,9 +75,9 @@ export class StreamableHttpTransport implements UpstreamTransport {
   async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>): Promise<void> {
     if (this.closed) throw new Error('connection is closed');
     const headers = traceHeaders === undefined ? this.headersForPost() : { ...this.headersForPost(), ...traceHeaders, ...POST_CONTENT_HEADERS };
-    const response = await this.request({ method: 'POST', signal: this.abort.signal, headers, body: encodeMessage(message) });
-    const sessionId = response.headers['mcp-session-id'];
-    if (typeof sessionId === 'string' && this.sessionId === undefined) {
+    const response = await dispatchPost(this.agent, { origin: this.origin, path: this.path, method: 'POST', headers, body: encodeMessage(message) }, this.posts);
+    const sessionId = response.sessionId;
+    if (sessionId !== undefined && this.sessionId === undefined) {
       this.sessionId = sessionId;
       this.postHeaders = undefined;
     }
@@ -94,13 +97,13 @@ export class StreamableHttpTransport implements UpstreamTransport {
       throw new Error(`HTTP ${status}${text ? `: ${text.slice(0, 300)}` : ''}`);
     }
     const requestId = isRequest(message) ? message.id : undefined;
-    const contentType = String(response.headers['content-type'] ?? '');
+    const contentType = response.contentType;
     if (contentType.includes('text/event-stream')) {
       // The response arrives later on this stream; send() only covers delivery of the request.
       void this.consumePostStream(response.body, requestId);
       return;
     }
-    const payload = await this.readPayload(response.body, contentType, response.headers['content-length'], requestId);
+    const payload = await this.readPayload(response.body, contentType, response.contentLength, requestId);
     if (payload === undefined) return;
     const answered = this.dispatchItems(payload.items, requestId);
     if (requestId !== undefined && !answered) {
@@ -115,7 +118,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.abort.abort();
+    this.abortAll();
     if (this.sessionId !== undefined) {
       // Ending the upstream session frees its state there; failure only costs the upstream a timeout.
       await this.request({ method: 'DELETE', headers: this.requestHeaders(), signal: AbortSignal.timeout(2000) })
@@ -128,7 +131,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
    * A response body that is not an SSE stream, at most maxMessageBytes: a larger one is cut off as it arrives (its request aborted) and the call
    * it answers fails; the upstream's other traffic goes on. Undefined when it was too large.
    */
-  private async readPayload(body: Readable, contentType: string, contentLength: string | string[] | undefined, requestId: RequestId | undefined): Promise<HttpPayload | undefined> {
+  private async readPayload(body: BodyStream, contentType: string, contentLength: string | string[] | undefined, requestId: RequestId | undefined): Promise<HttpPayload | undefined> {
     try {
       return await readHttpPayload(body, contentType, contentLength, this.maxMessageBytes, this.logger);
     } catch (error) {
@@ -145,6 +148,13 @@ export class StreamableHttpTransport implements UpstreamTransport {
     return headers;
   }
 
+  private abortAll(): void {
+    this.abort.abort();
+    const reason = new Error('the connection to the upstream closed');
+    for (const abort of [...this.posts]) abort(reason);
+    this.posts.clear();
+  }
+
   private headersForPost(): Record<string, string> {
     return (this.postHeaders ??= { ...this.requestHeaders(), ...POST_CONTENT_HEADERS });
   }
@@ -152,7 +162,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
   private fail(reason: string): void {
     if (this.closed) return;
     this.closed = true;
-    this.abort.abort();
+    this.abortAll();
     this.onclose?.(reason);
   }
 
@@ -170,9 +180,9 @@ export class StreamableHttpTransport implements UpstreamTransport {
     return this.dispatchItems(decodePayload(text, this.logger), requestId);
   }
 
-  private async consumePostStream(body: Readable, requestId: RequestId | undefined): Promise<void> {
+  private async consumePostStream(body: BodyStream, requestId: RequestId | undefined): Promise<void> {
     let answered = false;
-    let stream: Readable = body;
+    let stream: BodyStream = body;
     for (let attempt = 0; ; attempt++) {
       if (requestId !== undefined) this.postStreams.set(requestId, stream);
       const outcome = await readSse(
