@@ -57,7 +57,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
     const parsed = new URL(url);
     this.origin = parsed.origin;
     this.path = `${parsed.pathname}${parsed.search}`;
-    // Each request in flight listens on the one signal until it ends: as many as the upstream has calls running.
+    // Each GET in flight (the standalone stream, a resumed POST stream) listens on the one signal until it ends.
     setMaxListeners(0, this.abort.signal);
   }
 
