@@ -83,29 +83,55 @@ export function corsAllows(listen: ListenConfig, origin: string): boolean {
  * accepted in every case. The Host check applies to them all the same: it is what stops DNS rebinding.
  */
 export function checkRequestOrigin(listen: ListenConfig, host: string | undefined, origin: string | undefined): void {
+  requestOriginCheck(listen)(host, origin);
+}
+
+/** How many Host values a guard remembers as allowed: a handful in practice (the names clients use for it). */
+const REMEMBERED_HOSTS = 64;
+
+/**
+ * checkRequestOrigin for one listen config, with what does not change between requests worked out once: whether
+ * the bind address is loopback, and the Host values already allowed (a bounded few; a refused one is never kept).
+ */
+function requestOriginCheck(listen: ListenConfig): (host: string | undefined, origin: string | undefined) => void {
   const loopback = isLoopbackHostname(listen.host);
-  if (listen.allowedHosts.length > 0 || loopback) {
-    const authority = host === undefined ? undefined : parseHostHeader(host);
-    const allowed = authority !== undefined && (isLoopbackHostname(authority.hostname) || hostAllowed(listen.allowedHosts, authority));
-    if (!allowed) throw new GatewayError('host_forbidden', `Forbidden: Host '${host ?? ''}' is not allowed`);
-  }
-  if (origin === undefined || listen.allowedOrigins.includes('*') || corsAllows(listen, origin)) return;
-  const parsed = parseOrigin(origin);
-  if (listen.allowedOrigins.length > 0) {
-    if (parsed === undefined || !listen.allowedOrigins.some((entry) => parseOrigin(entry)?.origin === parsed.origin)) {
-      throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not allowed`);
+  const checksHost = listen.allowedHosts.length > 0 || loopback;
+  const allowedHosts = new Set<string>();
+  return (host, origin) => {
+    if (checksHost && (host === undefined || !allowedHosts.has(host))) {
+      const authority = host === undefined ? undefined : parseHostHeader(host);
+      const allowed = authority !== undefined && (isLoopbackHostname(authority.hostname) || hostAllowed(listen.allowedHosts, authority));
+      if (!allowed) throw new GatewayError('host_forbidden', `Forbidden: Host '${host ?? ''}' is not allowed`);
+      if (allowedHosts.size < REMEMBERED_HOSTS) allowedHosts.add(host as string);
     }
-    return;
-  }
-  if (!loopback) return;
-  if (parsed === undefined) throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not a valid origin`);
-  if (!isLoopbackHostname(parsed.hostname)) throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not allowed`);
+    if (origin === undefined || listen.allowedOrigins.includes('*') || corsAllows(listen, origin)) return;
+    const parsed = parseOrigin(origin);
+    if (listen.allowedOrigins.length > 0) {
+      if (parsed === undefined || !listen.allowedOrigins.some((entry) => parseOrigin(entry)?.origin === parsed.origin)) {
+        throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not allowed`);
+      }
+      return;
+    }
+    if (!loopback) return;
+    if (parsed === undefined) throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not a valid origin`);
+    if (!isLoopbackHostname(parsed.hostname)) throw new GatewayError('origin_forbidden', `Forbidden: Origin '${origin}' is not allowed`);
+  };
 }
 
 /** The guard on every route, health and unknown paths included: a page that rebinds a name to this address learns nothing. */
 export const originGuardPlugin = fp(
   async (app: FastifyInstance, { listen }: { listen: ListenConfig }) => {
-    app.addHook('onRequest', async (request) => checkRequestOrigin(listen, request.headers.host, request.headers.origin));
+    const check = requestOriginCheck(listen);
+    // A callback hook, not an async one: no promise and no extra turn per request for a check that never waits.
+    app.addHook('onRequest', (request, _reply, done) => {
+      try {
+        check(request.headers.host, request.headers.origin);
+      } catch (error) {
+        done(error as GatewayError);
+        return;
+      }
+      done();
+    });
   },
   { name: 'taskgate-origin-guard', fastify: '5.x' },
 );

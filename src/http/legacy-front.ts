@@ -18,6 +18,7 @@ import type { InflightCharge } from '../tasks/inflight-bytes.js';
 import { RateLimited, type RateLimiter } from '../tasks/rate-limits.js';
 import { admissionPrincipal, type Admission } from './admission.js';
 import { callerOf } from './credentials-guard.js';
+import { JsonWindows } from './json-window.js';
 import { answerStreamed } from './legacy-streamed-answer.js';
 import { header, sendJson, sendRateLimited } from './replies.js';
 import { announceStream } from './stream-events.js';
@@ -73,7 +74,14 @@ function validated(items: unknown[]): { messages: JsonRpcMessage[]; invalid: Jso
   return { messages, invalid };
 }
 
-async function post(deps: LegacyFrontOptions, request: FastifyRequest, reply: FastifyReply, body: unknown, charge: InflightCharge | undefined): Promise<FastifyReply> {
+async function post(
+  deps: LegacyFrontOptions,
+  windows: JsonWindows | undefined,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: unknown,
+  charge: InflightCharge | undefined,
+): Promise<FastifyReply> {
   const batch = Array.isArray(body);
   const items = batch ? (body as unknown[]) : [body];
   if (items.length === 0) throw new GatewayError('invalid_request', 'Invalid Request: empty batch');
@@ -147,7 +155,7 @@ async function post(deps: LegacyFrontOptions, request: FastifyRequest, reply: Fa
   // A POST that may stream holds an event stream (and its replay buffer) while it runs: one of the caller's streams.
   deps.admission.openStream(admissionPrincipal(caller), reply.raw);
   announceStream(deps.events, 'post', reply.raw);
-  return answerStreamed({ router: deps.router, jsonWindowMs: deps.jsonWindowMs, session, requests, invalid, batch, reply, caller, charge });
+  return answerStreamed({ router: deps.router, windows, session, requests, invalid, batch, reply, caller, charge });
 }
 
 async function get(deps: LegacyFrontOptions, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
@@ -191,9 +199,10 @@ async function end(deps: LegacyFrontOptions, request: FastifyRequest, reply: Fas
 
 /** Serves the session-era revisions on the MCP endpoint: every message that is not a 2026-07-28 one. */
 export async function legacyFrontPlugin(app: FastifyInstance, deps: LegacyFrontOptions): Promise<void> {
+  const windows = deps.jsonWindowMs > 0 ? new JsonWindows(deps.jsonWindowMs) : undefined;
   app.mcpEndpoint.serve({
     claims: (body, request) => !isModernMessage(body, request.headers, (id) => deps.sessions.peek(id) !== undefined),
-    post: (request, reply, body, charge) => post(deps, request, reply, body, charge),
+    post: (request, reply, body, charge) => post(deps, windows, request, reply, body, charge),
     get: (request, reply) => get(deps, request, reply),
     delete: (request, reply) => end(deps, request, reply),
   });

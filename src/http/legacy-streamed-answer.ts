@@ -11,14 +11,15 @@ import { exchangeAnswer, type LegacyOutcome } from '../protocol/rev2025-11-25/er
 import type { Router } from '../protocol/rev2025-11-25/router.js';
 import type { InflightCharge } from '../tasks/inflight-bytes.js';
 import type { Caller } from '../tasks/principals.js';
+import type { JsonWindow, JsonWindows } from './json-window.js';
 
 /** Reconnect delay the priming event suggests to clients whose stream drops. */
 const PRIME_RETRY_MS = 1000;
 
 export interface StreamedAnswer {
   router: Router;
-  /** sse.jsonWindowMs: how long the answer may still become plain JSON (0: a stream at once). */
-  jsonWindowMs: number;
+  /** The sse.jsonWindowMs deadlines: how long the answer may still become plain JSON (undefined, 0: a stream at once). */
+  windows: JsonWindows | undefined;
   session: ClientSession;
   requests: JsonRpcRequest[];
   /** Answers to the batch's invalid messages, sent with the others. */
@@ -29,7 +30,7 @@ export interface StreamedAnswer {
   charge: InflightCharge | undefined;
 }
 
-export async function answerStreamed({ router, jsonWindowMs, session, requests, invalid, batch, reply, caller, charge }: StreamedAnswer): Promise<FastifyReply> {
+export async function answerStreamed({ router, windows, session, requests, invalid, batch, reply, caller, charge }: StreamedAnswer): Promise<FastifyReply> {
   const stream = session.openStream();
   reply.hijack();
   const raw = reply.raw;
@@ -39,10 +40,10 @@ export async function answerStreamed({ router, jsonWindowMs, session, requests, 
     stream.attach(httpConnection(raw), supportsPrimingEvents(session.protocolVersion) ? { primeRetryMs: PRIME_RETRY_MS } : {});
     for (const response of held.splice(0)) stream.send(response);
   };
-  let timer: NodeJS.Timeout | undefined;
-  if (jsonWindowMs > 0) {
+  let window: JsonWindow | undefined;
+  if (windows !== undefined) {
     stream.attachOnDemand(startStream);
-    timer = setTimeout(() => stream.deferred && startStream(), jsonWindowMs);
+    window = windows.start(() => stream.deferred && startStream());
   } else startStream();
 
   let only: LegacyOutcome | undefined;
@@ -56,7 +57,7 @@ export async function answerStreamed({ router, jsonWindowMs, session, requests, 
       else stream.send(response);
     }),
   );
-  clearTimeout(timer);
+  window?.close();
   if (stream.deferred) {
     stream.cancelDeferred();
     stream.finish();

@@ -58,6 +58,13 @@ export function onStreamOpen(response: ServerResponse, listener: () => void): vo
 export function httpConnection(response: ServerResponse, headers: Record<string, string> = SESSION_STREAM_HEADERS): SseConnection {
   return {
     open: () => {
+      // The headers and what the stream writes at once (the priming event, events that waited) leave in one
+      // write: a write per piece cost a system call each, a tenth of a proxied call's CPU.
+      const socket = response.socket;
+      if (socket !== null && !socket.writableCorked) {
+        socket.cork();
+        process.nextTick(() => socket.uncork());
+      }
       response.writeHead(200, headers);
       response.flushHeaders();
       const opened = openListeners.get(response);

@@ -1,14 +1,25 @@
 // Reading an upstream's HTTP response body with a bound. undici's body.text() keeps whatever comes; these stop at
 // the bound and destroy the body, which aborts the request and closes its connection.
-import type { Readable } from 'node:stream';
 import { HEAD_BYTES, MessageTooLargeError } from './oversized.js';
+
+/** What the body readers use of a response body: undici's Readable has it, and so has a POST's ResponseBody (post-response.ts). */
+export interface BodyStream {
+  on(event: 'data', listener: (chunk: Buffer) => void): unknown;
+  off(event: 'data', listener: (chunk: Buffer) => void): unknown;
+  once(event: 'end' | 'close', listener: () => void): unknown;
+  once(event: 'error', listener: (error: Error) => void): unknown;
+  destroy(): unknown;
+  readonly destroyed: boolean;
+  pause(): unknown;
+  resume(): unknown;
+}
 
 /**
  * The whole body as text, when it has at most `maxBytes` bytes (a `content-length` over it fails before
  * anything is read). Past it the body is destroyed and MessageTooLargeError says what its start was. A leading
  * byte-order mark is dropped, as undici's text() does.
  */
-export function readBoundedText(body: Readable, maxBytes: number, contentLength?: string | string[]): Promise<string> {
+export function readBoundedText(body: BodyStream, maxBytes: number, contentLength?: string | string[]): Promise<string> {
   const declared = typeof contentLength === 'string' ? Number(contentLength) : Number.NaN;
   if (declared > maxBytes) {
     body.destroy();
@@ -49,7 +60,7 @@ export function readBoundedText(body: Readable, maxBytes: number, contentLength?
 }
 
 /** The first `maxBytes` bytes of a body as text (an error page, for a message); the rest is not read. */
-export function readBodyStart(body: Readable, maxBytes: number): Promise<string> {
+export function readBodyStart(body: BodyStream, maxBytes: number): Promise<string> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let bytes = 0;

@@ -2,10 +2,9 @@
 // SSE event's data, one stdio line. Real servers bend the framing in ways that can mean one thing only (several
 // JSON values in one body, a byte-order mark, a missing Content-Type); those are accepted here, in one place, and
 // warned about, so that no transport forgives less than another.
-import type { Readable } from 'node:stream';
 import { decodeJsonBody } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { readBodyStart, readBoundedText } from './body-reader.js';
+import { readBodyStart, readBoundedText, type BodyStream } from './body-reader.js';
 import { warnViolation } from './violations.js';
 
 /** How many characters of an unanswering body an error quotes. */
@@ -39,7 +38,7 @@ export interface HttpPayload {
  * mean; warned about). Any other type is not JSON-RPC: only its start is read, to say what came. Throws
  * MessageTooLargeError past `maxBytes`, as readBoundedText does.
  */
-export async function readHttpPayload(body: Readable, contentType: string, contentLength: string | string[] | undefined, maxBytes: number, logger: Logger): Promise<HttpPayload> {
+export async function readHttpPayload(body: BodyStream, contentType: string, contentLength: string | string[] | undefined, maxBytes: number, logger: Logger): Promise<HttpPayload> {
   const declared = /^application\/([\w.+-]*\+)?json\b/i.test(contentType.trim());
   if (!declared && contentType.trim() !== '') return { items: [], start: await readBodyStart(body, QUOTED_CHARS * 4) };
   const text = await readBoundedText(body, maxBytes, contentLength);

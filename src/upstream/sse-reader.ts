@@ -2,7 +2,7 @@
 // more than `maxEventBytes`. Our own rather than eventsource-parser's, whose bound counts UTF-16 units rather
 // than bytes, ends the stream where a shared stream could skip to the next event, and keeps nothing of the
 // event it dropped to tell which call it answered.
-import type { Readable } from 'node:stream';
+import type { BodyStream } from './body-reader.js';
 import { LineSplitter } from './line-splitter.js';
 import { HEAD_BYTES, RESYNC_FACTOR } from './oversized.js';
 
@@ -38,7 +38,7 @@ export interface SseReadResult {
  * callers handle. Plain 'data' events rather than async iteration: this runs once per forwarded call and sits on
  * the latency path.
  */
-export function readSse(body: Readable, onEvent: (event: SseEvent) => void, options: SseReadOptions): Promise<SseReadResult> {
+export function readSse(body: BodyStream, onEvent: (event: SseEvent) => void, options: SseReadOptions): Promise<SseReadResult> {
   const state: SseReadResult = { lastEventId: undefined, retryMs: undefined };
   const limit = options.maxEventBytes;
   let data: string[] = [];

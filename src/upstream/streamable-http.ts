@@ -1,9 +1,11 @@
+import { setMaxListeners } from 'node:events';
 import type { Readable } from 'node:stream';
-import { request, type Agent } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import type { Logger } from '../log.js';
 import { encodeMessage, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
-import { readBodyStart } from './body-reader.js';
+import { readBodyStart, type BodyStream } from './body-reader.js';
 import { MessageTooLargeError, oversized, RESYNC_FACTOR } from './oversized.js';
+import { dispatchPost } from './post-response.js';
 import { decodePayload, describeUnanswered, readHttpPayload, type HttpPayload } from './payload.js';
 import { readSse } from './sse-reader.js';
 import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
@@ -11,6 +13,8 @@ import { holdReadable, receiveDecoded, type UpstreamTransport } from './transpor
 const MAX_RESUME_ATTEMPTS = 5;
 const DEFAULT_RETRY_MS = 1000;
 const MAX_GET_STREAM_BACKOFF_MS = 30_000;
+/** Last in a POST's headers, so that neither configured nor trace headers replace them. */
+const POST_CONTENT_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 /**
  * Streamable HTTP client (2025-03-26 .. 2025-11-25) over undici. Unlike a generic client it reports which POST
@@ -26,76 +30,84 @@ export class StreamableHttpTransport implements UpstreamTransport {
   private sessionId: string | undefined;
   private protocolVersion: string | undefined;
   private closed = false;
-  private readonly aborts = new Set<AbortController>();
+  /**
+   * Aborts the GET requests in flight when the connection closes. One for the connection, not one per request: they
+   * are only ever aborted all together, and a controller per call was a measurable share of a proxied call's CPU.
+   */
+  private readonly abort = new AbortController();
+  /** The POSTs in flight (post-response.ts), aborted with the rest when the connection closes. */
+  private readonly posts = new Set<(reason: Error) => void>();
+  /** Where requests go, split once: undici's request(url) parses the URL again on every call. */
+  private readonly origin: string;
+  private readonly path: string;
+  /** The headers every POST carries, remade only when the session or protocol version they name changes. */
+  private postHeaders: Record<string, string> | undefined;
   /** The response streams being read: each POST's, by its request id, and the standalone GET stream. */
-  private readonly postStreams = new Map<RequestId, Readable>();
+  private readonly postStreams = new Map<RequestId, BodyStream>();
   private getStream: Readable | undefined;
 
   constructor(
-    private readonly url: string,
+    url: string,
     private readonly headers: Readonly<Record<string, string>>,
     private readonly agent: Agent,
     private readonly logger: Logger,
     /** Largest message taken from the upstream: a JSON body, or one SSE event. */
     private readonly maxMessageBytes: number,
-  ) {}
+  ) {
+    const parsed = new URL(url);
+    this.origin = parsed.origin;
+    this.path = `${parsed.pathname}${parsed.search}`;
+    // Each GET in flight (the standalone stream, a resumed POST stream) listens on the one signal until it ends.
+    setMaxListeners(0, this.abort.signal);
+  }
+
+  private request(options: Omit<Dispatcher.RequestOptions, 'origin' | 'path'>): Promise<Dispatcher.ResponseData> {
+    return this.agent.request({ ...options, origin: this.origin, path: this.path });
+  }
 
   async start(): Promise<void> {}
 
   setProtocolVersion(version: string): void {
     this.protocolVersion = version;
+    this.postHeaders = undefined;
   }
 
   async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>): Promise<void> {
     if (this.closed) throw new Error('connection is closed');
-    const abort = this.track();
-    let handedOff = false;
-    try {
-      const response = await request(this.url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        signal: abort.signal,
-        headers: {
-          ...this.requestHeaders(),
-          ...traceHeaders,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: encodeMessage(message),
-      });
-      const sessionId = response.headers['mcp-session-id'];
-      if (typeof sessionId === 'string' && this.sessionId === undefined) this.sessionId = sessionId;
-      const status = response.statusCode;
-      if (status === 202) {
-        await response.body.dump();
-        if ('method' in message && message.method === 'notifications/initialized') this.openGetStream(0);
-        return;
-      }
-      if (status === 404 && this.sessionId !== undefined) {
-        await response.body.dump();
-        this.fail('the upstream session expired (HTTP 404)');
-        throw new Error('the upstream session expired (HTTP 404)');
-      }
-      if (status >= 300) {
-        const text = await readBodyStart(response.body, 300);
-        throw new Error(`HTTP ${status}${text ? `: ${text.slice(0, 300)}` : ''}`);
-      }
-      const requestId = isRequest(message) ? message.id : undefined;
-      const contentType = String(response.headers['content-type'] ?? '');
-      if (contentType.includes('text/event-stream')) {
-        // The response arrives later on this stream; send() only covers delivery of the request.
-        handedOff = true;
-        void this.consumePostStream(response.body, requestId, abort);
-        return;
-      }
-      const payload = await this.readPayload(response.body, contentType, response.headers['content-length'], requestId);
-      if (payload === undefined) return;
-      const answered = this.dispatchItems(payload.items, requestId);
-      if (requestId !== undefined && !answered) {
-        this.onrequestlost?.(requestId, `the upstream answered without a response (${describeUnanswered(status, contentType, payload.start)})`);
-      }
-    } finally {
-      if (!handedOff) this.aborts.delete(abort);
+    const headers = traceHeaders === undefined ? this.headersForPost() : { ...this.headersForPost(), ...traceHeaders, ...POST_CONTENT_HEADERS };
+    const response = await dispatchPost(this.agent, { origin: this.origin, path: this.path, method: 'POST', headers, body: encodeMessage(message) }, this.posts);
+    const sessionId = response.sessionId;
+    if (sessionId !== undefined && this.sessionId === undefined) {
+      this.sessionId = sessionId;
+      this.postHeaders = undefined;
+    }
+    const status = response.statusCode;
+    if (status === 202) {
+      await response.body.dump();
+      if ('method' in message && message.method === 'notifications/initialized') this.openGetStream(0);
+      return;
+    }
+    if (status === 404 && this.sessionId !== undefined) {
+      await response.body.dump();
+      this.fail('the upstream session expired (HTTP 404)');
+      throw new Error('the upstream session expired (HTTP 404)');
+    }
+    if (status >= 300) {
+      const text = await readBodyStart(response.body, 300);
+      throw new Error(`HTTP ${status}${text ? `: ${text.slice(0, 300)}` : ''}`);
+    }
+    const requestId = isRequest(message) ? message.id : undefined;
+    const contentType = response.contentType;
+    if (contentType.includes('text/event-stream')) {
+      // The response arrives later on this stream; send() only covers delivery of the request.
+      void this.consumePostStream(response.body, requestId);
+      return;
+    }
+    const payload = await this.readPayload(response.body, contentType, response.contentLength, requestId);
+    if (payload === undefined) return;
+    const answered = this.dispatchItems(payload.items, requestId);
+    if (requestId !== undefined && !answered) {
+      this.onrequestlost?.(requestId, `the upstream answered without a response (${describeUnanswered(status, contentType, payload.start)})`);
     }
   }
 
@@ -106,16 +118,10 @@ export class StreamableHttpTransport implements UpstreamTransport {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const abort of this.aborts) abort.abort();
-    this.aborts.clear();
+    this.abortAll();
     if (this.sessionId !== undefined) {
       // Ending the upstream session frees its state there; failure only costs the upstream a timeout.
-      await request(this.url, {
-        method: 'DELETE',
-        dispatcher: this.agent,
-        headers: this.requestHeaders(),
-        signal: AbortSignal.timeout(2000),
-      })
+      await this.request({ method: 'DELETE', headers: this.requestHeaders(), signal: AbortSignal.timeout(2000) })
         .then((response) => response.body.dump())
         .catch(() => undefined);
     }
@@ -125,7 +131,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
    * A response body that is not an SSE stream, at most maxMessageBytes: a larger one is cut off as it arrives (its request aborted) and the call
    * it answers fails; the upstream's other traffic goes on. Undefined when it was too large.
    */
-  private async readPayload(body: Readable, contentType: string, contentLength: string | string[] | undefined, requestId: RequestId | undefined): Promise<HttpPayload | undefined> {
+  private async readPayload(body: BodyStream, contentType: string, contentLength: string | string[] | undefined, requestId: RequestId | undefined): Promise<HttpPayload | undefined> {
     try {
       return await readHttpPayload(body, contentType, contentLength, this.maxMessageBytes, this.logger);
     } catch (error) {
@@ -142,17 +148,21 @@ export class StreamableHttpTransport implements UpstreamTransport {
     return headers;
   }
 
-  private track(): AbortController {
-    const abort = new AbortController();
-    this.aborts.add(abort);
-    return abort;
+  private abortAll(): void {
+    this.abort.abort();
+    const reason = new Error('the connection to the upstream closed');
+    for (const abort of [...this.posts]) abort(reason);
+    this.posts.clear();
+  }
+
+  private headersForPost(): Record<string, string> {
+    return (this.postHeaders ??= { ...this.requestHeaders(), ...POST_CONTENT_HEADERS });
   }
 
   private fail(reason: string): void {
     if (this.closed) return;
     this.closed = true;
-    for (const abort of this.aborts) abort.abort();
-    this.aborts.clear();
+    this.abortAll();
     this.onclose?.(reason);
   }
 
@@ -170,13 +180,9 @@ export class StreamableHttpTransport implements UpstreamTransport {
     return this.dispatchItems(decodePayload(text, this.logger), requestId);
   }
 
-  private async consumePostStream(
-    body: Readable,
-    requestId: RequestId | undefined,
-    abort: AbortController,
-  ): Promise<void> {
+  private async consumePostStream(body: BodyStream, requestId: RequestId | undefined): Promise<void> {
     let answered = false;
-    let stream: Readable = body;
+    let stream: BodyStream = body;
     for (let attempt = 0; ; attempt++) {
       if (requestId !== undefined) this.postStreams.set(requestId, stream);
       const outcome = await readSse(
@@ -187,7 +193,6 @@ export class StreamableHttpTransport implements UpstreamTransport {
         { maxEventBytes: this.maxMessageBytes },
       );
       if (requestId !== undefined) this.postStreams.delete(requestId);
-      this.aborts.delete(abort);
       if (outcome.oversized !== undefined) {
         // The stream is this request's own, so only the request is lost (and only if it was still unanswered).
         this.onoversized?.(oversized(this.maxMessageBytes, outcome.oversized.head, answered ? undefined : requestId));
@@ -202,7 +207,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
         return;
       }
       await sleep(outcome.retryMs ?? DEFAULT_RETRY_MS);
-      const resumed = await this.resume(outcome.lastEventId, abort);
+      const resumed = await this.resume(outcome.lastEventId);
       if (resumed === undefined) {
         this.onrequestlost?.(requestId, 'the upstream did not accept the stream resumption');
         return;
@@ -211,14 +216,12 @@ export class StreamableHttpTransport implements UpstreamTransport {
     }
   }
 
-  private async resume(lastEventId: string, abort: AbortController): Promise<Readable | undefined> {
+  private async resume(lastEventId: string): Promise<Readable | undefined> {
     if (this.closed) return undefined;
-    this.aborts.add(abort);
     try {
-      const response = await request(this.url, {
+      const response = await this.request({
         method: 'GET',
-        dispatcher: this.agent,
-        signal: abort.signal,
+        signal: this.abort.signal,
         headers: { ...this.requestHeaders(), accept: 'text/event-stream', 'last-event-id': lastEventId },
       });
       if (response.statusCode !== 200) {
@@ -234,12 +237,11 @@ export class StreamableHttpTransport implements UpstreamTransport {
   /** The standalone GET stream carries messages unrelated to any request (list changes, resource updates). */
   private openGetStream(failures: number): void {
     if (this.closed) return;
-    const abort = this.track();
     let lastEventId: string | undefined;
     const run = async (): Promise<void> => {
       const headers: Record<string, string> = { ...this.requestHeaders(), accept: 'text/event-stream' };
       if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
-      const response = await request(this.url, { method: 'GET', dispatcher: this.agent, signal: abort.signal, headers });
+      const response = await this.request({ method: 'GET', signal: this.abort.signal, headers });
       if (response.statusCode === 405) {
         await response.body.dump();
         return; // The upstream offers no GET stream; nothing unsolicited will come.
@@ -268,10 +270,9 @@ export class StreamableHttpTransport implements UpstreamTransport {
       for (;;) {
         try {
           await run();
-          this.aborts.delete(abort);
           return;
         } catch (error) {
-          if (this.closed || abort.signal.aborted) return;
+          if (this.closed) return;
           failures++;
           const delay = Math.min(MAX_GET_STREAM_BACKOFF_MS, DEFAULT_RETRY_MS * 2 ** Math.min(failures, 5));
           this.logger.debug({ err: error, delay }, 'upstream GET stream ended; reconnecting');

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import type { BodyStream } from './body-reader.js';
 import { responseIdOf, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { OversizedMessage } from './oversized.js';
@@ -64,10 +64,10 @@ export function receiveDecoded(
   return undefined;
 }
 
-const holds = new WeakMap<Readable, number>();
+const holds = new WeakMap<BodyStream, number>();
 
 /** Pauses `stream` until every hold on it has settled (see UpstreamTransport.hold). */
-export function holdReadable(stream: Readable | undefined, until: Promise<void>): void {
+export function holdReadable(stream: BodyStream | undefined, until: Promise<void>): void {
   if (stream === undefined || stream.destroyed) return;
   const count = holds.get(stream) ?? 0;
   holds.set(stream, count + 1);
