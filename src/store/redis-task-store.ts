@@ -7,7 +7,7 @@ import { redisKeys, slotKeyList, type RedisKeys } from './redis-keys.js';
 import { OwnEvents } from './redis/own-events.js';
 import { ReadBatch } from './redis/read-batch.js';
 import { RedisTopics } from './redis/topics.js';
-import { parseTask, summaryFromHmget, SUMMARY_FIELDS } from './redis/task-record.js';
+import { parseTask, readFields, summaryFromHmget, SUMMARY_FIELDS } from './redis/task-record.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
 import {
@@ -127,10 +127,9 @@ export class RedisTaskStore implements TaskStore {
 
   async get(taskId: string, options: { outcome?: boolean; call?: boolean } = {}): Promise<TaskRecord | undefined> {
     // Only the large fields asked for cross the wire: a stored call can be megabytes of arguments.
-    const large = [...(options.outcome === true ? ['outcome'] : []), ...(options.call === true ? ['call'] : [])];
     const key = this.keys.task(taskId);
-    const fields = [...SUMMARY_FIELDS, ...large];
-    return summaryFromHmget(await (this.reads === undefined ? this.redis.hmget(key, ...fields) : this.reads.hmget(key, fields)), large);
+    const fields = readFields(options);
+    return summaryFromHmget(await (this.reads === undefined ? this.redis.hmget(key, ...fields) : this.reads.hmget(key, fields)), fields);
   }
 
   async expired(taskId: string): Promise<boolean> {
