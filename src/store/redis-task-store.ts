@@ -5,8 +5,9 @@ import type { JsonObject } from '../jsonrpc.js';
 import { isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
 import { redisKeys, slotKeyList, type RedisKeys } from './redis-keys.js';
 import { OwnEvents } from './redis/own-events.js';
+import { ReadBatch } from './redis/read-batch.js';
 import { RedisTopics } from './redis/topics.js';
-import { parseTask, summaryFromHmget, SUMMARY_FIELDS } from './redis/task-record.js';
+import { parseTask, readFields, summaryFromHmget, SUMMARY_FIELDS } from './redis/task-record.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
 import {
@@ -67,6 +68,8 @@ export class RedisTaskStore implements TaskStore {
   private readonly ownEvents: OwnEvents | undefined;
   /** Replica messages (publish, subscribe, subscribers), on this store's subscription. */
   private readonly topics: RedisTopics;
+  /** Record reads of one turn, sent together (one server; a cluster client pipelines by itself). */
+  private readonly reads: ReadBatch | undefined;
 
   constructor(
     readonly redis: RedisClient,
@@ -80,6 +83,7 @@ export class RedisTaskStore implements TaskStore {
   ) {
     this.keys = redisKeys(prefix);
     this.ownEvents = isCluster(redis) ? new OwnEvents() : undefined;
+    this.reads = isCluster(redis) ? undefined : new ReadBatch(redis);
     this.topics = new RedisTopics(redis, this.keys, () => {
       this.ensureSubscribed();
       return this.subscriber as RedisClient;
@@ -123,8 +127,9 @@ export class RedisTaskStore implements TaskStore {
 
   async get(taskId: string, options: { outcome?: boolean; call?: boolean } = {}): Promise<TaskRecord | undefined> {
     // Only the large fields asked for cross the wire: a stored call can be megabytes of arguments.
-    const large = [...(options.outcome === true ? ['outcome'] : []), ...(options.call === true ? ['call'] : [])];
-    return summaryFromHmget(await this.redis.hmget(this.keys.task(taskId), ...SUMMARY_FIELDS, ...large), large);
+    const key = this.keys.task(taskId);
+    const fields = readFields(options);
+    return summaryFromHmget(await (this.reads === undefined ? this.redis.hmget(key, ...fields) : this.reads.hmget(key, fields)), fields);
   }
 
   async expired(taskId: string): Promise<boolean> {

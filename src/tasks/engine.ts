@@ -25,6 +25,7 @@ import {
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
 import { SLOT_LEASES, TaskLeases, type LeasedRuns, type LeaseHealth, type LeasePeerMessages, type LossHandling } from './leases.js';
+import { LocalEnds } from './local-ends.js';
 import type { InputRequest } from './pending-inputs.js';
 import { abortRun, NOTHING_TO_DO, RunChannel, runInputs, runSignal, type LocalRun, type RunActions, type RunHandle, type TaskCaller } from './local-run.js';
 import type { InflightCharge } from './inflight-bytes.js';
@@ -84,6 +85,8 @@ export class TaskEngine {
   private readonly slots: TaskSlots;
   /** Terminal changes the store could not take yet, by task: written when it is back. */
   private readonly pendingEnds = new Map<string, PendingEnd>();
+  /** Ends written here, told to this replica's waiters with their outcome once the store has them. */
+  private readonly localEnds = new LocalEnds();
   private flushTimer: NodeJS.Timeout | undefined;
   /** Set while draining: called when the last run ends. */
   private drained: (() => void) | undefined;
@@ -378,30 +381,32 @@ export class TaskEngine {
    */
   waitFor(taskId: string, done: (task: TaskRecord) => boolean, signal: AbortSignal): Promise<TaskRecord | undefined> {
     return new Promise<TaskRecord | undefined>((resolve, reject) => {
-      const finish = (task: TaskRecord | undefined): void => {
-        stop();
+      // A terminal state heard while this replica's own write of the task's end is in flight is held: the write's
+      // answer follows at once, with the outcome (local-ends.ts). It counts only if that write did not end the task.
+      let held: TaskRecord | undefined;
+      const settle = (task: TaskRecord | undefined, error?: unknown): void => {
+        stopWatching();
+        stopLocal();
         signal.removeEventListener('abort', onAbort);
-        resolve(task);
+        if (error === undefined) resolve(task);
+        else reject(error);
       };
-      const onAbort = (): void => finish(undefined);
-      const stop = this.store.watch(taskId, (task) => {
-        if (done(task)) finish(task);
+      const onAbort = (): void => settle(undefined);
+      const seen = (task: TaskRecord): void => {
+        if (isTerminal(task.status) && this.localEnds.isWriting(taskId)) held = task;
+        else if (done(task)) settle(task);
+      };
+      const stopWatching = this.store.watch(taskId, seen);
+      const stopLocal = this.localEnds.listen(taskId, (ended) => {
+        const task = ended ?? held;
+        held = undefined;
+        if (task !== undefined && done(task)) settle(task);
       });
-      if (signal.aborted) return finish(undefined);
+      if (signal.aborted) return settle(undefined);
       signal.addEventListener('abort', onAbort, { once: true });
       this.store.get(taskId).then(
-        (task) => {
-          if (task === undefined) {
-            stop();
-            signal.removeEventListener('abort', onAbort);
-            reject(new GatewayError('invalid_params', NOT_FOUND));
-          } else if (done(task)) finish(task);
-        },
-        (error: unknown) => {
-          stop();
-          signal.removeEventListener('abort', onAbort);
-          reject(storeUnavailable(error));
-        },
+        (task) => (task === undefined ? settle(undefined, new GatewayError('invalid_params', NOT_FOUND)) : seen(task)),
+        (error: unknown) => settle(undefined, storeUnavailable(error)),
       );
     });
   }
@@ -426,6 +431,17 @@ export class TaskEngine {
   async untilTerminal(taskId: string): Promise<TaskRecord> {
     // Never aborted: waitFor resolves only with the task.
     return (await this.waitFor(taskId, (task) => isTerminal(task.status), new AbortController().signal)) as TaskRecord;
+  }
+
+  /**
+   * The task once terminal, with its outcome, refused as `find` refuses it (`reader`). When its run ended here the
+   * outcome comes from the run (the store took it before anyone was told); otherwise it is read from the store.
+   */
+  async untilResult(taskId: string, reader?: TaskReader): Promise<TaskRecord> {
+    const ended = await this.untilTerminal(taskId);
+    if (ended.outcome === undefined) return this.find(taskId, { withOutcome: true, ...(reader === undefined ? {} : { reader }) });
+    if (reader !== undefined && !this.readable(ended, reader)) throw new GatewayError('invalid_params', NOT_FOUND);
+    return ended;
   }
 
   /**
@@ -531,9 +547,13 @@ export class TaskEngine {
   private async callEnded(run: LocalRun, outcome: Outcome): Promise<void> {
     if (run.ended) return;
     const failed = 'error' in outcome || outcome.result.isError === true;
-    this.endRun(run, failed ? 'failed' : 'completed', undefined);
+    this.endRun(run, failed ? 'failed' : 'completed', undefined, { keepSlots: true });
     const message = 'error' in outcome ? outcome.error.message : failed ? toolErrorText(outcome.result) : null;
-    await this.recordEnd({ task: run.task, change: { to: failed ? 'failed' : 'completed', message, outcome }, reason: undefined });
+    const recorded = this.recordEnd({ task: run.task, change: { to: failed ? 'failed' : 'completed', message, outcome }, reason: undefined });
+    // The slots go back once the terminal write is on its way (one connection keeps the order): the write that
+    // a waiting tasks/result answers after does not queue behind a release (a script, and a message to every replica).
+    this.releaseSlots(run);
+    await recorded;
   }
 
   /**
@@ -545,13 +565,18 @@ export class TaskEngine {
     const { task, change, reason } = end;
     const taskId = task.taskId;
     try {
+      this.localEnds.begin(taskId);
       const changed = await this.store.transition(taskId, change);
+      // The store has it: this replica's waiters take the outcome from here, not from a read after the event.
+      this.localEnds.settle(taskId, changed.ok ? withOutcomeOf(changed.task, change) : undefined);
       this.pendingEnds.delete(taskId);
-      void this.store.unlease(taskId).catch(() => undefined);
+      // After the answers of the waiters just woken (they go out in this tick's promise reactions): nobody waits on it.
+      setImmediate(() => void this.store.unlease(taskId).catch(() => undefined));
       if (!changed.ok) return; // already terminal: whatever ended it announced it
       const ended = { ...taskFacts(task), status: change.to as RunOutcome, durationMs: taskAgeMs(task) };
       this.events.emit('task.ended', { ...ended, ...(reason === undefined ? {} : { reason }), ...(kept ? { kept } : {}) });
     } catch (error) {
+      this.localEnds.settle(taskId, undefined);
       if (!this.pendingEnds.has(taskId)) this.logger.warn({ task: taskId, err: error }, 'the task store is unavailable: the task outcome is kept and written when it is back');
       this.pendingEnds.set(taskId, end);
       this.flushTimer ??= setTimeout(() => {
@@ -575,8 +600,11 @@ export class TaskEngine {
     await this.recordEnd({ task: run.task, change: failedWith(message), reason: 'maxRunMs' });
   }
 
-  /** Marks the run over (`outcome` is how, for its scope); with a reason, also cancels its upstream call. */
-  private endRun(run: LocalRun, outcome: RunOutcome, cancelReason: string | undefined): void {
+  /**
+   * Marks the run over (`outcome` is how, for its scope); with a reason, also cancels its upstream call. Its slots
+   * go back too, unless `keepSlots` (the caller gives them back itself, with releaseSlots).
+   */
+  private endRun(run: LocalRun, outcome: RunOutcome, cancelReason: string | undefined, options: { keepSlots?: boolean } = {}): void {
     if (run.ended) return;
     run.ended = true;
     run.scope.outcome = outcome;
@@ -584,13 +612,17 @@ export class TaskEngine {
     run.releaseBytes();
     run.caller.ended();
     abortRun(run, new Error(cancelReason ?? 'the task ended'));
-    // Slots held and places in line go back (the principal's count included: the task is ending).
-    for (const slot of run.slots.splice(0)) this.slots.release(slot);
+    if (options.keepSlots !== true) this.releaseSlots(run);
     clearTimeout(run.deadline);
     run.inputs?.settleAll({ error: { code: RequestCancelled, message: 'The task has ended' } });
     if (cancelReason !== undefined) run.call?.cancel(cancelReason);
     this.runs.delete(run.task.taskId);
     if (this.runs.size === 0) this.drained?.();
+  }
+
+  /** Slots held and places in line go back (the principal's count included: the task is ending). */
+  private releaseSlots(run: LocalRun): void {
+    for (const slot of run.slots.splice(0)) this.slots.release(slot);
   }
 
   /** Progress goes to the caller with its own token until the task ends, and into the task's status message. */
@@ -724,6 +756,11 @@ export class TaskEngine {
   private mayStartElsewhere(policy: TaskPolicy, upstream: Upstream): boolean {
     return policy.retry.onLoss || policy.concurrency > 0 || upstream.config.taskConcurrency > 0;
   }
+}
+
+/** The task as a terminal change made it, with the outcome the change carried (the transition's answer has none). */
+function withOutcomeOf(task: TaskRecord, change: TaskChange): TaskRecord {
+  return change.outcome === undefined ? task : { ...task, outcome: change.outcome };
 }
 
 /** A store failure as the client meets it: "the task store is unavailable", never the Redis client's own words. */

@@ -136,8 +136,7 @@ export class LegacyTasks {
     try {
       // Requests that found the client listening nowhere go out now, on this stream, wherever the call runs.
       if (stream !== undefined && !isTerminal(initial.status)) await this.engine.reachable(initial).catch(() => undefined);
-      // Events carry no outcome: once the task is terminal, read it whole.
-      const task = isTerminal(initial.status) ? initial : await this.engine.find((await this.engine.untilTerminal(initial.taskId)).taskId, { withOutcome: true, reader });
+      const task = isTerminal(initial.status) ? initial : await this.engine.untilResult(initial.taskId, reader);
       this.events.emit('task.retrieved', { ...taskFacts(task), via: 'tasks/result' });
       if (task.outcome !== undefined) return taskPayload({ ...task, outcome: task.outcome });
       return { error: { code: InternalError, message: `Task ${task.taskId} was ${task.status}${task.message ? `: ${task.message}` : ''}` } };

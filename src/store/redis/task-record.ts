@@ -5,22 +5,37 @@ import { TASK_STATUSES, type TaskRecord, type TaskStatus } from '../task-store.j
 /** Every record field but the large ones (outcome, stored call); taskId first (its absence means no record). */
 export const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued'] as const;
 
-/** A record from a HMGET reply of SUMMARY_FIELDS, then the `extra` fields asked for. */
-export function summaryFromHmget(values: readonly (string | null | undefined)[], extra: readonly string[] = []): TaskRecord | undefined {
+/** What a read asks HMGET for: the summary, then the large fields wanted (lists built once: polling reads a lot). */
+const READ_FIELDS = {
+  summary: SUMMARY_FIELDS,
+  outcome: [...SUMMARY_FIELDS, 'outcome'],
+  call: [...SUMMARY_FIELDS, 'call'],
+  both: [...SUMMARY_FIELDS, 'outcome', 'call'],
+} as const;
+
+export function readFields(options: { outcome?: boolean; call?: boolean }): readonly string[] {
+  if (options.outcome === true) return options.call === true ? READ_FIELDS.both : READ_FIELDS.outcome;
+  return options.call === true ? READ_FIELDS.call : READ_FIELDS.summary;
+}
+
+/** A record from a HMGET reply of `fields` (SUMMARY_FIELDS first, as readFields gives them). */
+export function summaryFromHmget(values: readonly (string | null | undefined)[], fields: readonly string[] = SUMMARY_FIELDS): TaskRecord | undefined {
   if (values[0] === null || values[0] === undefined) return undefined;
-  const fields: Record<string, string> = {};
-  [...SUMMARY_FIELDS, ...extra].forEach((name, i) => {
+  const record: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i++) {
     const value = values[i];
-    if (value !== null && value !== undefined) fields[name] = value;
-  });
-  return parseTask(fields);
+    if (value !== null && value !== undefined) record[fields[i] as string] = value;
+  }
+  return parseTask(record);
 }
 
 /** A record from a HGETALL reply (flat array, as Lua returns it, or an object, as ioredis returns it). */
 export function parseTask(input: string[] | Record<string, string>): TaskRecord {
-  const fields: Record<string, string> = {};
-  if (Array.isArray(input)) for (let i = 0; i + 1 < input.length; i += 2) fields[input[i] as string] = input[i + 1] as string;
-  else Object.assign(fields, input);
+  let fields: Record<string, string>;
+  if (Array.isArray(input)) {
+    fields = {};
+    for (let i = 0; i + 1 < input.length; i += 2) fields[input[i] as string] = input[i + 1] as string;
+  } else fields = input; // only read
   const status = fields.status as TaskStatus;
   if (!(TASK_STATUSES as readonly string[]).includes(status) || fields.taskId === undefined) throw new Error('not a task record');
   const task: TaskRecord = {
