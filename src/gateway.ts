@@ -1,9 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import type { GatewayConfig, UpstreamConfig } from './config/types.js';
-import { Catalog } from './gateway/catalog.js';
+import { MergedCatalog } from './gateway/merged-catalog.js';
 import { ListCursors, ListPages } from './gateway/list-pages.js';
 import { ReplicaLink } from './gateway/replicas.js';
-import { Router } from './protocol/rev2025-11-25/router.js';
+import { SessionRouter } from './protocol/rev2025-11-25/router.js';
 import { ParkedExchanges, RequestStateCodec } from './protocol/rev2026-07-28/exchange.js';
 import { ListenHub } from './protocol/rev2026-07-28/listen.js';
 import { ModernRouter } from './protocol/rev2026-07-28/router.js';
@@ -70,7 +70,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const replicas = new ReplicaLink(store, logger);
   const listeners = new ListenHub(store, logger);
   const upstreams: Upstream[] = [];
-  const catalog = new Catalog(upstreams);
+  const catalog = new MergedCatalog(upstreams);
   const ownTools = new Set(taskToolDefinitions(config.tasks.taskTools).map((tool) => String(tool.name)));
   const metrics = config.metrics.enabled
     ? new GatewayMetrics({ events, principalLabels: config.metrics.principalLabels, knownTool: (name) => ownTools.has(name) || catalog.tool(name) !== undefined })
@@ -118,7 +118,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse, events);
   const modernTasks = new ModernTasks(tasks);
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger, events);
-  const router = new Router({ catalog, tasks: legacyTasks, logger, lists, sessions, version: VERSION, access: config.auth?.access, taskTools, events });
+  const router = new SessionRouter({ catalog, tasks: legacyTasks, logger, lists, sessions, version: VERSION, access: config.auth?.access, taskTools, events });
   const upstreamMessages = new UpstreamMessages(catalog, sessions, listeners, logger);
   const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream => new Upstream(upstreamConfig, logger, sink, { version: VERSION, events });
   for (const upstreamConfig of config.upstreams) upstreams.push(createUpstream(upstreamConfig, upstreamMessages));

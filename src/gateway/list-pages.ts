@@ -7,7 +7,7 @@ import type { CursorCodec } from '../store/task-store.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { LIST_METHODS, type ListKind } from '../protocol/mcp.js';
 import type { AggregatedLists } from '../protocol/ports.js';
-import type { Catalog } from './catalog.js';
+import type { MergedCatalog } from './merged-catalog.js';
 
 /**
  * Where the next page of an aggregated list starts: at upstream `upstream`, on its page `cursor` (its first page
@@ -47,7 +47,7 @@ export class ListCursors {
 
 export class ListPages implements AggregatedLists {
   constructor(
-    private readonly catalog: Catalog,
+    private readonly catalog: MergedCatalog,
     private readonly logger: Logger,
     private pageSize: number,
     private readonly cursors: ListCursors,

@@ -1,6 +1,6 @@
 import type { GatewayConfig, TaskPolicy } from '../config/types.js';
 import { effectiveMode, resolvePolicy } from '../config/policy.js';
-import { Catalog } from './catalog.js';
+import { MergedCatalog } from './merged-catalog.js';
 import { describeExclusion, selectionOf } from './tool-selection.js';
 import { InternalError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -31,7 +31,7 @@ export async function reportToolPolicies(config: GatewayConfig, logger: Logger):
   const upstreams = config.upstreams.map((u) => new Upstream(u, logger, sink, { version: VERSION }));
   try {
     await Promise.all(upstreams.map((u) => u.start()));
-    const catalog = new Catalog(upstreams);
+    const catalog = new MergedCatalog(upstreams);
     const tools = upstreams.flatMap((upstream) =>
       upstream.catalog.tools.flatMap((tool) => {
         const name = catalog.present(upstream, 'tools', tool)?.name;

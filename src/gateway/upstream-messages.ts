@@ -6,13 +6,13 @@ import type { Logger } from '../log.js';
 import { logLevelRank } from '../protocol/mcp.js';
 import type { CallContext } from '../upstream/connection.js';
 import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
-import type { Catalog } from './catalog.js';
+import type { MergedCatalog } from './merged-catalog.js';
 import type { ClientSession } from './session.js';
 import type { SessionRegistry } from './sessions.js';
 
 export class UpstreamMessages implements UpstreamMessageSink {
   constructor(
-    private readonly catalog: Catalog,
+    private readonly catalog: MergedCatalog,
     private readonly sessions: SessionRegistry,
     /** Modern clients' listen streams, which get list changes and resource updates too. */
     private readonly listeners: { broadcast(message: JsonRpcNotification): void },

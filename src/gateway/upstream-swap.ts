@@ -7,7 +7,7 @@ import type { JsonRpcNotification, JsonRpcRequest, Outcome } from '../jsonrpc.js
 import type { UpstreamConfig } from '../config/types.js';
 import type { UpstreamChanges } from '../config/diff.js';
 import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
-import { Catalog } from './catalog.js';
+import { MergedCatalog } from './merged-catalog.js';
 
 /** A reload the upstreams' names refuse: nothing changed. */
 export class UpstreamConflict extends Error {
@@ -41,7 +41,7 @@ export async function prepareUpstreams(options: {
   const started = [...changes.added, ...changes.changed].map((config) => options.create(config, gate));
   await Promise.all(started.map((u) => u.start()));
   const list = next.map((config) => started.find((u) => u.name === config.name) ?? (live.find((u) => u.name === config.name) as Upstream));
-  const collisions = new Catalog(list, next).collisions(); // with the new selections of the upstreams that stay
+  const collisions = new MergedCatalog(list, next).collisions(); // with the new selections of the upstreams that stay
   if (collisions.length > 0) {
     await Promise.all(started.map((u) => u.close()));
     throw new UpstreamConflict(`upstream names collide:\n  ${collisions.join('\n  ')}`);

@@ -9,7 +9,7 @@ import type { Logger } from '../log.js';
 import { httpConnection } from '../protocol/event-stream.js';
 import { isSupportedLegacyVersion, LEGACY_VERSIONS, supportsBatches } from '../protocol/mcp.js';
 import { exchangeAnswer, legacyErrorResponse, legacyRefusal, type LegacyOutcome } from '../protocol/rev2025-11-25/errors.js';
-import type { Router } from '../protocol/rev2025-11-25/router.js';
+import type { SessionRouter } from '../protocol/rev2025-11-25/router.js';
 import { isModernMessage } from '../protocol/rev2026-07-28/envelope.js';
 import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
@@ -24,7 +24,7 @@ import { header, sendJson, sendRateLimited } from './replies.js';
 import { announceStream } from './stream-events.js';
 
 export interface LegacyFrontOptions {
-  router: Router;
+  router: SessionRouter;
   sessions: SessionRegistry;
   /** Resumes streams another replica holds. */
   relay: SessionRelay;

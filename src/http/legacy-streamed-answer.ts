@@ -8,7 +8,7 @@ import type { ClientSession } from '../gateway/session.js';
 import { httpConnection } from '../protocol/event-stream.js';
 import { supportsPrimingEvents } from '../protocol/mcp.js';
 import { exchangeAnswer, type LegacyOutcome } from '../protocol/rev2025-11-25/errors.js';
-import type { Router } from '../protocol/rev2025-11-25/router.js';
+import type { SessionRouter } from '../protocol/rev2025-11-25/router.js';
 import type { InflightCharge } from '../tasks/inflight-bytes.js';
 import type { Caller } from '../tasks/principals.js';
 import type { JsonWindow, JsonWindows } from './json-window.js';
@@ -17,7 +17,7 @@ import type { JsonWindow, JsonWindows } from './json-window.js';
 const PRIME_RETRY_MS = 1000;
 
 export interface StreamedAnswer {
-  router: Router;
+  router: SessionRouter;
   /** The sse.jsonWindowMs deadlines: how long the answer may still become plain JSON (undefined, 0: a stream at once). */
   windows: JsonWindows | undefined;
   session: ClientSession;

@@ -7,7 +7,7 @@ import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { InflightBytes } from '../tasks/inflight-bytes.js';
 import type { RateLimiter } from '../tasks/rate-limits.js';
-import type { Router } from '../protocol/rev2025-11-25/router.js';
+import type { SessionRouter } from '../protocol/rev2025-11-25/router.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
 import type { StreamBudget } from '../protocol/stream-budget.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
@@ -33,7 +33,7 @@ import { dashboardPlugin, type DashboardOptions } from './dashboard.js';
 export interface FrontEndDeps {
   config: GatewayConfig;
   logger: Logger;
-  router: Router;
+  router: SessionRouter;
   modern: ModernRouter;
   sessions: SessionRegistry;
   relay: SessionRelay;

@@ -4,8 +4,8 @@ import type { JsonObject } from '../jsonrpc.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { ListKind, NamedKind } from './mcp.js';
 
-/** The merged view of all upstreams (gateway/catalog.ts). */
-export interface UpstreamCatalog {
+/** The merged view of all upstreams (gateway/merged-catalog.ts), as the routers read it. */
+export interface GatewayCatalog {
   readonly upstreams: readonly Upstream[];
   /** Which upstream serves an exposed tool or prompt name, and its name there. */
   route(kind: NamedKind, exposedName: string): { upstream: Upstream; name: string } | undefined;

@@ -3,7 +3,7 @@
 import { RequestCancelled } from '../errors.js';
 import type { GatewayEvents, GatewayScopeMap } from '../events.js';
 import { asObject, type JsonObject, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
-import type { UpstreamCatalog } from './ports.js';
+import type { GatewayCatalog } from './ports.js';
 
 export type McpRequestInfo = GatewayScopeMap['mcp.request'];
 
@@ -14,7 +14,7 @@ export type McpRequestInfo = GatewayScopeMap['mcp.request'];
 export function inRequestScope<T>(
   events: GatewayEvents,
   describe: () => McpRequestInfo,
-  catalog: UpstreamCatalog,
+  catalog: GatewayCatalog,
   outcomeOf: (answer: T) => Outcome | undefined,
   answer: () => Promise<T>,
 ): Promise<T> {
@@ -54,7 +54,7 @@ function traceContextOf(meta: JsonObject | undefined): Record<string, string> | 
   return carrier;
 }
 
-function recordRequestOutcome(info: McpRequestInfo, outcome: Outcome | undefined, catalog: UpstreamCatalog): void {
+function recordRequestOutcome(info: McpRequestInfo, outcome: Outcome | undefined, catalog: GatewayCatalog): void {
   const upstream = upstreamOf(info, catalog);
   if (upstream !== undefined) info.upstream = upstream;
   if (outcome === undefined) {
@@ -74,7 +74,7 @@ function recordRequestOutcome(info: McpRequestInfo, outcome: Outcome | undefined
 }
 
 /** The upstream that serves what the request names (none for the gateway's own tools and methods). */
-function upstreamOf(info: McpRequestInfo, catalog: UpstreamCatalog): string | undefined {
+function upstreamOf(info: McpRequestInfo, catalog: GatewayCatalog): string | undefined {
   const target = info.target;
   if (target === undefined) return undefined;
   if (info.method === 'tools/call') return catalog.route('tools', target)?.upstream.name;

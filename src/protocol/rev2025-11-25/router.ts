@@ -25,7 +25,7 @@ import {
   supportsLegacyTasks,
   type LogLevel,
 } from '../mcp.js';
-import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
+import type { AggregatedLists, GatewayCatalog } from '../ports.js';
 import { inRequestScope, requestInfo } from '../request-scope.js';
 import { legacyError, legacyErrorResponse, legacyFailure, type LegacyOutcome } from './errors.js';
 import type { LegacySession, LegacySessions } from './session.js';
@@ -45,8 +45,8 @@ export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources
  * Method → handler for 2025-11-25 (and older) sessions. Forwarded results travel as the upstream sent them; only
  * names the gateway prefixed are translated. What upstreams send toward clients is gateway/upstream-messages.ts.
  */
-export interface RouterDeps {
-  catalog: UpstreamCatalog;
+export interface SessionRouterDeps {
+  catalog: GatewayCatalog;
   tasks: LegacyTasks;
   logger: Logger;
   lists: AggregatedLists;
@@ -61,8 +61,8 @@ export interface RouterDeps {
   events?: GatewayEvents;
 }
 
-export class Router {
-  private readonly catalog: UpstreamCatalog;
+export class SessionRouter {
+  private readonly catalog: GatewayCatalog;
   private readonly tasks: LegacyTasks;
   private readonly logger: Logger;
   private readonly lists: AggregatedLists;
@@ -72,7 +72,7 @@ export class Router {
   private readonly taskTools: TaskTools;
   private readonly events: GatewayEvents;
 
-  constructor(deps: RouterDeps) {
+  constructor(deps: SessionRouterDeps) {
     this.catalog = deps.catalog;
     this.tasks = deps.tasks;
     this.logger = deps.logger;

@@ -15,7 +15,7 @@ import { MODERN_PRINCIPAL } from '../../tasks/principals.js';
 import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
 import { LATEST_LEGACY_VERSION, LIST_METHODS, logLevelRank, MODERN_VERSION, TASKS_EXTENSION } from '../mcp.js';
-import type { AggregatedLists, UpstreamCatalog } from '../ports.js';
+import type { AggregatedLists, GatewayCatalog } from '../ports.js';
 import { inRequestScope, requestInfo } from '../request-scope.js';
 import type { AccessRule, TaskPolicy } from '../../config/types.js';
 import { CallerAccess } from '../access.js';
@@ -43,7 +43,7 @@ export interface ModernAnswer {
 }
 
 export interface ModernRouterDeps {
-  catalog: UpstreamCatalog;
+  catalog: GatewayCatalog;
   lists: AggregatedLists;
   tasks: ModernTasks;
   listeners: ListenHub;

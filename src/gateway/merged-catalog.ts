@@ -1,6 +1,6 @@
 import type { JsonObject } from '../jsonrpc.js';
 import type { ListKind, NamedKind } from '../protocol/mcp.js';
-import type { UpstreamCatalog } from '../protocol/ports.js';
+import type { GatewayCatalog } from '../protocol/ports.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { UpstreamConfig } from '../config/types.js';
 import { selectionOf, type UpstreamSelection } from './tool-selection.js';
@@ -11,7 +11,7 @@ const MAX_KNOWN_URIS = 100_000;
  * The merged view of all upstreams: exposed names (each upstream's selection and prefix), which upstream serves a
  * tool, prompt or resource URI, and the capabilities the gateway offers as their union.
  */
-export class Catalog implements UpstreamCatalog {
+export class MergedCatalog implements GatewayCatalog {
   private readonly uriOwners = new Map<string, Upstream>();
   /** Selections a config reload gave running upstreams, by upstream name; others use their own config's. */
   private selections = new Map<string, UpstreamSelection>();
