@@ -10,7 +10,6 @@ import { httpConnection } from '../protocol/event-stream.js';
 import { isSupportedLegacyVersion, LEGACY_VERSIONS, supportsBatches } from '../protocol/mcp.js';
 import { exchangeAnswer, legacyErrorResponse, legacyRefusal, type LegacyOutcome } from '../protocol/rev2025-11-25/errors.js';
 import type { SessionRouter } from '../protocol/rev2025-11-25/router.js';
-import { isModernMessage } from '../protocol/rev2026-07-28/envelope.js';
 import type { ClientSession } from '../gateway/session.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
 import type { SessionRelay } from '../gateway/session-relay.js';
@@ -197,11 +196,10 @@ async function end(deps: LegacyFrontOptions, request: FastifyRequest, reply: Fas
   return reply.code(200).send();
 }
 
-/** Serves the session-era revisions on the MCP endpoint: every message that is not a 2026-07-28 one. */
+/** Serves the session revisions on the MCP endpoint: what the registry gives them (protocol/revisions.ts). */
 export async function legacyFrontPlugin(app: FastifyInstance, deps: LegacyFrontOptions): Promise<void> {
   const windows = deps.jsonWindowMs > 0 ? new JsonWindows(deps.jsonWindowMs) : undefined;
-  app.mcpEndpoint.serve({
-    claims: (body, request) => !isModernMessage(body, request.headers, (id) => deps.sessions.peek(id) !== undefined),
+  app.mcpEndpoint.serve('rev2025-11-25', {
     post: (request, reply, body, charge) => post(deps, windows, request, reply, body, charge),
     get: (request, reply) => get(deps, request, reply),
     delete: (request, reply) => end(deps, request, reply),

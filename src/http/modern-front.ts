@@ -7,8 +7,7 @@ import { isRequest, toResponse, validateMessage, type JsonObject, type RequestId
 import type { Logger } from '../log.js';
 import type { InflightCharge } from '../tasks/inflight-bytes.js';
 import type { Caller } from '../tasks/principals.js';
-import type { SessionRegistry } from '../gateway/sessions.js';
-import { checkRoutingHeaders, isModernMessage, readEnvelope } from '../protocol/rev2026-07-28/envelope.js';
+import { checkRoutingHeaders, readEnvelope } from '../protocol/rev2026-07-28/envelope.js';
 import { modernRefusal, retryAfterHeader } from '../protocol/rev2026-07-28/errors.js';
 import { ModernResponder } from '../protocol/rev2026-07-28/responder.js';
 import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
@@ -88,15 +87,11 @@ export async function handleModernPost(
   return reply;
 }
 
-export interface ModernFrontOptions extends ModernFrontDeps {
-  /** A message on a known 2025 session's id is that session's, whatever else it looks like. */
-  sessions: SessionRegistry;
-}
+export type ModernFrontOptions = ModernFrontDeps;
 
 /** Serves 2026-07-28 on the MCP endpoint: POSTs only (the revision has no sessions, so no GET or DELETE). */
 export async function modernFrontPlugin(app: FastifyInstance, deps: ModernFrontOptions): Promise<void> {
-  app.mcpEndpoint.serve({
-    claims: (body, request) => isModernMessage(body, request.headers, (id) => deps.sessions.peek(id) !== undefined),
+  app.mcpEndpoint.serve('rev2026-07-28', {
     post: (request, reply, body, charge) => handleModernPost(deps, request, reply, body, callerOf(request), charge),
   });
 }

@@ -110,9 +110,11 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
     admission,
     credentials: authenticator === undefined ? undefined : credentialsGuard({ authenticator, rateLimiter: deps.rateLimiter, connections, events, logger }),
     isShuttingDown: deps.isShuttingDown,
+    isKnownSession: (sessionId) => deps.sessions.peek(sessionId) !== undefined,
   });
+  // One front per revision of the registry (protocol/revisions.ts), each registering for its revision's id.
   const { router, modern, sessions, relay, rateLimiter, streamBudget } = deps;
-  void app.register(modernFrontPlugin, { modern, sessions, logger, keepAliveMs: config.sse.keepAliveMs, admission, streamBudget, events });
+  void app.register(modernFrontPlugin, { modern, logger, keepAliveMs: config.sse.keepAliveMs, admission, streamBudget, events });
   void app.register(legacyFrontPlugin, { router, sessions, relay, rateLimiter, admission, events, logger, maxBatchSize: listen.maxBatchSize, jsonWindowMs: config.sse.jsonWindowMs });
   return app;
 }

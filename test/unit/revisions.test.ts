@@ -1,0 +1,31 @@
+// The revision registry: which revision serves an incoming message, asked in the registry's order.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { REVISIONS, revisionOf } from '../../src/protocol/revisions.js';
+import { LEGACY_VERSIONS, MODERN_VERSIONS } from '../../src/protocol/mcp.js';
+
+const noSession = (): boolean => false;
+const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+
+describe('revision registry', () => {
+  it('lists each revision once, with every version the gateway speaks, the stateless ones first', () => {
+    assert.deepEqual(REVISIONS.map((r) => r.id), ['rev2026-07-28', 'rev2025-11-25']);
+    assert.deepEqual(REVISIONS.flatMap((r) => r.versions), [...MODERN_VERSIONS, ...LEGACY_VERSIONS]);
+    assert.deepEqual(REVISIONS.map((r) => r.sessions), [false, true]);
+  });
+
+  it('a message with the 2026-07-28 envelope, version header or method goes to 2026-07-28', () => {
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: envelope } }, {}, noSession)?.id, 'rev2026-07-28');
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-protocol-version': '2026-07-28' }, noSession)?.id, 'rev2026-07-28');
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'server/discover' }, {}, noSession)?.id, 'rev2026-07-28');
+  });
+
+  it('initialize, session traffic and whatever the stateless revision declines go to the session revisions', () => {
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }, {}, noSession)?.id, 'rev2025-11-25');
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-protocol-version': '2025-11-25' }, noSession)?.id, 'rev2025-11-25');
+    assert.equal(revisionOf('not even an object', {}, noSession)?.id, 'rev2025-11-25');
+    // A known session's message is that session's, whatever its version header says.
+    const known = (id: string): boolean => id === 's1';
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-session-id': 's1', 'mcp-protocol-version': '2026-07-28' }, known)?.id, 'rev2025-11-25');
+  });
+});
