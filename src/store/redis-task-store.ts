@@ -1,3 +1,10 @@
+// The task store on Redis (one server, a Sentinel-managed primary, or a Cluster). Every atomic step is a Lua file
+// in redis/scripts/ and every key is built in redis-keys.ts; the record codec, topics, own-event tracking and the
+// read batch are modules of redis/.
+//
+// Over 450 lines because it implements the whole TaskStore interface (tasks, listings, leases, slots, rate
+// windows, sessions, topics) on one connection and one subscriber; each method is a few lines around its script.
+// The listing and the lease/slot methods are the pieces to move into redis/ next, as memory/ did for its twin.
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';

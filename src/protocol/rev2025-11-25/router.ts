@@ -1,3 +1,10 @@
+// Method → handler for the session revisions (2025-11-25, 2025-06-18, 2025-03-26): proxying to the upstream that
+// serves a tool, prompt or resource, the session's requests to the client relayed back, and the task methods.
+//
+// Over 450 lines (487) because every session request that reaches an upstream takes one path here (route, access,
+// task or plain call, progress and cancellation relay), sharing the session and the request's scope; task
+// methods, the codec and the error edge are files of their own. Routing and access checks that do not depend on
+// the revision are to move down to protocol/ (issue 24), which will bring it under.
 import { GatewayError, RequestCancelled } from '../../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../../events.js';
 import {
