@@ -228,15 +228,22 @@ export async function scaleScenario(
     const held = await createTasks(store, s.heldTasks);
     result.notes.push(`${s.heldTasks} held tasks written in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     const heldSet = new Set(held);
-    const leases = new TaskLeases(store, logger, s.leaseMs, peers, {
-      heldCount: () => held.length,
-      holds: (id) => heldSet.has(id),
-      renewSlots: async () => undefined,
-      policyFor: () => DEFAULT_POLICY,
-      runAgain: async () => {
-        throw new Error('the bench replica runs nothing');
+    const leases = new TaskLeases({
+      store,
+      logger,
+      leaseMs: s.leaseMs,
+      peers,
+      runs: {
+        heldCount: () => held.length,
+        holds: (id) => heldSet.has(id),
+        renewSlots: async () => undefined,
+        policyFor: () => DEFAULT_POLICY,
+        runAgain: async () => {
+          throw new Error('the bench replica runs nothing');
+        },
       },
-    }, { upstream: () => undefined, lost: () => undefined });
+      losses: { upstream: () => undefined, lost: () => undefined },
+    });
     started = performance.now();
     await leases.lease(held);
     const claimMs = performance.now() - started;

@@ -26,7 +26,7 @@ import { createStore } from './store/store.js';
 import { CursorCodec } from './store/task-store.js';
 import { LegacyTasks } from './protocol/rev2025-11-25/tasks.js';
 import { MODERN_CALLER, ModernTasks } from './protocol/rev2026-07-28/tasks.js';
-import { TaskEngine } from './tasks/engine.js';
+import { TaskEngine, type RecoveryDeps } from './tasks/engine.js';
 import { InflightBytes } from './tasks/inflight-bytes.js';
 import { ANONYMOUS_PRINCIPAL } from './tasks/principals.js';
 import { RateLimiter } from './tasks/rate-limits.js';
@@ -99,7 +99,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   // One budget for every SSE stream of the replica, of either revision: what clients that do not read may cost.
   const streamBudget = new StreamBudget(config.sse.maxBufferedBytesPerStream, config.sse.maxBufferedBytes, logger);
   const sessions: SessionRegistry = new SessionRegistry(config.sessions, config.sse, store, relay, (session) => void upstreamMessages.release(session), streamBudget, events);
-  const tasks: TaskEngine = new TaskEngine(store, config.tasks, logger, config.replicas, replicas, {
+  const recovery: RecoveryDeps = {
     upstream: (name) => upstreams.find((u) => u.name === name),
     // A lost task runs again for whoever created it: a legacy session this replica can reach (if it still
     // exists), or modern clients; its call runs under the identity it was stored with (or the session's).
@@ -114,7 +114,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     lost: (task) => {
       if (task.era === 'legacy') void legacyTasks.tellSession(task, (sessionId) => sessions.get(sessionId));
     },
-  }, { authenticated: config.auth !== undefined, rateLimiter }, events);
+  };
+  const callers = { authenticated: config.auth !== undefined, rateLimiter };
+  const tasks: TaskEngine = new TaskEngine({ store, config: config.tasks, logger, replica: config.replicas, peers: replicas, recovery, callers, events });
   const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse, events);
   const modernTasks = new ModernTasks(tasks);
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger, events);

@@ -80,6 +80,26 @@ interface PendingEnd {
   reason: string | undefined;
 }
 
+export interface TaskEngineDeps {
+  store: TaskStore;
+  /** The task policy (a config reload replaces it: reconfigure). */
+  config: TasksConfig;
+  logger: Logger;
+  /** This replica's lease period, and how many tasks it runs at once at most (0: no limit). */
+  replica: Pick<ReplicasConfig, 'leaseMs' | 'maxRunningTasks'>;
+  /** Other replicas, for answers that belong to runs they hold, and to ask whether they still run a task. */
+  peers: TaskPeers;
+  /** What running a lost task's call again needs. */
+  recovery: RecoveryDeps;
+  /**
+   * Who creates tasks. With `auth`: authenticated principals, each counted on its own, and task creations per
+   * principal (`auth.rateLimits`). Without: every client counts as one anonymous principal.
+   */
+  callers: { authenticated: boolean; rateLimiter?: RateLimiter };
+  /** Where the task's life is announced (src/events.ts): created, started, status, input, ended, the run's scope. */
+  events?: GatewayEvents;
+}
+
 export class TaskEngine {
   private readonly runs = new Map<string, LocalRun>();
   private readonly slots: TaskSlots;
@@ -102,24 +122,20 @@ export class TaskEngine {
     notify: (run, message) => this.relayNotification(run, message),
   };
 
-  constructor(
-    private readonly store: TaskStore,
-    private config: TasksConfig,
-    private readonly logger: Logger,
-    /** This replica's lease period, and how many tasks it runs at once at most (0: no limit). */
-    private readonly replica: Pick<ReplicasConfig, 'leaseMs' | 'maxRunningTasks'>,
-    /** Other replicas, for answers that belong to runs they hold, and to ask whether they still run a task. */
-    private readonly peers: TaskPeers,
-    /** What running a lost task's call again needs. */
-    private readonly recovery: RecoveryDeps,
-    /**
-     * Who creates tasks. With `auth`: authenticated principals, each counted on its own, and task creations per
-     * principal (`auth.rateLimits`). Without: every client counts as one anonymous principal.
-     */
-    private readonly callers: { authenticated: boolean; rateLimiter?: RateLimiter },
-    /** Where the task's life is announced (src/events.ts): created, started, status, input, ended, the run's scope. */
-    private readonly events: GatewayEvents = NO_EVENTS,
-  ) {
+  private readonly store: TaskStore;
+  private config: TasksConfig;
+  private readonly logger: Logger;
+  private readonly replica: Pick<ReplicasConfig, 'leaseMs' | 'maxRunningTasks'>;
+  private readonly peers: TaskPeers;
+  private readonly recovery: RecoveryDeps;
+  private readonly callers: { authenticated: boolean; rateLimiter?: RateLimiter };
+  private readonly events: GatewayEvents;
+
+  constructor(deps: TaskEngineDeps) {
+    ({ store: this.store, config: this.config, logger: this.logger, replica: this.replica, peers: this.peers, recovery: this.recovery, callers: this.callers } = deps);
+    this.events = deps.events ?? NO_EVENTS;
+    const { store, logger, replica, peers, recovery, callers } = deps;
+    const events = this.events;
     const leaseMs = replica.leaseMs;
     // Slot tickets carry leases of their own, longer than the replica's heartbeat (see SLOT_LEASES).
     const slotLeaseMs = leaseMs * SLOT_LEASES;
@@ -138,7 +154,7 @@ export class TaskEngine {
       this.redeliver(run);
       return { ok: true };
     });
-    this.leases = new TaskLeases(store, logger, leaseMs, peers, this.leasedRuns(), recovery, events);
+    this.leases = new TaskLeases({ store, logger, leaseMs, peers, runs: this.leasedRuns(), losses: recovery, events });
   }
 
   /** A config reload's task policy: tasks created from now on get it (running ones keep the policy they started with). */

@@ -54,6 +54,19 @@ export interface LossHandling {
   lost(task: TaskRecord): void;
 }
 
+export interface TaskLeasesDeps {
+  store: TaskStore;
+  logger: Logger;
+  /** How long a replica may go without a heartbeat (replicas.leaseMs). */
+  leaseMs: number;
+  peers: LeasePeers;
+  /** The runs this replica holds (the engine's). */
+  runs: LeasedRuns;
+  losses: LossHandling;
+  /** Told of every lost task taken over or failed here. */
+  events?: GatewayEvents;
+}
+
 /** How this replica's lease renewal fares, for readiness: a replica that cannot renew is about to lose its tasks. */
 export type LeaseHealth = {
   ok: boolean;
@@ -93,17 +106,18 @@ export class TaskLeases {
   /** Set while renewals fail: since when, and the last error. */
   private renewalFailure: { since: number; message: string } | undefined;
 
-  constructor(
-    private readonly store: TaskStore,
-    private readonly logger: Logger,
-    private readonly leaseMs: number,
-    private readonly peers: LeasePeers,
-    private readonly runs: LeasedRuns,
-    private readonly losses: LossHandling,
-    /** Told of every lost task taken over or failed here. */
-    private readonly events: GatewayEvents = NO_EVENTS,
-  ) {
-    peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => this.holds(id)) }));
+  private readonly store: TaskStore;
+  private readonly logger: Logger;
+  private readonly leaseMs: number;
+  private readonly peers: LeasePeers;
+  private readonly runs: LeasedRuns;
+  private readonly losses: LossHandling;
+  private readonly events: GatewayEvents;
+
+  constructor(deps: TaskLeasesDeps) {
+    ({ store: this.store, logger: this.logger, leaseMs: this.leaseMs, peers: this.peers, runs: this.runs, losses: this.losses } = deps);
+    this.events = deps.events ?? NO_EVENTS;
+    this.peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => this.holds(id)) }));
   }
 
   /** Leases new tasks to this replica (if it dies from here on, another one ends them). */
