@@ -98,7 +98,15 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   );
   // One budget for every SSE stream of the replica, of either revision: what clients that do not read may cost.
   const streamBudget = new StreamBudget(config.sse.maxBufferedBytesPerStream, config.sse.maxBufferedBytes, logger);
-  const sessions: SessionRegistry = new SessionRegistry(config.sessions, config.sse, store, relay, (session) => void upstreamMessages.release(session), streamBudget, events);
+  const sessions: SessionRegistry = new SessionRegistry({
+    config: config.sessions,
+    sse: config.sse,
+    store,
+    peers: relay,
+    onEnd: (session) => void upstreamMessages.release(session),
+    budget: streamBudget,
+    events,
+  });
   const recovery: RecoveryDeps = {
     upstream: (name) => upstreams.find((u) => u.name === name),
     // A lost task runs again for whoever created it: a legacy session this replica can reach (if it still

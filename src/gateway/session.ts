@@ -29,6 +29,21 @@ export interface SessionPeers {
 
 const MAX_FINISHED_STREAMS = 64;
 
+/** What a session's view is made of: who the client is, and what the replica gives its streams. */
+export interface ClientSessionInit {
+  sessionId: string;
+  protocolVersion: string;
+  capabilities: JsonObject;
+  clientInfo: JsonObject | undefined;
+  /** The authenticated principal that created the session; undefined without authentication. */
+  principal: string | undefined;
+  sse: SseConfig;
+  /** The other replicas; undefined when there are none to tell (stream ids then name no replica). */
+  peers: SessionPeers | undefined;
+  /** What the replica's streams may hold for clients that do not read (sse.maxBufferedBytes*). */
+  budget: StreamBudget;
+}
+
 /**
  * One legacy-era client session (`Mcp-Session-Id`) as this replica sees it: the streams and in-flight calls it
  * holds, and the per-client state every replica shares (kept in the store by the registry).
@@ -54,18 +69,20 @@ export class ClientSession implements LegacySession {
   private nextOutgoingId = 1;
   private readonly outgoing = new Map<RequestId, OutgoingRequest>();
 
-  constructor(
-    readonly sessionId: string,
-    readonly protocolVersion: string,
-    readonly capabilities: JsonObject,
-    readonly clientInfo: JsonObject | undefined,
-    /** The authenticated principal that created the session; undefined without authentication. */
-    readonly principal: string | undefined,
-    private readonly sse: SseConfig,
-    private readonly peers: SessionPeers | undefined,
-    /** What the replica's streams may hold for clients that do not read (sse.maxBufferedBytes*). */
-    private readonly budget: StreamBudget,
-  ) {}
+  readonly sessionId: string;
+  readonly protocolVersion: string;
+  readonly capabilities: JsonObject;
+  readonly clientInfo: JsonObject | undefined;
+  /** The authenticated principal that created the session; undefined without authentication. */
+  readonly principal: string | undefined;
+  private readonly sse: SseConfig;
+  private readonly peers: SessionPeers | undefined;
+  private readonly budget: StreamBudget;
+
+  constructor(init: ClientSessionInit) {
+    ({ sessionId: this.sessionId, protocolVersion: this.protocolVersion, capabilities: this.capabilities, clientInfo: this.clientInfo } = init);
+    ({ principal: this.principal, sse: this.sse, peers: this.peers, budget: this.budget } = init);
+  }
 
   private get streamOptions(): EventStreamOptions {
     return { replayLimit: this.sse.replayBufferSize, keepAliveMs: this.sse.keepAliveMs, budget: this.budget };

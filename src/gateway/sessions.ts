@@ -26,6 +26,20 @@ export interface RegistryPeers extends SessionPeers {
   cancelled(sessionId: string, params: JsonObject): void;
 }
 
+export interface SessionRegistryDeps {
+  config: SessionsConfig;
+  sse: SseConfig;
+  store: TaskStore;
+  /** The other replicas, for what reaches a session's streams held elsewhere. */
+  peers: RegistryPeers;
+  /** A session ended (DELETE or idle): its calls and upstream connections go. */
+  onEnd: (session: ClientSession) => void;
+  /** What the replica's streams may hold for clients that do not read. */
+  budget: StreamBudget;
+  /** Told when this replica starts and stops holding a session. */
+  events?: GatewayEvents;
+}
+
 /**
  * Legacy-era sessions. A session lives in the store, so any replica serves any of its requests: each replica
  * keeps a view of the sessions it served (their streams and calls here), made from the store's record on first
@@ -36,21 +50,19 @@ export class SessionRegistry implements LegacySessions {
   /** Views being made from the store, so concurrent first requests share one. */
   private readonly loading = new Map<string, Promise<ClientSession | undefined>>();
   private readonly sweeper: NodeJS.Timeout;
-  /** Set when the replicas are linked (before the first request). */
-  constructor(
-    private readonly config: SessionsConfig,
-    private readonly sse: SseConfig,
-    private readonly store: TaskStore,
-    /** The other replicas, for what reaches a session's streams held elsewhere. */
-    readonly peers: RegistryPeers,
-    /** A session ended (DELETE or idle): its calls and upstream connections go. */
-    private readonly onEnd: (session: ClientSession) => void,
-    /** What the replica's streams may hold for clients that do not read. */
-    private readonly budget: StreamBudget,
-    /** Told when this replica starts and stops holding a session. */
-    private readonly events: GatewayEvents = NO_EVENTS,
-  ) {
-    this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(60_000, config.idleTimeoutMs / 4)));
+  private readonly config: SessionsConfig;
+  private readonly sse: SseConfig;
+  private readonly store: TaskStore;
+  /** The other replicas, for what reaches a session's streams held elsewhere. */
+  readonly peers: RegistryPeers;
+  private readonly onEnd: (session: ClientSession) => void;
+  private readonly budget: StreamBudget;
+  private readonly events: GatewayEvents;
+
+  constructor(deps: SessionRegistryDeps) {
+    ({ config: this.config, sse: this.sse, store: this.store, peers: this.peers, onEnd: this.onEnd, budget: this.budget } = deps);
+    this.events = deps.events ?? NO_EVENTS;
+    this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(60_000, this.config.idleTimeoutMs / 4)));
     this.sweeper.unref();
   }
 
@@ -195,7 +207,16 @@ export class SessionRegistry implements LegacySessions {
         return undefined;
       }
     };
-    const session = new ClientSession(sessionId, fields.protocolVersion ?? '', parse(fields.capabilities) ?? {}, parse(fields.clientInfo), fields.principal, this.sse, this.peers, this.budget);
+    const session = new ClientSession({
+      sessionId,
+      protocolVersion: fields.protocolVersion ?? '',
+      capabilities: parse(fields.capabilities) ?? {},
+      clientInfo: parse(fields.clientInfo),
+      principal: fields.principal,
+      sse: this.sse,
+      peers: this.peers,
+      budget: this.budget,
+    });
     if (logLevelRank(fields.logLevel) >= 0) session.logLevel = fields.logLevel as LogLevel;
     this.sessions.set(sessionId, session);
     const principal = session.principal ?? ANONYMOUS_PRINCIPAL;
