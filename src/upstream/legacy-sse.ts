@@ -6,7 +6,7 @@ import { readBodyStart } from './body-reader.js';
 import { oversized, RESYNC_FACTOR } from './oversized.js';
 import { readSse } from './sse-reader.js';
 import { decodePayload } from './payload.js';
-import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
+import { holdReadable, receiveDecoded, type HttpTransportOptions, type UpstreamTransport } from './transport.js';
 
 /**
  * The 2024-11-05 HTTP+SSE transport: one GET stream carries every server message; the `endpoint` event names
@@ -24,14 +24,16 @@ export class LegacySseTransport implements UpstreamTransport {
   /** The one stream every message arrives on. */
   private body: Readable | undefined;
 
-  constructor(
-    private readonly url: string,
-    private readonly headers: Readonly<Record<string, string>>,
-    private readonly agent: Agent,
-    private readonly logger: Logger,
-    /** Largest SSE event taken from the upstream. */
-    private readonly maxMessageBytes: number,
-  ) {}
+  private readonly url: string;
+  private readonly headers: Readonly<Record<string, string>>;
+  private readonly agent: Agent;
+  private readonly logger: Logger;
+  /** Largest SSE event taken from the upstream. */
+  private readonly maxMessageBytes: number;
+
+  constructor(options: HttpTransportOptions) {
+    ({ url: this.url, headers: this.headers, agent: this.agent, logger: this.logger, maxMessageBytes: this.maxMessageBytes } = options);
+  }
 
   async start(): Promise<void> {
     const response = await request(this.url, {

@@ -8,7 +8,7 @@ import { MessageTooLargeError, oversized, RESYNC_FACTOR } from './oversized.js';
 import { dispatchPost } from './post-response.js';
 import { decodePayload, describeUnanswered, readHttpPayload, type HttpPayload } from './payload.js';
 import { readSse } from './sse-reader.js';
-import { holdReadable, receiveDecoded, type UpstreamTransport } from './transport.js';
+import { holdReadable, receiveDecoded, type HttpTransportOptions, type UpstreamTransport } from './transport.js';
 
 const MAX_RESUME_ATTEMPTS = 5;
 const DEFAULT_RETRY_MS = 1000;
@@ -46,15 +46,15 @@ export class StreamableHttpTransport implements UpstreamTransport {
   private readonly postStreams = new Map<RequestId, BodyStream>();
   private getStream: Readable | undefined;
 
-  constructor(
-    url: string,
-    private readonly headers: Readonly<Record<string, string>>,
-    private readonly agent: Agent,
-    private readonly logger: Logger,
-    /** Largest message taken from the upstream: a JSON body, or one SSE event. */
-    private readonly maxMessageBytes: number,
-  ) {
-    const parsed = new URL(url);
+  private readonly headers: Readonly<Record<string, string>>;
+  private readonly agent: Agent;
+  private readonly logger: Logger;
+  /** Largest message taken from the upstream: a JSON body, or one SSE event. */
+  private readonly maxMessageBytes: number;
+
+  constructor(options: HttpTransportOptions) {
+    ({ headers: this.headers, agent: this.agent, logger: this.logger, maxMessageBytes: this.maxMessageBytes } = options);
+    const parsed = new URL(options.url);
     this.origin = parsed.origin;
     this.path = `${parsed.pathname}${parsed.search}`;
     // Each GET in flight (the standalone stream, a resumed POST stream) listens on the one signal until it ends.

@@ -1,8 +1,21 @@
+import type { Agent } from 'undici';
 import type { BodyStream } from './body-reader.js';
 import { responseIdOf, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { OversizedMessage } from './oversized.js';
 import { warnViolation } from './violations.js';
+
+/** What a transport over HTTP (Streamable HTTP, legacy HTTP+SSE) is made with. */
+export interface HttpTransportOptions {
+  url: string;
+  /** Sent with every request (the upstream's own credentials: a client's never reach it). */
+  headers: Readonly<Record<string, string>>;
+  /** The upstream's connection pool (http-agent.ts). */
+  agent: Agent;
+  logger: Logger;
+  /** Largest message taken from the upstream: a JSON body, or one SSE event. */
+  maxMessageBytes: number;
+}
 
 /**
  * A message channel to one upstream MCP server. Kept deliberately smaller than the SDK's Transport: the gateway

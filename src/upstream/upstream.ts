@@ -392,8 +392,9 @@ export class Upstream {
     const config = this.config;
     if (config.transport === 'stdio') return new StdioTransport(config, this.logger);
     const agent = this.agent as Agent;
-    if (config.transport === 'sse') return new LegacySseTransport(config.url, config.headers, agent, this.logger, config.maxMessageBytes);
-    return new StreamableHttpTransport(config.url, config.headers, agent, this.logger, config.maxMessageBytes);
+    const options = { url: config.url, headers: config.headers, agent, logger: this.logger, maxMessageBytes: config.maxMessageBytes };
+    if (config.transport === 'sse') return new LegacySseTransport(options);
+    return new StreamableHttpTransport(options);
   }
 
   private async connectControl(): Promise<void> {
