@@ -81,21 +81,21 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     secret = undefined;
     throw error;
   }));
-  const lists = new ListPages(
+  const lists = new ListPages({
     catalog,
     logger,
-    config.lists.pageSize,
-    new ListCursors(async () => new CursorCodec(await signingSecret())),
-    taskToolDefinitions(config.tasks.taskTools),
-  );
-  const relay = new SessionRelay(
+    pageSize: config.lists.pageSize,
+    cursors: new ListCursors(async () => new CursorCodec(await signingSecret())),
+    ownTools: taskToolDefinitions(config.tasks.taskTools),
+  });
+  const relay = new SessionRelay({
     store,
-    replicas,
-    { peek: (sessionId) => sessions.peek(sessionId), endHere: (sessionId, reason) => sessions.endHere(sessionId, reason) },
-    config.sessions.idleTimeoutMs,
+    link: replicas,
+    sessions: { peek: (sessionId) => sessions.peek(sessionId), endHere: (sessionId, reason) => sessions.endHere(sessionId, reason) },
+    sessionTtlMs: config.sessions.idleTimeoutMs,
     logger,
-    (session, params) => router.cancelInflight(session, params),
-  );
+    cancelHere: (session, params) => router.cancelInflight(session, params),
+  });
   // One budget for every SSE stream of the replica, of either revision: what clients that do not read may cost.
   const streamBudget = new StreamBudget(config.sse.maxBufferedBytesPerStream, config.sse.maxBufferedBytes, logger);
   const sessions: SessionRegistry = new SessionRegistry({
@@ -125,7 +125,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   };
   const callers = { authenticated: config.auth !== undefined, rateLimiter };
   const tasks: TaskEngine = new TaskEngine({ store, config: config.tasks, logger, replica: config.replicas, peers: replicas, recovery, callers, events });
-  const legacyTasks: LegacyTasks = new LegacyTasks(tasks, store, logger, config.tasks.immediateResponse, events);
+  const legacyTasks: LegacyTasks = new LegacyTasks({ engine: tasks, store, logger, immediateResponse: config.tasks.immediateResponse, events });
   const modernTasks = new ModernTasks(tasks);
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger, events);
   const router = new SessionRouter({ catalog, tasks: legacyTasks, logger, lists, sessions, version: VERSION, access: config.auth?.access, taskTools, events });

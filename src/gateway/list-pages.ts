@@ -45,19 +45,30 @@ export class ListCursors {
   }
 }
 
+export interface ListPagesDeps {
+  catalog: MergedCatalog;
+  logger: Logger;
+  /** lists.pageSize (a config reload may change it: reconfigure). */
+  pageSize: number;
+  cursors: ListCursors;
+  /**
+   * The gateway's own tools (the task tools): first on the first page of tools/list, for every caller (they act
+   * only on the caller's own tasks). An upstream tool of the same name is left out: calls reach the gateway's.
+   */
+  ownTools?: readonly JsonObject[];
+}
+
 export class ListPages implements AggregatedLists {
-  constructor(
-    private readonly catalog: MergedCatalog,
-    private readonly logger: Logger,
-    private pageSize: number,
-    private readonly cursors: ListCursors,
-    /**
-     * The gateway's own tools (the task tools): first on the first page of tools/list, for every caller (they act
-     * only on the caller's own tasks). An upstream tool of the same name is left out: calls reach the gateway's.
-     */
-    private ownTools: readonly JsonObject[] = [],
-  ) {
-    this.ownNames = new Set(ownTools.map((tool) => tool.name));
+  private readonly catalog: MergedCatalog;
+  private readonly logger: Logger;
+  private pageSize: number;
+  private readonly cursors: ListCursors;
+  private ownTools: readonly JsonObject[];
+
+  constructor(deps: ListPagesDeps) {
+    ({ catalog: this.catalog, logger: this.logger, pageSize: this.pageSize, cursors: this.cursors } = deps);
+    this.ownTools = deps.ownTools ?? [];
+    this.ownNames = new Set(this.ownTools.map((tool) => tool.name));
   }
 
   private ownNames: ReadonlySet<unknown>;

@@ -19,19 +19,33 @@ export type HeldSessions = Pick<SessionRegistry, 'peek' | 'endHere'>;
 const resultField = (taskId: string): string => `result:${taskId}`;
 const STANDALONE_FIELD = 'standalone';
 
+export interface SessionRelayDeps {
+  store: TaskStore;
+  /** The typed messages between replicas. */
+  link: ReplicaLink;
+  /** The sessions this replica holds. */
+  sessions: HeldSessions;
+  /** How long a session lives unused (sessions.idleTimeoutMs). */
+  sessionTtlMs: number;
+  logger: Logger;
+  /** Stops a call of the session running here that the client cancelled through another replica. */
+  cancelHere: (session: ClientSession, params: JsonObject) => boolean;
+}
+
 export class SessionRelay implements RegistryPeers {
   /** Streams held here that write to another replica's client connection (remote resumes), by pipe topic. */
   private readonly pipes = new Map<string, { close(): void }>();
 
-  constructor(
-    private readonly store: TaskStore,
-    private readonly link: ReplicaLink,
-    private readonly sessions: HeldSessions,
-    private readonly sessionTtlMs: number,
-    private readonly logger: Logger,
-    /** Stops a call of the session running here that the client cancelled through another replica. */
-    private readonly cancelHere: (session: ClientSession, params: JsonObject) => boolean,
-  ) {
+  private readonly store: TaskStore;
+  private readonly link: ReplicaLink;
+  private readonly sessions: HeldSessions;
+  private readonly sessionTtlMs: number;
+  private readonly logger: Logger;
+  private readonly cancelHere: (session: ClientSession, params: JsonObject) => boolean;
+
+  constructor(deps: SessionRelayDeps) {
+    ({ store: this.store, link: this.link, sessions: this.sessions, sessionTtlMs: this.sessionTtlMs, logger: this.logger, cancelHere: this.cancelHere } = deps);
+    const { link } = deps;
     link.on('session.deliver', async (body) => ({ delivered: this.sessions.peek(body.sessionId)?.deliverHere(body.message, body.taskId) ?? false }));
     link.on('session.answer', async (body) => {
       this.sessions.peek(body.sessionId)?.answer(body.id, body.outcome);

@@ -18,18 +18,30 @@ import type { Upstream } from '../../upstream/upstream.js';
 import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './codec.js';
 import type { LegacySession } from './session.js';
 
+export interface LegacyTasksDeps {
+  engine: TaskEngine;
+  store: TaskStore;
+  logger: Logger;
+  /** tasks.immediateResponse (a config reload may change it: reconfigure). */
+  immediateResponse: string | undefined;
+  /** Where retrievals of results are announced (audited). */
+  events?: GatewayEvents;
+}
+
 export class LegacyTasks {
   /** Open tasks/result streams per task running here: where its input requests go first. */
   private readonly resultStreams = new Map<string, Set<EventStream>>();
 
-  constructor(
-    readonly engine: TaskEngine,
-    private readonly store: TaskStore,
-    private readonly logger: Logger,
-    private immediateResponse: string | undefined,
-    /** Where retrievals of results are announced (audited). */
-    private readonly events: GatewayEvents = NO_EVENTS,
-  ) {}
+  readonly engine: TaskEngine;
+  private readonly store: TaskStore;
+  private readonly logger: Logger;
+  private immediateResponse: string | undefined;
+  private readonly events: GatewayEvents;
+
+  constructor(deps: LegacyTasksDeps) {
+    ({ engine: this.engine, store: this.store, logger: this.logger, immediateResponse: this.immediateResponse } = deps);
+    this.events = deps.events ?? NO_EVENTS;
+  }
 
   /** A config reload's tasks.immediateResponse, for tasks created from now on. */
   reconfigure(immediateResponse: string | undefined): void {
