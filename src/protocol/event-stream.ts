@@ -1,7 +1,7 @@
 // SSE streams to clients, for both revisions: event ids and replay for resumable (2025-11-25) streams, keep-alive
 // comments, coalescing and dropping of what a client that does not read cannot take, within the stream budget.
 //
-// Over 450 lines (456) because one stream's state (what is written, what waits, what is kept for replay, what
+// Over 450 lines because one stream's state (what is written, what waits, what is kept for replay, what
 // its budget holds, whether the connection waits for drain) is acted on by every method; splitting it would
 // hand that state around. The budget itself is stream-budget.ts; what may be coalesced is upstream/client-flow.ts.
 import type { ServerResponse } from 'node:http';

@@ -1,10 +1,10 @@
 // Method → handler for the session revisions (2025-11-25, 2025-06-18, 2025-03-26): proxying to the upstream that
 // serves a tool, prompt or resource, the session's requests to the client relayed back, and the task methods.
 //
-// Over 450 lines (487) because every session request that reaches an upstream takes one path here (route, access,
+// Over 450 lines because every session request that reaches an upstream takes one path here (route, access,
 // task or plain call, progress and cancellation relay), sharing the session and the request's scope; task
-// methods, the codec and the error edge are files of their own. Routing and access checks that do not depend on
-// the revision are to move down to protocol/ (issue 24), which will bring it under.
+// methods, the codec and the error edge are files of their own, and routing with access checks is shared with
+// 2026-07-28 in protocol/routing.ts.
 import { GatewayError, RequestCancelled } from '../../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../../events.js';
 import {
@@ -39,6 +39,7 @@ import type { LegacySession, LegacySessions } from './session.js';
 import { ownerOf, type LegacyTasks } from './tasks.js';
 import type { Caller } from '../../tasks/principals.js';
 import { CallerAccess } from '../access.js';
+import { resourceOwner, routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { plainCallView, type TaskTools } from '../task-tools.js';
 import type { AccessRule, TaskPolicy } from '../../config/types.js';
@@ -212,8 +213,7 @@ export class SessionRouter {
       case 'prompts/get': {
         const name = params.name;
         if (typeof name !== 'string') throw new GatewayError('invalid_params', 'prompts/get: params.name must be a string');
-        const route = this.catalog.route('prompts', name);
-        if (route === undefined || !access.allows('prompts', name)) throw new GatewayError('invalid_params', `Unknown prompt: ${name}`);
+        const route = routeNamed(this.catalog, access, 'prompts', name);
         return this.forward(session, request, route.upstream, { ...params, name: route.name }, stream);
       }
       case 'tasks/get':
@@ -258,8 +258,7 @@ export class SessionRouter {
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
     if (this.taskTools.owns(name)) return this.taskTool(session, request, name, params, stream, access);
-    const route = this.catalog.route('tools', name);
-    if (route === undefined || !access.allows('tools', name)) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
+    const route = routeNamed(this.catalog, access, 'tools', name);
     const { task, ...plain } = params;
     const upstreamParams = { ...plain, name: route.name };
     const policy = this.tasks.engine.policyFor(name);
@@ -429,10 +428,7 @@ export class SessionRouter {
   }
 
   private resourceOwner(uri: unknown, access: CallerAccess): Upstream {
-    if (typeof uri !== 'string') throw new GatewayError('invalid_params', 'params.uri must be a string');
-    const upstream = this.catalog.routeUri(uri);
-    if (upstream === undefined || !access.allows('resources', uri)) throw new GatewayError('resource_not_found', `Resource not found: ${uri}`, { uri });
-    return upstream;
+    return resourceOwner(this.catalog, access, uri, 'resource_not_found').upstream;
   }
 
   private list(session: LegacySession, method: string, params: JsonObject, access: CallerAccess): Promise<JsonObject> {
@@ -465,8 +461,7 @@ export class SessionRouter {
   private async complete(session: LegacySession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const ref = asObject(params.ref);
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const route = this.catalog.route('prompts', ref.name);
-      if (route === undefined || !access.allows('prompts', ref.name)) throw new GatewayError('invalid_params', `Unknown prompt: ${ref.name}`);
+      const route = routeNamed(this.catalog, access, 'prompts', ref.name);
       return this.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream);
     }
     if (ref?.type === 'ref/resource') return this.forward(session, request, this.resourceOwner(ref.uri, access), params, stream);

@@ -19,6 +19,7 @@ import type { AggregatedLists, GatewayCatalog } from '../ports.js';
 import { inRequestScope, requestInfo } from '../request-scope.js';
 import type { AccessRule, TaskPolicy } from '../../config/types.js';
 import { CallerAccess } from '../access.js';
+import { resourceOwner, routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { createTaskResult, discoverResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
 import { modernAnswerStatus, modernError, modernFailure, withUri } from './errors.js';
@@ -472,13 +473,11 @@ export class ModernRouter {
     let upstream: Upstream | undefined;
     let forwarded = params;
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const route = this.deps.catalog.route('prompts', ref.name);
-      if (route === undefined || !this.accessOf(client).allows('prompts', ref.name)) throw new GatewayError('invalid_params', `Unknown prompt: ${ref.name}`);
+      const route = routeNamed(this.deps.catalog, this.accessOf(client), 'prompts', ref.name);
       upstream = route.upstream;
       forwarded = { ...params, ref: { ...ref, name: route.name } };
     } else if (ref?.type === 'ref/resource' && typeof ref.uri === 'string') {
-      upstream = this.deps.catalog.routeUri(ref.uri);
-      if (upstream === undefined || !this.accessOf(client).allows('resources', ref.uri)) throw new GatewayError('invalid_params', `Resource not found: ${ref.uri}`, { uri: ref.uri });
+      upstream = resourceOwner(this.deps.catalog, this.accessOf(client), ref.uri, 'invalid_params').upstream;
     } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
     if (upstream.speaksModern) return this.passThrough(client, request, forwarded, upstream, responder, '', false);
     const identity = this.identity;
@@ -494,17 +493,13 @@ export class ModernRouter {
     const { inputResponses: _responses, requestState: _state, task: _task, ...plain } = params;
     const forwarded = withoutEnvelope(plain);
     if (method === 'resources/read') {
-      const uri = params.uri;
-      if (typeof uri !== 'string') throw new GatewayError('invalid_params', 'params.uri must be a string');
-      const upstream = this.deps.catalog.routeUri(uri);
-      if (upstream === undefined || !access.allows('resources', uri)) throw new GatewayError('invalid_params', 'Resource not found', { uri });
+      const { upstream, uri } = resourceOwner(this.deps.catalog, access, params.uri, 'invalid_params');
       return { upstream, upstreamParams: forwarded, name: uri };
     }
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', `${method}: params.name must be a string`);
     const kind = method === 'tools/call' ? 'tools' : 'prompts';
-    const route = this.deps.catalog.route(kind, name);
-    if (route === undefined || !access.allows(kind, name)) throw new GatewayError('invalid_params', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
+    const route = routeNamed(this.deps.catalog, access, kind, name);
     return { upstream: route.upstream, upstreamParams: { ...forwarded, name: route.name }, name };
   }
 
