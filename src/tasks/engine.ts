@@ -27,7 +27,7 @@ import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
 import { SLOT_LEASES, TaskLeases, type LeasedRuns, type LeaseHealth, type LeasePeerMessages, type LossHandling } from './leases.js';
 import { LocalEnds } from './local-ends.js';
 import type { InputRequest } from './pending-inputs.js';
-import { abortRun, NOTHING_TO_DO, RunChannel, runInputs, runSignal, type LocalRun, type RunActions, type RunHandle, type TaskCaller } from './local-run.js';
+import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, runInputs, runSignal, type LocalRun, type RunActions, type RunHandle, type TaskCaller } from './local-run.js';
 import type { InflightCharge } from './inflight-bytes.js';
 import type { Peers } from './peers.js';
 import { NATIVE_TASKS_PRINCIPAL, type TaskReader } from './principals.js';
@@ -266,27 +266,7 @@ export class TaskEngine {
   }
 
   private newRun(task: TaskRecord, caller: TaskCaller, charge: InflightCharge | undefined): LocalRun {
-    const run: LocalRun = {
-      task,
-      // Spelled out, not spread from taskFacts: V8 gives every object built by a spread and then extended a hidden
-      // class of its own (about 200 bytes per task in flight).
-      scope: { taskId: task.taskId, principal: task.principal, tool: task.tool, upstream: task.upstream, attempt: task.attempt ?? 1 },
-      caller,
-      call: undefined,
-      deadline: undefined,
-      ended: false,
-      status: 'working',
-      inputs: undefined,
-      undelivered: undefined,
-      inputSync: undefined,
-      lastMessageAt: 0,
-      abort: undefined,
-      abortedWith: undefined,
-      slots: [],
-      stopWatching: NOTHING_TO_DO,
-      upstreamStatusMessage: undefined,
-      releaseBytes: charge?.hold() ?? NOTHING_TO_DO,
-    };
+    const run = newLocalRun(task, caller, charge?.hold() ?? NOTHING_TO_DO);
     this.runs.set(task.taskId, run);
     this.opening.delete(task.taskId); // the place open() held is the run's now
     if (this.policyFor(task.tool).maxTasksPerPrincipal > 0) run.slots.push(this.slots.principalTicket(task.principal, task.taskId));

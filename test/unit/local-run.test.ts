@@ -3,29 +3,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { JsonRpcNotification, Outcome } from '../../src/jsonrpc.js';
-import { abortRun, NOTHING_TO_DO, RunChannel, runInputs, runSignal, type LocalRun, type RunActions } from '../../src/tasks/local-run.js';
+import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, runInputs, runSignal, type LocalRun, type RunActions } from '../../src/tasks/local-run.js';
 import type { InputRequest } from '../../src/tasks/pending-inputs.js';
 
 function newRun(taskId: string): LocalRun {
-  return {
-    task: { taskId, principal: 'alice', tool: 'slow', upstream: 'fixture', era: 'legacy', status: 'working', createdMs: 0, createdUs: 0, updatedMs: 0, retentionMs: 60_000, pollMs: 1000 },
-    scope: { taskId, principal: 'alice', tool: 'slow', upstream: 'fixture', attempt: 1 },
-    caller: { deliver: () => undefined, notify: NOTHING_TO_DO, ended: NOTHING_TO_DO },
-    call: undefined,
-    deadline: undefined,
-    ended: false,
-    status: 'working',
-    inputs: undefined,
-    undelivered: undefined,
-    inputSync: undefined,
-    lastMessageAt: 0,
-    abort: undefined,
-    abortedWith: undefined,
-    slots: [],
-    stopWatching: NOTHING_TO_DO,
-    releaseBytes: NOTHING_TO_DO,
-    upstreamStatusMessage: undefined,
-  };
+  const task = { taskId, principal: 'alice', tool: 'slow', upstream: 'fixture', era: 'legacy', status: 'working', createdMs: 0, createdUs: 0, updatedMs: 0, retentionMs: 60_000, pollMs: 1000 } as const;
+  return newLocalRun(task, { deliver: () => undefined, notify: NOTHING_TO_DO, ended: NOTHING_TO_DO }, NOTHING_TO_DO);
 }
 
 describe('local runs: parts made on first use', () => {
