@@ -4,7 +4,9 @@
 // (protocol/ports.ts, rev2025-11-25/session.ts, ModernPeers), implemented by the gateway and passed in.
 //
 //   composition   src/gateway.ts, src/cli.ts          builds the parts in dependency order
-//   http          src/http/                           fastify wiring
+//   revisions     src/protocol/revision(s).ts,        the revision registry and its entries: each entry serves
+//                 src/protocol/rev*/revision.ts       its revision (router, task methods, front) from shared parts
+//   http          src/http/, src/protocol/rev*/http/  fastify wiring, each revision's front in its own folder
 //   gateway       src/gateway/                        sessions, catalog and lists, upstream→client, replica links
 //   protocol      src/protocol/ (but mcp.ts, codecs)  one folder per revision (router, task methods, error
 //                                                     edge), and what both share (event streams, ports)
@@ -26,9 +28,10 @@ const LAYERS = [
   ['wire', '^src/protocol/rev[^/]+/codec\\.ts$'],
   ['upstream', '^src/upstream/'],
   ['tasks', '^src/tasks/'],
-  ['protocol', '^src/protocol/(?!mcp\\.ts$|rev[^/]+/codec\\.ts$)'],
+  ['protocol', '^src/protocol/(?!mcp\\.ts$|revisions?\\.ts$|rev[^/]+/(codec\\.ts|revision\\.ts|http/))'],
   ['gateway', '^src/gateway/'],
-  ['http', '^src/http/'],
+  ['http', '^src/http/|^src/protocol/rev[^/]+/http/'],
+  ['revisions', '^src/protocol/revisions?\\.ts$|^src/protocol/rev[^/]+/revision\\.ts$'],
   ['composition', '^src/(gateway|cli)\\.ts$'],
 ];
 
@@ -49,6 +52,15 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/protocol/(rev[^/]+)/' },
       to: { path: '^src/protocol/rev[^/]+/', pathNot: '^src/protocol/$1/' },
+    },
+    {
+      name: 'registry-only',
+      comment:
+        'a revision is reached through the registry (src/protocol/revisions.ts), never by name: from outside its folder only its codec ' +
+        '(the gateway as a client of upstreams speaking it) and the ports it declares for the gateway to implement may be imported',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/protocol/(rev[^/]+/|revisions\\.ts$)' },
+      to: { path: '^src/protocol/rev[^/]+/', pathNot: '^src/protocol/rev[^/]+/(codec|session|peers)\\.ts$' },
     },
     {
       name: 'tasks-era-neutral',

@@ -3,10 +3,8 @@ import type { GatewayConfig, UpstreamConfig } from './config/types.js';
 import { MergedCatalog } from './gateway/merged-catalog.js';
 import { ListCursors, ListPages } from './gateway/list-pages.js';
 import { ReplicaLink } from './gateway/replicas.js';
-import { SessionRouter } from './protocol/rev2025-11-25/router.js';
-import { ParkedExchanges, RequestStateCodec } from './protocol/rev2026-07-28/exchange.js';
-import { ListenHub } from './protocol/rev2026-07-28/listen.js';
-import { ModernRouter } from './protocol/rev2026-07-28/router.js';
+import type { GatewayParts, RevisionRuntime } from './protocol/revision.js';
+import { REVISIONS } from './protocol/revisions.js';
 import { StreamBudget } from './protocol/stream-budget.js';
 import { TaskTools, taskToolDefinitions } from './protocol/task-tools.js';
 import { SessionRegistry } from './gateway/sessions.js';
@@ -17,15 +15,14 @@ import { GatewayEvents } from './events.js';
 import { Authenticator } from './http/credentials.js';
 import { isLoopbackHostname } from './http/guards.js';
 import { createFrontEnd } from './http/server.js';
-import type { JsonObject } from './jsonrpc.js';
+import type { JsonObject, JsonRpcNotification } from './jsonrpc.js';
+import type { Era } from './store/task-store.js';
 import type { Logger } from './log.js';
 import { subscribeAuditLog } from './observability/audit.js';
 import { GatewayMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/tracing.js';
 import { createStore } from './store/store.js';
 import { CursorCodec } from './store/task-store.js';
-import { LegacyTasks } from './protocol/rev2025-11-25/tasks.js';
-import { MODERN_CALLER, ModernTasks } from './protocol/rev2026-07-28/tasks.js';
 import { TaskEngine, type RecoveryDeps } from './tasks/engine.js';
 import { InflightBytes } from './tasks/inflight-bytes.js';
 import { ANONYMOUS_PRINCIPAL } from './tasks/principals.js';
@@ -57,8 +54,9 @@ export class StartupConfigError extends Error {
  */
 export async function startGateway(config: GatewayConfig, logger: Logger): Promise<RunningGateway> {
   // Built in dependency order and passed in. Where two parts need each other (sessions and the relay between
-  // replicas; the relay and the router that cancels calls; sessions and what releases their upstream
-  // connections), one reaches the other through a closure, called only once both exist.
+  // replicas; the relay and the revision that cancels calls; sessions and what releases their upstream
+  // connections; the task core and the revisions that resume its tasks), one reaches the other through a closure,
+  // called only once both exist. Every protocol revision of the registry is served from the same shared parts.
   // One seam for the whole gateway: the core announces; tracing, the audit log and metrics listen (DESIGN.md §10).
   // Tracing starts first, so that it sees everything emitted.
   const events = new GatewayEvents(logger);
@@ -68,7 +66,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const rateLimiter = config.auth === undefined ? undefined : new RateLimiter(config.auth.rateLimits, store, events);
   const inflight = new InflightBytes({ total: config.listen.maxInflightBytes, perPrincipal: config.listen.maxInflightBytesPerPrincipal });
   const replicas = new ReplicaLink(store, logger);
-  const listeners = new ListenHub(store, logger);
   const upstreams: Upstream[] = [];
   const catalog = new MergedCatalog(upstreams);
   const ownTools = new Set(taskToolDefinitions(config.tasks.taskTools).map((tool) => String(tool.name)));
@@ -94,7 +91,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     sessions: { peek: (sessionId) => sessions.peek(sessionId), endHere: (sessionId, reason) => sessions.endHere(sessionId, reason) },
     sessionTtlMs: config.sessions.idleTimeoutMs,
     logger,
-    cancelHere: (session, params) => router.cancelInflight(session, params),
+    cancelHere: (session, params) => revisions.some(({ runtime }) => runtime.cancelInflight(session, params)),
   });
   // One budget for every SSE stream of the replica, of either revision: what clients that do not read may cost.
   const streamBudget = new StreamBudget(config.sse.maxBufferedBytesPerStream, config.sse.maxBufferedBytes, logger);
@@ -109,27 +106,48 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   });
   const recovery: RecoveryDeps = {
     upstream: (name) => upstreams.find((u) => u.name === name),
-    // A lost task runs again for whoever created it: a legacy session this replica can reach (if it still
-    // exists), or modern clients; its call runs under the identity it was stored with (or the session's).
+    // A lost task runs again for whoever created it, as the revision it was created in says; its call runs under
+    // the identity it was stored with (or one that revision gives it).
     resume: async (task) => {
       const stored = { clientInfo: undefined, ...task.call.identity };
       // Its arguments are held here again: charged to whom its request was (whatever the budgets say: it was accepted).
       const bytes = inflight.force(config.auth === undefined ? ANONYMOUS_PRINCIPAL : task.principal, Buffer.byteLength(JSON.stringify(task.call.params)));
-      if (task.era !== 'legacy') return { caller: MODERN_CALLER, identity: { ...stored, manyClients: true }, bytes };
-      const session = await sessions.get(stored.sessionId).catch(() => undefined);
-      return { caller: legacyTasks.callerFor(task.taskId, session), identity: session ?? stored, bytes };
+      return { ...(await revisionOfTask(task.era).resume(task, stored)), bytes };
     },
-    lost: (task) => {
-      if (task.era === 'legacy') void legacyTasks.tellSession(task, (sessionId) => sessions.get(sessionId));
-    },
+    lost: (task) => revisionOfTask(task.era).lost(task),
   };
   const callers = { authenticated: config.auth !== undefined, rateLimiter };
   const tasks: TaskEngine = new TaskEngine({ store, config: config.tasks, logger, replica: config.replicas, peers: replicas, recovery, callers, events });
-  const legacyTasks: LegacyTasks = new LegacyTasks({ engine: tasks, store, logger, immediateResponse: config.tasks.immediateResponse, events });
-  const modernTasks = new ModernTasks(tasks);
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger, events);
-  const router = new SessionRouter({ catalog, tasks: legacyTasks, logger, lists, sessions, version: VERSION, access: config.auth?.access, taskTools, events });
-  const upstreamMessages = new UpstreamMessages(catalog, sessions, listeners, logger);
+  const parts: GatewayParts = {
+    config,
+    logger,
+    events,
+    store,
+    engine: tasks,
+    catalog,
+    lists,
+    taskTools,
+    replicas,
+    sessions,
+    relay,
+    streamBudget,
+    rateLimiter,
+    signingSecret,
+    version: VERSION,
+  };
+  const revisions = REVISIONS.map((revision) => ({ revision, runtime: revision.serve(parts) }));
+  const revisionOfTask = (era: Era): RevisionRuntime => {
+    const created = revisions.find(({ revision }) => revision.taskEra === era);
+    if (created === undefined) throw new Error(`no protocol revision served here creates tasks of era '${era}'`);
+    return created.runtime;
+  };
+  const closeRevisions = (): void => {
+    for (const { runtime } of revisions) runtime.close();
+  };
+  // Clients without a session hear list changes and resource updates through their revision (listen streams).
+  const broadcast = { broadcast: (message: JsonRpcNotification) => revisions.forEach(({ runtime }) => runtime.broadcast(message)) };
+  const upstreamMessages = new UpstreamMessages(catalog, sessions, broadcast, logger);
   const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream => new Upstream(upstreamConfig, logger, sink, { version: VERSION, events });
   for (const upstreamConfig of config.upstreams) upstreams.push(createUpstream(upstreamConfig, upstreamMessages));
   await Promise.all(upstreams.map((u) => u.start()));
@@ -139,7 +157,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     metrics?.close();
     stopAudit();
     sessions.endAll();
-    listeners.close();
+    closeRevisions();
     await Promise.all(upstreams.map((u) => u.close()));
     await store.close();
     await tracing?.close();
@@ -147,21 +165,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   }
 
   tasks.start();
-  const parked = new ParkedExchanges(config.mrtr.parkTimeoutMs);
-  const modern = new ModernRouter({
-    catalog,
-    lists,
-    tasks: modernTasks,
-    listeners,
-    parked,
-    requestStates: async () => new RequestStateCodec(await signingSecret()),
-    logger,
-    version: VERSION,
-    replicas,
-    access: config.auth?.access,
-    taskTools,
-    events,
-  });
   // A store outage must not stop the start (readiness reports it): the subscriptions complete when it is back.
   const subscribed = replicas.start().catch((error: Error) => logger.warn({ err: error }, 'replica messaging is not available'));
   await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
@@ -174,24 +177,20 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     createUpstream,
     upstreamSink: upstreamMessages,
     tasks,
-    legacyTasks,
     taskTools,
     lists,
     ownTools: taskToolDefinitions,
-    routers: [router, modern],
+    revisions: revisions.map(({ runtime }) => runtime),
     authenticator,
     rateLimiter,
-    parked,
   }, events, logger);
 
   let shuttingDown = false;
   const app = createFrontEnd({
     config,
     logger,
-    router,
-    modern,
+    revisions: revisions.map(({ revision, runtime }) => ({ ...revision, front: runtime.front })),
     sessions,
-    relay,
     authenticator,
     ...(config.dashboard.enabled
       ? {
@@ -200,7 +199,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       : {}),
     rateLimiter,
     inflight,
-    streamBudget,
     ...(metrics === undefined ? {} : { metrics }),
     admin: () => reloader.config.auth?.admin,
     events,
@@ -255,8 +253,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       await tasks.drain(reloader.config.replicas.drainTimeoutMs);
       await tasks.close();
       await reloader.settled(); // upstreams a reload retired: their runs ended with the others
-      parked.close();
-      listeners.close();
+      closeRevisions();
       replicas.close();
       sessions.endAll(); // ends open SSE streams, which would otherwise hold the server open
       await app.close();

@@ -3,7 +3,7 @@
 // what they expose changed (the catalog's selections); policy, access rules, credentials and limits are handed
 // to the parts that hold them, for the next request. Clients are told when the merged lists may look different.
 import { diffConfigs, type ConfigDiff } from '../config/diff.js';
-import type { AccessRule, AuthConfig, GatewayConfig, TasksConfig, UpstreamConfig } from '../config/types.js';
+import type { AuthConfig, GatewayConfig, TasksConfig, UpstreamConfig } from '../config/types.js';
 import type { GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -22,14 +22,13 @@ export interface ReloadableParts {
   createUpstream(config: UpstreamConfig, sink: UpstreamMessageSink): Upstream;
   upstreamSink: UpstreamMessageSink & { listsChanged(kinds: readonly ListKind[]): void };
   tasks: Pick<TaskEngine, 'reconfigure' | 'drainUpstream'>;
-  legacyTasks: { reconfigure(immediateResponse: string | undefined): void };
   taskTools: { reconfigure(config: TasksConfig['taskTools']): void };
   lists: { reconfigure(pageSize: number, ownTools: readonly JsonObject[]): void };
   ownTools(config: TasksConfig['taskTools']): readonly JsonObject[];
-  routers: readonly { reconfigure(access: readonly AccessRule[] | undefined): void }[];
+  /** The protocol revisions served: each takes the settings it holds (access rules, task answers, MRTR). */
+  revisions: readonly { reconfigure(config: GatewayConfig, live: ConfigDiff['live']): void }[];
   authenticator: { reconfigure(auth: AuthConfig): void } | undefined;
   rateLimiter: { reconfigure(limits: AuthConfig['rateLimits']): void } | undefined;
-  parked: { reconfigure(parkTimeoutMs: number): void };
 }
 
 export interface ReloadResult {
@@ -107,18 +106,14 @@ export class ConfigReloader {
   private reconfigure(diff: ConfigDiff): void {
     const { parts } = this;
     const config = diff.effective;
-    if (diff.live.tasks) {
-      parts.tasks.reconfigure(config.tasks);
-      parts.legacyTasks.reconfigure(config.tasks.immediateResponse);
-    }
+    if (diff.live.tasks) parts.tasks.reconfigure(config.tasks);
     if (diff.live.taskTools) parts.taskTools.reconfigure(config.tasks.taskTools);
     if (diff.live.taskTools || diff.live.lists) parts.lists.reconfigure(config.lists.pageSize, parts.ownTools(config.tasks.taskTools));
-    if (diff.live.access) for (const router of parts.routers) router.reconfigure(config.auth?.access);
     if (config.auth !== undefined) {
       if (diff.live.credentials) parts.authenticator?.reconfigure(config.auth);
       if (diff.live.rateLimits) parts.rateLimiter?.reconfigure(config.auth.rateLimits);
     }
-    if (diff.live.mrtr) parts.parked.reconfigure(config.mrtr.parkTimeoutMs);
+    for (const revision of parts.revisions) revision.reconfigure(config, diff.live);
     // The root logger's level; loggers already handed to upstreams keep theirs until they are replaced.
     if (diff.live.log) this.logger.level = config.log.level;
   }

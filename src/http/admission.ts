@@ -6,13 +6,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, retryAfterHeaders } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
-import { legacyRefusal } from '../protocol/rev2025-11-25/errors.js';
-import { headersNameModernRevision } from '../protocol/rev2026-07-28/envelope.js';
-import { modernRefusal } from '../protocol/rev2026-07-28/errors.js';
 import { InflightBudgetFull, type Charge, type InflightBytes, type InflightCharge } from '../tasks/inflight-bytes.js';
 import { ANONYMOUS_PRINCIPAL, type Caller } from '../tasks/principals.js';
 import { callerOf } from './credentials-guard.js';
-import { discardBody } from './replies.js';
+import { discardBody, type Refusal, type RequestHeaders } from './replies.js';
 import { RateLimitedWarning } from './warnings.js';
 
 /** Streams free when clients close them, which cannot be foreseen: refused clients try again after this. */
@@ -46,6 +43,8 @@ export interface AdmissionDeps {
   logger: Logger;
   /** Where refusals are announced (rate.limited). */
   events: GatewayEvents;
+  /** The error edge that answers a request refused unread: the revision its headers name (mcp-endpoint.ts: refusalFor). */
+  refusalFor(headers: RequestHeaders): Refusal;
 }
 
 export class Admission {
@@ -57,8 +56,10 @@ export class Admission {
   private readonly maxStreamsPerPrincipal: number;
   private readonly logger: Logger;
   private readonly events: GatewayEvents;
+  private readonly refusalFor: (headers: RequestHeaders) => Refusal;
 
   constructor(deps: AdmissionDeps) {
+    this.refusalFor = deps.refusalFor;
     this.inflight = deps.inflight;
     this.maxBodyBytes = deps.maxBodyBytes;
     this.maxStreamsPerPrincipal = deps.maxStreamsPerPrincipal;
@@ -78,7 +79,7 @@ export class Admission {
       if (!(error instanceof InflightBudgetFull)) throw error;
       await discardBody(request);
       // No message has been read: the revision the headers name answers, without a request id.
-      const { status, body } = headersNameModernRevision(request.headers) ? modernRefusal(null, error) : legacyRefusal(null, error);
+      const { status, body } = this.refusalFor(request.headers)(null, error);
       return reply.code(status).headers(retryAfterHeaders(body.error.data)).type('application/json').send(JSON.stringify(body));
     }
   };

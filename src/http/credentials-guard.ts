@@ -5,12 +5,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayEvents } from '../events.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { legacyRefusal } from '../protocol/rev2025-11-25/errors.js';
 import type { Caller } from '../tasks/principals.js';
 import { RateLimited, type RateLimiter } from '../tasks/rate-limits.js';
 import type { ConnectionGuard } from './connections.js';
 import { AuthError, type Authenticator } from './credentials.js';
-import { discardBody, header, sendRateLimited } from './replies.js';
+import { discardBody, header, sendRateLimited, unaddressedError } from './replies.js';
 
 /** Who sent each request, once its credentials were checked (requests of an authenticated gateway only). */
 const callers = new WeakMap<FastifyRequest, Caller>();
@@ -33,7 +32,7 @@ export function sendCredentialsRefusal(reply: FastifyReply, authenticator: Authe
     .code(error.status)
     .header('www-authenticate', authenticator.challenge(error))
     .type('application/json')
-    .send(JSON.stringify(legacyRefusal(null, new GatewayError('invalid_request', error.message)).body));
+    .send(JSON.stringify(unaddressedError(new GatewayError('invalid_request', error.message))));
 }
 
 export interface CredentialsGuardDeps {

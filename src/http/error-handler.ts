@@ -1,10 +1,11 @@
 // What the front answers when a request fails outside any revision's own answer: fastify's refusals (too large,
-// wrong media type) and GatewayErrors thrown by the guards and the 2025-11-25 front, as JSON-RPC errors.
+// wrong media type) and GatewayErrors thrown by the guards and the session front, as JSON-RPC errors in the error
+// edge it is given (the revision registry's last: the one that takes what no other claims).
 import type { FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import type { ListenConfig } from '../config/types.js';
 import { GatewayError, retryAfterHeaders } from '../errors.js';
-import { legacyRefusal } from '../protocol/rev2025-11-25/errors.js';
+import type { Refusal } from './replies.js';
 
 /** Fastify's own error codes that have a gateway error of their own. */
 function mapped(error: Error & { code?: string }, listen: ListenConfig): GatewayError | undefined {
@@ -14,7 +15,7 @@ function mapped(error: Error & { code?: string }, listen: ListenConfig): Gateway
   return undefined;
 }
 
-const errorHandler: FastifyPluginAsync<{ listen: ListenConfig }> = async (app, { listen }) => {
+const errorHandler: FastifyPluginAsync<{ listen: ListenConfig; refusal: Refusal }> = async (app, { listen, refusal }) => {
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
     if (request.raw.socket.destroyed) {
       // The client went away mid-request (an aborted upload): nothing to answer, and nothing wrong here.
@@ -23,8 +24,8 @@ const errorHandler: FastifyPluginAsync<{ listen: ListenConfig }> = async (app, {
     }
     const known = mapped(error, listen);
     if (known === undefined) request.log.error({ err: error }, 'unhandled front-end error');
-    // The request reached no revision's router, or 2025-11-25's refused it: that revision's edge answers.
-    const { status, body } = legacyRefusal(null, known ?? error);
+    // The request reached no revision's router, or the session front refused it: that revision's edge answers.
+    const { status, body } = refusal(null, known ?? error);
     void reply.code(status).headers(retryAfterHeaders(body.error.data)).type('application/json').send(body);
   });
 };

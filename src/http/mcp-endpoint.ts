@@ -1,16 +1,20 @@
 // The MCP endpoint (listen.path): the checks every request to it passes, in order (shutting down, credentials,
-// the body's bytes in flight), then the front of the protocol revision that answers it, as the revision registry
-// (protocol/revisions.ts) tells it. Each revision's front is a plugin of its own that registers here for its
-// revision (app.mcpEndpoint.serve): a new revision is a registry entry and a new plugin, not an edit of this one.
+// the body's bytes in flight), then the front of the protocol revision that answers it. The revisions are the
+// registry's (protocol/revisions.ts), served and handed in by the composition root in the registry's order: this
+// file knows what a revision must offer the endpoint (EndpointRevision), never which revisions there are.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import fp from 'fastify-plugin';
 import { GatewayError } from '../errors.js';
-import { REVISIONS, revisionOf, type RevisionId } from '../protocol/revisions.js';
 import type { InflightCharge } from '../tasks/inflight-bytes.js';
 import type { Admission } from './admission.js';
 import type { RequestGuard } from './credentials-guard.js';
 import { refusalIn } from './json-body.js';
-import { accepts } from './replies.js';
+import { accepts, type Refusal, type RequestHeaders } from './replies.js';
+
+/** What a revision's front gets from the HTTP front end it is part of. */
+export interface FrontContext {
+  /** Open streams count against the caller's; the body's bytes in flight were charged here. */
+  admission: Admission;
+}
 
 /** One revision's answers on the endpoint. */
 export interface RevisionFront {
@@ -21,19 +25,37 @@ export interface RevisionFront {
   delete?(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply>;
 }
 
-export interface McpEndpoint {
-  /** Adds the front of a revision of the registry. */
-  serve(revision: RevisionId, front: RevisionFront): void;
+/** What the endpoint needs of a revision the gateway serves. */
+export interface EndpointRevision {
+  readonly id: string;
+  /** Whether clients hold sessions in it: only such a revision answers GET (its stream) and DELETE. */
+  readonly sessions: boolean;
+  /**
+   * Whether a POSTed message (or batch) is this revision's. Asked in the registry's order: an entry may rely on
+   * the ones before it having declined.
+   */
+  claims(body: unknown, headers: RequestHeaders, isKnownSession: (sessionId: string) => boolean): boolean;
+  /** Whether the request's headers alone name this revision (what answers a request refused before its body is read). */
+  namedBy(headers: RequestHeaders): boolean;
+  readonly refusal: Refusal;
+  /** Its front, built once for the front end. */
+  front(context: FrontContext): RevisionFront;
 }
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    mcpEndpoint: McpEndpoint;
-  }
+/**
+ * The error edge that answers a request refused before its message is read: the revision its headers name, else
+ * the last of the registry (the one that takes whatever no other claims).
+ */
+export function refusalFor(revisions: readonly EndpointRevision[], headers: RequestHeaders): Refusal {
+  const named = revisions.find((revision) => revision.namedBy(headers)) ?? revisions.at(-1);
+  if (named === undefined) throw new Error('the gateway serves no protocol revision');
+  return named.refusal;
 }
 
 export interface McpEndpointOptions {
   path: string;
+  /** The revisions served, in the registry's order. */
+  revisions: readonly EndpointRevision[];
   admission: Admission;
   /** Undefined without `auth`: every request is served, as the only principal there is. */
   credentials: RequestGuard | undefined;
@@ -42,44 +64,38 @@ export interface McpEndpointOptions {
   isKnownSession(sessionId: string): boolean;
 }
 
-/** On the root (fastify-plugin), so that the revision fronts, registered after it, find app.mcpEndpoint. */
-export const mcpEndpointPlugin = fp(
-  async (app: FastifyInstance, { path, admission, credentials, isShuttingDown, isKnownSession }: McpEndpointOptions) => {
-    const fronts = new Map<RevisionId, RevisionFront>();
-    app.decorate('mcpEndpoint', { serve: (revision: RevisionId, front: RevisionFront) => void fronts.set(revision, front) });
+/** The endpoint's routes, with the revisions' fronts built once. */
+export async function mcpEndpointPlugin(app: FastifyInstance, { path, revisions, admission, credentials, isShuttingDown, isKnownSession }: McpEndpointOptions): Promise<void> {
+  const served = revisions.map((revision) => ({ revision, front: revision.front({ admission }) }));
 
-    const guard: RequestGuard = async (request, reply) => {
-      if (isShuttingDown()) throw new GatewayError('shutting_down', 'The gateway is shutting down');
-      const refused = await credentials?.(request, reply);
-      // The body's bytes are charged before it is read, for whom the credentials name: a full budget refuses it unread.
-      return refused ?? admission.admit(request, reply);
-    };
+  const guard: RequestGuard = async (request, reply) => {
+    if (isShuttingDown()) throw new GatewayError('shutting_down', 'The gateway is shutting down');
+    const refused = await credentials?.(request, reply);
+    // The body's bytes are charged before it is read, for whom the credentials name: a full budget refuses it unread.
+    return refused ?? admission.admit(request, reply);
+  };
 
-    const post = async (request: FastifyRequest, reply: FastifyReply, charge: InflightCharge | undefined): Promise<FastifyReply> => {
-      if (!accepts(request, 'application/json') && !accepts(request, 'text/event-stream')) {
-        throw new GatewayError('not_acceptable', 'Not Acceptable: Accept must include application/json or text/event-stream');
-      }
-      const body = request.body as unknown;
-      const refusal = refusalIn(body);
-      if (refusal !== undefined) throw refusal;
-      const revision = revisionOf(body, request.headers, isKnownSession);
-      const front = revision === undefined ? undefined : fronts.get(revision.id);
-      if (front === undefined) throw new GatewayError('invalid_request', 'Invalid Request: no protocol revision this gateway speaks takes this message');
-      return front.post(request, reply, body, charge);
-    };
+  const post = async (request: FastifyRequest, reply: FastifyReply, charge: InflightCharge | undefined): Promise<FastifyReply> => {
+    if (!accepts(request, 'application/json') && !accepts(request, 'text/event-stream')) {
+      throw new GatewayError('not_acceptable', 'Not Acceptable: Accept must include application/json or text/event-stream');
+    }
+    const body = request.body as unknown;
+    const refusal = refusalIn(body);
+    if (refusal !== undefined) throw refusal;
+    const front = served.find(({ revision }) => revision.claims(body, request.headers, isKnownSession))?.front;
+    if (front === undefined) throw new GatewayError('invalid_request', 'Invalid Request: no protocol revision this gateway speaks takes this message');
+    return front.post(request, reply, body, charge);
+  };
 
-    const sessionMethod = async (method: 'get' | 'delete', request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-      for (const revision of REVISIONS) {
-        const front = revision.sessions ? fronts.get(revision.id) : undefined;
-        const handle = front?.[method];
-        if (front !== undefined && handle !== undefined) return handle.call(front, request, reply);
-      }
-      throw new GatewayError('method_not_allowed', `Method Not Allowed: ${method.toUpperCase()} is for sessions, which no revision served here has`);
-    };
+  const sessionMethod = async (method: 'get' | 'delete', request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    for (const { revision, front } of served) {
+      const handle = revision.sessions ? front[method] : undefined;
+      if (handle !== undefined) return handle.call(front, request, reply);
+    }
+    throw new GatewayError('method_not_allowed', `Method Not Allowed: ${method.toUpperCase()} is for sessions, which no revision served here has`);
+  };
 
-    app.post(path, { onRequest: guard }, (request, reply) => admission.handling(request, (charge) => post(request, reply, charge)));
-    app.get(path, { onRequest: guard }, (request, reply) => admission.handling(request, () => sessionMethod('get', request, reply)));
-    app.delete(path, { onRequest: guard }, (request, reply) => admission.handling(request, () => sessionMethod('delete', request, reply)));
-  },
-  { name: 'taskgate-mcp-endpoint', fastify: '5.x' },
-);
+  app.post(path, { onRequest: guard }, (request, reply) => admission.handling(request, (charge) => post(request, reply, charge)));
+  app.get(path, { onRequest: guard }, (request, reply) => admission.handling(request, () => sessionMethod('get', request, reply)));
+  app.delete(path, { onRequest: guard }, (request, reply) => admission.handling(request, () => sessionMethod('delete', request, reply)));
+}

@@ -1,5 +1,5 @@
 // The HTTP front: fastify with one plugin per concern, registered in the order their hooks must run. A new
-// endpoint is a new plugin in this list; the MCP endpoint's revisions register with it (mcp-endpoint.ts).
+// endpoint is a new plugin in this list; the MCP endpoint serves the revisions it is handed (mcp-endpoint.ts).
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { AdminAccess, GatewayConfig } from '../config/types.js';
 import type { GatewayEvents } from '../events.js';
@@ -7,11 +7,7 @@ import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { InflightBytes } from '../tasks/inflight-bytes.js';
 import type { RateLimiter } from '../tasks/rate-limits.js';
-import type { SessionRouter } from '../protocol/rev2025-11-25/router.js';
-import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
-import type { StreamBudget } from '../protocol/stream-budget.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
-import type { SessionRelay } from '../gateway/session-relay.js';
 import { Admission } from './admission.js';
 import { ConnectionGuard } from './connections.js';
 import { corsPlugin } from './cors.js';
@@ -21,9 +17,7 @@ import { errorHandlerPlugin } from './error-handler.js';
 import { originGuardPlugin } from './guards.js';
 import { healthPlugin } from './health.js';
 import { jsonBodyPlugin } from './json-body.js';
-import { legacyFrontPlugin } from './legacy-front.js';
-import { mcpEndpointPlugin } from './mcp-endpoint.js';
-import { modernFrontPlugin } from './modern-front.js';
+import { mcpEndpointPlugin, refusalFor, type EndpointRevision } from './mcp-endpoint.js';
 import { oauthMetadataPlugin } from './oauth-metadata.js';
 import { metricsEndpoint, type MetricsEndpointOptions } from './metrics-endpoint.js';
 import { adminAccess } from './admin-access.js';
@@ -33,10 +27,10 @@ import { dashboardPlugin, type DashboardOptions } from './dashboard.js';
 export interface FrontEndDeps {
   config: GatewayConfig;
   logger: Logger;
-  router: SessionRouter;
-  modern: ModernRouter;
-  sessions: SessionRegistry;
-  relay: SessionRelay;
+  /** The protocol revisions served, in the registry's order (protocol/revisions.ts). */
+  revisions: readonly EndpointRevision[];
+  /** Client sessions: a message on a live session's id is that session's revision's. */
+  sessions: Pick<SessionRegistry, 'peek'>;
   readiness(): Promise<{ ready: boolean; body: JsonObject }>;
   isShuttingDown(): boolean;
   /** Undefined without an `auth` section: every request is served, as the only principal there is. */
@@ -45,8 +39,6 @@ export interface FrontEndDeps {
   rateLimiter: RateLimiter | undefined;
   /** The budgets of request bytes in flight (shared with the task core, whose runs hold what requests carried). */
   inflight: InflightBytes;
-  /** What SSE streams may hold for clients that do not read; 2026-07-28 responses draw on it too. */
-  streamBudget: StreamBudget;
   /** What GET metrics.path serves; absent when metrics are disabled (no route). */
   metrics?: MetricsEndpointOptions['source'];
   /** Where the front announces refusals (access.denied, rate.limited) and the streams it opens. */
@@ -83,15 +75,18 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   // Not server.maxConnections: Node refuses at the cap before anything could make room by closing idle ones.
   const connections = new ConnectionGuard(listen, authenticator !== undefined, logger, events);
   connections.attach(app.server);
+  const { revisions } = deps;
   const admission = new Admission({
     inflight: deps.inflight,
+    refusalFor: (headers) => refusalFor(revisions, headers),
     maxBodyBytes: listen.maxBodyBytes,
     maxStreamsPerPrincipal: config.sessions.maxStreamsPerPrincipal,
     logger,
     events,
   });
 
-  void app.register(errorHandlerPlugin, { listen });
+  // What fails before any revision has the request (fastify's own refusals) is answered in the registry's last.
+  void app.register(errorHandlerPlugin, { listen, refusal: refusalFor(revisions, {}) });
   void app.register(jsonBodyPlugin, { listen, admission });
   // The Origin/Host guard's hook first, then CORS's: a refused origin is refused before any of CORS.
   void app.register(originGuardPlugin, { listen });
@@ -107,14 +102,11 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   if (authenticator !== undefined) void app.register(oauthMetadataPlugin, { authenticator, path: listen.path });
   void app.register(mcpEndpointPlugin, {
     path: listen.path,
+    revisions,
     admission,
     credentials: authenticator === undefined ? undefined : credentialsGuard({ authenticator, rateLimiter: deps.rateLimiter, connections, events, logger }),
     isShuttingDown: deps.isShuttingDown,
     isKnownSession: (sessionId) => deps.sessions.peek(sessionId) !== undefined,
   });
-  // One front per revision of the registry (protocol/revisions.ts), each registering for its revision's id.
-  const { router, modern, sessions, relay, rateLimiter, streamBudget } = deps;
-  void app.register(modernFrontPlugin, { modern, logger, keepAliveMs: config.sse.keepAliveMs, admission, streamBudget, events });
-  void app.register(legacyFrontPlugin, { router, sessions, relay, rateLimiter, admission, events, logger, maxBatchSize: listen.maxBatchSize, jsonWindowMs: config.sse.jsonWindowMs });
   return app;
 }

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
-import { JsonWindows } from '../../src/http/json-window.js';
+import { JsonWindows } from '../../src/protocol/rev2025-11-25/http/json-window.js';
 
 describe('json windows', () => {
   it('expires each open window after its own window, in order, and never a closed one', async () => {

@@ -8,8 +8,6 @@ import { withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } 
 import type { CallContext, ClientFlow, UpstreamCall } from '../../upstream/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
-import type { Peers } from '../../tasks/peers.js';
-import type { Caller } from '../../tasks/principals.js';
 import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
 import type { SessionIdentity } from '../../upstream/upstream.js';
 
@@ -256,30 +254,6 @@ function canonicalJson(value: unknown): string {
   }
   return JSON.stringify(value) ?? 'null';
 }
-
-/** What this revision sends between replicas (gateway/replicas.ts carries it). */
-export interface ModernPeerMessages {
-  /** A retry (its inputResponses) for a call parked on the replica its requestState names. */
-  'mrtr.resume': {
-    body: {
-      x: string;
-      inputResponses: JsonObject;
-      method: string;
-      name: string;
-      taskAfterMs: number | null;
-      /** A plain call under `plainCalls: background`: past taskAfterMs it is answered with the task tools' handle. */
-      background: boolean;
-      logLevel: string | null;
-      progressToken: unknown;
-      /** The retrying caller, when the gateway authenticates (only the call's own principal resumes it). */
-      caller: Caller | null;
-    };
-    answer: { outcome: Outcome };
-  };
-}
-
-/** The other replicas, as a retry for a call parked elsewhere needs them (the gateway's ReplicaLink). */
-export type ModernPeers = Peers<ModernPeerMessages>;
 
 /** Calls waiting for a client's retry; one that is never resumed is cancelled upstream after `parkTimeoutMs`. */
 export class ParkedExchanges {

@@ -1,20 +1,21 @@
 // POSTs of the 2026-07-28 era: one JSON-RPC message per request, validated (envelope, headers) before dispatch,
 // answered as JSON or, once there is something to stream first, as SSE.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../errors.js';
-import type { GatewayEvents } from '../events.js';
-import { isRequest, toResponse, validateMessage, type JsonObject, type RequestId } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import type { InflightCharge } from '../tasks/inflight-bytes.js';
-import type { Caller } from '../tasks/principals.js';
-import { checkRoutingHeaders, readEnvelope } from '../protocol/rev2026-07-28/envelope.js';
-import { modernRefusal, retryAfterHeader } from '../protocol/rev2026-07-28/errors.js';
-import { ModernResponder } from '../protocol/rev2026-07-28/responder.js';
-import type { ModernRouter } from '../protocol/rev2026-07-28/router.js';
-import { admissionPrincipal, type Admission } from './admission.js';
-import type { StreamBudget } from '../protocol/stream-budget.js';
-import { callerOf } from './credentials-guard.js';
-import { announceStream } from './stream-events.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError } from '../../../errors.js';
+import type { GatewayEvents } from '../../../events.js';
+import { isRequest, toResponse, validateMessage, type JsonObject, type RequestId } from '../../../jsonrpc.js';
+import type { Logger } from '../../../log.js';
+import type { InflightCharge } from '../../../tasks/inflight-bytes.js';
+import type { Caller } from '../../../tasks/principals.js';
+import { checkRoutingHeaders, readEnvelope } from '../envelope.js';
+import { modernRefusal, retryAfterHeader } from '../errors.js';
+import { ModernResponder } from '../responder.js';
+import type { ModernRouter } from '../router.js';
+import { admissionPrincipal, type Admission } from '../../../http/admission.js';
+import type { StreamBudget } from '../../stream-budget.js';
+import { callerOf } from '../../../http/credentials-guard.js';
+import { announceStream } from '../../../http/stream-events.js';
+import type { RevisionFront } from '../../../http/mcp-endpoint.js';
 
 export interface ModernFrontDeps {
   modern: ModernRouter;
@@ -87,11 +88,7 @@ export async function handleModernPost(
   return reply;
 }
 
-export type ModernFrontOptions = ModernFrontDeps;
-
-/** Serves 2026-07-28 on the MCP endpoint: POSTs only (the revision has no sessions, so no GET or DELETE). */
-export async function modernFrontPlugin(app: FastifyInstance, deps: ModernFrontOptions): Promise<void> {
-  app.mcpEndpoint.serve('rev2026-07-28', {
-    post: (request, reply, body, charge) => handleModernPost(deps, request, reply, body, callerOf(request), charge),
-  });
+/** 2026-07-28's answers on the MCP endpoint: POSTs only (the revision has no sessions, so no GET or DELETE). */
+export function modernFront(deps: ModernFrontDeps): RevisionFront {
+  return { post: (request, reply, body, charge) => handleModernPost(deps, request, reply, body, callerOf(request), charge) };
 }

@@ -1,28 +1,29 @@
 // The 2025-11-25 front (and the session-era revisions before it): sessions made by initialize, POSTs of one
 // message or a batch (2025-03-26), answered as JSON or as a resumable SSE stream, the session's GET stream and
 // its DELETE.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../errors.js';
-import type { GatewayEvents } from '../events.js';
-import { isNotification, isRequest, toResponse, validateMessage, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { httpConnection } from '../protocol/event-stream.js';
-import { isSupportedLegacyVersion, LEGACY_VERSIONS, supportsBatches } from '../protocol/mcp.js';
-import { exchangeAnswer, legacyErrorResponse, legacyRefusal, type LegacyOutcome } from '../protocol/rev2025-11-25/errors.js';
-import type { SessionRouter } from '../protocol/rev2025-11-25/router.js';
-import type { ClientSession } from '../gateway/session.js';
-import type { SessionRegistry } from '../gateway/sessions.js';
-import type { SessionRelay } from '../gateway/session-relay.js';
-import type { InflightCharge } from '../tasks/inflight-bytes.js';
-import { RateLimited, type RateLimiter } from '../tasks/rate-limits.js';
-import { admissionPrincipal, type Admission } from './admission.js';
-import { callerOf } from './credentials-guard.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError } from '../../../errors.js';
+import type { GatewayEvents } from '../../../events.js';
+import { isNotification, isRequest, toResponse, validateMessage, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../../../jsonrpc.js';
+import type { Logger } from '../../../log.js';
+import { httpConnection } from '../../event-stream.js';
+import { isSupportedLegacyVersion, LEGACY_VERSIONS, supportsBatches } from '../../mcp.js';
+import { exchangeAnswer, legacyErrorResponse, legacyRefusal, type LegacyOutcome } from '../errors.js';
+import type { SessionRouter } from '../router.js';
+import type { ClientSession } from '../../../gateway/session.js';
+import type { SessionRegistry } from '../../../gateway/sessions.js';
+import type { SessionRelay } from '../../../gateway/session-relay.js';
+import type { InflightCharge } from '../../../tasks/inflight-bytes.js';
+import { RateLimited, type RateLimiter } from '../../../tasks/rate-limits.js';
+import { admissionPrincipal, type Admission } from '../../../http/admission.js';
+import { callerOf } from '../../../http/credentials-guard.js';
 import { JsonWindows } from './json-window.js';
-import { answerStreamed } from './legacy-streamed-answer.js';
-import { header, sendJson, sendRateLimited } from './replies.js';
-import { announceStream } from './stream-events.js';
+import { answerStreamed } from './streamed-answer.js';
+import { header, sendJson, sendRateLimited } from '../../../http/replies.js';
+import { announceStream } from '../../../http/stream-events.js';
+import type { RevisionFront } from '../../../http/mcp-endpoint.js';
 
-export interface LegacyFrontOptions {
+export interface SessionFrontDeps {
   router: SessionRouter;
   sessions: SessionRegistry;
   /** Resumes streams another replica holds. */
@@ -74,7 +75,7 @@ function validated(items: unknown[]): { messages: JsonRpcMessage[]; invalid: Jso
 }
 
 async function post(
-  deps: LegacyFrontOptions,
+  deps: SessionFrontDeps,
   windows: JsonWindows | undefined,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -157,7 +158,7 @@ async function post(
   return answerStreamed({ router: deps.router, windows, session, requests, invalid, batch, reply, caller, charge });
 }
 
-async function get(deps: LegacyFrontOptions, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+async function get(deps: SessionFrontDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   if (!(header(request, 'accept') ?? '').includes('text/event-stream')) {
     throw new GatewayError('not_acceptable', 'Not Acceptable: Accept must include text/event-stream');
   }
@@ -189,19 +190,19 @@ async function get(deps: LegacyFrontOptions, request: FastifyRequest, reply: Fas
   return reply;
 }
 
-async function end(deps: LegacyFrontOptions, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+async function end(deps: SessionFrontDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const session = await sessionOf(deps.sessions, request);
   await deps.sessions.end(session);
   deps.logger.info({ session: session.sessionId }, 'session ended by the client');
   return reply.code(200).send();
 }
 
-/** Serves the session revisions on the MCP endpoint: what the registry gives them (protocol/revisions.ts). */
-export async function legacyFrontPlugin(app: FastifyInstance, deps: LegacyFrontOptions): Promise<void> {
+/** The session revisions' answers on the MCP endpoint (their registry entry builds it: ../revision.ts). */
+export function sessionFront(deps: SessionFrontDeps): RevisionFront {
   const windows = deps.jsonWindowMs > 0 ? new JsonWindows(deps.jsonWindowMs) : undefined;
-  app.mcpEndpoint.serve('rev2025-11-25', {
+  return {
     post: (request, reply, body, charge) => post(deps, windows, request, reply, body, charge),
     get: (request, reply) => get(deps, request, reply),
     delete: (request, reply) => end(deps, request, reply),
-  });
+  };
 }

@@ -1,4 +1,4 @@
-// The sse.jsonWindowMs deadlines of streamed answers (legacy-streamed-answer.ts) on one timer. Every POST that
+// The sse.jsonWindowMs deadlines of streamed answers (streamed-answer.ts) on one timer. Every POST that
 // may stream opens a window and almost every one closes it again within milliseconds; a Node timer each cost a
 // timer list made and dropped per call when calls come one at a time. All windows have the same length, so their
 // deadlines come in the order they were opened: a queue, with a timer for the earliest still open.

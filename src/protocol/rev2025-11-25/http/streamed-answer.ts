@@ -3,14 +3,14 @@
 // something to stream or the call outlasts `sse.jsonWindowMs`; a call answered sooner gets plain JSON, which
 // costs a fraction of the writes.
 import type { FastifyReply } from 'fastify';
-import { toResponse, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.js';
-import type { ClientSession } from '../gateway/session.js';
-import { httpConnection } from '../protocol/event-stream.js';
-import { supportsPrimingEvents } from '../protocol/mcp.js';
-import { exchangeAnswer, type LegacyOutcome } from '../protocol/rev2025-11-25/errors.js';
-import type { SessionRouter } from '../protocol/rev2025-11-25/router.js';
-import type { InflightCharge } from '../tasks/inflight-bytes.js';
-import type { Caller } from '../tasks/principals.js';
+import { toResponse, type JsonRpcRequest, type JsonRpcResponse } from '../../../jsonrpc.js';
+import type { ClientSession } from '../../../gateway/session.js';
+import { httpConnection } from '../../event-stream.js';
+import { supportsPrimingEvents } from '../../mcp.js';
+import { exchangeAnswer, type LegacyOutcome } from '../errors.js';
+import type { SessionRouter } from '../router.js';
+import type { InflightCharge } from '../../../tasks/inflight-bytes.js';
+import type { Caller } from '../../../tasks/principals.js';
 import type { JsonWindow, JsonWindows } from './json-window.js';
 
 /** Reconnect delay the priming event suggests to clients whose stream drops. */

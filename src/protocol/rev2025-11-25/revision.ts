@@ -1,0 +1,44 @@
+// The registry entry of 2025-11-25 and the session revisions before it (2025-06-18, 2025-03-26): sessions made by
+// initialize, and everything no stateless revision claims. It builds this revision's task methods, router and
+// HTTP front from the gateway's shared parts.
+import { LEGACY_VERSIONS } from '../mcp.js';
+import type { ProtocolRevision } from '../revision.js';
+import { legacyRefusal } from './errors.js';
+import { sessionFront } from './http/front.js';
+import { SessionRouter } from './router.js';
+import { LegacyTasks } from './tasks.js';
+
+export const rev2025_11_25: ProtocolRevision = {
+  id: 'rev2025-11-25',
+  versions: LEGACY_VERSIONS,
+  sessions: true,
+  taskEra: 'legacy',
+  // Last in the registry: initialize and session traffic, whatever the revisions before it declined.
+  claims: () => true,
+  // No header names these revisions apart from the rest: they answer what nothing else is named for (the last entry).
+  namedBy: () => false,
+  refusal: legacyRefusal,
+
+  serve({ config, logger, events, store, engine, catalog, lists, taskTools, sessions, relay, rateLimiter, version }) {
+    const tasks = new LegacyTasks({ engine, store, logger, immediateResponse: config.tasks.immediateResponse, events });
+    const router = new SessionRouter({ catalog, tasks, logger, lists, sessions, version, access: config.auth?.access, taskTools, events });
+    return {
+      front: ({ admission }) =>
+        sessionFront({ router, sessions, relay, rateLimiter, admission, events, logger, maxBatchSize: config.listen.maxBatchSize, jsonWindowMs: config.sse.jsonWindowMs }),
+      // The task runs for its session again, if it still exists (on any replica), under the session's identity.
+      async resume(task, stored) {
+        const session = await sessions.get(stored.sessionId).catch(() => undefined);
+        return { caller: tasks.callerFor(task.taskId, session), identity: session ?? stored };
+      },
+      lost: (task) => void tasks.tellSession(task, (sessionId) => sessions.get(sessionId)),
+      // Sessions hear list changes and resource updates on their own streams (gateway/upstream-messages.ts).
+      broadcast: () => undefined,
+      cancelInflight: (session, params) => router.cancelInflight(session, params),
+      reconfigure(next, live) {
+        if (live.tasks) tasks.reconfigure(next.tasks.immediateResponse);
+        if (live.access) router.reconfigure(next.auth?.access);
+      },
+      close: () => undefined,
+    };
+  },
+};
