@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { REVISIONS, revisionOf } from '../../src/protocol/revisions.js';
 import { LEGACY_VERSIONS, MODERN_VERSIONS } from '../../src/protocol/mcp.js';
+import { refusalFor } from '../../src/http/mcp-endpoint.js';
+import { GatewayError } from '../../src/errors.js';
 
 const noSession = (): boolean => false;
 const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
@@ -27,5 +29,23 @@ describe('revision registry', () => {
     // A known session's message is that session's, whatever its version header says.
     const known = (id: string): boolean => id === 's1';
     assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-session-id': 's1', 'mcp-protocol-version': '2026-07-28' }, known)?.id, 'rev2025-11-25');
+  });
+
+  it('each revision creates tasks of its own era, so a recovered or lost task finds the revision that made it', () => {
+    assert.deepEqual(REVISIONS.map((r) => r.taskEra), ['modern', 'legacy']);
+  });
+
+  it('a request refused unread is answered in the revision its headers name, else in the last entry', () => {
+    const endpointRevisions = REVISIONS.map((revision) => ({ ...revision, front: () => ({ post: () => Promise.reject(new Error('not called')) }) }));
+    // A GatewayError whose HTTP status is below 400 shows the edges apart: the session revisions answer 500 (a
+    // transport refusal must be an error status), 2026-07-28 keeps the registry's status.
+    const error = new GatewayError('invalid_params', 'x');
+    const modern = refusalFor(endpointRevisions, { 'mcp-protocol-version': '2026-07-28' })(null, error);
+    const unnamed = refusalFor(endpointRevisions, {})(null, error);
+    const session = refusalFor(endpointRevisions, { 'mcp-protocol-version': '2025-11-25' })(null, error);
+    assert.equal(modern.status, error.httpStatus);
+    assert.equal(unnamed.status, error.httpStatus >= 400 ? error.httpStatus : 500);
+    assert.deepEqual(session, unnamed);
+    assert.deepEqual(modern.body, unnamed.body);
   });
 });
