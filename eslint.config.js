@@ -1,6 +1,26 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** The wire field names of the protocol revisions (2025-11-25, 2026-07-28), which only their codecs may name. */
+const WIRE_FIELDS = 'resultType|ttlMs|ttl|pollInterval|pollIntervalMs|taskSupport|inputRequests|inputResponses|requestState|cacheScope';
+
+/** no-restricted-syntax entries that find a revision's wire field names outside its codec. */
+function wireFieldSelectors() {
+  const message = "wire field of a protocol revision: read/write it in that revision's codec (src/protocol/rev*/codec.ts)";
+  const names = `/^(${WIRE_FIELDS})$/`;
+  return [
+    `MemberExpression[computed=false] > Identifier.property[name=${names}]`,
+    `Property > Identifier.key[name=${names}]`,
+    `Literal[value=${names}]`,
+    `TemplateLiteral[expressions.length=0] > TemplateElement[value.cooked=${names}]`,
+    // `taskId` of a message: `params.taskId`, `result.taskId`, `x.params.taskId`, `x.result.task.taskId`.
+    'MemberExpression[object.name=/^(params|result)$/] > Identifier.property[name="taskId"]',
+    'MemberExpression[object.property.name=/^(params|result|task)$/] > Identifier.property[name="taskId"]',
+    'MemberExpression[object.name=/^(params|result)$/] > Literal.property[value="taskId"]',
+    'MemberExpression[object.property.name=/^(params|result|task)$/] > Literal.property[value="taskId"]',
+  ].map((selector) => ({ selector, message }));
+}
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench/results/'] },
   js.configs.recommended,
@@ -10,6 +30,15 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-explicit-any': 'error',
     },
+  },
+  // Every wire field name of a protocol revision is read and written only in that revision's codec
+  // (src/protocol/wire-codec.ts says what the codecs share): names as members, object or destructuring keys and
+  // string literals, and `taskId` where it is read off a message's params or result (a TaskRecord's is the store's).
+  // Exempt: src/http/dashboard-api.ts, whose `inputRequests` is the dashboard's own documented JSON API.
+  {
+    files: ['src/protocol/**/*.ts', 'src/gateway/**/*.ts', 'src/http/**/*.ts'],
+    ignores: ['src/protocol/rev*/codec.ts', 'src/http/dashboard-api.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...wireFieldSelectors()] },
   },
   // CommonJS config files of tools (dependency-cruiser's).
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },

@@ -4,36 +4,46 @@ import { RequestCancelled } from '../errors.js';
 import type { GatewayEvents, GatewayScopeMap } from '../events.js';
 import { asObject, type JsonObject, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { GatewayCatalog } from './ports.js';
+import type { WireCodec } from './wire-codec.js';
 
 export type McpRequestInfo = GatewayScopeMap['mcp.request'];
+
+/** What the scope of a router's requests needs: where they are announced, who serves them, and its revision's codec. */
+export interface RequestScope {
+  events: GatewayEvents;
+  catalog: GatewayCatalog;
+  codec: WireCodec;
+}
 
 /**
  * Runs `answer` inside the `mcp.request` scope; `outcomeOf` reads the outcome from what it resolves (undefined:
  * no response is owed, the client cancelled). Without a subscriber it is a direct call, and no info is built.
  */
 export function inRequestScope<T>(
-  events: GatewayEvents,
+  scope: RequestScope,
   describe: () => McpRequestInfo,
-  catalog: GatewayCatalog,
   outcomeOf: (answer: T) => Outcome | undefined,
   answer: () => Promise<T>,
 ): Promise<T> {
+  const { events } = scope;
   if (!events.wrapped('mcp.request')) return answer();
   const info = describe();
   return events.scope('mcp.request', info, async () => {
     const answered = await answer();
-    recordRequestOutcome(info, outcomeOf(answered), catalog);
+    recordRequestOutcome(info, outcomeOf(answered), scope);
     return answered;
   });
 }
 
-export function requestInfo(request: JsonRpcRequest, session: { sessionId?: string | undefined; protocolVersion: string }): McpRequestInfo {
+/** What a request asks for; `codec` (its revision's) reads the task id a tasks/* request names. */
+export function requestInfo(request: JsonRpcRequest, session: { sessionId?: string | undefined; protocolVersion: string }, codec: WireCodec): McpRequestInfo {
   const params = request.params ?? {};
   const info: McpRequestInfo = { method: request.method, protocolVersion: session.protocolVersion, requestId: request.id };
   if (session.sessionId !== undefined) info.sessionId = session.sessionId;
   const target = targetOf(request.method, params);
   if (target !== undefined) info.target = target;
-  if (request.method.startsWith('tasks/') && typeof params.taskId === 'string') info.taskId = params.taskId;
+  const taskId = request.method.startsWith('tasks/') ? codec.taskIdOf(params) : undefined;
+  if (typeof taskId === 'string') info.taskId = taskId;
   const carrier = traceContextOf(asObject(params._meta));
   if (carrier !== undefined) info.carrier = carrier;
   return info;
@@ -54,7 +64,7 @@ function traceContextOf(meta: JsonObject | undefined): Record<string, string> | 
   return carrier;
 }
 
-function recordRequestOutcome(info: McpRequestInfo, outcome: Outcome | undefined, catalog: GatewayCatalog): void {
+function recordRequestOutcome(info: McpRequestInfo, outcome: Outcome | undefined, { catalog, codec }: RequestScope): void {
   const upstream = upstreamOf(info, catalog);
   if (upstream !== undefined) info.upstream = upstream;
   if (outcome === undefined) {
@@ -68,9 +78,9 @@ function recordRequestOutcome(info: McpRequestInfo, outcome: Outcome | undefined
     return;
   }
   info.outcome = outcome.result.isError === true ? 'error' : 'ok';
-  // A task creation: 2025-11-25's CreateTaskResult nests the task, 2026-07-28's is flat.
-  const taskId = asObject(outcome.result.task)?.taskId ?? (outcome.result.resultType === 'task' ? outcome.result.taskId : undefined);
-  if (typeof taskId === 'string') info.taskId = taskId;
+  // A task creation, in the shape of the router's revision.
+  const created = codec.createdTask(outcome.result);
+  if (created !== undefined) info.taskId = created.taskId;
 }
 
 /** The upstream that serves what the request names (none for the gateway's own tools and methods). */

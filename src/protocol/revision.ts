@@ -20,6 +20,7 @@ import type { TaskCaller } from '../tasks/local-run.js';
 import type { RateLimiter } from '../tasks/rate-limits.js';
 import type { SessionIdentity } from '../upstream/upstream.js';
 import type { StreamBudget } from './stream-budget.js';
+import type { WireCodec } from './wire-codec.js';
 import type { TaskTools } from './task-tools.js';
 
 /** The parts of the gateway every revision is served with, built once by the composition root. */
@@ -78,5 +79,7 @@ export interface ProtocolRevision extends Omit<EndpointRevision, 'front'> {
   readonly versions: readonly string[];
   /** How the tasks it creates are stored (`era`): a recovered or lost task goes back to the revision that made it. */
   readonly taskEra: Era;
+  /** Its wire shapes (the gateway as a server; the same codec serves the gateway as a client of upstreams). */
+  readonly codec: WireCodec;
   serve(parts: GatewayParts): RevisionRuntime;
 }

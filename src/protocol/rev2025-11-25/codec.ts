@@ -1,9 +1,12 @@
-// Wire shapes of the 2025-11-25 tasks protocol. Nothing outside this file knows that era's field names.
+// Wire shapes of the 2025-11-25 tasks protocol (`ttl`, `pollInterval`, a tool's `execution.taskSupport`, the
+// nested CreateTaskResult). Nothing outside this file knows that era's field names: `codec` is what the router,
+// the task methods and the request scope ask (src/protocol/wire-codec.ts), the other exports this era's own.
 import type { TaskMode } from '../../config/types.js';
 import { GatewayError } from '../../errors.js';
 import { asObject, type JsonObject, type Outcome } from '../../jsonrpc.js';
 import { RELATED_TASK_META } from '../mcp.js';
 import type { TaskRecord } from '../../store/task-store.js';
+import type { CreatedTask, WireCodec } from '../wire-codec.js';
 
 export const MODEL_IMMEDIATE_RESPONSE_META = 'io.modelcontextprotocol/model-immediate-response';
 
@@ -82,3 +85,38 @@ export function suggestedPollMs(task: JsonObject): number | undefined {
 export function taskStatusMessage(task: JsonObject | undefined): string | undefined {
   return typeof task?.statusMessage === 'string' ? task.statusMessage : undefined;
 }
+
+/**
+ * A tool as a session lists it: its task support the gateway's mode for it (never the upstream's own), or none at
+ * all for a session that speaks no tasks (an `execution` left empty by that goes too).
+ */
+function toolView(tool: JsonObject, mode: TaskMode | undefined): JsonObject {
+  const { taskSupport: _upstreams, ...execution } = asObject(tool.execution) ?? {};
+  if (mode === undefined) {
+    if (tool.execution === undefined) return tool;
+    const { execution: _execution, ...rest } = tool;
+    return Object.keys(execution).length === 0 ? rest : { ...rest, execution };
+  }
+  return { ...tool, execution: { ...execution, taskSupport: mode } };
+}
+
+/** The task of an upstream's CreateTaskResult, which nests it under `task`. */
+function createdTask(result: JsonObject): CreatedTask | undefined {
+  const task = asObject(result.task);
+  const taskId = task?.taskId;
+  if (typeof taskId !== 'string') return undefined;
+  return { taskId, retentionMs: typeof task?.ttl === 'number' ? task.ttl : undefined };
+}
+
+/** The 2025-11-25 codec (it serves the older session revisions too, which list tools without task support). */
+export const codec: WireCodec = {
+  taskIdOf: (params) => params.taskId,
+  taskResult: legacyTask,
+  createTaskResult,
+  // The task as it is now: cancelled.
+  cancelResult: legacyTask,
+  toolView,
+  // Results travel as the upstream sent them.
+  clientResult: (_method, result) => result,
+  createdTask,
+};

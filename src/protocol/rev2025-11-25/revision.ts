@@ -3,6 +3,7 @@
 // HTTP front from the gateway's shared parts.
 import { LEGACY_VERSIONS } from '../mcp.js';
 import type { ProtocolRevision } from '../revision.js';
+import { codec } from './codec.js';
 import { legacyRefusal } from './errors.js';
 import { sessionFront } from './http/front.js';
 import { SessionRouter } from './router.js';
@@ -13,6 +14,7 @@ export const rev2025_11_25: ProtocolRevision = {
   versions: LEGACY_VERSIONS,
   sessions: true,
   taskEra: 'legacy',
+  codec,
   // Last in the registry: initialize and session traffic, whatever the revisions before it declined.
   claims: () => true,
   // No header names these revisions apart from the rest: they answer what nothing else is named for (the last entry).

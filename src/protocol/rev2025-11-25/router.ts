@@ -20,7 +20,7 @@ import type { Logger } from '../../log.js';
 import { effectiveMode } from '../../config/policy.js';
 import type { CallContext } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
-import { requestedTtl, upstreamTaskSupport } from './codec.js';
+import { codec, requestedTtl, upstreamTaskSupport } from './codec.js';
 import type { EventStream } from '../event-stream.js';
 import {
   isSupportedLegacyVersion,
@@ -33,7 +33,7 @@ import {
   type LogLevel,
 } from '../mcp.js';
 import type { AggregatedLists, GatewayCatalog } from '../ports.js';
-import { inRequestScope, requestInfo } from '../request-scope.js';
+import { inRequestScope, requestInfo, type RequestScope } from '../request-scope.js';
 import { legacyError, legacyErrorResponse, legacyFailure, type LegacyOutcome } from './errors.js';
 import type { LegacySession, LegacySessions } from './session.js';
 import { ownerOf, type LegacyTasks } from './tasks.js';
@@ -104,9 +104,8 @@ export class SessionRouter {
   initialize(request: JsonRpcRequest, caller: Caller | undefined): Promise<{ response: JsonRpcResponse; sessionId?: string }> {
     const version = request.params?.protocolVersion;
     return inRequestScope(
-      this.events,
-      () => requestInfo(request, { protocolVersion: typeof version === 'string' ? version : LATEST_LEGACY_VERSION }),
-      this.catalog,
+      this.scope(),
+      () => requestInfo(request, { protocolVersion: typeof version === 'string' ? version : LATEST_LEGACY_VERSION }, codec),
       ({ response }) => ('error' in response ? { error: response.error } : { result: response.result }),
       () => this.startSession(request, caller),
     );
@@ -141,7 +140,11 @@ export class SessionRouter {
    * arguments with it.
    */
   handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {
-    return inRequestScope(this.events, () => requestInfo(request, session), this.catalog, (outcome) => outcome, () => this.answer(session, request, stream, caller, charge));
+    return inRequestScope(this.scope(), () => requestInfo(request, session, codec), (outcome) => outcome, () => this.answer(session, request, stream, caller, charge));
+  }
+
+  private scope(): RequestScope {
+    return { events: this.events, catalog: this.catalog, codec };
   }
 
   private async answer(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {
@@ -224,10 +227,11 @@ export class SessionRouter {
           throw new GatewayError('method_not_found', `Method not found: ${request.method} (tasks need protocol 2025-11-25; this session negotiated ${session.protocolVersion})`);
         }
         const reader = access.taskReader(session.principal);
-        if (request.method === 'tasks/get') return this.tasks.get(params.taskId, reader);
-        if (request.method === 'tasks/result') return this.tasks.result(params.taskId, stream, session, reader);
         if (request.method === 'tasks/list') return this.tasks.list(session, params.cursor, reader);
-        return this.tasks.cancel(params.taskId, reader);
+        const taskId = codec.taskIdOf(params);
+        if (request.method === 'tasks/get') return this.tasks.get(taskId, reader);
+        if (request.method === 'tasks/result') return this.tasks.result(taskId, stream, session, reader);
+        return this.tasks.cancel(taskId, reader);
       }
       case 'resources/read':
         return this.forward(session, request, this.resourceOwner(params.uri, access), params, stream);
@@ -417,14 +421,8 @@ export class SessionRouter {
     const policy = this.tasks.engine.policyFor(listed.name);
     // Any session may call a tool plainly, even one that speaks tasks.
     const tool = plainCallView(listed, policy);
-    const { taskSupport: _upstreams, ...execution } = asObject(tool.execution) ?? {};
-    if (!supportsLegacyTasks(session.protocolVersion)) {
-      if (tool.execution === undefined) return tool;
-      const { execution: _execution, ...rest } = tool;
-      return Object.keys(execution).length === 0 ? rest : { ...rest, execution };
-    }
-    const mode = effectiveMode(policy.mode, upstreamTaskSupport(upstream.capabilities, upstreamTool));
-    return { ...tool, execution: { ...execution, taskSupport: mode } };
+    if (!supportsLegacyTasks(session.protocolVersion)) return codec.toolView(tool, undefined);
+    return codec.toolView(tool, effectiveMode(policy.mode, upstreamTaskSupport(upstream.capabilities, upstreamTool)));
   }
 
   private resourceOwner(uri: unknown, access: CallerAccess): Upstream {

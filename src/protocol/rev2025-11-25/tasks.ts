@@ -15,7 +15,7 @@ import { NOT_FOUND, storedCall, type RunHandle, type TaskCaller, type TaskEngine
 import { taskFacts } from '../../tasks/task-facts.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
-import { createTaskResult, legacyTask, taskPayload, withRelatedTask } from './codec.js';
+import { codec, legacyTask, taskPayload, withRelatedTask } from './codec.js';
 import type { LegacySession } from './session.js';
 
 export interface LegacyTasksDeps {
@@ -55,7 +55,7 @@ export class LegacyTasks {
   async create(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, charge?: InflightCharge): Promise<Outcome> {
     const task = await this.open(session, exposedName, upstream, params, requestedTtl);
     this.engine.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session, charge);
-    return { result: createTaskResult(task, this.immediateResponse) };
+    return { result: codec.createTaskResult(task, this.immediateResponse) };
   }
 
   /**
@@ -134,7 +134,7 @@ export class LegacyTasks {
 
   /** `reader` is the session's principal with the caller's access rules: whose tasks these calls may touch. */
   async get(taskId: unknown, reader: TaskReader): Promise<Outcome> {
-    return { result: legacyTask(await this.engine.find(taskId, { reader })) };
+    return { result: codec.taskResult(await this.engine.find(taskId, { reader })) };
   }
 
   /** Blocks until the task is terminal, then answers exactly what the upstream answered. */
@@ -174,7 +174,7 @@ export class LegacyTasks {
       if (changed.task === undefined) throw new GatewayError('invalid_params', NOT_FOUND);
       throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${changed.task.status}`);
     }
-    return { result: legacyTask(changed.task) };
+    return { result: codec.cancelResult(changed.task) };
   }
 
   /** Tells a task's session of the change another replica's loss forced (the replica that would have is gone). */

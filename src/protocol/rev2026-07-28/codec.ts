@@ -1,8 +1,11 @@
 // Wire shapes of 2026-07-28 and its Tasks extension (SEP-2663). Nothing outside this file knows that era's field
-// names (`resultType`, `ttlMs`, `inputRequests`, caching hints).
+// names (`resultType`, `ttlMs`, `inputRequests`, `inputResponses`, `requestState`, caching hints): `codec` is what
+// the router, the task methods and the request scope ask (src/protocol/wire-codec.ts), the other exports are this
+// era's own (MRTR retries, discovery).
 import { asObject, withoutMetaKey, type JsonObject, type Outcome } from '../../jsonrpc.js';
-import { InvalidParams, ResourceNotFound } from '../../errors.js';
+import { GatewayError, InvalidParams, ResourceNotFound } from '../../errors.js';
 import type { TaskRecord } from '../../store/task-store.js';
+import type { WireCodec } from '../wire-codec.js';
 import { META_SERVER_INFO, RELATED_TASK_META, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../mcp.js';
 
 /** Results the revision requires caching hints on. */
@@ -87,9 +90,49 @@ export function detailedTask(task: TaskRecord): JsonObject {
   return wire;
 }
 
-/** An InputRequiredResult for a synchronous call whose upstream waits on the client (MRTR). */
-export function inputRequiredResult(inputRequests: JsonObject, requestState: string | undefined): JsonObject {
-  return requestState === undefined ? { resultType: 'input_required', inputRequests } : { resultType: 'input_required', inputRequests, requestState };
+/**
+ * An InputRequiredResult for a synchronous call whose upstream waits on the client (MRTR): its `questions`, keyed,
+ * and the signed state the retry must carry to resume the call (none when nothing is parked).
+ */
+export function inputRequiredResult(questions: JsonObject, state: string | undefined): JsonObject {
+  return state === undefined ? { resultType: 'input_required', inputRequests: questions } : { resultType: 'input_required', inputRequests: questions, requestState: state };
+}
+
+// ---- a client's MRTR retry and tasks/update ----
+
+/** The answers a retry carries (`inputResponses`) when they are an object, unchecked per key; else undefined. */
+export function answersIn(params: JsonObject): JsonObject | undefined {
+  return asObject(params.inputResponses);
+}
+
+/** A retry's answers, checked: each input key maps to the client's response object; undefined when none are sent. */
+export function retryAnswers(params: JsonObject): JsonObject | undefined {
+  const answers = params.inputResponses;
+  if (answers === undefined) return undefined;
+  if (asObject(answers) === undefined || Object.values(answers as JsonObject).some((v) => asObject(v) === undefined)) {
+    throw new GatewayError('invalid_params', 'Invalid params: inputResponses must map each input key to the client\'s response object');
+  }
+  return answers as JsonObject;
+}
+
+/** The signed state a retry carries to resume a parked call (`requestState`), as sent; undefined on a first request. */
+export function retryState(params: JsonObject): unknown {
+  return params.requestState;
+}
+
+/** A request without a retry's own fields (its answers and state): what the upstream, and the params digest, see. */
+export function withoutRetryFields(params: JsonObject): JsonObject {
+  const { inputResponses: _answers, requestState: _state, ...rest } = params;
+  return rest;
+}
+
+/** The answers of a tasks/update: an object of responses keyed by input key. */
+export function taskUpdateAnswers(params: JsonObject): JsonObject {
+  const answers = params.inputResponses;
+  if (typeof answers !== 'object' || answers === null || Array.isArray(answers)) {
+    throw new GatewayError('invalid_params', 'tasks/update: params.inputResponses must be an object');
+  }
+  return answers as JsonObject;
 }
 
 /** An outcome for a modern client: results get `resultType` (and hints where due); errors pass unchanged. */
@@ -123,3 +166,19 @@ export function retryParams(params: JsonObject, answers: JsonObject, inputRequir
   if (typeof inputRequired.requestState === 'string') retry.requestState = inputRequired.requestState;
   return retry;
 }
+
+/** The 2026-07-28 codec: flat task results, `resultType` on every result, caching hints on lists and reads. */
+export const codec: WireCodec = {
+  taskIdOf: (params) => params.taskId,
+  taskResult: (task) => ({ resultType: 'complete', ...detailedTask(task) }),
+  // The revision has no place for an immediate response.
+  createTaskResult: (task) => createTaskResult(task),
+  cancelResult: () => ({ ...ACK }),
+  // Tools are listed as their upstreams list them: with the Tasks extension the server decides when a call is a task.
+  toolView: (tool) => tool,
+  clientResult: modernResult,
+  createdTask: (result) => {
+    if (result.resultType !== 'task' || typeof result.taskId !== 'string') return undefined;
+    return { taskId: result.taskId, retentionMs: typeof result.ttlMs === 'number' && result.ttlMs > 0 ? result.ttlMs : undefined };
+  },
+};

@@ -10,13 +10,15 @@ import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
 import type { SessionIdentity } from '../../upstream/upstream.js';
+import { withoutRetryFields } from './codec.js';
 
 /** Input requests arriving this close together are answered in one InputRequiredResult. */
 const GATHER_MS = 25;
 
 export type ExchangeEvent =
   | { kind: 'outcome'; outcome: Outcome }
-  | { kind: 'input'; inputRequests: JsonObject }
+  /** The upstream's questions to the client, keyed by input key. */
+  | { kind: 'input'; questions: JsonObject }
   | { kind: 'missing_capability'; capability: string; method: string }
   | { kind: 'timeout' };
 
@@ -114,7 +116,7 @@ export class ModernExchange {
           // Questions an upstream asks together (several concurrent requests) go out in one result.
           await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
           if (this.outcome !== undefined) continue;
-          if (this.pending.size > 0) return { kind: 'input', inputRequests: this.outstanding() };
+          if (this.pending.size > 0) return { kind: 'input', questions: this.outstanding() };
           continue;
         }
         const woken = new Promise<'woken'>((resolve) => (this.wake = () => resolve('woken')));
@@ -134,11 +136,11 @@ export class ModernExchange {
   }
 
   /**
-   * Answers outstanding questions from a retry's `inputResponses`; keys the call is not waiting on are ignored.
-   * Returns how many were answered.
+   * Answers outstanding questions from a retry's answers, keyed by input key; keys the call is not waiting on are
+   * ignored. Returns how many were answered.
    */
-  answer(inputResponses: JsonObject): number {
-    const answered = this.pending.answer(inputResponses);
+  answer(answers: JsonObject): number {
+    const answered = this.pending.answer(answers);
     if (answered > 0) this.round++;
     return answered;
   }
@@ -242,7 +244,7 @@ export class RequestStateCodec {
  * `_meta` (a retry may carry another progress token) and the retry's own fields (inputResponses, requestState).
  */
 export function paramsDigest(params: JsonObject): string {
-  const { inputResponses: _responses, requestState: _state, ...salient } = withoutMeta(params);
+  const salient = withoutRetryFields(withoutMeta(params));
   return createHash('sha256').update(canonicalJson(salient)).digest('base64url');
 }
 

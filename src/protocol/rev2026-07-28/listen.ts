@@ -5,7 +5,7 @@ import type { Logger } from '../../log.js';
 import { META_SUBSCRIPTION_ID } from '../mcp.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
 import type { TaskReader } from '../../tasks/principals.js';
-import { detailedTask } from './codec.js';
+import { codec, detailedTask } from './codec.js';
 import type { ModernResponder } from './responder.js';
 
 /** The filter a listener asked for, as far as the gateway honours it. */
@@ -83,7 +83,8 @@ export class ListenHub {
   close(): void {
     for (const listener of [...this.listeners]) {
       this.drop(listener);
-      listener.responder.finish({ jsonrpc: '2.0', id: listener.id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: listener.id } } }, 200);
+      const result = codec.clientResult('subscriptions/listen', { _meta: { [META_SUBSCRIPTION_ID]: listener.id } });
+      listener.responder.finish({ jsonrpc: '2.0', id: listener.id, result }, 200);
     }
   }
 

@@ -5,11 +5,12 @@ import type { Peers } from '../../tasks/peers.js';
 import type { Caller } from '../../tasks/principals.js';
 
 export interface ModernPeerMessages {
-  /** A retry (its inputResponses) for a call parked on the replica its requestState names. */
+  /** A retry (its answers) for a call parked on the replica its request state names. */
   'mrtr.resume': {
     body: {
       x: string;
-      inputResponses: JsonObject;
+      /** The retry's answers, keyed by input key. */
+      answers: JsonObject;
       method: string;
       name: string;
       taskAfterMs: number | null;

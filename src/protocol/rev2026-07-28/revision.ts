@@ -3,6 +3,7 @@
 // the gateway's shared parts.
 import { MODERN_VERSIONS } from '../mcp.js';
 import type { ProtocolRevision } from '../revision.js';
+import { codec } from './codec.js';
 import { headersNameModernRevision, isModernMessage } from './envelope.js';
 import { modernRefusal } from './errors.js';
 import { ParkedExchanges, RequestStateCodec } from './exchange.js';
@@ -16,6 +17,7 @@ export const rev2026_07_28: ProtocolRevision = {
   versions: MODERN_VERSIONS,
   sessions: false,
   taskEra: 'modern',
+  codec,
   // A body with its `_meta` envelope, a version header or a method only it has; a message on a known session's id
   // is that session's, whatever else it looks like.
   claims: isModernMessage,

@@ -21,7 +21,8 @@ import type { AccessRule, TaskPolicy } from '../../config/types.js';
 import { CallerAccess } from '../access.js';
 import { resourceOwner, routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
-import { createTaskResult, discoverResult, inputRequiredResult, modernOutcome, modernResult } from './codec.js';
+import { taskTiming } from '../../config/policy.js';
+import { answersIn, codec, discoverResult, inputRequiredResult, modernOutcome, retryAnswers, retryState, taskUpdateAnswers, withoutRetryFields } from './codec.js';
 import { modernAnswerStatus, modernError, modernFailure, withUri } from './errors.js';
 import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelope, withoutTasksExtension, type ModernClient } from './envelope.js';
 import { ModernExchange, paramsDigest, ParkedExchanges, type RequestStateCodec } from './exchange.js';
@@ -96,7 +97,7 @@ export class ModernRouter {
     const exchange = this.deps.parked.unpark(body.x, body.caller?.principal);
     if (exchange === undefined) return { outcome: { error: modernError(new GatewayError('invalid_params', STALE_STATE)) } };
     peer.accept();
-    exchange.answer(body.inputResponses);
+    exchange.answer(body.answers);
     const upstream = method === 'resources/read' ? this.deps.catalog.routeUri(name) : this.deps.catalog.route(method === 'tools/call' ? 'tools' : 'prompts', name)?.upstream;
     const client: ModernClient = {
       protocolVersion: MODERN_VERSION,
@@ -124,9 +125,8 @@ export class ModernRouter {
    */
   handle(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder, charge?: InflightCharge): Promise<ModernAnswer | undefined> {
     return inRequestScope(
-      this.deps.events ?? NO_EVENTS,
-      () => requestInfo(request, { protocolVersion: client.protocolVersion }),
-      this.deps.catalog,
+      { events: this.deps.events ?? NO_EVENTS, catalog: this.deps.catalog, codec },
+      () => requestInfo(request, { protocolVersion: client.protocolVersion }, codec),
       (answer) => answer?.outcome,
       () => this.answer(client, request, headers, responder, charge),
     );
@@ -177,7 +177,7 @@ export class ModernRouter {
         declaresTasks(client) ? undefined : (tool) => (typeof tool.name === 'string' ? plainCallView(tool, this.deps.tasks.engine.policyFor(tool.name)) : tool),
         this.accessOf(client).visible,
       );
-      return { result: modernResult(request.method, result) };
+      return { result: codec.clientResult(request.method, result) };
     }
     switch (request.method) {
       case 'server/discover':
@@ -202,14 +202,14 @@ export class ModernRouter {
 
   /** tasks/get|update|cancel: the gateway's own tasks here, an upstream's own tasks at that upstream. */
   private async taskMethod(client: ModernClient, request: JsonRpcRequest, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
-    const task = await this.deps.tasks.find(params.taskId, request.method === 'tasks/get', this.accessOf(client).taskReader(client.caller?.principal));
+    const task = await this.deps.tasks.find(codec.taskIdOf(params), request.method === 'tasks/get', this.accessOf(client).taskReader(client.caller?.principal));
     if (task.native === true) {
       const upstream = this.deps.catalog.upstreams.find((u) => u.name === task.upstream && u.speaksModern);
       if (upstream === undefined) throw new GatewayError('invalid_params', `Task ${task.taskId} runs on upstream '${task.upstream}', which is not available`);
       return this.nativeTask(client, request, upstream, responder);
     }
     if (request.method === 'tasks/get') return this.deps.tasks.get(task);
-    if (request.method === 'tasks/update') return this.deps.tasks.update(task, params.inputResponses);
+    if (request.method === 'tasks/update') return this.deps.tasks.update(task, taskUpdateAnswers(params));
     return this.deps.tasks.cancel(task);
   }
 
@@ -257,10 +257,7 @@ export class ModernRouter {
   ): Promise<Outcome | undefined> {
     const { upstream, upstreamParams, name } = this.route(request.method, params, this.accessOf(client));
     if (request.method === 'tools/call') checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
-    const inputResponses = params.inputResponses;
-    if (inputResponses !== undefined && (asObject(inputResponses) === undefined || Object.values(inputResponses as JsonObject).some((v) => asObject(v) === undefined))) {
-      throw new GatewayError('invalid_params', 'Invalid params: inputResponses must map each input key to the client\'s response object');
-    }
+    const answers = retryAnswers(params);
     const asTask = policy !== undefined && mayRunAsTask(policy, client);
     // A client without the extension gets a background task (answered with a tool result) where policy says so.
     const background = policy !== undefined && !asTask && policy.mode !== 'forbidden' && policy.plainCalls === 'background';
@@ -275,13 +272,14 @@ export class ModernRouter {
     }
 
     let exchange: ModernExchange;
-    if (params.requestState !== undefined) {
-      const state = (await this.deps.requestStates()).decode(params.requestState, request.method, name, paramsDigest(upstreamParams));
+    const sentState = retryState(params);
+    if (sentState !== undefined) {
+      const state = (await this.deps.requestStates()).decode(sentState, request.method, name, paramsDigest(upstreamParams));
       if (state.o !== this.deps.replicas.id) {
         // Another replica holds the parked call: it resumes it and answers through this one.
         const answer = await this.deps.replicas.ask(state.o, 'mrtr.resume', {
           x: state.x,
-          inputResponses: asObject(inputResponses) ?? {},
+          answers: answers ?? {},
           method: request.method,
           name,
           taskAfterMs: taskAfterMs ?? null,
@@ -296,7 +294,7 @@ export class ModernRouter {
       const parked = this.deps.parked.unpark(state.x, client.caller?.principal);
       if (parked === undefined) throw new GatewayError('invalid_params', STALE_STATE);
       exchange = parked;
-      exchange.answer(asObject(inputResponses) ?? {});
+      exchange.answer(answers ?? {});
     } else {
       const identity = this.identity;
       exchange = new ModernExchange(identity.sessionId, client.capabilities);
@@ -340,9 +338,11 @@ export class ModernRouter {
       ...(request.method === 'tools/call' ? {} : { timeoutMs: upstream.config.requestTimeoutMs }),
     });
     if (responder.gone.aborted) return undefined;
-    if (nativeTasks && 'result' in outcome && outcome.result.resultType === 'task' && typeof outcome.result.taskId === 'string') {
-      const ttlMs = typeof outcome.result.ttlMs === 'number' && outcome.result.ttlMs > 0 ? outcome.result.ttlMs : this.deps.tasks.engine.policyFor(name).ttlMs;
-      await this.deps.tasks.engine.recordNative(outcome.result.taskId, name, upstream, ttlMs, client.caller?.principal);
+    const created = nativeTasks && 'result' in outcome ? codec.createdTask(outcome.result) : undefined;
+    if (created !== undefined) {
+      // Else the tool policy's default retention (a client asking for none gets the same).
+      const retentionMs = created.retentionMs ?? taskTiming(this.deps.tasks.engine.policyFor(name), undefined).retentionMs;
+      await this.deps.tasks.engine.recordNative(created.taskId, name, upstream, retentionMs, client.caller?.principal);
     }
     return outcome;
   }
@@ -395,7 +395,7 @@ export class ModernRouter {
           e: this.deps.parked.deadline(),
           o: this.deps.replicas.id,
         });
-        return { result: inputRequiredResult(event.inputRequests, state) };
+        return { result: inputRequiredResult(event.questions, state) };
       }
       case 'missing_capability':
         exchange.cancel(`the client lacks the '${event.capability}' capability`);
@@ -420,7 +420,7 @@ export class ModernRouter {
     start: (() => Promise<ModernExchange['call']>) | undefined,
   ): Promise<Outcome> {
     try {
-      if (!background) return { result: createTaskResult(await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start)) };
+      if (!background) return { result: codec.createTaskResult(await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start), undefined) };
       const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start, plainClientCaller(client.capabilities));
       return { result: this.deps.taskTools.handle(task) };
     } catch (error) {
@@ -438,7 +438,7 @@ export class ModernRouter {
    */
   private async taskTool(client: ModernClient, name: string, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
     const reader = this.accessOf(client).taskReader(client.caller?.principal);
-    const answers = asObject(params.inputResponses);
+    const answers = answersIn(params);
     const taskId = asObject(params.arguments)?.taskId;
     if (answers !== undefined && typeof taskId === 'string') {
       const task = await this.deps.tasks.engine.find(taskId, { reader }).catch(() => undefined);
@@ -491,7 +491,7 @@ export class ModernRouter {
   /** Which upstream serves the request, and the request as it goes there; what the caller may not use is unknown. */
   private route(method: string, params: JsonObject, access: CallerAccess): { upstream: Upstream; upstreamParams: JsonObject; name: string } {
     // The retry fields and the envelope are the gateway's business; the upstream sees a plain request.
-    const { inputResponses: _responses, requestState: _state, task: _task, ...plain } = params;
+    const { task: _task, ...plain } = withoutRetryFields(params);
     const forwarded = withoutEnvelope(plain);
     if (method === 'resources/read') {
       const { upstream, uri } = resourceOwner(this.deps.catalog, access, params.uri, 'invalid_params');

@@ -1,7 +1,6 @@
 // The Tasks extension's methods on top of the task core: the gateway decides when a call becomes a task, then
 // tasks/get (the DetailedTask, with the result, error or outstanding input requests inlined), tasks/update (the
 // client's answers) and tasks/cancel (acknowledged, terminal or not).
-import { GatewayError } from '../../errors.js';
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
 import { refusedInput } from '../mcp.js';
 import { isTerminal, type TaskRecord } from '../../store/task-store.js';
@@ -9,7 +8,7 @@ import { storedCall, type TaskCaller, type TaskEngine } from '../../tasks/engine
 import type { TaskReader } from '../../tasks/principals.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
-import { ACK, detailedTask } from './codec.js';
+import { ACK, codec } from './codec.js';
 import type { ModernExchange } from './exchange.js';
 
 /**
@@ -73,21 +72,21 @@ export class ModernTasks {
 
   /** The DetailedTask (`task` read with its outcome). */
   get(task: TaskRecord): Outcome {
-    return { result: { resultType: 'complete', ...detailedTask(task) } };
+    return { result: codec.taskResult(task) };
   }
 
-  /** Routes each answer to the upstream request waiting on it; acknowledged once the store reflects what is left. */
-  async update(task: TaskRecord, inputResponses: unknown): Promise<Outcome> {
-    if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses)) {
-      throw new GatewayError('invalid_params', 'tasks/update: params.inputResponses must be an object');
-    }
-    await this.engine.answer(task, inputResponses as JsonObject);
+  /**
+   * Routes each answer (keyed by input key, as the codec read them) to the upstream request waiting on it;
+   * acknowledged once the store reflects what is left.
+   */
+  async update(task: TaskRecord, answers: JsonObject): Promise<Outcome> {
+    await this.engine.answer(task, answers);
     return { result: { ...ACK } };
   }
 
   /** Acknowledges, terminal or not; a running task is recorded `cancelled` first, then its call is stopped. */
   async cancel(task: TaskRecord): Promise<Outcome> {
     if (!isTerminal(task.status)) await this.engine.cancel(task);
-    return { result: { ...ACK } };
+    return { result: codec.cancelResult(task) };
   }
 }
