@@ -7,17 +7,9 @@ import { rev2025_11_25 } from './rev2025-11-25/revision.js';
 import { rev2026_07_28 } from './rev2026-07-28/revision.js';
 import type { ProtocolRevision } from './revision.js';
 
-/** Request headers as node gives them. */
-type Headers = Record<string, string | string[] | undefined>;
-
 export const REVISIONS: readonly ProtocolRevision[] = [
   // Stateless: it claims only what is plainly its own, so it is asked first.
   rev2026_07_28,
   // Sessions: initialize and session traffic, everything the above declined.
   rev2025_11_25,
 ];
-
-/** The revision that serves a POSTed message: the first entry that claims it. */
-export function revisionOf(body: unknown, headers: Headers, isKnownSession: (sessionId: string) => boolean): ProtocolRevision | undefined {
-  return REVISIONS.find((revision) => revision.claims(body, headers, isKnownSession));
-}

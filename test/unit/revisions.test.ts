@@ -1,12 +1,16 @@
 // The revision registry: which revision serves an incoming message, asked in the registry's order.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { REVISIONS, revisionOf } from '../../src/protocol/revisions.js';
+import { REVISIONS } from '../../src/protocol/revisions.js';
 import { LEGACY_VERSIONS, MODERN_VERSIONS } from '../../src/protocol/mcp.js';
 import { refusalFor } from '../../src/http/mcp-endpoint.js';
 import { GatewayError } from '../../src/errors.js';
 
 const noSession = (): boolean => false;
+
+/** The revision the MCP endpoint hands a POSTed message to: the first entry, in the registry's order, that claims it. */
+const revisionOf = (body: unknown, headers: Record<string, string>, isKnownSession: (id: string) => boolean) =>
+  REVISIONS.find((revision) => revision.claims(body, headers, isKnownSession));
 const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 
 describe('revision registry', () => {
