@@ -5,6 +5,9 @@
 // scale scenario (bench/scale.ts) lease renewal of 100k held tasks and the takeover of a dead replica's 40k; the
 // scaleout scenario (bench/scaleout.ts) tasks in flight, tasks/list depth, two replicas and a dead one (issue 23).
 // See bench/README.md for what each number means.
+// One file because it is the entry of `npm run bench`: its settings, the http and stdio scenarios and their report all
+// read the Settings and TargetResult shapes declared here; the other scenarios already live in their own files
+// (tasks.ts, scale.ts, scaleout.ts).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';

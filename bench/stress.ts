@@ -9,6 +9,10 @@
 //   npm run stress -- --tsx             run the gateway through tsx instead of building dist/
 //
 // Everything targets loopback only and stops by itself (bounded counts and durations).
+//
+// One file because it is one command whose scenarios are entries of one table (`scenarios`), sharing its raw HTTP
+// helpers and the runner that starts a fresh gateway and samples its peak RSS; the process helpers already live in
+// procs.ts.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { spawnSync } from 'node:child_process';

@@ -5,6 +5,8 @@
 //   tasks/get   one client, then every client (own session each) polling its own tasks
 //   completion  tasks/result waiting on a running upstream call: upstream finished → tasks/result answered,
 //               timed against the fixture's own clock (finish_at returns performance.timeOrigin + now())
+// One file because it is one scenario of `npm run bench`, from its targets and phases to its report, which all read the
+// row types declared at its top; what it shares with the other scenarios lives in load.ts, procs.ts and stats.ts.
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';

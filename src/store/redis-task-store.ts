@@ -1,34 +1,28 @@
-// The task store on Redis (one server, a Sentinel-managed primary, or a Cluster). Every atomic step is a Lua file
-// in redis/scripts/ and every key is built in redis-keys.ts; the record codec, topics, own-event tracking and the
-// read batch are modules of redis/.
-//
-// Over 450 lines because it implements the whole TaskStore interface (tasks, listings, leases, slots, rate
-// windows, sessions, topics) on one connection and one subscriber; each method is a few lines around its script.
-// The listing and the lease/slot methods are the pieces to move into redis/ next, as memory/ did for its twin.
+// The task store on Redis (one server, a Sentinel-managed primary, or a Cluster): the TaskStore interface, method by
+// method. Every atomic step is a Lua file in redis/scripts/ and every key is built in redis-keys.ts. The listings,
+// who runs what (leases), the slot semaphores, the record codec, topics, own-event tracking and the read batch are
+// modules of redis/; this class keeps the records, the event subscription, rate windows and sessions.
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
-import { redisKeys, slotKeyList, type RedisKeys } from './redis-keys.js';
+import { redisKeys, type RedisKeys } from './redis-keys.js';
+import { TaskListing } from './redis/listing.js';
 import { OwnEvents } from './redis/own-events.js';
 import { ReadBatch } from './redis/read-batch.js';
+import { RedisRunning } from './redis/running.js';
+import { RedisSemaphores } from './redis/semaphores.js';
 import { RedisTopics } from './redis/topics.js';
-import { parseTask, readFields, summaryFromHmget, SUMMARY_FIELDS } from './redis/task-record.js';
+import { parseTask, readFields, summaryFromHmget } from './redis/task-record.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
 import {
-  batches,
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
-  IDS_PER_SCRIPT_CALL,
   isTerminal,
-  LIST_ALL_SCAN,
-  listingKey,
-  matchesFilter,
   TIMELINE_LENGTH,
-  ALL_TASKS_CURSOR,
   type NewTask,
   type SlotGrant,
   type TaskChange,
@@ -41,11 +35,6 @@ import {
   type TransitionResult,
 } from './task-store.js';
 
-/** An idle semaphore's keys go this many lease periods after its last acquire or renewal. */
-const SLOT_KEY_LEASES = 10;
-const LIST_BATCH_EXTRA = 8;
-/** Entries of the all-tasks index checked per task created, oldest first and round the index: what expired goes. */
-const SWEEP_PER_CREATE = 4;
 /**
  * With `waitForReplica`, how long a create or a task's end waits for a replica to confirm it has the write. Past
  * this (no replica connected) it is acknowledged anyway: the primary has it, as it would without the wait.
@@ -68,15 +57,18 @@ export class RedisTaskStore implements TaskStore {
   private secret: Promise<Buffer> | undefined;
   private cursors: CursorCodec | undefined;
   private readonly run: RunScript;
-  /** Where the all-tasks index sweep goes on (a listing key; '' = from the start), and whether one runs. */
-  private sweepAfter = '';
-  private sweeping = false;
   /** On a cluster only: writes return once their own event is back (see OwnEvents). */
   private readonly ownEvents: OwnEvents | undefined;
   /** Replica messages (publish, subscribe, subscribers), on this store's subscription. */
   private readonly topics: RedisTopics;
   /** Record reads of one turn, sent together (one server; a cluster client pipelines by itself). */
   private readonly reads: ReadBatch | undefined;
+  /** The principals' and the all-tasks indexes. */
+  private readonly listing: TaskListing;
+  /** Who runs what (leases, heartbeats, orphans). */
+  private readonly running: RedisRunning;
+  /** Concurrency slots. */
+  private readonly semaphores: RedisSemaphores;
 
   constructor(
     readonly redis: RedisClient,
@@ -97,6 +89,9 @@ export class RedisTaskStore implements TaskStore {
     });
     this.events.setMaxListeners(0);
     this.run = timedScripts(defineScripts(redis), options.events ?? NO_EVENTS);
+    this.listing = new TaskListing(redis, this.keys, () => this.cursorCodec());
+    this.running = new RedisRunning(this.run, this.keys);
+    this.semaphores = new RedisSemaphores(this.run, this.keys);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.ensureSubscribed();
@@ -122,13 +117,7 @@ export class RedisTaskStore implements TaskStore {
     if (acknowledged !== undefined) await acknowledged;
     // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
     // never a listing entry without a task.
-    // The index outlives its newest task's TTL (and the expired-id memory), then goes: sessions come and go.
-    const indexKey = this.keys.principalTasks(task.principal);
-    await Promise.all([
-      this.redis.multi().zadd(indexKey, 0, listingKey(task)).pexpire(indexKey, task.retentionMs + EXPIRED_MEMORY_MS).exec(),
-      this.redis.zadd(this.keys.allTasks(), 0, listingKey(task)),
-    ]);
-    this.sweepAllTasks();
+    await this.listing.add(task);
     return task;
   }
 
@@ -173,71 +162,12 @@ export class RedisTaskStore implements TaskStore {
     return verdict === 'ok' ? { ok: true, task } : { ok: false, reason: 'terminal', task };
   }
 
-  async list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage> {
-    const cursors = await this.cursorCodec();
-    const indexKey = this.keys.principalTasks(principal);
-    let upper = page.cursor === undefined ? '+' : `(${cursors.decode(principal, page.cursor)}`;
-    const tasks: TaskRecord[] = [];
-    let more = true;
-    // Entries of expired tasks are dropped as they are met, so a page may need a second batch (bounded).
-    for (let round = 0; round < 10 && tasks.length < page.limit && more; round++) {
-      const want = page.limit - tasks.length + LIST_BATCH_EXTRA;
-      const keys = await this.redis.zrevrangebylex(indexKey, upper, '-', 'LIMIT', 0, want);
-      more = keys.length === want;
-      if (keys.length === 0) break;
-      const records = await this.summaries(keys);
-      const expired: string[] = [];
-      for (let i = 0; i < keys.length; i++) {
-        const key = keys[i] as string;
-        const task = records[i];
-        if (task === undefined) {
-          expired.push(key);
-          continue;
-        }
-        if (tasks.length === page.limit) {
-          more = true;
-          break;
-        }
-        tasks.push(task);
-        upper = `(${key}`;
-      }
-      if (expired.length > 0) await this.redis.zrem(indexKey, ...expired);
-    }
-    const last = tasks.at(-1);
-    return more && last !== undefined ? { tasks, nextCursor: cursors.encode(principal, listingKey(last)) } : { tasks };
+  list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage> {
+    return this.listing.list(principal, page);
   }
 
-  async listAll(page: { cursor?: string; limit: number } & TaskFilter): Promise<TaskPage> {
-    const cursors = await this.cursorCodec();
-    const indexKey = this.keys.allTasks();
-    let upper = page.cursor === undefined ? '+' : `(${cursors.decode(ALL_TASKS_CURSOR, page.cursor)}`;
-    const tasks: TaskRecord[] = [];
-    let scanned = 0;
-    let lastKey: string | undefined;
-    let more = true;
-    while (more && tasks.length < page.limit && scanned < LIST_ALL_SCAN) {
-      const want = Math.min(page.limit - tasks.length + LIST_BATCH_EXTRA, LIST_ALL_SCAN - scanned);
-      const keys = await this.redis.zrevrangebylex(indexKey, upper, '-', 'LIMIT', 0, want);
-      more = keys.length === want;
-      if (keys.length === 0) break;
-      const records = await this.summaries(keys);
-      const expired: string[] = [];
-      for (let i = 0; i < keys.length; i++) {
-        const key = keys[i] as string;
-        const task = records[i];
-        if (task === undefined) expired.push(key);
-        else if (tasks.length === page.limit) {
-          more = true;
-          break;
-        } else if (matchesFilter(task, page)) tasks.push(task);
-        scanned++;
-        upper = `(${key}`;
-        lastKey = key; // a cursor is an exclusive bound: it works whether or not its entry is still there
-      }
-      if (expired.length > 0) await this.redis.zrem(indexKey, ...expired);
-    }
-    // Going on from the last entry read (matching or not): a page cut short by the scan bound resumes after it.
-    return more && lastKey !== undefined ? { tasks, nextCursor: cursors.encode(ALL_TASKS_CURSOR, lastKey) } : { tasks };
+  listAll(page: { cursor?: string; limit: number } & TaskFilter): Promise<TaskPage> {
+    return this.listing.listAll(page);
   }
 
   async timeline(taskId: string): Promise<TaskTransition[]> {
@@ -246,57 +176,6 @@ export class RedisTaskStore implements TaskStore {
       const entry = JSON.parse(text) as { s: TaskStatus; t: string; m?: string };
       return entry.m === undefined ? [{ status: entry.s, atMs: Number(entry.t) }] : [{ status: entry.s, atMs: Number(entry.t), message: entry.m }];
     });
-  }
-
-  /** The summaries of the tasks `keys` (listing keys) name, in order; undefined for those that expired. */
-  private async summaries(keys: readonly string[]): Promise<(TaskRecord | undefined)[]> {
-    const taskKeys = keys.map((key) => this.keys.task(key.slice(key.indexOf(':') + 1)));
-    if (isCluster(this.redis)) {
-      // The records live in many slots, where a pipeline may not go; one command each, which the client's
-      // auto-pipelining sends to each node together.
-      const cluster = this.redis;
-      return Promise.all(taskKeys.map(async (key) => summaryFromHmget(await cluster.hmget(key, ...SUMMARY_FIELDS))));
-    }
-    const pipeline = this.redis.pipeline();
-    for (const key of taskKeys) pipeline.hmget(key, ...SUMMARY_FIELDS);
-    const replies = (await pipeline.exec()) ?? [];
-    return keys.map((_, i) => summaryFromHmget((replies[i]?.[1] as (string | null)[] | undefined) ?? []));
-  }
-
-  /** Which of the tasks `keys` (listing keys) name have no record any more (one pipeline, or per node on a cluster). */
-  private async expiredOf(keys: readonly string[]): Promise<string[]> {
-    const taskKeys = keys.map((key) => this.keys.task(key.slice(key.indexOf(':') + 1)));
-    const cluster = isCluster(this.redis) ? this.redis : undefined;
-    if (cluster !== undefined) {
-      const counts = await Promise.all(taskKeys.map((key) => cluster.exists(key)));
-      return keys.filter((_, i) => counts[i] === 0);
-    }
-    const pipeline = this.redis.pipeline();
-    for (const key of taskKeys) pipeline.exists(key);
-    const replies = (await pipeline.exec()) ?? [];
-    return keys.filter((_, i) => replies[i]?.[0] === null && replies[i]?.[1] === 0);
-  }
-
-  /**
-   * Drops the all-tasks index entries of expired tasks, SWEEP_PER_CREATE at a time, going round the index: nobody
-   * need list for the index to stay about as large as the set of live tasks. Off the create path (not awaited),
-   * one sweep at a time per store; a failure only leaves the entries for the next sweep or listing.
-   */
-  private sweepAllTasks(): void {
-    if (this.sweeping) return;
-    this.sweeping = true;
-    void (async () => {
-      const indexKey = this.keys.allTasks();
-      const keys = await this.redis.zrangebylex(indexKey, this.sweepAfter === '' ? '-' : `(${this.sweepAfter}`, '+', 'LIMIT', 0, SWEEP_PER_CREATE);
-      this.sweepAfter = keys.length < SWEEP_PER_CREATE ? '' : (keys.at(-1) as string);
-      if (keys.length === 0) return;
-      const expired = await this.expiredOf(keys);
-      if (expired.length > 0) await this.redis.zrem(indexKey, ...expired);
-    })()
-      .catch(() => undefined)
-      .finally(() => {
-        this.sweeping = false;
-      });
   }
 
   watch(taskId: string, listener: (task: TaskRecord) => void): () => void {
@@ -396,72 +275,41 @@ export class RedisTaskStore implements TaskStore {
     this.subscribed = subscriber.subscribe(this.keys.taskEvents()).catch(() => undefined); // only on close
   }
 
-  async lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void> {
-    const keys = [this.keys.replicasAlive(), this.keys.runningOwners(), this.keys.runningOf(owner)];
-    // One batch after the other: other clients' commands get their turn between them.
-    for (const batch of batches(taskIds)) await this.run('lease', ...keys, owner, String(leaseMs), this.keys.runningOfPrefix(), ...batch);
+  lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void> {
+    return this.running.lease(taskIds, owner, leaseMs);
   }
 
-  async heartbeat(replica: string, leaseMs: number): Promise<void> {
-    await this.run('heartbeat', this.keys.replicasAlive(), replica, String(leaseMs));
+  heartbeat(replica: string, leaseMs: number): Promise<void> {
+    return this.running.heartbeat(replica, leaseMs);
   }
 
-  async unlease(taskId: string): Promise<void> {
-    await this.run('unlease', this.keys.runningOwners(), this.keys.legacyRunning(), taskId, this.keys.runningOfPrefix());
+  unlease(taskId: string): Promise<void> {
+    return this.running.unlease(taskId);
   }
 
-  async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
-    const most = String(Math.min(limit, IDS_PER_SCRIPT_CALL));
-    const keys = [this.keys.replicasAlive(), this.keys.runningOwners(), this.keys.runningOf(taker), this.keys.legacyRunning()];
-    const flat = (await this.run('take-orphans', ...keys, most, taker, String(leaseMs), this.keys.runningOfPrefix())) as string[];
-    const orphans: { taskId: string; owner: string }[] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) orphans.push({ taskId: flat[i] as string, owner: flat[i + 1] as string });
-    return orphans;
+  takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
+    return this.running.takeOrphans(limit, taker, leaseMs);
   }
 
-  async acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {
-    const [granted, ahead] = (await this.run(
-      'acquire-slot',
-      ...slotKeyList(this.keys.slot(key)),
-      ticket,
-      owner,
-      String(limit),
-      String(leaseMs),
-      options.queue === false ? 'once' : 'queue',
-      this.keys.topic('slots'),
-      JSON.stringify({ key }),
-      String(leaseMs * SLOT_KEY_LEASES),
-    )) as [number, number?];
-    return granted === 1 ? { granted: true } : { granted: false, ahead: ahead ?? 0 };
+  acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {
+    return this.semaphores.acquire(key, ticket, owner, limit, leaseMs, options);
   }
 
-  async releaseSlot(key: string, ticket: string): Promise<void> {
-    await this.run('release-slot', ...slotKeyList(this.keys.slot(key)), ticket, this.keys.topic('slots'), JSON.stringify({ key }));
+  releaseSlot(key: string, ticket: string): Promise<void> {
+    return this.semaphores.release(key, ticket);
+  }
+
+  renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {
+    return this.semaphores.renew(entries, leaseMs);
+  }
+
+  slotHolders(key: string): Promise<string[]> {
+    return this.semaphores.holders(key);
   }
 
   async countHit(name: string, principal: string, windowMs: number, hits = 1): Promise<{ hits: number; resetInMs: number }> {
     const [total, left] = (await this.run('count-hit', this.keys.rateWindow(name, principal), String(Math.max(1, Math.ceil(windowMs))), String(hits))) as [number, number];
     return { hits: Number(total), resetInMs: Number(left) };
-  }
-
-  async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {
-    // Scripts per semaphore (each semaphore's keys live in their own Cluster slot), its tickets batch by batch.
-    const byKey = new Map<string, string[]>();
-    for (const { key, ticket } of entries) {
-      const tickets = byKey.get(key);
-      if (tickets === undefined) byKey.set(key, [ticket]);
-      else tickets.push(ticket);
-    }
-    await Promise.all(
-      [...byKey].map(async ([key, tickets]) => {
-        const keys = slotKeyList(this.keys.slot(key));
-        for (const batch of batches(tickets)) await this.run('renew-slots', ...keys, String(leaseMs), String(leaseMs * SLOT_KEY_LEASES), ...batch);
-      }),
-    );
-  }
-
-  async slotHolders(key: string): Promise<string[]> {
-    return (await this.run('slot-holders', this.keys.slot(key).holders)) as string[];
   }
 
   publish(topic: string, message: JsonObject): Promise<number> {

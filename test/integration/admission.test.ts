@@ -3,6 +3,8 @@
 // too long) and open streams per principal. The upstream is the misbehaving fixture, whose `never_answers` holds
 // every call (and so its arguments) until it is cancelled. Loopback only; every wait is for an event (an answer,
 // a socket closing), bounded by the test's own timeout.
+// One file because its groups are those two issue items on one setup: the principals' API keys, the misbehaving
+// upstream's config, and the refusal and connection helpers (refusalOf, assertBudgetFull, holdConnection).
 import assert from 'node:assert/strict';
 import { request as nodeRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';

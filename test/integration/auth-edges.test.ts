@@ -8,6 +8,8 @@
 // - each message of a JSON-RPC batch counts against requestsPerSecond, and a batch past it is refused whole;
 // - a stored task of a tool the caller may no longer use (auth.access changed) is an unknown task, and its result
 //   is not served (tasks/result, tasks/get, task_result, listen streams).
+// One file because its groups are one issue item and share its raw-HTTP and hand-made token helpers (post, handMade,
+// goodClaims, assertRefused, legacyClient).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Socket } from 'node:net';

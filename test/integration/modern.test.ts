@@ -2,6 +2,8 @@
 // endpoint that serves 2025-11-25 sessions: envelope and header validation, server/discover, proxying over a
 // legacy upstream, MRTR bridging, the Tasks extension (SEP-2663), subscriptions/listen, one task engine for both
 // eras, and upstreams that speak 2026-07-28 themselves.
+// One file because its groups speak the 2026-07-28 wire through the same hand-written helpers at its top (assertError,
+// callTool, tasksGet, untilTask, createTask), and several share one gateway started once in their `before`.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { before, describe, test } from 'node:test';

@@ -5,6 +5,8 @@
 // those block on tasks/result at once (woken by the task's events), the others poll tasks/get first.
 // Loopback only; the request rate, the requests in flight and every wait are bounded. Figures are logged, not
 // asserted.
+// One file because it is one test: its clients, the kill and the Redis restart are closures over one run's state (the
+// tracked tasks, the failures, when each fault happened), which its final checks read.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';

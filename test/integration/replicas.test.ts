@@ -1,5 +1,7 @@
 // Gateways as child processes: several replicas on one Redis (a prefix of their own), and what happens to
 // tasks when a replica or an upstream dies. Loopback only, bounded.
+// One file because its cases share the replica helpers (gateways spawned on one Redis prefix, a task settled through
+// any replica) and the one prefix this file deletes once they have all run.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';

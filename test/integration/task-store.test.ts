@@ -1,6 +1,8 @@
 // One behavioural suite for every task store: the in-memory one and Redis in each topology: the real server on
 // 127.0.0.1:6379 (a key prefix unique to this run), and a 3-master Redis Cluster and a Sentinel set that this file
 // starts itself, once, on first use (a script crossing slots fails here with CROSSSLOT, as it would in production).
+// One file because one suite runs over every store, and the Cluster and Sentinel set it starts once serve all of its
+// cases: split, each file would start its own.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';

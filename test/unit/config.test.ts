@@ -1,3 +1,8 @@
+// The config file's contract, through parseConfig and loadConfig (what `taskgate serve` reads it with): the contract
+// example and the shipped configs, defaults and shapes, `${VAR}` interpolation and the TASKGATE_* overrides, errors
+// located at file:line:column with did-you-mean, task policy and its globs, hosts without tasks, the rendered effective
+// config, auth, and tool selection per upstream. One file because its groups, one per part of the file format, share
+// the helpers at its top (the configs/ fixture paths, parse, parseErrors, errorsOf).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { isAbsolute } from 'node:path';

@@ -2,6 +2,8 @@
 // status), the 2026-07-28 request envelope and the headers that must agree with it, the gateway's side of an
 // upstream's 2026-07-28 results, task timing, and task principals. Each rule is asserted as its doc comment states
 // it; the integration tests exercise the same paths through real clients, but only a few of their cases.
+// One file because each group is a few assertions on a few functions, too few for a file each, and the groups share the
+// error matchers at its top (httpError, gatewayError).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_POLICY } from '../../src/config/schema.js';

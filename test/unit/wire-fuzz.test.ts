@@ -3,6 +3,8 @@
 // GatewayError (a 4xx for the client), never crash with another error (a 500, or a dropped connection), and the
 // security checks must hold for every input, not only the hand-picked ones. fast-check prints the seed of any
 // failure; pass it back as `{ seed, path }` to replay it.
+// One file because its properties share the fast-check arbitraries built at its top (JSON-RPC fields, the envelope's
+// `_meta`, header values, hosts and origins).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';

@@ -1,0 +1,57 @@
+// The config schema's rules across sections: a value one section allows alone but that contradicts another's
+// (listen timeouts and budgets against each other, endpoint paths against listen.path, the replicas' drain against
+// the shutdown timeout). The root schema runs them once every section has parsed.
+import type { z } from 'zod';
+import type { ListenSchema } from './listen.js';
+import type { DashboardSchema, MetricsSchema, ReplicasSchema } from './runtime.js';
+
+/** The parsed sections these rules read. */
+interface Sections {
+  listen: z.output<typeof ListenSchema>;
+  metrics: z.output<typeof MetricsSchema>;
+  dashboard: z.output<typeof DashboardSchema>;
+  replicas: z.output<typeof ReplicasSchema>;
+  shutdownTimeoutMs: number;
+}
+
+export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): void {
+  const { headersTimeoutMs, requestTimeoutMs } = config.listen;
+  if (headersTimeoutMs > requestTimeoutMs) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['listen', 'headersTimeoutMs'],
+      input: headersTimeoutMs,
+      message: `must be <= listen.requestTimeoutMs (${requestTimeoutMs}): the headers are part of the request`,
+    });
+  }
+  // A budget smaller than that could never admit a request of the largest size: it would be refused as
+  // "retry later" forever.
+  for (const key of ['maxInflightBytes', 'maxInflightBytesPerPrincipal'] as const) {
+    const budget = config.listen[key];
+    if (budget > 0 && budget < 2 * config.listen.maxBodyBytes) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['listen', key],
+        input: budget,
+        message: `must be 0 (unlimited) or at least 2 × listen.maxBodyBytes (${2 * config.listen.maxBodyBytes}): a body of the largest size must fit, with room left for small requests`,
+      });
+    }
+  }
+  // Each endpoint needs a path of its own (health and readiness are fixed).
+  const taken = new Map<string, string>([['/healthz', 'the liveness check'], ['/readyz', 'the readiness check'], [config.listen.path, 'listen.path']]);
+  for (const key of ['metrics', 'dashboard'] as const) {
+    const { enabled, path } = config[key];
+    const owner = enabled ? taken.get(path) : undefined;
+    if (owner !== undefined) ctx.addIssue({ code: 'custom', path: [key, 'path'], input: path, message: `must differ from ${owner} (${path})` });
+    if (enabled) taken.set(path, `${key}.path`);
+  }
+  const { drainTimeoutMs } = config.replicas;
+  if (config.shutdownTimeoutMs > 0 && drainTimeoutMs >= config.shutdownTimeoutMs) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['replicas', 'drainTimeoutMs'],
+      input: drainTimeoutMs,
+      message: `must be < shutdownTimeoutMs (${config.shutdownTimeoutMs}): the drain must end before the process is stopped`,
+    });
+  }
+}
