@@ -1,0 +1,98 @@
+// The import rules `npm run lint` enforces with dependency-cruiser (.dependency-cruiser.cjs), run on a small tree
+// of stand-in modules at the real paths: a revision is reached only through the registry, one revision never
+// imports another, and each layer imports only below it. The tree is written to a temporary folder, so the rules
+// are checked as the lint applies them, without touching src/.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const CONFIG = resolve('.dependency-cruiser.cjs');
+const DEPCRUISE = resolve('node_modules/.bin/depcruise');
+
+/** Each stand-in module and what it imports (paths relative to src/). */
+const TREE: Record<string, string[]> = {
+  'protocol/rev2025-11-25/codec.ts': [],
+  'protocol/rev2025-11-25/session.ts': [],
+  'protocol/rev2025-11-25/router.ts': ['protocol/rev2025-11-25/codec.ts', 'protocol/rev2025-11-25/session.ts'],
+  'protocol/rev2025-11-25/revision.ts': ['protocol/rev2025-11-25/router.ts', 'protocol/rev2025-11-25/http/front.ts'],
+  'protocol/rev2025-11-25/http/front.ts': ['protocol/rev2025-11-25/router.ts', 'http/replies.ts'],
+  'protocol/rev2026-07-28/codec.ts': [],
+  'protocol/rev2026-07-28/router.ts': ['protocol/rev2026-07-28/codec.ts', 'protocol/rev2025-11-25/codec.ts'],
+  'protocol/revisions.ts': ['protocol/rev2025-11-25/revision.ts'],
+  'http/replies.ts': [],
+  'http/guards.ts': ['protocol/revisions.ts'],
+  'http/server.ts': ['http/replies.ts', 'protocol/rev2026-07-28/router.ts'],
+  'gateway/sessions.ts': ['protocol/rev2025-11-25/session.ts'],
+  'upstream/upstream.ts': ['protocol/rev2025-11-25/codec.ts'],
+  'gateway.ts': ['protocol/revisions.ts', 'protocol/rev2025-11-25/router.ts'],
+};
+
+function importPath(from: string, to: string): string {
+  const relative = join(...dirname(from).split('/').filter((part) => part !== '.').map(() => '..'), to).replace(/\.ts$/, '.js');
+  return relative.startsWith('.') ? relative : `./${relative}`;
+}
+
+interface Violation {
+  from: string;
+  to: string;
+  rule: { name: string };
+}
+
+describe('layer rules (dependency-cruiser)', () => {
+  let root: string;
+  let violations: Violation[];
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'taskgate-layers-'));
+    for (const [file, imports] of Object.entries(TREE)) {
+      const path = join(root, 'src', file);
+      await mkdir(dirname(path), { recursive: true });
+      const lines = imports.map((to, i) => `import * as m${i} from '${importPath(file, to)}';\nexport const use${i} = m${i};`);
+      await writeFile(path, `${lines.join('\n')}\nexport const here = '${file}';\n`);
+    }
+    await writeFile(join(root, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true } }));
+    // depcruise exits non-zero when it finds violations: its JSON report says which.
+    const output = await run(DEPCRUISE, ['src', '--config', CONFIG, '--output-type', 'json'], { cwd: root, maxBuffer: 16 * 1024 * 1024 }).catch(
+      (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
+    );
+    violations = (JSON.parse(output.stdout) as { summary: { violations: Violation[] } }).summary.violations;
+  });
+
+  after(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  const broken = (from: string, to: string): string[] =>
+    violations.filter((v) => v.from === `src/${from}` && v.to === `src/${to}`).map((v) => v.rule.name).sort();
+
+  it('nothing outside a revision names its router: the registry serves it (registry-only)', () => {
+    assert.ok(broken('http/server.ts', 'protocol/rev2026-07-28/router.ts').includes('registry-only'));
+    assert.deepEqual(broken('gateway.ts', 'protocol/rev2025-11-25/router.ts'), ['registry-only']);
+  });
+
+  it('what a revision lets others import: its codec (upstream side) and its ports (session.ts); the registry lists its entry', () => {
+    assert.deepEqual(broken('upstream/upstream.ts', 'protocol/rev2025-11-25/codec.ts'), []);
+    assert.deepEqual(broken('gateway/sessions.ts', 'protocol/rev2025-11-25/session.ts'), []);
+    assert.deepEqual(broken('protocol/revisions.ts', 'protocol/rev2025-11-25/revision.ts'), []);
+    assert.deepEqual(broken('gateway.ts', 'protocol/revisions.ts'), []);
+  });
+
+  it('a revision does not import another, not even its codec (revisions-apart)', () => {
+    assert.deepEqual(broken('protocol/rev2026-07-28/router.ts', 'protocol/rev2025-11-25/codec.ts'), ['revisions-apart']);
+  });
+
+  it("a revision's front sits in the http layer: it may use the shared HTTP helpers and its own router", () => {
+    assert.deepEqual(broken('protocol/rev2025-11-25/http/front.ts', 'http/replies.ts'), []);
+    assert.deepEqual(broken('protocol/rev2025-11-25/http/front.ts', 'protocol/rev2025-11-25/router.ts'), []);
+    assert.deepEqual(broken('protocol/rev2025-11-25/revision.ts', 'protocol/rev2025-11-25/http/front.ts'), []);
+  });
+
+  it('the http layer does not import the registry, which sits above it (it is handed the served revisions)', () => {
+    assert.deepEqual(broken('http/guards.ts', 'protocol/revisions.ts'), ['layer-http']);
+  });
+});
