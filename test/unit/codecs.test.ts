@@ -1,5 +1,6 @@
 // The wire shapes of both revisions, from one stored task: what each era's client reads for every status and
-// outcome. Pure functions, so every shape is checked here; the integration tests check them through real clients.
+// outcome, and the one codec contract (src/protocol/wire-codec.ts) as each revision implements it. Pure
+// functions, so every shape is checked here; the integration tests check them through real clients.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { effectiveMode } from '../../src/config/policy.js';
@@ -173,5 +174,63 @@ describe('2026-07-28 headers that mirror the body (one table for the front end a
     assert.deepEqual(paramHeaders(tool), [{ property: 'region', name: 'Region', header: 'mcp-param-region' }]);
     assert.deepEqual(paramHeaders(undefined), []);
     assert.deepEqual(paramHeaders({ inputSchema: 'not a schema' }), []);
+  });
+});
+
+// The same questions of both codecs (WireCodec), answered in each revision's own field names.
+const TASK = task();
+
+describe('WireCodec', () => {
+  it('both read the task id a tasks/* request names, unchecked', () => {
+    for (const codec of [rev2025.codec, rev2026.codec]) {
+      assert.equal(codec.taskIdOf({ taskId: 'task-1' }), 'task-1');
+      assert.equal(codec.taskIdOf({ taskId: 7 }), 7);
+      assert.equal(codec.taskIdOf({}), undefined);
+    }
+  });
+
+  it('tasks/get and tasks/cancel: the Task in 2025-11-25, a DetailedTask and an empty ack in 2026-07-28', () => {
+    assert.equal(rev2025.codec.taskResult(TASK).ttl, 60_000);
+    assert.deepEqual(rev2025.codec.cancelResult({ ...TASK, status: 'cancelled' }), rev2025.codec.taskResult({ ...TASK, status: 'cancelled' }));
+    assert.equal(rev2026.codec.taskResult(TASK).resultType, 'complete');
+    assert.equal(rev2026.codec.taskResult(TASK).ttlMs, 60_000);
+    assert.deepEqual(rev2026.codec.cancelResult(TASK), { resultType: 'complete' });
+  });
+
+  it('a task-creating tools/call: nested with the immediate response in 2025-11-25, flat without in 2026-07-28', () => {
+    const legacy = rev2025.codec.createTaskResult(TASK, 'started');
+    assert.equal((legacy.task as { taskId: string }).taskId, 'task-1');
+    assert.ok(legacy._meta !== undefined);
+    const modern = rev2026.codec.createTaskResult(TASK, 'started');
+    assert.equal(modern.resultType, 'task');
+    assert.equal(modern.taskId, 'task-1');
+    assert.equal(modern._meta, undefined);
+  });
+
+  it('a tool: 2025-11-25 shows the gateway mode (none to sessions without tasks); 2026-07-28 lists it as is', () => {
+    const tool = { name: 't', inputSchema: { type: 'object' }, execution: { taskSupport: 'forbidden' } };
+    assert.deepEqual(rev2025.codec.toolView(tool, 'optional'), { ...tool, execution: { taskSupport: 'optional' } });
+    assert.deepEqual(rev2025.codec.toolView(tool, undefined), { name: 't', inputSchema: { type: 'object' } });
+    const other = { ...tool, execution: { taskSupport: 'required', other: true } };
+    assert.deepEqual(rev2025.codec.toolView(other, undefined), { ...tool, execution: { other: true } });
+    assert.equal(rev2025.codec.toolView({ name: 'plain' }, undefined).execution, undefined);
+    assert.equal(rev2026.codec.toolView(tool, 'optional'), tool);
+  });
+
+  it('a result: passed through in 2025-11-25; with resultType (and hints on lists) in 2026-07-28', () => {
+    const result = { tools: [] };
+    assert.equal(rev2025.codec.clientResult('tools/list', result), result);
+    assert.deepEqual(rev2026.codec.clientResult('tools/list', result), { resultType: 'complete', tools: [], ttlMs: 0, cacheScope: 'private' });
+    assert.deepEqual(rev2026.codec.clientResult('subscriptions/listen', {}), { resultType: 'complete' });
+  });
+
+  it("an upstream's own create-task result, in each revision's shape only", () => {
+    assert.deepEqual(rev2025.codec.createdTask({ task: { taskId: 'up-1', ttl: 5000 } }), { taskId: 'up-1', retentionMs: 5000 });
+    assert.deepEqual(rev2025.codec.createdTask({ task: { taskId: 'up-1' } }), { taskId: 'up-1', retentionMs: undefined });
+    assert.equal(rev2025.codec.createdTask({ resultType: 'task', taskId: 'up-2' }), undefined);
+    assert.deepEqual(rev2026.codec.createdTask({ resultType: 'task', taskId: 'up-2', ttlMs: 9000 }), { taskId: 'up-2', retentionMs: 9000 });
+    assert.deepEqual(rev2026.codec.createdTask({ resultType: 'task', taskId: 'up-2', ttlMs: 0 }), { taskId: 'up-2', retentionMs: undefined });
+    assert.equal(rev2026.codec.createdTask({ resultType: 'complete', taskId: 'up-2' }), undefined);
+    assert.equal(rev2026.codec.createdTask({ task: { taskId: 'up-1' } }), undefined);
   });
 });
