@@ -1,0 +1,401 @@
+// One call of a 2026-07-28 client to an upstream (tools/call, prompts/get, resources/read, completion/complete,
+// and tasks/* of a task an upstream runs itself). To an upstream that speaks this revision it passes through as
+// sent; over a legacy upstream it is an MRTR exchange: answered when the upstream answers, or with an
+// InputRequiredResult (the call parked for the client's retry, which any replica may receive), or handed to a
+// task (or, for a client without the Tasks extension, to the background) when the tool's policy says so. The
+// router (router.ts) says which request goes where; this file is what happens to a call.
+import { GatewayError, RequestCancelled } from '../../errors.js';
+import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
+import type { InflightCharge } from '../../tasks/inflight-bytes.js';
+import { MODERN_PRINCIPAL } from '../../tasks/principals.js';
+import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
+import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
+import { LATEST_LEGACY_VERSION, logLevelRank, MODERN_VERSION, TASKS_EXTENSION } from '../mcp.js';
+import type { GatewayCatalog } from '../ports.js';
+import type { TaskPolicy } from '../../config/types.js';
+import type { CallerAccess } from '../access.js';
+import { resourceOwner, routeNamed } from '../routing.js';
+import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
+import { taskTiming } from '../../config/policy.js';
+import { answersIn, codec, inputRequiredResult, retryAnswers, retryState, withoutRetryFields } from './codec.js';
+import { modernError } from './errors.js';
+import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelope, withoutTasksExtension, type ModernClient } from './envelope.js';
+import { ModernExchange, paramsDigest, type ParkedExchanges, type RequestStateCodec } from './exchange.js';
+import type { ModernPeerMessages, ModernPeers } from './peers.js';
+import type { ModernResponder, ResponseSink } from './responder.js';
+import { plainClientCaller, type ModernTasks } from './tasks.js';
+import type { TaskTools } from '../task-tools.js';
+
+const STALE_STATE = 'Invalid requestState: the call it resumes is no longer waiting (it expired or was cancelled); send the request again without requestState';
+
+/** Methods that may answer with an InputRequiredResult (MRTR). */
+const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
+type Headers = Record<string, string | string[] | undefined>;
+
+/** What a call needs of the gateway (part of the router's dependencies). */
+export interface ModernCallsDeps {
+  catalog: GatewayCatalog;
+  tasks: ModernTasks;
+  parked: ParkedExchanges;
+  requestStates: () => Promise<RequestStateCodec>;
+  /** The gateway's version, as the identity modern clients share upstream says. */
+  version: string;
+  replicas: ModernPeers;
+  /** The gateway's own tools for background tasks (answered here, before any upstream). */
+  taskTools: TaskTools;
+}
+
+export class ModernCalls {
+  /**
+   * Who modern clients are to a legacy upstream: one upstream session for them all. It declares what the gateway
+   * can relay, as every upstream connection does; what one client cannot answer, its own exchange refuses.
+   */
+  readonly identity: SessionIdentity;
+  /** Keep-alive progress of the plain tool calls being answered, by request. */
+  private readonly keepAlives = new WeakMap<JsonRpcRequest, ProgressKeepAlive>();
+
+  constructor(
+    private readonly deps: ModernCallsDeps,
+    /** What the caller may use, by the access rules in force (a config reload changes them: the router holds them). */
+    private readonly accessOf: (client: ModernClient) => CallerAccess,
+  ) {
+    this.identity = {
+      sessionId: 'modern:clients',
+      protocolVersion: LATEST_LEGACY_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'taskgate (for 2026-07-28 clients)', version: deps.version },
+      manyClients: true,
+    };
+    deps.replicas.on('mrtr.resume', (body, peer) => this.resumeForPeer(body, peer));
+  }
+
+  /** A retry that reached another replica, for a call parked here: resumed here, answered through the peer. */
+  private async resumeForPeer(body: ModernPeerMessages['mrtr.resume']['body'], peer: { accept(): void; emit(event: JsonObject): void }): Promise<ModernPeerMessages['mrtr.resume']['answer']> {
+    const { method, name } = body;
+    const exchange = this.deps.parked.unpark(body.x, body.caller?.principal);
+    if (exchange === undefined) return { outcome: { error: modernError(new GatewayError('invalid_params', STALE_STATE)) } };
+    peer.accept();
+    exchange.answer(body.answers);
+    const upstream = method === 'resources/read' ? this.deps.catalog.routeUri(name) : this.deps.catalog.route(method === 'tools/call' ? 'tools' : 'prompts', name)?.upstream;
+    const client: ModernClient = {
+      protocolVersion: MODERN_VERSION,
+      capabilities: {},
+      clientInfo: undefined,
+      logLevel: typeof body.logLevel === 'string' ? (body.logLevel as ModernClient['logLevel']) : undefined,
+      caller: body.caller ?? undefined,
+    };
+    const meta: JsonObject = body.progressToken === null || body.progressToken === undefined ? {} : { progressToken: body.progressToken as JsonObject[string] };
+    const request: JsonRpcRequest = { jsonrpc: '2.0', id: 0, method, params: { _meta: meta } };
+    const sink: ResponseSink = { notify: (message) => peer.emit(message), gone: new AbortController().signal };
+    try {
+      if (upstream === undefined) throw new GatewayError('invalid_params', STALE_STATE);
+      const taskAfterMs = body.taskAfterMs ?? undefined;
+      const outcome = await this.await(client, request, name, upstream, exchange, taskAfterMs, sink, body.background);
+      return { outcome: outcome ?? { error: { code: RequestCancelled, message: 'Request cancelled' } } };
+    } catch (error) {
+      return { outcome: { error: modernError(error) } };
+    }
+  }
+
+  /**
+   * tools/call, prompts/get, resources/read. The task tools answer here. A tool call the client did not get as a
+   * task (it did not declare the extension, or policy forbids it) is kept alive with progress while the upstream
+   * is silent, when the client asked for progress.
+   */
+  async call(
+    client: ModernClient,
+    request: JsonRpcRequest,
+    params: JsonObject,
+    headers: Headers,
+    responder: ModernResponder,
+    charge: InflightCharge | undefined,
+  ): Promise<Outcome | undefined> {
+    if (request.method === 'tools/call' && typeof params.name === 'string' && this.deps.taskTools.owns(params.name)) return this.taskTool(client, params.name, params, responder);
+    const policy = request.method === 'tools/call' && typeof params.name === 'string' ? this.deps.tasks.engine.policyFor(params.name) : undefined;
+    const keepAlive =
+      policy !== undefined && !mayRunAsTask(policy, client)
+        ? keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject))
+        : undefined;
+    if (keepAlive === undefined) return this.callUpstream(client, request, params, headers, responder, policy, charge);
+    this.keepAlives.set(request, keepAlive);
+    try {
+      return await this.callUpstream(client, request, params, headers, responder, policy, charge);
+    } finally {
+      keepAlive.stop();
+    }
+  }
+
+  /**
+   * A retry carrying `requestState` resumes the parked call it names; a first request starts one, as a task at
+   * once, after `taskAfterMs`, or never, per the tool's policy and whether the request declared the Tasks
+   * extension. `policy` is the called tool's (tools/call only), looked up once by `call`.
+   */
+  private async callUpstream(
+    client: ModernClient,
+    request: JsonRpcRequest,
+    params: JsonObject,
+    headers: Headers,
+    responder: ModernResponder,
+    policy: TaskPolicy | undefined,
+    charge: InflightCharge | undefined,
+  ): Promise<Outcome | undefined> {
+    const { upstream, upstreamParams, name } = this.route(request.method, params, this.accessOf(client));
+    if (request.method === 'tools/call') checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
+    const answers = retryAnswers(params);
+    const asTask = policy !== undefined && mayRunAsTask(policy, client);
+    // A client without the extension gets a background task (answered with a tool result) where policy says so.
+    const background = policy !== undefined && !asTask && policy.mode !== 'forbidden' && policy.plainCalls === 'background';
+    if (policy?.mode === 'required' && !declaresTasks(client) && !background) throw missingTasksExtension(`Tool '${name}'`);
+    const taskAfterMs = asTask || background ? policy.taskAfterMs : undefined;
+
+    const nativeTasks = upstream.speaksModern && asObject(asObject(upstream.modernCapabilities.extensions)?.[TASKS_EXTENSION]) !== undefined;
+    if (upstream.speaksModern && (taskAfterMs === undefined || (asTask && nativeTasks))) {
+      // The upstream speaks this revision: the request goes as the client sent it (its InputRequiredResults and
+      // requestState, and its own tasks, pass through unchanged).
+      return this.passThrough(client, request, { ...params, ...upstreamParams, _meta: params._meta }, upstream, responder, name, nativeTasks);
+    }
+
+    let exchange: ModernExchange;
+    const sentState = retryState(params);
+    if (sentState !== undefined) {
+      const state = (await this.deps.requestStates()).decode(sentState, request.method, name, paramsDigest(upstreamParams));
+      if (state.o !== this.deps.replicas.id) {
+        // Another replica holds the parked call: it resumes it and answers through this one.
+        const answer = await this.deps.replicas.ask(state.o, 'mrtr.resume', {
+          x: state.x,
+          answers: answers ?? {},
+          method: request.method,
+          name,
+          taskAfterMs: taskAfterMs ?? null,
+          background,
+          logLevel: client.logLevel ?? null,
+          progressToken: asObject(params._meta)?.progressToken ?? null,
+          caller: client.caller ?? null,
+        }, (event) => responder.notify(event));
+        if (answer === undefined) throw new GatewayError('invalid_params', STALE_STATE);
+        return answer.outcome;
+      }
+      const parked = this.deps.parked.unpark(state.x, client.caller?.principal);
+      if (parked === undefined) throw new GatewayError('invalid_params', STALE_STATE);
+      exchange = parked;
+      exchange.answer(answers ?? {});
+    } else {
+      const identity = this.identity;
+      exchange = new ModernExchange(identity.sessionId, client.capabilities);
+      exchange.owner = client.caller?.principal;
+      exchange.digest = paramsDigest(upstreamParams);
+      exchange.replay = { params: upstreamParams, identity };
+      exchange.charge = charge;
+      const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
+      const start = async (): Promise<ModernExchange['call']> => {
+        const call = upstream.speaksModern
+          // A 2026-07-28 upstream without tasks of its own, run as a task by the gateway: its questions are
+          // re-asked through the exchange (MRTR with the gateway's keys, or task input requests).
+          ? (upstream.modern as ModernUpstreamClient).callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs })
+          // A legacy upstream; one that runs the tool as its own task is waited on for every client, task or not.
+          : await upstream.callFor(identity, request.method, upstreamParams, exchange.context(), timeoutMs, { asTask });
+        exchange.start(call);
+        return call;
+      };
+      if (taskAfterMs === 0) return this.becomeTask(client, name, upstream, exchange, background, start);
+      await start();
+    }
+    return this.await(client, request, name, upstream, exchange, taskAfterMs, responder, background);
+  }
+
+  /** Forwards a request to a 2026-07-28 upstream as the client sent it; notifications stream back. */
+  private async passThrough(
+    client: ModernClient,
+    request: JsonRpcRequest,
+    params: JsonObject,
+    upstream: Upstream,
+    responder: ModernResponder,
+    name: string,
+    nativeTasks: boolean,
+  ): Promise<Outcome | undefined> {
+    const modern = upstream.modern as ModernUpstreamClient;
+    const outcome = await modern.request(request.method, params, {
+      onNotification: (message) => this.relay(client, request, message, responder),
+      clientFlow: () => responder.flow,
+      signal: responder.gone,
+      tool: request.method === 'tools/call' ? this.deps.catalog.tool(name) : undefined,
+      ...(request.method === 'tools/call' ? {} : { timeoutMs: upstream.config.requestTimeoutMs }),
+    });
+    if (responder.gone.aborted) return undefined;
+    const created = nativeTasks && 'result' in outcome ? codec.createdTask(outcome.result) : undefined;
+    if (created !== undefined) {
+      // Else the tool policy's default retention (a client asking for none gets the same).
+      const retentionMs = created.retentionMs ?? taskTiming(this.deps.tasks.engine.policyFor(name), undefined).retentionMs;
+      await this.deps.tasks.engine.recordNative(created.taskId, name, upstream, retentionMs, client.caller?.principal);
+    }
+    return outcome;
+  }
+
+  /** tasks/* for a task an upstream runs itself go to that upstream, as the client sent them. */
+  async nativeTask(client: ModernClient, request: JsonRpcRequest, upstream: Upstream, responder: ModernResponder): Promise<Outcome | undefined> {
+    return (upstream.modern as ModernUpstreamClient).request(request.method, request.params ?? {}, {
+      signal: responder.gone,
+      timeoutMs: upstream.config.requestTimeoutMs,
+      onNotification: (message) => this.relay(client, request, message, responder),
+      clientFlow: () => responder.flow,
+    });
+  }
+
+  /** Waits for what the call's client must hear next, and says it. */
+  private async await(
+    client: ModernClient,
+    request: JsonRpcRequest,
+    name: string,
+    upstream: Upstream,
+    exchange: ModernExchange,
+    taskAfterMs: number | undefined,
+    responder: ResponseSink,
+    /** Past taskAfterMs the client gets the task tools' handle rather than a task (it did not declare the extension). */
+    background = false,
+  ): Promise<Outcome | undefined> {
+    exchange.notifySink = (message) => this.relay(client, request, message, responder);
+    exchange.sinkFlow = () => responder.flow;
+    const gone = new Promise<'gone'>((resolve) => responder.gone.addEventListener('abort', () => resolve('gone'), { once: true }));
+    const event = await Promise.race([exchange.next(taskAfterMs), gone]);
+    exchange.notifySink = undefined;
+    exchange.sinkFlow = undefined;
+    if (event === 'gone') {
+      // Closing the response stream cancels the request (the revision has no other way to say it).
+      exchange.cancel('the client closed the request');
+      return undefined;
+    }
+    switch (event.kind) {
+      case 'outcome':
+        return event.outcome;
+      case 'input': {
+        if (!MRTR_METHODS.has(request.method)) throw new GatewayError('internal', `${request.method} cannot ask the client for input`);
+        this.deps.parked.park(exchange);
+        const state = (await this.deps.requestStates()).encode({
+          x: exchange.id,
+          r: exchange.round,
+          m: request.method,
+          n: name,
+          p: exchange.digest,
+          e: this.deps.parked.deadline(),
+          o: this.deps.replicas.id,
+        });
+        return { result: inputRequiredResult(event.questions, state) };
+      }
+      case 'missing_capability':
+        exchange.cancel(`the client lacks the '${event.capability}' capability`);
+        throw new GatewayError('missing_capability', `The upstream asked for ${event.method}, which needs the '${event.capability}' client capability`, {
+          requiredCapabilities: { [event.capability]: {} },
+        });
+      case 'timeout':
+        return this.becomeTask(client, name, upstream, exchange, background, undefined);
+    }
+  }
+
+  /**
+   * The call becomes a task (`start` starts it once it may run; without, it already runs): a client with the
+   * extension gets the task, one without (a background call) a tool result naming it and the task tools.
+   */
+  private async becomeTask(
+    client: ModernClient,
+    name: string,
+    upstream: Upstream,
+    exchange: ModernExchange,
+    background: boolean,
+    start: (() => Promise<ModernExchange['call']>) | undefined,
+  ): Promise<Outcome> {
+    try {
+      if (!background) return { result: codec.createTaskResult(await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start), undefined) };
+      const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start, plainClientCaller(client.capabilities));
+      return { result: this.deps.taskTools.handle(task) };
+    } catch (error) {
+      // No task could hold it (a limit, a full replica, the store): a call that already runs stops, and the
+      // client hears why (as a 2025 background call does).
+      if (start === undefined) exchange.cancel('the call could not become a task');
+      throw error;
+    }
+  }
+
+  /**
+   * The task tools, for clients without the extension. While the task waits on input that task_result is asked
+   * for, the answer is an InputRequiredResult with the task's own input requests; the retry's inputResponses go
+   * to the task (wherever its call runs) before task_result looks again.
+   */
+  private async taskTool(client: ModernClient, name: string, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
+    const reader = this.accessOf(client).taskReader(client.caller?.principal);
+    const answers = answersIn(params);
+    const taskId = asObject(params.arguments)?.taskId;
+    if (answers !== undefined && typeof taskId === 'string') {
+      const task = await this.deps.tasks.engine.find(taskId, { reader }).catch(() => undefined);
+      if (task !== undefined) await this.deps.tasks.engine.answer(task, answers);
+    }
+    // While task_result waits, a host that resets its timeout on progress is kept waiting (as for a plain call).
+    const keepAlive = keepAliveFor(asObject(params._meta), this.deps.tasks.engine.policyFor(name).keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject));
+    try {
+      return await this.deps.taskTools.call(name, params.arguments, {
+        reader,
+        principal: principalOf(client),
+        signal: responder.gone,
+        inputRequired: (task) => ({ result: inputRequiredResult(task.openRequests ?? {}, undefined) }),
+      });
+    } finally {
+      keepAlive?.stop();
+    }
+  }
+
+  /** Progress always; logs only when the request asked for a level, and only at or above it. */
+  private relay(client: ModernClient, request: JsonRpcRequest, message: JsonRpcNotification, responder: ResponseSink): void {
+    if (message.method === 'notifications/message') {
+      if (client.logLevel === undefined || logLevelRank(message.params?.level) < logLevelRank(client.logLevel)) return;
+    } else if (message.method !== 'notifications/progress') return;
+    if (message.method === 'notifications/progress' && asObject(request.params?._meta)?.progressToken === undefined) return;
+    const keepAlive = message.method === 'notifications/progress' ? this.keepAlives.get(request) : undefined;
+    if (keepAlive !== undefined) keepAlive.forward(message);
+    else responder.notify(message as unknown as JsonObject);
+  }
+
+  async complete(client: ModernClient, request: JsonRpcRequest, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
+    const ref = asObject(params.ref);
+    let upstream: Upstream | undefined;
+    let forwarded = params;
+    if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const route = routeNamed(this.deps.catalog, this.accessOf(client), 'prompts', ref.name);
+      upstream = route.upstream;
+      forwarded = { ...params, ref: { ...ref, name: route.name } };
+    } else if (ref?.type === 'ref/resource' && typeof ref.uri === 'string') {
+      upstream = resourceOwner(this.deps.catalog, this.accessOf(client), ref.uri, 'invalid_params').upstream;
+    } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
+    if (upstream.speaksModern) return this.passThrough(client, request, forwarded, upstream, responder, '', false);
+    const identity = this.identity;
+    const exchange = new ModernExchange(identity.sessionId, client.capabilities);
+    const connection = await upstream.connectionFor(identity);
+    exchange.start(connection.request(request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
+    return this.await(client, request, '', upstream, exchange, undefined, responder);
+  }
+
+  /** Which upstream serves the request, and the request as it goes there; what the caller may not use is unknown. */
+  private route(method: string, params: JsonObject, access: CallerAccess): { upstream: Upstream; upstreamParams: JsonObject; name: string } {
+    // The retry fields and the envelope are the gateway's business; the upstream sees a plain request.
+    const { task: _task, ...plain } = withoutRetryFields(params);
+    const forwarded = withoutEnvelope(plain);
+    if (method === 'resources/read') {
+      const { upstream, uri } = resourceOwner(this.deps.catalog, access, params.uri, 'invalid_params');
+      return { upstream, upstreamParams: forwarded, name: uri };
+    }
+    const name = params.name;
+    if (typeof name !== 'string') throw new GatewayError('invalid_params', `${method}: params.name must be a string`);
+    const kind = method === 'tools/call' ? 'tools' : 'prompts';
+    const route = routeNamed(this.deps.catalog, access, kind, name);
+    return { upstream: route.upstream, upstreamParams: { ...forwarded, name: route.name }, name };
+  }
+}
+
+/** Whether the gateway may run a tool call under `policy` as a task for `client` (it declared the extension). */
+function mayRunAsTask(policy: TaskPolicy, client: ModernClient): boolean {
+  return policy.mode !== 'forbidden' && declaresTasks(client);
+}
+
+/** Whose a client's tasks are: the authenticated principal, or (without authentication) every 2026-07-28 client's. */
+function principalOf(client: ModernClient): string {
+  return client.caller?.principal ?? MODERN_PRINCIPAL;
+}
