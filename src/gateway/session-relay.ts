@@ -95,13 +95,15 @@ export class SessionRelay implements RegistryPeers {
     this.tell(replicaId, 'session.answer', { sessionId, id, outcome });
   }
 
-  hold(sessionId: string, what: { standalone: true } | { taskId: string; held: boolean }): void {
+  hold(sessionId: string, what: { standalone: true } | { taskId: string; held: boolean }): Promise<void> {
     const fields: Record<string, string | null> =
       'standalone' in what ? { [STANDALONE_FIELD]: this.replicaId } : { [resultField(what.taskId)]: what.held ? this.replicaId : null };
-    void this.store.saveSession(sessionId, fields, this.sessionTtlMs).catch((error: unknown) => {
-      this.logger.warn({ session: sessionId, err: error }, 'could not record where a session stream is held');
-    });
+    const recorded = this.store.saveSession(sessionId, fields, this.sessionTtlMs).then(
+      () => undefined,
+      (error: unknown) => this.logger.warn({ session: sessionId, err: error }, 'could not record where a session stream is held'),
+    );
     if ('standalone' in what) this.tell(undefined, 'session.standalone', { sessionId });
+    return recorded;
   }
 
   /** Resolves once Redis has handed the end to every replica's subscription (never rejects: a failure is logged). */

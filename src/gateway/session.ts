@@ -23,8 +23,11 @@ export interface SessionPeers {
   send(replicaId: string, sessionId: string, message: JsonObject, taskId: string | undefined): Promise<boolean>;
   /** Hands the client's answer to the replica whose request it answers. */
   answer(replicaId: string, sessionId: string, id: RequestId, outcome: Outcome): void;
-  /** Records that this replica holds the session's GET stream, or a tasks/result stream of `taskId` (or no longer). */
-  hold(sessionId: string, what: { standalone: true } | { taskId: string; held: boolean }): void;
+  /**
+   * Records that this replica holds the session's GET stream, or a tasks/result stream of `taskId` (or no longer).
+   * Resolves once the record is where other replicas look (never rejects: a failure is logged).
+   */
+  hold(sessionId: string, what: { standalone: true } | { taskId: string; held: boolean }): Promise<void>;
 }
 
 const MAX_FINISHED_STREAMS = 64;
@@ -113,7 +116,7 @@ export class ClientSession implements LegacySession {
       this.standalone = new EventStream(id, this.streamOptions);
       this.streams.set(id, this.standalone);
     }
-    this.peers?.hold(this.sessionId, { standalone: true });
+    void this.peers?.hold(this.sessionId, { standalone: true });
     return this.standalone;
   }
 
@@ -132,14 +135,17 @@ export class ClientSession implements LegacySession {
     return stream?.has(eventId) ? stream : undefined;
   }
 
-  /** Marks `stream` as the tasks/result stream of `taskId`, where the task's requests go, until `release` is called. */
-  holdResultStream(taskId: string, stream: EventStream): () => void {
+  /**
+   * Marks `stream` as the tasks/result stream of `taskId`, where the task's requests go, until `release` is called.
+   * Resolves once other replicas would find it: a question the task asks from then on comes to this stream.
+   */
+  async holdResultStream(taskId: string, stream: EventStream): Promise<() => void> {
     this.resultStreams.set(taskId, stream);
-    this.peers?.hold(this.sessionId, { taskId, held: true });
+    await this.peers?.hold(this.sessionId, { taskId, held: true });
     return () => {
       if (this.resultStreams.get(taskId) !== stream) return;
       this.resultStreams.delete(taskId);
-      this.peers?.hold(this.sessionId, { taskId, held: false });
+      void this.peers?.hold(this.sessionId, { taskId, held: false });
     };
   }
 

@@ -362,7 +362,7 @@ export class SessionRouter {
         // The task's questions come on this request's stream while it waits (wherever the call runs), including
         // those that found the client listening nowhere before.
         hold: stream === undefined ? undefined : async (task) => {
-          const release = session.holdResultStream(task.taskId, stream);
+          const release = await session.holdResultStream(task.taskId, stream);
           await this.tasks.engine.reachable(task).catch(() => undefined);
           return release;
         },

@@ -47,8 +47,11 @@ export interface LegacySession extends SessionIdentity {
   ask(request: { method: string; params?: JsonObject }, signal: AbortSignal, delivery?: Delivery): Promise<Outcome>;
   /** As `ask`, but resolves undefined, with nothing sent, when the client has no stream open to receive it. */
   tryAsk(request: { method: string; params?: JsonObject }, signal: AbortSignal, delivery?: Delivery): Promise<Outcome | undefined>;
-  /** Marks `stream` as the tasks/result stream of `taskId`, where the task's requests go, until the returned function is called. */
-  holdResultStream(taskId: string, stream: EventStream): () => void;
+  /**
+   * Marks `stream` as the tasks/result stream of `taskId`, where the task's requests go, until the returned function
+   * is called. Resolves once the replica running the task would find it there.
+   */
+  holdResultStream(taskId: string, stream: EventStream): Promise<() => void>;
 }
 
 /** The sessions, as a whole. */

@@ -143,8 +143,9 @@ export class LegacyTasks {
     const runsHere = this.engine.runsHere(initial.taskId);
     const streams = this.resultStreams.get(initial.taskId) ?? new Set<EventStream>();
     if (stream !== undefined && runsHere) this.resultStreams.set(initial.taskId, streams.add(stream));
-    // The call runs on another replica: its requests for the client are to come here.
-    const release = !runsHere && stream !== undefined && !isTerminal(initial.status) ? session.holdResultStream(initial.taskId, stream) : undefined;
+    // The call runs on another replica: its requests for the client are to come here. Recorded before the replica
+    // running it is asked to re-send what waits (below): a question it asks in between then finds this stream.
+    const release = !runsHere && stream !== undefined && !isTerminal(initial.status) ? await session.holdResultStream(initial.taskId, stream) : undefined;
     try {
       // Requests that found the client listening nowhere go out now, on this stream, wherever the call runs.
       if (stream !== undefined && !isTerminal(initial.status)) await this.engine.reachable(initial).catch(() => undefined);
