@@ -1,11 +1,9 @@
-// Method → handler for the session revisions (2025-11-25, 2025-06-18, 2025-03-26): proxying to the upstream that
-// serves a tool, prompt or resource, the session's requests to the client relayed back, and the task methods.
-//
-// Over 450 lines because every session request that reaches an upstream takes one path here (route, access,
-// task or plain call, progress and cancellation relay), sharing the session and the request's scope; task
-// methods, the codec and the error edge are files of their own, and routing with access checks is shared with
-// 2026-07-28 in protocol/routing.ts.
-import { GatewayError, RequestCancelled } from '../../errors.js';
+// Method → handler for the session revisions (2025-11-25, 2025-06-18, 2025-03-26): initialize, lists, the task
+// methods, subscriptions, log levels and cancellation; a request that reaches an upstream (a tool call, plain, as
+// a task or in the background; prompts/get, resources/read, completion) is calls.ts's. Task methods, the codec
+// and the error edge are files of their own; routing with access checks is shared with 2026-07-28
+// (protocol/routing.ts).
+import { GatewayError } from '../../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../../events.js';
 import {
   asObject,
@@ -18,9 +16,8 @@ import {
 } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { effectiveMode } from '../../config/policy.js';
-import type { CallContext } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
-import { codec, requestedTtl, upstreamTaskSupport } from './codec.js';
+import { codec, upstreamTaskSupport } from './codec.js';
 import type { EventStream } from '../event-stream.js';
 import {
   isSupportedLegacyVersion,
@@ -36,14 +33,13 @@ import type { AggregatedLists, GatewayCatalog } from '../ports.js';
 import { inRequestScope, requestInfo, type RequestScope } from '../request-scope.js';
 import { legacyError, legacyErrorResponse, legacyFailure, type LegacyOutcome } from './errors.js';
 import type { LegacySession, LegacySessions } from './session.js';
-import { ownerOf, type LegacyTasks } from './tasks.js';
+import type { LegacyTasks } from './tasks.js';
+import { SessionCalls } from './calls.js';
 import type { Caller } from '../../tasks/principals.js';
 import { CallerAccess } from '../access.js';
 import { resourceOwner, routeNamed } from '../routing.js';
-import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { plainCallView, type TaskTools } from '../task-tools.js';
-import type { AccessRule, TaskPolicy } from '../../config/types.js';
-import type { RunHandle } from '../../tasks/engine.js';
+import type { AccessRule } from '../../config/types.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 
 /** Methods whose upstream may send progress, logs or requests before answering: answered on an SSE stream. */
@@ -79,6 +75,8 @@ export class SessionRouter {
   private access: readonly AccessRule[] | undefined;
   private readonly taskTools: TaskTools;
   private readonly events: GatewayEvents;
+  /** Session requests that reach an upstream (calls.ts). */
+  private readonly calls: SessionCalls;
 
   constructor(deps: SessionRouterDeps) {
     this.catalog = deps.catalog;
@@ -90,6 +88,7 @@ export class SessionRouter {
     this.access = deps.access;
     this.taskTools = deps.taskTools;
     this.events = deps.events ?? NO_EVENTS;
+    this.calls = new SessionCalls(deps);
   }
 
   /** A config reload's access rules: they apply from the next request on. */
@@ -212,12 +211,12 @@ export class SessionRouter {
       case 'ping':
         return { result: {} };
       case 'tools/call':
-        return this.callTool(session, request, params, stream, access, charge);
+        return this.calls.callTool(session, request, params, stream, access, charge);
       case 'prompts/get': {
         const name = params.name;
         if (typeof name !== 'string') throw new GatewayError('invalid_params', 'prompts/get: params.name must be a string');
         const route = routeNamed(this.catalog, access, 'prompts', name);
-        return this.forward(session, request, route.upstream, { ...params, name: route.name }, stream);
+        return this.calls.forward(session, request, route.upstream, { ...params, name: route.name }, stream);
       }
       case 'tasks/get':
       case 'tasks/result':
@@ -234,7 +233,7 @@ export class SessionRouter {
         return this.tasks.cancel(taskId, reader);
       }
       case 'resources/read':
-        return this.forward(session, request, this.resourceOwner(params.uri, access), params, stream);
+        return this.calls.forward(session, request, this.resourceOwner(params.uri, access), params, stream);
       case 'resources/subscribe':
       case 'resources/unsubscribe':
         return this.subscription(session, request, params, access);
@@ -245,170 +244,6 @@ export class SessionRouter {
       default:
         throw new GatewayError('method_not_found', `Method not found: ${request.method}`);
     }
-  }
-
-  /**
-   * A tool call runs synchronously or as a task, as the client asked (`params.task`) within the tool's policy.
-   * The task hint never goes upstream: the upstream only ever sees a plain call.
-   */
-  private async callTool(
-    session: LegacySession,
-    request: JsonRpcRequest,
-    params: JsonObject,
-    stream: EventStream | undefined,
-    access: CallerAccess,
-    charge: InflightCharge | undefined,
-  ): Promise<Outcome | undefined> {
-    const name = params.name;
-    if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
-    if (this.taskTools.owns(name)) return this.taskTool(session, request, name, params, stream, access);
-    const route = routeNamed(this.catalog, access, 'tools', name);
-    const { task, ...plain } = params;
-    const upstreamParams = { ...plain, name: route.name };
-    const policy = this.tasks.engine.policyFor(name);
-    // Hosts that never ask for a task (of any revision) get a background task where policy says so.
-    if (task === undefined && policy.plainCalls === 'background' && policy.mode !== 'forbidden') {
-      return this.background(session, request, name, route.upstream, upstreamParams, policy, stream, charge);
-    }
-    // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
-    if (!supportsLegacyTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
-    const upstreamSupport = route.upstream.taskSupportOf(route.name);
-    const mode = effectiveMode(policy.mode, upstreamSupport);
-    if (task !== undefined) {
-      const ttl = requestedTtl(task);
-      if (mode === 'forbidden') {
-        throw new GatewayError('method_not_found', `Tool '${name}' cannot be called as a task (task policy: forbidden); call it without params.task`);
-      }
-      return this.tasks.create(session, name, route.upstream, upstreamParams, ttl, charge);
-    }
-    if (mode === 'required') {
-      const why = upstreamSupport === 'required' ? `upstream '${route.upstream.name}' runs it only as a task` : 'task policy: required';
-      throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (${why}); add params.task`);
-    }
-    return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
-  }
-
-  /**
-   * A plain call under `plainCalls: background`: answered as usual when the upstream answers within
-   * `taskAfterMs`; past that, the call becomes a task as it runs, and the client gets a tool result naming it and
-   * the tools that fetch its result.
-   */
-  private async background(
-    session: LegacySession,
-    request: JsonRpcRequest,
-    name: string,
-    upstream: Upstream,
-    params: JsonObject,
-    policy: TaskPolicy,
-    stream: EventStream | undefined,
-    /** The request's bytes, which the task holds once the call becomes one. */
-    charge: InflightCharge | undefined,
-  ): Promise<Outcome | undefined> {
-    if (policy.taskAfterMs === 0) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params, charge)) };
-    const { context: own, keepAlive } = this.requestContext(session, params, stream, policy.keepAliveProgressMs);
-    // Until taskAfterMs, the call's messages belong to this request; from then on (the task being stored), to the task.
-    let task: Promise<RunHandle> | undefined = undefined;
-    const context: CallContext = {
-      sessionId: session.sessionId,
-      notify: (message) => (task === undefined ? own.notify(message) : void task.then((run) => run.notify(message), () => undefined)),
-      ask: (message, signal) =>
-        task === undefined
-          ? own.ask(message, signal)
-          : task.then((run) => run.ask(message, signal), () => ({ error: { code: RequestCancelled, message: 'Request cancelled: the call could not become a background task' } })),
-      status: (message) => void task?.then((run) => run.status(message), () => undefined),
-      // Once a task, no client stream waits on the call.
-      get flow() {
-        return task === undefined ? own.flow : undefined;
-      },
-    };
-    const call = await upstream.callFor(session, 'tools/call', params, context, 0, { asTask: true });
-    const inflight = { call, cancelled: false };
-    session.inflight.set(request.id, inflight);
-    let timer: NodeJS.Timeout | undefined;
-    const answered = await Promise.race([call.outcome, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), policy.taskAfterMs)))]);
-    clearTimeout(timer);
-    keepAlive?.stop();
-    if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
-    if (inflight.cancelled) return undefined;
-    if (answered !== undefined) return answered;
-    const adopted = this.tasks.adopt(session, name, upstream, params, call, charge);
-    task = adopted.then((a) => a.run);
-    try {
-      return { result: this.taskTools.handle((await adopted).task) };
-    } catch (error) {
-      // No task could hold it (a limit, the store): the call stops, and the client hears why.
-      call.cancel('the call could not become a background task');
-      throw error;
-    }
-  }
-
-  /** The task tools: the caller's tasks, with task_result's wait ending when the client cancels the request. */
-  private async taskTool(session: LegacySession, request: JsonRpcRequest, name: string, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
-    const stop = new AbortController();
-    const inflight = {
-      call: { upstreamId: -1, outcome: new Promise<Outcome>(() => undefined), cancel: (reason: string) => stop.abort(new Error(reason)) },
-      cancelled: false,
-    };
-    session.inflight.set(request.id, inflight);
-    // While task_result waits, a host that resets its timeout on progress is kept waiting (as for a plain call).
-    const keepAlive = stream === undefined
-      ? undefined
-      : keepAliveFor(asObject(params._meta), this.tasks.engine.policyFor(name).keepAliveProgressMs, (message) => session.deliver(message, { stream }));
-    try {
-      const outcome = await this.taskTools.call(name, params.arguments, {
-        reader: access.taskReader(session.principal),
-        principal: ownerOf(session),
-        signal: stop.signal,
-        // The task's questions come on this request's stream while it waits (wherever the call runs), including
-        // those that found the client listening nowhere before.
-        hold: stream === undefined ? undefined : async (task) => {
-          const release = await session.holdResultStream(task.taskId, stream);
-          await this.tasks.engine.reachable(task).catch(() => undefined);
-          return release;
-        },
-      });
-      return inflight.cancelled ? undefined : outcome;
-    } finally {
-      keepAlive?.stop();
-      if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
-    }
-  }
-
-  private async forward(
-    session: LegacySession,
-    request: JsonRpcRequest,
-    upstream: Upstream,
-    params: JsonObject,
-    stream: EventStream | undefined,
-    /** A plain tool call's keep-alive interval (policy): progress while the upstream is silent, if the client asked for progress. */
-    keepAliveMs = 0,
-  ): Promise<Outcome | undefined> {
-    const { context, keepAlive } = this.requestContext(session, params, stream, keepAliveMs);
-    // Tool calls run as long as they run: their deadline is task policy, not a transport default.
-    const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
-    const call = await upstream.callFor(session, request.method, params, context, timeoutMs);
-    const inflight = { call, cancelled: false };
-    session.inflight.set(request.id, inflight);
-    const outcome = await call.outcome.finally(() => keepAlive?.stop());
-    if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
-    return inflight.cancelled ? undefined : outcome;
-  }
-
-  /**
-   * Where an upstream call's messages go while its client request is open: on the request's stream, with the
-   * upstream's progress kept alive (`keepAliveMs`, when the request asked for progress).
-   */
-  private requestContext(session: LegacySession, params: JsonObject, stream: EventStream | undefined, keepAliveMs: number): { context: CallContext; keepAlive: ProgressKeepAlive | undefined } {
-    // The call's upstream is held back (or the call fails) while the stream is full, so its messages are not dropped.
-    const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream, flowControlled: true });
-    const keepAlive = keepAliveFor(asObject(params._meta), keepAliveMs, deliver);
-    const context: CallContext = {
-      sessionId: session.sessionId,
-      notify: (message) => (keepAlive !== undefined && message.method === 'notifications/progress' ? keepAlive.forward(message) : deliver(message)),
-      ask: (message, signal) => session.ask(message, signal, { stream }),
-      flow: session.flow(stream),
-    };
-    return { context, keepAlive };
   }
 
   /**
@@ -453,16 +288,16 @@ export class SessionRouter {
       // One upstream subscription serves every session on a shared connection; the gateway fans updates out.
       if (this.sessions.subscribedElsewhere(session, uri)) return { result: {} };
     }
-    return this.forward(session, request, upstream, params, undefined);
+    return this.calls.forward(session, request, upstream, params, undefined);
   }
 
   private async complete(session: LegacySession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const ref = asObject(params.ref);
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
       const route = routeNamed(this.catalog, access, 'prompts', ref.name);
-      return this.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream);
+      return this.calls.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream);
     }
-    if (ref?.type === 'ref/resource') return this.forward(session, request, this.resourceOwner(ref.uri, access), params, stream);
+    if (ref?.type === 'ref/resource') return this.calls.forward(session, request, this.resourceOwner(ref.uri, access), params, stream);
     throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
   }
 

@@ -1,0 +1,205 @@
+// One session request that reaches an upstream through the gateway: a tool call run synchronously, as a task
+// the client asked for (`params.task`, within the tool's policy), or in the background past `taskAfterMs`
+// (`plainCalls: background`); the gateway's task tools; and the forwarding every upstream call shares (the
+// request's stream, keep-alive progress, the session's in-flight calls for cancellation). The router (router.ts)
+// says which request goes where; this file is what happens to a call.
+import { GatewayError, RequestCancelled } from '../../errors.js';
+import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
+import { effectiveMode } from '../../config/policy.js';
+import type { CallContext } from '../../upstream/connection.js';
+import type { Upstream } from '../../upstream/upstream.js';
+import { requestedTtl } from './codec.js';
+import type { EventStream } from '../event-stream.js';
+import { supportsLegacyTasks } from '../mcp.js';
+import type { GatewayCatalog } from '../ports.js';
+import type { LegacySession } from './session.js';
+import { ownerOf, type LegacyTasks } from './tasks.js';
+import type { CallerAccess } from '../access.js';
+import { routeNamed } from '../routing.js';
+import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
+import type { TaskTools } from '../task-tools.js';
+import type { TaskPolicy } from '../../config/types.js';
+import type { RunHandle } from '../../tasks/engine.js';
+import type { InflightCharge } from '../../tasks/inflight-bytes.js';
+
+/** What a call needs of the gateway (part of the router's dependencies). */
+export interface SessionCallsDeps {
+  catalog: GatewayCatalog;
+  tasks: LegacyTasks;
+  /** The gateway's own tools for background tasks (answered here, before any upstream). */
+  taskTools: TaskTools;
+}
+
+export class SessionCalls {
+  private readonly catalog: GatewayCatalog;
+  private readonly tasks: LegacyTasks;
+  private readonly taskTools: TaskTools;
+
+  constructor(deps: SessionCallsDeps) {
+    ({ catalog: this.catalog, tasks: this.tasks, taskTools: this.taskTools } = deps);
+  }
+
+  /**
+   * A tool call runs synchronously or as a task, as the client asked (`params.task`) within the tool's policy.
+   * The task hint never goes upstream: the upstream only ever sees a plain call.
+   */
+  async callTool(
+    session: LegacySession,
+    request: JsonRpcRequest,
+    params: JsonObject,
+    stream: EventStream | undefined,
+    access: CallerAccess,
+    charge: InflightCharge | undefined,
+  ): Promise<Outcome | undefined> {
+    const name = params.name;
+    if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
+    if (this.taskTools.owns(name)) return this.taskTool(session, request, name, params, stream, access);
+    const route = routeNamed(this.catalog, access, 'tools', name);
+    const { task, ...plain } = params;
+    const upstreamParams = { ...plain, name: route.name };
+    const policy = this.tasks.engine.policyFor(name);
+    // Hosts that never ask for a task (of any revision) get a background task where policy says so.
+    if (task === undefined && policy.plainCalls === 'background' && policy.mode !== 'forbidden') {
+      return this.background(session, request, name, route.upstream, upstreamParams, policy, stream, charge);
+    }
+    // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
+    if (!supportsLegacyTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
+    const upstreamSupport = route.upstream.taskSupportOf(route.name);
+    const mode = effectiveMode(policy.mode, upstreamSupport);
+    if (task !== undefined) {
+      const ttl = requestedTtl(task);
+      if (mode === 'forbidden') {
+        throw new GatewayError('method_not_found', `Tool '${name}' cannot be called as a task (task policy: forbidden); call it without params.task`);
+      }
+      return this.tasks.create(session, name, route.upstream, upstreamParams, ttl, charge);
+    }
+    if (mode === 'required') {
+      const why = upstreamSupport === 'required' ? `upstream '${route.upstream.name}' runs it only as a task` : 'task policy: required';
+      throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (${why}); add params.task`);
+    }
+    return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
+  }
+
+  /**
+   * A plain call under `plainCalls: background`: answered as usual when the upstream answers within
+   * `taskAfterMs`; past that, the call becomes a task as it runs, and the client gets a tool result naming it and
+   * the tools that fetch its result.
+   */
+  private async background(
+    session: LegacySession,
+    request: JsonRpcRequest,
+    name: string,
+    upstream: Upstream,
+    params: JsonObject,
+    policy: TaskPolicy,
+    stream: EventStream | undefined,
+    /** The request's bytes, which the task holds once the call becomes one. */
+    charge: InflightCharge | undefined,
+  ): Promise<Outcome | undefined> {
+    if (policy.taskAfterMs === 0) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params, charge)) };
+    const { context: own, keepAlive } = this.requestContext(session, params, stream, policy.keepAliveProgressMs);
+    // Until taskAfterMs, the call's messages belong to this request; from then on (the task being stored), to the task.
+    let task: Promise<RunHandle> | undefined = undefined;
+    const context: CallContext = {
+      sessionId: session.sessionId,
+      notify: (message) => (task === undefined ? own.notify(message) : void task.then((run) => run.notify(message), () => undefined)),
+      ask: (message, signal) =>
+        task === undefined
+          ? own.ask(message, signal)
+          : task.then((run) => run.ask(message, signal), () => ({ error: { code: RequestCancelled, message: 'Request cancelled: the call could not become a background task' } })),
+      status: (message) => void task?.then((run) => run.status(message), () => undefined),
+      // Once a task, no client stream waits on the call.
+      get flow() {
+        return task === undefined ? own.flow : undefined;
+      },
+    };
+    const call = await upstream.callFor(session, 'tools/call', params, context, 0, { asTask: true });
+    const inflight = { call, cancelled: false };
+    session.inflight.set(request.id, inflight);
+    let timer: NodeJS.Timeout | undefined;
+    const answered = await Promise.race([call.outcome, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), policy.taskAfterMs)))]);
+    clearTimeout(timer);
+    keepAlive?.stop();
+    if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
+    if (inflight.cancelled) return undefined;
+    if (answered !== undefined) return answered;
+    const adopted = this.tasks.adopt(session, name, upstream, params, call, charge);
+    task = adopted.then((a) => a.run);
+    try {
+      return { result: this.taskTools.handle((await adopted).task) };
+    } catch (error) {
+      // No task could hold it (a limit, the store): the call stops, and the client hears why.
+      call.cancel('the call could not become a background task');
+      throw error;
+    }
+  }
+
+  /** The task tools: the caller's tasks, with task_result's wait ending when the client cancels the request. */
+  private async taskTool(session: LegacySession, request: JsonRpcRequest, name: string, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
+    const stop = new AbortController();
+    const inflight = {
+      call: { upstreamId: -1, outcome: new Promise<Outcome>(() => undefined), cancel: (reason: string) => stop.abort(new Error(reason)) },
+      cancelled: false,
+    };
+    session.inflight.set(request.id, inflight);
+    // While task_result waits, a host that resets its timeout on progress is kept waiting (as for a plain call).
+    const keepAlive = stream === undefined
+      ? undefined
+      : keepAliveFor(asObject(params._meta), this.tasks.engine.policyFor(name).keepAliveProgressMs, (message) => session.deliver(message, { stream }));
+    try {
+      const outcome = await this.taskTools.call(name, params.arguments, {
+        reader: access.taskReader(session.principal),
+        principal: ownerOf(session),
+        signal: stop.signal,
+        // The task's questions come on this request's stream while it waits (wherever the call runs), including
+        // those that found the client listening nowhere before.
+        hold: stream === undefined ? undefined : async (task) => {
+          const release = await session.holdResultStream(task.taskId, stream);
+          await this.tasks.engine.reachable(task).catch(() => undefined);
+          return release;
+        },
+      });
+      return inflight.cancelled ? undefined : outcome;
+    } finally {
+      keepAlive?.stop();
+      if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
+    }
+  }
+
+  async forward(
+    session: LegacySession,
+    request: JsonRpcRequest,
+    upstream: Upstream,
+    params: JsonObject,
+    stream: EventStream | undefined,
+    /** A plain tool call's keep-alive interval (policy): progress while the upstream is silent, if the client asked for progress. */
+    keepAliveMs = 0,
+  ): Promise<Outcome | undefined> {
+    const { context, keepAlive } = this.requestContext(session, params, stream, keepAliveMs);
+    // Tool calls run as long as they run: their deadline is task policy, not a transport default.
+    const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
+    const call = await upstream.callFor(session, request.method, params, context, timeoutMs);
+    const inflight = { call, cancelled: false };
+    session.inflight.set(request.id, inflight);
+    const outcome = await call.outcome.finally(() => keepAlive?.stop());
+    if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
+    return inflight.cancelled ? undefined : outcome;
+  }
+
+  /**
+   * Where an upstream call's messages go while its client request is open: on the request's stream, with the
+   * upstream's progress kept alive (`keepAliveMs`, when the request asked for progress).
+   */
+  private requestContext(session: LegacySession, params: JsonObject, stream: EventStream | undefined, keepAliveMs: number): { context: CallContext; keepAlive: ProgressKeepAlive | undefined } {
+    // The call's upstream is held back (or the call fails) while the stream is full, so its messages are not dropped.
+    const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream, flowControlled: true });
+    const keepAlive = keepAliveFor(asObject(params._meta), keepAliveMs, deliver);
+    const context: CallContext = {
+      sessionId: session.sessionId,
+      notify: (message) => (keepAlive !== undefined && message.method === 'notifications/progress' ? keepAlive.forward(message) : deliver(message)),
+      ask: (message, signal) => session.ask(message, signal, { stream }),
+      flow: session.flow(stream),
+    };
+    return { context, keepAlive };
+  }
+}
