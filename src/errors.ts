@@ -1,7 +1,7 @@
 // The one error registry. Internal failures carry a stable code; this module alone decides which JSON-RPC
 // code and HTTP status each one becomes. Upstream JSON-RPC errors never pass through here: they are forwarded
 // unchanged.
-import { MessageEncodingError, type JsonRpcErrorObject } from './jsonrpc.js';
+import { errorResponse, MessageEncodingError, type JsonRpcErrorObject, type JsonRpcFailure, type RequestId } from './jsonrpc.js';
 
 /** JSON-RPC's codes, and MCP's. Used by name everywhere else. */
 export const ParseError = -32700;
@@ -121,6 +121,12 @@ export function toJsonRpcError(error: unknown): JsonRpcErrorObject {
   if (error instanceof GatewayError) return error.toJsonRpc();
   const message = error instanceof Error ? error.message : String(error);
   return { code: InternalError, message: `Internal error: ${message}` };
+}
+
+/** The error response to request `id` (null when it has none, or none could be read) for any thrown value. */
+export function errorResponseFor(id: RequestId | null, error: unknown): JsonRpcFailure {
+  const { code, message, data } = toJsonRpcError(error);
+  return errorResponse(id, code, message, data);
 }
 
 export function upstreamUnavailable(upstream: string, reason: string): GatewayError {

@@ -3,13 +3,13 @@
 // for any plugin that serves authenticated callers (the admin endpoints build their own guard on them).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayEvents } from '../events.js';
-import { GatewayError } from '../errors.js';
+import { errorResponseFor, GatewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Caller } from '../tasks/principals.js';
 import { RateLimited, type RateLimiter } from '../tasks/rate-limits.js';
 import type { ConnectionGuard } from './connections.js';
 import { AuthError, type Authenticator } from './credentials.js';
-import { discardBody, header, sendRateLimited, unaddressedError } from './replies.js';
+import { discardBody, header, sendRateLimited } from './replies.js';
 
 /** Who sent each request, once its credentials were checked (requests of an authenticated gateway only). */
 const callers = new WeakMap<FastifyRequest, Caller>();
@@ -32,7 +32,7 @@ export function sendCredentialsRefusal(reply: FastifyReply, authenticator: Authe
     .code(error.status)
     .header('www-authenticate', authenticator.challenge(error))
     .type('application/json')
-    .send(JSON.stringify(unaddressedError(new GatewayError('invalid_request', error.message))));
+    .send(JSON.stringify(errorResponseFor(null, new GatewayError('invalid_request', error.message))));
 }
 
 export interface CredentialsGuardDeps {

@@ -1,7 +1,7 @@
 // What several plugins of the front do with a request or a reply: read a header, send JSON, drop an unread body.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { retryAfterHeaders, toJsonRpcError } from '../errors.js';
-import { errorResponse, type JsonRpcFailure, type RequestId } from '../jsonrpc.js';
+import { errorResponseFor, retryAfterHeaders } from '../errors.js';
+import type { JsonRpcFailure, RequestId } from '../jsonrpc.js';
 import type { RateLimited } from '../tasks/rate-limits.js';
 
 /** Request headers as node gives them. */
@@ -9,12 +9,6 @@ export type RequestHeaders = Record<string, string | string[] | undefined>;
 
 /** A protocol revision's error edge: the HTTP status and JSON-RPC error a refused request gets in it. */
 export type Refusal = (id: RequestId | null, error: unknown) => { status: number; body: JsonRpcFailure };
-
-/** The JSON-RPC error that answers no request in particular (none was read): the same in every revision. */
-export function unaddressedError(error: unknown): JsonRpcFailure {
-  const { code, message, data } = toJsonRpcError(error);
-  return errorResponse(null, code, message, data);
-}
 
 /** A request header's first value. */
 export function header(request: FastifyRequest, name: string): string | undefined {
@@ -34,7 +28,7 @@ export function sendJson(reply: FastifyReply, status: number, body: unknown, hea
 
 /** A request past auth.rateLimits: 429, Retry-After, and the JSON-RPC error that says when (no request id: none was read). */
 export function sendRateLimited(reply: FastifyReply, error: RateLimited): FastifyReply {
-  return sendJson(reply, error.httpStatus, unaddressedError(error), retryAfterHeaders(error.data));
+  return sendJson(reply, error.httpStatus, errorResponseFor(null, error), retryAfterHeaders(error.data));
 }
 
 /**

@@ -2,7 +2,7 @@
 // travels as a JSON-RPC error in a 200 response (or on its SSE stream); where the transport itself refuses a
 // POST, GET or DELETE (no such session, a second GET stream, a body it cannot read) the HTTP status says so too.
 // This revision also answers what reaches the endpoint before any revision is known (see http/server.ts).
-import { GatewayError, InvalidRequest, retryAfterHeaders, toJsonRpcError, type ErrorCode } from '../../errors.js';
+import { errorResponseFor, GatewayError, InvalidRequest, retryAfterHeaders, toJsonRpcError, type ErrorCode } from '../../errors.js';
 import { errorResponse, type JsonRpcErrorObject, type JsonRpcFailure, type Outcome, type RequestId } from '../../jsonrpc.js';
 
 /**
@@ -45,8 +45,7 @@ export function legacyError(error: unknown): JsonRpcErrorObject {
 
 /** The error response to request `id` (null when it has none, or none could be read). */
 export function legacyErrorResponse(id: RequestId | null, error: unknown): JsonRpcFailure {
-  const { code, message, data } = legacyError(error);
-  return errorResponse(id, code, message, data);
+  return errorResponseFor(id, error);
 }
 
 /**
@@ -56,10 +55,7 @@ export function legacyErrorResponse(id: RequestId | null, error: unknown): JsonR
  * as invalid requests.
  */
 export function legacyRefusal(id: RequestId | null, error: unknown): { status: number; body: JsonRpcFailure } {
-  if (error instanceof GatewayError) {
-    const { code, message, data } = legacyError(error);
-    return { status: error.httpStatus >= 400 ? error.httpStatus : 500, body: errorResponse(id, code, message, data) };
-  }
+  if (error instanceof GatewayError) return { status: error.httpStatus >= 400 ? error.httpStatus : 500, body: errorResponseFor(id, error) };
   const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
   const status = typeof statusCode === 'number' && statusCode >= 400 ? statusCode : 500;
   return { status, body: errorResponse(id, InvalidRequest, error instanceof Error ? error.message : String(error)) };

@@ -77,6 +77,8 @@ export class SessionRouter {
   private readonly events: GatewayEvents;
   /** Session requests that reach an upstream (calls.ts). */
   private readonly calls: SessionCalls;
+  /** Where each request is announced, and what its scope reads (built once: it is the same for every request). */
+  private readonly requestScope: RequestScope;
 
   constructor(deps: SessionRouterDeps) {
     this.catalog = deps.catalog;
@@ -89,6 +91,7 @@ export class SessionRouter {
     this.taskTools = deps.taskTools;
     this.events = deps.events ?? NO_EVENTS;
     this.calls = new SessionCalls(deps);
+    this.requestScope = { events: this.events, catalog: this.catalog, codec };
   }
 
   /** A config reload's access rules: they apply from the next request on. */
@@ -103,7 +106,7 @@ export class SessionRouter {
   initialize(request: JsonRpcRequest, caller: Caller | undefined): Promise<{ response: JsonRpcResponse; sessionId?: string }> {
     const version = request.params?.protocolVersion;
     return inRequestScope(
-      this.scope(),
+      this.requestScope,
       () => requestInfo(request, { protocolVersion: typeof version === 'string' ? version : LATEST_LEGACY_VERSION }, codec),
       ({ response }) => ('error' in response ? { error: response.error } : { result: response.result }),
       () => this.startSession(request, caller),
@@ -139,11 +142,7 @@ export class SessionRouter {
    * arguments with it.
    */
   handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {
-    return inRequestScope(this.scope(), () => requestInfo(request, session, codec), (outcome) => outcome, () => this.answer(session, request, stream, caller, charge));
-  }
-
-  private scope(): RequestScope {
-    return { events: this.events, catalog: this.catalog, codec };
+    return inRequestScope(this.requestScope, () => requestInfo(request, session, codec), (outcome) => outcome, () => this.answer(session, request, stream, caller, charge));
   }
 
   private async answer(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {

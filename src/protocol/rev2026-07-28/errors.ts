@@ -2,6 +2,7 @@
 // HTTP status of their own (a malformed envelope or header, a missing capability, an unsupported version: 400;
 // an unknown method: 404), while a request that was dispatched and failed is a JSON-RPC error in a 200.
 import {
+  errorResponseFor,
   GatewayError,
   HeaderMismatch,
   type ErrorCode,
@@ -12,7 +13,7 @@ import {
   toJsonRpcError,
   UnsupportedProtocolVersion,
 } from '../../errors.js';
-import { errorResponse, type JsonRpcErrorObject, type JsonRpcFailure, type Outcome, type RequestId } from '../../jsonrpc.js';
+import type { JsonRpcErrorObject, JsonRpcFailure, Outcome, RequestId } from '../../jsonrpc.js';
 
 /** Request-level errors, whoever answered them (an upstream too): HTTP 400 in this revision. */
 const REQUEST_LEVEL_ERRORS: ReadonlySet<number> = new Set([HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion]);
@@ -27,8 +28,7 @@ export function modernError(error: unknown): JsonRpcErrorObject {
  * a full budget keeps its 503 and too many streams their 429, with `data.retryAfterMs`: see retryAfterHeader).
  */
 export function modernRefusal(id: RequestId | null, error: unknown): { status: number; body: JsonRpcFailure } {
-  const { code, message, data } = modernError(error);
-  return { status: error instanceof GatewayError ? error.httpStatus : 500, body: errorResponse(id, code, message, data) };
+  return { status: error instanceof GatewayError ? error.httpStatus : 500, body: errorResponseFor(id, error) };
 }
 
 /** Temporary refusals of a dispatched request: HTTP 503 with Retry-After, so that a client or proxy may try another replica. */

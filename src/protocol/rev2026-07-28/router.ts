@@ -12,7 +12,7 @@ import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import { LIST_METHODS } from '../mcp.js';
 import type { AggregatedLists } from '../ports.js';
-import { inRequestScope, requestInfo } from '../request-scope.js';
+import { inRequestScope, requestInfo, type RequestScope } from '../request-scope.js';
 import type { AccessRule } from '../../config/types.js';
 import { CallerAccess } from '../access.js';
 import { codec, discoverResult, modernOutcome, taskUpdateAnswers } from './codec.js';
@@ -45,9 +45,12 @@ export class ModernRouter {
   /** Calls to upstreams (calls.ts). */
   private readonly calls: ModernCalls;
   private access: readonly AccessRule[] | undefined;
+  /** Where each request is announced, and what its scope reads (built once: it is the same for every request). */
+  private readonly requestScope: RequestScope;
 
   constructor(private readonly deps: ModernRouterDeps) {
     this.access = deps.access;
+    this.requestScope = { events: deps.events ?? NO_EVENTS, catalog: deps.catalog, codec };
     this.calls = new ModernCalls(deps, (client) => this.accessOf(client));
   }
 
@@ -62,7 +65,7 @@ export class ModernRouter {
    */
   handle(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder, charge?: InflightCharge): Promise<ModernAnswer | undefined> {
     return inRequestScope(
-      { events: this.deps.events ?? NO_EVENTS, catalog: this.deps.catalog, codec },
+      this.requestScope,
       () => requestInfo(request, { protocolVersion: client.protocolVersion }, codec),
       (answer) => answer?.outcome,
       () => this.answer(client, request, headers, responder, charge),
