@@ -176,10 +176,23 @@ export function resultTooLarge(upstream: string, bytes: number, maxResultBytes: 
 
 /**
  * A new task refused because finished results fill a stored-bytes budget (`budget`: its config key) until
- * `freesAtMs` (epoch ms), when the oldest of them expires; deleting results frees it sooner.
+ * `freesAtMs` (epoch ms), when the oldest of them expires; deleting results frees it sooner. `together`: the caller
+ * is counted with every client without authentication.
  */
-export function storedResultsFull(budget: 'tasks.maxStoredBytesPerPrincipal' | 'tasks.maxStoredBytes', storedBytes: number, limit: number, freesAtMs: number, now: number): GatewayError {
-  const whose = budget === 'tasks.maxStoredBytes' ? 'All principals\' finished task results' : 'Your finished task results';
+export function storedResultsFull(
+  budget: 'tasks.maxStoredBytesPerPrincipal' | 'tasks.maxStoredBytes',
+  storedBytes: number,
+  limit: number,
+  freesAtMs: number,
+  now: number,
+  together = false,
+): GatewayError {
+  const whose =
+    budget === 'tasks.maxStoredBytes'
+      ? 'All principals\' finished task results'
+      : together
+        ? 'Finished task results of clients without authentication (counted together)'
+        : 'Your finished task results';
   const retryAfterMs = Math.max(1000, freesAtMs - now);
   return new GatewayError(
     'stored_results_full',

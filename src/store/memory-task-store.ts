@@ -131,7 +131,7 @@ export class MemoryTaskStore implements TaskStore {
       entry.expiresAt = terminalExpiry(task, now, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
       // Kept only to run the task again, which an ended task never is: its arguments are not held for its TTL.
       delete task.call;
-      if (task.outcome !== undefined) this.stored.charge(task.principal, taskId, outcomeBytes(task.outcome), entry.expiresAt);
+      if (task.outcome !== undefined) this.stored.charge(change.chargeTo ?? task.principal, taskId, outcomeBytes(task.outcome), entry.expiresAt);
     }
     if (statusChanged) {
       entry.timeline.push(transitionOf(task));
@@ -146,13 +146,13 @@ export class MemoryTaskStore implements TaskStore {
     return this.stored.read(principal, this.now());
   }
 
-  async delete(taskId: string): Promise<DeleteResult> {
+  async delete(taskId: string, chargedTo?: string): Promise<DeleteResult> {
     const entry = this.live(taskId);
     if (entry === undefined) return 'not_found';
     if (!isTerminal(entry.task.status)) return 'not_terminal';
     // Its listing entries go as listings meet them, as an expired task's do.
     this.tasks.delete(taskId);
-    this.stored.release(entry.task.principal, taskId);
+    this.stored.release(chargedTo ?? entry.task.principal, taskId);
     return 'deleted';
   }
 

@@ -171,7 +171,7 @@ export class RedisTaskStore implements TaskStore {
       // Charged after the transition, in the ledgers' own slots, until the task expires (the expiry the script set:
       // the same rule from the same clock). A failed charge leaves the outcome stored but uncounted: the end stands.
       const expiresAt = terminalExpiry(task, task.updatedMs, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
-      await this.stored.charge(task.principal, taskId, Buffer.byteLength(outcome), expiresAt).catch(() => undefined);
+      await this.stored.charge(change.chargeTo ?? task.principal, taskId, Buffer.byteLength(outcome), expiresAt).catch(() => undefined);
     }
     return verdict === 'ok' ? { ok: true, task } : { ok: false, reason: 'terminal', task };
   }
@@ -180,9 +180,9 @@ export class RedisTaskStore implements TaskStore {
     return this.stored.read(principal);
   }
 
-  async delete(taskId: string): Promise<DeleteResult> {
+  async delete(taskId: string, chargedTo?: string): Promise<DeleteResult> {
     const [verdict, principal] = (await this.run('delete', this.keys.task(taskId), this.keys.taskTimeline(taskId), this.keys.taskExpired(taskId))) as [DeleteResult, string?];
-    if (verdict === 'deleted' && principal !== undefined) await this.stored.release(principal, taskId);
+    if (verdict === 'deleted' && principal !== undefined) await this.stored.release(chargedTo ?? principal, taskId);
     return verdict;
   }
 

@@ -79,6 +79,11 @@ export interface TaskChange {
   attempt?: number;
   /** Sets or clears the `queued` mark. */
   queued?: boolean;
+  /**
+   * Whose stored-bytes ledger a terminal outcome is charged to: the task's principal unless said (the gateway
+   * counts every client together without authentication, as it does unfinished tasks).
+   */
+  chargeTo?: string;
 }
 
 /** The change that fails a task for a reason of the gateway's own: the message is its status message and its error. */
@@ -175,8 +180,11 @@ export interface TaskStore {
    * (Cluster slots): a replica that dies between them leaves that one outcome uncharged.
    */
   storedBytes(principal: string): Promise<StoredBytes>;
-  /** Deletes an ended task and its outcome at once (before its TTL), releasing its stored bytes. */
-  delete(taskId: string): Promise<DeleteResult>;
+  /**
+   * Deletes an ended task and its outcome at once (before its TTL), releasing its stored bytes from the ledger of
+   * `chargedTo` (the task's principal unless said: whom its end charged).
+   */
+  delete(taskId: string, chargedTo?: string): Promise<DeleteResult>;
   /** The principal's tasks (without outcomes), newest first. Throws InvalidCursorError for a cursor this store did not issue. */
   list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage>;
   /**

@@ -10,18 +10,24 @@ import { outcomeBytes, type TaskChange, type TaskStore } from '../store/task-sto
 export type StoredResultsConfig = Pick<TasksConfig, 'maxStoredBytesPerPrincipal' | 'maxStoredBytes' | 'maxResultBytes'>;
 
 /**
- * Refuses a new task of `principal` while its finished results, or everyone's, fill their budget (a budget of 0 is
+ * Refuses a new task of `principal` (without authentication: every client, `together`) while its finished results, or everyone's, fill their budget (a budget of 0 is
  * off). Tasks already running may still end and store their results: the overshoot is at most maxResultBytes for
  * each task the principal (or the store) was running when the budget filled.
  */
-export async function checkStoredBudgets(store: TaskStore, config: StoredResultsConfig, principal: string, events: GatewayEvents): Promise<void> {
+export async function checkStoredBudgets(
+  store: TaskStore,
+  config: StoredResultsConfig,
+  principal: string,
+  events: GatewayEvents,
+  options: { together?: boolean } = {},
+): Promise<void> {
   if (config.maxStoredBytesPerPrincipal <= 0 && config.maxStoredBytes <= 0) return;
   const stored = await store.storedBytes(principal).catch((error: unknown) => {
     throw storeUnavailable(error);
   });
   const now = Date.now();
   if (config.maxStoredBytesPerPrincipal > 0 && stored.principal >= config.maxStoredBytesPerPrincipal) {
-    const error = storedResultsFull('tasks.maxStoredBytesPerPrincipal', stored.principal, config.maxStoredBytesPerPrincipal, stored.principalFreesAtMs ?? now, now);
+    const error = storedResultsFull('tasks.maxStoredBytesPerPrincipal', stored.principal, config.maxStoredBytesPerPrincipal, stored.principalFreesAtMs ?? now, now, options.together === true);
     events.emit('rate.limited', { principal, limit: 'maxStoredBytesPerPrincipal', retryAfterMs: (error.data as { retryAfterMs: number }).retryAfterMs });
     throw error;
   }

@@ -150,3 +150,35 @@ for (const kind of ['memory', 'redis'] as const) {
     });
   });
 }
+
+describe('stored results without auth: every client is counted together, as for unfinished tasks', () => {
+  const scope = suiteScope();
+  let gateway: GatewayChild;
+
+  before(async () => {
+    gateway = await scope.spawnGateway({
+      config: {
+        upstreams: { abuse: { transport: 'stdio', ...abusiveFixtureCommand() } },
+        tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, maxResultBytes: MAX_RESULT, maxStoredBytesPerPrincipal: PER_PRINCIPAL },
+      },
+    });
+  });
+
+  test('one session fills the budget; a new session is refused too, and a 2026-07-28 client; a delete makes room for all', async () => {
+    const first = await scope.plainClient(gateway.url, { capabilities: { tasks: {} } });
+    const stored: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const taskId = await startTask(first, RESULT);
+      assert.deepEqual(await resultOf(first, taskId), { length: RESULT });
+      stored.push(taskId);
+    }
+    const together = /Finished task results of clients without authentication \(counted together\) fill tasks\.maxStoredBytesPerPrincipal/;
+    const second = await scope.plainClient(gateway.url, { capabilities: { tasks: {} } });
+    await assert.rejects(startTask(second, 10), together);
+    const refused = await modern(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: 10 } }, { capabilities: TASKS_CAPABILITIES });
+    assert.equal(refused.status, 503);
+    assert.match(String(refused.error?.message), together);
+    await first.request({ method: 'tasks/delete', params: { taskId: stored[0] as string } }, EmptyResultSchema);
+    assert.deepEqual(await resultOf(second, await startTask(second, 10)), { length: 10 });
+  });
+});

@@ -413,6 +413,15 @@ for (const [kind, create] of Object.entries(factories)) {
       const after = await store.storedBytes('session:ledger-a');
       assert.equal(after.principal, errorSize);
       assert.equal(after.total, size + errorSize);
+      // Charged to another ledger than the task's principal (clients counted together), and released from it.
+      const counted = await store.create(newTask({ principal: 'session:ledger-c' }));
+      await store.transition(counted.taskId, { to: 'completed', outcome, chargeTo: 'ledger-together' });
+      assert.equal((await store.storedBytes('session:ledger-c')).principal, 0);
+      assert.equal((await store.storedBytes('ledger-together')).principal, size);
+      assert.equal(await store.delete(counted.taskId, 'ledger-together'), 'deleted');
+      const released = await store.storedBytes('ledger-together');
+      assert.equal(released.principal, 0);
+      assert.equal(released.total, size + errorSize, 'b1 and a2 are left');
       await store.close();
     });
 
