@@ -126,7 +126,7 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'upstreams.<name>.maxMessageBytes': `Largest message taken from the upstream, on every transport: a stdio line, an SSE
     event, a JSON body. A larger one is dropped as it streams and the call it answers fails: -32603 \`Upstream
     '<name>' sent a message larger than maxMessageBytes (<n> bytes)\` (a task fails with that message). Raise it for
-    tools with big results.`,
+    tools with big results; a task's result is also bounded by \`tasks.maxResultBytes\` when it is stored.`,
   'upstreams.<name>.command': 'The program to start as the server, e.g. `node`.',
   'upstreams.<name>.args': 'Its arguments. Numbers and booleans are taken as text.',
   'upstreams.<name>.env': `Variables added to a minimal environment (HOME, PATH, USER, LANG, TMPDIR, ...): the
