@@ -7,6 +7,7 @@
 //   npm run stress -- --smoke           the same abuses at small sizes, for CI (~1 min)
 //   npm run stress -- --only a,b        some scenarios (names as printed)
 //   npm run stress -- --tsx             run the gateway through tsx instead of building dist/
+//   npm run stress -- --redis-url URL   the Redis the `-redis` scenarios use (default redis://127.0.0.1:6379)
 //
 // Everything targets loopback only and stops by itself (bounded counts and durations).
 //
@@ -24,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
 import { freePort, rssBytes, startProc, waitHttp, waitListening, type Proc } from './procs.js';
 
@@ -32,7 +34,7 @@ const FIXTURE = join(ROOT, 'test/fixtures/abusive-server.ts');
 const MiB = 1024 * 1024;
 
 const { values: flags } = parseArgs({
-  options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' }, tsx: { type: 'boolean', default: false } },
+  options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' }, tsx: { type: 'boolean', default: false }, 'redis-url': { type: 'string', default: 'redis://127.0.0.1:6379' } },
 });
 const smoke = flags.smoke === true;
 /** Full size, or the smoke's. */
@@ -180,6 +182,71 @@ function describe(posted: Posted): string {
   if (answer?.result !== undefined) return `HTTP ${posted.status}, result ${JSON.stringify(answer.result).slice(0, 100)}`;
   return `HTTP ${posted.status} ${String(posted.text ?? '').slice(0, 140)}`;
 }
+
+/** What one principal stores until its budget: results of RESULT_BYTES against a budget of STORED_BUDGET. */
+const STORED_BUDGET = size(64, 8) * MiB;
+const RESULT_BYTES = size(3, 1) * MiB;
+const STORED_ATTEMPTS = size(300, 30);
+
+/**
+ * One principal (alice, a 2025 session) stores results of RESULT_BYTES with a 24 h TTL, reading each back, until
+ * the gateway refuses a new task; then another principal's task is served. `redisPrefix`: the store is Redis, and
+ * the bytes its keys hold are reported too (MEMORY USAGE of each key under the prefix, the shared server's other
+ * keys left out).
+ */
+async function storeUntilBudget(gateway: Gateway, served: () => Promise<void>, redisPrefix?: string): Promise<Detail> {
+  const alice = await openSession(gateway.url, bearer('alice'));
+  let stored = 0;
+  let refusal: string | undefined;
+  for (let id = 1; id <= STORED_ATTEMPTS && refusal === undefined; id++) {
+    const created = await post(gateway.url, toolCall(id, 'abuse__big_result', { bytes: RESULT_BYTES }, { task: { ttl: 86_400_000 } }), alice);
+    const taskId = (answerOf(created.text)?.result as { task?: { taskId?: string } } | undefined)?.task?.taskId;
+    if (taskId === undefined) {
+      refusal = `${describe(created)}${created.headers['retry-after'] !== undefined ? ` (Retry-After ${created.headers['retry-after']})` : ''}`;
+      break;
+    }
+    const read = await post(gateway.url, { jsonrpc: '2.0', id: `r${id}`, method: 'tasks/result', params: { taskId } }, alice);
+    const text = (answerOf(read.text)?.result as { content?: { text?: string }[] } | undefined)?.content?.[0]?.text;
+    if (text?.length !== RESULT_BYTES) return `result ${id} came back as ${describe(read)}`;
+    stored++;
+  }
+  await served();
+  const bob = await openSession(gateway.url, bearer('bob'));
+  const bobs = await post(gateway.url, toolCall(1, 'abuse__big_result', { bytes: RESULT_BYTES }, { task: { ttl: 60_000 } }), bob);
+  const bobsTask = (answerOf(bobs.text)?.result as { task?: { taskId?: string } } | undefined)?.task?.taskId;
+  const bobsResult = bobsTask === undefined ? bobs : await post(gateway.url, { jsonrpc: '2.0', id: 2, method: 'tasks/result', params: { taskId: bobsTask } }, bob);
+  const bobServed = (answerOf(bobsResult.text)?.result as { content?: { text?: string }[] } | undefined)?.content?.[0]?.text?.length === RESULT_BYTES;
+  let redis = '';
+  if (redisPrefix !== undefined) {
+    const held = await redisBytesUnder(redisPrefix);
+    // Each result is its JSON in a hash, plus Redis' own overhead: within a quarter over the budget and two results.
+    const within = held <= STORED_BUDGET * 1.25 + 2 * RESULT_BYTES;
+    redis = `; Redis keys under the prefix: ${(held / MiB).toFixed(1)} MB (${within ? 'within the budget' : `OVER the budget of ${STORED_BUDGET / MiB} MiB`})`;
+  }
+  return `alice stored ${stored} results of ${RESULT_BYTES / MiB} MiB, then: ${refusal ?? 'never refused'}; bob's task: ${bobServed ? 'served' : describe(bobsResult)}${redis}`;
+}
+
+/** Bytes Redis holds for the keys under `prefix` (MEMORY USAGE, key by key), then those keys go. */
+async function redisBytesUnder(prefix: string): Promise<number> {
+  const redis = new Redis(flags['redis-url'] as string);
+  try {
+    let bytes = 0;
+    const keys: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      keys.push(...batch);
+    } while (cursor !== '0');
+    for (const key of keys) bytes += Number((await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) ?? 0);
+    if (keys.length > 0) await redis.del(...keys);
+    return bytes;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+const STORED_PREFIX = `taskgate-stress-${process.pid}-${randomBytes(4).toString('hex')}`;
 
 // ---- the scenarios --------------------------------------------------------------------------------------------
 
@@ -407,6 +474,28 @@ const scenarios: Scenario[] = [
       return `alice's GET streams: ${[...statuses].map(([status, n]) => `${n}× ${status === -1 ? 'refused before the stream' : `HTTP ${status}`}`).join(', ')}; bob's: HTTP ${bob.status}`;
     },
   },
+  ...(['memory', 'redis'] as const).map(
+    (store): Scenario => ({
+      name: `stored-results${store === 'redis' ? '-redis' : ''}`,
+      expect: [
+        /then: HTTP 503, error -32603: Your finished task results fill tasks\.maxStoredBytesPerPrincipal.*\(Retry-After \d+\)/,
+        /bob's task: served/,
+        ...(store === 'redis' ? [/within the budget/] : []),
+      ],
+      abuse: `one principal stores results of ${RESULT_BYTES / MiB} MiB with a 24 h TTL until the budget (up to ${STORED_ATTEMPTS}), ${store} store`,
+      bound: `tasks.maxStoredBytesPerPrincipal (${STORED_BUDGET / MiB} MiB): past it new tasks get 503 + Retry-After; another principal is served`,
+      ceilingBytes: size(500, 300) * MiB,
+      upstream: 'stdio',
+      config: {
+        gateway: {
+          auth: authConfig,
+          tasks: { maxStoredBytesPerPrincipal: STORED_BUDGET },
+          ...(store === 'redis' ? { store: { type: 'redis', url: flags['redis-url'], prefix: STORED_PREFIX } } : {}),
+        },
+      },
+      run: (gateway, served) => storeUntilBudget(gateway, served, store === 'redis' ? STORED_PREFIX : undefined),
+    }),
+  ),
 ];
 
 function getStream(url: string, headers: Record<string, string>): Promise<{ status: number; response?: http.IncomingMessage }> {
@@ -490,7 +579,7 @@ async function runScenario(scenario: Scenario, command: ReturnType<typeof gatewa
     const config = {
       ...extra,
       listen: { host: '127.0.0.1', port, path: '/mcp', ...((extra.listen as object | undefined) ?? {}) },
-      store: { type: 'memory' },
+      store: extra.store ?? { type: 'memory' },
       log: { level: 'error' },
       upstreams: { abuse: { ...fixtureEntry(scenario.upstream, url), ...scenario.config?.abuse }, ok: fixtureEntry('stdio') },
     };
@@ -543,7 +632,7 @@ async function main(): Promise<void> {
   const chosen = scenarios.filter((s) => only === undefined || only.includes(s.name));
   if (chosen.length === 0) throw new Error(`no scenario named ${flags.only}; there are: ${scenarios.map((s) => s.name).join(', ')}`);
   const command = gatewayCommand();
-  console.log(`stress${smoke ? ' (smoke sizes)' : ''}: ${chosen.length} scenarios, gateway run as ${command.how}, memory store, loopback only\n`);
+  console.log(`stress${smoke ? ' (smoke sizes)' : ''}: ${chosen.length} scenarios, gateway run as ${command.how}, memory store (unless a name ends in -redis), loopback only\n`);
   const rows: Row[] = [];
   for (const scenario of chosen) {
     const started = Date.now();

@@ -70,7 +70,7 @@ function facts(key: ConfigKey): string {
 function inUnits(path: string, value: string | undefined): string {
   const n = Number(value);
   if (value === undefined || !Number.isSafeInteger(n) || n === 0) return '';
-  if (path.endsWith('Bytes')) {
+  if (/Bytes(Per[A-Z][A-Za-z]*)?$/.test(path)) {
     const [unit, size] = n % 2 ** 20 === 0 ? ['MiB', 2 ** 20] : n % 1024 === 0 ? ['KiB', 1024] : ['', 0];
     return size > 0 ? ` (${n / size} ${unit})` : '';
   }

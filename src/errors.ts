@@ -43,6 +43,14 @@ const REGISTRY = {
   client_not_reading: { rpc: InternalError, http: 200 },
   /** The task store (Redis) cannot be reached: the request fails at once instead of hanging. */
   store_unavailable: { rpc: InternalError, http: 200 },
+  /** A task's result (or error) is larger than tasks.maxResultBytes: the task fails with this instead of storing it. */
+  result_too_large: { rpc: InternalError, http: 200 },
+  /**
+   * Finished tasks' results fill tasks.maxStoredBytesPerPrincipal or tasks.maxStoredBytes: a new task is refused
+   * until some expire or are deleted. `data.budget` names which, `data.retryAfterMs` says when the oldest expires
+   * (HTTP 503 + Retry-After where the revision answers with a status).
+   */
+  stored_results_full: { rpc: InternalError, http: 503 },
   /** The principal already holds maxTasksPerPrincipal unfinished tasks. */
   too_many_tasks: { rpc: InternalError, http: 200 },
   /**
@@ -155,4 +163,40 @@ export function storeUnavailable(error: unknown): GatewayError {
     ? 'no connection to Redis; try again shortly'
     : message;
   return new GatewayError('store_unavailable', `The task store is unavailable: ${reason}`);
+}
+
+/** A task's result (or error) of `bytes` as JSON, over tasks.maxResultBytes: the task fails with this instead. */
+export function resultTooLarge(upstream: string, bytes: number, maxResultBytes: number): GatewayError {
+  return new GatewayError(
+    'result_too_large',
+    `Task result too large: upstream '${upstream}' answered ${bytes} bytes, more than tasks.maxResultBytes (${maxResultBytes} bytes); the result was not stored`,
+    { upstream, bytes, maxResultBytes },
+  );
+}
+
+/**
+ * A new task refused because finished results fill a stored-bytes budget (`budget`: its config key) until
+ * `freesAtMs` (epoch ms), when the oldest of them expires; deleting results frees it sooner. `together`: the caller
+ * is counted with every client without authentication.
+ */
+export function storedResultsFull(
+  budget: 'tasks.maxStoredBytesPerPrincipal' | 'tasks.maxStoredBytes',
+  storedBytes: number,
+  limit: number,
+  freesAtMs: number,
+  now: number,
+  together = false,
+): GatewayError {
+  const whose =
+    budget === 'tasks.maxStoredBytes'
+      ? 'All principals\' finished task results'
+      : together
+        ? 'Finished task results of clients without authentication (counted together)'
+        : 'Your finished task results';
+  const retryAfterMs = Math.max(1000, freesAtMs - now);
+  return new GatewayError(
+    'stored_results_full',
+    `${whose} fill ${budget} (${storedBytes} of ${limit} bytes stored): no new task until some expire (the oldest at ${new Date(freesAtMs).toISOString()}) or are deleted; try again then`,
+    { budget, storedBytes, limit, retryAfterMs },
+  );
 }

@@ -44,7 +44,8 @@ export interface GatewayEventMap {
   'task.input.answered': TaskFacts & { method: string };
   /**
    * Terminal, recorded once. `reason` says why the gateway ended it when the upstream did not:
-   * `maxRunMs`, `lost` (its replica stopped), `drained` (shutdown), `cancelled` (by the client), `upstream removed` (a config reload dropped its upstream).
+   * `maxRunMs`, `lost` (its replica stopped), `drained` (shutdown), `cancelled` (by the client), `upstream removed` (a config reload dropped its upstream),
+   * `maxResultBytes` (its result was larger than tasks.maxResultBytes, and was not stored).
    */
   'task.ended': TaskFacts & {
     status: 'completed' | 'failed' | 'cancelled';
@@ -54,6 +55,8 @@ export interface GatewayEventMap {
     /** The outcome was kept through a store outage and written once the store was back. */
     kept?: boolean;
   };
+  /** A client deleted an ended task and its result before its TTL (tasks/delete, a 2025-11-25 extension). */
+  'task.deleted': TaskFacts;
   /** A client read the task's result (tasks/result, the task_result tool). */
   'task.retrieved': TaskFacts & { via: 'tasks/result' | 'task tool' };
   /** A replica took over the tasks of one that stopped: re-queued, re-run, or failed as lost. */

@@ -126,7 +126,7 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'upstreams.<name>.maxMessageBytes': `Largest message taken from the upstream, on every transport: a stdio line, an SSE
     event, a JSON body. A larger one is dropped as it streams and the call it answers fails: -32603 \`Upstream
     '<name>' sent a message larger than maxMessageBytes (<n> bytes)\` (a task fails with that message). Raise it for
-    tools with big results.`,
+    tools with big results; a task's result is also bounded by \`tasks.maxResultBytes\` when it is stored.`,
   'upstreams.<name>.command': 'The program to start as the server, e.g. `node`.',
   'upstreams.<name>.args': 'Its arguments. Numbers and booleans are taken as text.',
   'upstreams.<name>.env': `Variables added to a minimal environment (HOME, PATH, USER, LANG, TMPDIR, ...): the
@@ -192,6 +192,15 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'tasks.rules[].retry.maxAttempts': 'As `tasks.defaults.retry.maxAttempts`.',
   'tasks.immediateResponse': `Sent with each new task as \`_meta["io.modelcontextprotocol/model-immediate-response"]\`;
     \`""\` = not sent.`,
+  'tasks.maxStoredBytesPerPrincipal': `Bytes of finished tasks' results (and stored errors) one principal may hold in
+    the task store, counted as their JSON, across all replicas. At the budget a new task is refused (HTTP 503 +
+    \`Retry-After\`, a JSON-RPC error naming the budget and when its oldest result expires) until results expire or
+    are deleted; results already kept are never dropped early. 0 = no budget.`,
+  'tasks.maxStoredBytes': `The same for all principals together, per task store (every replica sharing it). 0 = no
+    budget.`,
+  'tasks.maxResultBytes': `The largest result (or error) one task stores, as JSON. A larger one fails its task with
+    \`Task result too large\` instead of being stored. At least 1024. Keep it at or above the upstreams'
+    \`maxMessageBytes\` unless tasks' results should be smaller than what plain calls may answer.`,
   'tasks.taskTools': `The tools hosts without tasks use to fetch background results: \`task_result\`, \`task_status\`,
     \`task_cancel\` and \`task_list\`, listed first in \`tools/list\` to every caller, acting only on the caller's own
     tasks.`,

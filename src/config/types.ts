@@ -226,6 +226,12 @@ export interface TasksConfig {
    */
   immediateResponse: string;
   taskTools: TaskToolsConfig;
+  /** Bytes of finished tasks' results (and stored errors) one principal may hold in the store; 0 = no budget. */
+  maxStoredBytesPerPrincipal: number;
+  /** Bytes of finished tasks' results all principals together may hold in the store; 0 = no budget. */
+  maxStoredBytes: number;
+  /** The largest single result (or error) a task stores; a larger one fails its task instead. */
+  maxResultBytes: number;
 }
 
 /** The gateway's own tools through which hosts without tasks reach background tasks. */

@@ -17,6 +17,7 @@ export const AUDIT_NAMES = [
   'task.failed',
   'task.cancelled',
   'task.retrieved',
+  'task.deleted',
   'task.requeued',
   'task.retried',
   'task.lost',
@@ -35,6 +36,9 @@ export function subscribeAuditLog(events: GatewayEvents, log: AuditLogger): () =
       // The task tools say how the result was read; tasks/result never did.
       const via = e.via === 'task tool' ? { via: e.via } : {};
       log.info({ audit: 'task.retrieved', task: e.taskId, principal: e.principal, ...via }, 'task result retrieved');
+    }),
+    events.on('task.deleted', (e) => {
+      log.info({ audit: 'task.deleted', task: e.taskId, principal: e.principal }, 'task deleted');
     }),
     events.on('task.recovered', (e) => {
       const base = { task: e.taskId, principal: e.principal, owner: e.previousOwner };

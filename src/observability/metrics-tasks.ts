@@ -11,7 +11,7 @@ const TASK_BUCKETS = [0.1, 0.5, 1, 5, 15, 30, 60, 300, 900, 1800, 3600, 14400];
 /** Seconds in line for a concurrency slot: mostly none. */
 const WAIT_BUCKETS = [0.001, 0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 900];
 /** Why the gateway ended a task (src/events.ts task.ended): anything else is "other". */
-const END_REASONS = new Set(['maxRunMs', 'lost', 'drained', 'cancelled']);
+const END_REASONS = new Set(['maxRunMs', 'lost', 'drained', 'cancelled', 'maxResultBytes']);
 
 type RunStatus = 'working' | 'input_required' | 'queued';
 

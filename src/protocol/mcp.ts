@@ -131,7 +131,7 @@ export const MCP_METHODS: ReadonlySet<string> = new Set([
   'tools/list', 'tools/call', 'prompts/list', 'prompts/get',
   'resources/list', 'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
   'logging/setLevel', 'completion/complete',
-  'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel', 'tasks/update',
+  'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel', 'tasks/update', 'tasks/delete',
   'sampling/createMessage', 'elicitation/create', 'roots/list',
   'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/message',
   'notifications/roots/list_changed', 'notifications/tools/list_changed', 'notifications/prompts/list_changed',

@@ -4,6 +4,7 @@ import type { JsonObject } from '../jsonrpc.js';
 import { randomBytes } from 'node:crypto';
 import { RunningIndex } from './memory/running.js';
 import { Semaphores } from './memory/semaphores.js';
+import { StoredBytesLedgers } from './memory/stored-bytes.js';
 import {
   batches,
   CursorCodec,
@@ -13,11 +14,14 @@ import {
   LIST_ALL_SCAN,
   listingKey,
   matchesFilter,
+  outcomeBytes,
   terminalExpiry,
   TIMELINE_LENGTH,
   ALL_TASKS_CURSOR,
+  type DeleteResult,
   type NewTask,
   type SlotGrant,
+  type StoredBytes,
   type TaskChange,
   type TaskFilter,
   type TaskPage,
@@ -54,6 +58,8 @@ export class MemoryTaskStore implements TaskStore {
   private readonly topics = new EventEmitter();
   private readonly running = new RunningIndex();
   private readonly semaphores = new Semaphores();
+  /** Bytes of finished tasks' outcomes, per principal and in total, until each task expires or is deleted. */
+  private readonly stored = new StoredBytesLedgers();
   /** Rate-limit windows by name and principal: hits so far and when the window ends. */
   private readonly rateWindows = new Map<string, { hits: number; endsAt: number }>();
   private readonly secret = randomBytes(32);
@@ -125,6 +131,7 @@ export class MemoryTaskStore implements TaskStore {
       entry.expiresAt = terminalExpiry(task, now, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
       // Kept only to run the task again, which an ended task never is: its arguments are not held for its TTL.
       delete task.call;
+      if (task.outcome !== undefined) this.stored.charge(change.chargeTo ?? task.principal, taskId, outcomeBytes(task.outcome), entry.expiresAt);
     }
     if (statusChanged) {
       entry.timeline.push(transitionOf(task));
@@ -133,6 +140,20 @@ export class MemoryTaskStore implements TaskStore {
     const summary = copy(withoutOutcome(task));
     this.events.emit(taskId, summary);
     return { ok: true, task: copy(summary) };
+  }
+
+  async storedBytes(principal: string): Promise<StoredBytes> {
+    return this.stored.read(principal, this.now());
+  }
+
+  async delete(taskId: string, chargedTo?: string): Promise<DeleteResult> {
+    const entry = this.live(taskId);
+    if (entry === undefined) return 'not_found';
+    if (!isTerminal(entry.task.status)) return 'not_terminal';
+    // Its listing entries go as listings meet them, as an expired task's do.
+    this.tasks.delete(taskId);
+    this.stored.release(chargedTo ?? entry.task.principal, taskId);
+    return 'deleted';
   }
 
   async list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage> {
@@ -319,6 +340,7 @@ export class MemoryTaskStore implements TaskStore {
     for (const sessionId of [...this.sessions.keys()]) this.liveSession(sessionId);
     const now = this.now();
     this.semaphores.sweep(now);
+    this.stored.sweep(now);
     for (const [taskId, until] of this.expiredIds) if (until <= now) this.expiredIds.delete(taskId);
   }
 }

@@ -46,6 +46,24 @@ export interface RedisKeys {
   slot(key: string): SlotKeys;
   /** A rate limit's counter for one principal (hash tag: the principal, like its task index). */
   rateWindow(name: string, principal: string): string;
+  /**
+   * A ledger of stored result bytes (see StoredLedgerKeys): one per principal under the principal's hash tag, and
+   * the store-wide one under its own (`{stored}`). They never share a Cluster slot, so each is its own atomic step.
+   */
+  storedBytes(principal: string): StoredLedgerKeys;
+  allStoredBytes(): StoredLedgerKeys;
+}
+
+/** One stored-bytes ledger: task ids by expiry (a sorted set), each task's bytes (a hash), and their sum (a counter). */
+export interface StoredLedgerKeys {
+  expiries: string;
+  sizes: string;
+  total: string;
+}
+
+/** A ledger's keys in the order the stored-bytes script takes them. */
+export function storedLedgerKeyList(keys: StoredLedgerKeys): string[] {
+  return [keys.expiries, keys.sizes, keys.total];
 }
 
 export interface SlotKeys {
@@ -78,9 +96,15 @@ export function redisKeys(prefix: string): RedisKeys {
     runningOfPrefix: () => `${prefix}:{running}:of:`,
     legacyRunning: () => `${prefix}:{running}`,
     rateWindow: (name, principal) => `${prefix}:rate:{${principal}}:${name}`,
+    storedBytes: (principal) => ledgerKeys(`${prefix}:principal:{${principal}}:stored`),
+    allStoredBytes: () => ledgerKeys(`${prefix}:{stored}`),
     slot: (key) => {
       const base = `${prefix}:{slot:${key}}`;
       return { holders: `${base}:holders`, queue: `${base}:queue`, queueDeadlines: `${base}:queue-deadlines`, owners: `${base}:owners`, sequence: `${base}:seq` };
     },
   };
+}
+
+function ledgerKeys(base: string): StoredLedgerKeys {
+  return { expiries: `${base}:expiries`, sizes: `${base}:sizes`, total: `${base}:total` };
 }

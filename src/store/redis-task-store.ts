@@ -13,6 +13,7 @@ import { OwnEvents } from './redis/own-events.js';
 import { ReadBatch } from './redis/read-batch.js';
 import { RedisRunning } from './redis/running.js';
 import { RedisSemaphores } from './redis/semaphores.js';
+import { RedisStoredBytes } from './redis/stored-bytes.js';
 import { RedisTopics } from './redis/topics.js';
 import { parseTask, readFields, summaryFromHmget } from './redis/task-record.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
@@ -22,9 +23,12 @@ import {
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
   isTerminal,
+  terminalExpiry,
   TIMELINE_LENGTH,
+  type DeleteResult,
   type NewTask,
   type SlotGrant,
+  type StoredBytes,
   type TaskChange,
   type TaskFilter,
   type TaskPage,
@@ -69,6 +73,8 @@ export class RedisTaskStore implements TaskStore {
   private readonly running: RedisRunning;
   /** Concurrency slots. */
   private readonly semaphores: RedisSemaphores;
+  /** Bytes of finished tasks' outcomes, per principal and in total. */
+  private readonly stored: RedisStoredBytes;
 
   constructor(
     readonly redis: RedisClient,
@@ -92,6 +98,7 @@ export class RedisTaskStore implements TaskStore {
     this.listing = new TaskListing(redis, this.keys, () => this.cursorCodec());
     this.running = new RedisRunning(this.run, this.keys);
     this.semaphores = new RedisSemaphores(this.run, this.keys);
+    this.stored = new RedisStoredBytes(this.run, this.keys);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.ensureSubscribed();
@@ -135,6 +142,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
+    const outcome = change.outcome === undefined ? '' : JSON.stringify(change.outcome);
     const mode = change.message === undefined ? 'keep' : change.message === null ? 'clear' : 'set';
     const reply = (await this.run(
       'transition',
@@ -145,7 +153,7 @@ export class RedisTaskStore implements TaskStore {
       change.to,
       mode,
       change.message ?? '',
-      change.outcome === undefined ? '' : JSON.stringify(change.outcome),
+      outcome,
       String(this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS),
       String(EXPIRED_MEMORY_MS),
       change.openRequests === undefined ? 'keep' : change.openRequests === null ? 'clear' : 'set',
@@ -159,7 +167,23 @@ export class RedisTaskStore implements TaskStore {
     const task = parseTask(fields);
     const acknowledged = verdict === 'ok' ? this.acknowledgement(fields, isTerminal(task.status)) : undefined;
     if (acknowledged !== undefined) await acknowledged;
+    if (verdict === 'ok' && outcome !== '' && isTerminal(task.status)) {
+      // Charged after the transition, in the ledgers' own slots, until the task expires (the expiry the script set:
+      // the same rule from the same clock). A failed charge leaves the outcome stored but uncounted: the end stands.
+      const expiresAt = terminalExpiry(task, task.updatedMs, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
+      await this.stored.charge(change.chargeTo ?? task.principal, taskId, Buffer.byteLength(outcome), expiresAt).catch(() => undefined);
+    }
     return verdict === 'ok' ? { ok: true, task } : { ok: false, reason: 'terminal', task };
+  }
+
+  storedBytes(principal: string): Promise<StoredBytes> {
+    return this.stored.read(principal);
+  }
+
+  async delete(taskId: string, chargedTo?: string): Promise<DeleteResult> {
+    const [verdict, principal] = (await this.run('delete', this.keys.task(taskId), this.keys.taskTimeline(taskId), this.keys.taskExpired(taskId))) as [DeleteResult, string?];
+    if (verdict === 'deleted' && principal !== undefined) await this.stored.release(chargedTo ?? principal, taskId);
+    return verdict;
   }
 
   list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage> {

@@ -79,6 +79,11 @@ export interface TaskChange {
   attempt?: number;
   /** Sets or clears the `queued` mark. */
   queued?: boolean;
+  /**
+   * Whose stored-bytes ledger a terminal outcome is charged to: the task's principal unless said (the gateway
+   * counts every client together without authentication, as it does unfinished tasks).
+   */
+  chargeTo?: string;
 }
 
 /** The change that fails a task for a reason of the gateway's own: the message is its status message and its error. */
@@ -123,6 +128,28 @@ export const TIMELINE_LENGTH = 50;
  */
 export const LIST_ALL_SCAN = 1_000;
 
+/**
+ * Bytes of finished tasks' outcomes held in the store: a principal's and all principals' together, each with when
+ * its oldest charged outcome expires (absent when nothing is charged).
+ */
+export interface StoredBytes {
+  principal: number;
+  total: number;
+  principalFreesAtMs?: number;
+  totalFreesAtMs?: number;
+}
+
+/** What deleting a task did: gone, no such task (or expired), or not deleted because it has not ended. */
+export type DeleteResult = 'deleted' | 'not_found' | 'not_terminal';
+
+/** Expired ledger entries one storedBytes call trims at most, per ledger (the rest go on later calls). */
+export const STORED_TRIM_PER_CALL = 1_000;
+
+/** The bytes an outcome is charged for: its JSON, as the store keeps it. */
+export function outcomeBytes(outcome: Outcome): number {
+  return Buffer.byteLength(JSON.stringify(outcome));
+}
+
 /** The answer to acquireSlot: a slot, or how many hold one or wait in line before the ticket. */
 export type SlotGrant = { granted: true } | { granted: false; ahead: number };
 
@@ -145,6 +172,19 @@ export interface TaskStore {
    * result comes without its outcome.
    */
   transition(taskId: string, change: TaskChange): Promise<TransitionResult>;
+  /**
+   * Bytes of finished tasks' outcomes the principal holds, and all principals together. A terminal transition that
+   * carries an outcome charges its JSON's bytes (outcomeBytes) to the task's principal and to the total until the
+   * task expires or is deleted; an expired charge is dropped by the next read (at most STORED_TRIM_PER_CALL per
+   * ledger and call). On Redis the principal's ledger and the total are separate atomic steps after the transition
+   * (Cluster slots): a replica that dies between them leaves that one outcome uncharged.
+   */
+  storedBytes(principal: string): Promise<StoredBytes>;
+  /**
+   * Deletes an ended task and its outcome at once (before its TTL), releasing its stored bytes from the ledger of
+   * `chargedTo` (the task's principal unless said: whom its end charged).
+   */
+  delete(taskId: string, chargedTo?: string): Promise<DeleteResult>;
   /** The principal's tasks (without outcomes), newest first. Throws InvalidCursorError for a cursor this store did not issue. */
   list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage>;
   /**

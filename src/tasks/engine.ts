@@ -30,9 +30,10 @@ import type { InputRequest } from './pending-inputs.js';
 import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, runInputs, runSignal, type LocalRun, type RunActions, type RunHandle, type TaskCaller } from './local-run.js';
 import type { InflightCharge } from './inflight-bytes.js';
 import type { Peers } from './peers.js';
-import { NATIVE_TASKS_PRINCIPAL, type TaskReader } from './principals.js';
+import { countedPrincipal, NATIVE_TASKS_PRINCIPAL, type TaskReader } from './principals.js';
 import type { RateLimiter } from './rate-limits.js';
 import { TaskSlots } from './slots.js';
+import { boundedEnd, checkStoredBudgets } from './stored-results.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 
 const LIST_PAGE_SIZE = 50;
@@ -178,6 +179,7 @@ export class TaskEngine {
     this.holdRoom(taskId, principal);
     try {
       await this.callers.rateLimiter?.taskCreation(principal);
+      await checkStoredBudgets(this.store, this.config, countedPrincipal(principal, this.callers.authenticated), this.events, { together: !this.callers.authenticated });
       await this.slots.claimPrincipal(principal, taskId, policy);
       const { retentionMs, pollMs } = taskTiming(policy, requestedTtl);
       const task = await this.store
@@ -321,6 +323,17 @@ export class TaskEngine {
       if (error instanceof InvalidCursorError) throw new GatewayError('invalid_params', 'Invalid cursor');
       throw storeUnavailable(error);
     }
+  }
+
+  /**
+   * Deletes an ended task and its outcome before its TTL, which frees its bytes in the stored-results budgets; a
+   * task still running is refused (cancel it first), as is one that is gone.
+   */
+  async delete(task: TaskRecord): Promise<void> {
+    const verdict = await this.store.delete(task.taskId, countedPrincipal(task.principal, this.callers.authenticated)).catch(unavailable);
+    if (verdict === 'not_found') throw new GatewayError('invalid_params', NOT_FOUND);
+    if (verdict === 'not_terminal') throw new GatewayError('invalid_params', `Cannot delete task: it is still ${task.status === 'input_required' ? 'waiting for input' : 'running'}; cancel it first`);
+    this.events.emit('task.deleted', taskFacts(task));
   }
 
   /**
@@ -543,9 +556,12 @@ export class TaskEngine {
   private async callEnded(run: LocalRun, outcome: Outcome): Promise<void> {
     if (run.ended) return;
     const failed = 'error' in outcome || outcome.result.isError === true;
-    this.endRun(run, failed ? 'failed' : 'completed', undefined, { keepSlots: true });
     const message = 'error' in outcome ? outcome.error.message : failed ? toolErrorText(outcome.result) : null;
-    const recorded = this.recordEnd({ task: run.task, change: { to: failed ? 'failed' : 'completed', message, outcome }, reason: undefined });
+    // A result over tasks.maxResultBytes is dropped here, and the task fails saying so.
+    const ended = boundedEnd({ to: failed ? 'failed' : 'completed', message, outcome }, run.task.upstream, this.config.maxResultBytes);
+    const change = { ...ended, chargeTo: countedPrincipal(run.task.principal, this.callers.authenticated) };
+    this.endRun(run, change.to as RunOutcome, undefined, { keepSlots: true });
+    const recorded = this.recordEnd({ task: run.task, change, reason: change.to === 'failed' && !failed ? 'maxResultBytes' : undefined });
     // The slots go back once the terminal write is on its way (one connection keeps the order): the write that
     // a waiting tasks/result answers after does not queue behind a release (a script, and a message to every replica).
     this.releaseSlots(run);

@@ -14,7 +14,7 @@ import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { connectRedis } from '../../src/store/redis-connection.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
-import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, TIMELINE_LENGTH, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, TIMELINE_LENGTH, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
 import { eventually } from './harness.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './redis-topologies.js';
 
@@ -374,6 +374,69 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.equal((await store.get(running.taskId))?.status, 'working');
       const listed = await store.list('session:ttl', { limit: 10 });
       assert.deepEqual(listed.tasks.map((t) => t.taskId), [running.taskId]);
+      await store.close();
+    });
+
+    test('stored bytes: an outcome is charged to its principal and the total as it ends; a delete releases it, a running task is not deleted', async () => {
+      const store = await create();
+      assert.deepEqual(await store.storedBytes('session:ledger-a'), { principal: 0, total: 0 });
+      const outcome = { result: { content: [{ type: 'text', text: 'x'.repeat(5000) }] } };
+      const size = outcomeBytes(outcome);
+      const a1 = await store.create(newTask({ principal: 'session:ledger-a' }));
+      const a2 = await store.create(newTask({ principal: 'session:ledger-a' }));
+      const b1 = await store.create(newTask({ principal: 'session:ledger-b' }));
+      const noOutcome = await store.create(newTask({ principal: 'session:ledger-a' }));
+      await store.transition(a1.taskId, { to: 'input_required', message: 'asking' });
+      assert.equal((await store.storedBytes('session:ledger-a')).principal, 0, 'nothing is charged before the end');
+      const ended = await store.transition(a1.taskId, { to: 'completed', outcome });
+      await store.transition(a2.taskId, { to: 'failed', outcome: { error: { code: -32042, message: 'y'.repeat(100) } } });
+      await store.transition(b1.taskId, { to: 'completed', outcome });
+      await store.transition(noOutcome.taskId, { to: 'cancelled' });
+      const errorSize = outcomeBytes({ error: { code: -32042, message: 'y'.repeat(100) } });
+      const a = await store.storedBytes('session:ledger-a');
+      assert.equal(a.principal, size + errorSize, 'a result and a stored error, not a cancellation without an outcome');
+      assert.equal(a.total, 2 * size + errorSize);
+      assert.ok(ended.ok && a.principalFreesAtMs !== undefined && a.principalFreesAtMs >= ended.task.createdMs + 60_000, 'frees up when the oldest expires');
+      assert.equal((await store.storedBytes('session:ledger-b')).principal, size);
+      // Terminal is forever: a late second end charges nothing more.
+      await store.transition(a1.taskId, { to: 'completed', outcome });
+      assert.equal((await store.storedBytes('session:ledger-a')).principal, size + errorSize);
+      const running = await store.create(newTask({ principal: 'session:ledger-a' }));
+      assert.equal(await store.delete(running.taskId), 'not_terminal');
+      assert.equal((await store.get(running.taskId))?.status, 'working');
+      assert.equal(await store.delete(a1.taskId), 'deleted');
+      assert.equal(await store.get(a1.taskId), undefined);
+      assert.equal(await store.expired(a1.taskId), false, 'a deleted task is unknown, not expired');
+      assert.equal(await store.delete(a1.taskId), 'not_found');
+      assert.equal(await store.delete(newTaskId()), 'not_found');
+      assert.deepEqual((await store.list('session:ledger-a', { limit: 10 })).tasks.map((t) => t.taskId).sort(), [a2.taskId, noOutcome.taskId, running.taskId].sort());
+      const after = await store.storedBytes('session:ledger-a');
+      assert.equal(after.principal, errorSize);
+      assert.equal(after.total, size + errorSize);
+      // Charged to another ledger than the task's principal (clients counted together), and released from it.
+      const counted = await store.create(newTask({ principal: 'session:ledger-c' }));
+      await store.transition(counted.taskId, { to: 'completed', outcome, chargeTo: 'ledger-together' });
+      assert.equal((await store.storedBytes('session:ledger-c')).principal, 0);
+      assert.equal((await store.storedBytes('ledger-together')).principal, size);
+      assert.equal(await store.delete(counted.taskId, 'ledger-together'), 'deleted');
+      const released = await store.storedBytes('ledger-together');
+      assert.equal(released.principal, 0);
+      assert.equal(released.total, size + errorSize, 'b1 and a2 are left');
+      await store.close();
+    });
+
+    test('stored bytes: released when the task expires', async () => {
+      const store = await create();
+      const outcome = { result: { content: [{ type: 'text', text: 'z'.repeat(2000) }] } };
+      const short = await store.create(newTask({ principal: 'session:ledger-ttl', retentionMs: 50 }));
+      const long = await store.create(newTask({ principal: 'session:ledger-ttl', retentionMs: 60_000 }));
+      await store.transition(short.taskId, { to: 'completed', outcome });
+      await store.transition(long.taskId, { to: 'completed', outcome });
+      assert.equal((await store.storedBytes('session:ledger-ttl')).principal, 2 * outcomeBytes(outcome));
+      await eventually(async () => (await store.get(short.taskId)) === undefined, 5000);
+      const left = await store.storedBytes('session:ledger-ttl');
+      assert.equal(left.principal, outcomeBytes(outcome), 'the expired one is released, the other kept');
+      assert.equal(left.total, outcomeBytes(outcome));
       await store.close();
     });
 
@@ -756,6 +819,23 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
         return !entries.some((entry) => entry.endsWith(`:${gone.taskId}`));
       }, 5000);
       assert.equal(await store.redis.zcard(keys.allTasks()), live.length, 'the live ones stay');
+      await store.close();
+    });
+
+    test('stored-bytes ledgers: a principal\'s under its hash tag, the total under its own; both go with their last charge', async () => {
+      const prefix = newPrefix();
+      const store = await newRedisStore(prefix, topology);
+      const keys = redisKeys(prefix);
+      const mine = keys.storedBytes('session:ledger-keys');
+      assert.ok(mine.expiries.includes('{session:ledger-keys}') && mine.sizes.includes('{session:ledger-keys}') && mine.total.includes('{session:ledger-keys}'));
+      const task = await store.create(newTask({ principal: 'session:ledger-keys', retentionMs: 50 }));
+      await store.transition(task.taskId, { to: 'completed', outcome: { result: { content: [] } } });
+      for (const key of [mine.expiries, mine.sizes, mine.total, keys.allStoredBytes().total]) {
+        const pttl = await store.redis.pttl(key);
+        assert.ok(pttl > 0 && pttl <= RESULT_GRACE_MS, `${key} expires with its last charge (${pttl} ms)`);
+      }
+      await eventually(async () => (await store.redis.exists(mine.expiries, mine.sizes, mine.total)) === 0, 5000);
+      assert.deepEqual(await store.storedBytes('session:ledger-keys'), { principal: 0, total: 0 });
       await store.close();
     });
 

@@ -50,13 +50,14 @@ describe('audit log subscriber', () => {
     events.emit('task.ended', { ...FACTS, status: 'completed', durationMs: 5, kept: true });
     events.emit('task.retrieved', { ...FACTS, via: 'tasks/result' });
     events.emit('task.retrieved', { ...FACTS, via: 'task tool' });
+    events.emit('task.deleted', FACTS);
     events.emit('task.recovered', { ...FACTS, action: 'lost', previousOwner: 'r1' });
     events.emit('task.recovered', { ...FACTS, action: 'requeued', previousOwner: 'r1' });
     events.emit('task.recovered', { ...FACTS, action: 'retried', previousOwner: 'r1', attempt: 2 });
     events.emit('access.denied', { principal: 'key:bob', kind: 'tools', name: 'secret' });
     events.emit('access.denied', { principal: 'key:bob', kind: 'tools', name: 'secret', taskId: 't2' });
     events.emit('access.denied', { kind: 'credentials', reason: 'Unknown API key', status: 401 });
-    const lines = await linesOf(state, 13);
+    const lines = await linesOf(state, 14);
     assert.deepEqual(lines, [
       { level: 'info', audit: 'task.created', task: 't1', principal: 'key:alice', tool: 'slow_add', upstream: 'fx', era: 'legacy', msg: 'task created' },
       { level: 'info', audit: 'task.completed', task: 't1', principal: 'key:alice', msg: 'task completed' },
@@ -65,6 +66,7 @@ describe('audit log subscriber', () => {
       { level: 'info', audit: 'task.completed', task: 't1', msg: 'kept task outcome written' },
       { level: 'info', audit: 'task.retrieved', task: 't1', principal: 'key:alice', msg: 'task result retrieved' },
       { level: 'info', audit: 'task.retrieved', task: 't1', principal: 'key:alice', via: 'task tool', msg: 'task result retrieved' },
+      { level: 'info', audit: 'task.deleted', task: 't1', principal: 'key:alice', msg: 'task deleted' },
       { level: 'warn', audit: 'task.lost', task: 't1', principal: 'key:alice', owner: 'r1', msg: 'task failed: its replica stopped' },
       { level: 'warn', audit: 'task.requeued', task: 't1', principal: 'key:alice', owner: 'r1', msg: 'queued task taken over: its replica stopped' },
       { level: 'warn', audit: 'task.retried', task: 't1', principal: 'key:alice', owner: 'r1', attempt: 2, msg: 'task re-run: its replica stopped' },

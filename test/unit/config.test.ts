@@ -121,6 +121,9 @@ describe('config: the contract example', () => {
         waitSeconds: 20,
         maxWaitSeconds: 50,
       },
+      maxStoredBytesPerPrincipal: 64 * 1024 * 1024,
+      maxStoredBytes: 1024 * 1024 * 1024,
+      maxResultBytes: 16 * 1024 * 1024,
     });
     assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000, maxPerPrincipal: 1_000, maxStreamsPerPrincipal: 100 });
     assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000, jsonWindowMs: 50, maxBufferedBytesPerStream: 8_388_608, maxBufferedBytes: 268_435_456 });
@@ -495,7 +498,20 @@ describe('config: task policy', () => {
       waitSeconds: 20,
       maxWaitSeconds: 50,
     },
+    maxStoredBytesPerPrincipal: 0,
+    maxStoredBytes: 0,
+    maxResultBytes: 16 * 1024 * 1024,
   };
+
+  it('stored-result budgets: 0 turns a budget off, a result limit has a floor of 1024 bytes', () => {
+    const config = parse('upstreams:\n  a: { command: x }\ntasks:\n  maxStoredBytesPerPrincipal: 0\n  maxStoredBytes: "2048"\n  maxResultBytes: 1024\n');
+    assert.equal(config.tasks.maxStoredBytesPerPrincipal, 0);
+    assert.equal(config.tasks.maxStoredBytes, 2048);
+    assert.equal(config.tasks.maxResultBytes, 1024);
+    const errors = parseErrors('upstreams:\n  a: { command: x }\ntasks:\n  maxResultBytes: 0\n  maxStoredBytes: -1\n');
+    assert.ok(errors.some((e) => /maxResultBytes/.test(e.path)), JSON.stringify(errors));
+    assert.ok(errors.some((e) => /maxStoredBytes/.test(e.path)), JSON.stringify(errors));
+  });
 
   it('first matching rule wins, merged onto the defaults', () => {
     assert.deepEqual(resolvePolicy(tasks, 'ci__deploy'), { ...DEFAULT_POLICY, mode: 'forbidden' });

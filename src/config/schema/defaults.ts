@@ -65,4 +65,9 @@ export const DEFAULTS = Object.freeze({
   protocol: 'auto',
   maxMessageBytes: 16 * 1024 * 1024,
   corsMaxAgeSeconds: 600,
+  // Stored task results (docs/limits.md, "Stored results"): one result as large as the largest upstream message by
+  // default, four of those per principal, and a store-wide total a single replica's memory store can hold.
+  maxResultBytes: 16 * 1024 * 1024,
+  maxStoredBytesPerPrincipal: 64 * 1024 * 1024,
+  maxStoredBytes: 1024 * 1024 * 1024,
 } as const);

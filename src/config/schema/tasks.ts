@@ -58,6 +58,10 @@ export const TasksSchema = z
     rules: z.array(RuleSchema).default(() => []),
     immediateResponse: z.string().default(DEFAULTS.immediateResponse),
     taskTools: TaskToolsSchema.prefault({}),
+    // 0 turns a budget off; a result limit of 0 would fail every task, so it has a floor.
+    maxStoredBytesPerPrincipal: int(0).default(DEFAULTS.maxStoredBytesPerPrincipal),
+    maxStoredBytes: int(0).default(DEFAULTS.maxStoredBytes),
+    maxResultBytes: int(1024).default(DEFAULTS.maxResultBytes),
   })
   .superRefine((tasks, ctx) => {
     // A rule is checked merged onto the defaults, because that is the policy a tool actually gets.

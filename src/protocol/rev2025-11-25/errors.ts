@@ -12,7 +12,7 @@ import { errorResponse, type JsonRpcErrorObject, type JsonRpcFailure, type Outco
  * `replicas.maxRunningTasks` a 503, as for 2026-07-28 clients, so that a client or a load balancer may try again
  * (on another replica).
  */
-const EXCHANGE_REFUSALS: ReadonlySet<ErrorCode> = new Set(['rate_limited', 'replica_full']);
+const EXCHANGE_REFUSALS: ReadonlySet<ErrorCode> = new Set(['rate_limited', 'replica_full', 'stored_results_full']);
 
 /** A request's failure that may answer its POST with an HTTP status of its own (see `exchangeAnswer`). */
 export interface LegacyRefusedOutcome {

@@ -220,7 +220,8 @@ export class SessionRouter {
       case 'tasks/get':
       case 'tasks/result':
       case 'tasks/list':
-      case 'tasks/cancel': {
+      case 'tasks/cancel':
+      case 'tasks/delete': {
         if (!supportsLegacyTasks(session.protocolVersion)) {
           throw new GatewayError('method_not_found', `Method not found: ${request.method} (tasks need protocol 2025-11-25; this session negotiated ${session.protocolVersion})`);
         }
@@ -229,6 +230,7 @@ export class SessionRouter {
         const taskId = codec.taskIdOf(params);
         if (request.method === 'tasks/get') return this.tasks.get(taskId, reader);
         if (request.method === 'tasks/result') return this.tasks.result(taskId, stream, session, reader);
+        if (request.method === 'tasks/delete') return this.tasks.delete(taskId, reader);
         return this.tasks.cancel(taskId, reader);
       }
       case 'resources/read':

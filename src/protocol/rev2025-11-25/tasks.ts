@@ -178,6 +178,15 @@ export class LegacyTasks {
     return { result: codec.cancelResult(changed.task) };
   }
 
+  /**
+   * tasks/delete (SEP-1686, kept as an extension on 2025-11-25 sessions): an ended task and its result go before
+   * their TTL, freeing the principal's stored-results budget; answers `{}`. A running task is refused.
+   */
+  async delete(taskId: unknown, reader: TaskReader): Promise<Outcome> {
+    await this.engine.delete(await this.engine.find(taskId, { reader }));
+    return { result: {} };
+  }
+
   /** Tells a task's session of the change another replica's loss forced (the replica that would have is gone). */
   async tellSession(task: TaskRecord, session: (sessionId: string) => Promise<LegacySession | undefined>): Promise<void> {
     // Without authentication the principal names the session; with it, the stored call does (if it was kept).

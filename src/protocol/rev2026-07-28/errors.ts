@@ -32,7 +32,7 @@ export function modernRefusal(id: RequestId | null, error: unknown): { status: n
 }
 
 /** Temporary refusals of a dispatched request: HTTP 503 with Retry-After, so that a client or proxy may try another replica. */
-const TEMPORARY_REFUSALS: ReadonlySet<ErrorCode> = new Set(['replica_full']);
+const TEMPORARY_REFUSALS: ReadonlySet<ErrorCode> = new Set(['replica_full', 'stored_results_full']);
 
 /**
  * A dispatched request that failed here: request-level failures keep their HTTP status, and so do temporary

@@ -23,6 +23,8 @@ const KEY_COUNTS = {
   'renew-slots': 5,
   'slot-holders': 1,
   'count-hit': 1,
+  'stored-bytes': 3,
+  delete: 3,
 } as const;
 
 export type ScriptName = keyof typeof KEY_COUNTS;

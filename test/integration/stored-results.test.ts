@@ -1,0 +1,184 @@
+// Finished results are bounded (issue 31, item 3), seen from outside: a gateway process on each store, the abusive
+// fixture upstream (its `big_result` answers as many bytes as asked), SDK v1 clients for 2025-11-25 sessions and
+// hand-written 2026-07-28 requests, two principals by API key. A result over tasks.maxResultBytes fails its task
+// with a message saying so; a principal whose stored results fill its budget is refused new tasks with a retryable
+// error (HTTP 503 + Retry-After) while another principal is served; deleting a result serves it again.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResultSchema, CreateTaskResultSchema, EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Redis } from 'ioredis';
+import { abusiveFixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
+import { eventually, modern, suiteScope, TASKS_CAPABILITIES, textOf, type Json } from './harness.js';
+
+const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ALICE = 'alice-key-0123456789abcdef';
+const BOB = 'bob-key-0123456789abcdef';
+const CAROL = 'carol-key-0123456789abcdef';
+/** Small budgets: two results of RESULT bytes fit a principal's budget, the third fills it. */
+const MAX_RESULT = 200_000;
+const PER_PRINCIPAL = 300_000;
+const RESULT = 120_000;
+const TOO_LARGE = /Task result too large: upstream 'abuse' answered \d+ bytes, more than tasks\.maxResultBytes \(200000 bytes\)/;
+const FULL = /Your finished task results fill tasks\.maxStoredBytesPerPrincipal \(\d+ of 300000 bytes stored\)/;
+
+const prefixes: string[] = [];
+after(async () => {
+  if (prefixes.length === 0) return;
+  const redis = new Redis(REDIS_URL);
+  for (const prefix of prefixes) {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+  }
+  await redis.quit();
+});
+
+const bearer = (key: string): Record<string, string> => ({ authorization: `Bearer ${key}` });
+
+/** Starts a task of `big_result` answering `bytes` (2025-11-25, params.task) and returns its id. */
+async function startTask(client: Client, bytes: number): Promise<string> {
+  const created = await client.request({ method: 'tools/call', params: { name: 'big_result', arguments: { bytes }, task: {} } }, CreateTaskResultSchema);
+  return created.task.taskId;
+}
+
+/** A task's result as tasks/result gives it (it waits for the end): the result's length, or the error's message. */
+async function resultOf(client: Client, taskId: string): Promise<{ length: number } | { error: string }> {
+  try {
+    const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    return { length: textOf(result).length };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+/** A 2026-07-28 task's state once terminal, read with tasks/get. */
+async function modernEnd(url: string, key: string, taskId: string): Promise<Json> {
+  let task: Json = {};
+  await eventually(async () => {
+    task = (await modern(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(key) })).result ?? {};
+    return ['completed', 'failed', 'cancelled'].includes(String(task.status));
+  }, 20_000);
+  return task;
+}
+
+for (const kind of ['memory', 'redis'] as const) {
+  describe(`stored results are bounded (${kind} store)`, () => {
+    const scope = suiteScope();
+    let gateway: GatewayChild;
+    const client = async (key: string): Promise<Client> => scope.plainClient(gateway.url, { capabilities: { tasks: {} }, headers: bearer(key) });
+
+    before(async () => {
+      const prefix = `taskgate-test-stored-${process.pid}-${randomBytes(4).toString('hex')}`;
+      if (kind === 'redis') prefixes.push(prefix);
+      gateway = await scope.spawnGateway({
+        config: {
+          upstreams: { abuse: { transport: 'stdio', ...abusiveFixtureCommand() } },
+          store: kind === 'redis' ? { type: 'redis', url: REDIS_URL, prefix } : { type: 'memory' },
+          auth: {
+            resource: 'http://gateway.example/mcp',
+            apiKeys: [{ principal: 'alice', key: ALICE }, { principal: 'bob', key: BOB }, { principal: 'carol', key: CAROL }],
+          },
+          tasks: {
+            defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 },
+            maxResultBytes: MAX_RESULT,
+            maxStoredBytesPerPrincipal: PER_PRINCIPAL,
+            maxStoredBytes: 64 * 1024 * 1024,
+          },
+        },
+      });
+    });
+
+    test('a result over tasks.maxResultBytes fails its task with a message saying so, in both revisions; one under it is stored', async () => {
+      const carol = await client(CAROL);
+      const big = await startTask(carol, MAX_RESULT + 50_000);
+      const answer = await resultOf(carol, big);
+      assert.ok('error' in answer && TOO_LARGE.test(answer.error), JSON.stringify(answer));
+      const task = await carol.experimental.tasks.getTask(big);
+      assert.equal(task.status, 'failed');
+      assert.match(String(task.statusMessage), TOO_LARGE);
+      const fits = await startTask(carol, 1000);
+      assert.deepEqual(await resultOf(carol, fits), { length: 1000 });
+
+      const created = await modern(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: MAX_RESULT + 50_000 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(CAROL) });
+      assert.equal(created.result?.resultType, 'task', JSON.stringify(created.response));
+      const ended = await modernEnd(gateway.url, CAROL, String(created.result?.taskId));
+      assert.equal(ended.status, 'failed');
+      assert.match(String((ended.error as Json | undefined)?.message), TOO_LARGE);
+      assert.equal(ended.result, undefined, 'nothing of the result was kept');
+    });
+
+    test('at its budget a principal is refused new tasks (503, Retry-After, the budget named) while another is served; a deleted result makes room', async () => {
+      const alice = await client(ALICE);
+      const stored: string[] = [];
+      // Three results: the first two leave room, the third fills the budget (a running task may always end).
+      for (let i = 0; i < 3; i++) {
+        const taskId = await startTask(alice, RESULT);
+        assert.deepEqual(await resultOf(alice, taskId), { length: RESULT });
+        stored.push(taskId);
+      }
+      await assert.rejects(startTask(alice, 10), (error: Error & { code?: unknown }) => {
+        assert.equal(error.code, 503, 'the SDK\'s StreamableHTTPError carries the HTTP status');
+        assert.match(error.message, FULL);
+        return true;
+      });
+      const refused = await modern(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE) });
+      assert.equal(refused.status, 503, JSON.stringify(refused.response));
+      assert.match(String(refused.error?.message), FULL);
+      assert.equal(refused.error?.data?.budget, 'tasks.maxStoredBytesPerPrincipal');
+      assert.ok(Number(refused.headers['retry-after']) > 0, `Retry-After: ${String(refused.headers['retry-after'])}`);
+      // What she stored is still there (kept until its TTL), and a plain call stores nothing, so it is served.
+      assert.deepEqual(await resultOf(alice, stored[0] as string), { length: RESULT });
+      const plain = await alice.callTool({ name: 'echo', arguments: { text: 'still served' } });
+      assert.match(textOf(plain), /still served/);
+
+      // Another principal is served meanwhile, in both revisions.
+      const bob = await client(BOB);
+      assert.deepEqual(await resultOf(bob, await startTask(bob, RESULT)), { length: RESULT });
+      const bobs = await modern(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: 100 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(BOB) });
+      assert.equal(bobs.result?.resultType, 'task', JSON.stringify(bobs.response));
+      assert.equal((await modernEnd(gateway.url, BOB, String(bobs.result?.taskId))).status, 'completed');
+
+      // tasks/delete: another principal's task is unknown to her; her own goes, and frees its bytes.
+      const bobsTask = await startTask(bob, 10);
+      await resultOf(bob, bobsTask);
+      await assert.rejects(alice.request({ method: 'tasks/delete', params: { taskId: bobsTask } }, EmptyResultSchema), /Task not found/);
+      assert.deepEqual(await alice.request({ method: 'tasks/delete', params: { taskId: stored[0] as string } }, EmptyResultSchema), {});
+      await assert.rejects(alice.experimental.tasks.getTask(stored[0] as string), /Task not found/);
+      const again = await startTask(alice, 10);
+      assert.deepEqual(await resultOf(alice, again), { length: 10 });
+    });
+  });
+}
+
+describe('stored results without auth: every client is counted together, as for unfinished tasks', () => {
+  const scope = suiteScope();
+  let gateway: GatewayChild;
+
+  before(async () => {
+    gateway = await scope.spawnGateway({
+      config: {
+        upstreams: { abuse: { transport: 'stdio', ...abusiveFixtureCommand() } },
+        tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, maxResultBytes: MAX_RESULT, maxStoredBytesPerPrincipal: PER_PRINCIPAL },
+      },
+    });
+  });
+
+  test('one session fills the budget; a new session is refused too, and a 2026-07-28 client; a delete makes room for all', async () => {
+    const first = await scope.plainClient(gateway.url, { capabilities: { tasks: {} } });
+    const stored: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const taskId = await startTask(first, RESULT);
+      assert.deepEqual(await resultOf(first, taskId), { length: RESULT });
+      stored.push(taskId);
+    }
+    const together = /Finished task results of clients without authentication \(counted together\) fill tasks\.maxStoredBytesPerPrincipal/;
+    const second = await scope.plainClient(gateway.url, { capabilities: { tasks: {} } });
+    await assert.rejects(startTask(second, 10), together);
+    const refused = await modern(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: 10 } }, { capabilities: TASKS_CAPABILITIES });
+    assert.equal(refused.status, 503);
+    assert.match(String(refused.error?.message), together);
+    await first.request({ method: 'tasks/delete', params: { taskId: stored[0] as string } }, EmptyResultSchema);
+    assert.deepEqual(await resultOf(second, await startTask(second, 10)), { length: 10 });
+  });
+});
