@@ -17,7 +17,7 @@ export const RECENT_IDS = 1024;
 
 /** The kinds of answer violations, as logged (`violation`) and put in the error's `data.violation`. */
 export const UNASKED_TASK = 'a task the gateway did not ask for';
-export const UNKNOWN_ID = 'a response with an id the gateway never sent';
+export const WRONG_ID = 'a response with a wrong id';
 export const DUPLICATE_RESPONSE = 'a duplicate response';
 export const UNSOLICITED_RESPONSE = 'an unsolicited response';
 export const CANCELLED_OWN_REQUEST = "notifications/cancelled for the gateway's own request";
@@ -67,12 +67,15 @@ export function unaskedTaskText(method: string, taskId: string): string {
   return `it answered ${method} with a task (${JSON.stringify(taskId.slice(0, 80))}) the gateway did not ask for`;
 }
 
-/** The sentence a call is told whose answer came with another id. */
-export function unknownIdText(id: unknown, only: boolean): string {
+/**
+ * The sentence a call is told whose answer came with another id: on its own stream (`onItsStream`), or on a
+ * channel all calls share where it was the only call waiting (the id then is one the gateway never sent).
+ */
+export function wrongIdText(id: unknown, onItsStream: boolean): string {
   const shown = JSON.stringify(id)?.slice(0, 80) ?? String(id);
-  return only
-    ? `it answered with id ${shown}, which the gateway never sent (this call was the only one waiting)`
-    : `it answered this call's stream with id ${shown}, which the gateway never sent, and no answer with the call's own id`;
+  return onItsStream
+    ? `it answered this call's stream with id ${shown}, never with the call's own`
+    : `it answered with id ${shown}, which the gateway never sent (taken for this call's answer)`;
 }
 
 /** The sentence a call is told whose request the upstream claimed to cancel. */
@@ -122,10 +125,7 @@ export class AnswerCheck<Call extends AwaitedAnswer> {
    * An answer from the upstream. One to a pending call settles it, unless it is a task the call did not ask for.
    * One that came on another pending call's own stream (Streamable HTTP) is a wrong-id answer to that call, which
    * fails if its stream then ends without its own answer. Otherwise: a late answer to a call the gateway gave up on
-   * (cancelled, timed out: taken quietly), a duplicate, or an id the gateway never sent. On a channel all calls
-   * share (stdio, legacy SSE) that one is the answer of the only call waiting; with none waiting it is unsolicited.
-   * With several waiting, which one it answers cannot be told: none is failed (failing any could fail the wrong
-   * one), the violation is logged with their number, and they end as they would have (answer, deadline, cancel).
+   * (cancelled, timed out: taken quietly), a duplicate, or an id the gateway never sent (see onSharedChannel).
    */
   answer(message: JsonRpcResponse, relatedTo: RequestId | undefined): void {
     const { port } = this;
@@ -145,20 +145,38 @@ export class AnswerCheck<Call extends AwaitedAnswer> {
     const stream = relatedTo === undefined ? undefined : port.pending.get(relatedTo);
     if (stream !== undefined) {
       stream.strayAnswer = id;
-      port.violation(UNKNOWN_ID, { id, onStreamOf: relatedTo });
+      port.violation(WRONG_ID, { id, onStreamOf: relatedTo });
     } else if (this.answered.has(id)) {
       port.violation(DUPLICATE_RESPONSE, { id });
     } else if (port.sent(id)) {
       return; // a late answer to a call that was cancelled or timed out: the upstream may cross a cancel
-    } else if (relatedTo !== undefined || port.pending.size === 0) {
-      port.violation(UNSOLICITED_RESPONSE, { id });
-    } else if (port.pending.size > 1) {
-      port.violation(UNKNOWN_ID, { id, pendingCalls: port.pending.size, failedCall: null });
+    } else if (relatedTo === undefined) {
+      this.onSharedChannel(id);
     } else {
-      const [only] = port.pending.keys() as Iterable<RequestId>;
-      port.violation(UNKNOWN_ID, { id, failedCall: only });
-      port.settle(only as RequestId, { error: this.error(UNKNOWN_ID, unknownIdText(id, true)) });
+      port.violation(UNSOLICITED_RESPONSE, { id });
     }
+  }
+
+  /**
+   * An answer with an id the gateway never sent, on a channel all calls share (stdio, legacy SSE), where nothing
+   * says which call it answers. Taken as a call's only where that is safe: the call whose id it spells as text
+   * (`"3"` for 3), or, with exactly one call waiting, that call when the id is a number (the gateway numbers its
+   * calls: a number it never sent is a garbled answer; a string id matching no call is a message of the upstream's
+   * own making: unsolicited). An upstream that sends unsolicited numbered answers can still fail a call sent just
+   * before one: that call fails naming the violation. With several calls waiting, none is failed.
+   */
+  private onSharedChannel(id: RequestId): void {
+    const { port } = this;
+    const spelled = [...port.pending.keys()].find((pending) => String(pending) === String(id));
+    const [only] = port.pending.size === 1 && typeof id === 'number' ? port.pending.keys() : [];
+    const call = spelled ?? only;
+    if (call === undefined) {
+      if (port.pending.size === 0 || typeof id !== 'number') port.violation(UNSOLICITED_RESPONSE, { id });
+      else port.violation(WRONG_ID, { id, pendingCalls: port.pending.size, failedCall: null });
+      return;
+    }
+    port.violation(WRONG_ID, { id, failedCall: call });
+    port.settle(call, { error: this.error(WRONG_ID, wrongIdText(id, false)) });
   }
 
   /**
@@ -176,7 +194,7 @@ export class AnswerCheck<Call extends AwaitedAnswer> {
   /** What a call whose own stream ended without its answer is told: the stray answer that came instead, if one did. */
   lost(id: RequestId, reason: string): JsonRpcErrorObject {
     const stray = this.port.pending.get(id)?.strayAnswer;
-    if (stray !== undefined) return this.error(UNKNOWN_ID, unknownIdText(stray, false));
+    if (stray !== undefined) return this.error(WRONG_ID, wrongIdText(stray, true));
     const upstream = this.port.upstreamName;
     return new GatewayError('upstream_unavailable', `Upstream '${upstream}' lost the call: ${reason}`, { upstream }).toJsonRpc();
   }

@@ -309,7 +309,7 @@ class ModernAnswer {
       if (settled) this.client.violation(answers.UNSOLICITED_RESPONSE, { id, method: this.method });
       else {
         this.stray = id;
-        this.client.violation(answers.UNKNOWN_ID, { id, method: this.method });
+        this.client.violation(answers.WRONG_ID, { id, method: this.method });
       }
       return undefined;
     }
@@ -324,7 +324,7 @@ class ModernAnswer {
   }
 
   strayError(): JsonRpcErrorObject {
-    return this.error(answers.UNKNOWN_ID, answers.unknownIdText(this.stray, false));
+    return this.error(answers.WRONG_ID, answers.wrongIdText(this.stray, true));
   }
 
   private error(kind: string, what: string): JsonRpcErrorObject {

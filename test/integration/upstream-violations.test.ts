@@ -20,7 +20,7 @@ const VIOLATION = (what: RegExp): { code: number; message: RegExp } => ({
   message: new RegExp(`Upstream 'bad' broke the protocol: ${what.source}`),
 });
 const UNASKED_TASK = VIOLATION(/it answered tools\/call with a task \("evil-task-\d+"\) the gateway did not ask for/);
-const WRONG_ID = VIOLATION(/it answered (this call's stream )?with id 10000000\d\d, which the gateway never sent/);
+const WRONG_ID = VIOLATION(/it answered (this call's stream with id 10000000\d\d, never with the call's own|with id 10000000\d\d, which the gateway never sent \(taken for this call's answer\))/);
 const CANCELLED = VIOLATION(/it sent notifications\/cancelled for the gateway's tools\/call request/);
 
 async function upstreamConfig(scope: TestScope, variant: Variant): Promise<Json> {
@@ -101,8 +101,22 @@ for (const variant of ['stdio', 'streamable-http', 'sse', 'modern'] as const) {
       const before = await violations(gateway);
       await assert.rejects(client.callTool({ name: 'bad_wrong_id', arguments: {} }), WRONG_ID);
       await counted(gateway, before);
-      await eventually(() => warned(gateway, 'a response with an id the gateway never sent').length > 0);
+      await eventually(() => warned(gateway, 'a response with a wrong id').length > 0);
     });
+
+    if (variant === 'stdio' || variant === 'sse') {
+      test('on a shared channel, an id spelled as text ("7" for 7) is its call\'s answer even with another call waiting', async () => {
+        const { client } = await scope.client(gateway.url);
+        const waiting = client.callTool({ name: 'bad_never_answers', arguments: {} }).catch(() => undefined);
+        await assert.rejects(
+          client.callTool({ name: 'bad_wrong_id', arguments: { spelled: true } }),
+          VIOLATION(/it answered with id "\d+", which the gateway never sent \(taken for this call's answer\)/),
+        );
+        assert.equal(textOf(await client.callTool({ name: 'bad_echo', arguments: { text: 'others served' } })), 'others served');
+        await client.close();
+        await waiting;
+      });
+    }
 
     test("notifications/cancelled for the gateway's own request fails the call at once; counted", async () => {
       const { client } = await scope.client(gateway.url);
