@@ -386,6 +386,35 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'stdio-unasked-answers',
+    abuse: `a stdio upstream answers ${size('2,000', '200')} calls each with a wrong id, a task nobody asked for, a cancel of the gateway's own request, twice, and followed by an unsolicited response (issue 31)`,
+    bound: 'every answer is matched to its call: those answers fail their call at once (-32603 naming the upstream), the others keep their first answer; nothing is left waiting; 1,024 ids remembered per connection',
+    ceilingBytes: 400 * MiB,
+    upstream: 'stdio',
+    expect: ['wrong_id', 'task_result', 'cancel_own'].map((tool) => new RegExp(`${tool}: (\\d+) of \\1 failed with the violation`)).concat(
+      ['answer_twice', 'unsolicited'].map((tool) => new RegExp(`${tool}: 0 of (\\d+) failed with the violation, \\1 answered`)),
+    ),
+    async run(gateway, served) {
+      const session = await openSession(gateway.url);
+      const count = size(2_000, 200);
+      const lines: string[] = [];
+      let id = 0;
+      for (const tool of ['wrong_id', 'task_result', 'cancel_own', 'answer_twice', 'unsolicited']) {
+        let failed = 0;
+        let answered = 0;
+        // One at a time: on a channel all calls share, a wrong-id answer is attributed only with one call waiting.
+        for (let i = 0; i < count; i++) {
+          const answer = answerOf((await post(gateway.url, toolCall(++id, `abuse__${tool}`, { text: 'x' }), session)).text);
+          if (answer?.error?.code === -32603 && /Upstream 'abuse' broke the protocol/.test(answer.error.message)) failed++;
+          else if (answer?.result !== undefined) answered++;
+        }
+        lines.push(`${tool}: ${failed} of ${count} failed with the violation, ${answered} answered`);
+      }
+      await served();
+      return lines.join('; ');
+    },
+  },
+  {
     name: 'anonymous-task-flood',
     abuse: `without auth, ${size(1_100, 150)} task calls from ${size(110, 15)} sessions to a tool that never answers (each session used to be its own principal)`,
     bound: `tasks.defaults.maxTasksPerPrincipal (${size('1,000', '100')}): all anonymous callers share it; past it the call is refused`,

@@ -34,6 +34,11 @@ const REGISTRY = {
   upstream_unavailable: { rpc: InternalError, http: 200 },
   /** The upstream sent a message larger than its maxMessageBytes; the message was dropped. */
   upstream_message_too_large: { rpc: InternalError, http: 200 },
+  /**
+   * The upstream broke the protocol on this call: an answer it was not asked for (a task), an answer with an id the
+   * gateway never sent, a notifications/cancelled for the gateway's own request. `data.violation` says which.
+   */
+  upstream_violation: { rpc: InternalError, http: 200 },
   /** The upstream did not answer within the configured request deadline. */
   upstream_timeout: { rpc: GatewayServerError, http: 200 },
   /**
@@ -144,6 +149,11 @@ export function upstreamUnavailable(upstream: string, reason: string): GatewayEr
 /** A call whose answer (or whose stream) carried a message larger than the upstream's maxMessageBytes. */
 export function upstreamMessageTooLarge(upstream: string, maxMessageBytes: number): GatewayError {
   return new GatewayError('upstream_message_too_large', `Upstream '${upstream}' sent a message larger than maxMessageBytes (${maxMessageBytes} bytes)`, { upstream, maxMessageBytes });
+}
+
+/** A call the upstream broke the protocol on (`violation`: what, in a few words; `what`: the sentence for the client). */
+export function upstreamViolation(upstream: string, violation: string, what: string): GatewayError {
+  return new GatewayError('upstream_violation', `Upstream '${upstream}' broke the protocol: ${what}`, { upstream, violation });
 }
 
 /**

@@ -66,7 +66,7 @@ export interface GatewayEventMap {
   'upstream.down': { upstream: string; reason: string };
   /** A stdio child started again after it exited (`attempt` counts since it last stayed up). */
   'upstream.restarted': { upstream: string; attempt: number };
-  /** The upstream broke the protocol in a way the gateway tolerated (warned once a minute with a count). */
+  /** The upstream broke the protocol (each time; the log warns once a minute per kind): `what` names the kind. */
   'upstream.violation': { upstream?: string; what: string };
 
   /** A store operation took longer than expected (`durationMs`); `operation` is a fixed name, never a key. */

@@ -19,7 +19,7 @@ export function subscribeHealthMetrics(registry: Registry, events: GatewayEvents
 
   const upstreamUp = new Gauge({ name: 'taskgate_upstream_up', help: 'Whether this replica is connected to the upstream (1) or not (0).', labelNames: ['upstream'], registers });
   const restarts = new Counter({ name: 'taskgate_upstream_restarts_total', help: 'Times a stdio upstream ran again after its child exited.', labelNames: ['upstream'], registers });
-  const violations = new Counter({ name: 'taskgate_upstream_violations_total', help: 'Protocol violations the gateway tolerated, by upstream.', labelNames: ['upstream'], registers });
+  const violations = new Counter({ name: 'taskgate_upstream_violations_total', help: 'Protocol violations by upstream, each counted (the log warns once a minute per kind).', labelNames: ['upstream'], registers });
 
   const storeUp = new Gauge({ name: 'taskgate_store_up', help: 'Whether the store answers this replica (0 during an outage).', registers });
   const outage = new Counter({ name: 'taskgate_store_outage_seconds_total', help: 'Time the store was unavailable to this replica, counted when it comes back.', registers });

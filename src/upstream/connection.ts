@@ -7,7 +7,6 @@ import {
   isResponse,
   toResponse,
   type JsonObject,
-  type JsonRpcErrorObject,
   type JsonRpcMessage,
   type JsonRpcNotification,
   type JsonRpcRequest,
@@ -18,6 +17,7 @@ import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
 import { taskStatusMessage } from '../protocol/rev2025-11-25/codec.js';
+import { AnswerCheck, asksForTask, type AwaitedAnswer } from './answers.js';
 import { shedsWhenFull, type ClientFlow } from './client-flow.js';
 import type { OversizedMessage } from './oversized.js';
 import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta, type UpstreamRequestInfo } from './request-scope.js';
@@ -86,7 +86,7 @@ export interface ConnectionOptions {
   events?: GatewayEvents;
 }
 
-interface PendingCall {
+interface PendingCall extends AwaitedAnswer {
   context: CallContext | undefined;
   clientProgressToken: unknown;
   /** The outcome promise's own resolver: settle() clears the timer first (no closure of ours per call). */
@@ -137,6 +137,7 @@ export class UpstreamConnection {
   private nextId = 1;
   private readonly pending = new Map<RequestId, PendingCall>();
   private readonly inbound = new Map<RequestId, AbortController>();
+  private readonly answers: AnswerCheck<PendingCall>;
   /** Upstream tasks whose messages go to a call's context, by task id and by progress token. */
   private readonly followed = new Map<string, FollowedTask>();
   private readonly followedProgress = new Map<RequestId, FollowedTask>();
@@ -159,9 +160,15 @@ export class UpstreamConnection {
     this.logger = options.logger;
     this.servesOneClient = options.servesOneClient ?? false;
     this.events = options.events ?? NO_EVENTS;
+    this.answers = new AnswerCheck<PendingCall>({
+      upstreamName,
+      pending: this.pending,
+      sent: (id) => typeof id === 'number' && Number.isInteger(id) && id >= 1 && id < this.nextId,
+      settle: (id, outcome) => this.finish(id, outcome),
+      violation: (kind, details) => warnViolation(this.logger, kind, details, this.events),
+    });
     transport.onmessage = (message, relatedTo) => this.receive(message, relatedTo);
-    transport.onrequestlost = (id, reason) =>
-      this.fail(id, new GatewayError('upstream_unavailable', `Upstream '${upstreamName}' lost the call: ${reason}`, { upstream: upstreamName }).toJsonRpc());
+    transport.onrequestlost = (id, reason) => this.finish(id, { error: this.answers.lost(id, reason) });
     transport.onoversized = (message) => this.dropOversized(message);
     transport.onclose = (reason) => this.onClosed(reason);
   }
@@ -225,7 +232,7 @@ export class UpstreamConnection {
       clientProgressToken = meta.progressToken;
       forwardedParams = { ...params, _meta: { ...meta, progressToken: upstreamId } };
     }
-    const pending: PendingCall = { context, clientProgressToken, resolve, timer: undefined };
+    const pending: PendingCall = { method, askedTask: asksForTask(params), context, clientProgressToken, resolve, timer: undefined };
     if (timeoutMs > 0) {
       pending.timer = setTimeout(() => {
         this.cancelRequest(upstreamId, 'timeout');
@@ -239,7 +246,7 @@ export class UpstreamConnection {
     this.pending.set(upstreamId, pending);
     const message: JsonRpcRequest = { jsonrpc: '2.0', id: upstreamId, method };
     if (forwardedParams !== undefined) message.params = forwardedParams;
-    this.transport.send(message, traceHeaders).catch((error: unknown) => this.fail(upstreamId, sendFailure(this.upstreamName, error).toJsonRpc()));
+    this.transport.send(message, traceHeaders).catch((error: unknown) => this.finish(upstreamId, { error: sendFailure(this.upstreamName, error).toJsonRpc() }));
     return call;
   }
 
@@ -269,14 +276,12 @@ export class UpstreamConnection {
   cancelRequest(upstreamId: number, reason: string): void {
     if (!this.pending.has(upstreamId)) return;
     this.notify('notifications/cancelled', { requestId: upstreamId, reason });
-    this.fail(upstreamId, { code: RequestCancelled, message: `Request cancelled: ${reason}` });
+    this.finish(upstreamId, { error: { code: RequestCancelled, message: `Request cancelled: ${reason}` } });
   }
 
-  private fail(id: RequestId, error: JsonRpcErrorObject): void {
+  private finish(id: RequestId, outcome: Outcome): void {
     const pending = this.pending.get(id);
-    if (pending === undefined) return;
-    this.pending.delete(id);
-    settle(pending, { error });
+    if (pending !== undefined && this.pending.delete(id)) settle(pending, outcome);
   }
 
   /**
@@ -287,8 +292,8 @@ export class UpstreamConnection {
   private dropOversized({ limit, relatedTo, head, excerpt }: OversizedMessage): void {
     const call = relatedTo ?? (head.kind === 'response' ? head.id : undefined);
     const failed = call !== undefined && this.pending.has(call);
-    warnViolation(this.logger, 'a message larger than maxMessageBytes', { maxMessageBytes: limit, head: excerpt, ...(failed ? { failedCall: call } : {}) });
-    if (call !== undefined) this.fail(call, upstreamMessageTooLarge(this.upstreamName, limit).toJsonRpc());
+    warnViolation(this.logger, 'a message larger than maxMessageBytes', { maxMessageBytes: limit, head: excerpt, ...(failed ? { failedCall: call } : {}) }, this.events);
+    if (call !== undefined) this.finish(call, { error: upstreamMessageTooLarge(this.upstreamName, limit).toJsonRpc() });
     if (relatedTo === undefined && head.kind === 'request' && this.closedReason === undefined) {
       const refusal = errorResponse(head.id, InvalidRequest, `The request is larger than the gateway accepts from this server (maxMessageBytes: ${limit} bytes)`);
       this.transport.send(refusal).catch((error: Error) => this.logger.debug({ err: error }, 'could not refuse the oversized upstream request'));
@@ -322,20 +327,17 @@ export class UpstreamConnection {
         reportTaskStatus(typeof params.taskId === 'string' ? this.followed.get(params.taskId)?.context : undefined, params);
         return;
       }
-      if (message.method === 'notifications/cancelled' && params !== undefined) {
-        const inbound = this.inbound.get(params.requestId as RequestId);
-        if (inbound !== undefined) {
-          inbound.abort(typeof params.reason === 'string' ? params.reason : 'cancelled by the upstream');
-          return;
-        }
+      if (message.method === 'notifications/cancelled') {
+        // The upstream stops a request of its own (see AnswerCheck.cancelled): never a client's business.
+        const inbound = this.inbound.get(params?.requestId as RequestId);
+        if (inbound !== undefined) inbound.abort(typeof params?.reason === 'string' ? params.reason : 'cancelled by the upstream');
+        else this.answers.cancelled(params?.requestId as RequestId);
+        return;
       }
       this.handler.notification(message, this.contextOf(relatedTo) ?? this.followedBy(params)?.context);
       return;
     }
-    const pending = this.pending.get(message.id as RequestId);
-    if (pending === undefined) return; // Answer to a call that was cancelled or timed out.
-    this.pending.delete(message.id as RequestId);
-    settle(pending, 'result' in message ? { result: message.result } : { error: message.error });
+    this.answers.answer(message, relatedTo);
   }
 
   /**
@@ -362,13 +364,13 @@ export class UpstreamConnection {
     ).toJsonRpc();
     this.logger.info({ bound: flow.bound }, 'a call failed: its client is not reading its stream, and the upstream connection is shared');
     if (isResponse(message)) {
-      this.fail(message.id as RequestId, error);
+      this.finish(message.id as RequestId, { error });
       return true;
     }
     for (const [id, call] of [...this.pending]) {
       if (call.context !== context) continue;
       this.notify('notifications/cancelled', { requestId: id, reason: error.message });
-      this.fail(id, error);
+      this.finish(id, { error });
     }
     if (isRequest(message)) {
       this.transport.send(toResponse(message.id, { error })).catch((failure: Error) => this.logger.debug({ err: failure }, 'could not answer the upstream request'));
@@ -416,6 +418,7 @@ export class UpstreamConnection {
   private answer(message: JsonRpcRequest, context: CallContext | undefined): void {
     const abort = new AbortController();
     this.inbound.set(message.id, abort);
+    this.answers.upstreamRequest(message.id);
     this.handler
       .request(message, context, abort.signal)
       .catch((error: Error) => ({ error: { code: InternalError, message: error.message } }) as Outcome)
@@ -434,7 +437,7 @@ export class UpstreamConnection {
     this.followed.clear();
     this.followedProgress.clear();
     const error = this.unavailable(reason).toJsonRpc();
-    for (const [id] of this.pending) this.fail(id, error);
+    for (const [id] of this.pending) this.finish(id, { error });
     for (const abort of this.inbound.values()) abort.abort(reason);
     this.inbound.clear();
     this.handler.closed(reason);

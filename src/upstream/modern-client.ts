@@ -1,12 +1,13 @@
 // A client for upstreams that speak 2026-07-28: every request is its own POST carrying the envelope and the
 // MCP headers; the answer is JSON or an SSE stream of notifications ending with the response.
 import { request, type Agent } from 'undici';
-import { GatewayError, sendFailure, upstreamMessageTooLarge, InternalError, RequestCancelled } from '../errors.js';
-import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
+import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamViolation, InternalError, RequestCancelled } from '../errors.js';
+import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcErrorObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION, paramHeaders } from '../protocol/mcp.js';
 import { inputRequestsOf, retryParams } from '../protocol/rev2026-07-28/codec.js';
+import * as answers from './answers.js';
 import type { CallContext, ClientFlow, UpstreamCall } from './connection.js';
 import { warnViolation } from './violations.js';
 import { MessageTooLargeError } from './oversized.js';
@@ -116,14 +117,28 @@ export class ModernUpstreamClient {
     }
     const contentType = String(response.headers['content-type'] ?? '');
     // Notifications before the answer are relayed as they come, whatever the framing; the answer ends the call.
+    const answer = new ModernAnswer(this, method, id, params);
     let outcome: Outcome | undefined;
     const take = (items: unknown[]): void => {
       for (const item of items) {
-        const message = validateMessage(item);
-        if (typeof message === 'string') warnViolation(this.logger, 'an invalid JSON-RPC message', { problem: message });
-        else if (isNotification(message)) options.onNotification?.(message);
-        else if (outcome === undefined && 'id' in message && message.id === id && ('result' in message || 'error' in message)) {
-          outcome = 'result' in message ? { result: message.result } : { error: message.error };
+        const refused = refusalOf(item);
+        const message = refused === undefined ? validateMessage(item) : 'refused';
+        if (refused !== undefined) {
+          // JSON-RPC's id null: a server that could not take the request at all (an SDK v1 server asked
+          // server/discover answers HTTP 400 so). Each POST carries one request: this is its answer, no violation.
+          this.logger.debug({ method, status: response.statusCode, error: refused }, 'the upstream refused the request (an error with id null)');
+          outcome ??= { error: refused };
+        } else if (typeof message === 'string') warnViolation(this.logger, 'an invalid JSON-RPC message', { problem: message }, this.events);
+        else if (isNotification(message)) {
+          const cancelled = outcome === undefined ? answer.notification(message) : undefined;
+          if (cancelled === undefined) options.onNotification?.(message);
+          else {
+            outcome = cancelled;
+            response.body.destroy(); // the upstream will not answer: the call fails now, not when the stream ends
+          }
+        } else if ('id' in message && ('result' in message || 'error' in message)) {
+          const taken = answer.response(message.id, 'result' in message ? { result: message.result } : { error: message.error }, outcome !== undefined);
+          outcome ??= taken;
         }
       }
     };
@@ -143,6 +158,7 @@ export class ModernUpstreamClient {
         );
         if (outcome !== undefined) return outcome;
         if (read.oversized !== undefined) throw new MessageTooLargeError(this.maxMessageBytes, read.oversized.head);
+        if (answer.stray !== undefined) return { error: answer.strayError() };
         if (read.error !== undefined) throw read.error;
         const what = firstData === undefined ? 'no events' : `first event's data began ${JSON.stringify(firstData.slice(0, 120))}`;
         throw new UnansweredError(this.upstreamName, method, `the stream ended without one: HTTP ${response.statusCode}, Content-Type '${contentType}', ${what}`);
@@ -150,7 +166,8 @@ export class ModernUpstreamClient {
       const payload = await readHttpPayload(response.body, contentType, response.headers['content-length'], this.maxMessageBytes, this.logger);
       take(payload.items);
       if (outcome !== undefined) return outcome;
-      warnViolation(this.logger, 'a body without the JSON-RPC response', { method, status: response.statusCode, contentType, start: payload.start });
+      if (answer.stray !== undefined) return { error: answer.strayError() };
+      warnViolation(this.logger, 'a body without the JSON-RPC response', { method, status: response.statusCode, contentType, start: payload.start }, this.events);
       throw new UnansweredError(this.upstreamName, method, describeUnanswered(response.statusCode, contentType, payload.start));
     } catch (error) {
       return { error: this.failure(error, method, options).toJsonRpc() };
@@ -225,10 +242,15 @@ export class ModernUpstreamClient {
     return headers;
   }
 
+  /** Logs (rate-limited) and counts a violation of this upstream. */
+  violation(kind: string, details: Record<string, unknown>): void {
+    warnViolation(this.logger, kind, details, this.events);
+  }
+
   private failure(error: unknown, method: string, options: ModernRequestOptions): GatewayError {
     if (options.signal?.aborted) return new GatewayError('upstream_unavailable', 'Request cancelled');
     if (error instanceof MessageTooLargeError) {
-      warnViolation(this.logger, 'a message larger than maxMessageBytes', { maxMessageBytes: error.limit, method, head: error.head.slice(0, 200) });
+      warnViolation(this.logger, 'a message larger than maxMessageBytes', { maxMessageBytes: error.limit, method, head: error.head.slice(0, 200) }, this.events);
       return upstreamMessageTooLarge(this.upstreamName, error.limit);
     }
     if (error instanceof UnansweredError) {
@@ -246,5 +268,66 @@ class UnansweredError extends Error {
   constructor(upstream: string, method: string, what: string) {
     super(`Upstream '${upstream}' answered ${method} without a JSON-RPC response (${what})`);
     this.name = 'UnansweredError';
+  }
+}
+
+/** The error of a JSON-RPC error response with id null (the server could not take the request), if `item` is one. */
+function refusalOf(item: unknown): JsonRpcErrorObject | undefined {
+  const value = asObject(item);
+  const error = asObject(value?.error);
+  if (value?.jsonrpc !== '2.0' || value.id !== null || 'method' in value || typeof error?.code !== 'number' || typeof error.message !== 'string') return undefined;
+  return error as unknown as JsonRpcErrorObject;
+}
+
+/**
+ * The answers of one 2026-07-28 POST checked as answers.ts says: its one request's id, once, a task only if the
+ * request asked for one; the upstream's notifications/cancelled for it fails it at once. The POST is the request's
+ * own stream, so an answer with another id is the request's wrong-id answer.
+ */
+class ModernAnswer {
+  /** The id of an answer with another id, if one came. */
+  stray: unknown;
+
+  constructor(
+    private readonly client: ModernUpstreamClient,
+    private readonly method: string,
+    private readonly id: number,
+    private readonly params: JsonObject,
+  ) {}
+
+  /** The outcome a notification settles the request with (the upstream cancelled it), if any. */
+  notification(message: JsonRpcNotification): Outcome | undefined {
+    if (message.method !== 'notifications/cancelled' || message.params?.requestId !== this.id) return undefined;
+    this.client.violation(answers.CANCELLED_OWN_REQUEST, { method: this.method, failedCall: this.id });
+    return { error: this.error(answers.CANCELLED_OWN_REQUEST, answers.cancelledText(this.method)) };
+  }
+
+  /** The outcome an answer settles the request with, if it does (the first with the request's id). */
+  response(id: unknown, outcome: Outcome, settled: boolean): Outcome | undefined {
+    if (id !== this.id) {
+      // After the answer, another is nobody's; before it, it is the request's answer with a wrong id.
+      if (settled) this.client.violation(answers.UNSOLICITED_RESPONSE, { id, method: this.method });
+      else {
+        this.stray = id;
+        this.client.violation(answers.WRONG_ID, { id, method: this.method });
+      }
+      return undefined;
+    }
+    if (settled) {
+      this.client.violation(answers.DUPLICATE_RESPONSE, { id, method: this.method });
+      return undefined;
+    }
+    const taskId = 'result' in outcome && !answers.asksForTask(this.params) ? answers.createdTaskId(outcome.result) : undefined;
+    if (taskId === undefined) return outcome;
+    this.client.violation(answers.UNASKED_TASK, { method: this.method, failedCall: this.id });
+    return { error: this.error(answers.UNASKED_TASK, answers.unaskedTaskText(this.method, taskId)) };
+  }
+
+  strayError(): JsonRpcErrorObject {
+    return this.error(answers.WRONG_ID, answers.wrongIdText(this.stray, true));
+  }
+
+  private error(kind: string, what: string): JsonRpcErrorObject {
+    return upstreamViolation(this.client.upstreamName, kind, what).toJsonRpc();
   }
 }

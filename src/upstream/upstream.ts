@@ -26,6 +26,7 @@ import type { UpstreamTransport } from './transport.js';
 import { upstreamTaskSupport } from '../protocol/rev2025-11-25/codec.js';
 import { withoutModernFields } from '../protocol/rev2026-07-28/codec.js';
 import { callAsUpstreamTask } from './upstream-task.js';
+import { countViolations } from './violations.js';
 import { fetchCatalog, mergeCatalogs, type UpstreamCatalog } from './catalog.js';
 
 export type UpstreamState = 'starting' | 'ready' | 'down' | 'closed';
@@ -115,7 +116,7 @@ export class Upstream {
     private readonly sink: UpstreamMessageSink,
     private readonly gateway: UpstreamGatewaySide,
   ) {
-    this.logger = logger.child({ upstream: config.name });
+    this.logger = countViolations(logger.child({ upstream: config.name }), gateway.events);
     this.agent = config.transport === 'stdio' ? undefined : createUpstreamAgent(config);
     if (config.transport === 'streamable-http' && config.protocol !== 'legacy' && this.agent !== undefined) {
       this.modern = new ModernUpstreamClient({

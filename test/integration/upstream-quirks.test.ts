@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { before, describe, test } from 'node:test';
 import type { GatewayChild } from '../fixtures/spawn.js';
 import { connectClient, eventually, logEntries, suiteScope, textOf, type Json } from './harness.js';
+import { parsePrometheus, sampleValue } from './prometheus-text.js';
 
 async function bodyOf(request: IncomingMessage): Promise<Json> {
   let text = '';
@@ -94,5 +95,8 @@ describe('a Streamable HTTP upstream with quirks', () => {
       assert.equal(kinds.filter((k) => k === kind).length, 1, `${kind}: ${JSON.stringify(kinds)}`);
     }
     for (const warning of warnings) assert.equal(warning.upstream, 'quirky');
+    // Logged once a minute per kind, counted every time: three calls with two values in one body, and the other two.
+    const samples = parsePrometheus(await (await fetch(`${gateway.baseUrl}/metrics`)).text());
+    assert.ok(sampleValue(samples, 'taskgate_upstream_violations_total', { upstream: 'quirky' }) >= 5);
   });
 });
