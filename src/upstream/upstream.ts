@@ -4,7 +4,8 @@
 // splitting them would pass that state around; its catalog reading lives in catalog.ts.
 import type { Agent } from 'undici';
 import type { TaskMode, UpstreamConfig } from '../config/types.js';
-import { upstreamUnavailable, MethodNotFound } from '../errors.js';
+import { upstreamSessionsFull, upstreamUnavailable, MethodNotFound } from '../errors.js';
+import { DEFAULTS } from '../config/schema/defaults.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -20,7 +21,7 @@ import { UpstreamConnection, type CallContext, type ConnectionHandler, type Upst
 import { createUpstreamAgent } from './http-agent.js';
 import { LegacySseTransport } from './legacy-sse.js';
 import { StdioTransport } from './stdio.js';
-import { StreamableHttpTransport } from './streamable-http.js';
+import { endUpstreamSession, StreamableHttpTransport } from './streamable-http.js';
 import { ModernUpstreamClient } from './modern-client.js';
 import type { UpstreamTransport } from './transport.js';
 import { upstreamTaskSupport } from '../protocol/rev2025-11-25/codec.js';
@@ -67,12 +68,37 @@ export interface UpstreamMessageSink {
  * same over stdio, SSE and Streamable HTTP; a request the actual client cannot answer is refused by the gateway
  * (legacy sessions: an error to the upstream; 2026-07-28: -32021 naming the capability).
  */
+/** An upstream session the gateway opened (a Streamable HTTP `Mcp-Session-Id`), as it is recorded. */
+export interface OpenedUpstreamSession {
+  upstream: string;
+  sessionId: string;
+  protocolVersion?: string;
+}
+
+/**
+ * Where the upstream sessions a replica opens are recorded while open (the store), so that the replica that sweeps
+ * this one, if it dies without ending them, ends them instead.
+ */
+export interface UpstreamSessionLedger {
+  opened(session: OpenedUpstreamSession): void;
+  /** Resolves once the record is gone (or could not be removed: never rejects). */
+  closed(session: OpenedUpstreamSession): Promise<void>;
+}
+
 /** What an upstream knows of the gateway it serves. */
 export interface UpstreamGatewaySide {
   /** The gateway's version, as its clientInfo says. */
   version: string;
   /** Where its requests are announced (`upstream.request`), and its health (up, down, restarted). */
   events?: GatewayEvents;
+  /** Where the upstream sessions it opens are recorded; none: not recorded (one replica, or tests). */
+  sessionLedger?: UpstreamSessionLedger;
+}
+
+/** A client session's own connection to the upstream: while it opens, and once it is open. */
+interface SessionConnection {
+  connection: Promise<UpstreamConnection>;
+  open?: UpstreamConnection;
 }
 
 const RELAY_CAPABILITIES: JsonObject = Object.freeze({ roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } });
@@ -98,7 +124,10 @@ export class Upstream {
   /** Names (and URIs) only the 2026-07-28 side of a dual-era upstream lists. */
   private modernOnly = { tools: new Set<unknown>(), prompts: new Set<unknown>(), resources: new Set<unknown>() };
   private readonly controlSubscriptions = new Set<string>();
-  private readonly perSession = new Map<string, Promise<UpstreamConnection>>();
+  /** The client sessions' own connections, least recently used first (each use moves one to the end). */
+  private readonly perSession = new Map<string, SessionConnection>();
+  /** Connections being closed (their upstream sessions ended): close() waits for them. */
+  private readonly closing = new Set<Promise<void>>();
   private readonly agent: Agent | undefined;
   private restartDelayMs: number;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -197,17 +226,41 @@ export class Upstream {
       }
       return control;
     }
-    let connection = this.perSession.get(session.sessionId);
-    if (connection === undefined) {
-      connection = this.openSessionConnection(session);
-      this.perSession.set(session.sessionId, connection);
-      connection.catch(() => this.perSession.delete(session.sessionId));
-    }
+    let entry = this.perSession.get(session.sessionId);
+    if (entry === undefined) {
+      this.makeRoom();
+      const opening: SessionConnection = { connection: this.openSessionConnection(session) };
+      entry = opening;
+      opening.connection.then(
+        (connection) => (opening.open = connection),
+        () => {
+          if (this.perSession.get(session.sessionId) === opening) this.perSession.delete(session.sessionId);
+        },
+      );
+    } else this.perSession.delete(session.sessionId);
+    this.perSession.set(session.sessionId, entry);
     try {
-      return await connection;
+      return await entry.connection;
     } catch (error) {
       throw upstreamUnavailable(this.name, (error as Error).message);
     }
+  }
+
+  /**
+   * Keeps the client sessions' own connections within maxSessions: at the bound, the least recently used one with
+   * no call running is closed (its client gets a new one on its next request); when every one is busy, the new
+   * session's request is refused.
+   */
+  private makeRoom(): void {
+    const max = this.config.maxSessions ?? DEFAULTS.maxUpstreamSessions;
+    if (max <= 0 || this.perSession.size < max) return;
+    for (const [sessionId, entry] of this.perSession) {
+      if (entry.open === undefined || !entry.open.isIdle) continue;
+      this.logger.info({ session: sessionId, maxSessions: max }, 'closing the least recently used idle upstream session: maxSessions reached');
+      void this.releaseSession(sessionId);
+      return;
+    }
+    throw upstreamSessionsFull(this.name, max);
   }
 
   /**
@@ -286,10 +339,22 @@ export class Upstream {
 
   /** Ends the session's own upstream connection (and with it the upstream session or child process). */
   async releaseSession(sessionId: string): Promise<void> {
-    const connection = this.perSession.get(sessionId);
-    if (connection === undefined) return;
+    const entry = this.perSession.get(sessionId);
+    if (entry === undefined) return;
     this.perSession.delete(sessionId);
-    await connection.then((c) => c.close()).catch(() => undefined);
+    const closing = entry.connection.then((c) => c.close()).catch(() => undefined);
+    this.closing.add(closing);
+    await closing.finally(() => this.closing.delete(closing));
+  }
+
+  /**
+   * Ends an upstream session another replica opened and left open when it died (its record taken from the store
+   * by this replica's sweep). Resolves whether the upstream answered; only Streamable HTTP upstreams have sessions
+   * to end.
+   */
+  async endOrphanSession(sessionId: string, protocolVersion: string | undefined): Promise<boolean> {
+    if (this.config.transport !== 'streamable-http' || this.agent === undefined) return false;
+    return endUpstreamSession({ agent: this.agent, url: this.config.url, headers: this.config.headers }, sessionId, protocolVersion);
   }
 
   status(): JsonObject {
@@ -311,6 +376,8 @@ export class Upstream {
     this.listenAbort?.abort();
     const sessions = [...this.perSession.keys()];
     await Promise.all(sessions.map((id) => this.releaseSession(id)));
+    // Sessions released just before (their client sessions ended with the gateway) are ending too.
+    await Promise.all([...this.closing]);
     await this.control?.close().catch(() => undefined);
     await this.agent?.close().catch(() => undefined);
   }
@@ -436,6 +503,7 @@ export class Upstream {
   private async connectLegacy(): Promise<string | undefined> {
     this.initializeResult = undefined;
     const transport = this.createTransport();
+    const recorded = this.recordSession(transport);
     const handler = this.handler('control', undefined, () => connection);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,
@@ -443,6 +511,7 @@ export class Upstream {
       handler: {
         ...handler,
         closed: (reason) => {
+          recorded.forget();
           if (this.control !== connection || this.state === 'closed') return;
           this.logger.warn({ reason }, 'upstream connection lost');
           this.markDown(reason);
@@ -459,6 +528,7 @@ export class Upstream {
       };
       const result = await withTimeout(connection.open(params), this.config.requestTimeoutMs, 'initialize timed out');
       this.control = connection;
+      recorded.opened();
       this.controlSubscriptions.clear();
       this.initializeResult = result;
       await this.refreshCatalog();
@@ -497,14 +567,17 @@ export class Upstream {
 
   private async openSessionConnection(session: SessionIdentity): Promise<UpstreamConnection> {
     const handler = this.handler('session', session.sessionId, () => connection);
+    const transport = this.createTransport();
+    const recorded = this.recordSession(transport);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,
-      transport: this.createTransport(),
+      transport,
       handler: {
         ...handler,
         closed: (reason) => {
+          recorded.forget();
           this.logger.debug({ session: session.sessionId, reason }, 'per-session upstream connection closed');
-          void this.perSession.get(session.sessionId)?.then(
+          void this.perSession.get(session.sessionId)?.connection.then(
             (current) => {
               if (current === connection) this.perSession.delete(session.sessionId);
             },
@@ -524,7 +597,34 @@ export class Upstream {
       await connection.close().catch(() => undefined);
       throw error;
     }
+    recorded.opened();
     return connection;
+  }
+
+  /**
+   * Records the upstream session a Streamable HTTP transport opens (once it is open) until it closes, so that the
+   * replica that sweeps this one ends it if this replica dies first. The record goes as the connection closes (its
+   * transport's close() sends the DELETE); close() waits for that through `closing`.
+   */
+  private recordSession(transport: UpstreamTransport): { opened(): void; forget(): void } {
+    const ledger = this.gateway.sessionLedger;
+    if (ledger === undefined || !(transport instanceof StreamableHttpTransport)) return { opened: () => undefined, forget: () => undefined };
+    let recorded: OpenedUpstreamSession | undefined;
+    return {
+      opened: () => {
+        const session = transport.session;
+        if (session === undefined) return; // a stateless upstream: nothing to end
+        recorded = { upstream: this.name, ...session };
+        ledger.opened(recorded);
+      },
+      forget: () => {
+        if (recorded === undefined) return;
+        const forgotten = ledger.closed(recorded);
+        recorded = undefined;
+        this.closing.add(forgotten);
+        void forgotten.finally(() => this.closing.delete(forgotten));
+      },
+    };
   }
 
   private handler(

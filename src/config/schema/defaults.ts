@@ -64,5 +64,6 @@ export const DEFAULTS = Object.freeze({
   maxRunningTasks: 10_000,
   protocol: 'auto',
   maxMessageBytes: 16 * 1024 * 1024,
+  maxUpstreamSessions: 256,
   corsMaxAgeSeconds: 600,
 } as const);
