@@ -1,7 +1,8 @@
 // One configured upstream server: its control connection, per-session connections, reconnection with backoff,
 // discovery of the revisions it speaks, and how a call reaches it in each. Over 400 lines: these share the
 // upstream's connection state (which connection is open, what it answered at initialize and discover), and
-// splitting them would pass that state around; its catalog reading lives in catalog.ts.
+// splitting them would pass that state around (the client sessions' own connections among it: their bound, their
+// release); its catalog reading lives in catalog.ts, the record of its upstream sessions in session-ledger.ts.
 import type { Agent } from 'undici';
 import type { TaskMode, UpstreamConfig } from '../config/types.js';
 import { upstreamSessionsFull, upstreamUnavailable, MethodNotFound } from '../errors.js';
@@ -22,12 +23,15 @@ import { createUpstreamAgent } from './http-agent.js';
 import { LegacySseTransport } from './legacy-sse.js';
 import { StdioTransport } from './stdio.js';
 import { endUpstreamSession, StreamableHttpTransport } from './streamable-http.js';
+import { recordSession, type UpstreamSessionLedger } from './session-ledger.js';
 import { ModernUpstreamClient } from './modern-client.js';
 import type { UpstreamTransport } from './transport.js';
 import { upstreamTaskSupport } from '../protocol/rev2025-11-25/codec.js';
 import { withoutModernFields } from '../protocol/rev2026-07-28/codec.js';
 import { callAsUpstreamTask } from './upstream-task.js';
 import { fetchCatalog, mergeCatalogs, type UpstreamCatalog } from './catalog.js';
+
+export type { OpenedUpstreamSession, UpstreamSessionLedger } from './session-ledger.js';
 
 export type UpstreamState = 'starting' | 'ready' | 'down' | 'closed';
 
@@ -68,23 +72,6 @@ export interface UpstreamMessageSink {
  * same over stdio, SSE and Streamable HTTP; a request the actual client cannot answer is refused by the gateway
  * (legacy sessions: an error to the upstream; 2026-07-28: -32021 naming the capability).
  */
-/** An upstream session the gateway opened (a Streamable HTTP `Mcp-Session-Id`), as it is recorded. */
-export interface OpenedUpstreamSession {
-  upstream: string;
-  sessionId: string;
-  protocolVersion?: string;
-}
-
-/**
- * Where the upstream sessions a replica opens are recorded while open (the store), so that the replica that sweeps
- * this one, if it dies without ending them, ends them instead.
- */
-export interface UpstreamSessionLedger {
-  opened(session: OpenedUpstreamSession): void;
-  /** Resolves once the record is gone (or could not be removed: never rejects). */
-  closed(session: OpenedUpstreamSession): Promise<void>;
-}
-
 /** What an upstream knows of the gateway it serves. */
 export interface UpstreamGatewaySide {
   /** The gateway's version, as its clientInfo says. */
@@ -503,7 +490,7 @@ export class Upstream {
   private async connectLegacy(): Promise<string | undefined> {
     this.initializeResult = undefined;
     const transport = this.createTransport();
-    const recorded = this.recordSession(transport);
+    const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
     const handler = this.handler('control', undefined, () => connection);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,
@@ -568,7 +555,7 @@ export class Upstream {
   private async openSessionConnection(session: SessionIdentity): Promise<UpstreamConnection> {
     const handler = this.handler('session', session.sessionId, () => connection);
     const transport = this.createTransport();
-    const recorded = this.recordSession(transport);
+    const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,
       transport,
@@ -599,32 +586,6 @@ export class Upstream {
     }
     recorded.opened();
     return connection;
-  }
-
-  /**
-   * Records the upstream session a Streamable HTTP transport opens (once it is open) until it closes, so that the
-   * replica that sweeps this one ends it if this replica dies first. The record goes as the connection closes (its
-   * transport's close() sends the DELETE); close() waits for that through `closing`.
-   */
-  private recordSession(transport: UpstreamTransport): { opened(): void; forget(): void } {
-    const ledger = this.gateway.sessionLedger;
-    if (ledger === undefined || !(transport instanceof StreamableHttpTransport)) return { opened: () => undefined, forget: () => undefined };
-    let recorded: OpenedUpstreamSession | undefined;
-    return {
-      opened: () => {
-        const session = transport.session;
-        if (session === undefined) return; // a stateless upstream: nothing to end
-        recorded = { upstream: this.name, ...session };
-        ledger.opened(recorded);
-      },
-      forget: () => {
-        if (recorded === undefined) return;
-        const forgotten = ledger.closed(recorded);
-        recorded = undefined;
-        this.closing.add(forgotten);
-        void forgotten.finally(() => this.closing.delete(forgotten));
-      },
-    };
   }
 
   private handler(
