@@ -317,7 +317,10 @@ export class TaskLeases {
     const lost: T[] = [];
     for (const replica of new Set(taken.map((session) => session.replica))) {
       const sessions = taken.filter((session) => session.replica === replica);
-      const alive = replica === this.peers.id || (await this.peers.ask(replica, 'replica.alive', {}, undefined, OWNER_CHECK_MS).catch(() => undefined)) !== undefined;
+      const alive =
+        replica === this.peers.id ||
+        (await this.peers.exists?.(replica).catch(() => false)) === true ||
+        (await this.peers.ask(replica, 'replica.alive', {}, undefined, OWNER_CHECK_MS).catch(() => undefined)) !== undefined;
       if (!alive) {
         lost.push(...sessions);
         continue;
