@@ -87,18 +87,17 @@ describe('upstream sessions the gateway opens', () => {
     assert.match(textOf(await second.client.callTool({ name: 'echo', arguments: { who: 'second again' } })), /second again/);
     await eventually(() => upstream.counts().deleted === 2);
 
-    // Both sessions busy: a fourth client's call is refused, saying why; the busy calls are untouched.
-    const busy = [third.client.callTool({ name: 'slow', arguments: { ms: 60_000 } }), second.client.callTool({ name: 'slow', arguments: { ms: 60_000 } })];
-    for (const call of busy) call.catch(() => undefined);
+    // Both sessions busy (their slow calls report progress once they run at the upstream): a fourth client's call
+    // is refused, saying why; the busy calls are untouched.
+    const running = [third, second].map(
+      ({ client }) =>
+        new Promise<void>((resolve) => {
+          client.callTool({ name: 'slow', arguments: { ms: 600_000, steps: 6_000 } }, undefined, { onprogress: () => resolve(), timeout: 900_000 }).catch(() => undefined);
+        }),
+    );
+    await Promise.all(running);
     const fourth = await scope.client(gateway.url);
-    await eventually(async () => {
-      const result = await fourth.client.callTool({ name: 'echo', arguments: {} }).then(
-        () => undefined,
-        (error: Error) => error.message,
-      );
-      // Until both slow calls reached their upstream sessions, the fourth may still take an idle one's place.
-      return result !== undefined && /has no session to spare: 2 client sessions each have a call running/.test(result);
-    });
+    await assert.rejects(fourth.client.callTool({ name: 'echo', arguments: {} }), /has no session to spare: 2 client sessions each have a call running/);
     assert.equal(upstream.counts().open, 3);
   });
 });
