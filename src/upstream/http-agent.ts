@@ -118,7 +118,7 @@ export class UpstreamAgent extends Agent {
     const connector = buildConnector({ timeout: config.connectTimeoutMs });
     const connect: buildConnector.connector = (options, callback) =>
       connector(options, (error, socket) => {
-        if (socket !== null) watchWrites(socket as Socket);
+        if (error === null && socket != null) watchWrites(socket as Socket);
         // The overloads of the callback split on error / socket; this is either.
         (callback as (error: Error | null, socket: unknown) => void)(error, socket);
       });

@@ -41,6 +41,18 @@ describe('upstream agent', () => {
     assert.ok(UPSTREAM_IDLE_KEEP_ALIVE_MS < new http.Server().keepAliveTimeout, `${UPSTREAM_IDLE_KEEP_ALIVE_MS} ms`);
   });
 
+  test('a connection that cannot be made fails its request, and nothing else', async () => {
+    const server = await resettingServer(0);
+    const origin = server.origin;
+    await server.close(); // nothing listens on the port now
+    const agent = new UpstreamAgent({ connectTimeoutMs: 5_000, headersTimeoutMs: 0, bodyTimeoutMs: 0 });
+    try {
+      await assert.rejects(agent.request({ origin, path: '/', method: 'POST', body: '{}' }), /ECONNREFUSED/);
+    } finally {
+      await agent.close();
+    }
+  });
+
   test('a POST reset while its body was still being written is sent once more, and reaches the server once', async () => {
     const server = await resettingServer(1024 * 1024);
     const agent = new UpstreamAgent({ connectTimeoutMs: 5_000, headersTimeoutMs: 0, bodyTimeoutMs: 0 });
