@@ -448,6 +448,17 @@ describe('config: located errors', () => {
     assert.match(message('upstreams.b.maxMessageBytes'), /<= 536870912, got 1073741824/);
   });
 
+  it('takes maxSessions on every transport: 256 by default, 0 for unbounded, never negative', () => {
+    const config = parseConfig(
+      ['upstreams:', '  a: { command: a, isolation: per-session, maxSessions: 8 }', '  b: { url: "http://127.0.0.1:1/mcp", maxSessions: 0 }', '  c: { transport: sse, url: "http://127.0.0.1:1/sse" }'].join('\n'),
+      'test.yaml',
+      {},
+    );
+    assert.deepEqual(config.upstreams.map((u) => u.maxSessions), [8, 0, 256]);
+    const errors = parseErrors(['upstreams:', '  a: { url: "http://127.0.0.1:1/mcp", maxSessions: -1 }'].join('\n'));
+    assert.match(errors.find((e) => e.path === 'upstreams.a.maxSessions')?.message ?? '', />= 0, got -1/);
+  });
+
   it('checks allowed origins and hosts for the shapes the headers have', () => {
     const errors = parseErrors(
       'listen:\n  allowedOrigins: ["*", "https://a.example", "http://localhost:8080/", "localhost"]\n  allowedHosts: [localhost, "a.example:8443", "http://x"]\nupstreams: { a: { command: a } }\n',
