@@ -469,6 +469,29 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'session-churn',
+    abuse: `${size(2_000, 200)} 2025 sessions, each calling an HTTP upstream once and never ending (every session used to keep its own upstream connection, and upstream session, until it expired)`,
+    bound: `upstreams.*.maxSessions (${size(64, 16)} here): at the bound the least recently used idle upstream session is closed`,
+    ceilingBytes: 400 * MiB,
+    upstream: 'streamable-http',
+    // sessions.maxPerPrincipal off: all of them are one anonymous principal here, and it would stop them at 1,000.
+    config: { abuse: { maxSessions: size(64, 16) }, gateway: { sessions: { maxPerPrincipal: 0 } } },
+    async run(gateway, served) {
+      const outcomes = new Map<string, number>();
+      for (let s = 0; s < size(2_000, 200); s++) {
+        const session = await openSession(gateway.url);
+        const answer = answerOf((await post(gateway.url, toolCall(1, 'abuse__echo', { text: `session ${s}` }), session)).text);
+        const key = answer?.result !== undefined ? 'answered' : `refused (${answer?.error?.message.slice(0, 60) ?? 'no answer'})`;
+        outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+      }
+      await served();
+      const ready = (await (await fetch(`${gateway.base}/readyz`)).json()) as { upstreams?: { name: string; sessions?: number }[] };
+      const held = ready.upstreams?.find((u) => u.name === 'abuse')?.sessions;
+      return `${[...outcomes].map(([k, n]) => `${n}× ${k}`).join(', ')}; upstream sessions held at the end: ${held}`;
+    },
+    expect: [new RegExp(`^${size(2_000, 200)}× answered; upstream sessions held at the end: (\\d|[1-5]\\d|6[0-4])$`)],
+  },
+  {
     name: 'stream-flood',
     expect: [/HTTP 429/, /bob's: HTTP 200/],
     abuse: `one principal opens ${size(1_000, 150)} sessions with a GET stream each`,

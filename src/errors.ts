@@ -32,6 +32,11 @@ const REGISTRY = {
   resource_not_found: { rpc: ResourceNotFound, http: 200 },
   /** The upstream cannot be reached, crashed, or closed its connection during the call. */
   upstream_unavailable: { rpc: InternalError, http: 200 },
+  /**
+   * The upstream already has upstreams.<name>.maxSessions connections of client sessions' own from this replica,
+   * every one with a call running: a new client session's request is refused (a temporary condition).
+   */
+  upstream_sessions_full: { rpc: InternalError, http: 200 },
   /** The upstream sent a message larger than its maxMessageBytes; the message was dropped. */
   upstream_message_too_large: { rpc: InternalError, http: 200 },
   /**
@@ -144,6 +149,15 @@ export function errorResponseFor(id: RequestId | null, error: unknown): JsonRpcF
 
 export function upstreamUnavailable(upstream: string, reason: string): GatewayError {
   return new GatewayError('upstream_unavailable', `Upstream '${upstream}' is unavailable: ${reason}`, { upstream });
+}
+
+/** A new client session's request, when every one of the upstream's maxSessions connections here is busy. */
+export function upstreamSessionsFull(upstream: string, maxSessions: number): GatewayError {
+  return new GatewayError(
+    'upstream_sessions_full',
+    `Upstream '${upstream}' has no session to spare: ${maxSessions} client sessions each have a call running on their own connection to it (upstreams.${upstream}.maxSessions); try again when one ends`,
+    { upstream, maxSessions },
+  );
 }
 
 /** A call whose answer (or whose stream) carried a message larger than the upstream's maxMessageBytes. */

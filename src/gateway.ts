@@ -27,7 +27,7 @@ import { TaskEngine, type RecoveryDeps } from './tasks/engine.js';
 import { InflightBytes } from './tasks/inflight-bytes.js';
 import { ANONYMOUS_PRINCIPAL } from './tasks/principals.js';
 import { RateLimiter } from './tasks/rate-limits.js';
-import { Upstream, type UpstreamMessageSink } from './upstream/upstream.js';
+import { Upstream, type UpstreamMessageSink, type UpstreamSessionLedger } from './upstream/upstream.js';
 import { VERSION } from './version.js';
 
 export interface RunningGateway {
@@ -148,7 +148,20 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   // Clients without a session hear list changes and resource updates through their revision (listen streams).
   const broadcast = { broadcast: (message: JsonRpcNotification) => revisions.forEach(({ runtime }) => runtime.broadcast(message)) };
   const upstreamMessages = new UpstreamMessages(catalog, sessions, broadcast, logger);
-  const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream => new Upstream(upstreamConfig, logger, sink, { version: VERSION, events });
+  // Upstream sessions are recorded where other replicas look, so that the one that sweeps this replica ends them if
+  // it dies without doing so. The embedded store has no other replica to do it.
+  const sessionLedger: UpstreamSessionLedger | undefined =
+    store.kind === 'memory'
+      ? undefined
+      : {
+          opened: (session) =>
+            void store.recordUpstreamSession(replicas.id, session, config.replicas.leaseMs).catch((error: unknown) => {
+              logger.warn({ err: error, upstream: session.upstream }, 'could not record an upstream session: if this replica dies, it stays open at the upstream');
+            }),
+          closed: (session) => store.forgetUpstreamSession(replicas.id, session).catch(() => undefined),
+        };
+  const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream =>
+    new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, ...(sessionLedger === undefined ? {} : { sessionLedger }) });
   for (const upstreamConfig of config.upstreams) upstreams.push(createUpstream(upstreamConfig, upstreamMessages));
   await Promise.all(upstreams.map((u) => u.start()));
 

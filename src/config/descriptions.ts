@@ -127,6 +127,11 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     event, a JSON body. A larger one is dropped as it streams and the call it answers fails: -32603 \`Upstream
     '<name>' sent a message larger than maxMessageBytes (<n> bytes)\` (a task fails with that message). Raise it for
     tools with big results; a task's result is also bounded by \`tasks.maxResultBytes\` when it is stored.`,
+  'upstreams.<name>.maxSessions': `Connections of a client session's own this replica keeps to the upstream at once: HTTP
+    upstream sessions (\`Mcp-Session-Id\`, one per client session that reached the upstream here), children of a
+    \`per-session\` stdio upstream. At the bound the least recently used idle one (no call running on it) is closed
+    (ended with DELETE; its client gets a new one on its next request), and when every one is busy a new client
+    session's request fails: -32603 \`Upstream '<name>' has no session to spare\`. 0 = unbounded.`,
   'upstreams.<name>.command': 'The program to start as the server, e.g. `node`.',
   'upstreams.<name>.args': 'Its arguments. Numbers and booleans are taken as text.',
   'upstreams.<name>.env': `Variables added to a minimal environment (HOME, PATH, USER, LANG, TMPDIR, ...): the

@@ -139,6 +139,13 @@ export interface UpstreamCommon {
    * is dropped as it streams, and the call it answers fails.
    */
   maxMessageBytes: number;
+  /**
+   * Upstream connections of their own (one per client session: an HTTP upstream session, a per-session child)
+   * this replica keeps open to the upstream at once; at the bound the least recently used idle one is closed, and
+   * when none is idle a new client session's request is refused. 0 = unbounded. Always set by the loader; optional
+   * for configs built in code (tests), which get the default.
+   */
+  maxSessions?: number;
 }
 
 export interface StdioUpstreamConfig extends UpstreamCommon {

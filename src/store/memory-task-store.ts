@@ -29,6 +29,7 @@ import {
   type TaskRecord,
   type TaskStore,
   type TransitionResult,
+  type UpstreamSessionRecord,
   withoutOutcome,
 } from './task-store.js';
 
@@ -218,6 +219,18 @@ export class MemoryTaskStore implements TaskStore {
   async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
     const now = this.now();
     return this.running.takeOrphans(limit, taker, now, now + leaseMs);
+  }
+
+  async recordUpstreamSession(replica: string, session: UpstreamSessionRecord, leaseMs: number): Promise<void> {
+    this.running.recordUpstreamSession(replica, session, this.now() + leaseMs);
+  }
+
+  async forgetUpstreamSession(replica: string, session: Pick<UpstreamSessionRecord, 'upstream' | 'sessionId'>): Promise<void> {
+    this.running.forgetUpstreamSession(replica, session);
+  }
+
+  async takeDeadUpstreamSessions(limit: number): Promise<(UpstreamSessionRecord & { replica: string })[]> {
+    return this.running.takeDeadUpstreamSessions(limit, this.now());
   }
 
   async acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {

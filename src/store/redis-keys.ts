@@ -34,6 +34,14 @@ export interface RedisKeys {
    * task, renewed task by task). Read by the sweep during a rolling upgrade; nothing writes it any more.
    */
   legacyRunning(): string;
+  /**
+   * Upstream sessions a replica opened, under the same `{running}` hash tag (a sweep reads them beside the
+   * replicas' liveness): a hash per replica (`upstreamSessionsOfPrefix` + replica id) and the set of replicas that
+   * have one.
+   */
+  upstreamSessionsOf(replica: string): string;
+  upstreamSessionsOfPrefix(): string;
+  upstreamSessionReplicas(): string;
   /** Hash of one legacy-era session's shared state. */
   session(sessionId: string): string;
   /** Pub/sub channel of replica-to-replica messages on one topic. */
@@ -95,6 +103,9 @@ export function redisKeys(prefix: string): RedisKeys {
     runningOf: (replica) => `${prefix}:{running}:of:${replica}`,
     runningOfPrefix: () => `${prefix}:{running}:of:`,
     legacyRunning: () => `${prefix}:{running}`,
+    upstreamSessionsOf: (replica) => `${prefix}:{running}:upstream-sessions:of:${replica}`,
+    upstreamSessionsOfPrefix: () => `${prefix}:{running}:upstream-sessions:of:`,
+    upstreamSessionReplicas: () => `${prefix}:{running}:upstream-sessions`,
     rateWindow: (name, principal) => `${prefix}:rate:{${principal}}:${name}`,
     storedBytes: (principal) => ledgerKeys(`${prefix}:principal:{${principal}}:stored`),
     allStoredBytes: () => ledgerKeys(`${prefix}:{stored}`),

@@ -37,6 +37,7 @@ import {
   type TaskStatus,
   type TaskStore,
   type TransitionResult,
+  type UpstreamSessionRecord,
 } from './task-store.js';
 
 /**
@@ -96,7 +97,7 @@ export class RedisTaskStore implements TaskStore {
     this.events.setMaxListeners(0);
     this.run = timedScripts(defineScripts(redis), options.events ?? NO_EVENTS);
     this.listing = new TaskListing(redis, this.keys, () => this.cursorCodec());
-    this.running = new RedisRunning(this.run, this.keys);
+    this.running = new RedisRunning(this.run, this.keys, redis);
     this.semaphores = new RedisSemaphores(this.run, this.keys);
     this.stored = new RedisStoredBytes(this.run, this.keys);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
@@ -313,6 +314,18 @@ export class RedisTaskStore implements TaskStore {
 
   takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
     return this.running.takeOrphans(limit, taker, leaseMs);
+  }
+
+  recordUpstreamSession(replica: string, session: UpstreamSessionRecord, leaseMs: number): Promise<void> {
+    return this.running.recordUpstreamSession(replica, session, leaseMs);
+  }
+
+  forgetUpstreamSession(replica: string, session: Pick<UpstreamSessionRecord, 'upstream' | 'sessionId'>): Promise<void> {
+    return this.running.forgetUpstreamSession(replica, session);
+  }
+
+  takeDeadUpstreamSessions(limit: number): Promise<(UpstreamSessionRecord & { replica: string })[]> {
+    return this.running.takeDeadUpstreamSessions(limit);
   }
 
   acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {

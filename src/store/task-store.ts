@@ -149,6 +149,20 @@ export const STORED_TRIM_PER_CALL = 1_000;
 export function outcomeBytes(outcome: Outcome): number {
   return Buffer.byteLength(JSON.stringify(outcome));
 }
+ * An upstream session a replica opened (a Streamable HTTP `Mcp-Session-Id`), as the store keeps it so that another
+ * replica can end it (HTTP DELETE) if this one dies without doing so. The upstream is named, not addressed: whoever
+ * ends it reaches it with its own configuration (URL, headers). Never a credential.
+ */
+export interface UpstreamSessionRecord {
+  /** The upstream's configured name. */
+  upstream: string;
+  sessionId: string;
+  /** The revision negotiated with it (sent back as `MCP-Protocol-Version` on the DELETE). */
+  protocolVersion?: string;
+}
+
+/** Records of upstream sessions taken per store call by a sweep (a sweep takes batch after batch). */
+export const UPSTREAM_SESSIONS_PER_TAKE = 100;
 
 /** The answer to acquireSlot: a slot, or how many hold one or wait in line before the ticket. */
 export type SlotGrant = { granted: true } | { granted: false; ahead: number };
@@ -228,6 +242,21 @@ export interface TaskStore {
    * late heartbeat of the old owner does not take them back.
    */
   takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]>;
+  /**
+   * Records that replica `replica` opened an upstream session (and that it is alive for `leaseMs` more, as lease
+   * says: a replica records its upstream sessions before its first heartbeat). Recording the same session again
+   * replaces the record.
+   */
+  recordUpstreamSession(replica: string, session: UpstreamSessionRecord, leaseMs: number): Promise<void>;
+  /** Replica `replica` ended the upstream session (or the upstream did): nobody needs to end it any more. */
+  forgetUpstreamSession(replica: string, session: Pick<UpstreamSessionRecord, 'upstream' | 'sessionId'>): Promise<void>;
+  /**
+   * Takes up to `limit` (at most UPSTREAM_SESSIONS_PER_TAKE) recorded upstream sessions of replicas whose
+   * liveness ran out, each handed to exactly one caller across all replicas and forgotten by the store: the caller
+   * ends them. A replica that leaves the liveness index (take-orphans drops a dead replica once its tasks are
+   * taken) counts as dead.
+   */
+  takeDeadUpstreamSessions(limit: number): Promise<(UpstreamSessionRecord & { replica: string })[]>;
   /**
    * A FIFO semaphore of `limit` slots named `key`, shared by every replica. `ticket` (unique, e.g. a task id) joins
    * the line on its first call and keeps its place on later calls; it is granted a slot when fewer than `limit`

@@ -8,7 +8,7 @@
 import type { TaskPolicy } from '../config/types.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
-import { failedWith, IDS_PER_SCRIPT_CALL, isTerminal, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { failedWith, IDS_PER_SCRIPT_CALL, isTerminal, UPSTREAM_SESSIONS_PER_TAKE, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { Peers } from './peers.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
@@ -27,6 +27,8 @@ const RECOVERY_CONCURRENCY = 64;
 export interface LeasePeerMessages {
   /** Which of these tasks the replica still runs (or keeps the outcome of): asked before declaring them lost. */
   'task.held': { body: { taskIds: string[] }; answer: { held: string[] } };
+  /** Whether the replica is alive: asked before ending the upstream sessions it recorded, once it looks dead. */
+  'replica.alive': { body: Record<string, never>; answer: { alive: true } };
 }
 
 /** The other replicas, as the sweep needs them (the gateway's ReplicaLink). */
@@ -118,6 +120,7 @@ export class TaskLeases {
     ({ store: this.store, logger: this.logger, leaseMs: this.leaseMs, peers: this.peers, runs: this.runs, losses: this.losses } = deps);
     this.events = deps.events ?? NO_EVENTS;
     this.peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => this.holds(id)) }));
+    this.peers.on('replica.alive', async () => ({ alive: true }));
   }
 
   /** Leases new tasks to this replica (if it dies from here on, another one ends them). */
@@ -132,6 +135,8 @@ export class TaskLeases {
    */
   start(): void {
     this.stopped = false;
+    // At once: what this replica recorded while starting (its upstream sessions) made it alive for one lease only.
+    void this.renew();
     this.heartbeat = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.leaseMs / BEATS_PER_LEASE)));
     this.heartbeat.unref();
     this.sweeper = setInterval(() => void this.recoverOrphans(), Math.max(50, Math.floor(this.leaseMs / 6)));
@@ -237,8 +242,37 @@ export class TaskLeases {
         if (orphans.length < ORPHANS_PER_TAKE) return;
       }
     } finally {
-      this.sweeping = false;
       if (taken > 0) this.logger.info({ orphans: taken, batches: batchCount, ms: Date.now() - started }, 'orphaned tasks settled');
+      // After the tasks: a dead replica's calls are settled before the upstream sessions they ran on are ended.
+      if (!this.storeDown && !this.stopped) await this.endDeadUpstreamSessions();
+      this.sweeping = false;
+    }
+  }
+
+  /**
+   * Ends the upstream sessions that dead replicas left open (recorded in the store as they opened them), batch
+   * after batch: otherwise the upstream keeps each to its own expiry, if it has one. Each record goes to one
+   * sweeping replica, which sends the DELETE through its own configuration of that upstream (one no longer
+   * configured here cannot be reached, and its sessions are dropped).
+   */
+  private async endDeadUpstreamSessions(): Promise<void> {
+    for (;;) {
+      let taken: Awaited<ReturnType<TaskStore['takeDeadUpstreamSessions']>>;
+      try {
+        taken = await this.store.takeDeadUpstreamSessions(UPSTREAM_SESSIONS_PER_TAKE);
+      } catch {
+        this.storeDown = true;
+        return;
+      }
+      if (taken.length === 0) return;
+      const lost = await this.stillAlive(taken);
+      let ended = 0;
+      await eachAtMost(RECOVERY_CONCURRENCY, lost, async ({ upstream, sessionId, protocolVersion }) => {
+        if (await this.losses.upstream(upstream)?.endOrphanSession(sessionId, protocolVersion)) ended++;
+      });
+      const replicas = [...new Set(lost.map(({ replica }) => replica))];
+      if (lost.length > 0) this.logger.info({ sessions: lost.length, ended, replicas }, 'ended the upstream sessions of lost replicas');
+      if (taken.length < UPSTREAM_SESSIONS_PER_TAKE) return;
     }
   }
 
@@ -273,6 +307,30 @@ export class TaskLeases {
       if (settled) this.recovering.delete(taskId);
       else this.unsettled.set(taskId, owner);
     }
+  }
+
+  /**
+   * Hands back the upstream sessions of replicas that answer (alive after all: their heartbeats came late), and
+   * returns the rest, whose replicas are gone.
+   */
+  private async stillAlive<T extends { replica: string; upstream: string; sessionId: string; protocolVersion?: string }>(taken: T[]): Promise<T[]> {
+    const lost: T[] = [];
+    for (const replica of new Set(taken.map((session) => session.replica))) {
+      const sessions = taken.filter((session) => session.replica === replica);
+      const alive =
+        replica === this.peers.id ||
+        (await this.peers.exists?.(replica).catch(() => false)) === true ||
+        (await this.peers.ask(replica, 'replica.alive', {}, undefined, OWNER_CHECK_MS).catch(() => undefined)) !== undefined;
+      if (!alive) {
+        lost.push(...sessions);
+        continue;
+      }
+      for (const { upstream, sessionId, protocolVersion } of sessions) {
+        const record = protocolVersion === undefined ? { upstream, sessionId } : { upstream, sessionId, protocolVersion };
+        await this.store.recordUpstreamSession(replica, record, this.leaseMs).catch(() => undefined);
+      }
+    }
+    return lost;
   }
 
   /**

@@ -9,6 +9,11 @@ export type PeerMessages<M> = { [T in keyof M]: { body: unknown; answer: unknown
  */
 export interface Peers<M extends PeerMessages<M>> {
   readonly id: string;
+  /**
+   * Whether a replica of this id is running now, by its subscription to the store (gone the moment its process is:
+   * unlike its heartbeat, not late when its event loop is).
+   */
+  exists?(replicaId: string): Promise<boolean>;
   /** Handles a request another replica sent; `accept` says this replica holds what it is about. */
   on<T extends keyof M & string>(
     type: T,

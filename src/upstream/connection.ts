@@ -182,6 +182,11 @@ export class UpstreamConnection {
     return this.closedReason === undefined;
   }
 
+  /** No call waits for an answer on it, and the upstream waits for none of the gateway's (it may be closed). */
+  get isIdle(): boolean {
+    return this.pending.size === 0 && this.inbound.size === 0;
+  }
+
   /** Contexts of the calls currently waiting for an answer. */
   pendingContexts(): CallContext[] {
     const contexts: CallContext[] = [];

@@ -115,16 +115,18 @@ export class StreamableHttpTransport implements UpstreamTransport {
     holdReadable(relatedTo === undefined ? this.getStream : this.postStreams.get(relatedTo), until);
   }
 
+  /** The upstream session this connection opened (its `Mcp-Session-Id`), once the upstream gave one. */
+  get session(): { sessionId: string; protocolVersion?: string } | undefined {
+    if (this.sessionId === undefined) return undefined;
+    return this.protocolVersion === undefined ? { sessionId: this.sessionId } : { sessionId: this.sessionId, protocolVersion: this.protocolVersion };
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.abortAll();
-    if (this.sessionId !== undefined) {
-      // Ending the upstream session frees its state there; failure only costs the upstream a timeout.
-      await this.request({ method: 'DELETE', headers: this.requestHeaders(), signal: AbortSignal.timeout(2000) })
-        .then((response) => response.body.dump())
-        .catch(() => undefined);
-    }
+    // Ending the upstream session frees its state there; failure only costs the upstream a timeout.
+    if (this.sessionId !== undefined) await endUpstreamSession({ agent: this.agent, url: `${this.origin}${this.path}`, headers: this.headers }, this.sessionId, this.protocolVersion);
   }
 
   /**
@@ -281,6 +283,31 @@ export class StreamableHttpTransport implements UpstreamTransport {
       }
     };
     void loop();
+  }
+}
+
+/** How long the DELETE that ends an upstream session may take: past it the upstream keeps the session to its own expiry. */
+export const END_SESSION_TIMEOUT_MS = 2_000;
+
+/**
+ * Ends an upstream session (HTTP DELETE with its `Mcp-Session-Id`): when its connection closes, and for the
+ * sessions a dead replica left open. Resolves whether the upstream answered (any status: 404 means it had already
+ * ended it); never rejects.
+ */
+export async function endUpstreamSession(
+  to: Pick<HttpTransportOptions, 'agent' | 'url' | 'headers'>,
+  sessionId: string,
+  protocolVersion: string | undefined,
+): Promise<boolean> {
+  const headers: Record<string, string> = { ...to.headers, 'mcp-session-id': sessionId };
+  if (protocolVersion !== undefined) headers['mcp-protocol-version'] = protocolVersion;
+  const url = new URL(to.url);
+  try {
+    const response = await to.agent.request({ origin: url.origin, path: `${url.pathname}${url.search}`, method: 'DELETE', headers, signal: AbortSignal.timeout(END_SESSION_TIMEOUT_MS) });
+    await response.body.dump();
+    return true;
+  } catch {
+    return false;
   }
 }
 

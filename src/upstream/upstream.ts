@@ -1,10 +1,12 @@
 // One configured upstream server: its control connection, per-session connections, reconnection with backoff,
 // discovery of the revisions it speaks, and how a call reaches it in each. Over 400 lines: these share the
 // upstream's connection state (which connection is open, what it answered at initialize and discover), and
-// splitting them would pass that state around; its catalog reading lives in catalog.ts.
+// splitting them would pass that state around (the client sessions' own connections among it: their bound, their
+// release); its catalog reading lives in catalog.ts, the record of its upstream sessions in session-ledger.ts.
 import type { Agent } from 'undici';
 import type { TaskMode, UpstreamConfig } from '../config/types.js';
-import { upstreamUnavailable, MethodNotFound } from '../errors.js';
+import { upstreamSessionsFull, upstreamUnavailable, MethodNotFound } from '../errors.js';
+import { DEFAULTS } from '../config/schema/defaults.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -20,7 +22,8 @@ import { UpstreamConnection, type CallContext, type ConnectionHandler, type Upst
 import { createUpstreamAgent } from './http-agent.js';
 import { LegacySseTransport } from './legacy-sse.js';
 import { StdioTransport } from './stdio.js';
-import { StreamableHttpTransport } from './streamable-http.js';
+import { endUpstreamSession, StreamableHttpTransport } from './streamable-http.js';
+import { recordSession, type UpstreamSessionLedger } from './session-ledger.js';
 import { ModernUpstreamClient } from './modern-client.js';
 import type { UpstreamTransport } from './transport.js';
 import { upstreamTaskSupport } from '../protocol/rev2025-11-25/codec.js';
@@ -28,6 +31,8 @@ import { withoutModernFields } from '../protocol/rev2026-07-28/codec.js';
 import { callAsUpstreamTask } from './upstream-task.js';
 import { countViolations } from './violations.js';
 import { fetchCatalog, mergeCatalogs, type UpstreamCatalog } from './catalog.js';
+
+export type { OpenedUpstreamSession, UpstreamSessionLedger } from './session-ledger.js';
 
 export type UpstreamState = 'starting' | 'ready' | 'down' | 'closed';
 
@@ -74,6 +79,14 @@ export interface UpstreamGatewaySide {
   version: string;
   /** Where its requests are announced (`upstream.request`), and its health (up, down, restarted). */
   events?: GatewayEvents;
+  /** Where the upstream sessions it opens are recorded; none: not recorded (one replica, or tests). */
+  sessionLedger?: UpstreamSessionLedger;
+}
+
+/** A client session's own connection to the upstream: while it opens, and once it is open. */
+interface SessionConnection {
+  connection: Promise<UpstreamConnection>;
+  open?: UpstreamConnection;
 }
 
 const RELAY_CAPABILITIES: JsonObject = Object.freeze({ roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } });
@@ -99,7 +112,10 @@ export class Upstream {
   /** Names (and URIs) only the 2026-07-28 side of a dual-era upstream lists. */
   private modernOnly = { tools: new Set<unknown>(), prompts: new Set<unknown>(), resources: new Set<unknown>() };
   private readonly controlSubscriptions = new Set<string>();
-  private readonly perSession = new Map<string, Promise<UpstreamConnection>>();
+  /** The client sessions' own connections, least recently used first (each use moves one to the end). */
+  private readonly perSession = new Map<string, SessionConnection>();
+  /** Connections being closed (their upstream sessions ended): close() waits for them. */
+  private readonly closing = new Set<Promise<void>>();
   private readonly agent: Agent | undefined;
   private restartDelayMs: number;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -198,17 +214,41 @@ export class Upstream {
       }
       return control;
     }
-    let connection = this.perSession.get(session.sessionId);
-    if (connection === undefined) {
-      connection = this.openSessionConnection(session);
-      this.perSession.set(session.sessionId, connection);
-      connection.catch(() => this.perSession.delete(session.sessionId));
-    }
+    let entry = this.perSession.get(session.sessionId);
+    if (entry === undefined) {
+      this.makeRoom();
+      const opening: SessionConnection = { connection: this.openSessionConnection(session) };
+      entry = opening;
+      opening.connection.then(
+        (connection) => (opening.open = connection),
+        () => {
+          if (this.perSession.get(session.sessionId) === opening) this.perSession.delete(session.sessionId);
+        },
+      );
+    } else this.perSession.delete(session.sessionId);
+    this.perSession.set(session.sessionId, entry);
     try {
-      return await connection;
+      return await entry.connection;
     } catch (error) {
       throw upstreamUnavailable(this.name, (error as Error).message);
     }
+  }
+
+  /**
+   * Keeps the client sessions' own connections within maxSessions: at the bound, the least recently used one with
+   * no call running is closed (its client gets a new one on its next request); when every one is busy, the new
+   * session's request is refused.
+   */
+  private makeRoom(): void {
+    const max = this.config.maxSessions ?? DEFAULTS.maxUpstreamSessions;
+    if (max <= 0 || this.perSession.size < max) return;
+    for (const [sessionId, entry] of this.perSession) {
+      if (entry.open === undefined || !entry.open.isIdle) continue;
+      this.logger.info({ session: sessionId, maxSessions: max }, 'closing the least recently used idle upstream session: maxSessions reached');
+      void this.releaseSession(sessionId);
+      return;
+    }
+    throw upstreamSessionsFull(this.name, max);
   }
 
   /**
@@ -287,10 +327,22 @@ export class Upstream {
 
   /** Ends the session's own upstream connection (and with it the upstream session or child process). */
   async releaseSession(sessionId: string): Promise<void> {
-    const connection = this.perSession.get(sessionId);
-    if (connection === undefined) return;
+    const entry = this.perSession.get(sessionId);
+    if (entry === undefined) return;
     this.perSession.delete(sessionId);
-    await connection.then((c) => c.close()).catch(() => undefined);
+    const closing = entry.connection.then((c) => c.close()).catch(() => undefined);
+    this.closing.add(closing);
+    await closing.finally(() => this.closing.delete(closing));
+  }
+
+  /**
+   * Ends an upstream session another replica opened and left open when it died (its record taken from the store
+   * by this replica's sweep). Resolves whether the upstream answered; only Streamable HTTP upstreams have sessions
+   * to end.
+   */
+  async endOrphanSession(sessionId: string, protocolVersion: string | undefined): Promise<boolean> {
+    if (this.config.transport !== 'streamable-http' || this.agent === undefined) return false;
+    return endUpstreamSession({ agent: this.agent, url: this.config.url, headers: this.config.headers }, sessionId, protocolVersion);
   }
 
   status(): JsonObject {
@@ -312,6 +364,8 @@ export class Upstream {
     this.listenAbort?.abort();
     const sessions = [...this.perSession.keys()];
     await Promise.all(sessions.map((id) => this.releaseSession(id)));
+    // Sessions released just before (their client sessions ended with the gateway) are ending too.
+    await Promise.all([...this.closing]);
     await this.control?.close().catch(() => undefined);
     await this.agent?.close().catch(() => undefined);
   }
@@ -437,6 +491,7 @@ export class Upstream {
   private async connectLegacy(): Promise<string | undefined> {
     this.initializeResult = undefined;
     const transport = this.createTransport();
+    const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
     const handler = this.handler('control', undefined, () => connection);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,
@@ -444,6 +499,7 @@ export class Upstream {
       handler: {
         ...handler,
         closed: (reason) => {
+          recorded.forget();
           if (this.control !== connection || this.state === 'closed') return;
           this.logger.warn({ reason }, 'upstream connection lost');
           this.markDown(reason);
@@ -460,6 +516,7 @@ export class Upstream {
       };
       const result = await withTimeout(connection.open(params), this.config.requestTimeoutMs, 'initialize timed out');
       this.control = connection;
+      recorded.opened();
       this.controlSubscriptions.clear();
       this.initializeResult = result;
       await this.refreshCatalog();
@@ -498,14 +555,17 @@ export class Upstream {
 
   private async openSessionConnection(session: SessionIdentity): Promise<UpstreamConnection> {
     const handler = this.handler('session', session.sessionId, () => connection);
+    const transport = this.createTransport();
+    const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,
-      transport: this.createTransport(),
+      transport,
       handler: {
         ...handler,
         closed: (reason) => {
+          recorded.forget();
           this.logger.debug({ session: session.sessionId, reason }, 'per-session upstream connection closed');
-          void this.perSession.get(session.sessionId)?.then(
+          void this.perSession.get(session.sessionId)?.connection.then(
             (current) => {
               if (current === connection) this.perSession.delete(session.sessionId);
             },
@@ -525,6 +585,7 @@ export class Upstream {
       await connection.close().catch(() => undefined);
       throw error;
     }
+    recorded.opened();
     return connection;
   }
 

@@ -14,7 +14,7 @@ import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { connectRedis } from '../../src/store/redis-connection.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
-import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, TIMELINE_LENGTH, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, TIMELINE_LENGTH, UPSTREAM_SESSIONS_PER_TAKE, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
 import { eventually } from './harness.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './redis-topologies.js';
 
@@ -242,6 +242,50 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.heartbeat('replica-5', 50);
       await sleep(100);
       assert.deepEqual(await store.takeOrphans(10, 'replica-7', 60_000), [{ taskId: b, owner: 'replica-5' }]);
+      await store.close();
+    });
+
+    test('upstream sessions: a dead replica\'s are taken exactly once and forgotten; a live one\'s and forgotten ones stay out', async () => {
+      const store = await create();
+      await store.recordUpstreamSession('replica-1', { upstream: 'up', sessionId: 's1', protocolVersion: '2025-11-25' }, 60_000);
+      await store.recordUpstreamSession('replica-1', { upstream: 'up', sessionId: 's2' }, 60_000);
+      await store.recordUpstreamSession('replica-1', { upstream: 'other', sessionId: 's3' }, 60_000);
+      await store.forgetUpstreamSession('replica-1', { upstream: 'other', sessionId: 's3' });
+      await store.recordUpstreamSession('replica-2', { upstream: 'up', sessionId: 's4' }, 60_000);
+      assert.deepEqual(await store.takeDeadUpstreamSessions(10), [], 'recording is a sign of life');
+      // replica-1 stops beating (a heartbeat of 1 ms is its last); replica-2 lives on. Two sweepers race.
+      await store.heartbeat('replica-1', 1);
+      await sleep(20);
+      const [first, second] = await Promise.all([store.takeDeadUpstreamSessions(10), store.takeDeadUpstreamSessions(10)]);
+      const taken = [...first, ...second].sort((x, y) => x.sessionId.localeCompare(y.sessionId));
+      assert.deepEqual(taken, [
+        { replica: 'replica-1', upstream: 'up', sessionId: 's1', protocolVersion: '2025-11-25' },
+        { replica: 'replica-1', upstream: 'up', sessionId: 's2' },
+      ]);
+      assert.deepEqual(await store.takeDeadUpstreamSessions(10), [], 'taken sessions are forgotten');
+      // A dead replica the task sweep dropped from the liveness index (it held no task) is still dead.
+      await store.recordUpstreamSession('replica-5', { upstream: 'up', sessionId: 's5' }, 60_000);
+      await store.heartbeat('replica-5', 1);
+      await sleep(20);
+      assert.deepEqual(await store.takeOrphans(10, 'replica-2', 60_000), []);
+      assert.deepEqual(await store.takeDeadUpstreamSessions(10), [{ replica: 'replica-5', upstream: 'up', sessionId: 's5' }]);
+      // Many sessions go batch by batch, each at most UPSTREAM_SESSIONS_PER_TAKE, none twice.
+      const many = 2 * UPSTREAM_SESSIONS_PER_TAKE + 30;
+      for (let i = 0; i < many; i++) await store.recordUpstreamSession('replica-6', { upstream: 'up', sessionId: `m${i}` }, 60_000);
+      await store.heartbeat('replica-6', 1);
+      await sleep(20);
+      const seen = new Set<string>();
+      for (;;) {
+        const batch = await store.takeDeadUpstreamSessions(1_000);
+        if (batch.length === 0) break;
+        assert.ok(batch.length <= UPSTREAM_SESSIONS_PER_TAKE, `a batch of ${batch.length}`);
+        for (const { sessionId } of batch) {
+          assert.ok(!seen.has(sessionId), `${sessionId} taken twice`);
+          seen.add(sessionId);
+        }
+      }
+      assert.equal(seen.size, many);
+      assert.deepEqual((await store.takeDeadUpstreamSessions(10)).map((s) => s.sessionId), [], 'replica-2 is alive: s4 stays');
       await store.close();
     });
 

@@ -55,6 +55,7 @@ describe('config: the contract example', () => {
       requestTimeoutMs: 60_000,
       taskConcurrency: 0,
       maxMessageBytes: 16_777_216,
+      maxSessions: 256,
       command: 'node',
       args: ['path/to/server.js'],
       env: { API_KEY: 'dev-key' },
@@ -70,6 +71,7 @@ describe('config: the contract example', () => {
       requestTimeoutMs: 60_000,
       taskConcurrency: 0,
       maxMessageBytes: 16_777_216,
+      maxSessions: 256,
       url: 'http://127.0.0.1:3001/mcp',
       headers: { Authorization: 'Bearer tok' },
       connectTimeoutMs: 10_000,
@@ -447,6 +449,17 @@ describe('config: located errors', () => {
     const message = (p: string) => errors.find((e) => e.path === p)?.message ?? '';
     assert.match(message('upstreams.a.maxMessageBytes'), />= 65536, got 16/);
     assert.match(message('upstreams.b.maxMessageBytes'), /<= 536870912, got 1073741824/);
+  });
+
+  it('takes maxSessions on every transport: 256 by default, 0 for unbounded, never negative', () => {
+    const config = parseConfig(
+      ['upstreams:', '  a: { command: a, isolation: per-session, maxSessions: 8 }', '  b: { url: "http://127.0.0.1:1/mcp", maxSessions: 0 }', '  c: { transport: sse, url: "http://127.0.0.1:1/sse" }'].join('\n'),
+      'test.yaml',
+      {},
+    );
+    assert.deepEqual(config.upstreams.map((u) => u.maxSessions), [8, 0, 256]);
+    const errors = parseErrors(['upstreams:', '  a: { url: "http://127.0.0.1:1/mcp", maxSessions: -1 }'].join('\n'));
+    assert.match(errors.find((e) => e.path === 'upstreams.a.maxSessions')?.message ?? '', />= 0, got -1/);
   });
 
   it('checks allowed origins and hosts for the shapes the headers have', () => {

@@ -64,6 +64,7 @@ export const DEFAULTS = Object.freeze({
   maxRunningTasks: 10_000,
   protocol: 'auto',
   maxMessageBytes: 16 * 1024 * 1024,
+  maxUpstreamSessions: 256,
   corsMaxAgeSeconds: 600,
   // Stored task results (docs/limits.md, "Stored results"): one result as large as the largest upstream message by
   // default, four of those per principal, and a store-wide total a single replica's memory store can hold.

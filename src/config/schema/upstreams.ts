@@ -44,6 +44,7 @@ const upstreamCommon = {
   // At least 64 KiB (a smaller one is a unit mistake: initialize and tools/list need more); at most 512 MiB, about the
   // longest string V8 can hold, which a message must become to be parsed.
   maxMessageBytes: int(64 * 1024, 512 * 1024 * 1024).default(DEFAULTS.maxMessageBytes),
+  maxSessions: int(0).default(DEFAULTS.maxUpstreamSessions),
 };
 
 export const RestartSchema = z

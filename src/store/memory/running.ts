@@ -1,6 +1,7 @@
 // Who runs what, for the embedded store: the same contract as the Redis store's `{running}` keys (lease.lua,
-// heartbeat.lua, unlease.lua, take-orphans.lua) in one process. A replica's tasks live as long as its liveness.
-import { IDS_PER_SCRIPT_CALL } from '../task-store.js';
+// heartbeat.lua, unlease.lua, take-orphans.lua, and the upstream sessions of record-upstream-session.lua and
+// take-upstream-sessions.lua) in one process. A replica's tasks live as long as its liveness.
+import { IDS_PER_SCRIPT_CALL, UPSTREAM_SESSIONS_PER_TAKE, type UpstreamSessionRecord } from '../task-store.js';
 
 export class RunningIndex {
   /** Each replica's liveness deadline (epoch ms; run out when <= now). */
@@ -9,6 +10,8 @@ export class RunningIndex {
   private readonly owners = new Map<string, string>();
   /** Each replica's running tasks. */
   private readonly runningOf = new Map<string, Set<string>>();
+  /** Each replica's upstream sessions, by upstream and session id. */
+  private readonly upstreamSessions = new Map<string, Map<string, UpstreamSessionRecord>>();
 
   /** Tasks run on `owner` from now on, which is alive until `deadline` (never shortened by this). */
   lease(taskIds: readonly string[], owner: string, deadline: number): void {
@@ -57,4 +60,37 @@ export class RunningIndex {
     if (tasks === undefined) this.runningOf.set(replica, (tasks = new Set()));
     tasks.add(taskId);
   }
+
+  /** Replica `replica` opened an upstream session, and is alive until `deadline` (never shortened by this). */
+  recordUpstreamSession(replica: string, session: UpstreamSessionRecord, deadline: number): void {
+    if ((this.aliveUntil.get(replica) ?? 0) < deadline) this.aliveUntil.set(replica, deadline);
+    let sessions = this.upstreamSessions.get(replica);
+    if (sessions === undefined) this.upstreamSessions.set(replica, (sessions = new Map()));
+    sessions.set(sessionKey(session), { ...session });
+  }
+
+  forgetUpstreamSession(replica: string, session: Pick<UpstreamSessionRecord, 'upstream' | 'sessionId'>): void {
+    this.upstreamSessions.get(replica)?.delete(sessionKey(session));
+  }
+
+  /** Up to `limit` upstream sessions of replicas dead at `now` (or gone from the liveness index), forgotten here. */
+  takeDeadUpstreamSessions(limit: number, now: number): (UpstreamSessionRecord & { replica: string })[] {
+    const most = Math.max(1, Math.min(limit, UPSTREAM_SESSIONS_PER_TAKE));
+    const taken: (UpstreamSessionRecord & { replica: string })[] = [];
+    for (const [replica, sessions] of this.upstreamSessions) {
+      if (taken.length >= most) break;
+      if ((this.aliveUntil.get(replica) ?? 0) > now) continue;
+      for (const [key, session] of sessions) {
+        if (taken.length >= most) break;
+        sessions.delete(key);
+        taken.push({ replica, ...session });
+      }
+      if (sessions.size === 0) this.upstreamSessions.delete(replica);
+    }
+    return taken;
+  }
+}
+
+function sessionKey(session: Pick<UpstreamSessionRecord, 'upstream' | 'sessionId'>): string {
+  return JSON.stringify([session.upstream, session.sessionId]);
 }

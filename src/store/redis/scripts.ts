@@ -17,6 +17,8 @@ const KEY_COUNTS = {
   heartbeat: 1,
   unlease: 2,
   'take-orphans': 4,
+  'record-upstream-session': 3,
+  'take-upstream-sessions': 2,
   'save-session': 1,
   'acquire-slot': 5,
   'release-slot': 5,
