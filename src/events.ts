@@ -111,6 +111,13 @@ export interface GatewayEventMap {
     firstInWindow?: boolean;
   };
 
+  /**
+   * A client request was accepted although it did not follow the letter of its revision, where the gateway is
+   * lenient on purpose (docs/protocol.md): `kind` names what was let off (`missing_mcp_name`: a 2026-07-28 tasks
+   * method without its Mcp-Name header); `client` is the name the request's clientInfo gives, unchecked.
+   */
+  'request.lenient': { kind: 'missing_mcp_name'; method: string; client?: string };
+
   /** A new configuration is in force (`changes` lists what differs, in words). */
   'config.reloaded': { source: string; changes: string[] };
   /** A new configuration was refused and the running one stays. */
