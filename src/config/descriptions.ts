@@ -64,6 +64,9 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     \`sentinel\` or \`cluster\`.`,
   'store.prefix': `Prefix of every Redis key and channel. Replicas serving one gateway share it; gateways that share a
     Redis keep apart by it.`,
+  'store.commandTimeoutMs': `How long a Redis command may go unanswered on a live connection before the request it
+    serves fails with "the task store is slow" (HTTP 503 + \`Retry-After\` for 2026-07-28 clients) instead of waiting
+    on a blocked or overloaded Redis. Long enough for the slowest script under load; far below a client's own timeout.`,
   'store.sentinel': `A Sentinel-managed primary instead of \`url\` (ioredis' own Sentinel support); not together with
     \`cluster\`. A task's creation and its end are acknowledged once a replica has them (\`WAIT 1\`, at most 500 ms).`,
   'store.sentinel.name': "The primary's name as the sentinels monitor it (`sentinel monitor <name> ...`).",

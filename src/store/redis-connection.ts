@@ -3,15 +3,19 @@
 // the store asks `isCluster` only where a cluster answers differently (commands of several slots, PUBSUB counts).
 import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { DEFAULTS } from '../config/schema/defaults.js';
 import type { RedisAccessConfig, StoreConfig } from '../config/types.js';
 
 export type RedisClient = Redis | Cluster;
 
 /**
- * Commands issued while the connection is down fail after one reconnection attempt (or 5 s) instead of queueing
- * without bound: a caller gets a prompt error, not a hang.
+ * Commands issued while the connection is down fail after one reconnection attempt instead of queueing without
+ * bound, and any command fails after store.commandTimeoutMs without an answer (a Redis blocked by a slow script or
+ * DEBUG SLEEP): a caller gets a prompt error, not a hang.
  */
-const COMMAND_LIMITS = { maxRetriesPerRequest: 1, commandTimeout: 5000 } satisfies RedisOptions;
+function commandLimits(config: Extract<StoreConfig, { type: 'redis' }>): RedisOptions {
+  return { maxRetriesPerRequest: 1, commandTimeout: config.commandTimeoutMs ?? DEFAULTS.redisCommandTimeoutMs };
+}
 
 // Reconnect attempts at most 500 ms apart: after an outage every replica is back within about that much of the
 // others, inside the two lease periods they get to renew before anyone is declared lost (leases.ts).
@@ -29,7 +33,7 @@ export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>): R
       // Commands of one tick go to each node as one pipeline: a listing's reads of many slots cost one round trip
       // per node, as a pipeline does on one server.
       enableAutoPipelining: true,
-      redisOptions: { ...COMMAND_LIMITS, ...access(config.cluster, config.cluster.nodes) },
+      redisOptions: { ...commandLimits(config), ...access(config.cluster, config.cluster.nodes) },
     };
     return new Cluster(config.cluster.nodes.map(hostAndPort), options);
   }
@@ -37,7 +41,7 @@ export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>): R
     const { sentinel } = config;
     const sentinelTls = sentinel.nodes.some((url) => url.startsWith('rediss:'));
     return new Redis({
-      ...COMMAND_LIMITS,
+      ...commandLimits(config),
       ...access(sentinel, []),
       retryStrategy: reconnectDelay,
       name: sentinel.name,
@@ -52,7 +56,7 @@ export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>): R
       reconnectOnError: (error) => (error.message.startsWith('READONLY') ? 2 : false),
     });
   }
-  return new Redis(config.url, { ...COMMAND_LIMITS, retryStrategy: reconnectDelay });
+  return new Redis(config.url, { ...commandLimits(config), retryStrategy: reconnectDelay });
 }
 
 /**
