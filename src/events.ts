@@ -31,7 +31,12 @@ export interface GatewayEventMap {
    * Durably stored. `queued`: it goes through a line for concurrency slots (`concurrency`, `taskConcurrency`)
    * before it starts; whether it actually waits there shows as a `task.status` with `queued: true`.
    */
-  'task.created': TaskFacts & { era: EventEra; queued: boolean };
+  'task.created': TaskFacts & {
+    era: EventEra;
+    queued: boolean;
+    /** The upstream runs it itself (a 2026-07-28 upstream's own task): the gateway only routes its methods there. */
+    native?: boolean;
+  };
   /** The upstream got the call (after `waitedMs` in line for a slot). `attempt` > 1 is a re-run after a lost replica. */
   'task.started': TaskFacts & { attempt: number; waitedMs: number };
   /**
