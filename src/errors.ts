@@ -162,7 +162,7 @@ export const STORE_RETRY_AFTER_MS = 1000;
 const STORE_TIMEOUT = /Command timed out/i;
 /** Its words for a connection that is not there (refused, reset, closed, reconnecting past the retry limit). */
 const STORE_DISCONNECTED =
-  /max retries per request|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|Stream isn't writeable|All sentinels are unreachable|None of startup nodes is available|Failed to refresh slots cache/i;
+  /No connection to Redis within the command timeout|max retries per request|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|Stream isn't writeable|All sentinels are unreachable|None of startup nodes is available|Failed to refresh slots cache/i;
 
 /** Whether a store failure was the store being slow (connected, no answer in time) or away; undefined when neither. */
 export function storeFailureKind(error: unknown): 'slow' | 'unavailable' | undefined {

@@ -2,7 +2,7 @@
 // primary (`sentinel`) or a Redis Cluster (`cluster`). All three are ioredis clients that take the same commands;
 // the store asks `isCluster` only where a cluster answers differently (commands of several slots, PUBSUB counts).
 import type { ConnectionOptions } from 'node:tls';
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type Command, type RedisOptions } from 'ioredis';
 import { DEFAULTS } from '../config/schema/defaults.js';
 import type { RedisAccessConfig, StoreConfig } from '../config/types.js';
 
@@ -27,6 +27,32 @@ export function isCluster(client: RedisClient): client is Cluster {
 
 /** A client for the configured topology; nothing is connected yet when it returns (ioredis connects on its own). */
 export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>): RedisClient {
+  return withDisconnectedTimeoutsTold(createClient(config));
+}
+
+/** What a command that timed out without a connection rejects with (errors.ts tells it from a slow store). */
+export const NO_CONNECTION_TIMEOUT = 'No connection to Redis within the command timeout';
+
+/**
+ * ioredis rejects a command unanswered after `commandTimeout` with "Command timed out" whether the server was slow
+ * to answer or the command waited in the offline queue while the client reconnected. Only the first is a slow store:
+ * a timeout that fires while the client is not connected is relabelled, so the client hears "unavailable", not
+ * "slow". Done on each command's own reject (an instance field ioredis calls when the timer fires).
+ */
+function withDisconnectedTimeoutsTold<C extends RedisClient>(client: C): C {
+  const send = client.sendCommand.bind(client) as (command: Command, ...rest: unknown[]) => unknown;
+  client.sendCommand = ((command: Command, ...rest: unknown[]) => {
+    const reject = command.reject;
+    command.reject = (error: Error) => {
+      const disconnected = error.message === 'Command timed out' && client.status !== 'ready';
+      reject(disconnected ? new Error(`${NO_CONNECTION_TIMEOUT} (${client.status})`) : error);
+    };
+    return send(command, ...rest);
+  }) as C['sendCommand'];
+  return client;
+}
+
+function createClient(config: Extract<StoreConfig, { type: 'redis' }>): RedisClient {
   if (config.cluster !== undefined) {
     const options: ClusterOptions = {
       clusterRetryStrategy: reconnectDelay,

@@ -62,6 +62,10 @@ test('a Redis blocked by DEBUG SLEEP is slow, one stopped is unavailable: 503 + 
   // Ready again once a lease renewal went through as well (the ones due during the sleep failed).
   await eventually(async () => (await readyz(gateway.origin)).status === 200, 10_000);
 
+  // A 2025-11-25 session made while Redis answers.
+  const { client, transport } = await scope.client(gateway.url);
+  const sessionId = transport.sessionId as string;
+
   // Stopped: no connection at all.
   await stopRedis(port, redis);
   const down = await get();
@@ -71,4 +75,18 @@ test('a Redis blocked by DEBUG SLEEP is slow, one stopped is unavailable: 503 + 
   const downReady = await readyz(gateway.origin);
   assert.equal(downReady.status, 503);
   assert.equal(downReady.body.store.error, 'no connection to the store (reconnecting)', JSON.stringify(downReady.body));
+
+  // Within the session, a dispatched request's error is a JSON-RPC error (in a 200, as every error there) that says
+  // when to retry; a refusal of the exchange itself (its DELETE) is a 503 with Retry-After.
+  await assert.rejects(client.experimental.tasks.getTask(taskId), (error: { code?: number; message?: string; data?: { retryAfterMs?: number } }) => {
+    assert.equal(error.code, -32603);
+    assert.match(String(error.message), /task store is unavailable: no connection to Redis/);
+    assert.equal(error.data?.retryAfterMs, 1000);
+    return true;
+  });
+  const deleted = await request(gateway.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' } });
+  const deletedBody = (await deleted.body.json()) as { error?: { message?: string } };
+  assert.equal(deleted.statusCode, 503, JSON.stringify(deletedBody));
+  assert.equal(deleted.headers['retry-after'], '1');
+  assert.match(String(deletedBody.error?.message), /task store is unavailable/);
 });
