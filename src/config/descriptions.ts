@@ -58,7 +58,7 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
 
   store: `Where tasks, 2025-era sessions, leases and the replicas' shared state live. \`memory\` is embedded and lives
     as long as the process (one replica only); \`redis\` is durable and shared by any number of replicas.
-    \`TASKGATE_REDIS_URL\` replaces the section with \`{ type: redis, url: <its value> }\`, keeping \`prefix\`.`,
+    \`TASKGATE_REDIS_URL\` replaces the section with \`{ type: redis, url: <its value> }\`, keeping \`prefix\` and \`commandTimeoutMs\`.`,
   'store.type': 'Which store: `memory` or `redis`.',
   'store.url': `The Redis server: \`redis://[user:password@]host:port[/db]\`, or \`rediss://\` for TLS. Unused with
     \`sentinel\` or \`cluster\`.`,
