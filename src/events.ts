@@ -71,7 +71,10 @@ export interface GatewayEventMap {
   /** The upstream broke the protocol in a way the gateway tolerated (warned once a minute with a count). */
   'upstream.violation': { upstream?: string; what: string };
 
-  /** A store operation took longer than expected (`durationMs`); `operation` is a fixed name, never a key. */
+  /**
+   * A store operation took longer than expected (`durationMs`); `operation` is a fixed name, never a key: a script's
+   * name, or a Redis command's (`hmget`, …) that got no answer within store.commandTimeoutMs on a live connection.
+   */
   'store.slow': { operation: string; durationMs: number };
   /**
    * Every store operation that went to the store server (Redis scripts), for latency histograms. Emitted only while

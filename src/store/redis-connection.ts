@@ -26,9 +26,12 @@ export function isCluster(client: RedisClient): client is Cluster {
 }
 
 /** A client for the configured topology; nothing is connected yet when it returns (ioredis connects on its own). */
-export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>): RedisClient {
-  return withDisconnectedTimeoutsTold(createClient(config));
+export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>, onTimeout?: CommandTimeoutListener): RedisClient {
+  return withDisconnectedTimeoutsTold(createClient(config), onTimeout);
 }
+
+/** Told of each command that timed out (`command`: its name), and whether the connection was up meanwhile. */
+export type CommandTimeoutListener = (command: string, connected: boolean) => void;
 
 /** What a command that timed out without a connection rejects with (errors.ts tells it from a slow store). */
 export const NO_CONNECTION_TIMEOUT = 'No connection to Redis within the command timeout';
@@ -39,13 +42,15 @@ export const NO_CONNECTION_TIMEOUT = 'No connection to Redis within the command 
  * a timeout that fires while the client is not connected is relabelled, so the client hears "unavailable", not
  * "slow". Done on each command's own reject (an instance field ioredis calls when the timer fires).
  */
-function withDisconnectedTimeoutsTold<C extends RedisClient>(client: C): C {
+function withDisconnectedTimeoutsTold<C extends RedisClient>(client: C, onTimeout: CommandTimeoutListener | undefined): C {
   const send = client.sendCommand.bind(client) as (command: Command, ...rest: unknown[]) => unknown;
   client.sendCommand = ((command: Command, ...rest: unknown[]) => {
     const reject = command.reject;
     command.reject = (error: Error) => {
-      const disconnected = error.message === 'Command timed out' && client.status !== 'ready';
-      reject(disconnected ? new Error(`${NO_CONNECTION_TIMEOUT} (${client.status})`) : error);
+      const timedOut = error.message === 'Command timed out';
+      const connected = client.status === 'ready';
+      if (timedOut) onTimeout?.(command.name, connected);
+      reject(timedOut && !connected ? new Error(`${NO_CONNECTION_TIMEOUT} (${client.status})`) : error);
     };
     return send(command, ...rest);
   }) as C['sendCommand'];

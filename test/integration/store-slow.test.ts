@@ -36,6 +36,10 @@ test('a Redis blocked by DEBUG SLEEP is slow, one stopped is unavailable: 503 + 
   const get = (): Promise<ModernResponse> => modern(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
   assert.equal((await readyz(gateway.origin)).status, 200);
 
+  const slowOnes: { operation: string; durationMs: number }[] = [];
+  const stopWatching = gateway.events.on('store.slow', (e) => slowOnes.push(e));
+  scope.defer(stopWatching);
+
   // Blocked on a connection of its own; its answer is the end of the sleep.
   const sleeper = new Redis({ port, maxRetriesPerRequest: 0, retryStrategy: () => null });
   sleeper.on('error', () => undefined);
@@ -53,6 +57,8 @@ test('a Redis blocked by DEBUG SLEEP is slow, one stopped is unavailable: 503 + 
   assert.equal(refused?.error?.code, -32603);
   assert.match(String(refused?.error?.message), /task store is slow/, JSON.stringify(refused?.messages));
   assert.doesNotMatch(String(refused?.error?.message), /no connection|max retries|timed out/i);
+  // The command that timed out is announced as the store being slow (taskgate_store_slow_operations_total).
+  assert.ok(slowOnes.some((e) => e.durationMs === 300 && e.operation !== 'evalsha'), JSON.stringify(slowOnes));
   const slowReady = await readyz(gateway.origin);
   assert.equal(slowReady.status, 503);
   assert.equal(slowReady.body.store.error, 'the store is connected but did not answer within 1000 ms', JSON.stringify(slowReady.body));
