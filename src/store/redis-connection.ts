@@ -44,7 +44,11 @@ export const NO_CONNECTION_TIMEOUT = 'No connection to Redis within the command 
  */
 function withDisconnectedTimeoutsTold<C extends RedisClient>(client: C, onTimeout: CommandTimeoutListener | undefined): C {
   const send = client.sendCommand.bind(client) as (command: Command, ...rest: unknown[]) => unknown;
+  // A cluster sends a redirected command (MOVED, ASK) through here again: its reject is wrapped once.
+  const wrapped = new WeakSet<Command>();
   client.sendCommand = ((command: Command, ...rest: unknown[]) => {
+    if (wrapped.has(command)) return send(command, ...rest);
+    wrapped.add(command);
     const reject = command.reject;
     command.reject = (error: Error) => {
       const timedOut = error.message === 'Command timed out';
