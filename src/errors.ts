@@ -51,8 +51,16 @@ const REGISTRY = {
    * and the call's upstream cannot wait for it without stalling other clients (a shared stdio child).
    */
   client_not_reading: { rpc: InternalError, http: 200 },
-  /** The task store (Redis) cannot be reached: the request fails at once instead of hanging. */
-  store_unavailable: { rpc: InternalError, http: 200 },
+  /**
+   * The task store (Redis) cannot be reached: the request fails at once instead of hanging. A temporary refusal:
+   * `data.retryAfterMs` says when to try again (HTTP 503 + Retry-After where the revision answers with a status).
+   */
+  store_unavailable: { rpc: InternalError, http: 503 },
+  /**
+   * The task store is connected but did not answer within store.commandTimeoutMs (a blocked or overloaded Redis):
+   * temporary, with `data.retryAfterMs`, as store_unavailable.
+   */
+  store_slow: { rpc: InternalError, http: 503 },
   /** A task's result (or error) is larger than tasks.maxResultBytes: the task fails with this instead of storing it. */
   result_too_large: { rpc: InternalError, http: 200 },
   /**
@@ -179,14 +187,38 @@ export function sendFailure(upstream: string, error: unknown): GatewayError {
   return upstreamUnavailable(upstream, error instanceof Error ? error.message : String(error));
 }
 
-/** A failed store operation as the error the client sees: prompt, and saying what is wrong. */
-export function storeUnavailable(error: unknown): GatewayError {
+/** What a store refusal (store_unavailable, store_slow) tells a client to wait before it tries again. */
+export const STORE_RETRY_AFTER_MS = 1000;
+
+/** The Redis client's words for a command that got no answer in time, though it was sent (or queued). */
+const STORE_TIMEOUT = /Command timed out/i;
+/** Its words for a connection that is not there (refused, reset, closed, reconnecting past the retry limit). */
+const STORE_DISCONNECTED =
+  /No connection to Redis within the command timeout|max retries per request|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|Stream isn't writeable|All sentinels are unreachable|None of startup nodes is available|Failed to refresh slots cache/i;
+
+/** Whether a store failure was the store being slow (connected, no answer in time) or away; undefined when neither. */
+export function storeFailureKind(error: unknown): 'slow' | 'unavailable' | undefined {
   const message = error instanceof Error ? error.message : String(error);
+  if (STORE_TIMEOUT.test(message)) return 'slow';
+  if (STORE_DISCONNECTED.test(message)) return 'unavailable';
+  return undefined;
+}
+
+/**
+ * A failed store operation as the client meets it: prompt, temporary (`data.retryAfterMs`), and saying what is
+ * wrong in the gateway's words. A store that is connected but does not answer in time is slow (store_slow), not
+ * away: the same Redis answers again once it is done with whatever blocks it.
+ */
+export function storeUnavailable(error: unknown): GatewayError {
+  if (error instanceof GatewayError && (error.code === 'store_unavailable' || error.code === 'store_slow')) return error;
+  const retry = { retryAfterMs: STORE_RETRY_AFTER_MS };
+  const kind = storeFailureKind(error);
+  if (kind === 'slow') {
+    return new GatewayError('store_slow', 'The task store is slow: it did not answer within store.commandTimeoutMs; try again shortly', retry);
+  }
   // The Redis client's own wording names its settings, which mean nothing to a client of the gateway.
-  const reason = /max retries per request|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|Command timed out/i.test(message)
-    ? 'no connection to Redis; try again shortly'
-    : message;
-  return new GatewayError('store_unavailable', `The task store is unavailable: ${reason}`);
+  const reason = kind === 'unavailable' ? 'no connection to Redis; try again shortly' : error instanceof Error ? error.message : String(error);
+  return new GatewayError('store_unavailable', `The task store is unavailable: ${reason}`, retry);
 }
 
 /** A task's result (or error) of `bytes` as JSON, over tasks.maxResultBytes: the task fails with this instead. */

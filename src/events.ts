@@ -31,7 +31,12 @@ export interface GatewayEventMap {
    * Durably stored. `queued`: it goes through a line for concurrency slots (`concurrency`, `taskConcurrency`)
    * before it starts; whether it actually waits there shows as a `task.status` with `queued: true`.
    */
-  'task.created': TaskFacts & { era: EventEra; queued: boolean };
+  'task.created': TaskFacts & {
+    era: EventEra;
+    queued: boolean;
+    /** The upstream runs it itself (a 2026-07-28 upstream's own task): the gateway only routes its methods there. */
+    native?: boolean;
+  };
   /** The upstream got the call (after `waitedMs` in line for a slot). `attempt` > 1 is a re-run after a lost replica. */
   'task.started': TaskFacts & { attempt: number; waitedMs: number };
   /**
@@ -69,7 +74,10 @@ export interface GatewayEventMap {
   /** The upstream broke the protocol (each time; the log warns once a minute per kind): `what` names the kind. */
   'upstream.violation': { upstream?: string; what: string };
 
-  /** A store operation took longer than expected (`durationMs`); `operation` is a fixed name, never a key. */
+  /**
+   * A store operation took longer than expected (`durationMs`); `operation` is a fixed name, never a key: a script's
+   * name, or a Redis command's (`hmget`, …) that got no answer within store.commandTimeoutMs on a live connection.
+   */
   'store.slow': { operation: string; durationMs: number };
   /**
    * Every store operation that went to the store server (Redis scripts), for latency histograms. Emitted only while
@@ -113,6 +121,13 @@ export interface GatewayEventMap {
     /** The first refusal of a counted window (auth.rateLimits): the one the audit log records. */
     firstInWindow?: boolean;
   };
+
+  /**
+   * A client request was accepted although it did not follow the letter of its revision, where the gateway is
+   * lenient on purpose (docs/protocol.md): `kind` names what was let off (`missing_mcp_name`: a 2026-07-28 tasks
+   * method without its Mcp-Name header); `client` is the name the request's clientInfo gives, unchecked.
+   */
+  'request.lenient': { kind: 'missing_mcp_name'; method: string; client?: string };
 
   /** A new configuration is in force (`changes` lists what differs, in words). */
   'config.reloaded': { source: string; changes: string[] };

@@ -19,6 +19,7 @@ import type { JsonObject, JsonRpcNotification } from './jsonrpc.js';
 import type { Era } from './store/task-store.js';
 import type { Logger } from './log.js';
 import { subscribeAuditLog } from './observability/audit.js';
+import { subscribeLeniencyLog } from './observability/leniency-log.js';
 import { GatewayMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/tracing.js';
 import { createStore } from './store/store.js';
@@ -62,6 +63,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const events = new GatewayEvents(logger);
   const tracing = await startTracing(events, logger);
   const stopAudit = subscribeAuditLog(events, logger);
+  const stopLeniencyLog = subscribeLeniencyLog(events, logger);
   const store = createStore(config.store, events);
   const rateLimiter = config.auth === undefined ? undefined : new RateLimiter(config.auth.rateLimits, store, events);
   const inflight = new InflightBytes({ total: config.listen.maxInflightBytes, perPrincipal: config.listen.maxInflightBytesPerPrincipal });
@@ -169,6 +171,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   if (collisions.length > 0) {
     metrics?.close();
     stopAudit();
+    stopLeniencyLog();
     sessions.endAll();
     closeRevisions();
     await Promise.all(upstreams.map((u) => u.close()));
@@ -274,6 +277,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       await store.close();
       metrics?.close();
       stopAudit();
+    stopLeniencyLog();
       await tracing?.close(); // last: the spans of the shutdown itself are exported too
     },
   };

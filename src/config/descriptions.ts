@@ -58,12 +58,15 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
 
   store: `Where tasks, 2025-era sessions, leases and the replicas' shared state live. \`memory\` is embedded and lives
     as long as the process (one replica only); \`redis\` is durable and shared by any number of replicas.
-    \`TASKGATE_REDIS_URL\` replaces the section with \`{ type: redis, url: <its value> }\`, keeping \`prefix\`.`,
+    \`TASKGATE_REDIS_URL\` replaces the section with \`{ type: redis, url: <its value> }\`, keeping \`prefix\` and \`commandTimeoutMs\`.`,
   'store.type': 'Which store: `memory` or `redis`.',
   'store.url': `The Redis server: \`redis://[user:password@]host:port[/db]\`, or \`rediss://\` for TLS. Unused with
     \`sentinel\` or \`cluster\`.`,
   'store.prefix': `Prefix of every Redis key and channel. Replicas serving one gateway share it; gateways that share a
     Redis keep apart by it.`,
+  'store.commandTimeoutMs': `How long a Redis command may go unanswered on a live connection before the request it
+    serves fails with "the task store is slow" (HTTP 503 + \`Retry-After\` for 2026-07-28 clients) instead of waiting
+    on a blocked or overloaded Redis. Long enough for the slowest script under load; far below a client's own timeout.`,
   'store.sentinel': `A Sentinel-managed primary instead of \`url\` (ioredis' own Sentinel support); not together with
     \`cluster\`. A task's creation and its end are acknowledged once a replica has them (\`WAIT 1\`, at most 500 ms).`,
   'store.sentinel.name': "The primary's name as the sentinels monitor it (`sentinel monitor <name> ...`).",

@@ -138,8 +138,10 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: Env): Map<string, 
   const redisUrl = env[ENV_REDIS_URL];
   if (redisUrl !== undefined && redisUrl !== '') {
     const store = raw.store;
-    const prefix = isPlainObject(store) && store.type === 'redis' ? store.prefix : undefined;
-    raw.store = prefix === undefined ? { type: 'redis', url: redisUrl } : { type: 'redis', url: redisUrl, prefix };
+    const kept = isPlainObject(store) && store.type === 'redis' ? store : {};
+    raw.store = { type: 'redis', url: redisUrl };
+    // What the variable does not say stays as the file has it.
+    for (const key of ['prefix', 'commandTimeoutMs'] as const) if (kept[key] !== undefined) (raw.store as Record<string, unknown>)[key] = kept[key];
     by.set('store.url', ENV_REDIS_URL);
   }
   const level = env[ENV_LOG_LEVEL];

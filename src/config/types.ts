@@ -95,7 +95,8 @@ export interface RedisClusterConfig extends RedisAccessConfig {
 export type StoreConfig =
   | { type: 'memory' }
   /** `url` is the single server, used only when neither `sentinel` nor `cluster` is given. */
-  | { type: 'redis'; url: string; prefix: string; sentinel?: RedisSentinelConfig; cluster?: RedisClusterConfig };
+  /** `commandTimeoutMs`: how long a command may go unanswered before it fails as the store being slow (the schema fills it in). */
+  | { type: 'redis'; url: string; prefix: string; commandTimeoutMs?: number; sentinel?: RedisSentinelConfig; cluster?: RedisClusterConfig };
 
 /**
  * Which of an upstream's names it exposes: absent `include` means all; `exclude` wins over `include`. Globs (`*`

@@ -2,7 +2,7 @@
 // newest first with filters and cursors, a task's detail (timeline, outcome preview, pending input requests), an
 // operator's cancel, and the upstreams' health. It reads the shared store, so every replica answers the same.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../errors.js';
+import { GatewayError, retryAfterHeaders, storeUnavailable } from '../errors.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { InvalidCursorError, isTerminal, TASK_STATUSES, type TaskRecord, type TaskStatus, type TaskStore } from '../store/task-store.js';
@@ -41,7 +41,8 @@ export function registerDashboardApi(app: FastifyInstance, base: string, deps: D
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     const status = error instanceof ApiError ? error.status : error instanceof GatewayError ? statusOf(error) : (error.statusCode ?? 500);
     if (status >= 500) request.log.warn({ err: error }, 'dashboard API request failed');
-    void reply.code(status >= 400 ? status : 500).send({ error: error.message });
+    const retry = error instanceof GatewayError ? retryAfterHeaders(error.data) : {};
+    void reply.code(status >= 400 ? status : 500).headers(retry).send({ error: error.message });
   });
 
   app.get(`${base}tasks`, async (request) => {
@@ -154,12 +155,11 @@ function parseLimit(value: string | undefined): number {
 /** The engine's refusals, as an API says them (its registry's statuses are the MCP endpoint's: often 200). */
 function statusOf(error: GatewayError): number {
   if (error.code === 'invalid_params') return 404; // find(): the task went between the read and the cancel
-  if (error.code === 'store_unavailable') return 503;
   return error.httpStatus >= 400 ? error.httpStatus : 500;
 }
 
 /** A store failure: the page says the store is unavailable (503) and keeps polling. */
 function unavailable(error: unknown): Error {
   if (error instanceof ApiError || error instanceof GatewayError) return error;
-  return new ApiError(503, `The task store is unavailable: ${(error as Error).message}`);
+  return storeUnavailable(error); // 503 + Retry-After, in the gateway's words (slow or away), not the Redis client's
 }

@@ -29,7 +29,11 @@ export const AUDIT_NAMES = [
 export function subscribeAuditLog(events: GatewayEvents, log: AuditLogger): () => void {
   const stops = [
     events.on('task.created', (e) => {
-      log.info({ audit: 'task.created', task: e.taskId, principal: e.principal, tool: e.tool, upstream: e.upstream, era: e.era }, 'task created');
+      if (e.native === true) {
+        log.info({ audit: 'task.created', task: e.taskId, principal: e.principal, tool: e.tool, upstream: e.upstream, era: e.era, native: true }, 'task created: it runs on its upstream');
+      } else {
+        log.info({ audit: 'task.created', task: e.taskId, principal: e.principal, tool: e.tool, upstream: e.upstream, era: e.era }, 'task created');
+      }
     }),
     events.on('task.ended', (e) => taskEnded(log, e)),
     events.on('task.retrieved', (e) => {

@@ -1,5 +1,6 @@
 // Health metrics: upstreams up or down and restarts, the store's latency and outages, sessions and open streams,
-// refusals (access rules, credentials, rate limits and other bounds), and config reloads. All per replica.
+// refusals (access rules, credentials, rate limits and other bounds), requests let off on purpose, and config
+// reloads. All per replica.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { GatewayEvents } from '../events.js';
 import { BoundedLabel, ChildCache } from './metrics-labels.js';
@@ -41,6 +42,12 @@ export function subscribeHealthMetrics(registry: Registry, events: GatewayEvents
 
   const denied = new Counter({ name: 'taskgate_access_denied_total', help: 'Refusals by access rules or credentials, by kind (tools, prompts, resources, credentials, …).', labelNames: ['kind', ...byPrincipal], registers });
   const limited = new Counter({ name: 'taskgate_rate_limited_total', help: 'Requests refused at a rate limit or bound, by limit.', labelNames: ['limit', ...byPrincipal], registers });
+  const lenient = new Counter({
+    name: 'taskgate_lenient_requests_total',
+    help: 'Client requests accepted though they bent their revision where the gateway is lenient on purpose, by kind (missing_mcp_name) and method.',
+    labelNames: ['kind', 'method'],
+    registers,
+  });
   const reloads = new Counter({ name: 'taskgate_config_reloads_total', help: 'Configuration reloads, by result (applied, rejected).', labelNames: ['result'], registers });
 
   const stops = [
@@ -67,6 +74,8 @@ export function subscribeHealthMetrics(registry: Registry, events: GatewayEvents
     events.on('stream.closed', (e) => streams.dec({ kind: e.kind })),
     events.on('access.denied', (e) => denied.inc({ kind: kindName.of(e.kind), ...principal(e.principal) })),
     events.on('rate.limited', (e) => limited.inc({ limit: limitName.of(e.limit), ...principal(e.principal) })),
+    // Both labels come from fixed sets (the kind from the core, the method from the few that may be lenient).
+    events.on('request.lenient', (e) => lenient.inc({ kind: e.kind, method: labels.method.of(e.method) })),
     events.on('config.reloaded', () => reloads.inc({ result: 'applied' })),
     events.on('config.rejected', () => reloads.inc({ result: 'rejected' })),
   ];

@@ -88,7 +88,9 @@ export class MemoryTaskStore implements TaskStore {
     if (task.message === undefined) delete task.message;
     if (task.native !== true) delete task.native;
     if (task.call === undefined) delete task.call;
-    this.tasks.set(task.taskId, { task, expiresAt: undefined, timeline: [transitionOf(task)] });
+    // An upstream's own task may never be heard of again: it expires with its TTL from creation, running or not.
+    const expiresAt = task.native === true ? now + task.retentionMs : undefined;
+    this.tasks.set(task.taskId, { task, expiresAt, timeline: [transitionOf(task)] });
     const keys = this.index.get(task.principal) ?? [];
     const key = listingKey(task);
     insertSorted(keys, key);

@@ -2,16 +2,20 @@
 // primary (`sentinel`) or a Redis Cluster (`cluster`). All three are ioredis clients that take the same commands;
 // the store asks `isCluster` only where a cluster answers differently (commands of several slots, PUBSUB counts).
 import type { ConnectionOptions } from 'node:tls';
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type Command, type RedisOptions } from 'ioredis';
+import { DEFAULTS } from '../config/schema/defaults.js';
 import type { RedisAccessConfig, StoreConfig } from '../config/types.js';
 
 export type RedisClient = Redis | Cluster;
 
 /**
- * Commands issued while the connection is down fail after one reconnection attempt (or 5 s) instead of queueing
- * without bound: a caller gets a prompt error, not a hang.
+ * Commands issued while the connection is down fail after one reconnection attempt instead of queueing without
+ * bound, and any command fails after store.commandTimeoutMs without an answer (a Redis blocked by a slow script or
+ * DEBUG SLEEP): a caller gets a prompt error, not a hang.
  */
-const COMMAND_LIMITS = { maxRetriesPerRequest: 1, commandTimeout: 5000 } satisfies RedisOptions;
+function commandLimits(config: Extract<StoreConfig, { type: 'redis' }>): RedisOptions {
+  return { maxRetriesPerRequest: 1, commandTimeout: config.commandTimeoutMs ?? DEFAULTS.redisCommandTimeoutMs };
+}
 
 // Reconnect attempts at most 500 ms apart: after an outage every replica is back within about that much of the
 // others, inside the two lease periods they get to renew before anyone is declared lost (leases.ts).
@@ -22,14 +26,49 @@ export function isCluster(client: RedisClient): client is Cluster {
 }
 
 /** A client for the configured topology; nothing is connected yet when it returns (ioredis connects on its own). */
-export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>): RedisClient {
+export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>, onTimeout?: CommandTimeoutListener): RedisClient {
+  return withDisconnectedTimeoutsTold(createClient(config), onTimeout);
+}
+
+/** Told of each command that timed out (`command`: its name), and whether the connection was up meanwhile. */
+export type CommandTimeoutListener = (command: string, connected: boolean) => void;
+
+/** What a command that timed out without a connection rejects with (errors.ts tells it from a slow store). */
+export const NO_CONNECTION_TIMEOUT = 'No connection to Redis within the command timeout';
+
+/**
+ * ioredis rejects a command unanswered after `commandTimeout` with "Command timed out" whether the server was slow
+ * to answer or the command waited in the offline queue while the client reconnected. Only the first is a slow store:
+ * a timeout that fires while the client is not connected is relabelled, so the client hears "unavailable", not
+ * "slow". Done on each command's own reject (an instance field ioredis calls when the timer fires).
+ */
+function withDisconnectedTimeoutsTold<C extends RedisClient>(client: C, onTimeout: CommandTimeoutListener | undefined): C {
+  const send = client.sendCommand.bind(client) as (command: Command, ...rest: unknown[]) => unknown;
+  // A cluster sends a redirected command (MOVED, ASK) through here again: its reject is wrapped once.
+  const wrapped = new WeakSet<Command>();
+  client.sendCommand = ((command: Command, ...rest: unknown[]) => {
+    if (wrapped.has(command)) return send(command, ...rest);
+    wrapped.add(command);
+    const reject = command.reject;
+    command.reject = (error: Error) => {
+      const timedOut = error.message === 'Command timed out';
+      const connected = client.status === 'ready';
+      if (timedOut) onTimeout?.(command.name, connected);
+      reject(timedOut && !connected ? new Error(`${NO_CONNECTION_TIMEOUT} (${client.status})`) : error);
+    };
+    return send(command, ...rest);
+  }) as C['sendCommand'];
+  return client;
+}
+
+function createClient(config: Extract<StoreConfig, { type: 'redis' }>): RedisClient {
   if (config.cluster !== undefined) {
     const options: ClusterOptions = {
       clusterRetryStrategy: reconnectDelay,
       // Commands of one tick go to each node as one pipeline: a listing's reads of many slots cost one round trip
       // per node, as a pipeline does on one server.
       enableAutoPipelining: true,
-      redisOptions: { ...COMMAND_LIMITS, ...access(config.cluster, config.cluster.nodes) },
+      redisOptions: { ...commandLimits(config), ...access(config.cluster, config.cluster.nodes) },
     };
     return new Cluster(config.cluster.nodes.map(hostAndPort), options);
   }
@@ -37,7 +76,7 @@ export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>): R
     const { sentinel } = config;
     const sentinelTls = sentinel.nodes.some((url) => url.startsWith('rediss:'));
     return new Redis({
-      ...COMMAND_LIMITS,
+      ...commandLimits(config),
       ...access(sentinel, []),
       retryStrategy: reconnectDelay,
       name: sentinel.name,
@@ -52,7 +91,7 @@ export function connectRedis(config: Extract<StoreConfig, { type: 'redis' }>): R
       reconnectOnError: (error) => (error.message.startsWith('READONLY') ? 2 : false),
     });
   }
-  return new Redis(config.url, { ...COMMAND_LIMITS, retryStrategy: reconnectDelay });
+  return new Redis(config.url, { ...commandLimits(config), retryStrategy: reconnectDelay });
 }
 
 /**

@@ -4,6 +4,7 @@
 // modules of redis/; this class keeps the records, the event subscription, rate windows and sessions.
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { storeFailureKind } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
@@ -50,6 +51,9 @@ const REPLICA_WAIT_MS = 500;
  * Tasks in Redis, shared by every replica: records are hashes that Redis expires itself, listing is a lexical
  * sorted set per principal, and changes are published on one channel that each replica fans out locally.
  */
+/** How long /readyz waits for the store's PING before it says the store is slow. */
+export const READY_PING_TIMEOUT_MS = 1000;
+
 export class RedisTaskStore implements TaskStore {
   readonly kind = 'redis' as const;
   private readonly keys: RedisKeys;
@@ -237,9 +241,26 @@ export class RedisTaskStore implements TaskStore {
     await this.subscribed;
   }
 
+  /**
+   * Fails with a sentence of the gateway's own (what /readyz shows), never the Redis client's words: whether the
+   * connection is missing, or there but not answering within READY_PING_TIMEOUT_MS (a blocked or overloaded Redis).
+   */
   async ping(): Promise<void> {
-    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('Redis did not answer within 1 s')), 1000).unref());
-    await Promise.race([this.redis.ping(), timeout]);
+    if (this.redis.status !== 'ready') throw new Error('no connection to the store (reconnecting)');
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), READY_PING_TIMEOUT_MS)));
+    try {
+      const answer = await Promise.race([this.redis.ping().then(() => 'ok' as const, (error: unknown) => error), timeout]);
+      if (answer === 'ok') return;
+      if (answer === 'timeout') throw new Error(`the store is connected but did not answer within ${READY_PING_TIMEOUT_MS} ms`);
+      const kind = storeFailureKind(answer);
+      if (kind === 'slow') throw new Error(`the store is connected but did not answer within ${READY_PING_TIMEOUT_MS} ms`);
+      if (kind === 'unavailable') throw new Error('no connection to the store (reconnecting)');
+      // An error Redis itself answered (LOADING, NOAUTH, MISCONF): its own words say what to fix.
+      throw new Error(`the store refused PING: ${(answer as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async close(): Promise<void> {

@@ -422,18 +422,31 @@ export class TaskEngine {
 
   /**
    * Records a task a 2026-07-28 upstream runs itself, so that any replica routes its methods there. The record
-   * is terminal from the start (the gateway tracks no status for it) and expires with the task's TTL. It belongs
-   * to `owner` when the gateway authenticates, else to no client.
+   * shows it running on that upstream (`working`) until a tasks/get or tasks/cancel answer passing through says it
+   * ended (recordNativeEnd); the store expires it with the task's TTL whatever its status, since the gateway may
+   * never hear the end. Nothing of the gateway runs it: no lease, no slot, no drain. It belongs to `owner` when the
+   * gateway authenticates, else to no client.
    */
   async recordNative(taskId: string, exposedName: string, upstream: Upstream, retentionMs: number, owner: string | undefined): Promise<void> {
     if ((await this.store.get(taskId).catch(unavailable)) !== undefined) {
       // Native ids are the upstream's own; the gateway cannot route two tasks with one id.
       throw new GatewayError('internal', `Upstream '${upstream.name}' returned task id '${taskId}', which another task already uses`);
     }
-    await this.store
-      .create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era: 'modern', tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, native: true })
+    const message = `Runs on upstream '${upstream.name}'`;
+    const task = await this.store
+      .create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era: 'modern', tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, message, native: true })
       .catch(unavailable);
-    await this.store.transition(taskId, { to: 'completed', message: `Runs on upstream '${upstream.name}'` }).catch(unavailable);
+    this.events.emit('task.created', { ...taskFacts(task), era: 'modern', queued: false, native: true });
+  }
+
+  /**
+   * An upstream's own task ended, as an answer of that upstream passing through says (`status`): its record
+   * becomes terminal once, and the end is announced like any other (whichever replica saw it first).
+   */
+  async recordNativeEnd(taskId: string, status: 'completed' | 'failed' | 'cancelled'): Promise<void> {
+    const changed = await this.store.transition(taskId, { to: status }).catch(unavailable);
+    if (!changed.ok || changed.task.native !== true) return;
+    this.events.emit('task.ended', { ...taskFacts(changed.task), status, durationMs: taskAgeMs(changed.task), era: 'modern' });
   }
 
   /** Resolves once the task is terminal (read again after subscribing: a change in between is not missed). */

@@ -1,7 +1,7 @@
 // A client for upstreams that speak 2026-07-28: every request is its own POST carrying the envelope and the
 // MCP headers; the answer is JSON or an SSE stream of notifications ending with the response.
 import { request, type Agent } from 'undici';
-import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamViolation, InternalError, RequestCancelled } from '../errors.js';
+import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamViolation, InternalError, MethodNotFound, RequestCancelled } from '../errors.js';
 import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcErrorObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
@@ -208,14 +208,19 @@ export class ModernUpstreamClient {
 
   /**
    * Keeps a subscriptions/listen stream open for the gateway (list changes), reopening it after drops, until
-   * `signal` aborts.
+   * `signal` aborts. An upstream that answers -32601 does not offer listen streams: it is not asked again (the
+   * caller starts a new listen when the upstream reconnects), and the log says so once.
    */
   async listen(filter: JsonObject, onNotification: (message: JsonRpcNotification) => void, signal: AbortSignal): Promise<void> {
     let failures = 0;
     while (!signal.aborted) {
       const started = Date.now();
-      await this.request('subscriptions/listen', { notifications: filter, _meta: this.ownEnvelope() }, { onNotification, signal });
+      const outcome = await this.request('subscriptions/listen', { notifications: filter, _meta: this.ownEnvelope() }, { onNotification, signal });
       if (signal.aborted) return;
+      if ('error' in outcome && outcome.error.code === MethodNotFound) {
+        this.logger.info({ code: outcome.error.code, reason: outcome.error.message }, 'upstream does not offer subscriptions/listen: its list changes are not followed until it reconnects');
+        return;
+      }
       failures = Date.now() - started > 10_000 ? 0 : failures + 1;
       const delay = Math.min(30_000, 500 * 2 ** Math.min(failures, 6));
       this.logger.debug({ delay }, 'upstream listen stream ended; reopening');

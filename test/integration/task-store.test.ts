@@ -481,6 +481,17 @@ for (const [kind, create] of Object.entries(factories)) {
       const left = await store.storedBytes('session:ledger-ttl');
       assert.equal(left.principal, outcomeBytes(outcome), 'the expired one is released, the other kept');
       assert.equal(left.total, outcomeBytes(outcome));
+    test('expiry: an upstream\'s own (native) task expires with its TTL from creation while still working; its end is recorded once', async () => {
+      const store = await create();
+      const native = await store.create(newTask({ retentionMs: 100, principal: 'session:native', native: true, message: "Runs on upstream 'up'" }));
+      const ended = await store.create(newTask({ retentionMs: 60_000, principal: 'session:native', native: true }));
+      assert.equal(native.status, 'working');
+      assert.equal(native.native, true);
+      const first = await store.transition(ended.taskId, { to: 'completed' });
+      assert.equal(first.ok, true);
+      assert.equal((await store.transition(ended.taskId, { to: 'completed' })).ok, false, 'terminal is forever');
+      await eventually(async () => (await store.get(native.taskId)) === undefined, 5000);
+      assert.equal((await store.get(ended.taskId))?.status, 'completed');
       await store.close();
     });
 

@@ -71,7 +71,7 @@ describe('config reference (docs/configuration.md)', () => {
     assert.deepEqual([port?.type, port?.default], ['integer, 0..65535', '8080']);
     assert.deepEqual(keys.find((k) => k.path === 'store')?.union, {
       discriminator: 'type',
-      variants: [{ value: 'memory', keys: [] }, { value: 'redis', keys: ['url', 'prefix', 'sentinel', 'cluster'] }],
+      variants: [{ value: 'memory', keys: [] }, { value: 'redis', keys: ['url', 'prefix', 'commandTimeoutMs', 'sentinel', 'cluster'] }],
     });
     assert.deepEqual(keys.find((k) => k.path === 'upstreams.<name>.command')?.variants, ['transport: stdio']);
     assert.equal(keys.find((k) => k.path === 'log.level')?.type, '`fatal` | `error` | `warn` | `info` | `debug` | `trace` | `silent`');

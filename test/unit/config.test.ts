@@ -153,7 +153,7 @@ describe('config: the contract example', () => {
     assert.equal(example.upstreams[0]?.transport, 'stdio');
     assert.equal(example.upstreams[0]?.prefix, '');
     const docker = loadConfig(new URL('../../config/taskgate.docker.yaml', import.meta.url).pathname, {});
-    assert.deepEqual(docker.store, { type: 'redis', url: 'redis://redis:6379', prefix: 'taskgate' });
+    assert.deepEqual(docker.store, { type: 'redis', url: 'redis://redis:6379', prefix: 'taskgate', commandTimeoutMs: 5000 });
     assert.equal(docker.listen.host, '0.0.0.0');
   });
 });
@@ -193,7 +193,7 @@ describe('config: defaults and shapes', () => {
 
   it('fills redis defaults', () => {
     const config = parse('store: { type: redis }\nupstreams: { a: { command: a } }\n');
-    assert.deepEqual(config.store, { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: 'taskgate' });
+    assert.deepEqual(config.store, { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: 'taskgate', commandTimeoutMs: 5000 });
   });
 
   it('normalizes never/always in defaults and rules; keeps only the fields a rule sets', () => {
@@ -272,10 +272,13 @@ describe('config: environment', () => {
     const config = parse(text, { TASKGATE_PORT: '4321', TASKGATE_LOG_LEVEL: 'warn', TASKGATE_REDIS_URL: 'rediss://b:2' });
     assert.equal(config.listen.port, 4321);
     assert.equal(config.log.level, 'warn');
-    assert.deepEqual(config.store, { type: 'redis', url: 'rediss://b:2', prefix: 'tg2' });
+    assert.deepEqual(config.store, { type: 'redis', url: 'rediss://b:2', prefix: 'tg2', commandTimeoutMs: 5000 });
+
+    const keepsTimeout = parse('store: { type: redis, commandTimeoutMs: 700 }\nupstreams: { a: { command: a } }\n', { TASKGATE_REDIS_URL: 'redis://c:3' });
+    assert.deepEqual(keepsTimeout.store, { type: 'redis', url: 'redis://c:3', prefix: 'taskgate', commandTimeoutMs: 700 });
 
     const fromMemory = parse('upstreams: { a: { command: a } }\n', { TASKGATE_REDIS_URL: 'redis://r:6379' });
-    assert.deepEqual(fromMemory.store, { type: 'redis', url: 'redis://r:6379', prefix: 'taskgate' });
+    assert.deepEqual(fromMemory.store, { type: 'redis', url: 'redis://r:6379', prefix: 'taskgate', commandTimeoutMs: 5000 });
 
     const emptyIgnored = parse('upstreams: { a: { command: a } }\n', { TASKGATE_PORT: '', TASKGATE_REDIS_URL: '' });
     assert.equal(emptyIgnored.listen.port, 8080);

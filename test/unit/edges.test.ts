@@ -384,6 +384,16 @@ describe('2026-07-28 envelope: routing headers', () => {
     assert.throws(() => checkRoutingHeaders(call, { 'mcp-method': 'tools/call', 'mcp-name': '=?base64?not base64!?=' }), gatewayError('header_mismatch'));
   });
 
+  it('tasks/get, tasks/update, tasks/cancel without Mcp-Name are let off (and say so); with a different one they are not', () => {
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      assert.equal(checkRoutingHeaders(request(method, { taskId: 't-1' }), { 'mcp-method': method }), 'missing_mcp_name', method);
+      assert.equal(checkRoutingHeaders(request(method, { taskId: 't-1' }), { 'mcp-method': method, 'mcp-name': 't-1' }), undefined, method);
+      assert.throws(() => checkRoutingHeaders(request(method, { taskId: 't-1' }), { 'mcp-method': method, 'mcp-name': 't-2' }), gatewayError('header_mismatch'));
+    }
+    assert.throws(() => checkRoutingHeaders(request('prompts/get', { name: 'p' }), { 'mcp-method': 'prompts/get' }), gatewayError('header_mismatch'));
+    assert.throws(() => checkRoutingHeaders(request('resources/read', { uri: 'file:///a' }), { 'mcp-method': 'resources/read' }), gatewayError('header_mismatch'));
+  });
+
   it('a method whose name parameter is missing needs no Mcp-Name (the handler reports the parameter)', () => {
     assert.doesNotThrow(() => checkRoutingHeaders(request('tools/call'), { 'mcp-method': 'tools/call' }));
   });

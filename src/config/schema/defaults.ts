@@ -34,6 +34,7 @@ export const DEFAULTS = Object.freeze({
   maxStreamsPerPrincipal: 100,
   redisUrl: 'redis://127.0.0.1:6379',
   redisPrefix: 'taskgate',
+  redisCommandTimeoutMs: 5_000,
   requestTimeoutMs: 60_000,
   isolation: 'shared',
   restartInitialDelayMs: 500,

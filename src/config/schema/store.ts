@@ -30,6 +30,7 @@ export const RedisStoreSchema = z
     type: z.literal('redis'),
     url: redisUrl.default(DEFAULTS.redisUrl),
     prefix: z.string().min(1).default(DEFAULTS.redisPrefix),
+    commandTimeoutMs: z.number().int().min(100).default(DEFAULTS.redisCommandTimeoutMs),
     sentinel: RedisSentinelSchema.optional(),
     cluster: RedisClusterSchema.optional(),
   })

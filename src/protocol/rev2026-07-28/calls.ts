@@ -17,7 +17,7 @@ import type { CallerAccess } from '../access.js';
 import { resourceOwner, routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { taskTiming } from '../../config/policy.js';
-import { answersIn, codec, inputRequiredResult, retryAnswers, retryState, withoutRetryFields } from './codec.js';
+import { answersIn, codec, endedStatusOf, inputRequiredResult, retryAnswers, retryState, withoutRetryFields } from './codec.js';
 import { modernError } from './errors.js';
 import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelope, withoutTasksExtension, type ModernClient } from './envelope.js';
 import { ModernExchange, paramsDigest, type ParkedExchanges, type RequestStateCodec } from './exchange.js';
@@ -232,14 +232,25 @@ export class ModernCalls {
     return outcome;
   }
 
-  /** tasks/* for a task an upstream runs itself go to that upstream, as the client sent them. */
+  /**
+   * tasks/* for a task an upstream runs itself go to that upstream, as the client sent them. A tasks/get answer that
+   * says the task ended ends its record too, so the dashboard and the audit log stop showing it running.
+   */
   async nativeTask(client: ModernClient, request: JsonRpcRequest, upstream: Upstream, responder: ModernResponder): Promise<Outcome | undefined> {
-    return (upstream.modern as ModernUpstreamClient).request(request.method, request.params ?? {}, {
+    const outcome = await (upstream.modern as ModernUpstreamClient).request(request.method, request.params ?? {}, {
       signal: responder.gone,
       timeoutMs: upstream.config.requestTimeoutMs,
       onNotification: (message) => this.relay(client, request, message, responder),
       clientFlow: () => responder.flow,
     });
+    const ended = request.method === 'tasks/get' && 'result' in outcome ? endedStatusOf(outcome.result) : undefined;
+    const taskId = codec.taskIdOf(request.params ?? {});
+    if (ended !== undefined && typeof taskId === 'string') {
+      // Written before the answer goes out, so what the client saw ended shows ended; a store failure here costs the
+      // dashboard a stale row only (the record still expires with the task's TTL), never the client its answer.
+      await this.deps.tasks.engine.recordNativeEnd(taskId, ended).catch(() => undefined);
+    }
+    return outcome;
   }
 
   /** Waits for what the call's client must hear next, and says it. */

@@ -168,6 +168,15 @@ export function retryParams(params: JsonObject, answers: JsonObject, inputRequir
 }
 
 /** The 2026-07-28 codec: flat task results, `resultType` on every result, caching hints on lists and reads. */
+/**
+ * The terminal status an upstream's tasks/get answer (a DetailedTask) gives its own task, or undefined while it is
+ * not over (or the answer is not one).
+ */
+export function endedStatusOf(result: JsonObject): 'completed' | 'failed' | 'cancelled' | undefined {
+  const status = result.status;
+  return status === 'completed' || status === 'failed' || status === 'cancelled' ? status : undefined;
+}
+
 export const codec: WireCodec = {
   taskIdOf: (params) => params.taskId,
   taskResult: (task) => ({ resultType: 'complete', ...detailedTask(task) }),

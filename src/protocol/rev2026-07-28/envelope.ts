@@ -96,22 +96,40 @@ export function readEnvelope(request: JsonRpcRequest, headers: Headers): ModernC
   };
 }
 
-/** `Mcp-Method` equals the body's method; `Mcp-Name` the name, URI or task id the method carries. */
-export function checkRoutingHeaders(request: JsonRpcRequest, headers: Headers): void {
+/**
+ * Methods whose `Mcp-Name` may be left out. The header is for intermediaries that route on it; the gateway needs
+ * none (any replica answers any task), the conformance suites check only a mismatched one on the tasks surface,
+ * and a widely used client (Python `mcp` 2.3, the FastMCP Client) sends it only on tools/call, prompts/get and
+ * resources/read. A missing one on those three stays refused: the suite requires it there.
+ */
+const NAME_OPTIONAL_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
+
+/** What a request was let off (announced as `request.lenient`); undefined when it followed the letter. */
+export type Leniency = 'missing_mcp_name';
+
+/**
+ * `Mcp-Method` equals the body's method; `Mcp-Name` the name, URI or task id the method carries. A missing
+ * `Mcp-Name` on a tasks method is accepted and said in the return value (a mismatched one never is).
+ */
+export function checkRoutingHeaders(request: JsonRpcRequest, headers: Headers): Leniency | undefined {
   const method = header(headers, 'mcp-method');
   if (method === undefined) throw new GatewayError('header_mismatch', 'Header mismatch: the Mcp-Method header is required');
   if (method.trim() !== request.method) {
     throw new GatewayError('header_mismatch', `Header mismatch: Mcp-Method '${method}' does not match the request method '${request.method}'`);
   }
   const field = mcpNameField(request.method);
-  if (field === undefined) return;
+  if (field === undefined) return undefined;
   const expected = request.params?.[field];
-  if (typeof expected !== 'string') return; // the handler reports the missing parameter
+  if (typeof expected !== 'string') return undefined; // the handler reports the missing parameter
   const given = header(headers, 'mcp-name');
-  if (given === undefined) throw new GatewayError('header_mismatch', `Header mismatch: the Mcp-Name header is required for ${request.method}`);
+  if (given === undefined) {
+    if (NAME_OPTIONAL_METHODS.has(request.method)) return 'missing_mcp_name';
+    throw new GatewayError('header_mismatch', `Header mismatch: the Mcp-Name header is required for ${request.method}`);
+  }
   if (decodeHeaderValue(given.trim()) !== expected) {
     throw new GatewayError('header_mismatch', `Header mismatch: Mcp-Name does not match params.${field}`);
   }
+  return undefined;
 }
 
 /**

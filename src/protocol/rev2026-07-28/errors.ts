@@ -31,8 +31,11 @@ export function modernRefusal(id: RequestId | null, error: unknown): { status: n
   return { status: error instanceof GatewayError ? error.httpStatus : 500, body: errorResponseFor(id, error) };
 }
 
-/** Temporary refusals of a dispatched request: HTTP 503 with Retry-After, so that a client or proxy may try another replica. */
-const TEMPORARY_REFUSALS: ReadonlySet<ErrorCode> = new Set(['replica_full', 'stored_results_full']);
+/**
+ * Temporary refusals of a dispatched request: HTTP 503 with Retry-After, so that a client or proxy may try another
+ * replica (a full one) or again shortly (a store that is away or slow, stored results that fill their budget).
+ */
+const TEMPORARY_REFUSALS: ReadonlySet<ErrorCode> = new Set(['replica_full', 'stored_results_full', 'store_unavailable', 'store_slow']);
 
 /**
  * A dispatched request that failed here: request-level failures keep their HTTP status, and so do temporary

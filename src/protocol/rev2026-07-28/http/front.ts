@@ -53,11 +53,16 @@ export async function handleModernPost(
 
   const headers = request.headers;
   let client;
+  let leniency;
   try {
     client = { ...readEnvelope(message, headers), caller };
-    checkRoutingHeaders(message, headers);
+    leniency = checkRoutingHeaders(message, headers);
   } catch (error) {
     return refuse(reply, message.id, error);
+  }
+  if (leniency !== undefined) {
+    const name = client.clientInfo?.name;
+    deps.events.emit('request.lenient', { kind: leniency, method: message.method, ...(typeof name === 'string' ? { client: name } : {}) });
   }
 
   const canStream = (request.headers.accept ?? '').includes('text/event-stream');

@@ -13,6 +13,13 @@ redis.call('HSET', KEYS[1], 'createdMs', tostring(now), 'createdUs', us, 'update
 -- A timeline left by an earlier task of this id (a native id an upstream reused) is not this task's.
 redis.call('DEL', KEYS[2])
 timeline(KEYS[2], 'working', now, redis.call('HGET', KEYS[1], 'message'), tonumber(ARGV[2]))
+-- An upstream's own task (native) may never be heard of again: it expires with its TTL from creation, running or not
+-- (a terminal transition later sets its expiry anew).
+if redis.call('HGET', KEYS[1], 'native') == '1' then
+  local retention = tonumber(redis.call('HGET', KEYS[1], 'retentionMs'))
+  redis.call('PEXPIRE', KEYS[1], retention)
+  redis.call('PEXPIRE', KEYS[2], retention)
+end
 local fields = summary(KEYS[1])
 redis.call('PUBLISH', ARGV[1], cjson.encode(fields))
 return fields
