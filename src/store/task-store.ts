@@ -149,6 +149,8 @@ export const STORED_TRIM_PER_CALL = 1_000;
 export function outcomeBytes(outcome: Outcome): number {
   return Buffer.byteLength(JSON.stringify(outcome));
 }
+
+/**
  * An upstream session a replica opened (a Streamable HTTP `Mcp-Session-Id`), as the store keeps it so that another
  * replica can end it (HTTP DELETE) if this one dies without doing so. The upstream is named, not addressed: whoever
  * ends it reaches it with its own configuration (URL, headers). Never a credential.

@@ -481,6 +481,9 @@ for (const [kind, create] of Object.entries(factories)) {
       const left = await store.storedBytes('session:ledger-ttl');
       assert.equal(left.principal, outcomeBytes(outcome), 'the expired one is released, the other kept');
       assert.equal(left.total, outcomeBytes(outcome));
+      await store.close();
+    });
+
     test('expiry: an upstream\'s own (native) task expires with its TTL from creation while still working; its end is recorded once', async () => {
       const store = await create();
       const native = await store.create(newTask({ retentionMs: 100, principal: 'session:native', native: true, message: "Runs on upstream 'up'" }));
