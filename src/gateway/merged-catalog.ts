@@ -111,7 +111,7 @@ export class MergedCatalog implements GatewayCatalog {
 
   /**
    * Which upstream serves a resource URI: one that listed it (in its catalog or on a list page a client read), or
-   * one of whose listed templates it matches exactly, and whose selection exposes it (by itself or by that
+   * one of whose listed templates it matches exactly (or is), and whose selection exposes it (by itself or by that
    * template). Anything else is unknown: it reaches no upstream.
    */
   routeUri(uri: string): Upstream | undefined {
@@ -120,6 +120,8 @@ export class MergedCatalog implements GatewayCatalog {
     if (known !== undefined && this.upstreams.includes(known)) return known;
     for (const upstream of this.uriCandidates(uri)) {
       if (upstream.catalog.resources.some((r) => r.uri === uri)) return upstream;
+      // A template named as itself: what completion/complete's ref/resource carries.
+      if (upstream.catalog.resourceTemplates.some((t) => t.uriTemplate === uri)) return upstream;
       if (matchingTemplates(upstream, uri).some((t) => this.selectionFor(upstream).exposesResource(t))) return upstream;
     }
     return undefined;
