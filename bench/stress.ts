@@ -415,6 +415,39 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'unlisted-name-flood',
+    abuse: `${size('20,000', '2,000')} calls, 50 at a time, of names the upstream never listed: spellings of its excluded tool (case, trailing space, full-width) and new names each time (issue 31)`,
+    bound: 'only names the upstream listed are forwarded; a miss re-reads its lists at most once per 2 s (MISS_REFRESH_INTERVAL_MS)',
+    ceilingBytes: 400 * MiB,
+    upstream: 'stdio',
+    // The abusive fixture answers any name it does not know with a tool result: a forwarded name would show as one.
+    config: { abuse: { tools: { exclude: ['echo'] } } },
+    expect: [/^\d+ of \d+ answered by the gateway as unknown tools, 0 reached the upstream/],
+    async run(gateway, served) {
+      const session = await openSession(gateway.url);
+      const total = size(20_000, 2_000);
+      const spellings = ['ECHO', 'echo ', ' echo', 'Echo', 'ｅｃｈｏ', 'echo'];
+      let refused = 0;
+      let forwarded = 0;
+      for (let sent = 0; sent < total; sent += 50) {
+        const answers = await Promise.all(
+          Array.from({ length: 50 }, (_, k) => {
+            const n = sent + k;
+            const name = `abuse__${n % 2 === 0 ? spellings[n % spellings.length] : `unlisted_${n}`}`;
+            return post(gateway.url, toolCall(n + 1, name, { text: 'x' }), session);
+          }),
+        );
+        for (const answer of answers) {
+          const parsed = answerOf(answer.text);
+          if (parsed?.error?.code === -32602 && /^Unknown tool: abuse__/.test(parsed.error.message)) refused++;
+          else if (parsed?.result !== undefined) forwarded++;
+        }
+        if (sent === 0) await served();
+      }
+      return `${refused} of ${total} answered by the gateway as unknown tools, ${forwarded} reached the upstream`;
+    },
+  },
+  {
     name: 'anonymous-task-flood',
     abuse: `without auth, ${size(1_100, 150)} task calls from ${size(110, 15)} sessions to a tool that never answers (each session used to be its own principal)`,
     bound: `tasks.defaults.maxTasksPerPrincipal (${size('1,000', '100')}): all anonymous callers share it; past it the call is refused`,

@@ -3,6 +3,8 @@ import type { ListKind, NamedKind } from '../protocol/mcp.js';
 import type { GatewayCatalog } from '../protocol/ports.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { UpstreamConfig } from '../config/types.js';
+import { upstreamUnavailable } from '../errors.js';
+import { ListedRefresh } from './listed-refresh.js';
 import { selectionOf, type UpstreamSelection } from './tool-selection.js';
 
 const MAX_KNOWN_URIS = 100_000;
@@ -15,6 +17,8 @@ export class MergedCatalog implements GatewayCatalog {
   private readonly uriOwners = new Map<string, Upstream>();
   /** Selections a config reload gave running upstreams, by upstream name; others use their own config's. */
   private selections = new Map<string, UpstreamSelection>();
+  /** Catalogs read again when a client names what no upstream listed (bounded per upstream). */
+  private readonly refresh = new ListedRefresh();
 
   /** `configs`: where the upstreams' selections come from, when not from the configs they were started with. */
   constructor(readonly upstreams: readonly Upstream[], configs?: readonly UpstreamConfig[]) {
@@ -55,21 +59,42 @@ export class MergedCatalog implements GatewayCatalog {
   }
 
   /**
-   * Which upstream serves an exposed tool or prompt name, and its name there. Among upstreams whose prefix
-   * matches, the one that lists the name wins (longest prefix first); an unlisted name goes to the longest
-   * matching prefix, so the upstream itself reports it unknown. A name the upstream's selection leaves out
-   * (excluded, or a tool's name before its rename) routes nowhere: it never reaches that upstream.
+   * Which upstream serves an exposed tool or prompt name, and its name there, as the catalogs read so far list it:
+   * the name after the prefix must be, byte for byte, one the upstream listed and its selection exposes (nothing
+   * is folded, trimmed or normalised here; an upstream may look names up leniently, so a near miss would reach
+   * what the selection hides). Among upstreams whose prefix matches, the longest prefix that lists it wins.
    */
   route(kind: NamedKind, exposedName: string): { upstream: Upstream; name: string } | undefined {
-    const candidates = this.upstreams
+    for (const { upstream, name } of this.candidates(kind, exposedName)) {
+      if (name !== undefined && upstream.catalog[kind].some((item) => item.name === name)) return { upstream, name };
+    }
+    return undefined;
+  }
+
+  /**
+   * `route`, with the catalogs of the upstreams that could serve the name read again first when none lists it
+   * (bounded: see ListedRefresh), so a tool added since the last list works before its `list_changed` arrives.
+   * A name still unlisted is undefined; one whose upstream is not connected is that upstream's unavailability.
+   */
+  async resolve(kind: NamedKind, exposedName: string): Promise<{ upstream: Upstream; name: string } | undefined> {
+    const listed = this.route(kind, exposedName);
+    if (listed !== undefined) return listed;
+    const candidates = this.candidates(kind, exposedName).filter((c) => c.name !== undefined);
+    if (candidates.length === 0) return undefined;
+    await Promise.all(candidates.map((c) => this.refresh.after(c.upstream)));
+    const found = this.route(kind, exposedName);
+    if (found !== undefined) return found;
+    const longest = candidates[0]?.upstream;
+    if (longest !== undefined && longest.state !== 'ready') throw upstreamUnavailable(longest.name, longest.lastError ?? 'it is not connected yet');
+    return undefined;
+  }
+
+  /** Upstreams whose prefix the name carries (longest first), each with the upstream name it would be there. */
+  private candidates(kind: NamedKind, exposedName: string): { upstream: Upstream; name: string | undefined }[] {
+    return this.upstreams
       .filter((u) => exposedName.startsWith(u.config.prefix) && exposedName.length > u.config.prefix.length)
       .sort((a, b) => b.config.prefix.length - a.config.prefix.length)
       .map((upstream) => ({ upstream, name: this.selectionFor(upstream).upstreamName(kind, exposedName.slice(upstream.config.prefix.length)) }));
-    const routes = candidates.filter((c): c is { upstream: Upstream; name: string } => c.name !== undefined);
-    const listing = routes.find((r) => r.upstream.catalog[kind].some((item) => item.name === r.name));
-    if (listing !== undefined) return listing;
-    const longest = candidates[0];
-    return longest?.name === undefined ? undefined : { upstream: longest.upstream, name: longest.name };
   }
 
   /** The upstream's definition of an exposed tool (for its input schema), when its upstream lists it. */
@@ -85,24 +110,35 @@ export class MergedCatalog implements GatewayCatalog {
   }
 
   /**
-   * Which upstream serves a resource URI. An upstream whose selection leaves the URI out, by itself or by the
-   * template it matches, does not serve it: read elsewhere or nowhere.
+   * Which upstream serves a resource URI: one that listed it (in its catalog or on a list page a client read), or
+   * one of whose listed templates it matches exactly (or is), and whose selection exposes it (by itself or by that
+   * template). Anything else is unknown: it reaches no upstream.
    */
   routeUri(uri: string): Upstream | undefined {
     const known = this.uriOwners.get(uri);
     // Noted only when exposed; the owner may have been replaced by a reload since.
     if (known !== undefined && this.upstreams.includes(known)) return known;
-    const serves = (upstream: Upstream): boolean => this.selectionFor(upstream).exposesResource(uri);
-    for (const upstream of this.upstreams) {
-      if (!serves(upstream)) continue;
+    for (const upstream of this.uriCandidates(uri)) {
       if (upstream.catalog.resources.some((r) => r.uri === uri)) return upstream;
+      // A template named as itself: what completion/complete's ref/resource carries.
+      if (upstream.catalog.resourceTemplates.some((t) => t.uriTemplate === uri)) return upstream;
       if (matchingTemplates(upstream, uri).some((t) => this.selectionFor(upstream).exposesResource(t))) return upstream;
     }
-    // Unlisted URIs go to the only upstream with resources, unless it leaves them out.
-    const withResources = this.upstreams.filter((u) => u.capabilities.resources !== undefined);
-    const only = withResources.length === 1 ? withResources[0] : undefined;
-    if (only === undefined || !serves(only) || matchingTemplates(only, uri).length > 0) return undefined;
-    return only;
+    return undefined;
+  }
+
+  /** `routeUri`, with the catalogs of the upstreams that could serve it read again first when none lists it. */
+  async resolveUri(uri: string): Promise<Upstream | undefined> {
+    const listed = this.routeUri(uri);
+    if (listed !== undefined) return listed;
+    const candidates = this.uriCandidates(uri);
+    await Promise.all(candidates.map((upstream) => this.refresh.after(upstream)));
+    return this.routeUri(uri);
+  }
+
+  /** Upstreams with resources whose selection does not leave the URI out. */
+  private uriCandidates(uri: string): Upstream[] {
+    return this.upstreams.filter((u) => u.capabilities.resources !== undefined && this.selectionFor(u).exposesResource(uri));
   }
 
   /**
@@ -179,11 +215,33 @@ function matchingTemplates(upstream: Upstream, uri: string): string[] {
   return upstream.catalog.resourceTemplates.flatMap((t) => (typeof t.uriTemplate === 'string' && templateMatches(t.uriTemplate, uri) ? [t.uriTemplate] : []));
 }
 
-/** RFC 6570 match, loose: every expression matches one or more characters. */
-function templateMatches(template: string, uri: string): boolean {
-  const pattern = template
-    .split(/\{[^}]*\}/)
-    .map((literal) => literal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.+');
+// What one RFC 6570 expression may expand to: a simple `{var}` percent-encodes everything but the unreserved
+// characters; `{+var}` and `{#var}` (after its `#`) also keep the reserved ones. Other operators match nothing.
+const UNRESERVED = "(?:[A-Za-z0-9\\-._~]|%[0-9A-Fa-f]{2})+";
+const RESERVED = "(?:[A-Za-z0-9\\-._~:/?#\\[\\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})+";
+const EXPRESSION = /\{([^}]*)\}/g;
+
+/**
+ * Whether `uri` is an expansion of `template`, the whole of it (never a prefix): each expression matches only
+ * what its expansion could produce.
+ */
+export function templateMatches(template: string, uri: string): boolean {
+  let pattern = '';
+  let at = 0;
+  for (const match of template.matchAll(EXPRESSION)) {
+    pattern += escapeRegExp(template.slice(at, match.index));
+    at = match.index + match[0].length;
+    const expression = match[1] ?? '';
+    const operator = expression[0];
+    if (operator === '+') pattern += RESERVED;
+    else if (operator === '#') pattern += `#${RESERVED}`;
+    else if (/^[A-Za-z0-9_%.]+$/.test(expression)) pattern += UNRESERVED;
+    else return false;
+  }
+  pattern += escapeRegExp(template.slice(at));
   return new RegExp(`^${pattern}$`).test(uri);
+}
+
+function escapeRegExp(literal: string): string {
+  return literal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

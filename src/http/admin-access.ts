@@ -2,14 +2,16 @@
 // endpoint (the gateway listens on loopback by default). With `auth` the caller authenticates exactly as on the
 // MCP endpoint (same Authenticator, same challenge) and must be an admin: a principal `auth.admin.principals`
 // names (globs, bare or qualified as in access rules), or a credential carrying one of `auth.admin.scopes`.
-// Without `auth.admin` nobody is. Refusals are announced as `access.denied` and answered in fixed words.
+// Without `auth.admin` nobody is. With or without `auth`, a write must be one no page on another origin could
+// have sent (admin-writes.ts). Refusals are announced as `access.denied` and answered in fixed words.
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { principalMatches } from '../config/access.js';
-import type { AdminAccess } from '../config/types.js';
+import type { AdminAccess, ListenConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import type { Caller } from '../tasks/principals.js';
+import { checkAdminWrite } from './admin-writes.js';
 import { AuthError, type Authenticator } from './credentials.js';
 
 export interface AdminAccessOptions {
@@ -24,6 +26,8 @@ export interface AdminAccessOptions {
   logger: Logger;
   /** What the endpoint is, for `access.denied` and the log: `dashboard`, `metrics`. */
   endpoint: string;
+  /** The listen config: which origins besides the gateway's own may send writes (`allowedOrigins`). */
+  listen: ListenConfig;
 }
 
 /** Who is using an admin endpoint, once admitted (authenticated gateways only). */
@@ -42,9 +46,18 @@ export function isAdmin(admin: AdminAccess | undefined, caller: Caller): boolean
 
 /** The onRequest hook that guards an admin endpoint (register it on the endpoint's routes). */
 export function adminAccess(options: AdminAccessOptions): onRequestAsyncHookHandler {
-  const { authenticator, events, logger, endpoint } = options;
+  const { authenticator, events, logger, endpoint, listen } = options;
   return async function guardAdmin(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     // Answering early: the reply is returned, so fastify goes no further (no handler runs).
+    try {
+      checkAdminWrite(listen, request);
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      const status = error.httpStatus;
+      events.emit('access.denied', { kind: 'cross-site', name: endpoint, reason: error.message, status });
+      logger.info({ audit: 'access.denied', endpoint, method: request.method, origin: request.headers.origin, reason: error.message, status }, 'admin endpoint refused: a write a page on another origin could have sent');
+      return reply.code(status).send({ error: error.message });
+    }
     if (authenticator === undefined) return undefined;
     let caller: Caller;
     try {

@@ -56,7 +56,7 @@ function hostAllowed(allowed: readonly string[], authority: Authority): boolean 
 }
 
 /** An Origin header as a URL origin; undefined when it is not one (`null`, a path, userinfo, garbage). */
-function parseOrigin(value: string): URL | undefined {
+export function parseOrigin(value: string): URL | undefined {
   try {
     const url = new URL(value);
     return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value.toLowerCase() ? url : undefined;

@@ -95,10 +95,10 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   // Operator endpoints: with auth, only auth.admin's principals and scopes (Prometheus sends a key).
   const admin = deps.admin ?? config.auth?.admin;
   if (deps.metrics !== undefined) {
-    const onRequest = adminAccess({ authenticator, admin, events, logger, endpoint: 'metrics' });
+    const onRequest = adminAccess({ authenticator, admin, events, logger, endpoint: 'metrics', listen });
     void app.register(metricsEndpoint, { path: config.metrics.path, source: deps.metrics, onRequest });
   }
-  if (deps.dashboard !== undefined) void app.register(dashboardPlugin, { ...deps.dashboard, authenticator, admin, events, logger });
+  if (deps.dashboard !== undefined) void app.register(dashboardPlugin, { ...deps.dashboard, authenticator, admin, events, logger, listen });
   if (authenticator !== undefined) void app.register(oauthMetadataPlugin, { authenticator, path: listen.path });
   void app.register(mcpEndpointPlugin, {
     path: listen.path,

@@ -7,10 +7,20 @@ import type { ListKind, NamedKind } from './mcp.js';
 /** The merged view of all upstreams (gateway/merged-catalog.ts), as the routers read it. */
 export interface GatewayCatalog {
   readonly upstreams: readonly Upstream[];
-  /** Which upstream serves an exposed tool or prompt name, and its name there. */
+  /**
+   * Which upstream serves an exposed tool or prompt name, and its name there: only a name it listed, exactly
+   * (DESIGN invariant 11); anything else is unknown and reaches no upstream.
+   */
   route(kind: NamedKind, exposedName: string): { upstream: Upstream; name: string } | undefined;
+  /**
+   * `route`, reading the upstreams' catalogs again (bounded) when no upstream lists the name; throws the
+   * upstream's unavailability when the one that would serve it is not connected.
+   */
+  resolve(kind: NamedKind, exposedName: string): Promise<{ upstream: Upstream; name: string } | undefined>;
   /** Which upstream serves a resource URI. */
   routeUri(uri: string): Upstream | undefined;
+  /** `routeUri`, reading the upstreams' catalogs again (bounded) when none lists the URI. */
+  resolveUri(uri: string): Promise<Upstream | undefined>;
   /** The upstream's definition of an exposed tool, when its upstream lists it. */
   tool(exposedName: string): JsonObject | undefined;
   /** The union of the upstreams' capabilities, as the gateway declares them to clients. */

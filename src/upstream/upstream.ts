@@ -381,35 +381,48 @@ export class Upstream {
       });
   }
 
-  /** Lists everything the upstream offers, following pagination, over the control connection. */
+  /**
+   * Reads the catalog again because a client named something it does not list (gateway/listed-refresh.ts bounds
+   * how often); clients hear of it when it changed, as after `list_changed`.
+   */
+  async refreshListed(): Promise<void> {
+    const before = JSON.stringify(this.catalog);
+    await this.refreshCatalog();
+    if (JSON.stringify(this.catalog) !== before) this.sink.catalogChanged(this, false);
+  }
+
+  /**
+   * Lists everything the upstream offers, following pagination, over the control connection. The catalog is
+   * replaced whole at the end: calls route on it meanwhile, and must not see half of it.
+   */
   async refreshCatalog(): Promise<void> {
     const connection = this.control;
     if (connection === undefined || !connection.isOpen) {
-      if (this.speaksModern) await this.refreshModernCatalog();
+      if (this.speaksModern) this.catalog = await this.fetchModernCatalog();
       return;
     }
-    this.catalog = await fetchCatalog(this.capabilities, (method, page) => connection.request(method, page, undefined, this.config.requestTimeoutMs).outcome);
-    // An upstream that speaks both revisions may offer more (or richer definitions) to 2026-07-28 clients.
-    if (this.speaksModern) {
-      const legacy = this.catalog;
-      await this.refreshModernCatalog();
-      const modern = this.catalog;
-      const only = (items: JsonObject[], others: JsonObject[], key: string): Set<unknown> => {
-        const known = new Set(others.map((item) => item[key]));
-        return new Set(items.map((item) => item[key]).filter((name) => !known.has(name)));
-      };
-      this.modernOnly = {
-        tools: only(modern.tools, legacy.tools, 'name'),
-        prompts: only(modern.prompts, legacy.prompts, 'name'),
-        resources: only(modern.resources, legacy.resources, 'uri'),
-      };
-      this.catalog = mergeCatalogs(modern, legacy);
+    const legacy = await fetchCatalog(this.capabilities, (method, page) => connection.request(method, page, undefined, this.config.requestTimeoutMs).outcome);
+    if (!this.speaksModern) {
+      this.catalog = legacy;
+      return;
     }
+    // An upstream that speaks both revisions may offer more (or richer definitions) to 2026-07-28 clients.
+    const modern = await this.fetchModernCatalog();
+    const only = (items: JsonObject[], others: JsonObject[], key: string): Set<unknown> => {
+      const known = new Set(others.map((item) => item[key]));
+      return new Set(items.map((item) => item[key]).filter((name) => !known.has(name)));
+    };
+    this.modernOnly = {
+      tools: only(modern.tools, legacy.tools, 'name'),
+      prompts: only(modern.prompts, legacy.prompts, 'name'),
+      resources: only(modern.resources, legacy.resources, 'uri'),
+    };
+    this.catalog = mergeCatalogs(modern, legacy);
   }
 
-  private async refreshModernCatalog(): Promise<void> {
+  private fetchModernCatalog(): Promise<UpstreamCatalog> {
     const client = this.modern as ModernUpstreamClient;
-    this.catalog = await fetchCatalog(this.modernCapabilities, (method, page) =>
+    return fetchCatalog(this.modernCapabilities, (method, page) =>
       client.request(method, { ...page, _meta: client.ownEnvelope() }, { timeoutMs: this.config.requestTimeoutMs }),
     );
   }

@@ -199,9 +199,11 @@ describe('bytes in flight: listen.maxInflightBytesPerPrincipal (4 MiB) and liste
       return (text.startsWith('{') ? JSON.parse(text) : sseMessages(text).find((m) => m.id === id)) as Json;
     };
     for (let i = 0; i < 6; i++) {
-      // Answered (a forwarded call), a tool error, refused by the gateway, and a task that completes.
+      // Answered (a forwarded call), a tool error, refused by the gateway (an unlisted name, no name), and a task
+      // that completes.
       assert.equal(textOf((await send({ name: 'echo', arguments: { text: BLOB } })).result).length, BLOB.length);
-      assert.equal(((await send({ name: 'no_such_tool', arguments: { blob: BLOB } })).result as Json).isError, true);
+      assert.equal(((await send({ name: 'tool_error', arguments: { blob: BLOB } })).result as Json).isError, true);
+      assert.match(String(((await send({ name: 'no_such_tool', arguments: { blob: BLOB } })).error as Json | undefined)?.message), /Unknown tool: no_such_tool/);
       const invalid = await send({ arguments: { blob: BLOB } });
       assert.match(String((invalid.error as Json | undefined)?.message), /params\.name must be a string/, JSON.stringify(invalid).slice(0, 300));
       const created = await send({ name: 'echo', arguments: { text: BLOB }, task: {} });

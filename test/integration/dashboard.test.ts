@@ -6,6 +6,8 @@ import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Browser, Page } from 'puppeteer-core';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { suiteScope, type TestGateway } from './harness.js';
 import { launchChromium, startTask } from './dashboard-browser.js';
@@ -18,10 +20,19 @@ const ROBOT_KEY = 'dashboard-robot-key-0123456789';
 
 type Json = Record<string, unknown>;
 
-async function getJson(url: string, options: { token?: string; method?: 'GET' | 'POST' } = {}): Promise<{ status: number; headers: Record<string, unknown>; body: Json }> {
+/** A GET, or a POST as the dashboard's page sends it (a JSON body) unless `contentType` or `origin` say otherwise. */
+async function getJson(
+  url: string,
+  options: { token?: string; method?: 'GET' | 'POST'; contentType?: string; origin?: string } = {},
+): Promise<{ status: number; headers: Record<string, unknown>; body: Json }> {
+  const post = options.method === 'POST';
+  const headers: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
+  if (post) headers['content-type'] = options.contentType ?? 'application/json';
+  if (options.origin !== undefined) headers.origin = options.origin;
   const answer = await request(url, {
     method: options.method ?? 'GET',
-    headers: options.token === undefined ? {} : { authorization: `Bearer ${options.token}` },
+    headers,
+    ...(post ? { body: '{}' } : {}),
     signal: AbortSignal.timeout(30_000),
   });
   const text = await answer.body.text();
@@ -118,6 +129,44 @@ describe('task dashboard, no auth: a running and a finished task, filters, detai
     await page.close();
   });
 
+  test('a page on another local origin cannot cancel (no-cors fetch, form); text/plain and foreign Origins are refused', async (t) => {
+    const running = await startTask(client, 'slow', { ms: 600_000 });
+    const cancelUrl = `${gateway.origin}/ui/api/tasks/${running}/cancel`;
+    // The hostile page: what a browser sends cross-site without asking (no preflight), then says it is done.
+    const hostile = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><body>
+        <iframe name="sink"></iframe>
+        <form id="form" method="POST" enctype="text/plain" target="sink" action="${cancelUrl}"><input name="x" value="1"></form>
+        <script>
+          (async () => {
+            await fetch(${JSON.stringify(cancelUrl)}, { method: 'POST', mode: 'no-cors' }).catch(() => undefined);
+            await fetch(${JSON.stringify(cancelUrl)}, { method: 'POST', mode: 'no-cors', headers: { 'content-type': 'text/plain' }, body: '{}' }).catch(() => undefined);
+            document.querySelector('iframe').addEventListener('load', () => { document.body.dataset.done = 'yes'; }, { once: true });
+            document.getElementById('form').submit();
+          })();
+        </script></body>`);
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise((resolve) => hostile.close(resolve)));
+    const hostileOrigin = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
+    const page = await browser.newPage();
+    await page.goto(`${hostileOrigin}/`, WAIT);
+    await page.waitForSelector('body[data-done="yes"]', WAIT);
+    await page.close();
+    assert.equal((await client.experimental.tasks.getTask(running)).status, 'working', 'the task keeps running');
+
+    const plain = await getJson(cancelUrl, { method: 'POST', contentType: 'text/plain' });
+    assert.equal(plain.status, 415);
+    assert.match(String(plain.body.error), /Content-Type: application\/json/);
+    const foreign = await getJson(cancelUrl, { method: 'POST', origin: hostileOrigin });
+    assert.equal(foreign.status, 403);
+    assert.match(String(foreign.body.error), /may not change state/);
+    assert.equal((await client.experimental.tasks.getTask(running)).status, 'working', 'still running');
+    const own = await getJson(cancelUrl, { method: 'POST', origin: gateway.origin });
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.equal((await client.experimental.tasks.getTask(running)).status, 'cancelled', 'the gateway\'s own origin cancels');
+  });
+
   test('the API: filters, bad input, unknown and finished tasks, and the page\'s headers', async () => {
     const done = await startTask(client, 'report', { ms: 1 });
     await client.experimental.tasks.getTaskResult(done, CallToolResultSchema);
@@ -189,6 +238,8 @@ describe('task dashboard with auth: admin principals and scopes, 401 and 403, th
     assert.equal(alice.status, 403);
     assert.match(String(alice.body.error), /not an admin/);
     assert.equal((await getJson(`${api}/${aliceTask}/cancel`, { token: ALICE_KEY, method: 'POST' })).status, 403, 'nor cancel');
+    assert.equal((await getJson(`${api}/${aliceTask}/cancel`, { token: OPS_KEY, method: 'POST', contentType: 'text/plain' })).status, 415, 'an admin\'s write must be JSON too');
+    assert.equal((await getJson(`${api}/${aliceTask}/cancel`, { token: OPS_KEY, method: 'POST', origin: 'http://127.0.0.1:1' })).status, 403, 'and come from no other origin');
     for (const token of [OPS_KEY, ROBOT_KEY]) {
       const admitted = await getJson(api, { token });
       assert.equal(admitted.status, 200);

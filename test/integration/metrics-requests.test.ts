@@ -20,7 +20,7 @@ test('client requests and upstream requests are counted by method, tool, upstrea
   const { client } = await scope.client(gateway.url);
   await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
   await client.callTool({ name: 'echo', arguments: { text: 'again' } });
-  // Answered by the upstream as unknown (an error result or a JSON-RPC error, either way one request).
+  // Answered by the gateway as unknown (no upstream listed it): still one request.
   await client.callTool({ name: 'no_such_tool', arguments: {} }).catch(() => undefined);
   let samples: Sample[] = [];
   await eventually(async () => {

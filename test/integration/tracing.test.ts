@@ -261,10 +261,10 @@ describe('OpenTelemetry traces', () => {
     assert.equal(refused.status.code, 2);
     assert.match(String(refused.status.message), /Unknown tool/);
 
-    // The upstream does not know the tool: its answer is a tool result with isError.
-    const result = await client.callTool({ name: 'web_no_such_tool', arguments: {} });
+    // The upstream's tool fails: its answer is a tool result with isError. (An unlisted name never reaches it.)
+    const result = await client.callTool({ name: 'web_fails', arguments: {} });
     assert.equal(result.isError, true);
-    const toolError = await receiver.span('the tool error', (s) => s.name === 'tools/call web_no_such_tool');
+    const toolError = await receiver.span('the tool error', (s) => s.name === 'tools/call web_fails');
     assert.equal(toolError.attributes['error.type'], 'tool_error');
     assert.equal(toolError.attributes['rpc.response.status_code'], undefined);
     assert.equal(toolError.status.code, 2);

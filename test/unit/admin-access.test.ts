@@ -15,10 +15,11 @@ import { apiKeyCaller, oauthCaller } from '../../src/tasks/principals.js';
 const silent = createLogger({ level: 'silent' }, { pretty: false });
 const KEYS = { ops: 'admin-access-ops-key-000', alice: 'admin-access-alice-key-0', robot: 'admin-access-robot-key-0' };
 
-function authConfig(admin: AdminAccess | undefined) {
+function gatewayConfig(admin: AdminAccess | undefined, listen: Record<string, unknown> = {}) {
   const config = parseConfig(
     stringify({
       upstreams: { fx: { transport: 'streamable-http', url: 'http://127.0.0.1:1/mcp' } },
+      listen,
       auth: {
         resource: 'http://127.0.0.1/mcp',
         apiKeys: [
@@ -32,17 +33,19 @@ function authConfig(admin: AdminAccess | undefined) {
     'admin-access.yaml',
     {},
   );
-  return config.auth!;
+  return config;
 }
 
-async function guarded(admin: AdminAccess | undefined, withAuth = true): Promise<{ app: FastifyInstance; denied: GatewayEventMap['access.denied'][] }> {
+async function guarded(admin: AdminAccess | undefined, withAuth = true, listen: Record<string, unknown> = {}): Promise<{ app: FastifyInstance; denied: GatewayEventMap['access.denied'][] }> {
   const events = new GatewayEvents();
   const denied: GatewayEventMap['access.denied'][] = [];
   events.on('access.denied', (event) => denied.push(event));
-  const auth = authConfig(admin);
+  const config = gatewayConfig(admin, listen);
+  const auth = config.auth!;
   const app = Fastify();
-  const onRequest = adminAccess({ authenticator: withAuth ? new Authenticator(auth, silent) : undefined, admin: auth.admin, events, logger: silent, endpoint: 'metrics' });
+  const onRequest = adminAccess({ authenticator: withAuth ? new Authenticator(auth, silent) : undefined, admin: auth.admin, events, logger: silent, endpoint: 'metrics', listen: config.listen });
   app.get('/metrics', { onRequest }, async (request) => ({ admin: adminOf(request)?.principal ?? null }));
+  app.post('/cancel', { onRequest }, async (request) => ({ admin: adminOf(request)?.principal ?? null }));
   await app.ready();
   return { app, denied };
 }
@@ -99,5 +102,29 @@ describe('admin access', () => {
     assert.equal(isAdmin(admin(['someone'], ['admin']), token), true, 'by scope');
     assert.equal(isAdmin(admin(['someone'], ['admin']), key), false);
     assert.equal(isAdmin(undefined, key), false);
+  });
+
+  it('a write must be JSON, and from the gateway\'s own origin or an allowedOrigins entry, with or without auth', async () => {
+    for (const withAuth of [false, true]) {
+      const { app, denied } = await guarded({ principals: ['ops'], scopes: [] }, withAuth, { allowedOrigins: ['http://ops.example:8443'] });
+      const post = (headers: Record<string, string>) =>
+        app.inject({ method: 'POST', url: '/cancel', headers: { host: '127.0.0.1:8080', ...(withAuth ? bearer(KEYS.ops) : {}), ...headers }, payload: headers['content-type']?.startsWith('application/json') === true ? '{}' : 'x' });
+      // What a page on another origin can send without a preflight: refused, whatever its Origin.
+      for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+        assert.equal((await post({ 'content-type': type })).statusCode, 415, type);
+        assert.equal((await post({ 'content-type': type, origin: 'http://127.0.0.1:8080' })).statusCode, 415, `${type}, own origin`);
+      }
+      for (const origin of ['http://127.0.0.1:9999', 'http://localhost:8080', 'http://127.0.0.1:80', 'null', 'http://evil.example']) {
+        const refused = await post({ 'content-type': 'application/json', origin });
+        assert.equal(refused.statusCode, 403, origin);
+        assert.match(refused.json<{ error: string }>().error, /may not change state/);
+      }
+      for (const origin of [undefined, 'http://127.0.0.1:8080', 'http://ops.example:8443']) {
+        const admitted = await post({ 'content-type': 'application/json; charset=utf-8', ...(origin === undefined ? {} : { origin }) });
+        assert.equal(admitted.statusCode, 200, String(origin));
+      }
+      assert.equal((await app.inject({ url: '/metrics', headers: { host: '127.0.0.1:8080', origin: 'http://127.0.0.1:9999', ...(withAuth ? bearer(KEYS.ops) : {}) } })).statusCode, 200, 'reads are not writes');
+      assert.ok(denied.length >= 11 && denied.every((event) => event.kind === 'cross-site' && event.name === 'metrics'), JSON.stringify(denied));
+    }
   });
 });

@@ -35,7 +35,10 @@ async function api(path, options = {}) {
   const headers = { accept: 'application/json' };
   const token = sessionStorage.getItem(TOKEN_KEY);
   if (token) headers.authorization = `Bearer ${token}`;
-  const response = await fetch(new URL(path, API), { ...options, headers });
+  // A write goes as JSON: the API refuses any other body, which a page on another origin could send unasked.
+  const writes = options.method !== undefined && options.method !== 'GET';
+  if (writes) headers['content-type'] = 'application/json';
+  const response = await fetch(new URL(path, API), { ...options, headers, ...(writes ? { body: options.body ?? '{}' } : {}) });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new Refused(response.status, body.error || `HTTP ${response.status}`);
   return body;

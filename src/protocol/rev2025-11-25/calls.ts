@@ -54,7 +54,7 @@ export class SessionCalls {
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
     if (this.taskTools.owns(name)) return this.taskTool(session, request, name, params, stream, access);
-    const route = routeNamed(this.catalog, access, 'tools', name);
+    const route = await routeNamed(this.catalog, access, 'tools', name);
     const { task, ...plain } = params;
     const upstreamParams = { ...plain, name: route.name };
     const policy = this.tasks.engine.policyFor(name);

@@ -214,7 +214,7 @@ export class SessionRouter {
       case 'prompts/get': {
         const name = params.name;
         if (typeof name !== 'string') throw new GatewayError('invalid_params', 'prompts/get: params.name must be a string');
-        const route = routeNamed(this.catalog, access, 'prompts', name);
+        const route = await routeNamed(this.catalog, access, 'prompts', name);
         return this.calls.forward(session, request, route.upstream, { ...params, name: route.name }, stream);
       }
       case 'tasks/get':
@@ -234,7 +234,7 @@ export class SessionRouter {
         return this.tasks.cancel(taskId, reader);
       }
       case 'resources/read':
-        return this.calls.forward(session, request, this.resourceOwner(params.uri, access), params, stream);
+        return this.calls.forward(session, request, await this.resourceOwner(params.uri, access), params, stream);
       case 'resources/subscribe':
       case 'resources/unsubscribe':
         return this.subscription(session, request, params, access);
@@ -261,8 +261,8 @@ export class SessionRouter {
     return codec.toolView(tool, effectiveMode(policy.mode, upstreamTaskSupport(upstream.capabilities, upstreamTool)));
   }
 
-  private resourceOwner(uri: unknown, access: CallerAccess): Upstream {
-    return resourceOwner(this.catalog, access, uri, 'resource_not_found').upstream;
+  private async resourceOwner(uri: unknown, access: CallerAccess): Promise<Upstream> {
+    return (await resourceOwner(this.catalog, access, uri, 'resource_not_found')).upstream;
   }
 
   private list(session: LegacySession, method: string, params: JsonObject, access: CallerAccess): Promise<JsonObject> {
@@ -280,7 +280,7 @@ export class SessionRouter {
   }
 
   private async subscription(session: LegacySession, request: JsonRpcRequest, params: JsonObject, access: CallerAccess): Promise<Outcome | undefined> {
-    const upstream = this.resourceOwner(params.uri, access);
+    const upstream = await this.resourceOwner(params.uri, access);
     const uri = params.uri as string;
     const subscribe = request.method === 'resources/subscribe';
     if (subscribe) session.subscriptions.add(uri);
@@ -295,10 +295,10 @@ export class SessionRouter {
   private async complete(session: LegacySession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const ref = asObject(params.ref);
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const route = routeNamed(this.catalog, access, 'prompts', ref.name);
+      const route = await routeNamed(this.catalog, access, 'prompts', ref.name);
       return this.calls.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream);
     }
-    if (ref?.type === 'ref/resource') return this.calls.forward(session, request, this.resourceOwner(ref.uri, access), params, stream);
+    if (ref?.type === 'ref/resource') return this.calls.forward(session, request, await this.resourceOwner(ref.uri, access), params, stream);
     throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
   }
 

@@ -77,7 +77,6 @@ export class ModernCalls {
     if (exchange === undefined) return { outcome: { error: modernError(new GatewayError('invalid_params', STALE_STATE)) } };
     peer.accept();
     exchange.answer(body.answers);
-    const upstream = method === 'resources/read' ? this.deps.catalog.routeUri(name) : this.deps.catalog.route(method === 'tools/call' ? 'tools' : 'prompts', name)?.upstream;
     const client: ModernClient = {
       protocolVersion: MODERN_VERSION,
       capabilities: {},
@@ -89,6 +88,8 @@ export class ModernCalls {
     const request: JsonRpcRequest = { jsonrpc: '2.0', id: 0, method, params: { _meta: meta } };
     const sink: ResponseSink = { notify: (message) => peer.emit(message), gone: new AbortController().signal };
     try {
+      // Listed here too: this replica's catalog may not have read the upstream's list since the first request did.
+      const upstream = method === 'resources/read' ? await this.deps.catalog.resolveUri(name) : (await this.deps.catalog.resolve(method === 'tools/call' ? 'tools' : 'prompts', name))?.upstream;
       if (upstream === undefined) throw new GatewayError('invalid_params', STALE_STATE);
       const taskAfterMs = body.taskAfterMs ?? undefined;
       const outcome = await this.await(client, request, name, upstream, exchange, taskAfterMs, sink, body.background);
@@ -140,7 +141,7 @@ export class ModernCalls {
     policy: TaskPolicy | undefined,
     charge: InflightCharge | undefined,
   ): Promise<Outcome | undefined> {
-    const { upstream, upstreamParams, name } = this.route(request.method, params, this.accessOf(client));
+    const { upstream, upstreamParams, name } = await this.route(request.method, params, this.accessOf(client));
     if (request.method === 'tools/call') checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
     const answers = retryAnswers(params);
     const asTask = policy !== undefined && mayRunAsTask(policy, client);
@@ -370,11 +371,11 @@ export class ModernCalls {
     let upstream: Upstream | undefined;
     let forwarded = params;
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const route = routeNamed(this.deps.catalog, this.accessOf(client), 'prompts', ref.name);
+      const route = await routeNamed(this.deps.catalog, this.accessOf(client), 'prompts', ref.name);
       upstream = route.upstream;
       forwarded = { ...params, ref: { ...ref, name: route.name } };
     } else if (ref?.type === 'ref/resource' && typeof ref.uri === 'string') {
-      upstream = resourceOwner(this.deps.catalog, this.accessOf(client), ref.uri, 'invalid_params').upstream;
+      upstream = (await resourceOwner(this.deps.catalog, this.accessOf(client), ref.uri, 'invalid_params')).upstream;
     } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
     if (upstream.speaksModern) return this.passThrough(client, request, forwarded, upstream, responder, '', false);
     const identity = this.identity;
@@ -385,18 +386,18 @@ export class ModernCalls {
   }
 
   /** Which upstream serves the request, and the request as it goes there; what the caller may not use is unknown. */
-  private route(method: string, params: JsonObject, access: CallerAccess): { upstream: Upstream; upstreamParams: JsonObject; name: string } {
+  private async route(method: string, params: JsonObject, access: CallerAccess): Promise<{ upstream: Upstream; upstreamParams: JsonObject; name: string }> {
     // The retry fields and the envelope are the gateway's business; the upstream sees a plain request.
     const { task: _task, ...plain } = withoutRetryFields(params);
     const forwarded = withoutEnvelope(plain);
     if (method === 'resources/read') {
-      const { upstream, uri } = resourceOwner(this.deps.catalog, access, params.uri, 'invalid_params');
+      const { upstream, uri } = await resourceOwner(this.deps.catalog, access, params.uri, 'invalid_params');
       return { upstream, upstreamParams: forwarded, name: uri };
     }
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', `${method}: params.name must be a string`);
     const kind = method === 'tools/call' ? 'tools' : 'prompts';
-    const route = routeNamed(this.deps.catalog, access, kind, name);
+    const route = await routeNamed(this.deps.catalog, access, kind, name);
     return { upstream: route.upstream, upstreamParams: { ...forwarded, name: route.name }, name };
   }
 }
