@@ -29,6 +29,7 @@ describe('config: Redis Sentinel and Cluster', () => {
       type: 'redis',
       url: 'redis://127.0.0.1:6379',
       prefix: 'tg',
+      commandTimeoutMs: 5000,
       sentinel: { name: 'mymaster', nodes: ['redis://s1:26379', 'redis://s2:26379'], password: 'p1', sentinelPassword: 'p2' },
     });
   });
@@ -42,12 +43,14 @@ describe('config: Redis Sentinel and Cluster', () => {
       type: 'redis',
       url: 'redis://127.0.0.1:6379',
       prefix: 'taskgate',
+      commandTimeoutMs: 5000,
       cluster: { nodes: ['rediss://c1:7000', 'rediss://c2:7001'], username: 'gw', password: 'secret', tls: { servername: 'redis.example.com', rejectUnauthorized: false } },
     });
     assert.deepEqual(parse('store: { type: redis, cluster: { nodes: ["redis://c1:7000"], tls: true } }\n').store, {
       type: 'redis',
       url: 'redis://127.0.0.1:6379',
       prefix: 'taskgate',
+      commandTimeoutMs: 5000,
       cluster: { nodes: ['redis://c1:7000'], tls: true },
     });
   });
