@@ -99,6 +99,8 @@ export class Upstream {
   private modernOnly = { tools: new Set<unknown>(), prompts: new Set<unknown>(), resources: new Set<unknown>() };
   private readonly controlSubscriptions = new Set<string>();
   private readonly perSession = new Map<string, Promise<UpstreamConnection>>();
+  /** Connections still in their handshake: close() ends them too (a child stuck in initialize is stopped at once). */
+  private readonly opening = new Set<UpstreamConnection>();
   private readonly agent: Agent | undefined;
   private restartDelayMs: number;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -305,14 +307,22 @@ export class Upstream {
     return status;
   }
 
-  async close(): Promise<void> {
+  /** Closes every connection (stopping its children) once; a second caller waits for the same close. */
+  close(): Promise<void> {
+    return (this.closing ??= this.closeOnce());
+  }
+
+  private closing: Promise<void> | undefined;
+
+  private async closeOnce(): Promise<void> {
     this.state = 'closed';
     clearTimeout(this.restartTimer);
     this.listenAbort?.abort();
     const sessions = [...this.perSession.keys()];
-    await Promise.all(sessions.map((id) => this.releaseSession(id)));
+    await Promise.all([...sessions.map((id) => this.releaseSession(id)), ...[...this.opening].map((c) => c.close().catch(() => undefined))]);
     await this.control?.close().catch(() => undefined);
     await this.agent?.close().catch(() => undefined);
+    this.events.emit('upstream.stopped', { upstream: this.name });
   }
 
   /** The upstream said a list changed: read the catalog again and tell the clients. */
@@ -364,7 +374,7 @@ export class Upstream {
     this.discoverResult = undefined;
     const client = this.modern;
     if (client === undefined) return;
-    const outcome = await client.request('server/discover', { _meta: client.ownEnvelope() }, { timeoutMs: this.config.requestTimeoutMs });
+    const outcome = await client.request('server/discover', { _meta: client.ownEnvelope() }, { timeoutMs: this.config.initializeTimeoutMs });
     const versions = 'result' in outcome ? outcome.result.supportedVersions : undefined;
     if (Array.isArray(versions) && versions.includes(MODERN_VERSION)) this.discoverResult = (outcome as { result: JsonObject }).result;
     else if (this.config.transport === 'streamable-http' && this.config.protocol === 'modern') {
@@ -457,7 +467,8 @@ export class Upstream {
         capabilities: RELAY_CAPABILITIES,
         clientInfo: { name: 'taskgate', version: this.gatewayVersion },
       };
-      const result = await withTimeout(connection.open(params), this.config.requestTimeoutMs, 'initialize timed out');
+      const result = await this.handshake(connection, params);
+      if (this.state === 'closed') throw new Error('the gateway closed the upstream');
       this.control = connection;
       this.controlSubscriptions.clear();
       this.initializeResult = result;
@@ -519,12 +530,24 @@ export class Upstream {
     const params: JsonObject = { protocolVersion: session.protocolVersion, capabilities: RELAY_CAPABILITIES };
     params.clientInfo = session.clientInfo ?? { name: 'taskgate', version: this.gatewayVersion };
     try {
-      await withTimeout(connection.open(params), this.config.requestTimeoutMs, 'initialize timed out');
+      await this.handshake(connection, params);
+      if (this.state === 'closed') throw new Error('the gateway closed the upstream');
     } catch (error) {
       await connection.close().catch(() => undefined);
       throw error;
     }
     return connection;
+  }
+
+  /** Opens a connection within initializeTimeoutMs; while it opens, close() can end it. */
+  private async handshake(connection: UpstreamConnection, params: JsonObject): Promise<JsonObject> {
+    this.opening.add(connection);
+    try {
+      const timeoutMs = this.config.initializeTimeoutMs;
+      return await withTimeout(connection.open(params), timeoutMs, `it did not finish initialize within initializeTimeoutMs (${timeoutMs} ms)`);
+    } finally {
+      this.opening.delete(connection);
+    }
   }
 
   private handler(

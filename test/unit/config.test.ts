@@ -53,6 +53,7 @@ describe('config: the contract example', () => {
       transport: 'stdio',
       prefix: 'everything__',
       requestTimeoutMs: 60_000,
+      initializeTimeoutMs: 30_000,
       taskConcurrency: 0,
       maxMessageBytes: 16_777_216,
       command: 'node',
@@ -61,6 +62,7 @@ describe('config: the contract example', () => {
       cwd: '.',
       isolation: 'shared',
       restart: { initialDelayMs: 500, maxDelayMs: 30_000 },
+      stopGraceMs: 5_000,
     });
     const http = config.upstreams[1] as HttpUpstreamConfig;
     assert.deepEqual(http, {
@@ -68,6 +70,7 @@ describe('config: the contract example', () => {
       transport: 'streamable-http',
       prefix: 'ci__',
       requestTimeoutMs: 60_000,
+      initializeTimeoutMs: 30_000,
       taskConcurrency: 0,
       maxMessageBytes: 16_777_216,
       url: 'http://127.0.0.1:3001/mcp',

@@ -35,6 +35,8 @@ export const DEFAULTS = Object.freeze({
   redisUrl: 'redis://127.0.0.1:6379',
   redisPrefix: 'taskgate',
   requestTimeoutMs: 60_000,
+  initializeTimeoutMs: 30_000,
+  stopGraceMs: 5_000,
   isolation: 'shared',
   restartInitialDelayMs: 500,
   restartMaxDelayMs: 30_000,
