@@ -236,7 +236,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
   const address = app.server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}${config.listen.path}`;
-  logger.info({ url, upstreams: upstreamStatus(), auth: config.auth !== undefined }, 'taskgate listening');
+  // Its upstreams connect next: 'upstreams started' says how each came up.
+  logger.info({ url, upstreams: config.upstreams.map((u) => u.name), auth: config.auth !== undefined }, 'taskgate listening');
   if (config.auth === undefined && !isLoopbackHostname(config.listen.host)) {
     logger.warn(
       { host: config.listen.host },

@@ -62,13 +62,13 @@ export class UpstreamJoins {
     });
   }
 
-  /** Stops the upstream of that name that is still joining, if one is (a newer config changed or removed it). */
-  abandon(name: string): void {
+  /** Stops the upstream of that name that is still joining, if one is: a newer config changed or removed it. */
+  abandon(name: string, why = 'a newer configuration changed or removed it'): void {
     this.refusedStatus.delete(name);
     const joiner = this.joining.get(name);
     if (joiner === undefined) return;
     this.joining.delete(name);
-    this.options.logger.info({ upstream: name }, 'upstream still connecting abandoned: a newer configuration changed or removed it');
+    this.options.logger.info({ upstream: name }, `upstream still connecting stopped: ${why}`);
     this.stop(joiner.upstream);
   }
 
@@ -89,7 +89,7 @@ export class UpstreamJoins {
 
   /** Stops every upstream still joining and waits until they (and those being stopped) are gone. */
   async close(): Promise<void> {
-    for (const name of [...this.joining.keys()]) this.abandon(name);
+    for (const name of [...this.joining.keys()]) this.abandon(name, 'the gateway is shutting down');
     await Promise.all(this.stopping);
   }
 

@@ -476,7 +476,8 @@ export class Upstream {
       return undefined;
     } catch (error) {
       const reason = (error as Error).message;
-      if (!this.speaksModern) this.logger.warn({ reason }, 'cannot connect to upstream');
+      // An upstream the gateway is closing (shutdown, removed by a reload) is no trouble to report.
+      if (!this.speaksModern && this.state !== 'closed') this.logger.warn({ reason }, 'cannot connect to upstream');
       await connection.close().catch(() => undefined);
       this.control = undefined;
       this.initializeResult = undefined;
