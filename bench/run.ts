@@ -427,7 +427,7 @@ async function startGateway(
     env: tracingEnv,
   });
   try {
-    await waitHttp(proc, `http://127.0.0.1:${port}/healthz`, 30_000, 200);
+    await waitHttp(proc, `http://127.0.0.1:${port}/readyz`, 30_000, 200);
   } catch (err) {
     await proc.stop();
     throw err;

@@ -266,7 +266,7 @@ export async function scaleScenario(
     const config = join(dir, `taskgate-scale-${round}.yaml`);
     writeFileSync(config, gatewayYaml(port, s.redisUrl, prefix, s.leaseMs));
     gateway = startProc('taskgate', gw.command, [...gw.args, 'serve', '--config', config], { dropEnvPrefix: 'TASKGATE_' });
-    await waitHttp(gateway, `http://127.0.0.1:${port}/healthz`, 30_000, 200);
+    await waitHttp(gateway, `http://127.0.0.1:${port}/readyz`, 30_000, 200);
     started = performance.now();
     const orphans = await createTasks(store, s.orphanTasks);
     result.notes.push(`${s.orphanTasks} orphan tasks written in ${((performance.now() - started) / 1000).toFixed(1)} s`, gw.how);

@@ -204,7 +204,7 @@ export async function startGateway(ctx: ScaleoutContext, name: string, extra: re
   const nodeArgs = inspectPort === undefined ? [] : [`--inspect=127.0.0.1:${inspectPort}`];
   const proc = startProc(`taskgate (${name})`, ctx.gw.command, [...nodeArgs, ...ctx.gw.args, 'serve', '--config', config], { cwd: ctx.root, dropEnvPrefix: 'TASKGATE_' });
   try {
-    await waitHttp(proc, `http://127.0.0.1:${port}/healthz`, 60_000, 200);
+    await waitHttp(proc, `http://127.0.0.1:${port}/readyz`, 60_000, 200);
   } catch (err) {
     await proc.stop();
     throw err;

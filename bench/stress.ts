@@ -673,7 +673,7 @@ async function runScenario(scenario: Scenario, command: ReturnType<typeof gatewa
     const gatewayProc = startProc('taskgate', command.command, [...command.args, 'serve', '--config', configPath], { cwd: ROOT, dropEnvPrefix: 'TASKGATE_' });
     procs.push(gatewayProc);
     const base = `http://127.0.0.1:${port}`;
-    await waitHttp(gatewayProc, `${base}/healthz`, 30_000, 200);
+    await waitHttp(gatewayProc, `${base}/readyz`, 30_000, 200);
     const gateway: Gateway = { url: `${base}/mcp`, base, proc: gatewayProc };
     const auth = 'auth' in extra ? bearer('alice') : {};
     const probeAuth = 'auth' in extra ? bearer('bob') : {};

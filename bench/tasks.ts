@@ -397,7 +397,7 @@ async function storeTarget(
       writeFileSync(cfg, gatewayYaml(port, store, s, prefix, upstreamUrl, issuer?.issuer));
       const proc = startProc('taskgate', gw.command, [...gw.args, 'serve', '--config', cfg], { cwd: root, dropEnvPrefix: 'TASKGATE_' });
       try {
-        await waitHttp(proc, `http://127.0.0.1:${port}/healthz`, 30_000, 200);
+        await waitHttp(proc, `http://127.0.0.1:${port}/readyz`, 30_000, 200);
         const headers: Record<string, string> =
           issuer === undefined ? {} : { authorization: `Bearer ${await issuer.mint({ sub: 'bench', aud: `http://127.0.0.1:${port}/mcp`, expiresInSeconds: 3_600 })}` };
         await measureStore(`http://127.0.0.1:${port}/mcp`, s, store, proc.pid, redisPid, target, headers);

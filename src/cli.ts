@@ -114,11 +114,18 @@ async function serve(path: string, explicit: boolean): Promise<number | undefine
     logger.error({ err: reason }, 'unhandled promise rejection');
   });
 
-  let gateway: RunningGateway;
+  let running = config;
   try {
     // Loaded here, not at the top: --help, --version and check-config must not pay for (or depend on) the server.
     const { startGateway } = await import('./gateway.js');
-    gateway = await startGateway(config, logger);
+    // Signals and reloads are taken from the moment it listens: its upstreams may take a while to initialize, and
+    // a SIGTERM meanwhile must stop their children too.
+    await startGateway(config, logger, {
+      onListening: (gateway) => {
+        installReload(gateway, path, logger, (applied) => (running = applied));
+        installShutdown(gateway, () => running.shutdownTimeoutMs, logger);
+      },
+    });
   } catch (err) {
     const configProblem = isConfigError(err);
     const message = err instanceof Error ? err.message : String(err);
@@ -128,15 +135,13 @@ async function serve(path: string, explicit: boolean): Promise<number | undefine
   }
 
   // startGateway logs the listening URL itself.
-  let running = config;
-  installReload(gateway, path, logger, (applied) => (running = applied));
-  installShutdown(gateway, () => running.shutdownTimeoutMs, logger);
   return undefined;
 }
 
 /**
  * Reloads the config on SIGHUP and when the file changes. A file the loader refuses is logged with its located
- * problems and changes nothing; reloads asked for while one runs become one more after it (the file's latest).
+ * problems and changes nothing. A reload applies without waiting for upstreams (they join in the background), so
+ * one asked for while another is being read becomes one more right after it (the file's latest).
  */
 function installReload(gateway: RunningGateway, path: string, logger: Logger, applied: (config: GatewayConfig) => void): void {
   let busy = false;

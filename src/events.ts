@@ -71,6 +71,8 @@ export interface GatewayEventMap {
   'upstream.down': { upstream: string; reason: string };
   /** A stdio child started again after it exited (`attempt` counts since it last stayed up). */
   'upstream.restarted': { upstream: string; attempt: number };
+  /** The gateway closed the upstream (shutdown, reload, a refused join) and every process of its children is gone. */
+  'upstream.stopped': { upstream: string };
   /** The upstream broke the protocol (each time; the log warns once a minute per kind): `what` names the kind. */
   'upstream.violation': { upstream?: string; what: string };
 

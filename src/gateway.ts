@@ -44,16 +44,26 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
+export interface StartOptions {
+  /**
+   * Called once the gateway listens, before its upstreams have made their first connection attempt (startGateway
+   * resolves after that): from here on close() stops it, children of upstreams still initializing included.
+   */
+  onListening?(gateway: RunningGateway): void;
+}
+
 /** Thrown for problems the operator fixes in the configuration (the CLI exits 2). */
 export class StartupConfigError extends Error {
   readonly code = 'CONFIG';
 }
 
 /**
- * Connects the upstreams, checks that their names don't collide, and starts serving. Upstreams that cannot be
+ * Starts serving, then connects the upstreams: /healthz answers at once, /readyz says 503 naming the upstreams still
+ * initializing until each has made its first attempt (bounded by its initializeTimeoutMs). Resolves then, or
+ * rejects with StartupConfigError (everything stopped again) when their names collide. Upstreams that cannot be
  * reached yet don't stop the start: they are retried in the background and reported by /readyz.
  */
-export async function startGateway(config: GatewayConfig, logger: Logger): Promise<RunningGateway> {
+export async function startGateway(config: GatewayConfig, logger: Logger, options: StartOptions = {}): Promise<RunningGateway> {
   // Built in dependency order and passed in. Where two parts need each other (sessions and the relay between
   // replicas; the relay and the revision that cancels calls; sessions and what releases their upstream
   // connections; the task core and the revisions that resume its tasks), one reaches the other through a closure,
@@ -107,7 +117,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     events,
   });
   const recovery: RecoveryDeps = {
-    upstream: (name) => upstreams.find((u) => u.name === name),
+    upstream: (name) => reloader.upstream(name),
     // A lost task runs again for whoever created it, as the revision it was created in says; its call runs under
     // the identity it was stored with (or one that revision gives it).
     resume: async (task) => {
@@ -164,21 +174,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
         };
   const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream =>
     new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, ...(sessionLedger === undefined ? {} : { sessionLedger }) });
-  for (const upstreamConfig of config.upstreams) upstreams.push(createUpstream(upstreamConfig, upstreamMessages));
-  await Promise.all(upstreams.map((u) => u.start()));
-
-  const collisions = catalog.collisions();
-  if (collisions.length > 0) {
-    metrics?.close();
-    stopAudit();
-    stopLeniencyLog();
-    sessions.endAll();
-    closeRevisions();
-    await Promise.all(upstreams.map((u) => u.close()));
-    await store.close();
-    await tracing?.close();
-    throw new StartupConfigError(`${config.source}: upstream names collide:\n  ${collisions.join('\n  ')}`);
-  }
 
   tasks.start();
   // A store outage must not stop the start (readiness reports it): the subscriptions complete when it is back.
@@ -187,7 +182,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
 
   // One authenticator for the MCP endpoint and the admin endpoints (one cache of verified tokens), reconfigured on reload.
   const authenticator = config.auth === undefined ? undefined : new Authenticator(config.auth, logger);
-  const reloader = new ConfigReloader(config, {
+  // Owns the set of upstreams from here on: they join the live list (`upstreams`) as each connects.
+  const reloader: ConfigReloader = new ConfigReloader(config, {
     upstreams,
     catalog,
     createUpstream,
@@ -202,6 +198,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   }, events, logger);
 
   let shuttingDown = false;
+  /** Until every configured upstream has made its first attempt, this replica is not ready. */
+  let starting = true;
+  const upstreamStatus = (): JsonObject[] => [...upstreams.map((u) => u.status()), ...reloader.joiningStatus()];
   const app = createFrontEnd({
     config,
     logger,
@@ -210,7 +209,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     authenticator,
     ...(config.dashboard.enabled
       ? {
-          dashboard: { path: config.dashboard.path, store, tasks, upstreams: () => upstreams.map((u) => u.status()) },
+          dashboard: { path: config.dashboard.path, store, tasks, upstreams: upstreamStatus },
         }
       : {}),
     rateLimiter,
@@ -231,18 +230,20 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       // A replica whose lease renewals fail is about to have its tasks declared lost by the others (even while
       // the store answers PING: a full Redis refuses the writes).
       const { leases, running, maxRunningTasks } = tasks.health();
-      const ready = storeStatus.ok === true && leases.ok && !shuttingDown;
-      return {
-        ready,
-        body: { ready, store: storeStatus, leases, tasks: { running, maxRunningTasks }, upstreams: upstreams.map((u) => u.status()), sessions: sessions.size },
-      };
+      // Only the start waits for upstreams: one a reload adds must not take every replica out of rotation at once.
+      const initializing = starting ? reloader.starting() : [];
+      const ready = storeStatus.ok === true && leases.ok && !shuttingDown && initializing.length === 0;
+      const body: JsonObject = { ready, store: storeStatus, leases, tasks: { running, maxRunningTasks }, upstreams: upstreamStatus(), sessions: sessions.size };
+      if (initializing.length > 0) body.initializing = initializing;
+      if (initializing.length > 0) body.reason = `the gateway is starting: upstream${initializing.length === 1 ? '' : 's'} ${initializing.map((name) => `'${name}'`).join(', ')} still initializing`;
+      return { ready, body };
     },
   });
 
   try {
     await app.listen({ host: config.listen.host, port: config.listen.port });
   } catch (error) {
-    await Promise.all(upstreams.map((u) => u.close()));
+    await tasks.close();
     await store.close();
     await tracing?.close();
     throw error;
@@ -250,7 +251,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const address = app.server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}${config.listen.path}`;
-  logger.info({ url, upstreams: upstreams.map((u) => u.status()), auth: config.auth !== undefined }, 'taskgate listening');
+  // Its upstreams connect next: 'upstreams started' says how each came up.
+  logger.info({ url, upstreams: config.upstreams.map((u) => u.name), auth: config.auth !== undefined }, 'taskgate listening');
   if (config.auth === undefined && !isLoopbackHostname(config.listen.host)) {
     logger.warn(
       { host: config.listen.host },
@@ -258,27 +260,43 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     );
   }
 
-  return {
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    shuttingDown = true;
+    // Upstreams still connecting have no calls to finish: stopped at once (a child stuck in initialize included).
+    const joinsClosed = reloader.closeJoins();
+    // New requests are refused from here on; running tasks get replicas.drainTimeoutMs to finish. What still
+    // runs then fails, with a message that says why, before its sessions' upstream connections go.
+    await tasks.drain(reloader.config.replicas.drainTimeoutMs);
+    await tasks.close();
+    await reloader.settled(); // upstreams a reload retired: their runs ended with the others
+    closeRevisions();
+    replicas.close();
+    sessions.endAll(); // ends open SSE streams, which would otherwise hold the server open
+    await app.close();
+    // Each waits until its children's process groups are gone.
+    await Promise.all([...upstreams.map((u) => u.close()), joinsClosed]);
+    await store.close();
+    metrics?.close();
+    stopAudit();
+    stopLeniencyLog();
+    await tracing?.close(); // last: the spans of the shutdown itself are exported too
+  };
+  const gateway: RunningGateway = {
     url,
     events,
     reload: (next) => reloader.reload(next),
-    async close() {
-      shuttingDown = true;
-      // New requests are refused from here on; running tasks get replicas.drainTimeoutMs to finish. What still
-      // runs then fails, with a message that says why, before its sessions' upstream connections go.
-      await tasks.drain(reloader.config.replicas.drainTimeoutMs);
-      await tasks.close();
-      await reloader.settled(); // upstreams a reload retired: their runs ended with the others
-      closeRevisions();
-      replicas.close();
-      sessions.endAll(); // ends open SSE streams, which would otherwise hold the server open
-      await app.close();
-      await Promise.all(upstreams.map((u) => u.close()));
-      await store.close();
-      metrics?.close();
-      stopAudit();
-    stopLeniencyLog();
-      await tracing?.close(); // last: the spans of the shutdown itself are exported too
-    },
+    close: () => (closing ??= close()),
   };
+  options.onListening?.(gateway);
+
+  const collisions = await reloader.startUpstreams();
+  starting = false;
+  if (closing !== undefined) return gateway; // stopped while its upstreams started
+  if (collisions.length > 0) {
+    await gateway.close();
+    throw new StartupConfigError(`${config.source}: upstream names collide:\n  ${collisions.join('\n  ')}`);
+  }
+  logger.info({ upstreams: upstreamStatus() }, 'upstreams started');
+  return gateway;
 }

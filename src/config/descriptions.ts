@@ -124,6 +124,9 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     \`include\`.`,
   'upstreams.<name>.requestTimeoutMs': `Deadline for everything but \`tools/call\` (lists, reads, prompts, completion).
     0 = none.`,
+  'upstreams.<name>.initializeTimeoutMs': `Deadline for the handshake of every connection to the upstream
+    (\`initialize\`, and \`server/discover\` on Streamable HTTP). An upstream that has not answered by then counts as
+    down and is retried with backoff (a stdio child is stopped first); the gateway serves meanwhile.`,
   'upstreams.<name>.taskConcurrency': `Tasks running on this upstream at once; more wait, queued in order. 0 =
     unlimited.`,
   'upstreams.<name>.maxMessageBytes': `Largest message taken from the upstream, on every transport: a stdio line, an SSE
@@ -147,6 +150,9 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'upstreams.<name>.restart.initialDelayMs': `Delay before the first restart; each further one doubles it. A child that
     stayed up a while starts again from this.`,
   'upstreams.<name>.restart.maxDelayMs': 'The longest delay between restarts; at least `initialDelayMs`.',
+  'upstreams.<name>.stopGraceMs': `The child runs in a process group of its own; to stop it (shutdown, reload removal,
+    restart, a handshake that timed out) the gateway closes its stdin and sends SIGTERM to the group, then SIGKILL
+    after this long if any process of the group is left. Shutdown waits until the group is gone.`,
   'upstreams.<name>.url': `The server's http(s) URL: its MCP endpoint for \`streamable-http\`, its SSE endpoint for
     \`sse\`.`,
   'upstreams.<name>.headers': `HTTP headers (values without control characters) sent with every request to the upstream,

@@ -330,7 +330,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
     if (u === undefined) throw new Error(`unreachable: upstream ${name} vanished`);
     const prefix = u.prefix ?? (several ? `${name}__` : '');
     const common = {
-      name, transport: u.transport, prefix, requestTimeoutMs: u.requestTimeoutMs, taskConcurrency: u.taskConcurrency, maxMessageBytes: u.maxMessageBytes, maxSessions: u.maxSessions,
+      name, transport: u.transport, prefix, requestTimeoutMs: u.requestTimeoutMs, initializeTimeoutMs: u.initializeTimeoutMs, taskConcurrency: u.taskConcurrency, maxMessageBytes: u.maxMessageBytes, maxSessions: u.maxSessions,
       ...(u.tools !== undefined ? { tools: u.tools } : {}),
       ...(u.prompts !== undefined ? { prompts: u.prompts } : {}),
       ...(u.resources !== undefined ? { resources: u.resources } : {}),
@@ -345,6 +345,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
         ...(u.cwd !== undefined ? { cwd: u.cwd } : {}),
         isolation: u.isolation,
         restart: u.restart,
+        stopGraceMs: u.stopGraceMs,
       };
     }
     return {

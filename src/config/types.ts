@@ -133,6 +133,8 @@ export interface UpstreamCommon {
   resources?: NameSelection;
   /** Deadline for requests other than tools/call (list, read, get, complete, ...). 0 = none. */
   requestTimeoutMs: number;
+  /** Deadline for the handshake (`initialize`, `server/discover`) of every connection to the upstream; at least 1. */
+  initializeTimeoutMs: number;
   /** Tasks running on this upstream at once; more wait, queued in order. 0 = unlimited. */
   taskConcurrency: number;
   /**
@@ -162,6 +164,8 @@ export interface StdioUpstreamConfig extends UpstreamCommon {
    */
   isolation: 'shared' | 'per-session';
   restart: { initialDelayMs: number; maxDelayMs: number };
+  /** How long a child (its process group) has between SIGTERM and SIGKILL when the gateway stops it. */
+  stopGraceMs: number;
 }
 
 export interface HttpUpstreamConfig extends UpstreamCommon {

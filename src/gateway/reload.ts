@@ -1,7 +1,10 @@
-// Applies a validated configuration to the running gateway (config reload). What is bound at start stays as it
-// runs and is logged as needing a restart; upstreams are swapped (upstream-swap.ts), or keep running when only
-// what they expose changed (the catalog's selections); policy, access rules, credentials and limits are handed
-// to the parts that hold them, for the next request. Clients are told when the merged lists may look different.
+// Applies a validated configuration to the running gateway (config reload), and keeps the set of upstreams. A reload
+// applies in one synchronous step, the moment the file validates: credentials, access rules, rate limits, admins,
+// task policy and every other setting that needs no upstream connection, and the upstreams that leave (out of
+// every list and route at once; their running tasks drain). Added and changed upstreams join in the background
+// (upstream-swap.ts): no reload waits for an upstream or for another reload, and the newest file wins (an
+// upstream of a superseded file still connecting is stopped). What is bound at start stays as it runs and is
+// logged as needing a restart. Clients are told when the merged lists may look different.
 import { diffConfigs, type ConfigDiff } from '../config/diff.js';
 import type { AuthConfig, GatewayConfig, TasksConfig, UpstreamConfig } from '../config/types.js';
 import type { GatewayEvents } from '../events.js';
@@ -9,13 +12,14 @@ import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { TaskEngine } from '../tasks/engine.js';
 import type { Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
-import { prepareUpstreams, UpstreamConflict } from './upstream-swap.js';
+import { MergedCatalog } from './merged-catalog.js';
+import { UpstreamConflict, UpstreamJoins } from './upstream-swap.js';
 
 type ListKind = 'tools' | 'prompts' | 'resources';
 
 /** The parts whose settings a reload changes, each through its own small method. */
 export interface ReloadableParts {
-  /** The live upstream list the catalog reads (changed in place, at once). */
+  /** The live upstream list the catalog reads (changed in place: at once by a reload, as upstreams join). */
   upstreams: Upstream[];
   /** Takes each upstream's selection (what it exposes, under which names) from the config in force. */
   catalog: { reselect(upstreams: readonly UpstreamConfig[]): void };
@@ -40,10 +44,9 @@ export interface ReloadResult {
 
 export class ConfigReloader {
   private running: GatewayConfig;
-  /** One reload at a time, in the order asked. */
-  private queue: Promise<unknown> = Promise.resolve();
   /** Upstreams draining after a reload: shutdown waits for (and cuts short) them. */
   private readonly retiring = new Set<Promise<void>>();
+  private readonly joins: UpstreamJoins;
 
   constructor(
     config: GatewayConfig,
@@ -52,6 +55,43 @@ export class ConfigReloader {
     private readonly logger: Logger,
   ) {
     this.running = config;
+    this.joins = new UpstreamJoins({
+      live: parts.upstreams,
+      configs: () => this.running.upstreams,
+      create: parts.createUpstream,
+      sink: parts.upstreamSink,
+      logger,
+      admitted: (upstream, replaced) => this.admitted(upstream, replaced),
+      refused: (upstream, problems) => {
+        const error = `upstream '${upstream.name}' is not admitted, its names collide: ${problems.join('; ')}`;
+        this.logger.error({ upstream: upstream.name, source: this.running.source, problems }, error);
+        this.events.emit('config.rejected', { source: this.running.source, error });
+      },
+    });
+  }
+
+  /**
+   * Connects the configured upstreams (the gateway's start); resolves when each has made its first attempt, with
+   * the collisions that kept any of them out.
+   */
+  async startUpstreams(): Promise<string[]> {
+    const outcomes = await Promise.all(this.running.upstreams.map((config) => this.joins.join(config)));
+    return outcomes.flatMap((outcome) => ('refused' in outcome ? outcome.refused : []));
+  }
+
+  /** Upstreams of the configuration in force still connecting, or kept out by colliding names. */
+  joiningStatus(): JsonObject[] {
+    return this.joins.status();
+  }
+
+  /** Names of the upstreams still connecting (readiness at start). */
+  starting(): string[] {
+    return this.joins.starting();
+  }
+
+  /** An upstream in the live list or still joining it, by name (a lost task's run looks it up). */
+  upstream(name: string): Upstream | undefined {
+    return this.parts.upstreams.find((u) => u.name === name) ?? this.joins.find(name);
   }
 
   /** The configuration in force. */
@@ -60,13 +100,16 @@ export class ConfigReloader {
   }
 
   /**
-   * Applies `next` (validated by the loader). Rejects with UpstreamConflict, nothing changed, when upstream names
-   * would collide.
+   * Applies `next` (validated by the loader) at once. Rejects with UpstreamConflict, nothing changed, when the
+   * running upstreams' catalogs show that the new selections would collide; an added or changed upstream whose
+   * names collide is refused when its catalog is known (config.rejected).
    */
   reload(next: GatewayConfig): Promise<ReloadResult> {
-    const applied = this.queue.then(() => this.apply(next));
-    this.queue = applied.catch(() => undefined);
-    return applied;
+    try {
+      return Promise.resolve(this.apply(next));
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
   }
 
   /** Waits for the upstreams a reload retired to drain and close. */
@@ -74,33 +117,62 @@ export class ConfigReloader {
     await Promise.all(this.retiring);
   }
 
-  private async apply(next: GatewayConfig): Promise<ReloadResult> {
+  /** Stops the upstreams still joining (shutdown), and waits until they are gone. */
+  async closeJoins(): Promise<void> {
+    await this.joins.close();
+  }
+
+  private apply(next: GatewayConfig): ReloadResult {
     const diff = diffConfigs(this.running, next);
     const { parts } = this;
-    let swapped;
-    try {
-      swapped = await prepareUpstreams({ live: parts.upstreams, next: next.upstreams, changes: diff.upstreams, sink: parts.upstreamSink, create: parts.createUpstream });
-    } catch (error) {
-      if (!(error instanceof UpstreamConflict)) throw error;
+    const conflict = this.knownCollisions(diff);
+    if (conflict.length > 0) {
+      const error = new UpstreamConflict(`upstream names collide:\n  ${conflict.join('\n  ')}`);
       this.logger.error({ source: next.source, err: error }, `config reload refused, the running config stays: ${error.message}`);
       this.events.emit('config.rejected', { source: next.source, error: error.message });
       throw error;
     }
-    // From here nothing can refuse: every part takes its settings in the same tick as the new upstream list.
-    parts.upstreams.splice(0, parts.upstreams.length, ...swapped.list);
+    // From here nothing can refuse, and nothing waits: every part takes its settings in this tick.
+    const { removed, added, changed } = diff.upstreams;
+    for (const name of [...removed, ...changed.map((config) => config.name)]) this.joins.abandon(name);
+    const leaving = parts.upstreams.filter((u) => removed.includes(u.name));
+    const order = diff.effective.upstreams.map((config) => config.name);
+    const staying = parts.upstreams.filter((u) => !leaving.includes(u)).sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+    parts.upstreams.splice(0, parts.upstreams.length, ...staying);
     parts.catalog.reselect(diff.effective.upstreams);
-    swapped.admit();
     this.reconfigure(diff);
     this.running = diff.effective;
 
     for (const setting of diff.restart) this.logger.warn({ source: next.source, setting }, `config reload: ${setting}; the running value is kept`);
-    this.logger.info({ source: next.source, changes: diff.changes, restart: diff.restart }, diff.changes.length > 0 ? 'config reloaded' : 'config reloaded: nothing to apply');
+    const joining = [...added, ...changed].map((config) => config.name);
+    this.logger.info({ source: next.source, changes: diff.changes, restart: diff.restart, ...(joining.length > 0 ? { joining } : {}) }, diff.changes.length > 0 ? 'config reloaded' : 'config reloaded: nothing to apply');
     this.events.emit('config.reloaded', { source: next.source, changes: diff.changes });
     const reselected = parts.upstreams.filter((u) => diff.upstreams.reselected.some((config) => config.name === u.name));
-    const kinds = this.listsTouched(diff, [...swapped.started, ...swapped.retired, ...reselected]);
+    const kinds = this.listsTouched(diff, [...leaving, ...reselected]);
     if (kinds.length > 0) parts.upstreamSink.listsChanged(kinds);
-    for (const upstream of swapped.retired) this.retire(upstream, diff.upstreams.removed.includes(upstream.name) ? 'removed from' : 'replaced (its settings changed) in');
+    for (const upstream of leaving) this.retire(upstream, 'removed from');
+    for (const config of [...added, ...changed]) void this.joins.join(config);
     return { changes: diff.changes, restart: diff.restart };
+  }
+
+  /**
+   * Collisions the running upstreams' catalogs already show under the new selections (those that stay; a newcomer's
+   * catalog is not known yet), beyond those that exist now.
+   */
+  private knownCollisions(diff: ConfigDiff): string[] {
+    const leaving = new Set([...diff.upstreams.removed, ...diff.upstreams.changed.map((config) => config.name)]);
+    const staying = this.parts.upstreams.filter((u) => !leaving.has(u.name));
+    const now = new Set(new MergedCatalog(this.parts.upstreams, this.running.upstreams).collisions());
+    return new MergedCatalog(staying, diff.effective.upstreams).collisions().filter((problem) => !now.has(problem));
+  }
+
+  /** An upstream joined the live list (at start or after a reload): clients hear of it; the one it replaces drains. */
+  private admitted(upstream: Upstream, replaced: Upstream | undefined): void {
+    const kinds: ListKind[] = ['tools'];
+    if ([upstream, replaced].some((u) => u?.capabilities.prompts !== undefined)) kinds.push('prompts');
+    if ([upstream, replaced].some((u) => u?.capabilities.resources !== undefined)) kinds.push('resources');
+    this.parts.upstreamSink.listsChanged(kinds);
+    if (replaced !== undefined) this.retire(replaced, 'replaced (its settings changed) in');
   }
 
   private reconfigure(diff: ConfigDiff): void {

@@ -1,11 +1,14 @@
-// The upstreams' part of a config reload. Added and changed upstreams connect before anything changes (not
-// reachable yet: retried in the background, as at start), and their names are checked with those that stay: a
-// collision refuses the whole reload. Only then does the live list change at once, so a request sees either the
-// old set or the new one. Removed and replaced upstreams leave the lists and routes right away; their running
-// tasks get replicas.drainTimeoutMs to finish before the upstream is closed.
-import type { JsonRpcNotification, JsonRpcRequest, Outcome } from '../jsonrpc.js';
+// How upstreams join and leave the live list, at start and on config reload, without anyone waiting for them. A new
+// (or changed) upstream connects in the background, outside every list and route; when its first attempt ends
+// (connected, or not reachable yet and retried like any down upstream) it joins the live list in its configured
+// place, taking over from the upstream of the same name it replaces, unless its names collide with the others'
+// (then it is refused, stopped, and the collision logged). A newer config that changes or removes it abandons it
+// (stopped at once: a child stuck in initialize is killed). Only names known from catalogs collide, so a collision
+// is found when the newcomer's catalog is, never earlier; what the running upstreams' catalogs already show
+// refuses a reload before anything applies (ConfigReloader).
+import type { JsonObject, JsonRpcNotification, JsonRpcRequest, Outcome } from '../jsonrpc.js';
 import type { UpstreamConfig } from '../config/types.js';
-import type { UpstreamChanges } from '../config/diff.js';
+import type { Logger } from '../log.js';
 import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
 import { MergedCatalog } from './merged-catalog.js';
 
@@ -14,44 +17,121 @@ export class UpstreamConflict extends Error {
   readonly code = 'CONFIG';
 }
 
-export interface PreparedUpstreams {
-  /** The live list to be, in the new config's order. */
-  list: Upstream[];
-  /** Connected for this reload (added, or replacing a changed one). */
-  started: Upstream[];
-  /** Leave with this reload: removed, or replaced by a changed one. */
-  retired: Upstream[];
-  /** Lets the started ones tell clients about their catalogs from now on. */
-  admit(): void;
-}
+/** How a join ended: in the live list, refused for colliding names (with the collisions), or abandoned. */
+export type JoinOutcome = { admitted: Upstream } | { refused: string[] } | { abandoned: true };
 
-/**
- * Connects what the reload adds or changes and checks the names of the whole new set; throws UpstreamConflict
- * (the new connections closed again) when two upstreams would expose one name.
- */
-export async function prepareUpstreams(options: {
-  live: readonly Upstream[];
-  next: readonly UpstreamConfig[];
-  changes: UpstreamChanges;
+export interface JoinOptions {
+  /** The live list the catalog reads, changed in place. */
+  live: Upstream[];
+  /** The upstreams of the configuration in force, in its order (and with its selections). */
+  configs(): readonly UpstreamConfig[];
+  create(config: UpstreamConfig, sink: UpstreamMessageSink): Upstream;
   sink: UpstreamMessageSink;
-  create: (config: UpstreamConfig, sink: UpstreamMessageSink) => Upstream;
-}): Promise<PreparedUpstreams> {
-  const { live, next, changes } = options;
-  const gate = new GatedSink(options.sink);
-  const started = [...changes.added, ...changes.changed].map((config) => options.create(config, gate));
-  await Promise.all(started.map((u) => u.start()));
-  const list = next.map((config) => started.find((u) => u.name === config.name) ?? (live.find((u) => u.name === config.name) as Upstream));
-  const collisions = new MergedCatalog(list, next).collisions(); // with the new selections of the upstreams that stay
-  if (collisions.length > 0) {
-    await Promise.all(started.map((u) => u.close()));
-    throw new UpstreamConflict(`upstream names collide:\n  ${collisions.join('\n  ')}`);
+  /** It is in the live list now; `replaced` (same name) left it. */
+  admitted(upstream: Upstream, replaced: Upstream | undefined): void;
+  /** It was refused and is being stopped: `problems` are the collisions it would have brought. */
+  refused(upstream: Upstream, problems: string[]): void;
+  logger: Logger;
+}
+
+interface Joiner {
+  upstream: Upstream;
+  gate: GatedSink;
+}
+
+export class UpstreamJoins {
+  private readonly joining = new Map<string, Joiner>();
+  /** Why an upstream of the running config is in no list (its names collided), for readiness and the dashboard. */
+  private readonly refusedStatus = new Map<string, JsonObject>();
+  /** Joiners being stopped (abandoned or refused): shutdown waits for them. */
+  private readonly stopping = new Set<Promise<void>>();
+
+  constructor(private readonly options: JoinOptions) {}
+
+  /** Starts connecting `config`'s upstream; it joins the live list when its first attempt ends. */
+  join(config: UpstreamConfig): Promise<JoinOutcome> {
+    this.abandon(config.name);
+    this.refusedStatus.delete(config.name);
+    const gate = new GatedSink(this.options.sink);
+    const upstream = this.options.create(config, gate);
+    const joiner: Joiner = { upstream, gate };
+    this.joining.set(config.name, joiner);
+    return upstream.start().then(() => this.settle(joiner), (error: unknown) => {
+      this.options.logger.error({ upstream: config.name, err: error }, 'starting an upstream failed');
+      return this.settle(joiner);
+    });
   }
-  return { list, started, retired: live.filter((u) => !list.includes(u)), admit: () => gate.open() };
+
+  /** Stops the upstream of that name that is still joining, if one is: a newer config changed or removed it. */
+  abandon(name: string, why = 'a newer configuration changed or removed it'): void {
+    this.refusedStatus.delete(name);
+    const joiner = this.joining.get(name);
+    if (joiner === undefined) return;
+    this.joining.delete(name);
+    this.options.logger.info({ upstream: name }, `upstream still connecting stopped: ${why}`);
+    this.stop(joiner.upstream);
+  }
+
+  /** The upstream of that name that is still joining. */
+  find(name: string): Upstream | undefined {
+    return this.joining.get(name)?.upstream;
+  }
+
+  /** Upstreams of the running config in no list yet: connecting (state 'starting'), or refused. */
+  status(): JsonObject[] {
+    return [...[...this.joining.values()].map(({ upstream }) => upstream.status()), ...this.refusedStatus.values()];
+  }
+
+  /** Names of the upstreams still connecting. */
+  starting(): string[] {
+    return [...this.joining.keys()];
+  }
+
+  /** Stops every upstream still joining and waits until they (and those being stopped) are gone. */
+  async close(): Promise<void> {
+    for (const name of [...this.joining.keys()]) this.abandon(name, 'the gateway is shutting down');
+    await Promise.all(this.stopping);
+  }
+
+  private settle(joiner: Joiner): JoinOutcome {
+    const { upstream } = joiner;
+    if (this.joining.get(upstream.name) !== joiner) return { abandoned: true };
+    this.joining.delete(upstream.name);
+    const { live } = this.options;
+    const order = this.options.configs().map((config) => config.name);
+    const candidate = [...live.filter((u) => u.name !== upstream.name), upstream].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+    // Only what it brings: a collision among the others was reported when it arose.
+    const known = new Set(this.collisions(live));
+    const problems = this.collisions(candidate).filter((problem) => !known.has(problem));
+    if (problems.length > 0) {
+      this.refusedStatus.set(upstream.name, { name: upstream.name, transport: upstream.config.transport, state: 'refused', error: problems.join('; ') });
+      this.options.refused(upstream, problems);
+      this.stop(upstream);
+      return { refused: problems };
+    }
+    const replaced = live.find((u) => u.name === upstream.name);
+    live.splice(0, live.length, ...candidate);
+    joiner.gate.open();
+    this.options.admitted(upstream, replaced);
+    return { admitted: upstream };
+  }
+
+  private collisions(list: readonly Upstream[]): string[] {
+    return new MergedCatalog(list, this.options.configs()).collisions();
+  }
+
+  private stop(upstream: Upstream): void {
+    const stopped = upstream
+      .close()
+      .catch((error: unknown) => this.options.logger.warn({ upstream: upstream.name, err: error }, 'stopping an upstream failed'))
+      .finally(() => this.stopping.delete(stopped));
+    this.stopping.add(stopped);
+  }
 }
 
 /**
- * What a new upstream sends before the reload admits it goes on, except that its catalog "changed": it is in
- * no list yet, and clients hear of it once it is (the reload tells them; later reconnects tell them themselves).
+ * What a new upstream sends before it joins goes on, except that its catalog or lists "changed": it is in no list
+ * yet, and clients hear of it once it is (the join tells them; later reconnects tell them themselves).
  */
 class GatedSink implements UpstreamMessageSink {
   private admitted = false;
@@ -63,6 +143,8 @@ class GatedSink implements UpstreamMessageSink {
   }
 
   notification(upstream: Upstream, message: JsonRpcNotification, origin: MessageOrigin): void {
+    // Its lists are in no merged list yet: clients hear of them when it joins.
+    if (!this.admitted && message.method.endsWith('/list_changed')) return;
     this.sink.notification(upstream, message, origin);
   }
 

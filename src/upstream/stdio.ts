@@ -14,6 +14,41 @@ const INHERITED_ENV = ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER', 'LANG
 /** A stderr line is logged with at most this many of its bytes (and its full length). */
 export const STDERR_LOGGED_BYTES = 2048;
 
+/** How often a stopping child's process group is checked for members left once its leader exited. */
+const GROUP_CHECK_MS = 25;
+/**
+ * How long after SIGKILL the group may still answer before the gateway stops waiting: a killed process that nobody
+ * reaps (a container without an init) stays a zombie of the group, dead but listed.
+ */
+const REAP_WAIT_MS = 1_000;
+
+/**
+ * Process groups of children still running, killed outright if the gateway exits without stopping them (a
+ * second signal, the shutdown deadline, a fatal error): in a group of their own, nothing else would reach them.
+ */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function trackGroup(pid: number): void {
+  liveGroups.add(pid);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const group of liveGroups) signalGroup(group, 'SIGKILL');
+  });
+}
+
+/** Signals every process of the group; false when none is left. */
+function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
+  if (pid <= 0) return false; // -0 would be the gateway's own group
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A child process speaking newline-delimited JSON-RPC on stdin/stdout; its stderr goes to the log. */
 export class StdioTransport implements UpstreamTransport {
   onmessage?: UpstreamTransport['onmessage'];
@@ -25,6 +60,8 @@ export class StdioTransport implements UpstreamTransport {
   private exited = false;
   /** Why the gateway ended the child itself, if it did: what the calls on it are told instead of the exit signal. */
   private killedBecause: string | undefined;
+  /** The group being stopped, once it is: resolves when no process of it is left. */
+  private stopping: Promise<void> | undefined;
 
   constructor(
     private readonly config: StdioUpstreamConfig,
@@ -38,21 +75,27 @@ export class StdioTransport implements UpstreamTransport {
       if (value !== undefined) env[name] = value;
     }
     Object.assign(env, this.config.env);
+    // A group of its own: what the child starts itself (a shell's, npx's or uv's children) is stopped with it, and
+    // a signal meant for the gateway (a terminal's Ctrl-C) reaches the child only through the gateway.
     const child = spawn(this.config.command, [...this.config.args], {
       cwd: this.config.cwd,
       env,
       stdio: ['pipe', 'pipe', 'pipe'],
       windowsHide: true,
+      detached: true,
     });
     this.child = child;
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
       child.once('error', reject);
     });
+    if (child.pid !== undefined) trackGroup(child.pid);
     child.on('error', (error) => this.logger.error({ err: error }, 'upstream process error'));
     child.stdin.on('error', (error) => this.logger.debug({ err: error }, 'upstream stdin closed'));
     child.once('exit', (code, signal) => {
       this.exited = true;
+      // What it started may outlive it (orphans the restart would never reach): the rest of its group goes too.
+      if (child.pid !== undefined) this.stopping ??= this.stopGroup(child, child.pid);
       this.onclose?.(this.killedBecause ?? (signal ? `the process was killed by ${signal}` : `the process exited with code ${code}`));
     });
     this.readStdout(child);
@@ -70,16 +113,43 @@ export class StdioTransport implements UpstreamTransport {
     holdReadable(this.child?.stdout, until);
   }
 
+  /**
+   * Stops the child's whole process group, whatever it is doing (starting, serving, hung, ignoring signals): stdin
+   * closed and SIGTERM at once, SIGKILL after stopGraceMs to whatever of the group is left. Resolves once no
+   * process of the group remains.
+   */
   async close(): Promise<void> {
     const child = this.child;
-    if (child === undefined || this.exited) return;
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const pid = child?.pid;
+    if (child === undefined || pid === undefined) return;
+    const stopping = (this.stopping ??= this.stopGroup(child, pid));
+    await stopping;
+  }
+
+  private async stopGroup(child: ChildProcessWithoutNullStreams, pid: number): Promise<void> {
+    const exited = this.exited ? Promise.resolve() : new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.stdin.end();
-    const term = setTimeout(() => child.kill('SIGTERM'), 2000);
-    const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(term);
-    clearTimeout(kill);
+    signalGroup(pid, 'SIGTERM');
+    let killed = false;
+    const kill = (): void => {
+      killed = true;
+      signalGroup(pid, 'SIGKILL');
+    };
+    const timer = setTimeout(kill, this.config.stopGraceMs);
+    try {
+      await exited;
+      // The leader is gone; members of its group it started may not be (they are not our children: no exit event).
+      let killedFor = 0;
+      while (signalGroup(pid, 0) && killedFor < REAP_WAIT_MS) {
+        await new Promise((resolve) => setTimeout(resolve, GROUP_CHECK_MS));
+        if (!killed) continue;
+        signalGroup(pid, 'SIGKILL');
+        killedFor += GROUP_CHECK_MS;
+      }
+    } finally {
+      clearTimeout(timer);
+      liveGroups.delete(pid);
+    }
   }
 
   /**
@@ -105,7 +175,7 @@ export class StdioTransport implements UpstreamTransport {
         lines.stop();
         this.killedBecause = `it wrote a stdout line of more than ${RESYNC_FACTOR * limit} bytes (${RESYNC_FACTOR} × maxMessageBytes) without ending it; the process is restarted`;
         this.logger.warn({ maxMessageBytes: limit }, 'upstream stdout line does not end; killing the process');
-        child.kill('SIGKILL');
+        if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
       }
     });
     child.stdout.once('end', () => lines.end());

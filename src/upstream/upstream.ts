@@ -116,6 +116,8 @@ export class Upstream {
   private readonly perSession = new Map<string, SessionConnection>();
   /** Connections being closed (their upstream sessions ended): close() waits for them. */
   private readonly closing = new Set<Promise<void>>();
+  /** Connections still in their handshake: close() ends them too (a child stuck in initialize is stopped at once). */
+  private readonly opening = new Set<UpstreamConnection>();
   private readonly agent: Agent | undefined;
   private restartDelayMs: number;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -358,16 +360,24 @@ export class Upstream {
     return status;
   }
 
-  async close(): Promise<void> {
+  /** Closes every connection (stopping its children) once; a second caller waits for the same close. */
+  close(): Promise<void> {
+    return (this.closed ??= this.closeOnce());
+  }
+
+  private closed: Promise<void> | undefined;
+
+  private async closeOnce(): Promise<void> {
     this.state = 'closed';
     clearTimeout(this.restartTimer);
     this.listenAbort?.abort();
     const sessions = [...this.perSession.keys()];
-    await Promise.all(sessions.map((id) => this.releaseSession(id)));
+    await Promise.all([...sessions.map((id) => this.releaseSession(id)), ...[...this.opening].map((c) => c.close().catch(() => undefined))]);
     // Sessions released just before (their client sessions ended with the gateway) are ending too.
     await Promise.all([...this.closing]);
     await this.control?.close().catch(() => undefined);
     await this.agent?.close().catch(() => undefined);
+    this.events.emit('upstream.stopped', { upstream: this.name });
   }
 
   /** The upstream said a list changed: read the catalog again and tell the clients. */
@@ -432,7 +442,7 @@ export class Upstream {
     this.discoverResult = undefined;
     const client = this.modern;
     if (client === undefined) return;
-    const outcome = await client.request('server/discover', { _meta: client.ownEnvelope() }, { timeoutMs: this.config.requestTimeoutMs });
+    const outcome = await client.request('server/discover', { _meta: client.ownEnvelope() }, { timeoutMs: this.config.initializeTimeoutMs });
     const versions = 'result' in outcome ? outcome.result.supportedVersions : undefined;
     if (Array.isArray(versions) && versions.includes(MODERN_VERSION)) this.discoverResult = (outcome as { result: JsonObject }).result;
     else if (this.config.transport === 'streamable-http' && this.config.protocol === 'modern') {
@@ -527,7 +537,8 @@ export class Upstream {
         capabilities: RELAY_CAPABILITIES,
         clientInfo: { name: 'taskgate', version: this.gatewayVersion },
       };
-      const result = await withTimeout(connection.open(params), this.config.requestTimeoutMs, 'initialize timed out');
+      const result = await this.handshake(connection, params);
+      if (this.state === 'closed') throw new Error('the gateway closed the upstream');
       this.control = connection;
       recorded.opened();
       this.controlSubscriptions.clear();
@@ -536,7 +547,8 @@ export class Upstream {
       return undefined;
     } catch (error) {
       const reason = (error as Error).message;
-      if (!this.speaksModern) this.logger.warn({ reason }, 'cannot connect to upstream');
+      // An upstream the gateway is closing (shutdown, removed by a reload) is no trouble to report.
+      if (!this.speaksModern && this.state !== 'closed') this.logger.warn({ reason }, 'cannot connect to upstream');
       await connection.close().catch(() => undefined);
       this.control = undefined;
       this.initializeResult = undefined;
@@ -593,13 +605,25 @@ export class Upstream {
     const params: JsonObject = { protocolVersion: session.protocolVersion, capabilities: RELAY_CAPABILITIES };
     params.clientInfo = session.clientInfo ?? { name: 'taskgate', version: this.gatewayVersion };
     try {
-      await withTimeout(connection.open(params), this.config.requestTimeoutMs, 'initialize timed out');
+      await this.handshake(connection, params);
+      if (this.state === 'closed') throw new Error('the gateway closed the upstream');
     } catch (error) {
       await connection.close().catch(() => undefined);
       throw error;
     }
     recorded.opened();
     return connection;
+  }
+
+  /** Opens a connection within initializeTimeoutMs; while it opens, close() can end it. */
+  private async handshake(connection: UpstreamConnection, params: JsonObject): Promise<JsonObject> {
+    this.opening.add(connection);
+    try {
+      const timeoutMs = this.config.initializeTimeoutMs;
+      return await withTimeout(connection.open(params), timeoutMs, `it did not finish initialize within initializeTimeoutMs (${timeoutMs} ms)`);
+    } finally {
+      this.opening.delete(connection);
+    }
   }
 
   private handler(

@@ -85,6 +85,23 @@ async function toolNames(client: Client): Promise<string[]> {
   return (await client.listTools()).tools.map((tool) => tool.name);
 }
 
+/**
+ * The client's tool names once `wanted` accepts them, listed again at each tools/list_changed: upstreams join in the
+ * background, each with its own list_changed.
+ */
+async function toolNamesOnceChanged(legacy: { client: Client; toolsChanged(): Promise<void> }, first: Promise<void>, wanted: (names: string[]) => boolean): Promise<string[]> {
+  await first;
+  for (;;) {
+    const next = legacy.toolsChanged();
+    const names = await toolNames(legacy.client);
+    if (wanted(names)) {
+      next.catch(() => undefined); // no further change is awaited
+      return names;
+    }
+    await next;
+  }
+}
+
 describe('config reload (in-process)', () => {
   test('an added upstream connects, and clients of both revisions are told their tool list changed', async (t) => {
     const scope = testScope(t);
@@ -112,20 +129,37 @@ describe('config reload (in-process)', () => {
     assert.ok((modernList.result?.tools as Json[]).some((tool) => tool.name === 'b_echo'));
   });
 
-  test('upstream names that would collide refuse the whole reload: the running config keeps serving', async (t) => {
+  test('names the running upstreams show colliding refuse the whole reload: the running config keeps serving', async (t) => {
     const scope = testScope(t);
     const config = { upstreams: { a: stdioUpstream('a_') }, tasks: { defaults: { mode: 'optional' } } };
     const gateway = await scope.gateway(config);
     const before = (await modern(gateway.url, 'tools/list')).result?.tools as Json[];
     const rejected = nextEvent(gateway, 'config.rejected');
-    // `b` exposes the same names as `a`; the policy change that comes with it must not apply either.
-    const next = configOf({ upstreams: { a: stdioUpstream('a_'), b: stdioUpstream('a_') }, tasks: { defaults: { mode: 'required' } } });
+    // `a`'s catalog is known: renaming `greet` onto `echo` collides. The policy change that comes with it must not apply either.
+    const next = configOf({ upstreams: { a: { ...stdioUpstream('a_'), tools: { overrides: { greet: { name: 'echo' } } } } }, tasks: { defaults: { mode: 'required' } } });
     await assert.rejects(gateway.reload(next), /collide/);
-    assert.match((await rejected).error, /tool 'a_echo' is offered by both upstream 'a' and upstream 'b'/);
+    assert.match((await rejected).error, /tool 'a_echo' is offered twice by upstream 'a'/);
     assert.deepEqual((await modern(gateway.url, 'tools/list')).result?.tools, before);
     const legacy = await legacyClient(scope, gateway.url);
     const slow = (await legacy.client.listTools()).tools.find((tool) => tool.name === 'a_slow');
     assert.equal(slow?.execution?.taskSupport, 'optional');
+  });
+
+  test('an added upstream whose names collide is refused when its catalog is known; the others keep serving', async (t) => {
+    const scope = testScope(t);
+    const config = { upstreams: { a: stdioUpstream('a_') } };
+    const gateway = await scope.gateway(config);
+    const before = (await modern(gateway.url, 'tools/list')).result?.tools as Json[];
+    const rejected = nextEvent(gateway, 'config.rejected');
+    // `b` exposes the same names as `a`, which only its catalog shows: the reload applies, `b` never joins.
+    const result = await gateway.reload(configOf({ upstreams: { a: stdioUpstream('a_'), b: stdioUpstream('a_') } }));
+    assert.deepEqual(result.changes, ["upstream 'b' added"]);
+    assert.match((await rejected).error, /upstream 'b' is not admitted, its names collide: .*tool 'a_echo' is offered by both upstream 'a' and upstream 'b'/);
+    assert.deepEqual((await modern(gateway.url, 'tools/list')).result?.tools, before);
+    const ready = (await (await fetch(`${gateway.url.replace(/\/mcp$/, '')}/readyz`)).json()) as { upstreams: Json[] };
+    const b = ready.upstreams.find((u) => u.name === 'b');
+    assert.equal(b?.state, 'refused');
+    assert.match(String(b?.error), /offered by both upstream 'a' and upstream 'b'/);
   });
 
   test('a removed upstream leaves the lists at once; its running task fails with a message naming the removal', async (t) => {
@@ -224,8 +258,7 @@ describe('config reload (the CLI: file changes and SIGHUP)', () => {
     save(path, added);
     const reloaded = await logLine(gateway, (e) => e.msg === 'config reloaded');
     assert.ok((reloaded.changes as string[]).includes("upstream 'fixture' added"), JSON.stringify(reloaded));
-    await changed;
-    let names = await toolNames(legacy.client);
+    let names = await toolNamesOnceChanged(legacy, changed, (listed) => listed.includes('fixture__slow') && listed.includes('everything__echo'));
     assert.ok(names.includes('fixture__slow') && names.includes('everything__echo'), names.join(', '));
 
     // A broken edit: logged with where it is broken, and the running config keeps serving.
@@ -248,8 +281,7 @@ describe('config reload (the CLI: file changes and SIGHUP)', () => {
     changed = legacy.toolsChanged();
     save(path, original);
     await logLine(gateway, (e) => e.msg === 'config reloaded' && (e.changes as string[]).includes("upstream 'fixture' removed"), beforeRevert);
-    await changed;
-    names = await toolNames(legacy.client);
+    names = await toolNamesOnceChanged(legacy, changed, (listed) => listed.includes('echo'));
     assert.ok(names.includes('echo') && !names.some((name) => name.startsWith('fixture__')), names.join(', '));
     assert.equal(gateway.child.exitCode, null);
   });

@@ -53,6 +53,7 @@ describe('config: the contract example', () => {
       transport: 'stdio',
       prefix: 'everything__',
       requestTimeoutMs: 60_000,
+      initializeTimeoutMs: 30_000,
       taskConcurrency: 0,
       maxMessageBytes: 16_777_216,
       maxSessions: 256,
@@ -62,6 +63,7 @@ describe('config: the contract example', () => {
       cwd: '.',
       isolation: 'shared',
       restart: { initialDelayMs: 500, maxDelayMs: 30_000 },
+      stopGraceMs: 5_000,
     });
     const http = config.upstreams[1] as HttpUpstreamConfig;
     assert.deepEqual(http, {
@@ -69,6 +71,7 @@ describe('config: the contract example', () => {
       transport: 'streamable-http',
       prefix: 'ci__',
       requestTimeoutMs: 60_000,
+      initializeTimeoutMs: 30_000,
       taskConcurrency: 0,
       maxMessageBytes: 16_777_216,
       maxSessions: 256,

@@ -85,7 +85,7 @@ describe('tool selection: renames and overrides', () => {
   });
 
   it('builds one selection per upstream config', () => {
-    const config = { name: 'a', prefix: 'a__', requestTimeoutMs: 0, taskConcurrency: 0, maxMessageBytes: 1 };
+    const config = { name: 'a', prefix: 'a__', requestTimeoutMs: 0, initializeTimeoutMs: 1, taskConcurrency: 0, maxMessageBytes: 1 };
     assert.equal(selectionOf(config), selectionOf(config));
     assert.notEqual(selectionOf(config), selectionOf({ ...config }));
   });

@@ -36,6 +36,8 @@ export const DEFAULTS = Object.freeze({
   redisPrefix: 'taskgate',
   redisCommandTimeoutMs: 5_000,
   requestTimeoutMs: 60_000,
+  initializeTimeoutMs: 30_000,
+  stopGraceMs: 5_000,
   isolation: 'shared',
   restartInitialDelayMs: 500,
   restartMaxDelayMs: 30_000,

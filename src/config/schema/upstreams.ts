@@ -40,6 +40,8 @@ const upstreamCommon = {
   prompts: NameSelectionSchema.optional(),
   resources: NameSelectionSchema.optional(),
   requestTimeoutMs: int(0).default(DEFAULTS.requestTimeoutMs),
+  // Always bounded: an upstream that never finishes its handshake must not hold a connection attempt forever.
+  initializeTimeoutMs: int(1).default(DEFAULTS.initializeTimeoutMs),
   taskConcurrency: int(0).default(0),
   // At least 64 KiB (a smaller one is a unit mistake: initialize and tools/list need more); at most 512 MiB, about the
   // longest string V8 can hold, which a message must become to be parsed.
@@ -67,6 +69,7 @@ export const StdioUpstreamSchema = z.strictObject({
   cwd: z.string().min(1).optional(),
   isolation: z.enum(['shared', 'per-session']).default(DEFAULTS.isolation),
   restart: RestartSchema.prefault({}),
+  stopGraceMs: int(0).default(DEFAULTS.stopGraceMs),
 });
 
 const headerValue = text.refine((v) => !CONTROL_CHARS.test(v), { error: 'header values may not contain control characters' });
