@@ -1,18 +1,6 @@
 import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamUnavailable, InternalError, InvalidRequest, RequestCancelled } from '../errors.js';
-import {
-  asObject,
-  errorResponse,
-  isNotification,
-  isRequest,
-  isResponse,
-  toResponse,
-  type JsonObject,
-  type JsonRpcMessage,
-  type JsonRpcNotification,
-  type JsonRpcRequest,
-  type Outcome,
-  type RequestId,
-} from '../jsonrpc.js';
+import { asObject, errorResponse, isNotification, isRequest, isResponse, toResponse } from '../jsonrpc.js';
+import type { JsonObject, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, Outcome, RequestId } from '../jsonrpc.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
