@@ -112,11 +112,18 @@ describe('start-up: listening before the upstreams', () => {
       },
     });
     let listening!: (gateway: RunningGateway) => void;
-    const listened = new Promise<RunningGateway>((resolve) => (listening = resolve));
+    // Heard from the moment it listens: 'fine' may connect before the test reads anything.
+    let fineUp!: Promise<unknown>;
+    const listened = new Promise<RunningGateway>((resolve) => (listening = (gateway) => {
+      fineUp = nextEvent(gateway, 'upstream.up', (e) => e.upstream === 'fine');
+      resolve(gateway);
+    }));
     const started = startGateway(config, createLogger(config.log, { pretty: false }), { onListening: listening });
     const gateway = await bounded(listened, 'the gateway to listen');
     scope.defer(() => gateway.close());
     const stuck = await pids.read('stuck');
+    // Only the stuck one keeps the replica from being ready (on a busy machine 'fine' may still be connecting).
+    await fineUp;
 
     const health = await fetch(`${new URL(gateway.url).origin}/healthz`);
     assert.equal(health.status, 200);
