@@ -2,7 +2,9 @@
 // clients; nothing mocked.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { randomBytes } from 'node:crypto';
 import { after, type TestContext } from 'node:test';
+import { Redis } from 'ioredis';
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -356,4 +358,22 @@ export async function openListen(url: string, notifications: Json, options: Mode
     },
     close: () => abort.abort(),
   };
+}
+
+/** The shared test Redis (CI's, at 127.0.0.1:6379 unless TASKGATE_TEST_REDIS_URL says otherwise). */
+export const TEST_REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/**
+ * A key prefix of this test file's own on the shared test Redis (`name`, the process and random bits), whose keys
+ * are deleted when the file's tests are done.
+ */
+export function redisTestPrefix(name: string): string {
+  const prefix = `taskgate-${name}-${process.pid}-${randomBytes(4).toString('hex')}`;
+  after(async () => {
+    const redis = new Redis(TEST_REDIS_URL);
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+  return prefix;
 }

@@ -3,29 +3,19 @@
 // One file because its cases share the replica helpers (gateways spawned on one Redis prefix, a task settled through
 // any replica) and the one prefix this file deletes once they have all run.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { after, describe, test } from 'node:test';
-import { Redis } from 'ioredis';
+import { describe, test } from 'node:test';
 import { fixtureCommand, spawnFixture, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, modern, TASKS_CAPABILITIES, testScope, type Json } from './harness.js';
+import { eventually, redisTestPrefix, TEST_REDIS_URL, fixtureExecutions, modern, TASKS_CAPABILITIES, testScope, type Json } from './harness.js';
 import { createdTaskId, LegacyWire } from './legacy-wire.js';
 
-const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const PREFIX = `taskgate-replicas-${process.pid}-${randomBytes(4).toString('hex')}`;
+const PREFIX = redisTestPrefix('replicas');
 const LEASE_MS = 1000;
-
-after(async () => {
-  const redis = new Redis(REDIS_URL);
-  const keys = await redis.keys(`${PREFIX}:*`);
-  if (keys.length > 0) await redis.del(...keys);
-  await redis.quit();
-});
 
 function replica(extra: Json = {}): Promise<GatewayChild> {
   const { command, args, cwd } = fixtureCommand('stdio');
   return spawnGateway({
     config: {
-      store: { type: 'redis', url: REDIS_URL, prefix: PREFIX },
+      store: { type: 'redis', url: TEST_REDIS_URL, prefix: PREFIX },
       upstreams: { fx: { command, args, cwd } },
       tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 } },
       replicas: { leaseMs: LEASE_MS, drainTimeoutMs: 0 },

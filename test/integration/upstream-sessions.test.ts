@@ -5,24 +5,14 @@
 // (in process, and as processes on one Redis for the replica case), the legacy fixture's Streamable HTTP side in
 // this process so that its session counts can be read.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { after, describe, test } from 'node:test';
-import { Redis } from 'ioredis';
+import { describe, test } from 'node:test';
 import { createLegacyStreamableHttpHandler, startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
-import { eventually, logEntries, testScope, textOf, type Json } from './harness.js';
+import { eventually, redisTestPrefix, TEST_REDIS_URL, logEntries, testScope, textOf, type Json } from './harness.js';
 
-const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const PREFIX = `taskgate-upstream-sessions-${process.pid}-${randomBytes(4).toString('hex')}`;
+const PREFIX = redisTestPrefix('upstream-sessions');
 const LEASE_MS = 1000;
-
-after(async () => {
-  const redis = new Redis(REDIS_URL);
-  const keys = await redis.keys(`${PREFIX}:*`);
-  if (keys.length > 0) await redis.del(...keys);
-  await redis.quit();
-});
 
 /** The legacy fixture over Streamable HTTP in this process (so its session counts are at hand). */
 async function countingUpstream(scope: { defer(stop: () => unknown): void }): Promise<LegacyServerHandle & { counts(): { opened: number; deleted: number; open: number } }> {
@@ -107,7 +97,7 @@ describe('a replica that dies leaves no upstream session behind', () => {
     const scope = testScope(t);
     const upstream = await countingUpstream(scope);
     const config = (): Json => ({
-      store: { type: 'redis', url: REDIS_URL, prefix: PREFIX },
+      store: { type: 'redis', url: TEST_REDIS_URL, prefix: PREFIX },
       upstreams: upstreamConfig(upstream.url),
       replicas: { leaseMs: LEASE_MS, drainTimeoutMs: 0 },
       log: { level: 'info' },
