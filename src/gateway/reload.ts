@@ -104,12 +104,9 @@ export class ConfigReloader {
    * running upstreams' catalogs show that the new selections would collide; an added or changed upstream whose
    * names collide is refused when its catalog is known (config.rejected).
    */
-  reload(next: GatewayConfig): Promise<ReloadResult> {
-    try {
-      return Promise.resolve(this.apply(next));
-    } catch (error) {
-      return Promise.reject(error as Error);
-    }
+  // async: apply runs to its end in this call (it never awaits); a refusal becomes the rejection.
+  async reload(next: GatewayConfig): Promise<ReloadResult> {
+    return this.apply(next);
   }
 
   /** Waits for the upstreams a reload retired to drain and close. */
