@@ -381,8 +381,12 @@ export class Upstream {
   }
 
   /** The upstream said a list changed: read the catalog again and tell the clients. */
-  private refreshAfterListChanged(): void {
-    this.refreshCatalog()
+  /**
+   * Reads the catalog again after the upstream's `list_changed`, then passes the notification on: a client that
+   * hears of the change and names the new tool at once must find it routed. Resolves whether or not the read worked.
+   */
+  private refreshAfterListChanged(): Promise<void> {
+    return this.refreshCatalog()
       .then(() => this.sink.catalogChanged(this, false))
       .catch((error: Error) => {
         // A refresh cut short because the gateway is closing the upstream (a failed start, shutdown) is no news.
@@ -459,10 +463,8 @@ export class Upstream {
     this.listenAbort = abort;
     const origin: MessageOrigin = { kind: 'control', sessionId: undefined, call: undefined, ambiguous: false, standalone: true };
     void client.listen({ toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true }, (message) => {
-      if (message.method.endsWith('/list_changed')) {
-        this.refreshAfterListChanged();
-      }
-      this.sink.notification(this, message, origin);
+      if (message.method.endsWith('/list_changed')) void this.refreshAfterListChanged().then(() => this.sink.notification(this, message, origin));
+      else this.sink.notification(this, message, origin);
     }, abort.signal);
   }
 
@@ -655,10 +657,9 @@ export class Upstream {
     };
     return {
       notification: (message, call) => {
-        if (kind === 'control' && message.method.endsWith('/list_changed')) {
-          this.refreshAfterListChanged();
-        }
-        this.sink.notification(this, message, origin(call, message.method));
+        const from = origin(call, message.method);
+        if (kind === 'control' && message.method.endsWith('/list_changed')) void this.refreshAfterListChanged().then(() => this.sink.notification(this, message, from));
+        else this.sink.notification(this, message, from);
       },
       request: (message, call, signal) => this.sink.request(this, message, origin(call, message.method), signal),
     };
