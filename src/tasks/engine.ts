@@ -2,8 +2,9 @@
 // them to whoever needs that job (each caller depends on the narrowest part it uses):
 //   policies  task-policies.ts      every tool's task policy, replaced by a config reload
 //   queries   task-queries.ts       find, list, wait for a state: reads any replica answers alike
-//   runs      task-runs.ts          open, run, deadlines, ends, cancel, drains (with run-relay.ts for what a run's
-//                                   call sends its client, end-writes.ts for ends the store takes later)
+//   runs      task-runs.ts          open (task-admission.ts), run, deadlines, ends, cancel, drains (with
+//                                   run-relay.ts for what a run's call sends its client, end-writes.ts for ends
+//                                   the store takes later)
 //   records   task-records.ts       deletes, and the records of tasks upstreams run themselves
 //   peerLink  task-peer-messages.ts what other replicas ask of these runs, and what this replica asks of them
 // Leases and recovery of lost tasks are leases.ts; slots are slots.ts. The engine itself is the lifecycle only:
@@ -22,7 +23,8 @@ import { TaskPeerLink, type TaskPeers } from './task-peer-messages.js';
 import { TaskPolicies } from './task-policies.js';
 import { TaskQueries } from './task-queries.js';
 import { TaskRecords } from './task-records.js';
-import { TaskRuns, type RecoveryDeps, type TaskCreators } from './task-runs.js';
+import type { TaskCreators } from './task-admission.js';
+import { TaskRuns, type RecoveryDeps } from './task-runs.js';
 
 export type { RecoveryDeps } from './task-runs.js';
 

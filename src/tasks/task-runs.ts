@@ -1,34 +1,27 @@
-// The runs of this replica: a task opened (this replica's room and the principal's limits checked, then stored and
-// leased before anyone hears of it), its upstream call run detached from any HTTP request once its slots are free,
-// its deadline, its end (recorded through end-writes.ts), cancel, and the drains that end runs when an upstream or
-// the replica goes away. A run reaches whoever started it only through the TaskCaller handed to it; what its call
+// The runs of this replica: a task opened (task-admission.ts), its upstream call run detached from any HTTP request
+// once its slots are free, its deadline, its end (recorded through end-writes.ts), cancel, and the drains that end
+// runs when an upstream or the replica goes away. A run reaches whoever started it only through the TaskCaller handed to it; what its call
 // sends that way is run-relay.ts, and what other replicas ask of these runs is task-peer-messages.ts.
-import type { ReplicasConfig, TaskPolicy } from '../config/types.js';
-import { taskTiming } from '../config/policy.js';
-import { GatewayError, RequestCancelled, storeUnavailable, toJsonRpcError } from '../errors.js';
+import type { ReplicasConfig } from '../config/types.js';
+import { RequestCancelled, toJsonRpcError } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { failedWith, isTerminal, newTaskId, type Era, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { failedWith, isTerminal, type Era, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
 import type { EndWrites } from './end-writes.js';
+import { TaskAdmission, type TaskCreators } from './task-admission.js';
 import type { InflightCharge } from './inflight-bytes.js';
 import type { LossHandling } from './leases.js';
 import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, runSignal, type LocalRun, type RunHandle, type RunOutcome, type TaskCaller } from './local-run.js';
 import { countedPrincipal } from './principals.js';
-import type { RateLimiter } from './rate-limits.js';
 import type { RunRelay } from './run-relay.js';
 import type { SlotTicket, TaskSlots } from './slots.js';
-import { boundedEnd, checkStoredBudgets } from './stored-results.js';
+import { boundedEnd } from './stored-results.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 import type { TaskPolicies } from './task-policies.js';
 import { unavailable, type TaskQueries } from './task-queries.js';
-
-/** When a client refused at replicas.maxRunningTasks is told to try again (Retry-After): tasks end all the time. */
-const REPLICA_FULL_RETRY_MS = 1000;
-/** At most one warning per this interval about tasks refused at replicas.maxRunningTasks. */
-const FULL_WARNING_INTERVAL_MS = 60_000;
 
 /** What running a lost task's call again needs, and telling of a task failed as lost. */
 export interface RecoveryDeps extends LossHandling {
@@ -37,12 +30,6 @@ export interface RecoveryDeps extends LossHandling {
    * (held by the run from here on; the run takes its own hold and gives back `release`'s).
    */
   resume(task: TaskRecord & { call: StoredCall }): Promise<{ caller: TaskCaller; identity: SessionIdentity; bytes?: { charge: InflightCharge; release: () => void } }>;
-}
-
-/** Who creates tasks: authenticated principals (each counted on its own, rate-limited), or one anonymous principal. */
-export interface TaskCreators {
-  authenticated: boolean;
-  rateLimiter?: RateLimiter;
 }
 
 export interface TaskRunsDeps {
@@ -66,49 +53,17 @@ export interface TaskRunsDeps {
 
 export class TaskRuns {
   private readonly runs = new Map<string, LocalRun>();
-  /** Tasks opened here whose run has not started yet: they already count against replicas.maxRunningTasks. */
-  private readonly opening = new Set<string>();
-  /** Tasks refused at replicas.maxRunningTasks since the last warning, and when that was. */
-  private refusedFull = { count: 0, warnedAt: 0 };
+  private readonly admission: TaskAdmission;
   /** Set while draining: called when the last run ends. */
   private drained: (() => void) | undefined;
 
-  constructor(private readonly deps: TaskRunsDeps) {}
+  constructor(private readonly deps: TaskRunsDeps) {
+    this.admission = new TaskAdmission({ ...deps, running: () => this.runs.size });
+  }
 
-  /**
-   * Checks this replica's room and the principal's limit, and stores a new task: durable before anyone hears of
-   * it, and leased, so that if this replica dies from here on, another one ends it. `call` is kept where another
-   * replica may have to start it. The caller runs the task at once (run, runToolCall): its place among this
-   * replica's running tasks is held from here until then.
-   */
-  async open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined): Promise<TaskRecord> {
-    const { store, policies, callers, slots, events } = this.deps;
-    const policy = policies.policyFor(exposedName);
-    const taskId = newTaskId();
-    this.holdRoom(taskId, principal);
-    try {
-      await callers.rateLimiter?.taskCreation(principal);
-      await checkStoredBudgets(store, policies.config, countedPrincipal(principal, callers.authenticated), events, { together: !callers.authenticated });
-      await slots.claimPrincipal(principal, taskId, policy);
-      const { retentionMs, pollMs } = taskTiming(policy, requestedTtl);
-      const task = await store
-        // The call is kept only where another replica may have to start it: it can be large, and it is the
-        // client's data. That is where policy allows a re-run, or where the task may wait in line for a slot.
-        .create({ taskId, principal, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs, ...(call !== undefined && mayStartElsewhere(policy, upstream) ? { call } : {}) })
-        .catch((error: unknown) => {
-          if (policy.maxTasksPerPrincipal > 0) slots.release(slots.principalTicket(principal, taskId));
-          throw storeUnavailable(error);
-        });
-      await this.deps.lease([task.taskId]).catch((error: unknown) => {
-        this.deps.logger.warn({ task: task.taskId, err: error }, 'could not lease the new task');
-      });
-      const queued = policy.concurrency > 0 || upstream.config.taskConcurrency > 0;
-      events.emit('task.created', { ...taskFacts(task), era, queued });
-      return task;
-    } catch (error) {
-      this.opening.delete(taskId);
-      throw error;
-    }
+  /** Opens a task (task-admission.ts): checked, stored and leased before anyone hears of it; run it at once. */
+  open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined): Promise<TaskRecord> {
+    return this.admission.open(principal, era, exposedName, upstream, requestedTtl, call);
   }
 
   /**
@@ -254,36 +209,11 @@ export class TaskRuns {
     );
   }
 
-  /**
-   * Holds a place for a new task among this replica's running tasks, or refuses it when replicas.maxRunningTasks
-   * are running (or being opened) here: a temporary refusal, which another replica (or a moment later) may take.
-   * Tasks taken over from a lost replica are not refused: they are not new, and what a replica can lose is bounded.
-   */
-  private holdRoom(taskId: string, principal: string): void {
-    const max = this.deps.replica.maxRunningTasks;
-    const running = this.runs.size + this.opening.size;
-    if (max > 0 && running >= max) {
-      const now = Date.now();
-      this.refusedFull.count++;
-      this.deps.events.emit('rate.limited', { principal, limit: 'maxRunningTasks', retryAfterMs: REPLICA_FULL_RETRY_MS });
-      if (now - this.refusedFull.warnedAt >= FULL_WARNING_INTERVAL_MS) {
-        this.deps.logger.warn({ running, maxRunningTasks: max, refused: this.refusedFull.count }, 'new tasks refused: this replica runs replicas.maxRunningTasks tasks');
-        this.refusedFull = { count: 0, warnedAt: now };
-      }
-      throw new GatewayError(
-        'replica_full',
-        `This gateway replica already runs ${running} tasks (replicas.maxRunningTasks: ${max}); try again shortly`,
-        { retryAfterMs: REPLICA_FULL_RETRY_MS },
-      );
-    }
-    this.opening.add(taskId);
-  }
-
   private newRun(task: TaskRecord, caller: TaskCaller, charge: InflightCharge | undefined): LocalRun {
     const { store, policies, slots } = this.deps;
     const run = newLocalRun(task, caller, charge?.hold() ?? NOTHING_TO_DO);
     this.runs.set(task.taskId, run);
-    this.opening.delete(task.taskId); // the place open() held is the run's now
+    this.admission.started(task.taskId);
     if (policies.policyFor(task.tool).maxTasksPerPrincipal > 0) run.slots.push(slots.principalTicket(task.principal, task.taskId));
     // A task cancelled through another replica (or any other way) stops its upstream call here.
     run.stopWatching = store.watch(task.taskId, (changed) => {
@@ -374,11 +304,6 @@ export class TaskRuns {
   private releaseSlots(run: LocalRun): void {
     for (const slot of run.slots.splice(0)) this.deps.slots.release(slot);
   }
-}
-
-/** Whether a task under `policy` may have to be started by another replica (its call is then kept). */
-function mayStartElsewhere(policy: TaskPolicy, upstream: Upstream): boolean {
-  return policy.retry.onLoss || policy.concurrency > 0 || upstream.config.taskConcurrency > 0;
 }
 
 /** The call as the task record keeps it, for another replica to run again (JSON has no `undefined` clientInfo). */

@@ -33,6 +33,7 @@ export interface LegacyTaskParts {
 }
 
 export interface LegacyTasksDeps {
+  /** The task core (the gateway's TaskEngine), as these methods use it. */
   engine: LegacyTaskParts;
   store: TaskStore;
   logger: Logger;
