@@ -209,7 +209,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     authenticator,
     ...(config.dashboard.enabled
       ? {
-          dashboard: { path: config.dashboard.path, store, tasks, upstreams: upstreamStatus },
+          dashboard: { path: config.dashboard.path, store, tasks: tasks.runs, upstreams: upstreamStatus },
         }
       : {}),
     rateLimiter,

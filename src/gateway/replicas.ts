@@ -5,7 +5,7 @@ import type { JsonObject, Outcome, RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';
 import type { ModernPeerMessages } from '../protocol/rev2026-07-28/peers.js';
-import type { TaskPeerMessages } from '../tasks/engine.js';
+import type { TaskPeerMessages } from '../tasks/task-peer-messages.js';
 
 /**
  * Every message one replica sends another, by topic: its body and, for a request, the answer it gets (`never`

@@ -6,7 +6,7 @@ import { GatewayError, retryAfterHeaders, storeUnavailable } from '../errors.js'
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { InvalidCursorError, isTerminal, TASK_STATUSES, type TaskRecord, type TaskStatus, type TaskStore } from '../store/task-store.js';
-import type { TaskEngine } from '../tasks/engine.js';
+import type { TaskRuns } from '../tasks/task-runs.js';
 import { ANONYMOUS_PRINCIPAL } from '../tasks/principals.js';
 import { adminOf } from './admin-access.js';
 
@@ -20,7 +20,7 @@ const REQUEST_PREVIEW_CHARS = 1024;
 
 export interface DashboardApiDeps {
   store: TaskStore;
-  tasks: Pick<TaskEngine, 'cancelAsAdmin'>;
+  tasks: Pick<TaskRuns, 'cancelAsAdmin'>;
   /** The upstreams' status(), as /readyz reports them. */
   upstreams(): JsonObject[];
   logger: Logger;

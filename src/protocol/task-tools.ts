@@ -9,7 +9,8 @@ import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { isTerminal, type TaskRecord } from '../store/task-store.js';
-import type { TaskEngine } from '../tasks/engine.js';
+import type { TaskQueries } from '../tasks/task-queries.js';
+import type { TaskRuns } from '../tasks/task-runs.js';
 import type { TaskReader } from '../tasks/principals.js';
 import { taskFacts } from '../tasks/task-facts.js';
 import { RELATED_TASK_META } from './mcp.js';
@@ -36,6 +37,12 @@ export interface TaskToolRequest {
   inputRequired?(task: TaskRecord): Outcome;
 }
 
+/** The parts of the task core these tools use: reads, and cancel (the TaskEngine has both). */
+export interface TaskToolParts {
+  queries: Pick<TaskQueries, 'find' | 'list' | 'waitFor'>;
+  runs: Pick<TaskRuns, 'cancel'>;
+}
+
 /** Whatever a task tool's caller got wrong (unknown id, bad arguments): an isError result the model can act on. */
 class TaskToolError extends Error {}
 
@@ -59,7 +66,7 @@ export class TaskTools {
   private kinds: ReadonlyMap<string, Kind> = new Map();
 
   constructor(
-    private readonly engine: TaskEngine,
+    private readonly tasks: TaskToolParts,
     private config: TaskToolsConfig,
     private readonly logger: Logger,
     /** Where retrievals of results are announced (audited). */
@@ -133,7 +140,7 @@ export class TaskTools {
         // The revision answers input requests itself where it can: the wait ends when the task asks for input.
         const answersInput = request.inputRequired !== undefined;
         const stop = (t: TaskRecord): boolean => isTerminal(t.status) || (answersInput && t.status === 'input_required');
-        task = (stop(task) ? task : await this.engine.waitFor(task.taskId, stop, waited.signal)) ?? (await this.find(task.taskId, request));
+        task = (stop(task) ? task : await this.tasks.queries.waitFor(task.taskId, stop, waited.signal)) ?? (await this.find(task.taskId, request));
       } finally {
         clearTimeout(timer);
         request.signal.removeEventListener('abort', onGone);
@@ -150,7 +157,7 @@ export class TaskTools {
 
   private async cancel(task: TaskRecord): Promise<JsonObject> {
     if (isTerminal(task.status)) return statusResult(task, `Task ${task.taskId} had already ended (${task.status}); nothing was cancelled.`);
-    const changed = await this.engine.cancel(task);
+    const changed = await this.tasks.runs.cancel(task);
     const now = changed.task ?? task;
     if (!changed.ok) return statusResult(now, `Task ${task.taskId} had already ended (${now.status}); nothing was cancelled.`);
     return statusResult(now, `Task ${task.taskId} was cancelled; its tool call was stopped.`);
@@ -160,7 +167,7 @@ export class TaskTools {
     if (cursor !== undefined && typeof cursor !== 'string') throw new TaskToolError('cursor must be the string a previous page gave');
     let page;
     try {
-      page = await this.engine.list(request.principal, cursor, request.reader.mayUse);
+      page = await this.tasks.queries.list(request.principal, cursor, request.reader.mayUse);
     } catch (error) {
       if (error instanceof GatewayError && error.code === 'invalid_params') throw new TaskToolError('That cursor is not one this gateway gave out; call without a cursor for the first page');
       throw error;
@@ -179,7 +186,7 @@ export class TaskTools {
     if (typeof taskId !== 'string' || taskId === '') throw new TaskToolError('taskId must be the task id string a background answer or task_list gave');
     let task: TaskRecord;
     try {
-      task = await this.engine.find(taskId, { reader: request.reader, withOutcome });
+      task = await this.tasks.queries.find(taskId, { reader: request.reader, withOutcome });
     } catch (error) {
       if (error instanceof GatewayError && error.code === 'invalid_params') {
         throw new TaskToolError(`There is no task ${taskId} you can use: the id is unknown or the task has expired. ${this.config.names.list} lists your tasks.`);

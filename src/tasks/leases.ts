@@ -34,7 +34,7 @@ export interface LeasePeerMessages {
 /** The other replicas, as the sweep needs them (the gateway's ReplicaLink). */
 export type LeasePeers = Peers<LeasePeerMessages>;
 
-/** What the sweep needs from the engine whose runs it leases. */
+/** What the sweep needs from the runs it leases (TaskPeerLink.leasedRuns builds it). */
 export interface LeasedRuns {
   /** How many tasks this replica holds: those it runs, and those whose outcome it keeps for the store. */
   heldCount(): number;
@@ -62,7 +62,7 @@ export interface TaskLeasesDeps {
   /** How long a replica may go without a heartbeat (replicas.leaseMs). */
   leaseMs: number;
   peers: LeasePeers;
-  /** The runs this replica holds (the engine's). */
+  /** The runs this replica holds. */
   runs: LeasedRuns;
   losses: LossHandling;
   /** Told of every lost task taken over or failed here. */

@@ -1,8 +1,8 @@
-// A task whose upstream call runs in this process, as the engine keeps it while the call runs, and the handle the
-// call and its caller reach it by. A replica holds thousands of these at once (issue 23: at most 5 KB of memory
-// per task in flight), so what only some runs ever use is made on first use: the abort signal (an AbortSignal is
-// an EventTarget with two maps of its own), the input requests and the queue that writes them. And the handle is
-// one object whose methods live on its prototype, rather than a closure per method for every run.
+// A task whose upstream call runs in this process, as the task core keeps it while the call runs (task-runs.ts),
+// and the handle the call and its caller reach it by. A replica holds thousands of these at once (issue 23: at
+// most 5 KB of memory per task in flight), so what only some runs ever use is made on first use: the abort signal
+// (an AbortSignal is an EventTarget with two maps of its own), the input requests and the queue that writes them.
+// And the handle is one object whose methods live on its prototype, rather than a closure per method for every run.
 import type { GatewayScopeMap } from '../events.js';
 import type { JsonRpcNotification, Outcome } from '../jsonrpc.js';
 import type { TaskRecord } from '../store/task-store.js';
@@ -18,9 +18,9 @@ import type { SlotTicket } from './slots.js';
 export interface TaskCaller {
   /**
    * Puts one of the task's input requests to the client now, resolving with the answer; or undefined when the
-   * client fetches input requests itself and answers through `TaskEngine.answer` (2026-07-28 tasks/update). A
+   * client fetches input requests itself and answers through `TaskPeerLink.answer` (2026-07-28 tasks/update). A
    * promise that resolves undefined: the client could not be reached now; the request stays open and is put again
-   * when the client says it is reachable (`TaskEngine.reachable`).
+   * when the client says it is reachable (`TaskPeerLink.reachable`).
    */
   deliver(request: InputRequest, signal: AbortSignal): Promise<Outcome | undefined> | undefined;
   /**
@@ -44,6 +44,9 @@ export interface RunHandle {
   readonly signal: AbortSignal;
 }
 
+/** How a run ended here, for its `task.run` scope (and the `task.ended` event of an end written here). */
+export type RunOutcome = NonNullable<GatewayScopeMap['task.run']['outcome']>;
+
 /** A task whose upstream call runs in this process. */
 export interface LocalRun {
   task: TaskRecord;
@@ -54,7 +57,7 @@ export interface LocalRun {
   upstream?: Upstream;
   call: UpstreamCall | undefined;
   deadline: NodeJS.Timeout | undefined;
-  /** Set once the task reached a terminal status through the engine (cancel, deadline): ignore the call's end. */
+  /** Set once the task reached a terminal status through the task core (cancel, deadline): ignore the call's end. */
   ended: boolean;
   status: 'working' | 'input_required';
   /** Input requests the upstream waits on, by key, until the client answers them (made by the first; runInputs). */
@@ -128,7 +131,7 @@ export function runInputs(run: LocalRun, changed: () => void): PendingInputs {
   return (run.inputs ??= new PendingInputs(changed));
 }
 
-/** What the engine does for a run's handle: one set of these serves every run. */
+/** What the task core does for a run's handle (run-relay.ts): one set of these serves every run. */
 export interface RunActions {
   ask(run: LocalRun, request: InputRequest, signal: AbortSignal): Promise<Outcome>;
   status(run: LocalRun, message: string): void;

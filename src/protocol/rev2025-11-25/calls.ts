@@ -19,7 +19,7 @@ import { routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import type { TaskTools } from '../task-tools.js';
 import type { TaskPolicy } from '../../config/types.js';
-import type { RunHandle } from '../../tasks/engine.js';
+import type { RunHandle } from '../../tasks/local-run.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 
 /** What a call needs of the gateway (part of the router's dependencies). */
@@ -57,7 +57,7 @@ export class SessionCalls {
     const route = await routeNamed(this.catalog, access, 'tools', name);
     const { task, ...plain } = params;
     const upstreamParams = { ...plain, name: route.name };
-    const policy = this.tasks.engine.policyFor(name);
+    const policy = this.tasks.policies.policyFor(name);
     // Hosts that never ask for a task (of any revision) get a background task where policy says so.
     if (task === undefined && policy.plainCalls === 'background' && policy.mode !== 'forbidden') {
       return this.background(session, request, name, route.upstream, upstreamParams, policy, stream, charge);
@@ -145,7 +145,7 @@ export class SessionCalls {
     // While task_result waits, a host that resets its timeout on progress is kept waiting (as for a plain call).
     const keepAlive = stream === undefined
       ? undefined
-      : keepAliveFor(asObject(params._meta), this.tasks.engine.policyFor(name).keepAliveProgressMs, (message) => session.deliver(message, { stream }));
+      : keepAliveFor(asObject(params._meta), this.tasks.policies.policyFor(name).keepAliveProgressMs, (message) => session.deliver(message, { stream }));
     try {
       const outcome = await this.taskTools.call(name, params.arguments, {
         reader: access.taskReader(session.principal),
@@ -155,7 +155,7 @@ export class SessionCalls {
         // those that found the client listening nowhere before.
         hold: stream === undefined ? undefined : async (task) => {
           const release = await session.holdResultStream(task.taskId, stream);
-          await this.tasks.engine.reachable(task).catch(() => undefined);
+          await this.tasks.peerLink.reachable(task).catch(() => undefined);
           return release;
         },
       });

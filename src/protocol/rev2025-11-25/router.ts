@@ -254,7 +254,7 @@ export class SessionRouter {
    */
   private decorateTool(session: LegacySession, listed: JsonObject, upstream: Upstream, upstreamTool: JsonObject): JsonObject {
     if (typeof listed.name !== 'string') return listed;
-    const policy = this.tasks.engine.policyFor(listed.name);
+    const policy = this.tasks.policies.policyFor(listed.name);
     // Any session may call a tool plainly, even one that speaks tasks.
     const tool = plainCallView(listed, policy);
     if (!supportsLegacyTasks(session.protocolVersion)) return codec.toolView(tool, undefined);

@@ -11,15 +11,30 @@ import type { Logger } from '../../log.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { sessionOfPrincipal, sessionPrincipal, type TaskReader } from '../../tasks/principals.js';
-import { NOT_FOUND, storedCall, type RunHandle, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
+import type { RunHandle, TaskCaller } from '../../tasks/local-run.js';
+import type { TaskPeerLink } from '../../tasks/task-peer-messages.js';
+import type { TaskPolicies } from '../../tasks/task-policies.js';
+import { NOT_FOUND, type TaskQueries } from '../../tasks/task-queries.js';
+import type { TaskRecords } from '../../tasks/task-records.js';
+import { storedCall, type TaskRuns } from '../../tasks/task-runs.js';
 import { taskFacts } from '../../tasks/task-facts.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import { codec, legacyTask, taskPayload, withRelatedTask } from './codec.js';
 import type { LegacySession } from './session.js';
 
+/** The parts of the task core the 2025-11-25 task methods and their router use (the TaskEngine has them all). */
+export interface LegacyTaskParts {
+  policies: Pick<TaskPolicies, 'policyFor'>;
+  queries: Pick<TaskQueries, 'find' | 'list' | 'untilResult'>;
+  runs: Pick<TaskRuns, 'open' | 'run' | 'runToolCall' | 'runsHere' | 'cancel'>;
+  records: Pick<TaskRecords, 'delete'>;
+  peerLink: Pick<TaskPeerLink, 'reachable'>;
+}
+
 export interface LegacyTasksDeps {
-  engine: TaskEngine;
+  /** The task core (the gateway's TaskEngine), as these methods use it. */
+  engine: LegacyTaskParts;
   store: TaskStore;
   logger: Logger;
   /** tasks.immediateResponse (a config reload may change it: reconfigure). */
@@ -32,14 +47,21 @@ export class LegacyTasks {
   /** Open tasks/result streams per task running here: where its input requests go first. */
   private readonly resultStreams = new Map<string, Set<EventStream>>();
 
-  readonly engine: TaskEngine;
+  /** Every tool's task policy, for the router. */
+  readonly policies: LegacyTaskParts['policies'];
+  /** Where a client that can be reached again is announced, for the router's task tools. */
+  readonly peerLink: LegacyTaskParts['peerLink'];
+  private readonly queries: LegacyTaskParts['queries'];
+  private readonly runs: LegacyTaskParts['runs'];
+  private readonly records: LegacyTaskParts['records'];
   private readonly store: TaskStore;
   private readonly logger: Logger;
   private immediateResponse: string | undefined;
   private readonly events: GatewayEvents;
 
   constructor(deps: LegacyTasksDeps) {
-    ({ engine: this.engine, store: this.store, logger: this.logger, immediateResponse: this.immediateResponse } = deps);
+    ({ policies: this.policies, peerLink: this.peerLink, queries: this.queries, runs: this.runs, records: this.records } = deps.engine);
+    ({ store: this.store, logger: this.logger, immediateResponse: this.immediateResponse } = deps);
     this.events = deps.events ?? NO_EVENTS;
   }
 
@@ -54,7 +76,7 @@ export class LegacyTasks {
    */
   async create(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, charge?: InflightCharge): Promise<Outcome> {
     const task = await this.open(session, exposedName, upstream, params, requestedTtl);
-    this.engine.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session, charge);
+    this.runs.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session, charge);
     return { result: codec.createTaskResult(task, this.immediateResponse) };
   }
 
@@ -64,20 +86,20 @@ export class LegacyTasks {
    */
   async adopt(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, call: UpstreamCall, charge?: InflightCharge): Promise<{ task: TaskRecord; run: RunHandle }> {
     const task = await this.open(session, exposedName, upstream, params, undefined);
-    const run = this.engine.run(task, upstream, this.backgroundCaller(task.taskId, session), () => Promise.resolve(call), { queue: false, sessionId: session.sessionId, charge });
+    const run = this.runs.run(task, upstream, this.backgroundCaller(task.taskId, session), () => Promise.resolve(call), { queue: false, sessionId: session.sessionId, charge });
     return { task, run };
   }
 
   /** A background call with `taskAfterMs: 0`: a task at once, which waits for its slots like any other. */
   async startBackground(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, charge?: InflightCharge): Promise<TaskRecord> {
     const task = await this.open(session, exposedName, upstream, params, undefined);
-    this.engine.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session, charge);
+    this.runs.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session, charge);
     return task;
   }
 
   /** Stores a task of the session's (its principal's, with authentication) for a tools/call of `params`. */
   private async open(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<TaskRecord> {
-    const task = await this.engine.open(ownerOf(session), 'legacy', exposedName, upstream, requestedTtl, storedCall(params, session));
+    const task = await this.runs.open(ownerOf(session), 'legacy', exposedName, upstream, requestedTtl, storedCall(params, session));
     this.logger.debug({ task: task.taskId, session: session.sessionId, principal: task.principal }, 'task belongs to session');
     return task;
   }
@@ -134,13 +156,13 @@ export class LegacyTasks {
 
   /** `reader` is the session's principal with the caller's access rules: whose tasks these calls may touch. */
   async get(taskId: unknown, reader: TaskReader): Promise<Outcome> {
-    return { result: codec.taskResult(await this.engine.find(taskId, { reader })) };
+    return { result: codec.taskResult(await this.queries.find(taskId, { reader })) };
   }
 
   /** Blocks until the task is terminal, then answers exactly what the upstream answered. */
   async result(taskId: unknown, stream: EventStream | undefined, session: LegacySession, reader: TaskReader): Promise<Outcome> {
-    const initial = await this.engine.find(taskId, { withOutcome: true, reader });
-    const runsHere = this.engine.runsHere(initial.taskId);
+    const initial = await this.queries.find(taskId, { withOutcome: true, reader });
+    const runsHere = this.runs.runsHere(initial.taskId);
     const streams = this.resultStreams.get(initial.taskId) ?? new Set<EventStream>();
     if (stream !== undefined && runsHere) this.resultStreams.set(initial.taskId, streams.add(stream));
     // The call runs on another replica: its requests for the client are to come here. Recorded before the replica
@@ -148,8 +170,8 @@ export class LegacyTasks {
     const release = !runsHere && stream !== undefined && !isTerminal(initial.status) ? await session.holdResultStream(initial.taskId, stream) : undefined;
     try {
       // Requests that found the client listening nowhere go out now, on this stream, wherever the call runs.
-      if (stream !== undefined && !isTerminal(initial.status)) await this.engine.reachable(initial).catch(() => undefined);
-      const task = isTerminal(initial.status) ? initial : await this.engine.untilResult(initial.taskId, reader);
+      if (stream !== undefined && !isTerminal(initial.status)) await this.peerLink.reachable(initial).catch(() => undefined);
+      const task = isTerminal(initial.status) ? initial : await this.queries.untilResult(initial.taskId, reader);
       this.events.emit('task.retrieved', { ...taskFacts(task), via: 'tasks/result' });
       if (task.outcome !== undefined) return taskPayload({ ...task, outcome: task.outcome });
       return { error: { code: InternalError, message: `Task ${task.taskId} was ${task.status}${task.message ? `: ${task.message}` : ''}` } };
@@ -160,7 +182,7 @@ export class LegacyTasks {
   }
 
   async list(session: LegacySession, cursor: unknown, reader: TaskReader): Promise<Outcome> {
-    const page = await this.engine.list(ownerOf(session), cursor, reader.mayUse);
+    const page = await this.queries.list(ownerOf(session), cursor, reader.mayUse);
     const result: JsonObject = { tasks: page.tasks.map(legacyTask) };
     if (page.nextCursor !== undefined) result.nextCursor = page.nextCursor;
     return { result };
@@ -168,9 +190,9 @@ export class LegacyTasks {
 
   /** Cancels a task that is not terminal (-32602 when it is): `cancelled` in the store before this answers. */
   async cancel(taskId: unknown, reader: TaskReader): Promise<Outcome> {
-    const task = await this.engine.find(taskId, { reader });
+    const task = await this.queries.find(taskId, { reader });
     if (isTerminal(task.status)) throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${task.status}`);
-    const changed = await this.engine.cancel(task);
+    const changed = await this.runs.cancel(task);
     if (!changed.ok) {
       if (changed.task === undefined) throw new GatewayError('invalid_params', NOT_FOUND);
       throw new GatewayError('invalid_params', `Cannot cancel task: it is already ${changed.task.status}`);
@@ -183,7 +205,7 @@ export class LegacyTasks {
    * their TTL, freeing the principal's stored-results budget; answers `{}`. A running task is refused.
    */
   async delete(taskId: unknown, reader: TaskReader): Promise<Outcome> {
-    await this.engine.delete(await this.engine.find(taskId, { reader }));
+    await this.records.delete(await this.queries.find(taskId, { reader }));
     return { result: {} };
   }
 

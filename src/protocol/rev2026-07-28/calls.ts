@@ -113,7 +113,7 @@ export class ModernCalls {
     charge: InflightCharge | undefined,
   ): Promise<Outcome | undefined> {
     if (request.method === 'tools/call' && typeof params.name === 'string' && this.deps.taskTools.owns(params.name)) return this.taskTool(client, params.name, params, responder);
-    const policy = request.method === 'tools/call' && typeof params.name === 'string' ? this.deps.tasks.engine.policyFor(params.name) : undefined;
+    const policy = request.method === 'tools/call' && typeof params.name === 'string' ? this.deps.tasks.policies.policyFor(params.name) : undefined;
     const keepAlive =
       policy !== undefined && !mayRunAsTask(policy, client)
         ? keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject))
@@ -227,8 +227,8 @@ export class ModernCalls {
     const created = nativeTasks && 'result' in outcome ? codec.createdTask(outcome.result) : undefined;
     if (created !== undefined) {
       // Else the tool policy's default retention (a client asking for none gets the same).
-      const retentionMs = created.retentionMs ?? taskTiming(this.deps.tasks.engine.policyFor(name), undefined).retentionMs;
-      await this.deps.tasks.engine.recordNative(created.taskId, name, upstream, retentionMs, client.caller?.principal);
+      const retentionMs = created.retentionMs ?? taskTiming(this.deps.tasks.policies.policyFor(name), undefined).retentionMs;
+      await this.deps.tasks.records.recordNative(created.taskId, name, upstream, retentionMs, client.caller?.principal);
     }
     return outcome;
   }
@@ -249,7 +249,7 @@ export class ModernCalls {
     if (ended !== undefined && typeof taskId === 'string') {
       // Written before the answer goes out, so what the client saw ended shows ended; a store failure here costs the
       // dashboard a stale row only (the record still expires with the task's TTL), never the client its answer.
-      await this.deps.tasks.engine.recordNativeEnd(taskId, ended).catch(() => undefined);
+      await this.deps.tasks.records.recordNativeEnd(taskId, ended).catch(() => undefined);
     }
     return outcome;
   }
@@ -338,11 +338,11 @@ export class ModernCalls {
     const answers = answersIn(params);
     const taskId = asObject(params.arguments)?.taskId;
     if (answers !== undefined && typeof taskId === 'string') {
-      const task = await this.deps.tasks.engine.find(taskId, { reader }).catch(() => undefined);
-      if (task !== undefined) await this.deps.tasks.engine.answer(task, answers);
+      const task = await this.deps.tasks.queries.find(taskId, { reader }).catch(() => undefined);
+      if (task !== undefined) await this.deps.tasks.peerLink.answer(task, answers);
     }
     // While task_result waits, a host that resets its timeout on progress is kept waiting (as for a plain call).
-    const keepAlive = keepAliveFor(asObject(params._meta), this.deps.tasks.engine.policyFor(name).keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject));
+    const keepAlive = keepAliveFor(asObject(params._meta), this.deps.tasks.policies.policyFor(name).keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject));
     try {
       return await this.deps.taskTools.call(name, params.arguments, {
         reader,

@@ -26,7 +26,7 @@ export type ExchangeEvent =
 export type TaskAsk = (request: InputRequest, signal: AbortSignal) => Promise<Outcome>;
 export type TaskStatus = NonNullable<CallContext['status']>;
 
-/** What the task engine supplies when it takes a call over (tasks/engine.ts RunHandle). */
+/** What the task engine supplies when it takes a call over (tasks/local-run.ts RunHandle). */
 export interface TaskRun {
   ask: TaskAsk;
   status: TaskStatus;

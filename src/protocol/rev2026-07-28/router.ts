@@ -114,7 +114,7 @@ export class ModernRouter {
         withoutMeta(params),
         (upstream, page) => this.fetchPage(client, upstream, request.method, page, params._meta),
         // A client without the extension calls every tool plainly.
-        declaresTasks(client) ? undefined : (tool) => (typeof tool.name === 'string' ? plainCallView(tool, this.deps.tasks.engine.policyFor(tool.name)) : tool),
+        declaresTasks(client) ? undefined : (tool) => (typeof tool.name === 'string' ? plainCallView(tool, this.deps.tasks.policies.policyFor(tool.name)) : tool),
         this.accessOf(client).visible,
       );
       return { result: codec.clientResult(request.method, result) };

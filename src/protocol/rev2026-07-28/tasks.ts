@@ -4,7 +4,12 @@
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
 import { refusedInput } from '../mcp.js';
 import { isTerminal, type TaskRecord } from '../../store/task-store.js';
-import { storedCall, type TaskCaller, type TaskEngine } from '../../tasks/engine.js';
+import type { TaskCaller } from '../../tasks/local-run.js';
+import type { TaskPeerLink } from '../../tasks/task-peer-messages.js';
+import type { TaskPolicies } from '../../tasks/task-policies.js';
+import type { TaskQueries } from '../../tasks/task-queries.js';
+import type { TaskRecords } from '../../tasks/task-records.js';
+import { storedCall, type TaskRuns } from '../../tasks/task-runs.js';
 import type { TaskReader } from '../../tasks/principals.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
@@ -35,8 +40,29 @@ export function plainClientCaller(capabilities: JsonObject): TaskCaller {
   };
 }
 
+/** The parts of the task core the Tasks extension and its router use (the TaskEngine has them all). */
+export interface ModernTaskParts {
+  policies: Pick<TaskPolicies, 'policyFor'>;
+  queries: Pick<TaskQueries, 'find'>;
+  runs: Pick<TaskRuns, 'open' | 'run' | 'cancel'>;
+  records: Pick<TaskRecords, 'recordNative' | 'recordNativeEnd'>;
+  peerLink: Pick<TaskPeerLink, 'answer'>;
+}
+
 export class ModernTasks {
-  constructor(readonly engine: TaskEngine) {}
+  /** Every tool's task policy, for the router. */
+  readonly policies: ModernTaskParts['policies'];
+  /** Reads: tasks/get needs nothing else. */
+  readonly queries: ModernTaskParts['queries'];
+  /** The records of tasks upstreams run themselves, for the router's pass-through. */
+  readonly records: ModernTaskParts['records'];
+  /** Where answers go, on whichever replica runs the call. */
+  readonly peerLink: ModernTaskParts['peerLink'];
+  private readonly runs: ModernTaskParts['runs'];
+
+  constructor(parts: ModernTaskParts) {
+    ({ policies: this.policies, queries: this.queries, records: this.records, peerLink: this.peerLink, runs: this.runs } = parts);
+  }
 
   /**
    * A task for a modern client. `exchange` is the upstream call: already running when the gateway waited
@@ -53,11 +79,11 @@ export class ModernTasks {
     caller: TaskCaller = MODERN_CALLER,
   ): Promise<TaskRecord> {
     const replay = exchange.replay === undefined ? undefined : storedCall(exchange.replay.params, exchange.replay.identity);
-    const task = await this.engine.open(principal, 'modern', exposedName, upstream, undefined, replay);
+    const task = await this.runs.open(principal, 'modern', exposedName, upstream, undefined, replay);
     const running = exchange.call;
     // A call that already runs holds no place in line: it is counted from here on.
     // The run holds the arguments (the exchange's request bytes) until it ends, waiting in line included.
-    const run = this.engine.run(task, upstream, caller, async () => running ?? (await start?.()), { queue: running === undefined, charge: exchange.charge });
+    const run = this.runs.run(task, upstream, caller, async () => running ?? (await start?.()), { queue: running === undefined, charge: exchange.charge });
     exchange.adopt(run);
     return task;
   }
@@ -67,7 +93,7 @@ export class ModernTasks {
    * another principal's task, or one of a tool the reader may no longer use, is unknown.
    */
   find(taskId: unknown, withOutcome: boolean, reader: TaskReader): Promise<TaskRecord> {
-    return this.engine.find(taskId, { withOutcome, allowNative: true, reader });
+    return this.queries.find(taskId, { withOutcome, allowNative: true, reader });
   }
 
   /** The DetailedTask (`task` read with its outcome). */
@@ -80,13 +106,13 @@ export class ModernTasks {
    * acknowledged once the store reflects what is left.
    */
   async update(task: TaskRecord, answers: JsonObject): Promise<Outcome> {
-    await this.engine.answer(task, answers);
+    await this.peerLink.answer(task, answers);
     return { result: { ...ACK } };
   }
 
   /** Acknowledges, terminal or not; a running task is recorded `cancelled` first, then its call is stopped. */
   async cancel(task: TaskRecord): Promise<Outcome> {
-    if (!isTerminal(task.status)) await this.engine.cancel(task);
+    if (!isTerminal(task.status)) await this.runs.cancel(task);
     return { result: codec.cancelResult(task) };
   }
 }

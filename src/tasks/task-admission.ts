@@ -1,0 +1,123 @@
+// Opening a task: whether this replica has room for it (replicas.maxRunningTasks) and its principal may create it
+// (rate limit, stored-results budgets, maxTasksPerPrincipal), then its record stored and leased to this replica
+// before anyone hears of it (durable before visible). The run starts at once (task-runs.ts); until it does, the
+// task holds its place among this replica's running tasks here.
+import type { ReplicasConfig, TaskPolicy } from '../config/types.js';
+import { taskTiming } from '../config/policy.js';
+import { GatewayError, storeUnavailable } from '../errors.js';
+import type { GatewayEvents } from '../events.js';
+import type { Logger } from '../log.js';
+import { newTaskId, type Era, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import type { Upstream } from '../upstream/upstream.js';
+import { countedPrincipal } from './principals.js';
+import type { RateLimiter } from './rate-limits.js';
+import type { TaskSlots } from './slots.js';
+import { checkStoredBudgets } from './stored-results.js';
+import { taskFacts } from './task-facts.js';
+import type { TaskPolicies } from './task-policies.js';
+
+/** When a client refused at replicas.maxRunningTasks is told to try again (Retry-After): tasks end all the time. */
+const REPLICA_FULL_RETRY_MS = 1000;
+/** At most one warning per this interval about tasks refused at replicas.maxRunningTasks. */
+const FULL_WARNING_INTERVAL_MS = 60_000;
+
+/** Who creates tasks: authenticated principals (each counted on its own, rate-limited), or one anonymous principal. */
+export interface TaskCreators {
+  authenticated: boolean;
+  rateLimiter?: RateLimiter;
+}
+
+export interface TaskAdmissionDeps {
+  store: TaskStore;
+  policies: TaskPolicies;
+  logger: Logger;
+  /** How many tasks this replica runs at once at most (0: no limit). */
+  replica: Pick<ReplicasConfig, 'maxRunningTasks'>;
+  callers: TaskCreators;
+  events: GatewayEvents;
+  slots: TaskSlots;
+  /** Leases a new task to this replica (leases.ts). */
+  lease(taskIds: string[]): Promise<void>;
+  /** How many tasks run here now. */
+  running(): number;
+}
+
+export class TaskAdmission {
+  /** Tasks opened here whose run has not started yet: they already count against replicas.maxRunningTasks. */
+  private readonly opening = new Set<string>();
+  /** Tasks refused at replicas.maxRunningTasks since the last warning, and when that was. */
+  private refusedFull = { count: 0, warnedAt: 0 };
+
+  constructor(private readonly deps: TaskAdmissionDeps) {}
+
+  /**
+   * Checks this replica's room and the principal's limit, and stores a new task: durable before anyone hears of
+   * it, and leased, so that if this replica dies from here on, another one ends it. `call` is kept where another
+   * replica may have to start it. The caller runs the task at once (run, runToolCall): its place among this
+   * replica's running tasks is held from here until then.
+   */
+  async open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined): Promise<TaskRecord> {
+    const { store, policies, callers, slots, events } = this.deps;
+    const policy = policies.policyFor(exposedName);
+    const taskId = newTaskId();
+    this.holdRoom(taskId, principal);
+    try {
+      await callers.rateLimiter?.taskCreation(principal);
+      await checkStoredBudgets(store, policies.config, countedPrincipal(principal, callers.authenticated), events, { together: !callers.authenticated });
+      await slots.claimPrincipal(principal, taskId, policy);
+      const { retentionMs, pollMs } = taskTiming(policy, requestedTtl);
+      const task = await store
+        // The call is kept only where another replica may have to start it: it can be large, and it is the
+        // client's data. That is where policy allows a re-run, or where the task may wait in line for a slot.
+        .create({ taskId, principal, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs, ...(call !== undefined && mayStartElsewhere(policy, upstream) ? { call } : {}) })
+        .catch((error: unknown) => {
+          if (policy.maxTasksPerPrincipal > 0) slots.release(slots.principalTicket(principal, taskId));
+          throw storeUnavailable(error);
+        });
+      await this.deps.lease([task.taskId]).catch((error: unknown) => {
+        this.deps.logger.warn({ task: task.taskId, err: error }, 'could not lease the new task');
+      });
+      const queued = policy.concurrency > 0 || upstream.config.taskConcurrency > 0;
+      events.emit('task.created', { ...taskFacts(task), era, queued });
+      return task;
+    } catch (error) {
+      this.opening.delete(taskId);
+      throw error;
+    }
+  }
+
+  /** The run of an opened task started: the place open() held is the run's now. */
+  started(taskId: string): void {
+    this.opening.delete(taskId);
+  }
+
+  /**
+   * Holds a place for a new task among this replica's running tasks, or refuses it when replicas.maxRunningTasks
+   * are running (or being opened) here: a temporary refusal, which another replica (or a moment later) may take.
+   * Tasks taken over from a lost replica are not refused: they are not new, and what a replica can lose is bounded.
+   */
+  private holdRoom(taskId: string, principal: string): void {
+    const max = this.deps.replica.maxRunningTasks;
+    const running = this.deps.running() + this.opening.size;
+    if (max > 0 && running >= max) {
+      const now = Date.now();
+      this.refusedFull.count++;
+      this.deps.events.emit('rate.limited', { principal, limit: 'maxRunningTasks', retryAfterMs: REPLICA_FULL_RETRY_MS });
+      if (now - this.refusedFull.warnedAt >= FULL_WARNING_INTERVAL_MS) {
+        this.deps.logger.warn({ running, maxRunningTasks: max, refused: this.refusedFull.count }, 'new tasks refused: this replica runs replicas.maxRunningTasks tasks');
+        this.refusedFull = { count: 0, warnedAt: now };
+      }
+      throw new GatewayError(
+        'replica_full',
+        `This gateway replica already runs ${running} tasks (replicas.maxRunningTasks: ${max}); try again shortly`,
+        { retryAfterMs: REPLICA_FULL_RETRY_MS },
+      );
+    }
+    this.opening.add(taskId);
+  }
+}
+
+/** Whether a task under `policy` may have to be started by another replica (its call is then kept). */
+function mayStartElsewhere(policy: TaskPolicy, upstream: Upstream): boolean {
+  return policy.retry.onLoss || policy.concurrency > 0 || upstream.config.taskConcurrency > 0;
+}

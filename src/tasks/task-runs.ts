@@ -1,0 +1,319 @@
+// The runs of this replica: a task opened (task-admission.ts), its upstream call run detached from any HTTP request
+// once its slots are free, its deadline, its end (recorded through end-writes.ts), cancel, and the drains that end
+// runs when an upstream or the replica goes away. A run reaches whoever started it only through the TaskCaller handed to it; what its call
+// sends that way is run-relay.ts, and what other replicas ask of these runs is task-peer-messages.ts.
+import type { ReplicasConfig } from '../config/types.js';
+import { RequestCancelled, toJsonRpcError } from '../errors.js';
+import type { GatewayEvents } from '../events.js';
+import type { JsonObject, Outcome } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { failedWith, isTerminal, type Era, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import type { CallContext, UpstreamCall } from '../upstream/connection.js';
+import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
+import type { EndWrites } from './end-writes.js';
+import { TaskAdmission, type TaskCreators } from './task-admission.js';
+import type { InflightCharge } from './inflight-bytes.js';
+import type { LossHandling } from './leases.js';
+import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, runSignal, type LocalRun, type RunHandle, type RunOutcome, type TaskCaller } from './local-run.js';
+import { countedPrincipal } from './principals.js';
+import type { RunRelay } from './run-relay.js';
+import type { SlotTicket, TaskSlots } from './slots.js';
+import { boundedEnd } from './stored-results.js';
+import { taskAgeMs, taskFacts } from './task-facts.js';
+import type { TaskPolicies } from './task-policies.js';
+import { unavailable, type TaskQueries } from './task-queries.js';
+
+/** What running a lost task's call again needs, and telling of a task failed as lost. */
+export interface RecoveryDeps extends LossHandling {
+  /**
+   * The caller a recovered task runs for, the identity its call runs under again, and the bytes of its arguments
+   * (held by the run from here on; the run takes its own hold and gives back `release`'s).
+   */
+  resume(task: TaskRecord & { call: StoredCall }): Promise<{ caller: TaskCaller; identity: SessionIdentity; bytes?: { charge: InflightCharge; release: () => void } }>;
+}
+
+export interface TaskRunsDeps {
+  store: TaskStore;
+  policies: TaskPolicies;
+  logger: Logger;
+  /** How many tasks this replica runs at once at most (0: no limit). */
+  replica: Pick<ReplicasConfig, 'maxRunningTasks'>;
+  callers: TaskCreators;
+  events: GatewayEvents;
+  slots: TaskSlots;
+  endWrites: EndWrites;
+  /** What every run's handle does. */
+  relay: RunRelay;
+  /** Leases a new task to this replica (leases.ts). */
+  lease(taskIds: string[]): Promise<void>;
+  /** Finds the task an operator cancels. */
+  queries: Pick<TaskQueries, 'find'>;
+  recovery: RecoveryDeps;
+}
+
+export class TaskRuns {
+  private readonly runs = new Map<string, LocalRun>();
+  private readonly admission: TaskAdmission;
+  /** Set while draining: called when the last run ends. */
+  private drained: (() => void) | undefined;
+
+  constructor(private readonly deps: TaskRunsDeps) {
+    this.admission = new TaskAdmission({ ...deps, running: () => this.runs.size });
+  }
+
+  /** Opens a task (task-admission.ts): checked, stored and leased before anyone hears of it; run it at once. */
+  open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined): Promise<TaskRecord> {
+    return this.admission.open(principal, era, exposedName, upstream, requestedTtl, call);
+  }
+
+  /**
+   * Runs a task's upstream call here, for `caller`. `start` makes the call with the context it is given, once the
+   * task's slots are free (`queue`), or at once for a call that already runs (adopted: it holds no place in line).
+   */
+  run(
+    task: TaskRecord,
+    upstream: Upstream,
+    caller: TaskCaller,
+    start: (context: CallContext) => Promise<UpstreamCall | undefined>,
+    options: { queue?: boolean; sessionId?: string; charge?: InflightCharge | undefined } = {},
+  ): RunHandle {
+    const run = this.newRun(task, caller, options.charge);
+    run.upstream = upstream;
+    // The session the call runs for: a shared upstream connection tells its messages apart by it.
+    const channel = new RunChannel(this.deps.relay, run, options.sessionId ?? task.taskId);
+    const queue = options.queue ?? true;
+    void this.deps.events.scope('task.run', run.scope, () => this.execute(run, upstream, queue, () => (run.ended ? Promise.resolve(undefined) : start(channel))));
+    return channel;
+  }
+
+  /**
+   * Runs a task whose call is a tools/call of `params`, over the upstream session of `identity`; the run holds
+   * `charge` (the bytes of the request that carried `params`) until it ends.
+   */
+  runToolCall(task: TaskRecord, upstream: Upstream, caller: TaskCaller, params: JsonObject, identity: SessionIdentity, charge?: InflightCharge): RunHandle {
+    return this.run(task, upstream, caller, (context) => upstream.callFor(identity, 'tools/call', params, context, 0, { asTask: true }), {
+      sessionId: identity.sessionId,
+      charge,
+    });
+  }
+
+  /** Runs a lost task's call again here, for whoever created it (leases.ts took it over from a dead replica). */
+  async runAgain(task: TaskRecord & { call: StoredCall }, upstream: Upstream): Promise<void> {
+    // Still the principal's task: counted again (its old ticket expired with the lost replica's leases).
+    if (this.deps.policies.policyFor(task.tool).maxTasksPerPrincipal > 0) await this.deps.slots.reclaimPrincipal(task.principal, task.taskId);
+    const { caller, identity, bytes } = await this.deps.recovery.resume(task);
+    try {
+      this.runToolCall(task, upstream, caller, task.call.params, identity, bytes?.charge);
+    } finally {
+      bytes?.release(); // the run holds its own
+    }
+  }
+
+  /** Whether the task's upstream call runs in this process. */
+  runsHere(taskId: string): boolean {
+    return this.runs.has(taskId);
+  }
+
+  /** The run of the task here, while it runs. */
+  get(taskId: string): LocalRun | undefined {
+    return this.runs.get(taskId);
+  }
+
+  /** How many tasks run here. */
+  get count(): number {
+    return this.runs.size;
+  }
+
+  /** The slot tickets the runs hold or wait in line with (the heartbeat renews them). */
+  heldSlots(): SlotTicket[] {
+    return [...this.runs.values()].flatMap((run) => run.slots);
+  }
+
+  /**
+   * Cancels a task that is not terminal: `cancelled` in the store before this resolves, then its call is stopped
+   * (here, or by the replica that runs it, which watches the task). Resolves with the store's answer (not ok when
+   * it was terminal already).
+   */
+  async cancel(task: TaskRecord): Promise<{ ok: true; task: TaskRecord } | { ok: false; task: TaskRecord | undefined }> {
+    const { store, events } = this.deps;
+    const changed = await store.transition(task.taskId, { to: 'cancelled', message: 'The task was cancelled by request.' }).catch(unavailable);
+    const run = this.runs.get(task.taskId);
+    if (run !== undefined) this.endRun(run, 'cancelled', 'the task was cancelled');
+    void store.unlease(task.taskId).catch(() => undefined);
+    if (!changed.ok) return { ok: false, task: changed.reason === 'not_found' ? undefined : changed.task };
+    const ended = changed.task;
+    events.emit('task.ended', { ...taskFacts(ended), status: 'cancelled', reason: 'cancelled', durationMs: taskAgeMs(ended), era: ended.era });
+    return { ok: true, task: ended };
+  }
+
+  /**
+   * Cancels any principal's task for an operator (the dashboard), recorded exactly as a client's cancel is, and
+   * audited with who asked (`admin`: their principal, or `anonymous` without auth). Unknown, expired and
+   * upstream-run tasks are refused as `find` refuses them; a terminal one answers not ok.
+   */
+  async cancelAsAdmin(taskId: string, admin: string): Promise<{ ok: true; task: TaskRecord } | { ok: false; task: TaskRecord | undefined }> {
+    const cancelled = await this.cancel(await this.deps.queries.find(taskId));
+    if (cancelled.ok) this.deps.logger.info({ audit: 'task.cancelled.admin', task: taskId, principal: cancelled.task.principal, by: admin }, 'task cancelled by an administrator');
+    return cancelled;
+  }
+
+  /**
+   * Gives running tasks up to `timeoutMs` to finish (SIGTERM: the replica no longer takes requests). Resolves
+   * when none is left or the time is up; close() then fails what remains.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    if (this.runs.size === 0 || timeoutMs <= 0) return;
+    this.deps.logger.info({ running: this.runs.size, timeoutMs }, 'draining running tasks');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => (this.drained = resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    this.drained = undefined;
+  }
+
+  /**
+   * Gives the runs on `upstream` (removed or replaced by a config reload) up to `timeoutMs` to finish; those still
+   * running then fail with `message`. Resolves with how many were failed so.
+   */
+  async drainUpstream(upstream: Upstream, timeoutMs: number, message: string): Promise<number> {
+    const runs = [...this.runs.values()].filter((run) => run.upstream === upstream);
+    if (runs.length === 0) return 0;
+    this.deps.logger.info({ upstream: upstream.name, running: runs.length, timeoutMs }, 'draining the tasks of an upstream the config no longer has');
+    let timer: NodeJS.Timeout | undefined;
+    // endRun aborts a run's signal, whichever way it ends.
+    const ended = runs.map((run) => new Promise<void>((resolve) => (runSignal(run).aborted ? resolve() : runSignal(run).addEventListener('abort', () => resolve(), { once: true }))));
+    await Promise.race([Promise.all(ended), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+    const left = runs.filter((run) => !run.ended);
+    await Promise.all(
+      left.map(async (run) => {
+        this.endRun(run, 'failed', message);
+        await this.deps.endWrites.record({ task: run.task, change: failedWith(message), reason: 'upstream removed' });
+      }),
+    );
+    return left.length;
+  }
+
+  /** Stops every local run (gateway shutdown); their tasks fail with a message saying why. */
+  async close(): Promise<void> {
+    const { store, events } = this.deps;
+    await Promise.all(
+      [...this.runs.values()].map(async (run) => {
+        this.endRun(run, 'failed', 'the gateway shut down');
+        const changed = await store.transition(run.task.taskId, failedWith('The gateway shut down while the task was running')).catch(() => undefined);
+        if (changed?.ok === true) events.emit('task.ended', { ...taskFacts(run.task), status: 'failed', reason: 'drained', durationMs: taskAgeMs(run.task) });
+        await store.unlease(run.task.taskId).catch(() => undefined);
+      }),
+    );
+  }
+
+  private newRun(task: TaskRecord, caller: TaskCaller, charge: InflightCharge | undefined): LocalRun {
+    const { store, policies, slots } = this.deps;
+    const run = newLocalRun(task, caller, charge?.hold() ?? NOTHING_TO_DO);
+    this.runs.set(task.taskId, run);
+    this.admission.started(task.taskId);
+    if (policies.policyFor(task.tool).maxTasksPerPrincipal > 0) run.slots.push(slots.principalTicket(task.principal, task.taskId));
+    // A task cancelled through another replica (or any other way) stops its upstream call here.
+    run.stopWatching = store.watch(task.taskId, (changed) => {
+      if (!isTerminal(changed.status) || run.ended) return;
+      this.endRun(run, changed.status as RunOutcome, `the task was ${changed.status}`);
+      void store.unlease(task.taskId).catch(() => undefined);
+    });
+    return run;
+  }
+
+  /**
+   * Runs the upstream call of a task (after its concurrency slots) and records how it ended. The wait for the
+   * call's answer is a reaction on its promise, not an async frame: it lasts as long as the tool does (hours), and
+   * a frame suspended on it per task in flight is a generator and its registers (issue 23).
+   */
+  private execute(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>): Promise<void> {
+    const failed = (error: unknown): Promise<void> => this.callEnded(run, { error: toJsonRpcError(error) });
+    return this.startCall(run, upstream, queue, start).then(
+      (call) => call?.outcome.then((outcome) => this.callEnded(run, outcome), failed),
+      failed,
+    );
+  }
+
+  /** Starts the task's upstream call once its slots are free; undefined when the run ended first. */
+  private async startCall(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>): Promise<UpstreamCall | undefined> {
+    const policy = this.deps.policies.policyFor(run.task.tool);
+    const limits = { name: upstream.name, taskConcurrency: upstream.config.taskConcurrency };
+    const inLine = performance.now();
+    if (queue && !(await this.deps.slots.take({ task: run.task, slots: run.slots, get ended() { return run.ended; }, get signal() { return runSignal(run); } }, limits, policy))) return undefined; // cancelled while queued
+    const waitedMs = performance.now() - inLine;
+    const call = await start();
+    if (call === undefined || run.ended) {
+      call?.cancel('the task ended before the call started');
+      return undefined;
+    }
+    run.call = call;
+    this.deps.events.emit('task.started', { ...taskFacts(run.task), attempt: run.scope.attempt, waitedMs });
+    if (policy.maxRunMs > 0) {
+      run.deadline = setTimeout(() => void this.deadlinePassed(run, policy.maxRunMs), policy.maxRunMs);
+    }
+    return call;
+  }
+
+  /** The task's upstream call ended with `outcome` (unless the task ended first): its terminal status is recorded. */
+  private async callEnded(run: LocalRun, outcome: Outcome): Promise<void> {
+    if (run.ended) return;
+    const failed = 'error' in outcome || outcome.result.isError === true;
+    const message = 'error' in outcome ? outcome.error.message : failed ? toolErrorText(outcome.result) : null;
+    // A result over tasks.maxResultBytes is dropped here, and the task fails saying so.
+    const ended = boundedEnd({ to: failed ? 'failed' : 'completed', message, outcome }, run.task.upstream, this.deps.policies.config.maxResultBytes);
+    const change = { ...ended, chargeTo: countedPrincipal(run.task.principal, this.deps.callers.authenticated) };
+    this.endRun(run, change.to as RunOutcome, undefined, { keepSlots: true });
+    const recorded = this.deps.endWrites.record({ task: run.task, change, reason: change.to === 'failed' && !failed ? 'maxResultBytes' : undefined });
+    // The slots go back once the terminal write is on its way (one connection keeps the order): the write that
+    // a waiting tasks/result answers after does not queue behind a release (a script, and a message to every replica).
+    this.releaseSlots(run);
+    await recorded;
+  }
+
+  private async deadlinePassed(run: LocalRun, maxRunMs: number): Promise<void> {
+    if (run.ended) return;
+    const message = `The tool call exceeded its maximum run time of ${maxRunMs} ms (maxRunMs) and was cancelled`;
+    this.endRun(run, 'failed', 'maxRunMs exceeded');
+    await this.deps.endWrites.record({ task: run.task, change: failedWith(message), reason: 'maxRunMs' });
+  }
+
+  /**
+   * Marks the run over (`outcome` is how, for its scope); with a reason, also cancels its upstream call. Its slots
+   * go back too, unless `keepSlots` (the caller gives them back itself, with releaseSlots).
+   */
+  private endRun(run: LocalRun, outcome: RunOutcome, cancelReason: string | undefined, options: { keepSlots?: boolean } = {}): void {
+    if (run.ended) return;
+    run.ended = true;
+    run.scope.outcome = outcome;
+    run.stopWatching();
+    run.releaseBytes();
+    run.caller.ended();
+    abortRun(run, new Error(cancelReason ?? 'the task ended'));
+    if (options.keepSlots !== true) this.releaseSlots(run);
+    clearTimeout(run.deadline);
+    run.inputs?.settleAll({ error: { code: RequestCancelled, message: 'The task has ended' } });
+    if (cancelReason !== undefined) run.call?.cancel(cancelReason);
+    this.runs.delete(run.task.taskId);
+    if (this.runs.size === 0) this.drained?.();
+  }
+
+  /** Slots held and places in line go back (the principal's count included: the task is ending). */
+  private releaseSlots(run: LocalRun): void {
+    for (const slot of run.slots.splice(0)) this.deps.slots.release(slot);
+  }
+}
+
+/** The call as the task record keeps it, for another replica to run again (JSON has no `undefined` clientInfo). */
+export function storedCall(params: JsonObject, identity: SessionIdentity): StoredCall {
+  const { sessionId, protocolVersion, capabilities, clientInfo } = identity;
+  return { params, identity: clientInfo === undefined ? { sessionId, protocolVersion, capabilities } : { sessionId, protocolVersion, capabilities, clientInfo } };
+}
+
+function toolErrorText(result: JsonObject): string {
+  const content = Array.isArray(result.content) ? (result.content as { type?: string; text?: string }[]) : [];
+  const text = content.filter((c) => c.type === 'text' && typeof c.text === 'string').map((c) => c.text).join(' ').trim();
+  return text === '' ? 'The tool reported an error' : text.slice(0, 500);
+}

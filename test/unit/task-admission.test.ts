@@ -1,0 +1,96 @@
+// Opening a task (task-admission.ts) over the in-memory store: stored before the opener hears of it, its call kept
+// only where another replica may have to start it; refused for now when this replica's room is taken by running
+// and opening tasks, and refused when the principal already has its maxTasksPerPrincipal; a refused open holds
+// no room.
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { GatewayError } from '../../src/errors.js';
+import { GatewayEvents } from '../../src/events.js';
+import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
+import { TaskAdmission } from '../../src/tasks/task-admission.js';
+import { TaskPolicies } from '../../src/tasks/task-policies.js';
+import { storedCall } from '../../src/tasks/task-runs.js';
+import { TaskSlots } from '../../src/tasks/slots.js';
+import type { Upstream } from '../../src/upstream/upstream.js';
+import { configFor, identity, nextEvent, silentLogger, unconnectedUpstream } from './task-core-fixtures.js';
+
+const TASKS = { rules: [{ match: 'retried', retry: { onLoss: true } }, { match: 'limited', maxTasksPerPrincipal: 1 }] };
+const CALL = storedCall({ name: 'slow', arguments: { ms: 1 } }, identity('session-1'));
+
+let store: MemoryTaskStore;
+let events: GatewayEvents;
+let upstream: Upstream;
+/** What the runs here would say: how many tasks run now. */
+let running: number;
+let leased: string[];
+
+beforeEach(() => {
+  store = new MemoryTaskStore();
+  events = new GatewayEvents();
+  upstream = unconnectedUpstream(events);
+  running = 0;
+  leased = [];
+});
+afterEach(async () => {
+  await upstream.close();
+  await store.close();
+});
+
+function admission(maxRunningTasks = 0): TaskAdmission {
+  return new TaskAdmission({
+    store,
+    policies: new TaskPolicies(configFor('http://127.0.0.1:1/mcp', TASKS).tasks),
+    logger: silentLogger,
+    replica: { maxRunningTasks },
+    callers: { authenticated: true },
+    events,
+    slots: new TaskSlots({ store, logger: silentLogger, leaseMs: 30_000, replicaId: () => 'replica-1', authenticated: true, events }),
+    lease: async (taskIds) => {
+      for (const taskId of taskIds) assert.ok(await store.get(taskId), 'leased only once stored');
+      leased.push(...taskIds);
+    },
+    running: () => running,
+  });
+}
+
+async function refusal(open: Promise<unknown>): Promise<GatewayError> {
+  const error = await open.then(() => assert.fail('the task was opened'), (e: unknown) => e);
+  assert.ok(error instanceof GatewayError, String(error));
+  return error;
+}
+
+describe('task admission', () => {
+  it('a task is stored and leased before the opener hears of it; its call is kept only where it may run elsewhere', async () => {
+    const opening = admission();
+    const created = nextEvent(events, 'task.created');
+    const plain = await opening.open('key:alice', 'legacy', 'plain', upstream, undefined, CALL);
+    assert.deepEqual(leased, [plain.taskId]);
+    assert.deepEqual(await created, { taskId: plain.taskId, principal: 'key:alice', tool: 'plain', upstream: 'fixture', era: 'legacy', queued: false });
+    assert.equal((await store.get(plain.taskId, { call: true }))?.call, undefined, 'no other replica will start it');
+    const retried = await opening.open('key:alice', 'legacy', 'retried', upstream, undefined, CALL);
+    assert.deepEqual((await store.get(retried.taskId, { call: true }))?.call, CALL, 'kept: retry.onLoss may run it again elsewhere');
+  });
+
+  it('room taken by running and opening tasks refuses a new one for now, until a run ends', async () => {
+    const opening = admission(2);
+    running = 1;
+    const first = await opening.open('key:alice', 'legacy', 'plain', upstream, undefined, undefined);
+    const full = await refusal(opening.open('key:bob', 'legacy', 'plain', upstream, undefined, undefined));
+    assert.equal(full.code, 'replica_full');
+    assert.match(full.message, /already runs 2 tasks \(replicas\.maxRunningTasks: 2\)/);
+    opening.started(first.taskId); // its run holds the place now: still full while both run
+    running = 2;
+    assert.equal((await refusal(opening.open('key:bob', 'legacy', 'plain', upstream, undefined, undefined))).code, 'replica_full');
+    running = 1;
+    await opening.open('key:bob', 'legacy', 'plain', upstream, undefined, undefined);
+  });
+
+  it('a principal at its maxTasksPerPrincipal is refused, and the refused open holds no room', async () => {
+    const opening = admission(2);
+    await opening.open('key:alice', 'legacy', 'limited', upstream, undefined, undefined);
+    const refused = await refusal(opening.open('key:alice', 'legacy', 'limited', upstream, undefined, undefined));
+    assert.equal(refused.code, 'too_many_tasks');
+    // One task opening, none running: the refused one gave its place back, so one more fits.
+    await opening.open('key:bob', 'legacy', 'limited', upstream, undefined, undefined);
+  });
+});
