@@ -3,7 +3,8 @@
 // layers it leaves implicit named: what a revision needs from the gateway above it is an interface it declares
 // (protocol/ports.ts, rev2025-11-25/session.ts, ModernPeers), implemented by the gateway and passed in.
 //
-//   composition   src/gateway.ts, src/cli.ts          builds the parts in dependency order
+//   composition   src/taskgate.ts, src/cli.ts,        builds the parts in dependency order and starts them
+//                 src/compose/                        with one lifecycle (what it needs around them: src/compose/)
 //   revisions     src/protocol/revision(s).ts,        the revision registry and its entries: each entry serves
 //                 src/protocol/rev*/revision.ts       its revision (router, task methods, front) from shared parts
 //   http          src/http/, src/protocol/rev*/http/  fastify wiring, each revision's front in its own folder
@@ -19,10 +20,11 @@
 //   observability src/observability/                  subscribers of the event seam (audit log, metrics, traces):
 //                                                     they know the events and the config, never the core
 //   config        src/config/, src/log.ts
-//   base          src/jsonrpc.ts, src/errors.ts, src/version.ts, src/events.ts (the event seam), src/protocol/mcp.ts
+//   base          src/jsonrpc.ts, src/errors.ts, src/version.ts, src/events.ts (the event seam), src/lifecycle.ts
+//                 (start in order, stop in reverse), src/protocol/mcp.ts
 //                 (what is true of MCP itself: versions, method and field tables, which the upstream side needs too)
 const LAYERS = [
-  ['base', '^src/(jsonrpc|errors|version|events)\\.ts$|^src/protocol/mcp\\.ts$'],
+  ['base', '^src/(jsonrpc|errors|version|events|lifecycle)\\.ts$|^src/protocol/mcp\\.ts$'],
   ['config', '^src/config/|^src/log\\.ts$'],
   ['observability', '^src/observability/'],
   ['store', '^src/store/'],
@@ -33,7 +35,7 @@ const LAYERS = [
   ['gateway', '^src/gateway/'],
   ['http', '^src/http/|^src/protocol/rev[^/]+/http/'],
   ['revisions', '^src/protocol/revisions?\\.ts$|^src/protocol/rev[^/]+/revision\\.ts$'],
-  ['composition', '^src/(gateway|cli)\\.ts$'],
+  ['composition', '^src/(taskgate|cli)\\.ts$|^src/compose/'],
 ];
 
 const layerRules = LAYERS.slice(0, -1).map(([name, path], i) => ({

@@ -6,7 +6,7 @@ import { renderEffectiveConfig, toYaml } from './config/render.js';
 import { didYouMean } from './config/suggest.js';
 import type { GatewayConfig } from './config/types.js';
 import { watchConfigFile } from './config/watch.js';
-import type { RunningGateway } from './gateway.js';
+import type { RunningGateway } from './taskgate.js';
 import type { Logger } from './log.js';
 import { VERSION } from './version.js';
 
@@ -117,7 +117,7 @@ async function serve(path: string, explicit: boolean): Promise<number | undefine
   let running = config;
   try {
     // Loaded here, not at the top: --help, --version and check-config must not pay for (or depend on) the server.
-    const { startGateway } = await import('./gateway.js');
+    const { startGateway } = await import('./taskgate.js');
     // Signals and reloads are taken from the moment it listens: its upstreams may take a while to initialize, and
     // a SIGTERM meanwhile must stop their children too.
     await startGateway(config, logger, {

@@ -114,6 +114,11 @@ export class ConfigReloader {
     await Promise.all(this.retiring);
   }
 
+  /** Stops the upstreams still joining at once (shutdown: they have no calls to finish); closeJoins waits for them. */
+  stopJoining(): void {
+    for (const name of this.joins.starting()) this.joins.abandon(name, 'the gateway is shutting down');
+  }
+
   /** Stops the upstreams still joining (shutdown), and waits until they are gone. */
   async closeJoins(): Promise<void> {
     await this.joins.close();

@@ -51,6 +51,7 @@ export class ReplicaLink {
   readonly id = randomUUID();
   private readonly handlers = new Map<ReplicaTopic, ReplicaHandler<never>>();
   private unsubscribes: (() => void)[] = [];
+  private closed = false;
 
   constructor(
     private readonly store: TaskStore,
@@ -62,11 +63,16 @@ export class ReplicaLink {
   }
 
   async start(): Promise<void> {
+    this.closed = false;
     const receive = (message: JsonObject): void => void this.receive(message);
-    this.unsubscribes = await Promise.all([this.store.subscribe(`replica.${this.id}`, receive), this.store.subscribe(`replica.${BROADCAST}`, receive)]);
+    const unsubscribes = await Promise.all([this.store.subscribe(`replica.${this.id}`, receive), this.store.subscribe(`replica.${BROADCAST}`, receive)]);
+    this.unsubscribes.push(...unsubscribes);
+    // The gateway does not wait for a store that is down at start: closed before the subscriptions came, it ends them.
+    if (this.closed) this.close();
   }
 
   close(): void {
+    this.closed = true;
     for (const unsubscribe of this.unsubscribes.splice(0)) unsubscribe();
   }
 

@@ -49,7 +49,7 @@ export class SessionRegistry implements LegacySessions {
   private readonly sessions = new Map<string, ClientSession>();
   /** Views being made from the store, so concurrent first requests share one. */
   private readonly loading = new Map<string, Promise<ClientSession | undefined>>();
-  private readonly sweeper: NodeJS.Timeout;
+  private sweeper: NodeJS.Timeout | undefined;
   private readonly config: SessionsConfig;
   private readonly sse: SseConfig;
   private readonly store: TaskStore;
@@ -62,6 +62,11 @@ export class SessionRegistry implements LegacySessions {
   constructor(deps: SessionRegistryDeps) {
     ({ config: this.config, sse: this.sse, store: this.store, peers: this.peers, onEnd: this.onEnd, budget: this.budget } = deps);
     this.events = deps.events ?? NO_EVENTS;
+  }
+
+  /** Starts ending the views of sessions idle for longer than idleTimeoutMs; endAll() stops it. */
+  start(): void {
+    if (this.sweeper !== undefined) return;
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(60_000, this.config.idleTimeoutMs / 4)));
     this.sweeper.unref();
   }
@@ -166,6 +171,7 @@ export class SessionRegistry implements LegacySessions {
   /** Drops every view (this replica shuts down); the sessions themselves live on for the other replicas. */
   endAll(): void {
     clearInterval(this.sweeper);
+    this.sweeper = undefined;
     for (const id of [...this.sessions.keys()]) this.endHere(id, 'shutdown');
   }
 

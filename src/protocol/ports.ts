@@ -1,5 +1,5 @@
 // What both revisions' routers need from the gateway layer above them, as interfaces. The gateway's parts
-// implement them and composition (src/gateway.ts) passes them in: importing them would point up the layers.
+// implement them and composition (src/taskgate.ts) passes them in: importing them would point up the layers.
 import type { JsonObject } from '../jsonrpc.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { ListKind, NamedKind } from './mcp.js';

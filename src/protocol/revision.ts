@@ -1,7 +1,7 @@
 // What a protocol revision provides to be served, and what it gets from the gateway to do so. Each revision's
 // folder has a revision.ts whose one export implements ProtocolRevision; the registry (revisions.ts) lists them.
 // These two files and the entries sit above the HTTP front (an entry builds its revision's front) and below the
-// composition root (src/gateway.ts), which builds the shared parts once and hands them to every entry.
+// composition root (src/taskgate.ts), which builds the shared parts once and hands them to every entry.
 import type { GatewayConfig } from '../config/types.js';
 import type { ConfigDiff } from '../config/diff.js';
 import type { GatewayEvents } from '../events.js';

@@ -94,6 +94,23 @@ function createClient(config: Extract<StoreConfig, { type: 'redis' }>): RedisCli
   return new Redis(config.url, { ...commandLimits(config), retryStrategy: reconnectDelay });
 }
 
+/** A client's states in which it holds a socket (connected, or connecting): closing it ends with an 'end' event. */
+const WITH_SOCKET = new Set(['connecting', 'connect', 'ready', 'monitoring']);
+
+/**
+ * Closes a client for good: QUIT lets replies in flight arrive; the disconnect after it makes sure nothing reconnects
+ * (a Sentinel client with ioredis' failover detector kept reconnecting to its sentinels after QUIT). Resolves once a
+ * server or Sentinel client's socket is closed (ioredis' 'end'), so that nothing of it outlasts the store's close; a
+ * Cluster's once its nodes answered QUIT.
+ */
+export async function closeConnection(client: RedisClient): Promise<void> {
+  await client.quit().catch(() => undefined);
+  // Asked after QUIT: a client that lost its server meanwhile is reconnecting, holds no socket and will not say 'end'.
+  const ended = !isCluster(client) && WITH_SOCKET.has(client.status) ? new Promise<void>((resolve) => client.once('end', () => resolve())) : undefined;
+  client.disconnect();
+  await ended;
+}
+
 /**
  * A second connection to the same deployment for SUBSCRIBE. It waits for Redis however long it is away (offline
  * queue, no retry limit) and ioredis renews its subscriptions after reconnects: watchers must not fail because

@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import { storeFailureKind } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
-import { isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
+import { closeConnection, isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
 import { redisKeys, type RedisKeys } from './redis-keys.js';
 import { TaskListing } from './redis/listing.js';
 import { OwnEvents } from './redis/own-events.js';
@@ -266,12 +266,8 @@ export class RedisTaskStore implements TaskStore {
   async close(): Promise<void> {
     this.events.removeAllListeners();
     this.topics.close();
-    // QUIT lets replies in flight arrive; the disconnect after it makes sure nothing reconnects (a Sentinel client
-    // with ioredis' failover detector kept reconnecting to its sentinels after QUIT).
-    await this.subscriber?.quit().catch(() => undefined);
-    this.subscriber?.disconnect();
-    await this.redis.quit().catch(() => undefined);
-    this.redis.disconnect();
+    if (this.subscriber !== undefined) await closeConnection(this.subscriber);
+    await closeConnection(this.redis);
   }
 
   /**

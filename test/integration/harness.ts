@@ -13,7 +13,7 @@ import {
 import { request as httpRequest } from 'undici';
 import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
-import { startGateway, type RunningGateway } from '../../src/gateway.js';
+import { startGateway, type RunningGateway } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
 import { fixtureCommand, spawnFixture, spawnGateway, type FixtureChild, type FixtureTransport, type GatewayChild } from '../fixtures/spawn.js';
 

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { parseConfig } from '../../src/config/load.js';
-import { startGateway, StartupConfigError } from '../../src/gateway.js';
+import { startGateway, StartupConfigError } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
 import { stringify } from 'yaml';
 import { freePort, startChild } from '../fixtures/spawn.js';

@@ -7,7 +7,7 @@ import { CallToolResultSchema, CreateTaskResultSchema, ToolListChangedNotificati
 import { before, describe, test } from 'node:test';
 import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
-import { startGateway, StartupConfigError } from '../../src/gateway.js';
+import { startGateway, StartupConfigError } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
 import { fixtureCommand, spawnModernFixture } from '../fixtures/spawn.js';
 import { eventually, modern, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from './harness.js';

@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import type { GatewayEventMap } from '../../src/events.js';
-import { startGateway, type RunningGateway } from '../../src/gateway.js';
+import { startGateway, type RunningGateway } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
 import { freePort, REPO_ROOT } from '../fixtures/spawn.js';
 import { modern, testScope, type Json, type TestScope } from './harness.js';

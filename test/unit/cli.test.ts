@@ -193,10 +193,10 @@ describe('cli: serve', () => {
     assert.match(r.stderr, /invalid\.yaml:7:5: upstreams\.ci\.url/);
   });
 
-  const gatewayMissing = !existsSync(join(ROOT, 'src/gateway.ts'));
+  const gatewayMissing = !existsSync(join(ROOT, 'src/taskgate.ts'));
   it(
     'serves the example config, logs its URL, and exits 0 on SIGTERM',
-    { skip: gatewayMissing && 'src/gateway.ts not written yet', timeout: 30_000 },
+    { skip: gatewayMissing && 'src/taskgate.ts not written yet', timeout: 30_000 },
     async () => {
       const child = spawn(
         process.execPath,

@@ -29,7 +29,7 @@ const TREE: Record<string, string[]> = {
   'http/server.ts': ['http/replies.ts', 'protocol/rev2026-07-28/router.ts'],
   'gateway/sessions.ts': ['protocol/rev2025-11-25/session.ts'],
   'upstream/upstream.ts': ['protocol/rev2025-11-25/codec.ts'],
-  'gateway.ts': ['protocol/revisions.ts', 'protocol/rev2025-11-25/router.ts'],
+  'taskgate.ts': ['protocol/revisions.ts', 'protocol/rev2025-11-25/router.ts'],
 };
 
 function importPath(from: string, to: string): string {
@@ -72,14 +72,14 @@ describe('layer rules (dependency-cruiser)', () => {
 
   it('nothing outside a revision names its router: the registry serves it (registry-only)', () => {
     assert.ok(broken('http/server.ts', 'protocol/rev2026-07-28/router.ts').includes('registry-only'));
-    assert.deepEqual(broken('gateway.ts', 'protocol/rev2025-11-25/router.ts'), ['registry-only']);
+    assert.deepEqual(broken('taskgate.ts', 'protocol/rev2025-11-25/router.ts'), ['registry-only']);
   });
 
   it('what a revision lets others import: its codec (upstream side) and its ports (session.ts); the registry lists its entry', () => {
     assert.deepEqual(broken('upstream/upstream.ts', 'protocol/rev2025-11-25/codec.ts'), []);
     assert.deepEqual(broken('gateway/sessions.ts', 'protocol/rev2025-11-25/session.ts'), []);
     assert.deepEqual(broken('protocol/revisions.ts', 'protocol/rev2025-11-25/revision.ts'), []);
-    assert.deepEqual(broken('gateway.ts', 'protocol/revisions.ts'), []);
+    assert.deepEqual(broken('taskgate.ts', 'protocol/revisions.ts'), []);
   });
 
   it('a revision does not import another, not even its codec (revisions-apart)', () => {

@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import type { GatewayConfig, UpstreamConfig } from './config/types.js';
 import { MergedCatalog } from './gateway/merged-catalog.js';
 import { ListCursors, ListPages } from './gateway/list-pages.js';
@@ -11,11 +10,12 @@ import { SessionRegistry } from './gateway/sessions.js';
 import { SessionRelay } from './gateway/session-relay.js';
 import { UpstreamMessages } from './gateway/upstream-messages.js';
 import { ConfigReloader, type ReloadResult } from './gateway/reload.js';
+import { listenAndAnnounce, readinessOf, startReplicaLink } from './compose/serving.js';
 import { GatewayEvents } from './events.js';
 import { Authenticator } from './http/credentials.js';
-import { isLoopbackHostname } from './http/guards.js';
 import { createFrontEnd } from './http/server.js';
 import type { JsonObject, JsonRpcNotification } from './jsonrpc.js';
+import { Lifecycle } from './lifecycle.js';
 import type { Era } from './store/task-store.js';
 import type { Logger } from './log.js';
 import { subscribeAuditLog } from './observability/audit.js';
@@ -61,29 +61,44 @@ export class StartupConfigError extends Error {
  * Starts serving, then connects the upstreams: /healthz answers at once, /readyz says 503 naming the upstreams still
  * initializing until each has made its first attempt (bounded by its initializeTimeoutMs). Resolves then, or
  * rejects with StartupConfigError (everything stopped again) when their names collide. Upstreams that cannot be
- * reached yet don't stop the start: they are retried in the background and reported by /readyz.
+ * reached yet don't stop the start: they are retried in the background and reported by /readyz. Whatever fails
+ * on the way (tracing, listen, colliding names) stops what had started, as close() does.
  */
 export async function startGateway(config: GatewayConfig, logger: Logger, options: StartOptions = {}): Promise<RunningGateway> {
+  const life = new Lifecycle(logger);
+  try {
+    return await startParts(config, logger, options, life);
+  } catch (error) {
+    await life.close();
+    throw error;
+  }
+}
+
+async function startParts(config: GatewayConfig, logger: Logger, options: StartOptions, life: Lifecycle): Promise<RunningGateway> {
   // Built in dependency order and passed in. Where two parts need each other (sessions and the relay between
   // replicas; the relay and the revision that cancels calls; sessions and what releases their upstream
   // connections; the task core and the revisions that resume its tasks), one reaches the other through a closure,
   // called only once both exist. Every protocol revision of the registry is served from the same shared parts.
   // One seam for the whole gateway: the core announces; tracing, the audit log and metrics listen (DESIGN.md §10).
-  // Tracing starts first, so that it sees everything emitted.
+  // Tracing starts first, so that it sees everything emitted, and stops last, so that the shutdown's spans go out too.
   const events = new GatewayEvents(logger);
-  const tracing = await startTracing(events, logger);
-  const stopAudit = subscribeAuditLog(events, logger);
-  const stopLeniencyLog = subscribeLeniencyLog(events, logger);
-  const store = createStore(config.store, events);
-  const rateLimiter = config.auth === undefined ? undefined : new RateLimiter(config.auth.rateLimits, store, events);
-  const inflight = new InflightBytes({ total: config.listen.maxInflightBytes, perPrincipal: config.listen.maxInflightBytesPerPrincipal });
-  const replicas = new ReplicaLink(store, logger);
+  const tracing = await life.start({ name: 'tracing', start: () => startTracing(events, logger), stop: (started) => started?.close() });
+  await life.start({ name: 'audit log', start: () => subscribeAuditLog(events, logger), stop: (unsubscribe) => unsubscribe() });
+  await life.start({ name: 'leniency log', start: () => subscribeLeniencyLog(events, logger), stop: (unsubscribe) => unsubscribe() });
   const upstreams: Upstream[] = [];
   const catalog = new MergedCatalog(upstreams);
   const ownTools = new Set(taskToolDefinitions(config.tasks.taskTools).map((tool) => String(tool.name)));
   const metrics = config.metrics.enabled
-    ? new GatewayMetrics({ events, principalLabels: config.metrics.principalLabels, knownTool: (name) => ownTools.has(name) || catalog.tool(name) !== undefined })
+    ? await life.start({
+        name: 'metrics',
+        start: () => new GatewayMetrics({ events, principalLabels: config.metrics.principalLabels, knownTool: (name) => ownTools.has(name) || catalog.tool(name) !== undefined }),
+        stop: (started) => started.close(),
+      })
     : undefined;
+  const store = await life.start({ name: 'store', start: () => createStore(config.store, events), stop: (started) => started.close() });
+  const rateLimiter = config.auth === undefined ? undefined : new RateLimiter(config.auth.rateLimits, store, events);
+  const inflight = new InflightBytes({ total: config.listen.maxInflightBytes, perPrincipal: config.listen.maxInflightBytesPerPrincipal });
+  const replicas = new ReplicaLink(store, logger);
   // Signed with the store's shared secret, so any replica recognises what another handed out (and none can forge it).
   let secret: Promise<Buffer> | undefined;
   const signingSecret = (): Promise<Buffer> => (secret ??= store.signingSecret().catch((error: unknown) => {
@@ -154,9 +169,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     if (created === undefined) throw new Error(`no protocol revision served here creates tasks of era '${era}'`);
     return created.runtime;
   };
-  const closeRevisions = (): void => {
-    for (const { runtime } of revisions) runtime.close();
-  };
   // Clients without a session hear list changes and resource updates through their revision (listen streams).
   const broadcast = { broadcast: (message: JsonRpcNotification) => revisions.forEach(({ runtime }) => runtime.broadcast(message)) };
   const upstreamMessages = new UpstreamMessages(catalog, sessions, broadcast, logger);
@@ -175,11 +187,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
   const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream =>
     new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, ...(sessionLedger === undefined ? {} : { sessionLedger }) });
 
-  tasks.start();
-  // A store outage must not stop the start (readiness reports it): the subscriptions complete when it is back.
-  const subscribed = replicas.start().catch((error: Error) => logger.warn({ err: error }, 'replica messaging is not available'));
-  await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-
   // One authenticator for the MCP endpoint and the admin endpoints (one cache of verified tokens), reconfigured on reload.
   const authenticator = config.auth === undefined ? undefined : new Authenticator(config.auth, logger);
   // Owns the set of upstreams from here on: they join the live list (`upstreams`) as each connects.
@@ -197,7 +204,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     rateLimiter,
   }, events, logger);
 
-  let shuttingDown = false;
   /** Until every configured upstream has made its first attempt, this replica is not ready. */
   let starting = true;
   const upstreamStatus = (): JsonObject[] => [...upstreams.map((u) => u.status()), ...reloader.joiningStatus()];
@@ -207,96 +213,42 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     revisions: revisions.map(({ revision, runtime }) => ({ ...revision, front: runtime.front })),
     sessions,
     authenticator,
-    ...(config.dashboard.enabled
-      ? {
-          dashboard: { path: config.dashboard.path, store, tasks: tasks.runs, upstreams: upstreamStatus },
-        }
-      : {}),
+    ...(config.dashboard.enabled ? { dashboard: { path: config.dashboard.path, store, tasks: tasks.runs, upstreams: upstreamStatus } } : {}),
     rateLimiter,
     inflight,
     ...(metrics === undefined ? {} : { metrics }),
     admin: () => reloader.config.auth?.admin,
     events,
-    isShuttingDown: () => shuttingDown,
+    isShuttingDown: () => life.closing,
     instrumentation: tracing?.instrumentation,
-    readiness: async () => {
-      const storeStatus: JsonObject = { type: store.kind, ok: true };
-      try {
-        await store.ping();
-      } catch (error) {
-        storeStatus.ok = false;
-        storeStatus.error = (error as Error).message;
-      }
-      // A replica whose lease renewals fail is about to have its tasks declared lost by the others (even while
-      // the store answers PING: a full Redis refuses the writes).
-      const { leases, running, maxRunningTasks } = tasks.health();
-      // Only the start waits for upstreams: one a reload adds must not take every replica out of rotation at once.
-      const initializing = starting ? reloader.starting() : [];
-      const ready = storeStatus.ok === true && leases.ok && !shuttingDown && initializing.length === 0;
-      const body: JsonObject = { ready, store: storeStatus, leases, tasks: { running, maxRunningTasks }, upstreams: upstreamStatus(), sessions: sessions.size };
-      if (initializing.length > 0) body.initializing = initializing;
-      if (initializing.length > 0) body.reason = `the gateway is starting: upstream${initializing.length === 1 ? '' : 's'} ${initializing.map((name) => `'${name}'`).join(', ')} still initializing`;
-      return { ready, body };
-    },
+    // Only the start waits for upstreams: one a reload adds must not take every replica out of rotation at once.
+    readiness: readinessOf({ store, tasks, sessions, upstreams: upstreamStatus, initializing: () => (starting ? reloader.starting() : []), shuttingDown: () => life.closing }),
   });
 
-  try {
-    await app.listen({ host: config.listen.host, port: config.listen.port });
-  } catch (error) {
-    await tasks.close();
-    await store.close();
-    await tracing?.close();
-    throw error;
-  }
-  const address = app.server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${host}:${address.port}${config.listen.path}`;
-  // Its upstreams connect next: 'upstreams started' says how each came up.
-  logger.info({ url, upstreams: config.upstreams.map((u) => u.name), auth: config.auth !== undefined }, 'taskgate listening');
-  if (config.auth === undefined && !isLoopbackHostname(config.listen.host)) {
-    logger.warn(
-      { host: config.listen.host },
-      'listening beyond loopback without an auth section: anyone who reaches the port uses every upstream, and a task id is all it takes to read a task; configure auth (docs/security.md: Authentication)',
-    );
-  }
+  // What runs, each stopped after everything started later (close: the last first). Upstream connections outlast the
+  // HTTP server (calls in flight finish); the server outlasts what it serves: sessions end their streams, and tasks
+  // still running fail with a reason, before it closes.
+  await life.start({ name: 'upstreams', start: () => upstreams, stop: () => Promise.all([...upstreams.map((u) => u.close()), reloader.closeJoins()]) });
+  await life.start({ name: 'http server', start: () => app, stop: () => app.close() });
+  await life.start({ name: 'sessions', start: () => sessions.start(), stop: () => sessions.endAll() });
+  await life.start({ name: 'replica link', start: () => startReplicaLink(replicas, logger), stop: () => replicas.close() });
+  await life.start({ name: 'revisions', start: () => revisions, stop: () => revisions.forEach(({ runtime }) => runtime.close()) });
+  // Upstreams a reload retired: their runs ended with the others.
+  await life.start({ name: 'retired upstreams', start: () => reloader, stop: () => reloader.settled() });
+  await life.start({ name: 'task engine', start: () => tasks.start(), stop: () => tasks.close() });
+  // Stopping it refuses new requests (isShuttingDown) and gives running tasks replicas.drainTimeoutMs to finish;
+  // what still runs then fails, with a message that says why, before its sessions' upstream connections go.
+  const url = await life.start({ name: 'listener', start: () => listenAndAnnounce(app, config, logger), stop: () => tasks.drain(reloader.config.replicas.drainTimeoutMs) });
 
-  let closing: Promise<void> | undefined;
-  const close = async (): Promise<void> => {
-    shuttingDown = true;
-    // Upstreams still connecting have no calls to finish: stopped at once (a child stuck in initialize included).
-    const joinsClosed = reloader.closeJoins();
-    // New requests are refused from here on; running tasks get replicas.drainTimeoutMs to finish. What still
-    // runs then fails, with a message that says why, before its sessions' upstream connections go.
-    await tasks.drain(reloader.config.replicas.drainTimeoutMs);
-    await tasks.close();
-    await reloader.settled(); // upstreams a reload retired: their runs ended with the others
-    closeRevisions();
-    replicas.close();
-    sessions.endAll(); // ends open SSE streams, which would otherwise hold the server open
-    await app.close();
-    // Each waits until its children's process groups are gone.
-    await Promise.all([...upstreams.map((u) => u.close()), joinsClosed]);
-    await store.close();
-    metrics?.close();
-    stopAudit();
-    stopLeniencyLog();
-    await tracing?.close(); // last: the spans of the shutdown itself are exported too
-  };
-  const gateway: RunningGateway = {
-    url,
-    events,
-    reload: (next) => reloader.reload(next),
-    close: () => (closing ??= close()),
-  };
+  const gateway: RunningGateway = { url, events, reload: (next) => reloader.reload(next), close: () => life.close() };
   options.onListening?.(gateway);
-
-  const collisions = await reloader.startUpstreams();
+  if (life.closing) return gateway; // stopped as it began to listen
+  // Upstreams still connecting have no calls to finish: the first to stop (a child stuck in initialize included).
+  const joined = await life.start({ name: 'upstream joins', start: () => ({ collisions: reloader.startUpstreams() }), stop: () => reloader.stopJoining() });
+  const collisions = await joined.collisions;
   starting = false;
-  if (closing !== undefined) return gateway; // stopped while its upstreams started
-  if (collisions.length > 0) {
-    await gateway.close();
-    throw new StartupConfigError(`${config.source}: upstream names collide:\n  ${collisions.join('\n  ')}`);
-  }
+  if (life.closing) return gateway; // stopped while its upstreams started
+  if (collisions.length > 0) throw new StartupConfigError(`${config.source}: upstream names collide:\n  ${collisions.join('\n  ')}`);
   logger.info({ upstreams: upstreamStatus() }, 'upstreams started');
   return gateway;
 }
