@@ -4,7 +4,7 @@ import { MergedCatalog } from './gateway/merged-catalog.js';
 import { ListCursors, ListPages } from './gateway/list-pages.js';
 import { ReplicaLink } from './gateway/replicas.js';
 import type { GatewayParts, RevisionRuntime } from './protocol/revision.js';
-import { REVISIONS } from './protocol/revisions.js';
+import { creatorOf, REVISIONS } from './protocol/revisions.js';
 import { StreamBudget } from './protocol/stream-budget.js';
 import { TaskTools, taskToolDefinitions } from './protocol/task-tools.js';
 import { SessionRegistry } from './gateway/sessions.js';
@@ -16,7 +16,7 @@ import { Authenticator } from './http/credentials.js';
 import { isLoopbackHostname } from './http/guards.js';
 import { createFrontEnd } from './http/server.js';
 import type { JsonObject, JsonRpcNotification } from './jsonrpc.js';
-import type { Era } from './store/task-store.js';
+import type { TaskRecord } from './store/task-store.js';
 import type { Logger } from './log.js';
 import { subscribeAuditLog } from './observability/audit.js';
 import { subscribeLeniencyLog } from './observability/leniency-log.js';
@@ -119,14 +119,22 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
   const recovery: RecoveryDeps = {
     upstream: (name) => reloader.upstream(name),
     // A lost task runs again for whoever created it, as the revision it was created in says; its call runs under
-    // the identity it was stored with (or one that revision gives it).
+    // the identity it was stored with (or one that revision gives it). A task of an era no revision here serves
+    // cannot: the throw fails it as lost (leases.ts logs why), before any of its bytes are held.
     resume: async (task) => {
+      const created = revisionOfTask(task);
       const stored = { clientInfo: undefined, ...task.call.identity };
       // Its arguments are held here again: charged to whom its request was (whatever the budgets say: it was accepted).
       const bytes = inflight.force(config.auth === undefined ? ANONYMOUS_PRINCIPAL : task.principal, Buffer.byteLength(JSON.stringify(task.call.params)));
-      return { ...(await revisionOfTask(task.era).resume(task, stored)), bytes };
+      return { ...(await created.resume(task, stored)), bytes };
     },
-    lost: (task) => revisionOfTask(task.era).lost(task),
+    lost: (task) => {
+      try {
+        revisionOfTask(task).lost(task);
+      } catch (error) {
+        logger.error({ task: task.taskId, err: error }, 'a lost task was failed, but no revision here can tell whom it concerns');
+      }
+    },
   };
   const callers = { authenticated: config.auth !== undefined, rateLimiter };
   const tasks: TaskEngine = new TaskEngine({ store, config: config.tasks, logger, replica: config.replicas, peers: replicas, recovery, callers, events });
@@ -149,11 +157,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     version: VERSION,
   };
   const revisions = REVISIONS.map((revision) => ({ revision, runtime: revision.serve(parts) }));
-  const revisionOfTask = (era: Era): RevisionRuntime => {
-    const created = revisions.find(({ revision }) => revision.taskEra === era);
-    if (created === undefined) throw new Error(`no protocol revision served here creates tasks of era '${era}'`);
-    return created.runtime;
-  };
+  // A task's era is the id of the revision that created it: any other is an error (creatorOf names the task and era).
+  const revisionOfTask = (task: TaskRecord): RevisionRuntime => creatorOf(revisions, task).runtime;
   const closeRevisions = (): void => {
     for (const { runtime } of revisions) runtime.close();
   };

@@ -2,6 +2,13 @@
 import { MethodNotFound } from '../errors.js';
 import type { Outcome } from '../jsonrpc.js';
 
+/**
+ * A protocol revision's id, as the registry (src/protocol/revisions.ts) and the revision's codec name it: its newest
+ * version ('2025-11-25', '2026-07-28'). Open by design: a new revision brings its own, and a task's stored era is
+ * the id of the revision that created it (store/task-store.ts).
+ */
+export type RevisionId = string;
+
 /** Revisions served as sessions (legacy era), newest first. */
 export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
 export const LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0];

@@ -12,6 +12,7 @@ import { NO_EVENTS, type GatewayEvents, type GatewayScopeMap } from '../events.j
 import type { JsonObject, JsonRpcNotification, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import {
+  type Era,
   failedWith,
   InvalidCursorError,
   isTerminal,
@@ -173,7 +174,7 @@ export class TaskEngine {
    * replica may have to start it. The caller runs the task at once (run, runToolCall): its place among this
    * replica's running tasks is held from here until then.
    */
-  async open(principal: string, era: 'legacy' | 'modern', exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined): Promise<TaskRecord> {
+  async open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined): Promise<TaskRecord> {
     const policy = this.policyFor(exposedName);
     const taskId = newTaskId();
     this.holdRoom(taskId, principal);
@@ -425,18 +426,18 @@ export class TaskEngine {
    * shows it running on that upstream (`working`) until a tasks/get or tasks/cancel answer passing through says it
    * ended (recordNativeEnd); the store expires it with the task's TTL whatever its status, since the gateway may
    * never hear the end. Nothing of the gateway runs it: no lease, no slot, no drain. It belongs to `owner` when the
-   * gateway authenticates, else to no client.
+   * gateway authenticates, else to no client. `era`: the revision whose upstream created it.
    */
-  async recordNative(taskId: string, exposedName: string, upstream: Upstream, retentionMs: number, owner: string | undefined): Promise<void> {
+  async recordNative(era: Era, taskId: string, exposedName: string, upstream: Upstream, retentionMs: number, owner: string | undefined): Promise<void> {
     if ((await this.store.get(taskId).catch(unavailable)) !== undefined) {
       // Native ids are the upstream's own; the gateway cannot route two tasks with one id.
       throw new GatewayError('internal', `Upstream '${upstream.name}' returned task id '${taskId}', which another task already uses`);
     }
     const message = `Runs on upstream '${upstream.name}'`;
     const task = await this.store
-      .create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era: 'modern', tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, message, native: true })
+      .create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, message, native: true })
       .catch(unavailable);
-    this.events.emit('task.created', { ...taskFacts(task), era: 'modern', queued: false, native: true });
+    this.events.emit('task.created', { ...taskFacts(task), era, queued: false, native: true });
   }
 
   /**
@@ -446,7 +447,7 @@ export class TaskEngine {
   async recordNativeEnd(taskId: string, status: 'completed' | 'failed' | 'cancelled'): Promise<void> {
     const changed = await this.store.transition(taskId, { to: status }).catch(unavailable);
     if (!changed.ok || changed.task.native !== true) return;
-    this.events.emit('task.ended', { ...taskFacts(changed.task), status, durationMs: taskAgeMs(changed.task), era: 'modern' });
+    this.events.emit('task.ended', { ...taskFacts(changed.task), status, durationMs: taskAgeMs(changed.task), era: changed.task.era });
   }
 
   /** Resolves once the task is terminal (read again after subscribing: a change in between is not missed). */

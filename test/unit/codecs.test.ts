@@ -17,7 +17,7 @@ function task(overrides: Partial<TaskRecord> = {}): TaskRecord {
   return {
     taskId: 'task-1',
     principal: 'session:s1',
-    era: 'legacy',
+    era: '2025-11-25',
     tool: 'slow',
     upstream: 'fx',
     status: 'working',
@@ -78,7 +78,7 @@ describe('2026-07-28 codec', () => {
   });
 
   it('the flat CreateTaskResult: resultType task, ttlMs and pollIntervalMs, no wrapper', () => {
-    assert.deepEqual(rev2026.createTaskResult(task({ era: 'modern' })), {
+    assert.deepEqual(rev2026.createTaskResult(task({ era: '2026-07-28' })), {
       resultType: 'task',
       taskId: 'task-1',
       status: 'working',
@@ -232,5 +232,12 @@ describe('WireCodec', () => {
     assert.deepEqual(rev2026.codec.createdTask({ resultType: 'task', taskId: 'up-2', ttlMs: 0 }), { taskId: 'up-2', retentionMs: undefined });
     assert.equal(rev2026.codec.createdTask({ resultType: 'complete', taskId: 'up-2' }), undefined);
     assert.equal(rev2026.codec.createdTask({ task: { taskId: 'up-1' } }), undefined);
+  });
+});
+
+describe('what each codec declares of its revision', () => {
+  it('its id', () => {
+    assert.equal(rev2025.codec.revision, '2025-11-25');
+    assert.equal(rev2026.codec.revision, '2026-07-28');
   });
 });

@@ -110,6 +110,7 @@ function createdTask(result: JsonObject): CreatedTask | undefined {
 
 /** The 2025-11-25 codec (it serves the older session revisions too, which list tools without task support). */
 export const codec: WireCodec = {
+  revision: '2025-11-25',
   taskIdOf: (params) => params.taskId,
   taskResult: legacyTask,
   createTaskResult,

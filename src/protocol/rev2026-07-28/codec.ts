@@ -167,7 +167,6 @@ export function retryParams(params: JsonObject, answers: JsonObject, inputRequir
   return retry;
 }
 
-/** The 2026-07-28 codec: flat task results, `resultType` on every result, caching hints on lists and reads. */
 /**
  * The terminal status an upstream's tasks/get answer (a DetailedTask) gives its own task, or undefined while it is
  * not over (or the answer is not one).
@@ -177,7 +176,9 @@ export function endedStatusOf(result: JsonObject): 'completed' | 'failed' | 'can
   return status === 'completed' || status === 'failed' || status === 'cancelled' ? status : undefined;
 }
 
+/** The 2026-07-28 codec: flat task results, `resultType` on every result, caching hints on lists and reads. */
 export const codec: WireCodec = {
+  revision: '2026-07-28',
   taskIdOf: (params) => params.taskId,
   taskResult: (task) => ({ resultType: 'complete', ...detailedTask(task) }),
   // The revision has no place for an immediate response.
