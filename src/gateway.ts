@@ -6,6 +6,7 @@ import { ReplicaLink } from './gateway/replicas.js';
 import type { GatewayParts, RevisionRuntime } from './protocol/revision.js';
 import { creatorOf, REVISIONS } from './protocol/revisions.js';
 import { StreamBudget } from './protocol/stream-budget.js';
+import { MCP_METHODS } from './protocol/wire-revisions.js';
 import { TaskTools, taskToolDefinitions } from './protocol/task-tools.js';
 import { SessionRegistry } from './gateway/sessions.js';
 import { SessionRelay } from './gateway/session-relay.js';
@@ -82,7 +83,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
   const catalog = new MergedCatalog(upstreams);
   const ownTools = new Set(taskToolDefinitions(config.tasks.taskTools).map((tool) => String(tool.name)));
   const metrics = config.metrics.enabled
-    ? new GatewayMetrics({ events, principalLabels: config.metrics.principalLabels, knownTool: (name) => ownTools.has(name) || catalog.tool(name) !== undefined })
+    ? new GatewayMetrics({ events, methods: MCP_METHODS, principalLabels: config.metrics.principalLabels, knownTool: (name) => ownTools.has(name) || catalog.tool(name) !== undefined })
     : undefined;
   // Signed with the store's shared secret, so any replica recognises what another handed out (and none can forge it).
   let secret: Promise<Buffer> | undefined;

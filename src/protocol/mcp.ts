@@ -128,20 +128,3 @@ export const LIST_METHODS: ReadonlyMap<string, { key: ListKind; capability: stri
   ['resources/list', { key: 'resources', capability: 'resources' }],
   ['resources/templates/list', { key: 'resourceTemplates', capability: 'resources' }],
 ] as const);
-
-/**
- * Every method MCP defines in the revisions the gateway speaks, either direction (requests and notifications):
- * what metrics and traces may name as is; anything else a client sends is just "other" there.
- */
-export const MCP_METHODS: ReadonlySet<string> = new Set([
-  'initialize', 'ping', 'server/discover', 'subscriptions/listen',
-  'tools/list', 'tools/call', 'prompts/list', 'prompts/get',
-  'resources/list', 'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
-  'logging/setLevel', 'completion/complete',
-  'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel', 'tasks/update', 'tasks/delete',
-  'sampling/createMessage', 'elicitation/create', 'roots/list',
-  'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/message',
-  'notifications/roots/list_changed', 'notifications/tools/list_changed', 'notifications/prompts/list_changed',
-  'notifications/resources/list_changed', 'notifications/resources/updated', 'notifications/tasks/status',
-  'notifications/tasks', 'notifications/elicitation/complete',
-]);

@@ -18,6 +18,11 @@ export interface CreatedTask {
 export interface WireCodec {
   /** The revision this codec speaks, by its registry id: also the era the tasks it creates are stored with. */
   readonly revision: RevisionId;
+  /**
+   * Every method the revision defines, requests and notifications, in either direction: the methods metrics name
+   * as they are (the union over every codec: wire-revisions.ts).
+   */
+  readonly methods: readonly string[];
   /** The task id a tasks/* request names, as sent (unchecked: the task engine says whether it is a task). */
   taskIdOf(params: JsonObject): unknown;
   /** What tasks/get answers for `task` (read with its outcome where the revision inlines it). */

@@ -7,6 +7,7 @@ import { effectiveMode } from '../../src/config/policy.js';
 import { mcpNameField, paramHeaders } from '../../src/protocol/mcp.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
+import { MCP_METHODS, WIRE_CODECS } from '../../src/protocol/wire-revisions.js';
 import type { TaskRecord } from '../../src/store/task-store.js';
 import { PendingInputs } from '../../src/tasks/pending-inputs.js';
 
@@ -239,5 +240,35 @@ describe('what each codec declares of its revision', () => {
   it('its id', () => {
     assert.equal(rev2025.codec.revision, '2025-11-25');
     assert.equal(rev2026.codec.revision, '2026-07-28');
+    assert.deepEqual(WIRE_CODECS.map((codec) => codec.revision), ['2026-07-28', '2025-11-25']);
+  });
+
+  it('the methods metrics name are the union of the methods each revision defines', () => {
+    assert.deepEqual([...MCP_METHODS].sort(), [
+      'initialize', 'ping', 'server/discover', 'subscriptions/listen',
+      'tools/list', 'tools/call', 'prompts/list', 'prompts/get',
+      'resources/list', 'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
+      'logging/setLevel', 'completion/complete',
+      'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel', 'tasks/update', 'tasks/delete',
+      'sampling/createMessage', 'elicitation/create', 'roots/list',
+      'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/message',
+      'notifications/roots/list_changed', 'notifications/tools/list_changed', 'notifications/prompts/list_changed',
+      'notifications/resources/list_changed', 'notifications/resources/updated', 'notifications/tasks/status',
+      'notifications/tasks', 'notifications/elicitation/complete',
+    ].sort());
+    for (const codec of WIRE_CODECS) assert.equal(new Set(codec.methods).size, codec.methods.length, `${codec.revision} names each method once`);
+  });
+
+  it('each revision\'s methods: sessions and their tasks in 2025-11-25; discovery, listen and tasks/update in 2026-07-28', () => {
+    const has = (codec: typeof rev2025.codec, method: string): boolean => codec.methods.includes(method);
+    for (const method of ['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'tasks/result', 'tasks/list', 'notifications/tasks/status', 'notifications/initialized']) {
+      assert.ok(has(rev2025.codec, method) && !has(rev2026.codec, method), method);
+    }
+    for (const method of ['server/discover', 'subscriptions/listen', 'tasks/update', 'notifications/tasks']) {
+      assert.ok(has(rev2026.codec, method) && !has(rev2025.codec, method), method);
+    }
+    for (const method of ['tools/call', 'tasks/get', 'tasks/cancel', 'elicitation/create', 'notifications/progress']) {
+      assert.ok(has(rev2025.codec, method) && has(rev2026.codec, method), method);
+    }
   });
 });

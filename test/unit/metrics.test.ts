@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { GatewayEvents } from '../../src/events.js';
 import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { MAX_LABEL_VALUES } from '../../src/observability/metrics-labels.js';
+import { MCP_METHODS } from '../../src/protocol/wire-revisions.js';
 import { parsePrometheus as parse, sampleValue, type Sample } from '../integration/prometheus-text.js';
 
 const value = sampleValue;
@@ -12,7 +13,7 @@ const value = sampleValue;
 function setUp(options: { principalLabels?: boolean; tools?: string[] } = {}): { events: GatewayEvents; metrics: GatewayMetrics; scrape: () => Promise<Sample[]> } {
   const events = new GatewayEvents();
   const tools = new Set(options.tools ?? ['fx_add', 'fx_slow']);
-  const metrics = new GatewayMetrics({ events, principalLabels: options.principalLabels ?? false, knownTool: (name) => tools.has(name) });
+  const metrics = new GatewayMetrics({ events, methods: MCP_METHODS, principalLabels: options.principalLabels ?? false, knownTool: (name) => tools.has(name) });
   return { events, metrics, scrape: async () => parse(await metrics.render()) };
 }
 

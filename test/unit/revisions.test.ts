@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { creatorOf, REVISIONS } from '../../src/protocol/revisions.js';
+import { REVISION_IDS, WIRE_CODECS } from '../../src/protocol/wire-revisions.js';
 import { LEGACY_VERSIONS, MODERN_VERSIONS } from '../../src/protocol/mcp.js';
 import { refusalFor } from '../../src/http/mcp-endpoint.js';
 import { GatewayError } from '../../src/errors.js';
@@ -47,6 +48,11 @@ describe('revision registry', () => {
     for (const era of ['2099-01-01', 'legacy', 'modern', '']) {
       assert.throws(() => creatorOf(served, { taskId: 't9', era }), (error: Error) => error.message.includes('task t9') && error.message.includes(`'${era}'`), era);
     }
+  });
+
+  it('the wire layer lists the codec of every revision the registry serves, in the same order', () => {
+    assert.deepEqual(WIRE_CODECS, REVISIONS.map((r) => r.codec));
+    assert.deepEqual(REVISION_IDS, REVISIONS.map((r) => r.id));
   });
 
   it('a request refused unread is answered in the revision its headers name, else in the last entry', () => {
