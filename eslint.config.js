@@ -1,13 +1,17 @@
 import js from '@eslint/js';
+import { tsImport } from 'tsx/esm/api';
 import tseslint from 'typescript-eslint';
 
-/** The wire field names of the protocol revisions (2025-11-25, 2026-07-28), which only their codecs may name. */
-const WIRE_FIELDS = 'resultType|ttlMs|ttl|pollInterval|pollIntervalMs|taskSupport|inputRequests|inputResponses|requestState|cacheScope';
+/**
+ * The wire field names of every protocol revision, which only its codec may name: each codec declares its own
+ * (`wireFields`, src/protocol/wire-codec.ts), so a new revision's join the rule with no edit here.
+ */
+const { WIRE_FIELDS } = await tsImport('./src/protocol/wire-revisions.ts', import.meta.url);
 
 /** no-restricted-syntax entries that find a revision's wire field names outside its codec. */
 function wireFieldSelectors() {
   const message = "wire field of a protocol revision: read/write it in that revision's codec (src/protocol/rev*/codec.ts)";
-  const names = `/^(${WIRE_FIELDS})$/`;
+  const names = `/^(${WIRE_FIELDS.join('|')})$/`;
   return [
     `MemberExpression[computed=false] > Identifier.property[name=${names}]`,
     `Property > Identifier.key[name=${names}]`,

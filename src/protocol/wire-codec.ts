@@ -23,6 +23,11 @@ export interface WireCodec {
    * as they are (the union over every codec: wire-revisions.ts).
    */
   readonly methods: readonly string[];
+  /**
+   * The revision's own wire field names, which nothing outside its codec may name: `npm run lint` reads them from
+   * here (eslint.config.js, through wire-revisions.ts).
+   */
+  readonly wireFields: readonly string[];
   /** The task id a tasks/* request names, as sent (unchecked: the task engine says whether it is a task). */
   taskIdOf(params: JsonObject): unknown;
   /** What tasks/get answers for `task` (read with its outcome where the revision inlines it). */

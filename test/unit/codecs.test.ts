@@ -7,7 +7,7 @@ import { effectiveMode } from '../../src/config/policy.js';
 import { mcpNameField, paramHeaders } from '../../src/protocol/mcp.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
-import { MCP_METHODS, WIRE_CODECS } from '../../src/protocol/wire-revisions.js';
+import { MCP_METHODS, WIRE_CODECS, WIRE_FIELDS } from '../../src/protocol/wire-revisions.js';
 import type { TaskRecord } from '../../src/store/task-store.js';
 import { PendingInputs } from '../../src/tasks/pending-inputs.js';
 
@@ -270,5 +270,19 @@ describe('what each codec declares of its revision', () => {
     for (const method of ['tools/call', 'tasks/get', 'tasks/cancel', 'elicitation/create', 'notifications/progress']) {
       assert.ok(has(rev2025.codec, method) && has(rev2026.codec, method), method);
     }
+  });
+
+  it('its wire field names, which the lint keeps inside it: every one its own shapes use', () => {
+    assert.deepEqual([...rev2025.codec.wireFields].sort(), ['pollInterval', 'taskSupport', 'ttl']);
+    assert.deepEqual([...rev2026.codec.wireFields].sort(), ['cacheScope', 'inputRequests', 'inputResponses', 'pollIntervalMs', 'requestState', 'resultType', 'ttlMs']);
+    assert.deepEqual([...WIRE_FIELDS].sort(), [...rev2025.codec.wireFields, ...rev2026.codec.wireFields].sort());
+    // The shapes themselves name them.
+    const legacy = rev2025.codec.toolView({ name: 't' }, 'optional');
+    assert.ok(Object.keys(rev2025.legacyTask(task())).includes('ttl') && Object.keys(rev2025.legacyTask(task())).includes('pollInterval'));
+    assert.deepEqual(legacy.execution, { taskSupport: 'optional' });
+    assert.ok(['resultType', 'ttlMs', 'pollIntervalMs'].every((field) => field in rev2026.createTaskResult(task())));
+    assert.deepEqual(Object.keys(rev2026.inputRequiredResult({}, 'state')).sort(), ['inputRequests', 'requestState', 'resultType']);
+    assert.ok('inputResponses' in rev2026.retryParams({}, {}, {}));
+    assert.equal(rev2026.modernResult('tools/list', {}).cacheScope, 'private');
   });
 });

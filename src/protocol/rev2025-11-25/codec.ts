@@ -124,6 +124,7 @@ export const codec: WireCodec = {
     'notifications/resources/list_changed', 'notifications/resources/updated', 'notifications/tasks/status',
     'notifications/elicitation/complete',
   ],
+  wireFields: ['ttl', 'pollInterval', 'taskSupport'],
   taskIdOf: (params) => params.taskId,
   taskResult: legacyTask,
   createTaskResult,

@@ -193,6 +193,7 @@ export const codec: WireCodec = {
     'notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed',
     'notifications/resources/updated', 'notifications/tasks',
   ],
+  wireFields: ['resultType', 'ttlMs', 'pollIntervalMs', 'inputRequests', 'inputResponses', 'requestState', 'cacheScope'],
   taskIdOf: (params) => params.taskId,
   taskResult: (task) => ({ resultType: 'complete', ...detailedTask(task) }),
   // The revision has no place for an immediate response.
