@@ -65,6 +65,14 @@ describe('wire field names outside a codec', () => {
     assert.deepEqual(await flagged('export const f = (result: Record<string, unknown>): unknown => result.ttlSeconds;', ROUTER), []);
   });
 
+  it("flags them in the task core, where a run's task is always a stored record", async () => {
+    const engine = 'src/tasks/engine.ts';
+    for (const what of ['a member access', 'an object literal key', 'a string literal', 'params.taskId', "a result's taskId"]) {
+      assert.deepEqual(await flagged(SNIPPETS[what] as string, engine), [1], what);
+    }
+    assert.deepEqual(await flagged('export const f = (run: { task: { taskId: string } }): string => run.task.taskId;', engine), []);
+  });
+
   it("leaves a TaskRecord's taskId, other names, and files outside the rule alone", async () => {
     const code = [
       'export const f = (task: { taskId: string }): string => task.taskId;',
