@@ -14,8 +14,9 @@
 //   tasks         src/tasks/                          the era-neutral task core (which imports no protocol/ at all)
 //   upstream      src/upstream/                       connections to the MCP servers behind the gateway
 //   wire          src/protocol/rev*/codec.ts,         each revision's wire codec: every field name of that
-//                 src/protocol/wire-codec.ts          revision, for the gateway as server and as client; the
-//                                                     contract (WireCodec) every codec implements
+//                 src/protocol/wire-codec.ts,         revision, for the gateway as server and as client; the
+//                 src/protocol/wire-revisions.ts      contract (WireCodec) every codec implements; every codec
+//                                                     listed, with what is derived from all of them
 //   store         src/store/                          memory and Redis
 //   observability src/observability/                  subscribers of the event seam (audit log, metrics, traces):
 //                                                     they know the events and the config, never the core
@@ -28,10 +29,10 @@ const LAYERS = [
   ['config', '^src/config/|^src/log\\.ts$'],
   ['observability', '^src/observability/'],
   ['store', '^src/store/'],
-  ['wire', '^src/protocol/rev[^/]+/codec\\.ts$|^src/protocol/wire-codec\\.ts$'],
+  ['wire', '^src/protocol/rev[^/]+/codec\\.ts$|^src/protocol/wire-(codec|revisions)\\.ts$'],
   ['upstream', '^src/upstream/'],
   ['tasks', '^src/tasks/'],
-  ['protocol', '^src/protocol/(?!mcp\\.ts$|wire-codec\\.ts$|revisions?\\.ts$|rev[^/]+/(codec\\.ts|revision\\.ts|http/))'],
+  ['protocol', '^src/protocol/(?!mcp\\.ts$|wire-(codec|revisions)\\.ts$|revisions?\\.ts$|rev[^/]+/(codec\\.ts|revision\\.ts|http/))'],
   ['gateway', '^src/gateway/'],
   ['http', '^src/http/|^src/protocol/rev[^/]+/http/'],
   ['revisions', '^src/protocol/revisions?\\.ts$|^src/protocol/rev[^/]+/revision\\.ts$'],

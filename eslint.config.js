@@ -1,13 +1,22 @@
 import js from '@eslint/js';
+import { tsImport } from 'tsx/esm/api';
 import tseslint from 'typescript-eslint';
 
-/** The wire field names of the protocol revisions (2025-11-25, 2026-07-28), which only their codecs may name. */
-const WIRE_FIELDS = 'resultType|ttlMs|ttl|pollInterval|pollIntervalMs|taskSupport|inputRequests|inputResponses|requestState|cacheScope';
+/**
+ * The wire field names of every protocol revision, which only its codec may name: each codec declares its own
+ * (`wireFields`, src/protocol/wire-codec.ts), so a new revision's join the rule with no edit here.
+ */
+const { WIRE_FIELDS } = await tsImport('./src/protocol/wire-revisions.ts', import.meta.url);
 
-/** no-restricted-syntax entries that find a revision's wire field names outside its codec. */
-function wireFieldSelectors() {
+/**
+ * no-restricted-syntax entries that find a revision's wire field names outside its codec. `nestedTask`: also the
+ * `taskId` of a message's nested task (`result.task.taskId`); off in the task core, whose `run.task` is always a
+ * stored record (TaskRecord), since it reads no message's task: the codecs do (`createdTask`).
+ */
+function wireFieldSelectors({ nestedTask = true } = {}) {
   const message = "wire field of a protocol revision: read/write it in that revision's codec (src/protocol/rev*/codec.ts)";
-  const names = `/^(${WIRE_FIELDS})$/`;
+  const names = `/^(${WIRE_FIELDS.join('|')})$/`;
+  const holders = nestedTask ? '/^(params|result|task)$/' : '/^(params|result)$/';
   return [
     `MemberExpression[computed=false] > Identifier.property[name=${names}]`,
     `Property > Identifier.key[name=${names}]`,
@@ -15,9 +24,9 @@ function wireFieldSelectors() {
     `TemplateLiteral[expressions.length=0] > TemplateElement[value.cooked=${names}]`,
     // `taskId` of a message: `params.taskId`, `result.taskId`, `x.params.taskId`, `x.result.task.taskId`.
     'MemberExpression[object.name=/^(params|result)$/] > Identifier.property[name="taskId"]',
-    'MemberExpression[object.property.name=/^(params|result|task)$/] > Identifier.property[name="taskId"]',
+    `MemberExpression[object.property.name=${holders}] > Identifier.property[name="taskId"]`,
     'MemberExpression[object.name=/^(params|result)$/] > Literal.property[value="taskId"]',
-    'MemberExpression[object.property.name=/^(params|result|task)$/] > Literal.property[value="taskId"]',
+    `MemberExpression[object.property.name=${holders}] > Literal.property[value="taskId"]`,
   ].map((selector) => ({ selector, message }));
 }
 
@@ -39,6 +48,11 @@ export default tseslint.config(
     files: ['src/protocol/**/*.ts', 'src/gateway/**/*.ts', 'src/http/**/*.ts'],
     ignores: ['src/protocol/rev*/codec.ts', 'src/http/dashboard-api.ts'],
     rules: { 'no-restricted-syntax': ['error', ...wireFieldSelectors()] },
+  },
+  // The era-neutral task core too: it says nothing in a revision's words (each revision's task methods and codec do).
+  {
+    files: ['src/tasks/**/*.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...wireFieldSelectors({ nestedTask: false })] },
   },
   // CommonJS config files of tools (dependency-cruiser's).
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },

@@ -9,9 +9,7 @@
 //   (a tracer runs it inside a span so what happens within nests under it) and read the outcome the core writes
 //   into the scope's info before the work settles. With no subscriber, a scope is a direct call.
 import type { RequestId } from './jsonrpc.js';
-
-/** Which protocol generation a task or request belongs to (the store's Era, restated so base imports no store). */
-export type EventEra = 'legacy' | 'modern';
+import type { RevisionId } from './protocol/mcp.js';
 
 /** How a request or a call ended, for metrics labels: low cardinality by construction. */
 export type Outcome = 'ok' | 'error' | 'cancelled';
@@ -32,7 +30,8 @@ export interface GatewayEventMap {
    * before it starts; whether it actually waits there shows as a `task.status` with `queued: true`.
    */
   'task.created': TaskFacts & {
-    era: EventEra;
+    /** The id of the protocol revision that created it (the store's era). */
+    era: RevisionId;
     queued: boolean;
     /** The upstream runs it itself (a 2026-07-28 upstream's own task): the gateway only routes its methods there. */
     native?: boolean;
@@ -56,7 +55,7 @@ export interface GatewayEventMap {
     status: 'completed' | 'failed' | 'cancelled';
     reason?: string;
     durationMs: number;
-    era?: EventEra;
+    era?: RevisionId;
     /** The outcome was kept through a store outage and written once the store was back. */
     kept?: boolean;
   };

@@ -3,8 +3,9 @@ import { MergedCatalog } from './gateway/merged-catalog.js';
 import { ListCursors, ListPages } from './gateway/list-pages.js';
 import { ReplicaLink } from './gateway/replicas.js';
 import type { GatewayParts, RevisionRuntime } from './protocol/revision.js';
-import { REVISIONS } from './protocol/revisions.js';
+import { creatorOf, REVISIONS } from './protocol/revisions.js';
 import { StreamBudget } from './protocol/stream-budget.js';
+import { MCP_METHODS } from './protocol/wire-revisions.js';
 import { TaskTools, taskToolDefinitions } from './protocol/task-tools.js';
 import { SessionRegistry } from './gateway/sessions.js';
 import { SessionRelay } from './gateway/session-relay.js';
@@ -16,7 +17,7 @@ import { Authenticator } from './http/credentials.js';
 import { createFrontEnd } from './http/server.js';
 import type { JsonObject, JsonRpcNotification } from './jsonrpc.js';
 import { Lifecycle } from './lifecycle.js';
-import type { Era } from './store/task-store.js';
+import type { TaskRecord } from './store/task-store.js';
 import type { Logger } from './log.js';
 import { subscribeAuditLog } from './observability/audit.js';
 import { subscribeLeniencyLog } from './observability/leniency-log.js';
@@ -91,7 +92,7 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
   const metrics = config.metrics.enabled
     ? await life.start({
         name: 'metrics',
-        start: () => new GatewayMetrics({ events, principalLabels: config.metrics.principalLabels, knownTool: (name) => ownTools.has(name) || catalog.tool(name) !== undefined }),
+        start: () => new GatewayMetrics({ events, methods: MCP_METHODS, principalLabels: config.metrics.principalLabels, knownTool: (name) => ownTools.has(name) || catalog.tool(name) !== undefined }),
         stop: (started) => started.close(),
       })
     : undefined;
@@ -134,14 +135,22 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
   const recovery: RecoveryDeps = {
     upstream: (name) => reloader.upstream(name),
     // A lost task runs again for whoever created it, as the revision it was created in says; its call runs under
-    // the identity it was stored with (or one that revision gives it).
+    // the identity it was stored with (or one that revision gives it). A task of an era no revision here serves
+    // cannot: the throw fails it as lost (leases.ts logs why), before any of its bytes are held.
     resume: async (task) => {
+      const created = revisionOfTask(task);
       const stored = { clientInfo: undefined, ...task.call.identity };
       // Its arguments are held here again: charged to whom its request was (whatever the budgets say: it was accepted).
       const bytes = inflight.force(config.auth === undefined ? ANONYMOUS_PRINCIPAL : task.principal, Buffer.byteLength(JSON.stringify(task.call.params)));
-      return { ...(await revisionOfTask(task.era).resume(task, stored)), bytes };
+      return { ...(await created.resume(task, stored)), bytes };
     },
-    lost: (task) => revisionOfTask(task.era).lost(task),
+    lost: (task) => {
+      try {
+        revisionOfTask(task).lost(task);
+      } catch (error) {
+        logger.error({ task: task.taskId, err: error }, 'a lost task was failed, but no revision here can tell whom it concerns');
+      }
+    },
   };
   const callers = { authenticated: config.auth !== undefined, rateLimiter };
   const tasks: TaskEngine = new TaskEngine({ store, config: config.tasks, logger, replica: config.replicas, peers: replicas, recovery, callers, events });
@@ -164,11 +173,8 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
     version: VERSION,
   };
   const revisions = REVISIONS.map((revision) => ({ revision, runtime: revision.serve(parts) }));
-  const revisionOfTask = (era: Era): RevisionRuntime => {
-    const created = revisions.find(({ revision }) => revision.taskEra === era);
-    if (created === undefined) throw new Error(`no protocol revision served here creates tasks of era '${era}'`);
-    return created.runtime;
-  };
+  // A task's era is the id of the revision that created it: any other is an error (creatorOf names the task and era).
+  const revisionOfTask = (task: TaskRecord): RevisionRuntime => creatorOf(revisions, task).runtime;
   // Clients without a session hear list changes and resource updates through their revision (listen streams).
   const broadcast = { broadcast: (message: JsonRpcNotification) => revisions.forEach(({ runtime }) => runtime.broadcast(message)) };
   const upstreamMessages = new UpstreamMessages(catalog, sessions, broadcast, logger);

@@ -1,5 +1,4 @@
 // What every group of metrics shares: the bounded label values.
-import { MCP_METHODS } from '../protocol/mcp.js';
 import { BoundedLabel } from './metrics-labels.js';
 
 export interface MetricLabels {
@@ -13,9 +12,10 @@ export interface MetricLabels {
   principal: BoundedLabel | undefined;
 }
 
-export function metricLabels(options: { knownTool: (name: string) => boolean; principalLabels: boolean }): MetricLabels {
+export function metricLabels(options: { methods: ReadonlySet<string>; knownTool: (name: string) => boolean; principalLabels: boolean }): MetricLabels {
+  const { methods } = options;
   return {
-    method: new BoundedLabel((method) => MCP_METHODS.has(method)),
+    method: new BoundedLabel((method) => methods.has(method)),
     tool: new BoundedLabel(options.knownTool),
     upstream: new BoundedLabel(() => true),
     principal: options.principalLabels ? new BoundedLabel(() => true) : undefined,

@@ -13,6 +13,11 @@ export interface GatewayMetricsOptions {
   events: GatewayEvents;
   /** `metrics.principalLabels`: a principal label on the task and denial counters. */
   principalLabels: boolean;
+  /**
+   * Every method MCP defines in the revisions the gateway speaks (the codecs': src/protocol/wire-revisions.ts,
+   * above this layer, so handed in): named as they are, anything else is "other".
+   */
+  methods: ReadonlySet<string>;
   /** Whether the gateway exposes a tool of this name (others are labelled "other"). */
   knownTool: (name: string) => boolean;
 }

@@ -2,6 +2,13 @@
 import { MethodNotFound } from '../errors.js';
 import type { Outcome } from '../jsonrpc.js';
 
+/**
+ * A protocol revision's id, as the registry (src/protocol/revisions.ts) and the revision's codec name it: its newest
+ * version ('2025-11-25', '2026-07-28'). Open by design: a new revision brings its own, and a task's stored era is
+ * the id of the revision that created it (store/task-store.ts).
+ */
+export type RevisionId = string;
+
 /** Revisions served as sessions (legacy era), newest first. */
 export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
 export const LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0];
@@ -121,20 +128,3 @@ export const LIST_METHODS: ReadonlyMap<string, { key: ListKind; capability: stri
   ['resources/list', { key: 'resources', capability: 'resources' }],
   ['resources/templates/list', { key: 'resourceTemplates', capability: 'resources' }],
 ] as const);
-
-/**
- * Every method MCP defines in the revisions the gateway speaks, either direction (requests and notifications):
- * what metrics and traces may name as is; anything else a client sends is just "other" there.
- */
-export const MCP_METHODS: ReadonlySet<string> = new Set([
-  'initialize', 'ping', 'server/discover', 'subscriptions/listen',
-  'tools/list', 'tools/call', 'prompts/list', 'prompts/get',
-  'resources/list', 'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
-  'logging/setLevel', 'completion/complete',
-  'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel', 'tasks/update', 'tasks/delete',
-  'sampling/createMessage', 'elicitation/create', 'roots/list',
-  'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/message',
-  'notifications/roots/list_changed', 'notifications/tools/list_changed', 'notifications/prompts/list_changed',
-  'notifications/resources/list_changed', 'notifications/resources/updated', 'notifications/tasks/status',
-  'notifications/tasks', 'notifications/elicitation/complete',
-]);

@@ -14,11 +14,12 @@ import type { ClientSession } from '../gateway/session.js';
 import type { SessionRelay } from '../gateway/session-relay.js';
 import type { SessionRegistry } from '../gateway/sessions.js';
 import type { EndpointRevision, FrontContext, RevisionFront } from '../http/mcp-endpoint.js';
-import type { Era, StoredCall, TaskRecord, TaskStore } from '../store/task-store.js';
+import type { StoredCall, TaskRecord, TaskStore } from '../store/task-store.js';
 import type { TaskEngine } from '../tasks/engine.js';
 import type { TaskCaller } from '../tasks/local-run.js';
 import type { RateLimiter } from '../tasks/rate-limits.js';
 import type { SessionIdentity } from '../upstream/upstream.js';
+import type { RevisionId } from './mcp.js';
 import type { StreamBudget } from './stream-budget.js';
 import type { WireCodec } from './wire-codec.js';
 import type { TaskTools } from './task-tools.js';
@@ -74,11 +75,13 @@ export interface RevisionRuntime {
 
 /** A protocol revision the gateway speaks: how its messages are told, its codec and error edge, how it is served. */
 export interface ProtocolRevision extends Omit<EndpointRevision, 'front'> {
-  readonly id: string;
+  /**
+   * Its id, its codec's (`codec.revision`): also the era the tasks it creates are stored with, so that a recovered
+   * or lost task goes back to the revision that made it.
+   */
+  readonly id: RevisionId;
   /** The MCP-Protocol-Version values it serves, newest first. */
   readonly versions: readonly string[];
-  /** How the tasks it creates are stored (`era`): a recovered or lost task goes back to the revision that made it. */
-  readonly taskEra: Era;
   /** Its wire shapes (the gateway as a server; the same codec serves the gateway as a client of upstreams). */
   readonly codec: WireCodec;
   serve(parts: GatewayParts): RevisionRuntime;

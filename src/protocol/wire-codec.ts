@@ -6,6 +6,7 @@
 import type { TaskMode } from '../config/types.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { TaskRecord } from '../store/task-store.js';
+import type { RevisionId } from './mcp.js';
 
 /** A task an upstream created itself, as its create-task result names it. */
 export interface CreatedTask {
@@ -15,6 +16,18 @@ export interface CreatedTask {
 }
 
 export interface WireCodec {
+  /** The revision this codec speaks, by its registry id: also the era the tasks it creates are stored with. */
+  readonly revision: RevisionId;
+  /**
+   * Every method the revision defines, requests and notifications, in either direction: the methods metrics name
+   * as they are (the union over every codec: wire-revisions.ts).
+   */
+  readonly methods: readonly string[];
+  /**
+   * The revision's own wire field names, which nothing outside its codec may name: `npm run lint` reads them from
+   * here (eslint.config.js, through wire-revisions.ts).
+   */
+  readonly wireFields: readonly string[];
   /** The task id a tasks/* request names, as sent (unchecked: the task engine says whether it is a task). */
   taskIdOf(params: JsonObject): unknown;
   /** What tasks/get answers for `task` (read with its outcome where the revision inlines it). */

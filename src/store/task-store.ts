@@ -4,6 +4,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { InternalError } from '../errors.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
+import type { RevisionId } from '../protocol/mcp.js';
 
 export const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -14,13 +15,18 @@ export function isTerminal(status: TaskStatus): boolean {
   return TERMINAL_STATUSES.has(status);
 }
 
-export type Era = 'legacy' | 'modern';
+/**
+ * A task's era: the id of the protocol revision that created it (its registry id, src/protocol/revisions.ts), so
+ * that a recovered or lost task goes back to that revision. Stored as written; an era no revision served here has
+ * is an error where it is used (the composition root), never read as some default.
+ */
+export type Era = RevisionId;
 
 export interface TaskRecord {
   taskId: string;
   /** Who owns the task: an opaque string (`session:<id>` until authentication, then the authenticated subject). */
   principal: string;
-  /** The protocol generation that created it. */
+  /** The protocol revision that created it, by id. */
   era: Era;
   /** Exposed tool name, as the client called it. */
   tool: string;

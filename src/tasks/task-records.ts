@@ -3,7 +3,7 @@
 // an answer passing through says so). Nothing of the gateway runs these: no lease, no slot, no drain.
 import { GatewayError } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
-import type { TaskRecord, TaskStore } from '../store/task-store.js';
+import type { Era, TaskRecord, TaskStore } from '../store/task-store.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { countedPrincipal, NATIVE_TASKS_PRINCIPAL } from './principals.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
@@ -41,18 +41,19 @@ export class TaskRecords {
    * Records a task a 2026-07-28 upstream runs itself, so that any replica routes its methods there. The record
    * shows it running on that upstream (`working`) until a tasks/get or tasks/cancel answer passing through says it
    * ended (recordNativeEnd); the store expires it with the task's TTL whatever its status, since the gateway may
-   * never hear the end. It belongs to `owner` when the gateway authenticates, else to no client.
+   * never hear the end. It belongs to `owner` when the gateway authenticates, else to no client. `era`: the
+   * revision whose upstream created it.
    */
-  async recordNative(taskId: string, exposedName: string, upstream: Upstream, retentionMs: number, owner: string | undefined): Promise<void> {
+  async recordNative(era: Era, taskId: string, exposedName: string, upstream: Upstream, retentionMs: number, owner: string | undefined): Promise<void> {
     if ((await this.store.get(taskId).catch(unavailable)) !== undefined) {
       // Native ids are the upstream's own; the gateway cannot route two tasks with one id.
       throw new GatewayError('internal', `Upstream '${upstream.name}' returned task id '${taskId}', which another task already uses`);
     }
     const message = `Runs on upstream '${upstream.name}'`;
     const task = await this.store
-      .create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era: 'modern', tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, message, native: true })
+      .create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, message, native: true })
       .catch(unavailable);
-    this.events.emit('task.created', { ...taskFacts(task), era: 'modern', queued: false, native: true });
+    this.events.emit('task.created', { ...taskFacts(task), era, queued: false, native: true });
   }
 
   /**
@@ -62,6 +63,6 @@ export class TaskRecords {
   async recordNativeEnd(taskId: string, status: 'completed' | 'failed' | 'cancelled'): Promise<void> {
     const changed = await this.store.transition(taskId, { to: status }).catch(unavailable);
     if (!changed.ok || changed.task.native !== true) return;
-    this.events.emit('task.ended', { ...taskFacts(changed.task), status, durationMs: taskAgeMs(changed.task), era: 'modern' });
+    this.events.emit('task.ended', { ...taskFacts(changed.task), status, durationMs: taskAgeMs(changed.task), era: changed.task.era });
   }
 }

@@ -57,7 +57,7 @@ describe('GET /metrics', () => {
     )) as unknown as { task: { taskId: string } };
     await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
     const samples = await scrapeUntil(gateway, (s) => sampleValue(s, 'taskgate_tasks_ended_total', { tool: 'slow', status: 'completed' }) === 1);
-    assert.equal(sampleValue(samples, 'taskgate_tasks_created_total', { tool: 'slow', upstream: 'fx', era: 'legacy' }), 1);
+    assert.equal(sampleValue(samples, 'taskgate_tasks_created_total', { tool: 'slow', upstream: 'fx', era: '2025-11-25' }), 1);
     assert.equal(sampleValue(samples, 'taskgate_tasks_ended_total', { tool: 'slow', status: 'completed', reason: '' }), 1);
     assert.equal(sampleValue(samples, 'taskgate_task_duration_seconds_count', { tool: 'slow', status: 'completed' }), 1);
     assert.equal(sampleValue(samples, 'taskgate_task_queue_wait_seconds_count', { tool: 'slow' }), 1);

@@ -54,8 +54,8 @@ async function createTasks(store: RedisTaskStore, count: number, shape: (i: numb
     const chunk = Array.from({ length: Math.min(250, count - start) }, (_, j) => {
       const i = start + j;
       // Both eras: a lost 2025 task also looks for its session to tell.
-      const era = i % 2 === 0 ? 'legacy' : 'modern';
-      const principal = era === 'legacy' ? `session:${newTaskId()}` : 'modern:anonymous';
+      const era = i % 2 === 0 ? '2025-11-25' : '2026-07-28';
+      const principal = era === '2025-11-25' ? `session:${newTaskId()}` : 'modern:anonymous';
       return { taskId: newTaskId(), principal, era, tool: 'slow', upstream: 'fx', retentionMs: 600_000, pollMs: 100, ...shape(i) } as NewTask;
     });
     await Promise.all(chunk.map((task) => store.create(task)));
@@ -132,7 +132,7 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
     const lost = await createTasks(store, ORPHANS);
     const labels = ['scale-retry-1', 'scale-retry-2', 'scale-retry-3', 'scale-retry-4'];
     const retried = await createTasks(store, labels.length, (i) => ({
-      era: 'modern',
+      era: '2026-07-28',
       principal: 'modern:anonymous',
       tool: 'slow_compute',
       call: {
@@ -162,6 +162,35 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
     assert.equal(entries.filter((e) => e.audit === 'task.retried').length, retried.length);
     const [countsA, countsB] = await Promise.all([fixtureExecutions(a.url), fixtureExecutions(b.url)]);
     for (const label of labels) assert.equal((countsA[label] ?? 0) + (countsB[label] ?? 0), 1, `${label} ran once after the loss`);
+  });
+
+  test('a task of an era no revision here serves is failed as lost, logged naming it and its era; the sweep goes on', { timeout: 60_000 }, async (t) => {
+    const scope = testScope(t);
+    const { store, prefix } = await testStore('unknown-era');
+    scope.defer(() => store.close());
+    const era = '2099-01-01';
+    // One it could run again (retry.onLoss, its call kept), one it could only fail, and one of a revision it serves.
+    const [retryable] = await createTasks(store, 1, () => ({
+      era,
+      tool: 'slow_compute',
+      call: { params: { name: 'slow_compute', arguments: { seconds: 0.1, label: 'unknown-era' } }, identity: { sessionId: 'modern:clients', protocolVersion: era, capabilities: {} } },
+    }));
+    const [plain] = await createTasks(store, 1, () => ({ era }));
+    const [known] = await createTasks(store, 1, () => ({ era: '2026-07-28', principal: 'modern:anonymous' }));
+    const ids = [retryable, plain, known] as string[];
+    const ended = untilAllEnded(store, ids);
+    await store.lease(ids, DEAD_REPLICA, 1);
+    const gateway = await scope.spawnGateway({ config: replicaConfig(prefix) });
+
+    const tasks = await ended;
+    for (const id of ids) {
+      assert.equal(tasks.get(id)?.status, 'failed', id);
+      assert.match(String(tasks.get(id)?.message), new RegExp(`The gateway lost the call: replica ${DEAD_REPLICA} stopped`), id);
+    }
+    const naming = (id: string) => (e: Json): boolean => e.level === 50 && e.task === id && String((e.err as Json | undefined)?.message).includes(`task ${id} was created in protocol revision '${era}'`);
+    await eventually(() => logEntries(gateway).filter(naming(retryable as string)).length === 2 && logEntries(gateway).some(naming(plain as string)));
+    assert.equal((await fixtureExecutions(gateway.url))['unknown-era'], undefined, 'never run again');
+    assert.ok(!logEntries(gateway).some((e) => e.level === 50 && e.task === known), 'a known era is no error');
   });
 });
 

@@ -96,7 +96,7 @@ function watchChanges(store: TaskStore, created: TaskRecord, onChange: (task: Ta
 }
 
 function newTask(overrides: Partial<NewTask> = {}): NewTask {
-  return { taskId: newTaskId(), principal: 'session:alpha', era: 'legacy', tool: 'slow', upstream: 'fx', retentionMs: 60_000, pollMs: 1000, ...overrides };
+  return { taskId: newTaskId(), principal: 'session:alpha', era: '2025-11-25', tool: 'slow', upstream: 'fx', retentionMs: 60_000, pollMs: 1000, ...overrides };
 }
 
 /** More ids than one store call carries, ending in a partial batch. */
@@ -183,9 +183,20 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
+    test("a task's era is the id of the revision that created it, kept as written: one no revision serves too (using it is the error)", async () => {
+      const store = await create();
+      for (const era of ['2025-11-25', '2026-07-28', '2099-01-01']) {
+        const { taskId } = await store.create(newTask({ era }));
+        assert.equal((await store.get(taskId))?.era, era);
+        assert.equal((await store.transition(taskId, { to: 'completed' })).ok, true);
+        assert.equal((await store.get(taskId, { outcome: true }))?.era, era);
+      }
+      await store.close();
+    });
+
     test('outstanding input requests: set, replaced, cleared, dropped at the terminal status, carried by events', async () => {
       const store = await create();
-      const task = await store.create(newTask({ era: 'modern' }));
+      const task = await store.create(newTask({ era: '2026-07-28' }));
       const seen: (object | undefined)[] = [];
       const stop = watchChanges(store, task, (t) => seen.push(t.openRequests));
       const first = { a1: { method: 'elicitation/create', params: { message: 'Name?' } } };
@@ -818,6 +829,22 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
       await eventually(async () => seen.includes('completed'));
       await a.close();
       await b.close();
+    });
+
+    test("eras an earlier release wrote ('legacy', 'modern') are read as their revisions' ids; any other as it is", async () => {
+      const prefix = newPrefix();
+      const store = await newRedisStore(prefix, topology);
+      const keys = redisKeys(prefix);
+      const written: [string, string][] = [['legacy', '2025-11-25'], ['modern', '2026-07-28'], ['2099-01-01', '2099-01-01']];
+      for (const [stored, read] of written) {
+        const { taskId } = await store.create(newTask());
+        await store.redis.hset(keys.task(taskId), 'era', stored);
+        assert.equal((await store.get(taskId))?.era, read, stored);
+        assert.equal((await store.list('session:alpha', { limit: 100 })).tasks.find((task) => task.taskId === taskId)?.era, read, `${stored}, listed`);
+        const changed = await store.transition(taskId, { to: 'completed' });
+        assert.equal(changed.ok && changed.task.era, read, `${stored}, as a script returns it`);
+      }
+      await store.close();
     });
 
     test('per-task keys carry the task id as a Redis Cluster hash tag; running tasks have no expiry', async () => {

@@ -43,10 +43,10 @@ describe('audit log subscriber', () => {
   it('writes the lines the gateway always wrote, one per audited event', async () => {
     const state = audited();
     const { events } = state;
-    events.emit('task.created', { ...FACTS, era: 'legacy', queued: false });
+    events.emit('task.created', { ...FACTS, era: '2025-11-25', queued: false });
     events.emit('task.ended', { ...FACTS, status: 'completed', durationMs: 5 });
     events.emit('task.ended', { ...FACTS, status: 'failed', reason: 'maxRunMs', durationMs: 5 });
-    events.emit('task.ended', { ...FACTS, status: 'cancelled', reason: 'cancelled', durationMs: 5, era: 'modern' });
+    events.emit('task.ended', { ...FACTS, status: 'cancelled', reason: 'cancelled', durationMs: 5, era: '2026-07-28' });
     events.emit('task.ended', { ...FACTS, status: 'completed', durationMs: 5, kept: true });
     events.emit('task.retrieved', { ...FACTS, via: 'tasks/result' });
     events.emit('task.retrieved', { ...FACTS, via: 'task tool' });
@@ -59,10 +59,10 @@ describe('audit log subscriber', () => {
     events.emit('access.denied', { kind: 'credentials', reason: 'Unknown API key', status: 401 });
     const lines = await linesOf(state, 14);
     assert.deepEqual(lines, [
-      { level: 'info', audit: 'task.created', task: 't1', principal: 'key:alice', tool: 'slow_add', upstream: 'fx', era: 'legacy', msg: 'task created' },
+      { level: 'info', audit: 'task.created', task: 't1', principal: 'key:alice', tool: 'slow_add', upstream: 'fx', era: '2025-11-25', msg: 'task created' },
       { level: 'info', audit: 'task.completed', task: 't1', principal: 'key:alice', msg: 'task completed' },
       { level: 'info', audit: 'task.failed', task: 't1', principal: 'key:alice', reason: 'maxRunMs', msg: 'task failed' },
-      { level: 'info', audit: 'task.cancelled', task: 't1', principal: 'key:alice', era: 'modern', msg: 'task cancelled' },
+      { level: 'info', audit: 'task.cancelled', task: 't1', principal: 'key:alice', era: '2026-07-28', msg: 'task cancelled' },
       { level: 'info', audit: 'task.completed', task: 't1', msg: 'kept task outcome written' },
       { level: 'info', audit: 'task.retrieved', task: 't1', principal: 'key:alice', msg: 'task result retrieved' },
       { level: 'info', audit: 'task.retrieved', task: 't1', principal: 'key:alice', via: 'task tool', msg: 'task result retrieved' },
@@ -83,7 +83,7 @@ describe('audit log subscriber', () => {
     events.emit('task.ended', { ...FACTS, status: 'failed', reason: 'drained', durationMs: 5 });
     events.emit('task.status', { ...FACTS, status: 'working', message: '1/2' });
     events.emit('rate.limited', { principal: 'key:alice', limit: 'maxInflightBytes' });
-    events.emit('task.created', { ...FACTS, era: 'modern', queued: false }); // a marker: everything before it was silent
+    events.emit('task.created', { ...FACTS, era: '2026-07-28', queued: false }); // a marker: everything before it was silent
     const lines = await linesOf(state, 1);
     assert.equal(lines.length, 1);
     assert.equal(lines[0]?.audit, 'task.created');
@@ -100,7 +100,7 @@ describe('audit log subscriber', () => {
       });
     }
     assert.equal(refusals, 4);
-    state.events.emit('task.created', { ...FACTS, era: 'modern', queued: false }); // marker
+    state.events.emit('task.created', { ...FACTS, era: '2026-07-28', queued: false }); // marker
     const lines = await linesOf(state, 2);
     assert.equal(lines.length, 2);
     const { retryAfterMs, ...line } = lines[0] as Line;

@@ -7,6 +7,7 @@ import { effectiveMode } from '../../src/config/policy.js';
 import { mcpNameField, paramHeaders } from '../../src/protocol/mcp.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
+import { MCP_METHODS, WIRE_CODECS, WIRE_FIELDS } from '../../src/protocol/wire-revisions.js';
 import type { TaskRecord } from '../../src/store/task-store.js';
 import { PendingInputs } from '../../src/tasks/pending-inputs.js';
 
@@ -17,7 +18,7 @@ function task(overrides: Partial<TaskRecord> = {}): TaskRecord {
   return {
     taskId: 'task-1',
     principal: 'session:s1',
-    era: 'legacy',
+    era: '2025-11-25',
     tool: 'slow',
     upstream: 'fx',
     status: 'working',
@@ -78,7 +79,7 @@ describe('2026-07-28 codec', () => {
   });
 
   it('the flat CreateTaskResult: resultType task, ttlMs and pollIntervalMs, no wrapper', () => {
-    assert.deepEqual(rev2026.createTaskResult(task({ era: 'modern' })), {
+    assert.deepEqual(rev2026.createTaskResult(task({ era: '2026-07-28' })), {
       resultType: 'task',
       taskId: 'task-1',
       status: 'working',
@@ -232,5 +233,56 @@ describe('WireCodec', () => {
     assert.deepEqual(rev2026.codec.createdTask({ resultType: 'task', taskId: 'up-2', ttlMs: 0 }), { taskId: 'up-2', retentionMs: undefined });
     assert.equal(rev2026.codec.createdTask({ resultType: 'complete', taskId: 'up-2' }), undefined);
     assert.equal(rev2026.codec.createdTask({ task: { taskId: 'up-1' } }), undefined);
+  });
+});
+
+describe('what each codec declares of its revision', () => {
+  it('its id', () => {
+    assert.equal(rev2025.codec.revision, '2025-11-25');
+    assert.equal(rev2026.codec.revision, '2026-07-28');
+    assert.deepEqual(WIRE_CODECS.map((codec) => codec.revision), ['2026-07-28', '2025-11-25']);
+  });
+
+  it('the methods metrics name are the union of the methods each revision defines', () => {
+    assert.deepEqual([...MCP_METHODS].sort(), [
+      'initialize', 'ping', 'server/discover', 'subscriptions/listen',
+      'tools/list', 'tools/call', 'prompts/list', 'prompts/get',
+      'resources/list', 'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
+      'logging/setLevel', 'completion/complete',
+      'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel', 'tasks/update', 'tasks/delete',
+      'sampling/createMessage', 'elicitation/create', 'roots/list',
+      'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/message',
+      'notifications/roots/list_changed', 'notifications/tools/list_changed', 'notifications/prompts/list_changed',
+      'notifications/resources/list_changed', 'notifications/resources/updated', 'notifications/tasks/status',
+      'notifications/tasks', 'notifications/elicitation/complete',
+    ].sort());
+    for (const codec of WIRE_CODECS) assert.equal(new Set(codec.methods).size, codec.methods.length, `${codec.revision} names each method once`);
+  });
+
+  it('each revision\'s methods: sessions and their tasks in 2025-11-25; discovery, listen and tasks/update in 2026-07-28', () => {
+    const has = (codec: typeof rev2025.codec, method: string): boolean => codec.methods.includes(method);
+    for (const method of ['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'tasks/result', 'tasks/list', 'notifications/tasks/status', 'notifications/initialized']) {
+      assert.ok(has(rev2025.codec, method) && !has(rev2026.codec, method), method);
+    }
+    for (const method of ['server/discover', 'subscriptions/listen', 'tasks/update', 'notifications/tasks']) {
+      assert.ok(has(rev2026.codec, method) && !has(rev2025.codec, method), method);
+    }
+    for (const method of ['tools/call', 'tasks/get', 'tasks/cancel', 'elicitation/create', 'notifications/progress']) {
+      assert.ok(has(rev2025.codec, method) && has(rev2026.codec, method), method);
+    }
+  });
+
+  it('its wire field names, which the lint keeps inside it: every one its own shapes use', () => {
+    assert.deepEqual([...rev2025.codec.wireFields].sort(), ['pollInterval', 'taskSupport', 'ttl']);
+    assert.deepEqual([...rev2026.codec.wireFields].sort(), ['cacheScope', 'inputRequests', 'inputResponses', 'pollIntervalMs', 'requestState', 'resultType', 'ttlMs']);
+    assert.deepEqual([...WIRE_FIELDS].sort(), [...rev2025.codec.wireFields, ...rev2026.codec.wireFields].sort());
+    // The shapes themselves name them.
+    const legacy = rev2025.codec.toolView({ name: 't' }, 'optional');
+    assert.ok(Object.keys(rev2025.legacyTask(task())).includes('ttl') && Object.keys(rev2025.legacyTask(task())).includes('pollInterval'));
+    assert.deepEqual(legacy.execution, { taskSupport: 'optional' });
+    assert.ok(['resultType', 'ttlMs', 'pollIntervalMs'].every((field) => field in rev2026.createTaskResult(task())));
+    assert.deepEqual(Object.keys(rev2026.inputRequiredResult({}, 'state')).sort(), ['inputRequests', 'requestState', 'resultType']);
+    assert.ok('inputResponses' in rev2026.retryParams({}, {}, {}));
+    assert.equal(rev2026.modernResult('tools/list', {}).cacheScope, 'private');
   });
 });

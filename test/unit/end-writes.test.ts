@@ -42,7 +42,7 @@ afterEach(async () => {
 
 let serial = 0;
 function create(): Promise<TaskRecord> {
-  return store.create({ taskId: `end-${++serial}`, principal: 'key:alice', era: 'legacy', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
+  return store.create({ taskId: `end-${++serial}`, principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
 }
 
 describe('end writes', () => {

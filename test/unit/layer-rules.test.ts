@@ -29,6 +29,11 @@ const TREE: Record<string, string[]> = {
   'http/server.ts': ['http/replies.ts', 'protocol/rev2026-07-28/router.ts'],
   'gateway/sessions.ts': ['protocol/rev2025-11-25/session.ts'],
   'upstream/upstream.ts': ['protocol/rev2025-11-25/codec.ts'],
+  'protocol/wire-revisions.ts': ['protocol/rev2025-11-25/codec.ts', 'protocol/rev2026-07-28/codec.ts'],
+  'tasks/engine.ts': ['protocol/wire-revisions.ts'],
+  'observability/metrics.ts': ['protocol/wire-revisions.ts'],
+  'store/task-store.ts': ['protocol/mcp.ts'],
+  'protocol/mcp.ts': [],
   'taskgate.ts': ['protocol/revisions.ts', 'protocol/rev2025-11-25/router.ts'],
 };
 
@@ -90,6 +95,14 @@ describe('layer rules (dependency-cruiser)', () => {
     assert.deepEqual(broken('protocol/rev2025-11-25/http/front.ts', 'http/replies.ts'), []);
     assert.deepEqual(broken('protocol/rev2025-11-25/http/front.ts', 'protocol/rev2025-11-25/router.ts'), []);
     assert.deepEqual(broken('protocol/rev2025-11-25/revision.ts', 'protocol/rev2025-11-25/http/front.ts'), []);
+  });
+
+  it("the list of every codec sits in the wire layer: above the store and the metrics (which are handed what they need of it), and out of the task core's reach", () => {
+    assert.deepEqual(broken('protocol/wire-revisions.ts', 'protocol/rev2025-11-25/codec.ts'), []);
+    assert.deepEqual(broken('protocol/wire-revisions.ts', 'protocol/rev2026-07-28/codec.ts'), []);
+    assert.deepEqual(broken('observability/metrics.ts', 'protocol/wire-revisions.ts'), ['layer-observability']);
+    assert.deepEqual(broken('tasks/engine.ts', 'protocol/wire-revisions.ts'), ['tasks-era-neutral']);
+    assert.deepEqual(broken('store/task-store.ts', 'protocol/mcp.ts'), [], 'a revision id is a base type');
   });
 
   it('the http layer does not import the registry, which sits above it (it is handed the served revisions)', () => {

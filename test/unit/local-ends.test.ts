@@ -10,7 +10,7 @@ const ended: TaskRecord = {
   principal: 'alice',
   tool: 'slow',
   upstream: 'fixture',
-  era: 'legacy',
+  era: '2025-11-25',
   status: 'completed',
   createdMs: 0,
   createdUs: 0,

@@ -7,7 +7,7 @@ import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, runInputs, runSignal,
 import type { InputRequest } from '../../src/tasks/pending-inputs.js';
 
 function newRun(taskId: string): LocalRun {
-  const task = { taskId, principal: 'alice', tool: 'slow', upstream: 'fixture', era: 'legacy', status: 'working', createdMs: 0, createdUs: 0, updatedMs: 0, retentionMs: 60_000, pollMs: 1000 } as const;
+  const task = { taskId, principal: 'alice', tool: 'slow', upstream: 'fixture', era: '2025-11-25', status: 'working', createdMs: 0, createdUs: 0, updatedMs: 0, retentionMs: 60_000, pollMs: 1000 } as const;
   return newLocalRun(task, { deliver: () => undefined, notify: NOTHING_TO_DO, ended: NOTHING_TO_DO }, NOTHING_TO_DO);
 }
 

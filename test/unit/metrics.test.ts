@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { GatewayEvents } from '../../src/events.js';
 import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { MAX_LABEL_VALUES } from '../../src/observability/metrics-labels.js';
+import { MCP_METHODS } from '../../src/protocol/wire-revisions.js';
 import { parsePrometheus as parse, sampleValue, type Sample } from '../integration/prometheus-text.js';
 
 const value = sampleValue;
@@ -12,7 +13,7 @@ const value = sampleValue;
 function setUp(options: { principalLabels?: boolean; tools?: string[] } = {}): { events: GatewayEvents; metrics: GatewayMetrics; scrape: () => Promise<Sample[]> } {
   const events = new GatewayEvents();
   const tools = new Set(options.tools ?? ['fx_add', 'fx_slow']);
-  const metrics = new GatewayMetrics({ events, principalLabels: options.principalLabels ?? false, knownTool: (name) => tools.has(name) });
+  const metrics = new GatewayMetrics({ events, methods: MCP_METHODS, principalLabels: options.principalLabels ?? false, knownTool: (name) => tools.has(name) });
   return { events, metrics, scrape: async () => parse(await metrics.render()) };
 }
 
@@ -49,7 +50,7 @@ describe('metrics subscriber', () => {
 
   it('tracks tasks: created, ended, the runs held here by status, and the wait for slots', async () => {
     const { events, scrape } = setUp({ principalLabels: true });
-    events.emit('task.created', { ...FACTS, era: 'legacy', queued: true });
+    events.emit('task.created', { ...FACTS, era: '2025-11-25', queued: true });
     let finish!: () => void;
     const run = events.scope('task.run', { ...FACTS, attempt: 1 }, () => new Promise<void>((resolve) => (finish = resolve)));
     let samples = await scrape();
@@ -74,14 +75,14 @@ describe('metrics subscriber', () => {
     await run;
     samples = await scrape();
     for (const status of ['working', 'input_required', 'queued']) assert.equal(value(samples, 'taskgate_tasks', { status }), 0, status);
-    assert.equal(value(samples, 'taskgate_tasks_created_total', { tool: 'fx_slow', upstream: 'fx', era: 'legacy', principal: 'key:alice' }), 1);
+    assert.equal(value(samples, 'taskgate_tasks_created_total', { tool: 'fx_slow', upstream: 'fx', era: '2025-11-25', principal: 'key:alice' }), 1);
     assert.equal(value(samples, 'taskgate_tasks_ended_total', { tool: 'fx_slow', status: 'failed', reason: 'maxRunMs', principal: 'key:alice' }), 1);
     assert.equal(value(samples, 'taskgate_task_duration_seconds_count', { tool: 'fx_slow', status: 'failed' }), 1);
   });
 
   it('has no principal label unless configured', async () => {
     const { events, scrape } = setUp();
-    events.emit('task.created', { ...FACTS, era: 'modern', queued: false });
+    events.emit('task.created', { ...FACTS, era: '2026-07-28', queued: false });
     events.emit('access.denied', { principal: 'key:bob', kind: 'tools', name: 'secret' });
     const samples = await scrape();
     for (const s of samples) assert.equal(s.labels.principal, undefined, `${s.name} has a principal label`);
@@ -130,7 +131,7 @@ describe('metrics subscriber', () => {
   it('caps distinct label values: a flood of names ends up as "other"', async () => {
     const names = Array.from({ length: MAX_LABEL_VALUES + 50 }, (_, i) => `tool_${i}`);
     const { events, scrape } = setUp({ tools: names });
-    for (const name of names) events.emit('task.created', { ...FACTS, tool: name, era: 'modern', queued: false });
+    for (const name of names) events.emit('task.created', { ...FACTS, tool: name, era: '2026-07-28', queued: false });
     const samples = (await scrape()).filter((s) => s.name === 'taskgate_tasks_created_total');
     assert.equal(samples.length, MAX_LABEL_VALUES + 1);
     assert.equal(value(samples, 'taskgate_tasks_created_total', { tool: 'other' }), 50);
@@ -139,11 +140,11 @@ describe('metrics subscriber', () => {
   it('keeps two gateways apart, and stops counting when closed', async () => {
     const a = setUp();
     const b = setUp();
-    a.events.emit('task.created', { ...FACTS, era: 'modern', queued: false });
+    a.events.emit('task.created', { ...FACTS, era: '2026-07-28', queued: false });
     assert.equal(value(await a.scrape(), 'taskgate_tasks_created_total', { tool: 'fx_slow' }), 1);
     assert.equal(value(await b.scrape(), 'taskgate_tasks_created_total', { tool: 'fx_slow' }), 0);
     a.metrics.close();
-    a.events.emit('task.created', { ...FACTS, era: 'modern', queued: false });
+    a.events.emit('task.created', { ...FACTS, era: '2026-07-28', queued: false });
     assert.equal(value(await a.scrape(), 'taskgate_tasks_created_total', { tool: 'fx_slow' }), 1);
     assert.equal(a.events.wrapped('mcp.request'), false);
   });

@@ -1,7 +1,8 @@
 // The revision registry: which revision serves an incoming message, asked in the registry's order.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { REVISIONS } from '../../src/protocol/revisions.js';
+import { creatorOf, REVISIONS } from '../../src/protocol/revisions.js';
+import { REVISION_IDS, WIRE_CODECS } from '../../src/protocol/wire-revisions.js';
 import { LEGACY_VERSIONS, MODERN_VERSIONS } from '../../src/protocol/mcp.js';
 import { refusalFor } from '../../src/http/mcp-endpoint.js';
 import { GatewayError } from '../../src/errors.js';
@@ -15,28 +16,43 @@ const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.
 
 describe('revision registry', () => {
   it('lists each revision once, with every version the gateway speaks, the stateless ones first', () => {
-    assert.deepEqual(REVISIONS.map((r) => r.id), ['rev2026-07-28', 'rev2025-11-25']);
+    assert.deepEqual(REVISIONS.map((r) => r.id), ['2026-07-28', '2025-11-25']);
     assert.deepEqual(REVISIONS.flatMap((r) => r.versions), [...MODERN_VERSIONS, ...LEGACY_VERSIONS]);
     assert.deepEqual(REVISIONS.map((r) => r.sessions), [false, true]);
   });
 
   it('a message with the 2026-07-28 envelope, version header or method goes to 2026-07-28', () => {
-    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: envelope } }, {}, noSession)?.id, 'rev2026-07-28');
-    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-protocol-version': '2026-07-28' }, noSession)?.id, 'rev2026-07-28');
-    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'server/discover' }, {}, noSession)?.id, 'rev2026-07-28');
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: envelope } }, {}, noSession)?.id, '2026-07-28');
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-protocol-version': '2026-07-28' }, noSession)?.id, '2026-07-28');
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'server/discover' }, {}, noSession)?.id, '2026-07-28');
   });
 
   it('initialize, session traffic and whatever the stateless revision declines go to the session revisions', () => {
-    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }, {}, noSession)?.id, 'rev2025-11-25');
-    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-protocol-version': '2025-11-25' }, noSession)?.id, 'rev2025-11-25');
-    assert.equal(revisionOf('not even an object', {}, noSession)?.id, 'rev2025-11-25');
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }, {}, noSession)?.id, '2025-11-25');
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-protocol-version': '2025-11-25' }, noSession)?.id, '2025-11-25');
+    assert.equal(revisionOf('not even an object', {}, noSession)?.id, '2025-11-25');
     // A known session's message is that session's, whatever its version header says.
     const known = (id: string): boolean => id === 's1';
-    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-session-id': 's1', 'mcp-protocol-version': '2026-07-28' }, known)?.id, 'rev2025-11-25');
+    assert.equal(revisionOf({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-session-id': 's1', 'mcp-protocol-version': '2026-07-28' }, known)?.id, '2025-11-25');
   });
 
-  it('each revision creates tasks of its own era, so a recovered or lost task finds the revision that made it', () => {
-    assert.deepEqual(REVISIONS.map((r) => r.taskEra), ['modern', 'legacy']);
+  it('each revision creates tasks of its own era (its id, its codec\'s), so a recovered or lost task finds the revision that made it', () => {
+    assert.deepEqual(REVISIONS.map((r) => r.codec.revision), REVISIONS.map((r) => r.id));
+    const served = REVISIONS.map((revision) => ({ revision }));
+    assert.equal(creatorOf(served, { taskId: 't1', era: '2025-11-25' }).revision.id, '2025-11-25');
+    assert.equal(creatorOf(served, { taskId: 't2', era: '2026-07-28' }).revision.id, '2026-07-28');
+  });
+
+  it('a task of an era no revision serves is an error naming the task and its era, never some default revision', () => {
+    const served = REVISIONS.map((revision) => ({ revision }));
+    for (const era of ['2099-01-01', 'legacy', 'modern', '']) {
+      assert.throws(() => creatorOf(served, { taskId: 't9', era }), (error: Error) => error.message.includes('task t9') && error.message.includes(`'${era}'`), era);
+    }
+  });
+
+  it('the wire layer lists the codec of every revision the registry serves, in the same order', () => {
+    assert.deepEqual(WIRE_CODECS, REVISIONS.map((r) => r.codec));
+    assert.deepEqual(REVISION_IDS, REVISIONS.map((r) => r.id));
   });
 
   it('a request refused unread is answered in the revision its headers name, else in the last entry', () => {

@@ -29,7 +29,7 @@ afterEach(() => store.close());
 
 let serial = 0;
 async function runFor(caller: TaskCaller): Promise<{ run: LocalRun; channel: RunChannel }> {
-  const task = await store.create({ taskId: `relay-${++serial}`, principal: 'key:alice', era: 'modern', tool: 'ask', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
+  const task = await store.create({ taskId: `relay-${++serial}`, principal: 'key:alice', era: '2026-07-28', tool: 'ask', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
   const run = newLocalRun(task, caller, NOTHING_TO_DO);
   return { run, channel: new RunChannel(relay, run, task.taskId) };
 }

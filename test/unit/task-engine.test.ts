@@ -49,7 +49,7 @@ afterEach(async () => {
 async function runSlow(exposedName: string, ms: number): Promise<TaskRecord> {
   const params = { name: 'slow', arguments: { ms } };
   const who = identity('session-1');
-  const task = await engine.runs.open('key:alice', 'legacy', exposedName, fixture.upstream, undefined, storedCall(params, who));
+  const task = await engine.runs.open('key:alice', '2025-11-25', exposedName, fixture.upstream, undefined, storedCall(params, who));
   engine.runs.runToolCall(task, fixture.upstream, recordingCaller(), params, who);
   return task;
 }

@@ -62,7 +62,7 @@ afterEach(async () => {
 async function askTwiceOnA(caller: TaskCaller): Promise<TaskRecord> {
   const params = { name: 'ask_twice', arguments: {} };
   const who = identity('session-a');
-  const task = await a.engine.runs.open('key:alice', 'legacy', 'ask_twice', fixture.upstream, undefined, storedCall(params, who));
+  const task = await a.engine.runs.open('key:alice', '2025-11-25', 'ask_twice', fixture.upstream, undefined, storedCall(params, who));
   a.engine.runs.runToolCall(task, fixture.upstream, caller, params, who);
   await storedWhen(store, task.taskId, (status, open) => status === 'input_required' && open === 2);
   return (await store.get(task.taskId)) as TaskRecord;
@@ -92,7 +92,7 @@ describe('task peer messages', () => {
     const held = await askTwiceOnA(recordingCaller());
     assert.deepEqual(await b.link.ask(undefined, 'task.update', { taskId: held.taskId, answers: {} }), { ok: true });
     assert.deepEqual(await b.link.ask(undefined, 'task.reachable', { taskId: held.taskId }), { ok: true });
-    const orphan = await store.create({ taskId: 'nobody-runs-this', principal: 'key:alice', era: 'legacy', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
+    const orphan = await store.create({ taskId: 'nobody-runs-this', principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
     assert.equal(await b.link.ask(undefined, 'task.update', { taskId: orphan.taskId, answers: {} }), undefined);
     assert.equal(await b.link.ask(undefined, 'task.reachable', { taskId: orphan.taskId }), undefined);
     await b.engine.runs.cancel(held);

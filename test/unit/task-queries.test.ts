@@ -29,7 +29,7 @@ afterEach(() => store.close());
 
 let serial = 0;
 function create(principal: string, tool = 'slow', extra: { native?: boolean } = {}): Promise<TaskRecord> {
-  return store.create({ taskId: `t${++serial}`, principal, era: 'legacy', tool, upstream: 'fixture', retentionMs: 60_000, pollMs: 1000, ...extra });
+  return store.create({ taskId: `t${++serial}`, principal, era: '2025-11-25', tool, upstream: 'fixture', retentionMs: 60_000, pollMs: 1000, ...extra });
 }
 
 function reader(principal: string | undefined, denied: readonly string[] = []): TaskReader {

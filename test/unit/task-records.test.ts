@@ -36,7 +36,7 @@ async function refusal(write: Promise<unknown>): Promise<{ code: string; message
 }
 
 function create(taskId: string): Promise<TaskRecord> {
-  return store.create({ taskId, principal: 'key:alice', era: 'legacy', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
+  return store.create({ taskId, principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
 }
 
 describe('task records: delete', () => {
@@ -57,23 +57,23 @@ describe('task records: delete', () => {
 describe('task records: tasks upstreams run themselves', () => {
   it('a native task is recorded once, working on its upstream, owned by its creator or by no client', async () => {
     const created = nextEvent(events, 'task.created');
-    await records.recordNative('up-1', 'remote_tool', upstream, 60_000, 'key:alice');
-    assert.deepEqual(await created, { taskId: 'up-1', principal: 'key:alice', tool: 'remote_tool', upstream: 'fixture', era: 'modern', queued: false, native: true });
+    await records.recordNative('2026-07-28', 'up-1', 'remote_tool', upstream, 60_000, 'key:alice');
+    assert.deepEqual(await created, { taskId: 'up-1', principal: 'key:alice', tool: 'remote_tool', upstream: 'fixture', era: '2026-07-28', queued: false, native: true });
     const stored = await store.get('up-1');
     assert.deepEqual([stored?.status, stored?.native, stored?.message], ['working', true, "Runs on upstream 'fixture'"]);
-    const again = await refusal(records.recordNative('up-1', 'remote_tool', upstream, 60_000, 'key:alice'));
+    const again = await refusal(records.recordNative('2026-07-28', 'up-1', 'remote_tool', upstream, 60_000, 'key:alice'));
     assert.equal(again.code, 'internal');
     assert.match(again.message, /returned task id 'up-1', which another task already uses/);
-    await records.recordNative('up-2', 'remote_tool', upstream, 60_000, undefined);
+    await records.recordNative('2026-07-28', 'up-2', 'remote_tool', upstream, 60_000, undefined);
     assert.equal((await store.get('up-2'))?.principal, NATIVE_TASKS_PRINCIPAL);
   });
 
   it('a native task\'s end is recorded and announced once: terminal is forever', async () => {
-    await records.recordNative('up-3', 'remote_tool', upstream, 60_000, 'key:alice');
+    await records.recordNative('2026-07-28', 'up-3', 'remote_tool', upstream, 60_000, 'key:alice');
     let ended = 0;
     events.on('task.ended', (e) => {
       ended++;
-      assert.deepEqual([e.taskId, e.status, e.era], ['up-3', 'completed', 'modern']);
+      assert.deepEqual([e.taskId, e.status, e.era], ['up-3', 'completed', '2026-07-28']);
     });
     await records.recordNativeEnd('up-3', 'completed');
     await records.recordNativeEnd('up-3', 'failed');

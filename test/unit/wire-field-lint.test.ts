@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ESLint } from 'eslint';
+import { WIRE_CODECS } from '../../src/protocol/wire-revisions.js';
 
 const MESSAGE = "wire field of a protocol revision: read/write it in that revision's codec (src/protocol/rev*/codec.ts)";
 const ROUTER = 'src/protocol/rev2026-07-28/router.ts';
@@ -48,6 +49,28 @@ describe('wire field names outside a codec', () => {
     for (const filePath of ['src/gateway/lists.ts', 'src/http/replies.ts', 'src/protocol/task-tools.ts', 'src/protocol/rev2025-11-25/tasks.ts']) {
       assert.deepEqual(await flagged(code, filePath), [1], filePath);
     }
+  });
+
+  it("takes the names from the codecs: each revision's declared wire fields, and no other", async () => {
+    for (const codec of WIRE_CODECS) {
+      assert.ok(codec.wireFields.length > 0, codec.revision);
+      for (const field of codec.wireFields) {
+        const code = `export const f = (result: Record<string, unknown>): unknown => result.${field};`;
+        assert.deepEqual(await flagged(code, ROUTER), [1], `${codec.revision}: ${field}`);
+        assert.deepEqual(await flagged(code, CODEC), [], `${codec.revision}: ${field} in a codec`);
+      }
+    }
+    const declared = WIRE_CODECS.flatMap((codec) => codec.wireFields);
+    assert.ok(!declared.includes('ttlSeconds'));
+    assert.deepEqual(await flagged('export const f = (result: Record<string, unknown>): unknown => result.ttlSeconds;', ROUTER), []);
+  });
+
+  it("flags them in the task core, where a run's task is always a stored record", async () => {
+    const engine = 'src/tasks/engine.ts';
+    for (const what of ['a member access', 'an object literal key', 'a string literal', 'params.taskId', "a result's taskId"]) {
+      assert.deepEqual(await flagged(SNIPPETS[what] as string, engine), [1], what);
+    }
+    assert.deepEqual(await flagged('export const f = (run: { task: { taskId: string } }): string => run.task.taskId;', engine), []);
   });
 
   it("leaves a TaskRecord's taskId, other names, and files outside the rule alone", async () => {

@@ -240,7 +240,7 @@ async function refreshDetail() {
   field(fields, 'Tool', task.tool);
   field(fields, 'Upstream', task.upstream);
   field(fields, 'Principal', task.principal);
-  field(fields, 'Protocol', task.era === 'modern' ? '2026-07-28' : '2025-11-25');
+  field(fields, 'Protocol', task.era);
   field(fields, 'Created', `${new Date(task.createdMs).toLocaleString()} (${age(now - task.createdMs)} ago)`);
   field(fields, 'Updated', `${new Date(task.updatedMs).toLocaleString()} (${age(now - task.updatedMs)} ago)`);
   if (task.attempt > 1) field(fields, 'Attempt', task.attempt);

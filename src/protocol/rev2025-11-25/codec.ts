@@ -110,6 +110,21 @@ function createdTask(result: JsonObject): CreatedTask | undefined {
 
 /** The 2025-11-25 codec (it serves the older session revisions too, which list tools without task support). */
 export const codec: WireCodec = {
+  revision: '2025-11-25',
+  methods: [
+    // Client to server (the session revisions' tasks/* as this revision's router answers them).
+    'initialize', 'ping', 'tools/list', 'tools/call', 'prompts/list', 'prompts/get',
+    'resources/list', 'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
+    'logging/setLevel', 'completion/complete', 'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel', 'tasks/delete',
+    // Server to client.
+    'sampling/createMessage', 'elicitation/create', 'roots/list',
+    // Notifications, either direction.
+    'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/message',
+    'notifications/roots/list_changed', 'notifications/tools/list_changed', 'notifications/prompts/list_changed',
+    'notifications/resources/list_changed', 'notifications/resources/updated', 'notifications/tasks/status',
+    'notifications/elicitation/complete',
+  ],
+  wireFields: ['ttl', 'pollInterval', 'taskSupport'],
   taskIdOf: (params) => params.taskId,
   taskResult: legacyTask,
   createTaskResult,

@@ -10,10 +10,9 @@ import { SessionRouter } from './router.js';
 import { LegacyTasks } from './tasks.js';
 
 export const rev2025_11_25: ProtocolRevision = {
-  id: 'rev2025-11-25',
+  id: codec.revision,
   versions: LEGACY_VERSIONS,
   sessions: true,
-  taskEra: 'legacy',
   codec,
   // Last in the registry: initialize and session traffic, whatever the revisions before it declined.
   claims: () => true,

@@ -99,7 +99,7 @@ export class LegacyTasks {
 
   /** Stores a task of the session's (its principal's, with authentication) for a tools/call of `params`. */
   private async open(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<TaskRecord> {
-    const task = await this.runs.open(ownerOf(session), 'legacy', exposedName, upstream, requestedTtl, storedCall(params, session));
+    const task = await this.runs.open(ownerOf(session), codec.revision, exposedName, upstream, requestedTtl, storedCall(params, session));
     this.logger.debug({ task: task.taskId, session: session.sessionId, principal: task.principal }, 'task belongs to session');
     return task;
   }

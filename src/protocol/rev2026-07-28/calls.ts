@@ -228,7 +228,7 @@ export class ModernCalls {
     if (created !== undefined) {
       // Else the tool policy's default retention (a client asking for none gets the same).
       const retentionMs = created.retentionMs ?? taskTiming(this.deps.tasks.policies.policyFor(name), undefined).retentionMs;
-      await this.deps.tasks.records.recordNative(created.taskId, name, upstream, retentionMs, client.caller?.principal);
+      await this.deps.tasks.records.recordNative(codec.revision, created.taskId, name, upstream, retentionMs, client.caller?.principal);
     }
     return outcome;
   }

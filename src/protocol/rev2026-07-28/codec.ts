@@ -167,7 +167,6 @@ export function retryParams(params: JsonObject, answers: JsonObject, inputRequir
   return retry;
 }
 
-/** The 2026-07-28 codec: flat task results, `resultType` on every result, caching hints on lists and reads. */
 /**
  * The terminal status an upstream's tasks/get answer (a DetailedTask) gives its own task, or undefined while it is
  * not over (or the answer is not one).
@@ -177,7 +176,24 @@ export function endedStatusOf(result: JsonObject): 'completed' | 'failed' | 'can
   return status === 'completed' || status === 'failed' || status === 'cancelled' ? status : undefined;
 }
 
+/** The 2026-07-28 codec: flat task results, `resultType` on every result, caching hints on lists and reads. */
 export const codec: WireCodec = {
+  revision: '2026-07-28',
+  // What the revision removed (initialize, ping, logging/setLevel, resources/subscribe, tasks/result, tasks/list)
+  // is not here: its router answers those as unknown.
+  methods: [
+    // Client to server.
+    'server/discover', 'subscriptions/listen', 'tools/list', 'tools/call', 'prompts/list', 'prompts/get',
+    'resources/list', 'resources/templates/list', 'resources/read', 'completion/complete',
+    'tasks/get', 'tasks/update', 'tasks/cancel',
+    // Server to client, as a call's input requests.
+    'sampling/createMessage', 'elicitation/create', 'roots/list',
+    // Notifications, either direction.
+    'notifications/cancelled', 'notifications/progress', 'notifications/message',
+    'notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed',
+    'notifications/resources/updated', 'notifications/tasks',
+  ],
+  wireFields: ['resultType', 'ttlMs', 'pollIntervalMs', 'inputRequests', 'inputResponses', 'requestState', 'cacheScope'],
   taskIdOf: (params) => params.taskId,
   taskResult: (task) => ({ resultType: 'complete', ...detailedTask(task) }),
   // The revision has no place for an immediate response.

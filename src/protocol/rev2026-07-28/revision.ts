@@ -13,10 +13,9 @@ import { ModernRouter } from './router.js';
 import { MODERN_CALLER, ModernTasks } from './tasks.js';
 
 export const rev2026_07_28: ProtocolRevision = {
-  id: 'rev2026-07-28',
+  id: codec.revision,
   versions: MODERN_VERSIONS,
   sessions: false,
-  taskEra: 'modern',
   codec,
   // A body with its `_meta` envelope, a version header or a method only it has; a message on a known session's id
   // is that session's, whatever else it looks like.

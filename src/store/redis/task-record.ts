@@ -1,6 +1,6 @@
 // A task record as the Redis store keeps it: a hash of text fields, read whole by the scripts (HGETALL, as a flat
 // array) or in part by the store (HMGET of the summary fields).
-import { TASK_STATUSES, type TaskRecord, type TaskStatus } from '../task-store.js';
+import { TASK_STATUSES, type Era, type TaskRecord, type TaskStatus } from '../task-store.js';
 
 /** Every record field but the large ones (outcome, stored call); taskId first (its absence means no record). */
 export const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued'] as const;
@@ -29,6 +29,16 @@ export function summaryFromHmget(values: readonly (string | null | undefined)[],
   return parseTask(record);
 }
 
+/**
+ * The eras records written before eras were revision ids carry ('legacy', 'modern'), read as those revisions' ids.
+ * Only for records of the release before this change: it may go one release later. Any other era is read as it is
+ * (one no revision serves is an error where it is used).
+ */
+const ERAS_BEFORE_REVISION_IDS: ReadonlyMap<string, Era> = new Map([
+  ['legacy', '2025-11-25'],
+  ['modern', '2026-07-28'],
+]);
+
 /** A record from a HGETALL reply (flat array, as Lua returns it, or an object, as ioredis returns it). */
 export function parseTask(input: string[] | Record<string, string>): TaskRecord {
   let fields: Record<string, string>;
@@ -41,7 +51,7 @@ export function parseTask(input: string[] | Record<string, string>): TaskRecord 
   const task: TaskRecord = {
     taskId: fields.taskId,
     principal: fields.principal ?? '',
-    era: fields.era === 'modern' ? 'modern' : 'legacy',
+    era: ERAS_BEFORE_REVISION_IDS.get(fields.era ?? '') ?? fields.era ?? '',
     tool: fields.tool ?? '',
     upstream: fields.upstream ?? '',
     status,
