@@ -5,6 +5,7 @@ import { ListCursors, ListPages } from './gateway/list-pages.js';
 import { ReplicaLink } from './gateway/replicas.js';
 import type { GatewayParts, RevisionRuntime } from './protocol/revision.js';
 import { REVISIONS } from './protocol/revisions.js';
+import { UPSTREAM_ADAPTERS } from './protocol/upstream-adapters.js';
 import { StreamBudget } from './protocol/stream-budget.js';
 import { TaskTools, taskToolDefinitions } from './protocol/task-tools.js';
 import { SessionRegistry } from './gateway/sessions.js';
@@ -173,7 +174,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
           closed: (session) => store.forgetUpstreamSession(replicas.id, session).catch(() => undefined),
         };
   const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream =>
-    new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, ...(sessionLedger === undefined ? {} : { sessionLedger }) });
+    new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, adapters: UPSTREAM_ADAPTERS, ...(sessionLedger === undefined ? {} : { sessionLedger }) });
 
   tasks.start();
   // A store outage must not stop the start (readiness reports it): the subscriptions complete when it is back.

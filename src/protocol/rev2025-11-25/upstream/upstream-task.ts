@@ -3,11 +3,17 @@
 // held open, carries the upstream's questions and then the outcome; `tasks/get`, polled while the caller wants
 // status, gives the status messages; `tasks/cancel` stops it. Whoever calls (a plain client, or a gateway task of
 // either era) sees one UpstreamCall like any other, and never the upstream's task id.
-import { asObject, withoutMetaKey, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
-import { RequestCancelled } from '../errors.js';
-import { RELATED_TASK_META } from '../protocol/mcp.js';
-import { suggestedPollMs } from '../protocol/rev2025-11-25/codec.js';
-import { reportTaskStatus, type CallContext, type UpstreamCall, type UpstreamConnection } from './connection.js';
+import { asObject, withoutMetaKey, type JsonObject, type JsonRpcNotification, type Outcome } from '../../../jsonrpc.js';
+import { RequestCancelled } from '../../../errors.js';
+import { RELATED_TASK_META } from '../../mcp.js';
+import { suggestedPollMs, taskStatusMessage } from '../codec.js';
+import type { CallContext, UpstreamCall, UpstreamConnection } from '../../../upstream/connection.js';
+
+/** Tells `context` the status message of an upstream task (a Task object or its status notification), if any. */
+function reportTaskStatus(context: CallContext | undefined, task: JsonObject | undefined): void {
+  const message = taskStatusMessage(task);
+  if (message !== undefined) context?.status?.(message);
+}
 
 /** Status polls follow the interval the upstream suggests, kept within these bounds. */
 const MIN_POLL_MS = 500;
@@ -112,6 +118,7 @@ class UpstreamTaskCall implements UpstreamCall {
       this.unfollow = this.connection.followTask(taskId, {
         context: this.context,
         progress: clientToken === undefined ? undefined : { token: this.upstreamId, clientToken },
+        status: (status) => reportTaskStatus(this.context, status),
       });
     }
     reportTaskStatus(this.context, task);
