@@ -4,6 +4,7 @@
 // as configured and connects the sides that may. A new revision adds its `upstream/` folder and one line here.
 import { sessionUpstreamAdapter } from './rev2025-11-25/upstream/side.js';
 import { modernUpstreamAdapter } from './rev2026-07-28/upstream/side.js';
+import type { JsonObject } from '../jsonrpc.js';
 import type { UpstreamAdapter } from '../upstream/adapter.js';
 
 export const UPSTREAM_ADAPTERS: readonly UpstreamAdapter[] = [
@@ -13,8 +14,17 @@ export const UPSTREAM_ADAPTERS: readonly UpstreamAdapter[] = [
   sessionUpstreamAdapter,
 ];
 
+/** The task a task-status notification names, in whichever revision the gateway speaks. */
+export function notifiedTaskId(params: JsonObject): string | undefined {
+  for (const adapter of UPSTREAM_ADAPTERS) {
+    const taskId = adapter.notifiedTaskId(params);
+    if (taskId !== undefined) return taskId;
+  }
+  return undefined;
+}
+
 /** The task id of a create-task result in any revision the gateway speaks, or undefined for any other result. */
-export function createdTaskId(result: Parameters<UpstreamAdapter['createdTaskId']>[0]): string | undefined {
+export function createdTaskId(result: JsonObject): string | undefined {
   for (const adapter of UPSTREAM_ADAPTERS) {
     const taskId = adapter.createdTaskId(result);
     if (taskId !== undefined) return taskId;

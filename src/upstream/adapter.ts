@@ -154,4 +154,6 @@ export interface UpstreamAdapter {
   side(link: UpstreamLink): UpstreamSide;
   /** The task id a result of this revision names when it is a create-task result (answers.ts asks each). */
   createdTaskId(result: JsonObject): string | undefined;
+  /** The task a task-status notification of this revision names. */
+  notifiedTaskId(params: JsonObject): string | undefined;
 }

@@ -5,7 +5,7 @@ import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
 import { AnswerCheck, asksForTask, type AwaitedAnswer, type CreatedTaskId } from './answers.js';
-import { shedsWhenFull, type ClientFlow } from './client-flow.js';
+import { shedsWhenFull, type ClientFlow, type NotifiedTaskId } from './client-flow.js';
 import type { OversizedMessage } from './oversized.js';
 import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta, type UpstreamRequestInfo } from './request-scope.js';
 import type { UpstreamTransport } from './transport.js';
@@ -69,6 +69,8 @@ export interface ConnectionOptions {
   events?: GatewayEvents;
   /** What a task the upstream created looks like, in the revisions it may speak (an unasked one is a violation). */
   createdTaskId: CreatedTaskId;
+  /** The task a task-status notification names, in the revisions it may speak. */
+  notifiedTaskId: NotifiedTaskId;
 }
 
 interface PendingCall extends AwaitedAnswer {
@@ -136,6 +138,7 @@ export class UpstreamConnection {
   private readonly logger: Logger;
   private readonly servesOneClient: boolean;
   private readonly events: GatewayEvents;
+  private readonly notifiedTaskId: NotifiedTaskId;
 
   constructor(options: ConnectionOptions) {
     const { upstreamName, transport } = options;
@@ -145,6 +148,7 @@ export class UpstreamConnection {
     this.logger = options.logger;
     this.servesOneClient = options.servesOneClient ?? false;
     this.events = options.events ?? NO_EVENTS;
+    this.notifiedTaskId = options.notifiedTaskId;
     this.answers = new AnswerCheck<PendingCall>({
       upstreamName,
       createdTaskId: options.createdTaskId,
@@ -315,7 +319,8 @@ export class UpstreamConnection {
       }
       if (message.method === 'notifications/tasks/status' && params !== undefined) {
         // An upstream task's status is its caller's business; another one's is nobody's (the ids are the upstream's).
-        if (typeof params.taskId === 'string') this.followed.get(params.taskId)?.status(params);
+        const taskId = this.notifiedTaskId(params);
+        if (taskId !== undefined) this.followed.get(taskId)?.status(params);
         return;
       }
       if (message.method === 'notifications/cancelled') {
@@ -347,7 +352,7 @@ export class UpstreamConnection {
       if (!(ownStream && isResponse(message))) this.hold(relatedTo, flow);
       return false;
     }
-    if (shedsWhenFull(message)) return false;
+    if (shedsWhenFull(message, this.notifiedTaskId)) return false;
     const error = new GatewayError(
       'client_not_reading',
       `The client is not reading its stream (more than ${flow.bound} waiting), and upstream '${this.upstreamName}' sends every client's messages over one connection, which cannot wait for one client: the call was cancelled`,

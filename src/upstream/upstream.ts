@@ -332,6 +332,7 @@ export class Upstream {
       logger: this.logger,
       events: this.gateway.events,
       createdTaskId: this.createdTaskId,
+      notifiedTaskId: this.notifiedTaskId,
     });
     try {
       const result = await this.handshake(connection, handshake);
@@ -347,13 +348,18 @@ export class Upstream {
   }
 
   /** The task id of a create-task result in any revision the gateway speaks (answers.ts checks it was asked for). */
-  private readonly createdTaskId = (result: JsonObject): string | undefined => {
+  private readonly createdTaskId = (result: JsonObject): string | undefined => this.askAdapters((adapter) => adapter.createdTaskId(result));
+
+  /** The task a task-status notification names, in any revision the gateway speaks. */
+  private readonly notifiedTaskId = (params: JsonObject): string | undefined => this.askAdapters((adapter) => adapter.notifiedTaskId(params));
+
+  private askAdapters(ask: (adapter: UpstreamAdapter) => string | undefined): string | undefined {
     for (const adapter of this.gateway.adapters) {
-      const taskId = adapter.createdTaskId(result);
-      if (taskId !== undefined) return taskId;
+      const answer = ask(adapter);
+      if (answer !== undefined) return answer;
     }
     return undefined;
-  };
+  }
 
   private markDown(reason: string): void {
     if (this.state === 'closed') return;
@@ -388,6 +394,7 @@ export class Upstream {
       servesOneClient: session.manyClients !== true,
       events: this.gateway.events,
       createdTaskId: this.createdTaskId,
+      notifiedTaskId: this.notifiedTaskId,
     });
     try {
       await this.handshake(connection, sessionHandshake(session));

@@ -118,4 +118,9 @@ export const sessionUpstreamAdapter: UpstreamAdapter = {
   side: (link) => new SessionUpstreamSide(link),
   // A tool result always has content, so a result with both is the tool's.
   createdTaskId: (result) => (result.content === undefined ? codec.createdTask(result)?.taskId : undefined),
+  notifiedTaskId: (params) => stringOrNone(codec.taskIdOf(params)),
 };
+
+function stringOrNone(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}

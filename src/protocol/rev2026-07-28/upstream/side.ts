@@ -141,6 +141,10 @@ export const modernUpstreamAdapter: UpstreamAdapter = {
   speaksTo: (config) => config.transport === 'streamable-http' && config.protocol !== 'legacy',
   side: (link) => new ModernUpstreamSide(link),
   createdTaskId: (result) => codec.createdTask(result)?.taskId,
+  notifiedTaskId: (params) => {
+    const taskId = codec.taskIdOf(params);
+    return typeof taskId === 'string' ? taskId : undefined;
+  },
 };
 
 /** The upstream's 2026-07-28 side, when it speaks this revision. */
