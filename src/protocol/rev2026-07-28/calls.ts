@@ -384,8 +384,7 @@ export class ModernCalls {
     if (modern !== undefined) return this.passThrough(client, request, forwarded, upstream, modern, responder, '', false);
     const identity = this.identity;
     const exchange = new ModernExchange(identity.sessionId, client.capabilities);
-    const connection = await upstream.connectionFor(identity);
-    exchange.start(connection.request(request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
+    exchange.start(await upstream.callFor(identity, request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
     return this.await(client, request, '', upstream, exchange, undefined, responder);
   }
 

@@ -164,8 +164,8 @@ export class ModernRouter {
       if ('error' in outcome) throw new Error(outcome.error.message);
       return outcome.result;
     }
-    const connection = await upstream.connectionFor(this.calls.identity);
-    const outcome = await connection.request(method, page, undefined, upstream.config.requestTimeoutMs).outcome;
+    // An upstream that does not speak this revision: a neutral request its side translates.
+    const outcome = await (await upstream.callFor(this.calls.identity, method, page, undefined, upstream.config.requestTimeoutMs)).outcome;
     if ('error' in outcome) throw new Error(outcome.error.message);
     return outcome.result;
   }
