@@ -6,7 +6,7 @@
 import { asObject, withoutMetaKey, type JsonObject, type JsonRpcNotification, type Outcome } from '../../../jsonrpc.js';
 import { RequestCancelled } from '../../../errors.js';
 import { RELATED_TASK_META } from '../../mcp.js';
-import { suggestedPollMs, taskStatusMessage } from '../codec.js';
+import { codec, createdTaskObject, suggestedPollMs, taskStatusMessage } from '../codec.js';
 import type { CallContext, UpstreamCall, UpstreamConnection } from '../../../upstream/connection.js';
 
 /** Tells `context` the status message of an upstream task (a Task object or its status notification), if any. */
@@ -103,12 +103,13 @@ class UpstreamTaskCall implements UpstreamCall {
   }
 
   private created(answer: Outcome, clientToken: unknown): void {
-    const task = 'result' in answer ? asObject(answer.result.task) : undefined;
-    const taskId = task?.taskId;
-    if (task === undefined || typeof taskId !== 'string') {
+    const created = 'result' in answer ? codec.createdTask(answer.result) : undefined;
+    if (!('result' in answer) || created === undefined) {
       this.finish(answer); // an error, or the upstream answered the call directly (it may, for optional support)
       return;
     }
+    const task = createdTaskObject(answer.result) ?? {};
+    const taskId = created.taskId;
     this.taskId = taskId;
     if (this.cancelledFor !== undefined) {
       this.cancelUpstream(taskId);
