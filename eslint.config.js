@@ -45,7 +45,7 @@ export default tseslint.config(
   // string literals, and `taskId` where it is read off a message's params or result (a TaskRecord's is the store's).
   // Exempt: src/http/dashboard-api.ts, whose `inputRequests` is the dashboard's own documented JSON API.
   {
-    files: ['src/protocol/**/*.ts', 'src/gateway/**/*.ts', 'src/http/**/*.ts'],
+    files: ['src/protocol/**/*.ts', 'src/gateway/**/*.ts', 'src/http/**/*.ts', 'src/upstream/**/*.ts'],
     ignores: ['src/protocol/rev*/codec.ts', 'src/http/dashboard-api.ts'],
     rules: { 'no-restricted-syntax': ['error', ...wireFieldSelectors()] },
   },

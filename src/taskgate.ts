@@ -4,6 +4,7 @@ import { ListCursors, ListPages } from './gateway/list-pages.js';
 import { ReplicaLink } from './gateway/replicas.js';
 import type { GatewayParts, RevisionRuntime } from './protocol/revision.js';
 import { creatorOf, REVISIONS } from './protocol/revisions.js';
+import { UPSTREAM_ADAPTERS } from './protocol/upstream-adapters.js';
 import { StreamBudget } from './protocol/stream-budget.js';
 import { MCP_METHODS } from './protocol/wire-revisions.js';
 import { TaskTools, taskToolDefinitions } from './protocol/task-tools.js';
@@ -191,7 +192,7 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
           closed: (session) => store.forgetUpstreamSession(replicas.id, session).catch(() => undefined),
         };
   const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream =>
-    new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, ...(sessionLedger === undefined ? {} : { sessionLedger }) });
+    new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, adapters: UPSTREAM_ADAPTERS, ...(sessionLedger === undefined ? {} : { sessionLedger }) });
 
   // One authenticator for the MCP endpoint and the admin endpoints (one cache of verified tokens), reconfigured on reload.
   const authenticator = config.auth === undefined ? undefined : new Authenticator(config.auth, logger);

@@ -4,6 +4,7 @@ import { MergedCatalog } from './merged-catalog.js';
 import { describeExclusion, selectionOf } from './tool-selection.js';
 import { InternalError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { UPSTREAM_ADAPTERS } from '../protocol/upstream-adapters.js';
 import { Upstream, type UpstreamMessageSink } from '../upstream/upstream.js';
 import { VERSION } from '../version.js';
 
@@ -28,7 +29,7 @@ export async function reportToolPolicies(config: GatewayConfig, logger: Logger):
     request: async () => ({ error: { code: InternalError, message: 'taskgate check-config answers no requests' } }),
     catalogChanged: () => undefined,
   };
-  const upstreams = config.upstreams.map((u) => new Upstream(u, logger, sink, { version: VERSION }));
+  const upstreams = config.upstreams.map((u) => new Upstream(u, logger, sink, { version: VERSION, adapters: UPSTREAM_ADAPTERS }));
   try {
     await Promise.all(upstreams.map((u) => u.start()));
     const catalog = new MergedCatalog(upstreams);

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { JsonObject, Outcome, RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';
-import type { ModernPeerMessages } from '../protocol/rev2026-07-28/peers.js';
+import type { ModernPeerMessages } from '../protocol/revision-ports.js';
 import type { TaskPeerMessages } from '../tasks/task-peer-messages.js';
 
 /**

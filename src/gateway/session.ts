@@ -5,7 +5,7 @@ import type { ClientFlow } from '../upstream/client-flow.js';
 import { EventStream, type EventStreamOptions } from '../protocol/event-stream.js';
 import type { StreamBudget } from '../protocol/stream-budget.js';
 import { refusedInput, type LogLevel } from '../protocol/mcp.js';
-import type { Delivery, InflightCall, LegacySession } from '../protocol/rev2025-11-25/session.js';
+import type { Delivery, InflightCall, LegacySession } from '../protocol/revision-ports.js';
 
 interface OutgoingRequest {
   settle(outcome: Outcome): void;

@@ -4,7 +4,7 @@ import { GatewayError, storeUnavailable } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents, type GatewayEventMap } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { logLevelRank, type LogLevel } from '../protocol/mcp.js';
-import type { LegacySession, LegacySessions } from '../protocol/rev2025-11-25/session.js';
+import type { LegacySession, LegacySessions } from '../protocol/revision-ports.js';
 import type { StreamBudget } from '../protocol/stream-budget.js';
 import type { TaskStore } from '../store/task-store.js';
 import { ANONYMOUS_PRINCIPAL } from '../tasks/principals.js';

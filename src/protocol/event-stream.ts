@@ -6,6 +6,7 @@
 // hand that state around. The budget itself is stream-budget.ts; what may be coalesced is upstream/client-flow.ts.
 import type { ServerResponse } from 'node:http';
 import { coalescingKey, isLogNotification, notificationMethod, type ClientFlow } from '../upstream/client-flow.js';
+import { notifiedTaskId } from './upstream-adapters.js';
 import type { BudgetMember, StreamBudget } from './stream-budget.js';
 
 /** One event of a stream: written and kept for replay, or waiting to be written. */
@@ -252,7 +253,7 @@ export class EventStream implements ClientFlow, BudgetMember {
     const data = JSON.stringify(message);
     const bytes = Buffer.byteLength(data) + FRAMING_BYTES;
     const method = notificationMethod(message);
-    const key = coalescingKey(message);
+    const key = coalescingKey(message, notifiedTaskId);
     if (key !== undefined) {
       const waiting = this.waitingByKey.get(key);
       if (waiting !== undefined) {

@@ -5,8 +5,6 @@
 import { upstreamViolation, GatewayError } from '../errors.js';
 import { asObject, type JsonObject, type JsonRpcErrorObject, type JsonRpcResponse, type Outcome, type RequestId } from '../jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, TASKS_EXTENSION } from '../protocol/mcp.js';
-import { codec as sessionCodec } from '../protocol/rev2025-11-25/codec.js';
-import { codec as modernCodec } from '../protocol/rev2026-07-28/codec.js';
 
 /**
  * How many recent ids a connection remembers: answered calls (a second answer to one is a duplicate) and the
@@ -54,13 +52,10 @@ export function asksForTask(params: JsonObject | undefined): boolean {
 }
 
 /**
- * The task id of a CreateTaskResult (2025-11-25: a `task` object and no content; 2026-07-28: `resultType: "task"`),
- * or undefined for any other result. A tool result always has content, so a result with both is the tool's.
+ * The task id of a create-task result in some revision, or undefined for any other result: each revision's
+ * upstream adapter knows its own shape (src/protocol/upstream-adapters.ts asks them all).
  */
-export function createdTaskId(result: JsonObject): string | undefined {
-  const created = result.content === undefined ? sessionCodec.createdTask(result) : undefined;
-  return (created ?? modernCodec.createdTask(result))?.taskId;
-}
+export type CreatedTaskId = (result: JsonObject) => string | undefined;
 
 /** The sentence a call failed by an unasked task is told (after "Upstream '<name>' broke the protocol: "). */
 export function unaskedTaskText(method: string, taskId: string): string {
@@ -103,6 +98,8 @@ export interface AnswerPort<Call extends AwaitedAnswer> {
   settle(id: RequestId, outcome: Outcome): void;
   /** Logs (rate-limited) and counts a violation. */
   violation(kind: string, details: Record<string, unknown>): void;
+  /** Whether a result is a create-task result, and its task id. */
+  createdTaskId: CreatedTaskId;
 }
 
 /**
@@ -133,7 +130,7 @@ export class AnswerCheck<Call extends AwaitedAnswer> {
     const call = port.pending.get(id);
     if (call !== undefined) {
       this.answered.add(id);
-      const taskId = call.askedTask || !('result' in message) ? undefined : createdTaskId(message.result);
+      const taskId = call.askedTask || !('result' in message) ? undefined : port.createdTaskId(message.result);
       if (taskId === undefined) {
         port.settle(id, 'result' in message ? { result: message.result } : { error: message.error });
         return;

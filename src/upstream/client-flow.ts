@@ -1,6 +1,6 @@
 // The seam between a client's stream and the upstream side of its calls: how much the stream can still take, and
 // which messages it can shed by itself when it is full.
-import { asObject } from '../jsonrpc.js';
+import { asObject, type JsonObject } from '../jsonrpc.js';
 
 /**
  * How much the client's side of a call (the stream its messages go to) can still take. A client that does not read
@@ -30,12 +30,15 @@ export function isLogNotification(method: string | undefined): boolean {
   return method === LOG_NOTIFICATION;
 }
 
+/** The task a task-status notification names, as its revision's codec reads it (upstream-adapters.ts). */
+export type NotifiedTaskId = (params: JsonObject) => string | undefined;
+
 /**
  * Notifications whose latest says all that an earlier one with the same key said: progress of one call (its
  * token), a task's status, a list change, a resource update. While one waits on a stream, a newer one takes its
  * place. Undefined for everything else.
  */
-export function coalescingKey(message: unknown): string | undefined {
+export function coalescingKey(message: unknown, notifiedTaskId: NotifiedTaskId): string | undefined {
   const method = notificationMethod(message);
   if (method === undefined) return undefined;
   const params = asObject((message as { params?: unknown }).params);
@@ -43,8 +46,10 @@ export function coalescingKey(message: unknown): string | undefined {
     case 'notifications/progress':
       return params?.progressToken === undefined ? undefined : `progress:${JSON.stringify(params.progressToken)}`;
     case 'notifications/tasks/status':
-    case 'notifications/tasks':
-      return typeof params?.taskId === 'string' ? `task:${params.taskId}` : undefined;
+    case 'notifications/tasks': {
+      const taskId = params === undefined ? undefined : notifiedTaskId(params);
+      return taskId === undefined ? undefined : `task:${taskId}`;
+    }
     case 'notifications/resources/updated':
       return typeof params?.uri === 'string' ? `updated:${params.uri}` : undefined;
     default:
@@ -53,6 +58,6 @@ export function coalescingKey(message: unknown): string | undefined {
 }
 
 /** Whether a full stream takes the message without growing past its bound: it coalesces or drops it. */
-export function shedsWhenFull(message: unknown): boolean {
-  return isLogNotification(notificationMethod(message)) || coalescingKey(message) !== undefined;
+export function shedsWhenFull(message: unknown, notifiedTaskId: NotifiedTaskId): boolean {
+  return isLogNotification(notificationMethod(message)) || coalescingKey(message, notifiedTaskId) !== undefined;
 }

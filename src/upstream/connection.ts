@@ -4,9 +4,8 @@ import type { JsonObject, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, O
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
-import { taskStatusMessage } from '../protocol/rev2025-11-25/codec.js';
-import { AnswerCheck, asksForTask, type AwaitedAnswer } from './answers.js';
-import { shedsWhenFull, type ClientFlow } from './client-flow.js';
+import { AnswerCheck, asksForTask, type AwaitedAnswer, type CreatedTaskId } from './answers.js';
+import { shedsWhenFull, type ClientFlow, type NotifiedTaskId } from './client-flow.js';
 import type { OversizedMessage } from './oversized.js';
 import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta, type UpstreamRequestInfo } from './request-scope.js';
 import type { UpstreamTransport } from './transport.js';
@@ -28,12 +27,6 @@ export interface CallContext {
   readonly flow?: ClientFlow | undefined;
 }
 
-/** Tells `context` the status message of an upstream task (a Task object or its status notification), if any. */
-export function reportTaskStatus(context: CallContext | undefined, task: JsonObject | undefined): void {
-  const message = taskStatusMessage(task);
-  if (message !== undefined) context?.status?.(message);
-}
-
 /**
  * A 2025-11-25 task the upstream runs for a call of this connection. Its messages keep reaching the call's
  * context after the call that created it was answered: progress with that call's token, requests and
@@ -43,6 +36,8 @@ export interface FollowedTask {
   context: CallContext;
   /** The token progress comes with (the creating call's id), and the client's own token for it. */
   progress: { token: RequestId; clientToken: unknown } | undefined;
+  /** The upstream said how the task goes (its status notification). */
+  status(notification: JsonObject): void;
 }
 
 /** Where a connection hands messages it cannot deliver to a call by itself. */
@@ -72,6 +67,10 @@ export interface ConnectionOptions {
   servesOneClient?: boolean;
   /** Where each request is announced (`upstream.request`); its subscribers' trace context goes with it. */
   events?: GatewayEvents;
+  /** What a task the upstream created looks like, in the revisions it may speak (an unasked one is a violation). */
+  createdTaskId: CreatedTaskId;
+  /** The task a task-status notification names, in the revisions it may speak. */
+  notifiedTaskId: NotifiedTaskId;
 }
 
 interface PendingCall extends AwaitedAnswer {
@@ -139,6 +138,7 @@ export class UpstreamConnection {
   private readonly logger: Logger;
   private readonly servesOneClient: boolean;
   private readonly events: GatewayEvents;
+  private readonly notifiedTaskId: NotifiedTaskId;
 
   constructor(options: ConnectionOptions) {
     const { upstreamName, transport } = options;
@@ -148,8 +148,10 @@ export class UpstreamConnection {
     this.logger = options.logger;
     this.servesOneClient = options.servesOneClient ?? false;
     this.events = options.events ?? NO_EVENTS;
+    this.notifiedTaskId = options.notifiedTaskId;
     this.answers = new AnswerCheck<PendingCall>({
       upstreamName,
+      createdTaskId: options.createdTaskId,
       pending: this.pending,
       sent: (id) => typeof id === 'number' && Number.isInteger(id) && id >= 1 && id < this.nextId,
       settle: (id, outcome) => this.finish(id, outcome),
@@ -317,7 +319,8 @@ export class UpstreamConnection {
       }
       if (message.method === 'notifications/tasks/status' && params !== undefined) {
         // An upstream task's status is its caller's business; another one's is nobody's (the ids are the upstream's).
-        reportTaskStatus(typeof params.taskId === 'string' ? this.followed.get(params.taskId)?.context : undefined, params);
+        const taskId = this.notifiedTaskId(params);
+        if (taskId !== undefined) this.followed.get(taskId)?.status(params);
         return;
       }
       if (message.method === 'notifications/cancelled') {
@@ -349,7 +352,7 @@ export class UpstreamConnection {
       if (!(ownStream && isResponse(message))) this.hold(relatedTo, flow);
       return false;
     }
-    if (shedsWhenFull(message)) return false;
+    if (shedsWhenFull(message, this.notifiedTaskId)) return false;
     const error = new GatewayError(
       'client_not_reading',
       `The client is not reading its stream (more than ${flow.bound} waiting), and upstream '${this.upstreamName}' sends every client's messages over one connection, which cannot wait for one client: the call was cancelled`,

@@ -2,7 +2,8 @@
 // ids it remembers (RECENT_IDS): past it the oldest is forgotten, so a second answer to it reads as a late one.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { asksForTask, createdTaskId, RECENT_IDS, RecentIds } from '../../src/upstream/answers.js';
+import { asksForTask, RECENT_IDS, RecentIds } from '../../src/upstream/answers.js';
+import { createdTaskId } from '../../src/protocol/upstream-adapters.js';
 
 describe('answer check', () => {
   it('a CreateTaskResult of either revision names its task; a tool result (with content) never does', () => {

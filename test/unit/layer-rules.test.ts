@@ -27,14 +27,18 @@ const TREE: Record<string, string[]> = {
   'http/replies.ts': [],
   'http/guards.ts': ['protocol/revisions.ts'],
   'http/server.ts': ['http/replies.ts', 'protocol/rev2026-07-28/router.ts'],
-  'gateway/sessions.ts': ['protocol/rev2025-11-25/session.ts'],
-  'upstream/upstream.ts': ['protocol/rev2025-11-25/codec.ts'],
   'protocol/wire-revisions.ts': ['protocol/rev2025-11-25/codec.ts', 'protocol/rev2026-07-28/codec.ts'],
   'tasks/engine.ts': ['protocol/wire-revisions.ts'],
   'observability/metrics.ts': ['protocol/wire-revisions.ts'],
   'store/task-store.ts': ['protocol/mcp.ts'],
   'protocol/mcp.ts': [],
-  'taskgate.ts': ['protocol/revisions.ts', 'protocol/rev2025-11-25/router.ts'],
+  'protocol/revision-ports.ts': ['protocol/rev2025-11-25/session.ts'],
+  'protocol/rev2025-11-25/upstream/side.ts': ['upstream/adapter.ts', 'protocol/rev2025-11-25/codec.ts'],
+  'protocol/upstream-adapters.ts': ['protocol/rev2025-11-25/upstream/side.ts', 'upstream/adapter.ts'],
+  'upstream/adapter.ts': [],
+  'gateway/sessions.ts': ['protocol/rev2025-11-25/session.ts', 'protocol/revision-ports.ts'],
+  'upstream/upstream.ts': ['protocol/rev2025-11-25/codec.ts', 'protocol/rev2025-11-25/upstream/side.ts', 'upstream/adapter.ts'],
+  'taskgate.ts': ['protocol/revisions.ts', 'protocol/rev2025-11-25/router.ts', 'protocol/upstream-adapters.ts'],
 };
 
 function importPath(from: string, to: string): string {
@@ -80,11 +84,21 @@ describe('layer rules (dependency-cruiser)', () => {
     assert.deepEqual(broken('taskgate.ts', 'protocol/rev2025-11-25/router.ts'), ['registry-only']);
   });
 
-  it('what a revision lets others import: its codec (upstream side) and its ports (session.ts); the registry lists its entry', () => {
-    assert.deepEqual(broken('upstream/upstream.ts', 'protocol/rev2025-11-25/codec.ts'), []);
-    assert.deepEqual(broken('gateway/sessions.ts', 'protocol/rev2025-11-25/session.ts'), []);
+  it('outside src/protocol/ nothing imports a revision folder, not even its codec or ports: the registries and revision-ports.ts do', () => {
+    assert.deepEqual(broken('upstream/upstream.ts', 'protocol/rev2025-11-25/codec.ts'), ['registry-only']);
+    assert.deepEqual(broken('gateway/sessions.ts', 'protocol/rev2025-11-25/session.ts'), ['registry-only']);
+    assert.deepEqual(broken('gateway/sessions.ts', 'protocol/revision-ports.ts'), []);
+    assert.deepEqual(broken('protocol/revision-ports.ts', 'protocol/rev2025-11-25/session.ts'), []);
     assert.deepEqual(broken('protocol/revisions.ts', 'protocol/rev2025-11-25/revision.ts'), []);
     assert.deepEqual(broken('taskgate.ts', 'protocol/revisions.ts'), []);
+  });
+
+  it("a revision's upstream side builds on src/upstream/, which never imports it; the composition root hands over its registry", () => {
+    assert.deepEqual(broken('protocol/rev2025-11-25/upstream/side.ts', 'upstream/adapter.ts'), []);
+    assert.deepEqual(broken('protocol/rev2025-11-25/upstream/side.ts', 'protocol/rev2025-11-25/codec.ts'), []);
+    assert.deepEqual(broken('protocol/upstream-adapters.ts', 'protocol/rev2025-11-25/upstream/side.ts'), []);
+    assert.deepEqual(broken('taskgate.ts', 'protocol/upstream-adapters.ts'), []);
+    assert.deepEqual(broken('upstream/upstream.ts', 'protocol/rev2025-11-25/upstream/side.ts'), ['layer-upstream', 'registry-only']);
   });
 
   it('a revision does not import another, not even its codec (revisions-apart)', () => {

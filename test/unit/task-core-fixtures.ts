@@ -11,6 +11,7 @@ import type { Outcome } from '../../src/jsonrpc.js';
 import type { TaskStore } from '../../src/store/task-store.js';
 import type { TaskCaller } from '../../src/tasks/local-run.js';
 import type { InputRequest } from '../../src/tasks/pending-inputs.js';
+import { UPSTREAM_ADAPTERS } from '../../src/protocol/upstream-adapters.js';
 import { Upstream, type SessionIdentity, type UpstreamMessageSink } from '../../src/upstream/upstream.js';
 import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
 
@@ -45,7 +46,7 @@ export interface FixtureUpstream {
 export async function fixtureUpstream(events: GatewayEvents, tasks: Record<string, unknown> = {}): Promise<FixtureUpstream> {
   const server: LegacyServerHandle = await startLegacyServer({ transport: 'streamable-http' });
   const config = configFor(server.url, tasks);
-  const upstream = new Upstream(config.upstreams[0]!, silentLogger, NO_CLIENTS, { version: 'test', events });
+  const upstream = new Upstream(config.upstreams[0]!, silentLogger, NO_CLIENTS, { version: 'test', events, adapters: UPSTREAM_ADAPTERS });
   await upstream.start();
   return {
     upstream,
@@ -59,7 +60,7 @@ export async function fixtureUpstream(events: GatewayEvents, tasks: Record<strin
 
 /** An upstream named `fixture` that is never connected: for what only needs to name it. */
 export function unconnectedUpstream(events: GatewayEvents): Upstream {
-  return new Upstream(configFor('http://127.0.0.1:1/mcp').upstreams[0]!, silentLogger, NO_CLIENTS, { version: 'test', events });
+  return new Upstream(configFor('http://127.0.0.1:1/mcp').upstreams[0]!, silentLogger, NO_CLIENTS, { version: 'test', events, adapters: UPSTREAM_ADAPTERS });
 }
 
 /** A client session's identity, able to answer elicitation. */

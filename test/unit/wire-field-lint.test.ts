@@ -44,9 +44,9 @@ describe('wire field names outside a codec', () => {
     });
   }
 
-  it('flags them in the gateway and HTTP layers and in shared protocol files too', async () => {
+  it('flags them in the gateway, HTTP and upstream layers and in shared protocol files too', async () => {
     const code = SNIPPETS['an object literal key'] as string;
-    for (const filePath of ['src/gateway/lists.ts', 'src/http/replies.ts', 'src/protocol/task-tools.ts', 'src/protocol/rev2025-11-25/tasks.ts']) {
+    for (const filePath of ['src/gateway/lists.ts', 'src/http/replies.ts', 'src/upstream/upstream.ts', 'src/protocol/task-tools.ts', 'src/protocol/rev2025-11-25/tasks.ts']) {
       assert.deepEqual(await flagged(code, filePath), [1], filePath);
     }
   });
@@ -81,6 +81,6 @@ describe('wire field names outside a codec', () => {
       "export const note = 'resultType is 2026-07-28s';",
     ].join('\n');
     assert.deepEqual(await flagged(code, ROUTER), []);
-    assert.deepEqual(await flagged(SNIPPETS['a member access'] as string, 'src/upstream/upstream.ts'), []);
+    assert.deepEqual(await flagged(SNIPPETS['a member access'] as string, 'src/store/memory-task-store.ts'), []);
   });
 });

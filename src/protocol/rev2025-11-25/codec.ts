@@ -100,6 +100,11 @@ function toolView(tool: JsonObject, mode: TaskMode | undefined): JsonObject {
   return { ...tool, execution: { ...execution, taskSupport: mode } };
 }
 
+/** The Task object an upstream's CreateTaskResult nests under `task` (its status message, its poll interval). */
+export function createdTaskObject(result: JsonObject): JsonObject | undefined {
+  return asObject(result.task);
+}
+
 /** The task of an upstream's CreateTaskResult, which nests it under `task`. */
 function createdTask(result: JsonObject): CreatedTask | undefined {
   const task = asObject(result.task);

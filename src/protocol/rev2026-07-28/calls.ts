@@ -8,9 +8,8 @@ import { GatewayError, RequestCancelled } from '../../errors.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { MODERN_PRINCIPAL } from '../../tasks/principals.js';
-import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
-import { LATEST_LEGACY_VERSION, logLevelRank, MODERN_VERSION, TASKS_EXTENSION } from '../mcp.js';
+import { LATEST_LEGACY_VERSION, logLevelRank, MODERN_VERSION } from '../mcp.js';
 import type { GatewayCatalog } from '../ports.js';
 import type { TaskPolicy } from '../../config/types.js';
 import type { CallerAccess } from '../access.js';
@@ -25,6 +24,7 @@ import type { ModernPeerMessages, ModernPeers } from './peers.js';
 import type { ModernResponder, ResponseSink } from './responder.js';
 import { plainClientCaller, type ModernTasks } from './tasks.js';
 import type { TaskTools } from '../task-tools.js';
+import { modernSideOf, type ModernUpstreamSide } from './upstream/side.js';
 
 const STALE_STATE = 'Invalid requestState: the call it resumes is no longer waiting (it expired or was cancelled); send the request again without requestState';
 
@@ -150,11 +150,12 @@ export class ModernCalls {
     if (policy?.mode === 'required' && !declaresTasks(client) && !background) throw missingTasksExtension(`Tool '${name}'`);
     const taskAfterMs = asTask || background ? policy.taskAfterMs : undefined;
 
-    const nativeTasks = upstream.speaksModern && asObject(asObject(upstream.modernCapabilities.extensions)?.[TASKS_EXTENSION]) !== undefined;
-    if (upstream.speaksModern && (taskAfterMs === undefined || (asTask && nativeTasks))) {
+    const modern = modernSideOf(upstream);
+    const nativeTasks = modern?.nativeTasks === true;
+    if (modern !== undefined && (taskAfterMs === undefined || (asTask && nativeTasks))) {
       // The upstream speaks this revision: the request goes as the client sent it (its InputRequiredResults and
       // requestState, and its own tasks, pass through unchanged).
-      return this.passThrough(client, request, { ...params, ...upstreamParams, _meta: params._meta }, upstream, responder, name, nativeTasks);
+      return this.passThrough(client, request, { ...params, ...upstreamParams, _meta: params._meta }, upstream, modern, responder, name, nativeTasks);
     }
 
     let exchange: ModernExchange;
@@ -190,10 +191,10 @@ export class ModernCalls {
       exchange.charge = charge;
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
       const start = async (): Promise<ModernExchange['call']> => {
-        const call = upstream.speaksModern
+        const call = modern !== undefined
           // A 2026-07-28 upstream without tasks of its own, run as a task by the gateway: its questions are
           // re-asked through the exchange (MRTR with the gateway's keys, or task input requests).
-          ? (upstream.modern as ModernUpstreamClient).callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs })
+          ? modern.callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs })
           // A legacy upstream; one that runs the tool as its own task is waited on for every client, task or not.
           : await upstream.callFor(identity, request.method, upstreamParams, exchange.context(), timeoutMs, { asTask });
         exchange.start(call);
@@ -211,11 +212,11 @@ export class ModernCalls {
     request: JsonRpcRequest,
     params: JsonObject,
     upstream: Upstream,
+    modern: ModernUpstreamSide,
     responder: ModernResponder,
     name: string,
     nativeTasks: boolean,
   ): Promise<Outcome | undefined> {
-    const modern = upstream.modern as ModernUpstreamClient;
     const outcome = await modern.request(request.method, params, {
       onNotification: (message) => this.relay(client, request, message, responder),
       clientFlow: () => responder.flow,
@@ -238,7 +239,9 @@ export class ModernCalls {
    * says the task ended ends its record too, so the dashboard and the audit log stop showing it running.
    */
   async nativeTask(client: ModernClient, request: JsonRpcRequest, upstream: Upstream, responder: ModernResponder): Promise<Outcome | undefined> {
-    const outcome = await (upstream.modern as ModernUpstreamClient).request(request.method, request.params ?? {}, {
+    const modern = modernSideOf(upstream);
+    if (modern === undefined) throw new GatewayError('invalid_params', `Upstream '${upstream.name}' does not speak ${MODERN_VERSION} now: its tasks are not available`);
+    const outcome = await modern.request(request.method, request.params ?? {}, {
       signal: responder.gone,
       timeoutMs: upstream.config.requestTimeoutMs,
       onNotification: (message) => this.relay(client, request, message, responder),
@@ -377,11 +380,11 @@ export class ModernCalls {
     } else if (ref?.type === 'ref/resource' && typeof ref.uri === 'string') {
       upstream = (await resourceOwner(this.deps.catalog, this.accessOf(client), ref.uri, 'invalid_params')).upstream;
     } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
-    if (upstream.speaksModern) return this.passThrough(client, request, forwarded, upstream, responder, '', false);
+    const modern = modernSideOf(upstream);
+    if (modern !== undefined) return this.passThrough(client, request, forwarded, upstream, modern, responder, '', false);
     const identity = this.identity;
     const exchange = new ModernExchange(identity.sessionId, client.capabilities);
-    const connection = await upstream.connectionFor(identity);
-    exchange.start(connection.request(request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
+    exchange.start(await upstream.callFor(identity, request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
     return this.await(client, request, '', upstream, exchange, undefined, responder);
   }
 

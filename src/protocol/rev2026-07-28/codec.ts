@@ -147,6 +147,17 @@ export function modernOutcome(method: string, outcome: Outcome): Outcome {
 
 // ---- the gateway as a client of a 2026-07-28 upstream ----
 
+/** Whether an upstream's server/discover result lists `version` among its supported versions. */
+export function supportsVersion(discovered: JsonObject, version: string): boolean {
+  const versions = discovered.supportedVersions;
+  return Array.isArray(versions) && versions.includes(version);
+}
+
+/** Whether an upstream's capabilities declare the Tasks extension (it runs tasks of its own). */
+export function declaresTasksExtension(capabilities: JsonObject): boolean {
+  return asObject(asObject(capabilities.extensions)?.[TASKS_EXTENSION]) !== undefined;
+}
+
 /** An upstream's result as a 2025 client gets it: that revision has no resultType nor caching hints. */
 export function withoutModernFields(result: JsonObject): JsonObject {
   const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;

@@ -8,7 +8,7 @@ import { NO_EVENTS, type GatewayEvents } from '../../events.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
-import type { ModernUpstreamClient } from '../../upstream/modern-client.js';
+import { modernSideOf } from './upstream/side.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import { LIST_METHODS } from '../mcp.js';
 import type { AggregatedLists } from '../ports.js';
@@ -144,7 +144,7 @@ export class ModernRouter {
   private async taskMethod(client: ModernClient, request: JsonRpcRequest, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
     const task = await this.deps.tasks.find(codec.taskIdOf(params), request.method === 'tasks/get', this.accessOf(client).taskReader(client.caller?.principal));
     if (task.native === true) {
-      const upstream = this.deps.catalog.upstreams.find((u) => u.name === task.upstream && u.speaksModern);
+      const upstream = this.deps.catalog.upstreams.find((u) => u.name === task.upstream && modernSideOf(u) !== undefined);
       if (upstream === undefined) throw new GatewayError('invalid_params', `Task ${task.taskId} runs on upstream '${task.upstream}', which is not available`);
       return this.calls.nativeTask(client, request, upstream, responder);
     }
@@ -158,13 +158,14 @@ export class ModernRouter {
   }
 
   private async fetchPage(client: ModernClient, upstream: Upstream, method: string, page: JsonObject, meta: unknown): Promise<JsonObject> {
-    if (upstream.speaksModern) {
-      const outcome = await (upstream.modern as ModernUpstreamClient).request(method, { ...page, _meta: meta }, { timeoutMs: upstream.config.requestTimeoutMs });
+    const modern = modernSideOf(upstream);
+    if (modern !== undefined) {
+      const outcome = await modern.request(method, { ...page, _meta: meta }, { timeoutMs: upstream.config.requestTimeoutMs });
       if ('error' in outcome) throw new Error(outcome.error.message);
       return outcome.result;
     }
-    const connection = await upstream.connectionFor(this.calls.identity);
-    const outcome = await connection.request(method, page, undefined, upstream.config.requestTimeoutMs).outcome;
+    // An upstream that does not speak this revision: a neutral request its side translates.
+    const outcome = await (await upstream.callFor(this.calls.identity, method, page, undefined, upstream.config.requestTimeoutMs)).outcome;
     if ('error' in outcome) throw new Error(outcome.error.message);
     return outcome.result;
   }

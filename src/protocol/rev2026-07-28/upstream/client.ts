@@ -1,20 +1,21 @@
-// A client for upstreams that speak 2026-07-28: every request is its own POST carrying the envelope and the
+// The gateway as a client of upstreams that speak 2026-07-28: every request is its own POST carrying the envelope and the
 // MCP headers; the answer is JSON or an SSE stream of notifications ending with the response.
 import { request, type Agent } from 'undici';
-import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamViolation, InternalError, MethodNotFound, RequestCancelled } from '../errors.js';
-import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcErrorObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
-import { NO_EVENTS, type GatewayEvents } from '../events.js';
-import type { Logger } from '../log.js';
-import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION, paramHeaders } from '../protocol/mcp.js';
-import { inputRequestsOf, retryParams } from '../protocol/rev2026-07-28/codec.js';
-import * as answers from './answers.js';
-import type { CallContext, ClientFlow, UpstreamCall } from './connection.js';
-import { warnViolation } from './violations.js';
-import { MessageTooLargeError } from './oversized.js';
-import { decodePayload, describeUnanswered, readHttpPayload } from './payload.js';
-import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta } from './request-scope.js';
-import { readSse } from './sse-reader.js';
-import { holdReadable } from './transport.js';
+import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamViolation, InternalError, MethodNotFound, RequestCancelled } from '../../../errors.js';
+import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcErrorObject, type JsonRpcNotification, type Outcome } from '../../../jsonrpc.js';
+import { NO_EVENTS, type GatewayEvents } from '../../../events.js';
+import type { Logger } from '../../../log.js';
+import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION, paramHeaders } from '../../mcp.js';
+import { codec, inputRequestsOf, retryParams } from '../codec.js';
+import * as answers from '../../../upstream/answers.js';
+import type { CredentialSource } from '../../../upstream/adapter.js';
+import type { CallContext, ClientFlow, UpstreamCall } from '../../../upstream/connection.js';
+import { warnViolation } from '../../../upstream/violations.js';
+import { MessageTooLargeError } from '../../../upstream/oversized.js';
+import { decodePayload, describeUnanswered, readHttpPayload } from '../../../upstream/payload.js';
+import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta } from '../../../upstream/request-scope.js';
+import { readSse } from '../../../upstream/sse-reader.js';
+import { holdReadable } from '../../../upstream/transport.js';
 
 export interface ModernRequestOptions {
   /** Notifications the upstream sends before its answer (progress, logs). */
@@ -25,6 +26,8 @@ export interface ModernRequestOptions {
   tool?: JsonObject | undefined;
   /** The room on the stream of the client the notifications go to: the answer is not read on while it is full. */
   clientFlow?: () => ClientFlow | undefined;
+  /** What the request authenticates with; none: the upstream's configured headers. */
+  credentials?: CredentialSource | undefined;
 }
 
 /** Header values outside visible ASCII (or that look like the sentinel) travel base64-wrapped (SEP-2243). */
@@ -44,6 +47,8 @@ export interface ModernClientOptions {
   maxMessageBytes: number;
   /** Where each request is announced (`upstream.request`); its subscribers' trace context goes with it. */
   events?: GatewayEvents | undefined;
+  /** What a task the upstream created looks like, in every revision the gateway speaks; none: in this one. */
+  createdTaskId?: answers.CreatedTaskId | undefined;
 }
 
 export class ModernUpstreamClient {
@@ -56,6 +61,7 @@ export class ModernUpstreamClient {
   private readonly clientInfo: JsonObject;
   private readonly maxMessageBytes: number;
   private readonly events: GatewayEvents;
+  readonly createdTaskId: answers.CreatedTaskId;
 
   constructor(options: ModernClientOptions) {
     this.upstreamName = options.upstreamName;
@@ -66,6 +72,7 @@ export class ModernUpstreamClient {
     this.clientInfo = options.clientInfo;
     this.maxMessageBytes = options.maxMessageBytes;
     this.events = options.events ?? NO_EVENTS;
+    this.createdTaskId = options.createdTaskId ?? ((result) => codec.createdTask(result)?.taskId);
   }
 
   /** The envelope of requests the gateway makes for itself (discovery, catalog, listen). */
@@ -105,11 +112,12 @@ export class ModernUpstreamClient {
     const id = this.nextId++;
     let response;
     try {
+      const credentials = options.credentials === undefined ? this.headers : await options.credentials.headers();
       response = await request(this.url, {
         method: 'POST',
         dispatcher: this.agent,
         signal,
-        headers: { ...this.requestHeaders(method, params, options.tool), ...traceHeaders },
+        headers: { ...credentials, ...this.requestHeaders(method, params, options.tool), ...traceHeaders },
         body: encodeMessage({ jsonrpc: '2.0', id, method, params }),
       });
     } catch (error) {
@@ -230,7 +238,6 @@ export class ModernUpstreamClient {
 
   private requestHeaders(method: string, params: JsonObject, tool: JsonObject | undefined): Record<string, string> {
     const headers: Record<string, string> = {
-      ...this.headers,
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': MODERN_VERSION,
@@ -322,7 +329,7 @@ class ModernAnswer {
       this.client.violation(answers.DUPLICATE_RESPONSE, { id, method: this.method });
       return undefined;
     }
-    const taskId = 'result' in outcome && !answers.asksForTask(this.params) ? answers.createdTaskId(outcome.result) : undefined;
+    const taskId = 'result' in outcome && !answers.asksForTask(this.params) ? this.client.createdTaskId(outcome.result) : undefined;
     if (taskId === undefined) return outcome;
     this.client.violation(answers.UNASKED_TASK, { method: this.method, failedCall: this.id });
     return { error: this.error(answers.UNASKED_TASK, answers.unaskedTaskText(this.method, taskId)) };

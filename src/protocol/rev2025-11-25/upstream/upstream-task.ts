@@ -3,11 +3,17 @@
 // held open, carries the upstream's questions and then the outcome; `tasks/get`, polled while the caller wants
 // status, gives the status messages; `tasks/cancel` stops it. Whoever calls (a plain client, or a gateway task of
 // either era) sees one UpstreamCall like any other, and never the upstream's task id.
-import { asObject, withoutMetaKey, type JsonObject, type JsonRpcNotification, type Outcome } from '../jsonrpc.js';
-import { RequestCancelled } from '../errors.js';
-import { RELATED_TASK_META } from '../protocol/mcp.js';
-import { suggestedPollMs } from '../protocol/rev2025-11-25/codec.js';
-import { reportTaskStatus, type CallContext, type UpstreamCall, type UpstreamConnection } from './connection.js';
+import { asObject, withoutMetaKey, type JsonObject, type JsonRpcNotification, type Outcome } from '../../../jsonrpc.js';
+import { RequestCancelled } from '../../../errors.js';
+import { RELATED_TASK_META } from '../../mcp.js';
+import { codec, createdTaskObject, suggestedPollMs, taskStatusMessage } from '../codec.js';
+import type { CallContext, UpstreamCall, UpstreamConnection } from '../../../upstream/connection.js';
+
+/** Tells `context` the status message of an upstream task (a Task object or its status notification), if any. */
+function reportTaskStatus(context: CallContext | undefined, task: JsonObject | undefined): void {
+  const message = taskStatusMessage(task);
+  if (message !== undefined) context?.status?.(message);
+}
 
 /** Status polls follow the interval the upstream suggests, kept within these bounds. */
 const MIN_POLL_MS = 500;
@@ -97,12 +103,13 @@ class UpstreamTaskCall implements UpstreamCall {
   }
 
   private created(answer: Outcome, clientToken: unknown): void {
-    const task = 'result' in answer ? asObject(answer.result.task) : undefined;
-    const taskId = task?.taskId;
-    if (task === undefined || typeof taskId !== 'string') {
+    const created = 'result' in answer ? codec.createdTask(answer.result) : undefined;
+    if (!('result' in answer) || created === undefined) {
       this.finish(answer); // an error, or the upstream answered the call directly (it may, for optional support)
       return;
     }
+    const task = createdTaskObject(answer.result) ?? {};
+    const taskId = created.taskId;
     this.taskId = taskId;
     if (this.cancelledFor !== undefined) {
       this.cancelUpstream(taskId);
@@ -112,6 +119,7 @@ class UpstreamTaskCall implements UpstreamCall {
       this.unfollow = this.connection.followTask(taskId, {
         context: this.context,
         progress: clientToken === undefined ? undefined : { token: this.upstreamId, clientToken },
+        status: (status) => reportTaskStatus(this.context, status),
       });
     }
     reportTaskStatus(this.context, task);
