@@ -1,12 +1,12 @@
 // SSE streams to clients, for both revisions: event ids and replay for resumable (2025-11-25) streams, keep-alive
 // comments, coalescing and dropping of what a client that does not read cannot take, within the stream budget.
 //
-// Over 450 lines because one stream's state (what is written, what waits, what is kept for replay, what
-// its budget holds, whether the connection waits for drain) is acted on by every method; splitting it would
-// hand that state around. The budget itself is stream-budget.ts; what may be coalesced is upstream/client-flow.ts.
-import type { ServerResponse } from 'node:http';
+// One class because one stream's state (what is written, what waits, what is kept for replay, what its budget
+// holds, whether the connection waits for drain) is acted on by every method. The budget itself is
+// stream-budget.ts; what may be coalesced is upstream/client-flow.ts; where events are written is sse-connection.ts.
 import { coalescingKey, isLogNotification, notificationMethod, type ClientFlow } from '../upstream/client-flow.js';
 import { notifiedTaskId } from './upstream-adapters.js';
+import type { SseConnection } from './sse-connection.js';
 import type { BudgetMember, StreamBudget } from './stream-budget.js';
 
 /** One event of a stream: written and kept for replay, or waiting to be written. */
@@ -23,70 +23,6 @@ interface StreamEvent {
   retryMs?: number;
   /** A drop report: how many notifications were dropped since it was queued. */
   dropped?: { logs: number; others: number; bound: string };
-}
-
-/**
- * Where a stream's events are written: the client's HTTP response, or a pipe to the replica that holds the
- * client's connection (a resume that reached another replica).
- */
-export interface SseConnection {
-  /** Sends the status and headers of an event stream. */
-  open(): void;
-  /** Writes a chunk; false when the connection holds more than it wants to (wait for onDrain before writing on). */
-  write(chunk: string): boolean;
-  end(): void;
-  /** Called once when the client's side of the connection goes away. */
-  onClose(listener: () => void): void;
-  /** Called each time the connection has handed what it held to the network, after a write returned false. */
-  onDrain(listener: () => void): void;
-  /** Bytes written that the connection has not handed to the network yet. */
-  readonly queuedBytes: number;
-}
-
-const SESSION_STREAM_HEADERS = {
-  'content-type': 'text/event-stream',
-  'cache-control': 'no-cache, no-transform',
-  connection: 'keep-alive',
-  'x-accel-buffering': 'no',
-};
-
-/** Who is told when a response becomes an event stream (see onStreamOpen); each is told once. */
-const openListeners = new WeakMap<ServerResponse, () => void>();
-
-/**
- * Calls `listener` once, when `response` becomes an event stream (its SSE headers go out), whichever part opens
- * it: the HTTP front counts the streams it hands out without following the response into every part that may
- * open one (a session's stream, a resume through another replica, a 2026-07-28 answer that starts streaming).
- */
-export function onStreamOpen(response: ServerResponse, listener: () => void): void {
-  openListeners.set(response, listener);
-}
-
-export function httpConnection(response: ServerResponse, headers: Record<string, string> = SESSION_STREAM_HEADERS): SseConnection {
-  return {
-    open: () => {
-      // The headers and what the stream writes at once (the priming event, events that waited) leave in one
-      // write: a write per piece cost a system call each, a tenth of a proxied call's CPU.
-      const socket = response.socket;
-      if (socket !== null && !socket.writableCorked) {
-        socket.cork();
-        process.nextTick(() => socket.uncork());
-      }
-      response.writeHead(200, headers);
-      response.flushHeaders();
-      const opened = openListeners.get(response);
-      if (opened === undefined) return;
-      openListeners.delete(response);
-      opened();
-    },
-    write: (chunk) => response.write(chunk),
-    end: () => void response.end(),
-    onClose: (listener) => void response.on('close', listener),
-    onDrain: (listener) => void response.on('drain', listener),
-    get queuedBytes() {
-      return response.writableLength;
-    },
-  };
 }
 
 export interface EventStreamOptions {

@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { JsonObject } from '../../jsonrpc.js';
 import type { ClientFlow } from '../../upstream/client-flow.js';
-import { EventStream, httpConnection } from '../event-stream.js';
+import { EventStream } from '../event-stream.js';
+import { httpConnection } from '../sse-connection.js';
 import type { StreamBudget } from '../stream-budget.js';
 
 /** Where the notifications of a request's call go, and whether its client is still there. */

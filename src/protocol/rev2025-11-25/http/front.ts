@@ -6,7 +6,7 @@ import { GatewayError } from '../../../errors.js';
 import type { GatewayEvents } from '../../../events.js';
 import { isNotification, isRequest, toResponse, validateMessage, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../../../jsonrpc.js';
 import type { Logger } from '../../../log.js';
-import { httpConnection } from '../../event-stream.js';
+import { httpConnection } from '../../sse-connection.js';
 import { isSupportedLegacyVersion, LEGACY_VERSIONS, supportsBatches } from '../../mcp.js';
 import { exchangeAnswer, legacyErrorResponse, legacyRefusal, type LegacyOutcome } from '../errors.js';
 import type { SessionRouter } from '../router.js';

@@ -5,7 +5,7 @@
 import type { FastifyReply } from 'fastify';
 import { toResponse, type JsonRpcRequest, type JsonRpcResponse } from '../../../jsonrpc.js';
 import type { ClientSession } from '../../../gateway/session.js';
-import { httpConnection } from '../../event-stream.js';
+import { httpConnection } from '../../sse-connection.js';
 import { supportsPrimingEvents } from '../../mcp.js';
 import { exchangeAnswer, type LegacyOutcome } from '../errors.js';
 import type { SessionRouter } from '../router.js';
