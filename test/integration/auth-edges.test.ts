@@ -22,8 +22,8 @@ import { Redis } from 'ioredis';
 import { TOKEN_FAULTS } from '../../src/http/access-token.js';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
-import { eventually, logEntries, modern, openListen, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
-import { oauthGateway } from './oauth-gateway.js';
+import { eventually, logEntries, modern, openListen, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { oauthGateway } from '../helpers/oauth-gateway.js';
 
 /** Task policy of these tests' OAuth gateways: 2026-07-28 calls become tasks at once. */
 const TASKS_AT_ONCE = { defaults: { mode: 'optional', pollIntervalMs: 100, taskAfterMs: 0 } };

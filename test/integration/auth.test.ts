@@ -12,8 +12,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import type { AuthServer } from '../fixtures/auth-server.js';
-import { eventually, logEntries, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
-import { oauthGateway } from './oauth-gateway.js';
+import { eventually, logEntries, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { oauthGateway } from '../helpers/oauth-gateway.js';
 
 const ALICE_KEY = 'alice-key-0123456789abcdef';
 const BOB_KEY = 'bob-key-0123456789abcdef-bob';

@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { request } from 'undici';
-import { chromiumPath } from './dashboard-browser.js';
-import { MODERN_VERSION, testScope, type TestScope } from './harness.js';
+import { chromiumPath } from '../helpers/dashboard-browser.js';
+import { MODERN_VERSION, testScope, type TestScope } from '../helpers/harness.js';
 
 type Json = Record<string, unknown>;
 

@@ -11,7 +11,7 @@ import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
 import { MISS_REFRESH_INTERVAL_MS } from '../../src/gateway/listed-refresh.js';
 import { REPO_ROOT, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type ModernOptions } from './harness.js';
+import { eventually, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type ModernOptions } from '../helpers/harness.js';
 
 const NAMES_FIXTURE = join(REPO_ROOT, 'test/fixtures/names-server.ts');
 

@@ -11,7 +11,7 @@ import { GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { startModernServer, type ModernServerHandle, type ModernServerOptions } from '../fixtures/modern-server.js';
-import { eventually, suiteScope, textOf, type TestGateway } from './harness.js';
+import { eventually, suiteScope, textOf, type TestGateway } from '../helpers/harness.js';
 
 type Json = Record<string, unknown>;
 

@@ -27,7 +27,7 @@ import {
   type ModernResponse,
   type TestGateway,
   type TestScope,
-} from './harness.js';
+} from '../helpers/harness.js';
 
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';

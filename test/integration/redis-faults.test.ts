@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { freePort } from '../fixtures/spawn.js';
-import { eventually, fixtureUpstream, modern, startTestGateway, TASKS_CAPABILITIES, textOf, type Json } from './harness.js';
-import { startRedis, stopRedis } from './redis-server.js';
+import { eventually, fixtureUpstream, modern, startTestGateway, TASKS_CAPABILITIES, textOf, type Json } from '../helpers/harness.js';
+import { startRedis, stopRedis } from '../helpers/redis-server.js';
 
 
 test('Redis stopped and restarted mid-task: prompt store errors meanwhile, the result is written when it is back', async () => {

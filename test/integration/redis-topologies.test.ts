@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { fixtureCommand } from '../fixtures/spawn.js';
-import { eventually, modern, TASKS_CAPABILITIES, testScope, type Json, type TestGateway, type TestScope } from './harness.js';
-import { LegacyWire } from './legacy-wire.js';
-import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './redis-topologies.js';
+import { eventually, modern, TASKS_CAPABILITIES, testScope, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { LegacyWire } from '../helpers/legacy-wire.js';
+import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from '../helpers/redis-topologies.js';
 
 const LEASE_MS = 1000;
 const TERMINAL = ['completed', 'failed', 'cancelled'];

@@ -18,9 +18,9 @@ import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { Agent, request as httpRequest } from 'undici';
 import { freePort, spawnFixture, spawnGateway, type FixtureChild, type GatewayChild } from '../fixtures/spawn.js';
-import { fixtureExecutions, modernRequest, sseMessages, TASKS_CAPABILITIES, type Json } from './harness.js';
-import { LEGACY_PROTOCOL, legacyHeaders } from './legacy-wire.js';
-import { startRedis, stopRedis } from './redis-server.js';
+import { fixtureExecutions, modernRequest, sseMessages, TASKS_CAPABILITIES, type Json } from '../helpers/harness.js';
+import { LEGACY_PROTOCOL, legacyHeaders } from '../helpers/legacy-wire.js';
+import { startRedis, stopRedis } from '../helpers/redis-server.js';
 
 const TASKS = 1000;
 const REPLICAS = 3;

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fixtureCommand, spawnFixture, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, redisTestPrefix, TEST_REDIS_URL, fixtureExecutions, modern, TASKS_CAPABILITIES, testScope, type Json } from './harness.js';
-import { createdTaskId, LegacyWire } from './legacy-wire.js';
+import { eventually, redisTestPrefix, TEST_REDIS_URL, fixtureExecutions, modern, TASKS_CAPABILITIES, testScope, type Json } from '../helpers/harness.js';
+import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
 
 const PREFIX = redisTestPrefix('replicas');
 const LEASE_MS = 1000;

@@ -13,9 +13,9 @@ import { redisKeys } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
 import { IDS_PER_SCRIPT_CALL, isTerminal, newTaskId, type NewTask, type TaskRecord } from '../../src/store/task-store.js';
 import { fixtureCommand, freePort } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, logEntries, modern, TASKS_CAPABILITIES, testScope, textOf, type Json } from './harness.js';
-import { createdTaskId, LegacyWire } from './legacy-wire.js';
-import { startRedis, stopRedis } from './redis-server.js';
+import { eventually, fixtureExecutions, logEntries, modern, TASKS_CAPABILITIES, testScope, textOf, type Json } from '../helpers/harness.js';
+import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
+import { startRedis, stopRedis } from '../helpers/redis-server.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RUN = `taskgate-scale-${process.pid}-${randomBytes(4).toString('hex')}`;

@@ -15,8 +15,8 @@ import { connectRedis } from '../../src/store/redis-connection.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
 import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, TIMELINE_LENGTH, UPSTREAM_SESSIONS_PER_TAKE, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
-import { eventually } from './harness.js';
-import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './redis-topologies.js';
+import { eventually } from '../helpers/harness.js';
+import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from '../helpers/redis-topologies.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RESULT_GRACE_MS = 200;
