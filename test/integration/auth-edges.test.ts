@@ -22,7 +22,8 @@ import { Redis } from 'ioredis';
 import { TOKEN_FAULTS } from '../../src/http/access-token.js';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
-import { eventually, logEntries, modern, openListen, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { eventually, logEntries, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { modern, openListen, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
 import { oauthGateway } from '../helpers/oauth-gateway.js';
 
 /** Task policy of these tests' OAuth gateways: 2026-07-28 calls become tasks at once. */

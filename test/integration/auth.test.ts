@@ -12,7 +12,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import type { AuthServer } from '../fixtures/auth-server.js';
-import { eventually, logEntries, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { eventually, logEntries, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
 import { oauthGateway } from '../helpers/oauth-gateway.js';
 
 const ALICE_KEY = 'alice-key-0123456789abcdef';

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { request } from 'undici';
 import { chromiumPath } from '../helpers/dashboard-browser.js';
-import { MODERN_VERSION, testScope, type TestScope } from '../helpers/harness.js';
+import { testScope, type TestScope } from '../helpers/harness.js';
+import { MODERN_VERSION } from '../helpers/modern-wire.js';
 
 type Json = Record<string, unknown>;
 

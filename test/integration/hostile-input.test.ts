@@ -8,7 +8,8 @@ import { before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { fixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, logEntries, modern, MODERN_VERSION, suiteScope, TASKS_CAPABILITIES, testScope, type Json } from '../helpers/harness.js';
+import { eventually, fixtureExecutions, logEntries, suiteScope, testScope, type Json } from '../helpers/harness.js';
+import { modern, MODERN_VERSION, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
 import { createdTaskId } from '../helpers/legacy-wire.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';

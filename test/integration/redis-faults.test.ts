@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { freePort } from '../fixtures/spawn.js';
-import { eventually, fixtureUpstream, modern, startTestGateway, TASKS_CAPABILITIES, textOf, type Json } from '../helpers/harness.js';
+import { eventually, fixtureUpstream, startTestGateway, textOf, type Json } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
 import { startRedis, stopRedis } from '../helpers/redis-server.js';
 
 

@@ -18,7 +18,8 @@ import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { Agent, request as httpRequest } from 'undici';
 import { freePort, spawnFixture, spawnGateway, type FixtureChild, type GatewayChild } from '../fixtures/spawn.js';
-import { fixtureExecutions, modernRequest, sseMessages, TASKS_CAPABILITIES, type Json } from '../helpers/harness.js';
+import { fixtureExecutions, type Json } from '../helpers/harness.js';
+import { modernRequest, sseMessages, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
 import { LEGACY_PROTOCOL, legacyHeaders } from '../helpers/legacy-wire.js';
 import { startRedis, stopRedis } from '../helpers/redis-server.js';
 

@@ -13,7 +13,8 @@ import { redisKeys } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
 import { IDS_PER_SCRIPT_CALL, isTerminal, newTaskId, type NewTask, type TaskRecord } from '../../src/store/task-store.js';
 import { fixtureCommand, freePort } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, logEntries, modern, TASKS_CAPABILITIES, testScope, textOf, type Json } from '../helpers/harness.js';
+import { eventually, fixtureExecutions, logEntries, testScope, textOf, type Json } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
 import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
 import { startRedis, stopRedis } from '../helpers/redis-server.js';
 

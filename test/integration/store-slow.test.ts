@@ -9,7 +9,8 @@ import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { freePort } from '../fixtures/spawn.js';
-import { eventually, fixtureUpstream, modern, testScope, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/harness.js';
+import { eventually, fixtureUpstream, testScope } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/modern-wire.js';
 import { startRedisProcess, stopRedis } from '../helpers/redis-server.js';
 
 async function readyz(origin: string): Promise<{ status: number; body: { ready: boolean; store: { ok: boolean; error?: string } } }> {

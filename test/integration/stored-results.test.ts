@@ -10,7 +10,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { abusiveFixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, modern, suiteScope, TASKS_CAPABILITIES, textOf, type Json } from '../helpers/harness.js';
+import { eventually, suiteScope, textOf, type Json } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
 
 const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ALICE = 'alice-key-0123456789abcdef';
