@@ -11,7 +11,8 @@ import { connect, type Socket } from 'node:net';
 import { before, describe, test } from 'node:test';
 import { Agent, request as httpRequest } from 'undici';
 import { abusiveFixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, logEntries, modern, MODERN_VERSION, sseMessages, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type ModernResponse } from './harness.js';
+import { eventually, logEntries, suiteScope, testScope, textOf, type Json } from '../helpers/harness.js';
+import { modern, MODERN_VERSION, sseMessages, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/modern-wire.js';
 
 const MiB = 1024 * 1024;
 const KEYS: Record<string, string> = Object.fromEntries(

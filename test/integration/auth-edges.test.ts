@@ -8,45 +8,30 @@
 // - each message of a JSON-RPC batch counts against requestsPerSecond, and a batch past it is refused whole;
 // - a stored task of a tool the caller may no longer use (auth.access changed) is an unknown task, and its result
 //   is not served (tasks/result, tasks/get, task_result, listen streams).
-// One file because its groups are one issue item and share its raw-HTTP and hand-made token helpers (post, handMade,
-// goodClaims, assertRefused, legacyClient).
+// One file because its groups are one issue item and share its hand-made token helpers (handMade, goodClaims,
+// assertRefused).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { before, describe, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Redis } from 'ioredis';
 import { TOKEN_FAULTS } from '../../src/http/access-token.js';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
-import { eventually, logEntries, modern, openListen, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
-import { oauthGateway } from './oauth-gateway.js';
+import { eventually, logEntries, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { modern, openListen, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { bearer, INITIALIZE, post } from '../helpers/auth-requests.js';
+import { oauthGateway } from '../helpers/oauth-gateway.js';
+import { sharedRedisStore } from '../helpers/shared-redis.js';
 
 /** Task policy of these tests' OAuth gateways: 2026-07-28 calls become tasks at once. */
 const TASKS_AT_ONCE = { defaults: { mode: 'optional', pollIntervalMs: 100, taskAfterMs: 0 } };
 
-const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ALICE_KEY = 'alice-key-0123456789abcdef';
 const CAROL_KEY = 'carol-key-0123456789abcdef';
 const BOB_KEY = 'bob-key-0123456789abcdef-bob';
-const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 const FAULT_TEXTS = new Set(Object.values(TOKEN_FAULTS));
-
-const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
-
-/** A raw POST, for what an SDK client would hide (status codes, WWW-Authenticate). */
-async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; json: unknown }> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-    body: JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, headers: response.headers, json: /^[[{]/.test(text) ? JSON.parse(text) : undefined };
-}
 
 /** A token made by hand: any header and claims, and a signature no key made (never looked at before the keys are). */
 function handMade(header: Json, claims: Json): string {
@@ -69,14 +54,6 @@ function assertRefused(answer: { status: number; headers: Headers; json: unknown
   const description = /error_description="([^"]*)"/.exec(challenge)?.[1];
   assert.ok(description !== undefined && FAULT_TEXTS.has(description), `${what}: ${challenge}`);
   assert.equal(((answer.json as Json).error as Json).message, description, what);
-}
-
-/** An SDK client of the 2025-11-25 revision sending `headers` with every request. */
-async function legacyClient(scope: TestScope, url: string, headers: Record<string, string>): Promise<Client> {
-  const client = new Client({ name: 'auth-edges', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
-  scope.defer(() => client.close());
-  return client;
 }
 
 describe('forged tokens: a 401 with a well-formed challenge, never a 500', () => {
@@ -126,7 +103,7 @@ describe('forged tokens: a 401 with a well-formed challenge, never a 500', () =>
   });
 
   test('the audit log names an OAuth caller by issuer and subject', async (t) => {
-    const client = await legacyClient(testScope(t), gateway.url, bearer(await issuer.mint({ sub: 'alice', aud: resource })));
+    const client = await testScope(t).plainClient(gateway.url, { headers: bearer(await issuer.mint({ sub: 'alice', aud: resource })) });
     const created = await client.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema);
     await eventually(() => logEntries(gateway).some((entry) => entry.audit === 'task.created' && entry.task === created.task.taskId));
     const event = logEntries(gateway).find((entry) => entry.audit === 'task.created' && entry.task === created.task.taskId);
@@ -169,9 +146,9 @@ describe('an API key and an OAuth subject of the same name are two principals', 
   test('tasks of both revisions: the namesake is told the task does not exist, and does not list it', async (t) => {
     const scope = testScope(t);
     const aliceToken = await token('alice');
-    const keyClient = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    const keyClient = await scope.plainClient(gateway.url, { headers: bearer(ALICE_KEY) });
     const created = await keyClient.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema);
-    const tokenClient = await legacyClient(scope, gateway.url, bearer(aliceToken));
+    const tokenClient = await scope.plainClient(gateway.url, { headers: bearer(aliceToken) });
     await assert.rejects(tokenClient.experimental.tasks.getTask(created.task.taskId), /Task not found/);
     assert.ok(!(await tokenClient.experimental.tasks.listTasks()).tasks.some((task) => task.taskId === created.task.taskId));
     // The token may not call slow at all (oauth:alice is granted greet only): a 2026 task made by the key.
@@ -184,7 +161,7 @@ describe('an API key and an OAuth subject of the same name are two principals', 
   test('rules: key:alice and oauth:alice are granted apart; a bare name is granted to both kinds', async (t) => {
     const scope = testScope(t);
     const names = async (credential: string): Promise<string[]> =>
-      (await (await legacyClient(scope, gateway.url, bearer(credential))).listTools()).tools.map((tool) => tool.name).sort();
+      (await (await scope.plainClient(gateway.url, { headers: bearer(credential) })).listTools()).tools.map((tool) => tool.name).sort();
     const keyTools = await names(ALICE_KEY);
     assert.ok(keyTools.includes('crash') && keyTools.includes('greet') && keyTools.length > 3, keyTools.join());
     assert.deepEqual(await names(await token('alice')), ['greet']);
@@ -332,7 +309,7 @@ describe('a JSON-RPC batch counts one request per message', () => {
       },
     });
     // The observer counts the calls on the fixture's shared connection.
-    const observer = await legacyClient(scope, gateway.url, bearer(BOB_KEY));
+    const observer = await scope.plainClient(gateway.url, { headers: bearer(BOB_KEY) });
     const whoami = async (): Promise<{ calls: number }> => JSON.parse(textOf(await observer.callTool({ name: 'whoami', arguments: {} }))) as { calls: number };
     const before = await whoami();
 
@@ -342,7 +319,7 @@ describe('a JSON-RPC batch counts one request per message', () => {
     const headers = { ...bearer(ALICE_KEY), 'mcp-session-id': opened.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': '2025-03-26' };
     const small = await post(gateway.url, [1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'ping' })), headers);
     assert.equal(small.status, 200, JSON.stringify(small.json));
-    assert.equal((small.json as unknown[]).length, 3);
+    assert.equal((small.json as unknown as unknown[]).length, 3);
 
     const batch = Array.from({ length: 20 }, (_, i) => ({ jsonrpc: '2.0', id: 100 + i, method: 'tools/call', params: { name: 'whoami', arguments: {} } }));
     const refused = await post(gateway.url, batch, headers);
@@ -359,7 +336,6 @@ describe('a JSON-RPC batch counts one request per message', () => {
 
 describe('access is checked again when a stored task is read', () => {
   const scope = suiteScope();
-  const prefix = `taskgate-test-revoked-${process.pid}-${Date.now()}`;
   const auth = (access: Json[]): Json => ({
     resource: 'http://gateway.example/mcp',
     apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }],
@@ -369,17 +345,12 @@ describe('access is checked again when a stored task is read', () => {
   let revoking: Awaited<ReturnType<TestScope['spawnGateway']>>;
 
   before(async () => {
-    // Registered first, so it runs last: after both gateways have closed.
-    scope.defer(async () => {
-      const redis = new Redis(REDIS_URL);
-      const keys = await redis.keys(`${prefix}:*`);
-      if (keys.length > 0) await redis.del(...keys);
-      await redis.quit();
-    });
+    // Asked for first, so its keys go last: after both gateways have closed.
+    const store = sharedRedisStore(scope, 'revoked');
     const upstream = await scope.upstream('stdio');
     const common = {
       upstreams: { fx: upstream.config },
-      store: { type: 'redis', url: REDIS_URL, prefix },
+      store,
       tasks: { defaults: { mode: 'optional', pollIntervalMs: 100, taskAfterMs: 0 }, rules: [{ match: 'slow', plainCalls: 'background' }] },
     };
     granting = await scope.gateway({ ...common, auth: auth([{ principals: ['alice', 'bob'], tools: ['*'] }]) });
@@ -392,7 +363,7 @@ describe('access is checked again when a stored task is read', () => {
   test('tasks/result, tasks/get (both revisions) and task_result answer a revoked tool\'s task like an unknown id', async (t) => {
     const scope = testScope(t);
     // Made and finished where alice may use slow and slow_compute.
-    const alice = await legacyClient(scope, granting.url, bearer(ALICE_KEY));
+    const alice = await scope.plainClient(granting.url, { headers: bearer(ALICE_KEY) });
     const legacyTask = (await alice.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema)).task.taskId;
     assert.match(textOf(await alice.experimental.tasks.getTaskResult(legacyTask, CallToolResultSchema)), /sleptMs/);
     const modernCreated = await modern(granting.url, 'tools/call', { name: 'slow', arguments: { ms: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
@@ -403,12 +374,12 @@ describe('access is checked again when a stored task is read', () => {
     const handle = (await plain.callTool({ name: 'slow', arguments: { ms: 10 } })) as Json;
     const backgroundTask = ((handle._meta as Json)['io.modelcontextprotocol/related-task'] as Json).taskId as string;
     assert.match(textOf(await plain.callTool({ name: 'taskgate_task_result', arguments: { taskId: backgroundTask } })), /sleptMs/);
-    const bob = await legacyClient(scope, granting.url, bearer(BOB_KEY));
+    const bob = await scope.plainClient(granting.url, { headers: bearer(BOB_KEY) });
     const bobTask = (await bob.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema)).task.taskId;
     await bob.experimental.tasks.getTaskResult(bobTask, CallToolResultSchema);
 
     // Read where the rules no longer let alice use slow or slow_compute.
-    const aliceThere = await legacyClient(scope, revoking.url, bearer(ALICE_KEY));
+    const aliceThere = await scope.plainClient(revoking.url, { headers: bearer(ALICE_KEY) });
     const unknownId = 'f'.repeat(32);
     const unknownAnswer = await aliceThere.experimental.tasks.getTask(unknownId).then(() => 'found', (error: Error) => error.message);
     for (const read of [
@@ -433,7 +404,7 @@ describe('access is checked again when a stored task is read', () => {
     assert.equal(textOf(refused).replace(backgroundTask, 'ID'), textOf(await toolRead(unknownId)).replace(unknownId, 'ID'));
 
     // The same store serves bob's task there, and alice's where her rules still allow it: it is the rules that hide.
-    const bobThere = await legacyClient(scope, revoking.url, bearer(BOB_KEY));
+    const bobThere = await scope.plainClient(revoking.url, { headers: bearer(BOB_KEY) });
     assert.match(textOf(await bobThere.experimental.tasks.getTaskResult(bobTask, CallToolResultSchema)), /sleptMs/);
     assert.match(textOf(await alice.experimental.tasks.getTaskResult(legacyTask, CallToolResultSchema)), /sleptMs/);
     await eventually(() => logEntries(revoking).some((entry) => entry.audit === 'access.denied' && entry.task === legacyTask));

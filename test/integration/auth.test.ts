@@ -10,53 +10,15 @@ import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Redis } from 'ioredis';
 import type { AuthServer } from '../fixtures/auth-server.js';
-import { eventually, logEntries, modern, suiteScope, testScope, textOf, TASKS_CAPABILITIES, type Json, type TestGateway, type TestScope } from './harness.js';
-import { oauthGateway } from './oauth-gateway.js';
+import { eventually, logEntries, suiteScope, testScope, textOf, type Json, type TestGateway } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { bearer, INITIALIZE, post } from '../helpers/auth-requests.js';
+import { oauthGateway } from '../helpers/oauth-gateway.js';
+import { twoReplicas } from '../helpers/replicas.js';
 
 const ALICE_KEY = 'alice-key-0123456789abcdef';
 const BOB_KEY = 'bob-key-0123456789abcdef-bob';
-const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
-
-/** Two gateways (fixture upstream over stdio) on a Redis prefix of their own, deleted when the scope closes. */
-async function twoReplicas(scope: TestScope, name: string, tasks: Json, auth: Json): Promise<[TestGateway, TestGateway]> {
-  const prefix = `taskgate-test-${name}-${process.pid}-${Date.now()}`;
-  // Registered first, so it runs last: after both gateways have closed.
-  scope.defer(async () => {
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-    await redis.quit();
-  });
-  const upstream = await scope.upstream('stdio');
-  const config = { upstreams: { fx: upstream.config }, store: { type: 'redis', url: REDIS_URL, prefix }, tasks, auth };
-  return [await scope.gateway(config), await scope.gateway(config)];
-}
-
-/** An SDK client of the 2025-11-25 revision sending `headers` with every request. */
-async function legacyClient(scope: TestScope, url: string, headers: Record<string, string>): Promise<Client> {
-  const client = new Client({ name: 'auth-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
-  scope.defer(() => client.close());
-  return client;
-}
-
-/** A raw POST, for what the SDK would hide (status codes, WWW-Authenticate). */
-async function post(url: string, body: Json, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; json: Json | undefined }> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-    body: JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, headers: response.headers, json: text.startsWith('{') ? (JSON.parse(text) as Json) : undefined };
-}
-
-const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
-
 describe('authentication: OAuth access tokens and API keys', () => {
   const scope = suiteScope();
   let issuer: AuthServer;
@@ -134,7 +96,7 @@ describe('authentication: OAuth access tokens and API keys', () => {
 
   test('a verified token is remembered: many requests, one JWKS fetch; a rotated key is picked up', async (t) => {
     const token = await issuer.mint({ sub: 'carol', aud: resource, scope: 'mcp:tools' });
-    const client = await legacyClient(testScope(t), gateway.url, bearer(token));
+    const client = await testScope(t).plainClient(gateway.url, { headers: bearer(token) });
     const before = issuer.jwksRequests;
     for (let i = 0; i < 20; i++) await client.listTools();
     assert.ok(issuer.jwksRequests - before <= 1, `JWKS fetched ${issuer.jwksRequests - before} times for 20 requests`);
@@ -148,7 +110,7 @@ describe('authentication: OAuth access tokens and API keys', () => {
   test('API keys: the key, or its stored hash, is the principal\'s', async (t) => {
     const scope = testScope(t);
     for (const key of [ALICE_KEY, BOB_KEY]) {
-      const client = await legacyClient(scope, gateway.url, bearer(key));
+      const client = await scope.plainClient(gateway.url, { headers: bearer(key) });
       assert.match(textOf(await client.callTool({ name: 'greet', arguments: { name: 'k' } })), /Hello, k!/);
     }
   });
@@ -167,19 +129,19 @@ describe('authentication: OAuth access tokens and API keys', () => {
 
   test('2025-11-25 tasks belong to their principal: another one is told the task does not exist; list shows only its own', async (t) => {
     const scope = testScope(t);
-    const alice = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    const alice = await scope.plainClient(gateway.url, { headers: bearer(ALICE_KEY) });
     const created = await alice.request(
       { method: 'tools/call', params: { name: 'slow', arguments: { ms: 200 }, task: { ttl: 60_000 } } },
       CreateTaskResultSchema,
     );
     const taskId = created.task.taskId;
-    const bob = await legacyClient(scope, gateway.url, bearer(BOB_KEY));
+    const bob = await scope.plainClient(gateway.url, { headers: bearer(BOB_KEY) });
     for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel'] as const) {
       await assert.rejects(bob.request({ method, params: { taskId } }, CallToolResultSchema.passthrough()), /Task not found/, method);
     }
     assert.ok(!(await bob.experimental.tasks.listTasks()).tasks.some((task) => task.taskId === taskId));
     // The principal's, not the session's: alice sees it from another session too.
-    const aliceAgain = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    const aliceAgain = await scope.plainClient(gateway.url, { headers: bearer(ALICE_KEY) });
     assert.ok((await aliceAgain.experimental.tasks.listTasks()).tasks.some((task) => task.taskId === taskId));
     await eventually(async () => (await aliceAgain.experimental.tasks.getTask(taskId)).status === 'completed');
   });
@@ -210,10 +172,12 @@ describe('principals across two replicas on one Redis', () => {
   let b: TestGateway;
 
   before(async () => {
-    [a, b] = await twoReplicas(scope, 'auth', { defaults: { mode: 'optional', pollIntervalMs: 100 } }, {
-      resource: 'http://gateway.example/mcp',
-      apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }],
-    });
+    const upstream = await scope.upstream('stdio');
+    [a, b] = await twoReplicas(scope, {
+      upstreams: { fx: upstream.config },
+      tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
+      auth: { resource: 'http://gateway.example/mcp', apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }] },
+    }, 'auth');
   });
 
   test('a session opened on one replica is its principal\'s on the other; a task made on one is hidden from others on both', async (t) => {
@@ -224,12 +188,12 @@ describe('principals across two replicas on one Redis', () => {
     assert.equal((await post(b.url, ping, { ...headers, ...bearer(ALICE_KEY) })).status, 200);
     assert.equal((await post(b.url, ping, { ...headers, ...bearer(BOB_KEY) })).status, 404);
 
-    const alice = await legacyClient(scope, a.url, bearer(ALICE_KEY));
+    const alice = await scope.plainClient(a.url, { headers: bearer(ALICE_KEY) });
     const created = await alice.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 100 }, task: {} } }, CreateTaskResultSchema);
     const taskId = created.task.taskId;
-    const bobOnB = await legacyClient(scope, b.url, bearer(BOB_KEY));
+    const bobOnB = await scope.plainClient(b.url, { headers: bearer(BOB_KEY) });
     await assert.rejects(bobOnB.experimental.tasks.getTask(taskId), /Task not found/);
-    const aliceOnB = await legacyClient(scope, b.url, bearer(ALICE_KEY));
+    const aliceOnB = await scope.plainClient(b.url, { headers: bearer(ALICE_KEY) });
     await eventually(async () => (await aliceOnB.experimental.tasks.getTask(taskId)).status === 'completed');
     const modernOnB = await modern(b.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(BOB_KEY) });
     assert.match(String(modernOnB.error?.message), /Task not found/);
@@ -265,10 +229,10 @@ describe('access rules (auth.access): lists show only what a caller may use; any
 
   test('a principal sees and calls only its tools; a denied call never reaches the upstream', async (t) => {
     const scope = testScope(t);
-    const bob = await legacyClient(scope, gateway.url, bearer(BOB_KEY));
+    const bob = await scope.plainClient(gateway.url, { headers: bearer(BOB_KEY) });
     assert.deepEqual((await bob.listTools()).tools.map((tool) => tool.name).sort(), ['greet', 'slow_compute']);
     assert.match(textOf(await bob.callTool({ name: 'greet', arguments: { name: 'bob' } })), /Hello, bob!/);
-    const alice = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    const alice = await scope.plainClient(gateway.url, { headers: bearer(ALICE_KEY) });
     const whoami = async (): Promise<{ pid: number; calls: number }> => JSON.parse(textOf(await alice.callTool({ name: 'whoami', arguments: {} }))) as { pid: number; calls: number };
     const before = await whoami();
     // `crash` would end the upstream process, and every call counts on its connection: neither denied call went there.
@@ -285,22 +249,22 @@ describe('access rules (auth.access): lists show only what a caller may use; any
 
   test('prompts and resources follow the rules that name them: none named, none listed or read', async (t) => {
     const scope = testScope(t);
-    const bob = await legacyClient(scope, gateway.url, bearer(BOB_KEY));
+    const bob = await scope.plainClient(gateway.url, { headers: bearer(BOB_KEY) });
     assert.deepEqual((await bob.listPrompts()).prompts, []);
     assert.deepEqual((await bob.listResources()).resources, []);
     await assert.rejects(bob.readResource({ uri: 'test://static-text' }), /Resource not found/);
-    const alice = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    const alice = await scope.plainClient(gateway.url, { headers: bearer(ALICE_KEY) });
     assert.ok((await alice.listPrompts()).prompts.length > 0);
     assert.ok((await alice.readResource({ uri: 'test://static-text' })).contents.length > 0);
   });
 
   test('a token\'s scopes grant what a rule gives them; principals match by glob', async (t) => {
     const scope = testScope(t);
-    const admin = await legacyClient(scope, gateway.url, bearer(await issuer.mint({ sub: 'dave', aud: resource, scope: 'admin' })));
+    const admin = await scope.plainClient(gateway.url, { headers: bearer(await issuer.mint({ sub: 'dave', aud: resource, scope: 'admin' })) });
     assert.ok((await admin.listTools()).tools.some((tool) => tool.name === 'crash'));
-    const team = await legacyClient(scope, gateway.url, bearer(await issuer.mint({ sub: 'team-blue', aud: resource })));
+    const team = await scope.plainClient(gateway.url, { headers: bearer(await issuer.mint({ sub: 'team-blue', aud: resource })) });
     assert.ok((await team.listPrompts()).prompts.length > 0);
-    const nobody = await legacyClient(scope, gateway.url, bearer(await issuer.mint({ sub: 'eve', aud: resource })));
+    const nobody = await scope.plainClient(gateway.url, { headers: bearer(await issuer.mint({ sub: 'eve', aud: resource })) });
     assert.deepEqual((await nobody.listTools()).tools, []);
   });
 
@@ -319,11 +283,16 @@ describe('rate limits per principal, counted across replicas', () => {
   let b: TestGateway;
 
   before(async () => {
-    [a, b] = await twoReplicas(scope, 'rate', { defaults: { mode: 'optional', taskAfterMs: 0 } }, {
-      resource: 'http://gateway.example/mcp',
-      apiKeys: ['dora', 'erin', 'fred', 'gina'].map((name) => ({ principal: name, key: key(name) })),
-      rateLimits: { requestsPerSecond: 5, taskCreationsPerMinute: 2, rules: [{ principals: ['fred'], requestsPerSecond: 1000 }] },
-    });
+    const upstream = await scope.upstream('stdio');
+    [a, b] = await twoReplicas(scope, {
+      upstreams: { fx: upstream.config },
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 0 } },
+      auth: {
+        resource: 'http://gateway.example/mcp',
+        apiKeys: ['dora', 'erin', 'fred', 'gina'].map((name) => ({ principal: name, key: key(name) })),
+        rateLimits: { requestsPerSecond: 5, taskCreationsPerMinute: 2, rules: [{ principals: ['fred'], requestsPerSecond: 1000 }] },
+      },
+    }, 'rate');
   });
 
   test('requests per second: both replicas count one window; past it, 429 with Retry-After and a JSON-RPC error saying when', async () => {
@@ -391,7 +360,7 @@ describe('the audit log', () => {
         auth: { resource: 'http://gateway.example/mcp', apiKeys: [{ principal: 'alice', key: ALICE_KEY }], access: [{ principals: ['alice'], tools: ['slow'] }] },
       },
     });
-    const alice = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    const alice = await scope.plainClient(gateway.url, { headers: bearer(ALICE_KEY) });
     const created = await alice.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema);
     await eventually(async () => (await alice.experimental.tasks.getTask(created.task.taskId)).status === 'completed');
     await alice.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
@@ -439,7 +408,7 @@ describe('the client\'s token never goes upstream', () => {
       upstreams: { rec: { url, headers: { Authorization: 'Bearer upstream-own-credential' } } },
       auth: { resource: 'http://gateway.example/mcp', apiKeys: [{ principal: 'alice', key: ALICE_KEY }] },
     });
-    const client = await legacyClient(scope, gateway.url, bearer(ALICE_KEY));
+    const client = await scope.plainClient(gateway.url, { headers: bearer(ALICE_KEY) });
     assert.equal(textOf(await client.callTool({ name: 'hello', arguments: {} })), 'hello');
     assert.equal((await modern(gateway.url, 'tools/call', { name: 'hello', arguments: {} }, { headers: bearer(ALICE_KEY) })).status, 200);
     assert.ok(seen.length > 0);

@@ -5,8 +5,9 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { modern, sseMessages, suiteScope, TASKS_CAPABILITIES, testScope, textOf, type Json, type TestGateway } from './harness.js';
-import { LegacyWire } from './legacy-wire.js';
+import { suiteScope, testScope, textOf, type Json, type TestGateway } from '../helpers/harness.js';
+import { modern, sseMessages, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { LegacyWire } from '../helpers/legacy-wire.js';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const RESULT_TOOL = 'taskgate_task_result';

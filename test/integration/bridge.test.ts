@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { suiteScope, textOf, type Json, type TestGateway } from './harness.js';
+import { suiteScope, textOf, type Json, type TestGateway } from '../helpers/harness.js';
 
 const HOST_TIMEOUT_MS = 3_000;
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';

@@ -11,8 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { request } from 'undici';
-import { chromiumPath } from './dashboard-browser.js';
-import { MODERN_VERSION, testScope, type TestScope } from './harness.js';
+import { chromiumPath } from '../helpers/dashboard-browser.js';
+import { testScope, type TestScope } from '../helpers/harness.js';
+import { MODERN_VERSION } from '../helpers/modern-wire.js';
 
 type Json = Record<string, unknown>;
 

@@ -13,8 +13,9 @@ import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import type { GatewayEventMap } from '../../src/events.js';
 import { fixtureCommand, freePort, GATEWAY_CLI_PATH, REPO_ROOT, startChild, waitForHttp200, type ChildHandle } from '../fixtures/spawn.js';
-import { createdTaskId, LegacyWire } from './legacy-wire.js';
-import { logEntries, modern, openListen, testScope, textOf, type Json, type TestGateway, type TestScope } from './harness.js';
+import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
+import { logEntries, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { modern, openListen } from '../helpers/modern-wire.js';
 
 const HANG_MS = 30_000;
 

@@ -1,4 +1,4 @@
-// The task dashboard in a real headless Chromium (dashboard-browser.ts): real gateway, real fixture upstream, tasks
+// The task dashboard in a real headless Chromium (test/helpers/dashboard-browser.ts): real gateway, real fixture upstream, tasks
 // made by the SDK client. Every wait is for the page to show something (waitForSelector/waitForFunction), bounded
 // by a generous timeout that only guards against hangs.
 import assert from 'node:assert/strict';
@@ -9,8 +9,8 @@ import type { Browser, Page } from 'puppeteer-core';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { suiteScope, type TestGateway } from './harness.js';
-import { launchChromium, startTask } from './dashboard-browser.js';
+import { suiteScope, type TestGateway } from '../helpers/harness.js';
+import { launchChromium, startTask } from '../helpers/dashboard-browser.js';
 
 const WAIT = { timeout: 30_000 };
 const TASKS = { defaults: { mode: 'optional', pollIntervalMs: 100 } };

@@ -7,7 +7,8 @@ import { before, describe, test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createTaskSessionFromClient, type ApplicationInputRequest, type ApplicationInputResult } from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
-import { modern, MODERN_VERSION, suiteScope, TASKS_EXTENSION, type Json, type TestGateway } from './harness.js';
+import { suiteScope, type Json, type TestGateway } from '../helpers/harness.js';
+import { modern, MODERN_VERSION, TASKS_EXTENSION } from '../helpers/modern-wire.js';
 
 const CLIENT_INFO = { name: 'taskgate-ext-tasks-test', version: '1.0.0' };
 const CLIENT_CAPABILITIES = { elicitation: { form: {} }, extensions: { [TASKS_EXTENSION]: {} } };

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { request } from 'undici';
-import { suiteScope, type TestGateway } from './harness.js';
+import { suiteScope, type TestGateway } from '../helpers/harness.js';
 
 const JSON_AND_SSE = 'application/json, text/event-stream';
 

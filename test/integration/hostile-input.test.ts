@@ -2,16 +2,15 @@
 // of the hardening review, with the status, JSON-RPC code and message the gateway must answer, and the process
 // still serving afterwards. Loopback only; every loop is bounded in count and time.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
 import { fixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, logEntries, modern, MODERN_VERSION, suiteScope, TASKS_CAPABILITIES, testScope, type Json } from './harness.js';
-import { createdTaskId } from './legacy-wire.js';
+import { eventually, fixtureExecutions, logEntries, suiteScope, testScope, type Json } from '../helpers/harness.js';
+import { modern, MODERN_VERSION, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { createdTaskId } from '../helpers/legacy-wire.js';
+import { twoReplicaProcesses } from '../helpers/replicas.js';
 
-const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 function fixtureUpstreams(): Json {
@@ -317,17 +316,7 @@ describe('default caps: sessions and tasks per principal', () => {
   });
 
   test('the session cap is counted in Redis across replicas', async (t) => {
-    const prefix = `taskgate-hostile-${process.pid}-${randomBytes(4).toString('hex')}`;
-    const config = { upstreams: fixtureUpstreams(), store: { type: 'redis', url: REDIS_URL, prefix }, sessions: { maxPerPrincipal: 2 } };
-    const scope = testScope(t);
-    scope.defer(async () => {
-      const redis = new Redis(REDIS_URL);
-      const keys = await redis.keys(`${prefix}:*`);
-      if (keys.length > 0) await redis.del(...keys);
-      await redis.quit();
-    });
-    const a = await scope.spawnGateway({ config });
-    const b = await scope.spawnGateway({ config });
+    const [a, b] = await twoReplicaProcesses(testScope(t), { upstreams: fixtureUpstreams(), sessions: { maxPerPrincipal: 2 } }, 'hostile');
     await openSession(a.url);
     await openSession(b.url);
     const refused = await post(a.url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {} } });

@@ -18,7 +18,8 @@ import { parseConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
 import { startGateway, StartupConfigError, type RunningGateway } from '../../src/taskgate.js';
 import { REPO_ROOT } from '../fixtures/spawn.js';
-import { eventually, redisTestPrefix, TEST_REDIS_URL, type Json } from './harness.js';
+import { eventually, type Json } from '../helpers/harness.js';
+import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 
 const HANG_MS = 60_000;
 const STUBBORN = join(REPO_ROOT, 'test/fixtures/stubborn-child.mjs');

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
-import { eventually, testScope, type TestGateway } from './harness.js';
-import { parsePrometheus, sampleValue, type Sample } from './prometheus-text.js';
+import { eventually, testScope, type TestGateway } from '../helpers/harness.js';
+import { parsePrometheus, sampleValue, type Sample } from '../helpers/prometheus-text.js';
 
 async function scrape(gateway: TestGateway): Promise<Sample[]> {
   const response = await request(`${gateway.origin}/metrics`);

@@ -6,8 +6,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
-import { eventually, suiteScope, testScope, type TestGateway } from './harness.js';
-import { parsePrometheus, sampleValue, type Sample } from './prometheus-text.js';
+import { eventually, suiteScope, testScope, type TestGateway } from '../helpers/harness.js';
+import { parsePrometheus, sampleValue, type Sample } from '../helpers/prometheus-text.js';
 
 const TASKS = { defaults: { mode: 'optional', pollIntervalMs: 100 }, rules: [{ match: 'echo', mode: 'forbidden' }] };
 

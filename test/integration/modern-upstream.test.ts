@@ -5,20 +5,20 @@
 // tool's plain result, and a clear error for the native id. Requests are written by hand (undici): the
 // envelope in params._meta, MCP-Protocol-Version / Mcp-Method / Mcp-Name headers.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { before, describe, test } from 'node:test';
 import { GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { startModernServer, type ModernServerHandle, type ModernServerOptions } from '../fixtures/modern-server.js';
-import { eventually, suiteScope, textOf, type TestGateway } from './harness.js';
+import { eventually, suiteScope, textOf, type TestGateway } from '../helpers/harness.js';
+import { twoReplicas } from '../helpers/replicas.js';
+import { sharedRedisStore, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 
 type Json = Record<string, unknown>;
 
 const VERSION = '2026-07-28';
 const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 const WITH_TASKS: Json = { extensions: { [TASKS_EXTENSION]: {} } };
-const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/;
 const NATIVE_ID = /^native-\d+$/;
 
@@ -134,8 +134,8 @@ function assertAck(a: Answer): void {
  */
 function nativeTasksSuite(title: string, fixtureOptions: ModernServerOptions): void {
   describe(title, () => {
-    const PREFIX = `taskgate-test-modern-upstream-${process.pid}-${randomBytes(4).toString('hex')}`;
     const scope = suiteScope();
+    let prefix: string;
     let fixture: ModernServerHandle;
     let first: TestGateway;
     let second: TestGateway;
@@ -143,25 +143,13 @@ function nativeTasksSuite(title: string, fixtureOptions: ModernServerOptions): v
 
     before(async () => {
       // The keys go last, once nothing is left to write them.
-      scope.defer(async () => {
-        if (redis === undefined) return;
-        let cursor = '0';
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 500);
-          cursor = next;
-          if (keys.length > 0) await redis.del(...keys);
-        } while (cursor !== '0');
-        redis.disconnect();
-      });
+      const store = sharedRedisStore(scope, 'modern-upstream');
+      prefix = store.prefix;
       fixture = await startModernServer({ ...fixtureOptions, nativeTasks: true });
       scope.defer(() => fixture.close());
-      const config = {
-        store: { type: 'redis', url: REDIS_URL, prefix: PREFIX },
-        upstreams: { nt: { transport: 'streamable-http', url: fixture.url } },
-      };
-      first = await scope.gateway(config);
-      second = await scope.gateway(config);
-      redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      [first, second] = await twoReplicas(scope, { store, upstreams: { nt: { transport: 'streamable-http', url: fixture.url } } });
+      redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      scope.defer(() => redis.disconnect());
       await redis.connect();
     });
 
@@ -203,7 +191,7 @@ function nativeTasksSuite(title: string, fixtureOptions: ModernServerOptions): v
     test('(b) a second gateway on the same Redis store routes the native id to the upstream', async () => {
       const taskId = (await startNative(first.url, 1000)).taskId as string;
       // The routing record is in Redis under this run's prefix, marked native.
-      const record = await redis.hgetall(`${PREFIX}:task:{${taskId}}`);
+      const record = await redis.hgetall(`${prefix}:task:{${taskId}}`);
       assert.equal(record.native, '1', `Redis record of ${taskId}: ${JSON.stringify(record)}`);
       assert.equal(record.upstream, 'nt', JSON.stringify(record));
 

@@ -10,24 +10,8 @@ import { before, describe, test } from 'node:test';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
 import { startModernServer, type ModernServerHandle } from '../fixtures/modern-server.js';
-import {
-  eventually,
-  fixtureUpstream,
-  modern,
-  modernRequest,
-  MODERN_VERSION,
-  openListen,
-  suiteScope,
-  TASKS_CAPABILITIES,
-  TASKS_EXTENSION,
-  testScope,
-  textOf,
-  type Json,
-  type ModernOptions,
-  type ModernResponse,
-  type TestGateway,
-  type TestScope,
-} from './harness.js';
+import { eventually, fixtureUpstream, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { modern, modernRequest, MODERN_VERSION, openListen, TASKS_CAPABILITIES, TASKS_EXTENSION, type ModernOptions, type ModernResponse } from '../helpers/modern-wire.js';
 
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';

@@ -10,7 +10,7 @@ import { startGateway, StartupConfigError } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
 import { stringify } from 'yaml';
 import { freePort, startChild } from '../fixtures/spawn.js';
-import { suiteScope, testScope, textOf, type TestGateway } from './harness.js';
+import { suiteScope, testScope, textOf, type TestGateway } from '../helpers/harness.js';
 
 function whoami(result: unknown): { transport: string; pid: number; instanceId: string } {
   return JSON.parse(textOf(result)) as { transport: string; pid: number; instanceId: string };

@@ -3,7 +3,8 @@
 // for the result instead of giving up. Both revisions; the values the client sees always increase.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
-import { modern, suiteScope, testScope, textOf, type Json, type TestGateway } from './harness.js';
+import { suiteScope, testScope, textOf, type Json, type TestGateway } from '../helpers/harness.js';
+import { modern } from '../helpers/modern-wire.js';
 
 describe('keep-alive progress for plain tool calls', () => {
   const scope = suiteScope();

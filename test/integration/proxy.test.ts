@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { CallToolResultSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { FixtureTransport } from '../fixtures/spawn.js';
-import { eventually, suiteScope, testScope, textOf, type TestGateway } from './harness.js';
+import { eventually, suiteScope, testScope, textOf, type TestGateway } from '../helpers/harness.js';
 
 for (const transport of ['stdio', 'streamable-http', 'sse'] as FixtureTransport[]) {
   describe(`proxy over ${transport}`, () => {

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { freePort, GATEWAY_CLI_PATH, REPO_ROOT, startChild, waitForHttp200 } from '../fixtures/spawn.js';
-import { testScope } from './harness.js';
+import { testScope } from '../helpers/harness.js';
 
 const README_URL = 'http://127.0.0.1:8080/mcp';
 

@@ -4,9 +4,11 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { fixtureCommand } from '../fixtures/spawn.js';
-import { eventually, modern, TASKS_CAPABILITIES, testScope, type Json, type TestGateway, type TestScope } from './harness.js';
-import { LegacyWire } from './legacy-wire.js';
-import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './redis-topologies.js';
+import { eventually, testScope, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { LegacyWire } from '../helpers/legacy-wire.js';
+import { twoReplicas } from '../helpers/replicas.js';
+import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from '../helpers/redis-topologies.js';
 
 const LEASE_MS = 1000;
 const TERMINAL = ['completed', 'failed', 'cancelled'];
@@ -24,16 +26,15 @@ async function storeOf(topology: 'cluster' | 'sentinel'): Promise<Json> {
   return { type: 'redis', prefix, sentinel: { name: set.name, nodes: set.sentinels } };
 }
 
-/** Two in-process gateways on one store, every task-capable call a task at once. */
-async function twoReplicas(scope: TestScope, store: Json): Promise<[TestGateway, TestGateway]> {
+/** Two in-process gateways on `store`, every task-capable call a task at once. */
+function replicasOn(scope: TestScope, store: Json): Promise<[TestGateway, TestGateway]> {
   const { command, args, cwd } = fixtureCommand('stdio');
-  const config = {
+  return twoReplicas(scope, {
     store,
     upstreams: { fx: { command, args, cwd } },
     tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 } },
     replicas: { leaseMs: LEASE_MS, drainTimeoutMs: 0 },
-  };
-  return [await scope.gateway(config), await scope.gateway(config)];
+  });
 }
 
 async function taskOn(url: string, taskId: string): Promise<Json> {
@@ -62,7 +63,7 @@ describe('gateway replicas on Redis Cluster and Sentinel', () => {
   for (const topology of ['cluster', 'sentinel'] as const) {
     test(`${topology}: a task created on A is read and finished through B; B cancels A's running call`, async (t) => {
       const scope = testScope(t);
-      const [a, b] = await twoReplicas(scope, await storeOf(topology));
+      const [a, b] = await replicasOn(scope, await storeOf(topology));
       const quick = await slowTask(a.url, 0.2, `${topology}-quick`);
       let done: Json = {};
       await eventually(async () => TERMINAL.includes(String((done = await taskOn(b.url, quick)).status)), 10_000);
@@ -79,7 +80,7 @@ describe('gateway replicas on Redis Cluster and Sentinel', () => {
 
   test('sentinel failover: kill -9 of the primary mid-run loses no acknowledged task, every task ends, sessions go on', async (t) => {
     const scope = testScope(t);
-    const [a, b] = await twoReplicas(scope, await storeOf('sentinel'));
+    const [a, b] = await replicasOn(scope, await storeOf('sentinel'));
     const set = await (sentinelSet as Promise<SentinelSet>);
     const session = new LegacyWire();
     await session.initialize(a.url);

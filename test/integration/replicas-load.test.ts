@@ -9,18 +9,14 @@
 // tracked tasks, the failures, when each fault happened), which its final checks read.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
-import type { ChildProcess } from 'node:child_process';
-import { Redis } from 'ioredis';
 import { Agent, request as httpRequest } from 'undici';
-import { freePort, spawnFixture, spawnGateway, type FixtureChild, type GatewayChild } from '../fixtures/spawn.js';
-import { fixtureExecutions, modernRequest, sseMessages, TASKS_CAPABILITIES, type Json } from './harness.js';
-import { LEGACY_PROTOCOL, legacyHeaders } from './legacy-wire.js';
-import { startRedis, stopRedis } from './redis-server.js';
+import { spawnFixture, spawnGateway, type FixtureChild, type GatewayChild } from '../fixtures/spawn.js';
+import { fixtureExecutions, type Json } from '../helpers/harness.js';
+import { modernRequest, sseMessages, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { LEGACY_PROTOCOL, legacyHeaders } from '../helpers/legacy-wire.js';
+import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.js';
 
 const TASKS = 1000;
 const REPLICAS = 3;
@@ -114,12 +110,10 @@ class Gate {
 test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one and a Redis restart: every acknowledged task terminal and readable, none run twice, none lost', { timeout: 120_000 }, async () => {
   const started = Date.now();
   const prefix = `taskgate-load-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const redisPort = await freePort();
-  const redisDir = mkdtempSync(join(tmpdir(), 'taskgate-load-redis-'));
   const agent = new Agent({ connections: MAX_IN_FLIGHT + MAX_WAITING, keepAliveTimeout: 10_000 });
   const gate = new Gate(MAX_IN_FLIGHT);
   const waitGate = new Gate(MAX_WAITING);
-  let redis: ChildProcess | undefined;
+  let redis: OwnRedis | undefined;
   let fixture: FixtureChild | undefined;
   const replicas: Replica[] = [];
 
@@ -138,14 +132,15 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
   let settleDeadline = Number.POSITIVE_INFINITY;
 
   try {
-    redis = await startRedis(redisPort, redisDir);
+    redis = await startOwnRedis();
+    const redisUrl = redis.url;
     fixture = await spawnFixture({ transport: 'streamable-http' });
     const upstreamUrl = fixture.url as string;
     const children = await Promise.all(
       Array.from({ length: REPLICAS }, () =>
         spawnGateway({
           config: {
-            store: { type: 'redis', url: `redis://127.0.0.1:${redisPort}`, prefix },
+            store: { type: 'redis', url: redisUrl, prefix },
             upstreams: { fx: { transport: 'streamable-http', url: upstreamUrl } },
             tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: POLL_INTERVAL_MS, concurrency: 0, maxTasksPerPrincipal: 0 } },
             replicas: { leaseMs: LEASE_MS, drainTimeoutMs: 0 },
@@ -334,9 +329,9 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
         redisCycle = (async () => {
           await sleep(REDIS_STOP_AFTER_KILL_MS);
           redisStoppedAt = Date.now();
-          await stopRedis(redisPort, redis as ChildProcess);
+          await redis?.stop();
           await sleep(REDIS_DOWN_MS);
-          redis = await startRedis(redisPort, redisDir);
+          await redis?.restart();
           redisBackAt = Date.now();
         })();
         redisCycle.catch(() => undefined); // awaited (and thrown) after the creations
@@ -442,20 +437,8 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
     settleDeadline = 0;
     await Promise.all(replicas.map((r) => r.child.kill(1000).catch(() => undefined)));
     await fixture?.kill(1000).catch(() => undefined);
-    if (redis !== undefined) {
-      const client = new Redis({ port: redisPort, maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
-      client.on('error', () => undefined);
-      try {
-        await client.connect();
-        const keys = await client.keys(`${prefix}:*`);
-        for (let i = 0; i < keys.length; i += 500) await client.del(...keys.slice(i, i + 500));
-      } catch {
-        // Redis is gone already; its directory goes below
-      }
-      client.disconnect();
-      await stopRedis(redisPort, redis).catch(() => undefined);
-    }
-    rmSync(redisDir, { recursive: true, force: true });
+    // Its keys go with it: the server and its directory are the test's own.
+    await redis?.close();
     await agent.close().catch(() => undefined);
   }
 });

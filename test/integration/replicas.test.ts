@@ -5,8 +5,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fixtureCommand, spawnFixture, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, redisTestPrefix, TEST_REDIS_URL, fixtureExecutions, modern, TASKS_CAPABILITIES, testScope, type Json } from './harness.js';
-import { createdTaskId, LegacyWire } from './legacy-wire.js';
+import { eventually, fixtureExecutions, testScope, type Json } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
+import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
 
 const PREFIX = redisTestPrefix('replicas');
 const LEASE_MS = 1000;

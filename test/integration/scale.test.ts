@@ -4,20 +4,19 @@
 // counts (100k held, 40k orphans) are measured by `npm run bench -- --scenarios scale`, not asserted here.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { redisKeys } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
 import { IDS_PER_SCRIPT_CALL, isTerminal, newTaskId, type NewTask, type TaskRecord } from '../../src/store/task-store.js';
-import { fixtureCommand, freePort } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, logEntries, modern, TASKS_CAPABILITIES, testScope, textOf, type Json } from './harness.js';
-import { createdTaskId, LegacyWire } from './legacy-wire.js';
-import { startRedis, stopRedis } from './redis-server.js';
+import { fixtureCommand } from '../fixtures/spawn.js';
+import { eventually, fixtureExecutions, logEntries, testScope, textOf, type Json } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
+import { ownRedis } from '../helpers/redis-server.js';
+import { twoReplicaProcesses } from '../helpers/replicas.js';
+import { deleteRedisPrefixes, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 
-const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RUN = `taskgate-scale-${process.pid}-${randomBytes(4).toString('hex')}`;
 const LEASE_MS = 1000;
 /** More orphans than one store call takes, ending in a partial batch. */
@@ -25,24 +24,13 @@ const ORPHANS = 2 * IDS_PER_SCRIPT_CALL + 500;
 const DEAD_REPLICA = 'dead-replica';
 const prefixes: string[] = [];
 
-after(async () => {
-  const redis = new Redis(REDIS_URL);
-  for (const prefix of prefixes) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  }
-  await redis.quit();
-});
+after(() => deleteRedisPrefixes(prefixes));
 
 /** A store of its own prefix on the shared Redis, as the replicas of one test see it. */
 async function testStore(name: string): Promise<{ store: RedisTaskStore; prefix: string }> {
   const prefix = `${RUN}-${name}`;
   prefixes.push(prefix);
-  const store = new RedisTaskStore(new Redis(REDIS_URL, { maxRetriesPerRequest: 1 }), prefix);
+  const store = new RedisTaskStore(new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: 1 }), prefix);
   await store.ready();
   return { store, prefix };
 }
@@ -87,7 +75,7 @@ function untilAllEnded(store: RedisTaskStore, ids: readonly string[]): Promise<M
 function replicaConfig(prefix: string, extra: Json = {}): Json {
   const { command, args, cwd } = fixtureCommand('stdio');
   return {
-    store: { type: 'redis', url: REDIS_URL, prefix },
+    store: { type: 'redis', url: TEST_REDIS_URL, prefix },
     upstreams: { fx: { command, args, cwd } },
     tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow_compute', retry: { onLoss: true, maxAttempts: 2 } }] },
     replicas: { leaseMs: LEASE_MS, drainTimeoutMs: 0 },
@@ -140,8 +128,7 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
         identity: { sessionId: 'modern:clients', protocolVersion: '2025-11-25', capabilities: {} },
       },
     }));
-    const a = await scope.spawnGateway({ config: replicaConfig(prefix) });
-    const b = await scope.spawnGateway({ config: replicaConfig(prefix) });
+    const [a, b] = await twoReplicaProcesses(scope, replicaConfig(prefix));
     const ended = untilAllEnded(store, [...lost, ...retried]);
     // Both replicas are up and sweeping when the leases run out: they race for the same orphans.
     await store.lease([...lost, ...retried], DEAD_REPLICA, 1);
@@ -197,19 +184,13 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
 describe('readiness follows lease renewal', () => {
   test('/readyz is 503 with the reason while renewals fail (Redis refusing writes, then stopped), and ready once they succeed', { timeout: 120_000 }, async (t) => {
     const scope = testScope(t);
-    const port = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'taskgate-redis-'));
-    let redis = await startRedis(port, dir);
-    scope.defer(async () => {
-      await stopRedis(port, redis);
-      rmSync(dir, { recursive: true, force: true });
-    });
-    const admin = new Redis({ port, maxRetriesPerRequest: 1 });
+    const redis = await ownRedis(scope);
+    const admin = new Redis({ port: redis.port, maxRetriesPerRequest: 1 });
     admin.on('error', () => undefined);
     scope.defer(() => admin.disconnect());
     const upstream = await scope.upstream('stdio');
     const gateway = await scope.gateway({
-      store: { type: 'redis', url: `redis://127.0.0.1:${port}`, prefix: 'readiness' },
+      store: { type: 'redis', url: redis.url, prefix: 'readiness' },
       upstreams: { fx: upstream.config },
       tasks: { defaults: { mode: 'optional', taskAfterMs: 0 } },
       replicas: { leaseMs: 600, drainTimeoutMs: 0 },
@@ -234,9 +215,9 @@ describe('readiness follows lease renewal', () => {
     await eventually(async () => (state = await readiness()).status === 200);
     assert.equal((state.body.leases as Json).ok, true);
 
-    await stopRedis(port, redis);
+    await redis.stop();
     await eventually(async () => (state = await readiness()).status === 503);
-    redis = await startRedis(port, dir);
+    await redis.restart();
     await eventually(async () => (state = await readiness()).status === 200, 15_000);
     assert.deepEqual([(state.body.store as Json).ok, (state.body.leases as Json).ok], [true, true]);
   });

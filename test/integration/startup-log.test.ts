@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { GATEWAY_CLI_PATH, startChild } from '../fixtures/spawn.js';
-import { testScope } from './harness.js';
+import { testScope } from '../helpers/harness.js';
 
 const require = createRequire(import.meta.url);
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');

@@ -2,7 +2,7 @@
 // client its own child process.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { eventually, testScope, textOf } from './harness.js';
+import { eventually, testScope, textOf } from '../helpers/harness.js';
 
 describe('stdio isolation', () => {
   test('shared: an upstream request that cannot be attributed is refused, not sent to the wrong client', async (t) => {

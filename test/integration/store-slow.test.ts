@@ -2,15 +2,12 @@
 // Requests meanwhile fail promptly with HTTP 503 + Retry-After and say which it is; /readyz says it in a sentence of
 // the gateway's own, never the Redis client's words; once Redis answers again, the gateway serves again.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { freePort } from '../fixtures/spawn.js';
-import { eventually, fixtureUpstream, modern, testScope, TASKS_CAPABILITIES, type ModernResponse } from './harness.js';
-import { startRedisProcess, stopRedis } from './redis-server.js';
+import { eventually, fixtureUpstream, testScope } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/modern-wire.js';
+import { ownRedis } from '../helpers/redis-server.js';
 
 async function readyz(origin: string): Promise<{ status: number; body: { ready: boolean; store: { ok: boolean; error?: string } } }> {
   const answer = await request(`${origin}/readyz`);
@@ -19,14 +16,10 @@ async function readyz(origin: string): Promise<{ status: number; body: { ready: 
 
 test('a Redis blocked by DEBUG SLEEP is slow, one stopped is unavailable: 503 + Retry-After, a readyz sentence, served again after', async (t) => {
   const scope = testScope(t);
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'taskgate-redis-slow-'));
-  scope.defer(() => rmSync(dir, { recursive: true, force: true }));
-  const redis = await startRedisProcess(port, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--enable-debug-command', 'yes']);
-  scope.defer(() => stopRedis(port, redis));
+  const redis = await ownRedis(scope, { volatile: true, extraArgs: ['--enable-debug-command', 'yes'] });
   const upstream = await fixtureUpstream('stdio');
   const gateway = await scope.gateway({
-    store: { type: 'redis', url: `redis://127.0.0.1:${port}`, prefix: 'slow', commandTimeoutMs: 300 },
+    store: { type: 'redis', url: redis.url, prefix: 'slow', commandTimeoutMs: 300 },
     upstreams: { fx: upstream.config },
     tasks: { defaults: { mode: 'optional', taskAfterMs: 0 } },
   });
@@ -41,7 +34,7 @@ test('a Redis blocked by DEBUG SLEEP is slow, one stopped is unavailable: 503 + 
   scope.defer(stopWatching);
 
   // Blocked on a connection of its own; its answer is the end of the sleep.
-  const sleeper = new Redis({ port, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const sleeper = new Redis({ port: redis.port, maxRetriesPerRequest: 0, retryStrategy: () => null });
   sleeper.on('error', () => undefined);
   scope.defer(() => sleeper.disconnect());
   const slept = sleeper.call('DEBUG', 'SLEEP', '10');
@@ -73,7 +66,7 @@ test('a Redis blocked by DEBUG SLEEP is slow, one stopped is unavailable: 503 + 
   const sessionId = transport.sessionId as string;
 
   // Stopped: no connection at all.
-  await stopRedis(port, redis);
+  await redis.stop();
   const down = await get();
   assert.equal(down.status, 503, JSON.stringify(down.messages));
   assert.equal(down.headers['retry-after'], '1');

@@ -4,15 +4,15 @@
 // with a message saying so; a principal whose stored results fill its budget is refused new tasks with a retryable
 // error (HTTP 503 + Retry-After) while another principal is served; deleting a result serves it again.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Redis } from 'ioredis';
 import { abusiveFixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, modern, suiteScope, TASKS_CAPABILITIES, textOf, type Json } from './harness.js';
+import { eventually, suiteScope, textOf, type Json } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { bearer } from '../helpers/auth-requests.js';
+import { sharedRedisStore } from '../helpers/shared-redis.js';
 
-const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdef';
 const CAROL = 'carol-key-0123456789abcdef';
@@ -22,19 +22,6 @@ const PER_PRINCIPAL = 300_000;
 const RESULT = 120_000;
 const TOO_LARGE = /Task result too large: upstream 'abuse' answered \d+ bytes, more than tasks\.maxResultBytes \(200000 bytes\)/;
 const FULL = /Your finished task results fill tasks\.maxStoredBytesPerPrincipal \(\d+ of 300000 bytes stored\)/;
-
-const prefixes: string[] = [];
-after(async () => {
-  if (prefixes.length === 0) return;
-  const redis = new Redis(REDIS_URL);
-  for (const prefix of prefixes) {
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }
-  await redis.quit();
-});
-
-const bearer = (key: string): Record<string, string> => ({ authorization: `Bearer ${key}` });
 
 /** Starts a task of `big_result` answering `bytes` (2025-11-25, params.task) and returns its id. */
 async function startTask(client: Client, bytes: number): Promise<string> {
@@ -69,12 +56,10 @@ for (const kind of ['memory', 'redis'] as const) {
     const client = async (key: string): Promise<Client> => scope.plainClient(gateway.url, { capabilities: { tasks: {} }, headers: bearer(key) });
 
     before(async () => {
-      const prefix = `taskgate-test-stored-${process.pid}-${randomBytes(4).toString('hex')}`;
-      if (kind === 'redis') prefixes.push(prefix);
       gateway = await scope.spawnGateway({
         config: {
           upstreams: { abuse: { transport: 'stdio', ...abusiveFixtureCommand() } },
-          store: kind === 'redis' ? { type: 'redis', url: REDIS_URL, prefix } : { type: 'memory' },
+          store: kind === 'redis' ? sharedRedisStore(scope, 'stored') : { type: 'memory' },
           auth: {
             resource: 'http://gateway.example/mcp',
             apiKeys: [{ principal: 'alice', key: ALICE }, { principal: 'bob', key: BOB }, { principal: 'carol', key: CAROL }],

@@ -8,17 +8,16 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
-import { Redis } from 'ioredis';
 import type { StoreConfig } from '../../src/config/types.js';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { connectRedis } from '../../src/store/redis-connection.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
 import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, TIMELINE_LENGTH, UPSTREAM_SESSIONS_PER_TAKE, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
-import { eventually } from './harness.js';
-import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './redis-topologies.js';
+import { eventually } from '../helpers/harness.js';
+import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from '../helpers/redis-topologies.js';
+import { deleteRedisPrefixes, TEST_REDIS_URL, uniqueRedisPrefix } from '../helpers/shared-redis.js';
 
-const REDIS_URL = process.env.TASKGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RESULT_GRACE_MS = 200;
 const prefixes: string[] = [];
 
@@ -29,7 +28,7 @@ type RedisTopology = 'single' | 'cluster' | 'sentinel';
 
 /** The store config of a topology, starting its servers on first use. */
 async function storeConfig(topology: RedisTopology, prefix: string): Promise<Extract<StoreConfig, { type: 'redis' }>> {
-  const base = { type: 'redis' as const, url: REDIS_URL, prefix };
+  const base = { type: 'redis' as const, url: TEST_REDIS_URL, prefix };
   if (topology === 'cluster') return { ...base, cluster: { nodes: (await (cluster ??= startCluster())).nodes } };
   if (topology === 'sentinel') {
     const set = await (sentinelSet ??= startSentinelSet());
@@ -39,7 +38,7 @@ async function storeConfig(topology: RedisTopology, prefix: string): Promise<Ext
 }
 
 function newPrefix(): string {
-  const prefix = `taskgate-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const prefix = uniqueRedisPrefix('store');
   prefixes.push(prefix);
   return prefix;
 }
@@ -73,12 +72,7 @@ after(async () => {
   await Promise.all([...opened].map((store) => store.close().catch(() => undefined)));
   // The cluster and the sentinel set go whole; the shared server keeps only what other runs put there.
   await Promise.all([cluster?.then((c) => c.stop()), sentinelSet?.then((s) => s.stop())]);
-  const redis = new Redis(REDIS_URL);
-  for (const prefix of prefixes) {
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }
-  await redis.quit();
+  await deleteRedisPrefixes(prefixes);
 });
 
 /**

@@ -10,7 +10,8 @@ import { parseConfig } from '../../src/config/load.js';
 import { startGateway, StartupConfigError } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
 import { fixtureCommand, spawnModernFixture } from '../fixtures/spawn.js';
-import { eventually, modern, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from './harness.js';
+import { eventually, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { modern } from '../helpers/modern-wire.js';
 
 const SELECTION = {
   tools: {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connectPlainClient, suiteScope, testScope, textOf, type TestScope } from './harness.js';
+import { connectPlainClient, suiteScope, testScope, textOf, type TestScope } from '../helpers/harness.js';
 import { REPO_ROOT, startChild, type GatewayChild } from '../fixtures/spawn.js';
 import type { EchoedTrace } from '../fixtures/trace-echo-server.js';
 

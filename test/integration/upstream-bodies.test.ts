@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { spawnAbusiveFixture, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, logEntries, modern, suiteScope, textOf, type Json } from './harness.js';
+import { eventually, logEntries, suiteScope, textOf, type Json } from '../helpers/harness.js';
+import { modern } from '../helpers/modern-wire.js';
 
 describe('a 2026-07-28 upstream answering with several JSON values in one body', () => {
   const scope = suiteScope();

@@ -13,7 +13,8 @@ import type { GatewayEventMap } from '../../src/events.js';
 import { startGateway, type RunningGateway } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
 import { freePort, REPO_ROOT } from '../fixtures/spawn.js';
-import { modern, testScope, type Json, type TestScope } from './harness.js';
+import { testScope, type Json, type TestScope } from '../helpers/harness.js';
+import { modern } from '../helpers/modern-wire.js';
 
 const HANG_MS = 60_000;
 const STUBBORN = join(REPO_ROOT, 'test/fixtures/stubborn-child.mjs');

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test, before } from 'node:test';
 import { abusiveFixtureCommand, spawnAbusiveFixture, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, logEntries, modern, suiteScope, textOf, TASKS_CAPABILITIES, type Json, type TestScope } from './harness.js';
+import { eventually, logEntries, suiteScope, textOf, type Json, type TestScope } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
 
 const MiB = 1024 * 1024;
 const LIMIT = MiB;

@@ -6,8 +6,8 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { before, describe, test } from 'node:test';
 import type { GatewayChild } from '../fixtures/spawn.js';
-import { connectClient, eventually, logEntries, suiteScope, textOf, type Json } from './harness.js';
-import { parsePrometheus, sampleValue } from './prometheus-text.js';
+import { connectClient, eventually, logEntries, suiteScope, textOf, type Json } from '../helpers/harness.js';
+import { parsePrometheus, sampleValue } from '../helpers/prometheus-text.js';
 
 async function bodyOf(request: IncomingMessage): Promise<Json> {
   let text = '';

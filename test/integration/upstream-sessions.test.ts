@@ -9,7 +9,8 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import { createLegacyStreamableHttpHandler, startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
-import { eventually, redisTestPrefix, TEST_REDIS_URL, logEntries, testScope, textOf, type Json } from './harness.js';
+import { eventually, logEntries, testScope, textOf, type Json } from '../helpers/harness.js';
+import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 
 const PREFIX = redisTestPrefix('upstream-sessions');
 const LEASE_MS = 1000;

@@ -12,7 +12,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { freePort, REPO_ROOT, startChild } from '../fixtures/spawn.js';
-import { eventually, modern, modernRequest, MODERN_VERSION, sseMessages, suiteScope, TASKS_EXTENSION, testScope, textOf, type Json, type TestGateway, type TestScope } from './harness.js';
+import { eventually, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { modern, modernRequest, MODERN_VERSION, sseMessages, TASKS_EXTENSION } from '../helpers/modern-wire.js';
 
 const require = createRequire(import.meta.url);
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');

@@ -10,8 +10,9 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { abusiveFixtureCommand, spawnAbusiveFixture, spawnFixture, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, logEntries, modern, suiteScope, textOf, TASKS_CAPABILITIES, type Json, type TestScope } from './harness.js';
-import { parsePrometheus, sampleValue } from './prometheus-text.js';
+import { eventually, logEntries, suiteScope, textOf, type Json, type TestScope } from '../helpers/harness.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { parsePrometheus, sampleValue } from '../helpers/prometheus-text.js';
 
 type Variant = 'stdio' | 'streamable-http' | 'sse' | 'modern';
 

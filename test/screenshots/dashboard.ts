@@ -4,8 +4,8 @@
 import { mkdirSync } from 'node:fs';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Page } from 'puppeteer-core';
-import { connectClient, fixtureUpstream, startTestGateway } from '../integration/harness.js';
-import { launchChromium, startTask } from '../integration/dashboard-browser.js';
+import { connectClient, fixtureUpstream, startTestGateway } from '../helpers/harness.js';
+import { launchChromium, startTask } from '../helpers/dashboard-browser.js';
 
 const OUT = new URL('../../docs/images/', import.meta.url);
 const WAIT = { timeout: 60_000 };

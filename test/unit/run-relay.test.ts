@@ -11,7 +11,7 @@ import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, type LocalRun, type TaskCaller } from '../../src/tasks/local-run.js';
 import type { InputRequest } from '../../src/tasks/pending-inputs.js';
 import { RunRelay } from '../../src/tasks/run-relay.js';
-import { nextEvent, recordingCaller, silentLogger, storedWhen } from './task-core-fixtures.js';
+import { nextEvent, recordingCaller, silentLogger, storedWhen } from '../helpers/task-core.js';
 
 const QUESTION: InputRequest = { method: 'elicitation/create', params: { message: 'Your name?', requestedSchema: { type: 'object', properties: {} } } };
 const ANSWER = { action: 'accept', content: { name: 'Ada' } };

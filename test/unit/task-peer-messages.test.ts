@@ -12,7 +12,7 @@ import type { TaskRecord } from '../../src/store/task-store.js';
 import { TaskEngine } from '../../src/tasks/engine.js';
 import { NOTHING_TO_DO, type TaskCaller } from '../../src/tasks/local-run.js';
 import { storedCall } from '../../src/tasks/task-runs.js';
-import { fixtureUpstream, identity, recordingCaller, silentLogger, storedWhen, type FixtureUpstream } from './task-core-fixtures.js';
+import { fixtureUpstream, identity, recordingCaller, silentLogger, storedWhen, type FixtureUpstream } from '../helpers/task-core.js';
 
 let fixture: FixtureUpstream;
 before(async () => {

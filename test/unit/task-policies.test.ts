@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TaskPolicies } from '../../src/tasks/task-policies.js';
-import { configFor } from './task-core-fixtures.js';
+import { configFor } from '../helpers/task-core.js';
 
 test('rules apply over the defaults by exposed name, and a reconfigure replaces them for what comes next', () => {
   const running = configFor('http://127.0.0.1:1/mcp', { defaults: { maxRunMs: 5000 }, rules: [{ match: 'report_*', maxRunMs: 100, concurrency: 2 }] }).tasks;

@@ -11,7 +11,7 @@ import { NATIVE_TASKS_PRINCIPAL } from '../../src/tasks/principals.js';
 import { NOT_FOUND } from '../../src/tasks/task-queries.js';
 import { TaskRecords } from '../../src/tasks/task-records.js';
 import type { Upstream } from '../../src/upstream/upstream.js';
-import { nextEvent, unconnectedUpstream } from './task-core-fixtures.js';
+import { nextEvent, unconnectedUpstream } from '../helpers/task-core.js';
 
 let store: MemoryTaskStore;
 let events: GatewayEvents;

@@ -1,0 +1,127 @@
+// The gateway as a measured process: how to run it (the built JS, or tsx on the sources), its config for the http
+// and stdio scenarios, and one started and ready, observed or not (metrics scraped, traces exported to a sink).
+import { spawnSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { httpDriver, inspectFlag, type Started } from './measure.js';
+import { startOtlpSink, type OtlpSink } from './otlp-sink.js';
+import { freePort, startProc, waitHttp, type Proc } from './procs.js';
+import { ENTRY, NODE, ROOT, type Scenario, type Settings } from './settings.js';
+
+/** How often the observed target's /metrics is scraped during its run (Prometheus' default is 15 s). */
+const SCRAPE_EVERY_MS = 1_000;
+
+export interface GatewayCommand {
+  command: string;
+  args: string[];
+  how: string;
+}
+
+/** Built JS when it compiles (no tsx transform cost in the measured process), else tsx on the sources. */
+export function gatewayCommand(useTsx: boolean): GatewayCommand | string {
+  if (!existsSync(join(ROOT, 'src/cli.ts'))) return 'src/cli.ts does not exist yet (gateway not written)';
+  const tsxCmd = { command: NODE, args: ['--import', 'tsx', join(ROOT, 'src/cli.ts')], how: 'node --import tsx src/cli.ts' };
+  if (useTsx) return tsxCmd;
+  // The image's own build: tsc, then the files dist/ needs beside the JS (the Redis store's Lua scripts).
+  const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 180_000 });
+  if (build.status === 0 && existsSync(join(ROOT, 'dist/cli.js'))) {
+    return { command: NODE, args: [join(ROOT, 'dist/cli.js')], how: 'node dist/cli.js (built by npm run build)' };
+  }
+  const why = (build.stdout + build.stderr).trim().split('\n').slice(0, 5).join('\n    ');
+  console.warn(`! npm run build failed, running the gateway through tsx instead:\n    ${why}`);
+  return { ...tsxCmd, how: `${tsxCmd.how} (build failed)` };
+}
+
+const q = (s: string): string => JSON.stringify(s); // a JSON string is a valid YAML flow scalar
+
+/** `metrics` undefined: the default config (metrics on, never scraped). */
+function gatewayYaml(port: number, scenario: Scenario, upstreamUrl: string | undefined, metrics?: boolean): string {
+  const upstream =
+    scenario === 'http'
+      ? `{ transport: streamable-http, url: ${q(upstreamUrl ?? '')} }`
+      : `{ transport: stdio, command: ${q(NODE)}, args: [${q(ENTRY)}, "stdio"] }`;
+  return [
+    `listen: { host: 127.0.0.1, port: ${port}, path: /mcp }`,
+    'store: { type: memory }',
+    'log: { level: warn }',
+    ...(metrics === undefined ? [] : [`metrics: { enabled: ${metrics} }`]),
+    'upstreams:',
+    `  everything: ${upstream}`,
+    '',
+  ].join('\n');
+}
+
+/**
+ * How the gateway is observed: `undefined` as configured by default; `off` with metrics and tracing off; `on` with
+ * metrics scraped every SCRAPE_EVERY_MS and traces exported to a loopback OTLP sink.
+ */
+export type Observation = undefined | 'off' | { traceRatio: number | undefined };
+
+export async function startGateway(
+  s: Settings,
+  scenario: Scenario,
+  gw: GatewayCommand,
+  upstreamUrl: string | undefined,
+  dir: string,
+  observation?: Observation,
+): Promise<Started> {
+  const port = await freePort();
+  const inspectPort = await freePort();
+  const cfg = join(dir, `taskgate-${scenario}.yaml`);
+  writeFileSync(cfg, gatewayYaml(port, scenario, upstreamUrl, observation === undefined ? undefined : observation !== 'off'));
+  const args = [inspectFlag(inspectPort), ...gw.args, 'serve', '--config', cfg];
+  const traceRatio = observation === undefined || observation === 'off' ? undefined : observation.traceRatio;
+  const scraped = observation !== undefined && observation !== 'off';
+  const sink = traceRatio !== undefined ? await startOtlpSink() : undefined;
+  // The standard sampler variables: every trace, or a head-sampled share of them (what busy deployments run).
+  const sampler = (ratio: number): Record<string, string> =>
+    ratio >= 1 ? { OTEL_TRACES_SAMPLER: 'parentbased_always_on' } : { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio) };
+  const tracingEnv: Record<string, string> =
+    sink === undefined || traceRatio === undefined
+      ? { OTEL_SDK_DISABLED: 'true' }
+      : { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: 'taskgate-bench', OTEL_SDK_DISABLED: 'false', ...sampler(traceRatio) };
+  const proc = startProc('taskgate', gw.command, args, {
+    cwd: ROOT,
+    dropEnvPrefix: 'TASKGATE_',
+    env: tracingEnv,
+  });
+  try {
+    await waitHttp(proc, `http://127.0.0.1:${port}/readyz`, 30_000, 200);
+  } catch (err) {
+    await proc.stop();
+    throw err;
+  }
+  const { load, driver } = httpDriver(`http://127.0.0.1:${port}/mcp`, s.clients);
+  const procs: Pick<Proc, 'stop'>[] = [proc];
+  const notes = [gw.how];
+  if (scraped) {
+    procs.push(observer(`http://127.0.0.1:${port}/metrics`, sink, notes));
+    notes.push(`metrics scraped every ${SCRAPE_EVERY_MS} ms${sink === undefined ? '' : ', traces exported to a loopback OTLP sink'}`);
+  }
+  return { driver, rssPid: () => proc.pid, rssOf: 'taskgate process', procs, tool: () => load.toolName, inspectPort, notes };
+}
+
+/**
+ * Scrapes /metrics like Prometheus while the target runs; stopped with the target's processes, when it notes what
+ * was scraped and how many spans arrived (a run where tracing exported nothing measured nothing).
+ */
+function observer(metricsUrl: string, sink: OtlpSink | undefined, notes: string[]): Pick<Proc, 'stop'> {
+  let scrapes = 0;
+  let failures = 0;
+  const timer = setInterval(() => {
+    fetch(metricsUrl)
+      .then(async (response) => {
+        await response.text();
+        if (response.ok) scrapes++;
+        else failures++;
+      })
+      .catch(() => failures++);
+  }, SCRAPE_EVERY_MS);
+  return {
+    async stop() {
+      clearInterval(timer); // stopped after the gateway, whose shutdown flushed its last spans to the sink
+      notes.push(`${scrapes} scrapes (${failures} failed)${sink === undefined ? '' : `, ${sink.spans()} spans received`}`);
+      await sink?.close();
+    },
+  };
+}

@@ -1,0 +1,76 @@
+// The http scenario: sync tools/call against server-everything over Streamable HTTP, directly (the baseline) and
+// through the gateway (and, with --observability, the gateway with metrics scraped and traces exported).
+import { startGateway } from './gateway-proc.js';
+import type { GatewayCommand } from './gateway-proc.js';
+import { httpDriver, inspectFlag, measure } from './measure.js';
+import { freePort, startProc, waitHttp, type Proc } from './procs.js';
+import { ENTRY, NODE, type Settings, type TargetResult } from './settings.js';
+
+/** A fresh upstream per target: server-everything keeps every SSE event of a session in memory, so a second
+ * target measured against the first one's upstream would meet a bigger heap and slower GCs. */
+async function withHttpUpstream<T>(fn: (url: string, upstream: Proc, inspectPort: number) => Promise<T>): Promise<T> {
+  const port = await freePort();
+  const inspectPort = await freePort();
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const upstream = startProc('server-everything streamableHttp', NODE, [inspectFlag(inspectPort), ENTRY, 'streamableHttp'], {
+    env: { PORT: String(port) },
+    keepStdout: false,
+  });
+  try {
+    await waitHttp(upstream, url, 20_000);
+    return await fn(url, upstream, inspectPort);
+  } finally {
+    await upstream.stop();
+  }
+}
+
+export async function httpScenario(s: Settings, gw: GatewayCommand | string, dir: string, round: number): Promise<TargetResult[]> {
+  const results: TargetResult[] = [];
+  if (s.targets.includes('direct')) {
+    results.push(
+      await measure('http', 'direct', 'direct', s, round, (run) =>
+        withHttpUpstream(async (url, upstream, inspectPort) => {
+          const { load, driver } = httpDriver(url, s.clients);
+          return run({
+            driver,
+            rssPid: () => upstream.pid,
+            rssOf: 'upstream',
+            procs: [],
+            tool: () => load.toolName,
+            inspectPort,
+            notes: [],
+          });
+        }),
+      ),
+    );
+  }
+  if (s.targets.includes('taskgate')) {
+    const label = s.observability ? 'taskgate (unobserved)' : 'taskgate';
+    results.push(
+      await measure('http', 'taskgate', label, s, round, (run) =>
+        withHttpUpstream(async (url) => {
+          if (typeof gw === 'string') throw new Error(gw);
+          return run(await startGateway(s, 'http', gw, url, dir, s.observability ? 'off' : undefined));
+        }),
+      ),
+    );
+    if (s.observability) {
+      const share = s.traceRatio >= 1 ? '' : ` ${Math.round(s.traceRatio * 100)}%`;
+      const observed = [
+        { target: 'taskgate-metrics' as const, label: 'taskgate (metrics)', traceRatio: undefined },
+        { target: 'taskgate-observed' as const, label: `taskgate (metrics+traces${share})`, traceRatio: s.traceRatio },
+      ];
+      for (const { target, label: observedLabel, traceRatio } of observed) {
+        results.push(
+          await measure('http', target, observedLabel, s, round, (run) =>
+            withHttpUpstream(async (url) => {
+              if (typeof gw === 'string') throw new Error(gw);
+              return run(await startGateway(s, 'http', gw, url, dir, { traceRatio }));
+            }),
+          ),
+        );
+      }
+    }
+  }
+  return results;
+}
