@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { creatorOf, REVISIONS } from '../../src/protocol/revisions.js';
 import { REVISION_IDS, WIRE_CODECS } from '../../src/protocol/wire-revisions.js';
+import { UPSTREAM_ADAPTERS } from '../../src/protocol/upstream-adapters.js';
 import { LEGACY_VERSIONS, MODERN_VERSIONS } from '../../src/protocol/mcp.js';
 import { refusalFor } from '../../src/http/mcp-endpoint.js';
 import { GatewayError } from '../../src/errors.js';
@@ -53,6 +54,10 @@ describe('revision registry', () => {
   it('the wire layer lists the codec of every revision the registry serves, in the same order', () => {
     assert.deepEqual(WIRE_CODECS, REVISIONS.map((r) => r.codec));
     assert.deepEqual(REVISION_IDS, REVISIONS.map((r) => r.id));
+  });
+
+  it('the upstream side lists an adapter for every revision the registry serves, in the same order', () => {
+    assert.deepEqual(UPSTREAM_ADAPTERS.map((adapter) => adapter.revision), REVISIONS.map((r) => r.id));
   });
 
   it('a request refused unread is answered in the revision its headers name, else in the last entry', () => {

@@ -12,7 +12,7 @@ import { codec, upstreamTaskSupport } from '../codec.js';
 import { callAsUpstreamTask } from './upstream-task.js';
 
 /** The id of this revision, as its client-side entry (../revision.ts) names it. */
-export const SESSION_REVISION = 'rev2025-11-25';
+export const SESSION_REVISION = codec.revision;
 
 class SessionUpstreamSide implements UpstreamSide {
   readonly revision = SESSION_REVISION;

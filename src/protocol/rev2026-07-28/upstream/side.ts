@@ -13,7 +13,7 @@ import { codec, declaresTasksExtension, supportsVersion, withoutModernFields } f
 import { ModernUpstreamClient, type ModernRequestOptions } from './client.js';
 
 /** The id of this revision, as its client-side entry (../revision.ts) names it. */
-export const MODERN_REVISION = 'rev2026-07-28';
+export const MODERN_REVISION = codec.revision;
 
 export class ModernUpstreamSide implements UpstreamSide {
   readonly revision = MODERN_REVISION;
