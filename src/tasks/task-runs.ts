@@ -2,25 +2,21 @@
 // once its slots are free, its deadline, its end (recorded through end-writes.ts), cancel, and the drains that end
 // runs when an upstream or the replica goes away. A run reaches whoever started it only through the TaskCaller handed to it; what its call
 // sends that way is run-relay.ts, and what other replicas ask of these runs is task-peer-messages.ts.
-import type { ReplicasConfig } from '../config/types.js';
 import { RequestCancelled, toJsonRpcError } from '../errors.js';
-import type { GatewayEvents } from '../events.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { failedWith, isTerminal, type Era, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { failedWith, isTerminal, type Era, type StoredCall, type TaskRecord } from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
 import type { EndWrites } from './end-writes.js';
-import { TaskAdmission, type TaskCreators } from './task-admission.js';
+import { TaskAdmission, type TaskAdmissionDeps } from './task-admission.js';
 import type { InflightCharge } from './inflight-bytes.js';
 import type { LossHandling } from './leases.js';
 import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, runSignal, type LocalRun, type RunHandle, type RunOutcome, type TaskCaller } from './local-run.js';
 import { countedPrincipal } from './principals.js';
 import type { RunRelay } from './run-relay.js';
-import type { SlotTicket, TaskSlots } from './slots.js';
+import type { SlotTicket } from './slots.js';
 import { boundedEnd } from './stored-results.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
-import type { TaskPolicies } from './task-policies.js';
 import { unavailable, type TaskQueries } from './task-queries.js';
 
 /** What running a lost task's call again needs, and telling of a task failed as lost. */
@@ -32,20 +28,11 @@ export interface RecoveryDeps extends LossHandling {
   resume(task: TaskRecord & { call: StoredCall }): Promise<{ caller: TaskCaller; identity: SessionIdentity; bytes?: { charge: InflightCharge; release: () => void } }>;
 }
 
-export interface TaskRunsDeps {
-  store: TaskStore;
-  policies: TaskPolicies;
-  logger: Logger;
-  /** How many tasks this replica runs at once at most (0: no limit). */
-  replica: Pick<ReplicasConfig, 'maxRunningTasks'>;
-  callers: TaskCreators;
-  events: GatewayEvents;
-  slots: TaskSlots;
+/** What opening needs (task-admission.ts) but the count of runs, which TaskRuns keeps; and what running needs. */
+export interface TaskRunsDeps extends Omit<TaskAdmissionDeps, 'running'> {
   endWrites: EndWrites;
   /** What every run's handle does. */
   relay: RunRelay;
-  /** Leases a new task to this replica (leases.ts). */
-  lease(taskIds: string[]): Promise<void>;
   /** Finds the task an operator cancels. */
   queries: Pick<TaskQueries, 'find'>;
   recovery: RecoveryDeps;

@@ -8,8 +8,8 @@ import type { Logger } from '../../../log.js';
 import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION, paramHeaders } from '../../mcp.js';
 import { codec, inputRequestsOf, retryParams } from '../codec.js';
 import * as answers from '../../../upstream/answers.js';
-import type { CredentialSource } from '../../../upstream/adapter.js';
-import type { CallContext, ClientFlow, UpstreamCall } from '../../../upstream/connection.js';
+import type { CredentialSource, PassThroughOptions } from '../../../upstream/adapter.js';
+import type { CallContext, UpstreamCall } from '../../../upstream/connection.js';
 import { warnViolation } from '../../../upstream/violations.js';
 import { MessageTooLargeError } from '../../../upstream/oversized.js';
 import { decodePayload, describeUnanswered, readHttpPayload } from '../../../upstream/payload.js';
@@ -17,15 +17,12 @@ import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta } from '
 import { readSse } from '../../../upstream/sse-reader.js';
 import { holdReadable } from '../../../upstream/transport.js';
 
-export interface ModernRequestOptions {
-  /** Notifications the upstream sends before its answer (progress, logs). */
-  onNotification?: (message: JsonRpcNotification) => void;
-  signal?: AbortSignal;
-  timeoutMs?: number;
-  /** The upstream's definition of the tool called, for the `Mcp-Param-*` headers its schema asks for. */
-  tool?: JsonObject | undefined;
-  /** The room on the stream of the client the notifications go to: the answer is not read on while it is full. */
-  clientFlow?: () => ClientFlow | undefined;
+/**
+ * How one request goes out: the pass-through options of the contract (adapter.ts), whose `tool` gives the
+ * `Mcp-Param-*` headers its schema asks for and whose `clientFlow` stops the answer being read while the client's
+ * stream is full.
+ */
+export interface ModernRequestOptions extends PassThroughOptions {
   /** What the request authenticates with; none: the upstream's configured headers. */
   credentials?: CredentialSource | undefined;
 }
