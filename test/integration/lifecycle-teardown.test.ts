@@ -6,10 +6,7 @@
 // for an event, a file or a process exit, bounded only against hangs.
 import assert from 'node:assert/strict';
 import { createHook } from 'node:async_hooks';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, watch } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -17,93 +14,11 @@ import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
 import { startGateway, StartupConfigError, type RunningGateway } from '../../src/taskgate.js';
-import { REPO_ROOT } from '../fixtures/spawn.js';
 import { eventually, type Json } from '../helpers/harness.js';
 import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
+import { assertGone, bounded, pidFiles, processesOf, running, STUBBORN } from '../helpers/stubborn-children.js';
 
-const HANG_MS = 60_000;
-const STUBBORN = join(REPO_ROOT, 'test/fixtures/stubborn-child.mjs');
 const PREFIX = redisTestPrefix('lifecycle-teardown');
-
-function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const hang = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`hung waiting for ${what}`)), HANG_MS)));
-  return Promise.race([promise, hang]).finally(() => clearTimeout(timer));
-}
-
-/** Whether a process runs: a zombie (dead, not yet reaped by whoever inherited it) does not. */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  return procStat(pid)?.state !== 'Z';
-}
-
-/** State, parent and process group of a process, from /proc (undefined once it is gone). */
-function procStat(pid: number): { state: string; ppid: number; pgrp: number } | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const [state = '', ppid = '0', pgrp = '0'] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { state, ppid: Number(ppid), pgrp: Number(pgrp) };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Live processes that are children of this one, or in the process group of one of `groups`. */
-function processesOf(groups: readonly number[]): number[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .map(Number)
-    .filter((pid) => {
-      const stat = procStat(pid);
-      return stat !== undefined && stat.state !== 'Z' && (stat.ppid === process.pid || groups.includes(stat.pgrp));
-    });
-}
-
-interface ChildPids {
-  pid: number;
-  grandchild?: number;
-}
-
-/** A directory of pid files; each stubborn child writes its own (renamed into place) once started. */
-function pidFiles(): { path(name: string): string; read(name: string): Promise<ChildPids>; written(name: string): boolean; remove(): void } {
-  const dir = mkdtempSync(join(tmpdir(), 'taskgate-teardown-'));
-  const path = (name: string): string => join(dir, `${name}.json`);
-  return {
-    path,
-    written: (name) => existsSync(path(name)),
-    remove: () => rmSync(dir, { recursive: true, force: true }),
-    read: (name) =>
-      bounded(
-        new Promise<ChildPids>((resolve) => {
-          const parse = (): ChildPids => JSON.parse(readFileSync(path(name), 'utf8')) as ChildPids;
-          if (existsSync(path(name))) return resolve(parse());
-          const watcher = watch(dir, () => {
-            if (!existsSync(path(name))) return;
-            watcher.close();
-            resolve(parse());
-          });
-          // Written between the look and the watch: no event would come.
-          if (existsSync(path(name))) {
-            watcher.close();
-            resolve(parse());
-          }
-        }),
-        `the pid file of ${name}`,
-      ),
-  };
-}
-
-/** Every process a stubborn child started is gone, and so is its process group; leftovers are killed. */
-function assertGone(pids: ChildPids, what: string): void {
-  const group = processesOf([pids.pid]).filter((pid) => procStat(pid)?.pgrp === pids.pid);
-  const left = [...new Set([pids.pid, pids.grandchild, ...group])].filter((pid): pid is number => pid !== undefined && running(pid));
-  for (const pid of left) process.kill(pid, 'SIGKILL');
-  assert.deepEqual(left, [], `${what}: processes left running`);
-}
 
 /** A stdio upstream that ignores SIGTERM and starts a grandchild that does too; `prefix: ''` exposes `ping` as is. */
 function stubborn(pidFile: string, extra: Json = {}): Json {
@@ -205,7 +120,7 @@ describe('one way down, nothing left behind', () => {
   test('a listen that fails (the port is taken) rejects, and leaves no child, timer, socket or Redis connection', async () => {
     const taken: Server = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
-    const pids = pidFiles();
+    const pids = pidFiles('taskgate-teardown-');
     try {
       const name = connectionName();
       const config = gatewayConfig(name, (taken.address() as AddressInfo).port, { stubborn: stubborn(pids.path('stubborn')) });
@@ -224,7 +139,7 @@ describe('one way down, nothing left behind', () => {
   });
 
   test('a start that fails later (upstream names collide) rejects with StartupConfigError and leaves nothing behind', async () => {
-    const pids = pidFiles();
+    const pids = pidFiles('taskgate-teardown-');
     try {
       const name = connectionName();
       const config = gatewayConfig(name, 0, { first: stubborn(pids.path('first'), { prefix: '' }), second: stubborn(pids.path('second'), { prefix: '' }) });
@@ -251,7 +166,7 @@ describe('one way down, nothing left behind', () => {
   });
 
   test('close() after a normal start leaves nothing behind', async () => {
-    const pids = pidFiles();
+    const pids = pidFiles('taskgate-teardown-');
     try {
       const name = connectionName();
       const config = gatewayConfig(name, 0, { stubborn: stubborn(pids.path('stubborn')) });

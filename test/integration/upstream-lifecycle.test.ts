@@ -3,80 +3,27 @@
 // SIGTERM to a gateway process, and by a config reload; and a reload's credentials apply without waiting for an
 // upstream that never initializes. Every wait is for an event, a file or a process exit, bounded only against hangs.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, watch } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import type { GatewayEventMap } from '../../src/events.js';
 import { startGateway, type RunningGateway } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
-import { freePort, REPO_ROOT } from '../fixtures/spawn.js';
+import { freePort } from '../fixtures/spawn.js';
 import { testScope, type Json, type TestScope } from '../helpers/harness.js';
 import { modern } from '../helpers/modern-wire.js';
+import { assertGone, bounded, HANG_MS, pidFiles as pidDirectory, running, STUBBORN, type PidFiles } from '../helpers/stubborn-children.js';
 
-const HANG_MS = 60_000;
-const STUBBORN = join(REPO_ROOT, 'test/fixtures/stubborn-child.mjs');
+/** The test's pid files, removed with its scope. */
+function pidFiles(scope: TestScope): PidFiles {
+  const files = pidDirectory('taskgate-lifecycle-');
+  scope.defer(() => files.remove());
+  return files;
+}
+
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdefgh';
 
-function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const hang = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`hung waiting for ${what}`)), HANG_MS)));
-  return Promise.race([promise, hang]).finally(() => clearTimeout(timer));
-}
-
-/** Whether a process runs: a zombie (dead, not yet reaped by whoever inherited it) does not. */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-interface ChildPids {
-  pid: number;
-  grandchild?: number;
-}
-
-/** A directory of pid files; each stubborn child writes its own (renamed into place) once started. */
-function pidFiles(scope: TestScope): { path(name: string): string; read(name: string): Promise<ChildPids> } {
-  const dir = mkdtempSync(join(tmpdir(), 'taskgate-lifecycle-'));
-  scope.defer(() => rmSync(dir, { recursive: true, force: true }));
-  const path = (name: string): string => join(dir, `${name}.json`);
-  return {
-    path,
-    read: (name) =>
-      bounded(
-        new Promise<ChildPids>((resolve) => {
-          const done = (): boolean => {
-            if (!existsSync(path(name))) return false;
-            watcher.close();
-            resolve(JSON.parse(readFileSync(path(name), 'utf8')) as ChildPids);
-            return true;
-          };
-          const watcher = watch(dir, () => void done());
-          done();
-        }),
-        `the pid file of ${name}`,
-      ),
-  };
-}
-
-/** Every process a stubborn child started is gone; kills leftovers so that a failing test leaves none behind. */
-function assertGone(pids: ChildPids, what: string): void {
-  const left = [pids.pid, pids.grandchild].filter((pid): pid is number => pid !== undefined && running(pid));
-  for (const pid of left) process.kill(pid, 'SIGKILL');
-  assert.deepEqual(left, [], `${what}: processes left running`);
-}
 
 function stubborn(pidFile: string, flags: string[], extra: Json = {}): Json {
   return { transport: 'stdio', command: process.execPath, args: [STUBBORN, '--pid-file', pidFile, ...flags], stopGraceMs: 200, ...extra };
@@ -150,7 +97,7 @@ describe('start-up: listening before the upstreams', () => {
     const gateway = await bounded(startGateway(config, createLogger(config.log, { pretty: false })), 'the start');
     scope.defer(() => gateway.close());
     // The child may not have come as far as writing its pid file within 300 ms; if it did, it is gone now.
-    if (existsSync(pids.path('stuck'))) assertGone(await pids.read('stuck'), 'the child whose initialize timed out');
+    if (pids.written('stuck')) assertGone(await pids.read('stuck'), 'the child whose initialize timed out');
     const ready = await readiness(gateway.url);
     assert.equal(ready.status, 200, JSON.stringify(ready.body));
     const upstream = (ready.body.upstreams as Json[]).find((u) => u.name === 'stuck');
