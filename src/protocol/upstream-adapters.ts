@@ -5,7 +5,7 @@
 import { sessionUpstreamAdapter } from './rev2025-11-25/upstream/side.js';
 import { modernUpstreamAdapter } from './rev2026-07-28/upstream/side.js';
 import type { JsonObject } from '../jsonrpc.js';
-import type { UpstreamAdapter } from '../upstream/adapter.js';
+import { createdTaskIdIn, notifiedTaskIdIn, type UpstreamAdapter } from '../upstream/adapter.js';
 
 export const UPSTREAM_ADAPTERS: readonly UpstreamAdapter[] = [
   // Stateless: discovery first, so an upstream speaking both is known to before its sessions open.
@@ -16,18 +16,10 @@ export const UPSTREAM_ADAPTERS: readonly UpstreamAdapter[] = [
 
 /** The task a task-status notification names, in whichever revision the gateway speaks. */
 export function notifiedTaskId(params: JsonObject): string | undefined {
-  for (const adapter of UPSTREAM_ADAPTERS) {
-    const taskId = adapter.notifiedTaskId(params);
-    if (taskId !== undefined) return taskId;
-  }
-  return undefined;
+  return notifiedTaskIdIn(UPSTREAM_ADAPTERS, params);
 }
 
 /** The task id of a create-task result in any revision the gateway speaks, or undefined for any other result. */
 export function createdTaskId(result: JsonObject): string | undefined {
-  for (const adapter of UPSTREAM_ADAPTERS) {
-    const taskId = adapter.createdTaskId(result);
-    if (taskId !== undefined) return taskId;
-  }
-  return undefined;
+  return createdTaskIdIn(UPSTREAM_ADAPTERS, result);
 }

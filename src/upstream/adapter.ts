@@ -157,3 +157,21 @@ export interface UpstreamAdapter {
   /** The task a task-status notification of this revision names. */
   notifiedTaskId(params: JsonObject): string | undefined;
 }
+
+/** The task id of a create-task result in whichever of `adapters`' revisions it is one, or undefined for any other. */
+export function createdTaskIdIn(adapters: readonly UpstreamAdapter[], result: JsonObject): string | undefined {
+  return firstAnswer(adapters, (adapter) => adapter.createdTaskId(result));
+}
+
+/** The task a task-status notification names, in whichever of `adapters`' revisions it is one. */
+export function notifiedTaskIdIn(adapters: readonly UpstreamAdapter[], params: JsonObject): string | undefined {
+  return firstAnswer(adapters, (adapter) => adapter.notifiedTaskId(params));
+}
+
+function firstAnswer(adapters: readonly UpstreamAdapter[], ask: (adapter: UpstreamAdapter) => string | undefined): string | undefined {
+  for (const adapter of adapters) {
+    const answer = ask(adapter);
+    if (answer !== undefined) return answer;
+  }
+  return undefined;
+}

@@ -19,7 +19,7 @@ import { StdioTransport } from './stdio.js';
 import { endUpstreamSession, StreamableHttpTransport } from './streamable-http.js';
 import { recordSession, type UpstreamSessionLedger } from './session-ledger.js';
 import type { UpstreamTransport } from './transport.js';
-import { sessionKeyOf, staticCredentials, type CredentialSource, type SessionIdentity, type UpstreamAdapter, type UpstreamCaller, type UpstreamLink, type UpstreamSide } from './adapter.js';
+import { createdTaskIdIn, notifiedTaskIdIn, sessionKeyOf, staticCredentials, type CredentialSource, type SessionIdentity, type UpstreamAdapter, type UpstreamCaller, type UpstreamLink, type UpstreamSide } from './adapter.js';
 import { countViolations } from './violations.js';
 import type { UpstreamCatalog } from './catalog.js';
 import { CONTROL_ORIGIN, originOf, type ConnectionRole, type MessageOrigin } from './message-origin.js';
@@ -308,7 +308,7 @@ export class Upstream {
     this.events.emit('upstream.up', { upstream: this.name, transport: this.config.transport });
     if (restarted) this.events.emit('upstream.restarted', { upstream: this.name, attempt: this.backoff.attempts });
     this.sides.watch((message) => this.controlMessage(message));
-    this.logger.info({ serverInfo: this.status().serverInfo, protocols: this.status().protocols }, 'upstream connected');
+    this.logger.info(this.sides.status, 'upstream connected');
     this.sink.catalogChanged(this, true);
   }
 
@@ -348,18 +348,10 @@ export class Upstream {
   }
 
   /** The task id of a create-task result in any revision the gateway speaks (answers.ts checks it was asked for). */
-  private readonly createdTaskId = (result: JsonObject): string | undefined => this.askAdapters((adapter) => adapter.createdTaskId(result));
+  private readonly createdTaskId = (result: JsonObject): string | undefined => createdTaskIdIn(this.gateway.adapters, result);
 
   /** The task a task-status notification names, in any revision the gateway speaks. */
-  private readonly notifiedTaskId = (params: JsonObject): string | undefined => this.askAdapters((adapter) => adapter.notifiedTaskId(params));
-
-  private askAdapters(ask: (adapter: UpstreamAdapter) => string | undefined): string | undefined {
-    for (const adapter of this.gateway.adapters) {
-      const answer = ask(adapter);
-      if (answer !== undefined) return answer;
-    }
-    return undefined;
-  }
+  private readonly notifiedTaskId = (params: JsonObject): string | undefined => notifiedTaskIdIn(this.gateway.adapters, params);
 
   private markDown(reason: string): void {
     if (this.state === 'closed') return;
