@@ -1,21 +1,14 @@
 // What the tests of stdio children that will not stop share (test/fixtures/stubborn-child.mjs): the pid files the
 // children write, whether a process (or its process group) still runs, and a bound against hangs. Every wait is for
-// a file or an exit; the bound only turns a hang into a failure.
+// a file or an exit, bounded against hangs (waits.ts).
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../fixtures/spawn.js';
+import { bounded } from './waits.js';
 
-export const HANG_MS = 60_000;
 export const STUBBORN = join(REPO_ROOT, 'test/fixtures/stubborn-child.mjs');
-
-/** Rejects when `promise` has not settled within HANG_MS: a hang fails the test instead of stalling the suite. */
-export function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const hang = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`hung waiting for ${what}`)), HANG_MS)));
-  return Promise.race([promise, hang]).finally(() => clearTimeout(timer));
-}
 
 /** A process's state, parent and process group, from /proc; undefined once it is gone. */
 export function procStat(pid: number): { state: string; ppid: number; pgrp: number } | undefined {

@@ -6,7 +6,7 @@ import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import type { GatewayConfig } from '../../src/config/types.js';
 import { MethodNotFound } from '../../src/errors.js';
-import type { GatewayEventMap, GatewayEventName, GatewayEvents } from '../../src/events.js';
+import type { GatewayEvents } from '../../src/events.js';
 import type { Outcome } from '../../src/jsonrpc.js';
 import type { TaskStore } from '../../src/store/task-store.js';
 import type { TaskCaller } from '../../src/tasks/local-run.js';
@@ -90,17 +90,6 @@ export function recordingCaller(): RecordingCaller {
     },
   };
   return caller;
-}
-
-/** The next `name` event for which `matches` holds. */
-export function nextEvent<K extends GatewayEventName>(events: GatewayEvents, name: K, matches: (payload: GatewayEventMap[K]) => boolean = () => true): Promise<GatewayEventMap[K]> {
-  return new Promise((resolve) => {
-    const stop = events.on(name, (payload) => {
-      if (!matches(payload)) return;
-      stop();
-      resolve(payload);
-    });
-  });
 }
 
 /** The task's record once `done` holds for it (a wait on the store's events, not a timer). */

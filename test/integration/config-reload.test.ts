@@ -16,14 +16,13 @@ import { fixtureCommand, freePort, GATEWAY_CLI_PATH, REPO_ROOT, startChild, wait
 import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
 import { logEntries, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
 import { modern, openListen } from '../helpers/modern-wire.js';
+import { bounded as boundedBy, nextEvent as announced } from '../helpers/waits.js';
 
 const HANG_MS = 30_000;
 
 /** Rejects when `promise` has not settled within HANG_MS: protects against hangs, asserts nothing about time. */
 function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const hang = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`hung waiting for ${what}`)), HANG_MS)));
-  return Promise.race([promise, hang]).finally(() => clearTimeout(timer));
+  return boundedBy(promise, what, HANG_MS);
 }
 
 /** The full test config as startTestGateway builds it, parsed: what a reload is given. */
@@ -45,12 +44,7 @@ function stdioUpstream(prefix: string): Json {
 
 /** The next `name` event the gateway emits. */
 function nextEvent<K extends keyof GatewayEventMap>(gateway: TestGateway, name: K): Promise<GatewayEventMap[K]> {
-  return bounded(new Promise((resolve) => {
-    const off = gateway.events.on(name, (payload) => {
-      off();
-      resolve(payload);
-    });
-  }), name);
+  return bounded(announced(gateway.events, name), name);
 }
 
 /**

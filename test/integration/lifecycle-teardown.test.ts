@@ -16,7 +16,8 @@ import { createLogger } from '../../src/log.js';
 import { startGateway, StartupConfigError, type RunningGateway } from '../../src/taskgate.js';
 import { eventually, type Json } from '../helpers/harness.js';
 import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
-import { assertGone, bounded, pidFiles, processesOf, running, STUBBORN } from '../helpers/stubborn-children.js';
+import { assertGone, pidFiles, processesOf, running, STUBBORN } from '../helpers/stubborn-children.js';
+import { bounded } from '../helpers/waits.js';
 
 const PREFIX = redisTestPrefix('lifecycle-teardown');
 

@@ -12,7 +12,8 @@ import { createLogger } from '../../src/log.js';
 import { freePort } from '../fixtures/spawn.js';
 import { testScope, type Json, type TestScope } from '../helpers/harness.js';
 import { modern } from '../helpers/modern-wire.js';
-import { assertGone, bounded, HANG_MS, pidFiles as pidDirectory, running, STUBBORN, type PidFiles } from '../helpers/stubborn-children.js';
+import { assertGone, pidFiles as pidDirectory, running, STUBBORN, type PidFiles } from '../helpers/stubborn-children.js';
+import { bounded, HANG_MS, nextEvent as announced } from '../helpers/waits.js';
 
 /** The test's pid files, removed with its scope. */
 function pidFiles(scope: TestScope): PidFiles {
@@ -34,14 +35,9 @@ function gatewayConfig(config: Json): ReturnType<typeof parseConfig> {
   return parseConfig(stringify(full), 'test.yaml', {});
 }
 
+/** The gateway's next `name` event for which `match` holds. */
 function nextEvent<K extends keyof GatewayEventMap>(gateway: RunningGateway, name: K, match: (payload: GatewayEventMap[K]) => boolean = () => true): Promise<GatewayEventMap[K]> {
-  return bounded(new Promise((resolve) => {
-    const off = gateway.events.on(name, (payload) => {
-      if (!match(payload)) return;
-      off();
-      resolve(payload);
-    });
-  }), name);
+  return bounded(announced(gateway.events, name, match), name);
 }
 
 async function readiness(url: string): Promise<{ status: number; body: Json }> {

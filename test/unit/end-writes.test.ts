@@ -8,7 +8,8 @@ import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import type { TaskChange, TaskRecord, TransitionResult } from '../../src/store/task-store.js';
 import { EndWrites } from '../../src/tasks/end-writes.js';
 import { LocalEnds } from '../../src/tasks/local-ends.js';
-import { nextEvent, silentLogger } from '../helpers/task-core.js';
+import { silentLogger } from '../helpers/task-core.js';
+import { nextEvent } from '../helpers/waits.js';
 
 /** The in-memory store with an outage switch: while `away`, status writes fail as a lost Redis connection does. */
 class StoreWithOutage extends MemoryTaskStore {

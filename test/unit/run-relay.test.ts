@@ -11,7 +11,8 @@ import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, type LocalRun, type TaskCaller } from '../../src/tasks/local-run.js';
 import type { InputRequest } from '../../src/tasks/pending-inputs.js';
 import { RunRelay } from '../../src/tasks/run-relay.js';
-import { nextEvent, recordingCaller, silentLogger, storedWhen } from '../helpers/task-core.js';
+import { recordingCaller, silentLogger, storedWhen } from '../helpers/task-core.js';
+import { nextEvent } from '../helpers/waits.js';
 
 const QUESTION: InputRequest = { method: 'elicitation/create', params: { message: 'Your name?', requestedSchema: { type: 'object', properties: {} } } };
 const ANSWER = { action: 'accept', content: { name: 'Ada' } };

@@ -12,7 +12,8 @@ import { TaskPolicies } from '../../src/tasks/task-policies.js';
 import { storedCall } from '../../src/tasks/task-runs.js';
 import { TaskSlots } from '../../src/tasks/slots.js';
 import type { Upstream } from '../../src/upstream/upstream.js';
-import { configFor, identity, nextEvent, silentLogger, unconnectedUpstream } from '../helpers/task-core.js';
+import { configFor, identity, silentLogger, unconnectedUpstream } from '../helpers/task-core.js';
+import { nextEvent } from '../helpers/waits.js';
 
 const TASKS = { rules: [{ match: 'retried', retry: { onLoss: true } }, { match: 'limited', maxTasksPerPrincipal: 1 }] };
 const CALL = storedCall({ name: 'slow', arguments: { ms: 1 } }, identity('session-1'));

@@ -10,7 +10,8 @@ import type { TaskRecord } from '../../src/store/task-store.js';
 import { TaskEngine } from '../../src/tasks/engine.js';
 import { NOTHING_TO_DO } from '../../src/tasks/local-run.js';
 import { storedCall } from '../../src/tasks/task-runs.js';
-import { configFor, fixtureUpstream, identity, nextEvent, recordingCaller, silentLogger, type FixtureUpstream } from '../helpers/task-core.js';
+import { configFor, fixtureUpstream, identity, recordingCaller, silentLogger, type FixtureUpstream } from '../helpers/task-core.js';
+import { nextEvent } from '../helpers/waits.js';
 
 let fixture: FixtureUpstream;
 before(async () => {

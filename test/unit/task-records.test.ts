@@ -11,7 +11,8 @@ import { NATIVE_TASKS_PRINCIPAL } from '../../src/tasks/principals.js';
 import { NOT_FOUND } from '../../src/tasks/task-queries.js';
 import { TaskRecords } from '../../src/tasks/task-records.js';
 import type { Upstream } from '../../src/upstream/upstream.js';
-import { nextEvent, unconnectedUpstream } from '../helpers/task-core.js';
+import { unconnectedUpstream } from '../helpers/task-core.js';
+import { nextEvent } from '../helpers/waits.js';
 
 let store: MemoryTaskStore;
 let events: GatewayEvents;

@@ -14,7 +14,8 @@ import { TaskSlots } from '../../src/tasks/slots.js';
 import { TaskPolicies } from '../../src/tasks/task-policies.js';
 import { TaskQueries } from '../../src/tasks/task-queries.js';
 import { storedCall, TaskRuns } from '../../src/tasks/task-runs.js';
-import { fixtureUpstream, identity, nextEvent, recordingCaller, silentLogger, type FixtureUpstream } from '../helpers/task-core.js';
+import { fixtureUpstream, identity, recordingCaller, silentLogger, type FixtureUpstream } from '../helpers/task-core.js';
+import { nextEvent } from '../helpers/waits.js';
 
 const REPLICA = 'replica-1';
 const LEASE_MS = 30_000;
