@@ -2,7 +2,7 @@
 // ratios to the same run's direct baseline (and best npm peer), memory, and the targets checked (reported, never
 // asserted).
 import type { Check, Scenario, Settings, TargetName, TargetResult } from './settings.js';
-import type { PhaseStats } from './stats.js';
+import { median, type PhaseStats } from './stats.js';
 
 // Targets from the issue; reported, never asserted.
 const MIN_THROUGHPUT_VS_DIRECT = 0.8;
@@ -26,12 +26,6 @@ export function errorRate(r: TargetResult): number {
   return total > 0 ? errors / total : 0;
 }
 
-function median(values: number[]): number {
-  const v = values.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-  if (v.length === 0) return Number.NaN;
-  const mid = v.length >> 1;
-  return v.length % 2 === 1 ? (v[mid] ?? Number.NaN) : ((v[mid - 1] ?? 0) + (v[mid] ?? 0)) / 2;
-}
 
 /** One target over all rounds: medians, so one round disturbed by other work on the machine does not decide. */
 export interface Summary {

@@ -20,6 +20,7 @@ import { TaskLeases, type RenewalRound } from '../src/tasks/leases.js';
 import { connectRedis } from './tasks.js';
 import { cpuMs, freePort, rssBytes, startProc, waitHttp } from './procs.js';
 import { everythingEntry } from './stdio-direct.js';
+import { median } from './stats.js';
 
 /** Targets from the issue; reported, never asserted. */
 export const MAX_TAKEOVER_MS = 60_000;
@@ -189,12 +190,6 @@ function gatewayYaml(port: number, redisUrl: string, prefix: string, leaseMs: nu
   ].join('\n');
 }
 
-function median(values: number[]): number {
-  const v = [...values].sort((a, b) => a - b);
-  if (v.length === 0) return Number.NaN;
-  const mid = v.length >> 1;
-  return v.length % 2 === 1 ? (v[mid] as number) : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
-}
 
 /** Both phases against one Redis prefix of the run's own, deleted afterwards. */
 export async function scaleScenario(

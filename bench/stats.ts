@@ -38,6 +38,14 @@ export function percentile(sorted: Float64Array, p: number): number {
   return sorted[rank - 1] ?? Number.NaN;
 }
 
+/** The median of `values`, ignoring NaN (a round that measured nothing); NaN when none is left. */
+export function median(values: number[]): number {
+  const v = values.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (v.length === 0) return Number.NaN;
+  const mid = v.length >> 1;
+  return v.length % 2 === 1 ? (v[mid] ?? Number.NaN) : ((v[mid - 1] ?? 0) + (v[mid] ?? 0)) / 2;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**

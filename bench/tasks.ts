@@ -13,7 +13,7 @@ import { Redis } from 'ioredis';
 import { startAuthServer } from '../test/fixtures/auth-server.js';
 import { HttpLoad, McpHttp, resolveTool, wallMs, type McpSession } from './load.js';
 import { cpuMs, freePort, startProc, waitHttp, waitListening, type Proc } from './procs.js';
-import { percentile, runPhase, type PhaseSpec, type PhaseStats } from './stats.js';
+import { median, percentile, runPhase, type PhaseSpec, type PhaseStats } from './stats.js';
 
 export type StoreKind = 'redis' | 'memory';
 export const ALL_STORES: readonly StoreKind[] = ['redis', 'memory'];
@@ -583,12 +583,6 @@ export async function tasksScenario(
 
 // ---- report ----
 
-function median(values: number[]): number {
-  const v = values.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-  if (v.length === 0) return Number.NaN;
-  const mid = v.length >> 1;
-  return v.length % 2 === 1 ? (v[mid] ?? Number.NaN) : ((v[mid - 1] ?? 0) + (v[mid] ?? 0)) / 2;
-}
 
 /** Numbers shown in the tables: medians over the rounds that produced them. */
 export interface TasksSummaryRow {
