@@ -147,7 +147,8 @@ describe('task dashboard, no auth: a running and a finished task, filters, detai
         </script></body>`);
     });
     await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
-    t.after(() => new Promise((resolve) => hostile.close(resolve)));
+    // The browser keeps its connections to the page open: close them, or close() waits for Chromium's idle timeout.
+    t.after(() => new Promise((resolve) => { hostile.close(resolve); hostile.closeAllConnections(); }));
     const hostileOrigin = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
     const page = await browser.newPage();
     await page.goto(`${hostileOrigin}/`, WAIT);
