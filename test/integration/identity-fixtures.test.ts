@@ -4,6 +4,8 @@
 // server from the 401 (RFC 9728 → RFC 8414), and the authorization server's down and slow modes behave as documented.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { decodeJwt } from 'jose';
+import * as oauth from 'oauth4webapi';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -89,6 +91,15 @@ describe('upstream-identity fixtures', () => {
     assert.equal(me.headers['x-test-case'], 'identity-fixtures');
     assert.equal(as.lastTokenRequest?.clientAuth, 'basic');
     assert.deepEqual(as.lastTokenRequest?.resource, [upstream.url]);
+
+    as.setExpiresIn(7); // a lifetime set mid-test applies to the next token, in expires_in and exp alike
+    try {
+      const short = await tokenRequest(as, { grant_type: 'client_credentials', resource: upstream.url });
+      const claims = decodeJwt(short.body.access_token as string);
+      assert.deepEqual([short.body.expires_in, claims.exp! - claims.iat!], [7, 7]);
+    } finally {
+      as.setExpiresIn(300);
+    }
   });
 
   test('RFC 8693: a minted alice token is exchanged for the upstream and whoami answers alice, acted for by the gateway', async () => {
@@ -211,6 +222,28 @@ describe('upstream-identity fixtures', () => {
     assert.equal(asMeta.issuer, as.issuer);
     assert.equal(asMeta.token_endpoint, `${as.issuer}/token`);
     assert.ok((asMeta.grant_types_supported as string[]).includes(TOKEN_EXCHANGE_GRANT));
+  });
+
+  test('the gateway\'s OAuth client library (oauth4webapi) discovers, gets and exchanges tokens the protected server accepts', async () => {
+    const insecure = { [oauth.allowInsecureRequests]: true }; // loopback http
+    const resource = await oauth.processResourceDiscoveryResponse(new URL(upstream.url), await oauth.resourceDiscoveryRequest(new URL(upstream.url), insecure));
+    const issuer = new URL(resource.authorization_servers![0]!);
+    const server = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }));
+    const client: oauth.Client = { client_id: GATEWAY_CLIENT.id };
+
+    const granted = await oauth.processClientCredentialsResponse(server, client,
+      await oauth.clientCredentialsGrantRequest(server, client, oauth.ClientSecretPost(GATEWAY_CLIENT.secret), { resource: upstream.url }, insecure));
+    assert.equal(as.lastTokenRequest?.clientAuth, 'post');
+    const subject = await as.mint({ sub: 'gina', aud: GATEWAY_RESOURCE });
+    const exchanged = await oauth.processGenericTokenEndpointResponse(server, client,
+      await oauth.genericTokenEndpointRequest(server, client, oauth.ClientSecretBasic(GATEWAY_CLIENT.secret), TOKEN_EXCHANGE_GRANT,
+        { subject_token: subject, subject_token_type: ACCESS_TOKEN_TYPE, resource: upstream.url }, insecure));
+    assert.equal(exchanged.issued_token_type, ACCESS_TOKEN_TYPE);
+    for (const [token, sub] of [[granted.access_token, GATEWAY_CLIENT.id], [exchanged.access_token, 'gina']] as const) {
+      const { client: mcp } = await connect(upstream.url, token);
+      clients.push(mcp);
+      assert.equal((await whoami(mcp)).sub, sub);
+    }
   });
 
   test('down refuses connections; up again serves on the same port', async () => {
