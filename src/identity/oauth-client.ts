@@ -120,7 +120,7 @@ export class UpstreamOAuthClient {
       const answer = await request(as, signal);
       return { token: answer.access_token, expiresInSeconds: answer.expires_in };
     } catch (err) {
-      throw this.failure(step, err, signal);
+      throw await this.failure(step, err, signal);
     }
   }
 
@@ -135,7 +135,7 @@ export class UpstreamOAuthClient {
           : await oauth.resourceDiscoveryRequest(resource, this.requestOptions(resource.href, signal));
       metadata = await oauth.processResourceDiscoveryResponse(resource, response);
     } catch (err) {
-      throw this.failure('discovery', err, signal, 'protected resource metadata (RFC 9728)');
+      throw await this.failure('discovery', err, signal, 'protected resource metadata (RFC 9728)');
     }
     const issuer = metadata.authorization_servers?.[0];
     if (issuer === undefined) {
@@ -160,7 +160,7 @@ export class UpstreamOAuthClient {
         if (signal.aborted) break;
       }
     }
-    throw this.failure('discovery', first, signal, `authorization server metadata of ${issuer.href}`);
+    throw await this.failure('discovery', first, signal, `authorization server metadata of ${issuer.href}`);
   }
 
   /** An unauthenticated request to the upstream, for the 401 that says where its metadata is. */
@@ -193,7 +193,7 @@ export class UpstreamOAuthClient {
     throw new UpstreamCredentialError({ upstream: this.options.upstream, step: 'discovery', reason: 'invalid_response', detail: `refusing to use ${parsed.origin} over plain http (not named in the config, not loopback)` });
   }
 
-  private failure(step: CredentialStep, err: unknown, signal: AbortSignal, what?: string): UpstreamCredentialError {
+  private async failure(step: CredentialStep, err: unknown, signal: AbortSignal, what?: string): Promise<UpstreamCredentialError> {
     if (err instanceof UpstreamCredentialError) return err;
     const upstream = this.options.upstream;
     const where = what !== undefined ? `${what}: ` : '';
@@ -206,6 +206,16 @@ export class UpstreamOAuthClient {
         upstream, step, reason: 'oauth_error', status: err.status, oauthError: err.error,
         retryAfterMs: retryAfterMsOf(err.response.headers.get('retry-after')),
         detail: `${where}HTTP ${err.status} ${err.error}${description}`,
+      });
+    }
+    if (err instanceof oauth.WWWAuthenticateChallengeError) {
+      // A 401 with a challenge (a refused client): the OAuth error is in the body, or else in the challenge.
+      const body = (await err.response.json().catch(() => ({}))) as { error?: unknown; error_description?: unknown };
+      const code = typeof body.error === 'string' ? body.error : err.cause[0]?.parameters.error;
+      const description = typeof body.error_description === 'string' ? ` (${body.error_description})` : '';
+      return new UpstreamCredentialError({
+        upstream, step, reason: code !== undefined ? 'oauth_error' : 'http_status', status: err.status, ...(code !== undefined && { oauthError: code }),
+        detail: `${where}HTTP ${err.status}${code !== undefined ? ` ${code}` : ''}${description}`,
       });
     }
     const response = (err as { cause?: unknown }).cause;
