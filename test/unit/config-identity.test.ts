@@ -117,6 +117,13 @@ upstreams:
     assert.match(empty[0]?.message ?? '', /auth needs clientCredentials, tokenExchange, signedIdentity or claimHeaders/);
   });
 
+  it('refuses a claim header that would set the credential or a transport header', () => {
+    const errors = errorsOf('upstreams: { a: { url: "http://127.0.0.1:1/mcp", auth: { claimHeaders: { Authorization: sub, X-Ok: sub } } } }');
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0]?.path, 'upstreams.a.auth.claimHeaders.Authorization');
+    assert.match(errors[0]?.message ?? '', /a claim may not set it/);
+  });
+
   it('refuses signedIdentity without identity.keys, at the upstream that needs them', () => {
     const errors = errorsOf(`
 upstreams:

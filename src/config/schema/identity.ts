@@ -15,6 +15,12 @@ export const IDENTITY_DEFAULTS = Object.freeze({
 } as const);
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// Headers a claim may not set: the credential itself, and what the transport or MCP owns.
+const RESERVED_HEADERS = new Set(['authorization', 'host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id']);
+const claimHeaderName = z
+  .string()
+  .regex(HEADER_NAME, { error: 'not a valid HTTP header name' })
+  .refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), { error: 'this header belongs to the credential or the transport; a claim may not set it' });
 const KID = /^[A-Za-z0-9_-]{1,64}$/;
 const kid = z.string().regex(KID, { error: 'a key id is 1-64 letters, digits, "_" or "-"' });
 
@@ -91,7 +97,7 @@ export const UpstreamAuthSchema = z
     clientCredentials: ClientCredentialsSchema.optional(),
     tokenExchange: TokenExchangeSchema.optional(),
     signedIdentity: SignedIdentitySchema.optional(),
-    claimHeaders: z.record(z.string().regex(HEADER_NAME, { error: 'not a valid HTTP header name' }), z.string().min(1)).optional(),
+    claimHeaders: z.record(claimHeaderName, z.string().min(1)).optional(),
     timeoutMs: int(1).default(IDENTITY_DEFAULTS.tokenTimeoutMs),
   })
   .superRefine((auth, ctx) => {
