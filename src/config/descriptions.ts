@@ -177,7 +177,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     Basic (\`client_secret_basic\`) or form fields (\`client_secret_post\`).`,
   'upstreams.<name>.auth.tokenExchange': `RFC 8693 token exchange: the caller's verified access token is the
     \`subject_token\`, exchanged for a token for the upstream, cached per principal. A caller without one (an API-key
-    principal) gets an error naming the upstream. The gateway's own requests use client credentials of the same client.`,
+    principal) gets an error naming the upstream; needs \`auth.oauth\`. The gateway's own requests use client credentials
+    of the same client.`,
   'upstreams.<name>.auth.tokenExchange.clientId': 'The gateway\'s client id at the upstream\'s authorization server.',
   'upstreams.<name>.auth.tokenExchange.clientSecret': 'Its client secret (use `${ENV}`); redacted by `check-config`, never logged.',
   'upstreams.<name>.auth.tokenExchange.tokenUrl': `The token endpoint. Absent: discovered as an MCP client does, from the

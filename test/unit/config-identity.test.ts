@@ -34,6 +34,7 @@ listen: { port: 8080 }
 auth:
   resource: https://gw.example/mcp
   apiKeys: [{ principal: ci, key: "0123456789abcdef" }]
+  oauth: { issuer: "https://idp.example" }
 identity:
   keys:
     - kid: k1
@@ -136,6 +137,13 @@ upstreams:
     assert.equal(errors[0]?.path, 'upstreams.a.auth.signedIdentity');
     assert.equal(errors[0]?.line, 6);
     assert.match(errors[0]?.message ?? '', /needs a signing key: add identity\.keys/);
+  });
+
+  it('refuses tokenExchange without auth.oauth: no caller would have a token to exchange', () => {
+    const errors = errorsOf('upstreams: { a: { url: "http://127.0.0.1:1/mcp", auth: { tokenExchange: { clientId: gw, clientSecret: x } } } }');
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0]?.path, 'upstreams.a.auth.tokenExchange');
+    assert.match(errors[0]?.message ?? '', /configure auth\.oauth/);
   });
 
   it('caps signedIdentity.ttlSeconds at 3600', () => {

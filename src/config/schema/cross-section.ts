@@ -15,6 +15,7 @@ interface Sections {
   shutdownTimeoutMs: number;
   identity?: z.output<typeof IdentitySchema> | undefined;
   upstreams: Record<string, object>;
+  auth?: { oauth?: unknown } | undefined;
 }
 
 export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): void {
@@ -50,7 +51,16 @@ export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): voi
   }
   // A signed identity needs a key to sign it with; without one every call to that upstream would fail.
   for (const [name, upstream] of Object.entries(config.upstreams)) {
-    const auth = 'auth' in upstream ? (upstream.auth as { signedIdentity?: unknown } | undefined) : undefined;
+    const auth = 'auth' in upstream ? (upstream.auth as { signedIdentity?: unknown; tokenExchange?: unknown } | undefined) : undefined;
+    // Only OAuth callers bring a token to exchange; without auth.oauth every caller's call would fail.
+    if (auth?.tokenExchange !== undefined && config.auth?.oauth === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['upstreams', name, 'auth', 'tokenExchange'],
+        input: undefined,
+        message: 'needs callers with access tokens to exchange: configure auth.oauth (API-key callers have none), or use clientCredentials or signedIdentity',
+      });
+    }
     if (auth?.signedIdentity !== undefined && (config.identity?.keys.length ?? 0) === 0) {
       ctx.addIssue({
         code: 'custom',
