@@ -129,11 +129,14 @@ export class UpstreamOAuthClient {
     let metadata: oauth.ResourceServer;
     try {
       const pointer = resourceMetadataOf(challenge) ?? resourceMetadataOf(await this.probe(signal));
-      const response =
-        pointer !== undefined
-          ? await fetch(this.checked(pointer), { headers: { accept: 'application/json' }, signal, redirect: 'manual' })
-          : await oauth.resourceDiscoveryRequest(resource, this.requestOptions(resource.href, signal));
-      metadata = await oauth.processResourceDiscoveryResponse(resource, response);
+      if (pointer !== undefined) {
+        metadata = await oauth.processResourceDiscoveryResponse(resource, await this.getJson(this.checked(pointer), signal));
+      } else {
+        // RFC 9728's well-known URL for the resource's path, then (as MCP clients do) the origin's.
+        const pathInserted = await oauth.resourceDiscoveryRequest(resource, this.requestOptions(resource.href, signal));
+        const response = pathInserted.ok || resource.pathname === '/' ? pathInserted : await this.getJson(`${resource.origin}/.well-known/oauth-protected-resource`, signal);
+        metadata = await oauth.processResourceDiscoveryResponse(resource, response);
+      }
     } catch (err) {
       throw await this.failure('discovery', err, signal, 'protected resource metadata (RFC 9728)');
     }
@@ -161,6 +164,10 @@ export class UpstreamOAuthClient {
       }
     }
     throw await this.failure('discovery', first, signal, `authorization server metadata of ${issuer.href}`);
+  }
+
+  private async getJson(url: string, signal: AbortSignal): Promise<Response> {
+    return fetch(url, { headers: { accept: 'application/json' }, signal, redirect: 'manual' });
   }
 
   /** An unauthenticated request to the upstream, for the 401 that says where its metadata is. */

@@ -108,6 +108,22 @@ describe('identity: OAuth client', () => {
     }
   });
 
+  it('falls back to the origin\'s RFC 9728 document when the path-inserted one is missing', async () => {
+    const upstream = await serve((req, _body, res) => {
+      const self = `http://${req.headers.host}`;
+      if (req.url === '/.well-known/oauth-protected-resource') return json(res, 200, { resource: `${self}/mcp`, authorization_servers: [as.issuer] });
+      json(res, 404, {});
+    });
+    try {
+      const url = `${upstream.url}/mcp`;
+      const { token } = await client({ tokenUrl: undefined, resource: url }, url).clientCredentials();
+      assert.equal(decodeJwt(token).aud, url);
+      assert.deepEqual(upstream.requests, ['POST /mcp', 'GET /.well-known/oauth-protected-resource/mcp', 'GET /.well-known/oauth-protected-resource']);
+    } finally {
+      await upstream.close();
+    }
+  });
+
   it('refused client credentials: an OAuth error naming the upstream and code, not worth retrying', async () => {
     const err = failureOf(await client({ clientSecret: 'bad-secret-x1' }).clientCredentials().catch((e: unknown) => e));
     assert.equal(err.upstream, 'docs');
