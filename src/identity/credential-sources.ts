@@ -9,7 +9,7 @@ import { claimHeaders } from './claim-headers.js';
 import { UpstreamCredentialError } from './credential-error.js';
 import { UpstreamOAuthClient, type DiscoveryCache } from './oauth-client.js';
 import type { IdentitySigner } from './signer.js';
-import { tokenKey, type TokenCache } from './token-cache.js';
+import { tokenKey, upstreamKeyPrefix, type TokenCache } from './token-cache.js';
 
 /** The shape of src/upstream/adapter.ts's CredentialSource (identity sits below upstream/, so it restates it). */
 export interface CredentialSource {
@@ -129,6 +129,13 @@ export class UpstreamCredentials {
   invalidate(principal: string | undefined, token: string): boolean {
     const key = tokenKey(this.upstream.name, principal);
     return this.parts.tokens.invalidate(key, token) || this.parts.signed.invalidate(key, token);
+  }
+
+  /** Forgets every token of this upstream (it was removed, or its `auth` changed on reload). */
+  forget(): void {
+    const prefix = upstreamKeyPrefix(this.upstream.name);
+    this.parts.tokens.forget(prefix);
+    this.parts.signed.forget(prefix);
   }
 
   private forGatewayWith(extra: Record<string, string>): RefreshableCredentialSource {

@@ -56,7 +56,12 @@ export const TOKEN_CACHE_DEFAULTS = Object.freeze({
 
 /** The cache key of an upstream's token for a principal, or for the gateway itself (no principal). */
 export function tokenKey(upstream: string, principal?: string): string {
-  return principal === undefined ? `${upstream}\u0000gateway` : `${upstream}\u0000principal\u0000${principal}`;
+  return principal === undefined ? `${upstreamKeyPrefix(upstream)}gateway` : `${upstreamKeyPrefix(upstream)}principal\u0000${principal}`;
+}
+
+/** What every key of an upstream starts with (for `forget`). */
+export function upstreamKeyPrefix(upstream: string): string {
+  return `${upstream}\u0000`;
 }
 
 export class TokenCache {

@@ -129,5 +129,7 @@ describe('identity: credential sources', () => {
     const retried = await source.headers();
     assert.notEqual(retried.Authorization, sent.Authorization);
     assert.equal(creds.invalidate(undefined, sent.Authorization?.slice(7) ?? ''), false, 'already replaced');
+    creds.forget();
+    assert.equal(parts.tokens.size, 0, 'a reload that changes the upstream starts afresh');
   });
 });
