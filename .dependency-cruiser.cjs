@@ -25,6 +25,8 @@
 //   store         src/store/                          memory and Redis
 //   observability src/observability/                  subscribers of the event seam (audit log, metrics, traces):
 //                                                     they know the events and the config, never the core
+//   identity      src/identity/                       the gateway's credentials toward upstreams (issue 33): token
+//                                                     caches, OAuth client, signer, sealer; built from config alone
 //   config        src/config/, src/log.ts
 //   base          src/jsonrpc.ts, src/errors.ts, src/version.ts, src/events.ts (the event seam), src/lifecycle.ts
 //                 (start in order, stop in reverse), src/protocol/mcp.ts
@@ -32,6 +34,7 @@
 const LAYERS = [
   ['base', '^src/(jsonrpc|errors|version|events|lifecycle)\\.ts$|^src/protocol/mcp\\.ts$'],
   ['config', '^src/config/|^src/log\\.ts$'],
+  ['identity', '^src/identity/'],
   ['observability', '^src/observability/'],
   ['store', '^src/store/'],
   ['wire', '^src/protocol/rev[^/]+/codec\\.ts$|^src/protocol/wire-(codec|revisions)\\.ts$'],

@@ -158,6 +158,49 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'upstreams.<name>.headers': `HTTP headers (values without control characters) sent with every request to the upstream,
     e.g. \`{ Authorization: "Bearer \${CI_TOKEN}" }\`. A client's own credentials never reach an upstream: give it its
     own here.`,
+  'upstreams.<name>.auth': `How the gateway authenticates to this upstream beyond \`headers\` (HTTP upstreams; stdio
+    upstreams refuse it): at most one of \`clientCredentials\`, \`tokenExchange\`, \`signedIdentity\`, and
+    \`claimHeaders\` with any or alone. What the gateway asks on its own behalf (handshake, lists) goes under its own
+    identity; a caller's calls under the caller's. A setting asking to forward the client's own token
+    (\`auth: passthrough\`, \`forwardToken\`, ...) is refused at load: the MCP authorization spec forbids token
+    passthrough. The \`Authorization\` this sets wins over one in \`headers\`.`,
+  'upstreams.<name>.auth.clientCredentials': `The gateway is the upstream's OAuth client (RFC 6749 client credentials):
+    one token for every caller, cached until shortly before it expires.`,
+  'upstreams.<name>.auth.clientCredentials.clientId': 'The gateway\'s client id at the upstream\'s authorization server.',
+  'upstreams.<name>.auth.clientCredentials.clientSecret': 'Its client secret (use `${ENV}`); redacted by `check-config`, never logged.',
+  'upstreams.<name>.auth.clientCredentials.tokenUrl': `The token endpoint. Absent: discovered as an MCP client does, from the
+    upstream's 401 \`WWW-Authenticate: Bearer resource_metadata=…\` (or its \`/.well-known/oauth-protected-resource\`),
+    RFC 9728 metadata, then the authorization server's RFC 8414 metadata (OpenID Connect discovery as a fallback).`,
+  'upstreams.<name>.auth.clientCredentials.resource': 'RFC 8707 `resource` asked for: the upstream\'s URL unless given.',
+  'upstreams.<name>.auth.clientCredentials.scope': 'Space-separated scopes asked for. Absent: none (the server\'s default).',
+  'upstreams.<name>.auth.clientCredentials.tokenEndpointAuthMethod': `How the client authenticates to the token endpoint: HTTP
+    Basic (\`client_secret_basic\`) or form fields (\`client_secret_post\`).`,
+  'upstreams.<name>.auth.tokenExchange': `RFC 8693 token exchange: the caller's verified access token is the
+    \`subject_token\`, exchanged for a token for the upstream, cached per principal. A caller without one (an API-key
+    principal) gets an error naming the upstream; needs \`auth.oauth\`. The gateway's own requests use client credentials
+    of the same client.`,
+  'upstreams.<name>.auth.tokenExchange.clientId': 'The gateway\'s client id at the upstream\'s authorization server.',
+  'upstreams.<name>.auth.tokenExchange.clientSecret': 'Its client secret (use `${ENV}`); redacted by `check-config`, never logged.',
+  'upstreams.<name>.auth.tokenExchange.tokenUrl': `The token endpoint. Absent: discovered as an MCP client does, from the
+    upstream's 401 \`WWW-Authenticate: Bearer resource_metadata=…\` (or its \`/.well-known/oauth-protected-resource\`),
+    RFC 9728 metadata, then the authorization server's RFC 8414 metadata (OpenID Connect discovery as a fallback).`,
+  'upstreams.<name>.auth.tokenExchange.resource': 'RFC 8707 `resource` asked for: the upstream\'s URL unless given.',
+  'upstreams.<name>.auth.tokenExchange.scope': 'Space-separated scopes asked for. Absent: none (the server\'s default).',
+  'upstreams.<name>.auth.tokenExchange.tokenEndpointAuthMethod': `How the client authenticates to the token endpoint: HTTP
+    Basic (\`client_secret_basic\`) or form fields (\`client_secret_post\`).`,
+  'upstreams.<name>.auth.tokenExchange.audience': 'RFC 8693 `audience` asked for, when the server wants one.',
+  'upstreams.<name>.auth.signedIdentity': `The gateway signs a short-lived JWT for the upstream (\`iss\` = \`identity.issuer\`,
+    \`sub\` = the qualified principal, \`jti\`), with the first of \`identity.keys\` (required); the upstream verifies it
+    with the gateway's \`/.well-known/jwks.json\`.`,
+  'upstreams.<name>.auth.signedIdentity.ttlSeconds': 'Lifetime of each token (`exp` - `iat`), 1 to 3600.',
+  'upstreams.<name>.auth.signedIdentity.claims': `Claims copied from the caller's verified token when it has them, e.g.
+    \`[email, groups]\`.`,
+  'upstreams.<name>.auth.signedIdentity.audience': 'The `aud` of the token.',
+  'upstreams.<name>.auth.claimHeaders': `Headers from the caller's verified claims, \`{ <header>: <claim> }\` (or
+    \`principal\`), for upstreams on a trusted network: arrays joined by \`,\`, control characters removed,
+    non-ASCII percent-encoded (UTF-8), at most 1024 bytes; an absent claim sends no header.`,
+  'upstreams.<name>.auth.timeoutMs': `Deadline of one token request (with discovery): past it the call fails with an
+    error naming the upstream.`,
   'upstreams.<name>.connectTimeoutMs': 'Deadline for opening a connection to the upstream. 0 = none.',
   'upstreams.<name>.headersTimeoutMs': `Deadline for the headers of an upstream's response. 0 = none: no transport
     default may cut a long tool call.`,
@@ -330,6 +373,20 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     else). Absent: nobody. Names principals or scopes (or both).`,
   'auth.admin.principals': 'Principal globs, matched as `auth.access` principals are, e.g. `[ops, "key:deploy-*"]`.',
   'auth.admin.scopes': 'Or any credential carrying one of these scopes.',
+  identity: `The gateway's own identity toward upstreams: the issuer and keys it signs identities with
+    (\`upstreams.<name>.auth.signedIdentity\`), and the keys it seals what tasks keep with.`,
+  'identity.issuer': `The \`iss\` of what the gateway signs, an http(s) URL; its keys are at
+    \`<listen URL>/.well-known/jwks.json\`.`,
+  'identity.keys': `Signing keys: the first signs, all are published at \`/.well-known/jwks.json\` (add the new key
+    second, publish, then move it first to rotate).`,
+  'identity.keys[].kid': 'Key id (`kid` header and JWK), 1-64 letters, digits, `_` or `-`; unique.',
+  'identity.keys[].privateKey': `PEM PKCS#8 private key (use \`\${ENV}\`): EC P-256 signs ES256, RSA (2048 bits or
+    more) RS256. Checked at load; redacted by \`check-config\`.`,
+  'identity.sealingKeys': `AES-256-GCM keys sealing what a task keeps to act for its caller later (on any replica,
+    after a restart): the first seals, all open; a value sealed with a key no longer listed cannot be opened.`,
+  'identity.sealingKeys[].kid': 'Key id recorded with each sealed value, 1-64 letters, digits, `_` or `-`; unique.',
+  'identity.sealingKeys[].key': `Base64 of exactly 32 random bytes (\`openssl rand -base64 32\`; use \`\${ENV}\`).
+    Redacted by \`check-config\`.`,
   shutdownTimeoutMs: `Deadline of a clean shutdown. On SIGTERM or SIGINT the gateway stops accepting requests, ends
     sessions and their streams, closes upstream connections (stopping child processes) and exits within this. 0 = no
     deadline.`,
@@ -351,6 +408,10 @@ export const DERIVED_DEFAULTS: Readonly<Record<string, string>> = {
   'tasks.taskTools.names.cancel': '`<prefix>task_cancel`',
   'tasks.taskTools.names.list': '`<prefix>task_list`',
   'auth.oauth.audience': '`auth.resource`',
+  'upstreams.<name>.auth.clientCredentials.resource': "the upstream's `url`",
+  'upstreams.<name>.auth.tokenExchange.resource': "the upstream's `url`",
+  'upstreams.<name>.auth.signedIdentity.audience': "the upstream's `url`",
+  'identity.issuer': 'the origin of `auth.resource`, else `http://<listen.host>:<listen.port>`',
   ...byKey(RATE_KEYS, 'auth.rateLimits.rules[]', (key) => `\`auth.rateLimits.${key}\``),
 };
 

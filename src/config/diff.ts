@@ -36,6 +36,11 @@ export interface LiveChanges {
   mrtr: boolean;
   log: boolean;
   shutdown: boolean;
+  /**
+   * `identity` (issuer, signing or sealing keys): applies to what is signed, sealed or opened from now on. An
+   * upstream's own `auth` is part of its connection settings, so a change to it is an upstream change, like `headers`.
+   */
+  identity: boolean;
 }
 
 export interface ConfigDiff {
@@ -105,6 +110,7 @@ export function diffConfigs(running: GatewayConfig, next: GatewayConfig): Config
     mrtr: differs('mrtr', running.mrtr, effective.mrtr),
     log: differs('log', running.log, effective.log),
     shutdown: differs('shutdownTimeoutMs', running.shutdownTimeoutMs, effective.shutdownTimeoutMs),
+    identity: differs('identity', running.identity, effective.identity),
   };
   return { changes, restart, upstreams, live, effective };
 }

@@ -6,8 +6,9 @@ import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Docum
 import type { z } from 'zod';
 import { hashApiKey } from './api-keys.js';
 import { ConfigError, type ConfigIssue } from './config-error.js';
+import { identityConfig, upstreamAuthConfig } from './identity.js';
 import { interpolate, type Env } from './interpolate.js';
-import { allowedKeysAt, DEFAULT_POLICY, RawConfigSchema, TRANSPORTS, upstreamKeys, type RawConfig } from './schema.js';
+import { allowedKeysAt, DEFAULT_POLICY, passthroughSettings, RawConfigSchema, TRANSPORTS, upstreamKeys, type RawConfig } from './schema.js';
 import { backgroundSetting } from './policy.js';
 import { didYouMean } from './suggest.js';
 import type { AuthConfig, GatewayConfig, RateLimitRule, TaskPolicy, TaskRule, TaskToolNames, TaskToolsConfig, UpstreamConfig } from './types.js';
@@ -90,6 +91,11 @@ function parseSource(text: string, file: string, source: string, env: Env): Gate
   for (const key of Object.keys(raw)) if (key.startsWith('x-')) delete raw[key];
 
   const overriddenBy = applyEnvOverrides(raw, env);
+  // Forwarding the client's token is refused by name (the schema alone would only call it an unknown key).
+  for (const { path, message, section } of passthroughSettings(raw)) {
+    issues.push({ file, ...at(locate(doc, path)), path: formatPath(path), message });
+    brokenPaths.push(formatPath(section));
+  }
 
   const parsed = RawConfigSchema.safeParse(raw, { reportInput: true, error: describeIssue });
   if (!parsed.success) {
@@ -353,6 +359,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
       transport: u.transport,
       url: u.url,
       headers: u.headers,
+      ...(u.auth !== undefined ? { auth: upstreamAuthConfig(u.auth, u.url) } : {}),
       connectTimeoutMs: u.connectTimeoutMs,
       headersTimeoutMs: u.headersTimeoutMs,
       bodyTimeoutMs: u.bodyTimeoutMs,
@@ -387,6 +394,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
     metrics: raw.metrics,
     dashboard: raw.dashboard,
     auth: raw.auth === undefined ? undefined : authConfig(raw.auth),
+    ...(raw.identity !== undefined ? { identity: identityConfig(raw.identity, raw.auth?.resource, raw.listen) } : {}),
     shutdownTimeoutMs: raw.shutdownTimeoutMs,
   };
 }

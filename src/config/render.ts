@@ -2,6 +2,7 @@
 // filled in, secrets hidden. The first document is itself a valid config file (upstreams keyed by name again).
 import { stringify } from 'yaml';
 import { mergePolicy } from './policy.js';
+import type { IdentityConfig, UpstreamAuthConfig } from './identity.js';
 import type { AuthConfig, GatewayConfig, RedisAccessConfig, StoreConfig, UpstreamConfig } from './types.js';
 
 export const REDACTED = '[redacted]';
@@ -29,7 +30,24 @@ const redactValues = (map: Readonly<Record<string, string>>): Record<string, str
 function upstreamEntry(u: UpstreamConfig): Record<string, unknown> {
   const { name: _name, ...rest } = u;
   if (rest.transport === 'stdio') return { ...rest, env: redactValues(rest.env) };
-  return { ...rest, url: redactUrl(rest.url), headers: redactValues(rest.headers) };
+  const { auth, ...http } = rest;
+  return { ...http, url: redactUrl(rest.url), headers: redactValues(rest.headers), ...(auth === undefined ? {} : { auth: upstreamAuthEntry(auth) }) };
+}
+
+/** Client secrets hidden; the token endpoint may carry credentials in its query like any URL. */
+function upstreamAuthEntry(auth: UpstreamAuthConfig): Record<string, unknown> {
+  const client = <T extends { clientSecret: string; tokenUrl: string | undefined }>(c: T | undefined) =>
+    c === undefined ? undefined : { ...c, clientSecret: REDACTED, tokenUrl: c.tokenUrl === undefined ? undefined : redactUrl(c.tokenUrl) };
+  return { ...auth, clientCredentials: client(auth.clientCredentials), tokenExchange: client(auth.tokenExchange) };
+}
+
+/** Key ids and algorithms stay (an operator checks rotation with them); key material never shows. */
+function identityEntry(identity: IdentityConfig): Record<string, unknown> {
+  return {
+    issuer: identity.issuer,
+    keys: identity.keys.map((k) => ({ ...k, privateKey: REDACTED })),
+    sealingKeys: identity.sealingKeys.map((k) => ({ ...k, key: REDACTED })),
+  };
 }
 
 /** A Sentinel's or Cluster's options with passwords and TLS private material hidden. */
@@ -74,6 +92,7 @@ export function renderEffectiveConfig(config: GatewayConfig): string {
     log: config.log,
     // API keys appear as their hashes (the form the file may hold too); a hash does not let anyone in.
     ...(config.auth === undefined ? {} : { auth: authEntry(config.auth) }),
+    ...(config.identity === undefined ? {} : { identity: identityEntry(config.identity) }),
     shutdownTimeoutMs: config.shutdownTimeoutMs,
   };
   const policy = {

@@ -15,6 +15,15 @@ import {
 import { checkAcrossSections } from './schema/cross-section.js';
 import { DEFAULTS } from './schema/defaults.js';
 import { int } from './schema/fields.js';
+import {
+  ClientCredentialsSchema,
+  IdentitySchema,
+  SealingKeySchema,
+  SignedIdentitySchema,
+  SigningKeySchema,
+  TokenExchangeSchema,
+  UpstreamAuthSchema,
+} from './schema/identity.js';
 import { CorsSchema, ListenSchema } from './schema/listen.js';
 import {
   DashboardSchema,
@@ -48,6 +57,7 @@ import {
 // Every section's schema (and the defaults) stays importable from here, under the name it always had.
 export * from './schema/auth.js';
 export * from './schema/defaults.js';
+export * from './schema/identity.js';
 export * from './schema/listen.js';
 export * from './schema/runtime.js';
 export * from './schema/store.js';
@@ -73,6 +83,7 @@ export const RawConfigSchema = z.strictObject({
   metrics: MetricsSchema.prefault({}),
   dashboard: DashboardSchema.prefault({}),
   auth: AuthSchema.optional(),
+  identity: IdentitySchema.optional(),
   shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs),
 }).superRefine(checkAcrossSections);
 
@@ -117,6 +128,8 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
           return keysOf(DashboardSchema);
         case 'auth':
           return keysOf(AuthSchema);
+        case 'identity':
+          return keysOf(IdentitySchema);
       }
       return undefined;
     case 2:
@@ -132,6 +145,9 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
       return undefined;
     case 3:
       if (at(0) === 'upstreams' && at(2) === 'restart') return ['initialDelayMs', 'maxDelayMs'];
+      if (at(0) === 'upstreams' && at(2) === 'auth') return keysOf(UpstreamAuthSchema);
+      if (at(0) === 'identity' && at(1) === 'keys') return keysOf(SigningKeySchema);
+      if (at(0) === 'identity' && at(1) === 'sealingKeys') return keysOf(SealingKeySchema);
       if (at(0) === 'upstreams' && at(2) === 'tools') return keysOf(ToolSelectionSchema);
       if (at(0) === 'upstreams' && (at(2) === 'prompts' || at(2) === 'resources')) return keysOf(NameSelectionSchema);
       if (at(0) === 'tasks' && at(1) === 'rules') return keysOf(RuleSchema);
@@ -140,12 +156,20 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
       if (at(0) === 'auth' && at(1) === 'access') return keysOf(AccessRuleSchema);
       return undefined;
     case 4:
+      if (at(0) === 'upstreams' && at(2) === 'auth') return authModeKeys(at(3));
       if (at(0) === 'auth' && at(1) === 'rateLimits' && at(2) === 'rules') return keysOf(RateLimitRuleSchema);
       return undefined;
     case 5:
       if (at(0) === 'upstreams' && at(2) === 'tools' && at(3) === 'overrides') return keysOf(ToolOverrideSchema);
       return undefined;
   }
+  return undefined;
+}
+
+function authModeKeys(mode: PropertyKey | undefined): string[] | undefined {
+  if (mode === 'clientCredentials') return keysOf(ClientCredentialsSchema);
+  if (mode === 'tokenExchange') return keysOf(TokenExchangeSchema);
+  if (mode === 'signedIdentity') return keysOf(SignedIdentitySchema);
   return undefined;
 }
 

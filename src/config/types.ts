@@ -1,5 +1,6 @@
 // The effective, validated configuration. Produced only by load.ts (defaults applied, `${ENV}` interpolated,
 // deep-frozen); everything else in the gateway reads these types and never the raw YAML.
+import type { IdentityConfig, UpstreamAuthConfig } from './identity.js';
 
 export type TaskMode = 'forbidden' | 'optional' | 'required';
 
@@ -172,6 +173,8 @@ export interface HttpUpstreamConfig extends UpstreamCommon {
   transport: 'streamable-http' | 'sse';
   url: string;
   headers: Readonly<Record<string, string>>;
+  /** How the gateway authenticates to it beyond `headers` (issue 33). Absent: `headers` alone. */
+  auth?: UpstreamAuthConfig;
   /** TCP/TLS connect deadline. */
   connectTimeoutMs: number;
   /** Deadline for response headers. 0 = none (a long tool call must never be cut by a transport default). */
@@ -439,6 +442,8 @@ export interface GatewayConfig {
   dashboard: DashboardConfig;
   /** Undefined: no authentication (the gateway is for loopback or a trusted network). */
   auth: AuthConfig | undefined;
+  /** The gateway's own issuer, signing and sealing keys (issue 33). Absent: none configured. */
+  identity?: IdentityConfig;
   /** Milliseconds allowed for graceful shutdown on SIGTERM before the process exits anyway; 0 = no deadline. */
   shutdownTimeoutMs: number;
 }

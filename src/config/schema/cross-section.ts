@@ -1,7 +1,8 @@
 // The config schema's rules across sections: a value one section allows alone but that contradicts another's
 // (listen timeouts and budgets against each other, endpoint paths against listen.path, the replicas' drain against
-// the shutdown timeout). The root schema runs them once every section has parsed.
+// the shutdown timeout, an upstream's signed identity against the gateway's signing keys). The root schema runs them once every section has parsed.
 import type { z } from 'zod';
+import type { IdentitySchema } from './identity.js';
 import type { ListenSchema } from './listen.js';
 import type { DashboardSchema, MetricsSchema, ReplicasSchema } from './runtime.js';
 
@@ -12,6 +13,9 @@ interface Sections {
   dashboard: z.output<typeof DashboardSchema>;
   replicas: z.output<typeof ReplicasSchema>;
   shutdownTimeoutMs: number;
+  identity?: z.output<typeof IdentitySchema> | undefined;
+  upstreams: Record<string, object>;
+  auth?: { oauth?: unknown } | undefined;
 }
 
 export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): void {
@@ -44,6 +48,27 @@ export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): voi
     const owner = enabled ? taken.get(path) : undefined;
     if (owner !== undefined) ctx.addIssue({ code: 'custom', path: [key, 'path'], input: path, message: `must differ from ${owner} (${path})` });
     if (enabled) taken.set(path, `${key}.path`);
+  }
+  // A signed identity needs a key to sign it with; without one every call to that upstream would fail.
+  for (const [name, upstream] of Object.entries(config.upstreams)) {
+    const auth = 'auth' in upstream ? (upstream.auth as { signedIdentity?: unknown; tokenExchange?: unknown } | undefined) : undefined;
+    // Only OAuth callers bring a token to exchange; without auth.oauth every caller's call would fail.
+    if (auth?.tokenExchange !== undefined && config.auth?.oauth === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['upstreams', name, 'auth', 'tokenExchange'],
+        input: undefined,
+        message: 'needs callers with access tokens to exchange: configure auth.oauth (API-key callers have none), or use clientCredentials or signedIdentity',
+      });
+    }
+    if (auth?.signedIdentity !== undefined && (config.identity?.keys.length ?? 0) === 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['upstreams', name, 'auth', 'signedIdentity'],
+        input: undefined,
+        message: 'needs a signing key: add identity.keys (a PEM private key, e.g. from ${GATEWAY_SIGNING_KEY})',
+      });
+    }
   }
   const { drainTimeoutMs } = config.replicas;
   if (config.shutdownTimeoutMs > 0 && drainTimeoutMs >= config.shutdownTimeoutMs) {

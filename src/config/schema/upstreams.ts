@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { DEFAULTS } from './defaults.js';
 import { httpUrl, int, prefix, text, toolName } from './fields.js';
+import { UpstreamAuthSchema } from './identity.js';
 
 export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
 export const TRANSPORTS = ['stdio', 'streamable-http', 'sse'] as const;
@@ -79,6 +80,8 @@ const httpShape = {
   headers: z
     .record(z.string().regex(HEADER_NAME, { error: 'not a valid HTTP header name' }), headerValue)
     .default(() => ({})),
+  // How the gateway authenticates to the upstream beside (or instead of) static headers (issue 33).
+  auth: UpstreamAuthSchema.optional(),
   connectTimeoutMs: int(0).default(DEFAULTS.connectTimeoutMs),
   headersTimeoutMs: int(0).default(DEFAULTS.headersTimeoutMs),
   bodyTimeoutMs: int(0).default(DEFAULTS.bodyTimeoutMs),

@@ -1,0 +1,156 @@
+// The upstream-identity parts of the config schema (issue 33): the gateway's own signing and sealing keys
+// (top-level `identity`) and how the gateway authenticates to one HTTP upstream (`upstreams.<name>.auth`). Key
+// material is checked here, at load: a PEM that does not parse or a sealing key of the wrong size is a located
+// config error, never a failure at the first call that needs it.
+import { createPrivateKey, type KeyObject } from 'node:crypto';
+import { z } from 'zod';
+import { httpUrl, int } from './fields.js';
+
+export const IDENTITY_DEFAULTS = Object.freeze({
+  signedIdentityTtlSeconds: 300,
+  /** Longer-lived signed identities are bearer tokens an upstream log could leak for too long. */
+  maxSignedIdentityTtlSeconds: 3_600,
+  tokenTimeoutMs: 10_000,
+  tokenEndpointAuthMethod: 'client_secret_basic',
+} as const);
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// Headers a claim may not set: the credential itself, and what the transport or MCP owns.
+const RESERVED_HEADERS = new Set(['authorization', 'host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id']);
+const claimHeaderName = z
+  .string()
+  .regex(HEADER_NAME, { error: 'not a valid HTTP header name' })
+  .refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), { error: 'this header belongs to the credential or the transport; a claim may not set it' });
+const KID = /^[A-Za-z0-9_-]{1,64}$/;
+const kid = z.string().regex(KID, { error: 'a key id is 1-64 letters, digits, "_" or "-"' });
+
+/** What a PEM private key is, or why it is not usable: the algorithm follows from the key. */
+export function signingAlgorithmOf(pem: string): { alg: 'ES256' | 'RS256'; key: KeyObject } | { problem: string } {
+  let key: KeyObject;
+  try {
+    key = createPrivateKey({ key: pem, format: 'pem' });
+  } catch {
+    return { problem: 'not a PEM private key (expected PKCS#8: "-----BEGIN PRIVATE KEY-----")' };
+  }
+  if (key.asymmetricKeyType === 'ec') {
+    const curve = key.asymmetricKeyDetails?.namedCurve;
+    return curve === 'prime256v1' ? { alg: 'ES256', key } : { problem: `an EC key on ${curve ?? 'an unknown curve'}; only P-256 (ES256) is supported` };
+  }
+  if (key.asymmetricKeyType === 'rsa') {
+    const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+    return bits >= 2048 ? { alg: 'RS256', key } : { problem: `an RSA key of ${bits} bits; at least 2048 are required` };
+  }
+  return { problem: `a ${key.asymmetricKeyType ?? 'unknown'} key; only EC P-256 (ES256) and RSA (RS256) are supported` };
+}
+
+const privateKeyPem = z.string().superRefine((pem, ctx) => {
+  const result = signingAlgorithmOf(pem);
+  if ('problem' in result) ctx.addIssue({ code: 'custom', input: '[redacted]', message: result.problem });
+});
+
+/** Base64 (standard or url-safe) of exactly 32 bytes: an AES-256 key. */
+export function sealingKeyBytes(text: string): Buffer | undefined {
+  const trimmed = text.trim();
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(trimmed)) return undefined;
+  const bytes = Buffer.from(trimmed.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+  return bytes.length === 32 ? bytes : undefined;
+}
+
+const sealingKey = z.string().refine((v) => sealingKeyBytes(v) !== undefined, {
+  error: 'expected the base64 of exactly 32 random bytes (e.g. `openssl rand -base64 32`)',
+});
+
+const uniqueKids = (keys: readonly { kid: string }[], ctx: z.RefinementCtx): void => {
+  const seen = new Set<string>();
+  keys.forEach(({ kid: id }, i) => {
+    if (seen.has(id)) ctx.addIssue({ code: 'custom', path: [i, 'kid'], input: id, message: `key id "${id}" is used twice` });
+    seen.add(id);
+  });
+};
+
+export const SigningKeySchema = z.strictObject({ kid, privateKey: privateKeyPem });
+export const SealingKeySchema = z.strictObject({ kid, key: sealingKey });
+export const IdentitySchema = z.strictObject({
+  issuer: httpUrl.optional(),
+  keys: z.array(SigningKeySchema).superRefine(uniqueKids).default(() => []),
+  sealingKeys: z.array(SealingKeySchema).superRefine(uniqueKids).default(() => []),
+});
+
+const authMethod = z.enum(['client_secret_basic', 'client_secret_post']).default(IDENTITY_DEFAULTS.tokenEndpointAuthMethod);
+const clientShape = {
+  clientId: z.string().min(1),
+  clientSecret: z.string().min(1),
+  tokenUrl: httpUrl.optional(),
+  resource: httpUrl.optional(),
+  scope: z.string().min(1).optional(),
+  tokenEndpointAuthMethod: authMethod,
+};
+export const ClientCredentialsSchema = z.strictObject(clientShape);
+export const TokenExchangeSchema = z.strictObject({ ...clientShape, audience: z.string().min(1).optional() });
+export const SignedIdentitySchema = z.strictObject({
+  ttlSeconds: int(1, IDENTITY_DEFAULTS.maxSignedIdentityTtlSeconds).default(IDENTITY_DEFAULTS.signedIdentityTtlSeconds),
+  claims: z.array(z.string().min(1)).default(() => []),
+  audience: z.string().min(1).optional(),
+});
+export const UpstreamAuthSchema = z
+  .strictObject({
+    clientCredentials: ClientCredentialsSchema.optional(),
+    tokenExchange: TokenExchangeSchema.optional(),
+    signedIdentity: SignedIdentitySchema.optional(),
+    claimHeaders: z.record(claimHeaderName, z.string().min(1)).optional(),
+    timeoutMs: int(1).default(IDENTITY_DEFAULTS.tokenTimeoutMs),
+  })
+  .superRefine((auth, ctx) => {
+    const modes = (['clientCredentials', 'tokenExchange', 'signedIdentity'] as const).filter((m) => auth[m] !== undefined);
+    if (modes.length > 1) {
+      ctx.addIssue({ code: 'custom', path: [modes[1] ?? ''], input: undefined, message: `give one of clientCredentials, tokenExchange, signedIdentity; this upstream has ${modes.join(' and ')}` });
+    }
+    if (modes.length === 0 && auth.claimHeaders === undefined) {
+      ctx.addIssue({ code: 'custom', path: [], input: auth, message: 'auth needs clientCredentials, tokenExchange, signedIdentity or claimHeaders' });
+    }
+  });
+
+// ---- Refusing token passthrough -----------------------------------------------------------------------------------
+// The MCP authorization spec: a server "MUST NOT pass through the token it received from the MCP client" (design
+// invariant 7). Operators coming from other gateways write it in several ways; each is refused by name, at its line.
+
+const PASSTHROUGH_WHY =
+  'the gateway never forwards the client\'s own token to an upstream (the MCP authorization spec: a server "MUST NOT pass ' +
+  'through the token it received from the MCP client"); use tokenExchange to get a token for the upstream on the caller\'s ' +
+  'behalf, or signedIdentity';
+const PASSTHROUGH_VALUES = /^(passthrough|pass-through|forward|forwardtoken|forward-token)$/i;
+const PASSTHROUGH_KEYS = ['passthrough', 'passThrough', 'forward', 'forwardToken', 'forwardClientToken'];
+
+export interface RefusedSetting {
+  path: (string | number)[];
+  message: string;
+  /** The `auth` it is in: the schema's own complaints about it would only distract from this one. */
+  section: (string | number)[];
+}
+
+/**
+ * Settings of the raw (interpolated) config that ask to forward the client's token: `auth: passthrough|forward`,
+ * `auth.passthrough|forwardToken|forwardClientToken`. (Config strings have no client-token placeholder:
+ * interpolation reads the process environment at load only, so a `headers.Authorization` cannot name one.)
+ */
+export function passthroughSettings(raw: unknown): RefusedSetting[] {
+  const upstreams = isMap(raw) ? raw.upstreams : undefined;
+  if (!isMap(upstreams)) return [];
+  const refused: RefusedSetting[] = [];
+  for (const [name, upstream] of Object.entries(upstreams)) {
+    const auth = isMap(upstream) ? upstream.auth : undefined;
+    if (typeof auth === 'string' && PASSTHROUGH_VALUES.test(auth.trim())) {
+      const section = ['upstreams', name, 'auth'];
+      refused.push({ path: section, section, message: `"${auth}" is refused: ${PASSTHROUGH_WHY}` });
+    } else if (isMap(auth)) {
+      for (const key of PASSTHROUGH_KEYS) {
+        if (key in auth) refused.push({ path: ['upstreams', name, 'auth', key], section: ['upstreams', name, 'auth'], message: `refused: ${PASSTHROUGH_WHY}` });
+      }
+    }
+  }
+  return refused;
+}
+
+function isMap(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

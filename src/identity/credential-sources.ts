@@ -1,0 +1,185 @@
+// What the lead wires into an upstream (issue 33): for one HTTP upstream's config, the headers each request
+// carries — the gateway's own (handshake, lists) or a caller's — built from the static `headers`, the `auth` mode
+// (a cached client-credentials token, a token exchanged for the caller, an identity the gateway signs) and
+// `claimHeaders`. The Authorization that `auth` sets wins over one in `headers`. After the upstream's 401
+// invalid_token, `refreshAfterUnauthorized` drops the token that was refused so the one retry gets a new one.
+import { createHash } from 'node:crypto';
+import type { UpstreamAuthConfig } from '../config/identity.js';
+import { claimHeaders } from './claim-headers.js';
+import { UpstreamCredentialError } from './credential-error.js';
+import { UpstreamOAuthClient, type DiscoveryCache } from './oauth-client.js';
+import type { IdentitySigner } from './signer.js';
+import { tokenKey, upstreamKeyPrefix, type TokenCache } from './token-cache.js';
+
+/** The shape of src/upstream/adapter.ts's CredentialSource (identity sits below upstream/, so it restates it). */
+export interface CredentialSource {
+  headers(): Promise<Readonly<Record<string, string>>>;
+}
+
+/** A CredentialSource that can recover from the upstream refusing its token once. */
+export interface RefreshableCredentialSource extends CredentialSource {
+  /**
+   * The upstream answered 401 (invalid_token) to a request that carried `sent`: drops that token if it is still
+   * the cached one. True when a retry will carry a new credential (the call did not run: retry it once).
+   */
+  refreshAfterUnauthorized(sent: Readonly<Record<string, string>>): boolean;
+}
+
+/** A caller as the upstream should see it. */
+export interface CredentialCaller {
+  /** The qualified principal (`oauth:<issuer>#<sub>`, `key:<name>`). */
+  principal: string;
+  /** The caller's verified token claims (empty for API-key principals). */
+  claims: Readonly<Record<string, unknown>>;
+  /** The caller's own access token, for tokenExchange only: read when a token must be obtained, never stored. */
+  subjectToken?: () => string | undefined;
+}
+
+/** The parts shared by every upstream: one cache per kind of token, one discovery cache, the signer if configured. */
+export interface IdentityParts {
+  /** Tokens from authorization servers (bounded in concurrent requests). */
+  tokens: TokenCache;
+  /** Identities the gateway signed (kept apart so signing never queues behind a slow authorization server). */
+  signed: TokenCache;
+  discovery: DiscoveryCache;
+  signer: IdentitySigner | undefined;
+}
+
+/** What credential-sources reads of an upstream's config. */
+export interface CredentialUpstream {
+  name: string;
+  url: string;
+  headers: Readonly<Record<string, string>>;
+  auth?: UpstreamAuthConfig | undefined;
+}
+
+const AUTHORIZATION = 'authorization';
+
+export class UpstreamCredentials {
+  private readonly auth: UpstreamAuthConfig | undefined;
+  /** The client for the gateway's own token: clientCredentials, or tokenExchange's client with the same grant. */
+  private readonly gatewayClient: UpstreamOAuthClient | undefined;
+  private readonly exchangeClient: UpstreamOAuthClient | undefined;
+
+  constructor(
+    private readonly upstream: CredentialUpstream,
+    private readonly parts: IdentityParts,
+  ) {
+    this.auth = upstream.auth;
+    const oauthClient = (client: NonNullable<UpstreamAuthConfig['clientCredentials']>) =>
+      new UpstreamOAuthClient({ upstream: upstream.name, upstreamUrl: upstream.url, client, timeoutMs: upstream.auth?.timeoutMs ?? 10_000, discovery: parts.discovery });
+    const own = this.auth?.clientCredentials ?? this.auth?.tokenExchange;
+    this.gatewayClient = own === undefined ? undefined : oauthClient(own);
+    this.exchangeClient = this.auth?.tokenExchange === undefined ? undefined : oauthClient(this.auth.tokenExchange);
+    if (this.auth?.signedIdentity !== undefined && parts.signer === undefined) {
+      throw new Error(`upstream '${upstream.name}': signedIdentity needs identity.keys (the config loader refuses this)`);
+    }
+  }
+
+  /** The gateway's own requests: its client-credentials token, or an identity it signs for itself. */
+  forGateway(): RefreshableCredentialSource {
+    const { signedIdentity } = this.auth ?? {};
+    const signer = this.parts.signer;
+    if (this.gatewayClient !== undefined) {
+      const client = this.gatewayClient;
+      return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name), () => client.clientCredentials(), {});
+    }
+    if (signedIdentity !== undefined && signer !== undefined) {
+      const subject = signer.gatewaySubject;
+      const mint = async () => ({ token: await signer.mint({ subject, audience: signedIdentity.audience, ttlSeconds: signedIdentity.ttlSeconds }), expiresInSeconds: signedIdentity.ttlSeconds });
+      return this.bearerSource(this.parts.signed, tokenKey(this.upstream.name), mint, {});
+    }
+    return this.staticSource({});
+  }
+
+  /** A caller's requests: as that caller, in every mode (clientCredentials: the gateway's token plus claim headers). */
+  forCaller(caller: CredentialCaller): RefreshableCredentialSource {
+    const extra = claimHeaders(this.auth?.claimHeaders ?? {}, caller);
+    const { tokenExchange, signedIdentity, clientCredentials } = this.auth ?? {};
+    const signer = this.parts.signer;
+    if (tokenExchange !== undefined && this.exchangeClient !== undefined) {
+      const client = this.exchangeClient;
+      const obtain = async () => {
+        const subject = caller.subjectToken?.();
+        if (subject === undefined || subject === '') {
+          throw new UpstreamCredentialError({
+            upstream: this.upstream.name, step: 'subject', reason: 'no_subject_token',
+            detail: `caller ${caller.principal} has no access token to exchange (tokenExchange needs an OAuth caller; API-key principals cannot use this upstream)`,
+          });
+        }
+        return client.exchange(subject, tokenExchange.audience);
+      };
+      return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name, caller.principal), obtain, extra);
+    }
+    if (signedIdentity !== undefined && signer !== undefined) {
+      const claims = Object.fromEntries(signedIdentity.claims.filter((c) => caller.claims[c] !== undefined).map((c) => [c, caller.claims[c]]));
+      // Keyed by the claims too: a caller whose groups changed gets a token saying so, not the cached one.
+      const key = `${tokenKey(this.upstream.name, caller.principal)}\u0000${digest(claims)}`;
+      const mint = async () => ({
+        token: await signer.mint({ subject: caller.principal, audience: signedIdentity.audience, claims, ttlSeconds: signedIdentity.ttlSeconds }),
+        expiresInSeconds: signedIdentity.ttlSeconds,
+      });
+      return this.bearerSource(this.parts.signed, key, mint, extra);
+    }
+    if (clientCredentials !== undefined) return this.forGatewayWith(extra);
+    return this.staticSource(extra);
+  }
+
+  /** Drops a refused token of the gateway's own (principal undefined) or a caller's. */
+  invalidate(principal: string | undefined, token: string): boolean {
+    const key = tokenKey(this.upstream.name, principal);
+    return this.parts.tokens.invalidate(key, token) || this.parts.signed.invalidate(key, token);
+  }
+
+  /** Forgets every token of this upstream (it was removed, or its `auth` changed on reload). */
+  forget(): void {
+    const prefix = upstreamKeyPrefix(this.upstream.name);
+    this.parts.tokens.forget(prefix);
+    this.parts.signed.forget(prefix);
+  }
+
+  private forGatewayWith(extra: Record<string, string>): RefreshableCredentialSource {
+    const client = this.gatewayClient;
+    if (client === undefined) return this.staticSource(extra);
+    return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name), () => client.clientCredentials(), extra);
+  }
+
+  private bearerSource(cache: TokenCache, key: string, obtain: () => Promise<{ token: string; expiresInSeconds?: number | undefined }>, extra: Record<string, string>): RefreshableCredentialSource {
+    const base = merged(this.upstream.headers, extra);
+    return {
+      headers: async () => ({ ...base, Authorization: `Bearer ${await cache.get(key, obtain)}` }),
+      refreshAfterUnauthorized: (sent) => {
+        const token = bearerOf(sent);
+        if (token !== undefined) cache.invalidate(key, token);
+        return true;
+      },
+    };
+  }
+
+  private staticSource(extra: Record<string, string>): RefreshableCredentialSource {
+    const headers = Promise.resolve(Object.freeze(merged(this.upstream.headers, extra, false)));
+    return { headers: () => headers, refreshAfterUnauthorized: () => false };
+  }
+}
+
+/**
+ * Static headers with the claim headers over them (names compared case-insensitively); without `keepAuthorization`
+ * a static Authorization is dropped because the auth mode sets its own.
+ */
+function merged(statics: Readonly<Record<string, string>>, extra: Record<string, string>, dropAuthorization = true): Record<string, string> {
+  const replaced = new Set(Object.keys(extra).map((k) => k.toLowerCase()));
+  if (dropAuthorization) replaced.add(AUTHORIZATION);
+  const kept = Object.entries(statics).filter(([name]) => !replaced.has(name.toLowerCase()));
+  const claims = Object.entries(extra).filter(([name]) => !dropAuthorization || name.toLowerCase() !== AUTHORIZATION);
+  return Object.fromEntries([...kept, ...claims]);
+}
+
+function bearerOf(headers: Readonly<Record<string, string>>): string | undefined {
+  const value = Object.entries(headers).find(([name]) => name.toLowerCase() === AUTHORIZATION)?.[1];
+  const match = value === undefined ? null : /^Bearer\s+(\S+)$/i.exec(value.trim());
+  return match?.[1];
+}
+
+function digest(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('base64url').slice(0, 22);
+}

@@ -1,0 +1,263 @@
+// The gateway as an OAuth client of an upstream's authorization server (issue 33), through oauth4webapi: the token
+// endpoint from config or discovered as an MCP client finds it (the upstream's 401 `WWW-Authenticate: Bearer
+// resource_metadata=…` or its RFC 9728 well-known document → the authorization server's RFC 8414 metadata, OpenID
+// Connect discovery as a fallback → `token_endpoint`), the client credentials grant and RFC 8693 token exchange,
+// client_secret_basic or client_secret_post, every step under one deadline. Errors name the upstream, the step and
+// the cause (UpstreamCredentialError). Plain http is allowed only for URLs the config names and loopback hosts.
+import * as oauth from 'oauth4webapi';
+import type { OAuthClientConfig } from '../config/identity.js';
+import { retryAfterMsOf, UpstreamCredentialError, type CredentialStep } from './credential-error.js';
+import type { ObtainedToken } from './token-cache.js';
+
+export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
+export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+
+/** How long a discovered token endpoint is trusted before it is looked up again. */
+const DISCOVERY_TTL_MS = 3_600_000;
+
+export interface OAuthClientOptions {
+  /** The upstream's name, for errors. */
+  upstream: string;
+  /** The upstream's MCP endpoint (probed for its 401 challenge when the token endpoint is not configured). */
+  upstreamUrl: string;
+  client: OAuthClientConfig;
+  /** The deadline of one token request, discovery included. */
+  timeoutMs: number;
+  /** Shared by every upstream's client: one discovery per upstream and resource. */
+  discovery: DiscoveryCache;
+}
+
+interface Discovered {
+  tokenEndpoint: string;
+  issuer: string;
+  until: number;
+}
+
+/** Token endpoints found by discovery, per (upstream URL, resource), looked up once at a time. */
+export class DiscoveryCache {
+  private readonly found = new Map<string, Discovered>();
+  private readonly running = new Map<string, Promise<Discovered>>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  lookup(key: string, discover: () => Promise<Omit<Discovered, 'until'>>): Promise<Discovered> {
+    const hit = this.found.get(key);
+    if (hit !== undefined && this.now() < hit.until) return Promise.resolve(hit);
+    let running = this.running.get(key);
+    if (running === undefined) {
+      running = discover()
+        .then((d) => {
+          const entry = { ...d, until: this.now() + DISCOVERY_TTL_MS };
+          this.found.set(key, entry);
+          return entry;
+        })
+        .finally(() => this.running.delete(key));
+      this.running.set(key, running);
+    }
+    return running;
+  }
+
+  /** Forget what was found (the endpoint moved: a token request to it failed with 404). */
+  forget(key: string): void {
+    this.found.delete(key);
+  }
+}
+
+export class UpstreamOAuthClient {
+  private readonly client: oauth.Client;
+  private readonly auth: oauth.ClientAuth;
+  private readonly configured: ReadonlySet<string>;
+
+  constructor(private readonly options: OAuthClientOptions) {
+    const { client } = options;
+    this.client = { client_id: client.clientId };
+    this.auth = client.tokenEndpointAuthMethod === 'client_secret_post' ? oauth.ClientSecretPost(client.clientSecret) : oauth.ClientSecretBasic(client.clientSecret);
+    this.configured = new Set([options.upstreamUrl, client.resource, ...(client.tokenUrl !== undefined ? [client.tokenUrl] : [])].map(originOf));
+  }
+
+  /** RFC 6749 §4.4: a token for the gateway itself. */
+  async clientCredentials(): Promise<ObtainedToken> {
+    const { resource, scope } = this.options.client;
+    return this.grant('token', async (as, signal) => {
+      const params: Record<string, string> = { resource, ...(scope !== undefined && { scope }) };
+      const response = await oauth.clientCredentialsGrantRequest(as, this.client, this.auth, params, this.requestOptions(as.token_endpoint, signal));
+      return oauth.processClientCredentialsResponse(as, this.client, response);
+    });
+  }
+
+  /** RFC 8693: the caller's access token exchanged for one whose resource is the upstream. */
+  async exchange(subjectToken: string, audience?: string): Promise<ObtainedToken> {
+    const { resource, scope } = this.options.client;
+    return this.grant('exchange', async (as, signal) => {
+      const params: Record<string, string> = {
+        subject_token: subjectToken,
+        subject_token_type: ACCESS_TOKEN_TYPE,
+        requested_token_type: ACCESS_TOKEN_TYPE,
+        resource,
+        ...(audience !== undefined && { audience }),
+        ...(scope !== undefined && { scope }),
+      };
+      const response = await oauth.genericTokenEndpointRequest(as, this.client, this.auth, TOKEN_EXCHANGE_GRANT, params, this.requestOptions(as.token_endpoint, signal));
+      return oauth.processGenericTokenEndpointResponse(as, this.client, response);
+    });
+  }
+
+  /**
+   * The token endpoint: configured, or discovered. `challenge` is a `WWW-Authenticate` the upstream already sent
+   * (a 401 on a call), which saves the probe.
+   */
+  async tokenEndpoint(signal: AbortSignal, challenge?: string): Promise<oauth.AuthorizationServer> {
+    const { tokenUrl, resource } = this.options.client;
+    if (tokenUrl !== undefined) return { issuer: originOf(tokenUrl), token_endpoint: tokenUrl };
+    const found = await this.options.discovery.lookup(`${this.options.upstreamUrl}\u0000${resource}`, () => this.discover(signal, challenge));
+    return { issuer: found.issuer, token_endpoint: found.tokenEndpoint };
+  }
+
+  private async grant(step: CredentialStep, request: (as: oauth.AuthorizationServer, signal: AbortSignal) => Promise<oauth.TokenEndpointResponse>): Promise<ObtainedToken> {
+    const signal = AbortSignal.timeout(this.options.timeoutMs);
+    const as = await this.tokenEndpoint(signal);
+    try {
+      const answer = await request(as, signal);
+      return { token: answer.access_token, expiresInSeconds: answer.expires_in };
+    } catch (err) {
+      throw await this.failure(step, err, signal);
+    }
+  }
+
+  private async discover(signal: AbortSignal, challenge?: string): Promise<{ tokenEndpoint: string; issuer: string }> {
+    const resource = new URL(this.options.client.resource);
+    let metadata: oauth.ResourceServer;
+    try {
+      const pointer = resourceMetadataOf(challenge) ?? resourceMetadataOf(await this.probe(signal));
+      if (pointer !== undefined) {
+        metadata = await oauth.processResourceDiscoveryResponse(resource, await this.getJson(this.checked(pointer), signal));
+      } else {
+        // RFC 9728's well-known URL for the resource's path, then (as MCP clients do) the origin's.
+        const pathInserted = await oauth.resourceDiscoveryRequest(resource, this.requestOptions(resource.href, signal));
+        const response = pathInserted.ok || resource.pathname === '/' ? pathInserted : await this.getJson(`${resource.origin}/.well-known/oauth-protected-resource`, signal);
+        metadata = await oauth.processResourceDiscoveryResponse(resource, response);
+      }
+    } catch (err) {
+      throw await this.failure('discovery', err, signal, 'protected resource metadata (RFC 9728)');
+    }
+    const issuer = metadata.authorization_servers?.[0];
+    if (issuer === undefined) {
+      throw new UpstreamCredentialError({ upstream: this.options.upstream, step: 'discovery', reason: 'invalid_response', detail: 'its protected resource metadata names no authorization_servers' });
+    }
+    const server = await this.authorizationServer(new URL(issuer), signal);
+    if (server.token_endpoint === undefined) {
+      throw new UpstreamCredentialError({ upstream: this.options.upstream, step: 'discovery', reason: 'invalid_response', detail: `authorization server ${issuer} has no token_endpoint` });
+    }
+    return { tokenEndpoint: this.checked(server.token_endpoint), issuer: server.issuer };
+  }
+
+  /** RFC 8414 first; OpenID Connect discovery when the server has no RFC 8414 document. */
+  private async authorizationServer(issuer: URL, signal: AbortSignal): Promise<oauth.AuthorizationServer> {
+    let first: unknown;
+    for (const algorithm of ['oauth2', 'oidc'] as const) {
+      try {
+        const response = await oauth.discoveryRequest(issuer, { ...this.requestOptions(issuer.href, signal), algorithm });
+        return await oauth.processDiscoveryResponse(issuer, response);
+      } catch (err) {
+        first ??= err;
+        if (signal.aborted) break;
+      }
+    }
+    throw await this.failure('discovery', first, signal, `authorization server metadata of ${issuer.href}`);
+  }
+
+  private async getJson(url: string, signal: AbortSignal): Promise<Response> {
+    return fetch(url, { headers: { accept: 'application/json' }, signal, redirect: 'manual' });
+  }
+
+  /** An unauthenticated request to the upstream, for the 401 that says where its metadata is. */
+  private async probe(signal: AbortSignal): Promise<string | undefined> {
+    const response = await fetch(this.options.upstreamUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'ping' }),
+      signal,
+      redirect: 'manual',
+    });
+    await response.body?.cancel();
+    return response.status === 401 ? (response.headers.get('www-authenticate') ?? undefined) : undefined;
+  }
+
+  private requestOptions(url: string | undefined, signal: AbortSignal): { signal: AbortSignal; [oauth.allowInsecureRequests]?: boolean } {
+    return { signal, ...(this.insecureAllowed(url) && { [oauth.allowInsecureRequests]: true }) };
+  }
+
+  private insecureAllowed(url: string | undefined): boolean {
+    if (url === undefined || !URL.canParse(url)) return false;
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' && (this.configured.has(parsed.origin) || isLoopback(parsed.hostname));
+  }
+
+  /** A discovered URL the gateway will fetch: https, or http where the config or loopback allows it. */
+  private checked(url: string): string {
+    const parsed = new URL(url);
+    if (parsed.protocol === 'https:' || this.insecureAllowed(url)) return url;
+    throw new UpstreamCredentialError({ upstream: this.options.upstream, step: 'discovery', reason: 'invalid_response', detail: `refusing to use ${parsed.origin} over plain http (not named in the config, not loopback)` });
+  }
+
+  private async failure(step: CredentialStep, err: unknown, signal: AbortSignal, what?: string): Promise<UpstreamCredentialError> {
+    if (err instanceof UpstreamCredentialError) return err;
+    const upstream = this.options.upstream;
+    const where = what !== undefined ? `${what}: ` : '';
+    if (signal.aborted || isAbort(err)) {
+      return new UpstreamCredentialError({ upstream, step, reason: 'timeout', detail: `${where}no answer within ${this.options.timeoutMs} ms`, cause: err });
+    }
+    if (err instanceof oauth.ResponseBodyError) {
+      const description = err.error_description !== undefined ? ` (${err.error_description})` : '';
+      return new UpstreamCredentialError({
+        upstream, step, reason: 'oauth_error', status: err.status, oauthError: err.error,
+        retryAfterMs: retryAfterMsOf(err.response.headers.get('retry-after')),
+        detail: `${where}HTTP ${err.status} ${err.error}${description}`,
+      });
+    }
+    if (err instanceof oauth.WWWAuthenticateChallengeError) {
+      // A 401 with a challenge (a refused client): the OAuth error is in the body, or else in the challenge.
+      const body = (await err.response.json().catch(() => ({}))) as { error?: unknown; error_description?: unknown };
+      const code = typeof body.error === 'string' ? body.error : err.cause[0]?.parameters.error;
+      const description = typeof body.error_description === 'string' ? ` (${body.error_description})` : '';
+      return new UpstreamCredentialError({
+        upstream, step, reason: code !== undefined ? 'oauth_error' : 'http_status', status: err.status, ...(code !== undefined && { oauthError: code }),
+        detail: `${where}HTTP ${err.status}${code !== undefined ? ` ${code}` : ''}${description}`,
+      });
+    }
+    const response = (err as { cause?: unknown }).cause;
+    if (err instanceof oauth.OperationProcessingError && response instanceof Response && !response.ok) {
+      return new UpstreamCredentialError({
+        upstream, step, reason: 'http_status', status: response.status,
+        retryAfterMs: retryAfterMsOf(response.headers.get('retry-after')),
+        detail: `${where}HTTP ${response.status}`,
+      });
+    }
+    if (err instanceof TypeError && !(err instanceof oauth.OperationProcessingError)) {
+      const code = (err.cause as { code?: unknown } | undefined)?.code;
+      return new UpstreamCredentialError({ upstream, step, reason: 'unreachable', detail: `${where}${typeof code === 'string' ? code : err.message}`, cause: err });
+    }
+    return new UpstreamCredentialError({ upstream, step, reason: 'invalid_response', detail: `${where}${(err as Error).message ?? String(err)}`, cause: err });
+  }
+}
+
+/** The `resource_metadata` parameter of a Bearer challenge (RFC 9728 §5.1), if any. */
+export function resourceMetadataOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /(?:^|[\s,])resource_metadata\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/i.exec(header);
+  const value = match?.[1]?.replace(/\\(.)/g, '$1') ?? match?.[2];
+  return value !== undefined && URL.canParse(value) ? value : undefined;
+}
+
+function originOf(url: string): string {
+  return new URL(url).origin;
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+function isAbort(err: unknown): boolean {
+  const name = (err as { name?: unknown } | undefined)?.name;
+  return name === 'AbortError' || name === 'TimeoutError';
+}
