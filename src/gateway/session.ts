@@ -5,7 +5,7 @@ import type { ClientFlow } from '../upstream/client-flow.js';
 import { EventStream, type EventStreamOptions } from '../protocol/event-stream.js';
 import type { StreamBudget } from '../protocol/stream-budget.js';
 import { refusedInput, type LogLevel } from '../protocol/mcp.js';
-import type { Delivery, InflightCall, LegacySession } from '../protocol/revision-ports.js';
+import type { Delivery, InflightCall, Session } from '../protocol/revision-ports.js';
 
 interface OutgoingRequest {
   settle(outcome: Outcome): void;
@@ -51,7 +51,7 @@ export interface ClientSessionInit {
  * One legacy-era client session (`Mcp-Session-Id`) as this replica sees it: the streams and in-flight calls it
  * holds, and the per-client state every replica shares (kept in the store by the registry).
  */
-export class ClientSession implements LegacySession {
+export class ClientSession implements Session {
   lastSeen = Date.now();
   /** When the store's copy was last kept alive from here (registry). */
   storeTouchedAt = Date.now();

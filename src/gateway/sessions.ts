@@ -4,7 +4,7 @@ import { GatewayError, storeUnavailable } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents, type GatewayEventMap } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { logLevelRank, type LogLevel } from '../protocol/mcp.js';
-import type { LegacySession, LegacySessions } from '../protocol/revision-ports.js';
+import type { Session, Sessions } from '../protocol/revision-ports.js';
 import type { StreamBudget } from '../protocol/stream-budget.js';
 import type { TaskStore } from '../store/task-store.js';
 import { ANONYMOUS_PRINCIPAL } from '../tasks/principals.js';
@@ -45,7 +45,7 @@ export interface SessionRegistryDeps {
  * keeps a view of the sessions it served (their streams and calls here), made from the store's record on first
  * use. A session unused this long anywhere is gone from the store, and its id then gets 404 everywhere.
  */
-export class SessionRegistry implements LegacySessions {
+export class SessionRegistry implements Sessions {
   private readonly sessions = new Map<string, ClientSession>();
   /** Views being made from the store, so concurrent first requests share one. */
   private readonly loading = new Map<string, Promise<ClientSession | undefined>>();
@@ -155,7 +155,7 @@ export class SessionRegistry implements LegacySessions {
     this.peers.cancelled(sessionId, params);
   }
 
-  subscribedElsewhere(session: LegacySession, uri: string): boolean {
+  subscribedElsewhere(session: Session, uri: string): boolean {
     for (const other of this.sessions.values()) if (other !== session && other.subscriptions.has(uri)) return true;
     return false;
   }

@@ -201,7 +201,7 @@ describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still wai
       const wire = new LegacyWire();
       await wire.initialize(b.url);
       const created = await wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'retry-legacy' }, task: {} });
-      const legacyTask = createdTaskId(created);
+      const sessionTask = createdTaskId(created);
       await eventually(async () => {
         const counts = await fixtureExecutions(upstreamUrl);
         return counts['retry-modern'] === 1 && counts['retry-legacy'] === 1;
@@ -211,7 +211,7 @@ describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still wai
       await a.exited;
       const modernDone = await settled(b.url, modernTask, 20 * LEASE_MS);
       assert.equal(modernDone.status, 'completed', JSON.stringify(modernDone));
-      const legacyDone = await wire.request(b.url, 'tasks/result', { taskId: legacyTask });
+      const legacyDone = await wire.request(b.url, 'tasks/result', { taskId: sessionTask });
       assert.match(JSON.stringify(legacyDone.result), /slow_compute \(retry-legacy\) finished/);
       const counts = await fixtureExecutions(upstreamUrl);
       assert.equal(counts['retry-modern'], 2, 'ran once on A, once more on B');

@@ -37,7 +37,7 @@ const RPC_ERROR = { code: -32603, message: 'upstream broke' };
 
 describe('2025-11-25 codec', () => {
   it('a Task carries ttl and pollInterval, ISO times, and a status message only when there is one', () => {
-    assert.deepEqual(rev2025.legacyTask(task()), {
+    assert.deepEqual(rev2025.sessionTask(task()), {
       taskId: 'task-1',
       status: 'working',
       ttl: 60_000,
@@ -45,16 +45,16 @@ describe('2025-11-25 codec', () => {
       lastUpdatedAt: '2026-11-24T10:00:00.500Z',
       pollInterval: 1000,
     });
-    assert.equal(rev2025.legacyTask(task({ status: 'input_required', message: 'asking' })).statusMessage, 'asking');
+    assert.equal(rev2025.sessionTask(task({ status: 'input_required', message: 'asking' })).statusMessage, 'asking');
   });
 
   it('a tool error is failed in this era: the status is the store\'s', () => {
-    assert.equal(rev2025.legacyTask(task({ status: 'failed', outcome: { result: TOOL_ERROR } })).status, 'failed');
+    assert.equal(rev2025.sessionTask(task({ status: 'failed', outcome: { result: TOOL_ERROR } })).status, 'failed');
   });
 
   it('CreateTaskResult wraps the Task; the immediate response goes in _meta only when configured', () => {
-    assert.deepEqual(rev2025.createTaskResult(task(), undefined), { task: rev2025.legacyTask(task()) });
-    assert.deepEqual(rev2025.createTaskResult(task(), ''), { task: rev2025.legacyTask(task()) });
+    assert.deepEqual(rev2025.createTaskResult(task(), undefined), { task: rev2025.sessionTask(task()) });
+    assert.deepEqual(rev2025.createTaskResult(task(), ''), { task: rev2025.sessionTask(task()) });
     assert.deepEqual(rev2025.createTaskResult(task(), 'running')._meta, { 'io.modelcontextprotocol/model-immediate-response': 'running' });
   });
 
@@ -278,7 +278,7 @@ describe('what each codec declares of its revision', () => {
     assert.deepEqual([...WIRE_FIELDS].sort(), [...rev2025.codec.wireFields, ...rev2026.codec.wireFields].sort());
     // The shapes themselves name them.
     const legacy = rev2025.codec.toolView({ name: 't' }, 'optional');
-    assert.ok(Object.keys(rev2025.legacyTask(task())).includes('ttl') && Object.keys(rev2025.legacyTask(task())).includes('pollInterval'));
+    assert.ok(Object.keys(rev2025.sessionTask(task())).includes('ttl') && Object.keys(rev2025.sessionTask(task())).includes('pollInterval'));
     assert.deepEqual(legacy.execution, { taskSupport: 'optional' });
     assert.ok(['resultType', 'ttlMs', 'pollIntervalMs'].every((field) => field in rev2026.createTaskResult(task())));
     assert.deepEqual(Object.keys(rev2026.inputRequiredResult({}, 'state')).sort(), ['inputRequests', 'requestState', 'resultType']);

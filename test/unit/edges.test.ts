@@ -13,7 +13,7 @@ import { GatewayError, HeaderMismatch, InternalError, InvalidParams, InvalidRequ
 import type { JsonObject, JsonRpcRequest } from '../../src/jsonrpc.js';
 import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../../src/protocol/mcp.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
-import { exchangeAnswer, legacyError, legacyErrorResponse, legacyFailure, legacyRefusal } from '../../src/protocol/rev2025-11-25/errors.js';
+import { exchangeAnswer, sessionError, sessionErrorResponse, sessionFailure, sessionRefusal } from '../../src/protocol/rev2025-11-25/errors.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
 import {
   checkParamHeaders,
@@ -63,77 +63,77 @@ describe('2026-07-28 requestState binds the request\'s params', () => {
 });
 
 describe('2025-11-25 error edge', () => {
-  it('legacyError: a GatewayError becomes its registry code, message and data', () => {
-    assert.deepEqual(legacyError(new GatewayError('session_not_found', 'Session not found')), { code: -32001, message: 'Session not found' });
-    assert.deepEqual(legacyError(new GatewayError('upstream_unavailable', 'down', { upstream: 'fx' })), { code: InternalError, message: 'down', data: { upstream: 'fx' } });
+  it('sessionError: a GatewayError becomes its registry code, message and data', () => {
+    assert.deepEqual(sessionError(new GatewayError('session_not_found', 'Session not found')), { code: -32001, message: 'Session not found' });
+    assert.deepEqual(sessionError(new GatewayError('upstream_unavailable', 'down', { upstream: 'fx' })), { code: InternalError, message: 'down', data: { upstream: 'fx' } });
   });
 
-  it('legacyError: an unexpected error becomes -32603 "Internal error: …" without its stack', () => {
-    const error = legacyError(new TypeError('boom'));
+  it('sessionError: an unexpected error becomes -32603 "Internal error: …" without its stack', () => {
+    const error = sessionError(new TypeError('boom'));
     assert.deepEqual(error, { code: InternalError, message: 'Internal error: boom' });
     assert.ok(!error.message.includes(' at '), 'no stack frames in the message');
-    assert.deepEqual(legacyError('not an Error'), { code: InternalError, message: 'Internal error: not an Error' });
+    assert.deepEqual(sessionError('not an Error'), { code: InternalError, message: 'Internal error: not an Error' });
   });
 
-  it('legacyErrorResponse: a JSON-RPC failure to the id (null when none), data kept', () => {
-    assert.deepEqual(legacyErrorResponse(7, new GatewayError('invalid_params', 'Invalid params: x', { field: 'x' })), {
+  it('sessionErrorResponse: a JSON-RPC failure to the id (null when none), data kept', () => {
+    assert.deepEqual(sessionErrorResponse(7, new GatewayError('invalid_params', 'Invalid params: x', { field: 'x' })), {
       jsonrpc: '2.0',
       id: 7,
       error: { code: InvalidParams, message: 'Invalid params: x', data: { field: 'x' } },
     });
-    assert.deepEqual(legacyErrorResponse(null, new Error('oops')), { jsonrpc: '2.0', id: null, error: { code: InternalError, message: 'Internal error: oops' } });
+    assert.deepEqual(sessionErrorResponse(null, new Error('oops')), { jsonrpc: '2.0', id: null, error: { code: InternalError, message: 'Internal error: oops' } });
   });
 
-  it('legacyRefusal: a GatewayError gets its registry HTTP status and its code and message', () => {
-    assert.deepEqual(legacyRefusal(null, new GatewayError('session_not_found', 'Session not found')), {
+  it('sessionRefusal: a GatewayError gets its registry HTTP status and its code and message', () => {
+    assert.deepEqual(sessionRefusal(null, new GatewayError('session_not_found', 'Session not found')), {
       status: 404,
       body: { jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } },
     });
-    assert.deepEqual(legacyRefusal('r1', new GatewayError('conflict', 'Conflict: a GET stream is already open')), {
+    assert.deepEqual(sessionRefusal('r1', new GatewayError('conflict', 'Conflict: a GET stream is already open')), {
       status: 409,
       body: { jsonrpc: '2.0', id: 'r1', error: { code: InvalidRequest, message: 'Conflict: a GET stream is already open' } },
     });
-    assert.equal(legacyRefusal(null, new GatewayError('too_many_sessions', 'Too many sessions')).status, 429);
+    assert.equal(sessionRefusal(null, new GatewayError('too_many_sessions', 'Too many sessions')).status, 429);
   });
 
-  it('legacyFailure / exchangeAnswer: a rate limit (429) or a full replica (503) refuses its exchange, Retry-After in whole seconds; other failures answer 200', () => {
-    const limited = legacyFailure(new GatewayError('rate_limited', 'Rate limit exceeded', { retryAfterMs: 1500 }));
+  it('sessionFailure / exchangeAnswer: a rate limit (429) or a full replica (503) refuses its exchange, Retry-After in whole seconds; other failures answer 200', () => {
+    const limited = sessionFailure(new GatewayError('rate_limited', 'Rate limit exceeded', { retryAfterMs: 1500 }));
     assert.deepEqual(limited, { error: { code: -32001, message: 'Rate limit exceeded', data: { retryAfterMs: 1500 } }, httpStatus: 429 });
     assert.deepEqual(exchangeAnswer(limited), { status: 429, headers: { 'retry-after': '2' } });
-    const full = legacyFailure(new GatewayError('replica_full', 'full', { retryAfterMs: 1000 }));
+    const full = sessionFailure(new GatewayError('replica_full', 'full', { retryAfterMs: 1000 }));
     assert.deepEqual(full, { error: { code: -32603, message: 'full', data: { retryAfterMs: 1000 } }, httpStatus: 503 });
     assert.deepEqual(exchangeAnswer(full), { status: 503, headers: { 'retry-after': '1' } });
     for (const error of [new GatewayError('invalid_params', 'x'), new Error('boom')]) {
-      const outcome = legacyFailure(error);
+      const outcome = sessionFailure(error);
       assert.ok(!('httpStatus' in outcome), String(error));
       assert.deepEqual(exchangeAnswer(outcome), { status: 200, headers: {} });
     }
     assert.deepEqual(exchangeAnswer({ result: {} }), { status: 200, headers: {} });
   });
 
-  it('legacyRefusal: where the registry\'s status is not an error status (200) the refusal is 500', () => {
-    assert.deepEqual(legacyRefusal(null, new GatewayError('invalid_params', 'Invalid params: bad')), {
+  it('sessionRefusal: where the registry\'s status is not an error status (200) the refusal is 500', () => {
+    assert.deepEqual(sessionRefusal(null, new GatewayError('invalid_params', 'Invalid params: bad')), {
       status: 500,
       body: { jsonrpc: '2.0', id: null, error: { code: InvalidParams, message: 'Invalid params: bad' } },
     });
   });
 
-  it('legacyRefusal: the HTTP server\'s own failures keep their status and count as invalid requests', () => {
-    assert.deepEqual(legacyRefusal(null, httpError('Request body is too large', 413)), {
+  it('sessionRefusal: the HTTP server\'s own failures keep their status and count as invalid requests', () => {
+    assert.deepEqual(sessionRefusal(null, httpError('Request body is too large', 413)), {
       status: 413,
       body: { jsonrpc: '2.0', id: null, error: { code: InvalidRequest, message: 'Request body is too large' } },
     });
   });
 
-  it('legacyRefusal: a failure that is not the gateway\'s and has no status is 500', () => {
-    const { status, body } = legacyRefusal(null, new Error('unexpected'));
+  it('sessionRefusal: a failure that is not the gateway\'s and has no status is 500', () => {
+    const { status, body } = sessionRefusal(null, new Error('unexpected'));
     assert.equal(status, 500);
     assert.equal(body.error.code, InvalidRequest);
     assert.equal(body.error.message, 'unexpected');
   });
 
-  it('legacyRefusal: a non-error status on a foreign failure also becomes 500', () => {
-    assert.equal(legacyRefusal(null, httpError('redirect?', 302)).status, 500);
+  it('sessionRefusal: a non-error status on a foreign failure also becomes 500', () => {
+    assert.equal(sessionRefusal(null, httpError('redirect?', 302)).status, 500);
   });
 });
 

@@ -15,7 +15,7 @@ import { checkRequestOrigin, isLoopbackHostname, parseHostHeader } from '../../s
 import { asObject, decodeJsonBody, encodeMessage, jsonNestingExceeds, MessageEncodingError, validateMessage, type JsonRpcRequest } from '../../src/jsonrpc.js';
 import { checkRoutingHeaders, decodeHeaderValue, isModernMessage, readEnvelope } from '../../src/protocol/rev2026-07-28/envelope.js';
 import {
-  LEGACY_VERSIONS,
+  SESSION_VERSIONS,
   LOG_LEVELS,
   META_CLIENT_CAPABILITIES,
   META_CLIENT_INFO,
@@ -117,7 +117,7 @@ const messageLike = fc.oneof(
 
 const versionString = fc.oneof(
   { weight: 3, arbitrary: fc.constant(MODERN_VERSION) },
-  fc.constantFrom(...LEGACY_VERSIONS, '2024-11-05', '2099-01-01', '', ` ${MODERN_VERSION}`),
+  fc.constantFrom(...SESSION_VERSIONS, '2024-11-05', '2099-01-01', '', ` ${MODERN_VERSION}`),
   fc.string({ maxLength: 12 }),
 );
 

@@ -9,7 +9,7 @@ import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type 
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { MODERN_PRINCIPAL } from '../../tasks/principals.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
-import { LATEST_LEGACY_VERSION, logLevelRank, MODERN_VERSION } from '../mcp.js';
+import { LATEST_SESSION_VERSION, logLevelRank, MODERN_VERSION } from '../mcp.js';
 import type { GatewayCatalog } from '../ports.js';
 import type { TaskPolicy } from '../../config/types.js';
 import type { CallerAccess } from '../access.js';
@@ -62,7 +62,7 @@ export class ModernCalls {
   ) {
     this.identity = {
       sessionId: 'modern:clients',
-      protocolVersion: LATEST_LEGACY_VERSION,
+      protocolVersion: LATEST_SESSION_VERSION,
       capabilities: {},
       clientInfo: { name: 'taskgate (for 2026-07-28 clients)', version: deps.version },
       manyClients: true,

@@ -5,7 +5,7 @@ import type { Caller } from '../../tasks/principals.js';
 import { asObject, type JsonObject, type JsonRpcRequest } from '../../jsonrpc.js';
 import {
   isModernVersion,
-  isSupportedLegacyVersion,
+  isSessionVersion,
   logLevelRank,
   LOG_LEVELS,
   mcpNameField,
@@ -62,7 +62,7 @@ export function isModernMessage(body: unknown, headers: Headers, isKnownSession:
 /** Whether the MCP-Protocol-Version header names a revision that has no sessions (what a body not yet read can tell). */
 export function headersNameModernRevision(headers: Headers): boolean {
   const version = header(headers, 'mcp-protocol-version');
-  return version !== undefined && !isSupportedLegacyVersion(version) && version !== '2024-11-05';
+  return version !== undefined && !isSessionVersion(version) && version !== '2024-11-05';
 }
 
 /**
