@@ -1,7 +1,7 @@
 // The layer rule of src/ (npm run lint): an import only ever points down this list, and nothing imports in a
 // circle. Revisions of the protocol do not import each other. The order is ../shared/DESIGN.md's, with the
 // layers it leaves implicit named: what a revision needs from the gateway above it is an interface it declares
-// (protocol/ports.ts, and rev2025-11-25/session.ts and ModernPeers, which protocol/revision-ports.ts re-exports),
+// (protocol/ports.ts, and rev2025-11-25/session.ts and StatelessPeers, which protocol/revision-ports.ts re-exports),
 // implemented by the gateway and passed in.
 //
 //   composition   src/taskgate.ts, src/cli.ts,        builds the parts in dependency order and starts them

@@ -110,7 +110,7 @@ const REGISTRY = {
   /** The request's protocol version is one the gateway does not speak (UnsupportedProtocolVersion). */
   unsupported_version: { rpc: UnsupportedProtocolVersion, http: 400 },
   /** Unknown or removed method, as a modern client is told (HTTP 404). */
-  modern_method_not_found: { rpc: MethodNotFound, http: 404 },
+  stateless_method_not_found: { rpc: MethodNotFound, http: 404 },
 } as const satisfies Record<string, { rpc: number; http: number }>;
 
 export type ErrorCode = keyof typeof REGISTRY;

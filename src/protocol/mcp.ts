@@ -49,14 +49,14 @@ export function logLevelRank(level: unknown): number {
 
 // ---- 2026-07-28 ("modern era"): stateless requests with a per-request `_meta` envelope ----
 
-export const MODERN_VERSION = '2026-07-28';
+export const STATELESS_VERSION = '2026-07-28';
 /** Revisions served statelessly, newest first. */
-export const MODERN_VERSIONS = [MODERN_VERSION] as const;
+export const STATELESS_VERSIONS = [STATELESS_VERSION] as const;
 /** Every revision the gateway speaks, newest first (what `server/discover` and -32022 list). */
-export const SUPPORTED_VERSIONS: readonly string[] = [...MODERN_VERSIONS, ...SESSION_VERSIONS];
+export const SUPPORTED_VERSIONS: readonly string[] = [...STATELESS_VERSIONS, ...SESSION_VERSIONS];
 
-export function isModernVersion(version: string): boolean {
-  return (MODERN_VERSIONS as readonly string[]).includes(version);
+export function isStatelessVersion(version: string): boolean {
+  return (STATELESS_VERSIONS as readonly string[]).includes(version);
 }
 
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';

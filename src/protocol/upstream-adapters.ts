@@ -3,13 +3,13 @@
 // Upstream (src/upstream/adapter.ts: the contract), which asks each entry whether it may speak to the upstream
 // as configured and connects the sides that may. A new revision adds its `upstream/` folder and one line here.
 import { sessionUpstreamAdapter } from './rev2025-11-25/upstream/side.js';
-import { modernUpstreamAdapter } from './rev2026-07-28/upstream/side.js';
+import { statelessUpstreamAdapter } from './rev2026-07-28/upstream/side.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { createdTaskIdIn, notifiedTaskIdIn, type UpstreamAdapter } from '../upstream/adapter.js';
 
 export const UPSTREAM_ADAPTERS: readonly UpstreamAdapter[] = [
   // Stateless: discovery first, so an upstream speaking both is known to before its sessions open.
-  modernUpstreamAdapter,
+  statelessUpstreamAdapter,
   // Sessions: the initialize handshake; a neutral call goes here when both revisions list its name.
   sessionUpstreamAdapter,
 ];

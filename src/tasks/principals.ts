@@ -63,7 +63,7 @@ export function countedPrincipal(principal: string, authenticated: boolean): str
 }
 
 /** Every 2026-07-28 client, without authentication. */
-export const MODERN_PRINCIPAL = 'modern:anonymous';
+export const STATELESS_PRINCIPAL = 'modern:anonymous';
 
 /** Owner of the records that route a 2026-07-28 upstream's own tasks (never listed: no client is this principal). */
 export const NATIVE_TASKS_PRINCIPAL = 'gateway:native-tasks';

@@ -3,7 +3,7 @@
 import { request as httpRequest } from 'undici';
 import { eventually, type Json } from './harness.js';
 
-export const MODERN_VERSION = '2026-07-28';
+export const STATELESS_VERSION = '2026-07-28';
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 /** The capabilities of a 2026-07-28 client that speaks the Tasks extension. */
 export const TASKS_CAPABILITIES: Json = { extensions: { [TASKS_EXTENSION]: {} } };
@@ -51,7 +51,7 @@ function mcpNameOf(method: string, params: Json): unknown {
 /** The JSON-RPC request body and headers of a modern request. */
 export function modernRequest(method: string, params: Json = {}, options: ModernOptions = {}): { body: Json; headers: Record<string, string> } {
   const envelope: Json = {
-    'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+    'io.modelcontextprotocol/protocolVersion': STATELESS_VERSION,
     'io.modelcontextprotocol/clientCapabilities': options.capabilities ?? {},
     'io.modelcontextprotocol/clientInfo': { name: 'taskgate-modern-test', version: '1.0.0' },
   };
@@ -62,7 +62,7 @@ export function modernRequest(method: string, params: Json = {}, options: Modern
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: options.accept ?? 'application/json, text/event-stream',
-    'mcp-protocol-version': typeof version === 'string' ? version : MODERN_VERSION,
+    'mcp-protocol-version': typeof version === 'string' ? version : STATELESS_VERSION,
     'mcp-method': method,
   };
   const name = mcpNameOf(method, params);

@@ -11,7 +11,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { request } from 'undici';
 import { startModernServer, type ModernServerHandle } from '../fixtures/modern-server.js';
 import { eventually, fixtureUpstream, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, modernRequest, MODERN_VERSION, openListen, TASKS_CAPABILITIES, TASKS_EXTENSION, type ModernOptions, type ModernResponse } from '../helpers/modern-wire.js';
+import { modern, modernRequest, STATELESS_VERSION, openListen, TASKS_CAPABILITIES, TASKS_EXTENSION, type ModernOptions, type ModernResponse } from '../helpers/modern-wire.js';
 
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
@@ -179,7 +179,7 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
   test('protocol version: missing header or header ≠ envelope is 400 -32020; unsupported is 400 -32022 with supported/requested', async () => {
     assertError(await modern(url, 'server/discover', {}, { omitHeaders: ['MCP-Protocol-Version'], id: 201 }), 400, -32020, 201);
     assertError(
-      await modern(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }, headers: { 'MCP-Protocol-Version': MODERN_VERSION }, id: 302 }),
+      await modern(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }, headers: { 'MCP-Protocol-Version': STATELESS_VERSION }, id: 302 }),
       400,
       -32020,
       302,

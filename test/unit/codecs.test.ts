@@ -72,10 +72,10 @@ describe('2025-11-25 codec', () => {
 
 describe('2026-07-28 codec', () => {
   it('every result gets resultType (the upstream\'s own is kept); lists and reads get private, stale caching hints', () => {
-    assert.deepEqual(rev2026.modernResult('tools/call', RESULT), { resultType: 'complete', ...RESULT });
-    assert.equal(rev2026.modernResult('tools/call', { resultType: 'input_required' }).resultType, 'input_required');
-    assert.deepEqual(rev2026.modernResult('tools/list', { tools: [] }), { resultType: 'complete', tools: [], ttlMs: 0, cacheScope: 'private' });
-    assert.deepEqual(rev2026.modernResult('resources/read', { contents: [], ttlMs: 5000, cacheScope: 'public' }), { resultType: 'complete', contents: [], ttlMs: 5000, cacheScope: 'public' });
+    assert.deepEqual(rev2026.statelessResult('tools/call', RESULT), { resultType: 'complete', ...RESULT });
+    assert.equal(rev2026.statelessResult('tools/call', { resultType: 'input_required' }).resultType, 'input_required');
+    assert.deepEqual(rev2026.statelessResult('tools/list', { tools: [] }), { resultType: 'complete', tools: [], ttlMs: 0, cacheScope: 'private' });
+    assert.deepEqual(rev2026.statelessResult('resources/read', { contents: [], ttlMs: 5000, cacheScope: 'public' }), { resultType: 'complete', contents: [], ttlMs: 5000, cacheScope: 'public' });
   });
 
   it('the flat CreateTaskResult: resultType task, ttlMs and pollIntervalMs, no wrapper', () => {
@@ -110,12 +110,12 @@ describe('2026-07-28 codec', () => {
     const inputRequests = { 'elicitation-1': { method: 'elicitation/create', params: { message: 'ok?' } } };
     assert.deepEqual(rev2026.detailedTask(task({ status: 'input_required', openRequests: inputRequests })).inputRequests, inputRequests);
     assert.equal(rev2026.detailedTask(task({ status: 'working', openRequests: inputRequests })).inputRequests, undefined);
-    assert.equal(rev2026.modernStatus(task({ status: 'cancelled' })), 'cancelled');
+    assert.equal(rev2026.statelessStatus(task({ status: 'cancelled' })), 'cancelled');
   });
 
   it('resource-not-found (-32002) does not exist in this revision: invalid params; other errors pass unchanged', () => {
-    assert.deepEqual(rev2026.modernOutcome('resources/read', { error: { code: -32002, message: 'Resource not found' } }), { error: { code: -32602, message: 'Resource not found' } });
-    assert.deepEqual(rev2026.modernOutcome('tools/call', { error: RPC_ERROR }), { error: RPC_ERROR });
+    assert.deepEqual(rev2026.statelessOutcome('resources/read', { error: { code: -32002, message: 'Resource not found' } }), { error: { code: -32602, message: 'Resource not found' } });
+    assert.deepEqual(rev2026.statelessOutcome('tools/call', { error: RPC_ERROR }), { error: RPC_ERROR });
   });
 
   it('an InputRequiredResult carries the questions and the signed state; acknowledgements are complete', () => {
@@ -283,6 +283,6 @@ describe('what each codec declares of its revision', () => {
     assert.ok(['resultType', 'ttlMs', 'pollIntervalMs'].every((field) => field in rev2026.createTaskResult(task())));
     assert.deepEqual(Object.keys(rev2026.inputRequiredResult({}, 'state')).sort(), ['inputRequests', 'requestState', 'resultType']);
     assert.ok('inputResponses' in rev2026.retryParams({}, {}, {}));
-    assert.equal(rev2026.modernResult('tools/list', {}).cacheScope, 'private');
+    assert.equal(rev2026.statelessResult('tools/list', {}).cacheScope, 'private');
   });
 });

@@ -11,7 +11,7 @@ import { mergePolicy, taskTiming } from '../../src/config/policy.js';
 import type { TaskPolicy } from '../../src/config/types.js';
 import { GatewayError, HeaderMismatch, InternalError, InvalidParams, InvalidRequest, MissingRequiredClientCapability, ResourceNotFound, UnsupportedProtocolVersion } from '../../src/errors.js';
 import type { JsonObject, JsonRpcRequest } from '../../src/jsonrpc.js';
-import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../../src/protocol/mcp.js';
+import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, STATELESS_VERSION, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../../src/protocol/mcp.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
 import { exchangeAnswer, sessionError, sessionErrorResponse, sessionFailure, sessionRefusal } from '../../src/protocol/rev2025-11-25/errors.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
@@ -23,11 +23,11 @@ import {
   readEnvelope,
   withoutEnvelope,
   withoutTasksExtension,
-  type ModernClient,
+  type StatelessClient,
 } from '../../src/protocol/rev2026-07-28/envelope.js';
-import { modernAnswerStatus, modernFailure, modernRefusal, withUri } from '../../src/protocol/rev2026-07-28/errors.js';
+import { statelessAnswerStatus, statelessFailure, statelessRefusal, withUri } from '../../src/protocol/rev2026-07-28/errors.js';
 import { paramsDigest, RequestStateCodec } from '../../src/protocol/rev2026-07-28/exchange.js';
-import { ANONYMOUS_PRINCIPAL, MODERN_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, sessionOfPrincipal, sessionPrincipal } from '../../src/tasks/principals.js';
+import { ANONYMOUS_PRINCIPAL, STATELESS_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, sessionOfPrincipal, sessionPrincipal } from '../../src/tasks/principals.js';
 
 /** An error as the HTTP server (not the gateway) throws it: a status of its own. */
 function httpError(message: string, statusCode?: number): Error & { statusCode?: number } {
@@ -138,47 +138,47 @@ describe('2025-11-25 error edge', () => {
 });
 
 describe('2026-07-28 error edge', () => {
-  it('modernRefusal: a GatewayError gets its registry HTTP status, code, message and data', () => {
-    const refused = modernRefusal(3, new GatewayError('unsupported_version', 'Unsupported protocol version', { supported: ['2026-07-28'] }));
+  it('statelessRefusal: a GatewayError gets its registry HTTP status, code, message and data', () => {
+    const refused = statelessRefusal(3, new GatewayError('unsupported_version', 'Unsupported protocol version', { supported: ['2026-07-28'] }));
     assert.deepEqual(refused, {
       status: 400,
       body: { jsonrpc: '2.0', id: 3, error: { code: UnsupportedProtocolVersion, message: 'Unsupported protocol version', data: { supported: ['2026-07-28'] } } },
     });
-    assert.equal(modernRefusal(null, new GatewayError('modern_method_not_found', 'Method not found')).status, 404);
-    assert.equal(modernRefusal(null, new GatewayError('not_acceptable', 'Not Acceptable')).status, 406);
+    assert.equal(statelessRefusal(null, new GatewayError('stateless_method_not_found', 'Method not found')).status, 404);
+    assert.equal(statelessRefusal(null, new GatewayError('not_acceptable', 'Not Acceptable')).status, 406);
   });
 
-  it('modernRefusal: what is not the gateway\'s own is 500 with -32603 "Internal error: …"', () => {
-    assert.deepEqual(modernRefusal(null, new Error('boom')), {
+  it('statelessRefusal: what is not the gateway\'s own is 500 with -32603 "Internal error: …"', () => {
+    assert.deepEqual(statelessRefusal(null, new Error('boom')), {
       status: 500,
       body: { jsonrpc: '2.0', id: null, error: { code: InternalError, message: 'Internal error: boom' } },
     });
   });
 
-  it('modernFailure: request-level (4xx) GatewayErrors keep their HTTP status', () => {
-    assert.deepEqual(modernFailure(new GatewayError('header_mismatch', 'Header mismatch')), { outcome: { error: { code: HeaderMismatch, message: 'Header mismatch' } }, status: 400 });
-    assert.equal(modernFailure(new GatewayError('modern_method_not_found', 'Method not found')).status, 404);
-    assert.equal(modernFailure(new GatewayError('missing_capability', 'needs tasks')).status, 400);
+  it('statelessFailure: request-level (4xx) GatewayErrors keep their HTTP status', () => {
+    assert.deepEqual(statelessFailure(new GatewayError('header_mismatch', 'Header mismatch')), { outcome: { error: { code: HeaderMismatch, message: 'Header mismatch' } }, status: 400 });
+    assert.equal(statelessFailure(new GatewayError('stateless_method_not_found', 'Method not found')).status, 404);
+    assert.equal(statelessFailure(new GatewayError('missing_capability', 'needs tasks')).status, 400);
   });
 
-  it('modernFailure: every other failure is a JSON-RPC error in a 200', () => {
-    assert.deepEqual(modernFailure(new GatewayError('internal', 'Internal error: x')), { outcome: { error: { code: InternalError, message: 'Internal error: x' } }, status: 200 });
-    assert.equal(modernFailure(new GatewayError('shutting_down', 'shutting down')).status, 200);
-    assert.equal(modernFailure(new GatewayError('invalid_params', 'Invalid params')).status, 200);
-    assert.deepEqual(modernFailure(new Error('boom')), { outcome: { error: { code: InternalError, message: 'Internal error: boom' } }, status: 200 });
+  it('statelessFailure: every other failure is a JSON-RPC error in a 200', () => {
+    assert.deepEqual(statelessFailure(new GatewayError('internal', 'Internal error: x')), { outcome: { error: { code: InternalError, message: 'Internal error: x' } }, status: 200 });
+    assert.equal(statelessFailure(new GatewayError('shutting_down', 'shutting down')).status, 200);
+    assert.equal(statelessFailure(new GatewayError('invalid_params', 'Invalid params')).status, 200);
+    assert.deepEqual(statelessFailure(new Error('boom')), { outcome: { error: { code: InternalError, message: 'Internal error: boom' } }, status: 200 });
   });
 
-  it('modernAnswerStatus: -32020, -32021 and -32022 are request-level (400), whoever answered them', () => {
+  it('statelessAnswerStatus: -32020, -32021 and -32022 are request-level (400), whoever answered them', () => {
     for (const code of [HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion]) {
-      assert.equal(modernAnswerStatus({ error: { code, message: 'm' } }), 400, String(code));
+      assert.equal(statelessAnswerStatus({ error: { code, message: 'm' } }), 400, String(code));
     }
   });
 
-  it('modernAnswerStatus: other errors and every result are 200', () => {
+  it('statelessAnswerStatus: other errors and every result are 200', () => {
     for (const code of [InternalError, InvalidParams, InvalidRequest, -32601, -32001]) {
-      assert.equal(modernAnswerStatus({ error: { code, message: 'm' } }), 200, String(code));
+      assert.equal(statelessAnswerStatus({ error: { code, message: 'm' } }), 200, String(code));
     }
-    assert.equal(modernAnswerStatus({ result: { resultType: 'complete' } }), 200);
+    assert.equal(statelessAnswerStatus({ result: { resultType: 'complete' } }), 200);
   });
 
   it('withUri: a resource-not-found (-32002) or invalid-params (-32602) error without data names the URI', () => {
@@ -205,9 +205,9 @@ describe('2026-07-28 error edge', () => {
 });
 
 describe('2026-07-28 codec: the gateway as a client of a 2026-07-28 upstream', () => {
-  it('withoutModernFields: a 2025 client gets no resultType, ttlMs nor cacheScope; everything else stays', () => {
+  it('withoutStatelessFields: a 2025 client gets no resultType, ttlMs nor cacheScope; everything else stays', () => {
     const result = { resultType: 'complete', ttlMs: 0, cacheScope: 'private', tools: [{ name: 't' }], nextCursor: 'c', _meta: { k: 1 } };
-    assert.deepEqual(rev2026.withoutModernFields(result), { tools: [{ name: 't' }], nextCursor: 'c', _meta: { k: 1 } });
+    assert.deepEqual(rev2026.withoutStatelessFields(result), { tools: [{ name: 't' }], nextCursor: 'c', _meta: { k: 1 } });
     assert.equal(result.resultType, 'complete', 'the upstream\'s result is not mutated');
   });
 
@@ -292,30 +292,30 @@ describe('2025-11-25 codec: the gateway as a client of an upstream\'s own tasks'
 const CAPABILITIES = { extensions: { [TASKS_EXTENSION]: {} } };
 
 function request(method: string, params: JsonObject = {}, meta?: JsonObject): JsonRpcRequest {
-  const envelope = meta ?? { [META_PROTOCOL_VERSION]: MODERN_VERSION, [META_CLIENT_CAPABILITIES]: CAPABILITIES };
+  const envelope = meta ?? { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: CAPABILITIES };
   return { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: envelope } };
 }
 
-const VERSION_HEADER = { 'mcp-protocol-version': MODERN_VERSION };
+const VERSION_HEADER = { 'mcp-protocol-version': STATELESS_VERSION };
 
 describe('2026-07-28 envelope: readEnvelope', () => {
   it('a complete envelope whose version the header repeats: the client it describes', () => {
     const info = { name: 'c', version: '1' };
     const client = readEnvelope(request('tools/list', {}, {
-      [META_PROTOCOL_VERSION]: MODERN_VERSION,
+      [META_PROTOCOL_VERSION]: STATELESS_VERSION,
       [META_CLIENT_CAPABILITIES]: CAPABILITIES,
       [META_CLIENT_INFO]: info,
       [META_LOG_LEVEL]: 'warning',
     }), VERSION_HEADER);
-    assert.deepEqual(client, { protocolVersion: MODERN_VERSION, capabilities: CAPABILITIES, clientInfo: info, logLevel: 'warning' });
+    assert.deepEqual(client, { protocolVersion: STATELESS_VERSION, capabilities: CAPABILITIES, clientInfo: info, logLevel: 'warning' });
   });
 
   it('client info and log level are optional', () => {
-    assert.deepEqual(readEnvelope(request('tools/list'), VERSION_HEADER), { protocolVersion: MODERN_VERSION, capabilities: CAPABILITIES, clientInfo: undefined, logLevel: undefined });
+    assert.deepEqual(readEnvelope(request('tools/list'), VERSION_HEADER), { protocolVersion: STATELESS_VERSION, capabilities: CAPABILITIES, clientInfo: undefined, logLevel: undefined });
   });
 
   it('the first of repeated MCP-Protocol-Version headers counts', () => {
-    assert.equal(readEnvelope(request('tools/list'), { 'mcp-protocol-version': [MODERN_VERSION, 'other'] }).protocolVersion, MODERN_VERSION);
+    assert.equal(readEnvelope(request('tools/list'), { 'mcp-protocol-version': [STATELESS_VERSION, 'other'] }).protocolVersion, STATELESS_VERSION);
   });
 
   it('no MCP-Protocol-Version header: header_mismatch, checked before the envelope', () => {
@@ -328,8 +328,8 @@ describe('2026-07-28 envelope: readEnvelope', () => {
     assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: 'x' } }, VERSION_HEADER), gatewayError('invalid_envelope'));
     assert.throws(() => readEnvelope(request('tools/list', {}, { [META_CLIENT_CAPABILITIES]: {} }), VERSION_HEADER), gatewayError('invalid_envelope'));
     assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: 20260728, [META_CLIENT_CAPABILITIES]: {} }), VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: MODERN_VERSION }), VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: MODERN_VERSION, [META_CLIENT_CAPABILITIES]: [] }), VERSION_HEADER), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: STATELESS_VERSION }), VERSION_HEADER), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: [] }), VERSION_HEADER), gatewayError('invalid_envelope'));
   });
 
   it('a header that disagrees with the envelope: header_mismatch, checked before the version is judged', () => {
@@ -349,7 +349,7 @@ describe('2026-07-28 envelope: readEnvelope', () => {
   });
 
   it('a log level that is not one of the revision\'s: invalid_envelope', () => {
-    const envelope = request('tools/list', {}, { [META_PROTOCOL_VERSION]: MODERN_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_LOG_LEVEL]: 'verbose' });
+    const envelope = request('tools/list', {}, { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_LOG_LEVEL]: 'verbose' });
     assert.throws(() => readEnvelope(envelope, VERSION_HEADER), gatewayError('invalid_envelope'));
   });
 });
@@ -441,8 +441,8 @@ describe('2026-07-28 envelope: Mcp-Param headers', () => {
 });
 
 describe('2026-07-28 envelope: the Tasks extension and forwarding', () => {
-  function client(capabilities: JsonObject): ModernClient {
-    return { protocolVersion: MODERN_VERSION, capabilities, clientInfo: undefined, logLevel: undefined };
+  function client(capabilities: JsonObject): StatelessClient {
+    return { protocolVersion: STATELESS_VERSION, capabilities, clientInfo: undefined, logLevel: undefined };
   }
 
   it('declaresTasks: only when the extension is declared as an object under capabilities.extensions', () => {
@@ -465,13 +465,13 @@ describe('2026-07-28 envelope: the Tasks extension and forwarding', () => {
 
   it('withoutTasksExtension: the envelope with the Tasks extension removed, everything else kept, nothing mutated', () => {
     const meta = {
-      [META_PROTOCOL_VERSION]: MODERN_VERSION,
+      [META_PROTOCOL_VERSION]: STATELESS_VERSION,
       [META_CLIENT_CAPABILITIES]: { sampling: {}, extensions: { [TASKS_EXTENSION]: {}, 'vendor/x': { on: true } } },
       progressToken: 'p',
     };
     const before = structuredClone(meta);
     assert.deepEqual(withoutTasksExtension(meta), {
-      [META_PROTOCOL_VERSION]: MODERN_VERSION,
+      [META_PROTOCOL_VERSION]: STATELESS_VERSION,
       [META_CLIENT_CAPABILITIES]: { sampling: {}, extensions: { 'vendor/x': { on: true } } },
       progressToken: 'p',
     });
@@ -485,14 +485,14 @@ describe('2026-07-28 envelope: the Tasks extension and forwarding', () => {
   it('withoutEnvelope: the envelope keys go; a progress token and vendor keys stay', () => {
     const params = {
       name: 'slow',
-      _meta: { [META_PROTOCOL_VERSION]: MODERN_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_CLIENT_INFO]: {}, [META_LOG_LEVEL]: 'info', progressToken: 'p', 'vendor.example/trace': 'abc' },
+      _meta: { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_CLIENT_INFO]: {}, [META_LOG_LEVEL]: 'info', progressToken: 'p', 'vendor.example/trace': 'abc' },
     };
     assert.deepEqual(withoutEnvelope(params), { name: 'slow', _meta: { progressToken: 'p', 'vendor.example/trace': 'abc' } });
-    assert.equal((params._meta as JsonObject)[META_PROTOCOL_VERSION], MODERN_VERSION, 'the request is not mutated');
+    assert.equal((params._meta as JsonObject)[META_PROTOCOL_VERSION], STATELESS_VERSION, 'the request is not mutated');
   });
 
   it('withoutEnvelope: _meta left empty is dropped; params without _meta come back as they are', () => {
-    assert.deepEqual(withoutEnvelope({ name: 'slow', _meta: { [META_PROTOCOL_VERSION]: MODERN_VERSION } }), { name: 'slow' });
+    assert.deepEqual(withoutEnvelope({ name: 'slow', _meta: { [META_PROTOCOL_VERSION]: STATELESS_VERSION } }), { name: 'slow' });
     const plain = { name: 'slow' };
     assert.equal(withoutEnvelope(plain), plain);
   });
@@ -549,7 +549,7 @@ describe('task principals', () => {
   });
 
   it('principals that are not a session\'s name no session', () => {
-    for (const principal of [MODERN_PRINCIPAL, ANONYMOUS_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, '', 'sessions:s1']) {
+    for (const principal of [STATELESS_PRINCIPAL, ANONYMOUS_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, '', 'sessions:s1']) {
       assert.equal(sessionOfPrincipal(principal), undefined, principal);
     }
   });

@@ -6,7 +6,7 @@ import { runInNewContext } from 'node:vm';
 import { describe, it } from 'node:test';
 import { Agent } from 'undici';
 import { createLogger } from '../../src/log.js';
-import { ModernUpstreamClient } from '../../src/protocol/rev2026-07-28/upstream/client.js';
+import { StatelessUpstreamClient } from '../../src/protocol/rev2026-07-28/upstream/client.js';
 
 // The deadline is a timer of the client's own: on Node 20 an AbortSignal.timeout composed with AbortSignal.any is
 // held weakly and, once collected, never fires (seen in a plain script). A collection in the middle of the wait
@@ -22,7 +22,7 @@ describe('2026-07-28 upstream client', () => {
     const agent = new Agent();
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
-      const client = new ModernUpstreamClient({
+      const client = new StatelessUpstreamClient({
         upstreamName: 'silent',
         url,
         headers: {},

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { creatorOf, REVISIONS } from '../../src/protocol/revisions.js';
 import { REVISION_IDS, WIRE_CODECS } from '../../src/protocol/wire-revisions.js';
 import { UPSTREAM_ADAPTERS } from '../../src/protocol/upstream-adapters.js';
-import { SESSION_VERSIONS, MODERN_VERSIONS } from '../../src/protocol/mcp.js';
+import { SESSION_VERSIONS, STATELESS_VERSIONS } from '../../src/protocol/mcp.js';
 import { refusalFor } from '../../src/http/mcp-endpoint.js';
 import { GatewayError } from '../../src/errors.js';
 
@@ -18,7 +18,7 @@ const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.
 describe('revision registry', () => {
   it('lists each revision once, with every version the gateway speaks, the stateless ones first', () => {
     assert.deepEqual(REVISIONS.map((r) => r.id), ['2026-07-28', '2025-11-25']);
-    assert.deepEqual(REVISIONS.flatMap((r) => r.versions), [...MODERN_VERSIONS, ...SESSION_VERSIONS]);
+    assert.deepEqual(REVISIONS.flatMap((r) => r.versions), [...STATELESS_VERSIONS, ...SESSION_VERSIONS]);
     assert.deepEqual(REVISIONS.map((r) => r.sessions), [false, true]);
   });
 

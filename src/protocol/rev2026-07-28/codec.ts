@@ -16,7 +16,7 @@ const CACHEABLE_METHODS = new Set(['tools/list', 'prompts/list', 'resources/list
  * list/read results carry caching hints. The gateway's answers may differ per principal, so its hints are
  * `private` and immediately stale unless the upstream said otherwise.
  */
-export function modernResult(method: string, result: JsonObject): JsonObject {
+export function statelessResult(method: string, result: JsonObject): JsonObject {
   const out: JsonObject = typeof result.resultType === 'string' ? { ...result } : { resultType: 'complete', ...result };
   if (CACHEABLE_METHODS.has(method)) {
     if (typeof out.ttlMs !== 'number') out.ttlMs = 0;
@@ -50,7 +50,7 @@ export function discoverResult(upstreamCapabilities: JsonObject, instructions: s
 export const ACK: JsonObject = Object.freeze({ resultType: 'complete' }) as JsonObject;
 
 /** The status a modern client sees: a tool error (`isError`) is a completed task whose result says so. */
-export function modernStatus(task: TaskRecord): TaskRecord['status'] {
+export function statelessStatus(task: TaskRecord): TaskRecord['status'] {
   if (task.status === 'failed' && task.outcome !== undefined && 'result' in task.outcome) return 'completed';
   return task.status;
 }
@@ -58,7 +58,7 @@ export function modernStatus(task: TaskRecord): TaskRecord['status'] {
 function taskFields(task: TaskRecord): JsonObject {
   const wire: JsonObject = {
     taskId: task.taskId,
-    status: modernStatus(task),
+    status: statelessStatus(task),
     createdAt: new Date(task.createdMs).toISOString(),
     lastUpdatedAt: new Date(task.updatedMs).toISOString(),
     ttlMs: task.retentionMs,
@@ -84,7 +84,7 @@ export function detailedTask(task: TaskRecord): JsonObject {
   if (outcome !== undefined) {
     if ('error' in outcome) wire.error = outcome.error;
     // The inlined result is a CallToolResult of this revision, `resultType` included (requester libraries validate it).
-    else wire.result = modernResult('tools/call', withoutMetaKey(outcome.result, RELATED_TASK_META));
+    else wire.result = statelessResult('tools/call', withoutMetaKey(outcome.result, RELATED_TASK_META));
   }
   if (task.status === 'input_required' && task.openRequests !== undefined) wire.inputRequests = task.openRequests;
   return wire;
@@ -136,13 +136,13 @@ export function taskUpdateAnswers(params: JsonObject): JsonObject {
 }
 
 /** An outcome for a modern client: results get `resultType` (and hints where due); errors pass unchanged. */
-export function modernOutcome(method: string, outcome: Outcome): Outcome {
+export function statelessOutcome(method: string, outcome: Outcome): Outcome {
   if ('error' in outcome) {
     // -32002 does not exist in this revision: resource-not-found is invalid params with the URI in data.
     if (outcome.error.code === ResourceNotFound) return { error: { ...outcome.error, code: InvalidParams } };
     return outcome;
   }
-  return { result: modernResult(method, outcome.result) };
+  return { result: statelessResult(method, outcome.result) };
 }
 
 // ---- the gateway as a client of a 2026-07-28 upstream ----
@@ -159,7 +159,7 @@ export function declaresTasksExtension(capabilities: JsonObject): boolean {
 }
 
 /** An upstream's result as a 2025 client gets it: that revision has no resultType nor caching hints. */
-export function withoutModernFields(result: JsonObject): JsonObject {
+export function withoutStatelessFields(result: JsonObject): JsonObject {
   const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;
   return rest;
 }
@@ -212,7 +212,7 @@ export const codec: WireCodec = {
   cancelResult: () => ({ ...ACK }),
   // Tools are listed as their upstreams list them: with the Tasks extension the server decides when a call is a task.
   toolView: (tool) => tool,
-  clientResult: modernResult,
+  clientResult: statelessResult,
   createdTask: (result) => {
     if (result.resultType !== 'task' || typeof result.taskId !== 'string') return undefined;
     return { taskId: result.taskId, retentionMs: typeof result.ttlMs === 'number' && result.ttlMs > 0 ? result.ttlMs : undefined };

@@ -4,7 +4,7 @@ import { GatewayError } from '../../errors.js';
 import type { Caller } from '../../tasks/principals.js';
 import { asObject, type JsonObject, type JsonRpcRequest } from '../../jsonrpc.js';
 import {
-  isModernVersion,
+  isStatelessVersion,
   isSessionVersion,
   logLevelRank,
   LOG_LEVELS,
@@ -20,7 +20,7 @@ import {
 } from '../mcp.js';
 
 /** What a modern request says about its client; nothing is remembered between requests. */
-export interface ModernClient {
+export interface StatelessClient {
   protocolVersion: string;
   capabilities: JsonObject;
   clientInfo: JsonObject | undefined;
@@ -31,7 +31,7 @@ export interface ModernClient {
 }
 
 /** Methods that exist only in the modern era: a request for one is modern even without a valid envelope. */
-const MODERN_ONLY_METHODS = new Set(['server/discover', 'subscriptions/listen']);
+const STATELESS_ONLY_METHODS = new Set(['server/discover', 'subscriptions/listen']);
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -46,21 +46,21 @@ function header(headers: Headers, name: string): string | undefined {
  * session revision, or the method exists only in the modern era. Everything else (initialize, session traffic)
  * is legacy.
  */
-export function isModernMessage(body: unknown, headers: Headers, isKnownSession: (id: string) => boolean): boolean {
+export function isStatelessMessage(body: unknown, headers: Headers, isKnownSession: (id: string) => boolean): boolean {
   // A batch is judged by its first message (the modern era then refuses it as a batch).
-  if (Array.isArray(body)) return body.length > 0 && isModernMessage(body[0], headers, isKnownSession);
+  if (Array.isArray(body)) return body.length > 0 && isStatelessMessage(body[0], headers, isKnownSession);
   if (typeof body !== 'object' || body === null) return false;
   const message = body as JsonObject;
   const meta = asObject(asObject(message.params)?._meta);
   if (meta?.[META_PROTOCOL_VERSION] !== undefined) return true;
   const sessionId = header(headers, 'mcp-session-id');
   if (sessionId !== undefined && isKnownSession(sessionId)) return false;
-  if (headersNameModernRevision(headers)) return true;
-  return typeof message.method === 'string' && MODERN_ONLY_METHODS.has(message.method);
+  if (headersNameStatelessRevision(headers)) return true;
+  return typeof message.method === 'string' && STATELESS_ONLY_METHODS.has(message.method);
 }
 
 /** Whether the MCP-Protocol-Version header names a revision that has no sessions (what a body not yet read can tell). */
-export function headersNameModernRevision(headers: Headers): boolean {
+export function headersNameStatelessRevision(headers: Headers): boolean {
   const version = header(headers, 'mcp-protocol-version');
   return version !== undefined && !isSessionVersion(version) && version !== '2024-11-05';
 }
@@ -69,7 +69,7 @@ export function headersNameModernRevision(headers: Headers): boolean {
  * Validates the envelope and the protocol headers in the order the revision's reference checks them: header
  * present, envelope complete, header equals envelope, version supported.
  */
-export function readEnvelope(request: JsonRpcRequest, headers: Headers): ModernClient {
+export function readEnvelope(request: JsonRpcRequest, headers: Headers): StatelessClient {
   const headerVersion = header(headers, 'mcp-protocol-version');
   if (headerVersion === undefined) throw new GatewayError('header_mismatch', 'Header mismatch: the MCP-Protocol-Version header is required');
   const meta = asObject(request.params?._meta);
@@ -81,7 +81,7 @@ export function readEnvelope(request: JsonRpcRequest, headers: Headers): ModernC
   if (headerVersion !== version) {
     throw new GatewayError('header_mismatch', `Header mismatch: MCP-Protocol-Version '${headerVersion}' does not match _meta protocolVersion '${version}'`);
   }
-  if (!isModernVersion(version)) {
+  if (!isStatelessVersion(version)) {
     throw new GatewayError('unsupported_version', 'Unsupported protocol version', { supported: [...SUPPORTED_VERSIONS], requested: version });
   }
   const logLevel = meta[META_LOG_LEVEL];
@@ -161,7 +161,7 @@ export function decodeHeaderValue(value: string): string {
 }
 
 /** Whether the request declared the Tasks extension in its client capabilities. */
-export function declaresTasks(client: ModernClient): boolean {
+export function declaresTasks(client: StatelessClient): boolean {
   return asObject(asObject(client.capabilities.extensions)?.[TASKS_EXTENSION]) !== undefined;
 }
 

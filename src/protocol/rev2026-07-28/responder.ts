@@ -22,7 +22,7 @@ const STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': '
  * client has not read within the same bounds as a session's (progress coalesced, logs dropped with a count), but
  * has no event ids and keeps nothing once written: the revision has no resumption.
  */
-export class ModernResponder implements ResponseSink {
+export class StatelessResponder implements ResponseSink {
   private stream: EventStream | undefined;
   /** Aborted when the client goes away before the answer: the request is then cancelled. */
   readonly gone: AbortSignal;
