@@ -48,7 +48,7 @@ export interface ClientSessionInit {
 }
 
 /**
- * One legacy-era client session (`Mcp-Session-Id`) as this replica sees it: the streams and in-flight calls it
+ * One client session (`Mcp-Session-Id`) as this replica sees it: the streams and in-flight calls it
  * holds, and the per-client state every replica shares (kept in the store by the registry).
  */
 export class ClientSession implements Session {

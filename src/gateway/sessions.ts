@@ -41,7 +41,7 @@ export interface SessionRegistryDeps {
 }
 
 /**
- * Legacy-era sessions. A session lives in the store, so any replica serves any of its requests: each replica
+ * Client sessions (2025-11-25 and the older session revisions). A session lives in the store, so any replica serves any of its requests: each replica
  * keeps a view of the sessions it served (their streams and calls here), made from the store's record on first
  * use. A session unused this long anywhere is gone from the store, and its id then gets 404 everywhere.
  */

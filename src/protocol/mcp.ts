@@ -9,7 +9,7 @@ import type { Outcome } from '../jsonrpc.js';
  */
 export type RevisionId = string;
 
-/** Revisions served as sessions (legacy era), newest first. */
+/** Revisions served as sessions (2025-11-25 and older), newest first. */
 export const SESSION_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
 export const LATEST_SESSION_VERSION = SESSION_VERSIONS[0];
 /** The revision a request without `MCP-Protocol-Version` is assumed to speak (spec: 2025-03-26). */
@@ -47,7 +47,7 @@ export function logLevelRank(level: unknown): number {
   return LOG_LEVELS.indexOf(level as LogLevel);
 }
 
-// ---- 2026-07-28 ("modern era"): stateless requests with a per-request `_meta` envelope ----
+// ---- 2026-07-28: stateless requests with a per-request `_meta` envelope ----
 
 export const STATELESS_VERSION = '2026-07-28';
 /** Revisions served statelessly, newest first. */
@@ -86,7 +86,7 @@ export function refusedInput(method: string, capabilities: Readonly<Record<strin
   return { error: { code: MethodNotFound, message: `Client does not support ${method} (no '${capability}' capability)` } };
 }
 
-/** The Tasks extension (SEP-2663): how modern clients and servers declare it under `capabilities.extensions`. */
+/** The Tasks extension (SEP-2663): how 2026-07-28 clients and servers declare it under `capabilities.extensions`. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
 // ---- 2026-07-28 HTTP headers that mirror the body ----

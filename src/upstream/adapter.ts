@@ -20,7 +20,7 @@ import type { CallContext, ClientFlow, UpstreamCall, UpstreamConnection } from '
  * The client capabilities every upstream connection declares, whatever the transport, the revision and the
  * client: what the gateway can relay. Servers shape their tool lists by these, so one rule keeps a client's lists
  * the same over stdio, SSE and Streamable HTTP; a request the actual client cannot answer is refused by the
- * gateway (legacy sessions: an error to the upstream; 2026-07-28: -32021 naming the capability).
+ * gateway (sessions: an error to the upstream; 2026-07-28: -32021 naming the capability).
  */
 export const RELAY_CAPABILITIES: JsonObject = Object.freeze({ roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } });
 

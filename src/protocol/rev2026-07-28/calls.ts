@@ -1,6 +1,6 @@
 // One call of a 2026-07-28 client to an upstream (tools/call, prompts/get, resources/read, completion/complete,
 // and tasks/* of a task an upstream runs itself). To an upstream that speaks this revision it passes through as
-// sent; over a legacy upstream it is an MRTR exchange: answered when the upstream answers, or with an
+// sent; over a session upstream it is an MRTR exchange: answered when the upstream answers, or with an
 // InputRequiredResult (the call parked for the client's retry, which any replica may receive), or handed to a
 // task (or, for a client without the Tasks extension, to the background) when the tool's policy says so. The
 // router (router.ts) says which request goes where; this file is what happens to a call.
@@ -39,7 +39,7 @@ export interface StatelessCallsDeps {
   tasks: StatelessTasks;
   parked: ParkedExchanges;
   requestStates: () => Promise<RequestStateCodec>;
-  /** The gateway's version, as the identity statelessSide clients share upstream says. */
+  /** The gateway's version, as the identity 2026-07-28 clients share upstream says. */
   version: string;
   replicas: StatelessPeers;
   /** The gateway's own tools for background tasks (answered here, before any upstream). */
@@ -48,7 +48,7 @@ export interface StatelessCallsDeps {
 
 export class StatelessCalls {
   /**
-   * Who modern clients are to a legacy upstream: one upstream session for them all. It declares what the gateway
+   * Who 2026-07-28 clients are to a session upstream: one upstream session for them all. It declares what the gateway
    * can relay, as every upstream connection does; what one client cannot answer, its own exchange refuses.
    */
   readonly identity: SessionIdentity;
@@ -195,7 +195,7 @@ export class StatelessCalls {
           // A 2026-07-28 upstream without tasks of its own, run as a task by the gateway: its questions are
           // re-asked through the exchange (MRTR with the gateway's keys, or task input requests).
           ? statelessSide.callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs })
-          // A legacy upstream; one that runs the tool as its own task is waited on for every client, task or not.
+          // A session upstream; one that runs the tool as its own task is waited on for every client, task or not.
           : await upstream.callFor(identity, request.method, upstreamParams, exchange.context(), timeoutMs, { asTask });
         exchange.start(call);
         return call;

@@ -12,7 +12,7 @@ import { META_SERVER_INFO, RELATED_TASK_META, SUPPORTED_VERSIONS, TASKS_EXTENSIO
 const CACHEABLE_METHODS = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'server/discover']);
 
 /**
- * A result for a modern client: `resultType` is required on every result (an upstream's own value is kept), and
+ * A result for a 2026-07-28 client: `resultType` is required on every result (an upstream's own value is kept), and
  * list/read results carry caching hints. The gateway's answers may differ per principal, so its hints are
  * `private` and immediately stale unless the upstream said otherwise.
  */
@@ -49,7 +49,7 @@ export function discoverResult(upstreamCapabilities: JsonObject, instructions: s
 /** `{}` acknowledgements (tasks/update, tasks/cancel). */
 export const ACK: JsonObject = Object.freeze({ resultType: 'complete' }) as JsonObject;
 
-/** The status a modern client sees: a tool error (`isError`) is a completed task whose result says so. */
+/** The status a 2026-07-28 client sees: a tool error (`isError`) is a completed task whose result says so. */
 export function statelessStatus(task: TaskRecord): TaskRecord['status'] {
   if (task.status === 'failed' && task.outcome !== undefined && 'result' in task.outcome) return 'completed';
   return task.status;
@@ -74,7 +74,7 @@ export function createTaskResult(task: TaskRecord): JsonObject {
 }
 
 /**
- * The DetailedTask: the task with its result inlined when completed (without the related-task marker the legacy
+ * The DetailedTask: the task with its result inlined when completed (without the related-task marker the session
  * era adds), its JSON-RPC error when failed, and every outstanding input request while input_required. Terminal
  * tasks need their outcome read with them.
  */
@@ -135,7 +135,7 @@ export function taskUpdateAnswers(params: JsonObject): JsonObject {
   return answers as JsonObject;
 }
 
-/** An outcome for a modern client: results get `resultType` (and hints where due); errors pass unchanged. */
+/** An outcome for a 2026-07-28 client: results get `resultType` (and hints where due); errors pass unchanged. */
 export function statelessOutcome(method: string, outcome: Outcome): Outcome {
   if ('error' in outcome) {
     // -32002 does not exist in this revision: resource-not-found is invalid params with the URI in data.

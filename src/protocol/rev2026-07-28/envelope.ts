@@ -19,7 +19,7 @@ import {
   type LogLevel,
 } from '../mcp.js';
 
-/** What a modern request says about its client; nothing is remembered between requests. */
+/** What a 2026-07-28 request says about its client; nothing is remembered between requests. */
 export interface StatelessClient {
   protocolVersion: string;
   capabilities: JsonObject;
@@ -30,7 +30,7 @@ export interface StatelessClient {
   caller?: Caller | undefined;
 }
 
-/** Methods that exist only in the modern era: a request for one is modern even without a valid envelope. */
+/** Methods that exist only in 2026-07-28: a request for one is 2026-07-28's even without a valid envelope. */
 const STATELESS_ONLY_METHODS = new Set(['server/discover', 'subscriptions/listen']);
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -41,13 +41,13 @@ function header(headers: Headers, name: string): string | undefined {
 }
 
 /**
- * Era of one POSTed message. Modern when the body carries the modern envelope; otherwise legacy when it belongs
- * to a known session; otherwise modern when the MCP-Protocol-Version header names a revision that is not a
- * session revision, or the method exists only in the modern era. Everything else (initialize, session traffic)
- * is legacy.
+ * Whether one POSTed message is this revision's: yes when the body carries the 2026-07-28 envelope; otherwise no
+ * when it belongs to a known session; otherwise yes when the MCP-Protocol-Version header names a revision that is
+ * not a session revision, or the method exists only in 2026-07-28. Everything else (initialize, session traffic)
+ * is the session revisions'.
  */
 export function isStatelessMessage(body: unknown, headers: Headers, isKnownSession: (id: string) => boolean): boolean {
-  // A batch is judged by its first message (the modern era then refuses it as a batch).
+  // A batch is judged by its first message (2026-07-28 then refuses it as a batch).
   if (Array.isArray(body)) return body.length > 0 && isStatelessMessage(body[0], headers, isKnownSession);
   if (typeof body !== 'object' || body === null) return false;
   const message = body as JsonObject;

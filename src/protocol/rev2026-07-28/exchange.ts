@@ -1,4 +1,4 @@
-// One upstream call made on behalf of modern clients, across the several HTTP requests MRTR needs: the upstream
+// One upstream call made on behalf of 2026-07-28 clients, across the several HTTP requests MRTR needs: the upstream
 // asks the client something, the gateway answers the client's request with an InputRequiredResult and parks the
 // call; the client's retry (carrying `inputResponses` and the signed `requestState`) resumes it. A call may also
 // be handed to the task engine, which then takes the upstream's questions as task input requests.

@@ -1,4 +1,4 @@
-// `subscriptions/listen`: the stream a modern client keeps open for notifications that belong to no request
+// `subscriptions/listen`: the stream a 2026-07-28 client keeps open for notifications that belong to no request
 // (list changes, resource updates, and with the Tasks extension `notifications/tasks`).
 import type { JsonObject, JsonRpcNotification, RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';

@@ -16,7 +16,7 @@ export interface ResponseSink {
 const STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
 
 /**
- * The HTTP response of one modern request. It stays undecided until there is something to stream: a request
+ * The HTTP response of one 2026-07-28 request. It stays undecided until there is something to stream: a request
  * answered with nothing before it gets plain JSON with the status its outcome calls for (a -32021 must still be
  * able to become HTTP 400), and the first notification turns it into an SSE stream. The stream holds what the
  * client has not read within the same bounds as a session's (progress coalesced, logs dropped with a count), but

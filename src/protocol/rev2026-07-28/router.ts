@@ -1,6 +1,6 @@
 // Method → handler for 2026-07-28 requests. Each request stands alone: its envelope says who the client is and
 // what it can do. Lists, discovery, listen streams and the task methods are answered here; a call that goes to an
-// upstream (tools/call, prompts/get, resources/read, completion/complete) is calls.ts's, which bridges legacy
+// upstream (tools/call, prompts/get, resources/read, completion/complete) is calls.ts's, which bridges session
 // upstreams (their questions become MRTR rounds or task input requests). Results get the revision's `resultType`
 // and hints (codec.ts); failures its HTTP statuses (errors.ts).
 import { GatewayError } from '../../errors.js';
@@ -81,7 +81,7 @@ export class StatelessRouter {
       // Request-level errors an upstream answered (a capability the client lacks) keep their HTTP status.
       return { outcome: statelessOutcome(request.method, outcome), status: statelessAnswerStatus(outcome) };
     } catch (error) {
-      if (!(error instanceof GatewayError)) this.deps.logger.error({ err: error, method: request.method }, 'statelessSide request failed');
+      if (!(error instanceof GatewayError)) this.deps.logger.error({ err: error, method: request.method }, 'stateless request failed');
       return statelessFailure(error);
     }
   }
@@ -170,7 +170,7 @@ export class StatelessRouter {
     return outcome.result;
   }
 
-  /** Legacy upstreams get resource updates for listen streams through the gateway's own connection. */
+  /** Session upstreams get resource updates for listen streams through the gateway's own connection. */
   private async subscribeUpstream(uri: string): Promise<void> {
     const upstream = this.deps.catalog.routeUri(uri);
     if (upstream === undefined || upstream.capabilities.resources === undefined) return;

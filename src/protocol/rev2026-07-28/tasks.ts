@@ -65,7 +65,7 @@ export class StatelessTasks {
   }
 
   /**
-   * A task for a modern client. `exchange` is the upstream call: already running when the gateway waited
+   * A task for a 2026-07-28 client. `exchange` is the upstream call: already running when the gateway waited
    * `taskAfterMs` for it first (the task adopts it), else `start` starts it once a slot is free. From now on the
    * upstream's questions are the task's input requests. Resolves with the stored task, which is readable on every
    * replica by then.

@@ -181,7 +181,7 @@ export class StatelessUpstreamClient {
 
   /**
    * A call whose InputRequiredResults the gateway resolves itself: each round's questions go to `context.ask`
-   * (a legacy client, or a task's input requests), and the call is retried with the answers until it completes.
+   * (a client without MRTR, or a task's input requests), and the call is retried with the answers until it completes.
    */
   callResolvingInput(method: string, params: JsonObject, context: CallContext, options: StatelessRequestOptions = {}): UpstreamCall {
     const abort = new AbortController();

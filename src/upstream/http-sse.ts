@@ -12,7 +12,7 @@ import { holdReadable, receiveDecoded, type HttpTransportOptions, type UpstreamT
  * The 2024-11-05 HTTP+SSE transport: one GET stream carries every server message; the `endpoint` event names
  * where to POST. The upstream's session is that stream, so when it ends the connection is gone.
  */
-export class LegacySseTransport implements UpstreamTransport {
+export class HttpSseTransport implements UpstreamTransport {
   onmessage?: UpstreamTransport['onmessage'];
   onclose?: UpstreamTransport['onclose'];
   onrequestlost?: UpstreamTransport['onrequestlost'];
