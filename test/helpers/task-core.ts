@@ -13,7 +13,7 @@ import type { TaskCaller } from '../../src/tasks/local-run.js';
 import type { InputRequest } from '../../src/tasks/pending-inputs.js';
 import { UPSTREAM_ADAPTERS } from '../../src/protocol/upstream-adapters.js';
 import { Upstream, type SessionIdentity, type UpstreamMessageSink } from '../../src/upstream/upstream.js';
-import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
+import { startLegacyServer, type LegacyServerHandle } from '../fixtures/session-server.js';
 
 export const silentLogger = pino({ level: 'silent' });
 

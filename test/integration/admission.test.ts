@@ -12,7 +12,7 @@ import { before, describe, test } from 'node:test';
 import { Agent, request as httpRequest } from 'undici';
 import { abusiveFixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, logEntries, suiteScope, testScope, textOf, type Json } from '../helpers/harness.js';
-import { modern, STATELESS_VERSION, sseMessages, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/modern-wire.js';
+import { modern, STATELESS_VERSION, sseMessages, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/stateless-wire.js';
 
 const MiB = 1024 * 1024;
 const KEYS: Record<string, string> = Object.fromEntries(

@@ -6,8 +6,8 @@ import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { suiteScope, testScope, textOf, type Json, type TestGateway } from '../helpers/harness.js';
-import { modern, sseMessages, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
-import { LegacyWire } from '../helpers/legacy-wire.js';
+import { modern, sseMessages, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { LegacyWire } from '../helpers/session-wire.js';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const RESULT_TOOL = 'taskgate_task_result';

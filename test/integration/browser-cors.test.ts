@@ -13,7 +13,7 @@ import { describe, test } from 'node:test';
 import { request } from 'undici';
 import { chromiumPath } from '../helpers/dashboard-browser.js';
 import { testScope, type TestScope } from '../helpers/harness.js';
-import { STATELESS_VERSION } from '../helpers/modern-wire.js';
+import { STATELESS_VERSION } from '../helpers/stateless-wire.js';
 
 type Json = Record<string, unknown>;
 

@@ -13,9 +13,9 @@ import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import type { GatewayEventMap } from '../../src/events.js';
 import { fixtureCommand, freePort, GATEWAY_CLI_PATH, REPO_ROOT, startChild, waitForHttp200, type ChildHandle } from '../fixtures/spawn.js';
-import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
+import { createdTaskId, LegacyWire } from '../helpers/session-wire.js';
 import { logEntries, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, openListen } from '../helpers/modern-wire.js';
+import { modern, openListen } from '../helpers/stateless-wire.js';
 import { bounded as boundedBy, nextEvent as announced } from '../helpers/waits.js';
 
 const HANG_MS = 30_000;

@@ -8,7 +8,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { createTaskSessionFromClient, type ApplicationInputRequest, type ApplicationInputResult } from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { suiteScope, type Json, type TestGateway } from '../helpers/harness.js';
-import { modern, STATELESS_VERSION, TASKS_EXTENSION } from '../helpers/modern-wire.js';
+import { modern, STATELESS_VERSION, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
 
 const CLIENT_INFO = { name: 'taskgate-ext-tasks-test', version: '1.0.0' };
 const CLIENT_CAPABILITIES = { elicitation: { form: {} }, extensions: { [TASKS_EXTENSION]: {} } };

@@ -7,8 +7,8 @@ import { before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, fixtureExecutions, logEntries, suiteScope, testScope, type Json } from '../helpers/harness.js';
-import { modern, STATELESS_VERSION, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
-import { createdTaskId } from '../helpers/legacy-wire.js';
+import { modern, STATELESS_VERSION, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { createdTaskId } from '../helpers/session-wire.js';
 import { twoReplicaProcesses } from '../helpers/replicas.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };

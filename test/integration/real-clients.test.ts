@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
-import { startModernServer } from '../fixtures/modern-server.js';
+import { startModernServer } from '../fixtures/stateless-server.js';
 import { fixtureCommand } from '../fixtures/spawn.js';
 import { eventually, logEntries, testScope, type Json } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 /** One sample's value from Prometheus text (0 when the series is absent). */
 async function sample(baseUrl: string, name: string, labels: Record<string, string>): Promise<number> {

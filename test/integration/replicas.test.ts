@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fixtureCommand, spawnFixture, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, fixtureExecutions, testScope, type Json } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
-import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
+import { createdTaskId, LegacyWire } from '../helpers/session-wire.js';
 
 const PREFIX = redisTestPrefix('replicas');
 const LEASE_MS = 1000;

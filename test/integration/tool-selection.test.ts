@@ -11,7 +11,7 @@ import { startGateway, StartupConfigError } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
 import { fixtureCommand, spawnModernFixture } from '../fixtures/spawn.js';
 import { eventually, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern } from '../helpers/modern-wire.js';
+import { modern } from '../helpers/stateless-wire.js';
 
 const SELECTION = {
   tools: {

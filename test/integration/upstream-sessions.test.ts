@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, test } from 'node:test';
-import { createLegacyStreamableHttpHandler, startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
+import { createLegacyStreamableHttpHandler, startLegacyServer, type LegacyServerHandle } from '../fixtures/session-server.js';
 import { eventually, logEntries, testScope, textOf, type Json } from '../helpers/harness.js';
 import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 

@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { freePort, REPO_ROOT, startChild } from '../fixtures/spawn.js';
 import { eventually, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, modernRequest, STATELESS_VERSION, sseMessages, TASKS_EXTENSION } from '../helpers/modern-wire.js';
+import { modern, modernRequest, STATELESS_VERSION, sseMessages, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
 
 const require = createRequire(import.meta.url);
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');

@@ -1,7 +1,7 @@
 // A hand-written 2025-11-25 client over Streamable HTTP, for tests that send each request of one session to a
 // different gateway replica (the SDK client is bound to one URL).
 import type { Json } from './harness.js';
-import { sseMessages } from './modern-wire.js';
+import { sseMessages } from './stateless-wire.js';
 
 export const LEGACY_PROTOCOL = '2025-11-25';
 

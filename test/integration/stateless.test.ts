@@ -9,9 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { before, describe, test } from 'node:test';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
-import { startModernServer, type ModernServerHandle } from '../fixtures/modern-server.js';
+import { startModernServer, type ModernServerHandle } from '../fixtures/stateless-server.js';
 import { eventually, fixtureUpstream, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, modernRequest, STATELESS_VERSION, openListen, TASKS_CAPABILITIES, TASKS_EXTENSION, type ModernOptions, type ModernResponse } from '../helpers/modern-wire.js';
+import { modern, modernRequest, STATELESS_VERSION, openListen, TASKS_CAPABILITIES, TASKS_EXTENSION, type ModernOptions, type ModernResponse } from '../helpers/stateless-wire.js';
 
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';

@@ -9,7 +9,7 @@ import { before, describe, test } from 'node:test';
 import { GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { startModernServer, type ModernServerHandle, type ModernServerOptions } from '../fixtures/modern-server.js';
+import { startModernServer, type ModernServerHandle, type ModernServerOptions } from '../fixtures/stateless-server.js';
 import { eventually, suiteScope, textOf, type TestGateway } from '../helpers/harness.js';
 import { twoReplicas } from '../helpers/replicas.js';
 import { sharedRedisStore, TEST_REDIS_URL } from '../helpers/shared-redis.js';

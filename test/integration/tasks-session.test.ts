@@ -6,7 +6,7 @@ import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { eventually, suiteScope, testScope, textOf, type ClientLog, type TestGateway } from '../helpers/harness.js';
-import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
+import { createdTaskId, LegacyWire } from '../helpers/session-wire.js';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
 const TASK_RULES = {
