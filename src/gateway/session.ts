@@ -1,7 +1,7 @@
 import type { SseConfig } from '../config/types.js';
 import { GatewayError, InternalError, RequestCancelled } from '../errors.js';
 import type { JsonObject, JsonRpcNotification, Outcome, RequestId } from '../jsonrpc.js';
-import type { ClientFlow } from '../upstream/client-flow.js';
+import type { ClientFlow, NotifiedTaskId } from '../upstream/client-flow.js';
 import { EventStream, type EventStreamOptions } from '../protocol/event-stream.js';
 import type { StreamBudget } from '../protocol/stream-budget.js';
 import { refusedInput, type LogLevel } from '../protocol/mcp.js';
@@ -45,6 +45,8 @@ export interface ClientSessionInit {
   peers: SessionPeers | undefined;
   /** What the replica's streams may hold for clients that do not read (sse.maxBufferedBytes*). */
   budget: StreamBudget;
+  /** The task a task-status notification names (EventStreamOptions). */
+  notifiedTaskId: NotifiedTaskId;
 }
 
 /**
@@ -81,14 +83,15 @@ export class ClientSession implements Session {
   private readonly sse: SseConfig;
   private readonly peers: SessionPeers | undefined;
   private readonly budget: StreamBudget;
+  private readonly notifiedTaskId: NotifiedTaskId;
 
   constructor(init: ClientSessionInit) {
     ({ sessionId: this.sessionId, protocolVersion: this.protocolVersion, capabilities: this.capabilities, clientInfo: this.clientInfo } = init);
-    ({ principal: this.principal, sse: this.sse, peers: this.peers, budget: this.budget } = init);
+    ({ principal: this.principal, sse: this.sse, peers: this.peers, budget: this.budget, notifiedTaskId: this.notifiedTaskId } = init);
   }
 
   private get streamOptions(): EventStreamOptions {
-    return { replayLimit: this.sse.replayBufferSize, keepAliveMs: this.sse.keepAliveMs, budget: this.budget };
+    return { replayLimit: this.sse.replayBufferSize, keepAliveMs: this.sse.keepAliveMs, budget: this.budget, notifiedTaskId: this.notifiedTaskId };
   }
 
   /** Stream ids name this replica, so a Last-Event-ID that reaches another replica says where the stream lives. */

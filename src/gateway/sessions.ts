@@ -6,6 +6,7 @@ import type { JsonObject } from '../jsonrpc.js';
 import { logLevelRank, type LogLevel } from '../protocol/mcp.js';
 import type { Session, Sessions } from '../protocol/revision-ports.js';
 import type { StreamBudget } from '../protocol/stream-budget.js';
+import type { NotifiedTaskId } from '../upstream/client-flow.js';
 import type { TaskStore } from '../store/task-store.js';
 import { ANONYMOUS_PRINCIPAL } from '../tasks/principals.js';
 import { ClientSession, type SessionPeers } from './session.js';
@@ -36,6 +37,8 @@ export interface SessionRegistryDeps {
   onEnd: (session: ClientSession) => void;
   /** What the replica's streams may hold for clients that do not read. */
   budget: StreamBudget;
+  /** The task a task-status notification names, in whichever revision (its streams coalesce by it). */
+  notifiedTaskId: NotifiedTaskId;
   /** Told when this replica starts and stops holding a session. */
   events?: GatewayEvents;
 }
@@ -57,10 +60,11 @@ export class SessionRegistry implements Sessions {
   readonly peers: RegistryPeers;
   private readonly onEnd: (session: ClientSession) => void;
   private readonly budget: StreamBudget;
+  private readonly notifiedTaskId: NotifiedTaskId;
   private readonly events: GatewayEvents;
 
   constructor(deps: SessionRegistryDeps) {
-    ({ config: this.config, sse: this.sse, store: this.store, peers: this.peers, onEnd: this.onEnd, budget: this.budget } = deps);
+    ({ config: this.config, sse: this.sse, store: this.store, peers: this.peers, onEnd: this.onEnd, budget: this.budget, notifiedTaskId: this.notifiedTaskId } = deps);
     this.events = deps.events ?? NO_EVENTS;
   }
 
@@ -222,6 +226,7 @@ export class SessionRegistry implements Sessions {
       sse: this.sse,
       peers: this.peers,
       budget: this.budget,
+      notifiedTaskId: this.notifiedTaskId,
     });
     if (logLevelRank(fields.logLevel) >= 0) session.logLevel = fields.logLevel as LogLevel;
     this.sessions.set(sessionId, session);

@@ -47,17 +47,8 @@ export function logLevelRank(level: unknown): number {
   return LOG_LEVELS.indexOf(level as LogLevel);
 }
 
-// ---- 2026-07-28: stateless requests with a per-request `_meta` envelope ----
-
-export const STATELESS_VERSION = '2026-07-28';
-/** Revisions served statelessly, newest first. */
-export const STATELESS_VERSIONS = [STATELESS_VERSION] as const;
-/** Every revision the gateway speaks, newest first (what `server/discover` and -32022 list). */
-export const SUPPORTED_VERSIONS: readonly string[] = [...STATELESS_VERSIONS, ...SESSION_VERSIONS];
-
-export function isStatelessVersion(version: string): boolean {
-  return (STATELESS_VERSIONS as readonly string[]).includes(version);
-}
+// ---- 2026-07-28: stateless requests with a per-request `_meta` envelope (its versions: its codec's; every version
+// the gateway speaks: the registry's, src/protocol/revisions.ts) ----
 
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';

@@ -1,7 +1,8 @@
 // The seam between one upstream's connection life (upstream.ts: transports, the control connection, reconnects,
 // per-session connections) and the protocol revisions it may speak. Each revision folder provides an
-// UpstreamAdapter (src/protocol/rev*/upstream/); the registry of them (src/protocol/upstream-adapters.ts) is handed
-// to every Upstream by the composition root, so nothing in src/upstream/ knows a revision by name.
+// UpstreamAdapter (src/protocol/rev*/upstream/), which its registry entry brings along; the list of them
+// (src/protocol/revisions.ts: UPSTREAM_ADAPTERS) is handed to every Upstream by the composition root, so nothing in
+// src/upstream/ knows a revision by name.
 //
 // Issue 33 (upstream identity) builds on two seams here:
 // - every call carries an UpstreamCaller: who it is for. `sessionKeyOf` is the one place that says which

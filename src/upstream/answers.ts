@@ -53,7 +53,7 @@ export function asksForTask(params: JsonObject | undefined): boolean {
 
 /**
  * The task id of a create-task result in some revision, or undefined for any other result: each revision's
- * upstream adapter knows its own shape (src/protocol/upstream-adapters.ts asks them all).
+ * upstream adapter knows its own shape (the registry, src/protocol/revisions.ts, asks them all).
  */
 export type CreatedTaskId = (result: JsonObject) => string | undefined;
 

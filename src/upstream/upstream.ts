@@ -45,7 +45,7 @@ export interface UpstreamGatewaySide {
   events?: GatewayEvents;
   /** Where the upstream sessions it opens are recorded; none: not recorded (one replica, or tests). */
   sessionLedger?: UpstreamSessionLedger;
-  /** The revisions the gateway may speak to upstreams (src/protocol/upstream-adapters.ts), stateless first. */
+  /** The revisions the gateway may speak to upstreams (src/protocol/revisions.ts: UPSTREAM_ADAPTERS), stateless first. */
   adapters: readonly UpstreamAdapter[];
 }
 

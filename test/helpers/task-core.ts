@@ -11,7 +11,7 @@ import type { Outcome } from '../../src/jsonrpc.js';
 import type { TaskStore } from '../../src/store/task-store.js';
 import type { TaskCaller } from '../../src/tasks/local-run.js';
 import type { InputRequest } from '../../src/tasks/pending-inputs.js';
-import { UPSTREAM_ADAPTERS } from '../../src/protocol/upstream-adapters.js';
+import { UPSTREAM_ADAPTERS } from '../../src/protocol/revisions.js';
 import { Upstream, type SessionIdentity, type UpstreamMessageSink } from '../../src/upstream/upstream.js';
 import { startLegacyServer, type LegacyServerHandle } from '../fixtures/session-server.js';
 

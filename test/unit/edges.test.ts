@@ -11,7 +11,9 @@ import { mergePolicy, taskTiming } from '../../src/config/policy.js';
 import type { TaskPolicy } from '../../src/config/types.js';
 import { GatewayError, HeaderMismatch, InternalError, InvalidParams, InvalidRequest, MissingRequiredClientCapability, ResourceNotFound, UnsupportedProtocolVersion } from '../../src/errors.js';
 import type { JsonObject, JsonRpcRequest } from '../../src/jsonrpc.js';
-import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, STATELESS_VERSION, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../../src/protocol/mcp.js';
+import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, TASKS_EXTENSION } from '../../src/protocol/mcp.js';
+import { STATELESS_VERSION } from '../../src/protocol/rev2026-07-28/codec.js';
+import { SUPPORTED_VERSIONS } from '../../src/protocol/revisions.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
 import { exchangeAnswer, sessionError, sessionErrorResponse, sessionFailure, sessionRefusal } from '../../src/protocol/rev2025-11-25/errors.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
@@ -243,7 +245,7 @@ describe('2026-07-28 codec: the gateway as a client of a 2026-07-28 upstream', (
 describe('2026-07-28 codec: server/discover', () => {
   it('lists the revisions, the upstreams\' capabilities with listChanged, and the Tasks extension instead of tasks', () => {
     const upstream = { tools: { listChanged: false, extra: 1 }, logging: {}, tasks: { list: {} }, extensions: { 'vendor/x': { on: true } } };
-    assert.deepEqual(rev2026.discoverResult(upstream, undefined, '1.2.3'), {
+    assert.deepEqual(rev2026.discoverResult(upstream, undefined, '1.2.3', SUPPORTED_VERSIONS), {
       resultType: 'complete',
       supportedVersions: [...SUPPORTED_VERSIONS],
       capabilities: {
@@ -260,14 +262,14 @@ describe('2026-07-28 codec: server/discover', () => {
   });
 
   it('instructions only when given', () => {
-    assert.equal(rev2026.discoverResult({}, 'Use the tools wisely.', '1').instructions, 'Use the tools wisely.');
-    assert.ok(!('instructions' in rev2026.discoverResult({}, undefined, '1')));
+    assert.equal(rev2026.discoverResult({}, 'Use the tools wisely.', '1', SUPPORTED_VERSIONS).instructions, 'Use the tools wisely.');
+    assert.ok(!('instructions' in rev2026.discoverResult({}, undefined, '1', SUPPORTED_VERSIONS)));
   });
 
   it('the upstreams\' capabilities object is not mutated', () => {
     const upstream = { tools: { listChanged: false }, tasks: { list: {} }, extensions: { 'vendor/x': {} } };
     const before = structuredClone(upstream);
-    rev2026.discoverResult(upstream, undefined, '1');
+    rev2026.discoverResult(upstream, undefined, '1', SUPPORTED_VERSIONS);
     assert.deepEqual(upstream, before);
   });
 });
@@ -306,43 +308,43 @@ describe('2026-07-28 envelope: readEnvelope', () => {
       [META_CLIENT_CAPABILITIES]: CAPABILITIES,
       [META_CLIENT_INFO]: info,
       [META_LOG_LEVEL]: 'warning',
-    }), VERSION_HEADER);
+    }), VERSION_HEADER, SUPPORTED_VERSIONS);
     assert.deepEqual(client, { protocolVersion: STATELESS_VERSION, capabilities: CAPABILITIES, clientInfo: info, logLevel: 'warning' });
   });
 
   it('client info and log level are optional', () => {
-    assert.deepEqual(readEnvelope(request('tools/list'), VERSION_HEADER), { protocolVersion: STATELESS_VERSION, capabilities: CAPABILITIES, clientInfo: undefined, logLevel: undefined });
+    assert.deepEqual(readEnvelope(request('tools/list'), VERSION_HEADER, SUPPORTED_VERSIONS), { protocolVersion: STATELESS_VERSION, capabilities: CAPABILITIES, clientInfo: undefined, logLevel: undefined });
   });
 
   it('the first of repeated MCP-Protocol-Version headers counts', () => {
-    assert.equal(readEnvelope(request('tools/list'), { 'mcp-protocol-version': [STATELESS_VERSION, 'other'] }).protocolVersion, STATELESS_VERSION);
+    assert.equal(readEnvelope(request('tools/list'), { 'mcp-protocol-version': [STATELESS_VERSION, 'other'] }, SUPPORTED_VERSIONS).protocolVersion, STATELESS_VERSION);
   });
 
   it('no MCP-Protocol-Version header: header_mismatch, checked before the envelope', () => {
-    assert.throws(() => readEnvelope(request('tools/list'), {}), gatewayError('header_mismatch'));
-    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, {}), gatewayError('header_mismatch'));
+    assert.throws(() => readEnvelope(request('tools/list'), {}, SUPPORTED_VERSIONS), gatewayError('header_mismatch'));
+    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, {}, SUPPORTED_VERSIONS), gatewayError('header_mismatch'));
   });
 
   it('no _meta, a protocol version that is not a string, or capabilities that are not an object: invalid_envelope', () => {
-    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: 'x' } }, VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_CLIENT_CAPABILITIES]: {} }), VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: 20260728, [META_CLIENT_CAPABILITIES]: {} }), VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: STATELESS_VERSION }), VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: [] }), VERSION_HEADER), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: 'x' } }, VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_CLIENT_CAPABILITIES]: {} }), VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: 20260728, [META_CLIENT_CAPABILITIES]: {} }), VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: STATELESS_VERSION }), VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: [] }), VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
   });
 
   it('a header that disagrees with the envelope: header_mismatch, checked before the version is judged', () => {
-    assert.throws(() => readEnvelope(request('tools/list'), { 'mcp-protocol-version': '2025-11-25' }), gatewayError('header_mismatch'));
+    assert.throws(() => readEnvelope(request('tools/list'), { 'mcp-protocol-version': '2025-11-25' }, SUPPORTED_VERSIONS), gatewayError('header_mismatch'));
     const unsupportedBoth = request('tools/list', {}, { [META_PROTOCOL_VERSION]: '1999-01-01', [META_CLIENT_CAPABILITIES]: {} });
-    assert.throws(() => readEnvelope(unsupportedBoth, VERSION_HEADER), gatewayError('header_mismatch'));
+    assert.throws(() => readEnvelope(unsupportedBoth, VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('header_mismatch'));
   });
 
   it('a version that is not a 2026-07-28 revision (a session revision too): unsupported_version, listing the supported ones', () => {
     for (const version of ['1999-01-01', '2025-11-25']) {
       const envelope = request('tools/list', {}, { [META_PROTOCOL_VERSION]: version, [META_CLIENT_CAPABILITIES]: {} });
       assert.throws(
-        () => readEnvelope(envelope, { 'mcp-protocol-version': version }),
+        () => readEnvelope(envelope, { 'mcp-protocol-version': version }, SUPPORTED_VERSIONS),
         (e) => e instanceof GatewayError && e.code === 'unsupported_version' && JSON.stringify(e.data) === JSON.stringify({ supported: [...SUPPORTED_VERSIONS], requested: version }),
       );
     }
@@ -350,7 +352,7 @@ describe('2026-07-28 envelope: readEnvelope', () => {
 
   it('a log level that is not one of the revision\'s: invalid_envelope', () => {
     const envelope = request('tools/list', {}, { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_LOG_LEVEL]: 'verbose' });
-    assert.throws(() => readEnvelope(envelope, VERSION_HEADER), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope(envelope, VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
   });
 });
 

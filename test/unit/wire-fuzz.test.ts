@@ -14,15 +14,9 @@ import { GatewayError, type ErrorCode } from '../../src/errors.js';
 import { checkRequestOrigin, isLoopbackHostname, parseHostHeader } from '../../src/http/guards.js';
 import { asObject, decodeJsonBody, encodeMessage, jsonNestingExceeds, MessageEncodingError, validateMessage, type JsonRpcRequest } from '../../src/jsonrpc.js';
 import { checkRoutingHeaders, decodeHeaderValue, isStatelessMessage, readEnvelope } from '../../src/protocol/rev2026-07-28/envelope.js';
-import {
-  SESSION_VERSIONS,
-  LOG_LEVELS,
-  META_CLIENT_CAPABILITIES,
-  META_CLIENT_INFO,
-  META_LOG_LEVEL,
-  META_PROTOCOL_VERSION,
-  STATELESS_VERSION,
-} from '../../src/protocol/mcp.js';
+import { SESSION_VERSIONS, LOG_LEVELS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION } from '../../src/protocol/mcp.js';
+import { STATELESS_VERSION } from '../../src/protocol/rev2026-07-28/codec.js';
+import { SUPPORTED_VERSIONS } from '../../src/protocol/revisions.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 type Attempt<T> = { ok: true; value: T } | { ok: false; error: GatewayError };
@@ -317,7 +311,7 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
     });
     fc.assert(
       fc.property(envelopeCase, ({ requestParams, headers }) => {
-        const outcome = attempt(() => readEnvelope(modernRequest(requestParams), headers), ENVELOPE_CODES);
+        const outcome = attempt(() => readEnvelope(modernRequest(requestParams), headers, SUPPORTED_VERSIONS), ENVELOPE_CODES);
         if (!outcome.ok) return assertRefusal(outcome.error, 400, [-32020, -32602, -32022]);
         const meta = requestParams?._meta as Record<string, unknown>;
         assert.equal(outcome.value.protocolVersion, STATELESS_VERSION);
@@ -331,7 +325,7 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
   it('readEnvelope accepts every valid envelope', () => {
     fc.assert(
       fc.property(validMeta, validHeaders, (meta, headers) => {
-        const client = readEnvelope(modernRequest({ _meta: meta }), headers);
+        const client = readEnvelope(modernRequest({ _meta: meta }), headers, SUPPORTED_VERSIONS);
         assert.equal(client.protocolVersion, STATELESS_VERSION);
         assert.equal(client.capabilities, meta[META_CLIENT_CAPABILITIES]);
         assert.equal(client.logLevel, meta[META_LOG_LEVEL]);
@@ -346,7 +340,7 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
     );
     fc.assert(
       fc.property(validMeta, badLevel, validHeaders, (meta, level, headers) => {
-        const outcome = attempt(() => readEnvelope(modernRequest({ _meta: { ...meta, [META_LOG_LEVEL]: level } }), headers), ['invalid_envelope']);
+        const outcome = attempt(() => readEnvelope(modernRequest({ _meta: { ...meta, [META_LOG_LEVEL]: level } }), headers, SUPPORTED_VERSIONS), ['invalid_envelope']);
         assert.ok(!outcome.ok, 'an invalid log level is refused');
         assertRefusal(outcome.error, 400, [-32602]);
       }),

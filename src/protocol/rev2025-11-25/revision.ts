@@ -7,6 +7,7 @@ import { codec } from './codec.js';
 import { sessionRefusal } from './errors.js';
 import { sessionFront } from './http/front.js';
 import { SessionRouter } from './router.js';
+import { sessionUpstreamAdapter } from './upstream/side.js';
 import { SessionTasks } from './tasks.js';
 
 export const rev2025_11_25: ProtocolRevision = {
@@ -14,6 +15,7 @@ export const rev2025_11_25: ProtocolRevision = {
   versions: SESSION_VERSIONS,
   sessions: true,
   codec,
+  upstream: sessionUpstreamAdapter,
   // Last in the registry: initialize and session traffic, whatever the revisions before it declined.
   claims: () => true,
   // No header names these revisions apart from the rest: they answer what nothing else is named for (the last entry).

@@ -9,14 +9,14 @@ import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type 
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { STATELESS_PRINCIPAL } from '../../tasks/principals.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
-import { LATEST_SESSION_VERSION, logLevelRank, STATELESS_VERSION } from '../mcp.js';
+import { LATEST_SESSION_VERSION, logLevelRank } from '../mcp.js';
 import type { GatewayCatalog } from '../ports.js';
 import type { TaskPolicy } from '../../config/types.js';
 import type { CallerAccess } from '../access.js';
 import { resourceOwner, routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { taskTiming } from '../../config/policy.js';
-import { answersIn, codec, endedStatusOf, inputRequiredResult, retryAnswers, retryState, withoutRetryFields } from './codec.js';
+import { answersIn, codec, endedStatusOf, inputRequiredResult, retryAnswers, retryState, STATELESS_VERSION, withoutRetryFields } from './codec.js';
 import { statelessError } from './errors.js';
 import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelope, withoutTasksExtension, type StatelessClient } from './envelope.js';
 import { StatelessExchange, paramsDigest, type ParkedExchanges, type RequestStateCodec } from './exchange.js';

@@ -6,7 +6,16 @@ import { asObject, withoutMetaKey, type JsonObject, type Outcome } from '../../j
 import { GatewayError, InvalidParams, ResourceNotFound } from '../../errors.js';
 import type { TaskRecord } from '../../store/task-store.js';
 import type { WireCodec } from '../wire-codec.js';
-import { META_SERVER_INFO, RELATED_TASK_META, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../mcp.js';
+import { META_SERVER_INFO, RELATED_TASK_META, TASKS_EXTENSION } from '../mcp.js';
+
+/** The version this revision speaks; the registry (src/protocol/revisions.ts) lists every revision's. */
+export const STATELESS_VERSION = '2026-07-28';
+/** The versions served statelessly by this folder, newest first. */
+export const STATELESS_VERSIONS: readonly string[] = [STATELESS_VERSION];
+
+export function isStatelessVersion(version: string): boolean {
+  return STATELESS_VERSIONS.includes(version);
+}
 
 /** Results the revision requires caching hints on. */
 const CACHEABLE_METHODS = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'server/discover']);
@@ -25,8 +34,11 @@ export function statelessResult(method: string, result: JsonObject): JsonObject 
   return out;
 }
 
-/** What `server/discover` answers: the revisions the gateway speaks, the upstreams' capabilities and the Tasks extension. */
-export function discoverResult(upstreamCapabilities: JsonObject, instructions: string | undefined, version: string): JsonObject {
+/**
+ * What `server/discover` answers: the versions the gateway speaks (`supported`: every revision's, newest first, as the
+ * registry lists them), the upstreams' capabilities and the Tasks extension.
+ */
+export function discoverResult(upstreamCapabilities: JsonObject, instructions: string | undefined, version: string, supported: readonly string[]): JsonObject {
   const capabilities = { ...upstreamCapabilities };
   // Listing works (possibly empty) whatever the upstreams offer; listen carries their changes.
   capabilities.tools = { ...asObject(capabilities.tools), listChanged: true };
@@ -36,7 +48,7 @@ export function discoverResult(upstreamCapabilities: JsonObject, instructions: s
   delete capabilities.tasks;
   const result: JsonObject = {
     resultType: 'complete',
-    supportedVersions: [...SUPPORTED_VERSIONS],
+    supportedVersions: [...supported],
     capabilities,
     ttlMs: 0,
     cacheScope: 'private',
@@ -189,7 +201,7 @@ export function endedStatusOf(result: JsonObject): 'completed' | 'failed' | 'can
 
 /** The 2026-07-28 codec: flat task results, `resultType` on every result, caching hints on lists and reads. */
 export const codec: WireCodec = {
-  revision: '2026-07-28',
+  revision: STATELESS_VERSION,
   // What the revision removed (initialize, ping, logging/setLevel, resources/subscribe, tasks/result, tasks/list)
   // is not here: its router answers those as unknown.
   methods: [

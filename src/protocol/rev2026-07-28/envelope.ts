@@ -3,21 +3,8 @@
 import { GatewayError } from '../../errors.js';
 import type { Caller } from '../../tasks/principals.js';
 import { asObject, type JsonObject, type JsonRpcRequest } from '../../jsonrpc.js';
-import {
-  isStatelessVersion,
-  isSessionVersion,
-  logLevelRank,
-  LOG_LEVELS,
-  mcpNameField,
-  META_CLIENT_CAPABILITIES,
-  META_CLIENT_INFO,
-  META_LOG_LEVEL,
-  META_PROTOCOL_VERSION,
-  paramHeaders,
-  SUPPORTED_VERSIONS,
-  TASKS_EXTENSION,
-  type LogLevel,
-} from '../mcp.js';
+import { isSessionVersion, logLevelRank, LOG_LEVELS, mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, paramHeaders, TASKS_EXTENSION, type LogLevel } from '../mcp.js';
+import { isStatelessVersion } from './codec.js';
 
 /** What a 2026-07-28 request says about its client; nothing is remembered between requests. */
 export interface StatelessClient {
@@ -67,9 +54,10 @@ export function headersNameStatelessRevision(headers: Headers): boolean {
 
 /**
  * Validates the envelope and the protocol headers in the order the revision's reference checks them: header
- * present, envelope complete, header equals envelope, version supported.
+ * present, envelope complete, header equals envelope, version supported (a refusal lists `supported`: every version
+ * the gateway speaks, as the registry lists them).
  */
-export function readEnvelope(request: JsonRpcRequest, headers: Headers): StatelessClient {
+export function readEnvelope(request: JsonRpcRequest, headers: Headers, supported: readonly string[]): StatelessClient {
   const headerVersion = header(headers, 'mcp-protocol-version');
   if (headerVersion === undefined) throw new GatewayError('header_mismatch', 'Header mismatch: the MCP-Protocol-Version header is required');
   const meta = asObject(request.params?._meta);
@@ -82,7 +70,7 @@ export function readEnvelope(request: JsonRpcRequest, headers: Headers): Statele
     throw new GatewayError('header_mismatch', `Header mismatch: MCP-Protocol-Version '${headerVersion}' does not match _meta protocolVersion '${version}'`);
   }
   if (!isStatelessVersion(version)) {
-    throw new GatewayError('unsupported_version', 'Unsupported protocol version', { supported: [...SUPPORTED_VERSIONS], requested: version });
+    throw new GatewayError('unsupported_version', 'Unsupported protocol version', { supported: [...supported], requested: version });
   }
   const logLevel = meta[META_LOG_LEVEL];
   if (logLevel !== undefined && logLevelRank(logLevel) < 0) {

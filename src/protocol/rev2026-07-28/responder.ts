@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { JsonObject } from '../../jsonrpc.js';
-import type { ClientFlow } from '../../upstream/client-flow.js';
+import type { ClientFlow, NotifiedTaskId } from '../../upstream/client-flow.js';
 import { EventStream } from '../event-stream.js';
 import { httpConnection } from '../sse-connection.js';
 import type { StreamBudget } from '../stream-budget.js';
@@ -32,6 +32,7 @@ export class StatelessResponder implements ResponseSink {
     private readonly canStream: boolean,
     private readonly keepAliveMs: number,
     private readonly budget: StreamBudget,
+    private readonly notifiedTaskId: NotifiedTaskId,
   ) {
     const gone = new AbortController();
     this.gone = gone.signal;
@@ -48,7 +49,7 @@ export class StatelessResponder implements ResponseSink {
   /** Opens the SSE stream now (a listen stream must flush its headers at once). */
   startStream(): void {
     if (this.stream !== undefined || this.raw.destroyed) return;
-    this.stream = new EventStream('', { replayLimit: 0, keepAliveMs: this.keepAliveMs, budget: this.budget, ids: false });
+    this.stream = new EventStream('', { replayLimit: 0, keepAliveMs: this.keepAliveMs, budget: this.budget, ids: false, notifiedTaskId: this.notifiedTaskId });
     this.stream.attach(httpConnection(this.raw, STREAM_HEADERS));
   }
 

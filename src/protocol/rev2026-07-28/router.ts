@@ -39,6 +39,8 @@ export interface StatelessRouterDeps extends StatelessCallsDeps {
   access: readonly AccessRule[] | undefined;
   /** Where each request and access denial is announced (src/events.ts); nowhere when absent. */
   events?: GatewayEvents;
+  /** Every version the gateway speaks, newest first (the registry's): what server/discover lists. */
+  supportedVersions: readonly string[];
 }
 
 export class StatelessRouter {
@@ -121,7 +123,7 @@ export class StatelessRouter {
     }
     switch (request.method) {
       case 'server/discover':
-        return { result: discoverResult(this.deps.catalog.capabilities(), this.deps.catalog.instructions(), this.deps.version) };
+        return { result: discoverResult(this.deps.catalog.capabilities(), this.deps.catalog.instructions(), this.deps.version, this.deps.supportedVersions) };
       case 'tools/call':
       case 'prompts/get':
       case 'resources/read':

@@ -13,6 +13,7 @@ import { StatelessResponder } from '../responder.js';
 import type { StatelessRouter } from '../router.js';
 import { admissionPrincipal, type Admission } from '../../../http/admission.js';
 import type { StreamBudget } from '../../stream-budget.js';
+import type { NotifiedTaskId } from '../../../upstream/client-flow.js';
 import { callerOf } from '../../../http/credentials-guard.js';
 import { announceStream } from '../../../http/stream-events.js';
 import type { RevisionFront } from '../../../http/mcp-endpoint.js';
@@ -24,6 +25,10 @@ export interface StatelessFrontDeps {
   /** Listen streams count against the caller's open streams. */
   admission: Admission;
   streamBudget: StreamBudget;
+  /** The task a task-status notification names, in whichever revision (a stream coalesces by it). */
+  notifiedTaskId: NotifiedTaskId;
+  /** Every version the gateway speaks, newest first (the registry's): what an unsupported version is told. */
+  supportedVersions: readonly string[];
   events: GatewayEvents;
 }
 
@@ -55,7 +60,7 @@ export async function handleStatelessPost(
   let client;
   let leniency;
   try {
-    client = { ...readEnvelope(message, headers), caller };
+    client = { ...readEnvelope(message, headers, deps.supportedVersions), caller };
     leniency = checkRoutingHeaders(message, headers);
   } catch (error) {
     return refuse(reply, message.id, error);
@@ -77,7 +82,7 @@ export async function handleStatelessPost(
   // Announced only if the answer becomes a stream (a listen stream at once, a call once it has something to stream).
   announceStream(deps.events, message.method === 'subscriptions/listen' ? 'listen' : 'post', reply.raw);
   reply.hijack();
-  const responder = new StatelessResponder(reply.raw, canStream, deps.keepAliveMs, deps.streamBudget);
+  const responder = new StatelessResponder(reply.raw, canStream, deps.keepAliveMs, deps.streamBudget, deps.notifiedTaskId);
   if (message.method === 'subscriptions/listen') {
     try {
       await deps.router.listen(client, message, responder);

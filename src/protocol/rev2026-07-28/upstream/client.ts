@@ -5,8 +5,8 @@ import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamViolation, 
 import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcErrorObject, type JsonRpcNotification, type Outcome } from '../../../jsonrpc.js';
 import { NO_EVENTS, type GatewayEvents } from '../../../events.js';
 import type { Logger } from '../../../log.js';
-import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, STATELESS_VERSION, paramHeaders } from '../../mcp.js';
-import { codec, inputRequestsOf, retryParams } from '../codec.js';
+import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, paramHeaders } from '../../mcp.js';
+import { codec, inputRequestsOf, retryParams, STATELESS_VERSION } from '../codec.js';
 import * as answers from '../../../upstream/answers.js';
 import type { CredentialSource, PassThroughOptions } from '../../../upstream/adapter.js';
 import type { CallContext, UpstreamCall } from '../../../upstream/connection.js';
