@@ -79,7 +79,7 @@ export function createdTaskId(response: Json): string {
   return String(((response.result as Json).task as Json).taskId);
 }
 
-export class LegacyWire {
+export class SessionWire {
   sessionId = '';
   private nextId = 1;
 

@@ -9,7 +9,7 @@ import { before, describe, test } from 'node:test';
 import { GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { startModernServer, type ModernServerHandle, type ModernServerOptions } from '../fixtures/stateless-server.js';
+import { startStatelessServer, type StatelessServerHandle, type StatelessServerOptions } from '../fixtures/stateless-server.js';
 import { eventually, suiteScope, textOf, type TestGateway } from '../helpers/harness.js';
 import { twoReplicas } from '../helpers/replicas.js';
 import { sharedRedisStore, TEST_REDIS_URL } from '../helpers/shared-redis.js';
@@ -132,11 +132,11 @@ function assertAck(a: Answer): void {
  * The same expectations for a dual-era upstream (the fixture's default: its 2025-11-25 side is the legacy
  * fixture, which has no native_slow) and for one that speaks only 2026-07-28.
  */
-function nativeTasksSuite(title: string, fixtureOptions: ModernServerOptions): void {
+function nativeTasksSuite(title: string, fixtureOptions: StatelessServerOptions): void {
   describe(title, () => {
     const scope = suiteScope();
     let prefix: string;
-    let fixture: ModernServerHandle;
+    let fixture: StatelessServerHandle;
     let first: TestGateway;
     let second: TestGateway;
     let redis: Redis;
@@ -145,7 +145,7 @@ function nativeTasksSuite(title: string, fixtureOptions: ModernServerOptions): v
       // The keys go last, once nothing is left to write them.
       const store = sharedRedisStore(scope, 'modern-upstream');
       prefix = store.prefix;
-      fixture = await startModernServer({ ...fixtureOptions, nativeTasks: true });
+      fixture = await startStatelessServer({ ...fixtureOptions, nativeTasks: true });
       scope.defer(() => fixture.close());
       [first, second] = await twoReplicas(scope, { store, upstreams: { nt: { transport: 'streamable-http', url: fixture.url } } });
       redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { before, describe, test } from 'node:test';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
-import { startModernServer, type ModernServerHandle } from '../fixtures/stateless-server.js';
+import { startStatelessServer, type StatelessServerHandle } from '../fixtures/stateless-server.js';
 import { eventually, fixtureUpstream, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
 import { modern, modernRequest, STATELESS_VERSION, openListen, TASKS_CAPABILITIES, TASKS_EXTENSION, type ModernOptions, type ModernResponse } from '../helpers/stateless-wire.js';
 
@@ -866,12 +866,12 @@ describe('Tasks extension with the Redis store', () => {
 // ---------------------------------------------------------------------------------------------------------
 describe('an upstream that speaks 2026-07-28 (modern fixture, dual era)', () => {
   const scope = suiteScope();
-  let fixture: ModernServerHandle;
+  let fixture: StatelessServerHandle;
   let gateway: TestGateway;
   let url: string;
 
   before(async () => {
-    fixture = await startModernServer();
+    fixture = await startStatelessServer();
     scope.defer(() => fixture.close());
     gateway = await scope.gateway({ upstreams: { mx: { transport: 'streamable-http', url: fixture.url } } });
     url = gateway.url;
@@ -912,11 +912,11 @@ describe('an upstream that speaks 2026-07-28 (modern fixture, dual era)', () => 
 
 describe('an upstream that speaks ONLY 2026-07-28', () => {
   const scope = suiteScope();
-  let fixture: ModernServerHandle;
+  let fixture: StatelessServerHandle;
   let gateway: TestGateway;
 
   before(async () => {
-    fixture = await startModernServer({ legacy: false });
+    fixture = await startStatelessServer({ legacy: false });
     scope.defer(() => fixture.close());
     gateway = await scope.gateway({ upstreams: { mx: { transport: 'streamable-http', url: fixture.url } } });
   });

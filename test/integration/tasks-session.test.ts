@@ -6,7 +6,7 @@ import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { eventually, suiteScope, testScope, textOf, type ClientLog, type TestGateway } from '../helpers/harness.js';
-import { createdTaskId, LegacyWire } from '../helpers/session-wire.js';
+import { createdTaskId, SessionWire } from '../helpers/session-wire.js';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
 const TASK_RULES = {
@@ -207,7 +207,7 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
     test('input while the client listens nowhere: the task waits in input_required; its next tasks/result gets the requests', async () => {
       // A hand-written session with no GET stream (the SDK client opens one): the upstream's questions find no way
       // to the client, and must not fail the task ("no open stream") but wait for tasks/result, as the spec says.
-      const wire = new LegacyWire({ elicitation: {} });
+      const wire = new SessionWire({ elicitation: {} });
       await wire.initialize(gateway.url);
       const taskId = createdTaskId(await wire.request(gateway.url, 'tools/call', { name: 'ask_twice', arguments: {}, task: {} }));
       await eventually(async () => ((await wire.request(gateway.url, 'tasks/get', { taskId })).result as WireTask).status === 'input_required', 10_000);
