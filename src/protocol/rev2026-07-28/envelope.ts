@@ -3,7 +3,19 @@
 import { GatewayError } from '../../errors.js';
 import type { Caller } from '../../tasks/principals.js';
 import { asObject, type JsonObject, type JsonRpcRequest } from '../../jsonrpc.js';
-import { isSessionVersion, logLevelRank, LOG_LEVELS, mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, paramHeaders, TASKS_EXTENSION, type LogLevel } from '../mcp.js';
+import {
+  isSessionVersion,
+  logLevelRank,
+  LOG_LEVELS,
+  mcpNameField,
+  META_CLIENT_CAPABILITIES,
+  META_CLIENT_INFO,
+  META_LOG_LEVEL,
+  META_PROTOCOL_VERSION,
+  paramHeaders,
+  TASKS_EXTENSION,
+  type LogLevel,
+} from '../mcp.js';
 import { isStatelessVersion } from './codec.js';
 
 /** What a 2026-07-28 request says about its client; nothing is remembered between requests. */
