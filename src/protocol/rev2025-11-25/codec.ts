@@ -1,6 +1,6 @@
 // Wire shapes of the 2025-11-25 tasks protocol (`ttl`, `pollInterval`, a tool's `execution.taskSupport`, the
-// nested CreateTaskResult). Nothing outside this file knows that era's field names: `codec` is what the router,
-// the task methods and the request scope ask (src/protocol/wire-codec.ts), the other exports this era's own.
+// nested CreateTaskResult). Nothing outside this file knows that revision's field names: `codec` is what the router,
+// the task methods and the request scope ask (src/protocol/wire-codec.ts), the other exports this revision's own.
 import type { TaskMode } from '../../config/types.js';
 import { GatewayError } from '../../errors.js';
 import { asObject, type JsonObject, type Outcome } from '../../jsonrpc.js';

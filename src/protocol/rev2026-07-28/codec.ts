@@ -1,7 +1,7 @@
-// Wire shapes of 2026-07-28 and its Tasks extension (SEP-2663). Nothing outside this file knows that era's field
+// Wire shapes of 2026-07-28 and its Tasks extension (SEP-2663). Nothing outside this file knows that revision's field
 // names (`resultType`, `ttlMs`, `inputRequests`, `inputResponses`, `requestState`, caching hints): `codec` is what
 // the router, the task methods and the request scope ask (src/protocol/wire-codec.ts), the other exports are this
-// era's own (MRTR retries, discovery).
+// revision's own (MRTR retries, discovery).
 import { asObject, withoutMetaKey, type JsonObject, type Outcome } from '../../jsonrpc.js';
 import { GatewayError, InvalidParams, ResourceNotFound } from '../../errors.js';
 import type { TaskRecord } from '../../store/task-store.js';

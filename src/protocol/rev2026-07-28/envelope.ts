@@ -1,4 +1,4 @@
-// The 2026-07-28 request envelope: which era a POST speaks, the per-request `_meta` fields, and the MCP headers
+// The 2026-07-28 request envelope: which revision a POST speaks, the per-request `_meta` fields, and the MCP headers
 // that must agree with the body (SEP-2575, SEP-2243). Everything here runs before dispatch.
 import { GatewayError } from '../../errors.js';
 import type { Caller } from '../../tasks/principals.js';
