@@ -1,27 +1,28 @@
 // The layer rule of src/ (npm run lint): an import only ever points down this list, and nothing imports in a
 // circle. Revisions of the protocol do not import each other. The order is ../shared/DESIGN.md's, with the
 // layers it leaves implicit named: what a revision needs from the gateway above it is an interface it declares
-// (protocol/ports.ts, and rev2025-11-25/session.ts and ModernPeers, which protocol/revision-ports.ts re-exports),
+// (protocol/ports.ts, and rev2025-11-25/session.ts and StatelessPeers, which protocol/revision-ports.ts re-exports),
 // implemented by the gateway and passed in.
 //
 //   composition   src/taskgate.ts, src/cli.ts,        builds the parts in dependency order and starts them
 //                 src/compose/                        with one lifecycle (what it needs around them: src/compose/)
 //   revisions     src/protocol/revision(s).ts,        the revision registry and its entries: each entry serves
 //                 src/protocol/rev*/revision.ts       its revision (router, task methods, front) from shared parts
+//                                                     and brings its codec and upstream side; every list of
+//                                                     revisions derives from the registry and is handed down
 //   http          src/http/, src/protocol/rev*/http/  fastify wiring, each revision's front in its own folder
 //   gateway       src/gateway/                        sessions, catalog and lists, upstream→client, replica links
 //   protocol      src/protocol/ (but mcp.ts, codecs)  one folder per revision (router, task methods, error
 //                                                     edge), and what both share (event streams, ports)
 //   tasks         src/tasks/                          the era-neutral task core (which imports no protocol/ at all)
-//   upstream      src/protocol/rev*/upstream/,        each revision's upstream side (handshake or discovery,
-//   sides         src/protocol/upstream-adapters.ts   catalog, calls, the upstream's own tasks) and their registry:
-//                                                     built on src/upstream/, which never imports them
+//   upstream      src/protocol/rev*/upstream/         each revision's upstream side (handshake or discovery,
+//   sides                                             catalog, calls, the upstream's own tasks): built on
+//                                                     src/upstream/, which never imports them
 //   upstream      src/upstream/                       connections to the MCP servers behind the gateway, and the
 //                                                     contract a revision's side implements (adapter.ts)
 //   wire          src/protocol/rev*/codec.ts,         each revision's wire codec: every field name of that
-//                 src/protocol/wire-codec.ts,         revision, for the gateway as server and as client; the
-//                 src/protocol/wire-revisions.ts      contract (WireCodec) every codec implements; every codec
-//                                                     listed, with what is derived from all of them
+//                 src/protocol/wire-codec.ts          revision, for the gateway as server and as client; the
+//                                                     contract (WireCodec) every codec implements
 //   store         src/store/                          memory and Redis
 //   observability src/observability/                  subscribers of the event seam (audit log, metrics, traces):
 //                                                     they know the events and the config, never the core
@@ -37,11 +38,11 @@ const LAYERS = [
   ['identity', '^src/identity/'],
   ['observability', '^src/observability/'],
   ['store', '^src/store/'],
-  ['wire', '^src/protocol/rev[^/]+/codec\\.ts$|^src/protocol/wire-(codec|revisions)\\.ts$'],
+  ['wire', '^src/protocol/rev[^/]+/codec\\.ts$|^src/protocol/wire-codec\\.ts$'],
   ['upstream', '^src/upstream/'],
-  ['upstream-sides', '^src/protocol/rev[^/]+/upstream/|^src/protocol/upstream-adapters\\.ts$'],
+  ['upstream-sides', '^src/protocol/rev[^/]+/upstream/'],
   ['tasks', '^src/tasks/'],
-  ['protocol', '^src/protocol/(?!mcp\\.ts$|wire-(codec|revisions)\\.ts$|revisions?\\.ts$|upstream-adapters\\.ts$|rev[^/]+/(codec\\.ts|revision\\.ts|http/|upstream/))'],
+  ['protocol', '^src/protocol/(?!mcp\\.ts$|wire-codec\\.ts$|revisions?\\.ts$|rev[^/]+/(codec\\.ts|revision\\.ts|http/|upstream/))'],
   ['gateway', '^src/gateway/'],
   ['http', '^src/http/|^src/protocol/rev[^/]+/http/'],
   ['revisions', '^src/protocol/revisions?\\.ts$|^src/protocol/rev[^/]+/revision\\.ts$'],
@@ -69,8 +70,8 @@ module.exports = {
     {
       name: 'registry-only',
       comment:
-        'outside src/protocol/, no file names a revision: the gateway reaches them through the registries (revisions.ts for clients, ' +
-        'upstream-adapters.ts for upstreams) and their ports through revision-ports.ts; a third revision edits no file out there',
+        'outside src/protocol/, no file names a revision: the gateway reaches them through the registry (revisions.ts, which the ' +
+        'composition root reads and hands down) and their ports through revision-ports.ts; a third revision edits no file out there',
       severity: 'error',
       from: { path: '^src/(?!protocol/)' },
       to: { path: '^src/protocol/rev[^/]+/' },
@@ -81,7 +82,7 @@ module.exports = {
         "what src/protocol/ shares between revisions names none of them, but for the registries and the ports' re-export; a revision's " +
         'codec excepted (what is true of every revision may read each one\'s wire)',
       severity: 'error',
-      from: { path: '^src/protocol/[^/]+\\.ts$', pathNot: '^src/protocol/(revisions|upstream-adapters|revision-ports)\\.ts$' },
+      from: { path: '^src/protocol/[^/]+\\.ts$', pathNot: '^src/protocol/(revisions|revision-ports)\\.ts$' },
       to: { path: '^src/protocol/rev[^/]+/', pathNot: '^src/protocol/rev[^/]+/codec\\.ts$' },
     },
     {

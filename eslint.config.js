@@ -1,12 +1,20 @@
+import { readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import js from '@eslint/js';
 import { tsImport } from 'tsx/esm/api';
 import tseslint from 'typescript-eslint';
 
 /**
  * The wire field names of every protocol revision, which only its codec may name: each codec declares its own
- * (`wireFields`, src/protocol/wire-codec.ts), so a new revision's join the rule with no edit here.
+ * (`wireFields`, src/protocol/wire-codec.ts), read here from every revision folder's codec.ts (the codecs alone, not
+ * the registry, which would load the whole gateway), so a new revision's join the rule with no edit here.
  */
-const { WIRE_FIELDS } = await tsImport('./src/protocol/wire-revisions.ts', import.meta.url);
+const REVISION_FOLDERS = readdirSync(join(dirname(fileURLToPath(import.meta.url)), 'src', 'protocol'), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && /^rev\d/.test(entry.name))
+  .map((entry) => entry.name);
+const CODECS = await Promise.all(REVISION_FOLDERS.map(async (folder) => (await tsImport(`./src/protocol/${folder}/codec.ts`, import.meta.url)).codec));
+const WIRE_FIELDS = [...new Set(CODECS.flatMap((codec) => codec.wireFields))];
 
 /**
  * no-restricted-syntax entries that find a revision's wire field names outside its codec. `nestedTask`: also the

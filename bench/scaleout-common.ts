@@ -196,7 +196,7 @@ export async function startGateway(ctx: ScaleoutContext, name: string, extra: re
       `store: { type: redis, url: ${q(ctx.redis.url)}, prefix: ${q(ctx.redis.prefix)} }`,
       'log: { level: warn }',
       'upstreams:',
-      `  fixture: { transport: stdio, command: ${q(process.execPath)}, args: ["--import", "tsx", ${q(join(ctx.root, 'test/fixtures/legacy-server.ts'))}, "--transport", "stdio"], cwd: ${q(ctx.root)} }`,
+      `  fixture: { transport: stdio, command: ${q(process.execPath)}, args: ["--import", "tsx", ${q(join(ctx.root, 'test/fixtures/session-server.ts'))}, "--transport", "stdio"], cwd: ${q(ctx.root)} }`,
       ...extra,
       '',
     ].join('\n'),

@@ -179,7 +179,7 @@ function checkEcho(result: unknown): void {
 
 function startFixture(root: string): { proc: Proc; url: Promise<string> } {
   const proc = startProc('legacy fixture (streamable-http)', process.execPath, [
-    '--import', 'tsx', join(root, 'test/fixtures/legacy-server.ts'),
+    '--import', 'tsx', join(root, 'test/fixtures/session-server.ts'),
     '--transport', 'streamable-http', '--port', '0', '--host', '127.0.0.1',
   ], { cwd: root });
   return { proc, url: waitListening(proc, 30_000) };

@@ -74,8 +74,12 @@ async function checkConfig(path: string, explicit: boolean, withTools: boolean):
   if (config === undefined) return EXIT_USAGE;
   process.stdout.write(renderEffectiveConfig(config));
   if (withTools) {
-    const [{ reportToolPolicies }, { createLogger }] = await Promise.all([import('./gateway/policy-report.js'), import('./log.js')]);
-    const report = await reportToolPolicies(config, createLogger({ level: 'silent' }, { pretty: false }));
+    const [{ reportToolPolicies }, { createLogger }, { UPSTREAM_ADAPTERS }] = await Promise.all([
+      import('./gateway/policy-report.js'),
+      import('./log.js'),
+      import('./protocol/revisions.js'),
+    ]);
+    const report = await reportToolPolicies(config, createLogger({ level: 'silent' }, { pretty: false }), UPSTREAM_ADAPTERS);
     const tools = Object.fromEntries(report.tools.map((t) => [t.name, {
       upstream: t.upstream,
       ...(t.upstreamName === undefined ? {} : { upstreamName: t.upstreamName }),

@@ -100,7 +100,7 @@ const REGISTRY = {
   rate_limited: { rpc: GatewayServerError, http: 429 },
   /** The authorization server's metadata or keys cannot be fetched: tokens cannot be verified for now. */
   auth_unavailable: { rpc: InternalError, http: 503 },
-  // 2026-07-28 (modern era): request-level failures answer with an HTTP status of their own.
+  // 2026-07-28: request-level failures answer with an HTTP status of their own.
   /** A required `_meta` envelope key is missing or malformed. */
   invalid_envelope: { rpc: InvalidParams, http: 400 },
   /** An MCP header is missing, malformed, or disagrees with the body (HeaderMismatch). */
@@ -109,8 +109,8 @@ const REGISTRY = {
   missing_capability: { rpc: MissingRequiredClientCapability, http: 400 },
   /** The request's protocol version is one the gateway does not speak (UnsupportedProtocolVersion). */
   unsupported_version: { rpc: UnsupportedProtocolVersion, http: 400 },
-  /** Unknown or removed method, as a modern client is told (HTTP 404). */
-  modern_method_not_found: { rpc: MethodNotFound, http: 404 },
+  /** Unknown or removed method, as a 2026-07-28 client is told (HTTP 404). */
+  stateless_method_not_found: { rpc: MethodNotFound, http: 404 },
 } as const satisfies Record<string, { rpc: number; http: number }>;
 
 export type ErrorCode = keyof typeof REGISTRY;

@@ -3,10 +3,8 @@ import { MergedCatalog } from './gateway/merged-catalog.js';
 import { ListCursors, ListPages } from './gateway/list-pages.js';
 import { ReplicaLink } from './gateway/replicas.js';
 import type { GatewayParts, RevisionRuntime } from './protocol/revision.js';
-import { creatorOf, REVISIONS } from './protocol/revisions.js';
-import { UPSTREAM_ADAPTERS } from './protocol/upstream-adapters.js';
+import { creatorOf, MCP_METHODS, notifiedTaskId, REVISIONS, SUPPORTED_VERSIONS, UPSTREAM_ADAPTERS } from './protocol/revisions.js';
 import { StreamBudget } from './protocol/stream-budget.js';
-import { MCP_METHODS } from './protocol/wire-revisions.js';
 import { TaskTools, taskToolDefinitions } from './protocol/task-tools.js';
 import { SessionRegistry } from './gateway/sessions.js';
 import { SessionRelay } from './gateway/session-relay.js';
@@ -131,6 +129,7 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
     peers: relay,
     onEnd: (session) => void upstreamMessages.release(session),
     budget: streamBudget,
+    notifiedTaskId,
     events,
   });
   const recovery: RecoveryDeps = {
@@ -169,6 +168,8 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
     sessions,
     relay,
     streamBudget,
+    notifiedTaskId,
+    supportedVersions: SUPPORTED_VERSIONS,
     rateLimiter,
     signingSecret,
     version: VERSION,

@@ -200,7 +200,7 @@ export interface TaskPolicy {
   pollIntervalMs: number;
   /** Hard deadline for the upstream call of a task. 0 = none. */
   maxRunMs: number;
-  /** For modern clients: how long to wait for the upstream before answering with a task. */
+  /** For 2026-07-28 clients: how long to wait for the upstream before answering with a task. */
   taskAfterMs: number;
   /** Running tasks per tool across the gateway. 0 = unlimited. */
   concurrency: number;

@@ -4,7 +4,7 @@ import { MergedCatalog } from './merged-catalog.js';
 import { describeExclusion, selectionOf } from './tool-selection.js';
 import { InternalError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { UPSTREAM_ADAPTERS } from '../protocol/upstream-adapters.js';
+import type { UpstreamAdapter } from '../upstream/adapter.js';
 import { Upstream, type UpstreamMessageSink } from '../upstream/upstream.js';
 import { VERSION } from '../version.js';
 
@@ -23,13 +23,13 @@ export interface ToolPolicyReport {
  * Connects to every upstream once, lists its tools and resolves each exposed tool's task policy; says which tools
  * the upstreams' selections rename or leave out.
  */
-export async function reportToolPolicies(config: GatewayConfig, logger: Logger): Promise<ToolPolicyReport> {
+export async function reportToolPolicies(config: GatewayConfig, logger: Logger, adapters: readonly UpstreamAdapter[]): Promise<ToolPolicyReport> {
   const sink: UpstreamMessageSink = {
     notification: () => undefined,
     request: async () => ({ error: { code: InternalError, message: 'taskgate check-config answers no requests' } }),
     catalogChanged: () => undefined,
   };
-  const upstreams = config.upstreams.map((u) => new Upstream(u, logger, sink, { version: VERSION, adapters: UPSTREAM_ADAPTERS }));
+  const upstreams = config.upstreams.map((u) => new Upstream(u, logger, sink, { version: VERSION, adapters }));
   try {
     await Promise.all(upstreams.map((u) => u.start()));
     const catalog = new MergedCatalog(upstreams);

@@ -4,14 +4,14 @@ import { randomUUID } from 'node:crypto';
 import type { JsonObject, Outcome, RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';
-import type { ModernPeerMessages } from '../protocol/revision-ports.js';
+import type { StatelessPeerMessages } from '../protocol/revision-ports.js';
 import type { TaskPeerMessages } from '../tasks/task-peer-messages.js';
 
 /**
  * Every message one replica sends another, by topic: its body and, for a request, the answer it gets (`never`
  * for messages that are told, not asked). Bodies travel as JSON between replicas of one release.
  */
-export interface ReplicaMessages extends TaskPeerMessages, ModernPeerMessages {
+export interface ReplicaMessages extends TaskPeerMessages, StatelessPeerMessages {
   /** Put a message on a stream of the session held there (its GET stream, or a task's tasks/result stream). */
   'session.deliver': { body: { sessionId: string; message: JsonObject; taskId?: string }; answer: { delivered: boolean } };
   /** The client's answer to a request the session sent from there. */

@@ -1,4 +1,4 @@
-// Sessions across replicas. Any replica serves any request of a legacy-era session, but a client's stream (its
+// Sessions across replicas. Any replica serves any request of a session, but a client's stream (its
 // GET stream, a tasks/result stream, a POST's response stream) is an HTTP response one replica holds. What must
 // reach such a stream from elsewhere (task notifications, an upstream's request, the answer to a request, a
 // Last-Event-ID resume) goes to the replica holding it, over the store's pub/sub.

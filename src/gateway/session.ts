@@ -1,11 +1,11 @@
 import type { SseConfig } from '../config/types.js';
 import { GatewayError, InternalError, RequestCancelled } from '../errors.js';
 import type { JsonObject, JsonRpcNotification, Outcome, RequestId } from '../jsonrpc.js';
-import type { ClientFlow } from '../upstream/client-flow.js';
+import type { ClientFlow, NotifiedTaskId } from '../upstream/client-flow.js';
 import { EventStream, type EventStreamOptions } from '../protocol/event-stream.js';
 import type { StreamBudget } from '../protocol/stream-budget.js';
 import { refusedInput, type LogLevel } from '../protocol/mcp.js';
-import type { Delivery, InflightCall, LegacySession } from '../protocol/revision-ports.js';
+import type { Delivery, InflightCall, Session } from '../protocol/revision-ports.js';
 
 interface OutgoingRequest {
   settle(outcome: Outcome): void;
@@ -45,13 +45,15 @@ export interface ClientSessionInit {
   peers: SessionPeers | undefined;
   /** What the replica's streams may hold for clients that do not read (sse.maxBufferedBytes*). */
   budget: StreamBudget;
+  /** The task a task-status notification names (EventStreamOptions). */
+  notifiedTaskId: NotifiedTaskId;
 }
 
 /**
- * One legacy-era client session (`Mcp-Session-Id`) as this replica sees it: the streams and in-flight calls it
+ * One client session (`Mcp-Session-Id`) as this replica sees it: the streams and in-flight calls it
  * holds, and the per-client state every replica shares (kept in the store by the registry).
  */
-export class ClientSession implements LegacySession {
+export class ClientSession implements Session {
   lastSeen = Date.now();
   /** When the store's copy was last kept alive from here (registry). */
   storeTouchedAt = Date.now();
@@ -81,14 +83,15 @@ export class ClientSession implements LegacySession {
   private readonly sse: SseConfig;
   private readonly peers: SessionPeers | undefined;
   private readonly budget: StreamBudget;
+  private readonly notifiedTaskId: NotifiedTaskId;
 
   constructor(init: ClientSessionInit) {
     ({ sessionId: this.sessionId, protocolVersion: this.protocolVersion, capabilities: this.capabilities, clientInfo: this.clientInfo } = init);
-    ({ principal: this.principal, sse: this.sse, peers: this.peers, budget: this.budget } = init);
+    ({ principal: this.principal, sse: this.sse, peers: this.peers, budget: this.budget, notifiedTaskId: this.notifiedTaskId } = init);
   }
 
   private get streamOptions(): EventStreamOptions {
-    return { replayLimit: this.sse.replayBufferSize, keepAliveMs: this.sse.keepAliveMs, budget: this.budget };
+    return { replayLimit: this.sse.replayBufferSize, keepAliveMs: this.sse.keepAliveMs, budget: this.budget, notifiedTaskId: this.notifiedTaskId };
   }
 
   /** Stream ids name this replica, so a Last-Event-ID that reaches another replica says where the stream lives. */

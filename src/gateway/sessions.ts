@@ -4,8 +4,9 @@ import { GatewayError, storeUnavailable } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents, type GatewayEventMap } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { logLevelRank, type LogLevel } from '../protocol/mcp.js';
-import type { LegacySession, LegacySessions } from '../protocol/revision-ports.js';
+import type { Session, Sessions } from '../protocol/revision-ports.js';
 import type { StreamBudget } from '../protocol/stream-budget.js';
+import type { NotifiedTaskId } from '../upstream/client-flow.js';
 import type { TaskStore } from '../store/task-store.js';
 import { ANONYMOUS_PRINCIPAL } from '../tasks/principals.js';
 import { ClientSession, type SessionPeers } from './session.js';
@@ -36,16 +37,18 @@ export interface SessionRegistryDeps {
   onEnd: (session: ClientSession) => void;
   /** What the replica's streams may hold for clients that do not read. */
   budget: StreamBudget;
+  /** The task a task-status notification names, in whichever revision (its streams coalesce by it). */
+  notifiedTaskId: NotifiedTaskId;
   /** Told when this replica starts and stops holding a session. */
   events?: GatewayEvents;
 }
 
 /**
- * Legacy-era sessions. A session lives in the store, so any replica serves any of its requests: each replica
+ * Client sessions (2025-11-25 and the older session revisions). A session lives in the store, so any replica serves any of its requests: each replica
  * keeps a view of the sessions it served (their streams and calls here), made from the store's record on first
  * use. A session unused this long anywhere is gone from the store, and its id then gets 404 everywhere.
  */
-export class SessionRegistry implements LegacySessions {
+export class SessionRegistry implements Sessions {
   private readonly sessions = new Map<string, ClientSession>();
   /** Views being made from the store, so concurrent first requests share one. */
   private readonly loading = new Map<string, Promise<ClientSession | undefined>>();
@@ -57,10 +60,11 @@ export class SessionRegistry implements LegacySessions {
   readonly peers: RegistryPeers;
   private readonly onEnd: (session: ClientSession) => void;
   private readonly budget: StreamBudget;
+  private readonly notifiedTaskId: NotifiedTaskId;
   private readonly events: GatewayEvents;
 
   constructor(deps: SessionRegistryDeps) {
-    ({ config: this.config, sse: this.sse, store: this.store, peers: this.peers, onEnd: this.onEnd, budget: this.budget } = deps);
+    ({ config: this.config, sse: this.sse, store: this.store, peers: this.peers, onEnd: this.onEnd, budget: this.budget, notifiedTaskId: this.notifiedTaskId } = deps);
     this.events = deps.events ?? NO_EVENTS;
   }
 
@@ -155,7 +159,7 @@ export class SessionRegistry implements LegacySessions {
     this.peers.cancelled(sessionId, params);
   }
 
-  subscribedElsewhere(session: LegacySession, uri: string): boolean {
+  subscribedElsewhere(session: Session, uri: string): boolean {
     for (const other of this.sessions.values()) if (other !== session && other.subscriptions.has(uri)) return true;
     return false;
   }
@@ -222,6 +226,7 @@ export class SessionRegistry implements LegacySessions {
       sse: this.sse,
       peers: this.peers,
       budget: this.budget,
+      notifiedTaskId: this.notifiedTaskId,
     });
     if (logLevelRank(fields.logLevel) >= 0) session.logLevel = fields.logLevel as LogLevel;
     this.sessions.set(sessionId, session);

@@ -14,20 +14,20 @@ export class UpstreamMessages implements UpstreamMessageSink {
   constructor(
     private readonly catalog: MergedCatalog,
     private readonly sessions: SessionRegistry,
-    /** Modern clients' listen streams, which get list changes and resource updates too. */
+    /** 2026-07-28 clients' listen streams, which get list changes and resource updates too. */
     private readonly listeners: { broadcast(message: JsonRpcNotification): void },
     private readonly logger: Logger,
   ) {}
 
   notification(upstream: Upstream, message: JsonRpcNotification, origin: MessageOrigin): void {
     const method = message.method;
-    // Connections not owned by one client (control, shared) carry what modern listen streams subscribe to.
+    // Connections not owned by one client (control, shared) carry what 2026-07-28 listen streams subscribe to.
     if (origin.kind !== 'session' && (method.endsWith('/list_changed') || method === 'notifications/resources/updated')) this.listeners.broadcast(message);
     if (origin.kind === 'control') return; // The gateway's own connection; catalog refreshes happen in Upstream.
     if (origin.kind === 'session') {
       const session = origin.sessionId === undefined ? undefined : this.sessions.peek(origin.sessionId);
       if (session !== undefined) this.toSession(session, upstream, message, origin.call);
-      else origin.call?.notify(message); // a call of modern clients, which have no session
+      else origin.call?.notify(message); // a call of 2026-07-28 clients, which have no session
       return;
     }
     // A connection shared by all sessions.
@@ -60,7 +60,7 @@ export class UpstreamMessages implements UpstreamMessageSink {
   async request(upstream: Upstream, message: JsonRpcRequest, origin: MessageOrigin, signal: AbortSignal): Promise<Outcome> {
     const session = origin.sessionId === undefined ? undefined : this.sessions.peek(origin.sessionId);
     if (session === undefined && origin.call !== undefined) {
-      // A call of modern clients: the call's own context turns the request into MRTR or task input.
+      // A call of 2026-07-28 clients: the call's own context turns the request into MRTR or task input.
       const request: { method: string; params?: JsonObject } = { method: message.method };
       if (message.params !== undefined) request.params = message.params;
       return origin.call.ask(request, signal);

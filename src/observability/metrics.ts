@@ -14,8 +14,8 @@ export interface GatewayMetricsOptions {
   /** `metrics.principalLabels`: a principal label on the task and denial counters. */
   principalLabels: boolean;
   /**
-   * Every method MCP defines in the revisions the gateway speaks (the codecs': src/protocol/wire-revisions.ts,
-   * above this layer, so handed in): named as they are, anything else is "other".
+   * Every method MCP defines in the revisions the gateway speaks (the codecs', by the registry:
+   * src/protocol/revisions.ts, above this layer, so handed in): named as they are, anything else is "other".
    */
   methods: ReadonlySet<string>;
   /** Whether the gateway exposes a tool of this name (others are labelled "other"). */

@@ -4,8 +4,7 @@
 // One class because one stream's state (what is written, what waits, what is kept for replay, what its budget
 // holds, whether the connection waits for drain) is acted on by every method. The budget itself is
 // stream-budget.ts; what may be coalesced is upstream/client-flow.ts; where events are written is sse-connection.ts.
-import { coalescingKey, isLogNotification, notificationMethod, type ClientFlow } from '../upstream/client-flow.js';
-import { notifiedTaskId } from './upstream-adapters.js';
+import { coalescingKey, isLogNotification, notificationMethod, type ClientFlow, type NotifiedTaskId } from '../upstream/client-flow.js';
 import type { SseConnection } from './sse-connection.js';
 import type { BudgetMember, StreamBudget } from './stream-budget.js';
 
@@ -33,6 +32,8 @@ export interface EventStreamOptions {
   budget: StreamBudget;
   /** Events carry ids (2025 sessions); 2026-07-28 responses have no resumption, and then keep nothing written. */
   ids?: boolean;
+  /** The task a task-status notification names, in whichever revision (the registry's adapters): a coalescing key. */
+  notifiedTaskId: NotifiedTaskId;
 }
 
 /** What an event costs beyond its text: id, framing. */
@@ -189,7 +190,7 @@ export class EventStream implements ClientFlow, BudgetMember {
     const data = JSON.stringify(message);
     const bytes = Buffer.byteLength(data) + FRAMING_BYTES;
     const method = notificationMethod(message);
-    const key = coalescingKey(message, notifiedTaskId);
+    const key = coalescingKey(message, this.options.notifiedTaskId);
     if (key !== undefined) {
       const waiting = this.waitingByKey.get(key);
       if (waiting !== undefined) {

@@ -9,14 +9,14 @@ import type { Outcome } from '../jsonrpc.js';
  */
 export type RevisionId = string;
 
-/** Revisions served as sessions (legacy era), newest first. */
-export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
-export const LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0];
+/** Revisions served as sessions (2025-11-25 and older), newest first. */
+export const SESSION_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
+export const LATEST_SESSION_VERSION = SESSION_VERSIONS[0];
 /** The revision a request without `MCP-Protocol-Version` is assumed to speak (spec: 2025-03-26). */
 export const DEFAULT_HEADER_VERSION = '2025-03-26';
 
-export function isSupportedLegacyVersion(version: string): boolean {
-  return (LEGACY_VERSIONS as readonly string[]).includes(version);
+export function isSessionVersion(version: string): boolean {
+  return (SESSION_VERSIONS as readonly string[]).includes(version);
 }
 
 /** Revisions from which a POST SSE stream starts with a priming event (SEP-1699). */
@@ -30,7 +30,7 @@ export function supportsBatches(version: string): boolean {
 }
 
 /** Revisions whose sessions get 2025-11-25 tasks (older clients are served without tasks). */
-export function supportsLegacyTasks(version: string): boolean {
+export function supportsSessionTasks(version: string): boolean {
   return version >= '2025-11-25';
 }
 
@@ -38,7 +38,7 @@ export function supportsLegacyTasks(version: string): boolean {
 export const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
 
 /** What the gateway declares in `capabilities.tasks` to sessions that support tasks. */
-export const LEGACY_TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } } as const;
+export const SESSION_TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } } as const;
 
 export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -47,17 +47,8 @@ export function logLevelRank(level: unknown): number {
   return LOG_LEVELS.indexOf(level as LogLevel);
 }
 
-// ---- 2026-07-28 ("modern era"): stateless requests with a per-request `_meta` envelope ----
-
-export const MODERN_VERSION = '2026-07-28';
-/** Revisions served statelessly, newest first. */
-export const MODERN_VERSIONS = [MODERN_VERSION] as const;
-/** Every revision the gateway speaks, newest first (what `server/discover` and -32022 list). */
-export const SUPPORTED_VERSIONS: readonly string[] = [...MODERN_VERSIONS, ...LEGACY_VERSIONS];
-
-export function isModernVersion(version: string): boolean {
-  return (MODERN_VERSIONS as readonly string[]).includes(version);
-}
+// ---- 2026-07-28: stateless requests with a per-request `_meta` envelope (its versions: its codec's; every version
+// the gateway speaks: the registry's, src/protocol/revisions.ts) ----
 
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
@@ -86,7 +77,7 @@ export function refusedInput(method: string, capabilities: Readonly<Record<strin
   return { error: { code: MethodNotFound, message: `Client does not support ${method} (no '${capability}' capability)` } };
 }
 
-/** The Tasks extension (SEP-2663): how modern clients and servers declare it under `capabilities.extensions`. */
+/** The Tasks extension (SEP-2663): how 2026-07-28 clients and servers declare it under `capabilities.extensions`. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
 // ---- 2026-07-28 HTTP headers that mirror the body ----

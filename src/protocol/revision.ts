@@ -21,6 +21,8 @@ import type { RateLimiter } from '../tasks/rate-limits.js';
 import type { SessionIdentity } from '../upstream/upstream.js';
 import type { RevisionId } from './mcp.js';
 import type { StreamBudget } from './stream-budget.js';
+import type { UpstreamAdapter } from '../upstream/adapter.js';
+import type { NotifiedTaskId } from '../upstream/client-flow.js';
 import type { WireCodec } from './wire-codec.js';
 import type { TaskTools } from './task-tools.js';
 
@@ -45,6 +47,10 @@ export interface GatewayParts {
   relay: SessionRelay;
   /** What SSE streams of every revision may hold for clients that do not read. */
   streamBudget: StreamBudget;
+  /** The task a task-status notification names, in whichever revision the gateway speaks (streams coalesce by it). */
+  notifiedTaskId: NotifiedTaskId;
+  /** Every version the gateway speaks, newest first: every entry's `versions`, in the registry's order. */
+  supportedVersions: readonly string[];
   /** Per-principal request rates (with `auth`). */
   rateLimiter: RateLimiter | undefined;
   /** The store's shared secret, which signs what one replica hands out and another must recognise. */
@@ -84,5 +90,7 @@ export interface ProtocolRevision extends Omit<EndpointRevision, 'front'> {
   readonly versions: readonly string[];
   /** Its wire shapes (the gateway as a server; the same codec serves the gateway as a client of upstreams). */
   readonly codec: WireCodec;
+  /** Its side of an upstream: whether and how the gateway speaks this revision to an upstream as a client. */
+  readonly upstream: UpstreamAdapter;
   serve(parts: GatewayParts): RevisionRuntime;
 }

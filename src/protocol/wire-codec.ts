@@ -20,12 +20,12 @@ export interface WireCodec {
   readonly revision: RevisionId;
   /**
    * Every method the revision defines, requests and notifications, in either direction: the methods metrics name
-   * as they are (the union over every codec: wire-revisions.ts).
+   * as they are (the union over every codec: MCP_METHODS in revisions.ts).
    */
   readonly methods: readonly string[];
   /**
    * The revision's own wire field names, which nothing outside its codec may name: `npm run lint` reads them from
-   * here (eslint.config.js, through wire-revisions.ts).
+   * here (eslint.config.js, from every revision folder's codec.ts).
    */
   readonly wireFields: readonly string[];
   /** The task id a tasks/* request names, as sent (unchecked: the task engine says whether it is a task). */

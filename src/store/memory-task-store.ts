@@ -33,7 +33,7 @@ import {
   withoutOutcome,
 } from './task-store.js';
 
-/** A legacy-era session's shared state, and when it expires (epoch ms). */
+/** A session's shared state, and when it expires (epoch ms). */
 interface StoredSession {
   fields: Record<string, string>;
   expiresAt: number;
@@ -67,7 +67,7 @@ export class MemoryTaskStore implements TaskStore {
   private readonly cursors = new CursorCodec(this.secret);
   private readonly sweeper: NodeJS.Timeout;
   private lastCreatedUs = 0;
-  /** Legacy-era sessions' shared state, with when each expires. */
+  /** Sessions' shared state, with when each expires. */
   private readonly sessions = new Map<string, StoredSession>();
   /** Ids of expired tasks, until when they are remembered. */
   private readonly expiredIds = new Map<string, number>();

@@ -33,7 +33,7 @@ export interface RedisKeys {
    * Sorted set of running tasks by lease deadline, as releases before replica liveness kept them (a deadline per
    * task, renewed task by task). Read by the sweep during a rolling upgrade; nothing writes it any more.
    */
-  legacyRunning(): string;
+  runningByLeaseDeadline(): string;
   /**
    * Upstream sessions a replica opened, under the same `{running}` hash tag (a sweep reads them beside the
    * replicas' liveness): a hash per replica (`upstreamSessionsOfPrefix` + replica id) and the set of replicas that
@@ -42,7 +42,7 @@ export interface RedisKeys {
   upstreamSessionsOf(replica: string): string;
   upstreamSessionsOfPrefix(): string;
   upstreamSessionReplicas(): string;
-  /** Hash of one legacy-era session's shared state. */
+  /** Hash of one session's shared state. */
   session(sessionId: string): string;
   /** Pub/sub channel of replica-to-replica messages on one topic. */
   topic(name: string): string;
@@ -102,7 +102,7 @@ export function redisKeys(prefix: string): RedisKeys {
     runningOwners: () => `${prefix}:{running}:owners`,
     runningOf: (replica) => `${prefix}:{running}:of:${replica}`,
     runningOfPrefix: () => `${prefix}:{running}:of:`,
-    legacyRunning: () => `${prefix}:{running}`,
+    runningByLeaseDeadline: () => `${prefix}:{running}`,
     upstreamSessionsOf: (replica) => `${prefix}:{running}:upstream-sessions:of:${replica}`,
     upstreamSessionsOfPrefix: () => `${prefix}:{running}:upstream-sessions:of:`,
     upstreamSessionReplicas: () => `${prefix}:{running}:upstream-sessions`,

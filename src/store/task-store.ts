@@ -64,7 +64,7 @@ export interface TaskRecord {
 export interface StoredCall {
   /** `tools/call` params as the upstream gets them (its own tool name). */
   params: JsonObject;
-  /** Who the gateway is to the upstream for it: the legacy session, or the identity used for modern clients. */
+  /** Who the gateway is to the upstream for it: the client's session, or the identity used for 2026-07-28 clients. */
   identity: { sessionId: string; protocolVersion: string; capabilities: JsonObject; clientInfo?: JsonObject };
 }
 
@@ -308,7 +308,7 @@ export interface TaskStore {
   /** Resolves once the subscription is active, with the function that ends it. */
   subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void>;
   /**
-   * Legacy-era sessions, shared by every replica: string fields (what `initialize` fixed, and what changes later),
+   * Client sessions, shared by every replica: string fields (what `initialize` fixed, and what changes later),
    * expiring `expireAfterMs` after the last save. With `create` the record is made when missing; otherwise a missing (ended
    * or expired) session is not revived and this resolves false. A `null` value removes the field.
    */

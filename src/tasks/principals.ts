@@ -37,7 +37,7 @@ export function nameOf(principal: string): PrincipalName | undefined {
   return hash < 0 ? undefined : { credential: 'oauth', name: principal.slice(hash + 1) };
 }
 
-/** The principal of the tasks a legacy session creates. */
+/** The principal of the tasks a session creates. */
 export function sessionPrincipal(sessionId: string): string {
   return `${SESSION_PRINCIPAL}${sessionId}`;
 }
@@ -48,7 +48,7 @@ export function sessionOfPrincipal(principal: string): string | undefined {
 }
 
 /**
- * Whom every client is counted against without authentication: legacy sessions (sessions.maxPerPrincipal) and
+ * Whom every client is counted against without authentication: sessions (sessions.maxPerPrincipal) and
  * unfinished tasks of both eras (maxTasksPerPrincipal), so that opening new sessions does not open new room.
  */
 export const ANONYMOUS_PRINCIPAL = 'anonymous';
@@ -63,7 +63,7 @@ export function countedPrincipal(principal: string, authenticated: boolean): str
 }
 
 /** Every 2026-07-28 client, without authentication. */
-export const MODERN_PRINCIPAL = 'modern:anonymous';
+export const STATELESS_PRINCIPAL = 'modern:anonymous';
 
 /** Owner of the records that route a 2026-07-28 upstream's own tasks (never listed: no client is this principal). */
 export const NATIVE_TASKS_PRINCIPAL = 'gateway:native-tasks';

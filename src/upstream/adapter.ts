@@ -1,7 +1,8 @@
 // The seam between one upstream's connection life (upstream.ts: transports, the control connection, reconnects,
 // per-session connections) and the protocol revisions it may speak. Each revision folder provides an
-// UpstreamAdapter (src/protocol/rev*/upstream/); the registry of them (src/protocol/upstream-adapters.ts) is handed
-// to every Upstream by the composition root, so nothing in src/upstream/ knows a revision by name.
+// UpstreamAdapter (src/protocol/rev*/upstream/), which its registry entry brings along; the list of them
+// (src/protocol/revisions.ts: UPSTREAM_ADAPTERS) is handed to every Upstream by the composition root, so nothing in
+// src/upstream/ knows a revision by name.
 //
 // Issue 33 (upstream identity) builds on two seams here:
 // - every call carries an UpstreamCaller: who it is for. `sessionKeyOf` is the one place that says which
@@ -20,7 +21,7 @@ import type { CallContext, ClientFlow, UpstreamCall, UpstreamConnection } from '
  * The client capabilities every upstream connection declares, whatever the transport, the revision and the
  * client: what the gateway can relay. Servers shape their tool lists by these, so one rule keeps a client's lists
  * the same over stdio, SSE and Streamable HTTP; a request the actual client cannot answer is refused by the
- * gateway (legacy sessions: an error to the upstream; 2026-07-28: -32021 naming the capability).
+ * gateway (sessions: an error to the upstream; 2026-07-28: -32021 naming the capability).
  */
 export const RELAY_CAPABILITIES: JsonObject = Object.freeze({ roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } });
 

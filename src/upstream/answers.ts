@@ -53,7 +53,7 @@ export function asksForTask(params: JsonObject | undefined): boolean {
 
 /**
  * The task id of a create-task result in some revision, or undefined for any other result: each revision's
- * upstream adapter knows its own shape (src/protocol/upstream-adapters.ts asks them all).
+ * upstream adapter knows its own shape (the registry, src/protocol/revisions.ts, asks them all).
  */
 export type CreatedTaskId = (result: JsonObject) => string | undefined;
 
@@ -155,7 +155,7 @@ export class AnswerCheck<Call extends AwaitedAnswer> {
   }
 
   /**
-   * An answer with an id the gateway never sent, on a channel all calls share (stdio, legacy SSE), where nothing
+   * An answer with an id the gateway never sent, on a channel all calls share (stdio, HTTP+SSE), where nothing
    * says which call it answers. Taken as a call's only where that is safe: the call whose id it spells as text
    * (`"3"` for 3), or, with exactly one call waiting, that call when the id is a number (the gateway numbers its
    * calls: a number it never sent is a garbled answer; a string id matching no call is a message of the upstream's

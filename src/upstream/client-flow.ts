@@ -30,7 +30,10 @@ export function isLogNotification(method: string | undefined): boolean {
   return method === LOG_NOTIFICATION;
 }
 
-/** The task a task-status notification names, as its revision's codec reads it (upstream-adapters.ts). */
+/**
+ * The task a task-status notification names, as its revision's codec reads it (every revision's upstream adapter,
+ * asked in the registry's order: src/protocol/revisions.ts, handed down by the composition root).
+ */
 export type NotifiedTaskId = (params: JsonObject) => string | undefined;
 
 /**

@@ -32,7 +32,7 @@ export interface ConnectionRole {
 /**
  * The origin of a message that came on a connection in `role`, related to `call` when the transport or a progress
  * token says so. Without a call the transport names, a message is guessed to belong to the only call running,
- * since stdio and legacy SSE cannot say, and servers ask mid-call without relating it. Except roots/list on a
+ * since stdio and HTTP+SSE cannot say, and servers ask mid-call without relating it. Except roots/list on a
  * transport that relates messages: roots are the session's business, and servers ask for them unprompted after
  * connecting.
  */

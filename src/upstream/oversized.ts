@@ -6,7 +6,7 @@ import type { RequestId } from '../jsonrpc.js';
 export const HEAD_BYTES = 4096;
 
 /**
- * On a channel that carries every message of an upstream (a stdio child's stdout, a legacy SSE stream, the
+ * On a channel that carries every message of an upstream (a stdio child's stdout, an HTTP+SSE stream, the
  * Streamable HTTP GET stream), an over-long message is skipped to its end, where the next message starts: a JSON
  * text never contains a raw line break, so the line (or SSE event) framing survives. Skipping costs time, not
  * memory; a message still going after this many times the limit is taken for one that never ends, and the

@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { OversizedMessage } from './oversized.js';
 import { warnViolation } from './violations.js';
 
-/** What a transport over HTTP (Streamable HTTP, legacy HTTP+SSE) is made with. */
+/** What a transport over HTTP (Streamable HTTP, HTTP+SSE) is made with. */
 export interface HttpTransportOptions {
   url: string;
   /** Sent with every request (the upstream's own credentials: a client's never reach it). */
@@ -34,7 +34,7 @@ export interface UpstreamTransport {
   setProtocolVersion?(version: string): void;
   /**
    * Messages about a request arrive on that request's own stream (Streamable HTTP), so one that arrives
-   * elsewhere belongs to no call. Stdio and legacy SSE have one stream for everything and cannot say.
+   * elsewhere belongs to no call. Stdio and HTTP+SSE have one stream for everything and cannot say.
    */
   readonly relatesMessages?: boolean;
   /**

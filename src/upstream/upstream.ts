@@ -14,7 +14,7 @@ import { type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Ou
 import type { Logger } from '../log.js';
 import { UpstreamConnection, type CallContext, type ConnectionHandler, type UpstreamCall } from './connection.js';
 import { createUpstreamAgent } from './http-agent.js';
-import { LegacySseTransport } from './legacy-sse.js';
+import { HttpSseTransport } from './http-sse.js';
 import { StdioTransport } from './stdio.js';
 import { endUpstreamSession, StreamableHttpTransport } from './streamable-http.js';
 import { recordSession, type UpstreamSessionLedger } from './session-ledger.js';
@@ -45,7 +45,7 @@ export interface UpstreamGatewaySide {
   events?: GatewayEvents;
   /** Where the upstream sessions it opens are recorded; none: not recorded (one replica, or tests). */
   sessionLedger?: UpstreamSessionLedger;
-  /** The revisions the gateway may speak to upstreams (src/protocol/upstream-adapters.ts), stateless first. */
+  /** The revisions the gateway may speak to upstreams (src/protocol/revisions.ts: UPSTREAM_ADAPTERS), stateless first. */
   adapters: readonly UpstreamAdapter[];
 }
 
@@ -280,7 +280,7 @@ export class Upstream {
     if (config.transport === 'stdio') return new StdioTransport(config, this.logger);
     const agent = this.agent as Agent;
     const options = { url: config.url, headers: config.headers, agent, logger: this.logger, maxMessageBytes: config.maxMessageBytes };
-    if (config.transport === 'sse') return new LegacySseTransport(options);
+    if (config.transport === 'sse') return new HttpSseTransport(options);
     return new StreamableHttpTransport(options);
   }
 

@@ -26,7 +26,7 @@ import {
   fixtureCommand,
   spawnFixture,
   spawnGateway,
-  spawnModernFixture,
+  spawnStatelessFixture,
   type ChildHandle,
   type GatewayChild,
 } from '../fixtures/spawn.js';
@@ -214,7 +214,7 @@ async function runDualEra(
   children: ChildHandle[],
 ): Promise<{ modern: Results; gw: GatewayRun }> {
   const [modernFixture, legacyFixture] = await Promise.all([
-    spawnModernFixture(),
+    spawnStatelessFixture(),
     spawnFixture({ transport: 'streamable-http', tools: 'tasks' }),
   ]);
   children.push(modernFixture, legacyFixture);

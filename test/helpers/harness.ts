@@ -1,6 +1,6 @@
 // In-process gateway and fixture upstreams for integration tests: real HTTP, real child processes, real SDK
-// clients; nothing mocked. Scopes stop whatever a test started. Hand-written wire requests are in legacy-wire.ts and
-// modern-wire.ts, the shared test Redis in shared-redis.ts.
+// clients; nothing mocked. Scopes stop whatever a test started. Hand-written wire requests are in session-wire.ts and
+// stateless-wire.ts, the shared test Redis in shared-redis.ts.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { after, type TestContext } from 'node:test';

@@ -11,9 +11,9 @@ import type { Outcome } from '../../src/jsonrpc.js';
 import type { TaskStore } from '../../src/store/task-store.js';
 import type { TaskCaller } from '../../src/tasks/local-run.js';
 import type { InputRequest } from '../../src/tasks/pending-inputs.js';
-import { UPSTREAM_ADAPTERS } from '../../src/protocol/upstream-adapters.js';
+import { UPSTREAM_ADAPTERS } from '../../src/protocol/revisions.js';
 import { Upstream, type SessionIdentity, type UpstreamMessageSink } from '../../src/upstream/upstream.js';
-import { startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
+import { startSessionServer, type SessionServerHandle } from '../fixtures/session-server.js';
 
 export const silentLogger = pino({ level: 'silent' });
 
@@ -44,7 +44,7 @@ export interface FixtureUpstream {
 
 /** The fixture server, and an Upstream connected to it (its catalog read). */
 export async function fixtureUpstream(events: GatewayEvents, tasks: Record<string, unknown> = {}): Promise<FixtureUpstream> {
-  const server: LegacyServerHandle = await startLegacyServer({ transport: 'streamable-http' });
+  const server: SessionServerHandle = await startSessionServer({ transport: 'streamable-http' });
   const config = configFor(server.url, tasks);
   const upstream = new Upstream(config.upstreams[0]!, silentLogger, NO_CLIENTS, { version: 'test', events, adapters: UPSTREAM_ADAPTERS });
   await upstream.start();

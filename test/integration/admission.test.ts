@@ -12,7 +12,7 @@ import { before, describe, test } from 'node:test';
 import { Agent, request as httpRequest } from 'undici';
 import { abusiveFixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, logEntries, suiteScope, testScope, textOf, type Json } from '../helpers/harness.js';
-import { modern, MODERN_VERSION, sseMessages, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/modern-wire.js';
+import { modern, STATELESS_VERSION, sseMessages, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/stateless-wire.js';
 
 const MiB = 1024 * 1024;
 const KEYS: Record<string, string> = Object.fromEntries(
@@ -70,7 +70,7 @@ async function refusalOf(response: Response): Promise<Refusal> {
   return { status: response.status, retryAfter: response.headers.get('retry-after'), error: body.error };
 }
 
-function modernRefusal(answer: ModernResponse): Refusal {
+function statelessRefusal(answer: ModernResponse): Refusal {
   const retryAfter = answer.headers['retry-after'];
   return { status: answer.status, retryAfter: typeof retryAfter === 'string' ? retryAfter : null, error: answer.error as Refusal['error'] };
 }
@@ -179,7 +179,7 @@ describe('bytes in flight: listen.maxInflightBytesPerPrincipal (4 MiB) and liste
     const taskIds: string[] = [];
     try {
       for (let i = 0; i < 3; i++) taskIds.push(modernTaskId(await modernCall(gateway.url, 'carol')));
-      assertBudgetFull(modernRefusal(await modernCall(gateway.url, 'carol')), 'listen.maxInflightBytesPerPrincipal');
+      assertBudgetFull(statelessRefusal(await modernCall(gateway.url, 'carol')), 'listen.maxInflightBytesPerPrincipal');
 
       const got = await modern(gateway.url, 'tasks/get', { taskId: taskIds[0] }, { capabilities: TASKS_CAPABILITIES, headers: bearer('carol') });
       assert.equal(got.result?.status, 'working');
@@ -219,12 +219,12 @@ describe('bytes in flight: listen.maxInflightBytesPerPrincipal (4 MiB) and liste
     const held: [string, string][] = [];
     try {
       for (let i = 0; i < 3; i++) held.push(['dave', modernTaskId(await modernCall(gateway.url, 'dave'))]);
-      assertBudgetFull(modernRefusal(await modernCall(gateway.url, 'dave')), 'listen.maxInflightBytesPerPrincipal');
+      assertBudgetFull(statelessRefusal(await modernCall(gateway.url, 'dave')), 'listen.maxInflightBytesPerPrincipal');
       // Another principal is not affected by dave's budget...
       for (let i = 0; i < 3; i++) held.push(['erin', modernTaskId(await modernCall(gateway.url, 'erin'))]);
       // ...but seven calls fill the gateway's: frank's second call is refused by the total, not by his own budget.
       held.push(['frank', modernTaskId(await modernCall(gateway.url, 'frank'))]);
-      assertBudgetFull(modernRefusal(await modernCall(gateway.url, 'frank')), 'listen.maxInflightBytes');
+      assertBudgetFull(statelessRefusal(await modernCall(gateway.url, 'frank')), 'listen.maxInflightBytes');
       // A small call is still served out of the total's reserve.
       held.push(['frank', modernTaskId(await modernCall(gateway.url, 'frank', {}))]);
       const discovered = await modern(gateway.url, 'server/discover', {}, { headers: bearer('frank') });
@@ -299,14 +299,14 @@ function discoverRequest(who: string): string {
     jsonrpc: '2.0',
     id: 1,
     method: 'server/discover',
-    params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'held', version: '1' } } },
+    params: { _meta: { 'io.modelcontextprotocol/protocolVersion': STATELESS_VERSION, 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'held', version: '1' } } },
   });
   return [
     'POST /mcp HTTP/1.1',
     'Host: 127.0.0.1',
     'Content-Type: application/json',
     'Accept: application/json, text/event-stream',
-    `MCP-Protocol-Version: ${MODERN_VERSION}`,
+    `MCP-Protocol-Version: ${STATELESS_VERSION}`,
     'Mcp-Method: server/discover',
     `Authorization: Bearer ${KEYS[who] ?? ''}`,
     `Content-Length: ${Buffer.byteLength(body)}`,
@@ -477,7 +477,7 @@ describe('streams: sessions.maxStreamsPerPrincipal (2)', { timeout: 60_000 }, ()
       // A POST whose answer may stream is one too.
       tooMany(await refusalOf(await legacyPost(gateway.url, 'alice', sessions[2] as string, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } })));
       const listen = await modern(gateway.url, 'subscriptions/listen', { notifications: { toolsListChanged: true } }, { headers: bearer('alice'), id: 9 });
-      tooMany(modernRefusal(listen));
+      tooMany(statelessRefusal(listen));
       assert.equal(listen.response.id, 9, 'the listen request was read: its id is answered');
 
       // Another principal opens streams of its own.

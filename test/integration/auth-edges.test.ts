@@ -20,7 +20,7 @@ import { TOKEN_FAULTS } from '../../src/http/access-token.js';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
 import { eventually, logEntries, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, openListen, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { modern, openListen, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { bearer, INITIALIZE, post } from '../helpers/auth-requests.js';
 import { oauthGateway } from '../helpers/oauth-gateway.js';
 import { sharedRedisStore } from '../helpers/shared-redis.js';
@@ -364,8 +364,8 @@ describe('access is checked again when a stored task is read', () => {
     const scope = testScope(t);
     // Made and finished where alice may use slow and slow_compute.
     const alice = await scope.plainClient(granting.url, { headers: bearer(ALICE_KEY) });
-    const legacyTask = (await alice.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema)).task.taskId;
-    assert.match(textOf(await alice.experimental.tasks.getTaskResult(legacyTask, CallToolResultSchema)), /sleptMs/);
+    const sessionTask = (await alice.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema)).task.taskId;
+    assert.match(textOf(await alice.experimental.tasks.getTaskResult(sessionTask, CallToolResultSchema)), /sleptMs/);
     const modernCreated = await modern(granting.url, 'tools/call', { name: 'slow', arguments: { ms: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
     const modernTask = modernCreated.result?.taskId as string;
     assert.equal(typeof modernTask, 'string', JSON.stringify(modernCreated.response));
@@ -383,14 +383,14 @@ describe('access is checked again when a stored task is read', () => {
     const unknownId = 'f'.repeat(32);
     const unknownAnswer = await aliceThere.experimental.tasks.getTask(unknownId).then(() => 'found', (error: Error) => error.message);
     for (const read of [
-      () => aliceThere.experimental.tasks.getTaskResult(legacyTask, CallToolResultSchema),
-      () => aliceThere.experimental.tasks.getTask(legacyTask),
-      () => aliceThere.experimental.tasks.cancelTask(legacyTask),
+      () => aliceThere.experimental.tasks.getTaskResult(sessionTask, CallToolResultSchema),
+      () => aliceThere.experimental.tasks.getTask(sessionTask),
+      () => aliceThere.experimental.tasks.cancelTask(sessionTask),
     ]) {
       const answer = await read().then(() => 'found', (error: Error) => error.message);
       assert.equal(answer, unknownAnswer, 'answered exactly like an unknown id');
     }
-    assert.ok(!(await aliceThere.experimental.tasks.listTasks()).tasks.some((task) => task.taskId === legacyTask));
+    assert.ok(!(await aliceThere.experimental.tasks.listTasks()).tasks.some((task) => task.taskId === sessionTask));
 
     const modernRead = async (taskId: string) => modern(revoking.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
     const hidden = await modernRead(modernTask);
@@ -406,9 +406,9 @@ describe('access is checked again when a stored task is read', () => {
     // The same store serves bob's task there, and alice's where her rules still allow it: it is the rules that hide.
     const bobThere = await scope.plainClient(revoking.url, { headers: bearer(BOB_KEY) });
     assert.match(textOf(await bobThere.experimental.tasks.getTaskResult(bobTask, CallToolResultSchema)), /sleptMs/);
-    assert.match(textOf(await alice.experimental.tasks.getTaskResult(legacyTask, CallToolResultSchema)), /sleptMs/);
-    await eventually(() => logEntries(revoking).some((entry) => entry.audit === 'access.denied' && entry.task === legacyTask));
-    const denial = logEntries(revoking).find((entry) => entry.audit === 'access.denied' && entry.task === legacyTask);
+    assert.match(textOf(await alice.experimental.tasks.getTaskResult(sessionTask, CallToolResultSchema)), /sleptMs/);
+    await eventually(() => logEntries(revoking).some((entry) => entry.audit === 'access.denied' && entry.task === sessionTask));
+    const denial = logEntries(revoking).find((entry) => entry.audit === 'access.denied' && entry.task === sessionTask);
     assert.equal(denial?.principal, 'key:alice');
     assert.equal(denial?.name, 'slow');
   });

@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { AuthServer } from '../fixtures/auth-server.js';
 import { eventually, logEntries, suiteScope, testScope, textOf, type Json, type TestGateway } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { bearer, INITIALIZE, post } from '../helpers/auth-requests.js';
 import { oauthGateway } from '../helpers/oauth-gateway.js';
 import { twoReplicas } from '../helpers/replicas.js';

@@ -6,8 +6,8 @@ import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { suiteScope, testScope, textOf, type Json, type TestGateway } from '../helpers/harness.js';
-import { modern, sseMessages, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
-import { LegacyWire } from '../helpers/legacy-wire.js';
+import { modern, sseMessages, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { SessionWire } from '../helpers/session-wire.js';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const RESULT_TOOL = 'taskgate_task_result';
@@ -150,7 +150,7 @@ describe('plainCalls: background', () => {
   });
 
   test('a client listening nowhere: task_status says what is asked; task_result puts the question on its own stream', async () => {
-    const wire = new LegacyWire({ elicitation: {} });
+    const wire = new SessionWire({ elicitation: {} });
     await wire.initialize(gateway.url);
     const answer = await wire.request(gateway.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'b.txt', delayMs: 800 } });
     const taskId = handleOf(answer.result as Json);

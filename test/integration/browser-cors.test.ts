@@ -13,7 +13,7 @@ import { describe, test } from 'node:test';
 import { request } from 'undici';
 import { chromiumPath } from '../helpers/dashboard-browser.js';
 import { testScope, type TestScope } from '../helpers/harness.js';
-import { MODERN_VERSION } from '../helpers/modern-wire.js';
+import { STATELESS_VERSION } from '../helpers/stateless-wire.js';
 
 type Json = Record<string, unknown>;
 
@@ -176,7 +176,7 @@ describe('browser clients through CORS (headless Chromium)', () => {
     chromiumPath();
     const scope = testScope(t);
     let gatewayUrl = '';
-    const page = await servePage(scope, '127.0.0.1', () => pageScript(gatewayUrl, API_KEY, MODERN_VERSION));
+    const page = await servePage(scope, '127.0.0.1', () => pageScript(gatewayUrl, API_KEY, STATELESS_VERSION));
     gatewayUrl = await corsGateway(scope, page.origin);
     assert.notEqual(new URL(gatewayUrl).origin, page.origin, 'the page must be cross-origin to the gateway');
     openInChromium(scope, `${page.origin}/`);
@@ -207,7 +207,7 @@ describe('browser clients through CORS (headless Chromium)', () => {
     let gatewayUrl = '';
     const listed = await servePage(scope, '127.0.0.1', () => '');
     // A loopback origin passes the gateway's Origin guard when it is bound to loopback: only CORS stops this page.
-    const other = await servePage(scope, '127.0.0.2', () => pageScript(gatewayUrl, API_KEY, MODERN_VERSION));
+    const other = await servePage(scope, '127.0.0.2', () => pageScript(gatewayUrl, API_KEY, STATELESS_VERSION));
     gatewayUrl = await corsGateway(scope, listed.origin);
     openInChromium(scope, `${other.origin}/`);
 

@@ -13,9 +13,9 @@ import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import type { GatewayEventMap } from '../../src/events.js';
 import { fixtureCommand, freePort, GATEWAY_CLI_PATH, REPO_ROOT, startChild, waitForHttp200, type ChildHandle } from '../fixtures/spawn.js';
-import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
+import { createdTaskId, SessionWire } from '../helpers/session-wire.js';
 import { logEntries, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, openListen } from '../helpers/modern-wire.js';
+import { modern, openListen } from '../helpers/stateless-wire.js';
 import { bounded as boundedBy, nextEvent as announced } from '../helpers/waits.js';
 
 const HANG_MS = 30_000;
@@ -161,7 +161,7 @@ describe('config reload (in-process)', () => {
     const scope = testScope(t);
     const config = { upstreams: { a: stdioUpstream('a_'), b: stdioUpstream('b_') }, tasks: { defaults: { mode: 'optional' } } };
     const gateway = await scope.gateway({ ...config, replicas: { drainTimeoutMs: 500 } });
-    const wire = new LegacyWire();
+    const wire = new SessionWire();
     await wire.initialize(gateway.url);
     const created = await wire.request(gateway.url, 'tools/call', { name: 'b_slow', arguments: { ms: 600_000 }, task: { ttl: 600_000 } });
     const taskId = createdTaskId(created);

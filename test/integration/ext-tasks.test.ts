@@ -8,7 +8,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { createTaskSessionFromClient, type ApplicationInputRequest, type ApplicationInputResult } from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { suiteScope, type Json, type TestGateway } from '../helpers/harness.js';
-import { modern, MODERN_VERSION, TASKS_EXTENSION } from '../helpers/modern-wire.js';
+import { modern, STATELESS_VERSION, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
 
 const CLIENT_INFO = { name: 'taskgate-ext-tasks-test', version: '1.0.0' };
 const CLIENT_CAPABILITIES = { elicitation: { form: {} }, extensions: { [TASKS_EXTENSION]: {} } };
@@ -42,14 +42,14 @@ describe('the v2 SDK client with ext-tasks through the gateway (2026-07-28 Tasks
         rules: [{ match: 'test_simple_text', mode: 'forbidden' }],
       },
     });
-    client = new Client(CLIENT_INFO, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: MODERN_VERSION } } });
+    client = new Client(CLIENT_INFO, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: STATELESS_VERSION } } });
     scope.defer(() => client.close());
     await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
     assert.equal(client.getProtocolEra(), 'modern');
     session = createTaskSessionFromClient(client, {
       endpointId: 'taskgate-test',
       rawDispatch: rawDispatch(gateway.url),
-      v2RequestFraming: { protocolVersion: MODERN_VERSION, clientInfo: CLIENT_INFO, clientCapabilities: CLIENT_CAPABILITIES },
+      v2RequestFraming: { protocolVersion: STATELESS_VERSION, clientInfo: CLIENT_INFO, clientCapabilities: CLIENT_CAPABILITIES },
       onInputRequest: async <T extends ApplicationInputRequest>(request: T): Promise<ApplicationInputResult<T>> => {
         asked.push(request);
         return { action: 'accept', content: { confirm: true } } as unknown as ApplicationInputResult<T>;

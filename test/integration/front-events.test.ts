@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import type { GatewayEventMap, GatewayEventName, GatewayEvents } from '../../src/events.js';
 import { abusiveFixtureCommand } from '../fixtures/spawn.js';
 import { testScope, type Json } from '../helpers/harness.js';
-import { modern, modernRequest, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { modern, modernRequest, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 const LEGACY = '2025-11-25';
 /** Only against hangs: every wait below ends with the event it waits for. */

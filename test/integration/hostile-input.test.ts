@@ -7,8 +7,8 @@ import { before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, fixtureExecutions, logEntries, suiteScope, testScope, type Json } from '../helpers/harness.js';
-import { modern, MODERN_VERSION, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
-import { createdTaskId } from '../helpers/legacy-wire.js';
+import { modern, STATELESS_VERSION, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { createdTaskId } from '../helpers/session-wire.js';
 import { twoReplicaProcesses } from '../helpers/replicas.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
@@ -194,8 +194,8 @@ describe('hostile input against a gateway process bound to loopback', () => {
       assert.equal(errorOf(legacy).code, -32600);
       assert.match(String(errorOf(legacy).message), /nested deeper than 32 levels \(listen\.maxJsonDepth\)/);
       assert.doesNotMatch(String(errorOf(legacy).message), /Upstream/);
-      const modernBody = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"x":${deep(depth)}},"_meta":{"io.modelcontextprotocol/protocolVersion":"${MODERN_VERSION}","io.modelcontextprotocol/clientCapabilities":{}}}}`;
-      const current = await post(gateway.url, modernBody, { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'echo' });
+      const modernBody = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"x":${deep(depth)}},"_meta":{"io.modelcontextprotocol/protocolVersion":"${STATELESS_VERSION}","io.modelcontextprotocol/clientCapabilities":{}}}}`;
+      const current = await post(gateway.url, modernBody, { 'mcp-protocol-version': STATELESS_VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'echo' });
       assert.equal(current.status, 400, show(current));
       assert.equal(errorOf(current).code, -32600);
     }

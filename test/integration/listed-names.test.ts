@@ -12,7 +12,7 @@ import { request } from 'undici';
 import { MISS_REFRESH_INTERVAL_MS } from '../../src/gateway/listed-refresh.js';
 import { REPO_ROOT, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, suiteScope, testScope, textOf, type Json } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES, type ModernOptions } from '../helpers/modern-wire.js';
+import { modern, TASKS_CAPABILITIES, type ModernOptions } from '../helpers/stateless-wire.js';
 
 const NAMES_FIXTURE = join(REPO_ROOT, 'test/fixtures/names-server.ts');
 

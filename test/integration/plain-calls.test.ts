@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { suiteScope, testScope, textOf, type Json, type TestGateway } from '../helpers/harness.js';
-import { modern } from '../helpers/modern-wire.js';
+import { modern } from '../helpers/stateless-wire.js';
 
 describe('keep-alive progress for plain tool calls', () => {
   const scope = suiteScope();

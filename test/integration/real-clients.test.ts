@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
-import { startModernServer } from '../fixtures/modern-server.js';
+import { startStatelessServer } from '../fixtures/stateless-server.js';
 import { fixtureCommand } from '../fixtures/spawn.js';
 import { eventually, logEntries, testScope, type Json } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 /** One sample's value from Prometheus text (0 when the series is absent). */
 async function sample(baseUrl: string, name: string, labels: Record<string, string>): Promise<number> {
@@ -75,7 +75,7 @@ test('tasks/get, tasks/update and tasks/cancel without Mcp-Name are served, coun
 
 test('a 2026-07-28 upstream without listen streams is asked once; its own task shows running on it, audited, until it ends', async (t) => {
   const scope = testScope(t);
-  const upstream = await startModernServer({ legacy: false, nativeTasks: true, noListen: true });
+  const upstream = await startStatelessServer({ legacy: false, nativeTasks: true, noListen: true });
   scope.defer(() => upstream.close());
   const gateway = await scope.spawnGateway({
     config: { upstreams: { up: { transport: 'streamable-http', url: upstream.url } }, log: { level: 'info' } },

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { eventually, testScope, textOf, type Json } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { ownRedis } from '../helpers/redis-server.js';
 
 test('Redis stopped and restarted mid-task: prompt store errors meanwhile, the result is written when it is back', async (t) => {

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { fixtureCommand } from '../fixtures/spawn.js';
 import { eventually, testScope, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
-import { LegacyWire } from '../helpers/legacy-wire.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { SessionWire } from '../helpers/session-wire.js';
 import { twoReplicas } from '../helpers/replicas.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from '../helpers/redis-topologies.js';
 
@@ -82,7 +82,7 @@ describe('gateway replicas on Redis Cluster and Sentinel', () => {
     const scope = testScope(t);
     const [a, b] = await replicasOn(scope, await storeOf('sentinel'));
     const set = await (sentinelSet as Promise<SentinelSet>);
-    const session = new LegacyWire();
+    const session = new SessionWire();
     await session.initialize(a.url);
 
     const acknowledged: string[] = [];

@@ -14,8 +14,8 @@ import { test } from 'node:test';
 import { Agent, request as httpRequest } from 'undici';
 import { spawnFixture, spawnGateway, type FixtureChild, type GatewayChild } from '../fixtures/spawn.js';
 import { fixtureExecutions, type Json } from '../helpers/harness.js';
-import { modernRequest, sseMessages, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
-import { LEGACY_PROTOCOL, legacyHeaders } from '../helpers/legacy-wire.js';
+import { modernRequest, sseMessages, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { LEGACY_PROTOCOL, legacyHeaders } from '../helpers/session-wire.js';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.js';
 
 const TASKS = 1000;

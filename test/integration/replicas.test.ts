@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fixtureCommand, spawnFixture, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, fixtureExecutions, testScope, type Json } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
-import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
+import { createdTaskId, SessionWire } from '../helpers/session-wire.js';
 
 const PREFIX = redisTestPrefix('replicas');
 const LEASE_MS = 1000;
@@ -135,7 +135,7 @@ describe('limits across replicas', () => {
   test('maxTasksPerPrincipal counts the tasks a principal holds on every replica', async () => {
     const limited = { tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100, maxTasksPerPrincipal: 1 } } };
     await withTwoReplicas(limited, async (a, b) => {
-      const wire = new LegacyWire();
+      const wire = new SessionWire();
       await wire.initialize(a.url);
       const call = (url: string): Promise<Json> => wire.request(url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 1, label: 'principal' }, task: {} });
       const first = await call(a.url);
@@ -198,10 +198,10 @@ describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still wai
     let c: GatewayChild | undefined;
     try {
       const modernTask = await slowTask(a.url, 'slow_compute', 2, 'retry-modern');
-      const wire = new LegacyWire();
+      const wire = new SessionWire();
       await wire.initialize(b.url);
       const created = await wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'retry-legacy' }, task: {} });
-      const legacyTask = createdTaskId(created);
+      const sessionTask = createdTaskId(created);
       await eventually(async () => {
         const counts = await fixtureExecutions(upstreamUrl);
         return counts['retry-modern'] === 1 && counts['retry-legacy'] === 1;
@@ -211,7 +211,7 @@ describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still wai
       await a.exited;
       const modernDone = await settled(b.url, modernTask, 20 * LEASE_MS);
       assert.equal(modernDone.status, 'completed', JSON.stringify(modernDone));
-      const legacyDone = await wire.request(b.url, 'tasks/result', { taskId: legacyTask });
+      const legacyDone = await wire.request(b.url, 'tasks/result', { taskId: sessionTask });
       assert.match(JSON.stringify(legacyDone.result), /slow_compute \(retry-legacy\) finished/);
       const counts = await fixtureExecutions(upstreamUrl);
       assert.equal(counts['retry-modern'], 2, 'ran once on A, once more on B');
@@ -249,7 +249,7 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
 
   test('a session alternates replicas: created on A, listed, tasked, polled, read and ended through either', async () => {
     await withTwoReplicas({}, async (a, b) => {
-      const wire = new LegacyWire();
+      const wire = new SessionWire();
       await wire.initialize(a.url);
       const tools = (await wire.request(b.url, 'tools/list')).result as Json;
       assert.ok((tools.tools as Json[]).some((t) => t.name === 'slow_compute'));
@@ -271,7 +271,7 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
 
   test('a task running on A asks the client through the tasks/result stream open on B; the answer POSTed to B reaches A', async () => {
     await withTwoReplicas({}, async (a, b) => {
-      const wire = new LegacyWire({ elicitation: {} });
+      const wire = new SessionWire({ elicitation: {} });
       await wire.initialize(a.url);
       const created = await wire.request(a.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'notes.txt', delayMs: 1000 }, task: {} });
       const taskId = createdTaskId(created);
@@ -296,7 +296,7 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
 
   test('a task running on A asks while its client listens nowhere: input_required, and tasks/result on B gets the question', async () => {
     await withTwoReplicas({}, async (a, b) => {
-      const wire = new LegacyWire({ elicitation: {} });
+      const wire = new SessionWire({ elicitation: {} });
       await wire.initialize(a.url);
       const created = await wire.request(a.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'nowhere.txt', delayMs: 200 }, task: {} });
       const taskId = createdTaskId(created);
@@ -315,7 +315,7 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
     const a = await replica();
     const b = await replica();
     try {
-      const wire = new LegacyWire();
+      const wire = new SessionWire();
       await wire.initialize(b.url);
       const listening = await wire.listen(b.url);
       const created = await wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label: 'told' }, task: {} });
@@ -334,7 +334,7 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
 
   test('Last-Event-ID on B resumes a POST stream held by A: the missed events and the result arrive through B', async () => {
     await withTwoReplicas({}, async (a, b) => {
-      const wire = new LegacyWire();
+      const wire = new SessionWire();
       await wire.initialize(a.url);
       const call = await wire.start(a.url, 'tools/call', { name: 'slow', arguments: { ms: 900, steps: 3 }, _meta: { progressToken: 'p1' } });
       await eventually(() => call.eventIds.length > 0);
@@ -351,7 +351,7 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
 
   test('notifications/cancelled sent to B stops the call running on A', async () => {
     await withTwoReplicas({}, async (a, b) => {
-      const wire = new LegacyWire();
+      const wire = new SessionWire();
       await wire.initialize(b.url);
       const call = await wire.start(a.url, 'tools/call', { name: 'slow', arguments: { ms: 30_000 } });
       await eventually(() => call.eventIds.length > 0); // the call runs (its stream is open)
@@ -380,7 +380,7 @@ describe('background tasks (plainCalls: background) across replicas', () => {
 
   test('2025: the call runs on A while its client listens nowhere; task_result on B gets the question, and the answer reaches A', async () => {
     await withTwoReplicas(BACKGROUND, async (a, b) => {
-      const wire = new LegacyWire({ elicitation: {} });
+      const wire = new SessionWire({ elicitation: {} });
       await wire.initialize(a.url);
       const answer = await wire.request(a.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'r.txt', delayMs: 600 } });
       const taskId = handleOf(answer.result);

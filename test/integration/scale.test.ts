@@ -11,8 +11,8 @@ import { RedisTaskStore } from '../../src/store/redis-task-store.js';
 import { IDS_PER_SCRIPT_CALL, isTerminal, newTaskId, type NewTask, type TaskRecord } from '../../src/store/task-store.js';
 import { fixtureCommand } from '../fixtures/spawn.js';
 import { eventually, fixtureExecutions, logEntries, testScope, textOf, type Json } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
-import { createdTaskId, LegacyWire } from '../helpers/legacy-wire.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { createdTaskId, SessionWire } from '../helpers/session-wire.js';
 import { ownRedis } from '../helpers/redis-server.js';
 import { twoReplicaProcesses } from '../helpers/replicas.js';
 import { deleteRedisPrefixes, TEST_REDIS_URL } from '../helpers/shared-redis.js';
@@ -232,7 +232,7 @@ describe('replicas.maxRunningTasks', () => {
       tasks: { defaults: { mode: 'optional', taskAfterMs: 0 } },
       replicas: { maxRunningTasks: 2, drainTimeoutMs: 0 },
     });
-    const wire = new LegacyWire();
+    const wire = new SessionWire();
     await wire.initialize(gateway.url);
     const call = (label: string): Promise<Json> => wire.request(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label }, task: {} });
     const first = createdTaskId(await call('cap-1'));
@@ -287,11 +287,11 @@ describe('maxTasksPerPrincipal without auth: one anonymous principal', () => {
     const scope = testScope(t);
     const upstream = await scope.upstream('stdio');
     const gateway = await scope.gateway({ upstreams: { fx: upstream.config }, tasks: { defaults: { mode: 'optional', taskAfterMs: 0, maxTasksPerPrincipal: 2 } } });
-    const sessions = [new LegacyWire(), new LegacyWire(), new LegacyWire()];
+    const sessions = [new SessionWire(), new SessionWire(), new SessionWire()];
     for (const session of sessions) await session.initialize(gateway.url);
-    const call = (session: LegacyWire, label: string): Promise<Json> =>
+    const call = (session: SessionWire, label: string): Promise<Json> =>
       session.request(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label }, task: {} });
-    const [a, b, c] = sessions as [LegacyWire, LegacyWire, LegacyWire];
+    const [a, b, c] = sessions as [SessionWire, SessionWire, SessionWire];
     const fromA = createdTaskId(await call(a, 'anon-a'));
     createdTaskId(await call(b, 'anon-b'));
     const full = /Too many unfinished tasks: clients without authentication \(counted together\) already have 2 \(maxTasksPerPrincipal: 2\)/;

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { abusiveFixtureCommand, spawnAbusiveFixture, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, logEntries, testScope, textOf, type Json, type TestScope } from '../helpers/harness.js';
-import { modernRequest } from '../helpers/modern-wire.js';
+import { modernRequest } from '../helpers/stateless-wire.js';
 
 const MiB = 1024 * 1024;
 const FLOOD_WAIT_MS = 120_000;

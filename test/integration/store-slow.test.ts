@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { eventually, fixtureUpstream, testScope } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/modern-wire.js';
+import { modern, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/stateless-wire.js';
 import { ownRedis } from '../helpers/redis-server.js';
 
 async function readyz(origin: string): Promise<{ status: number; body: { ready: boolean; store: { ok: boolean; error?: string } } }> {

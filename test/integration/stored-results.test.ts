@@ -9,7 +9,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { abusiveFixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, suiteScope, textOf, type Json } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { bearer } from '../helpers/auth-requests.js';
 import { sharedRedisStore } from '../helpers/shared-redis.js';
 

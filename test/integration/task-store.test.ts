@@ -862,17 +862,17 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
       const [seconds] = await store.redis.time();
       const nowMs = Number(seconds) * 1000;
       // As the earlier release's lease.lua wrote them: a deadline per task, and its owner.
-      await store.redis.zadd(keys.legacyRunning(), nowMs - 5_000, ranOut, nowMs + 60_000, ahead, nowMs - 5_000, ended);
+      await store.redis.zadd(keys.runningByLeaseDeadline(), nowMs - 5_000, ranOut, nowMs + 60_000, ahead, nowMs - 5_000, ended);
       await store.redis.hset(keys.runningOwners(), ranOut, 'old-replica', ahead, 'old-replica', ended, 'old-replica');
-      assert.ok(keys.legacyRunning().includes('{running}') && keys.replicasAlive().includes('{running}'), 'one Cluster slot');
+      assert.ok(keys.runningByLeaseDeadline().includes('{running}') && keys.replicasAlive().includes('{running}'), 'one Cluster slot');
       await store.unlease(ended);
       assert.deepEqual(await store.takeOrphans(10, 'new-replica', 60_000), [{ taskId: ranOut, owner: 'old-replica' }]);
       assert.equal(await store.redis.hget(keys.runningOwners(), ranOut), 'new-replica');
       assert.equal(await store.redis.sismember(keys.runningOf('new-replica'), ranOut), 1);
-      assert.deepEqual(await store.redis.zrange(keys.legacyRunning(), '0', '-1'), [ahead]);
+      assert.deepEqual(await store.redis.zrange(keys.runningByLeaseDeadline(), '0', '-1'), [ahead]);
       await store.unlease(ahead);
       await store.unlease(ranOut);
-      assert.equal(await store.redis.zcard(keys.legacyRunning()), 0);
+      assert.equal(await store.redis.zcard(keys.runningByLeaseDeadline()), 0);
       assert.equal(await store.redis.hlen(keys.runningOwners()), 0);
       assert.equal(await store.redis.scard(keys.runningOf('new-replica')), 0);
       await store.close();

@@ -9,9 +9,9 @@ import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import { startGateway, StartupConfigError } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
-import { fixtureCommand, spawnModernFixture } from '../fixtures/spawn.js';
+import { fixtureCommand, spawnStatelessFixture } from '../fixtures/spawn.js';
 import { eventually, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern } from '../helpers/modern-wire.js';
+import { modern } from '../helpers/stateless-wire.js';
 
 const SELECTION = {
   tools: {
@@ -181,7 +181,7 @@ describe('tool selection with one upstream and no prefix', () => {
 describe('tool selection in front of a 2026-07-28 upstream', () => {
   test('renamed tools reach the upstream under their own name (its Mcp-Name and Mcp-Param-* checks pass); excluded ones never do', async (t) => {
     const scope = testScope(t);
-    const upstream = await spawnModernFixture({ modernOnly: true });
+    const upstream = await spawnStatelessFixture({ modernOnly: true });
     scope.defer(() => upstream.kill());
     const gateway = await scope.gateway({
       upstreams: {

@@ -4,17 +4,17 @@
 // that holds no JSON-RPC answer fails the call, on either upstream client, saying what came instead.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
-import { startModernServer } from '../fixtures/modern-server.js';
+import { startStatelessServer } from '../fixtures/stateless-server.js';
 import { spawnAbusiveFixture, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, logEntries, suiteScope, textOf, type Json } from '../helpers/harness.js';
-import { modern } from '../helpers/modern-wire.js';
+import { modern } from '../helpers/stateless-wire.js';
 
 describe('a 2026-07-28 upstream answering with several JSON values in one body', () => {
   const scope = suiteScope();
   let gateway: GatewayChild;
 
   before(async () => {
-    const fixture = await startModernServer({ legacy: false, jsonBodies: true });
+    const fixture = await startStatelessServer({ legacy: false, jsonBodies: true });
     scope.defer(() => fixture.close());
     gateway = await scope.spawnGateway({ config: { upstreams: { everything: { url: fixture.url, protocol: 'modern' } }, log: { level: 'info' } } });
   });

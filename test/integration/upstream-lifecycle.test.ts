@@ -11,7 +11,7 @@ import { startGateway, type RunningGateway } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
 import { freePort } from '../fixtures/spawn.js';
 import { testScope, type Json, type TestScope } from '../helpers/harness.js';
-import { modern } from '../helpers/modern-wire.js';
+import { modern } from '../helpers/stateless-wire.js';
 import { assertGone, pidFiles as pidDirectory, running, STUBBORN, type PidFiles } from '../helpers/stubborn-children.js';
 import { bounded, HANG_MS, nextEvent as announced } from '../helpers/waits.js';
 

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { describe, test, before } from 'node:test';
 import { abusiveFixtureCommand, spawnAbusiveFixture, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, logEntries, suiteScope, textOf, type Json, type TestScope } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 const MiB = 1024 * 1024;
 const LIMIT = MiB;

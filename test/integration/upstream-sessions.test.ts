@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, test } from 'node:test';
-import { createLegacyStreamableHttpHandler, startLegacyServer, type LegacyServerHandle } from '../fixtures/legacy-server.js';
+import { createSessionStreamableHttpHandler, startSessionServer, type SessionServerHandle } from '../fixtures/session-server.js';
 import { eventually, logEntries, testScope, textOf, type Json } from '../helpers/harness.js';
 import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 
@@ -16,8 +16,8 @@ const PREFIX = redisTestPrefix('upstream-sessions');
 const LEASE_MS = 1000;
 
 /** The legacy fixture over Streamable HTTP in this process (so its session counts are at hand). */
-async function countingUpstream(scope: { defer(stop: () => unknown): void }): Promise<LegacyServerHandle & { counts(): { opened: number; deleted: number; open: number } }> {
-  const server = await startLegacyServer({ transport: 'streamable-http' });
+async function countingUpstream(scope: { defer(stop: () => unknown): void }): Promise<SessionServerHandle & { counts(): { opened: number; deleted: number; open: number } }> {
+  const server = await startSessionServer({ transport: 'streamable-http' });
   scope.defer(() => server.close());
   return { ...server, counts: () => server.sessionCounts() ?? { opened: 0, deleted: 0, open: 0 } };
 }
@@ -127,7 +127,7 @@ async function rawUpstream(
   scope: { defer(stop: () => unknown): void },
   options: { resetFirstLarge?: boolean },
 ): Promise<{ url: string; calls: () => number; resets: () => number; endedByGateway: () => number }> {
-  const handler = createLegacyStreamableHttpHandler();
+  const handler = createSessionStreamableHttpHandler();
   let calls = 0;
   let resets = 0;
   let endedByGateway = 0;

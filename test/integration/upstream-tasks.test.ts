@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { Client as StatelessClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { createTaskSessionFromClient, type ApplicationInputRequest, type ApplicationInputResult } from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { freePort, REPO_ROOT, startChild } from '../fixtures/spawn.js';
 import { eventually, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, modernRequest, MODERN_VERSION, sseMessages, TASKS_EXTENSION } from '../helpers/modern-wire.js';
+import { modern, modernRequest, STATELESS_VERSION, sseMessages, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
 
 const require = createRequire(import.meta.url);
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
@@ -67,7 +67,7 @@ async function oldSession(url: string): Promise<(method: string, params?: Json) 
 /** The v2 client with ext-tasks, as applications use the Tasks extension; it answers elicitations with `content`. */
 async function extTasksSession(url: string, content: Json) {
   const info = { name: 'upstream-tasks-ext', version: '1.0.0' };
-  const client = new ModernClient(info, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: MODERN_VERSION } } });
+  const client = new StatelessClient(info, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: STATELESS_VERSION } } });
   await client.connect(new ModernTransport(new URL(url)));
   const asked: ApplicationInputRequest[] = [];
   const session = createTaskSessionFromClient(client, {
@@ -79,7 +79,7 @@ async function extTasksSession(url: string, content: Json) {
       if (answer.error !== undefined) return { kind: 'error' as const, error: answer.error as never };
       return { kind: 'result' as const, result: answer.result as JsonValue };
     },
-    v2RequestFraming: { protocolVersion: MODERN_VERSION, clientInfo: info, clientCapabilities: { elicitation: { form: {} }, extensions: { [TASKS_EXTENSION]: {} } } },
+    v2RequestFraming: { protocolVersion: STATELESS_VERSION, clientInfo: info, clientCapabilities: { elicitation: { form: {} }, extensions: { [TASKS_EXTENSION]: {} } } },
     onInputRequest: async <T extends ApplicationInputRequest>(request: T): Promise<ApplicationInputResult<T>> => {
       asked.push(request);
       return { action: 'accept', content } as unknown as ApplicationInputResult<T>;
@@ -153,7 +153,7 @@ for (const transport of ['stdio', 'streamable-http'] as const) {
     });
 
     test('a 2026-07-28 client without the Tasks extension gets the report from a plain callTool', async (t) => {
-      const client = new ModernClient({ name: 'plain-2026', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: MODERN_VERSION } } });
+      const client = new StatelessClient({ name: 'plain-2026', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: STATELESS_VERSION } } });
       await client.connect(new ModernTransport(new URL(gateway.url)));
       testScope(t).defer(() => client.close());
       assert.equal(client.getProtocolEra(), 'modern');

@@ -11,7 +11,7 @@ import { before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { abusiveFixtureCommand, spawnAbusiveFixture, spawnFixture, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, logEntries, suiteScope, textOf, type Json, type TestScope } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/modern-wire.js';
+import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { parsePrometheus, sampleValue } from '../helpers/prometheus-text.js';
 
 type Variant = 'stdio' | 'streamable-http' | 'sse' | 'modern';

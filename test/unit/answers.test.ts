@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { asksForTask, RECENT_IDS, RecentIds } from '../../src/upstream/answers.js';
-import { createdTaskId } from '../../src/protocol/upstream-adapters.js';
+import { createdTaskId } from '../../src/protocol/revisions.js';
 
 describe('answer check', () => {
   it('a CreateTaskResult of either revision names its task; a tool result (with content) never does', () => {

@@ -7,7 +7,7 @@ import { effectiveMode } from '../../src/config/policy.js';
 import { mcpNameField, paramHeaders } from '../../src/protocol/mcp.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
-import { MCP_METHODS, WIRE_CODECS, WIRE_FIELDS } from '../../src/protocol/wire-revisions.js';
+import { MCP_METHODS, WIRE_CODECS, WIRE_FIELDS } from '../../src/protocol/revisions.js';
 import type { TaskRecord } from '../../src/store/task-store.js';
 import { PendingInputs } from '../../src/tasks/pending-inputs.js';
 
@@ -37,7 +37,7 @@ const RPC_ERROR = { code: -32603, message: 'upstream broke' };
 
 describe('2025-11-25 codec', () => {
   it('a Task carries ttl and pollInterval, ISO times, and a status message only when there is one', () => {
-    assert.deepEqual(rev2025.legacyTask(task()), {
+    assert.deepEqual(rev2025.sessionTask(task()), {
       taskId: 'task-1',
       status: 'working',
       ttl: 60_000,
@@ -45,16 +45,16 @@ describe('2025-11-25 codec', () => {
       lastUpdatedAt: '2026-11-24T10:00:00.500Z',
       pollInterval: 1000,
     });
-    assert.equal(rev2025.legacyTask(task({ status: 'input_required', message: 'asking' })).statusMessage, 'asking');
+    assert.equal(rev2025.sessionTask(task({ status: 'input_required', message: 'asking' })).statusMessage, 'asking');
   });
 
   it('a tool error is failed in this era: the status is the store\'s', () => {
-    assert.equal(rev2025.legacyTask(task({ status: 'failed', outcome: { result: TOOL_ERROR } })).status, 'failed');
+    assert.equal(rev2025.sessionTask(task({ status: 'failed', outcome: { result: TOOL_ERROR } })).status, 'failed');
   });
 
   it('CreateTaskResult wraps the Task; the immediate response goes in _meta only when configured', () => {
-    assert.deepEqual(rev2025.createTaskResult(task(), undefined), { task: rev2025.legacyTask(task()) });
-    assert.deepEqual(rev2025.createTaskResult(task(), ''), { task: rev2025.legacyTask(task()) });
+    assert.deepEqual(rev2025.createTaskResult(task(), undefined), { task: rev2025.sessionTask(task()) });
+    assert.deepEqual(rev2025.createTaskResult(task(), ''), { task: rev2025.sessionTask(task()) });
     assert.deepEqual(rev2025.createTaskResult(task(), 'running')._meta, { 'io.modelcontextprotocol/model-immediate-response': 'running' });
   });
 
@@ -72,10 +72,10 @@ describe('2025-11-25 codec', () => {
 
 describe('2026-07-28 codec', () => {
   it('every result gets resultType (the upstream\'s own is kept); lists and reads get private, stale caching hints', () => {
-    assert.deepEqual(rev2026.modernResult('tools/call', RESULT), { resultType: 'complete', ...RESULT });
-    assert.equal(rev2026.modernResult('tools/call', { resultType: 'input_required' }).resultType, 'input_required');
-    assert.deepEqual(rev2026.modernResult('tools/list', { tools: [] }), { resultType: 'complete', tools: [], ttlMs: 0, cacheScope: 'private' });
-    assert.deepEqual(rev2026.modernResult('resources/read', { contents: [], ttlMs: 5000, cacheScope: 'public' }), { resultType: 'complete', contents: [], ttlMs: 5000, cacheScope: 'public' });
+    assert.deepEqual(rev2026.statelessResult('tools/call', RESULT), { resultType: 'complete', ...RESULT });
+    assert.equal(rev2026.statelessResult('tools/call', { resultType: 'input_required' }).resultType, 'input_required');
+    assert.deepEqual(rev2026.statelessResult('tools/list', { tools: [] }), { resultType: 'complete', tools: [], ttlMs: 0, cacheScope: 'private' });
+    assert.deepEqual(rev2026.statelessResult('resources/read', { contents: [], ttlMs: 5000, cacheScope: 'public' }), { resultType: 'complete', contents: [], ttlMs: 5000, cacheScope: 'public' });
   });
 
   it('the flat CreateTaskResult: resultType task, ttlMs and pollIntervalMs, no wrapper', () => {
@@ -110,12 +110,12 @@ describe('2026-07-28 codec', () => {
     const inputRequests = { 'elicitation-1': { method: 'elicitation/create', params: { message: 'ok?' } } };
     assert.deepEqual(rev2026.detailedTask(task({ status: 'input_required', openRequests: inputRequests })).inputRequests, inputRequests);
     assert.equal(rev2026.detailedTask(task({ status: 'working', openRequests: inputRequests })).inputRequests, undefined);
-    assert.equal(rev2026.modernStatus(task({ status: 'cancelled' })), 'cancelled');
+    assert.equal(rev2026.statelessStatus(task({ status: 'cancelled' })), 'cancelled');
   });
 
   it('resource-not-found (-32002) does not exist in this revision: invalid params; other errors pass unchanged', () => {
-    assert.deepEqual(rev2026.modernOutcome('resources/read', { error: { code: -32002, message: 'Resource not found' } }), { error: { code: -32602, message: 'Resource not found' } });
-    assert.deepEqual(rev2026.modernOutcome('tools/call', { error: RPC_ERROR }), { error: RPC_ERROR });
+    assert.deepEqual(rev2026.statelessOutcome('resources/read', { error: { code: -32002, message: 'Resource not found' } }), { error: { code: -32602, message: 'Resource not found' } });
+    assert.deepEqual(rev2026.statelessOutcome('tools/call', { error: RPC_ERROR }), { error: RPC_ERROR });
   });
 
   it('an InputRequiredResult carries the questions and the signed state; acknowledgements are complete', () => {
@@ -278,11 +278,11 @@ describe('what each codec declares of its revision', () => {
     assert.deepEqual([...WIRE_FIELDS].sort(), [...rev2025.codec.wireFields, ...rev2026.codec.wireFields].sort());
     // The shapes themselves name them.
     const legacy = rev2025.codec.toolView({ name: 't' }, 'optional');
-    assert.ok(Object.keys(rev2025.legacyTask(task())).includes('ttl') && Object.keys(rev2025.legacyTask(task())).includes('pollInterval'));
+    assert.ok(Object.keys(rev2025.sessionTask(task())).includes('ttl') && Object.keys(rev2025.sessionTask(task())).includes('pollInterval'));
     assert.deepEqual(legacy.execution, { taskSupport: 'optional' });
     assert.ok(['resultType', 'ttlMs', 'pollIntervalMs'].every((field) => field in rev2026.createTaskResult(task())));
     assert.deepEqual(Object.keys(rev2026.inputRequiredResult({}, 'state')).sort(), ['inputRequests', 'requestState', 'resultType']);
     assert.ok('inputResponses' in rev2026.retryParams({}, {}, {}));
-    assert.equal(rev2026.modernResult('tools/list', {}).cacheScope, 'private');
+    assert.equal(rev2026.statelessResult('tools/list', {}).cacheScope, 'private');
   });
 });

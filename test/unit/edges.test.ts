@@ -11,9 +11,11 @@ import { mergePolicy, taskTiming } from '../../src/config/policy.js';
 import type { TaskPolicy } from '../../src/config/types.js';
 import { GatewayError, HeaderMismatch, InternalError, InvalidParams, InvalidRequest, MissingRequiredClientCapability, ResourceNotFound, UnsupportedProtocolVersion } from '../../src/errors.js';
 import type { JsonObject, JsonRpcRequest } from '../../src/jsonrpc.js';
-import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../../src/protocol/mcp.js';
+import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, TASKS_EXTENSION } from '../../src/protocol/mcp.js';
+import { STATELESS_VERSION } from '../../src/protocol/rev2026-07-28/codec.js';
+import { SUPPORTED_VERSIONS } from '../../src/protocol/revisions.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
-import { exchangeAnswer, legacyError, legacyErrorResponse, legacyFailure, legacyRefusal } from '../../src/protocol/rev2025-11-25/errors.js';
+import { exchangeAnswer, sessionError, sessionErrorResponse, sessionFailure, sessionRefusal } from '../../src/protocol/rev2025-11-25/errors.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
 import {
   checkParamHeaders,
@@ -23,11 +25,11 @@ import {
   readEnvelope,
   withoutEnvelope,
   withoutTasksExtension,
-  type ModernClient,
+  type StatelessClient,
 } from '../../src/protocol/rev2026-07-28/envelope.js';
-import { modernAnswerStatus, modernFailure, modernRefusal, withUri } from '../../src/protocol/rev2026-07-28/errors.js';
+import { statelessAnswerStatus, statelessFailure, statelessRefusal, withUri } from '../../src/protocol/rev2026-07-28/errors.js';
 import { paramsDigest, RequestStateCodec } from '../../src/protocol/rev2026-07-28/exchange.js';
-import { ANONYMOUS_PRINCIPAL, MODERN_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, sessionOfPrincipal, sessionPrincipal } from '../../src/tasks/principals.js';
+import { ANONYMOUS_PRINCIPAL, STATELESS_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, sessionOfPrincipal, sessionPrincipal } from '../../src/tasks/principals.js';
 
 /** An error as the HTTP server (not the gateway) throws it: a status of its own. */
 function httpError(message: string, statusCode?: number): Error & { statusCode?: number } {
@@ -63,122 +65,122 @@ describe('2026-07-28 requestState binds the request\'s params', () => {
 });
 
 describe('2025-11-25 error edge', () => {
-  it('legacyError: a GatewayError becomes its registry code, message and data', () => {
-    assert.deepEqual(legacyError(new GatewayError('session_not_found', 'Session not found')), { code: -32001, message: 'Session not found' });
-    assert.deepEqual(legacyError(new GatewayError('upstream_unavailable', 'down', { upstream: 'fx' })), { code: InternalError, message: 'down', data: { upstream: 'fx' } });
+  it('sessionError: a GatewayError becomes its registry code, message and data', () => {
+    assert.deepEqual(sessionError(new GatewayError('session_not_found', 'Session not found')), { code: -32001, message: 'Session not found' });
+    assert.deepEqual(sessionError(new GatewayError('upstream_unavailable', 'down', { upstream: 'fx' })), { code: InternalError, message: 'down', data: { upstream: 'fx' } });
   });
 
-  it('legacyError: an unexpected error becomes -32603 "Internal error: …" without its stack', () => {
-    const error = legacyError(new TypeError('boom'));
+  it('sessionError: an unexpected error becomes -32603 "Internal error: …" without its stack', () => {
+    const error = sessionError(new TypeError('boom'));
     assert.deepEqual(error, { code: InternalError, message: 'Internal error: boom' });
     assert.ok(!error.message.includes(' at '), 'no stack frames in the message');
-    assert.deepEqual(legacyError('not an Error'), { code: InternalError, message: 'Internal error: not an Error' });
+    assert.deepEqual(sessionError('not an Error'), { code: InternalError, message: 'Internal error: not an Error' });
   });
 
-  it('legacyErrorResponse: a JSON-RPC failure to the id (null when none), data kept', () => {
-    assert.deepEqual(legacyErrorResponse(7, new GatewayError('invalid_params', 'Invalid params: x', { field: 'x' })), {
+  it('sessionErrorResponse: a JSON-RPC failure to the id (null when none), data kept', () => {
+    assert.deepEqual(sessionErrorResponse(7, new GatewayError('invalid_params', 'Invalid params: x', { field: 'x' })), {
       jsonrpc: '2.0',
       id: 7,
       error: { code: InvalidParams, message: 'Invalid params: x', data: { field: 'x' } },
     });
-    assert.deepEqual(legacyErrorResponse(null, new Error('oops')), { jsonrpc: '2.0', id: null, error: { code: InternalError, message: 'Internal error: oops' } });
+    assert.deepEqual(sessionErrorResponse(null, new Error('oops')), { jsonrpc: '2.0', id: null, error: { code: InternalError, message: 'Internal error: oops' } });
   });
 
-  it('legacyRefusal: a GatewayError gets its registry HTTP status and its code and message', () => {
-    assert.deepEqual(legacyRefusal(null, new GatewayError('session_not_found', 'Session not found')), {
+  it('sessionRefusal: a GatewayError gets its registry HTTP status and its code and message', () => {
+    assert.deepEqual(sessionRefusal(null, new GatewayError('session_not_found', 'Session not found')), {
       status: 404,
       body: { jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } },
     });
-    assert.deepEqual(legacyRefusal('r1', new GatewayError('conflict', 'Conflict: a GET stream is already open')), {
+    assert.deepEqual(sessionRefusal('r1', new GatewayError('conflict', 'Conflict: a GET stream is already open')), {
       status: 409,
       body: { jsonrpc: '2.0', id: 'r1', error: { code: InvalidRequest, message: 'Conflict: a GET stream is already open' } },
     });
-    assert.equal(legacyRefusal(null, new GatewayError('too_many_sessions', 'Too many sessions')).status, 429);
+    assert.equal(sessionRefusal(null, new GatewayError('too_many_sessions', 'Too many sessions')).status, 429);
   });
 
-  it('legacyFailure / exchangeAnswer: a rate limit (429) or a full replica (503) refuses its exchange, Retry-After in whole seconds; other failures answer 200', () => {
-    const limited = legacyFailure(new GatewayError('rate_limited', 'Rate limit exceeded', { retryAfterMs: 1500 }));
+  it('sessionFailure / exchangeAnswer: a rate limit (429) or a full replica (503) refuses its exchange, Retry-After in whole seconds; other failures answer 200', () => {
+    const limited = sessionFailure(new GatewayError('rate_limited', 'Rate limit exceeded', { retryAfterMs: 1500 }));
     assert.deepEqual(limited, { error: { code: -32001, message: 'Rate limit exceeded', data: { retryAfterMs: 1500 } }, httpStatus: 429 });
     assert.deepEqual(exchangeAnswer(limited), { status: 429, headers: { 'retry-after': '2' } });
-    const full = legacyFailure(new GatewayError('replica_full', 'full', { retryAfterMs: 1000 }));
+    const full = sessionFailure(new GatewayError('replica_full', 'full', { retryAfterMs: 1000 }));
     assert.deepEqual(full, { error: { code: -32603, message: 'full', data: { retryAfterMs: 1000 } }, httpStatus: 503 });
     assert.deepEqual(exchangeAnswer(full), { status: 503, headers: { 'retry-after': '1' } });
     for (const error of [new GatewayError('invalid_params', 'x'), new Error('boom')]) {
-      const outcome = legacyFailure(error);
+      const outcome = sessionFailure(error);
       assert.ok(!('httpStatus' in outcome), String(error));
       assert.deepEqual(exchangeAnswer(outcome), { status: 200, headers: {} });
     }
     assert.deepEqual(exchangeAnswer({ result: {} }), { status: 200, headers: {} });
   });
 
-  it('legacyRefusal: where the registry\'s status is not an error status (200) the refusal is 500', () => {
-    assert.deepEqual(legacyRefusal(null, new GatewayError('invalid_params', 'Invalid params: bad')), {
+  it('sessionRefusal: where the registry\'s status is not an error status (200) the refusal is 500', () => {
+    assert.deepEqual(sessionRefusal(null, new GatewayError('invalid_params', 'Invalid params: bad')), {
       status: 500,
       body: { jsonrpc: '2.0', id: null, error: { code: InvalidParams, message: 'Invalid params: bad' } },
     });
   });
 
-  it('legacyRefusal: the HTTP server\'s own failures keep their status and count as invalid requests', () => {
-    assert.deepEqual(legacyRefusal(null, httpError('Request body is too large', 413)), {
+  it('sessionRefusal: the HTTP server\'s own failures keep their status and count as invalid requests', () => {
+    assert.deepEqual(sessionRefusal(null, httpError('Request body is too large', 413)), {
       status: 413,
       body: { jsonrpc: '2.0', id: null, error: { code: InvalidRequest, message: 'Request body is too large' } },
     });
   });
 
-  it('legacyRefusal: a failure that is not the gateway\'s and has no status is 500', () => {
-    const { status, body } = legacyRefusal(null, new Error('unexpected'));
+  it('sessionRefusal: a failure that is not the gateway\'s and has no status is 500', () => {
+    const { status, body } = sessionRefusal(null, new Error('unexpected'));
     assert.equal(status, 500);
     assert.equal(body.error.code, InvalidRequest);
     assert.equal(body.error.message, 'unexpected');
   });
 
-  it('legacyRefusal: a non-error status on a foreign failure also becomes 500', () => {
-    assert.equal(legacyRefusal(null, httpError('redirect?', 302)).status, 500);
+  it('sessionRefusal: a non-error status on a foreign failure also becomes 500', () => {
+    assert.equal(sessionRefusal(null, httpError('redirect?', 302)).status, 500);
   });
 });
 
 describe('2026-07-28 error edge', () => {
-  it('modernRefusal: a GatewayError gets its registry HTTP status, code, message and data', () => {
-    const refused = modernRefusal(3, new GatewayError('unsupported_version', 'Unsupported protocol version', { supported: ['2026-07-28'] }));
+  it('statelessRefusal: a GatewayError gets its registry HTTP status, code, message and data', () => {
+    const refused = statelessRefusal(3, new GatewayError('unsupported_version', 'Unsupported protocol version', { supported: ['2026-07-28'] }));
     assert.deepEqual(refused, {
       status: 400,
       body: { jsonrpc: '2.0', id: 3, error: { code: UnsupportedProtocolVersion, message: 'Unsupported protocol version', data: { supported: ['2026-07-28'] } } },
     });
-    assert.equal(modernRefusal(null, new GatewayError('modern_method_not_found', 'Method not found')).status, 404);
-    assert.equal(modernRefusal(null, new GatewayError('not_acceptable', 'Not Acceptable')).status, 406);
+    assert.equal(statelessRefusal(null, new GatewayError('stateless_method_not_found', 'Method not found')).status, 404);
+    assert.equal(statelessRefusal(null, new GatewayError('not_acceptable', 'Not Acceptable')).status, 406);
   });
 
-  it('modernRefusal: what is not the gateway\'s own is 500 with -32603 "Internal error: …"', () => {
-    assert.deepEqual(modernRefusal(null, new Error('boom')), {
+  it('statelessRefusal: what is not the gateway\'s own is 500 with -32603 "Internal error: …"', () => {
+    assert.deepEqual(statelessRefusal(null, new Error('boom')), {
       status: 500,
       body: { jsonrpc: '2.0', id: null, error: { code: InternalError, message: 'Internal error: boom' } },
     });
   });
 
-  it('modernFailure: request-level (4xx) GatewayErrors keep their HTTP status', () => {
-    assert.deepEqual(modernFailure(new GatewayError('header_mismatch', 'Header mismatch')), { outcome: { error: { code: HeaderMismatch, message: 'Header mismatch' } }, status: 400 });
-    assert.equal(modernFailure(new GatewayError('modern_method_not_found', 'Method not found')).status, 404);
-    assert.equal(modernFailure(new GatewayError('missing_capability', 'needs tasks')).status, 400);
+  it('statelessFailure: request-level (4xx) GatewayErrors keep their HTTP status', () => {
+    assert.deepEqual(statelessFailure(new GatewayError('header_mismatch', 'Header mismatch')), { outcome: { error: { code: HeaderMismatch, message: 'Header mismatch' } }, status: 400 });
+    assert.equal(statelessFailure(new GatewayError('stateless_method_not_found', 'Method not found')).status, 404);
+    assert.equal(statelessFailure(new GatewayError('missing_capability', 'needs tasks')).status, 400);
   });
 
-  it('modernFailure: every other failure is a JSON-RPC error in a 200', () => {
-    assert.deepEqual(modernFailure(new GatewayError('internal', 'Internal error: x')), { outcome: { error: { code: InternalError, message: 'Internal error: x' } }, status: 200 });
-    assert.equal(modernFailure(new GatewayError('shutting_down', 'shutting down')).status, 200);
-    assert.equal(modernFailure(new GatewayError('invalid_params', 'Invalid params')).status, 200);
-    assert.deepEqual(modernFailure(new Error('boom')), { outcome: { error: { code: InternalError, message: 'Internal error: boom' } }, status: 200 });
+  it('statelessFailure: every other failure is a JSON-RPC error in a 200', () => {
+    assert.deepEqual(statelessFailure(new GatewayError('internal', 'Internal error: x')), { outcome: { error: { code: InternalError, message: 'Internal error: x' } }, status: 200 });
+    assert.equal(statelessFailure(new GatewayError('shutting_down', 'shutting down')).status, 200);
+    assert.equal(statelessFailure(new GatewayError('invalid_params', 'Invalid params')).status, 200);
+    assert.deepEqual(statelessFailure(new Error('boom')), { outcome: { error: { code: InternalError, message: 'Internal error: boom' } }, status: 200 });
   });
 
-  it('modernAnswerStatus: -32020, -32021 and -32022 are request-level (400), whoever answered them', () => {
+  it('statelessAnswerStatus: -32020, -32021 and -32022 are request-level (400), whoever answered them', () => {
     for (const code of [HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion]) {
-      assert.equal(modernAnswerStatus({ error: { code, message: 'm' } }), 400, String(code));
+      assert.equal(statelessAnswerStatus({ error: { code, message: 'm' } }), 400, String(code));
     }
   });
 
-  it('modernAnswerStatus: other errors and every result are 200', () => {
+  it('statelessAnswerStatus: other errors and every result are 200', () => {
     for (const code of [InternalError, InvalidParams, InvalidRequest, -32601, -32001]) {
-      assert.equal(modernAnswerStatus({ error: { code, message: 'm' } }), 200, String(code));
+      assert.equal(statelessAnswerStatus({ error: { code, message: 'm' } }), 200, String(code));
     }
-    assert.equal(modernAnswerStatus({ result: { resultType: 'complete' } }), 200);
+    assert.equal(statelessAnswerStatus({ result: { resultType: 'complete' } }), 200);
   });
 
   it('withUri: a resource-not-found (-32002) or invalid-params (-32602) error without data names the URI', () => {
@@ -205,9 +207,9 @@ describe('2026-07-28 error edge', () => {
 });
 
 describe('2026-07-28 codec: the gateway as a client of a 2026-07-28 upstream', () => {
-  it('withoutModernFields: a 2025 client gets no resultType, ttlMs nor cacheScope; everything else stays', () => {
+  it('withoutStatelessFields: a 2025 client gets no resultType, ttlMs nor cacheScope; everything else stays', () => {
     const result = { resultType: 'complete', ttlMs: 0, cacheScope: 'private', tools: [{ name: 't' }], nextCursor: 'c', _meta: { k: 1 } };
-    assert.deepEqual(rev2026.withoutModernFields(result), { tools: [{ name: 't' }], nextCursor: 'c', _meta: { k: 1 } });
+    assert.deepEqual(rev2026.withoutStatelessFields(result), { tools: [{ name: 't' }], nextCursor: 'c', _meta: { k: 1 } });
     assert.equal(result.resultType, 'complete', 'the upstream\'s result is not mutated');
   });
 
@@ -243,7 +245,7 @@ describe('2026-07-28 codec: the gateway as a client of a 2026-07-28 upstream', (
 describe('2026-07-28 codec: server/discover', () => {
   it('lists the revisions, the upstreams\' capabilities with listChanged, and the Tasks extension instead of tasks', () => {
     const upstream = { tools: { listChanged: false, extra: 1 }, logging: {}, tasks: { list: {} }, extensions: { 'vendor/x': { on: true } } };
-    assert.deepEqual(rev2026.discoverResult(upstream, undefined, '1.2.3'), {
+    assert.deepEqual(rev2026.discoverResult(upstream, undefined, '1.2.3', SUPPORTED_VERSIONS), {
       resultType: 'complete',
       supportedVersions: [...SUPPORTED_VERSIONS],
       capabilities: {
@@ -260,14 +262,14 @@ describe('2026-07-28 codec: server/discover', () => {
   });
 
   it('instructions only when given', () => {
-    assert.equal(rev2026.discoverResult({}, 'Use the tools wisely.', '1').instructions, 'Use the tools wisely.');
-    assert.ok(!('instructions' in rev2026.discoverResult({}, undefined, '1')));
+    assert.equal(rev2026.discoverResult({}, 'Use the tools wisely.', '1', SUPPORTED_VERSIONS).instructions, 'Use the tools wisely.');
+    assert.ok(!('instructions' in rev2026.discoverResult({}, undefined, '1', SUPPORTED_VERSIONS)));
   });
 
   it('the upstreams\' capabilities object is not mutated', () => {
     const upstream = { tools: { listChanged: false }, tasks: { list: {} }, extensions: { 'vendor/x': {} } };
     const before = structuredClone(upstream);
-    rev2026.discoverResult(upstream, undefined, '1');
+    rev2026.discoverResult(upstream, undefined, '1', SUPPORTED_VERSIONS);
     assert.deepEqual(upstream, before);
   });
 });
@@ -292,65 +294,65 @@ describe('2025-11-25 codec: the gateway as a client of an upstream\'s own tasks'
 const CAPABILITIES = { extensions: { [TASKS_EXTENSION]: {} } };
 
 function request(method: string, params: JsonObject = {}, meta?: JsonObject): JsonRpcRequest {
-  const envelope = meta ?? { [META_PROTOCOL_VERSION]: MODERN_VERSION, [META_CLIENT_CAPABILITIES]: CAPABILITIES };
+  const envelope = meta ?? { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: CAPABILITIES };
   return { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: envelope } };
 }
 
-const VERSION_HEADER = { 'mcp-protocol-version': MODERN_VERSION };
+const VERSION_HEADER = { 'mcp-protocol-version': STATELESS_VERSION };
 
 describe('2026-07-28 envelope: readEnvelope', () => {
   it('a complete envelope whose version the header repeats: the client it describes', () => {
     const info = { name: 'c', version: '1' };
     const client = readEnvelope(request('tools/list', {}, {
-      [META_PROTOCOL_VERSION]: MODERN_VERSION,
+      [META_PROTOCOL_VERSION]: STATELESS_VERSION,
       [META_CLIENT_CAPABILITIES]: CAPABILITIES,
       [META_CLIENT_INFO]: info,
       [META_LOG_LEVEL]: 'warning',
-    }), VERSION_HEADER);
-    assert.deepEqual(client, { protocolVersion: MODERN_VERSION, capabilities: CAPABILITIES, clientInfo: info, logLevel: 'warning' });
+    }), VERSION_HEADER, SUPPORTED_VERSIONS);
+    assert.deepEqual(client, { protocolVersion: STATELESS_VERSION, capabilities: CAPABILITIES, clientInfo: info, logLevel: 'warning' });
   });
 
   it('client info and log level are optional', () => {
-    assert.deepEqual(readEnvelope(request('tools/list'), VERSION_HEADER), { protocolVersion: MODERN_VERSION, capabilities: CAPABILITIES, clientInfo: undefined, logLevel: undefined });
+    assert.deepEqual(readEnvelope(request('tools/list'), VERSION_HEADER, SUPPORTED_VERSIONS), { protocolVersion: STATELESS_VERSION, capabilities: CAPABILITIES, clientInfo: undefined, logLevel: undefined });
   });
 
   it('the first of repeated MCP-Protocol-Version headers counts', () => {
-    assert.equal(readEnvelope(request('tools/list'), { 'mcp-protocol-version': [MODERN_VERSION, 'other'] }).protocolVersion, MODERN_VERSION);
+    assert.equal(readEnvelope(request('tools/list'), { 'mcp-protocol-version': [STATELESS_VERSION, 'other'] }, SUPPORTED_VERSIONS).protocolVersion, STATELESS_VERSION);
   });
 
   it('no MCP-Protocol-Version header: header_mismatch, checked before the envelope', () => {
-    assert.throws(() => readEnvelope(request('tools/list'), {}), gatewayError('header_mismatch'));
-    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, {}), gatewayError('header_mismatch'));
+    assert.throws(() => readEnvelope(request('tools/list'), {}, SUPPORTED_VERSIONS), gatewayError('header_mismatch'));
+    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, {}, SUPPORTED_VERSIONS), gatewayError('header_mismatch'));
   });
 
   it('no _meta, a protocol version that is not a string, or capabilities that are not an object: invalid_envelope', () => {
-    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: 'x' } }, VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_CLIENT_CAPABILITIES]: {} }), VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: 20260728, [META_CLIENT_CAPABILITIES]: {} }), VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: MODERN_VERSION }), VERSION_HEADER), gatewayError('invalid_envelope'));
-    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: MODERN_VERSION, [META_CLIENT_CAPABILITIES]: [] }), VERSION_HEADER), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: 'x' } }, VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_CLIENT_CAPABILITIES]: {} }), VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: 20260728, [META_CLIENT_CAPABILITIES]: {} }), VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: STATELESS_VERSION }), VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
+    assert.throws(() => readEnvelope(request('tools/list', {}, { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: [] }), VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
   });
 
   it('a header that disagrees with the envelope: header_mismatch, checked before the version is judged', () => {
-    assert.throws(() => readEnvelope(request('tools/list'), { 'mcp-protocol-version': '2025-11-25' }), gatewayError('header_mismatch'));
+    assert.throws(() => readEnvelope(request('tools/list'), { 'mcp-protocol-version': '2025-11-25' }, SUPPORTED_VERSIONS), gatewayError('header_mismatch'));
     const unsupportedBoth = request('tools/list', {}, { [META_PROTOCOL_VERSION]: '1999-01-01', [META_CLIENT_CAPABILITIES]: {} });
-    assert.throws(() => readEnvelope(unsupportedBoth, VERSION_HEADER), gatewayError('header_mismatch'));
+    assert.throws(() => readEnvelope(unsupportedBoth, VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('header_mismatch'));
   });
 
   it('a version that is not a 2026-07-28 revision (a session revision too): unsupported_version, listing the supported ones', () => {
     for (const version of ['1999-01-01', '2025-11-25']) {
       const envelope = request('tools/list', {}, { [META_PROTOCOL_VERSION]: version, [META_CLIENT_CAPABILITIES]: {} });
       assert.throws(
-        () => readEnvelope(envelope, { 'mcp-protocol-version': version }),
+        () => readEnvelope(envelope, { 'mcp-protocol-version': version }, SUPPORTED_VERSIONS),
         (e) => e instanceof GatewayError && e.code === 'unsupported_version' && JSON.stringify(e.data) === JSON.stringify({ supported: [...SUPPORTED_VERSIONS], requested: version }),
       );
     }
   });
 
   it('a log level that is not one of the revision\'s: invalid_envelope', () => {
-    const envelope = request('tools/list', {}, { [META_PROTOCOL_VERSION]: MODERN_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_LOG_LEVEL]: 'verbose' });
-    assert.throws(() => readEnvelope(envelope, VERSION_HEADER), gatewayError('invalid_envelope'));
+    const envelope = request('tools/list', {}, { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_LOG_LEVEL]: 'verbose' });
+    assert.throws(() => readEnvelope(envelope, VERSION_HEADER, SUPPORTED_VERSIONS), gatewayError('invalid_envelope'));
   });
 });
 
@@ -441,8 +443,8 @@ describe('2026-07-28 envelope: Mcp-Param headers', () => {
 });
 
 describe('2026-07-28 envelope: the Tasks extension and forwarding', () => {
-  function client(capabilities: JsonObject): ModernClient {
-    return { protocolVersion: MODERN_VERSION, capabilities, clientInfo: undefined, logLevel: undefined };
+  function client(capabilities: JsonObject): StatelessClient {
+    return { protocolVersion: STATELESS_VERSION, capabilities, clientInfo: undefined, logLevel: undefined };
   }
 
   it('declaresTasks: only when the extension is declared as an object under capabilities.extensions', () => {
@@ -465,13 +467,13 @@ describe('2026-07-28 envelope: the Tasks extension and forwarding', () => {
 
   it('withoutTasksExtension: the envelope with the Tasks extension removed, everything else kept, nothing mutated', () => {
     const meta = {
-      [META_PROTOCOL_VERSION]: MODERN_VERSION,
+      [META_PROTOCOL_VERSION]: STATELESS_VERSION,
       [META_CLIENT_CAPABILITIES]: { sampling: {}, extensions: { [TASKS_EXTENSION]: {}, 'vendor/x': { on: true } } },
       progressToken: 'p',
     };
     const before = structuredClone(meta);
     assert.deepEqual(withoutTasksExtension(meta), {
-      [META_PROTOCOL_VERSION]: MODERN_VERSION,
+      [META_PROTOCOL_VERSION]: STATELESS_VERSION,
       [META_CLIENT_CAPABILITIES]: { sampling: {}, extensions: { 'vendor/x': { on: true } } },
       progressToken: 'p',
     });
@@ -485,14 +487,14 @@ describe('2026-07-28 envelope: the Tasks extension and forwarding', () => {
   it('withoutEnvelope: the envelope keys go; a progress token and vendor keys stay', () => {
     const params = {
       name: 'slow',
-      _meta: { [META_PROTOCOL_VERSION]: MODERN_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_CLIENT_INFO]: {}, [META_LOG_LEVEL]: 'info', progressToken: 'p', 'vendor.example/trace': 'abc' },
+      _meta: { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_CLIENT_INFO]: {}, [META_LOG_LEVEL]: 'info', progressToken: 'p', 'vendor.example/trace': 'abc' },
     };
     assert.deepEqual(withoutEnvelope(params), { name: 'slow', _meta: { progressToken: 'p', 'vendor.example/trace': 'abc' } });
-    assert.equal((params._meta as JsonObject)[META_PROTOCOL_VERSION], MODERN_VERSION, 'the request is not mutated');
+    assert.equal((params._meta as JsonObject)[META_PROTOCOL_VERSION], STATELESS_VERSION, 'the request is not mutated');
   });
 
   it('withoutEnvelope: _meta left empty is dropped; params without _meta come back as they are', () => {
-    assert.deepEqual(withoutEnvelope({ name: 'slow', _meta: { [META_PROTOCOL_VERSION]: MODERN_VERSION } }), { name: 'slow' });
+    assert.deepEqual(withoutEnvelope({ name: 'slow', _meta: { [META_PROTOCOL_VERSION]: STATELESS_VERSION } }), { name: 'slow' });
     const plain = { name: 'slow' };
     assert.equal(withoutEnvelope(plain), plain);
   });
@@ -549,7 +551,7 @@ describe('task principals', () => {
   });
 
   it('principals that are not a session\'s name no session', () => {
-    for (const principal of [MODERN_PRINCIPAL, ANONYMOUS_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, '', 'sessions:s1']) {
+    for (const principal of [STATELESS_PRINCIPAL, ANONYMOUS_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, '', 'sessions:s1']) {
       assert.equal(sessionOfPrincipal(principal), undefined, principal);
     }
   });

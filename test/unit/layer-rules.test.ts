@@ -19,7 +19,7 @@ const TREE: Record<string, string[]> = {
   'protocol/rev2025-11-25/codec.ts': [],
   'protocol/rev2025-11-25/session.ts': [],
   'protocol/rev2025-11-25/router.ts': ['protocol/rev2025-11-25/codec.ts', 'protocol/rev2025-11-25/session.ts'],
-  'protocol/rev2025-11-25/revision.ts': ['protocol/rev2025-11-25/router.ts', 'protocol/rev2025-11-25/http/front.ts'],
+  'protocol/rev2025-11-25/revision.ts': ['protocol/rev2025-11-25/router.ts', 'protocol/rev2025-11-25/http/front.ts', 'protocol/rev2025-11-25/upstream/side.ts'],
   'protocol/rev2025-11-25/http/front.ts': ['protocol/rev2025-11-25/router.ts', 'http/replies.ts'],
   'protocol/rev2026-07-28/codec.ts': [],
   'protocol/rev2026-07-28/router.ts': ['protocol/rev2026-07-28/codec.ts', 'protocol/rev2025-11-25/codec.ts'],
@@ -27,18 +27,18 @@ const TREE: Record<string, string[]> = {
   'http/replies.ts': [],
   'http/guards.ts': ['protocol/revisions.ts'],
   'http/server.ts': ['http/replies.ts', 'protocol/rev2026-07-28/router.ts'],
-  'protocol/wire-revisions.ts': ['protocol/rev2025-11-25/codec.ts', 'protocol/rev2026-07-28/codec.ts'],
-  'tasks/engine.ts': ['protocol/wire-revisions.ts'],
-  'observability/metrics.ts': ['protocol/wire-revisions.ts'],
+  'tasks/engine.ts': ['protocol/revisions.ts'],
+  'observability/metrics.ts': ['protocol/revisions.ts'],
+  'protocol/event-stream.ts': ['protocol/revisions.ts'],
+  'gateway/policy-report.ts': ['protocol/revisions.ts'],
   'store/task-store.ts': ['protocol/mcp.ts'],
   'protocol/mcp.ts': [],
   'protocol/revision-ports.ts': ['protocol/rev2025-11-25/session.ts'],
   'protocol/rev2025-11-25/upstream/side.ts': ['upstream/adapter.ts', 'protocol/rev2025-11-25/codec.ts'],
-  'protocol/upstream-adapters.ts': ['protocol/rev2025-11-25/upstream/side.ts', 'upstream/adapter.ts'],
   'upstream/adapter.ts': [],
   'gateway/sessions.ts': ['protocol/rev2025-11-25/session.ts', 'protocol/revision-ports.ts'],
   'upstream/upstream.ts': ['protocol/rev2025-11-25/codec.ts', 'protocol/rev2025-11-25/upstream/side.ts', 'upstream/adapter.ts'],
-  'taskgate.ts': ['protocol/revisions.ts', 'protocol/rev2025-11-25/router.ts', 'protocol/upstream-adapters.ts'],
+  'taskgate.ts': ['protocol/revisions.ts', 'protocol/rev2025-11-25/router.ts'],
 };
 
 function importPath(from: string, to: string): string {
@@ -93,11 +93,12 @@ describe('layer rules (dependency-cruiser)', () => {
     assert.deepEqual(broken('taskgate.ts', 'protocol/revisions.ts'), []);
   });
 
-  it("a revision's upstream side builds on src/upstream/, which never imports it; the composition root hands over its registry", () => {
+  it("a revision's upstream side builds on src/upstream/, which never imports it; its entry brings it to the registry, which the composition root hands down", () => {
     assert.deepEqual(broken('protocol/rev2025-11-25/upstream/side.ts', 'upstream/adapter.ts'), []);
     assert.deepEqual(broken('protocol/rev2025-11-25/upstream/side.ts', 'protocol/rev2025-11-25/codec.ts'), []);
-    assert.deepEqual(broken('protocol/upstream-adapters.ts', 'protocol/rev2025-11-25/upstream/side.ts'), []);
-    assert.deepEqual(broken('taskgate.ts', 'protocol/upstream-adapters.ts'), []);
+    assert.deepEqual(broken('protocol/rev2025-11-25/revision.ts', 'protocol/rev2025-11-25/upstream/side.ts'), []);
+    assert.deepEqual(broken('protocol/event-stream.ts', 'protocol/revisions.ts'), ['layer-protocol']);
+    assert.deepEqual(broken('gateway/policy-report.ts', 'protocol/revisions.ts'), ['layer-gateway']);
     assert.deepEqual(broken('upstream/upstream.ts', 'protocol/rev2025-11-25/upstream/side.ts'), ['layer-upstream', 'registry-only']);
   });
 
@@ -111,11 +112,9 @@ describe('layer rules (dependency-cruiser)', () => {
     assert.deepEqual(broken('protocol/rev2025-11-25/revision.ts', 'protocol/rev2025-11-25/http/front.ts'), []);
   });
 
-  it("the list of every codec sits in the wire layer: above the store and the metrics (which are handed what they need of it), and out of the task core's reach", () => {
-    assert.deepEqual(broken('protocol/wire-revisions.ts', 'protocol/rev2025-11-25/codec.ts'), []);
-    assert.deepEqual(broken('protocol/wire-revisions.ts', 'protocol/rev2026-07-28/codec.ts'), []);
-    assert.deepEqual(broken('observability/metrics.ts', 'protocol/wire-revisions.ts'), ['layer-observability']);
-    assert.deepEqual(broken('tasks/engine.ts', 'protocol/wire-revisions.ts'), ['tasks-era-neutral']);
+  it("the list of every codec derives from the registry, out of reach of the metrics (which are handed what they need of it) and the task core", () => {
+    assert.deepEqual(broken('observability/metrics.ts', 'protocol/revisions.ts'), ['layer-observability']);
+    assert.deepEqual(broken('tasks/engine.ts', 'protocol/revisions.ts'), ['layer-tasks', 'tasks-era-neutral']);
     assert.deepEqual(broken('store/task-store.ts', 'protocol/mcp.ts'), [], 'a revision id is a base type');
   });
 

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { GatewayEvents } from '../../src/events.js';
 import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { MAX_LABEL_VALUES } from '../../src/observability/metrics-labels.js';
-import { MCP_METHODS } from '../../src/protocol/wire-revisions.js';
+import { MCP_METHODS } from '../../src/protocol/revisions.js';
 import { parsePrometheus as parse, sampleValue, type Sample } from '../helpers/prometheus-text.js';
 
 const value = sampleValue;

@@ -1,10 +1,9 @@
 // The revision registry: which revision serves an incoming message, asked in the registry's order.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { creatorOf, REVISIONS } from '../../src/protocol/revisions.js';
-import { REVISION_IDS, WIRE_CODECS } from '../../src/protocol/wire-revisions.js';
-import { UPSTREAM_ADAPTERS } from '../../src/protocol/upstream-adapters.js';
-import { LEGACY_VERSIONS, MODERN_VERSIONS } from '../../src/protocol/mcp.js';
+import { creatorOf, REVISION_IDS, REVISIONS, SUPPORTED_VERSIONS, UPSTREAM_ADAPTERS, WIRE_CODECS } from '../../src/protocol/revisions.js';
+import { SESSION_VERSIONS } from '../../src/protocol/mcp.js';
+import { STATELESS_VERSIONS } from '../../src/protocol/rev2026-07-28/codec.js';
 import { refusalFor } from '../../src/http/mcp-endpoint.js';
 import { GatewayError } from '../../src/errors.js';
 
@@ -18,7 +17,7 @@ const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.
 describe('revision registry', () => {
   it('lists each revision once, with every version the gateway speaks, the stateless ones first', () => {
     assert.deepEqual(REVISIONS.map((r) => r.id), ['2026-07-28', '2025-11-25']);
-    assert.deepEqual(REVISIONS.flatMap((r) => r.versions), [...MODERN_VERSIONS, ...LEGACY_VERSIONS]);
+    assert.deepEqual(REVISIONS.flatMap((r) => r.versions), [...STATELESS_VERSIONS, ...SESSION_VERSIONS]);
     assert.deepEqual(REVISIONS.map((r) => r.sessions), [false, true]);
   });
 
@@ -51,13 +50,18 @@ describe('revision registry', () => {
     }
   });
 
-  it('the wire layer lists the codec of every revision the registry serves, in the same order', () => {
-    assert.deepEqual(WIRE_CODECS, REVISIONS.map((r) => r.codec));
-    assert.deepEqual(REVISION_IDS, REVISIONS.map((r) => r.id));
+  it('each entry brings its codec and its upstream adapter, both naming its revision', () => {
+    for (const revision of REVISIONS) {
+      assert.equal(revision.codec.revision, revision.id);
+      assert.equal(revision.upstream.revision, revision.id);
+    }
   });
 
-  it('the upstream side lists an adapter for every revision the registry serves, in the same order', () => {
-    assert.deepEqual(UPSTREAM_ADAPTERS.map((adapter) => adapter.revision), REVISIONS.map((r) => r.id));
+  it('the lists the layers below are handed derive from the registry, in its order', () => {
+    assert.deepEqual(WIRE_CODECS, REVISIONS.map((r) => r.codec));
+    assert.deepEqual(REVISION_IDS, REVISIONS.map((r) => r.id));
+    assert.deepEqual(UPSTREAM_ADAPTERS, REVISIONS.map((r) => r.upstream));
+    assert.deepEqual(SUPPORTED_VERSIONS, ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']);
   });
 
   it('a request refused unread is answered in the revision its headers name, else in the last entry', () => {

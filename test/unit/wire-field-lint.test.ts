@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ESLint } from 'eslint';
-import { WIRE_CODECS } from '../../src/protocol/wire-revisions.js';
+import { WIRE_CODECS } from '../../src/protocol/revisions.js';
 
 const MESSAGE = "wire field of a protocol revision: read/write it in that revision's codec (src/protocol/rev*/codec.ts)";
 const ROUTER = 'src/protocol/rev2026-07-28/router.ts';

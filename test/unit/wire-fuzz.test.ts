@@ -13,16 +13,10 @@ import type { ListenConfig } from '../../src/config/types.js';
 import { GatewayError, type ErrorCode } from '../../src/errors.js';
 import { checkRequestOrigin, isLoopbackHostname, parseHostHeader } from '../../src/http/guards.js';
 import { asObject, decodeJsonBody, encodeMessage, jsonNestingExceeds, MessageEncodingError, validateMessage, type JsonRpcRequest } from '../../src/jsonrpc.js';
-import { checkRoutingHeaders, decodeHeaderValue, isModernMessage, readEnvelope } from '../../src/protocol/rev2026-07-28/envelope.js';
-import {
-  LEGACY_VERSIONS,
-  LOG_LEVELS,
-  META_CLIENT_CAPABILITIES,
-  META_CLIENT_INFO,
-  META_LOG_LEVEL,
-  META_PROTOCOL_VERSION,
-  MODERN_VERSION,
-} from '../../src/protocol/mcp.js';
+import { checkRoutingHeaders, decodeHeaderValue, isStatelessMessage, readEnvelope } from '../../src/protocol/rev2026-07-28/envelope.js';
+import { SESSION_VERSIONS, LOG_LEVELS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION } from '../../src/protocol/mcp.js';
+import { STATELESS_VERSION } from '../../src/protocol/rev2026-07-28/codec.js';
+import { SUPPORTED_VERSIONS } from '../../src/protocol/revisions.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 type Attempt<T> = { ok: true; value: T } | { ok: false; error: GatewayError };
@@ -116,8 +110,8 @@ const messageLike = fc.oneof(
 );
 
 const versionString = fc.oneof(
-  { weight: 3, arbitrary: fc.constant(MODERN_VERSION) },
-  fc.constantFrom(...LEGACY_VERSIONS, '2024-11-05', '2099-01-01', '', ` ${MODERN_VERSION}`),
+  { weight: 3, arbitrary: fc.constant(STATELESS_VERSION) },
+  fc.constantFrom(...SESSION_VERSIONS, '2024-11-05', '2099-01-01', '', ` ${STATELESS_VERSION}`),
   fc.string({ maxLength: 12 }),
 );
 
@@ -294,12 +288,12 @@ describe('wire fuzz: encodeMessage', () => {
 describe('wire fuzz: the 2026-07-28 envelope', () => {
   const ENVELOPE_CODES: readonly ErrorCode[] = ['header_mismatch', 'invalid_envelope', 'unsupported_version'];
   const validMeta = objectWith(objectField, {
-    [META_PROTOCOL_VERSION]: fc.constant(MODERN_VERSION),
+    [META_PROTOCOL_VERSION]: fc.constant(STATELESS_VERSION),
     [META_CLIENT_CAPABILITIES]: capabilities,
     [META_LOG_LEVEL]: sometimes(logLevel),
   });
   const validHeaders = objectWith(otherHeaders, {
-    'mcp-protocol-version': fc.constantFrom(MODERN_VERSION, [MODERN_VERSION], [MODERN_VERSION, '2025-11-25']),
+    'mcp-protocol-version': fc.constantFrom(STATELESS_VERSION, [STATELESS_VERSION], [STATELESS_VERSION, '2025-11-25']),
   }) as fc.Arbitrary<Headers>;
 
   it('readEnvelope returns a client or refuses with HTTP 400 for any headers and _meta', () => {
@@ -317,10 +311,10 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
     });
     fc.assert(
       fc.property(envelopeCase, ({ requestParams, headers }) => {
-        const outcome = attempt(() => readEnvelope(modernRequest(requestParams), headers), ENVELOPE_CODES);
+        const outcome = attempt(() => readEnvelope(modernRequest(requestParams), headers, SUPPORTED_VERSIONS), ENVELOPE_CODES);
         if (!outcome.ok) return assertRefusal(outcome.error, 400, [-32020, -32602, -32022]);
         const meta = requestParams?._meta as Record<string, unknown>;
-        assert.equal(outcome.value.protocolVersion, MODERN_VERSION);
+        assert.equal(outcome.value.protocolVersion, STATELESS_VERSION);
         assert.equal(outcome.value.capabilities, meta[META_CLIENT_CAPABILITIES]);
         assert.ok(outcome.value.logLevel === undefined || LOG_LEVELS.includes(outcome.value.logLevel));
       }),
@@ -331,8 +325,8 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
   it('readEnvelope accepts every valid envelope', () => {
     fc.assert(
       fc.property(validMeta, validHeaders, (meta, headers) => {
-        const client = readEnvelope(modernRequest({ _meta: meta }), headers);
-        assert.equal(client.protocolVersion, MODERN_VERSION);
+        const client = readEnvelope(modernRequest({ _meta: meta }), headers, SUPPORTED_VERSIONS);
+        assert.equal(client.protocolVersion, STATELESS_VERSION);
         assert.equal(client.capabilities, meta[META_CLIENT_CAPABILITIES]);
         assert.equal(client.logLevel, meta[META_LOG_LEVEL]);
       }),
@@ -346,7 +340,7 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
     );
     fc.assert(
       fc.property(validMeta, badLevel, validHeaders, (meta, level, headers) => {
-        const outcome = attempt(() => readEnvelope(modernRequest({ _meta: { ...meta, [META_LOG_LEVEL]: level } }), headers), ['invalid_envelope']);
+        const outcome = attempt(() => readEnvelope(modernRequest({ _meta: { ...meta, [META_LOG_LEVEL]: level } }), headers, SUPPORTED_VERSIONS), ['invalid_envelope']);
         assert.ok(!outcome.ok, 'an invalid log level is refused');
         assertRefusal(outcome.error, 400, [-32602]);
       }),
@@ -354,7 +348,7 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
     );
   });
 
-  it('isModernMessage never throws for any JSON body and headers, and a body with the envelope is modern', () => {
+  it('isStatelessMessage never throws for any JSON body and headers, and a body with the envelope is modern', () => {
     const body = fc.oneof(
       fc.jsonValue(),
       messageLike,
@@ -364,7 +358,7 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
     const headers = withHeaders({ 'mcp-protocol-version': headerValue(versionString), 'mcp-session-id': headerValue(fc.string({ maxLength: 8 })) });
     fc.assert(
       fc.property(body, headers, fc.boolean(), (message, requestHeaders, known) => {
-        const modern = isModernMessage(message, requestHeaders, () => known);
+        const modern = isStatelessMessage(message, requestHeaders, () => known);
         assert.equal(typeof modern, 'boolean');
         const meta = isPlainObject(message) && isPlainObject(message.params) ? message.params._meta : undefined;
         if (isPlainObject(meta) && meta[META_PROTOCOL_VERSION] !== undefined) assert.equal(modern, true);

@@ -10,10 +10,10 @@ import type { CallContext } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import { requestedTtl } from './codec.js';
 import type { EventStream } from '../event-stream.js';
-import { supportsLegacyTasks } from '../mcp.js';
+import { supportsSessionTasks } from '../mcp.js';
 import type { GatewayCatalog } from '../ports.js';
-import type { LegacySession } from './session.js';
-import { ownerOf, type LegacyTasks } from './tasks.js';
+import type { Session } from './session.js';
+import { ownerOf, type SessionTasks } from './tasks.js';
 import type { CallerAccess } from '../access.js';
 import { routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
@@ -25,14 +25,14 @@ import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 /** What a call needs of the gateway (part of the router's dependencies). */
 export interface SessionCallsDeps {
   catalog: GatewayCatalog;
-  tasks: LegacyTasks;
+  tasks: SessionTasks;
   /** The gateway's own tools for background tasks (answered here, before any upstream). */
   taskTools: TaskTools;
 }
 
 export class SessionCalls {
   private readonly catalog: GatewayCatalog;
-  private readonly tasks: LegacyTasks;
+  private readonly tasks: SessionTasks;
   private readonly taskTools: TaskTools;
 
   constructor(deps: SessionCallsDeps) {
@@ -44,7 +44,7 @@ export class SessionCalls {
    * The task hint never goes upstream: the upstream only ever sees a plain call.
    */
   async callTool(
-    session: LegacySession,
+    session: Session,
     request: JsonRpcRequest,
     params: JsonObject,
     stream: EventStream | undefined,
@@ -63,7 +63,7 @@ export class SessionCalls {
       return this.background(session, request, name, route.upstream, upstreamParams, policy, stream, charge);
     }
     // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
-    if (!supportsLegacyTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
+    if (!supportsSessionTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
     const upstreamSupport = route.upstream.taskSupportOf(route.name);
     const mode = effectiveMode(policy.mode, upstreamSupport);
     if (task !== undefined) {
@@ -86,7 +86,7 @@ export class SessionCalls {
    * the tools that fetch its result.
    */
   private async background(
-    session: LegacySession,
+    session: Session,
     request: JsonRpcRequest,
     name: string,
     upstream: Upstream,
@@ -135,7 +135,7 @@ export class SessionCalls {
   }
 
   /** The task tools: the caller's tasks, with task_result's wait ending when the client cancels the request. */
-  private async taskTool(session: LegacySession, request: JsonRpcRequest, name: string, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
+  private async taskTool(session: Session, request: JsonRpcRequest, name: string, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const stop = new AbortController();
     const inflight = {
       call: { upstreamId: -1, outcome: new Promise<Outcome>(() => undefined), cancel: (reason: string) => stop.abort(new Error(reason)) },
@@ -167,7 +167,7 @@ export class SessionCalls {
   }
 
   async forward(
-    session: LegacySession,
+    session: Session,
     request: JsonRpcRequest,
     upstream: Upstream,
     params: JsonObject,
@@ -190,7 +190,7 @@ export class SessionCalls {
    * Where an upstream call's messages go while its client request is open: on the request's stream, with the
    * upstream's progress kept alive (`keepAliveMs`, when the request asked for progress).
    */
-  private requestContext(session: LegacySession, params: JsonObject, stream: EventStream | undefined, keepAliveMs: number): { context: CallContext; keepAlive: ProgressKeepAlive | undefined } {
+  private requestContext(session: Session, params: JsonObject, stream: EventStream | undefined, keepAliveMs: number): { context: CallContext; keepAlive: ProgressKeepAlive | undefined } {
     // The call's upstream is held back (or the call fails) while the stream is full, so its messages are not dropped.
     const deliver = (message: JsonRpcNotification): void => session.deliver(message, { stream, flowControlled: true });
     const keepAlive = keepAliveFor(asObject(params._meta), keepAliveMs, deliver);

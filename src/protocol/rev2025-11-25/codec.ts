@@ -1,6 +1,6 @@
 // Wire shapes of the 2025-11-25 tasks protocol (`ttl`, `pollInterval`, a tool's `execution.taskSupport`, the
-// nested CreateTaskResult). Nothing outside this file knows that era's field names: `codec` is what the router,
-// the task methods and the request scope ask (src/protocol/wire-codec.ts), the other exports this era's own.
+// nested CreateTaskResult). Nothing outside this file knows that revision's field names: `codec` is what the router,
+// the task methods and the request scope ask (src/protocol/wire-codec.ts), the other exports this revision's own.
 import type { TaskMode } from '../../config/types.js';
 import { GatewayError } from '../../errors.js';
 import { asObject, type JsonObject, type Outcome } from '../../jsonrpc.js';
@@ -24,7 +24,7 @@ export function requestedTtl(task: unknown): number | undefined {
 }
 
 /** The `Task` object of 2025-11-25. */
-export function legacyTask(task: TaskRecord): JsonObject {
+export function sessionTask(task: TaskRecord): JsonObject {
   const wire: JsonObject = {
     taskId: task.taskId,
     status: task.status,
@@ -38,7 +38,7 @@ export function legacyTask(task: TaskRecord): JsonObject {
 }
 
 export function createTaskResult(task: TaskRecord, immediateResponse: string | undefined): JsonObject {
-  const result: JsonObject = { task: legacyTask(task) };
+  const result: JsonObject = { task: sessionTask(task) };
   if (immediateResponse !== undefined && immediateResponse !== '') {
     result._meta = { [MODEL_IMMEDIATE_RESPONSE_META]: immediateResponse };
   }
@@ -131,10 +131,10 @@ export const codec: WireCodec = {
   ],
   wireFields: ['ttl', 'pollInterval', 'taskSupport'],
   taskIdOf: (params) => params.taskId,
-  taskResult: legacyTask,
+  taskResult: sessionTask,
   createTaskResult,
   // The task as it is now: cancelled.
-  cancelResult: legacyTask,
+  cancelResult: sessionTask,
   toolView,
   // Results travel as the upstream sent them.
   clientResult: (_method, result) => result,

@@ -15,17 +15,17 @@ import { errorResponse, type JsonRpcErrorObject, type JsonRpcFailure, type Outco
 const EXCHANGE_REFUSALS: ReadonlySet<ErrorCode> = new Set(['rate_limited', 'replica_full', 'stored_results_full']);
 
 /** A request's failure that may answer its POST with an HTTP status of its own (see `exchangeAnswer`). */
-export interface LegacyRefusedOutcome {
+export interface SessionRefusedOutcome {
   error: JsonRpcErrorObject;
   httpStatus: number;
 }
 
 /** What a dispatched request answers: an outcome, or a failure that refuses its exchange. */
-export type LegacyOutcome = Outcome | LegacyRefusedOutcome;
+export type SessionOutcome = Outcome | SessionRefusedOutcome;
 
 /** The outcome of a request that failed with `error`: a refusal of the exchange where the error is one. */
-export function legacyFailure(error: unknown): LegacyOutcome {
-  const rpc = legacyError(error);
+export function sessionFailure(error: unknown): SessionOutcome {
+  const rpc = sessionError(error);
   return error instanceof GatewayError && EXCHANGE_REFUSALS.has(error.code) ? { error: rpc, httpStatus: error.httpStatus } : { error: rpc };
 }
 
@@ -33,18 +33,18 @@ export function legacyFailure(error: unknown): LegacyOutcome {
  * The HTTP status and headers of a POST answered with one request's outcome as plain JSON (nothing of it streamed
  * yet): a refusal's own status and Retry-After, else 200.
  */
-export function exchangeAnswer(outcome: LegacyOutcome): { status: number; headers: Record<string, string> } {
+export function exchangeAnswer(outcome: SessionOutcome): { status: number; headers: Record<string, string> } {
   if (!('httpStatus' in outcome)) return { status: 200, headers: {} };
   return { status: outcome.httpStatus, headers: retryAfterHeaders(outcome.error.data) };
 }
 
 /** The JSON-RPC error a request gets for `error`; unexpected errors become -32603 without their stack. */
-export function legacyError(error: unknown): JsonRpcErrorObject {
+export function sessionError(error: unknown): JsonRpcErrorObject {
   return toJsonRpcError(error);
 }
 
 /** The error response to request `id` (null when it has none, or none could be read). */
-export function legacyErrorResponse(id: RequestId | null, error: unknown): JsonRpcFailure {
+export function sessionErrorResponse(id: RequestId | null, error: unknown): JsonRpcFailure {
   return errorResponseFor(id, error);
 }
 
@@ -54,7 +54,7 @@ export function legacyErrorResponse(id: RequestId | null, error: unknown): JsonR
  * sends as Retry-After). Failures that are not the gateway's own (the HTTP server's) keep their status and count
  * as invalid requests.
  */
-export function legacyRefusal(id: RequestId | null, error: unknown): { status: number; body: JsonRpcFailure } {
+export function sessionRefusal(id: RequestId | null, error: unknown): { status: number; body: JsonRpcFailure } {
   if (error instanceof GatewayError) return { status: error.httpStatus >= 400 ? error.httpStatus : 500, body: errorResponseFor(id, error) };
   const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
   const status = typeof statusCode === 'number' && statusCode >= 400 ? statusCode : 500;

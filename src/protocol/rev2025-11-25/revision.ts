@@ -1,27 +1,29 @@
 // The registry entry of 2025-11-25 and the session revisions before it (2025-06-18, 2025-03-26): sessions made by
 // initialize, and everything no stateless revision claims. It builds this revision's task methods, router and
 // HTTP front from the gateway's shared parts.
-import { LEGACY_VERSIONS } from '../mcp.js';
+import { SESSION_VERSIONS } from '../mcp.js';
 import type { ProtocolRevision } from '../revision.js';
 import { codec } from './codec.js';
-import { legacyRefusal } from './errors.js';
+import { sessionRefusal } from './errors.js';
 import { sessionFront } from './http/front.js';
 import { SessionRouter } from './router.js';
-import { LegacyTasks } from './tasks.js';
+import { sessionUpstreamAdapter } from './upstream/side.js';
+import { SessionTasks } from './tasks.js';
 
 export const rev2025_11_25: ProtocolRevision = {
   id: codec.revision,
-  versions: LEGACY_VERSIONS,
+  versions: SESSION_VERSIONS,
   sessions: true,
   codec,
+  upstream: sessionUpstreamAdapter,
   // Last in the registry: initialize and session traffic, whatever the revisions before it declined.
   claims: () => true,
   // No header names these revisions apart from the rest: they answer what nothing else is named for (the last entry).
   namedBy: () => false,
-  refusal: legacyRefusal,
+  refusal: sessionRefusal,
 
   serve({ config, logger, events, store, engine, catalog, lists, taskTools, sessions, relay, rateLimiter, version }) {
-    const tasks = new LegacyTasks({ engine, store, logger, immediateResponse: config.tasks.immediateResponse, events });
+    const tasks = new SessionTasks({ engine, store, logger, immediateResponse: config.tasks.immediateResponse, events });
     const router = new SessionRouter({ catalog, tasks, logger, lists, sessions, version, access: config.auth?.access, taskTools, events });
     return {
       front: ({ admission }) =>

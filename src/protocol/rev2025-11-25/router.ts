@@ -20,20 +20,20 @@ import type { Upstream } from '../../upstream/upstream.js';
 import { codec, upstreamTaskSupport } from './codec.js';
 import type { EventStream } from '../event-stream.js';
 import {
-  isSupportedLegacyVersion,
-  LATEST_LEGACY_VERSION,
-  LEGACY_TASKS_CAPABILITY,
+  isSessionVersion,
+  LATEST_SESSION_VERSION,
+  SESSION_TASKS_CAPABILITY,
   LIST_METHODS,
   logLevelRank,
   LOG_LEVELS,
-  supportsLegacyTasks,
+  supportsSessionTasks,
   type LogLevel,
 } from '../mcp.js';
 import type { AggregatedLists, GatewayCatalog } from '../ports.js';
 import { inRequestScope, requestInfo, type RequestScope } from '../request-scope.js';
-import { legacyError, legacyErrorResponse, legacyFailure, type LegacyOutcome } from './errors.js';
-import type { LegacySession, LegacySessions } from './session.js';
-import type { LegacyTasks } from './tasks.js';
+import { sessionError, sessionErrorResponse, sessionFailure, type SessionOutcome } from './errors.js';
+import type { Session, Sessions } from './session.js';
+import type { SessionTasks } from './tasks.js';
 import { SessionCalls } from './calls.js';
 import type { Caller } from '../../tasks/principals.js';
 import { CallerAccess } from '../access.js';
@@ -51,10 +51,10 @@ export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources
  */
 export interface SessionRouterDeps {
   catalog: GatewayCatalog;
-  tasks: LegacyTasks;
+  tasks: SessionTasks;
   logger: Logger;
   lists: AggregatedLists;
-  sessions: LegacySessions;
+  sessions: Sessions;
   /** The gateway's version, as `serverInfo` says. */
   version: string;
   /** `auth.access`: undefined when every caller may use everything. */
@@ -67,10 +67,10 @@ export interface SessionRouterDeps {
 
 export class SessionRouter {
   private readonly catalog: GatewayCatalog;
-  private readonly tasks: LegacyTasks;
+  private readonly tasks: SessionTasks;
   private readonly logger: Logger;
   private readonly lists: AggregatedLists;
-  private readonly sessions: LegacySessions;
+  private readonly sessions: Sessions;
   private readonly serverVersion: string;
   private access: readonly AccessRule[] | undefined;
   private readonly taskTools: TaskTools;
@@ -107,7 +107,7 @@ export class SessionRouter {
     const version = request.params?.protocolVersion;
     return inRequestScope(
       this.requestScope,
-      () => requestInfo(request, { protocolVersion: typeof version === 'string' ? version : LATEST_LEGACY_VERSION }, codec),
+      () => requestInfo(request, { protocolVersion: typeof version === 'string' ? version : LATEST_SESSION_VERSION }, codec),
       ({ response }) => ('error' in response ? { error: response.error } : { result: response.result }),
       () => this.startSession(request, caller),
     );
@@ -117,14 +117,14 @@ export class SessionRouter {
     const params = request.params ?? {};
     const requested = typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
     if (requested === undefined) {
-      return { response: legacyErrorResponse(request.id, new GatewayError('invalid_params', 'initialize: params.protocolVersion must be a string')) };
+      return { response: sessionErrorResponse(request.id, new GatewayError('invalid_params', 'initialize: params.protocolVersion must be a string')) };
     }
-    const version = isSupportedLegacyVersion(requested) ? requested : LATEST_LEGACY_VERSION;
+    const version = isSessionVersion(requested) ? requested : LATEST_SESSION_VERSION;
     const capabilities = asObject(params.capabilities) ?? {};
     const clientInfo = asObject(params.clientInfo);
     const session = await this.sessions.create(version, capabilities, clientInfo, caller?.principal);
     const serverCapabilities = this.catalog.capabilities();
-    if (supportsLegacyTasks(version)) serverCapabilities.tasks = LEGACY_TASKS_CAPABILITY;
+    if (supportsSessionTasks(version)) serverCapabilities.tasks = SESSION_TASKS_CAPABILITY;
     const result: JsonObject = {
       protocolVersion: version,
       capabilities: serverCapabilities,
@@ -141,16 +141,16 @@ export class SessionRouter {
    * is the bytes of the request body: held until this resolves, and longer by a task that takes the call's
    * arguments with it.
    */
-  handle(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {
+  handle(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<SessionOutcome | undefined> {
     return inRequestScope(this.requestScope, () => requestInfo(request, session, codec), (outcome) => outcome, () => this.answer(session, request, stream, caller, charge));
   }
 
-  private async answer(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<LegacyOutcome | undefined> {
+  private async answer(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<SessionOutcome | undefined> {
     try {
       return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.events), charge);
     } catch (error) {
       if (!(error instanceof GatewayError)) this.logger.error({ err: error, method: request.method, session: session.sessionId }, 'request failed');
-      return legacyFailure(error);
+      return sessionFailure(error);
     }
   }
 
@@ -159,15 +159,15 @@ export class SessionRouter {
    * A task creation never does: it answers at once with the task, or with a refusal (a rate limit: HTTP 429),
    * and the task's messages go to its tasks/result or GET stream.
    */
-  mayStream(session: LegacySession, request: JsonRpcRequest): boolean {
+  mayStream(session: Session, request: JsonRpcRequest): boolean {
     if (!STREAMED_METHODS.has(request.method)) return false;
     const params = request.params ?? {};
-    const createsTask = request.method === 'tools/call' && params.task !== undefined && supportsLegacyTasks(session.protocolVersion)
+    const createsTask = request.method === 'tools/call' && params.task !== undefined && supportsSessionTasks(session.protocolVersion)
       && typeof params.name === 'string' && !this.taskTools.owns(params.name);
     return !createsTask;
   }
 
-  handleNotification(session: LegacySession, notification: JsonRpcNotification): void {
+  handleNotification(session: Session, notification: JsonRpcNotification): void {
     const params = notification.params ?? {};
     switch (notification.method) {
       case 'notifications/cancelled':
@@ -189,7 +189,7 @@ export class SessionRouter {
   }
 
   /** Stops a request of the session running here that the client cancelled; false when none runs here. */
-  cancelInflight(session: LegacySession, params: JsonObject): boolean {
+  cancelInflight(session: Session, params: JsonObject): boolean {
     const inflight = session.inflight.get(params.requestId as string | number);
     if (inflight === undefined) return false;
     session.inflight.delete(params.requestId as string | number);
@@ -199,7 +199,7 @@ export class SessionRouter {
     return true;
   }
 
-  private async dispatch(session: LegacySession, request: JsonRpcRequest, stream: EventStream | undefined, access: CallerAccess, charge: InflightCharge | undefined): Promise<Outcome | undefined> {
+  private async dispatch(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, access: CallerAccess, charge: InflightCharge | undefined): Promise<Outcome | undefined> {
     const params = request.params ?? {};
     // `_meta` is the gateway's to read (progress tokens, related tasks) before anything goes upstream.
     if (params._meta !== undefined && asObject(params._meta) === undefined) {
@@ -222,7 +222,7 @@ export class SessionRouter {
       case 'tasks/list':
       case 'tasks/cancel':
       case 'tasks/delete': {
-        if (!supportsLegacyTasks(session.protocolVersion)) {
+        if (!supportsSessionTasks(session.protocolVersion)) {
           throw new GatewayError('method_not_found', `Method not found: ${request.method} (tasks need protocol 2025-11-25; this session negotiated ${session.protocolVersion})`);
         }
         const reader = access.taskReader(session.principal);
@@ -252,12 +252,12 @@ export class SessionRouter {
    * upstream requires. Older sessions see none: they cannot use tasks, and the gateway runs an upstream's task
    * for them.
    */
-  private decorateTool(session: LegacySession, listed: JsonObject, upstream: Upstream, upstreamTool: JsonObject): JsonObject {
+  private decorateTool(session: Session, listed: JsonObject, upstream: Upstream, upstreamTool: JsonObject): JsonObject {
     if (typeof listed.name !== 'string') return listed;
     const policy = this.tasks.policies.policyFor(listed.name);
     // Any session may call a tool plainly, even one that speaks tasks.
     const tool = plainCallView(listed, policy);
-    if (!supportsLegacyTasks(session.protocolVersion)) return codec.toolView(tool, undefined);
+    if (!supportsSessionTasks(session.protocolVersion)) return codec.toolView(tool, undefined);
     return codec.toolView(tool, effectiveMode(policy.mode, upstreamTaskSupport(upstream.capabilities, upstreamTool)));
   }
 
@@ -265,7 +265,7 @@ export class SessionRouter {
     return (await resourceOwner(this.catalog, access, uri, 'resource_not_found')).upstream;
   }
 
-  private list(session: LegacySession, method: string, params: JsonObject, access: CallerAccess): Promise<JsonObject> {
+  private list(session: Session, method: string, params: JsonObject, access: CallerAccess): Promise<JsonObject> {
     return this.lists.page(
       method,
       params,
@@ -279,7 +279,7 @@ export class SessionRouter {
     );
   }
 
-  private async subscription(session: LegacySession, request: JsonRpcRequest, params: JsonObject, access: CallerAccess): Promise<Outcome | undefined> {
+  private async subscription(session: Session, request: JsonRpcRequest, params: JsonObject, access: CallerAccess): Promise<Outcome | undefined> {
     const upstream = await this.resourceOwner(params.uri, access);
     const uri = params.uri as string;
     const subscribe = request.method === 'resources/subscribe';
@@ -292,7 +292,7 @@ export class SessionRouter {
     return this.calls.forward(session, request, upstream, params, undefined);
   }
 
-  private async complete(session: LegacySession, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
+  private async complete(session: Session, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const ref = asObject(params.ref);
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
       const route = await routeNamed(this.catalog, access, 'prompts', ref.name);
@@ -302,7 +302,7 @@ export class SessionRouter {
     throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
   }
 
-  private async setLevel(session: LegacySession, request: JsonRpcRequest, params: JsonObject): Promise<Outcome> {
+  private async setLevel(session: Session, request: JsonRpcRequest, params: JsonObject): Promise<Outcome> {
     const level = params.level;
     if (logLevelRank(level) < 0) throw new GatewayError('invalid_params', `Invalid log level; expected one of ${LOG_LEVELS.join(', ')}`);
     session.logLevel = level as LogLevel;
@@ -314,7 +314,7 @@ export class SessionRouter {
         const effective = upstream.isShared ? this.sessions.mostVerboseLevel() : session.logLevel;
         const connection = await upstream.connectionFor(session);
         return connection.request(request.method, { ...params, level: effective }, undefined, upstream.config.requestTimeoutMs).outcome;
-      }).map((p) => p.catch((error: unknown) => ({ error: legacyError(error) }) as Outcome)),
+      }).map((p) => p.catch((error: unknown) => ({ error: sessionError(error) }) as Outcome)),
     );
     const failed = results.find((r): r is { error: { code: number; message: string } } => 'error' in r);
     if (failed !== undefined && results.length === 1) return failed;

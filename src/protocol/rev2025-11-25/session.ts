@@ -30,7 +30,7 @@ export interface Delivery {
   flowControlled?: boolean;
 }
 
-export interface LegacySession extends SessionIdentity {
+export interface Session extends SessionIdentity {
   /** The authenticated principal that created the session (its tasks are that principal's); undefined without authentication. */
   readonly principal: string | undefined;
   /** Set by logging/setLevel; used to filter logs that come over connections shared with other sessions. */
@@ -55,15 +55,15 @@ export interface LegacySession extends SessionIdentity {
 }
 
 /** The sessions, as a whole. */
-export interface LegacySessions {
+export interface Sessions {
   /** Records a new session (any replica then serves it); refused past the principal's cap. */
-  create(protocolVersion: string, capabilities: JsonObject, clientInfo: JsonObject | undefined, principal: string | undefined): Promise<LegacySession>;
+  create(protocolVersion: string, capabilities: JsonObject, clientInfo: JsonObject | undefined, principal: string | undefined): Promise<Session>;
   /** Keeps the session's log level in the store, for every replica. */
-  saveLogLevel(session: LegacySession): void;
+  saveLogLevel(session: Session): void;
   /** Tells every replica that the client cancelled a request of the session (whichever runs it stops it). */
   cancelledElsewhere(sessionId: string, params: JsonObject): void;
   /** Whether another session holds a subscription to `uri` (one upstream subscription serves them all). */
-  subscribedElsewhere(session: LegacySession, uri: string): boolean;
+  subscribedElsewhere(session: Session, uri: string): boolean;
   /** The most verbose log level any session here asked for (a shared upstream connection logs at it). */
   mostVerboseLevel(): LogLevel | undefined;
 }

@@ -20,11 +20,11 @@ import { storedCall, type TaskRuns } from '../../tasks/task-runs.js';
 import { taskFacts } from '../../tasks/task-facts.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
-import { codec, legacyTask, taskPayload, withRelatedTask } from './codec.js';
-import type { LegacySession } from './session.js';
+import { codec, sessionTask, taskPayload, withRelatedTask } from './codec.js';
+import type { Session } from './session.js';
 
 /** The parts of the task core the 2025-11-25 task methods and their router use (the TaskEngine has them all). */
-export interface LegacyTaskParts {
+export interface SessionTaskParts {
   policies: Pick<TaskPolicies, 'policyFor'>;
   queries: Pick<TaskQueries, 'find' | 'list' | 'untilResult'>;
   runs: Pick<TaskRuns, 'open' | 'run' | 'runToolCall' | 'runsHere' | 'cancel'>;
@@ -32,9 +32,9 @@ export interface LegacyTaskParts {
   peerLink: Pick<TaskPeerLink, 'reachable'>;
 }
 
-export interface LegacyTasksDeps {
+export interface SessionTasksDeps {
   /** The task core (the gateway's TaskEngine), as these methods use it. */
-  engine: LegacyTaskParts;
+  engine: SessionTaskParts;
   store: TaskStore;
   logger: Logger;
   /** tasks.immediateResponse (a config reload may change it: reconfigure). */
@@ -43,23 +43,23 @@ export interface LegacyTasksDeps {
   events?: GatewayEvents;
 }
 
-export class LegacyTasks {
+export class SessionTasks {
   /** Open tasks/result streams per task running here: where its input requests go first. */
   private readonly resultStreams = new Map<string, Set<EventStream>>();
 
   /** Every tool's task policy, for the router. */
-  readonly policies: LegacyTaskParts['policies'];
+  readonly policies: SessionTaskParts['policies'];
   /** Where a client that can be reached again is announced, for the router's task tools. */
-  readonly peerLink: LegacyTaskParts['peerLink'];
-  private readonly queries: LegacyTaskParts['queries'];
-  private readonly runs: LegacyTaskParts['runs'];
-  private readonly records: LegacyTaskParts['records'];
+  readonly peerLink: SessionTaskParts['peerLink'];
+  private readonly queries: SessionTaskParts['queries'];
+  private readonly runs: SessionTaskParts['runs'];
+  private readonly records: SessionTaskParts['records'];
   private readonly store: TaskStore;
   private readonly logger: Logger;
   private immediateResponse: string | undefined;
   private readonly events: GatewayEvents;
 
-  constructor(deps: LegacyTasksDeps) {
+  constructor(deps: SessionTasksDeps) {
     ({ policies: this.policies, peerLink: this.peerLink, queries: this.queries, runs: this.runs, records: this.records } = deps.engine);
     ({ store: this.store, logger: this.logger, immediateResponse: this.immediateResponse } = deps);
     this.events = deps.events ?? NO_EVENTS;
@@ -74,7 +74,7 @@ export class LegacyTasks {
    * Stores the task, starts the upstream call, and answers with the CreateTaskResult. The run holds `charge`, the
    * bytes of the request that carried `params`, until its call ends.
    */
-  async create(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, charge?: InflightCharge): Promise<Outcome> {
+  async create(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, charge?: InflightCharge): Promise<Outcome> {
     const task = await this.open(session, exposedName, upstream, params, requestedTtl);
     this.runs.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session, charge);
     return { result: codec.createTaskResult(task, this.immediateResponse) };
@@ -84,21 +84,21 @@ export class LegacyTasks {
    * A plain call that outlived `taskAfterMs` under `plainCalls: background` becomes a task as it runs: stored,
    * then run here with its call already under way (it holds no place in line).
    */
-  async adopt(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, call: UpstreamCall, charge?: InflightCharge): Promise<{ task: TaskRecord; run: RunHandle }> {
+  async adopt(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, call: UpstreamCall, charge?: InflightCharge): Promise<{ task: TaskRecord; run: RunHandle }> {
     const task = await this.open(session, exposedName, upstream, params, undefined);
     const run = this.runs.run(task, upstream, this.backgroundCaller(task.taskId, session), () => Promise.resolve(call), { queue: false, sessionId: session.sessionId, charge });
     return { task, run };
   }
 
   /** A background call with `taskAfterMs: 0`: a task at once, which waits for its slots like any other. */
-  async startBackground(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, charge?: InflightCharge): Promise<TaskRecord> {
+  async startBackground(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, charge?: InflightCharge): Promise<TaskRecord> {
     const task = await this.open(session, exposedName, upstream, params, undefined);
     this.runs.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session, charge);
     return task;
   }
 
   /** Stores a task of the session's (its principal's, with authentication) for a tools/call of `params`. */
-  private async open(session: LegacySession, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<TaskRecord> {
+  private async open(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<TaskRecord> {
     const task = await this.runs.open(ownerOf(session), codec.revision, exposedName, upstream, requestedTtl, storedCall(params, session));
     this.logger.debug({ task: task.taskId, session: session.sessionId, principal: task.principal }, 'task belongs to session');
     return task;
@@ -110,7 +110,7 @@ export class LegacyTasks {
    * upstream's questions go wherever the client listens, a task_result call waiting on the task first; when it
    * listens nowhere, they wait for its next task_result call.
    */
-  private backgroundCaller(taskId: string, session: LegacySession): TaskCaller {
+  private backgroundCaller(taskId: string, session: Session): TaskCaller {
     session.activeTasks++;
     return {
       deliver: (request, signal) => session.tryAsk({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, { taskId }),
@@ -125,7 +125,7 @@ export class LegacyTasks {
   }
 
   /** The session's side of a run: it counts the task, hears of every change, and is asked the upstream's questions. */
-  callerFor(taskId: string, session: LegacySession | undefined): TaskCaller {
+  callerFor(taskId: string, session: Session | undefined): TaskCaller {
     if (session === undefined) {
       return {
         deliver: async () => ({ error: { code: InternalError, message: 'The task has no client session to ask' } }),
@@ -160,7 +160,7 @@ export class LegacyTasks {
   }
 
   /** Blocks until the task is terminal, then answers exactly what the upstream answered. */
-  async result(taskId: unknown, stream: EventStream | undefined, session: LegacySession, reader: TaskReader): Promise<Outcome> {
+  async result(taskId: unknown, stream: EventStream | undefined, session: Session, reader: TaskReader): Promise<Outcome> {
     const initial = await this.queries.find(taskId, { withOutcome: true, reader });
     const runsHere = this.runs.runsHere(initial.taskId);
     const streams = this.resultStreams.get(initial.taskId) ?? new Set<EventStream>();
@@ -181,9 +181,9 @@ export class LegacyTasks {
     }
   }
 
-  async list(session: LegacySession, cursor: unknown, reader: TaskReader): Promise<Outcome> {
+  async list(session: Session, cursor: unknown, reader: TaskReader): Promise<Outcome> {
     const page = await this.queries.list(ownerOf(session), cursor, reader.mayUse);
-    const result: JsonObject = { tasks: page.tasks.map(legacyTask) };
+    const result: JsonObject = { tasks: page.tasks.map(sessionTask) };
     if (page.nextCursor !== undefined) result.nextCursor = page.nextCursor;
     return { result };
   }
@@ -210,7 +210,7 @@ export class LegacyTasks {
   }
 
   /** Tells a task's session of the change another replica's loss forced (the replica that would have is gone). */
-  async tellSession(task: TaskRecord, session: (sessionId: string) => Promise<LegacySession | undefined>): Promise<void> {
+  async tellSession(task: TaskRecord, session: (sessionId: string) => Promise<Session | undefined>): Promise<void> {
     // Without authentication the principal names the session; with it, the stored call does (if it was kept).
     const sessionId = sessionOfPrincipal(task.principal) ?? task.call?.identity.sessionId;
     const found = sessionId === undefined ? undefined : await session(sessionId).catch(() => undefined);
@@ -219,14 +219,14 @@ export class LegacyTasks {
 }
 
 /** notifications/tasks/status to the session that created the task (on its tasks/result stream where open). */
-function tellStatus(session: LegacySession, task: TaskRecord): void {
-  session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) }, { taskId: task.taskId });
+function tellStatus(session: Session, task: TaskRecord): void {
+  session.deliver({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: sessionTask(task) }, { taskId: task.taskId });
 }
 
 /**
  * Whose a session's tasks are: the authenticated principal that created the session (its tasks/list shows them
  * from any of its sessions), or, without authentication, the session itself.
  */
-export function ownerOf(session: LegacySession): string {
+export function ownerOf(session: Session): string {
   return session.principal ?? sessionPrincipal(session.sessionId);
 }

@@ -1,30 +1,30 @@
 // One call of a 2026-07-28 client to an upstream (tools/call, prompts/get, resources/read, completion/complete,
 // and tasks/* of a task an upstream runs itself). To an upstream that speaks this revision it passes through as
-// sent; over a legacy upstream it is an MRTR exchange: answered when the upstream answers, or with an
+// sent; over a session upstream it is an MRTR exchange: answered when the upstream answers, or with an
 // InputRequiredResult (the call parked for the client's retry, which any replica may receive), or handed to a
 // task (or, for a client without the Tasks extension, to the background) when the tool's policy says so. The
 // router (router.ts) says which request goes where; this file is what happens to a call.
 import { GatewayError, RequestCancelled } from '../../errors.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
-import { MODERN_PRINCIPAL } from '../../tasks/principals.js';
+import { STATELESS_PRINCIPAL } from '../../tasks/principals.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
-import { LATEST_LEGACY_VERSION, logLevelRank, MODERN_VERSION } from '../mcp.js';
+import { LATEST_SESSION_VERSION, logLevelRank } from '../mcp.js';
 import type { GatewayCatalog } from '../ports.js';
 import type { TaskPolicy } from '../../config/types.js';
 import type { CallerAccess } from '../access.js';
 import { resourceOwner, routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import { taskTiming } from '../../config/policy.js';
-import { answersIn, codec, endedStatusOf, inputRequiredResult, retryAnswers, retryState, withoutRetryFields } from './codec.js';
-import { modernError } from './errors.js';
-import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelope, withoutTasksExtension, type ModernClient } from './envelope.js';
-import { ModernExchange, paramsDigest, type ParkedExchanges, type RequestStateCodec } from './exchange.js';
-import type { ModernPeerMessages, ModernPeers } from './peers.js';
-import type { ModernResponder, ResponseSink } from './responder.js';
-import { plainClientCaller, type ModernTasks } from './tasks.js';
+import { answersIn, codec, endedStatusOf, inputRequiredResult, retryAnswers, retryState, STATELESS_VERSION, withoutRetryFields } from './codec.js';
+import { statelessError } from './errors.js';
+import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelope, withoutTasksExtension, type StatelessClient } from './envelope.js';
+import { StatelessExchange, paramsDigest, type ParkedExchanges, type RequestStateCodec } from './exchange.js';
+import type { StatelessPeerMessages, StatelessPeers } from './peers.js';
+import type { StatelessResponder, ResponseSink } from './responder.js';
+import { plainClientCaller, type StatelessTasks } from './tasks.js';
 import type { TaskTools } from '../task-tools.js';
-import { modernSideOf, type ModernUpstreamSide } from './upstream/side.js';
+import { statelessSideOf, type StatelessUpstreamSide } from './upstream/side.js';
 
 const STALE_STATE = 'Invalid requestState: the call it resumes is no longer waiting (it expired or was cancelled); send the request again without requestState';
 
@@ -34,21 +34,21 @@ const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 type Headers = Record<string, string | string[] | undefined>;
 
 /** What a call needs of the gateway (part of the router's dependencies). */
-export interface ModernCallsDeps {
+export interface StatelessCallsDeps {
   catalog: GatewayCatalog;
-  tasks: ModernTasks;
+  tasks: StatelessTasks;
   parked: ParkedExchanges;
   requestStates: () => Promise<RequestStateCodec>;
-  /** The gateway's version, as the identity modern clients share upstream says. */
+  /** The gateway's version, as the identity 2026-07-28 clients share upstream says. */
   version: string;
-  replicas: ModernPeers;
+  replicas: StatelessPeers;
   /** The gateway's own tools for background tasks (answered here, before any upstream). */
   taskTools: TaskTools;
 }
 
-export class ModernCalls {
+export class StatelessCalls {
   /**
-   * Who modern clients are to a legacy upstream: one upstream session for them all. It declares what the gateway
+   * Who 2026-07-28 clients are to a session upstream: one upstream session for them all. It declares what the gateway
    * can relay, as every upstream connection does; what one client cannot answer, its own exchange refuses.
    */
   readonly identity: SessionIdentity;
@@ -56,13 +56,13 @@ export class ModernCalls {
   private readonly keepAlives = new WeakMap<JsonRpcRequest, ProgressKeepAlive>();
 
   constructor(
-    private readonly deps: ModernCallsDeps,
+    private readonly deps: StatelessCallsDeps,
     /** What the caller may use, by the access rules in force (a config reload changes them: the router holds them). */
-    private readonly accessOf: (client: ModernClient) => CallerAccess,
+    private readonly accessOf: (client: StatelessClient) => CallerAccess,
   ) {
     this.identity = {
-      sessionId: 'modern:clients',
-      protocolVersion: LATEST_LEGACY_VERSION,
+      sessionId: 'statelessSide:clients',
+      protocolVersion: LATEST_SESSION_VERSION,
       capabilities: {},
       clientInfo: { name: 'taskgate (for 2026-07-28 clients)', version: deps.version },
       manyClients: true,
@@ -71,17 +71,17 @@ export class ModernCalls {
   }
 
   /** A retry that reached another replica, for a call parked here: resumed here, answered through the peer. */
-  private async resumeForPeer(body: ModernPeerMessages['mrtr.resume']['body'], peer: { accept(): void; emit(event: JsonObject): void }): Promise<ModernPeerMessages['mrtr.resume']['answer']> {
+  private async resumeForPeer(body: StatelessPeerMessages['mrtr.resume']['body'], peer: { accept(): void; emit(event: JsonObject): void }): Promise<StatelessPeerMessages['mrtr.resume']['answer']> {
     const { method, name } = body;
     const exchange = this.deps.parked.unpark(body.x, body.caller?.principal);
-    if (exchange === undefined) return { outcome: { error: modernError(new GatewayError('invalid_params', STALE_STATE)) } };
+    if (exchange === undefined) return { outcome: { error: statelessError(new GatewayError('invalid_params', STALE_STATE)) } };
     peer.accept();
     exchange.answer(body.answers);
-    const client: ModernClient = {
-      protocolVersion: MODERN_VERSION,
+    const client: StatelessClient = {
+      protocolVersion: STATELESS_VERSION,
       capabilities: {},
       clientInfo: undefined,
-      logLevel: typeof body.logLevel === 'string' ? (body.logLevel as ModernClient['logLevel']) : undefined,
+      logLevel: typeof body.logLevel === 'string' ? (body.logLevel as StatelessClient['logLevel']) : undefined,
       caller: body.caller ?? undefined,
     };
     const meta: JsonObject = body.progressToken === null || body.progressToken === undefined ? {} : { progressToken: body.progressToken as JsonObject[string] };
@@ -95,7 +95,7 @@ export class ModernCalls {
       const outcome = await this.await(client, request, name, upstream, exchange, taskAfterMs, sink, body.background);
       return { outcome: outcome ?? { error: { code: RequestCancelled, message: 'Request cancelled' } } };
     } catch (error) {
-      return { outcome: { error: modernError(error) } };
+      return { outcome: { error: statelessError(error) } };
     }
   }
 
@@ -105,11 +105,11 @@ export class ModernCalls {
    * is silent, when the client asked for progress.
    */
   async call(
-    client: ModernClient,
+    client: StatelessClient,
     request: JsonRpcRequest,
     params: JsonObject,
     headers: Headers,
-    responder: ModernResponder,
+    responder: StatelessResponder,
     charge: InflightCharge | undefined,
   ): Promise<Outcome | undefined> {
     if (request.method === 'tools/call' && typeof params.name === 'string' && this.deps.taskTools.owns(params.name)) return this.taskTool(client, params.name, params, responder);
@@ -133,11 +133,11 @@ export class ModernCalls {
    * extension. `policy` is the called tool's (tools/call only), looked up once by `call`.
    */
   private async callUpstream(
-    client: ModernClient,
+    client: StatelessClient,
     request: JsonRpcRequest,
     params: JsonObject,
     headers: Headers,
-    responder: ModernResponder,
+    responder: StatelessResponder,
     policy: TaskPolicy | undefined,
     charge: InflightCharge | undefined,
   ): Promise<Outcome | undefined> {
@@ -150,15 +150,15 @@ export class ModernCalls {
     if (policy?.mode === 'required' && !declaresTasks(client) && !background) throw missingTasksExtension(`Tool '${name}'`);
     const taskAfterMs = asTask || background ? policy.taskAfterMs : undefined;
 
-    const modern = modernSideOf(upstream);
-    const nativeTasks = modern?.nativeTasks === true;
-    if (modern !== undefined && (taskAfterMs === undefined || (asTask && nativeTasks))) {
+    const statelessSide = statelessSideOf(upstream);
+    const nativeTasks = statelessSide?.nativeTasks === true;
+    if (statelessSide !== undefined && (taskAfterMs === undefined || (asTask && nativeTasks))) {
       // The upstream speaks this revision: the request goes as the client sent it (its InputRequiredResults and
       // requestState, and its own tasks, pass through unchanged).
-      return this.passThrough(client, request, { ...params, ...upstreamParams, _meta: params._meta }, upstream, modern, responder, name, nativeTasks);
+      return this.passThrough(client, request, { ...params, ...upstreamParams, _meta: params._meta }, upstream, statelessSide, responder, name, nativeTasks);
     }
 
-    let exchange: ModernExchange;
+    let exchange: StatelessExchange;
     const sentState = retryState(params);
     if (sentState !== undefined) {
       const state = (await this.deps.requestStates()).decode(sentState, request.method, name, paramsDigest(upstreamParams));
@@ -184,18 +184,18 @@ export class ModernCalls {
       exchange.answer(answers ?? {});
     } else {
       const identity = this.identity;
-      exchange = new ModernExchange(identity.sessionId, client.capabilities);
+      exchange = new StatelessExchange(identity.sessionId, client.capabilities);
       exchange.owner = client.caller?.principal;
       exchange.digest = paramsDigest(upstreamParams);
       exchange.replay = { params: upstreamParams, identity };
       exchange.charge = charge;
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
-      const start = async (): Promise<ModernExchange['call']> => {
-        const call = modern !== undefined
+      const start = async (): Promise<StatelessExchange['call']> => {
+        const call = statelessSide !== undefined
           // A 2026-07-28 upstream without tasks of its own, run as a task by the gateway: its questions are
           // re-asked through the exchange (MRTR with the gateway's keys, or task input requests).
-          ? modern.callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs })
-          // A legacy upstream; one that runs the tool as its own task is waited on for every client, task or not.
+          ? statelessSide.callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs })
+          // A session upstream; one that runs the tool as its own task is waited on for every client, task or not.
           : await upstream.callFor(identity, request.method, upstreamParams, exchange.context(), timeoutMs, { asTask });
         exchange.start(call);
         return call;
@@ -208,16 +208,16 @@ export class ModernCalls {
 
   /** Forwards a request to a 2026-07-28 upstream as the client sent it; notifications stream back. */
   private async passThrough(
-    client: ModernClient,
+    client: StatelessClient,
     request: JsonRpcRequest,
     params: JsonObject,
     upstream: Upstream,
-    modern: ModernUpstreamSide,
-    responder: ModernResponder,
+    statelessSide: StatelessUpstreamSide,
+    responder: StatelessResponder,
     name: string,
     nativeTasks: boolean,
   ): Promise<Outcome | undefined> {
-    const outcome = await modern.request(request.method, params, {
+    const outcome = await statelessSide.request(request.method, params, {
       onNotification: (message) => this.relay(client, request, message, responder),
       clientFlow: () => responder.flow,
       signal: responder.gone,
@@ -238,10 +238,10 @@ export class ModernCalls {
    * tasks/* for a task an upstream runs itself go to that upstream, as the client sent them. A tasks/get answer that
    * says the task ended ends its record too, so the dashboard and the audit log stop showing it running.
    */
-  async nativeTask(client: ModernClient, request: JsonRpcRequest, upstream: Upstream, responder: ModernResponder): Promise<Outcome | undefined> {
-    const modern = modernSideOf(upstream);
-    if (modern === undefined) throw new GatewayError('invalid_params', `Upstream '${upstream.name}' does not speak ${MODERN_VERSION} now: its tasks are not available`);
-    const outcome = await modern.request(request.method, request.params ?? {}, {
+  async nativeTask(client: StatelessClient, request: JsonRpcRequest, upstream: Upstream, responder: StatelessResponder): Promise<Outcome | undefined> {
+    const statelessSide = statelessSideOf(upstream);
+    if (statelessSide === undefined) throw new GatewayError('invalid_params', `Upstream '${upstream.name}' does not speak ${STATELESS_VERSION} now: its tasks are not available`);
+    const outcome = await statelessSide.request(request.method, request.params ?? {}, {
       signal: responder.gone,
       timeoutMs: upstream.config.requestTimeoutMs,
       onNotification: (message) => this.relay(client, request, message, responder),
@@ -259,11 +259,11 @@ export class ModernCalls {
 
   /** Waits for what the call's client must hear next, and says it. */
   private async await(
-    client: ModernClient,
+    client: StatelessClient,
     request: JsonRpcRequest,
     name: string,
     upstream: Upstream,
-    exchange: ModernExchange,
+    exchange: StatelessExchange,
     taskAfterMs: number | undefined,
     responder: ResponseSink,
     /** Past taskAfterMs the client gets the task tools' handle rather than a task (it did not declare the extension). */
@@ -312,12 +312,12 @@ export class ModernCalls {
    * extension gets the task, one without (a background call) a tool result naming it and the task tools.
    */
   private async becomeTask(
-    client: ModernClient,
+    client: StatelessClient,
     name: string,
     upstream: Upstream,
-    exchange: ModernExchange,
+    exchange: StatelessExchange,
     background: boolean,
-    start: (() => Promise<ModernExchange['call']>) | undefined,
+    start: (() => Promise<StatelessExchange['call']>) | undefined,
   ): Promise<Outcome> {
     try {
       if (!background) return { result: codec.createTaskResult(await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start), undefined) };
@@ -336,7 +336,7 @@ export class ModernCalls {
    * for, the answer is an InputRequiredResult with the task's own input requests; the retry's inputResponses go
    * to the task (wherever its call runs) before task_result looks again.
    */
-  private async taskTool(client: ModernClient, name: string, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
+  private async taskTool(client: StatelessClient, name: string, params: JsonObject, responder: StatelessResponder): Promise<Outcome | undefined> {
     const reader = this.accessOf(client).taskReader(client.caller?.principal);
     const answers = answersIn(params);
     const taskId = asObject(params.arguments)?.taskId;
@@ -359,7 +359,7 @@ export class ModernCalls {
   }
 
   /** Progress always; logs only when the request asked for a level, and only at or above it. */
-  private relay(client: ModernClient, request: JsonRpcRequest, message: JsonRpcNotification, responder: ResponseSink): void {
+  private relay(client: StatelessClient, request: JsonRpcRequest, message: JsonRpcNotification, responder: ResponseSink): void {
     if (message.method === 'notifications/message') {
       if (client.logLevel === undefined || logLevelRank(message.params?.level) < logLevelRank(client.logLevel)) return;
     } else if (message.method !== 'notifications/progress') return;
@@ -369,7 +369,7 @@ export class ModernCalls {
     else responder.notify(message as unknown as JsonObject);
   }
 
-  async complete(client: ModernClient, request: JsonRpcRequest, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
+  async complete(client: StatelessClient, request: JsonRpcRequest, params: JsonObject, responder: StatelessResponder): Promise<Outcome | undefined> {
     const ref = asObject(params.ref);
     let upstream: Upstream | undefined;
     let forwarded = params;
@@ -380,10 +380,10 @@ export class ModernCalls {
     } else if (ref?.type === 'ref/resource' && typeof ref.uri === 'string') {
       upstream = (await resourceOwner(this.deps.catalog, this.accessOf(client), ref.uri, 'invalid_params')).upstream;
     } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
-    const modern = modernSideOf(upstream);
-    if (modern !== undefined) return this.passThrough(client, request, forwarded, upstream, modern, responder, '', false);
+    const statelessSide = statelessSideOf(upstream);
+    if (statelessSide !== undefined) return this.passThrough(client, request, forwarded, upstream, statelessSide, responder, '', false);
     const identity = this.identity;
-    const exchange = new ModernExchange(identity.sessionId, client.capabilities);
+    const exchange = new StatelessExchange(identity.sessionId, client.capabilities);
     exchange.start(await upstream.callFor(identity, request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
     return this.await(client, request, '', upstream, exchange, undefined, responder);
   }
@@ -406,11 +406,11 @@ export class ModernCalls {
 }
 
 /** Whether the gateway may run a tool call under `policy` as a task for `client` (it declared the extension). */
-function mayRunAsTask(policy: TaskPolicy, client: ModernClient): boolean {
+function mayRunAsTask(policy: TaskPolicy, client: StatelessClient): boolean {
   return policy.mode !== 'forbidden' && declaresTasks(client);
 }
 
 /** Whose a client's tasks are: the authenticated principal, or (without authentication) every 2026-07-28 client's. */
-function principalOf(client: ModernClient): string {
-  return client.caller?.principal ?? MODERN_PRINCIPAL;
+function principalOf(client: StatelessClient): string {
+  return client.caller?.principal ?? STATELESS_PRINCIPAL;
 }

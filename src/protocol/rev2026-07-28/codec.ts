@@ -1,22 +1,31 @@
-// Wire shapes of 2026-07-28 and its Tasks extension (SEP-2663). Nothing outside this file knows that era's field
+// Wire shapes of 2026-07-28 and its Tasks extension (SEP-2663). Nothing outside this file knows that revision's field
 // names (`resultType`, `ttlMs`, `inputRequests`, `inputResponses`, `requestState`, caching hints): `codec` is what
 // the router, the task methods and the request scope ask (src/protocol/wire-codec.ts), the other exports are this
-// era's own (MRTR retries, discovery).
+// revision's own (MRTR retries, discovery).
 import { asObject, withoutMetaKey, type JsonObject, type Outcome } from '../../jsonrpc.js';
 import { GatewayError, InvalidParams, ResourceNotFound } from '../../errors.js';
 import type { TaskRecord } from '../../store/task-store.js';
 import type { WireCodec } from '../wire-codec.js';
-import { META_SERVER_INFO, RELATED_TASK_META, SUPPORTED_VERSIONS, TASKS_EXTENSION } from '../mcp.js';
+import { META_SERVER_INFO, RELATED_TASK_META, TASKS_EXTENSION } from '../mcp.js';
+
+/** The version this revision speaks; the registry (src/protocol/revisions.ts) lists every revision's. */
+export const STATELESS_VERSION = '2026-07-28';
+/** The versions served statelessly by this folder, newest first. */
+export const STATELESS_VERSIONS: readonly string[] = [STATELESS_VERSION];
+
+export function isStatelessVersion(version: string): boolean {
+  return STATELESS_VERSIONS.includes(version);
+}
 
 /** Results the revision requires caching hints on. */
 const CACHEABLE_METHODS = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'server/discover']);
 
 /**
- * A result for a modern client: `resultType` is required on every result (an upstream's own value is kept), and
+ * A result for a 2026-07-28 client: `resultType` is required on every result (an upstream's own value is kept), and
  * list/read results carry caching hints. The gateway's answers may differ per principal, so its hints are
  * `private` and immediately stale unless the upstream said otherwise.
  */
-export function modernResult(method: string, result: JsonObject): JsonObject {
+export function statelessResult(method: string, result: JsonObject): JsonObject {
   const out: JsonObject = typeof result.resultType === 'string' ? { ...result } : { resultType: 'complete', ...result };
   if (CACHEABLE_METHODS.has(method)) {
     if (typeof out.ttlMs !== 'number') out.ttlMs = 0;
@@ -25,8 +34,11 @@ export function modernResult(method: string, result: JsonObject): JsonObject {
   return out;
 }
 
-/** What `server/discover` answers: the revisions the gateway speaks, the upstreams' capabilities and the Tasks extension. */
-export function discoverResult(upstreamCapabilities: JsonObject, instructions: string | undefined, version: string): JsonObject {
+/**
+ * What `server/discover` answers: the versions the gateway speaks (`supported`: every revision's, newest first, as the
+ * registry lists them), the upstreams' capabilities and the Tasks extension.
+ */
+export function discoverResult(upstreamCapabilities: JsonObject, instructions: string | undefined, version: string, supported: readonly string[]): JsonObject {
   const capabilities = { ...upstreamCapabilities };
   // Listing works (possibly empty) whatever the upstreams offer; listen carries their changes.
   capabilities.tools = { ...asObject(capabilities.tools), listChanged: true };
@@ -36,7 +48,7 @@ export function discoverResult(upstreamCapabilities: JsonObject, instructions: s
   delete capabilities.tasks;
   const result: JsonObject = {
     resultType: 'complete',
-    supportedVersions: [...SUPPORTED_VERSIONS],
+    supportedVersions: [...supported],
     capabilities,
     ttlMs: 0,
     cacheScope: 'private',
@@ -49,8 +61,8 @@ export function discoverResult(upstreamCapabilities: JsonObject, instructions: s
 /** `{}` acknowledgements (tasks/update, tasks/cancel). */
 export const ACK: JsonObject = Object.freeze({ resultType: 'complete' }) as JsonObject;
 
-/** The status a modern client sees: a tool error (`isError`) is a completed task whose result says so. */
-export function modernStatus(task: TaskRecord): TaskRecord['status'] {
+/** The status a 2026-07-28 client sees: a tool error (`isError`) is a completed task whose result says so. */
+export function statelessStatus(task: TaskRecord): TaskRecord['status'] {
   if (task.status === 'failed' && task.outcome !== undefined && 'result' in task.outcome) return 'completed';
   return task.status;
 }
@@ -58,7 +70,7 @@ export function modernStatus(task: TaskRecord): TaskRecord['status'] {
 function taskFields(task: TaskRecord): JsonObject {
   const wire: JsonObject = {
     taskId: task.taskId,
-    status: modernStatus(task),
+    status: statelessStatus(task),
     createdAt: new Date(task.createdMs).toISOString(),
     lastUpdatedAt: new Date(task.updatedMs).toISOString(),
     ttlMs: task.retentionMs,
@@ -74,7 +86,7 @@ export function createTaskResult(task: TaskRecord): JsonObject {
 }
 
 /**
- * The DetailedTask: the task with its result inlined when completed (without the related-task marker the legacy
+ * The DetailedTask: the task with its result inlined when completed (without the related-task marker the session
  * era adds), its JSON-RPC error when failed, and every outstanding input request while input_required. Terminal
  * tasks need their outcome read with them.
  */
@@ -84,7 +96,7 @@ export function detailedTask(task: TaskRecord): JsonObject {
   if (outcome !== undefined) {
     if ('error' in outcome) wire.error = outcome.error;
     // The inlined result is a CallToolResult of this revision, `resultType` included (requester libraries validate it).
-    else wire.result = modernResult('tools/call', withoutMetaKey(outcome.result, RELATED_TASK_META));
+    else wire.result = statelessResult('tools/call', withoutMetaKey(outcome.result, RELATED_TASK_META));
   }
   if (task.status === 'input_required' && task.openRequests !== undefined) wire.inputRequests = task.openRequests;
   return wire;
@@ -135,14 +147,14 @@ export function taskUpdateAnswers(params: JsonObject): JsonObject {
   return answers as JsonObject;
 }
 
-/** An outcome for a modern client: results get `resultType` (and hints where due); errors pass unchanged. */
-export function modernOutcome(method: string, outcome: Outcome): Outcome {
+/** An outcome for a 2026-07-28 client: results get `resultType` (and hints where due); errors pass unchanged. */
+export function statelessOutcome(method: string, outcome: Outcome): Outcome {
   if ('error' in outcome) {
     // -32002 does not exist in this revision: resource-not-found is invalid params with the URI in data.
     if (outcome.error.code === ResourceNotFound) return { error: { ...outcome.error, code: InvalidParams } };
     return outcome;
   }
-  return { result: modernResult(method, outcome.result) };
+  return { result: statelessResult(method, outcome.result) };
 }
 
 // ---- the gateway as a client of a 2026-07-28 upstream ----
@@ -159,7 +171,7 @@ export function declaresTasksExtension(capabilities: JsonObject): boolean {
 }
 
 /** An upstream's result as a 2025 client gets it: that revision has no resultType nor caching hints. */
-export function withoutModernFields(result: JsonObject): JsonObject {
+export function withoutStatelessFields(result: JsonObject): JsonObject {
   const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;
   return rest;
 }
@@ -189,7 +201,7 @@ export function endedStatusOf(result: JsonObject): 'completed' | 'failed' | 'can
 
 /** The 2026-07-28 codec: flat task results, `resultType` on every result, caching hints on lists and reads. */
 export const codec: WireCodec = {
-  revision: '2026-07-28',
+  revision: STATELESS_VERSION,
   // What the revision removed (initialize, ping, logging/setLevel, resources/subscribe, tasks/result, tasks/list)
   // is not here: its router answers those as unknown.
   methods: [
@@ -212,7 +224,7 @@ export const codec: WireCodec = {
   cancelResult: () => ({ ...ACK }),
   // Tools are listed as their upstreams list them: with the Tasks extension the server decides when a call is a task.
   toolView: (tool) => tool,
-  clientResult: modernResult,
+  clientResult: statelessResult,
   createdTask: (result) => {
     if (result.resultType !== 'task' || typeof result.taskId !== 'string') return undefined;
     return { taskId: result.taskId, retentionMs: typeof result.ttlMs === 'number' && result.ttlMs > 0 ? result.ttlMs : undefined };

@@ -1,11 +1,10 @@
-// The 2026-07-28 request envelope: which era a POST speaks, the per-request `_meta` fields, and the MCP headers
+// The 2026-07-28 request envelope: which revision a POST speaks, the per-request `_meta` fields, and the MCP headers
 // that must agree with the body (SEP-2575, SEP-2243). Everything here runs before dispatch.
 import { GatewayError } from '../../errors.js';
 import type { Caller } from '../../tasks/principals.js';
 import { asObject, type JsonObject, type JsonRpcRequest } from '../../jsonrpc.js';
 import {
-  isModernVersion,
-  isSupportedLegacyVersion,
+  isSessionVersion,
   logLevelRank,
   LOG_LEVELS,
   mcpNameField,
@@ -14,13 +13,13 @@ import {
   META_LOG_LEVEL,
   META_PROTOCOL_VERSION,
   paramHeaders,
-  SUPPORTED_VERSIONS,
   TASKS_EXTENSION,
   type LogLevel,
 } from '../mcp.js';
+import { isStatelessVersion } from './codec.js';
 
-/** What a modern request says about its client; nothing is remembered between requests. */
-export interface ModernClient {
+/** What a 2026-07-28 request says about its client; nothing is remembered between requests. */
+export interface StatelessClient {
   protocolVersion: string;
   capabilities: JsonObject;
   clientInfo: JsonObject | undefined;
@@ -30,8 +29,8 @@ export interface ModernClient {
   caller?: Caller | undefined;
 }
 
-/** Methods that exist only in the modern era: a request for one is modern even without a valid envelope. */
-const MODERN_ONLY_METHODS = new Set(['server/discover', 'subscriptions/listen']);
+/** Methods that exist only in 2026-07-28: a request for one is 2026-07-28's even without a valid envelope. */
+const STATELESS_ONLY_METHODS = new Set(['server/discover', 'subscriptions/listen']);
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -41,35 +40,36 @@ function header(headers: Headers, name: string): string | undefined {
 }
 
 /**
- * Era of one POSTed message. Modern when the body carries the modern envelope; otherwise legacy when it belongs
- * to a known session; otherwise modern when the MCP-Protocol-Version header names a revision that is not a
- * session revision, or the method exists only in the modern era. Everything else (initialize, session traffic)
- * is legacy.
+ * Whether one POSTed message is this revision's: yes when the body carries the 2026-07-28 envelope; otherwise no
+ * when it belongs to a known session; otherwise yes when the MCP-Protocol-Version header names a revision that is
+ * not a session revision, or the method exists only in 2026-07-28. Everything else (initialize, session traffic)
+ * is the session revisions'.
  */
-export function isModernMessage(body: unknown, headers: Headers, isKnownSession: (id: string) => boolean): boolean {
-  // A batch is judged by its first message (the modern era then refuses it as a batch).
-  if (Array.isArray(body)) return body.length > 0 && isModernMessage(body[0], headers, isKnownSession);
+export function isStatelessMessage(body: unknown, headers: Headers, isKnownSession: (id: string) => boolean): boolean {
+  // A batch is judged by its first message (2026-07-28 then refuses it as a batch).
+  if (Array.isArray(body)) return body.length > 0 && isStatelessMessage(body[0], headers, isKnownSession);
   if (typeof body !== 'object' || body === null) return false;
   const message = body as JsonObject;
   const meta = asObject(asObject(message.params)?._meta);
   if (meta?.[META_PROTOCOL_VERSION] !== undefined) return true;
   const sessionId = header(headers, 'mcp-session-id');
   if (sessionId !== undefined && isKnownSession(sessionId)) return false;
-  if (headersNameModernRevision(headers)) return true;
-  return typeof message.method === 'string' && MODERN_ONLY_METHODS.has(message.method);
+  if (headersNameStatelessRevision(headers)) return true;
+  return typeof message.method === 'string' && STATELESS_ONLY_METHODS.has(message.method);
 }
 
 /** Whether the MCP-Protocol-Version header names a revision that has no sessions (what a body not yet read can tell). */
-export function headersNameModernRevision(headers: Headers): boolean {
+export function headersNameStatelessRevision(headers: Headers): boolean {
   const version = header(headers, 'mcp-protocol-version');
-  return version !== undefined && !isSupportedLegacyVersion(version) && version !== '2024-11-05';
+  return version !== undefined && !isSessionVersion(version) && version !== '2024-11-05';
 }
 
 /**
  * Validates the envelope and the protocol headers in the order the revision's reference checks them: header
- * present, envelope complete, header equals envelope, version supported.
+ * present, envelope complete, header equals envelope, version supported (a refusal lists `supported`: every version
+ * the gateway speaks, as the registry lists them).
  */
-export function readEnvelope(request: JsonRpcRequest, headers: Headers): ModernClient {
+export function readEnvelope(request: JsonRpcRequest, headers: Headers, supported: readonly string[]): StatelessClient {
   const headerVersion = header(headers, 'mcp-protocol-version');
   if (headerVersion === undefined) throw new GatewayError('header_mismatch', 'Header mismatch: the MCP-Protocol-Version header is required');
   const meta = asObject(request.params?._meta);
@@ -81,8 +81,8 @@ export function readEnvelope(request: JsonRpcRequest, headers: Headers): ModernC
   if (headerVersion !== version) {
     throw new GatewayError('header_mismatch', `Header mismatch: MCP-Protocol-Version '${headerVersion}' does not match _meta protocolVersion '${version}'`);
   }
-  if (!isModernVersion(version)) {
-    throw new GatewayError('unsupported_version', 'Unsupported protocol version', { supported: [...SUPPORTED_VERSIONS], requested: version });
+  if (!isStatelessVersion(version)) {
+    throw new GatewayError('unsupported_version', 'Unsupported protocol version', { supported: [...supported], requested: version });
   }
   const logLevel = meta[META_LOG_LEVEL];
   if (logLevel !== undefined && logLevelRank(logLevel) < 0) {
@@ -161,7 +161,7 @@ export function decodeHeaderValue(value: string): string {
 }
 
 /** Whether the request declared the Tasks extension in its client capabilities. */
-export function declaresTasks(client: ModernClient): boolean {
+export function declaresTasks(client: StatelessClient): boolean {
   return asObject(asObject(client.capabilities.extensions)?.[TASKS_EXTENSION]) !== undefined;
 }
 

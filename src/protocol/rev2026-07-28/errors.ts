@@ -19,7 +19,7 @@ import type { JsonRpcErrorObject, JsonRpcFailure, Outcome, RequestId } from '../
 const REQUEST_LEVEL_ERRORS: ReadonlySet<number> = new Set([HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion]);
 
 /** The JSON-RPC error a request gets for `error`; unexpected errors become -32603 without their stack. */
-export function modernError(error: unknown): JsonRpcErrorObject {
+export function statelessError(error: unknown): JsonRpcErrorObject {
   return toJsonRpcError(error);
 }
 
@@ -27,7 +27,7 @@ export function modernError(error: unknown): JsonRpcErrorObject {
  * A request refused before it was dispatched: the registry's HTTP status (500 for what is not the gateway's own;
  * a full budget keeps its 503 and too many streams their 429, with `data.retryAfterMs`: see retryAfterHeader).
  */
-export function modernRefusal(id: RequestId | null, error: unknown): { status: number; body: JsonRpcFailure } {
+export function statelessRefusal(id: RequestId | null, error: unknown): { status: number; body: JsonRpcFailure } {
   return { status: error instanceof GatewayError ? error.httpStatus : 500, body: errorResponseFor(id, error) };
 }
 
@@ -41,9 +41,9 @@ const TEMPORARY_REFUSALS: ReadonlySet<ErrorCode> = new Set(['replica_full', 'sto
  * A dispatched request that failed here: request-level failures keep their HTTP status, and so do temporary
  * refusals (503); the rest are 200.
  */
-export function modernFailure(error: unknown): { outcome: Outcome; status: number } {
+export function statelessFailure(error: unknown): { outcome: Outcome; status: number } {
   const keepsStatus = error instanceof GatewayError && ((error.httpStatus >= 400 && error.httpStatus < 500) || TEMPORARY_REFUSALS.has(error.code));
-  return { outcome: { error: modernError(error) }, status: keepsStatus ? error.httpStatus : 200 };
+  return { outcome: { error: statelessError(error) }, status: keepsStatus ? error.httpStatus : 200 };
 }
 
 /** Retry-After for an answer or refusal that says when to retry (a rate limit, a full replica, a full budget, too many streams). */
@@ -52,7 +52,7 @@ export function retryAfterHeader(outcome: Outcome): Record<string, string> {
 }
 
 /** The HTTP status an answered request is sent with: 400 for a request-level error (an upstream's too), else 200. */
-export function modernAnswerStatus(outcome: Outcome): number {
+export function statelessAnswerStatus(outcome: Outcome): number {
   return 'error' in outcome && REQUEST_LEVEL_ERRORS.has(outcome.error.code) ? 400 : 200;
 }
 

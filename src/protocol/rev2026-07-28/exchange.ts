@@ -1,4 +1,4 @@
-// One upstream call made on behalf of modern clients, across the several HTTP requests MRTR needs: the upstream
+// One upstream call made on behalf of 2026-07-28 clients, across the several HTTP requests MRTR needs: the upstream
 // asks the client something, the gateway answers the client's request with an InputRequiredResult and parks the
 // call; the client's retry (carrying `inputResponses` and the signed `requestState`) resumes it. A call may also
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
@@ -34,7 +34,7 @@ export interface TaskRun {
   signal: AbortSignal;
 }
 
-export class ModernExchange {
+export class StatelessExchange {
   readonly id = randomUUID();
   call: UpstreamCall | undefined;
   /** The upstream call's params and identity, should it become a task another replica may run again (retry.onLoss). */
@@ -259,7 +259,7 @@ function canonicalJson(value: unknown): string {
 
 /** Calls waiting for a client's retry; one that is never resumed is cancelled upstream after `parkTimeoutMs`. */
 export class ParkedExchanges {
-  private readonly parked = new Map<string, { exchange: ModernExchange; timer: NodeJS.Timeout }>();
+  private readonly parked = new Map<string, { exchange: StatelessExchange; timer: NodeJS.Timeout }>();
 
   constructor(private parkTimeoutMs: number) {}
 
@@ -268,7 +268,7 @@ export class ParkedExchanges {
     this.parkTimeoutMs = parkTimeoutMs;
   }
 
-  park(exchange: ModernExchange): void {
+  park(exchange: StatelessExchange): void {
     this.unpark(exchange.id, exchange.owner);
     const timer = setTimeout(() => {
       this.parked.delete(exchange.id);
@@ -282,7 +282,7 @@ export class ParkedExchanges {
    * Takes a parked call back (the retry resumes it); undefined when unknown, expired, on another replica, or
    * another principal's (which leaves it parked for its own).
    */
-  unpark(id: string, owner: string | undefined): ModernExchange | undefined {
+  unpark(id: string, owner: string | undefined): StatelessExchange | undefined {
     const entry = this.parked.get(id);
     if (entry === undefined || entry.exchange.owner !== owner) return undefined;
     clearTimeout(entry.timer);

@@ -1,4 +1,4 @@
-// `subscriptions/listen`: the stream a modern client keeps open for notifications that belong to no request
+// `subscriptions/listen`: the stream a 2026-07-28 client keeps open for notifications that belong to no request
 // (list changes, resource updates, and with the Tasks extension `notifications/tasks`).
 import type { JsonObject, JsonRpcNotification, RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
@@ -6,7 +6,7 @@ import { META_SUBSCRIPTION_ID } from '../mcp.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
 import type { TaskReader } from '../../tasks/principals.js';
 import { codec, detailedTask } from './codec.js';
-import type { ModernResponder } from './responder.js';
+import type { StatelessResponder } from './responder.js';
 
 /** The filter a listener asked for, as far as the gateway honours it. */
 export interface ListenFilter {
@@ -28,7 +28,7 @@ interface Listener {
   filter: ListenFilter;
   /** Who listens: other principals' tasks, and tasks of tools it may no longer use, are not its to hear of. */
   reader: TaskReader;
-  responder: ModernResponder;
+  responder: StatelessResponder;
   stopWatching: (() => void)[];
 }
 
@@ -51,7 +51,7 @@ export class ListenHub {
    * Starts a listen stream: the acknowledgement (echoing what is honoured) goes first, then matching
    * notifications until the client closes the stream or the gateway shuts down.
    */
-  open(id: RequestId, filter: ListenFilter, responder: ModernResponder, reader: TaskReader): Promise<void> {
+  open(id: RequestId, filter: ListenFilter, responder: StatelessResponder, reader: TaskReader): Promise<void> {
     const listener: Listener = { id, filter, reader, responder, stopWatching: [] };
     responder.startStream();
     responder.notify({

@@ -4,7 +4,7 @@ import type { JsonObject, Outcome } from '../../jsonrpc.js';
 import type { Peers } from '../../tasks/peers.js';
 import type { Caller } from '../../tasks/principals.js';
 
-export interface ModernPeerMessages {
+export interface StatelessPeerMessages {
   /** A retry (its answers) for a call parked on the replica its request state names. */
   'mrtr.resume': {
     body: {
@@ -26,4 +26,4 @@ export interface ModernPeerMessages {
 }
 
 /** The other replicas, as a retry for a call parked elsewhere needs them (the gateway's ReplicaLink). */
-export type ModernPeers = Peers<ModernPeerMessages>;
+export type StatelessPeers = Peers<StatelessPeerMessages>;

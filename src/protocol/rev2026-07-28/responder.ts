@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { JsonObject } from '../../jsonrpc.js';
-import type { ClientFlow } from '../../upstream/client-flow.js';
+import type { ClientFlow, NotifiedTaskId } from '../../upstream/client-flow.js';
 import { EventStream } from '../event-stream.js';
 import { httpConnection } from '../sse-connection.js';
 import type { StreamBudget } from '../stream-budget.js';
@@ -16,13 +16,13 @@ export interface ResponseSink {
 const STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
 
 /**
- * The HTTP response of one modern request. It stays undecided until there is something to stream: a request
+ * The HTTP response of one 2026-07-28 request. It stays undecided until there is something to stream: a request
  * answered with nothing before it gets plain JSON with the status its outcome calls for (a -32021 must still be
  * able to become HTTP 400), and the first notification turns it into an SSE stream. The stream holds what the
  * client has not read within the same bounds as a session's (progress coalesced, logs dropped with a count), but
  * has no event ids and keeps nothing once written: the revision has no resumption.
  */
-export class ModernResponder implements ResponseSink {
+export class StatelessResponder implements ResponseSink {
   private stream: EventStream | undefined;
   /** Aborted when the client goes away before the answer: the request is then cancelled. */
   readonly gone: AbortSignal;
@@ -32,6 +32,7 @@ export class ModernResponder implements ResponseSink {
     private readonly canStream: boolean,
     private readonly keepAliveMs: number,
     private readonly budget: StreamBudget,
+    private readonly notifiedTaskId: NotifiedTaskId,
   ) {
     const gone = new AbortController();
     this.gone = gone.signal;
@@ -48,7 +49,7 @@ export class ModernResponder implements ResponseSink {
   /** Opens the SSE stream now (a listen stream must flush its headers at once). */
   startStream(): void {
     if (this.stream !== undefined || this.raw.destroyed) return;
-    this.stream = new EventStream('', { replayLimit: 0, keepAliveMs: this.keepAliveMs, budget: this.budget, ids: false });
+    this.stream = new EventStream('', { replayLimit: 0, keepAliveMs: this.keepAliveMs, budget: this.budget, ids: false, notifiedTaskId: this.notifiedTaskId });
     this.stream.attach(httpConnection(this.raw, STREAM_HEADERS));
   }
 

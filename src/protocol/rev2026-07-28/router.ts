@@ -1,6 +1,6 @@
 // Method → handler for 2026-07-28 requests. Each request stands alone: its envelope says who the client is and
 // what it can do. Lists, discovery, listen streams and the task methods are answered here; a call that goes to an
-// upstream (tools/call, prompts/get, resources/read, completion/complete) is calls.ts's, which bridges legacy
+// upstream (tools/call, prompts/get, resources/read, completion/complete) is calls.ts's, which bridges session
 // upstreams (their questions become MRTR rounds or task input requests). Results get the revision's `resultType`
 // and hints (codec.ts); failures its HTTP statuses (errors.ts).
 import { GatewayError } from '../../errors.js';
@@ -8,30 +8,30 @@ import { NO_EVENTS, type GatewayEvents } from '../../events.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
-import { modernSideOf } from './upstream/side.js';
+import { statelessSideOf } from './upstream/side.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import { LIST_METHODS } from '../mcp.js';
 import type { AggregatedLists } from '../ports.js';
 import { inRequestScope, requestInfo, type RequestScope } from '../request-scope.js';
 import type { AccessRule } from '../../config/types.js';
 import { CallerAccess } from '../access.js';
-import { codec, discoverResult, modernOutcome, taskUpdateAnswers } from './codec.js';
-import { modernAnswerStatus, modernFailure, withUri } from './errors.js';
-import { declaresTasks, missingTasksExtension, type ModernClient } from './envelope.js';
+import { codec, discoverResult, statelessOutcome, taskUpdateAnswers } from './codec.js';
+import { statelessAnswerStatus, statelessFailure, withUri } from './errors.js';
+import { declaresTasks, missingTasksExtension, type StatelessClient } from './envelope.js';
 import type { ListenFilter, ListenHub } from './listen.js';
-import type { ModernResponder } from './responder.js';
+import type { StatelessResponder } from './responder.js';
 import { plainCallView } from '../task-tools.js';
-import { ModernCalls, type ModernCallsDeps } from './calls.js';
+import { StatelessCalls, type StatelessCallsDeps } from './calls.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 
-export interface ModernAnswer {
+export interface StatelessAnswer {
   outcome: Outcome;
   /** HTTP status when the answer is sent as JSON. */
   status: number;
 }
 
-export interface ModernRouterDeps extends ModernCallsDeps {
+export interface StatelessRouterDeps extends StatelessCallsDeps {
   lists: AggregatedLists;
   listeners: ListenHub;
   logger: Logger;
@@ -39,19 +39,21 @@ export interface ModernRouterDeps extends ModernCallsDeps {
   access: readonly AccessRule[] | undefined;
   /** Where each request and access denial is announced (src/events.ts); nowhere when absent. */
   events?: GatewayEvents;
+  /** Every version the gateway speaks, newest first (the registry's): what server/discover lists. */
+  supportedVersions: readonly string[];
 }
 
-export class ModernRouter {
+export class StatelessRouter {
   /** Calls to upstreams (calls.ts). */
-  private readonly calls: ModernCalls;
+  private readonly calls: StatelessCalls;
   private access: readonly AccessRule[] | undefined;
   /** Where each request is announced, and what its scope reads (built once: it is the same for every request). */
   private readonly requestScope: RequestScope;
 
-  constructor(private readonly deps: ModernRouterDeps) {
+  constructor(private readonly deps: StatelessRouterDeps) {
     this.access = deps.access;
     this.requestScope = { events: deps.events ?? NO_EVENTS, catalog: deps.catalog, codec };
-    this.calls = new ModernCalls(deps, (client) => this.accessOf(client));
+    this.calls = new StatelessCalls(deps, (client) => this.accessOf(client));
   }
 
   /** A config reload's access rules: they apply from the next request on. */
@@ -63,7 +65,7 @@ export class ModernRouter {
    * Answers one request; request-level failures carry the HTTP status the revision gives them. `charge` is the
    * bytes of the request body, which the upstream call it starts (and a task that takes it over) holds until it ends.
    */
-  handle(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder, charge?: InflightCharge): Promise<ModernAnswer | undefined> {
+  handle(client: StatelessClient, request: JsonRpcRequest, headers: Headers, responder: StatelessResponder, charge?: InflightCharge): Promise<StatelessAnswer | undefined> {
     return inRequestScope(
       this.requestScope,
       () => requestInfo(request, { protocolVersion: client.protocolVersion }, codec),
@@ -72,22 +74,22 @@ export class ModernRouter {
     );
   }
 
-  private async answer(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder, charge?: InflightCharge): Promise<ModernAnswer | undefined> {
+  private async answer(client: StatelessClient, request: JsonRpcRequest, headers: Headers, responder: StatelessResponder, charge?: InflightCharge): Promise<StatelessAnswer | undefined> {
     try {
       const params = request.params ?? {};
       const outcome = await this.dispatch(client, request, headers, responder, charge);
       if (outcome === undefined) return undefined;
       if (request.method === 'resources/read' && 'error' in outcome) withUri(outcome.error, params.uri);
       // Request-level errors an upstream answered (a capability the client lacks) keep their HTTP status.
-      return { outcome: modernOutcome(request.method, outcome), status: modernAnswerStatus(outcome) };
+      return { outcome: statelessOutcome(request.method, outcome), status: statelessAnswerStatus(outcome) };
     } catch (error) {
-      if (!(error instanceof GatewayError)) this.deps.logger.error({ err: error, method: request.method }, 'modern request failed');
-      return modernFailure(error);
+      if (!(error instanceof GatewayError)) this.deps.logger.error({ err: error, method: request.method }, 'stateless request failed');
+      return statelessFailure(error);
     }
   }
 
   /** A listen stream: validated, acknowledged, then open until the client leaves. */
-  async listen(client: ModernClient, request: JsonRpcRequest, responder: ModernResponder): Promise<void> {
+  async listen(client: StatelessClient, request: JsonRpcRequest, responder: StatelessResponder): Promise<void> {
     const wanted = asObject(request.params?.notifications);
     if (wanted === undefined) throw new GatewayError('invalid_params', 'subscriptions/listen: params.notifications must be an object');
     const filter: ListenFilter = {};
@@ -106,7 +108,7 @@ export class ModernRouter {
     await this.deps.listeners.open(request.id, filter, responder, access.taskReader(client.caller?.principal));
   }
 
-  private async dispatch(client: ModernClient, request: JsonRpcRequest, headers: Headers, responder: ModernResponder, charge: InflightCharge | undefined): Promise<Outcome | undefined> {
+  private async dispatch(client: StatelessClient, request: JsonRpcRequest, headers: Headers, responder: StatelessResponder, charge: InflightCharge | undefined): Promise<Outcome | undefined> {
     const params = request.params ?? {};
     if (LIST_METHODS.has(request.method)) {
       const result = await this.deps.lists.page(
@@ -121,7 +123,7 @@ export class ModernRouter {
     }
     switch (request.method) {
       case 'server/discover':
-        return { result: discoverResult(this.deps.catalog.capabilities(), this.deps.catalog.instructions(), this.deps.version) };
+        return { result: discoverResult(this.deps.catalog.capabilities(), this.deps.catalog.instructions(), this.deps.version, this.deps.supportedVersions) };
       case 'tools/call':
       case 'prompts/get':
       case 'resources/read':
@@ -136,15 +138,15 @@ export class ModernRouter {
       default:
         // Includes what 2026-07-28 removed (initialize, ping, logging/setLevel, resources/subscribe, tasks/result,
         // tasks/list): the revision answers those as unknown.
-        throw new GatewayError('modern_method_not_found', `Method not found: ${request.method}`);
+        throw new GatewayError('stateless_method_not_found', `Method not found: ${request.method}`);
     }
   }
 
   /** tasks/get|update|cancel: the gateway's own tasks here, an upstream's own tasks at that upstream. */
-  private async taskMethod(client: ModernClient, request: JsonRpcRequest, params: JsonObject, responder: ModernResponder): Promise<Outcome | undefined> {
+  private async taskMethod(client: StatelessClient, request: JsonRpcRequest, params: JsonObject, responder: StatelessResponder): Promise<Outcome | undefined> {
     const task = await this.deps.tasks.find(codec.taskIdOf(params), request.method === 'tasks/get', this.accessOf(client).taskReader(client.caller?.principal));
     if (task.native === true) {
-      const upstream = this.deps.catalog.upstreams.find((u) => u.name === task.upstream && modernSideOf(u) !== undefined);
+      const upstream = this.deps.catalog.upstreams.find((u) => u.name === task.upstream && statelessSideOf(u) !== undefined);
       if (upstream === undefined) throw new GatewayError('invalid_params', `Task ${task.taskId} runs on upstream '${task.upstream}', which is not available`);
       return this.calls.nativeTask(client, request, upstream, responder);
     }
@@ -153,14 +155,14 @@ export class ModernRouter {
     return this.deps.tasks.cancel(task);
   }
 
-  private accessOf(client: ModernClient): CallerAccess {
+  private accessOf(client: StatelessClient): CallerAccess {
     return new CallerAccess(this.access, client.caller, this.deps.events ?? NO_EVENTS);
   }
 
-  private async fetchPage(client: ModernClient, upstream: Upstream, method: string, page: JsonObject, meta: unknown): Promise<JsonObject> {
-    const modern = modernSideOf(upstream);
-    if (modern !== undefined) {
-      const outcome = await modern.request(method, { ...page, _meta: meta }, { timeoutMs: upstream.config.requestTimeoutMs });
+  private async fetchPage(client: StatelessClient, upstream: Upstream, method: string, page: JsonObject, meta: unknown): Promise<JsonObject> {
+    const statelessSide = statelessSideOf(upstream);
+    if (statelessSide !== undefined) {
+      const outcome = await statelessSide.request(method, { ...page, _meta: meta }, { timeoutMs: upstream.config.requestTimeoutMs });
       if ('error' in outcome) throw new Error(outcome.error.message);
       return outcome.result;
     }
@@ -170,7 +172,7 @@ export class ModernRouter {
     return outcome.result;
   }
 
-  /** Legacy upstreams get resource updates for listen streams through the gateway's own connection. */
+  /** Session upstreams get resource updates for listen streams through the gateway's own connection. */
   private async subscribeUpstream(uri: string): Promise<void> {
     const upstream = this.deps.catalog.routeUri(uri);
     if (upstream === undefined || upstream.capabilities.resources === undefined) return;

@@ -14,13 +14,13 @@ import type { TaskReader } from '../../tasks/principals.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import { ACK, codec } from './codec.js';
-import type { ModernExchange } from './exchange.js';
+import type { StatelessExchange } from './exchange.js';
 
 /**
  * A 2026-07-28 client is not reachable between its requests: it reads the task's input requests with tasks/get
  * and answers with tasks/update, and hears nothing else of the running call.
  */
-export const MODERN_CALLER: TaskCaller = Object.freeze({
+export const STATELESS_CALLER: TaskCaller = Object.freeze({
   deliver: () => undefined,
   notify: () => undefined,
   ended: () => undefined,
@@ -41,7 +41,7 @@ export function plainClientCaller(capabilities: JsonObject): TaskCaller {
 }
 
 /** The parts of the task core the Tasks extension and its router use (the TaskEngine has them all). */
-export interface ModernTaskParts {
+export interface StatelessTaskParts {
   policies: Pick<TaskPolicies, 'policyFor'>;
   queries: Pick<TaskQueries, 'find'>;
   runs: Pick<TaskRuns, 'open' | 'run' | 'cancel'>;
@@ -49,23 +49,23 @@ export interface ModernTaskParts {
   peerLink: Pick<TaskPeerLink, 'answer'>;
 }
 
-export class ModernTasks {
+export class StatelessTasks {
   /** Every tool's task policy, for the router. */
-  readonly policies: ModernTaskParts['policies'];
+  readonly policies: StatelessTaskParts['policies'];
   /** Reads: tasks/get needs nothing else. */
-  readonly queries: ModernTaskParts['queries'];
+  readonly queries: StatelessTaskParts['queries'];
   /** The records of tasks upstreams run themselves, for the router's pass-through. */
-  readonly records: ModernTaskParts['records'];
+  readonly records: StatelessTaskParts['records'];
   /** Where answers go, on whichever replica runs the call. */
-  readonly peerLink: ModernTaskParts['peerLink'];
-  private readonly runs: ModernTaskParts['runs'];
+  readonly peerLink: StatelessTaskParts['peerLink'];
+  private readonly runs: StatelessTaskParts['runs'];
 
-  constructor(parts: ModernTaskParts) {
+  constructor(parts: StatelessTaskParts) {
     ({ policies: this.policies, queries: this.queries, records: this.records, peerLink: this.peerLink, runs: this.runs } = parts);
   }
 
   /**
-   * A task for a modern client. `exchange` is the upstream call: already running when the gateway waited
+   * A task for a 2026-07-28 client. `exchange` is the upstream call: already running when the gateway waited
    * `taskAfterMs` for it first (the task adopts it), else `start` starts it once a slot is free. From now on the
    * upstream's questions are the task's input requests. Resolves with the stored task, which is readable on every
    * replica by then.
@@ -74,9 +74,9 @@ export class ModernTasks {
     principal: string,
     exposedName: string,
     upstream: Upstream,
-    exchange: ModernExchange,
+    exchange: StatelessExchange,
     start: (() => Promise<UpstreamCall | undefined>) | undefined,
-    caller: TaskCaller = MODERN_CALLER,
+    caller: TaskCaller = STATELESS_CALLER,
   ): Promise<TaskRecord> {
     const replay = exchange.replay === undefined ? undefined : storedCall(exchange.replay.params, exchange.replay.identity);
     const task = await this.runs.open(principal, codec.revision, exposedName, upstream, undefined, replay);

@@ -24,12 +24,12 @@ export class RedisRunning {
   }
 
   async unlease(taskId: string): Promise<void> {
-    await this.run('unlease', this.keys.runningOwners(), this.keys.legacyRunning(), taskId, this.keys.runningOfPrefix());
+    await this.run('unlease', this.keys.runningOwners(), this.keys.runningByLeaseDeadline(), taskId, this.keys.runningOfPrefix());
   }
 
   async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
     const most = String(Math.min(limit, IDS_PER_SCRIPT_CALL));
-    const keys = [this.keys.replicasAlive(), this.keys.runningOwners(), this.keys.runningOf(taker), this.keys.legacyRunning()];
+    const keys = [this.keys.replicasAlive(), this.keys.runningOwners(), this.keys.runningOf(taker), this.keys.runningByLeaseDeadline()];
     const flat = (await this.run('take-orphans', ...keys, most, taker, String(leaseMs), this.keys.runningOfPrefix())) as string[];
     const orphans: { taskId: string; owner: string }[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) orphans.push({ taskId: flat[i] as string, owner: flat[i + 1] as string });

@@ -7,8 +7,8 @@ import type { GatewayEvents } from '../../../events.js';
 import { isNotification, isRequest, toResponse, validateMessage, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../../../jsonrpc.js';
 import type { Logger } from '../../../log.js';
 import { httpConnection } from '../../sse-connection.js';
-import { isSupportedLegacyVersion, LEGACY_VERSIONS, supportsBatches } from '../../mcp.js';
-import { exchangeAnswer, legacyErrorResponse, legacyRefusal, type LegacyOutcome } from '../errors.js';
+import { isSessionVersion, SESSION_VERSIONS, supportsBatches } from '../../mcp.js';
+import { exchangeAnswer, sessionErrorResponse, sessionRefusal, type SessionOutcome } from '../errors.js';
 import type { SessionRouter } from '../router.js';
 import type { ClientSession } from '../../../gateway/session.js';
 import type { SessionRegistry } from '../../../gateway/sessions.js';
@@ -47,8 +47,8 @@ export interface SessionFrontDeps {
  */
 async function sessionOf(sessions: SessionRegistry, request: FastifyRequest): Promise<ClientSession> {
   const version = header(request, 'mcp-protocol-version');
-  if (version !== undefined && !isSupportedLegacyVersion(version)) {
-    throw new GatewayError('unsupported_protocol_version', `Bad Request: Unsupported protocol version '${version}' (supported: ${LEGACY_VERSIONS.join(', ')})`);
+  if (version !== undefined && !isSessionVersion(version)) {
+    throw new GatewayError('unsupported_protocol_version', `Bad Request: Unsupported protocol version '${version}' (supported: ${SESSION_VERSIONS.join(', ')})`);
   }
   const id = header(request, 'mcp-session-id');
   if (id === undefined) throw new GatewayError('session_required', 'Bad Request: Mcp-Session-Id header is required');
@@ -69,7 +69,7 @@ function validated(items: unknown[]): { messages: JsonRpcMessage[]; invalid: Jso
       continue;
     }
     const id = typeof item === 'object' && item !== null && 'id' in item ? (item as { id: unknown }).id : null;
-    invalid.push(legacyErrorResponse(typeof id === 'string' || typeof id === 'number' ? id : null, new GatewayError('invalid_request', `Invalid Request: ${message}`)));
+    invalid.push(sessionErrorResponse(typeof id === 'string' || typeof id === 'number' ? id : null, new GatewayError('invalid_request', `Invalid Request: ${message}`)));
   }
   return { messages, invalid };
 }
@@ -138,7 +138,7 @@ async function post(
   const streamed = (header(request, 'accept') ?? '').includes('text/event-stream') && requests.some((r) => deps.router.mayStream(session, r));
   if (!streamed) {
     const responses: JsonRpcResponse[] = [...invalid];
-    let only: LegacyOutcome | undefined;
+    let only: SessionOutcome | undefined;
     await Promise.all(
       requests.map(async (r) => {
         const outcome = await deps.router.handle(session, r, undefined, caller, charge);
@@ -179,7 +179,7 @@ async function get(deps: SessionFrontDeps, request: FastifyRequest, reply: Fasti
     try {
       session.openStandaloneStream().attach(httpConnection(reply.raw));
     } catch (error) {
-      const { status, body } = legacyRefusal(null, error instanceof GatewayError ? error : new GatewayError('internal', (error as Error).message));
+      const { status, body } = sessionRefusal(null, error instanceof GatewayError ? error : new GatewayError('internal', (error as Error).message));
       reply.raw.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     }
     return reply;

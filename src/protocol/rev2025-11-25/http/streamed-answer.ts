@@ -7,7 +7,7 @@ import { toResponse, type JsonRpcRequest, type JsonRpcResponse } from '../../../
 import type { ClientSession } from '../../../gateway/session.js';
 import { httpConnection } from '../../sse-connection.js';
 import { supportsPrimingEvents } from '../../mcp.js';
-import { exchangeAnswer, type LegacyOutcome } from '../errors.js';
+import { exchangeAnswer, type SessionOutcome } from '../errors.js';
 import type { SessionRouter } from '../router.js';
 import type { InflightCharge } from '../../../tasks/inflight-bytes.js';
 import type { Caller } from '../../../tasks/principals.js';
@@ -46,7 +46,7 @@ export async function answerStreamed({ router, windows, session, requests, inval
     window = windows.start(() => stream.deferred && startStream());
   } else startStream();
 
-  let only: LegacyOutcome | undefined;
+  let only: SessionOutcome | undefined;
   await Promise.all(
     requests.map(async (r) => {
       const outcome = await router.handle(session, r, stream, caller, charge);

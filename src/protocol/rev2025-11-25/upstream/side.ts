@@ -4,7 +4,7 @@
 // Every transport can carry it, unless the configuration pins the upstream to 2026-07-28.
 import type { TaskMode } from '../../../config/types.js';
 import { asObject, type JsonObject } from '../../../jsonrpc.js';
-import { LATEST_LEGACY_VERSION } from '../../mcp.js';
+import { LATEST_SESSION_VERSION } from '../../mcp.js';
 import { RELAY_CAPABILITIES, type SessionIdentity, type SideCall, type UpstreamAdapter, type UpstreamLink, type UpstreamSide } from '../../../upstream/adapter.js';
 import { fetchCatalog, type UpstreamCatalog } from '../../../upstream/catalog.js';
 import type { UpstreamCall } from '../../../upstream/connection.js';
@@ -53,7 +53,7 @@ class SessionUpstreamSide implements UpstreamSide {
   async connect(): Promise<string | undefined> {
     this.initialized = undefined;
     try {
-      const handshake = { protocolVersion: LATEST_LEGACY_VERSION, capabilities: RELAY_CAPABILITIES, clientInfo: { name: 'taskgate', version: this.link.gatewayVersion } };
+      const handshake = { protocolVersion: LATEST_SESSION_VERSION, capabilities: RELAY_CAPABILITIES, clientInfo: { name: 'taskgate', version: this.link.gatewayVersion } };
       const result = await this.link.openControl(handshake);
       this.subscriptions.clear();
       this.initialized = result;

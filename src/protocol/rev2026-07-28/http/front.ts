@@ -8,33 +8,38 @@ import type { Logger } from '../../../log.js';
 import type { InflightCharge } from '../../../tasks/inflight-bytes.js';
 import type { Caller } from '../../../tasks/principals.js';
 import { checkRoutingHeaders, readEnvelope } from '../envelope.js';
-import { modernRefusal, retryAfterHeader } from '../errors.js';
-import { ModernResponder } from '../responder.js';
-import type { ModernRouter } from '../router.js';
+import { statelessRefusal, retryAfterHeader } from '../errors.js';
+import { StatelessResponder } from '../responder.js';
+import type { StatelessRouter } from '../router.js';
 import { admissionPrincipal, type Admission } from '../../../http/admission.js';
 import type { StreamBudget } from '../../stream-budget.js';
+import type { NotifiedTaskId } from '../../../upstream/client-flow.js';
 import { callerOf } from '../../../http/credentials-guard.js';
 import { announceStream } from '../../../http/stream-events.js';
 import type { RevisionFront } from '../../../http/mcp-endpoint.js';
 
-export interface ModernFrontDeps {
-  modern: ModernRouter;
+export interface StatelessFrontDeps {
+  router: StatelessRouter;
   logger: Logger;
   keepAliveMs: number;
   /** Listen streams count against the caller's open streams. */
   admission: Admission;
   streamBudget: StreamBudget;
+  /** The task a task-status notification names, in whichever revision (a stream coalesces by it). */
+  notifiedTaskId: NotifiedTaskId;
+  /** Every version the gateway speaks, newest first (the registry's): what an unsupported version is told. */
+  supportedVersions: readonly string[];
   events: GatewayEvents;
 }
 
 /** Sends what this revision's error edge says a refused request gets. */
 function refuse(reply: FastifyReply, id: RequestId | null, error: unknown): FastifyReply {
-  const { status, body } = modernRefusal(id, error);
+  const { status, body } = statelessRefusal(id, error);
   return reply.code(status).headers(retryAfterHeader(body)).type('application/json').send(JSON.stringify(body));
 }
 
-export async function handleModernPost(
-  deps: ModernFrontDeps,
+export async function handleStatelessPost(
+  deps: StatelessFrontDeps,
   request: FastifyRequest,
   reply: FastifyReply,
   body: unknown,
@@ -55,7 +60,7 @@ export async function handleModernPost(
   let client;
   let leniency;
   try {
-    client = { ...readEnvelope(message, headers), caller };
+    client = { ...readEnvelope(message, headers, deps.supportedVersions), caller };
     leniency = checkRoutingHeaders(message, headers);
   } catch (error) {
     return refuse(reply, message.id, error);
@@ -77,23 +82,23 @@ export async function handleModernPost(
   // Announced only if the answer becomes a stream (a listen stream at once, a call once it has something to stream).
   announceStream(deps.events, message.method === 'subscriptions/listen' ? 'listen' : 'post', reply.raw);
   reply.hijack();
-  const responder = new ModernResponder(reply.raw, canStream, deps.keepAliveMs, deps.streamBudget);
+  const responder = new StatelessResponder(reply.raw, canStream, deps.keepAliveMs, deps.streamBudget, deps.notifiedTaskId);
   if (message.method === 'subscriptions/listen') {
     try {
-      await deps.modern.listen(client, message, responder);
+      await deps.router.listen(client, message, responder);
     } catch (error) {
-      const { status, body } = modernRefusal(message.id, error);
+      const { status, body } = statelessRefusal(message.id, error);
       responder.finish(body as unknown as JsonObject, status);
     }
     return reply;
   }
-  const answer = await deps.modern.handle(client, message, headers, responder, charge);
+  const answer = await deps.router.handle(client, message, headers, responder, charge);
   if (answer === undefined) responder.end();
   else responder.finish(toResponse(message.id, answer.outcome) as unknown as JsonObject, answer.status, retryAfterHeader(answer.outcome));
   return reply;
 }
 
 /** 2026-07-28's answers on the MCP endpoint: POSTs only (the revision has no sessions, so no GET or DELETE). */
-export function modernFront(deps: ModernFrontDeps): RevisionFront {
-  return { post: (request, reply, body, charge) => handleModernPost(deps, request, reply, body, callerOf(request), charge) };
+export function statelessFront(deps: StatelessFrontDeps): RevisionFront {
+  return { post: (request, reply, body, charge) => handleStatelessPost(deps, request, reply, body, callerOf(request), charge) };
 }

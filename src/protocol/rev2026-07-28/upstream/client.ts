@@ -5,8 +5,8 @@ import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamViolation, 
 import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcErrorObject, type JsonRpcNotification, type Outcome } from '../../../jsonrpc.js';
 import { NO_EVENTS, type GatewayEvents } from '../../../events.js';
 import type { Logger } from '../../../log.js';
-import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN_VERSION, paramHeaders } from '../../mcp.js';
-import { codec, inputRequestsOf, retryParams } from '../codec.js';
+import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, paramHeaders } from '../../mcp.js';
+import { codec, inputRequestsOf, retryParams, STATELESS_VERSION } from '../codec.js';
 import * as answers from '../../../upstream/answers.js';
 import type { CredentialSource, PassThroughOptions } from '../../../upstream/adapter.js';
 import type { CallContext, UpstreamCall } from '../../../upstream/connection.js';
@@ -22,7 +22,7 @@ import { holdReadable } from '../../../upstream/transport.js';
  * `Mcp-Param-*` headers its schema asks for and whose `clientFlow` stops the answer being read while the client's
  * stream is full.
  */
-export interface ModernRequestOptions extends PassThroughOptions {
+export interface StatelessRequestOptions extends PassThroughOptions {
   /** What the request authenticates with; none: the upstream's configured headers. */
   credentials?: CredentialSource | undefined;
 }
@@ -33,7 +33,7 @@ export function encodeHeaderValue(value: string): string {
   return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }
 
-export interface ModernClientOptions {
+export interface StatelessUpstreamClientOptions {
   upstreamName: string;
   url: string;
   headers: Readonly<Record<string, string>>;
@@ -48,7 +48,7 @@ export interface ModernClientOptions {
   createdTaskId?: answers.CreatedTaskId | undefined;
 }
 
-export class ModernUpstreamClient {
+export class StatelessUpstreamClient {
   private nextId = 1;
   readonly upstreamName: string;
   private readonly url: string;
@@ -60,7 +60,7 @@ export class ModernUpstreamClient {
   private readonly events: GatewayEvents;
   readonly createdTaskId: answers.CreatedTaskId;
 
-  constructor(options: ModernClientOptions) {
+  constructor(options: StatelessUpstreamClientOptions) {
     this.upstreamName = options.upstreamName;
     this.url = options.url;
     this.headers = options.headers;
@@ -74,11 +74,11 @@ export class ModernUpstreamClient {
 
   /** The envelope of requests the gateway makes for itself (discovery, catalog, listen). */
   ownEnvelope(): JsonObject {
-    return { [META_PROTOCOL_VERSION]: MODERN_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_CLIENT_INFO]: this.clientInfo };
+    return { [META_PROTOCOL_VERSION]: STATELESS_VERSION, [META_CLIENT_CAPABILITIES]: {}, [META_CLIENT_INFO]: this.clientInfo };
   }
 
   /** `params` must already carry `_meta` with an envelope (the client's, or ownEnvelope()). */
-  request(method: string, params: JsonObject, options: ModernRequestOptions = {}): Promise<Outcome> {
+  request(method: string, params: JsonObject, options: StatelessRequestOptions = {}): Promise<Outcome> {
     // Without a subscriber (tracing off) the request goes straight out: no scope, nothing added to it.
     if (!this.events.wrapped('upstream.request')) return this.deliver(method, params, options, undefined);
     const info = upstreamRequestInfo(this.upstreamName, method, params);
@@ -90,7 +90,7 @@ export class ModernUpstreamClient {
     });
   }
 
-  private async deliver(method: string, params: JsonObject, options: ModernRequestOptions, traceHeaders: Record<string, string> | undefined): Promise<Outcome> {
+  private async deliver(method: string, params: JsonObject, options: StatelessRequestOptions, traceHeaders: Record<string, string> | undefined): Promise<Outcome> {
     // A timer of its own, not AbortSignal.timeout: composed with AbortSignal.any, that signal is held weakly on
     // Node 20 and never fires once garbage-collected, so the deadline would silently go.
     const deadline = new AbortController();
@@ -105,7 +105,7 @@ export class ModernUpstreamClient {
     }
   }
 
-  private async send(method: string, params: JsonObject, options: ModernRequestOptions, signal: AbortSignal, traceHeaders: Record<string, string> | undefined): Promise<Outcome> {
+  private async send(method: string, params: JsonObject, options: StatelessRequestOptions, signal: AbortSignal, traceHeaders: Record<string, string> | undefined): Promise<Outcome> {
     const id = this.nextId++;
     let response;
     try {
@@ -122,7 +122,7 @@ export class ModernUpstreamClient {
     }
     const contentType = String(response.headers['content-type'] ?? '');
     // Notifications before the answer are relayed as they come, whatever the framing; the answer ends the call.
-    const answer = new ModernAnswer(this, method, id, params);
+    const answer = new StatelessAnswer(this, method, id, params);
     let outcome: Outcome | undefined;
     const take = (items: unknown[]): void => {
       for (const item of items) {
@@ -181,9 +181,9 @@ export class ModernUpstreamClient {
 
   /**
    * A call whose InputRequiredResults the gateway resolves itself: each round's questions go to `context.ask`
-   * (a legacy client, or a task's input requests), and the call is retried with the answers until it completes.
+   * (a client without MRTR, or a task's input requests), and the call is retried with the answers until it completes.
    */
-  callResolvingInput(method: string, params: JsonObject, context: CallContext, options: ModernRequestOptions = {}): UpstreamCall {
+  callResolvingInput(method: string, params: JsonObject, context: CallContext, options: StatelessRequestOptions = {}): UpstreamCall {
     const abort = new AbortController();
     const outcome = (async (): Promise<Outcome> => {
       let current = params;
@@ -237,7 +237,7 @@ export class ModernUpstreamClient {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': MODERN_VERSION,
+      'mcp-protocol-version': STATELESS_VERSION,
       'mcp-method': method,
     };
     const field = mcpNameField(method);
@@ -256,7 +256,7 @@ export class ModernUpstreamClient {
     warnViolation(this.logger, kind, details, this.events);
   }
 
-  private failure(error: unknown, method: string, options: ModernRequestOptions): GatewayError {
+  private failure(error: unknown, method: string, options: StatelessRequestOptions): GatewayError {
     if (options.signal?.aborted) return new GatewayError('upstream_unavailable', 'Request cancelled');
     if (error instanceof MessageTooLargeError) {
       warnViolation(this.logger, 'a message larger than maxMessageBytes', { maxMessageBytes: error.limit, method, head: error.head.slice(0, 200) }, this.events);
@@ -293,12 +293,12 @@ function refusalOf(item: unknown): JsonRpcErrorObject | undefined {
  * request asked for one; the upstream's notifications/cancelled for it fails it at once. The POST is the request's
  * own stream, so an answer with another id is the request's wrong-id answer.
  */
-class ModernAnswer {
+class StatelessAnswer {
   /** The id of an answer with another id, if one came. */
   stray: unknown;
 
   constructor(
-    private readonly client: ModernUpstreamClient,
+    private readonly client: StatelessUpstreamClient,
     private readonly method: string,
     private readonly id: number,
     private readonly params: JsonObject,

@@ -5,27 +5,27 @@
 import type { TaskMode, UpstreamConfig } from '../../../config/types.js';
 import { MethodNotFound } from '../../../errors.js';
 import { asObject, type JsonObject, type JsonRpcNotification } from '../../../jsonrpc.js';
-import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION } from '../../mcp.js';
+import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO } from '../../mcp.js';
 import { RELAY_CAPABILITIES, type SideCall, type UpstreamAdapter, type UpstreamLink, type UpstreamSide } from '../../../upstream/adapter.js';
 import { fetchCatalog, type UpstreamCatalog } from '../../../upstream/catalog.js';
 import type { CallContext, UpstreamCall } from '../../../upstream/connection.js';
-import { codec, declaresTasksExtension, supportsVersion, withoutModernFields } from '../codec.js';
-import { ModernUpstreamClient, type ModernRequestOptions } from './client.js';
+import { codec, declaresTasksExtension, STATELESS_VERSION, supportsVersion, withoutStatelessFields } from '../codec.js';
+import { StatelessUpstreamClient, type StatelessRequestOptions } from './client.js';
 
 /** The id of this revision, as its client-side entry (../revision.ts) names it. */
-export const MODERN_REVISION = codec.revision;
+export const STATELESS_REVISION = codec.revision;
 
-export class ModernUpstreamSide implements UpstreamSide {
-  readonly revision = MODERN_REVISION;
+export class StatelessUpstreamSide implements UpstreamSide {
+  readonly revision = STATELESS_REVISION;
   /** Set when the upstream speaks 2026-07-28 (it answered server/discover). */
   private discovered: JsonObject | undefined;
   private listenAbort: AbortController | undefined;
   /** The stateless client: every request its own POST. */
-  readonly client: ModernUpstreamClient;
+  readonly client: StatelessUpstreamClient;
 
   constructor(private readonly link: UpstreamLink) {
     const config = link.config as Extract<UpstreamConfig, { url: string }>;
-    this.client = new ModernUpstreamClient({
+    this.client = new StatelessUpstreamClient({
       upstreamName: config.name,
       url: config.url,
       headers: config.headers,
@@ -43,7 +43,7 @@ export class ModernUpstreamSide implements UpstreamSide {
   }
 
   get protocolVersion(): string | undefined {
-    return this.speaks ? MODERN_VERSION : undefined;
+    return this.speaks ? STATELESS_VERSION : undefined;
   }
 
   get capabilities(): JsonObject {
@@ -66,11 +66,11 @@ export class ModernUpstreamSide implements UpstreamSide {
   async connect(): Promise<string | undefined> {
     this.discovered = undefined;
     const outcome = await this.client.request('server/discover', { _meta: this.client.ownEnvelope() }, { timeoutMs: this.link.config.initializeTimeoutMs, credentials: this.link.credentials });
-    if ('result' in outcome && supportsVersion(outcome.result, MODERN_VERSION)) {
+    if ('result' in outcome && supportsVersion(outcome.result, STATELESS_VERSION)) {
       this.discovered = outcome.result;
       return undefined;
     }
-    return `it does not speak ${MODERN_VERSION} (server/discover: ${'error' in outcome ? outcome.error.message : 'no supportedVersions'})`;
+    return `it does not speak ${STATELESS_VERSION} (server/discover: ${'error' in outcome ? outcome.error.message : 'no supportedVersions'})`;
   }
 
   readCatalog(): Promise<UpstreamCatalog> {
@@ -78,7 +78,7 @@ export class ModernUpstreamSide implements UpstreamSide {
   }
 
   /** Passes a request through as a 2026-07-28 client sent it (`params` carries its envelope). */
-  request(method: string, params: JsonObject, options: ModernRequestOptions = {}): ReturnType<ModernUpstreamClient['request']> {
+  request(method: string, params: JsonObject, options: StatelessRequestOptions = {}): ReturnType<StatelessUpstreamClient['request']> {
     return this.client.request(method, params, { credentials: this.link.credentials, ...options });
   }
 
@@ -89,7 +89,7 @@ export class ModernUpstreamSide implements UpstreamSide {
   async call({ caller, method, params, context, timeoutMs }: SideCall): Promise<UpstreamCall> {
     const identity = caller.identity;
     const envelope: JsonObject = {
-      [META_PROTOCOL_VERSION]: MODERN_VERSION,
+      [META_PROTOCOL_VERSION]: STATELESS_VERSION,
       [META_CLIENT_CAPABILITIES]: RELAY_CAPABILITIES,
       [META_CLIENT_INFO]: identity.clientInfo ?? { name: 'taskgate', version: this.link.gatewayVersion },
     };
@@ -104,12 +104,12 @@ export class ModernUpstreamSide implements UpstreamSide {
     };
     const options = { tool, credentials: caller.credentials, ...(timeoutMs > 0 ? { timeoutMs } : {}) };
     const call = this.client.callResolvingInput(method, forwarded, context ?? noContext, options);
-    const outcome = call.outcome.then((answer) => ('error' in answer ? answer : { result: withoutModernFields(answer.result) }));
+    const outcome = call.outcome.then((answer) => ('error' in answer ? answer : { result: withoutStatelessFields(answer.result) }));
     return { ...call, outcome };
   }
 
   /** A call whose input rounds `context` answers, for a client of this revision (its envelope already on `params`). */
-  callResolvingInput(method: string, params: JsonObject, context: CallContext, options: ModernRequestOptions): UpstreamCall {
+  callResolvingInput(method: string, params: JsonObject, context: CallContext, options: StatelessRequestOptions): UpstreamCall {
     return this.client.callResolvingInput(method, params, context, { credentials: this.link.credentials, ...options });
   }
 
@@ -136,10 +136,10 @@ export class ModernUpstreamSide implements UpstreamSide {
   }
 }
 
-export const modernUpstreamAdapter: UpstreamAdapter = {
-  revision: MODERN_REVISION,
+export const statelessUpstreamAdapter: UpstreamAdapter = {
+  revision: STATELESS_REVISION,
   speaksTo: (config) => config.transport === 'streamable-http' && config.protocol !== 'legacy',
-  side: (link) => new ModernUpstreamSide(link),
+  side: (link) => new StatelessUpstreamSide(link),
   createdTaskId: (result) => codec.createdTask(result)?.taskId,
   notifiedTaskId: (params) => {
     const taskId = codec.taskIdOf(params);
@@ -148,7 +148,7 @@ export const modernUpstreamAdapter: UpstreamAdapter = {
 };
 
 /** The upstream's 2026-07-28 side, when it speaks this revision. */
-export function modernSideOf(upstream: { side(revision: string): UpstreamSide | undefined }): ModernUpstreamSide | undefined {
-  const side = upstream.side(MODERN_REVISION);
-  return side instanceof ModernUpstreamSide && side.speaks ? side : undefined;
+export function statelessSideOf(upstream: { side(revision: string): UpstreamSide | undefined }): StatelessUpstreamSide | undefined {
+  const side = upstream.side(STATELESS_REVISION);
+  return side instanceof StatelessUpstreamSide && side.speaks ? side : undefined;
 }

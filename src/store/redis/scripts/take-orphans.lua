@@ -3,7 +3,7 @@
 -- dies before it settled them they are found with its own. A dead replica with no task left leaves the liveness
 -- index. Tasks an earlier release leased with a deadline of their own (a rolling upgrade) are taken once it ran out.
 -- KEYS[1] replicas' liveness (zset: replica -> deadline ms), KEYS[2] owners (hash: id -> replica),
--- KEYS[3] the taker's running tasks (set), KEYS[4] legacy deadlines (zset: id -> lease deadline ms)
+-- KEYS[3] the taker's running tasks (set), KEYS[4] pre-liveness deadlines (zset: id -> lease deadline ms)
 -- ARGV[1] most to take (at most IDS_PER_SCRIPT_CALL), ARGV[2] taker (replica), ARGV[3] lease ms,
 -- ARGV[4] key prefix of the replicas' task sets (as lease.lua)
 -- Returns id, previous owner pairs.

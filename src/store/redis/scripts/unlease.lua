@@ -1,6 +1,6 @@
 -- unlease: a task stops running (it ended, whoever ended it): it leaves its replica's set, the owners hash, and
 -- the per-task deadline index of earlier releases (a task one of them leased, during a rolling upgrade).
--- KEYS[1] owners (hash: id -> replica), KEYS[2] legacy deadlines (zset: id -> lease deadline ms)
+-- KEYS[1] owners (hash: id -> replica), KEYS[2] pre-liveness deadlines (zset: id -> lease deadline ms)
 -- ARGV[1] task id, ARGV[2] key prefix of the replicas' task sets (as lease.lua)
 -- Returns 1.
 local owner = redis.call('HGET', KEYS[1], ARGV[1])
