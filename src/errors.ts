@@ -178,11 +178,18 @@ export function upstreamViolation(upstream: string, violation: string, what: str
   return new GatewayError('upstream_violation', `Upstream '${upstream}' broke the protocol: ${what}`, { upstream, violation });
 }
 
+/** An error of a lower layer that knows what a client is told of it. */
+export interface ClientFacing {
+  toGatewayError(): GatewayError;
+}
+
 /**
  * Why a message could not be sent to an upstream, as the client is told: the upstream is named only when the
  * failure was the upstream's (or the way to it), never for a message the gateway itself could not encode.
  */
 export function sendFailure(upstream: string, error: unknown): GatewayError {
+  // A credential the gateway could not obtain for the upstream (src/identity): it says itself what the client is told.
+  if (error instanceof Error && typeof (error as Partial<ClientFacing>).toGatewayError === 'function') return (error as Error & ClientFacing).toGatewayError();
   if (error instanceof MessageEncodingError) return new GatewayError('internal', `Internal error: taskgate could not forward the request: ${error.message}`);
   return upstreamUnavailable(upstream, error instanceof Error ? error.message : String(error));
 }

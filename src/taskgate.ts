@@ -28,6 +28,8 @@ import { TaskEngine, type RecoveryDeps } from './tasks/engine.js';
 import { InflightBytes } from './tasks/inflight-bytes.js';
 import { ANONYMOUS_PRINCIPAL } from './tasks/principals.js';
 import { RateLimiter } from './tasks/rate-limits.js';
+import { ActingCallers } from './tasks/acting-callers.js';
+import { createGatewayIdentity } from './identity/parts.js';
 import { Upstream, type UpstreamMessageSink, type UpstreamSessionLedger } from './upstream/upstream.js';
 import { VERSION } from './version.js';
 
@@ -153,7 +155,10 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
     },
   };
   const callers = { authenticated: config.auth !== undefined, rateLimiter };
-  const tasks: TaskEngine = new TaskEngine({ store, config: config.tasks, logger, replica: config.replicas, peers: replicas, recovery, callers, events });
+  // Who the gateway is to upstreams (issue 33): token caches, signer and sealer, shared by every upstream and the tasks.
+  const identity = createGatewayIdentity(config.identity);
+  const acting = new ActingCallers(identity.sealer);
+  const tasks: TaskEngine = new TaskEngine({ store, config: config.tasks, logger, replica: config.replicas, peers: replicas, recovery, callers, events, acting });
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger, events);
   const parts: GatewayParts = {
     config,
@@ -193,7 +198,7 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
           closed: (session) => store.forgetUpstreamSession(replicas.id, session).catch(() => undefined),
         };
   const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream =>
-    new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, adapters: UPSTREAM_ADAPTERS, ...(sessionLedger === undefined ? {} : { sessionLedger }) });
+    new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, adapters: UPSTREAM_ADAPTERS, identity, ...(sessionLedger === undefined ? {} : { sessionLedger }) });
 
   // One authenticator for the MCP endpoint and the admin endpoints (one cache of verified tokens), reconfigured on reload.
   const authenticator = config.auth === undefined ? undefined : new Authenticator(config.auth, logger);

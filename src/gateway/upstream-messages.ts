@@ -121,7 +121,8 @@ export class UpstreamMessages implements UpstreamMessageSink {
       if (upstream === undefined || !upstream.isShared) continue;
       if (this.sessions.subscribedElsewhere(session, uri)) continue;
       void upstream
-        .connectionFor(session)
+        // Ends the subscription of this session's own connection (shared stdio: the one connection of all).
+        .connectionFor(session, undefined)
         .then((connection) => connection.request('resources/unsubscribe', { uri }, undefined, upstream.config.requestTimeoutMs).outcome)
         .catch(() => undefined);
     }

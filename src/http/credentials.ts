@@ -3,7 +3,8 @@
 // resource (`aud`), checked as RFC 9068 asks (access-token.ts) before any key is fetched. A recognised token (key
 // or JWT) is remembered until it expires, so a client polling with one token costs one hash or verification, not
 // one per request. The token itself never goes further than this file: upstreams get their own credentials from
-// their `headers`. Nothing of the token reaches a response header: a refusal says what was wrong in fixed words.
+// their `headers` and `auth` (a token exchange reads the
+// caller's token through `subjectToken`, to send it to the authorization server only). Nothing of the token reaches a response header: a refusal says what was wrong in fixed words.
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { hashApiKey } from '../config/api-keys.js';
 import type { ApiKeyConfig, AuthConfig, OAuthConfig } from '../config/types.js';
@@ -142,7 +143,7 @@ export class Authenticator {
     const scopes = scopesOf(payload);
     const missing = oauth.requiredScopes.filter((scope) => !scopes.includes(scope));
     if (missing.length > 0) throw new AuthError(403, `Insufficient scope: the token lacks ${missing.join(', ')}`, 'insufficient_scope');
-    return { caller: oauthCaller(oauth.issuer, payload.sub as string, scopes), expiresAt: (payload.exp as number) * 1000 };
+    return { caller: oauthCaller(oauth.issuer, payload.sub as string, scopes, Object.freeze({ ...payload }), token), expiresAt: (payload.exp as number) * 1000 };
   }
 
   /** The issuer's key set: its jwks_uri from configuration or from its metadata, fetched again on failure. */

@@ -146,8 +146,14 @@ export class UpstreamCredentials {
 
   private bearerSource(cache: TokenCache, key: string, obtain: () => Promise<{ token: string; expiresInSeconds?: number | undefined }>, extra: Record<string, string>): RefreshableCredentialSource {
     const base = merged(this.upstream.headers, extra);
+    // The same object while the token is the same: a transport keeps the headers it built from it.
+    let last: { token: string; headers: Readonly<Record<string, string>> } | undefined;
     return {
-      headers: async () => ({ ...base, Authorization: `Bearer ${await cache.get(key, obtain)}` }),
+      headers: async () => {
+        const token = await cache.get(key, obtain);
+        if (last?.token !== token) last = { token, headers: Object.freeze({ ...base, Authorization: `Bearer ${token}` }) };
+        return last.headers;
+      },
       refreshAfterUnauthorized: (sent) => {
         const token = bearerOf(sent);
         if (token !== undefined) cache.invalidate(key, token);

@@ -7,6 +7,7 @@ import type { GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Caller, TaskReader } from '../tasks/principals.js';
 import type { ListKind } from './mcp.js';
+import type { ActingFor } from '../upstream/adapter.js';
 
 export class CallerAccess {
   constructor(
@@ -27,6 +28,11 @@ export class CallerAccess {
    */
   taskReader(principal: string | undefined): TaskReader {
     return { principal, mayUse: (tool) => mayUse(this.rules, this.caller, 'tools', tool) };
+  }
+
+  /** Whom the gateway acts for at upstreams on this request: the authenticated caller (none without authentication). */
+  get actingFor(): ActingFor | undefined {
+    return this.caller;
   }
 
   /** Whether the caller may use `name`; a denial is announced for the audit trail. */

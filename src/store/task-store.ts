@@ -66,6 +66,8 @@ export interface StoredCall {
   params: JsonObject;
   /** Who the gateway is to the upstream for it: the client's session, or the identity used for 2026-07-28 clients. */
   identity: { sessionId: string; protocolVersion: string; capabilities: JsonObject; clientInfo?: JsonObject };
+  /** Whom the call acts for at the upstream, sealed (tasks/acting-callers.ts); absent without a sealing key or a caller. */
+  caller?: string;
 }
 
 export type NewTask = Pick<TaskRecord, 'taskId' | 'principal' | 'era' | 'tool' | 'upstream' | 'retentionMs' | 'pollMs'> & {

@@ -11,6 +11,7 @@
 // start, reconfigure, readiness, drain and close.
 import type { ReplicasConfig, TasksConfig } from '../config/types.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
+import type { ActingCallers } from './acting-callers.js';
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';
 import type { Upstream } from '../upstream/upstream.js';
@@ -46,6 +47,8 @@ export interface TaskEngineDeps {
   callers: TaskCreators;
   /** Where the task's life is announced (src/events.ts): created, started, status, input, ended, the run's scope. */
   events?: GatewayEvents;
+  /** Keeps the callers of calls another replica may run, sealed (none: kept calls carry no caller). */
+  acting?: ActingCallers;
 }
 
 export class TaskEngine {
@@ -86,6 +89,7 @@ export class TaskEngine {
       lease: (taskIds) => this.leases.lease(taskIds),
       queries: this.queries,
       recovery,
+      ...(deps.acting === undefined ? {} : { acting: deps.acting }),
     });
     this.peerLink = new TaskPeerLink({ peers, runs: this.runs, relay, endWrites: this.endWrites, slots: this.slots, policies: this.policies });
     this.leases = new TaskLeases({ store, logger, leaseMs: replica.leaseMs, peers, runs: this.peerLink.leasedRuns(), losses: recovery, events });

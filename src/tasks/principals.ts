@@ -17,16 +17,25 @@ export interface Caller extends PrincipalName {
   principal: string;
   /** The token's scopes (an API key's configured ones), for access rules that name scopes. */
   scopes: readonly string[];
+  /** The verified access token's claims (an API key has none): what an upstream's `auth` may tell it of the caller. */
+  claims: Readonly<Record<string, unknown>>;
+  /**
+   * The caller's own verified access token, read only to exchange it for an upstream's (RFC 8693). A function, so
+   * that logging or serialising a caller never writes the token out.
+   */
+  subjectToken?: () => string | undefined;
 }
 
 /** The caller an API key names (`auth.apiKeys[].principal`). */
 export function apiKeyCaller(name: string, scopes: readonly string[]): Caller {
-  return { principal: `${KEY_PRINCIPAL}${name}`, credential: 'key', name, scopes };
+  return { principal: `${KEY_PRINCIPAL}${name}`, credential: 'key', name, scopes, claims: {} };
 }
 
-/** The caller a verified access token names: its subject, at its issuer. */
-export function oauthCaller(issuer: string, subject: string, scopes: readonly string[]): Caller {
-  return { principal: `${OAUTH_PRINCIPAL}${issuer}#${subject}`, credential: 'oauth', name: subject, scopes };
+/** The caller a verified access token names: its subject, at its issuer (`token`: the token itself, for exchange). */
+export function oauthCaller(issuer: string, subject: string, scopes: readonly string[], claims: Readonly<Record<string, unknown>> = {}, token?: string): Caller {
+  const caller: Caller = { principal: `${OAUTH_PRINCIPAL}${issuer}#${subject}`, credential: 'oauth', name: subject, scopes, claims };
+  if (token !== undefined) caller.subjectToken = () => token;
+  return caller;
 }
 
 /** The credential and name an authenticated principal stands for (what rules match); undefined for the gateway's own principals. */

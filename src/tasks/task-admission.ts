@@ -8,6 +8,8 @@ import { GatewayError, storeUnavailable } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { newTaskId, type Era, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import type { ActingCallers } from './acting-callers.js';
+import type { ActingFor } from '../upstream/adapter.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { countedPrincipal } from './principals.js';
 import type { RateLimiter } from './rate-limits.js';
@@ -40,6 +42,8 @@ export interface TaskAdmissionDeps {
   lease(taskIds: string[]): Promise<void>;
   /** How many tasks run here now. */
   running(): number;
+  /** Seals a kept call's caller for another replica (none: kept calls carry no caller). */
+  acting?: ActingCallers;
 }
 
 export class TaskAdmission {
@@ -56,7 +60,7 @@ export class TaskAdmission {
    * replica may have to start it. The caller runs the task at once (run, runToolCall): its place among this
    * replica's running tasks is held from here until then.
    */
-  async open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined): Promise<TaskRecord> {
+  async open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<TaskRecord> {
     const { store, policies, callers, slots, events } = this.deps;
     const policy = policies.policyFor(exposedName);
     const taskId = newTaskId();
@@ -69,7 +73,7 @@ export class TaskAdmission {
       const task = await store
         // The call is kept only where another replica may have to start it: it can be large, and it is the
         // client's data. That is where policy allows a re-run, or where the task may wait in line for a slot.
-        .create({ taskId, principal, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs, ...(call !== undefined && mayStartElsewhere(policy, upstream) ? { call } : {}) })
+        .create({ taskId, principal, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs, ...(call !== undefined && mayStartElsewhere(policy, upstream) ? { call: this.deps.acting?.keep(taskId, call, actingFor) ?? call } : {}) })
         .catch((error: unknown) => {
           if (policy.maxTasksPerPrincipal > 0) slots.release(slots.principalTicket(principal, taskId));
           throw storeUnavailable(error);

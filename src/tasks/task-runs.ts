@@ -18,6 +18,8 @@ import type { SlotTicket } from './slots.js';
 import { boundedEnd } from './stored-results.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 import { unavailable, type TaskQueries } from './task-queries.js';
+import type { ActingFor } from '../upstream/adapter.js';
+import { ActingCallers } from './acting-callers.js';
 
 /** What running a lost task's call again needs, and telling of a task failed as lost. */
 export interface RecoveryDeps extends LossHandling {
@@ -41,16 +43,18 @@ export interface TaskRunsDeps extends Omit<TaskAdmissionDeps, 'running'> {
 export class TaskRuns {
   private readonly runs = new Map<string, LocalRun>();
   private readonly admission: TaskAdmission;
+  private readonly acting: ActingCallers;
   /** Set while draining: called when the last run ends. */
   private drained: (() => void) | undefined;
 
   constructor(private readonly deps: TaskRunsDeps) {
-    this.admission = new TaskAdmission({ ...deps, running: () => this.runs.size });
+    this.acting = deps.acting ?? new ActingCallers(undefined);
+    this.admission = new TaskAdmission({ ...deps, acting: this.acting, running: () => this.runs.size });
   }
 
   /** Opens a task (task-admission.ts): checked, stored and leased before anyone hears of it; run it at once. */
-  open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined): Promise<TaskRecord> {
-    return this.admission.open(principal, era, exposedName, upstream, requestedTtl, call);
+  open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<TaskRecord> {
+    return this.admission.open(principal, era, exposedName, upstream, requestedTtl, call, actingFor);
   }
 
   /**
@@ -77,8 +81,9 @@ export class TaskRuns {
    * Runs a task whose call is a tools/call of `params`, over the upstream session of `identity`; the run holds
    * `charge` (the bytes of the request that carried `params`) until it ends.
    */
-  runToolCall(task: TaskRecord, upstream: Upstream, caller: TaskCaller, params: JsonObject, identity: SessionIdentity, charge?: InflightCharge): RunHandle {
-    return this.run(task, upstream, caller, (context) => upstream.callFor(identity, 'tools/call', params, context, 0, { asTask: true }), {
+  runToolCall(task: TaskRecord, upstream: Upstream, caller: TaskCaller, params: JsonObject, identity: SessionIdentity, actingFor: ActingFor | undefined | (() => ActingFor | undefined), charge?: InflightCharge): RunHandle {
+    const acting = typeof actingFor === 'function' ? actingFor : () => actingFor;
+    return this.run(task, upstream, caller, async (context) => upstream.callFor(identity, acting(), 'tools/call', params, context, 0, { asTask: true }), {
       sessionId: identity.sessionId,
       charge,
     });
@@ -90,7 +95,9 @@ export class TaskRuns {
     if (this.deps.policies.policyFor(task.tool).maxTasksPerPrincipal > 0) await this.deps.slots.reclaimPrincipal(task.principal, task.taskId);
     const { caller, identity, bytes } = await this.deps.recovery.resume(task);
     try {
-      this.runToolCall(task, upstream, caller, task.call.params, identity, bytes?.charge);
+      // As its caller, restored when the run starts (it may wait in line first); failing that, the task fails saying why.
+      const actingFor = () => this.acting.restore(task, upstream.actsPerCaller);
+      this.runToolCall(task, upstream, caller, task.call.params, identity, actingFor, bytes?.charge);
     } finally {
       bytes?.release(); // the run holds its own
     }

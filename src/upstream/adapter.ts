@@ -4,11 +4,9 @@
 // (src/protocol/revisions.ts: UPSTREAM_ADAPTERS) is handed to every Upstream by the composition root, so nothing in
 // src/upstream/ knows a revision by name.
 //
-// Issue 33 (upstream identity) builds on two seams here:
-// - every call carries an UpstreamCaller: who it is for. `sessionKeyOf` is the one place that says which
-//   per-session connection serves a caller; per-principal sessions later change that function only.
-// - an UpstreamCaller's `credentials` is what a request to the upstream authenticates with. Today it answers the
-//   upstream's static `headers` config (`staticCredentials`); the stateless side asks it per request.
+// Every call carries an UpstreamCaller: whose session it runs in, for whom (its principal), and what its requests
+// authenticate with (caller-identity.ts makes them from the upstream's `auth`: issue 33). Transports ask the
+// credentials per request.
 import type { Agent } from 'undici';
 import type { TaskMode, UpstreamConfig } from '../config/types.js';
 import type { GatewayEvents } from '../events.js';
@@ -35,23 +33,28 @@ export interface SessionIdentity {
   readonly manyClients?: boolean;
 }
 
-/** Where the credentials of a request to the upstream come from; consulted per request (or per connection). */
-export interface CredentialSource {
-  headers(): Promise<Readonly<Record<string, string>>>;
+export type { CredentialSource } from './credential-source.js';
+import type { CredentialSource } from './credential-source.js';
+
+/**
+ * The authenticated caller the gateway acts for at the upstream: what an upstream's `auth` makes its identity
+ * from. `subjectToken` reads the caller's own verified access token when a token exchange needs it; the token
+ * itself is never sent to an upstream.
+ */
+export interface ActingFor {
+  readonly principal: string;
+  /** The caller's verified token claims (none for an API key). */
+  readonly claims: Readonly<Record<string, unknown>>;
+  readonly subjectToken?: () => string | undefined;
 }
 
 /** Who a call to the upstream is for. */
 export interface UpstreamCaller {
   /** The client session as the upstream is told of it (its handshake, its envelope). */
   readonly identity: SessionIdentity;
-  /** The authenticated principal the call runs for, when known (issue 33: per-principal sessions). */
+  /** The authenticated principal the call runs for; undefined: the gateway's own request, or no authentication. */
   readonly principal: string | undefined;
   readonly credentials: CredentialSource;
-}
-
-/** Which per-session connection serves `caller`: the one place that decides it. */
-export function sessionKeyOf(caller: UpstreamCaller): string {
-  return caller.identity.sessionId;
 }
 
 /** The credentials every caller has today: the upstream's configured `headers`. */

@@ -6,6 +6,8 @@ import { readBodyStart } from './body-reader.js';
 import { oversized, RESYNC_FACTOR } from './oversized.js';
 import { readSse } from './sse-reader.js';
 import { decodePayload } from './payload.js';
+import { refusalMessage, sendWithCredential } from './http-refusal.js';
+import type { CredentialSource } from './credential-source.js';
 import { holdReadable, receiveDecoded, type HttpTransportOptions, type UpstreamTransport } from './transport.js';
 
 /**
@@ -25,26 +27,25 @@ export class HttpSseTransport implements UpstreamTransport {
   private body: Readable | undefined;
 
   private readonly url: string;
-  private readonly headers: Readonly<Record<string, string>>;
+  private readonly credentials: CredentialSource;
   private readonly agent: Agent;
   private readonly logger: Logger;
   /** Largest SSE event taken from the upstream. */
   private readonly maxMessageBytes: number;
 
   constructor(options: HttpTransportOptions) {
-    ({ url: this.url, headers: this.headers, agent: this.agent, logger: this.logger, maxMessageBytes: this.maxMessageBytes } = options);
+    ({ url: this.url, credentials: this.credentials, agent: this.agent, logger: this.logger, maxMessageBytes: this.maxMessageBytes } = options);
   }
 
   async start(): Promise<void> {
-    const response = await request(this.url, {
-      method: 'GET',
-      dispatcher: this.agent,
-      signal: this.abort.signal,
-      headers: { ...this.headers, accept: 'text/event-stream' },
-    });
+    const response = await sendWithCredential(
+      this.credentials,
+      (credential) => request(this.url, { method: 'GET', dispatcher: this.agent, signal: this.abort.signal, headers: { ...credential, accept: 'text/event-stream' } }),
+      (refused) => refused.body.dump(),
+    );
     if (response.statusCode !== 200) {
-      await response.body.dump();
-      throw new Error(`HTTP ${response.statusCode} opening the SSE stream`);
+      const refusal = refusalMessage(response.statusCode, headerText(response.headers['www-authenticate']), await readBodyStart(response.body, 300));
+      throw new Error(`${refusal} opening the SSE stream`);
     }
     this.body = response.body;
     // Every message comes on this one stream: an over-long event is skipped to its end (its call, when its head
@@ -77,14 +78,15 @@ export class HttpSseTransport implements UpstreamTransport {
 
   async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>): Promise<void> {
     if (this.closed || this.endpoint === undefined) throw new Error('connection is closed');
-    const response = await request(this.endpoint, {
-      method: 'POST',
-      dispatcher: this.agent,
-      headers: { ...this.headers, ...traceHeaders, 'content-type': 'application/json' },
-      body: encodeMessage(message),
-    });
+    const endpoint = this.endpoint;
+    const body = encodeMessage(message);
+    const response = await sendWithCredential(
+      this.credentials,
+      (credential) => request(endpoint, { method: 'POST', dispatcher: this.agent, headers: { ...credential, ...traceHeaders, 'content-type': 'application/json' }, body }),
+      (refused) => refused.body.dump(),
+    );
     const text = await readBodyStart(response.body, 300);
-    if (response.statusCode >= 300) throw new Error(`HTTP ${response.statusCode}${text ? `: ${text.slice(0, 300)}` : ''}`);
+    if (response.statusCode >= 300) throw new Error(refusalMessage(response.statusCode, headerText(response.headers['www-authenticate']), text));
   }
 
   /** One stream carries everything: held back only on a connection of one client (the connection decides). */
@@ -96,4 +98,9 @@ export class HttpSseTransport implements UpstreamTransport {
     this.closed = true;
     this.abort.abort();
   }
+}
+
+/** A response header's value as one string (undici lists a repeated header). */
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
 }

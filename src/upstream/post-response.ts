@@ -13,6 +13,8 @@ export interface PostResponse {
   contentLength: string | string[] | undefined;
   /** Undefined when absent or sent more than once. */
   sessionId: string | undefined;
+  /** Why a 401 or 403 refused (RFC 6750 §3); its values joined when it came more than once. */
+  wwwAuthenticate: string | undefined;
   body: ResponseBody;
 }
 
@@ -183,24 +185,27 @@ export class ResponseBody implements BodyStream {
 }
 
 /** The headers a POST's response is read by, from undici's raw [name, value, ...] list. */
-function pickHeaders(raw: Buffer[]): Pick<PostResponse, 'contentType' | 'contentLength' | 'sessionId'> {
+function pickHeaders(raw: Buffer[]): Pick<PostResponse, 'contentType' | 'contentLength' | 'sessionId' | 'wwwAuthenticate'> {
   let contentType: string[] | undefined;
+  let wwwAuthenticate: string | undefined;
   let contentLength: string[] | undefined;
   let sessionId: string[] | undefined;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i] as Buffer;
-    // Only names as long as the three read here are decoded.
-    if (name.length !== 12 && name.length !== 14) continue;
+    // Only names as long as the four read here are decoded.
+    if (name.length !== 12 && name.length !== 14 && name.length !== 16) continue;
     const lower = name.toString('latin1').toLowerCase();
     const value = (raw[i + 1] as Buffer).toString('latin1');
     if (lower === 'content-type') (contentType ??= []).push(value);
     else if (lower === 'content-length') (contentLength ??= []).push(value);
     else if (lower === 'mcp-session-id') (sessionId ??= []).push(value);
+    else if (lower === 'www-authenticate') wwwAuthenticate = wwwAuthenticate === undefined ? value : `${wwwAuthenticate}, ${value}`;
   }
   return {
     contentType: contentType?.join(',') ?? '',
     contentLength: contentLength === undefined ? undefined : contentLength.length === 1 ? contentLength[0] : contentLength,
     sessionId: sessionId?.length === 1 ? sessionId[0] : undefined,
+    wwwAuthenticate,
   };
 }
 

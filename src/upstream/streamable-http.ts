@@ -8,6 +8,8 @@ import { MessageTooLargeError, oversized, RESYNC_FACTOR } from './oversized.js';
 import { dispatchPost } from './post-response.js';
 import { decodePayload, describeUnanswered, readHttpPayload, type HttpPayload } from './payload.js';
 import { readSse } from './sse-reader.js';
+import { refusalMessage, sendWithCredential } from './http-refusal.js';
+import type { CredentialSource } from './credential-source.js';
 import { holdReadable, receiveDecoded, type HttpTransportOptions, type UpstreamTransport } from './transport.js';
 
 const MAX_RESUME_ATTEMPTS = 5;
@@ -40,20 +42,24 @@ export class StreamableHttpTransport implements UpstreamTransport {
   /** Where requests go, split once: undici's request(url) parses the URL again on every call. */
   private readonly origin: string;
   private readonly path: string;
-  /** The headers every POST carries, remade only when the session or protocol version they name changes. */
+  /**
+   * The headers every POST carries, remade only when the session, the protocol version or the credential they
+   * name changes (`postHeadersFor`: the credential headers they were made with).
+   */
   private postHeaders: Record<string, string> | undefined;
+  private postHeadersFor: Readonly<Record<string, string>> | undefined;
   /** The response streams being read: each POST's, by its request id, and the standalone GET stream. */
   private readonly postStreams = new Map<RequestId, BodyStream>();
   private getStream: Readable | undefined;
 
-  private readonly headers: Readonly<Record<string, string>>;
+  private readonly credentials: CredentialSource;
   private readonly agent: Agent;
   private readonly logger: Logger;
   /** Largest message taken from the upstream: a JSON body, or one SSE event. */
   private readonly maxMessageBytes: number;
 
   constructor(options: HttpTransportOptions) {
-    ({ headers: this.headers, agent: this.agent, logger: this.logger, maxMessageBytes: this.maxMessageBytes } = options);
+    ({ credentials: this.credentials, agent: this.agent, logger: this.logger, maxMessageBytes: this.maxMessageBytes } = options);
     const parsed = new URL(options.url);
     this.origin = parsed.origin;
     this.path = `${parsed.pathname}${parsed.search}`;
@@ -74,8 +80,15 @@ export class StreamableHttpTransport implements UpstreamTransport {
 
   async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>): Promise<void> {
     if (this.closed) throw new Error('connection is closed');
-    const headers = traceHeaders === undefined ? this.headersForPost() : { ...this.headersForPost(), ...traceHeaders, ...POST_CONTENT_HEADERS };
-    const response = await dispatchPost(this.agent, { origin: this.origin, path: this.path, method: 'POST', headers, body: encodeMessage(message) }, this.posts);
+    const body = encodeMessage(message);
+    const response = await sendWithCredential(
+      this.credentials,
+      (credential) => {
+        const posted = traceHeaders === undefined ? this.headersForPost(credential) : { ...this.headersForPost(credential), ...traceHeaders, ...POST_CONTENT_HEADERS };
+        return dispatchPost(this.agent, { origin: this.origin, path: this.path, method: 'POST', headers: posted, body }, this.posts);
+      },
+      (refused) => refused.body.dump(),
+    );
     const sessionId = response.sessionId;
     if (sessionId !== undefined && this.sessionId === undefined) {
       this.sessionId = sessionId;
@@ -93,8 +106,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
       throw new Error('the upstream session expired (HTTP 404)');
     }
     if (status >= 300) {
-      const text = await readBodyStart(response.body, 300);
-      throw new Error(`HTTP ${status}${text ? `: ${text.slice(0, 300)}` : ''}`);
+      throw new Error(refusalMessage(status, response.wwwAuthenticate, await readBodyStart(response.body, 300)));
     }
     const requestId = isRequest(message) ? message.id : undefined;
     const contentType = response.contentType;
@@ -126,7 +138,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
     this.closed = true;
     this.abortAll();
     // Ending the upstream session frees its state there; failure only costs the upstream a timeout.
-    if (this.sessionId !== undefined) await endUpstreamSession({ agent: this.agent, url: `${this.origin}${this.path}`, headers: this.headers }, this.sessionId, this.protocolVersion);
+    if (this.sessionId !== undefined) await endUpstreamSession({ agent: this.agent, url: `${this.origin}${this.path}`, credentials: this.credentials }, this.sessionId, this.protocolVersion);
   }
 
   /**
@@ -143,8 +155,8 @@ export class StreamableHttpTransport implements UpstreamTransport {
     }
   }
 
-  private requestHeaders(): Record<string, string> {
-    const headers: Record<string, string> = { ...this.headers };
+  private requestHeaders(credential: Readonly<Record<string, string>>): Record<string, string> {
+    const headers: Record<string, string> = { ...credential };
     if (this.sessionId !== undefined) headers['mcp-session-id'] = this.sessionId;
     if (this.protocolVersion !== undefined) headers['mcp-protocol-version'] = this.protocolVersion;
     return headers;
@@ -157,8 +169,12 @@ export class StreamableHttpTransport implements UpstreamTransport {
     this.posts.clear();
   }
 
-  private headersForPost(): Record<string, string> {
-    return (this.postHeaders ??= { ...this.requestHeaders(), ...POST_CONTENT_HEADERS });
+  private headersForPost(credential: Readonly<Record<string, string>>): Record<string, string> {
+    if (this.postHeaders === undefined || this.postHeadersFor !== credential) {
+      this.postHeaders = { ...this.requestHeaders(credential), ...POST_CONTENT_HEADERS };
+      this.postHeadersFor = credential;
+    }
+    return this.postHeaders;
   }
 
   private fail(reason: string): void {
@@ -224,7 +240,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
       const response = await this.request({
         method: 'GET',
         signal: this.abort.signal,
-        headers: { ...this.requestHeaders(), accept: 'text/event-stream', 'last-event-id': lastEventId },
+        headers: { ...this.requestHeaders(await this.credentials.headers()), accept: 'text/event-stream', 'last-event-id': lastEventId },
       });
       if (response.statusCode !== 200) {
         await response.body.dump();
@@ -241,7 +257,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
     if (this.closed) return;
     let lastEventId: string | undefined;
     const run = async (): Promise<void> => {
-      const headers: Record<string, string> = { ...this.requestHeaders(), accept: 'text/event-stream' };
+      const headers: Record<string, string> = { ...this.requestHeaders(await this.credentials.headers()), accept: 'text/event-stream' };
       if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
       const response = await this.request({ method: 'GET', signal: this.abort.signal, headers });
       if (response.statusCode === 405) {
@@ -295,14 +311,14 @@ export const END_SESSION_TIMEOUT_MS = 2_000;
  * ended it); never rejects.
  */
 export async function endUpstreamSession(
-  to: Pick<HttpTransportOptions, 'agent' | 'url' | 'headers'>,
+  to: Pick<HttpTransportOptions, 'agent' | 'url' | 'credentials'>,
   sessionId: string,
   protocolVersion: string | undefined,
 ): Promise<boolean> {
-  const headers: Record<string, string> = { ...to.headers, 'mcp-session-id': sessionId };
-  if (protocolVersion !== undefined) headers['mcp-protocol-version'] = protocolVersion;
   const url = new URL(to.url);
   try {
+    const headers: Record<string, string> = { ...(await to.credentials.headers()), 'mcp-session-id': sessionId };
+    if (protocolVersion !== undefined) headers['mcp-protocol-version'] = protocolVersion;
     const response = await to.agent.request({ origin: url.origin, path: `${url.pathname}${url.search}`, method: 'DELETE', headers, signal: AbortSignal.timeout(END_SESSION_TIMEOUT_MS) });
     await response.body.dump();
     return true;

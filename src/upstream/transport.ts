@@ -1,4 +1,5 @@
 import type { Agent } from 'undici';
+import type { CredentialSource } from './credential-source.js';
 import type { BodyStream } from './body-reader.js';
 import { responseIdOf, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -8,8 +9,11 @@ import { warnViolation } from './violations.js';
 /** What a transport over HTTP (Streamable HTTP, HTTP+SSE) is made with. */
 export interface HttpTransportOptions {
   url: string;
-  /** Sent with every request (the upstream's own credentials: a client's never reach it). */
-  headers: Readonly<Record<string, string>>;
+  /**
+   * The headers every request carries: the upstream's configured ones and the credential its `auth` obtains for
+   * the connection's identity (a client's own token never reaches an upstream).
+   */
+  credentials: CredentialSource;
   /** The upstream's connection pool (http-agent.ts). */
   agent: Agent;
   logger: Logger;

@@ -19,11 +19,13 @@ import { StdioTransport } from './stdio.js';
 import { endUpstreamSession, StreamableHttpTransport } from './streamable-http.js';
 import { recordSession, type UpstreamSessionLedger } from './session-ledger.js';
 import type { UpstreamTransport } from './transport.js';
-import { createdTaskIdIn, notifiedTaskIdIn, sessionKeyOf, staticCredentials, type CredentialSource, type SessionIdentity, type UpstreamAdapter, type UpstreamCaller, type UpstreamLink, type UpstreamSide } from './adapter.js';
+import { createdTaskIdIn, notifiedTaskIdIn, type ActingFor, type CredentialSource, type SessionIdentity, type UpstreamAdapter, type UpstreamCaller, type UpstreamLink, type UpstreamSide } from './adapter.js';
 import { countViolations } from './violations.js';
 import type { UpstreamCatalog } from './catalog.js';
 import { CONTROL_ORIGIN, originOf, type ConnectionRole, type MessageOrigin } from './message-origin.js';
 import { UpstreamSides } from './sides.js';
+import { CallerIdentity } from './caller-identity.js';
+import type { IdentityParts } from '../identity/credential-sources.js';
 
 export type { OpenedUpstreamSession, UpstreamSessionLedger } from './session-ledger.js';
 export type { SessionIdentity } from './adapter.js';
@@ -47,6 +49,8 @@ export interface UpstreamGatewaySide {
   sessionLedger?: UpstreamSessionLedger;
   /** The revisions the gateway may speak to upstreams (src/protocol/revisions.ts: UPSTREAM_ADAPTERS), stateless first. */
   adapters: readonly UpstreamAdapter[];
+  /** The token caches and signer every upstream's `auth` shares; none: upstreams get their `headers` only. */
+  identity?: IdentityParts;
 }
 
 /**
@@ -59,8 +63,8 @@ export class Upstream {
   catalog: UpstreamCatalog = { tools: [], prompts: [], resources: [], resourceTemplates: [] };
   /** One per revision that may speak to this upstream as configured, in the registry's order. */
   private readonly sides: UpstreamSides;
-  /** What the gateway's own requests, and today every caller's, authenticate with: the configured `headers`. */
-  private readonly credentials: CredentialSource;
+  /** Who the gateway is to the upstream, for its own requests and for each caller's. */
+  private readonly callers: CallerIdentity;
 
   private control: UpstreamConnection | undefined;
   /** The client sessions' own connections. */
@@ -84,7 +88,7 @@ export class Upstream {
   ) {
     this.logger = countViolations(logger.child({ upstream: config.name }), gateway.events);
     this.agent = config.transport === 'stdio' ? undefined : createUpstreamAgent(config);
-    this.credentials = staticCredentials(config.transport === 'stdio' ? {} : config.headers);
+    this.callers = new CallerIdentity(config, gateway.identity);
     const link = this.link();
     this.sides = new UpstreamSides(gateway.adapters.filter((adapter) => adapter.speaksTo(config)).map((adapter) => adapter.side(link)));
     this.perSession = new SessionConnections({
@@ -129,17 +133,22 @@ export class Upstream {
     await this.connectControl();
   }
 
-  /** A caller as the upstream's sides see it (issue 33: its principal and credentials). */
-  callerOf(identity: SessionIdentity): UpstreamCaller {
-    return { identity, principal: undefined, credentials: this.credentials };
+  /** Whether the upstream is told who each caller is (its `auth`): a call must not run as the gateway instead. */
+  get actsPerCaller(): boolean {
+    return this.callers.perCaller;
   }
 
-  connectionFor(session: SessionIdentity): Promise<UpstreamConnection> {
-    return this.connectionOf(this.callerOf(session));
+  /** A caller as the upstream's sides see it: its session, and whom the gateway acts for (none: itself). */
+  callerOf(identity: SessionIdentity, actingFor: ActingFor | undefined): UpstreamCaller {
+    return this.callers.callerOf(identity, actingFor);
+  }
+
+  connectionFor(session: SessionIdentity, actingFor: ActingFor | undefined): Promise<UpstreamConnection> {
+    return this.connectionOf(this.callerOf(session, actingFor));
   }
 
   private async connectionOf(caller: UpstreamCaller): Promise<UpstreamConnection> {
-    const key = sessionKeyOf(caller);
+    const key = this.callers.sessionKeyOf(caller);
     if (this.isShared) {
       const control = this.control;
       if (control === undefined || !control.isOpen || this.state !== 'ready') {
@@ -147,7 +156,7 @@ export class Upstream {
       }
       return control;
     }
-    return this.perSession.get(key, () => this.openSessionConnection(key, caller.identity));
+    return this.perSession.get(key, () => this.openSessionConnection(key, caller));
   }
 
   /** Subscribes the gateway itself to a resource, whose updates reach listeners; once per URI per connection. */
@@ -161,6 +170,7 @@ export class Upstream {
    */
   async callFor(
     session: SessionIdentity,
+    actingFor: ActingFor | undefined,
     method: string,
     params: JsonObject,
     context: CallContext | undefined,
@@ -169,7 +179,7 @@ export class Upstream {
   ): Promise<UpstreamCall> {
     const side = this.sides.sideFor(method, params);
     if (side === undefined) throw upstreamUnavailable(this.name, 'it speaks no revision the gateway speaks');
-    return side.call({ caller: this.callerOf(session), method, params, context, timeoutMs, asTask: options.asTask === true });
+    return side.call({ caller: this.callerOf(session, actingFor), method, params, context, timeoutMs, asTask: options.asTask === true });
   }
 
   /** How this upstream runs one of its tools (by its own name) as a task of its own: `required` means only as one. */
@@ -193,7 +203,8 @@ export class Upstream {
    */
   async endOrphanSession(sessionId: string, protocolVersion: string | undefined): Promise<boolean> {
     if (this.config.transport !== 'streamable-http' || this.agent === undefined) return false;
-    return endUpstreamSession({ agent: this.agent, url: this.config.url, headers: this.config.headers }, sessionId, protocolVersion);
+    // Whose session it was is not recorded: ended as the gateway (an upstream binding sessions to users may refuse; it expires there).
+    return endUpstreamSession({ agent: this.agent, url: this.config.url, credentials: this.callers.gateway }, sessionId, protocolVersion);
   }
 
   status(): JsonObject {
@@ -223,6 +234,7 @@ export class Upstream {
     await Promise.all([...this.closing]);
     await this.control?.close().catch(() => undefined);
     await this.agent?.close().catch(() => undefined);
+    this.callers.forget();
     this.events.emit('upstream.stopped', { upstream: this.name });
   }
 
@@ -266,7 +278,7 @@ export class Upstream {
       events: this.gateway.events,
       gatewayVersion: this.gateway.version,
       agent: this.agent,
-      credentials: this.credentials,
+      credentials: this.callers.gateway,
       openControl: (handshake) => this.openControl(handshake),
       control: () => this.control,
       connectionFor: (caller) => this.connectionOf(caller),
@@ -275,11 +287,12 @@ export class Upstream {
     };
   }
 
-  private createTransport(): UpstreamTransport {
+  /** A transport whose requests authenticate with `credentials` (stdio: none). */
+  private createTransport(credentials: CredentialSource): UpstreamTransport {
     const config = this.config;
     if (config.transport === 'stdio') return new StdioTransport(config, this.logger);
     const agent = this.agent as Agent;
-    const options = { url: config.url, headers: config.headers, agent, logger: this.logger, maxMessageBytes: config.maxMessageBytes };
+    const options = { url: config.url, credentials, agent, logger: this.logger, maxMessageBytes: config.maxMessageBytes };
     if (config.transport === 'sse') return new HttpSseTransport(options);
     return new StreamableHttpTransport(options);
   }
@@ -314,7 +327,7 @@ export class Upstream {
 
   /** Opens the control connection with a side's handshake; resolves with its answer, or rejects with why not. */
   private async openControl(handshake: JsonObject): Promise<JsonObject> {
-    const transport = this.createTransport();
+    const transport = this.createTransport(this.callers.gateway);
     const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
     const handler = this.handler('control', undefined, () => connection);
     const connection: UpstreamConnection = new UpstreamConnection({
@@ -365,11 +378,13 @@ export class Upstream {
     this.restartTimer.unref();
   }
 
-  private async openSessionConnection(key: string, session: SessionIdentity): Promise<UpstreamConnection> {
+  /** Opens `caller`'s own upstream session, bound to its identity: its requests carry its credentials. */
+  private async openSessionConnection(key: string, caller: UpstreamCaller): Promise<UpstreamConnection> {
+    const session = caller.identity;
     const sessionHandshake = this.sides.sessionHandshake;
     if (sessionHandshake === undefined) throw new Error('it speaks no revision with sessions');
     const handler = this.handler('session', session.sessionId, () => connection);
-    const transport = this.createTransport();
+    const transport = this.createTransport(caller.credentials);
     const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,

@@ -51,7 +51,7 @@ async function runSlow(exposedName: string, ms: number): Promise<TaskRecord> {
   const params = { name: 'slow', arguments: { ms } };
   const who = identity('session-1');
   const task = await engine.runs.open('key:alice', '2025-11-25', exposedName, fixture.upstream, undefined, storedCall(params, who));
-  engine.runs.runToolCall(task, fixture.upstream, recordingCaller(), params, who);
+  engine.runs.runToolCall(task, fixture.upstream, recordingCaller(), params, who, undefined);
   return task;
 }
 

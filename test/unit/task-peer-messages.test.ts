@@ -63,7 +63,7 @@ async function askTwiceOnA(caller: TaskCaller): Promise<TaskRecord> {
   const params = { name: 'ask_twice', arguments: {} };
   const who = identity('session-a');
   const task = await a.engine.runs.open('key:alice', '2025-11-25', 'ask_twice', fixture.upstream, undefined, storedCall(params, who));
-  a.engine.runs.runToolCall(task, fixture.upstream, caller, params, who);
+  a.engine.runs.runToolCall(task, fixture.upstream, caller, params, who, undefined);
   await storedWhen(store, task.taskId, (status, open) => status === 'input_required' && open === 2);
   return (await store.get(task.taskId)) as TaskRecord;
 }

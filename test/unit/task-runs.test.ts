@@ -68,7 +68,7 @@ async function runSlow(runs: TaskRuns, exposedName: string, ms: number): Promise
   const who = identity('session-1');
   const task = await runs.open('key:alice', '2025-11-25', exposedName, fixture.upstream, undefined, storedCall(params, who));
   const caller = recordingCaller();
-  const handle = runs.runToolCall(task, fixture.upstream, caller, params, who);
+  const handle = runs.runToolCall(task, fixture.upstream, caller, params, who, undefined);
   return { task, caller, signal: handle.signal };
 }
 

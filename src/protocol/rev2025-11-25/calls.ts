@@ -15,6 +15,7 @@ import type { GatewayCatalog } from '../ports.js';
 import type { Session } from './session.js';
 import { ownerOf, type SessionTasks } from './tasks.js';
 import type { CallerAccess } from '../access.js';
+import type { ActingFor } from '../../upstream/adapter.js';
 import { routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../keep-alive.js';
 import type { TaskTools } from '../task-tools.js';
@@ -60,10 +61,10 @@ export class SessionCalls {
     const policy = this.tasks.policies.policyFor(name);
     // Hosts that never ask for a task (of any revision) get a background task where policy says so.
     if (task === undefined && policy.plainCalls === 'background' && policy.mode !== 'forbidden') {
-      return this.background(session, request, name, route.upstream, upstreamParams, policy, stream, charge);
+      return this.background(session, request, name, route.upstream, upstreamParams, policy, stream, access.actingFor, charge);
     }
     // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
-    if (!supportsSessionTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
+    if (!supportsSessionTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, access.actingFor, policy.keepAliveProgressMs);
     const upstreamSupport = route.upstream.taskSupportOf(route.name);
     const mode = effectiveMode(policy.mode, upstreamSupport);
     if (task !== undefined) {
@@ -71,13 +72,13 @@ export class SessionCalls {
       if (mode === 'forbidden') {
         throw new GatewayError('method_not_found', `Tool '${name}' cannot be called as a task (task policy: forbidden); call it without params.task`);
       }
-      return this.tasks.create(session, name, route.upstream, upstreamParams, ttl, charge);
+      return this.tasks.create(session, name, route.upstream, upstreamParams, ttl, access.actingFor, charge);
     }
     if (mode === 'required') {
       const why = upstreamSupport === 'required' ? `upstream '${route.upstream.name}' runs it only as a task` : 'task policy: required';
       throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (${why}); add params.task`);
     }
-    return this.forward(session, request, route.upstream, upstreamParams, stream, policy.keepAliveProgressMs);
+    return this.forward(session, request, route.upstream, upstreamParams, stream, access.actingFor, policy.keepAliveProgressMs);
   }
 
   /**
@@ -93,10 +94,11 @@ export class SessionCalls {
     params: JsonObject,
     policy: TaskPolicy,
     stream: EventStream | undefined,
+    actingFor: ActingFor | undefined,
     /** The request's bytes, which the task holds once the call becomes one. */
     charge: InflightCharge | undefined,
   ): Promise<Outcome | undefined> {
-    if (policy.taskAfterMs === 0) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params, charge)) };
+    if (policy.taskAfterMs === 0) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params, actingFor, charge)) };
     const { context: own, keepAlive } = this.requestContext(session, params, stream, policy.keepAliveProgressMs);
     // Until taskAfterMs, the call's messages belong to this request; from then on (the task being stored), to the task.
     let task: Promise<RunHandle> | undefined = undefined;
@@ -113,7 +115,7 @@ export class SessionCalls {
         return task === undefined ? own.flow : undefined;
       },
     };
-    const call = await upstream.callFor(session, 'tools/call', params, context, 0, { asTask: true });
+    const call = await upstream.callFor(session, actingFor, 'tools/call', params, context, 0, { asTask: true });
     const inflight = { call, cancelled: false };
     session.inflight.set(request.id, inflight);
     let timer: NodeJS.Timeout | undefined;
@@ -123,7 +125,7 @@ export class SessionCalls {
     if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
     if (inflight.cancelled) return undefined;
     if (answered !== undefined) return answered;
-    const adopted = this.tasks.adopt(session, name, upstream, params, call, charge);
+    const adopted = this.tasks.adopt(session, name, upstream, params, call, actingFor, charge);
     task = adopted.then((a) => a.run);
     try {
       return { result: this.taskTools.handle((await adopted).task) };
@@ -172,13 +174,15 @@ export class SessionCalls {
     upstream: Upstream,
     params: JsonObject,
     stream: EventStream | undefined,
+    /** Whom the gateway acts for at the upstream (none: no authentication). */
+    actingFor: ActingFor | undefined,
     /** A plain tool call's keep-alive interval (policy): progress while the upstream is silent, if the client asked for progress. */
     keepAliveMs = 0,
   ): Promise<Outcome | undefined> {
     const { context, keepAlive } = this.requestContext(session, params, stream, keepAliveMs);
     // Tool calls run as long as they run: their deadline is task policy, not a transport default.
     const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
-    const call = await upstream.callFor(session, request.method, params, context, timeoutMs);
+    const call = await upstream.callFor(session, actingFor, request.method, params, context, timeoutMs);
     const inflight = { call, cancelled: false };
     session.inflight.set(request.id, inflight);
     const outcome = await call.outcome.finally(() => keepAlive?.stop());

@@ -167,7 +167,7 @@ export class SessionRouter {
     return !createsTask;
   }
 
-  handleNotification(session: Session, notification: JsonRpcNotification): void {
+  handleNotification(session: Session, notification: JsonRpcNotification, caller?: Caller): void {
     const params = notification.params ?? {};
     switch (notification.method) {
       case 'notifications/cancelled':
@@ -177,7 +177,7 @@ export class SessionRouter {
       case 'notifications/roots/list_changed':
         for (const upstream of this.catalog.upstreams) {
           if (upstream.state !== 'ready') continue;
-          upstream.connectionFor(session).then(
+          upstream.connectionFor(session, caller).then(
             (connection) => connection.notify(notification.method, notification.params),
             () => undefined,
           );
@@ -215,7 +215,7 @@ export class SessionRouter {
         const name = params.name;
         if (typeof name !== 'string') throw new GatewayError('invalid_params', 'prompts/get: params.name must be a string');
         const route = await routeNamed(this.catalog, access, 'prompts', name);
-        return this.calls.forward(session, request, route.upstream, { ...params, name: route.name }, stream);
+        return this.calls.forward(session, request, route.upstream, { ...params, name: route.name }, stream, access.actingFor);
       }
       case 'tasks/get':
       case 'tasks/result':
@@ -234,14 +234,14 @@ export class SessionRouter {
         return this.tasks.cancel(taskId, reader);
       }
       case 'resources/read':
-        return this.calls.forward(session, request, await this.resourceOwner(params.uri, access), params, stream);
+        return this.calls.forward(session, request, await this.resourceOwner(params.uri, access), params, stream, access.actingFor);
       case 'resources/subscribe':
       case 'resources/unsubscribe':
         return this.subscription(session, request, params, access);
       case 'completion/complete':
         return this.complete(session, request, params, stream, access);
       case 'logging/setLevel':
-        return this.setLevel(session, request, params);
+        return this.setLevel(session, request, params, access);
       default:
         throw new GatewayError('method_not_found', `Method not found: ${request.method}`);
     }
@@ -270,7 +270,7 @@ export class SessionRouter {
       method,
       params,
       async (upstream, pageParams) => {
-        const outcome = await (await upstream.callFor(session, method, pageParams, undefined, upstream.config.requestTimeoutMs)).outcome;
+        const outcome = await (await upstream.callFor(session, access.actingFor, method, pageParams, undefined, upstream.config.requestTimeoutMs)).outcome;
         if ('error' in outcome) throw new Error(outcome.error.message);
         return outcome.result;
       },
@@ -289,20 +289,20 @@ export class SessionRouter {
       // One upstream subscription serves every session on a shared connection; the gateway fans updates out.
       if (this.sessions.subscribedElsewhere(session, uri)) return { result: {} };
     }
-    return this.calls.forward(session, request, upstream, params, undefined);
+    return this.calls.forward(session, request, upstream, params, undefined, access.actingFor);
   }
 
   private async complete(session: Session, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const ref = asObject(params.ref);
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
       const route = await routeNamed(this.catalog, access, 'prompts', ref.name);
-      return this.calls.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream);
+      return this.calls.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream, access.actingFor);
     }
-    if (ref?.type === 'ref/resource') return this.calls.forward(session, request, await this.resourceOwner(ref.uri, access), params, stream);
+    if (ref?.type === 'ref/resource') return this.calls.forward(session, request, await this.resourceOwner(ref.uri, access), params, stream, access.actingFor);
     throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
   }
 
-  private async setLevel(session: Session, request: JsonRpcRequest, params: JsonObject): Promise<Outcome> {
+  private async setLevel(session: Session, request: JsonRpcRequest, params: JsonObject, access: CallerAccess): Promise<Outcome> {
     const level = params.level;
     if (logLevelRank(level) < 0) throw new GatewayError('invalid_params', `Invalid log level; expected one of ${LOG_LEVELS.join(', ')}`);
     session.logLevel = level as LogLevel;
@@ -312,7 +312,7 @@ export class SessionRouter {
       targets.map(async (upstream) => {
         // A shared connection logs at the most verbose level any session asked for; each session is filtered.
         const effective = upstream.isShared ? this.sessions.mostVerboseLevel() : session.logLevel;
-        const connection = await upstream.connectionFor(session);
+        const connection = await upstream.connectionFor(session, access.actingFor);
         return connection.request(request.method, { ...params, level: effective }, undefined, upstream.config.requestTimeoutMs).outcome;
       }).map((p) => p.catch((error: unknown) => ({ error: sessionError(error) }) as Outcome)),
     );

@@ -20,6 +20,7 @@ import { storedCall, type TaskRuns } from '../../tasks/task-runs.js';
 import { taskFacts } from '../../tasks/task-facts.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
+import type { ActingFor } from '../../upstream/adapter.js';
 import { codec, sessionTask, taskPayload, withRelatedTask } from './codec.js';
 import type { Session } from './session.js';
 
@@ -74,9 +75,9 @@ export class SessionTasks {
    * Stores the task, starts the upstream call, and answers with the CreateTaskResult. The run holds `charge`, the
    * bytes of the request that carried `params`, until its call ends.
    */
-  async create(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, charge?: InflightCharge): Promise<Outcome> {
-    const task = await this.open(session, exposedName, upstream, params, requestedTtl);
-    this.runs.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session, charge);
+  async create(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, actingFor: ActingFor | undefined, charge?: InflightCharge): Promise<Outcome> {
+    const task = await this.open(session, exposedName, upstream, params, requestedTtl, actingFor);
+    this.runs.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session, actingFor, charge);
     return { result: codec.createTaskResult(task, this.immediateResponse) };
   }
 
@@ -84,22 +85,22 @@ export class SessionTasks {
    * A plain call that outlived `taskAfterMs` under `plainCalls: background` becomes a task as it runs: stored,
    * then run here with its call already under way (it holds no place in line).
    */
-  async adopt(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, call: UpstreamCall, charge?: InflightCharge): Promise<{ task: TaskRecord; run: RunHandle }> {
-    const task = await this.open(session, exposedName, upstream, params, undefined);
+  async adopt(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, call: UpstreamCall, actingFor: ActingFor | undefined, charge?: InflightCharge): Promise<{ task: TaskRecord; run: RunHandle }> {
+    const task = await this.open(session, exposedName, upstream, params, undefined, actingFor);
     const run = this.runs.run(task, upstream, this.backgroundCaller(task.taskId, session), () => Promise.resolve(call), { queue: false, sessionId: session.sessionId, charge });
     return { task, run };
   }
 
   /** A background call with `taskAfterMs: 0`: a task at once, which waits for its slots like any other. */
-  async startBackground(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, charge?: InflightCharge): Promise<TaskRecord> {
-    const task = await this.open(session, exposedName, upstream, params, undefined);
-    this.runs.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session, charge);
+  async startBackground(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, actingFor: ActingFor | undefined, charge?: InflightCharge): Promise<TaskRecord> {
+    const task = await this.open(session, exposedName, upstream, params, undefined, actingFor);
+    this.runs.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session, actingFor, charge);
     return task;
   }
 
   /** Stores a task of the session's (its principal's, with authentication) for a tools/call of `params`. */
-  private async open(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown): Promise<TaskRecord> {
-    const task = await this.runs.open(ownerOf(session), codec.revision, exposedName, upstream, requestedTtl, storedCall(params, session));
+  private async open(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, actingFor: ActingFor | undefined): Promise<TaskRecord> {
+    const task = await this.runs.open(ownerOf(session), codec.revision, exposedName, upstream, requestedTtl, storedCall(params, session), actingFor);
     this.logger.debug({ task: task.taskId, session: session.sessionId, principal: task.principal }, 'task belongs to session');
     return task;
   }

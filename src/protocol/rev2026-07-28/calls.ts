@@ -9,6 +9,7 @@ import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type 
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { STATELESS_PRINCIPAL } from '../../tasks/principals.js';
 import type { Upstream, SessionIdentity } from '../../upstream/upstream.js';
+import type { CredentialSource } from '../../upstream/adapter.js';
 import { LATEST_SESSION_VERSION, logLevelRank } from '../mcp.js';
 import type { GatewayCatalog } from '../ports.js';
 import type { TaskPolicy } from '../../config/types.js';
@@ -187,16 +188,16 @@ export class StatelessCalls {
       exchange = new StatelessExchange(identity.sessionId, client.capabilities);
       exchange.owner = client.caller?.principal;
       exchange.digest = paramsDigest(upstreamParams);
-      exchange.replay = { params: upstreamParams, identity };
+      exchange.replay = { params: upstreamParams, identity, actingFor: client.caller };
       exchange.charge = charge;
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
       const start = async (): Promise<StatelessExchange['call']> => {
         const call = statelessSide !== undefined
           // A 2026-07-28 upstream without tasks of its own, run as a task by the gateway: its questions are
           // re-asked through the exchange (MRTR with the gateway's keys, or task input requests).
-          ? statelessSide.callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs })
+          ? statelessSide.callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs, credentials: this.credentialsOf(upstream, client) })
           // A session upstream; one that runs the tool as its own task is waited on for every client, task or not.
-          : await upstream.callFor(identity, request.method, upstreamParams, exchange.context(), timeoutMs, { asTask });
+          : await upstream.callFor(identity, client.caller, request.method, upstreamParams, exchange.context(), timeoutMs, { asTask });
         exchange.start(call);
         return call;
       };
@@ -204,6 +205,11 @@ export class StatelessCalls {
       await start();
     }
     return this.await(client, request, name, upstream, exchange, taskAfterMs, responder, background);
+  }
+
+  /** What a request for `client` authenticates with at `upstream`: the client's identity there, as its `auth` makes it. */
+  credentialsOf(upstream: Upstream, client: StatelessClient): CredentialSource {
+    return upstream.callerOf(this.identity, client.caller).credentials;
   }
 
   /** Forwards a request to a 2026-07-28 upstream as the client sent it; notifications stream back. */
@@ -218,6 +224,7 @@ export class StatelessCalls {
     nativeTasks: boolean,
   ): Promise<Outcome | undefined> {
     const outcome = await statelessSide.request(request.method, params, {
+      credentials: this.credentialsOf(upstream, client),
       onNotification: (message) => this.relay(client, request, message, responder),
       clientFlow: () => responder.flow,
       signal: responder.gone,
@@ -242,6 +249,7 @@ export class StatelessCalls {
     const statelessSide = statelessSideOf(upstream);
     if (statelessSide === undefined) throw new GatewayError('invalid_params', `Upstream '${upstream.name}' does not speak ${STATELESS_VERSION} now: its tasks are not available`);
     const outcome = await statelessSide.request(request.method, request.params ?? {}, {
+      credentials: this.credentialsOf(upstream, client),
       signal: responder.gone,
       timeoutMs: upstream.config.requestTimeoutMs,
       onNotification: (message) => this.relay(client, request, message, responder),
@@ -384,7 +392,7 @@ export class StatelessCalls {
     if (statelessSide !== undefined) return this.passThrough(client, request, forwarded, upstream, statelessSide, responder, '', false);
     const identity = this.identity;
     const exchange = new StatelessExchange(identity.sessionId, client.capabilities);
-    exchange.start(await upstream.callFor(identity, request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
+    exchange.start(await upstream.callFor(identity, client.caller, request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
     return this.await(client, request, '', upstream, exchange, undefined, responder);
   }
 

@@ -10,6 +10,7 @@ import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
 import type { SessionIdentity } from '../../upstream/upstream.js';
+import type { ActingFor } from '../../upstream/adapter.js';
 import { withoutRetryFields } from './codec.js';
 
 /** Input requests arriving this close together are answered in one InputRequiredResult. */
@@ -38,7 +39,7 @@ export class StatelessExchange {
   readonly id = randomUUID();
   call: UpstreamCall | undefined;
   /** The upstream call's params and identity, should it become a task another replica may run again (retry.onLoss). */
-  replay: { params: JsonObject; identity: SessionIdentity } | undefined;
+  replay: { params: JsonObject; identity: SessionIdentity; actingFor?: ActingFor | undefined } | undefined;
   /** Notifications go to the HTTP response currently waiting on this call (none while parked). */
   notifySink: ((message: JsonRpcNotification) => void) | undefined;
   /** The room on that response's stream: while it is full, the upstream's output for the call is not read on. */

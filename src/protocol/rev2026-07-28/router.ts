@@ -162,12 +162,12 @@ export class StatelessRouter {
   private async fetchPage(client: StatelessClient, upstream: Upstream, method: string, page: JsonObject, meta: unknown): Promise<JsonObject> {
     const statelessSide = statelessSideOf(upstream);
     if (statelessSide !== undefined) {
-      const outcome = await statelessSide.request(method, { ...page, _meta: meta }, { timeoutMs: upstream.config.requestTimeoutMs });
+      const outcome = await statelessSide.request(method, { ...page, _meta: meta }, { timeoutMs: upstream.config.requestTimeoutMs, credentials: this.calls.credentialsOf(upstream, client) });
       if ('error' in outcome) throw new Error(outcome.error.message);
       return outcome.result;
     }
     // An upstream that does not speak this revision: a neutral request its side translates.
-    const outcome = await (await upstream.callFor(this.calls.identity, method, page, undefined, upstream.config.requestTimeoutMs)).outcome;
+    const outcome = await (await upstream.callFor(this.calls.identity, client.caller, method, page, undefined, upstream.config.requestTimeoutMs)).outcome;
     if ('error' in outcome) throw new Error(outcome.error.message);
     return outcome.result;
   }

@@ -79,7 +79,7 @@ export class StatelessTasks {
     caller: TaskCaller = STATELESS_CALLER,
   ): Promise<TaskRecord> {
     const replay = exchange.replay === undefined ? undefined : storedCall(exchange.replay.params, exchange.replay.identity);
-    const task = await this.runs.open(principal, codec.revision, exposedName, upstream, undefined, replay);
+    const task = await this.runs.open(principal, codec.revision, exposedName, upstream, undefined, replay, exchange.replay?.actingFor);
     const running = exchange.call;
     // A call that already runs holds no place in line: it is counted from here on.
     // The run holds the arguments (the exchange's request bytes) until it ends, waiting in line included.

@@ -8,7 +8,9 @@ import type { Logger } from '../../../log.js';
 import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, paramHeaders } from '../../mcp.js';
 import { codec, inputRequestsOf, retryParams, STATELESS_VERSION } from '../codec.js';
 import * as answers from '../../../upstream/answers.js';
-import type { CredentialSource, PassThroughOptions } from '../../../upstream/adapter.js';
+import { staticCredentials, type CredentialSource, type PassThroughOptions } from '../../../upstream/adapter.js';
+import { refusalMessage, sendWithCredential } from '../../../upstream/http-refusal.js';
+import { readBodyStart } from '../../../upstream/body-reader.js';
 import type { CallContext, UpstreamCall } from '../../../upstream/connection.js';
 import { warnViolation } from '../../../upstream/violations.js';
 import { MessageTooLargeError } from '../../../upstream/oversized.js';
@@ -52,7 +54,8 @@ export class StatelessUpstreamClient {
   private nextId = 1;
   readonly upstreamName: string;
   private readonly url: string;
-  private readonly headers: Readonly<Record<string, string>>;
+  /** What a request authenticates with when its options name no credentials: the configured headers. */
+  private readonly staticCredentials: CredentialSource;
   private readonly agent: Agent;
   private readonly logger: Logger;
   private readonly clientInfo: JsonObject;
@@ -63,7 +66,7 @@ export class StatelessUpstreamClient {
   constructor(options: StatelessUpstreamClientOptions) {
     this.upstreamName = options.upstreamName;
     this.url = options.url;
-    this.headers = options.headers;
+    this.staticCredentials = staticCredentials(options.headers);
     this.agent = options.agent;
     this.logger = options.logger;
     this.clientInfo = options.clientInfo;
@@ -109,16 +112,20 @@ export class StatelessUpstreamClient {
     const id = this.nextId++;
     let response;
     try {
-      const credentials = options.credentials === undefined ? this.headers : await options.credentials.headers();
-      response = await request(this.url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        signal,
-        headers: { ...credentials, ...this.requestHeaders(method, params, options.tool), ...traceHeaders },
-        body: encodeMessage({ jsonrpc: '2.0', id, method, params }),
-      });
+      const body = encodeMessage({ jsonrpc: '2.0', id, method, params });
+      const headers = { ...this.requestHeaders(method, params, options.tool), ...traceHeaders };
+      response = await sendWithCredential(
+        options.credentials ?? this.staticCredentials,
+        (credential) => request(this.url, { method: 'POST', dispatcher: this.agent, signal, headers: { ...credential, ...headers }, body }),
+        (refused) => refused.body.dump(),
+      );
     } catch (error) {
       return { error: this.failure(error, method, options).toJsonRpc() };
+    }
+    if (response.statusCode === 401 || response.statusCode === 403) {
+      const challenge = response.headers['www-authenticate'];
+      const refusal = refusalMessage(response.statusCode, Array.isArray(challenge) ? challenge.join(', ') : challenge, await readBodyStart(response.body, 300));
+      return { error: new GatewayError('upstream_unavailable', `Upstream '${this.upstreamName}' refused ${method}: ${refusal}`, { upstream: this.upstreamName }).toJsonRpc() };
     }
     const contentType = String(response.headers['content-type'] ?? '');
     // Notifications before the answer are relayed as they come, whatever the framing; the answer ends the call.

@@ -1,0 +1,43 @@
+// Who the gateway is to one upstream, per request (issue 33). The gateway's own requests (handshake, lists,
+// subscriptions) carry its own identity; a caller's carry the caller's, as the upstream's `auth` makes it (a token
+// exchanged for them, an identity the gateway signs, claim headers). An upstream session is bound to the identity
+// that opened it, so where the identity differs per caller, callers that would share one upstream session (the
+// 2026-07-28 clients) get one each per principal. Without `auth` every request carries the configured `headers`.
+import type { UpstreamConfig } from '../config/types.js';
+import { UpstreamCredentials, type IdentityParts } from '../identity/credential-sources.js';
+import { staticCredentials, type ActingFor, type CredentialSource, type SessionIdentity, type UpstreamCaller } from './adapter.js';
+
+export class CallerIdentity {
+  /** What the gateway's own requests authenticate with. */
+  readonly gateway: CredentialSource;
+  private readonly credentials: UpstreamCredentials | undefined;
+  /** The upstream tells callers apart (not only by the claim headers of a shared token): sessions are per principal. */
+  readonly perCaller: boolean;
+
+  constructor(config: UpstreamConfig, parts: IdentityParts | undefined) {
+    const auth = config.transport === 'stdio' ? undefined : config.auth;
+    this.credentials = auth === undefined || parts === undefined || config.transport === 'stdio' ? undefined : new UpstreamCredentials({ name: config.name, url: config.url, headers: config.headers, auth }, parts);
+    this.gateway = this.credentials?.forGateway() ?? staticCredentials(config.transport === 'stdio' ? {} : config.headers);
+    this.perCaller = auth !== undefined && (auth.tokenExchange !== undefined || auth.signedIdentity !== undefined || Object.keys(auth.claimHeaders).length > 0);
+  }
+
+  /** A request for `identity`'s session, made for `actingFor` (none: the gateway's own). */
+  callerOf(identity: SessionIdentity, actingFor: ActingFor | undefined): UpstreamCaller {
+    const credentials = actingFor === undefined || this.credentials === undefined ? this.gateway : this.credentials.forCaller(actingFor);
+    return { identity, principal: actingFor?.principal, credentials };
+  }
+
+  /**
+   * Which upstream session serves `caller`: its client session's own, and where many clients share one session
+   * and the upstream tells callers apart, one per principal.
+   */
+  sessionKeyOf(caller: UpstreamCaller): string {
+    const shared = caller.identity.manyClients === true;
+    return shared && this.perCaller && caller.principal !== undefined ? `${caller.identity.sessionId}\u0000${caller.principal}` : caller.identity.sessionId;
+  }
+
+  /** Forgets the upstream's cached tokens (it is going: removed, or replaced by a reload). */
+  forget(): void {
+    this.credentials?.forget();
+  }
+}
