@@ -14,6 +14,7 @@ import { listenAndAnnounce, readinessOf, startReplicaLink } from './compose/serv
 import { GatewayEvents } from './events.js';
 import { Authenticator } from './http/credentials.js';
 import { createFrontEnd } from './http/server.js';
+import { publishedJwks } from './identity/signer.js';
 import type { JsonObject, JsonRpcNotification } from './jsonrpc.js';
 import { Lifecycle } from './lifecycle.js';
 import type { TaskRecord } from './store/task-store.js';
@@ -226,6 +227,7 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
     inflight,
     ...(metrics === undefined ? {} : { metrics }),
     admin: () => reloader.config.auth?.admin,
+    jwks: () => publishedJwks(reloader.config.identity),
     events,
     isShuttingDown: () => life.closing,
     instrumentation: tracing?.instrumentation,
