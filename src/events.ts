@@ -23,6 +23,18 @@ export interface TaskFacts {
   upstream: string;
 }
 
+/** How the gateway gets a credential for an upstream (issue 33): its own OAuth client, an RFC 8693 exchange, a JWT it signs. */
+export type TokenGrant = 'client_credentials' | 'token_exchange' | 'signed';
+
+/**
+ * How a token request ended: `refused` when the authorization server (or the gateway, for a caller with nothing to
+ * exchange) said no, `timeout` when it did not answer in time, `error` for the rest (down, 5xx, a broken answer).
+ */
+export type TokenOutcome = 'ok' | 'error' | 'timeout' | 'refused';
+
+/** What a token cache did with one lookup (src/identity/token-cache.ts). */
+export type TokenCacheResult = 'hit' | 'refresh_ahead' | 'miss' | 'failure_cached' | 'invalidated' | 'evicted';
+
 /** Facts, emitted once each where they happen. Payloads are plain data; listeners must not keep or change them. */
 export interface GatewayEventMap {
   /**
@@ -74,6 +86,24 @@ export interface GatewayEventMap {
   'upstream.stopped': { upstream: string };
   /** The upstream broke the protocol (each time; the log warns once a minute per kind): `what` names the kind. */
   'upstream.violation': { upstream?: string; what: string };
+
+  /**
+   * The gateway asked for a credential for an upstream (a token request, or a JWT it signed), once per cache miss
+   * or refresh: `principal` is the caller's, absent for the gateway's own. Never a token or a secret: `cause` and
+   * `oauthError` (an RFC 6749 error code, e.g. `invalid_grant`) say why it failed, `status` the HTTP status.
+   */
+  'upstream.token': {
+    upstream: string;
+    grant: TokenGrant;
+    outcome: TokenOutcome;
+    durationMs: number;
+    principal?: string;
+    cause?: string;
+    oauthError?: string;
+    status?: number;
+  };
+  /** A token cache lookup, for hit rates: `hit` and `refresh_ahead` served a cached token, `miss` asked for one. */
+  'upstream.token.cache': { upstream: string; grant: TokenGrant; result: TokenCacheResult };
 
   /**
    * A store operation took longer than expected (`durationMs`); `operation` is a fixed name, never a key: a script's

@@ -14,6 +14,7 @@ import { listenAndAnnounce, readinessOf, startReplicaLink } from './compose/serv
 import { GatewayEvents } from './events.js';
 import { Authenticator } from './http/credentials.js';
 import { createFrontEnd } from './http/server.js';
+import { publishedJwks } from './identity/signer.js';
 import type { JsonObject, JsonRpcNotification } from './jsonrpc.js';
 import { Lifecycle } from './lifecycle.js';
 import type { TaskRecord } from './store/task-store.js';
@@ -30,6 +31,7 @@ import { ANONYMOUS_PRINCIPAL } from './tasks/principals.js';
 import { RateLimiter } from './tasks/rate-limits.js';
 import { ActingCallers } from './tasks/acting-callers.js';
 import { createGatewayIdentity } from './identity/parts.js';
+import { subscribeCredentialStatus } from './observability/credential-health.js';
 import { Upstream, type UpstreamMessageSink, type UpstreamSessionLedger } from './upstream/upstream.js';
 import { VERSION } from './version.js';
 
@@ -156,7 +158,8 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
   };
   const callers = { authenticated: config.auth !== undefined, rateLimiter };
   // Who the gateway is to upstreams (issue 33): token caches, signer and sealer, shared by every upstream and the tasks.
-  const identity = createGatewayIdentity(config.identity);
+  const identity = createGatewayIdentity(config.identity, {}, events);
+  const credentialHealth = await life.start({ name: 'credential status', start: () => subscribeCredentialStatus(events), stop: (status) => status.close() });
   const acting = new ActingCallers(identity.sealer);
   const tasks: TaskEngine = new TaskEngine({ store, config: config.tasks, logger, replica: config.replicas, peers: replicas, recovery, callers, events, acting });
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger, events);
@@ -231,11 +234,12 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
     inflight,
     ...(metrics === undefined ? {} : { metrics }),
     admin: () => reloader.config.auth?.admin,
+    jwks: () => publishedJwks(reloader.config.identity),
     events,
     isShuttingDown: () => life.closing,
     instrumentation: tracing?.instrumentation,
     // Only the start waits for upstreams: one a reload adds must not take every replica out of rotation at once.
-    readiness: readinessOf({ store, tasks, sessions, upstreams: upstreamStatus, initializing: () => (starting ? reloader.starting() : []), shuttingDown: () => life.closing }),
+    readiness: readinessOf({ store, tasks, sessions, upstreams: upstreamStatus, credentials: () => credentialHealth.credentialStatus(), initializing: () => (starting ? reloader.starting() : []), shuttingDown: () => life.closing }),
   });
 
   // What runs, each stopped after everything started later (close: the last first). Upstream connections outlast the

@@ -31,6 +31,8 @@ export interface ReadinessParts {
   /** Upstreams the replica waits for before it is ready (the start's; none once they all made their first attempt). */
   initializing(): string[];
   shuttingDown(): boolean;
+  /** Upstreams whose gateway credential the last attempt could not obtain (observability/credential-health.ts). */
+  credentials?(): JsonObject[];
 }
 
 /** GET /readyz: the store answers, leases renew, the start's upstreams made their first attempt, no shutdown. */
@@ -50,6 +52,9 @@ export function readinessOf(parts: ReadinessParts): () => Promise<{ ready: boole
     const initializing = parts.initializing();
     const ready = storeStatus.ok === true && leases.ok && !parts.shuttingDown() && initializing.length === 0;
     const body: JsonObject = { ready, store: storeStatus, leases, tasks: { running, maxRunningTasks }, upstreams: parts.upstreams(), sessions: sessions.size };
+    // Upstreams whose gateway credential cannot be obtained now (their own status says down): not a reason to leave rotation.
+    const credentials = parts.credentials?.() ?? [];
+    if (credentials.length > 0) body.credentials = credentials;
     if (initializing.length > 0) body.initializing = initializing;
     if (initializing.length > 0) body.reason = `the gateway is starting: upstream${initializing.length === 1 ? '' : 's'} ${initializing.map((name) => `'${name}'`).join(', ')} still initializing`;
     return { ready, body };

@@ -19,6 +19,7 @@ import { healthPlugin } from './health.js';
 import { jsonBodyPlugin } from './json-body.js';
 import { mcpEndpointPlugin, refusalFor, type EndpointRevision } from './mcp-endpoint.js';
 import { oauthMetadataPlugin } from './oauth-metadata.js';
+import { jwksEndpointPlugin, type JwksEndpointOptions } from './jwks-endpoint.js';
 import { metricsEndpoint, type MetricsEndpointOptions } from './metrics-endpoint.js';
 import { adminAccess } from './admin-access.js';
 import { dashboardPlugin, type DashboardOptions } from './dashboard.js';
@@ -49,6 +50,8 @@ export interface FrontEndDeps {
   admin?: () => AdminAccess | undefined;
   /** The task dashboard's own parts (the front adds credentials and admin access); absent: dashboard.enabled is false. */
   dashboard?: Pick<DashboardOptions, 'path' | 'store' | 'tasks' | 'upstreams'>;
+  /** The public keys of `identity.keys` as configured now (GET /.well-known/jwks.json); absent: no such route. */
+  jwks?: JwksEndpointOptions['jwks'];
 }
 
 export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
@@ -100,6 +103,7 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   }
   if (deps.dashboard !== undefined) void app.register(dashboardPlugin, { ...deps.dashboard, authenticator, admin, events, logger, listen });
   if (authenticator !== undefined) void app.register(oauthMetadataPlugin, { authenticator, path: listen.path });
+  if (deps.jwks !== undefined) void app.register(jwksEndpointPlugin, { jwks: deps.jwks });
   void app.register(mcpEndpointPlugin, {
     path: listen.path,
     revisions,

@@ -5,11 +5,13 @@
 // invalid_token, `refreshAfterUnauthorized` drops the token that was refused so the one retry gets a new one.
 import { createHash } from 'node:crypto';
 import type { UpstreamAuthConfig } from '../config/identity.js';
+import { NO_EVENTS, type GatewayEvents, type TokenGrant } from '../events.js';
 import { claimHeaders } from './claim-headers.js';
 import { UpstreamCredentialError } from './credential-error.js';
 import { UpstreamOAuthClient, type DiscoveryCache } from './oauth-client.js';
 import type { IdentitySigner } from './signer.js';
 import { tokenKey, upstreamKeyPrefix, type TokenCache } from './token-cache.js';
+import { reportedObtain } from './token-events.js';
 
 /** The shape of src/upstream/adapter.ts's CredentialSource (identity sits below upstream/, so it restates it). */
 export interface CredentialSource {
@@ -43,6 +45,8 @@ export interface IdentityParts {
   signed: TokenCache;
   discovery: DiscoveryCache;
   signer: IdentitySigner | undefined;
+  /** Where each credential asked for is announced (`upstream.token`); absent: nowhere. */
+  events?: GatewayEvents | undefined;
 }
 
 /** What credential-sources reads of an upstream's config. */
@@ -82,12 +86,12 @@ export class UpstreamCredentials {
     const signer = this.parts.signer;
     if (this.gatewayClient !== undefined) {
       const client = this.gatewayClient;
-      return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name), () => client.clientCredentials(), {});
+      return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name), () => client.clientCredentials(), {}, { grant: 'client_credentials' });
     }
     if (signedIdentity !== undefined && signer !== undefined) {
       const subject = signer.gatewaySubject;
       const mint = async () => ({ token: await signer.mint({ subject, audience: signedIdentity.audience, ttlSeconds: signedIdentity.ttlSeconds }), expiresInSeconds: signedIdentity.ttlSeconds });
-      return this.bearerSource(this.parts.signed, tokenKey(this.upstream.name), mint, {});
+      return this.bearerSource(this.parts.signed, tokenKey(this.upstream.name), mint, {}, { grant: 'signed' });
     }
     return this.staticSource({});
   }
@@ -109,7 +113,7 @@ export class UpstreamCredentials {
         }
         return client.exchange(subject, tokenExchange.audience);
       };
-      return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name, caller.principal), obtain, extra);
+      return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name, caller.principal), obtain, extra, { grant: 'token_exchange', principal: caller.principal });
     }
     if (signedIdentity !== undefined && signer !== undefined) {
       const claims = Object.fromEntries(signedIdentity.claims.filter((c) => caller.claims[c] !== undefined).map((c) => [c, caller.claims[c]]));
@@ -119,7 +123,7 @@ export class UpstreamCredentials {
         token: await signer.mint({ subject: caller.principal, audience: signedIdentity.audience, claims, ttlSeconds: signedIdentity.ttlSeconds }),
         expiresInSeconds: signedIdentity.ttlSeconds,
       });
-      return this.bearerSource(this.parts.signed, key, mint, extra);
+      return this.bearerSource(this.parts.signed, key, mint, extra, { grant: 'signed', principal: caller.principal });
     }
     if (clientCredentials !== undefined) return this.forGatewayWith(extra);
     return this.staticSource(extra);
@@ -141,11 +145,19 @@ export class UpstreamCredentials {
   private forGatewayWith(extra: Record<string, string>): RefreshableCredentialSource {
     const client = this.gatewayClient;
     if (client === undefined) return this.staticSource(extra);
-    return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name), () => client.clientCredentials(), extra);
+    return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name), () => client.clientCredentials(), extra, { grant: 'client_credentials' });
   }
 
-  private bearerSource(cache: TokenCache, key: string, obtain: () => Promise<{ token: string; expiresInSeconds?: number | undefined }>, extra: Record<string, string>): RefreshableCredentialSource {
+  /** `who`: what the credential is (its grant) and for whom (no principal: the gateway), as it is announced. */
+  private bearerSource(
+    cache: TokenCache,
+    key: string,
+    obtainToken: () => Promise<{ token: string; expiresInSeconds?: number | undefined }>,
+    extra: Record<string, string>,
+    who: { grant: TokenGrant; principal?: string },
+  ): RefreshableCredentialSource {
     const base = merged(this.upstream.headers, extra);
+    const obtain = reportedObtain(this.parts.events ?? NO_EVENTS, { upstream: this.upstream.name, ...who }, obtainToken);
     // The same object while the token is the same: a transport keeps the headers it built from it.
     let last: { token: string; headers: Readonly<Record<string, string>> } | undefined;
     return {

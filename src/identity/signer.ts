@@ -73,3 +73,15 @@ export class IdentitySigner {
     return this.published;
   }
 }
+
+// The config is frozen and replaced whole on reload: one signer per identity config, built the first time its keys
+// are asked for, so serving the JWKS costs a lookup and a reload that changes keys publishes the new set at once.
+const signers = new WeakMap<IdentityConfig, IdentitySigner>();
+
+/** The JWKS of `identity` as configured now (for /.well-known/jwks.json); undefined when it has no signing keys. */
+export function publishedJwks(identity: IdentityConfig | undefined): { keys: JWK[] } | undefined {
+  if (identity === undefined || identity.keys.length === 0) return undefined;
+  let signer = signers.get(identity);
+  if (signer === undefined) signers.set(identity, (signer = new IdentitySigner(identity)));
+  return signer.jwks();
+}

@@ -54,9 +54,19 @@ export const TOKEN_CACHE_DEFAULTS = Object.freeze({
   maxEntries: 10_000,
 });
 
+/** What follows the upstream's name in the key of the gateway's own token. */
+const GATEWAY_KEY = 'gateway';
+
 /** The cache key of an upstream's token for a principal, or for the gateway itself (no principal). */
 export function tokenKey(upstream: string, principal?: string): string {
-  return principal === undefined ? `${upstreamKeyPrefix(upstream)}gateway` : `${upstreamKeyPrefix(upstream)}principal\u0000${principal}`;
+  return principal === undefined ? `${upstreamKeyPrefix(upstream)}${GATEWAY_KEY}` : `${upstreamKeyPrefix(upstream)}principal\u0000${principal}`;
+}
+
+/** Whose token a key (of tokenKey) holds: the upstream's name, and whether it is the gateway's own. */
+export function keyOwner(key: string): { upstream: string; gateway: boolean } {
+  const end = key.indexOf('\u0000');
+  if (end < 0) return { upstream: key, gateway: false };
+  return { upstream: key.slice(0, end), gateway: key.slice(end + 1) === GATEWAY_KEY };
 }
 
 /** What every key of an upstream starts with (for `forget`). */

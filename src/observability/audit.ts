@@ -23,6 +23,8 @@ export const AUDIT_NAMES = [
   'task.lost',
   'access.denied',
   'rate.limited',
+  'credential.obtained',
+  'credential.failed',
 ] as const;
 
 /** Subscribes the audit log to `events`; returns what unsubscribes it. */
@@ -51,6 +53,7 @@ export function subscribeAuditLog(events: GatewayEvents, log: AuditLogger): () =
       else log.warn({ audit: 'task.retried', ...base, attempt: e.attempt }, 'task re-run: its replica stopped');
     }),
     events.on('access.denied', (e) => accessDenied(log, e)),
+    events.on('upstream.token', (e) => credential(log, e)),
     events.on('rate.limited', (e) => {
       // Once per counted window: every refusal is a metric, not a log line (a client hammering a limit would
       // otherwise write one line per request).
@@ -82,4 +85,20 @@ function accessDenied(log: AuditLogger, e: GatewayEventMap['access.denied']): vo
   } else {
     log.info({ audit: 'access.denied', principal: e.principal, kind: e.kind, name: e.name }, 'access denied by auth.access');
   }
+}
+
+/**
+ * Under which identity the gateway acts at an upstream: each credential it obtained or signed (once per cache miss or
+ * refresh, not per call), for a caller (`principal`) or for itself (none), and each it could not get. The event
+ * carries no token, no secret and no server-written text; nor does the line.
+ */
+function credential(log: AuditLogger, e: GatewayEventMap['upstream.token']): void {
+  const who = e.principal === undefined ? 'the gateway' : 'a caller';
+  const base = { upstream: e.upstream, grant: e.grant, ...(e.principal !== undefined && { principal: e.principal }) };
+  if (e.outcome === 'ok') {
+    log.info({ audit: 'credential.obtained', ...base }, `upstream credential obtained for ${who}`);
+    return;
+  }
+  const why = { outcome: e.outcome, cause: e.cause, ...(e.oauthError !== undefined && { oauthError: e.oauthError }), ...(e.status !== undefined && { status: e.status }) };
+  log.warn({ audit: 'credential.failed', ...base, ...why }, `no upstream credential for ${who}`);
 }

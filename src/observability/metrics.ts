@@ -5,6 +5,7 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { GatewayEvents } from '../events.js';
 import { metricLabels } from './metrics-context.js';
+import { subscribeCredentialMetrics } from './metrics-credentials.js';
 import { subscribeHealthMetrics } from './metrics-health.js';
 import { subscribeRequestMetrics } from './metrics-requests.js';
 import { subscribeTaskMetrics } from './metrics-tasks.js';
@@ -41,6 +42,7 @@ export class GatewayMetrics implements MetricsSource {
       subscribeRequestMetrics(this.registry, events, labels),
       subscribeTaskMetrics(this.registry, events, labels),
       subscribeHealthMetrics(this.registry, events, labels),
+      subscribeCredentialMetrics(this.registry, events, labels),
     ];
   }
 
