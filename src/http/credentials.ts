@@ -2,9 +2,10 @@
 // access token: a JWT the configured issuer signed (keys from its JWKS, found through its metadata) for this
 // resource (`aud`), checked as RFC 9068 asks (access-token.ts) before any key is fetched. A recognised token (key
 // or JWT) is remembered until it expires, so a client polling with one token costs one hash or verification, not
-// one per request. The token itself never goes further than this file: upstreams get their own credentials from
-// their `headers` and `auth` (a token exchange reads the
-// caller's token through `subjectToken`, to send it to the authorization server only). Nothing of the token reaches a response header: a refusal says what was wrong in fixed words.
+// one per request. The token never reaches an upstream: upstreams get their own credentials from their `headers`
+// and `auth`; an upstream whose `auth` exchanges the caller's token (RFC 8693) reads it through the caller's
+// `subjectToken`, to send it to the authorization server only. Nothing of the token reaches a response header: a
+// refusal says what was wrong in fixed words.
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { hashApiKey } from '../config/api-keys.js';
 import type { ApiKeyConfig, AuthConfig, OAuthConfig } from '../config/types.js';

@@ -35,7 +35,7 @@ export class ActingCallers {
     const sealed = task.call.caller;
     if (sealed === undefined) {
       if (!needsCaller) return undefined;
-      throw new Error(`Cannot run the call again as its caller on this replica: the task kept no sealed identity (configure identity.sealingKeys so that tasks can run as their caller on any replica)`);
+      throw new Error('Cannot run the call again as its caller on this replica: the task kept no sealed identity (configure identity.sealingKeys so that tasks can run as their caller on any replica)');
     }
     if (this.sealer === undefined) throw new Error('Cannot run the call again as its caller: identity.sealingKeys is not configured on this replica');
     let opened: SealedCaller;
@@ -43,7 +43,7 @@ export class ActingCallers {
       opened = JSON.parse(this.sealer.open(sealed, task.taskId)) as SealedCaller;
     } catch (error) {
       const why = error instanceof UnsealError ? error.message : 'it cannot be read';
-      throw new Error(`Cannot run the call again as its caller: the sealed identity cannot be opened (${why})`);
+      throw new Error(`Cannot run the call again as its caller: the sealed identity cannot be opened (${why})`, { cause: error });
     }
     if (opened.p !== task.principal) throw new Error('Cannot run the call again as its caller: the sealed identity names another principal');
     const token = opened.t;
