@@ -28,6 +28,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
 import { freePort, rssBytes, startProc, waitHttp, waitListening, type Proc } from './procs.js';
+import { startAuthServer, type AuthServer } from '../test/fixtures/auth-server.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const FIXTURE = join(ROOT, 'test/fixtures/abusive-server.ts');
@@ -80,6 +81,14 @@ const authConfig = {
   ],
 };
 const bearer = (who: keyof typeof API_KEYS): Record<string, string> => ({ authorization: `Bearer ${API_KEYS[who]}` });
+
+// The authorization server of the auth-server-down scenario: real (the tests' fixture), tokens of 4 s.
+const STRESS_CLIENT_SECRET = randomBytes(16).toString('hex');
+let authServer: AuthServer | undefined;
+const stressAuthServer = (): AuthServer => {
+  if (authServer === undefined) throw new Error('the stress authorization server is not started');
+  return authServer;
+};
 
 // ---- raw MCP over HTTP, as careless clients send it -------------------------------------------------------------
 
@@ -448,6 +457,42 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'auth-server-down',
+    abuse: `the authorization server of an upstream with auth.clientCredentials stops answering once its token expired; ${size('5,000', '500')} calls to that upstream, 50 at a time`,
+    bound: 'each token request bounded by auth.timeoutMs; one in flight per upstream (single flight), at most 8 per gateway, a failure remembered 5 s: calls fail with an error naming the upstream, other upstreams serve',
+    ceilingBytes: 400 * MiB,
+    upstream: 'streamable-http',
+    config: {
+      get abuse() {
+        return { auth: { clientCredentials: { clientId: 'taskgate', clientSecret: STRESS_CLIENT_SECRET, tokenUrl: `${stressAuthServer().issuer}/token` }, timeoutMs: size(2_000, 500) } };
+      },
+    },
+    expect: [/^\d+ of \d+ failed naming the upstream's credential, 0 answered, token requests: \d+$/],
+    async run(gateway, served) {
+      const authServer = stressAuthServer();
+      const session = await openSession(gateway.url);
+      // The gateway's token (4 s) is used until 1 s before it expires: wait it out, then the server hangs.
+      await sleep(4_000);
+      await authServer.setMode('slow');
+      authServer.resetCounts();
+      const total = size(5_000, 500);
+      let failed = 0;
+      let answered = 0;
+      for (let sent = 0; sent < total; sent += 50) {
+        const answers = await Promise.all(Array.from({ length: 50 }, (_, k) => post(gateway.url, toolCall(sent + k + 1, 'abuse__echo', { text: 'x' }), session)));
+        for (const answer of answers) {
+          const parsed = answerOf(answer.text);
+          if (parsed?.error !== undefined && /abuse/.test(parsed.error.message) && /credential/.test(parsed.error.message)) failed++;
+          else if (parsed?.result !== undefined) answered++;
+        }
+        if (sent === 0) await served();
+      }
+      const requests = authServer.tokenCounts().total;
+      await authServer.setMode('up');
+      return `${failed} of ${total} failed naming the upstream's credential, ${answered} answered, token requests: ${requests}`;
+    },
+  },
+  {
     name: 'anonymous-task-flood',
     abuse: `without auth, ${size(1_100, 150)} task calls from ${size(110, 15)} sessions to a tool that never answers (each session used to be its own principal)`,
     bound: `tasks.defaults.maxTasksPerPrincipal (${size('1,000', '100')}): all anonymous callers share it; past it the call is refused`,
@@ -717,6 +762,7 @@ async function main(): Promise<void> {
   const chosen = scenarios.filter((s) => only === undefined || only.includes(s.name));
   if (chosen.length === 0) throw new Error(`no scenario named ${flags.only}; there are: ${scenarios.map((s) => s.name).join(', ')}`);
   const command = gatewayCommand();
+  authServer = await startAuthServer({ clients: { taskgate: { secret: STRESS_CLIENT_SECRET } }, expiresInSeconds: 4 });
   console.log(`stress${smoke ? ' (smoke sizes)' : ''}: ${chosen.length} scenarios, gateway run as ${command.how}, memory store (unless a name ends in -redis), loopback only\n`);
   const rows: Row[] = [];
   for (const scenario of chosen) {
@@ -732,6 +778,7 @@ async function main(): Promise<void> {
   const failed = rows.filter((row) => !row.ok);
   console.log(`stress: ${rows.length - failed.length} of ${rows.length} scenarios held${failed.length > 0 ? `; failed: ${failed.map((row) => row.name).join(", ")}` : ""}`);
   process.exitCode = failed.length === 0 ? 0 : 1;
+  await authServer.close();
 }
 
 await main();
