@@ -350,6 +350,9 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
         env: u.env,
         ...(u.cwd !== undefined ? { cwd: u.cwd } : {}),
         isolation: u.isolation,
+        idleTimeoutMs: u.idleTimeoutMs,
+        // The schema requires the resource (audience) a stdio upstream's token is for: it stands for the URL it lacks.
+        ...(u.auth !== undefined ? { auth: upstreamAuthConfig(u.auth, u.auth.clientCredentials?.resource ?? u.auth.tokenExchange?.resource ?? u.auth.signedIdentity?.audience ?? '') } : {}),
         restart: u.restart,
         stopGraceMs: u.stopGraceMs,
       };

@@ -161,9 +161,15 @@ export interface StdioUpstreamConfig extends UpstreamCommon {
   /**
    * `shared`: one child process multiplexed over all client sessions (ids rewritten; per-session log level and
    * subscriptions kept by the gateway). `per-session`: one child per client session, for servers that keep
-   * per-client state or ask the client for input while several clients call them at once.
+   * per-client state or ask the client for input while several clients call them at once. `per-principal`: one
+   * child per principal, shared by that principal's sessions and clients, whose `env` may name the caller
+   * (`{{principal}}`, `{{claims.<claim>}}`, `{{upstreamToken}}`), stopped after `idleTimeoutMs` without a call.
    */
-  isolation: 'shared' | 'per-session';
+  isolation: 'shared' | 'per-session' | 'per-principal';
+  /** per-principal: how long a child may have no call before it is stopped. 0 = never. */
+  idleTimeoutMs: number;
+  /** per-principal only: what `{{upstreamToken}}` is the token of (issue 33). */
+  auth?: UpstreamAuthConfig;
   restart: { initialDelayMs: number; maxDelayMs: number };
   /** How long a child (its process group) has between SIGTERM and SIGKILL when the gateway stops it. */
   stopGraceMs: number;

@@ -49,8 +49,12 @@ export interface UpstreamCaller {
   readonly credentials: CredentialSource;
 }
 
-/** Which per-session connection serves `caller`: the one place that decides it. */
-export function sessionKeyOf(caller: UpstreamCaller): string {
+/**
+ * Which per-session connection serves `caller`: the one place that decides it. A per-principal stdio upstream's
+ * is the principal's child, whichever session or client calls (the anonymous principal has one too).
+ */
+export function sessionKeyOf(caller: UpstreamCaller, config?: UpstreamConfig): string {
+  if (config?.transport === 'stdio' && config.isolation === 'per-principal') return `principal:${caller.principal ?? ''}`;
   return caller.identity.sessionId;
 }
 

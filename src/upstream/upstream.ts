@@ -24,6 +24,7 @@ import { countViolations } from './violations.js';
 import type { UpstreamCatalog } from './catalog.js';
 import { CONTROL_ORIGIN, originOf, type ConnectionRole, type MessageOrigin } from './message-origin.js';
 import { UpstreamSides } from './sides.js';
+import { principalChildrenOf, type PrincipalChildren } from './principal-children.js';
 
 export type { OpenedUpstreamSession, UpstreamSessionLedger } from './session-ledger.js';
 export type { SessionIdentity } from './adapter.js';
@@ -65,6 +66,8 @@ export class Upstream {
   private control: UpstreamConnection | undefined;
   /** The client sessions' own connections. */
   private readonly perSession: SessionConnections;
+  /** A per-principal stdio upstream's children, one per principal (issue 33); undefined for every other upstream. */
+  private readonly children: PrincipalChildren | undefined;
   /** Connections being closed (their upstream sessions ended): close() waits for them. */
   private readonly closing = new Set<Promise<void>>();
   /** Connections still in their handshake: close() ends them too (a child stuck in initialize is stopped at once). */
@@ -93,6 +96,7 @@ export class Upstream {
       logger: this.logger,
       closing: this.closing,
     });
+    this.children = principalChildrenOf(config, config.maxSessions ?? DEFAULTS.maxUpstreamSessions, this.logger, this.closing);
     const stdio = config.transport === 'stdio';
     this.backoff = new RestartBackoff(stdio ? config.restart.initialDelayMs : 1000, stdio ? config.restart.maxDelayMs : 30_000);
   }
@@ -131,7 +135,8 @@ export class Upstream {
 
   /** A caller as the upstream's sides see it (issue 33: its principal and credentials). */
   callerOf(identity: SessionIdentity): UpstreamCaller {
-    return { identity, principal: undefined, credentials: this.credentials };
+    // A client session knows its principal; issue 33's callers will carry it (and their claims) themselves.
+    return { identity, principal: (identity as { principal?: string }).principal, credentials: this.credentials };
   }
 
   connectionFor(session: SessionIdentity): Promise<UpstreamConnection> {
@@ -139,7 +144,8 @@ export class Upstream {
   }
 
   private async connectionOf(caller: UpstreamCaller): Promise<UpstreamConnection> {
-    const key = sessionKeyOf(caller);
+    const key = sessionKeyOf(caller, this.config);
+    if (this.children !== undefined) return this.children.get(key, caller, (identity, env) => this.openSessionConnection(key, identity, env));
     if (this.isShared) {
       const control = this.control;
       if (control === undefined || !control.isOpen || this.state !== 'ready') {
@@ -198,7 +204,7 @@ export class Upstream {
 
   status(): JsonObject {
     const status: JsonObject = { name: this.name, transport: this.config.transport, state: this.state };
-    if (!this.isShared) status.sessions = this.perSession.size;
+    if (!this.isShared) status.sessions = this.perSession.size + (this.children?.size ?? 0);
     if (this.lastError !== undefined && this.state !== 'ready') status.error = this.lastError;
     const { serverInfo, protocols } = this.sides.status;
     if (serverInfo !== undefined) status.serverInfo = serverInfo;
@@ -218,7 +224,7 @@ export class Upstream {
     clearTimeout(this.restartTimer);
     await this.sides.stop();
     const sessions = this.perSession.keys();
-    await Promise.all([...sessions.map((id) => this.releaseSession(id)), ...[...this.opening].map((c) => c.close().catch(() => undefined))]);
+    await Promise.all([...sessions.map((id) => this.releaseSession(id)), this.children?.close(), ...[...this.opening].map((c) => c.close().catch(() => undefined))]);
     // Sessions released just before (their client sessions ended with the gateway) are ending too.
     await Promise.all([...this.closing]);
     await this.control?.close().catch(() => undefined);
@@ -275,9 +281,9 @@ export class Upstream {
     };
   }
 
-  private createTransport(): UpstreamTransport {
+  private createTransport(env?: () => Promise<Record<string, string>>): UpstreamTransport {
     const config = this.config;
-    if (config.transport === 'stdio') return new StdioTransport(config, this.logger);
+    if (config.transport === 'stdio') return new StdioTransport(config, this.logger, env);
     const agent = this.agent as Agent;
     const options = { url: config.url, headers: config.headers, agent, logger: this.logger, maxMessageBytes: config.maxMessageBytes };
     if (config.transport === 'sse') return new HttpSseTransport(options);
@@ -365,11 +371,11 @@ export class Upstream {
     this.restartTimer.unref();
   }
 
-  private async openSessionConnection(key: string, session: SessionIdentity): Promise<UpstreamConnection> {
+  private async openSessionConnection(key: string, session: SessionIdentity, env?: () => Promise<Record<string, string>>): Promise<UpstreamConnection> {
     const sessionHandshake = this.sides.sessionHandshake;
     if (sessionHandshake === undefined) throw new Error('it speaks no revision with sessions');
     const handler = this.handler('session', session.sessionId, () => connection);
-    const transport = this.createTransport();
+    const transport = this.createTransport(env);
     const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,
@@ -380,6 +386,7 @@ export class Upstream {
           recorded.forget();
           this.logger.debug({ session: session.sessionId, reason }, 'per-session upstream connection closed');
           this.perSession.closed(key, connection);
+          this.children?.closed(key, connection);
         },
       },
       logger: this.logger.child({ session: session.sessionId }),
