@@ -4,7 +4,7 @@
 // recently used idle one is stopped for a new principal; when every one has a call running, the new principal's
 // call is refused with an error naming the upstream and the cap (a busy child is never stopped for another).
 import type { UpstreamConfig } from '../config/types.js';
-import { upstreamChildrenFull, upstreamUnavailable } from '../errors.js';
+import { upstreamChildrenFull, upstreamUnavailable, type GatewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { SessionIdentity, UpstreamCaller } from './adapter.js';
 import { renderChildEnv, type ChildCaller } from './child-env.js';
@@ -23,18 +23,23 @@ export function childCallerOf(caller: UpstreamCaller & { actingFor?: { principal
   };
 }
 
-/** Who the child is told it serves in its handshake: the principal's clients, many of them. */
-export function childIdentity(key: string, first: SessionIdentity): SessionIdentity {
-  return { sessionId: key, protocolVersion: first.protocolVersion, capabilities: first.capabilities, clientInfo: { name: 'taskgate (for one principal\'s clients)' }, manyClients: true };
+/** Who the child is told it serves in its handshake: the principal's clients, many of them, in the first one's revision. */
+function childIdentity(key: string, first: SessionIdentity, gatewayVersion: string): SessionIdentity {
+  return { sessionId: key, protocolVersion: first.protocolVersion, capabilities: first.capabilities, clientInfo: { name: 'taskgate (for one principal\'s clients)', version: gatewayVersion }, manyClients: true };
+}
+
+/** A call that does not say which principal it is for: refused rather than run in another principal's child. */
+export function principalUnknown(upstream: string): GatewayError {
+  return upstreamUnavailable(upstream, 'it runs a child per principal (isolation: per-principal) and this call does not say whose it is: only 2025-11-25 session calls do so far (issue 33)');
 }
 
 /** Starts a child: its handshake as `identity`, its env from `env` (called at spawn). */
 export type StartChild = (identity: SessionIdentity, env: () => Promise<Record<string, string>>) => Promise<UpstreamConnection>;
 
 /** The children of `config`'s upstream when it is per-principal stdio; undefined for every other upstream. */
-export function principalChildrenOf(config: UpstreamConfig, maxSessions: number, logger: Logger, closing: Set<Promise<void>>): PrincipalChildren | undefined {
+export function principalChildrenOf(config: UpstreamConfig, parts: Pick<PrincipalChildrenOptions, 'maxChildren' | 'logger' | 'closing' | 'gatewayVersion'>): PrincipalChildren | undefined {
   if (config.transport !== 'stdio' || config.isolation !== 'per-principal') return undefined;
-  return new PrincipalChildren({ upstreamName: config.name, env: config.env, maxChildren: maxSessions, idleTimeoutMs: config.idleTimeoutMs, logger, closing });
+  return new PrincipalChildren({ ...parts, upstreamName: config.name, env: config.env, idleTimeoutMs: config.idleTimeoutMs });
 }
 
 interface Child {
@@ -55,6 +60,8 @@ export interface PrincipalChildrenOptions {
   logger: Logger;
   /** Children being stopped: the upstream's close() waits for them. */
   closing: Set<Promise<void>>;
+  /** The gateway's version, as a child's handshake says. */
+  gatewayVersion: string;
 }
 
 /** How often idle children are looked for: a child stops between idleTimeoutMs and 1.5 × that after its last call. */
@@ -79,7 +86,7 @@ export class PrincipalChildren {
     if (child === undefined) {
       this.makeRoom();
       const env = () => renderChildEnv(this.options.env, childCallerOf(caller));
-      const starting: Child = { connection: start(childIdentity(key, caller.identity), env), idleSince: undefined };
+      const starting: Child = { connection: start(childIdentity(key, caller.identity, this.options.gatewayVersion), env), idleSince: undefined };
       child = starting;
       starting.connection.then(
         (connection) => (starting.open = connection),

@@ -24,7 +24,7 @@ import { countViolations } from './violations.js';
 import type { UpstreamCatalog } from './catalog.js';
 import { CONTROL_ORIGIN, originOf, type ConnectionRole, type MessageOrigin } from './message-origin.js';
 import { UpstreamSides } from './sides.js';
-import { principalChildrenOf, type PrincipalChildren } from './principal-children.js';
+import { principalChildrenOf, principalUnknown, type PrincipalChildren } from './principal-children.js';
 
 export type { OpenedUpstreamSession, UpstreamSessionLedger } from './session-ledger.js';
 export type { SessionIdentity } from './adapter.js';
@@ -96,7 +96,7 @@ export class Upstream {
       logger: this.logger,
       closing: this.closing,
     });
-    this.children = principalChildrenOf(config, config.maxSessions ?? DEFAULTS.maxUpstreamSessions, this.logger, this.closing);
+    this.children = principalChildrenOf(config, { maxChildren: config.maxSessions ?? DEFAULTS.maxUpstreamSessions, logger: this.logger, closing: this.closing, gatewayVersion: gateway.version });
     const stdio = config.transport === 'stdio';
     this.backoff = new RestartBackoff(stdio ? config.restart.initialDelayMs : 1000, stdio ? config.restart.maxDelayMs : 30_000);
   }
@@ -135,7 +135,9 @@ export class Upstream {
 
   /** A caller as the upstream's sides see it (issue 33: its principal and credentials). */
   callerOf(identity: SessionIdentity): UpstreamCaller {
-    // A client session knows its principal; issue 33's callers will carry it (and their claims) themselves.
+    // Until issue 33's callers carry their principal (and claims) themselves: a client session knows it; an identity
+    // that cannot say (2026-07-28 clients, task runs) must not land in the anonymous principal's child.
+    if (this.children !== undefined && !('principal' in identity)) throw principalUnknown(this.name);
     return { identity, principal: (identity as { principal?: string }).principal, credentials: this.credentials };
   }
 

@@ -72,10 +72,10 @@ export const StdioUpstreamSchema = z.strictObject({
   isolation: z.enum(['shared', 'per-session', 'per-principal']).default(DEFAULTS.isolation),
   // per-principal: how long a principal's child may sit with no call before it is stopped (0 = never).
   idleTimeoutMs: int(0).default(DEFAULTS.childIdleTimeoutMs),
-  // per-principal only: the credential whose token `{{upstreamToken}}` puts in the child's env (issue 33).
-  auth: UpstreamAuthSchema.optional(),
   restart: RestartSchema.prefault({}),
   stopGraceMs: int(0).default(DEFAULTS.stopGraceMs),
+  // per-principal only: the credential whose token `{{upstreamToken}}` puts in the child's env (issue 33).
+  auth: UpstreamAuthSchema.optional(),
 }).superRefine(checkStdioCaller);
 
 const headerValue = text.refine((v) => !CONTROL_CHARS.test(v), { error: 'header values may not contain control characters' });
