@@ -19,6 +19,7 @@ export interface ChildCaller {
 export const MAX_PLACEHOLDER_CHARS = 16 * 1024;
 
 // CR and LF end a line in whatever reads the variable into a file or header; NUL ends it for execve.
+// eslint-disable-next-line no-control-regex
 const UNSAFE = /[\r\n\u0000]/g;
 
 /** Why a child cannot be started with its caller in its env: names the variable, never its value. */
