@@ -4,6 +4,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { decodeJwt } from 'jose';
+import { parseConfig } from '../../src/config/load.js';
+import type { StdioUpstreamConfig } from '../../src/config/types.js';
+import { UpstreamCredentials } from '../../src/identity/credential-sources.js';
+import { createGatewayIdentity } from '../../src/identity/parts.js';
+import { createLogger } from '../../src/log.js';
+import type { UpstreamCaller } from '../../src/upstream/adapter.js';
+import { UpstreamConnection } from '../../src/upstream/connection.js';
+import { principalChildrenOf } from '../../src/upstream/principal-children.js';
+import { StdioTransport } from '../../src/upstream/stdio.js';
+import { startAuthServer } from '../fixtures/auth-server.js';
+import { fixtureCommand } from '../fixtures/spawn.js';
 import { bearer } from '../helpers/auth-requests.js';
 import { eventually, testScope, textOf, type TestScope } from '../helpers/harness.js';
 import { modern } from '../helpers/stateless-wire.js';
@@ -139,4 +151,56 @@ describe('stdio isolation: per-principal', () => {
       /upstreams\.fx\.auth: auth on a stdio upstream needs isolation: per-principal/,
     );
   });
+
+  // The gateway's composition hands a per-principal stdio upstream's callers their credentials with issue 33's
+  // wiring; here the parts are put together by hand: the auth's token for the caller, from a real authorization
+  // server, reaches a real child through {{upstreamToken}}.
+  test('the upstream token of the upstream\'s auth reaches the child as {{upstreamToken}}', async (t) => {
+    const issuer = await startAuthServer({ clients: { gw: { secret: 'gw-secret-0123' } } });
+    t.after(() => issuer.close());
+    const { command, args, cwd } = fixtureCommand('stdio');
+    const config = parseConfig(
+      JSON.stringify({
+        upstreams: {
+          fx: {
+            command, args, cwd, isolation: 'per-principal', idleTimeoutMs: 0,
+            env: { CALLER: '{{principal}}', API_TOKEN: '{{upstreamToken}}' },
+            auth: { clientCredentials: { clientId: 'gw', clientSecret: 'gw-secret-0123', tokenUrl: `${issuer.issuer}/token`, resource: 'https://api.example/' } },
+          },
+        },
+      }),
+      'test.yaml',
+      {},
+    ).upstreams[0] as StdioUpstreamConfig;
+    const logger = createLogger({ level: 'silent' }, { pretty: false });
+    const credentials = new UpstreamCredentials({ name: 'fx', url: 'https://api.example/', headers: {}, auth: config.auth }, createGatewayIdentity(undefined));
+    const caller: UpstreamCaller = {
+      identity: { sessionId: 's1', protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      principal: 'key:alice',
+      credentials: credentials.forCaller({ principal: 'key:alice', claims: {} }),
+    };
+    const children = principalChildrenOf(config, { maxChildren: 2, logger, closing: new Set(), gatewayVersion: 'test' });
+    assert.ok(children !== undefined);
+    t.after(() => children.close());
+    const connection = await children.get('principal:key:alice', caller, async (identity, env) => {
+      const opened = new UpstreamConnection({
+        upstreamName: 'fx',
+        transport: new StdioTransport(config, logger, env),
+        handler: { notification: () => undefined, request: async () => ({ result: {} }), closed: () => undefined },
+        logger,
+        createdTaskId: () => undefined,
+        notifiedTaskId: () => undefined,
+      });
+      await opened.open({ protocolVersion: identity.protocolVersion, capabilities: {}, clientInfo: identity.clientInfo ?? {} });
+      return opened;
+    });
+    const outcome = await connection.request('tools/call', { name: 'env', arguments: { names: ['CALLER', 'API_TOKEN'] } }).outcome;
+    assert.ok('result' in outcome, JSON.stringify(outcome));
+    const answer = JSON.parse(textOf(outcome.result)) as EnvAnswer;
+    assert.equal(answer.env.CALLER, 'key:alice');
+    const token = String(answer.env.API_TOKEN);
+    assert.equal(decodeJwt(token).aud, 'https://api.example/', 'a token of the authorization server, for the configured resource');
+    assert.equal(issuer.tokenCounts().byGrant.client_credentials, 1);
+  });
 });
+
