@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, parseConfig, type ConfigIssue } from '../../src/config/load.js';
+import { renderEffectiveConfig } from '../../src/config/render.js';
 import type { StdioUpstreamConfig } from '../../src/config/types.js';
 
 const parse = (text: string) => parseConfig(text, 'test.yaml', { SECRET: 's3cret-value' });
@@ -44,6 +45,23 @@ upstreams:
     assert.equal(config.maxSessions, 8);
     assert.deepEqual(config.env, { GITHUB_USER: '{{principal}}', EMAIL: 'mail={{ claims.email }}', GITHUB_TOKEN: '{{upstreamToken}}', PLAIN: 's3cret-value' });
     assert.equal(config.auth?.clientCredentials?.resource, 'https://api.github.example');
+  });
+
+  it('check-config hides the client secret of a stdio upstream\'s auth, and env values as always', () => {
+    const out = renderEffectiveConfig(parse(`
+upstreams:
+  gh:
+    command: node
+    isolation: per-principal
+    env: { GITHUB_TOKEN: "{{upstreamToken}}" }
+    auth:
+      tokenExchange: { clientId: gw, clientSecret: "\${SECRET}", tokenUrl: "https://as.example/token", resource: "https://api.example" }
+auth:
+  oauth: { issuer: "https://idp.example" }
+  resource: https://gw.example/mcp
+`));
+    assert.ok(!out.includes('s3cret-value'), out);
+    assert.match(out, /clientId: gw/);
   });
 
   it('defaults idleTimeoutMs to five minutes', () => {
