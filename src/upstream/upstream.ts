@@ -141,7 +141,7 @@ export class Upstream {
     return { identity, principal: (identity as { principal?: string }).principal, credentials: this.credentials };
   }
 
-  connectionFor(session: SessionIdentity): Promise<UpstreamConnection> {
+  async connectionFor(session: SessionIdentity): Promise<UpstreamConnection> {
     return this.connectionOf(this.callerOf(session));
   }
 

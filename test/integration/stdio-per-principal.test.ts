@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { decodeJwt } from 'jose';
 import { parseConfig } from '../../src/config/load.js';
 import type { StdioUpstreamConfig } from '../../src/config/types.js';
@@ -131,6 +132,18 @@ describe('stdio isolation: per-principal', () => {
     const b = JSON.parse(textOf(await two.callTool({ name: 'env', arguments: { names: ['CALLER'] } }))) as EnvAnswer;
     assert.equal(a.pid, b.pid);
     assert.deepEqual(a.env, { CALLER: '[]' });
+  });
+
+  test('a task a principal creates in its session runs in its own child', async (t) => {
+    const scope = testScope(t);
+    const { as } = await perPrincipalGateway(scope, { idleTimeoutMs: 0 });
+    const alice = await as('alice');
+    const direct = await envOf(alice);
+    const created = await alice.request({ method: 'tools/call', params: { name: 'env', arguments: { names: ['CALLER'] }, task: {} } }, CreateTaskResultSchema);
+    const result = await alice.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    const answer = JSON.parse(textOf(result)) as EnvAnswer;
+    assert.equal(answer.pid, direct.pid);
+    assert.equal(answer.env.CALLER, 'key:alice');
   });
 
   // Until issue 33's callers carry their principal into the upstream layer, a call that cannot say whose it is fails
