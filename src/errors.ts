@@ -168,6 +168,15 @@ export function upstreamSessionsFull(upstream: string, maxSessions: number): Gat
   );
 }
 
+/** A per-principal stdio upstream runs maxSessions children, every one with a call running: a new principal waits. */
+export function upstreamChildrenFull(upstream: string, maxSessions: number): GatewayError {
+  return new GatewayError(
+    'upstream_sessions_full',
+    `Upstream '${upstream}' has no child process to spare for another principal: its cap of ${maxSessions} children (upstreams.${upstream}.maxSessions, one child per principal) is reached and every one has a call running; try again when one ends`,
+    { upstream, maxSessions },
+  );
+}
+
 /** A call whose answer (or whose stream) carried a message larger than the upstream's maxMessageBytes. */
 export function upstreamMessageTooLarge(upstream: string, maxMessageBytes: number): GatewayError {
   return new GatewayError('upstream_message_too_large', `Upstream '${upstream}' sent a message larger than maxMessageBytes (${maxMessageBytes} bytes)`, { upstream, maxMessageBytes });

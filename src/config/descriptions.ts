@@ -135,17 +135,36 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     tools with big results; a task's result is also bounded by \`tasks.maxResultBytes\` when it is stored.`,
   'upstreams.<name>.maxSessions': `Connections of a client session's own this replica keeps to the upstream at once: HTTP
     upstream sessions (\`Mcp-Session-Id\`, one per client session that reached the upstream here), children of a
-    \`per-session\` stdio upstream. At the bound the least recently used idle one (no call running on it) is closed
-    (ended with DELETE; its client gets a new one on its next request), and when every one is busy a new client
-    session's request fails: -32603 \`Upstream '<name>' has no session to spare\`. 0 = unbounded.`,
+    \`per-session\` stdio upstream, and of a \`per-principal\` one, whose children it caps (one per principal). At
+    the bound the least recently used idle one (no call running on it) is closed (ended with DELETE; its client gets a
+    new one on its next request), and when every one is busy a new client session's request fails: -32603
+    \`Upstream '<name>' has no session to spare\` (per-principal: \`… has no child process to spare for another
+    principal: its cap of <n> children …\`). A busy one is never closed for another. 0 = unbounded. Each child is a
+    process: on a per-principal upstream, set it to what the machine can run.`,
   'upstreams.<name>.command': 'The program to start as the server, e.g. `node`.',
   'upstreams.<name>.args': 'Its arguments. Numbers and booleans are taken as text.',
   'upstreams.<name>.env': `Variables added to a minimal environment (HOME, PATH, USER, LANG, TMPDIR, ...): the
-    gateway's own variables (Redis URL, tokens) are not passed to children.`,
+    gateway's own variables (Redis URL, tokens) are not passed to children. With \`isolation: per-principal\` a value
+    may name the child's caller, filled in when the child starts (unlike \`\${ENV}\`, read once at load):
+    \`{{principal}}\` (the qualified principal, \`key:<name>\` or \`oauth:<issuer>#<sub>\`; empty for the anonymous
+    principal), \`{{claims.<claim>}}\` (a verified claim of the caller's token; arrays joined by \`,\`, empty when
+    absent) and \`{{upstreamToken}}\` (the token of this upstream's \`auth\` for the caller). E.g.
+    \`GITHUB_TOKEN: "{{upstreamToken}}"\`. What is filled in loses CR, LF and NUL, may be at most 16384 characters (a
+    longer one fails the call, naming the variable), and is never logged. There, every \`{{…}}\` is a placeholder
+    (an unknown one is refused at load); in a \`shared\` or \`per-session\` upstream these placeholders are
+    refused at load (its child serves several principals), and other \`{{…}}\` text is taken as it is.`,
   'upstreams.<name>.cwd': "The child's working directory. Absent: the gateway's.",
   'upstreams.<name>.isolation': `\`shared\`: one child process serves all sessions (request ids and progress tokens are
     rewritten so clients cannot collide). \`per-session\`: one child per client session, started on first use and
-    stopped when the session ends; use it for servers that ask the client for input or keep per-client state.`,
+    stopped when the session ends; use it for servers that ask the client for input or keep per-client state.
+    \`per-principal\`: one child per principal, started on its first call, shared by all its sessions and clients,
+    stopped after \`idleTimeoutMs\` without a call and capped by \`maxSessions\`; its \`env\` may name the caller
+    (\`{{principal}}\`, \`{{claims.<claim>}}\`, \`{{upstreamToken}}\`), so a local server that reads e.g.
+    \`GITHUB_TOKEN\` acts as its caller. Without \`auth\` on the gateway every caller is the one anonymous principal
+    (one child).`,
+  'upstreams.<name>.idleTimeoutMs': `\`per-principal\` only: a principal's child with no call running for this long is
+    stopped (checked a few times per period: it goes between this and 1.5 × this after its last call); the
+    principal's next call starts a new one. 0 = never.`,
   'upstreams.<name>.restart': 'Backoff for restarting the child when it dies (or cannot be started).',
   'upstreams.<name>.restart.initialDelayMs': `Delay before the first restart; each further one doubles it. A child that
     stayed up a while starts again from this.`,
@@ -158,8 +177,9 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'upstreams.<name>.headers': `HTTP headers (values without control characters) sent with every request to the upstream,
     e.g. \`{ Authorization: "Bearer \${CI_TOKEN}" }\`. A client's own credentials never reach an upstream: give it its
     own here.`,
-  'upstreams.<name>.auth': `How the gateway authenticates to this upstream beyond \`headers\` (HTTP upstreams; stdio
-    upstreams refuse it): at most one of \`clientCredentials\`, \`tokenExchange\`, \`signedIdentity\`, and
+  'upstreams.<name>.auth': `How the gateway authenticates to this upstream beyond \`headers\` (HTTP upstreams; on a stdio
+    upstream only with \`isolation: per-principal\`, where its token for the caller is \`{{upstreamToken}}\` in \`env\`,
+    \`resource\` (\`audience\` for signedIdentity) is required and \`claimHeaders\` is refused): at most one of \`clientCredentials\`, \`tokenExchange\`, \`signedIdentity\`, and
     \`claimHeaders\` with any or alone. What the gateway asks on its own behalf (handshake, lists) goes under its own
     identity; a caller's calls under the caller's. A setting asking to forward the client's own token
     (\`auth: passthrough\`, \`forwardToken\`, ...) is refused at load: the MCP authorization spec forbids token

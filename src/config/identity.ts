@@ -64,6 +64,18 @@ export interface UpstreamAuthConfig {
   timeoutMs: number;
 }
 
+/**
+ * What a stdio upstream with `isolation: per-principal` adds (issue 33): one child per principal, shared by that
+ * principal's sessions and clients, whose `env` may name the caller (`{{principal}}`, `{{claims.<claim>}}`,
+ * `{{upstreamToken}}`), stopped after `idleTimeoutMs` without a call.
+ */
+export interface PrincipalChildSettings {
+  /** How long a per-principal child may have no call before it is stopped. 0 = never. */
+  idleTimeoutMs: number;
+  /** per-principal only: the mode whose token for the caller `{{upstreamToken}}` is. */
+  auth?: UpstreamAuthConfig;
+}
+
 type RawIdentity = z.output<typeof IdentitySchema>;
 type RawUpstreamAuth = z.output<typeof UpstreamAuthSchema>;
 
@@ -88,6 +100,11 @@ export function identityConfig(raw: RawIdentity | undefined, authResource: strin
     }),
     sealingKeys: raw.sealingKeys.map(({ kid, key }) => ({ kid, key: key.trim() })),
   };
+}
+
+/** A stdio upstream's `auth`: the schema requires the resource (audience) its token is for, in place of a URL. */
+export function stdioAuthConfig(raw: RawUpstreamAuth): UpstreamAuthConfig | undefined {
+  return upstreamAuthConfig(raw, raw.clientCredentials?.resource ?? raw.tokenExchange?.resource ?? raw.signedIdentity?.audience ?? '');
 }
 
 export function upstreamAuthConfig(raw: RawUpstreamAuth | undefined, upstreamUrl: string): UpstreamAuthConfig | undefined {

@@ -6,7 +6,7 @@ import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Docum
 import type { z } from 'zod';
 import { hashApiKey } from './api-keys.js';
 import { ConfigError, type ConfigIssue } from './config-error.js';
-import { identityConfig, upstreamAuthConfig } from './identity.js';
+import { identityConfig, stdioAuthConfig, upstreamAuthConfig } from './identity.js';
 import { interpolate, type Env } from './interpolate.js';
 import { allowedKeysAt, DEFAULT_POLICY, passthroughSettings, RawConfigSchema, TRANSPORTS, upstreamKeys, type RawConfig } from './schema.js';
 import { backgroundSetting } from './policy.js';
@@ -350,6 +350,8 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
         env: u.env,
         ...(u.cwd !== undefined ? { cwd: u.cwd } : {}),
         isolation: u.isolation,
+        idleTimeoutMs: u.idleTimeoutMs,
+        ...(u.auth !== undefined ? { auth: stdioAuthConfig(u.auth) } : {}),
         restart: u.restart,
         stopGraceMs: u.stopGraceMs,
       };

@@ -28,10 +28,10 @@ const redactValues = (map: Readonly<Record<string, string>>): Record<string, str
   Object.fromEntries(Object.keys(map).map((k) => [k, REDACTED]));
 
 function upstreamEntry(u: UpstreamConfig): Record<string, unknown> {
-  const { name: _name, ...rest } = u;
-  if (rest.transport === 'stdio') return { ...rest, env: redactValues(rest.env) };
-  const { auth, ...http } = rest;
-  return { ...http, url: redactUrl(rest.url), headers: redactValues(rest.headers), ...(auth === undefined ? {} : { auth: upstreamAuthEntry(auth) }) };
+  const { name: _name, auth, ...rest } = u;
+  const authEntry = auth === undefined ? {} : { auth: upstreamAuthEntry(auth) };
+  if (rest.transport === 'stdio') return { ...rest, env: redactValues(rest.env), ...authEntry };
+  return { ...rest, url: redactUrl(rest.url), headers: redactValues(rest.headers), ...authEntry };
 }
 
 /** Client secrets hidden; the token endpoint may carry credentials in its query like any URL. */

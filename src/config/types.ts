@@ -1,6 +1,6 @@
 // The effective, validated configuration. Produced only by load.ts (defaults applied, `${ENV}` interpolated,
 // deep-frozen); everything else in the gateway reads these types and never the raw YAML.
-import type { IdentityConfig, UpstreamAuthConfig } from './identity.js';
+import type { IdentityConfig, PrincipalChildSettings, UpstreamAuthConfig } from './identity.js';
 
 export type TaskMode = 'forbidden' | 'optional' | 'required';
 
@@ -152,7 +152,7 @@ export interface UpstreamCommon {
   maxSessions?: number;
 }
 
-export interface StdioUpstreamConfig extends UpstreamCommon {
+export interface StdioUpstreamConfig extends UpstreamCommon, PrincipalChildSettings {
   transport: 'stdio';
   command: string;
   args: readonly string[];
@@ -161,9 +161,10 @@ export interface StdioUpstreamConfig extends UpstreamCommon {
   /**
    * `shared`: one child process multiplexed over all client sessions (ids rewritten; per-session log level and
    * subscriptions kept by the gateway). `per-session`: one child per client session, for servers that keep
-   * per-client state or ask the client for input while several clients call them at once.
+   * per-client state or ask the client for input while several clients call them at once. `per-principal`: see
+   * PrincipalChildSettings.
    */
-  isolation: 'shared' | 'per-session';
+  isolation: 'shared' | 'per-session' | 'per-principal';
   restart: { initialDelayMs: number; maxDelayMs: number };
   /** How long a child (its process group) has between SIGTERM and SIGKILL when the gateway stops it. */
   stopGraceMs: number;

@@ -54,6 +54,8 @@ export interface UpstreamCaller {
   readonly identity: SessionIdentity;
   /** The authenticated principal the call runs for; undefined: the gateway's own request, or no authentication. */
   readonly principal: string | undefined;
+  /** Whom the gateway acts for (a per-principal child's env reads its claims). */
+  readonly actingFor?: ActingFor;
   readonly credentials: CredentialSource;
 }
 

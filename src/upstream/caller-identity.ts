@@ -14,17 +14,25 @@ export class CallerIdentity {
   /** The upstream tells callers apart (not only by the claim headers of a shared token): sessions are per principal. */
   readonly perCaller: boolean;
 
+  /** A stdio upstream with a child per principal: the child is the principal's session. */
+  private readonly childPerPrincipal: boolean;
+
   constructor(config: UpstreamConfig, parts: IdentityParts | undefined) {
-    const auth = config.transport === 'stdio' ? undefined : config.auth;
-    this.credentials = auth === undefined || parts === undefined || config.transport === 'stdio' ? undefined : new UpstreamCredentials({ name: config.name, url: config.url, headers: config.headers, auth }, parts);
-    this.gateway = this.credentials?.forGateway() ?? staticCredentials(config.transport === 'stdio' ? {} : config.headers);
-    this.perCaller = auth !== undefined && (auth.tokenExchange !== undefined || auth.signedIdentity !== undefined || Object.keys(auth.claimHeaders).length > 0);
+    const auth = config.auth;
+    const stdio = config.transport === 'stdio';
+    this.childPerPrincipal = stdio && config.isolation === 'per-principal';
+    // A stdio child's `auth` token goes into its env ({{upstreamToken}}): for the caller only, as its resource says.
+    const url = stdio ? (auth?.clientCredentials?.resource ?? auth?.tokenExchange?.resource ?? auth?.signedIdentity?.audience ?? '') : config.url;
+    this.credentials = auth === undefined || parts === undefined ? undefined : new UpstreamCredentials({ name: config.name, url, headers: stdio ? {} : config.headers, auth }, parts);
+    this.gateway = stdio ? staticCredentials({}) : (this.credentials?.forGateway() ?? staticCredentials(config.headers));
+    const tellsCallersApart = auth !== undefined && (auth.tokenExchange !== undefined || auth.signedIdentity !== undefined || Object.keys(auth.claimHeaders).length > 0);
+    this.perCaller = tellsCallersApart || this.childPerPrincipal;
   }
 
   /** A request for `identity`'s session, made for `actingFor` (none: the gateway's own). */
   callerOf(identity: SessionIdentity, actingFor: ActingFor | undefined): UpstreamCaller {
     const credentials = actingFor === undefined || this.credentials === undefined ? this.gateway : this.credentials.forCaller(actingFor);
-    return { identity, principal: actingFor?.principal, credentials };
+    return { identity, principal: actingFor?.principal, credentials, ...(actingFor === undefined ? {} : { actingFor }) };
   }
 
   /**
@@ -32,6 +40,8 @@ export class CallerIdentity {
    * and the upstream tells callers apart, one per principal.
    */
   sessionKeyOf(caller: UpstreamCaller): string {
+    // Without authentication every caller is the anonymous principal, with one child of its own.
+    if (this.childPerPrincipal) return `principal:${caller.principal ?? ''}`;
     const shared = caller.identity.manyClients === true;
     return shared && this.perCaller && caller.principal !== undefined ? `${caller.identity.sessionId}\u0000${caller.principal}` : caller.identity.sessionId;
   }

@@ -63,9 +63,14 @@ export class StdioTransport implements UpstreamTransport {
   /** The group being stopped, once it is: resolves when no process of it is left. */
   private stopping: Promise<void> | undefined;
 
+  /** close() came before the child was spawned (its env was still being made): it is never spawned. */
+  private closedBeforeSpawn = false;
+
   constructor(
     private readonly config: StdioUpstreamConfig,
     private readonly logger: Logger,
+    /** The configured env as this child gets it (a per-principal child's, its caller filled in); absent: as configured. */
+    private readonly envFor?: () => Promise<Readonly<Record<string, string>>>,
   ) {}
 
   async start(): Promise<void> {
@@ -74,7 +79,8 @@ export class StdioTransport implements UpstreamTransport {
       const value = process.env[name];
       if (value !== undefined) env[name] = value;
     }
-    Object.assign(env, this.config.env);
+    Object.assign(env, this.envFor === undefined ? this.config.env : await this.envFor());
+    if (this.closedBeforeSpawn) throw new Error('the gateway closed the connection before the process started');
     // A group of its own: what the child starts itself (a shell's, npx's or uv's children) is stopped with it, and
     // a signal meant for the gateway (a terminal's Ctrl-C) reaches the child only through the gateway.
     const child = spawn(this.config.command, [...this.config.args], {
@@ -121,6 +127,7 @@ export class StdioTransport implements UpstreamTransport {
   async close(): Promise<void> {
     const child = this.child;
     const pid = child?.pid;
+    this.closedBeforeSpawn = child === undefined;
     if (child === undefined || pid === undefined) return;
     const stopping = (this.stopping ??= this.stopGroup(child, pid));
     await stopping;

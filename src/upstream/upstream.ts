@@ -24,8 +24,10 @@ import { countViolations } from './violations.js';
 import type { UpstreamCatalog } from './catalog.js';
 import { CONTROL_ORIGIN, originOf, type ConnectionRole, type MessageOrigin } from './message-origin.js';
 import { UpstreamSides } from './sides.js';
+import { withTimeout } from './deadline.js';
 import { CallerIdentity } from './caller-identity.js';
 import type { IdentityParts } from '../identity/credential-sources.js';
+import { principalChildrenOf, type PrincipalChildren } from './principal-children.js';
 
 export type { OpenedUpstreamSession, UpstreamSessionLedger } from './session-ledger.js';
 export type { SessionIdentity } from './adapter.js';
@@ -69,6 +71,8 @@ export class Upstream {
   private control: UpstreamConnection | undefined;
   /** The client sessions' own connections. */
   private readonly perSession: SessionConnections;
+  /** A per-principal stdio upstream's children, one per principal (issue 33); undefined for every other upstream. */
+  private readonly children: PrincipalChildren | undefined;
   /** Connections being closed (their upstream sessions ended): close() waits for them. */
   private readonly closing = new Set<Promise<void>>();
   /** Connections still in their handshake: close() ends them too (a child stuck in initialize is stopped at once). */
@@ -97,6 +101,7 @@ export class Upstream {
       logger: this.logger,
       closing: this.closing,
     });
+    this.children = principalChildrenOf(config, { maxChildren: config.maxSessions ?? DEFAULTS.maxUpstreamSessions, logger: this.logger, closing: this.closing, gatewayVersion: gateway.version });
     const stdio = config.transport === 'stdio';
     this.backoff = new RestartBackoff(stdio ? config.restart.initialDelayMs : 1000, stdio ? config.restart.maxDelayMs : 30_000);
   }
@@ -149,12 +154,10 @@ export class Upstream {
 
   private async connectionOf(caller: UpstreamCaller): Promise<UpstreamConnection> {
     const key = this.callers.sessionKeyOf(caller);
+    if (this.children !== undefined) return this.children.get(key, caller, (identity, env) => this.openSessionConnection(key, { ...caller, identity }, env));
     if (this.isShared) {
-      const control = this.control;
-      if (control === undefined || !control.isOpen || this.state !== 'ready') {
-        throw upstreamUnavailable(this.name, this.lastError ?? 'it is not connected yet');
-      }
-      return control;
+      if (this.control === undefined || !this.control.isOpen || this.state !== 'ready') throw upstreamUnavailable(this.name, this.lastError ?? 'it is not connected yet');
+      return this.control;
     }
     return this.perSession.get(key, () => this.openSessionConnection(key, caller));
   }
@@ -199,17 +202,16 @@ export class Upstream {
   /**
    * Ends an upstream session another replica opened and left open when it died (its record taken from the store
    * by this replica's sweep). Resolves whether the upstream answered; only Streamable HTTP upstreams have sessions
-   * to end.
+   * to end. Whose it was is not recorded: ended as the gateway (an upstream binding sessions to users may refuse).
    */
   async endOrphanSession(sessionId: string, protocolVersion: string | undefined): Promise<boolean> {
     if (this.config.transport !== 'streamable-http' || this.agent === undefined) return false;
-    // Whose session it was is not recorded: ended as the gateway (an upstream binding sessions to users may refuse; it expires there).
     return endUpstreamSession({ agent: this.agent, url: this.config.url, credentials: this.callers.gateway }, sessionId, protocolVersion);
   }
 
   status(): JsonObject {
     const status: JsonObject = { name: this.name, transport: this.config.transport, state: this.state };
-    if (!this.isShared) status.sessions = this.perSession.size;
+    if (!this.isShared) status.sessions = this.perSession.size + (this.children?.size ?? 0);
     if (this.lastError !== undefined && this.state !== 'ready') status.error = this.lastError;
     const { serverInfo, protocols } = this.sides.status;
     if (serverInfo !== undefined) status.serverInfo = serverInfo;
@@ -229,7 +231,7 @@ export class Upstream {
     clearTimeout(this.restartTimer);
     await this.sides.stop();
     const sessions = this.perSession.keys();
-    await Promise.all([...sessions.map((id) => this.releaseSession(id)), ...[...this.opening].map((c) => c.close().catch(() => undefined))]);
+    await Promise.all([...sessions.map((id) => this.releaseSession(id)), this.children?.close(), ...[...this.opening].map((c) => c.close().catch(() => undefined))]);
     // Sessions released just before (their client sessions ended with the gateway) are ending too.
     await Promise.all([...this.closing]);
     await this.control?.close().catch(() => undefined);
@@ -287,10 +289,10 @@ export class Upstream {
     };
   }
 
-  /** A transport whose requests authenticate with `credentials` (stdio: none). */
-  private createTransport(credentials: CredentialSource): UpstreamTransport {
+  /** A transport whose requests authenticate with `credentials` (stdio: none; `env`: a per-principal child's). */
+  private createTransport(credentials: CredentialSource, env?: () => Promise<Record<string, string>>): UpstreamTransport {
     const config = this.config;
-    if (config.transport === 'stdio') return new StdioTransport(config, this.logger);
+    if (config.transport === 'stdio') return new StdioTransport(config, this.logger, env);
     const agent = this.agent as Agent;
     const options = { url: config.url, credentials, agent, logger: this.logger, maxMessageBytes: config.maxMessageBytes };
     if (config.transport === 'sse') return new HttpSseTransport(options);
@@ -378,13 +380,13 @@ export class Upstream {
     this.restartTimer.unref();
   }
 
-  /** Opens `caller`'s own upstream session, bound to its identity: its requests carry its credentials. */
-  private async openSessionConnection(key: string, caller: UpstreamCaller): Promise<UpstreamConnection> {
+  /** Opens `caller`'s own upstream session, bound to its identity: its requests carry its credentials (a child: its env). */
+  private async openSessionConnection(key: string, caller: UpstreamCaller, env?: () => Promise<Record<string, string>>): Promise<UpstreamConnection> {
     const session = caller.identity;
     const sessionHandshake = this.sides.sessionHandshake;
     if (sessionHandshake === undefined) throw new Error('it speaks no revision with sessions');
     const handler = this.handler('session', session.sessionId, () => connection);
-    const transport = this.createTransport(caller.credentials);
+    const transport = this.createTransport(caller.credentials, env);
     const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,
@@ -395,6 +397,7 @@ export class Upstream {
           recorded.forget();
           this.logger.debug({ session: session.sessionId, reason }, 'per-session upstream connection closed');
           this.perSession.closed(key, connection);
+          this.children?.closed(key, connection);
         },
       },
       logger: this.logger.child({ session: session.sessionId }),
@@ -441,14 +444,5 @@ export class Upstream {
     if (message.method.endsWith('/list_changed')) void this.refreshAfterListChanged().then(() => this.sink.notification(this, message, origin));
     else this.sink.notification(this, message, origin);
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  if (ms <= 0) return promise;
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 

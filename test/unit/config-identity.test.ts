@@ -172,10 +172,10 @@ upstreams: { a: { url: "http://127.0.0.1:1/mcp", auth: { signedIdentity: { ttlSe
     });
   }
 
-  it('refuses auth on a stdio upstream (not supported yet), naming where it belongs', () => {
+  it('refuses auth on a stdio upstream that is not per-principal (config-stdio-principal.test.ts has the rest)', () => {
     const errors = errorsOf('upstreams: { a: { command: node, auth: { claimHeaders: { X-User: principal } } } }');
     assert.equal(errors[0]?.path, 'upstreams.a.auth');
-    assert.match(errors[0]?.message ?? '', /unknown key for a stdio upstream \(it belongs to streamable-http\/sse upstreams\)/);
+    assert.match(errors[0]?.message ?? '', /auth on a stdio upstream needs isolation: per-principal/);
   });
 
   it('checks key material at load: a bad PEM, a weak or unsupported key, a sealing key of the wrong size', () => {

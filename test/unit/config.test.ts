@@ -62,6 +62,7 @@ describe('config: the contract example', () => {
       env: { API_KEY: 'dev-key' },
       cwd: '.',
       isolation: 'shared',
+      idleTimeoutMs: 300_000,
       restart: { initialDelayMs: 500, maxDelayMs: 30_000 },
       stopGraceMs: 5_000,
     });

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { DEFAULTS } from './defaults.js';
 import { httpUrl, int, prefix, text, toolName } from './fields.js';
 import { UpstreamAuthSchema } from './identity.js';
+import { checkStdioCaller } from './stdio-caller.js';
 
 export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
 export const TRANSPORTS = ['stdio', 'streamable-http', 'sse'] as const;
@@ -68,10 +69,14 @@ export const StdioUpstreamSchema = z.strictObject({
   args: z.array(text).default(() => []),
   env: z.record(z.string().min(1), text).default(() => ({})),
   cwd: z.string().min(1).optional(),
-  isolation: z.enum(['shared', 'per-session']).default(DEFAULTS.isolation),
+  isolation: z.enum(['shared', 'per-session', 'per-principal']).default(DEFAULTS.isolation),
+  // per-principal: how long a principal's child may sit with no call before it is stopped (0 = never).
+  idleTimeoutMs: int(0).default(DEFAULTS.childIdleTimeoutMs),
   restart: RestartSchema.prefault({}),
   stopGraceMs: int(0).default(DEFAULTS.stopGraceMs),
-});
+  // per-principal only: the credential whose token `{{upstreamToken}}` puts in the child's env (issue 33).
+  auth: UpstreamAuthSchema.optional(),
+}).superRefine(checkStdioCaller);
 
 const headerValue = text.refine((v) => !CONTROL_CHARS.test(v), { error: 'header values may not contain control characters' });
 const httpShape = {
