@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { request } from 'undici';
-import { suiteScope, type TestGateway } from '../helpers/harness.js';
+import { suiteScope, testScope, type TestGateway } from '../helpers/harness.js';
 
 const JSON_AND_SSE = 'application/json, text/event-stream';
 
@@ -54,12 +54,12 @@ describe('legacy-era front end', () => {
     url = gateway.url;
   });
 
-  async function openSession(version = '2025-11-25'): Promise<string> {
-    const response = await post(url, initialize(version));
+  async function openSession(version = '2025-11-25', at = url): Promise<string> {
+    const response = await post(at, initialize(version));
     assert.equal(response.status, 200);
     const id = response.headers['mcp-session-id'];
     assert.equal(typeof id, 'string');
-    await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { 'mcp-session-id': id as string });
+    await post(at, { jsonrpc: '2.0', method: 'notifications/initialized' }, { 'mcp-session-id': id as string });
     return id as string;
   }
 
@@ -152,14 +152,19 @@ describe('legacy-era front end', () => {
     assert.deepEqual(body.map((r) => r.id).sort(), ['a', 'b']);
   });
 
-  test('a quick call is answered as JSON; one that streams or outlasts the window becomes SSE with a priming event', async () => {
-    const session = await openSession();
-    const quick = await post(url, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test_simple_text', arguments: {} } }, { 'mcp-session-id': session });
+  test('a quick call is answered as JSON; one that streams or outlasts the window becomes SSE with a priming event', async (t) => {
+    // A window of 1 s (not the default 50 ms): "quick" must hold on a busy machine too, where the first call also
+    // opens the session's upstream connection; the call that outlasts it takes 1.5 s.
+    const own = testScope(t);
+    const fixture = await own.upstream('streamable-http');
+    const windowed = (await own.gateway({ upstreams: { fixture: fixture.config }, sse: { jsonWindowMs: 1_000 } })).url;
+    const session = await openSession('2025-11-25', windowed);
+    const quick = await post(windowed, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'test_simple_text', arguments: {} } }, { 'mcp-session-id': session });
     assert.match(String(quick.headers['content-type']), /application\/json/);
     assert.equal(quick.json().id, 9);
 
     const streamed = await post(
-      url,
+      windowed,
       { jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'slow', arguments: { ms: 30, steps: 2 }, _meta: { progressToken: 'p' } } },
       { 'mcp-session-id': session },
     );
@@ -169,7 +174,7 @@ describe('legacy-era front end', () => {
     assert.deepEqual(messages.filter((m) => m.method === 'notifications/progress').map((m) => (m.params as { progressToken: string }).progressToken), ['p', 'p']);
     assert.equal(messages.at(-1)?.id, 10);
 
-    const long = await post(url, { jsonrpc: '2.0', id: 11, method: 'tools/call', params: { name: 'slow', arguments: { ms: 200 } } }, { 'mcp-session-id': session });
+    const long = await post(windowed, { jsonrpc: '2.0', id: 11, method: 'tools/call', params: { name: 'slow', arguments: { ms: 1_500 } } }, { 'mcp-session-id': session });
     assert.match(String(long.headers['content-type']), /text\/event-stream/);
     assert.match(long.text, /^id: \S+\nretry: \d+\ndata: \n\n/);
     assert.equal(sseMessages(long.text).at(-1)?.id, 11);
