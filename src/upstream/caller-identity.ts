@@ -7,6 +7,9 @@ import type { UpstreamConfig } from '../config/types.js';
 import { UpstreamCredentials, type IdentityParts } from '../identity/credential-sources.js';
 import { staticCredentials, type ActingFor, type CredentialSource, type SessionIdentity, type UpstreamCaller } from './adapter.js';
 
+/** Principals whose latest caller is remembered per upstream (the least recently seen is forgotten first). */
+const MAX_REMEMBERED_CALLERS = 10_000;
+
 export class CallerIdentity {
   /** What the gateway's own requests authenticate with. */
   readonly gateway: CredentialSource;
@@ -14,6 +17,11 @@ export class CallerIdentity {
   /** The upstream tells callers apart (not only by the claim headers of a shared token): sessions are per principal. */
   readonly perCaller: boolean;
 
+  /**
+   * Each principal's latest caller: an upstream session outlives the request that opened it, so its credential
+   * reads the principal's newest token, not the one that first opened it (which may have expired since).
+   */
+  private readonly latest = new Map<string, ActingFor>();
   /** A stdio upstream with a child per principal: the child is the principal's session. */
   private readonly childPerPrincipal: boolean;
 
@@ -31,8 +39,19 @@ export class CallerIdentity {
 
   /** A request for `identity`'s session, made for `actingFor` (none: the gateway's own). */
   callerOf(identity: SessionIdentity, actingFor: ActingFor | undefined): UpstreamCaller {
-    const credentials = actingFor === undefined || this.credentials === undefined ? this.gateway : this.credentials.forCaller(actingFor);
-    return { identity, principal: actingFor?.principal, credentials, ...(actingFor === undefined ? {} : { actingFor }) };
+    if (actingFor === undefined) return { identity, principal: undefined, credentials: this.gateway };
+    const credentials = this.credentials === undefined ? this.gateway : this.credentials.forCaller(this.remembered(actingFor));
+    return { identity, principal: actingFor.principal, credentials, actingFor };
+  }
+
+  /** `actingFor` remembered as its principal's latest, and a caller whose token is the principal's latest one. */
+  private remembered(actingFor: ActingFor): ActingFor {
+    const { principal } = actingFor;
+    if (actingFor.subjectToken === undefined) return actingFor;
+    this.latest.delete(principal);
+    this.latest.set(principal, actingFor);
+    if (this.latest.size > MAX_REMEMBERED_CALLERS) this.latest.delete(this.latest.keys().next().value as string);
+    return { ...actingFor, subjectToken: () => (this.latest.get(principal) ?? actingFor).subjectToken?.() };
   }
 
   /**
