@@ -101,6 +101,7 @@ describe('upstream identity: the authorization server fails', () => {
   let as: AuthServer;
   let gw: IdentityGateway;
   let staticUrl: string;
+  let warm: string;
 
   before(async () => {
     const other = await scope.upstream('streamable-http');
@@ -109,7 +110,7 @@ describe('upstream identity: the authorization server fails', () => {
       (server) => ({ tokenExchange: { ...GATEWAY_CLIENT.config, tokenUrl: `${server.issuer}/token` }, timeoutMs: 500 }),
       () => ({ upstreams: { plain: { url: staticUrl, headers: { 'x-static': 'yes' } } } })));
     // Both upstreams connected and the front's view of the authorization server (metadata, keys) cached first.
-    const warm = await gw.token('warm');
+    warm = await gw.token('warm');
     const warmed = await modern(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(warm) });
     assert.equal(warmed.error, undefined, JSON.stringify(warmed.response));
     assert.equal(whoamiOf(warmed.result).sub, 'warm');
@@ -124,7 +125,12 @@ describe('upstream identity: the authorization server fails', () => {
         const answer = await modern(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(erin) });
         const said = JSON.stringify(answer.error ?? answer.result);
         assert.ok(answer.error !== undefined || (answer.result as Json | undefined)?.isError === true, said);
-        assert.match(said, /prot/, said);
+        assert.match(said, /upstream 'prot'/i, said);
+        assert.match(said, /credential/, said);
+        // A caller whose token is still cached keeps being served by the same upstream.
+        const cached = await modern(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(warm) });
+        assert.equal(cached.error, undefined, JSON.stringify(cached.response));
+        assert.equal(whoamiOf(cached.result).sub, 'warm');
         const echoed = await modern(gw.gateway.url, 'tools/call', { name: 'plain__echo', arguments: { still: 'serving' } }, { headers: bearer(erin) });
         assert.deepEqual(echoed.result?.structuredContent, { still: 'serving' }, JSON.stringify(echoed.response));
       } finally {
