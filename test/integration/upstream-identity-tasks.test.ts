@@ -15,9 +15,21 @@ import { bearer } from '../helpers/auth-requests.js';
 import { eventually, testScope, type Json } from '../helpers/harness.js';
 import { GATEWAY_CLIENT, whoamiOf } from '../helpers/identity-gateway.js';
 import { twoReplicas } from '../helpers/replicas.js';
+import { createdTaskId, SessionWire } from '../helpers/session-wire.js';
 import { sharedRedisStore, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 import { modern, TASKS_CAPABILITIES, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
 import { bounded, HANG_MS } from '../helpers/waits.js';
+
+/** A 2025-11-25 session on the wire whose every request carries the caller's bearer token. */
+class BearerWire extends SessionWire {
+  constructor(capabilities: Json, private readonly token: string) {
+    super(capabilities);
+  }
+
+  override headers(extra: Record<string, string> = {}): Record<string, string> {
+    return super.headers({ ...bearer(this.token), ...extra });
+  }
+}
 
 const ASKS = { elicitation: { form: {} }, extensions: { [TASKS_EXTENSION]: {} } };
 const LEASE_MS = 1000;
@@ -80,6 +92,25 @@ describe('upstream identity of tasks across replicas', () => {
     assert.equal(cancel.error, undefined, JSON.stringify(cancel.response));
     assert.equal((await bounded(cancelled, 'slow cancelled at the upstream')).sub, 'alice');
     assert.equal((await untilTask(b.url, alice, slow, ['completed', 'failed', 'cancelled'])).status, 'cancelled');
+
+    // 2025-11-25: one session, alice's, used on both replicas: the task made on A, its question answered on B's
+    // tasks/result stream, the next task cancelled on B.
+    const wire = new BearerWire({ elicitation: { form: {} } }, alice);
+    await wire.initialize(a.url);
+    const legacyAsk = createdTaskId(await wire.request(a.url, 'tools/call', { name: 'ask', arguments: {}, task: {} }));
+    const stream = await wire.start(b.url, 'tasks/result', { taskId: legacyAsk });
+    const question = await stream.next((m) => m.method === 'elicitation/create', HANG_MS);
+    await wire.respond(b.url, question.id, { action: 'accept', content: { answer: 'green' } });
+    const legacyAnswer = await stream.next((m) => 'result' in m || 'error' in m, HANG_MS);
+    assert.deepEqual((legacyAnswer.result as Json | undefined)?.structuredContent, { sub: 'alice', action: 'accept', answer: 'green' }, JSON.stringify(legacyAnswer));
+
+    const legacyStarted = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'started');
+    const legacyCancelled = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'cancelled');
+    const legacySlow = createdTaskId(await wire.request(a.url, 'tools/call', { name: 'slow', arguments: {}, task: {} }));
+    assert.equal((await bounded(legacyStarted, 'the 2025 slow task started')).sub, 'alice');
+    const legacyCancel = await wire.request(b.url, 'tasks/cancel', { taskId: legacySlow });
+    assert.equal((legacyCancel.result as Json | undefined)?.status, 'cancelled', JSON.stringify(legacyCancel));
+    assert.equal((await bounded(legacyCancelled, 'the 2025 slow task cancelled at the upstream')).sub, 'alice');
   });
 });
 
