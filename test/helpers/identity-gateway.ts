@@ -38,9 +38,9 @@ export async function identityGateway(
   scope: TestScope,
   auth: (as: AuthServer, upstream: ProtectedServer, origin: string) => Json,
   more: (as: AuthServer, upstream: ProtectedServer, origin: string) => Json = () => ({}),
-  options: { clientScope?: string; waitForTools?: boolean } = {},
+  options: { clientScope?: string; waitForTools?: boolean; apiKeys?: Json[] } = {},
 ): Promise<IdentitySetup> {
-  const { clientScope, waitForTools = true } = options;
+  const { clientScope, waitForTools = true, apiKeys } = options;
   const as = await startAuthServer({ clients: { [GATEWAY_CLIENT.id]: { secret: GATEWAY_CLIENT.secret, ...(clientScope !== undefined && { scope: clientScope }) } } });
   scope.defer(() => as.close());
   const upstream = await startProtectedServer({ issuers: [{ issuer: as.issuer, jwksUri: as.jwksUri }] });
@@ -54,7 +54,7 @@ export async function identityGateway(
     tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
     ...extra,
     upstreams: { prot: { url: upstream.url, auth: auth(as, upstream, origin) }, ...(extra.upstreams as Json | undefined) },
-    auth: { resource, oauth: { issuer: as.issuer } },
+    auth: { resource, oauth: { issuer: as.issuer }, ...(apiKeys !== undefined && { apiKeys }) },
   });
   const token = (sub: string, claims: Json = {}, options: MintOptions = {}) => as.mint({ sub, aud: resource, ...options, extra: claims });
   if (waitForTools) {

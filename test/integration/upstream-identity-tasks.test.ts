@@ -130,7 +130,7 @@ async function redisDump(prefix: string): Promise<string> {
           : type === 'hash' ? await redis.hgetall(key)
           : type === 'list' ? await redis.lrange(key, 0, -1)
           : type === 'set' ? await redis.smembers(key)
-          : type === 'zset' ? await redis.zrange(key, 0, -1)
+          : type === 'zset' ? await redis.zrange(key, '0', '-1')
           : type === 'stream' ? await redis.xrange(key, '-', '+')
           : type;
         parts.push(`${key} ${JSON.stringify(value)}`);
@@ -181,5 +181,32 @@ describe('upstream identity of a task re-run after its replica was killed', () =
     assert.ok(!dump.includes(GATEWAY_CLIENT.secret), 'the client secret is not in Redis');
     assert.doesNotMatch(dump, /eyJ[\w-]+\.[\w-]+\.[\w-]*/, 'no JWT (alice\'s or an exchanged token) is in Redis');
     assert.ok(upstream.counts().tokensSeen >= 1);
+  });
+});
+
+describe('a re-run that cannot act for its caller', () => {
+  test('without identity.sealingKeys the task of a killed replica fails saying why instead of running as the gateway', async (t) => {
+    const scope = testScope(t);
+    const as = await startAuthServer({ clients: { [GATEWAY_CLIENT.id]: { secret: GATEWAY_CLIENT.secret } } });
+    scope.defer(() => as.close());
+    const upstream = await startProtectedServer({ issuers: [{ issuer: as.issuer, jwksUri: as.jwksUri }] });
+    scope.defer(() => upstream.close());
+    const resource = `http://127.0.0.1:${await freePort()}/mcp`;
+    const config = gatewayConfig(as.issuer, upstream, resource, {
+      store: sharedRedisStore(scope, 'upstream-identity-unsealed'),
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow', retry: { onLoss: true, maxAttempts: 2 } }] },
+    });
+    const a = await scope.spawnGateway({ config });
+    const b = await scope.spawnGateway({ config });
+    const alice = await as.mint({ sub: 'alice', aud: resource });
+    const firstRun = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'started');
+    const taskId = await createTask(a.url, alice, 'slow');
+    await bounded(firstRun, 'the first run at the upstream');
+    process.kill(-a.pid, 'SIGKILL');
+    await a.exited;
+    const failed = await untilTask(b.url, alice, taskId, ['completed', 'failed', 'cancelled']);
+    assert.equal(failed.status, 'failed', JSON.stringify(failed));
+    assert.match(String(failed.statusMessage), /sealingKeys/);
+    assert.ok(upstream.events().filter((e) => e.tool === 'slow' && e.type === 'started').every((e) => e.sub === 'alice'), 'never ran as anyone else');
   });
 });

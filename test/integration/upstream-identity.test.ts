@@ -16,6 +16,8 @@ import { modern } from '../helpers/stateless-wire.js';
 import { TOKEN_EXCHANGE_GRANT, type AuthServer } from '../fixtures/auth-server.js';
 import { identityGateway, GATEWAY_CLIENT, whoamiOf, type IdentityGateway } from '../helpers/identity-gateway.js';
 
+const ROBOT_KEY = 'robot-key-0123456789abcdef-robot';
+
 describe('upstream identity: tokenExchange', () => {
   const scope = suiteScope();
   let as: AuthServer;
@@ -23,7 +25,8 @@ describe('upstream identity: tokenExchange', () => {
   let gw: IdentityGateway;
 
   before(async () => {
-    ({ as, upstream, gw } = await identityGateway(scope, (_as) => ({ tokenExchange: { ...GATEWAY_CLIENT.config, tokenUrl: `${_as.issuer}/token` } })));
+    ({ as, upstream, gw } = await identityGateway(scope, (server) => ({ tokenExchange: { ...GATEWAY_CLIENT.config, tokenUrl: `${server.issuer}/token` } }), undefined,
+      { apiKeys: [{ principal: 'robot', key: ROBOT_KEY }] }));
   });
 
   test('alice and bob each see themselves at the upstream, acted for by the gateway, in both revisions', async () => {
@@ -84,6 +87,16 @@ describe('upstream identity: tokenExchange', () => {
     } finally {
       as.setExpiresIn(300);
     }
+  });
+
+  test('an API-key caller has no token to exchange: the call fails naming the upstream, and nothing is asked of the authorization server', async () => {
+    as.resetCounts();
+    const answer = await modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(ROBOT_KEY) });
+    const said = JSON.stringify(answer.error ?? answer.result);
+    assert.ok(answer.error !== undefined || (answer.result as Json | undefined)?.isError === true, said);
+    assert.match(said, /upstream 'prot'/i);
+    assert.match(said, /key:robot/);
+    assert.deepEqual(as.tokenCounts().byGrant, {});
   });
 
   test('a 403 insufficient_scope reaches the caller as the call\'s error naming the scope, in both revisions', async () => {
