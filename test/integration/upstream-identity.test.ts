@@ -130,20 +130,25 @@ describe('upstream identity: the authorization server fails', () => {
   });
 
   // With two upstreams the tools are named <upstream>__<tool>.
+  const CAUSES = { down: 'unreachable', slow: 'timeout', unavailable: 'http_status' } as const;
   for (const mode of ['down', 'slow', 'unavailable'] as const) {
-    test(`${mode}: a caller's call fails naming the upstream while the static-headers upstream serves`, async () => {
+    test(`${mode}: a caller's call fails naming the upstream and the cause, in both revisions, while the static-headers upstream and cached callers are served`, async () => {
       const erin = await gw.token(`erin-${mode}`);
       await as.setMode(mode);
       try {
         const answer = await modern(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(erin) });
-        const said = JSON.stringify(answer.error ?? answer.result);
-        assert.ok(answer.error !== undefined || (answer.result as Json | undefined)?.isError === true, said);
-        assert.match(said, /upstream 'prot'/i, said);
-        assert.match(said, /credential/, said);
-        // A caller whose token is still cached keeps being served by the same upstream.
-        const cached = await modern(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(warm) });
-        assert.equal(cached.error, undefined, JSON.stringify(cached.response));
-        assert.equal(whoamiOf(cached.result).sub, 'warm');
+        // The credential's own error: the upstream, the step and the cause named, temporary (503 + Retry-After).
+        assert.equal(answer.status, 503, JSON.stringify(answer.response));
+        assert.ok(Number(answer.headers['retry-after']) >= 1, JSON.stringify(answer.headers));
+        assert.match(answer.error?.message ?? '', /^upstream 'prot': cannot get a credential \(exchange\)/, JSON.stringify(answer.response));
+        assert.deepEqual([answer.error?.data?.upstream, answer.error?.data?.step, answer.error?.data?.cause], ['prot', 'exchange', CAUSES[mode]]);
+        // A caller's credential failing says nothing of the upstream: it stays ready for everyone else.
+        const ready = (await (await fetch(`${gw.gateway.origin}/readyz`)).json()) as Json;
+        assert.equal(ready.ready, true, JSON.stringify(ready));
+        assert.equal(ready.credentials, undefined, JSON.stringify(ready));
+        assert.equal((ready.upstreams as Json[]).find((u) => u.name === 'prot')?.state, 'ready', JSON.stringify(ready));
+        const legacy = await scope.plainClient(gw.gateway.url, { headers: bearer(erin) });
+        await assert.rejects(legacy.callTool({ name: 'prot__whoami', arguments: {} }), /upstream 'prot': cannot get a credential \(exchange\)/);
         const echoed = await modern(gw.gateway.url, 'tools/call', { name: 'plain__echo', arguments: { still: 'serving' } }, { headers: bearer(erin) });
         assert.deepEqual(echoed.result?.structuredContent, { still: 'serving' }, JSON.stringify(echoed.response));
       } finally {
