@@ -153,6 +153,7 @@ describe('upstream identity of a task re-run after its replica was killed', () =
     const store = sharedRedisStore(scope, 'upstream-identity-rerun');
     const config = gatewayConfig(as.issuer, upstream, resource, {
       store,
+      log: { level: 'info' },
       identity: { sealingKeys: [{ kid: 'seal-1', key: randomBytes(32).toString('base64') }] },
       tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow', retry: { onLoss: true, maxAttempts: 2 } }] },
     });
@@ -181,6 +182,10 @@ describe('upstream identity of a task re-run after its replica was killed', () =
     assert.ok(!dump.includes(GATEWAY_CLIENT.secret), 'the client secret is not in Redis');
     assert.doesNotMatch(dump, /eyJ[\w-]+\.[\w-]+\.[\w-]*/, 'no JWT (alice\'s or an exchanged token) is in Redis');
     assert.ok(upstream.counts().tokensSeen >= 1);
+    const logged = `${b.stdout()}${b.stderr()}`;
+    assert.ok(logged.includes(taskId), 'the surviving replica logged about the task (info level)');
+    assert.ok(!logged.includes(alice) && !logged.includes(GATEWAY_CLIENT.secret), 'no token or secret in its log');
+    assert.doesNotMatch(logged, /eyJ[\w-]+\.[\w-]+\.[\w-]*/, 'no JWT in its log');
   });
 });
 

@@ -213,6 +213,13 @@ describe('upstream identity: clientCredentials', () => {
     const grants = as.tokenRequests().filter((r) => r.grantType === 'client_credentials');
     assert.ok(grants.length >= 1 && grants.every((r) => r.resource.includes(upstream.url) && r.clientId === GATEWAY_CLIENT.id), JSON.stringify(grants));
     assert.ok(upstream.counts().unauthorized >= 1, 'the token endpoint was found through the upstream\'s 401');
+
+    // The gateway's own token refused once (as if revoked): one new client-credentials grant, and the call succeeds.
+    as.resetCounts();
+    upstream.rejectNext(1);
+    const again = await modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(bob) });
+    assert.equal(whoamiOf(again.result).sub, GATEWAY_CLIENT.id);
+    assert.deepEqual(as.tokenCounts().byGrant, { client_credentials: 1 });
   });
 
   test('/readyz lists an upstream whose gateway credential cannot be obtained', async (t) => {
