@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { before, describe, test } from 'node:test';
+import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import type { ProtectedServer, Whoami } from '../fixtures/protected-server.js';
@@ -13,7 +14,9 @@ import { bearer } from '../helpers/auth-requests.js';
 import { eventually, suiteScope, testScope, type Json } from '../helpers/harness.js';
 import { HANG_MS } from '../helpers/waits.js';
 import { modern } from '../helpers/stateless-wire.js';
-import { TOKEN_EXCHANGE_GRANT, type AuthServer } from '../fixtures/auth-server.js';
+import { startAuthServer, TOKEN_EXCHANGE_GRANT, type AuthServer } from '../fixtures/auth-server.js';
+import { freePort, spawnStatelessFixture } from '../fixtures/spawn.js';
+import { recordingProxy } from '../helpers/recording-proxy.js';
 import { identityGateway, GATEWAY_CLIENT, whoamiOf, type IdentityGateway } from '../helpers/identity-gateway.js';
 
 const ROBOT_KEY = 'robot-key-0123456789abcdef-robot';
@@ -195,6 +198,53 @@ describe('upstream identity: signedIdentity and claimHeaders', () => {
     checks(whoamiOf((await modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(alice) })).result));
     assert.equal((upstream.lastClaims as Json | undefined)?.secret_claim, undefined, 'only the configured claims are copied');
     assert.deepEqual(as.tokenCounts().byGrant, {}, 'signing needs no authorization server');
+  });
+});
+
+describe('upstream identity at a 2026-07-28 (stateless) upstream', () => {
+  test('each request carries the caller\'s own signed identity and claim headers; the gateway\'s own carry its identity', async (t) => {
+    const scope = testScope(t);
+    const fixture = await spawnStatelessFixture({ modernOnly: true });
+    scope.defer(() => fixture.kill());
+    const proxy = await recordingProxy(scope, fixture.url);
+    const as = await startAuthServer();
+    scope.defer(() => as.close());
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    const gateway = await scope.gateway({
+      listen: { host: '127.0.0.1', port, path: '/mcp' },
+      auth: { resource: `${origin}/mcp`, oauth: { issuer: as.issuer } },
+      identity: { keys: [{ kid: 'gw-ec-1', privateKey: ecKey() }] },
+      upstreams: { st: { url: proxy.url, auth: { signedIdentity: { claims: ['email'] }, claimHeaders: { 'x-user': 'principal' } } } },
+    });
+    const jwks = createRemoteJWKSet(new URL(`${origin}/.well-known/jwks.json`));
+    const principals = new Map<string, string>();
+    for (const sub of ['alice', 'bob']) {
+      const token = await as.mint({ sub, aud: `${origin}/mcp`, extra: { email: `${sub}@example.test` } });
+      principals.set(`oauth:${as.issuer}#${sub}`, `${sub}@example.test`);
+      let answer: Awaited<ReturnType<typeof modern>> | undefined;
+      await eventually(async () => {
+        answer = await modern(gateway.url, 'tools/call', { name: 'modern_echo', arguments: { text: sub } }, { headers: bearer(token) });
+        return answer.error?.message.includes('Unknown tool') !== true;
+      }, HANG_MS);
+      assert.equal(answer?.error, undefined, JSON.stringify(answer?.response));
+    }
+    const calls = proxy.requests.filter((r) => r.mcpMethod === 'tools/call');
+    assert.equal(calls.length, 2, JSON.stringify(proxy.requests.map((r) => r.mcpMethod)));
+    for (const call of calls) {
+      const bearerToken = /^Bearer (\S+)$/.exec(call.headers.authorization ?? '')?.[1] ?? '';
+      const { payload } = await jwtVerify(bearerToken, jwks, { issuer: origin, audience: proxy.url });
+      assert.equal(call.headers['x-user'], payload.sub);
+      assert.equal(payload.email, principals.get(payload.sub ?? ''));
+    }
+    assert.deepEqual(new Set(calls.map((c) => c.headers['x-user'])), new Set(principals.keys()));
+    const ownRequests = proxy.requests.filter((r) => r.mcpMethod === 'server/discover' || r.mcpMethod === 'tools/list');
+    assert.ok(ownRequests.length > 0, JSON.stringify(proxy.requests.map((r) => r.mcpMethod)));
+    for (const own of ownRequests) {
+      const token = /^Bearer (\S+)$/.exec(own.headers.authorization ?? '')?.[1] ?? '';
+      assert.equal(decodeJwt(token).sub, `gateway:${origin}`, 'what the gateway asks for itself goes under its own identity');
+      assert.equal(own.headers['x-user'], undefined);
+    }
   });
 });
 
