@@ -214,4 +214,32 @@ describe('a re-run that cannot act for its caller', () => {
     assert.match(String(failed.statusMessage), /sealingKeys/);
     assert.ok(upstream.events().filter((e) => e.tool === 'slow' && e.type === 'started').every((e) => e.sub === 'alice'), 'never ran as anyone else');
   });
+
+  test('a re-run whose caller\'s credential cannot be obtained again fails saying so', async (t) => {
+    const scope = testScope(t);
+    const as = await startAuthServer({ clients: { [GATEWAY_CLIENT.id]: { secret: GATEWAY_CLIENT.secret } } });
+    scope.defer(() => as.close());
+    const upstream = await startProtectedServer({ issuers: [{ issuer: as.issuer, jwksUri: as.jwksUri }] });
+    scope.defer(() => upstream.close());
+    const resource = `http://127.0.0.1:${await freePort()}/mcp`;
+    const config = gatewayConfig(as.issuer, upstream, resource, {
+      store: sharedRedisStore(scope, 'upstream-identity-refused'),
+      identity: { sealingKeys: [{ kid: 'seal-1', key: randomBytes(32).toString('base64') }] },
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow', retry: { onLoss: true, maxAttempts: 2 } }] },
+    });
+    const a = await scope.spawnGateway({ config });
+    const b = await scope.spawnGateway({ config });
+    const alice = await as.mint({ sub: 'alice', aud: resource });
+    const firstRun = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'started');
+    const taskId = await createTask(a.url, alice, 'slow');
+    await bounded(firstRun, 'the first run at the upstream');
+    // The authorization server now refuses the gateway (as if its client were revoked): B cannot act for alice.
+    await as.setMode('refuse');
+    process.kill(-a.pid, 'SIGKILL');
+    await a.exited;
+    const failed = await untilTask(b.url, alice, taskId, ['completed', 'failed', 'cancelled']);
+    assert.equal(failed.status, 'failed', JSON.stringify(failed));
+    assert.match(String(failed.statusMessage), /upstream 'prot'.*credential/, JSON.stringify(failed));
+    assert.equal(upstream.events().filter((e) => e.tool === 'slow' && e.type === 'started').length, 1, 'the re-run never reached the upstream');
+  });
 });
