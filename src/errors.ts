@@ -192,13 +192,18 @@ export interface ClientFacing {
   toGatewayError(): GatewayError;
 }
 
+/** An error of a lower layer that says itself what the client is told (a credential failure). */
+export function isClientFacing(error: unknown): error is Error & ClientFacing {
+  return error instanceof Error && typeof (error as Partial<ClientFacing>).toGatewayError === 'function';
+}
+
 /**
  * Why a message could not be sent to an upstream, as the client is told: the upstream is named only when the
  * failure was the upstream's (or the way to it), never for a message the gateway itself could not encode.
  */
 export function sendFailure(upstream: string, error: unknown): GatewayError {
   // A credential the gateway could not obtain for the upstream (src/identity): it says itself what the client is told.
-  if (error instanceof Error && typeof (error as Partial<ClientFacing>).toGatewayError === 'function') return (error as Error & ClientFacing).toGatewayError();
+  if (isClientFacing(error)) return error.toGatewayError();
   if (error instanceof MessageEncodingError) return new GatewayError('internal', `Internal error: taskgate could not forward the request: ${error.message}`);
   return upstreamUnavailable(upstream, error instanceof Error ? error.message : String(error));
 }

@@ -1,6 +1,6 @@
-import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamUnavailable, InternalError, InvalidRequest, RequestCancelled } from '../errors.js';
+import { GatewayError, isClientFacing, sendFailure, upstreamMessageTooLarge, upstreamUnavailable, InternalError, InvalidRequest, RequestCancelled } from '../errors.js';
 import { asObject, errorResponse, isNotification, isRequest, isResponse, toResponse } from '../jsonrpc.js';
-import type { JsonObject, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, Outcome, RequestId } from '../jsonrpc.js';
+import type { JsonObject, JsonRpcErrorObject, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, Outcome, RequestId } from '../jsonrpc.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { RELATED_TASK_META } from '../protocol/mcp.js';
@@ -92,6 +92,13 @@ function recordedOutcome(info: UpstreamRequestInfo, outcome: Promise<Outcome>): 
     return answer;
   });
 }
+
+/**
+ * Requests that never left because the gateway could not get a credential for them (the authorization server down,
+ * a caller with nothing to exchange), by their error: a handshake that fails so fails with that error itself (its
+ * code, Retry-After and cause), not as an upstream that answered initialize with an error.
+ */
+const refusedHere = new WeakMap<JsonRpcErrorObject, GatewayError>();
 
 /** Settles a pending call (its timeout timer stops). */
 function settle(pending: PendingCall, outcome: Outcome): void {
@@ -187,7 +194,7 @@ export class UpstreamConnection {
   async open(initializeParams: JsonObject): Promise<JsonObject> {
     await this.transport.start();
     const outcome = await this.request('initialize', initializeParams).outcome;
-    if ('error' in outcome) throw new Error(`initialize failed: ${outcome.error.message}`);
+    if ('error' in outcome) throw refusedHere.get(outcome.error) ?? new Error(`initialize failed: ${outcome.error.message}`);
     const version = outcome.result.protocolVersion;
     if (typeof version === 'string') this.transport.setProtocolVersion?.(version);
     await this.transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
@@ -241,7 +248,12 @@ export class UpstreamConnection {
     this.pending.set(upstreamId, pending);
     const message: JsonRpcRequest = { jsonrpc: '2.0', id: upstreamId, method };
     if (forwardedParams !== undefined) message.params = forwardedParams;
-    this.transport.send(message, traceHeaders).catch((error: unknown) => this.finish(upstreamId, { error: sendFailure(this.upstreamName, error).toJsonRpc() }));
+    this.transport.send(message, traceHeaders).catch((error: unknown) => {
+      const failure = sendFailure(this.upstreamName, error);
+      const rpc = failure.toJsonRpc();
+      if (isClientFacing(error)) refusedHere.set(rpc, failure);
+      this.finish(upstreamId, { error: rpc });
+    });
     return call;
   }
 

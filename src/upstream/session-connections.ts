@@ -1,6 +1,6 @@
 // The client sessions' own connections to one upstream (every transport but shared stdio): one per session key,
 // opened on the session's first call, kept within maxSessions by closing the least recently used idle one.
-import { upstreamSessionsFull, upstreamUnavailable } from '../errors.js';
+import { GatewayError, isClientFacing, upstreamSessionsFull, upstreamUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { UpstreamConnection } from './connection.js';
 
@@ -51,6 +51,9 @@ export class SessionConnections {
     try {
       return await entry.connection;
     } catch (error) {
+      // What already says what the client is told (a credential the gateway could not get) is not wrapped again.
+      if (error instanceof GatewayError) throw error;
+      if (isClientFacing(error)) throw error.toGatewayError();
       throw upstreamUnavailable(this.options.upstreamName, (error as Error).message);
     }
   }

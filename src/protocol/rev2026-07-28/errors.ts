@@ -33,9 +33,10 @@ export function statelessRefusal(id: RequestId | null, error: unknown): { status
 
 /**
  * Temporary refusals of a dispatched request: HTTP 503 with Retry-After, so that a client or proxy may try another
- * replica (a full one) or again shortly (a store that is away or slow, stored results that fill their budget).
+ * replica (a full one) or again shortly (a store that is away or slow, stored results that fill their budget, an
+ * authorization server that is down or slow when the gateway needs a credential for the upstream).
  */
-const TEMPORARY_REFUSALS: ReadonlySet<ErrorCode> = new Set(['replica_full', 'stored_results_full', 'store_unavailable', 'store_slow']);
+const TEMPORARY_REFUSALS: ReadonlySet<ErrorCode> = new Set(['replica_full', 'stored_results_full', 'store_unavailable', 'store_slow', 'auth_unavailable']);
 
 /**
  * A dispatched request that failed here: request-level failures keep their HTTP status, and so do temporary
