@@ -12,33 +12,8 @@ import type { UpstreamTransport } from './transport.js';
 import { warnViolation } from './violations.js';
 
 export type { ClientFlow } from './client-flow.js';
-
-/** The client-side half of a call the gateway forwards: where the upstream's related messages go. */
-export interface CallContext {
-  /** The client session the call runs for. */
-  readonly sessionId: string;
-  /** Delivers a notification to the client, on this call's stream. */
-  notify(message: JsonRpcNotification): void;
-  /** Asks the client (elicitation, sampling, roots) on this call's stream; resolves with the client's answer. */
-  ask(request: { method: string; params?: JsonObject }, signal: AbortSignal): Promise<Outcome>;
-  /** The upstream runs the call as its own task and says how it goes (its task's status message); optional. */
-  status?(message: string): void;
-  /** The room on the client's stream; none: the call's messages are never held back (a task, a JSON answer). */
-  readonly flow?: ClientFlow | undefined;
-}
-
-/**
- * A 2025-11-25 task the upstream runs for a call of this connection. Its messages keep reaching the call's
- * context after the call that created it was answered: progress with that call's token, requests and
- * notifications marked with the task's id, and its status notifications.
- */
-export interface FollowedTask {
-  context: CallContext;
-  /** The token progress comes with (the creating call's id), and the client's own token for it. */
-  progress: { token: RequestId; clientToken: unknown } | undefined;
-  /** The upstream said how the task goes (its status notification). */
-  status(notification: JsonObject): void;
-}
+export type { CallContext, FollowedTask } from './call-context.js';
+import type { CallContext, FollowedTask } from './call-context.js';
 
 /** Where a connection hands messages it cannot deliver to a call by itself. */
 export interface ConnectionHandler {
@@ -93,12 +68,16 @@ function recordedOutcome(info: UpstreamRequestInfo, outcome: Promise<Outcome>): 
   });
 }
 
-/**
- * Requests that never left because the gateway could not get a credential for them (the authorization server down,
- * a caller with nothing to exchange), by their error: a handshake that fails so fails with that error itself (its
- * code, Retry-After and cause), not as an upstream that answered initialize with an error.
- */
+/** Errors of requests that never left (no credential for them): a handshake so failed throws the error itself. */
 const refusedHere = new WeakMap<JsonRpcErrorObject, GatewayError>();
+
+/** The JSON-RPC error of a request the transport could not send (a credential failure: kept for open()). */
+function failureOf(upstreamName: string, error: unknown): JsonRpcErrorObject {
+  const failure = sendFailure(upstreamName, error);
+  const rpc = failure.toJsonRpc();
+  if (isClientFacing(error)) refusedHere.set(rpc, failure);
+  return rpc;
+}
 
 /** Settles a pending call (its timeout timer stops). */
 function settle(pending: PendingCall, outcome: Outcome): void {
@@ -248,12 +227,7 @@ export class UpstreamConnection {
     this.pending.set(upstreamId, pending);
     const message: JsonRpcRequest = { jsonrpc: '2.0', id: upstreamId, method };
     if (forwardedParams !== undefined) message.params = forwardedParams;
-    this.transport.send(message, traceHeaders).catch((error: unknown) => {
-      const failure = sendFailure(this.upstreamName, error);
-      const rpc = failure.toJsonRpc();
-      if (isClientFacing(error)) refusedHere.set(rpc, failure);
-      this.finish(upstreamId, { error: rpc });
-    });
+    this.transport.send(message, traceHeaders).catch((error: unknown) => this.finish(upstreamId, { error: failureOf(this.upstreamName, error) }));
     return call;
   }
 
