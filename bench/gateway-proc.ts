@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { credentialSetup, type CredentialMode, type CredentialSetup } from './credentials.js';
 import { httpDriver, inspectFlag, type Started } from './measure.js';
 import { startOtlpSink, type OtlpSink } from './otlp-sink.js';
 import { freePort, startProc, waitHttp, type Proc } from './procs.js';
@@ -34,17 +35,21 @@ export function gatewayCommand(useTsx: boolean): GatewayCommand | string {
 
 const q = (s: string): string => JSON.stringify(s); // a JSON string is a valid YAML flow scalar
 
-/** `metrics` undefined: the default config (metrics on, never scraped). */
-function gatewayYaml(port: number, scenario: Scenario, upstreamUrl: string | undefined, metrics?: boolean): string {
+/**
+ * `metrics` undefined: the default config (metrics on, never scraped). `credential`: the front's API key and how the
+ * (http) upstream is authenticated to (bench/credentials.ts).
+ */
+function gatewayYaml(port: number, scenario: Scenario, upstreamUrl: string | undefined, metrics?: boolean, credential?: CredentialSetup): string {
   const upstream =
     scenario === 'http'
-      ? `{ transport: streamable-http, url: ${q(upstreamUrl ?? '')} }`
+      ? `{ ${[`transport: streamable-http, url: ${q(upstreamUrl ?? '')}`, ...(credential?.upstream ?? [])].join(', ')} }`
       : `{ transport: stdio, command: ${q(NODE)}, args: [${q(ENTRY)}, "stdio"] }`;
   return [
     `listen: { host: 127.0.0.1, port: ${port}, path: /mcp }`,
     'store: { type: memory }',
     'log: { level: warn }',
     ...(metrics === undefined ? [] : [`metrics: { enabled: ${metrics} }`]),
+    ...(credential?.topLevel ?? []),
     'upstreams:',
     `  everything: ${upstream}`,
     '',
@@ -64,11 +69,14 @@ export async function startGateway(
   upstreamUrl: string | undefined,
   dir: string,
   observation?: Observation,
+  credentialMode?: CredentialMode,
 ): Promise<Started> {
   const port = await freePort();
   const inspectPort = await freePort();
+  const gatewayUrl = `http://127.0.0.1:${port}/mcp`;
+  const credential = credentialMode === undefined ? undefined : await credentialSetup(credentialMode, gatewayUrl);
   const cfg = join(dir, `taskgate-${scenario}.yaml`);
-  writeFileSync(cfg, gatewayYaml(port, scenario, upstreamUrl, observation === undefined ? undefined : observation !== 'off'));
+  writeFileSync(cfg, gatewayYaml(port, scenario, upstreamUrl, observation === undefined ? undefined : observation !== 'off', credential));
   const args = [inspectFlag(inspectPort), ...gw.args, 'serve', '--config', cfg];
   const traceRatio = observation === undefined || observation === 'off' ? undefined : observation.traceRatio;
   const scraped = observation !== undefined && observation !== 'off';
@@ -85,15 +93,18 @@ export async function startGateway(
     dropEnvPrefix: 'TASKGATE_',
     env: tracingEnv,
   });
+  const notes = [gw.how];
+  // Stopped after the gateway (which no longer asks it for anything), noting what it served.
+  const credentialPart = { stop: () => credential?.stop(notes) ?? Promise.resolve() };
   try {
     await waitHttp(proc, `http://127.0.0.1:${port}/readyz`, 30_000, 200);
   } catch (err) {
     await proc.stop();
+    await credentialPart.stop();
     throw err;
   }
-  const { load, driver } = httpDriver(`http://127.0.0.1:${port}/mcp`, s.clients);
-  const procs: Pick<Proc, 'stop'>[] = [proc];
-  const notes = [gw.how];
+  const { load, driver } = httpDriver(gatewayUrl, s.clients, credential?.clientHeaders);
+  const procs: Pick<Proc, 'stop'>[] = [proc, credentialPart];
   if (scraped) {
     procs.push(observer(`http://127.0.0.1:${port}/metrics`, sink, notes));
     notes.push(`metrics scraped every ${SCRAPE_EVERY_MS} ms${sink === undefined ? '' : ', traces exported to a loopback OTLP sink'}`);

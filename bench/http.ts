@@ -1,5 +1,7 @@
 // The http scenario: sync tools/call against server-everything over Streamable HTTP, directly (the baseline) and
-// through the gateway (and, with --observability, the gateway with metrics scraped and traces exported).
+// through the gateway (and, with --observability, the gateway with metrics scraped and traces exported; with
+// --credentials, the gateway authenticating to the upstream with clientCredentials and signedIdentity).
+import type { CredentialMode } from './credentials.js';
 import { startGateway } from './gateway-proc.js';
 import type { GatewayCommand } from './gateway-proc.js';
 import { httpDriver, inspectFlag, measure } from './measure.js';
@@ -45,15 +47,35 @@ export async function httpScenario(s: Settings, gw: GatewayCommand | string, dir
     );
   }
   if (s.targets.includes('taskgate')) {
-    const label = s.observability ? 'taskgate (unobserved)' : 'taskgate';
+    // With --credentials every gateway target has the same API-key front; this one sends static headers upstream.
+    const plain: CredentialMode | undefined = s.credentials ? 'static' : undefined;
+    const qualifiers = [...(s.observability ? ['unobserved'] : []), ...(s.credentials ? ['static headers'] : [])];
+    const label = qualifiers.length > 0 ? `taskgate (${qualifiers.join(', ')})` : 'taskgate';
+    const observation = s.observability ? ('off' as const) : undefined;
     results.push(
       await measure('http', 'taskgate', label, s, round, (run) =>
         withHttpUpstream(async (url) => {
           if (typeof gw === 'string') throw new Error(gw);
-          return run(await startGateway(s, 'http', gw, url, dir, s.observability ? 'off' : undefined));
+          return run(await startGateway(s, 'http', gw, url, dir, observation, plain));
         }),
       ),
     );
+    if (s.credentials) {
+      const variants = [
+        { target: 'taskgate-clientCredentials' as const, mode: 'clientCredentials' as const },
+        { target: 'taskgate-signedIdentity' as const, mode: 'signedIdentity' as const },
+      ];
+      for (const { target, mode } of variants) {
+        results.push(
+          await measure('http', target, `taskgate+${mode}`, s, round, (run) =>
+            withHttpUpstream(async (url) => {
+              if (typeof gw === 'string') throw new Error(gw);
+              return run(await startGateway(s, 'http', gw, url, dir, observation, mode));
+            }),
+          ),
+        );
+      }
+    }
     if (s.observability) {
       const share = s.traceRatio >= 1 ? '' : ` ${Math.round(s.traceRatio * 100)}%`;
       const observed = [
@@ -65,7 +87,7 @@ export async function httpScenario(s: Settings, gw: GatewayCommand | string, dir
           await measure('http', target, observedLabel, s, round, (run) =>
             withHttpUpstream(async (url) => {
               if (typeof gw === 'string') throw new Error(gw);
-              return run(await startGateway(s, 'http', gw, url, dir, { traceRatio }));
+              return run(await startGateway(s, 'http', gw, url, dir, { traceRatio }, plain));
             }),
           ),
         );

@@ -25,6 +25,8 @@ export interface HttpLoadOptions {
   tool?: string;
   /** Per-request deadline for headers and between body chunks. */
   timeoutMs?: number;
+  /** Sent with every request (e.g. `authorization` for a gateway with `auth`). */
+  headers?: Record<string, string>;
 }
 
 export interface JsonRpcResponse {
@@ -263,7 +265,7 @@ export class HttpLoad implements Driver {
   private tool: string | undefined;
 
   constructor(private readonly opts: HttpLoadOptions) {
-    this.http = new McpHttp(opts.url, opts.clients, opts.timeoutMs);
+    this.http = new McpHttp(opts.url, opts.clients, opts.timeoutMs, opts.headers);
     this.tool = opts.tool;
   }
 

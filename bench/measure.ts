@@ -128,7 +128,8 @@ export async function measure(
 /** Loopback only; nothing attaches to it except gcAndMeasure at the sampling points, between phases. */
 export const inspectFlag = (port: number): string => `--inspect=127.0.0.1:${port}`;
 
-export function httpDriver(url: string, clients: number): { load: HttpLoad; driver: Driver } {
-  const load = new HttpLoad({ url, clients });
+/** `headers`: sent with every request (the front's API key when the gateway has `auth`). */
+export function httpDriver(url: string, clients: number, headers?: Record<string, string>): { load: HttpLoad; driver: Driver } {
+  const load = new HttpLoad({ url, clients, ...(headers !== undefined ? { headers } : {}) });
   return { load, driver: load };
 }

@@ -10,6 +10,9 @@ const MAX_P50_ADDED_MS = 0.5;
 const MIN_THROUGHPUT_VS_BEST_PEER = 1.5;
 /** With --observability: sync throughput with metrics (scraped) and tracing (exported) on, against both off. */
 const MIN_THROUGHPUT_OBSERVED = 0.95;
+/** With --credentials (issue 33): gateway CPU per call with the upstream's `auth`, against static headers. */
+const MAX_CPU_VS_STATIC = 1.05;
+const CREDENTIAL_TARGETS: readonly TargetName[] = ['taskgate-clientCredentials', 'taskgate-signedIdentity'];
 /** V8 heap (after forced full GCs) may grow this much over the throughput phase; more is retained per request. */
 const HEAP_RETAINED_MAX = 2 * 1024 * 1024;
 /** RSS (after forced GC) counts as flat if it ends within this much of where it was before the load. */
@@ -80,6 +83,47 @@ function pad(cells: string[], widths: number[]): string {
 
 const signed = (v: number, digits = 2): string => (Number.isNaN(v) ? '—' : `${v >= 0 ? '+' : ''}${v.toFixed(digits)}`);
 
+/**
+ * --credentials: each credential variant's gateway CPU per call over the static-headers target's, round by round
+ * (the two ran minutes apart, so each round's ratio sees the same weather), judged on the median of those; the
+ * ratio of the medians of the rounds is printed beside it.
+ */
+function credentialChecks(scenario: Scenario, results: TargetResult[], usable: Summary[], statics: Summary): Check[] {
+  const variants = usable.filter((x) => CREDENTIAL_TARGETS.includes(x.target));
+  if (variants.length === 0) return [];
+  const cpuOf = (target: TargetName, round: number): number | undefined =>
+    results.find((r) => r.target === target && r.round === round && r.ok)?.cpu?.usPerCall;
+  const rounds = [...new Set(results.map((r) => r.round))].sort((a, b) => a - b);
+  console.log(`  upstream credentials: gateway CPU µs/call against ${statics.label}, same run: each round's ratio, their median, the medians' ratio`);
+  const checks: Check[] = [];
+  for (const v of variants) {
+    const perRound = rounds.map((round) => {
+      const a = cpuOf(v.target, round);
+      const b = cpuOf('taskgate', round);
+      return a === undefined || b === undefined ? undefined : a / b;
+    });
+    const measured = perRound.filter((x): x is number => x !== undefined);
+    const ratio = median(measured);
+    const ofMedians = v.cpuUsPerCall / statics.cpuUsPerCall;
+    const roundsText = perRound.map((x) => (x === undefined ? '—' : `${x.toFixed(2)}×`)).join(' ');
+    const throughput = v.callsPerSec / statics.callsPerSec;
+    const notes = results.filter((r) => r.target === v.target).flatMap((r) => r.notes.filter((n) => n.includes('token request')));
+    console.log(
+      `    ${v.label.padEnd(28)} rounds ${roundsText}  median ${ratio.toFixed(3)}×  ` +
+        `(${v.cpuUsPerCall.toFixed(0)} vs ${statics.cpuUsPerCall.toFixed(0)} µs/call: ${ofMedians.toFixed(3)}×)  throughput ${throughput.toFixed(2)}×`,
+    );
+    checks.push({
+      scenario,
+      what: `gateway CPU per call with ${v.label.replace(/^taskgate\+/, '')} ≤ ${MAX_CPU_VS_STATIC}× static headers`,
+      pass: ratio <= MAX_CPU_VS_STATIC,
+      detail:
+        `${ratio.toFixed(3)}× (median of rounds ${roundsText}; medians ${v.cpuUsPerCall.toFixed(0)} vs ${statics.cpuUsPerCall.toFixed(0)} µs/call; ` +
+        `throughput ${throughput.toFixed(2)}×${notes.length > 0 ? `; ${[...new Set(notes)].join('; ')}` : ''})`,
+    });
+  }
+  return checks;
+}
+
 export function report(scenario: Scenario, results: TargetResult[], s: Settings): { checks: Check[]; summaries: Summary[] } {
   const checks: Check[] = [];
   const summaries = summarize(results);
@@ -89,7 +133,7 @@ export function report(scenario: Scenario, results: TargetResult[], s: Settings)
   const bestPeer = peers.reduce<Summary | undefined>((b, x) => (x.callsPerSec > (b?.callsPerSec ?? -1) ? x : b), undefined);
   const stdio = scenario === 'stdio';
   const header = ['target', 'calls/s', '×direct', ...(stdio ? ['×best peer'] : []), 'p50 ms', 'p99 ms', '+p50 ms', 'loaded p50', 'loaded p99', 'CPU µs/call', 'errors'];
-  const widths = [24, 8, 8, ...(stdio ? [10] : []), 7, 7, 8, 10, 10, 11, 6];
+  const widths = [28, 8, 8, ...(stdio ? [10] : []), 7, 7, 8, 10, 10, 11, 6];
   const title = stdio ? 'stdio upstream: server-everything stdio' : 'HTTP upstream: server-everything streamableHttp';
   const amount = s.count !== undefined ? `${s.count} calls` : `${s.durationMs} ms`;
   console.log(`\n${title} — ${s.clients} clients, ${amount}${s.rounds > 1 ? `, median of ${s.rounds} rounds` : ''}`);
@@ -137,6 +181,7 @@ export function report(scenario: Scenario, results: TargetResult[], s: Settings)
 
   const gw = usable.find((x) => x.target === 'taskgate');
   if (!gw) return { checks, summaries };
+  checks.push(...credentialChecks(scenario, results, usable, gw));
   for (const observed of usable.filter((x) => x.target === 'taskgate-metrics' || x.target === 'taskgate-observed')) {
     const ratio = observed.callsPerSec / gw.callsPerSec;
     const notes = results.filter((r) => r.target === observed.target).flatMap((r) => r.notes.filter((n) => n.includes('scrapes')));

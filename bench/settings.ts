@@ -20,9 +20,18 @@ export type ScenarioName = Scenario | 'tasks' | 'scale' | 'scaleout';
 export const ALL_SCENARIOS: readonly ScenarioName[] = ['http', 'stdio', 'tasks', 'scale', 'scaleout'];
 /**
  * With --observability only, next to `taskgate` with both off: metrics scraped (`taskgate-metrics`), and metrics
- * scraped with traces exported (`taskgate-observed`, every trace or a head-sampled share: --trace-ratio).
+ * scraped with traces exported (`taskgate-observed`, every trace or a head-sampled share: --trace-ratio). With
+ * --credentials only, next to `taskgate` with static headers: the upstream's `auth` (bench/credentials.ts).
  */
-export type TargetName = 'direct' | 'taskgate' | 'taskgate-metrics' | 'taskgate-observed' | 'supergateway' | 'mcp-proxy';
+export type TargetName =
+  | 'direct'
+  | 'taskgate'
+  | 'taskgate-metrics'
+  | 'taskgate-observed'
+  | 'taskgate-clientCredentials'
+  | 'taskgate-signedIdentity'
+  | 'supergateway'
+  | 'mcp-proxy';
 export const ALL_TARGETS: readonly TargetName[] = ['direct', 'taskgate', 'supergateway', 'mcp-proxy'];
 
 export interface RssSamples {
@@ -82,6 +91,11 @@ export interface Settings extends LoadPlan {
   observability: boolean;
   /** The head-sampling ratio of the traced target (1: every trace). */
   traceRatio: number;
+  /**
+   * http scenario: also measure the gateway authenticating to the upstream with clientCredentials and with
+   * signedIdentity, next to static headers; all three behind one API-key front.
+   */
+  credentials: boolean;
   /** tasks scenario */
   stores: StoreKind[];
   redisUrl: string;
@@ -107,6 +121,7 @@ export function parseSettings(): Settings {
       tsx: { type: 'boolean', default: false },
       observability: { type: 'boolean', default: false },
       'trace-ratio': { type: 'string' },
+      credentials: { type: 'boolean', default: false },
       stores: { type: 'string' },
       'redis-url': { type: 'string' },
       'completion-tasks': { type: 'string' },
@@ -154,6 +169,7 @@ export function parseSettings(): Settings {
     useTsx: values.tsx === true,
     observability: values.observability === true,
     traceRatio: values['trace-ratio'] !== undefined ? Number(values['trace-ratio']) : 1,
+    credentials: values.credentials === true,
     stores: list(values.stores, ALL_STORES, 'stores') ?? (smoke ? ['redis'] : [...ALL_STORES]),
     redisUrl: values['redis-url'] ?? process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
     completionTasks: values['completion-tasks'] !== undefined ? Number(values['completion-tasks']) : smoke ? 10 : 200,

@@ -64,6 +64,8 @@ export class UpstreamCredentials {
   /** The client for the gateway's own token: clientCredentials, or tokenExchange's client with the same grant. */
   private readonly gatewayClient: UpstreamOAuthClient | undefined;
   private readonly exchangeClient: UpstreamOAuthClient | undefined;
+  /** Weak: a caller the front no longer remembers takes its source with it. */
+  private readonly callerSources = new WeakMap<CredentialCaller, RefreshableCredentialSource>();
 
   constructor(
     private readonly upstream: CredentialUpstream,
@@ -96,8 +98,21 @@ export class UpstreamCredentials {
     return this.staticSource({});
   }
 
-  /** A caller's requests: as that caller, in every mode (clientCredentials: the gateway's token plus claim headers). */
+  /**
+   * A caller's requests: as that caller, in every mode (clientCredentials: the gateway's token plus claim headers).
+   * One source per caller object (the front hands the same one to every request of a token it remembers): the claim
+   * headers are made once, and while the token stays the same so do the headers, which the transport then keeps.
+   */
   forCaller(caller: CredentialCaller): RefreshableCredentialSource {
+    let source = this.callerSources.get(caller);
+    if (source === undefined) {
+      source = this.sourceFor(caller);
+      this.callerSources.set(caller, source);
+    }
+    return source;
+  }
+
+  private sourceFor(caller: CredentialCaller): RefreshableCredentialSource {
     const extra = claimHeaders(this.auth?.claimHeaders ?? {}, caller);
     const { tokenExchange, signedIdentity, clientCredentials } = this.auth ?? {};
     const signer = this.parts.signer;

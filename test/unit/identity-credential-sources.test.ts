@@ -120,6 +120,21 @@ describe('identity: credential sources', () => {
     assert.equal(source.refreshAfterUnauthorized({}), false);
   });
 
+  it('one source per caller, whose headers stay the same object while the token does (the transport keeps them)', async () => {
+    const creds = new UpstreamCredentials(
+      upstream(auth({ clientCredentials: client(`${as.issuer}/token`), claimHeaders: { 'X-User': 'principal' } })),
+      createGatewayIdentity(IDENTITY),
+    );
+    const first = creds.forCaller(ALICE);
+    assert.equal(creds.forCaller(ALICE), first, 'the same caller object, the same source');
+    const headers = await first.headers();
+    assert.equal(await creds.forCaller(ALICE).headers(), headers);
+    const other = await creds.forCaller({ ...ALICE, principal: 'oauth:https://idp#bob' }).headers();
+    assert.equal(other['X-User'], 'oauth:https://idp#bob', 'another caller: its own claim headers');
+    assert.equal(first.refreshAfterUnauthorized(headers), true);
+    assert.notEqual((await creds.forCaller(ALICE).headers()).Authorization, headers.Authorization, 'a refused token is not served again');
+  });
+
   it('after a 401 the refused token is dropped and the retry carries a new one', async () => {
     const parts = createGatewayIdentity(IDENTITY);
     const creds = new UpstreamCredentials(upstream(auth({ clientCredentials: client(`${as.issuer}/token`) })), parts);
