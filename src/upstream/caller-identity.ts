@@ -22,6 +22,8 @@ export class CallerIdentity {
    * reads the principal's newest token, not the one that first opened it (which may have expired since).
    */
   private readonly latest = new Map<string, ActingFor>();
+  /** One wrapper per caller object, so that the credential source made for it is one per caller too. */
+  private readonly wrapped = new WeakMap<ActingFor, ActingFor>();
   /** A stdio upstream with a child per principal: the child is the principal's session. */
   private readonly childPerPrincipal: boolean;
 
@@ -51,7 +53,12 @@ export class CallerIdentity {
     this.latest.delete(principal);
     this.latest.set(principal, actingFor);
     if (this.latest.size > MAX_REMEMBERED_CALLERS) this.latest.delete(this.latest.keys().next().value as string);
-    return { ...actingFor, subjectToken: () => (this.latest.get(principal) ?? actingFor).subjectToken?.() };
+    let wrapper = this.wrapped.get(actingFor);
+    if (wrapper === undefined) {
+      wrapper = { ...actingFor, subjectToken: () => (this.latest.get(principal) ?? actingFor).subjectToken?.() };
+      this.wrapped.set(actingFor, wrapper);
+    }
+    return wrapper;
   }
 
   /**
