@@ -5,10 +5,10 @@
 // authorization server and an OAuth-protected upstream (test/helpers/identity-gateway.ts).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { Redis } from 'ioredis';
 import type { ProtectedServer } from '../fixtures/protected-server.js';
-import { startAuthServer, TOKEN_EXCHANGE_GRANT } from '../fixtures/auth-server.js';
+import { startAuthServer, TOKEN_EXCHANGE_GRANT, type AuthServer } from '../fixtures/auth-server.js';
 import { startProtectedServer } from '../fixtures/protected-server.js';
 import { freePort, type GatewayChild } from '../fixtures/spawn.js';
 import { bearer } from '../helpers/auth-requests.js';
@@ -189,57 +189,50 @@ describe('upstream identity of a task re-run after its replica was killed', () =
   });
 });
 
+/**
+ * Alice's `slow` task started on replica A (of two, on one Redis, re-run after loss allowed); `beforeKill` runs
+ * just before A is killed; resolves with the task as B ends it, and the protected upstream.
+ */
+async function rerunAfterKill(t: TestContext, prefix: string, extra: Record<string, unknown>, beforeKill: (as: AuthServer) => Promise<void> = async () => undefined) {
+  const scope = testScope(t);
+  const as = await startAuthServer({ clients: { [GATEWAY_CLIENT.id]: { secret: GATEWAY_CLIENT.secret } } });
+  scope.defer(() => as.close());
+  const upstream = await startProtectedServer({ issuers: [{ issuer: as.issuer, jwksUri: as.jwksUri }] });
+  scope.defer(() => upstream.close());
+  const resource = `http://127.0.0.1:${await freePort()}/mcp`;
+  const config = gatewayConfig(as.issuer, upstream, resource, {
+    store: sharedRedisStore(scope, prefix),
+    tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow', retry: { onLoss: true, maxAttempts: 2 } }] },
+    ...extra,
+  });
+  const a = await scope.spawnGateway({ config });
+  const b = await scope.spawnGateway({ config });
+  const alice = await as.mint({ sub: 'alice', aud: resource });
+  const firstRun = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'started');
+  const taskId = await createTask(a.url, alice, 'slow');
+  await bounded(firstRun, 'the first run at the upstream');
+  await beforeKill(as);
+  process.kill(-a.pid, 'SIGKILL');
+  await a.exited;
+  const failed = await untilTask(b.url, alice, taskId, ['completed', 'failed', 'cancelled']);
+  return { failed, upstream };
+}
+
 describe('a re-run that cannot act for its caller', () => {
   test('without identity.sealingKeys the task of a killed replica fails saying why instead of running as the gateway', async (t) => {
-    const scope = testScope(t);
-    const as = await startAuthServer({ clients: { [GATEWAY_CLIENT.id]: { secret: GATEWAY_CLIENT.secret } } });
-    scope.defer(() => as.close());
-    const upstream = await startProtectedServer({ issuers: [{ issuer: as.issuer, jwksUri: as.jwksUri }] });
-    scope.defer(() => upstream.close());
-    const resource = `http://127.0.0.1:${await freePort()}/mcp`;
-    const config = gatewayConfig(as.issuer, upstream, resource, {
-      store: sharedRedisStore(scope, 'upstream-identity-unsealed'),
-      tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow', retry: { onLoss: true, maxAttempts: 2 } }] },
-    });
-    const a = await scope.spawnGateway({ config });
-    const b = await scope.spawnGateway({ config });
-    const alice = await as.mint({ sub: 'alice', aud: resource });
-    const firstRun = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'started');
-    const taskId = await createTask(a.url, alice, 'slow');
-    await bounded(firstRun, 'the first run at the upstream');
-    process.kill(-a.pid, 'SIGKILL');
-    await a.exited;
-    const failed = await untilTask(b.url, alice, taskId, ['completed', 'failed', 'cancelled']);
+    const { failed, upstream } = await rerunAfterKill(t, 'upstream-identity-unsealed', {});
     assert.equal(failed.status, 'failed', JSON.stringify(failed));
     assert.match(String(failed.statusMessage), /sealingKeys/);
     assert.ok(upstream.events().filter((e) => e.tool === 'slow' && e.type === 'started').every((e) => e.sub === 'alice'), 'never ran as anyone else');
   });
 
   test('a re-run whose caller\'s credential cannot be obtained again fails saying so', async (t) => {
-    const scope = testScope(t);
-    const as = await startAuthServer({ clients: { [GATEWAY_CLIENT.id]: { secret: GATEWAY_CLIENT.secret } } });
-    scope.defer(() => as.close());
-    const upstream = await startProtectedServer({ issuers: [{ issuer: as.issuer, jwksUri: as.jwksUri }] });
-    scope.defer(() => upstream.close());
-    const resource = `http://127.0.0.1:${await freePort()}/mcp`;
-    const config = gatewayConfig(as.issuer, upstream, resource, {
-      store: sharedRedisStore(scope, 'upstream-identity-refused'),
-      identity: { sealingKeys: [{ kid: 'seal-1', key: randomBytes(32).toString('base64') }] },
-      tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow', retry: { onLoss: true, maxAttempts: 2 } }] },
-    });
-    const a = await scope.spawnGateway({ config });
-    const b = await scope.spawnGateway({ config });
-    const alice = await as.mint({ sub: 'alice', aud: resource });
-    const firstRun = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'started');
-    const taskId = await createTask(a.url, alice, 'slow');
-    await bounded(firstRun, 'the first run at the upstream');
-    // The authorization server now refuses the gateway (as if its client were revoked): B cannot act for alice.
-    await as.setMode('refuse');
-    process.kill(-a.pid, 'SIGKILL');
-    await a.exited;
-    const failed = await untilTask(b.url, alice, taskId, ['completed', 'failed', 'cancelled']);
+    const sealing = { identity: { sealingKeys: [{ kid: 'seal-1', key: randomBytes(32).toString('base64') }] } };
+    // The authorization server refuses the gateway before A dies (as if its client were revoked): B cannot act for alice.
+    const { failed, upstream } = await rerunAfterKill(t, 'upstream-identity-refused', sealing, (as) => as.setMode('refuse'));
     assert.equal(failed.status, 'failed', JSON.stringify(failed));
     assert.match(String(failed.statusMessage), /upstream 'prot'.*credential/, JSON.stringify(failed));
     assert.equal(upstream.events().filter((e) => e.tool === 'slow' && e.type === 'started').length, 1, 'the re-run never reached the upstream');
   });
 });
+
