@@ -207,7 +207,8 @@ function merged(statics: Readonly<Record<string, string>>, extra: Record<string,
   return Object.fromEntries([...kept, ...claims]);
 }
 
-function bearerOf(headers: Readonly<Record<string, string>>): string | undefined {
+/** The bearer token an Authorization header among `headers` carries (names compared case-insensitively). */
+export function bearerOf(headers: Readonly<Record<string, string>>): string | undefined {
   const value = Object.entries(headers).find(([name]) => name.toLowerCase() === AUTHORIZATION)?.[1];
   const match = value === undefined ? null : /^Bearer\s+(\S+)$/i.exec(value.trim());
   return match?.[1];

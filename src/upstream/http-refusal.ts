@@ -15,10 +15,10 @@ function challengeParams(header: string | undefined): Record<string, string> {
 }
 
 /** The message a request refused with `status` fails with (`bodyStart`: the first bytes of its body). */
-export function refusalMessage(status: number, wwwAuthenticate: string | undefined, bodyStart: string): string {
+export function refusalMessage(status: number, wwwAuthenticate: string | readonly string[] | undefined, bodyStart: string): string {
   const body = bodyStart === '' ? '' : `: ${bodyStart.slice(0, 300)}`;
   if (status !== 401 && status !== 403) return `HTTP ${status}${body}`;
-  const { error, scope, error_description: description } = challengeParams(wwwAuthenticate);
+  const { error, scope, error_description: description } = challengeParams(typeof wwwAuthenticate === 'string' || wwwAuthenticate === undefined ? wwwAuthenticate : wwwAuthenticate.join(', '));
   if (status === 403 && error === 'insufficient_scope') {
     return `HTTP 403: the upstream refused for insufficient scope${scope === undefined ? '' : ` (it requires scope "${scope.slice(0, 200)}")`}`;
   }

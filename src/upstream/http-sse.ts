@@ -44,7 +44,7 @@ export class HttpSseTransport implements UpstreamTransport {
       (refused) => refused.body.dump(),
     );
     if (response.statusCode !== 200) {
-      const refusal = refusalMessage(response.statusCode, headerText(response.headers['www-authenticate']), await readBodyStart(response.body, 300));
+      const refusal = refusalMessage(response.statusCode, response.headers['www-authenticate'], await readBodyStart(response.body, 300));
       throw new Error(`${refusal} opening the SSE stream`);
     }
     this.body = response.body;
@@ -86,7 +86,7 @@ export class HttpSseTransport implements UpstreamTransport {
       (refused) => refused.body.dump(),
     );
     const text = await readBodyStart(response.body, 300);
-    if (response.statusCode >= 300) throw new Error(refusalMessage(response.statusCode, headerText(response.headers['www-authenticate']), text));
+    if (response.statusCode >= 300) throw new Error(refusalMessage(response.statusCode, response.headers['www-authenticate'], text));
   }
 
   /** One stream carries everything: held back only on a connection of one client (the connection decides). */
@@ -98,9 +98,4 @@ export class HttpSseTransport implements UpstreamTransport {
     this.closed = true;
     this.abort.abort();
   }
-}
-
-/** A response header's value as one string (undici lists a repeated header). */
-function headerText(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value.join(', ') : value;
 }

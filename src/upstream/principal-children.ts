@@ -8,6 +8,7 @@ import { upstreamChildrenFull, upstreamUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { SessionIdentity, UpstreamCaller } from './adapter.js';
 import { renderChildEnv, type ChildCaller } from './child-env.js';
+import { bearerOf } from '../identity/credential-sources.js';
 import type { UpstreamConnection } from './connection.js';
 
 /** What a child's env reads of a caller: its principal and claims, and the token its `auth` credentials carry. */
@@ -150,9 +151,4 @@ export class PrincipalChildren {
     }, sweepEveryMs(timeoutMs));
     this.sweeper.unref();
   }
-}
-
-function bearerOf(headers: Readonly<Record<string, string>>): string | undefined {
-  const value = Object.entries(headers).find(([name]) => name.toLowerCase() === 'authorization')?.[1];
-  return value === undefined ? undefined : /^Bearer\s+(\S+)$/i.exec(value.trim())?.[1];
 }

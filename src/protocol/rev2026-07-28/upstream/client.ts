@@ -123,8 +123,7 @@ export class StatelessUpstreamClient {
       return { error: this.failure(error, method, options).toJsonRpc() };
     }
     if (response.statusCode === 401 || response.statusCode === 403) {
-      const challenge = response.headers['www-authenticate'];
-      const refusal = refusalMessage(response.statusCode, Array.isArray(challenge) ? challenge.join(', ') : challenge, await readBodyStart(response.body, 300));
+      const refusal = refusalMessage(response.statusCode, response.headers['www-authenticate'], await readBodyStart(response.body, 300));
       return { error: new GatewayError('upstream_unavailable', `Upstream '${this.upstreamName}' refused ${method}: ${refusal}`, { upstream: this.upstreamName }).toJsonRpc() };
     }
     const contentType = String(response.headers['content-type'] ?? '');
