@@ -73,6 +73,16 @@ export interface GatewayEventMap {
   };
   /** A client deleted an ended task and its result before its TTL (tasks/delete, a 2025-11-25 extension). */
   'task.deleted': TaskFacts;
+  /**
+   * A call to a tool under an approval rule (tasks.rules[].approval, issue 34) is held before the upstream is called,
+   * until one of `approvers` (principal globs) decides or `deadline` (epoch ms) passes.
+   */
+  'approval.requested': TaskFacts & { approvers: string[]; deadline: number };
+  /**
+   * The hold ended: approved or denied by `decidedBy` (a qualified principal, with their `comment`), `expired` at its
+   * deadline, or `cancelled` with its task. Only `approved` lets the call reach the upstream.
+   */
+  'approval.decided': TaskFacts & { decision: 'approved' | 'denied' | 'expired' | 'cancelled'; decidedBy?: string; comment?: string; waitedMs: number };
   /** A client read the task's result (tasks/result, the task_result tool). */
   'task.retrieved': TaskFacts & { via: 'tasks/result' | 'task tool' };
   /** A replica took over the tasks of one that stopped: re-queued, re-run, or failed as lost. */
