@@ -230,6 +230,7 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
     sessions,
     authenticator,
     ...(config.dashboard.enabled ? { dashboard: { path: config.dashboard.path, store, tasks: tasks.runs, upstreams: upstreamStatus } } : {}),
+    approvals: tasks.approvals,
     rateLimiter,
     inflight,
     ...(metrics === undefined ? {} : { metrics }),

@@ -267,6 +267,15 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   ...byKey(POLICY_KEYS, 'tasks.rules[]', (key) => `Overrides \`tasks.defaults.${key}\` for the tools the rule matches.`),
   'tasks.rules[].retry.onLoss': 'As `tasks.defaults.retry.onLoss`.',
   'tasks.rules[].retry.maxAttempts': 'As `tasks.defaults.retry.maxAttempts`.',
+  'tasks.rules[].approval': `Hold every call to the matched tools until an approver decides (docs/approvals.md): the
+    caller gets a task at once, \`working\` and saying whom it waits for and until when; the upstream is called only
+    after an approval, once, with the arguments that were approved. Needs \`auth\`; not with \`mode: forbidden\`.`,
+  'tasks.rules[].approval.approvers': `Principal globs, as \`auth.access\` names them (\`key:ops-*\`, \`oauth:alice\`, bare):
+    who may approve or deny. Checked against the config in force when they decide.`,
+  'tasks.rules[].approval.scopes': 'Credentials carrying any of these scopes may approve or deny too.',
+  'tasks.rules[].approval.timeoutMs': `How long a held call waits for a decision. Past it the task fails saying the
+    approval expired (any replica notices, whether anyone looks or not).`,
+  'tasks.rules[].approval.allowSelf': '`true`: an approver may approve their own call. `false`: someone else must.',
   'tasks.immediateResponse': `Sent with each new task as \`_meta["io.modelcontextprotocol/model-immediate-response"]\`;
     \`""\` = not sent.`,
   'tasks.maxStoredBytesPerPrincipal': `Bytes of finished tasks' results (and stored errors) one principal may hold in

@@ -36,6 +36,8 @@ export function mergePolicy(defaults: TaskPolicy, rule: TaskRule | undefined): T
     const value = rule[key];
     if (value !== undefined) (policy as unknown as Record<string, unknown>)[key] = value;
   }
+  // Only rules hold calls for approval: the defaults have no such key to copy over.
+  if (rule.approval !== undefined) policy.approval = rule.approval;
   return policy;
 }
 

@@ -42,7 +42,7 @@ import {
   RedisStoreSchema,
   StoreSchema,
 } from './schema/store.js';
-import { PolicyDefaultsSchema, RuleSchema, TasksSchema, TaskToolsSchema } from './schema/tasks.js';
+import { ApprovalSchema, PolicyDefaultsSchema, RuleSchema, TasksSchema, TaskToolsSchema } from './schema/tasks.js';
 import {
   NameSelectionSchema,
   SseUpstreamSchema,
@@ -158,6 +158,7 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
     case 4:
       if (at(0) === 'upstreams' && at(2) === 'auth') return authModeKeys(at(3));
       if (at(0) === 'auth' && at(1) === 'rateLimits' && at(2) === 'rules') return keysOf(RateLimitRuleSchema);
+      if (at(0) === 'tasks' && at(1) === 'rules' && at(3) === 'approval') return keysOf(ApprovalSchema);
       return undefined;
     case 5:
       if (at(0) === 'upstreams' && at(2) === 'tools' && at(3) === 'overrides') return keysOf(ToolOverrideSchema);

@@ -216,6 +216,21 @@ export interface TaskPolicy {
   keepAliveProgressMs: number;
   /** Plain calls (no task asked for): answered when done, or run in the background. `mode: forbidden` wins. */
   plainCalls: PlainCalls;
+  /** Calls held until a person approves them (rules only; absent: calls run at once). */
+  approval?: ApprovalPolicy;
+}
+
+/**
+ * Who must approve a call to the tools a rule matches before it reaches the upstream, and for how long the call
+ * waits: principals by glob (as `auth.access` names them), or credentials carrying any of `scopes`.
+ */
+export interface ApprovalPolicy {
+  approvers: readonly string[];
+  scopes: readonly string[];
+  /** How long a held call waits for a decision; past it, its task fails saying the approval expired. */
+  timeoutMs: number;
+  /** Whether the caller may approve their own call (if they are an approver). */
+  allowSelf: boolean;
 }
 
 export interface RetryPolicy {

@@ -23,6 +23,7 @@ import { jwksEndpointPlugin, type JwksEndpointOptions } from './jwks-endpoint.js
 import { metricsEndpoint, type MetricsEndpointOptions } from './metrics-endpoint.js';
 import { adminAccess } from './admin-access.js';
 import { dashboardPlugin, type DashboardOptions } from './dashboard.js';
+import { approvalsApiPlugin, type ApprovalsApiOptions } from './approvals-api.js';
 
 /** What the front end needs from the rest of the gateway. */
 export interface FrontEndDeps {
@@ -50,6 +51,8 @@ export interface FrontEndDeps {
   admin?: () => AdminAccess | undefined;
   /** The task dashboard's own parts (the front adds credentials and admin access); absent: dashboard.enabled is false. */
   dashboard?: Pick<DashboardOptions, 'path' | 'store' | 'tasks' | 'upstreams'>;
+  /** Calls held for approval, for the approvers' API (GET /approvals, POST /approvals/{taskId}); absent: no such routes. */
+  approvals?: ApprovalsApiOptions['approvals'];
   /** The public keys of `identity.keys` as configured now (GET /.well-known/jwks.json); absent: no such route. */
   jwks?: JwksEndpointOptions['jwks'];
 }
@@ -102,6 +105,7 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
     void app.register(metricsEndpoint, { path: config.metrics.path, source: deps.metrics, onRequest });
   }
   if (deps.dashboard !== undefined) void app.register(dashboardPlugin, { ...deps.dashboard, authenticator, admin, events, logger, listen });
+  if (deps.approvals !== undefined) void app.register(approvalsApiPlugin, { approvals: deps.approvals, authenticator, listen, events, logger });
   if (authenticator !== undefined) void app.register(oauthMetadataPlugin, { authenticator, path: listen.path });
   if (deps.jwks !== undefined) void app.register(jwksEndpointPlugin, { jwks: deps.jwks });
   void app.register(mcpEndpointPlugin, {

@@ -93,8 +93,10 @@ export class TaskTools {
    */
   handle(task: TaskRecord): JsonObject {
     const { names, waitSeconds } = this.config;
+    // A call held for approval has not started: the caller is told whom it waits for.
+    const state = task.approval?.state === 'pending' ? `is waiting for approval (${task.message ?? 'an approver must decide'}), in the background,` : 'is still running, in the background,';
     const text =
-      `The tool '${task.tool}' is still running, in the background, as task ${task.taskId}. ` +
+      `The tool '${task.tool}' ${state} as task ${task.taskId}. ` +
       `To get its result, call ${names.result} with {"taskId": "${task.taskId}"}: it waits up to ${waitSeconds} seconds for the ` +
       `task to finish and can be called again. ${names.status} checks on it without waiting; ${names.cancel} stops it.`;
     return { content: [{ type: 'text', text }], _meta: { [RELATED_TASK_META]: { taskId: task.taskId } } };

@@ -6,6 +6,7 @@ import { RunningIndex } from './memory/running.js';
 import { Semaphores } from './memory/semaphores.js';
 import { StoredBytesLedgers } from './memory/stored-bytes.js';
 import {
+  APPROVALS_PER_READ,
   batches,
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
@@ -18,6 +19,8 @@ import {
   terminalExpiry,
   TIMELINE_LENGTH,
   ALL_TASKS_CURSOR,
+  type ApprovalDecision,
+  type DecideResult,
   type DeleteResult,
   type NewTask,
   type SlotGrant,
@@ -69,6 +72,8 @@ export class MemoryTaskStore implements TaskStore {
   private lastCreatedUs = 0;
   /** Sessions' shared state, with when each expires. */
   private readonly sessions = new Map<string, StoredSession>();
+  /** Tasks whose call waits for approval, with their deadline (entries of decided or gone holds go as they are met). */
+  private readonly pending = new Map<string, number>();
   /** Ids of expired tasks, until when they are remembered. */
   private readonly expiredIds = new Map<string, number>();
 
@@ -96,6 +101,11 @@ export class MemoryTaskStore implements TaskStore {
     insertSorted(keys, key);
     this.index.set(task.principal, keys);
     insertSorted(this.all, key);
+    if (task.approval !== undefined) {
+      // Held from the start: the upstream has not seen the call.
+      task.queued = true;
+      this.pending.set(task.taskId, task.approval.deadlineMs);
+    }
     return copy(withoutOutcome(task));
   }
 
@@ -313,6 +323,54 @@ export class MemoryTaskStore implements TaskStore {
 
   async signingSecret(): Promise<Buffer> {
     return this.secret;
+  }
+
+  async decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult> {
+    const entry = this.live(taskId);
+    if (entry === undefined) {
+      this.pending.delete(taskId);
+      return { ok: false, reason: 'not_found' };
+    }
+    const task = entry.task;
+    const approval = task.approval;
+    const answer = (reason: Exclude<DecideResult, { ok: true } | { reason: 'not_found' }>['reason']): DecideResult => {
+      if (reason !== 'not_due' && reason !== 'expired') this.pending.delete(taskId);
+      return { ok: false, reason, task: copy(withoutOutcome(task)) };
+    };
+    if (isTerminal(task.status)) return answer('terminal');
+    if (approval === undefined) return answer('not_held');
+    if (approval.state !== 'pending') return answer('decided');
+    const now = this.now();
+    const due = now >= approval.deadlineMs;
+    if (decision.state === 'expired' && !due) return answer('not_due');
+    if (decision.state !== 'expired' && due) return answer('expired');
+    task.approval = {
+      ...approval,
+      state: decision.state,
+      decidedMs: now,
+      ...(decision.by === undefined ? {} : { decidedBy: decision.by }),
+      ...(decision.comment === undefined ? {} : { comment: decision.comment }),
+    };
+    task.message = decision.message;
+    task.updatedMs = now;
+    this.pending.delete(taskId);
+    const summary = copy(withoutOutcome(task));
+    this.events.emit(taskId, summary);
+    return { ok: true, task: copy(summary) };
+  }
+
+  async pendingApprovals(limit: number): Promise<TaskRecord[]> {
+    const held: TaskRecord[] = [];
+    for (const [taskId] of [...this.pending].sort(([, a], [, b]) => a - b)) {
+      if (held.length >= Math.min(limit, APPROVALS_PER_READ)) break;
+      const entry = this.live(taskId);
+      if (entry === undefined || isTerminal(entry.task.status) || entry.task.approval?.state !== 'pending') {
+        this.pending.delete(taskId);
+        continue;
+      }
+      held.push(copy(entry.task.outcome === undefined ? entry.task : withoutOutcome(entry.task)));
+    }
+    return held;
   }
 
   async ping(): Promise<void> {}

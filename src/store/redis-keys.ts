@@ -60,6 +60,12 @@ export interface RedisKeys {
    */
   storedBytes(principal: string): StoredLedgerKeys;
   allStoredBytes(): StoredLedgerKeys;
+  /**
+   * Sorted set of the tasks whose call waits for approval, by deadline, under its own hash tag (`{approvals}`):
+   * an approver's listing and the expiry sweep read it. Decisions are made on the task's record (its own slot);
+   * entries of decided holds are dropped after, and as they are met.
+   */
+  pendingApprovals(): string;
 }
 
 /** One stored-bytes ledger: task ids by expiry (a sorted set), each task's bytes (a hash), and their sum (a counter). */
@@ -109,6 +115,7 @@ export function redisKeys(prefix: string): RedisKeys {
     rateWindow: (name, principal) => `${prefix}:rate:{${principal}}:${name}`,
     storedBytes: (principal) => ledgerKeys(`${prefix}:principal:{${principal}}:stored`),
     allStoredBytes: () => ledgerKeys(`${prefix}:{stored}`),
+    pendingApprovals: () => `${prefix}:{approvals}:pending`,
     slot: (key) => {
       const base = `${prefix}:{slot:${key}}`;
       return { holders: `${base}:holders`, queue: `${base}:queue`, queueDeadlines: `${base}:queue-deadlines`, owners: `${base}:owners`, sequence: `${base}:seq` };

@@ -15,17 +15,21 @@ import { ReadBatch } from './redis/read-batch.js';
 import { RedisRunning } from './redis/running.js';
 import { RedisSemaphores } from './redis/semaphores.js';
 import { RedisStoredBytes } from './redis/stored-bytes.js';
+import { RedisApprovals } from './redis/approvals.js';
 import { RedisTopics } from './redis/topics.js';
 import { parseTask, readFields, summaryFromHmget } from './redis/task-record.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
 import {
+  APPROVALS_PER_READ,
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
   isTerminal,
   terminalExpiry,
   TIMELINE_LENGTH,
+  type ApprovalDecision,
+  type DecideResult,
   type DeleteResult,
   type NewTask,
   type SlotGrant,
@@ -80,6 +84,8 @@ export class RedisTaskStore implements TaskStore {
   private readonly semaphores: RedisSemaphores;
   /** Bytes of finished tasks' outcomes, per principal and in total. */
   private readonly stored: RedisStoredBytes;
+  /** Calls held for approval: decisions and the index of pending ones. */
+  private readonly approvals: RedisApprovals;
 
   constructor(
     readonly redis: RedisClient,
@@ -104,6 +110,7 @@ export class RedisTaskStore implements TaskStore {
     this.running = new RedisRunning(this.run, this.keys, redis);
     this.semaphores = new RedisSemaphores(this.run, this.keys);
     this.stored = new RedisStoredBytes(this.run, this.keys);
+    this.approvals = new RedisApprovals(this.run, this.keys, redis, (taskId) => this.get(taskId, { call: true }));
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.ensureSubscribed();
@@ -122,6 +129,7 @@ export class RedisTaskStore implements TaskStore {
     if (input.message !== undefined) fields.push('message', input.message);
     if (input.native === true) fields.push('native', '1');
     if (input.call !== undefined) fields.push('call', JSON.stringify(input.call));
+    if (input.approval !== undefined) fields.push('approval', JSON.stringify(input.approval), 'queued', '1');
     const created = (await this.run('create', this.keys.task(input.taskId), this.keys.taskTimeline(input.taskId), this.keys.taskEvents(), String(TIMELINE_LENGTH), ...fields)) as string[] | null;
     if (created === null) throw new Error(`task ${input.taskId} already exists`);
     const task = parseTask(created);
@@ -130,7 +138,16 @@ export class RedisTaskStore implements TaskStore {
     // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
     // never a listing entry without a task.
     await this.listing.add(task);
+    if (input.approval !== undefined) await this.approvals.index(task.taskId, input.approval.deadlineMs);
     return task;
+  }
+
+  decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult> {
+    return this.approvals.decide(taskId, decision);
+  }
+
+  pendingApprovals(limit: number): Promise<TaskRecord[]> {
+    return this.approvals.pending(Math.min(limit, APPROVALS_PER_READ));
   }
 
   async get(taskId: string, options: { outcome?: boolean; call?: boolean } = {}): Promise<TaskRecord | undefined> {

@@ -58,7 +58,47 @@ export interface TaskRecord {
   attempt?: number;
   /** Waiting in line for a concurrency slot: the upstream has not seen the call yet. */
   queued?: boolean;
+  /** The call is (or was) held for a person's approval before the upstream may see it (tasks/approvals.ts). */
+  approval?: ApprovalHold;
 }
+
+/** How a held call's approval stands: waiting, or how it was decided. */
+export type ApprovalState = 'pending' | 'approved' | 'denied' | 'expired';
+
+/** A call held for approval, as its task keeps it: whom it waits for, until when, what was asked, and the decision. */
+export interface ApprovalHold {
+  /** Who may decide, as the rule said when the call was held (principal globs, and scopes): what the caller is told. */
+  approvers: string[];
+  scopes: string[];
+  /** Epoch ms: past it, only expiry decides. */
+  deadlineMs: number;
+  /** SHA-256 of the tool and arguments the upstream gets (tasks/approvals.ts): the run checks it before it calls. */
+  digest: string;
+  state: ApprovalState;
+  decidedBy?: string;
+  comment?: string;
+  decidedMs?: number;
+}
+
+/** A decision on a held call: who (absent for expiry), why, and the task's status message from then on. */
+export interface ApprovalDecision {
+  state: Exclude<ApprovalState, 'pending'>;
+  by?: string;
+  comment?: string;
+  message: string;
+}
+
+/**
+ * What deciding did: the task, decided; or why not: no such task, no hold on it, decided already, ended already,
+ * not due yet (expiry before the deadline) or past its deadline (approve or deny after it: only expiry decides).
+ */
+export type DecideResult =
+  | { ok: true; task: TaskRecord }
+  | { ok: false; reason: 'not_found' }
+  | { ok: false; reason: 'not_held' | 'decided' | 'terminal' | 'not_due' | 'expired'; task: TaskRecord };
+
+/** Pending approvals one pendingApprovals call reads at most: what an approver's listing and the expiry sweep see. */
+export const APPROVALS_PER_READ = 500;
 
 /** Enough to start a task's upstream call again on any replica. */
 export interface StoredCall {
@@ -74,6 +114,8 @@ export type NewTask = Pick<TaskRecord, 'taskId' | 'principal' | 'era' | 'tool' |
   message?: string;
   native?: boolean;
   call?: StoredCall;
+  /** Held for approval from the start (pending), and so `queued`: the upstream has not seen the call. */
+  approval?: ApprovalHold;
 };
 
 export interface TaskChange {
@@ -318,6 +360,18 @@ export interface TaskStore {
   getSession(sessionId: string): Promise<Record<string, string> | undefined>;
   /** Ends the session for every replica; resolves whether it existed. */
   deleteSession(sessionId: string): Promise<boolean>;
+  /**
+   * Decides a call held for approval, in one atomic step: only a pending hold of a task that has not ended, and
+   * only once (two replicas deciding at once: exactly one gets ok). Expiry only once its deadline passed (store
+   * time); approval or denial only before it. The task keeps its status; its message becomes `decision.message`,
+   * and the change is published like any other (watchers see the decision).
+   */
+  decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult>;
+  /**
+   * Tasks whose call waits for approval (pending, not ended), soonest deadline first, with their stored call, at
+   * most `limit` (APPROVALS_PER_READ). Entries of holds decided or gone are dropped as they are met.
+   */
+  pendingApprovals(limit: number): Promise<TaskRecord[]>;
   /** Resolves when the store answers; rejects with a reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -26,6 +26,7 @@ import { TaskQueries } from './task-queries.js';
 import { TaskRecords } from './task-records.js';
 import type { TaskCreators } from './task-admission.js';
 import { TaskRuns, type RecoveryDeps } from './task-runs.js';
+import { Approvals } from './approvals.js';
 
 export type { RecoveryDeps } from './task-runs.js';
 
@@ -57,6 +58,8 @@ export class TaskEngine {
   readonly runs: TaskRuns;
   readonly records: TaskRecords;
   readonly peerLink: TaskPeerLink;
+  /** Calls held for approval: what approvers list and decide. */
+  readonly approvals: Approvals;
   private readonly slots: TaskSlots;
   private readonly endWrites: EndWrites;
   private readonly leases: TaskLeases;
@@ -75,6 +78,7 @@ export class TaskEngine {
     this.queries = new TaskQueries({ store, localEnds, events });
     this.records = new TaskRecords({ store, authenticated: callers.authenticated, events });
     const relay = new RunRelay({ store, logger, events });
+    this.approvals = new Approvals({ store, policies: this.policies, queries: this.queries, endWrites: this.endWrites, events, logger });
     this.runs = new TaskRuns({
       store,
       policies: this.policies,
@@ -89,6 +93,7 @@ export class TaskEngine {
       lease: (taskIds) => this.leases.lease(taskIds),
       queries: this.queries,
       recovery,
+      approvals: this.approvals,
       ...(deps.acting === undefined ? {} : { acting: deps.acting }),
     });
     this.peerLink = new TaskPeerLink({ peers, runs: this.runs, relay, endWrites: this.endWrites, slots: this.slots, policies: this.policies });
@@ -112,6 +117,7 @@ export class TaskEngine {
   start(): void {
     this.slots.listen();
     this.leases.start();
+    this.approvals.start();
   }
 
   /** Gives running tasks up to `timeoutMs` to finish (SIGTERM); close() then fails what remains. */
@@ -127,6 +133,7 @@ export class TaskEngine {
   /** Stops renewing leases, writes the ends the store still owes if it can, and fails every local run (shutdown). */
   async close(): Promise<void> {
     this.leases.stop();
+    this.approvals.stop();
     await this.endWrites.close();
     await this.runs.close();
   }

@@ -376,14 +376,18 @@ export class TaskLeases {
     const attempt = (task.attempt ?? 1) + (waiting ? 0 : 1);
     const upstream = this.losses.upstream(task.upstream);
     if (upstream === undefined || (!waiting && (!policy.retry.onLoss || attempt > policy.retry.maxAttempts))) return false;
+    // A call held for approval goes on waiting here, its status message (whom it waits for) unchanged.
+    const held = waiting && task.approval !== undefined;
     const changed = await this.store
       .transition(taskId, {
         to: 'working',
         attempt,
         openRequests: null,
-        message: waiting
-          ? `Waiting for a slot on another replica: replica ${owner} stopped while the task waited in line`
-          : `Running the call again (attempt ${attempt} of ${policy.retry.maxAttempts}): replica ${owner} stopped while running it`,
+        ...(held ? {} : {
+          message: waiting
+            ? `Waiting for a slot on another replica: replica ${owner} stopped while the task waited in line`
+            : `Running the call again (attempt ${attempt} of ${policy.retry.maxAttempts}): replica ${owner} stopped while running it`,
+        }),
       })
       .catch(() => undefined);
     if (changed === undefined) return false; // store away: failing it is tried next, else the next sweep tries again

@@ -81,6 +81,11 @@ export interface LocalRun {
   releaseBytes: () => void;
   /** The last status message of the upstream's own task (when the upstream runs the call as one), as recorded. */
   upstreamStatusMessage: string | undefined;
+  /**
+   * Waiting for its approval (tasks/approvals.ts): nothing reached the upstream, and the hold outlives this
+   * replica (its shutdown leaves the task to another replica instead of failing it).
+   */
+  held?: boolean;
 }
 
 /** Does nothing: the one placeholder every run shares where it has nothing to stop or give back. */

@@ -17,6 +17,7 @@ import type { TaskSlots } from './slots.js';
 import { checkStoredBudgets } from './stored-results.js';
 import { taskFacts } from './task-facts.js';
 import type { TaskPolicies } from './task-policies.js';
+import { newHold, waitingMessage } from './approvals.js';
 
 /** When a client refused at replicas.maxRunningTasks is told to try again (Retry-After): tasks end all the time. */
 const REPLICA_FULL_RETRY_MS = 1000;
@@ -70,10 +71,24 @@ export class TaskAdmission {
       await checkStoredBudgets(store, policies.config, countedPrincipal(principal, callers.authenticated), events, { together: !callers.authenticated });
       await slots.claimPrincipal(principal, taskId, policy);
       const { retentionMs, pollMs } = taskTiming(policy, requestedTtl);
+      // A call held for approval is kept (any replica may run it once approved), bound to its arguments.
+      if (policy.approval !== undefined && call === undefined) throw new GatewayError('internal', `Tool '${exposedName}' needs approval, but its call cannot be held`);
+      const approval = policy.approval === undefined || call === undefined ? undefined : newHold(policy.approval, call.params);
       const task = await store
         // The call is kept only where another replica may have to start it: it can be large, and it is the
-        // client's data. That is where policy allows a re-run, or where the task may wait in line for a slot.
-        .create({ taskId, principal, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs, ...(call !== undefined && mayStartElsewhere(policy, upstream) ? { call: this.deps.acting?.keep(taskId, call, actingFor) ?? call } : {}) })
+        // client's data. That is where policy allows a re-run, where the task may wait in line for a slot, or
+        // where it waits for approval.
+        .create({
+          taskId,
+          principal,
+          era,
+          tool: exposedName,
+          upstream: upstream.name,
+          retentionMs,
+          pollMs,
+          ...(call !== undefined && mayStartElsewhere(policy, upstream) ? { call: this.deps.acting?.keep(taskId, call, actingFor) ?? call } : {}),
+          ...(approval === undefined ? {} : { approval, message: waitingMessage(approval) }),
+        })
         .catch((error: unknown) => {
           if (policy.maxTasksPerPrincipal > 0) slots.release(slots.principalTicket(principal, taskId));
           throw storeUnavailable(error);
@@ -123,5 +138,5 @@ export class TaskAdmission {
 
 /** Whether a task under `policy` may have to be started by another replica (its call is then kept). */
 function mayStartElsewhere(policy: TaskPolicy, upstream: Upstream): boolean {
-  return policy.retry.onLoss || policy.concurrency > 0 || upstream.config.taskConcurrency > 0;
+  return policy.retry.onLoss || policy.concurrency > 0 || upstream.config.taskConcurrency > 0 || policy.approval !== undefined;
 }

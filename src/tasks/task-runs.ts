@@ -20,6 +20,7 @@ import { taskAgeMs, taskFacts } from './task-facts.js';
 import { unavailable, type TaskQueries } from './task-queries.js';
 import type { ActingFor } from '../upstream/adapter.js';
 import { ActingCallers } from './acting-callers.js';
+import type { Approvals } from './approvals.js';
 
 /** What running a lost task's call again needs, and telling of a task failed as lost. */
 export interface RecoveryDeps extends LossHandling {
@@ -38,6 +39,8 @@ export interface TaskRunsDeps extends Omit<TaskAdmissionDeps, 'running'> {
   /** Finds the task an operator cancels. */
   queries: Pick<TaskQueries, 'find'>;
   recovery: RecoveryDeps;
+  /** Holds calls for approval before they start (tasks.rules[].approval); without it a held call never starts. */
+  approvals?: Approvals;
 }
 
 export class TaskRuns {
@@ -53,8 +56,10 @@ export class TaskRuns {
   }
 
   /** Opens a task (task-admission.ts): checked, stored and leased before anyone hears of it; run it at once. */
-  open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<TaskRecord> {
-    return this.admission.open(principal, era, exposedName, upstream, requestedTtl, call, actingFor);
+  async open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<TaskRecord> {
+    const task = await this.admission.open(principal, era, exposedName, upstream, requestedTtl, call, actingFor);
+    this.deps.approvals?.requested(task);
+    return task;
   }
 
   /**
@@ -66,14 +71,15 @@ export class TaskRuns {
     upstream: Upstream,
     caller: TaskCaller,
     start: (context: CallContext) => Promise<UpstreamCall | undefined>,
-    options: { queue?: boolean; sessionId?: string; charge?: InflightCharge | undefined } = {},
+    /** `params`: the tools/call params `start` sends, checked against what was approved when the call is held. */
+    options: { queue?: boolean; sessionId?: string; charge?: InflightCharge | undefined; params?: JsonObject } = {},
   ): RunHandle {
     const run = this.newRun(task, caller, options.charge);
     run.upstream = upstream;
     // The session the call runs for: a shared upstream connection tells its messages apart by it.
     const channel = new RunChannel(this.deps.relay, run, options.sessionId ?? task.taskId);
     const queue = options.queue ?? true;
-    void this.deps.events.scope('task.run', run.scope, () => this.execute(run, upstream, queue, () => (run.ended ? Promise.resolve(undefined) : start(channel))));
+    void this.deps.events.scope('task.run', run.scope, () => this.execute(run, upstream, queue, () => (run.ended ? Promise.resolve(undefined) : start(channel)), options.params));
     return channel;
   }
 
@@ -86,6 +92,7 @@ export class TaskRuns {
     return this.run(task, upstream, caller, async (context) => upstream.callFor(identity, acting(), 'tools/call', params, context, 0, { asTask: true }), {
       sessionId: identity.sessionId,
       charge,
+      params,
     });
   }
 
@@ -136,6 +143,8 @@ export class TaskRuns {
     void store.unlease(task.taskId).catch(() => undefined);
     if (!changed.ok) return { ok: false, task: changed.reason === 'not_found' ? undefined : changed.task };
     const ended = changed.task;
+    // Cancelling a held call ends its hold: the upstream never sees it.
+    this.deps.approvals?.endedWhileHeld(ended, 'cancelled');
     events.emit('task.ended', { ...taskFacts(ended), status: 'cancelled', reason: 'cancelled', durationMs: taskAgeMs(ended), era: ended.era });
     return { ok: true, task: ended };
   }
@@ -156,7 +165,7 @@ export class TaskRuns {
    * when none is left or the time is up; close() then fails what remains.
    */
   async drain(timeoutMs: number): Promise<void> {
-    if (this.runs.size === 0 || timeoutMs <= 0) return;
+    if (this.unheld() === 0 || timeoutMs <= 0) return;
     this.deps.logger.info({ running: this.runs.size, timeoutMs }, 'draining running tasks');
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -190,9 +199,14 @@ export class TaskRuns {
     return left.length;
   }
 
-  /** Stops every local run (gateway shutdown); their tasks fail with a message saying why. */
+  /**
+   * Stops every local run (gateway shutdown); their tasks fail with a message saying why. A call held for approval
+   * is not failed: nothing reached the upstream, its hold is in the store, and its lease (no longer renewed) hands
+   * it to another replica, which goes on waiting for the decision.
+   */
   async close(): Promise<void> {
     const { store, events } = this.deps;
+    for (const run of [...this.runs.values()]) if (run.held === true) this.endRun(run, 'failed', undefined);
     await Promise.all(
       [...this.runs.values()].map(async (run) => {
         this.endRun(run, 'failed', 'the gateway shut down');
@@ -223,16 +237,26 @@ export class TaskRuns {
    * call's answer is a reaction on its promise, not an async frame: it lasts as long as the tool does (hours), and
    * a frame suspended on it per task in flight is a generator and its registers (issue 23).
    */
-  private execute(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>): Promise<void> {
+  private execute(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>, params: JsonObject | undefined): Promise<void> {
     const failed = (error: unknown): Promise<void> => this.callEnded(run, { error: toJsonRpcError(error) });
-    return this.startCall(run, upstream, queue, start).then(
+    return this.startCall(run, upstream, queue, start, params).then(
       (call) => call?.outcome.then((outcome) => this.callEnded(run, outcome), failed),
       failed,
     );
   }
 
   /** Starts the task's upstream call once its slots are free; undefined when the run ended first. */
-  private async startCall(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>): Promise<UpstreamCall | undefined> {
+  private async startCall(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>, params: JsonObject | undefined): Promise<UpstreamCall | undefined> {
+    if (run.task.approval !== undefined) {
+      // Held until an approver decides (the run's end stops the wait); then in line for slots like any call.
+      run.held = true;
+      const approved = this.deps.approvals !== undefined && await this.deps.approvals.untilApproved({ get task() { return run.task; }, set task(task) { run.task = task; }, get ended() { return run.ended; }, get signal() { return runSignal(run); } }, params);
+      run.held = false;
+      if (!approved) {
+        if (!run.ended) this.endRun(run, 'failed', undefined);
+        return undefined;
+      }
+    }
     const policy = this.deps.policies.policyFor(run.task.tool);
     const limits = { name: upstream.name, taskConcurrency: upstream.config.taskConcurrency };
     const inLine = performance.now();
@@ -291,7 +315,14 @@ export class TaskRuns {
     run.inputs?.settleAll({ error: { code: RequestCancelled, message: 'The task has ended' } });
     if (cancelReason !== undefined) run.call?.cancel(cancelReason);
     this.runs.delete(run.task.taskId);
-    if (this.runs.size === 0) this.drained?.();
+    if (this.unheld() === 0) this.drained?.();
+  }
+
+  /** Runs that are not merely waiting for their approval: what a drain waits for. */
+  private unheld(): number {
+    let held = 0;
+    for (const run of this.runs.values()) if (run.held === true) held++;
+    return this.runs.size - held;
   }
 
   /** Slots held and places in line go back (the principal's count included: the task is ending). */

@@ -16,9 +16,18 @@ interface Sections {
   identity?: z.output<typeof IdentitySchema> | undefined;
   upstreams: Record<string, object>;
   auth?: { oauth?: unknown } | undefined;
+  tasks: { rules: readonly { match: string; approval?: unknown }[] };
 }
 
 export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): void {
+  // Approvers are authenticated principals: without auth nobody could tell an approver from the caller.
+  if (config.auth === undefined) {
+    config.tasks.rules.forEach((rule, i) => {
+      if (rule.approval !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['tasks', 'rules', i, 'approval'], input: undefined, message: `holding calls for approval needs auth: approvers are authenticated principals (tools matching "${rule.match}")` });
+      }
+    });
+  }
   const { headersTimeoutMs, requestTimeoutMs } = config.listen;
   if (headersTimeoutMs > requestTimeoutMs) {
     ctx.addIssue({
@@ -42,7 +51,7 @@ export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): voi
     }
   }
   // Each endpoint needs a path of its own (health and readiness are fixed).
-  const taken = new Map<string, string>([['/healthz', 'the liveness check'], ['/readyz', 'the readiness check'], [config.listen.path, 'listen.path']]);
+  const taken = new Map<string, string>([['/healthz', 'the liveness check'], ['/readyz', 'the readiness check'], ['/approvals', 'the approvals API'], [config.listen.path, 'listen.path']]);
   for (const key of ['metrics', 'dashboard'] as const) {
     const { enabled, path } = config[key];
     const owner = enabled ? taken.get(path) : undefined;

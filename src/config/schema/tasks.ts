@@ -30,9 +30,25 @@ const policyShape = {
 };
 
 export const PolicyDefaultsSchema = z.strictObject(policyShape);
+
+// Rules only: holding every tool for approval is a rule `match: "*"` away, and says so where it is read.
+export const ApprovalSchema = z
+  .strictObject({
+    approvers: z.array(z.string().trim().min(1, { error: 'expected a non-empty principal glob' })).default(() => []),
+    scopes: z.array(z.string().trim().min(1, { error: 'expected a non-empty scope' })).default(() => []),
+    timeoutMs: int(1),
+    allowSelf: z.boolean().default(false),
+  })
+  .superRefine((approval, ctx) => {
+    if (approval.approvers.length === 0 && approval.scopes.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['approvers'], input: approval.approvers, message: 'name at least one approver (a principal glob) or scope: otherwise nobody could ever approve' });
+    }
+  });
+
 export const RuleSchema = z.strictObject({
   match: z.string().trim().min(1, { error: 'expected a non-empty glob on the exposed tool name' }),
   ...policyShape,
+  approval: ApprovalSchema.optional(),
 });
 
 export const TaskToolsSchema = z
@@ -87,6 +103,10 @@ export const TasksSchema = z
     }
     tasks.rules.forEach((rule, i) => {
       const merged = { ...defaults, ...stripUndefined(rule) };
+      // A held call waits as a task: a tool that may never be one could not be held.
+      if (rule.approval !== undefined && merged.mode === 'forbidden') {
+        ctx.addIssue({ code: 'custom', path: ['rules', i, 'approval'], input: undefined, message: `a call held for approval waits as a task: tools matching "${rule.match}" must not have mode: forbidden` });
+      }
       if ((rule.ttlMs !== undefined || rule.maxTtlMs !== undefined) && merged.ttlMs > merged.maxTtlMs) {
         const key = rule.ttlMs !== undefined ? 'ttlMs' : 'maxTtlMs';
         ctx.addIssue({

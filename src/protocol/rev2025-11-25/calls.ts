@@ -63,6 +63,10 @@ export class SessionCalls {
     if (task === undefined && policy.plainCalls === 'background' && policy.mode !== 'forbidden') {
       return this.background(session, request, name, route.upstream, upstreamParams, policy, stream, access.actingFor, charge);
     }
+    // A plain call held for approval waits as a task all the same (a tool that must be called as one still says so).
+    if (task === undefined && policy.approval !== undefined && !(supportsSessionTasks(session.protocolVersion) && effectiveMode(policy.mode, route.upstream.taskSupportOf(route.name)) === 'required')) {
+      return this.waitHeld(session, request, name, route.upstream, upstreamParams, policy, stream, access.actingFor, charge);
+    }
     // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
     if (!supportsSessionTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, access.actingFor, policy.keepAliveProgressMs);
     const upstreamSupport = route.upstream.taskSupportOf(route.name);
@@ -98,7 +102,8 @@ export class SessionCalls {
     /** The request's bytes, which the task holds once the call becomes one. */
     charge: InflightCharge | undefined,
   ): Promise<Outcome | undefined> {
-    if (policy.taskAfterMs === 0) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params, actingFor, charge)) };
+    // A call held for approval never starts before the decision: a task at once.
+    if (policy.taskAfterMs === 0 || policy.approval !== undefined) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params, actingFor, charge)) };
     const { context: own, keepAlive } = this.requestContext(session, params, stream, policy.keepAliveProgressMs);
     // Until taskAfterMs, the call's messages belong to this request; from then on (the task being stored), to the task.
     let task: Promise<RunHandle> | undefined = undefined;
@@ -133,6 +138,38 @@ export class SessionCalls {
       // No task could hold it (a limit, the store): the call stops, and the client hears why.
       call.cancel('the call could not become a background task');
       throw error;
+    }
+  }
+
+  /**
+   * A plain call held for approval under `plainCalls: wait`: answered when its task ends (approved and run, denied,
+   * expired), with keep-alive progress meanwhile for a client that asked for progress; cancelling the request
+   * cancels the task.
+   */
+  private async waitHeld(
+    session: Session,
+    request: JsonRpcRequest,
+    name: string,
+    upstream: Upstream,
+    params: JsonObject,
+    policy: TaskPolicy,
+    stream: EventStream | undefined,
+    actingFor: ActingFor | undefined,
+    charge: InflightCharge | undefined,
+  ): Promise<Outcome | undefined> {
+    const stop = new AbortController();
+    const inflight = {
+      call: { upstreamId: -1, outcome: new Promise<Outcome>(() => undefined), cancel: (reason: string) => stop.abort(new Error(reason)) },
+      cancelled: false,
+    };
+    session.inflight.set(request.id, inflight);
+    const keepAlive = stream === undefined ? undefined : keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, (message) => session.deliver(message, { stream }));
+    try {
+      const outcome = await this.tasks.waitHeld(session, name, upstream, params, actingFor, stop.signal, charge);
+      return inflight.cancelled ? undefined : outcome;
+    } finally {
+      keepAlive?.stop();
+      if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
     }
   }
 

@@ -22,12 +22,13 @@ import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import type { ActingFor } from '../../upstream/adapter.js';
 import { codec, sessionTask, taskPayload, withRelatedTask } from './codec.js';
+import { heldOutcome } from '../held-calls.js';
 import type { Session } from './session.js';
 
 /** The parts of the task core the 2025-11-25 task methods and their router use (the TaskEngine has them all). */
 export interface SessionTaskParts {
   policies: Pick<TaskPolicies, 'policyFor'>;
-  queries: Pick<TaskQueries, 'find' | 'list' | 'untilResult'>;
+  queries: Pick<TaskQueries, 'find' | 'list' | 'untilResult' | 'waitFor'>;
   runs: Pick<TaskRuns, 'open' | 'run' | 'runToolCall' | 'runsHere' | 'cancel'>;
   records: Pick<TaskRecords, 'delete'>;
   peerLink: Pick<TaskPeerLink, 'reachable'>;
@@ -96,6 +97,20 @@ export class SessionTasks {
     const task = await this.open(session, exposedName, upstream, params, undefined, actingFor);
     this.runs.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session, actingFor, charge);
     return task;
+  }
+
+  /**
+   * A plain call held for approval under `plainCalls: wait`: a task at once (it waits in the store), whose end is
+   * the request's answer; undefined when `signal` aborts first, which cancels the task (as a plain call would be).
+   */
+  async waitHeld(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, actingFor: ActingFor | undefined, signal: AbortSignal, charge?: InflightCharge): Promise<Outcome | undefined> {
+    const task = await this.startBackground(session, exposedName, upstream, params, actingFor, charge);
+    const outcome = await heldOutcome(this.queries, task.taskId, signal);
+    if (outcome === undefined) {
+      const now = await this.queries.find(task.taskId).catch(() => undefined);
+      if (now !== undefined && !isTerminal(now.status)) await this.runs.cancel(now).catch(() => undefined);
+    }
+    return outcome;
   }
 
   /** Stores a task of the session's (its principal's, with authentication) for a tools/call of `params`. */

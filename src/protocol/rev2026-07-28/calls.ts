@@ -24,6 +24,7 @@ import { StatelessExchange, paramsDigest, type ParkedExchanges, type RequestStat
 import type { StatelessPeerMessages, StatelessPeers } from './peers.js';
 import type { StatelessResponder, ResponseSink } from './responder.js';
 import { plainClientCaller, type StatelessTasks } from './tasks.js';
+import { heldOutcome } from '../held-calls.js';
 import type { TaskTools } from '../task-tools.js';
 import { statelessSideOf, type StatelessUpstreamSide } from './upstream/side.js';
 
@@ -149,11 +150,14 @@ export class StatelessCalls {
     // A client without the extension gets a background task (answered with a tool result) where policy says so.
     const background = policy !== undefined && !asTask && policy.mode !== 'forbidden' && policy.plainCalls === 'background';
     if (policy?.mode === 'required' && !declaresTasks(client) && !background) throw missingTasksExtension(`Tool '${name}'`);
-    const taskAfterMs = asTask || background ? policy.taskAfterMs : undefined;
+    // A call held for approval is a task of the gateway's at once (the upstream sees nothing before the decision);
+    // a plain caller under `plainCalls: wait` waits for that task's end.
+    const held = request.method === 'tools/call' && policy?.approval !== undefined;
+    const taskAfterMs = held ? 0 : asTask || background ? policy?.taskAfterMs : undefined;
 
     const statelessSide = statelessSideOf(upstream);
     const nativeTasks = statelessSide?.nativeTasks === true;
-    if (statelessSide !== undefined && (taskAfterMs === undefined || (asTask && nativeTasks))) {
+    if (!held && statelessSide !== undefined && (taskAfterMs === undefined || (asTask && nativeTasks))) {
       // The upstream speaks this revision: the request goes as the client sent it (its InputRequiredResults and
       // requestState, and its own tasks, pass through unchanged).
       return this.passThrough(client, request, { ...params, ...upstreamParams, _meta: params._meta }, upstream, statelessSide, responder, name, nativeTasks);
@@ -201,6 +205,7 @@ export class StatelessCalls {
         exchange.start(call);
         return call;
       };
+      if (held && !asTask && !background) return this.waitHeld(client, name, upstream, exchange, start, responder);
       if (taskAfterMs === 0) return this.becomeTask(client, name, upstream, exchange, background, start);
       await start();
     }
@@ -337,6 +342,20 @@ export class StatelessCalls {
       if (start === undefined) exchange.cancel('the call could not become a task');
       throw error;
     }
+  }
+
+  /**
+   * A plain call held for approval under `plainCalls: wait`: a task at once, whose end answers the request (the
+   * client's keep-alive, if it asked for progress, runs meanwhile); the client closing the request cancels it.
+   */
+  private async waitHeld(client: StatelessClient, name: string, upstream: Upstream, exchange: StatelessExchange, start: () => Promise<StatelessExchange['call']>, responder: ResponseSink): Promise<Outcome | undefined> {
+    const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start, plainClientCaller(client.capabilities));
+    const outcome = await heldOutcome(this.deps.tasks.queries, task.taskId, responder.gone);
+    if (outcome === undefined) {
+      const now = await this.deps.tasks.queries.find(task.taskId).catch(() => undefined);
+      if (now !== undefined) await this.deps.tasks.cancel(now).catch(() => undefined);
+    }
+    return outcome;
   }
 
   /**

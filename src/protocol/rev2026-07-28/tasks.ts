@@ -43,7 +43,7 @@ export function plainClientCaller(capabilities: JsonObject): TaskCaller {
 /** The parts of the task core the Tasks extension and its router use (the TaskEngine has them all). */
 export interface StatelessTaskParts {
   policies: Pick<TaskPolicies, 'policyFor'>;
-  queries: Pick<TaskQueries, 'find'>;
+  queries: Pick<TaskQueries, 'find' | 'waitFor'>;
   runs: Pick<TaskRuns, 'open' | 'run' | 'cancel'>;
   records: Pick<TaskRecords, 'recordNative' | 'recordNativeEnd'>;
   peerLink: Pick<TaskPeerLink, 'answer'>;
@@ -83,7 +83,7 @@ export class StatelessTasks {
     const running = exchange.call;
     // A call that already runs holds no place in line: it is counted from here on.
     // The run holds the arguments (the exchange's request bytes) until it ends, waiting in line included.
-    const run = this.runs.run(task, upstream, caller, async () => running ?? (await start?.()), { queue: running === undefined, charge: exchange.charge });
+    const run = this.runs.run(task, upstream, caller, async () => running ?? (await start?.()), { queue: running === undefined, charge: exchange.charge, ...(exchange.replay === undefined ? {} : { params: exchange.replay.params }) });
     exchange.adopt(run);
     return task;
   }

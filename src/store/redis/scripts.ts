@@ -27,6 +27,7 @@ const KEY_COUNTS = {
   'count-hit': 1,
   'stored-bytes': 3,
   delete: 3,
+  'decide-approval': 1,
 } as const;
 
 export type ScriptName = keyof typeof KEY_COUNTS;

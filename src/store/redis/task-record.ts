@@ -1,9 +1,9 @@
 // A task record as the Redis store keeps it: a hash of text fields, read whole by the scripts (HGETALL, as a flat
 // array) or in part by the store (HMGET of the summary fields).
-import { TASK_STATUSES, type Era, type TaskRecord, type TaskStatus } from '../task-store.js';
+import { TASK_STATUSES, type ApprovalHold, type Era, type TaskRecord, type TaskStatus } from '../task-store.js';
 
 /** Every record field but the large ones (outcome, stored call); taskId first (its absence means no record). */
-export const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued'] as const;
+export const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued', 'approval'] as const;
 
 /** What a read asks HMGET for: the summary, then the large fields wanted (lists built once: polling reads a lot). */
 const READ_FIELDS = {
@@ -65,8 +65,18 @@ export function parseTask(input: string[] | Record<string, string>): TaskRecord 
   if (fields.native === '1') task.native = true;
   if (fields.attempt !== undefined) task.attempt = Number(fields.attempt);
   if (fields.queued === '1') task.queued = true;
+  if (fields.approval !== undefined) task.approval = parseApproval(fields.approval);
   if (fields.call !== undefined) task.call = JSON.parse(fields.call) as TaskRecord['call'];
   if (fields.openRequests !== undefined) task.openRequests = JSON.parse(fields.openRequests) as TaskRecord['openRequests'];
   if (fields.outcome !== undefined) task.outcome = JSON.parse(fields.outcome) as TaskRecord['outcome'];
   return task;
+}
+
+/**
+ * A hold as the record keeps it (JSON). Lua's cjson writes an empty list as an object: lists are read as lists
+ * whatever it wrote.
+ */
+function parseApproval(text: string): ApprovalHold {
+  const raw = JSON.parse(text) as ApprovalHold;
+  return { ...raw, approvers: Array.isArray(raw.approvers) ? raw.approvers : [], scopes: Array.isArray(raw.scopes) ? raw.scopes : [] };
 }

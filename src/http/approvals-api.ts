@@ -1,0 +1,151 @@
+// The approvers' HTTP API: `GET /approvals` lists the held calls the caller may decide (task, tool, upstream, the
+// arguments exactly as the upstream will get them, who asked, age, deadline), and `POST /approvals/{taskId}` with
+// `{"decision": "approve" | "deny", "comment"?}` decides one (200 with the decided record; 403 not an approver of
+// that tool, or the caller's own call; 404 unknown; 409 decided already, ended, or past its deadline). The caller
+// authenticates as on the MCP endpoint (same Authenticator); a decision must be a request no page on another
+// origin could have sent (admin-writes.ts). It reads and decides in the shared store: every replica answers alike.
+// The dashboard's approvals view uses this API from the page.
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { ListenConfig } from '../config/types.js';
+import { GatewayError, retryAfterHeaders } from '../errors.js';
+import type { GatewayEvents } from '../events.js';
+import type { JsonObject } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import type { TaskRecord } from '../store/task-store.js';
+import type { Approvals } from '../tasks/approvals.js';
+import type { Caller } from '../tasks/principals.js';
+import { checkAdminWrite } from './admin-writes.js';
+import { AuthError, type Authenticator } from './credentials.js';
+import { refusalIn } from './json-body.js';
+
+/** The fixed path of the API (part of the contract approvers' tools are written against). */
+export const APPROVALS_PATH = '/approvals';
+
+/** The longest comment kept with a decision (characters): it goes into the task's status message and the audit log. */
+export const MAX_COMMENT_CHARS = 1_000;
+
+export interface ApprovalsApiOptions {
+  approvals: Pick<Approvals, 'pendingFor' | 'decide'>;
+  /** Undefined without `auth`: nobody can be an approver, and every request is refused (403). */
+  authenticator: Authenticator | undefined;
+  listen: ListenConfig;
+  events: GatewayEvents;
+  logger: Logger;
+}
+
+class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly body: JsonObject = {},
+  ) {
+    super(message);
+  }
+}
+
+export const approvalsApiPlugin: FastifyPluginAsync<ApprovalsApiOptions> = async (app: FastifyInstance, options: ApprovalsApiOptions) => {
+  const { approvals, authenticator, listen, events, logger } = options;
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    const status = error instanceof ApiError ? error.status : error instanceof GatewayError ? (error.httpStatus >= 400 ? error.httpStatus : 500) : (error.statusCode ?? 500);
+    if (status >= 500) request.log.warn({ err: error }, 'approvals API request failed');
+    const retry = error instanceof GatewayError ? retryAfterHeaders(error.data) : {};
+    void reply.code(status).headers(retry).send({ error: error.message, ...(error instanceof ApiError ? error.body : {}) });
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+  });
+
+  /** The approver behind the request, or the refusal already sent. */
+  const approverOf = async (request: FastifyRequest, reply: FastifyReply): Promise<Caller | undefined> => {
+    try {
+      checkAdminWrite(listen, request);
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      events.emit('access.denied', { kind: 'cross-site', name: 'approvals', reason: error.message, status: error.httpStatus });
+      logger.info({ audit: 'access.denied', endpoint: 'approvals', origin: request.headers.origin, reason: error.message }, 'approvals refused: a write a page on another origin could have sent');
+      await reply.code(error.httpStatus).send({ error: error.message });
+      return undefined;
+    }
+    if (authenticator === undefined) {
+      await reply.code(403).send({ error: 'Forbidden: approvals need auth (approvers are authenticated principals)' });
+      return undefined;
+    }
+    try {
+      const header = request.headers.authorization;
+      return await authenticator.authenticate(Array.isArray(header) ? header[0] : header);
+    } catch (error) {
+      if (error instanceof GatewayError) {
+        await reply.code(503).header('retry-after', '5').send({ error: error.message });
+        return undefined;
+      }
+      if (!(error instanceof AuthError)) throw error;
+      events.emit('access.denied', { kind: 'credentials', name: 'approvals', reason: error.message });
+      await reply.code(error.status).header('www-authenticate', authenticator.challenge(error)).send({ error: error.message });
+      return undefined;
+    }
+  };
+
+  app.get(APPROVALS_PATH, async (request, reply) => {
+    const caller = await approverOf(request, reply);
+    if (caller === undefined) return reply;
+    const now = Date.now();
+    return { now, approvals: (await approvals.pendingFor(caller)).map((task) => approvalView(task, now)) };
+  });
+
+  app.post(`${APPROVALS_PATH}/:taskId`, async (request, reply) => {
+    const caller = await approverOf(request, reply);
+    if (caller === undefined) return reply;
+    const { taskId } = request.params as { taskId: string };
+    const { decision, comment } = decisionIn(request.body);
+    const answer = await approvals.decide(taskId, caller, decision, comment);
+    if (!answer.ok) throw new ApiError(answer.status, answer.message, answer.task === undefined ? {} : { approval: approvalView(answer.task, Date.now()) });
+    return { approval: approvalView(answer.task, Date.now()) };
+  });
+};
+
+/** The decision a POST body asks for; 400 for anything else. */
+function decisionIn(body: unknown): { decision: 'approve' | 'deny'; comment: string | undefined } {
+  const refused = refusalIn(body);
+  if (refused !== undefined) throw new ApiError(400, refused.message);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'Expected a JSON object: {"decision": "approve" | "deny", "comment"?: string}');
+  const { decision, comment } = body as { decision?: unknown; comment?: unknown };
+  if (decision !== 'approve' && decision !== 'deny') throw new ApiError(400, 'decision must be "approve" or "deny"');
+  if (comment !== undefined && typeof comment !== 'string') throw new ApiError(400, 'comment must be a string');
+  if (typeof comment === 'string' && comment.length > MAX_COMMENT_CHARS) throw new ApiError(400, `comment must be at most ${MAX_COMMENT_CHARS} characters`);
+  return { decision, comment };
+}
+
+/**
+ * A held call as approvers see it. The arguments are the kept call's, exactly as the upstream will get them (its
+ * own tool name is `upstreamTool`); the digest binds the decision to them.
+ */
+export function approvalView(task: TaskRecord, now: number): JsonObject {
+  const approval = task.approval;
+  const params = task.call?.params;
+  const view: JsonObject = {
+    taskId: task.taskId,
+    tool: task.tool,
+    upstream: task.upstream,
+    principal: task.principal,
+    createdMs: task.createdMs,
+    ageMs: Math.max(0, now - task.createdMs),
+    taskStatus: task.status,
+  };
+  if (params !== undefined) {
+    view.upstreamTool = params.name;
+    view.arguments = params.arguments ?? {};
+  }
+  if (task.message !== undefined) view.statusMessage = task.message;
+  if (approval !== undefined) {
+    view.status = approval.state;
+    view.deadlineMs = approval.deadlineMs;
+    view.deadline = new Date(approval.deadlineMs).toISOString();
+    view.approvers = approval.approvers;
+    view.scopes = approval.scopes;
+    view.digest = approval.digest;
+    if (approval.decidedBy !== undefined) view.decidedBy = approval.decidedBy;
+    if (approval.comment !== undefined) view.comment = approval.comment;
+    if (approval.decidedMs !== undefined) view.decidedMs = approval.decidedMs;
+  }
+  return view;
+}

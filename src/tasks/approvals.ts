@@ -1,0 +1,265 @@
+// Calls held for a person's approval (tasks.rules[].approval): the hold a task opens with, the wait a run makes
+// before its upstream call, the decisions approvers take (on any replica, one atomic store step each), and the
+// sweep that expires holds nobody decided. The hold lives in the task's record beside its kept call, so whichever
+// replica runs the task (the one that opened it, or one that took it over) waits on the store for the decision,
+// and a restart loses nothing. An approved call runs once, with the arguments the hold recorded a digest of.
+import { createHash } from 'node:crypto';
+import { principalMatches } from '../config/access.js';
+import type { ApprovalPolicy } from '../config/types.js';
+import { storeUnavailable } from '../errors.js';
+import type { GatewayEvents } from '../events.js';
+import type { JsonObject } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { APPROVALS_PER_READ, failedWith, isTerminal, type ApprovalHold, type DecideResult, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import type { EndWrites } from './end-writes.js';
+import type { Caller } from './principals.js';
+import { taskAgeMs, taskFacts } from './task-facts.js';
+import type { TaskPolicies } from './task-policies.js';
+import type { TaskQueries } from './task-queries.js';
+
+/** How often each replica looks for holds past their deadline (a held run's own timer usually comes first). */
+export const APPROVAL_SWEEP_MS = 1_000;
+
+/**
+ * SHA-256 of the tool and arguments as the upstream gets them (`tools/call` params: its own tool name and
+ * `arguments`), over canonical JSON (keys sorted), so that the same call always has the same digest.
+ */
+export function approvalDigest(params: JsonObject): string {
+  return createHash('sha256').update(canonicalJson({ name: params.name ?? null, arguments: params.arguments ?? null })).digest('hex');
+}
+
+function canonicalJson(value: unknown): string {
+  if (value === undefined) return 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const object = value as JsonObject;
+    const keys = Object.keys(object).filter((key) => object[key] !== undefined).sort();
+    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(object[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** The hold a call under `policy` opens with: pending until `timeoutMs` from now, bound to `params`. */
+export function newHold(policy: ApprovalPolicy, params: JsonObject, now = Date.now()): ApprovalHold {
+  return { approvers: [...policy.approvers], scopes: [...policy.scopes], deadlineMs: now + policy.timeoutMs, digest: approvalDigest(params), state: 'pending' };
+}
+
+/** The status message of a held task: whom it waits for, until when. */
+export function waitingMessage(hold: Pick<ApprovalHold, 'approvers' | 'scopes' | 'deadlineMs'>): string {
+  const who = [...hold.approvers, ...hold.scopes.map((scope) => `scope ${scope}`)].join(', ');
+  return `Waiting for approval by ${who} until ${new Date(hold.deadlineMs).toISOString()}; the tool has not been called`;
+}
+
+/** Whether `caller` is one of the approvers `approval` names. */
+export function isApprover(approval: Pick<ApprovalPolicy, 'approvers' | 'scopes'>, caller: Caller): boolean {
+  return approval.approvers.some((glob) => principalMatches(glob, caller)) || approval.scopes.some((scope) => caller.scopes.includes(scope));
+}
+
+/** What an approver may decide: the decision asked for, refused with an HTTP-like reason when it cannot be taken. */
+export type DecisionAnswer =
+  | { ok: true; task: TaskRecord }
+  | { ok: false; status: 403 | 404 | 409; message: string; task?: TaskRecord };
+
+export interface ApprovalsDeps {
+  store: TaskStore;
+  policies: Pick<TaskPolicies, 'policyFor' | 'config'>;
+  queries: Pick<TaskQueries, 'waitFor'>;
+  endWrites: Pick<EndWrites, 'record'>;
+  events: GatewayEvents;
+  logger: Logger;
+}
+
+/** A run waiting on its hold: its task, whether it ended, and the signal that says so. */
+export interface HeldRun {
+  task: TaskRecord;
+  readonly ended: boolean;
+  readonly signal: AbortSignal;
+}
+
+export class Approvals {
+  private sweeper: NodeJS.Timeout | undefined;
+  private sweeping = false;
+
+  constructor(private readonly deps: ApprovalsDeps) {}
+
+  /** Announces a new hold (the task was just stored with it). */
+  requested(task: TaskRecord): void {
+    if (task.approval === undefined) return;
+    this.deps.events.emit('approval.requested', { ...taskFacts(task), approvers: [...task.approval.approvers, ...task.approval.scopes.map((scope) => `scope:${scope}`)], deadline: task.approval.deadlineMs });
+  }
+
+  /**
+   * Waits until the run's hold is decided. True when approved and `params` (the call about to go upstream) are what
+   * was approved; false when the run ended first, or the hold was denied, expired, or bound to other arguments
+   * (the task is failed saying so). The run's own timer expires the hold at its deadline; the sweep does it for
+   * holds nobody waits on.
+   */
+  async untilApproved(run: HeldRun, params: JsonObject | undefined): Promise<boolean> {
+    const hold = run.task.approval;
+    if (hold === undefined) return true;
+    const taskId = run.task.taskId;
+    let timer: NodeJS.Timeout | undefined;
+    if (hold.state === 'pending') {
+      timer = setTimeout(() => void this.expire(taskId), Math.max(0, hold.deadlineMs - Date.now()));
+      timer.unref();
+    }
+    let decided: TaskRecord | undefined;
+    try {
+      decided = await this.deps.queries.waitFor(taskId, (task) => isTerminal(task.status) || task.approval?.state !== 'pending', run.signal);
+    } catch {
+      decided = undefined; // gone, or the store is away: the run ends; its lease lets another replica take it over
+    } finally {
+      clearTimeout(timer);
+    }
+    if (decided === undefined || run.ended) return false;
+    if (isTerminal(decided.status)) return false;
+    const approval = decided.approval;
+    if (approval?.state !== 'approved') {
+      await this.failDecided(decided);
+      return false;
+    }
+    run.task = { ...run.task, approval };
+    if (params !== undefined && approvalDigest(params) !== approval.digest) {
+      await this.deps.endWrites.record({ task: run.task, change: failedWith('The call was not run: its arguments differ from the ones that were approved'), reason: 'approval' });
+      return false;
+    }
+    return true;
+  }
+
+  /** Pending holds `caller` may decide, soonest deadline first (each with its stored call). */
+  async pendingFor(caller: Caller): Promise<TaskRecord[]> {
+    const pending = await this.deps.store.pendingApprovals(APPROVALS_PER_READ).catch((error: unknown) => {
+      throw storeUnavailable(error);
+    });
+    return pending.filter((task) => this.mayDecide(task, caller) && this.mayDecideOwn(task, caller));
+  }
+
+  /**
+   * Takes `caller`'s decision on the task's hold: 404 for no such hold, 403 for anyone who is not its approver
+   * (or who asked for the call, unless the rule allows it), 409 once it is decided (or past its deadline).
+   */
+  async decide(taskId: string, caller: Caller, decision: 'approve' | 'deny', comment: string | undefined): Promise<DecisionAnswer> {
+    const { store, events, logger } = this.deps;
+    const task = await store.get(taskId, { call: true }).catch((error: unknown) => {
+      throw storeUnavailable(error);
+    });
+    if (task?.approval === undefined) return { ok: false, status: 404, message: 'No such approval (unknown task, or a call that was never held)' };
+    if (!this.mayDecide(task, caller)) {
+      events.emit('access.denied', { principal: caller.principal, kind: 'approval', name: task.tool, taskId, reason: 'not an approver of this tool' });
+      return { ok: false, status: 403, message: 'Forbidden: you are not an approver of this tool' };
+    }
+    if (!this.mayDecideOwn(task, caller)) {
+      events.emit('access.denied', { principal: caller.principal, kind: 'approval', name: task.tool, taskId, reason: 'own call' });
+      return { ok: false, status: 403, message: 'Forbidden: you asked for this call, and its rule does not let the caller approve their own call (allowSelf)' };
+    }
+    const state = decision === 'approve' ? 'approved' : 'denied';
+    const message = state === 'approved' ? `Approved by ${caller.principal}; the call starts` : deniedMessage(caller.principal, comment);
+    const result = await store.decideApproval(taskId, { state, by: caller.principal, ...(comment === undefined ? {} : { comment }), message }).catch((error: unknown) => {
+      throw storeUnavailable(error);
+    });
+    if (!result.ok) return refusal(result);
+    const decided = result.task;
+    logger.info({ audit: 'approval.decided', task: taskId, principal: decided.principal, tool: decided.tool, decision: state, by: caller.principal }, `approval ${state}`);
+    this.announce(decided);
+    if (state === 'denied') await this.failDecided(decided);
+    // The decided record, with the arguments that were decided on (a denied task's end drops its kept call).
+    const now = (await store.get(taskId).catch(() => undefined)) ?? decided;
+    return { ok: true, task: task.call === undefined ? now : { ...now, call: task.call } };
+  }
+
+  /** Starts looking for holds past their deadline every APPROVAL_SWEEP_MS (any replica; each hold expires once). */
+  start(): void {
+    this.sweeper = setInterval(() => void this.sweep(), APPROVAL_SWEEP_MS);
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
+
+  /** Expires the holds past their deadline, and fails their tasks. */
+  async sweep(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      const pending = await this.deps.store.pendingApprovals(APPROVALS_PER_READ).catch(() => []);
+      const now = Date.now();
+      for (const task of pending) if (task.approval !== undefined && task.approval.deadlineMs <= now) await this.expire(task.taskId);
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  /** The run of a held task ended while it waited (cancelled, or the task ended some other way): the hold ends with it. */
+  endedWhileHeld(task: TaskRecord, status: string): void {
+    if (task.approval?.state !== 'pending' || status !== 'cancelled') return;
+    this.deps.events.emit('approval.decided', { ...taskFacts(task), decision: 'cancelled', waitedMs: taskAgeMs(task) });
+  }
+
+  private async expire(taskId: string): Promise<void> {
+    const result = await this.deps.store.decideApproval(taskId, { state: 'expired', message: 'The approval expired: nobody approved the call in time; the tool was not called' }).catch(() => undefined);
+    if (result?.ok !== true) return;
+    this.deps.logger.info({ audit: 'approval.decided', task: taskId, principal: result.task.principal, tool: result.task.tool, decision: 'expired' }, 'approval expired');
+    this.announce(result.task);
+    await this.failDecided(result.task);
+  }
+
+  /** Fails a task whose hold was denied or expired (whoever comes first: the decider, or the replica holding it). */
+  private async failDecided(task: TaskRecord): Promise<void> {
+    const approval = task.approval;
+    if (approval === undefined || approval.state === 'pending' || approval.state === 'approved') return;
+    const message = approval.state === 'denied' ? deniedMessage(approval.decidedBy, approval.comment) : 'The approval expired: nobody approved the call in time; the tool was not called';
+    await this.deps.endWrites.record({ task, change: failedWith(message), reason: approval.state === 'denied' ? 'approval denied' : 'approval expired' });
+  }
+
+  private announce(task: TaskRecord): void {
+    const approval = task.approval;
+    if (approval === undefined || approval.state === 'pending') return;
+    this.deps.events.emit('approval.decided', {
+      ...taskFacts(task),
+      decision: approval.state,
+      ...(approval.decidedBy === undefined ? {} : { decidedBy: approval.decidedBy }),
+      ...(approval.comment === undefined ? {} : { comment: approval.comment }),
+      waitedMs: Math.max(0, (approval.decidedMs ?? Date.now()) - task.createdMs),
+    });
+  }
+
+  /**
+   * Whether `caller` approves calls of the task's tool: by the rule in force now (a reload applies at once), or,
+   * where no rule holds the tool any more, by the approvers the hold was opened with (it still waits for someone).
+   */
+  private mayDecide(task: TaskRecord, caller: Caller): boolean {
+    const policy = this.deps.policies.policyFor(task.tool).approval;
+    return isApprover(policy ?? { approvers: task.approval?.approvers ?? [], scopes: task.approval?.scopes ?? [] }, caller);
+  }
+
+  /** The caller of a held call decides it only where the rule says so. */
+  private mayDecideOwn(task: TaskRecord, caller: Caller): boolean {
+    return task.principal !== caller.principal || this.deps.policies.policyFor(task.tool).approval?.allowSelf === true;
+  }
+}
+
+/** Whether any rule in force names `caller` as an approver (the approval tools are listed to them only). */
+export function approvesAnything(policies: Pick<TaskPolicies, 'config'>, caller: Caller | undefined): boolean {
+  if (caller === undefined) return false;
+  return policies.config.rules.some((rule) => rule.approval !== undefined && isApprover(rule.approval, caller));
+}
+
+function deniedMessage(by: string | undefined, comment: string | undefined): string {
+  return `The call was denied by ${by ?? 'an approver'}${comment === undefined || comment === '' ? '' : `: ${comment}`}; the tool was not called`;
+}
+
+function refusal(result: Exclude<DecideResult, { ok: true }>): DecisionAnswer {
+  switch (result.reason) {
+    case 'not_found':
+    case 'not_held':
+      return { ok: false, status: 404, message: 'No such approval (unknown task, or a call that was never held)' };
+    case 'terminal':
+      return { ok: false, status: 409, message: `The task has ended (${result.task.status}): there is nothing left to decide`, task: result.task };
+    case 'expired':
+    case 'not_due':
+      return { ok: false, status: 409, message: 'The approval has expired: its deadline passed', task: result.task };
+    case 'decided':
+      return { ok: false, status: 409, message: `Already decided (${result.task.approval?.state ?? 'decided'})`, task: result.task };
+  }
+}
