@@ -46,6 +46,14 @@ export function subscribeAuditLog(events: GatewayEvents, log: AuditLogger): () =
     events.on('task.deleted', (e) => {
       log.info({ audit: 'task.deleted', task: e.taskId, principal: e.principal }, 'task deleted');
     }),
+    events.on('approval.requested', (e) => {
+      log.info({ audit: 'approval.requested', task: e.taskId, principal: e.principal, tool: e.tool, approvers: e.approvers, deadline: new Date(e.deadline).toISOString() }, 'call held for approval');
+    }),
+    events.on('approval.decided', (e) => {
+      const by = e.decidedBy === undefined ? {} : { by: e.decidedBy };
+      const comment = e.comment === undefined ? {} : { comment: e.comment };
+      log.info({ audit: 'approval.decided', task: e.taskId, principal: e.principal, tool: e.tool, decision: e.decision, ...by, ...comment, waitedMs: e.waitedMs }, `approval ${e.decision}`);
+    }),
     events.on('task.recovered', (e) => {
       const base = { task: e.taskId, principal: e.principal, owner: e.previousOwner };
       if (e.action === 'lost') log.warn({ audit: 'task.lost', ...base }, 'task failed: its replica stopped');

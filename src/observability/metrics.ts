@@ -9,6 +9,7 @@ import { subscribeCredentialMetrics } from './metrics-credentials.js';
 import { subscribeHealthMetrics } from './metrics-health.js';
 import { subscribeRequestMetrics } from './metrics-requests.js';
 import { subscribeTaskMetrics } from './metrics-tasks.js';
+import { subscribeApprovalMetrics } from './metrics-approvals.js';
 
 export interface GatewayMetricsOptions {
   events: GatewayEvents;
@@ -41,6 +42,7 @@ export class GatewayMetrics implements MetricsSource {
     this.stops = [
       subscribeRequestMetrics(this.registry, events, labels),
       subscribeTaskMetrics(this.registry, events, labels),
+      subscribeApprovalMetrics(this.registry, events, labels),
       subscribeHealthMetrics(this.registry, events, labels),
       subscribeCredentialMetrics(this.registry, events, labels),
     ];

@@ -139,7 +139,7 @@ export class Approvals {
    * (or who asked for the call, unless the rule allows it), 409 once it is decided (or past its deadline).
    */
   async decide(taskId: string, caller: Caller, decision: 'approve' | 'deny', comment: string | undefined): Promise<DecisionAnswer> {
-    const { store, events, logger } = this.deps;
+    const { store, events } = this.deps;
     const task = await store.get(taskId, { call: true }).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
@@ -159,7 +159,6 @@ export class Approvals {
     });
     if (!result.ok) return refusal(result);
     const decided = result.task;
-    logger.info({ audit: 'approval.decided', task: taskId, principal: decided.principal, tool: decided.tool, decision: state, by: caller.principal }, `approval ${state}`);
     this.announce(decided);
     if (state === 'denied') await this.failDecided(decided);
     // The decided record, with the arguments that were decided on (a denied task's end drops its kept call).
@@ -199,7 +198,6 @@ export class Approvals {
   private async expire(taskId: string): Promise<void> {
     const result = await this.deps.store.decideApproval(taskId, { state: 'expired', message: 'The approval expired: nobody approved the call in time; the tool was not called' }).catch(() => undefined);
     if (result?.ok !== true) return;
-    this.deps.logger.info({ audit: 'approval.decided', task: taskId, principal: result.task.principal, tool: result.task.tool, decision: 'expired' }, 'approval expired');
     this.announce(result.task);
     await this.failDecided(result.task);
   }
