@@ -93,6 +93,8 @@ export class ListPages implements AggregatedLists {
     fetchPage: (upstream: Upstream, params: JsonObject) => Promise<JsonObject>,
     decorateTool: (tool: JsonObject, upstream: Upstream, upstreamTool: JsonObject) => JsonObject = (tool) => tool,
     visible: (kind: ListKind, item: JsonObject) => boolean = () => true,
+    /** Which of the gateway's own tools the caller sees (the approval tools: approvers only). */
+    ownShown: (tool: JsonObject) => boolean = () => true,
   ): Promise<JsonObject> {
     const { key, capability } = LIST_METHODS.get(method) ?? { key: 'tools', capability: 'tools' };
     // An upstream that is down is left out (it shows in /readyz; list_changed follows when it is back) rather
@@ -116,7 +118,7 @@ export class ListPages implements AggregatedLists {
         }),
       ),
     );
-    const items: JsonObject[] = key === 'tools' && params.cursor === undefined ? [...this.ownTools] : [];
+    const items: JsonObject[] = key === 'tools' && params.cursor === undefined ? this.ownTools.filter(ownShown) : [];
     const result: JsonObject = {};
     for (const [i, page] of pages.entries()) {
       const upstream = upstreams[i] as Upstream;

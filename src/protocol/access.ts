@@ -35,6 +35,11 @@ export class CallerAccess {
     return this.caller;
   }
 
+  /** The authenticated caller (none without authentication): who an approver is. */
+  get who(): Caller | undefined {
+    return this.caller;
+  }
+
   /** Whether the caller may use `name`; a denial is announced for the audit trail. */
   allows(kind: AccessKind, name: string): boolean {
     if (mayUse(this.rules, this.caller, kind, name)) return true;

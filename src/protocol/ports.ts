@@ -40,5 +40,6 @@ export interface AggregatedLists {
     fetchPage: (upstream: Upstream, params: JsonObject) => Promise<JsonObject>,
     decorateTool?: (tool: JsonObject, upstream: Upstream, upstreamTool: JsonObject) => JsonObject,
     visible?: (kind: ListKind, item: JsonObject) => boolean,
+    ownShown?: (tool: JsonObject) => boolean,
   ): Promise<JsonObject>;
 }

@@ -14,6 +14,9 @@ import type { TaskRuns } from '../tasks/task-runs.js';
 import type { TaskReader } from '../tasks/principals.js';
 import { taskFacts } from '../tasks/task-facts.js';
 import { RELATED_TASK_META } from './mcp.js';
+import { approvesAnything, type Approvals } from '../tasks/approvals.js';
+import type { TaskPolicies } from '../tasks/task-policies.js';
+import type { Caller } from '../tasks/principals.js';
 
 type Kind = keyof TaskToolsConfig['names'];
 
@@ -35,12 +38,21 @@ export interface TaskToolRequest {
    * task_result gives while the task waits on the client.
    */
   inputRequired?(task: TaskRecord): Outcome;
+  /** The authenticated caller: the approval tools act for approvers only. */
+  caller?: Caller | undefined;
 }
+
+/** The approval tools' names: the gateway's own, listed and answered only to approvers (tasks.rules[].approval). */
+export const APPROVAL_TOOL_NAMES = { list: 'approval_list', decide: 'approval_decide' } as const;
+const APPROVAL_TOOLS: ReadonlySet<string> = new Set(Object.values(APPROVAL_TOOL_NAMES));
 
 /** The parts of the task core these tools use: reads, and cancel (the TaskEngine has both). */
 export interface TaskToolParts {
   queries: Pick<TaskQueries, 'find' | 'list' | 'waitFor'>;
   runs: Pick<TaskRuns, 'cancel'>;
+  /** Calls held for approval, and the policies that name their approvers (none: no approval tools). */
+  approvals?: Pick<Approvals, 'pendingFor' | 'decide'>;
+  policies?: Pick<TaskPolicies, 'config'>;
 }
 
 /** Whatever a task tool's caller got wrong (unknown id, bad arguments): an isError result the model can act on. */
@@ -84,7 +96,13 @@ export class TaskTools {
 
   /** Whether an exposed tool name is one of these tools (when they are on): they answer before any upstream. */
   owns(name: string): boolean {
-    return this.kinds.has(name);
+    return this.kinds.has(name) || (this.tasks.approvals !== undefined && APPROVAL_TOOLS.has(name));
+  }
+
+  /** Whether `caller` sees the tool in tools/list: the approval tools only approvers (a rule in force names them). */
+  shownTo(tool: JsonObject, caller: Caller | undefined): boolean {
+    if (typeof tool.name !== 'string' || !APPROVAL_TOOLS.has(tool.name)) return true;
+    return this.tasks.policies !== undefined && approvesAnything(this.tasks.policies, caller);
   }
 
   /**
@@ -104,9 +122,10 @@ export class TaskTools {
 
   /** Runs one of these tools; undefined when the request was cancelled while task_result waited. */
   async call(name: string, args: unknown, request: TaskToolRequest): Promise<Outcome | undefined> {
+    const input = typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as JsonObject) : {};
+    if (APPROVAL_TOOLS.has(name) && this.tasks.approvals !== undefined) return this.approvalTool(name, input, request.caller, this.tasks.approvals);
     const kind = this.kinds.get(name);
     if (kind === undefined) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
-    const input = typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as JsonObject) : {};
     try {
       switch (kind) {
         case 'result':
@@ -122,6 +141,29 @@ export class TaskTools {
       if (error instanceof TaskToolError) return { result: toolError(error.message) };
       throw error;
     }
+  }
+
+  /**
+   * approval_list and approval_decide, for approvers' own hosts: the same list and decisions as /approvals. To
+   * anyone who approves nothing they are unknown tools, as they are unlisted.
+   */
+  private async approvalTool(name: string, input: JsonObject, caller: Caller | undefined, approvals: NonNullable<TaskToolParts['approvals']>): Promise<Outcome> {
+    if (caller === undefined || this.tasks.policies === undefined || !approvesAnything(this.tasks.policies, caller)) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
+    if (name === APPROVAL_TOOL_NAMES.list) {
+      const now = Date.now();
+      const pending = (await approvals.pendingFor(caller)).map((task) => heldCallSummary(task, now));
+      const lines = pending.map((p) => `- ${String(p.taskId)}: ${String(p.tool)} for ${String(p.principal)} with ${JSON.stringify(p.arguments)}, until ${String(p.deadline)}`);
+      const text = pending.length === 0 ? 'No calls wait for your approval.' : `Calls waiting for your approval, soonest deadline first:\n${lines.join('\n')}\nDecide with ${APPROVAL_TOOL_NAMES.decide}.`;
+      return { result: { content: [{ type: 'text', text }], structuredContent: { approvals: pending } } };
+    }
+    const { taskId, decision, comment } = input;
+    if (typeof taskId !== 'string' || taskId === '') return { result: toolError(`taskId must be the task id ${APPROVAL_TOOL_NAMES.list} gave`) };
+    if (decision !== 'approve' && decision !== 'deny') return { result: toolError('decision must be "approve" or "deny"') };
+    if (comment !== undefined && typeof comment !== 'string') return { result: toolError('comment must be a string') };
+    const answer = await approvals.decide(taskId, caller, decision, comment);
+    if (!answer.ok) return { result: toolError(answer.message) };
+    const state = answer.task.approval?.state ?? 'decided';
+    return { result: { content: [{ type: 'text', text: `Task ${taskId} (${answer.task.tool}) is ${state}.` }], structuredContent: heldCallSummary(answer.task, Date.now()) } };
   }
 
   /** The upstream's result once the task is terminal, waiting for that up to the seconds asked for. */
@@ -199,8 +241,38 @@ export class TaskTools {
   }
 }
 
-/** The task tools as tools/list shows them, in both revisions (none when they are off). */
+/** The task tools as tools/list shows them, in both revisions (none when they are off), then the approval tools. */
 export function taskToolDefinitions(config: TaskToolsConfig): JsonObject[] {
+  return [...ownTaskToolDefinitions(config), ...APPROVAL_TOOL_DEFINITIONS];
+}
+
+/** The approval tools (listed to approvers only: TaskTools.shownTo). */
+const APPROVAL_TOOL_DEFINITIONS: readonly JsonObject[] = [
+  {
+    name: APPROVAL_TOOL_NAMES.list,
+    title: 'Calls waiting for your approval',
+    description: 'List the tool calls held until an approver decides, that you may approve or deny: task id, tool, who asked, the arguments exactly as the tool will get them, and the deadline.',
+    inputSchema: { type: 'object', properties: {} },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+  {
+    name: APPROVAL_TOOL_NAMES.decide,
+    title: 'Approve or deny a held call',
+    description: 'Approve (the call runs once, with the arguments listed) or deny (it never runs) a held tool call, with an optional comment the caller sees.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        taskId: { type: 'string', description: `The task id, as ${APPROVAL_TOOL_NAMES.list} gave it.` },
+        decision: { type: 'string', enum: ['approve', 'deny'] },
+        comment: { type: 'string', description: 'Why: shown to the caller with a denial.' },
+      },
+      required: ['taskId', 'decision'],
+    },
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  },
+];
+
+function ownTaskToolDefinitions(config: TaskToolsConfig): JsonObject[] {
   if (!config.enabled) return [];
   const { names, waitSeconds, maxWaitSeconds } = config;
   const readOnly = { readOnlyHint: true, openWorldHint: false };
@@ -328,4 +400,19 @@ function resultOf(task: TaskRecord): JsonObject {
     : task.status === 'cancelled' ? 'it was cancelled'
     : (task.message ?? `it ended ${task.status}`);
   return { ...toolError(`Task ${task.taskId} (${task.tool}) ${task.status === 'cancelled' ? 'was cancelled' : 'failed'}: ${why}`), _meta: marker };
+}
+
+/** A held call as the approval tools show it (what /approvals lists, in short). */
+function heldCallSummary(task: TaskRecord, now: number): JsonObject {
+  const params = task.call?.params;
+  return {
+    taskId: task.taskId,
+    tool: task.tool,
+    upstream: task.upstream,
+    principal: task.principal,
+    arguments: params?.arguments ?? {},
+    ageMs: Math.max(0, now - task.createdMs),
+    ...(task.approval === undefined ? {} : { status: task.approval.state, deadline: new Date(task.approval.deadlineMs).toISOString() }),
+    ...(task.approval?.decidedBy === undefined ? {} : { decidedBy: task.approval.decidedBy }),
+  };
 }

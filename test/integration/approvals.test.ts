@@ -219,6 +219,27 @@ describe('approvals across two replicas on one Redis', () => {
     assert.equal(await executions(fixture, 'legacy'), 1);
   });
 
+  test('approvers\' own hosts: approval_list and approval_decide are listed to approvers only, and decide like the API', async () => {
+    const names = async (who: string): Promise<string[]> => {
+      const r = await modern(b.url, 'tools/list', {}, { headers: bearer(who) });
+      return ((r.result?.tools ?? []) as Json[]).map((t) => String(t.name));
+    };
+    assert.ok((await names('bob')).includes('approval_list'));
+    assert.ok((await names('bob')).includes('approval_decide'));
+    assert.ok(!(await names('mallory')).includes('approval_list'));
+    const hidden = await modern(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('mallory') });
+    assert.ok(hidden.error !== undefined || hidden.result?.isError === true, JSON.stringify(hidden.messages));
+
+    const created = await heldTask(a.url, 'alice', 'mcp-tool');
+    const listed = await modern(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('carol') });
+    const pending = ((listed.result?.structuredContent as Json | undefined)?.approvals ?? []) as Json[];
+    assert.deepEqual(pending.find((x) => x.taskId === created.taskId)?.arguments, { seconds: 0, label: 'mcp-tool' }, JSON.stringify(listed.messages));
+    const decided = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: created.taskId, decision: 'approve' } }, { headers: bearer('carol') });
+    assert.equal((decided.result?.structuredContent as Json | undefined)?.status, 'approved', JSON.stringify(decided.messages));
+    assert.equal((await settled(a.url, 'alice', String(created.taskId))).status, 'completed');
+    assert.equal(await executions(fixture, 'mcp-tool'), 1);
+  });
+
   test('the replica holding a call dies: another takes the hold over, and the approval still runs it once', async () => {
     const store = { type: 'redis', url: TEST_REDIS_URL, prefix: PREFIX };
     const doomed = await spawnGateway({ config: config(urlOf(fixture), store, approval) });

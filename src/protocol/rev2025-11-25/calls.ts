@@ -188,6 +188,7 @@ export class SessionCalls {
     try {
       const outcome = await this.taskTools.call(name, params.arguments, {
         reader: access.taskReader(session.principal),
+        caller: access.who,
         principal: ownerOf(session),
         signal: stop.signal,
         // The task's questions come on this request's stream while it waits (wherever the call runs), including

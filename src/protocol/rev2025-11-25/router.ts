@@ -276,6 +276,7 @@ export class SessionRouter {
       },
       (tool, upstream, upstreamTool) => this.decorateTool(session, tool, upstream, upstreamTool),
       access.visible,
+      (tool) => this.taskTools.shownTo(tool, access.who),
     );
   }
 

@@ -377,6 +377,7 @@ export class StatelessCalls {
       return await this.deps.taskTools.call(name, params.arguments, {
         reader,
         principal: principalOf(client),
+        caller: client.caller ?? undefined,
         signal: responder.gone,
         inputRequired: (task) => ({ result: inputRequiredResult(task.openRequests ?? {}, undefined) }),
       });

@@ -118,6 +118,7 @@ export class StatelessRouter {
         // A client without the extension calls every tool plainly.
         declaresTasks(client) ? undefined : (tool) => (typeof tool.name === 'string' ? plainCallView(tool, this.deps.tasks.policies.policyFor(tool.name)) : tool),
         this.accessOf(client).visible,
+        (tool) => this.deps.taskTools.shownTo(tool, client.caller ?? undefined),
       );
       return { result: codec.clientResult(request.method, result) };
     }
