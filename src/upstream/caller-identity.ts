@@ -3,6 +3,7 @@
 // exchanged for them, an identity the gateway signs, claim headers). An upstream session is bound to the identity
 // that opened it, so where the identity differs per caller, callers that would share one upstream session (the
 // 2026-07-28 clients) get one each per principal. Without `auth` every request carries the configured `headers`.
+import { resourceNamedIn } from '../config/identity.js';
 import type { UpstreamConfig } from '../config/types.js';
 import { UpstreamCredentials, type IdentityParts } from '../identity/credential-sources.js';
 import { staticCredentials, type ActingFor, type CredentialSource, type SessionIdentity, type UpstreamCaller } from './adapter.js';
@@ -32,7 +33,7 @@ export class CallerIdentity {
     const stdio = config.transport === 'stdio';
     this.childPerPrincipal = stdio && config.isolation === 'per-principal';
     // A stdio child's `auth` token goes into its env ({{upstreamToken}}): for the caller only, as its resource says.
-    const url = stdio ? (auth?.clientCredentials?.resource ?? auth?.tokenExchange?.resource ?? auth?.signedIdentity?.audience ?? '') : config.url;
+    const url = stdio ? (auth === undefined ? '' : resourceNamedIn(auth)) : config.url;
     this.credentials = auth === undefined || parts === undefined ? undefined : new UpstreamCredentials({ name: config.name, url, headers: stdio ? {} : config.headers, auth }, parts);
     this.gateway = stdio ? staticCredentials({}) : (this.credentials?.forGateway() ?? staticCredentials(config.headers));
     const tellsCallersApart = auth !== undefined && (auth.tokenExchange !== undefined || auth.signedIdentity !== undefined || Object.keys(auth.claimHeaders).length > 0);
