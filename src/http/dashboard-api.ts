@@ -10,7 +10,7 @@ import { InvalidCursorError, isTerminal, TASK_STATUSES, type TaskRecord, type Ta
 import type { TaskRuns } from '../tasks/task-runs.js';
 import { ANONYMOUS_PRINCIPAL } from '../tasks/principals.js';
 import { adminOf } from './admin-access.js';
-import { taskUpstreamIdentity, type TaskUpstreamIdentity } from './task-identity.js';
+import { taskUpstreamIdentity } from './task-identity.js';
 
 /** A task page's size unless asked, and at most. */
 const DEFAULT_PAGE = 50;
@@ -71,11 +71,10 @@ export function registerDashboardApi(app: FastifyInstance, base: string, deps: D
       throw unavailable(error);
     });
     if (task === undefined) throw new ApiError(404, 'No such task (unknown or expired)');
-    const identity: TaskUpstreamIdentity = taskUpstreamIdentity(task, deps.upstreamConfig(task.upstream));
     return {
       now: Date.now(),
       task: taskView(task),
-      identity,
+      identity: taskUpstreamIdentity(task, deps.upstreamConfig(task.upstream)),
       timeline,
       inputRequests: inputRequestsOf(task),
       ...(task.outcome === undefined ? {} : { outcome: outcomePreview(task.outcome) }),
