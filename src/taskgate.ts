@@ -229,7 +229,7 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
     revisions: revisions.map(({ revision, runtime }) => ({ ...revision, front: runtime.front })),
     sessions,
     authenticator,
-    ...(config.dashboard.enabled ? { dashboard: { path: config.dashboard.path, store, tasks: tasks.runs, upstreams: upstreamStatus } } : {}),
+    ...(config.dashboard.enabled ? { dashboard: { path: config.dashboard.path, store, tasks: tasks.runs, upstreams: upstreamStatus, upstreamConfig: (name: string) => reloader.config.upstreams.find((u) => u.name === name) } } : {}),
     rateLimiter,
     inflight,
     ...(metrics === undefined ? {} : { metrics }),
