@@ -230,8 +230,7 @@ export class Upstream {
     this.state = 'closed';
     clearTimeout(this.restartTimer);
     await this.sides.stop();
-    const sessions = this.perSession.keys();
-    await Promise.all([...sessions.map((id) => this.releaseSession(id)), this.children?.close(), ...[...this.opening].map((c) => c.close().catch(() => undefined))]);
+    await Promise.all([this.perSession.close(), this.children?.close(), ...[...this.opening].map((c) => c.close().catch(() => undefined))]);
     // Sessions released just before (their client sessions ended with the gateway) are ending too.
     await Promise.all([...this.closing]);
     await this.control?.close().catch(() => undefined);
