@@ -73,7 +73,7 @@ export class PrincipalChildren {
     return this.pool.size;
   }
 
-  /** The child of the caller's principal (`key`: sessionKeyOf), started now with `start` if it has none. */
+  /** The child of the caller's principal (`key`: upstreamSessionOf), started now with `start` if it has none. */
   async get(key: string, caller: UpstreamCaller, start: StartChild): Promise<UpstreamConnection> {
     const starting = () => start(childIdentity(key, caller.identity, this.options.gatewayVersion), () => renderChildEnv(this.options.env, childCallerOf(caller)));
     // The cap's refusal is thrown as it is; a child that fails to start makes the upstream unavailable to the call.
