@@ -134,7 +134,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     '<name>' sent a message larger than maxMessageBytes (<n> bytes)\` (a task fails with that message). Raise it for
     tools with big results; a task's result is also bounded by \`tasks.maxResultBytes\` when it is stored.`,
   'upstreams.<name>.maxSessions': `Connections of a client session's own this replica keeps to the upstream at once: HTTP
-    upstream sessions (\`Mcp-Session-Id\`, one per client session that reached the upstream here), children of a
+    upstream sessions (\`Mcp-Session-Id\`, one per client session that reached the upstream here, and one per
+    principal of the 2026-07-28 clients where \`auth\` tells callers apart), children of a
     \`per-session\` stdio upstream, and of a \`per-principal\` one, whose children it caps (one per principal). At
     the bound the least recently used idle one (no call running on it) is closed (ended with DELETE; its client gets a
     new one on its next request), and when every one is busy a new client session's request fails: -32603
@@ -162,9 +163,12 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     (\`{{principal}}\`, \`{{claims.<claim>}}\`, \`{{upstreamToken}}\`), so a local server that reads e.g.
     \`GITHUB_TOKEN\` acts as its caller. Without \`auth\` on the gateway every caller is the one anonymous principal
     (one child).`,
-  'upstreams.<name>.idleTimeoutMs': `\`per-principal\` only: a principal's child with no call running for this long is
-    stopped (checked a few times per period: it goes between this and 1.5 × this after its last call); the
-    principal's next call starts a new one. 0 = never.`,
+  'upstreams.<name>.idleTimeoutMs': `How long a principal's own connection to the upstream may have no call running
+    before it is closed (checked a few times per period: it goes between this and 1.5 × this after its last call;
+    never while a call runs); the principal's next call opens a new one. 0 = never. stdio: a \`per-principal\`
+    child, stopped. HTTP: where \`auth\` tells callers apart (\`tokenExchange\`, \`signedIdentity\`,
+    \`claimHeaders\`), the upstream session of one principal's 2026-07-28 clients, ended (Streamable HTTP: with
+    DELETE). A client session's own upstream session is not: it ends with its client session.`,
   'upstreams.<name>.restart': 'Backoff for restarting the child when it dies (or cannot be started).',
   'upstreams.<name>.restart.initialDelayMs': `Delay before the first restart; each further one doubles it. A child that
     stayed up a while starts again from this.`,

@@ -362,6 +362,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
       url: u.url,
       headers: u.headers,
       ...(u.auth !== undefined ? { auth: upstreamAuthConfig(u.auth, u.url) } : {}),
+      idleTimeoutMs: u.idleTimeoutMs,
       connectTimeoutMs: u.connectTimeoutMs,
       headersTimeoutMs: u.headersTimeoutMs,
       bodyTimeoutMs: u.bodyTimeoutMs,

@@ -176,6 +176,12 @@ export interface HttpUpstreamConfig extends UpstreamCommon {
   headers: Readonly<Record<string, string>>;
   /** How the gateway authenticates to it beyond `headers` (issue 33). Absent: `headers` alone. */
   auth?: UpstreamAuthConfig;
+  /**
+   * Where `auth` tells callers apart, the clients that share one upstream session (2026-07-28) get one per
+   * principal: such a session with no call for this long is ended. 0 = never. A client session's own upstream
+   * session ends with its client session instead.
+   */
+  idleTimeoutMs: number;
   /** TCP/TLS connect deadline. */
   connectTimeoutMs: number;
   /** Deadline for response headers. 0 = none (a long tool call must never be cut by a transport default). */

@@ -78,6 +78,7 @@ describe('config: the contract example', () => {
       maxSessions: 256,
       url: 'http://127.0.0.1:3001/mcp',
       headers: { Authorization: 'Bearer tok' },
+      idleTimeoutMs: 300_000,
       connectTimeoutMs: 10_000,
       headersTimeoutMs: 0,
       bodyTimeoutMs: 0,
