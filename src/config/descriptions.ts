@@ -411,6 +411,39 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'identity.sealingKeys[].kid': 'Key id recorded with each sealed value, 1-64 letters, digits, `_` or `-`; unique.',
   'identity.sealingKeys[].key': `Base64 of exactly 32 random bytes (\`openssl rand -base64 32\`; use \`\${ENV}\`).
     Redacted by \`check-config\`.`,
+  webhooks: `Endpoints told of task and approval events, signed as Standard Webhooks and delivered at least once from a
+    queue in the store (docs/approvals-and-webhooks.md). Only these URLs are called; redirects are not followed. Absent:
+    none. Follows config reloads.`,
+  'webhooks[].url': `The endpoint, an http(s) URL: every delivery is a POST here. Its query is redacted by
+    \`check-config\`.`,
+  'webhooks[].events': `What it hears: \`task.created\`, \`task.completed\`, \`task.failed\`, \`task.cancelled\`,
+    \`task.input_required\`, \`approval.requested\`, \`approval.decided\`.`,
+  'webhooks[].secret': `\`whsec_\` and the base64 of 24-64 random bytes (\`echo "whsec_$(openssl rand -base64 32)"\`; use
+    \`\${ENV}\`): the key of the \`webhook-signature\` HMAC. Redacted by \`check-config\`, never logged.`,
+  'webhooks[].tools': 'Globs on exposed tool names (prefixes included): only tasks of these tools. Absent: every tool.',
+  'webhooks[].principals': `Principal globs as \`auth.access\` names them (\`alice\`, \`key:ci-*\`, \`oauth:*\`): only
+    their tasks. Absent: every principal (without \`auth\` tasks have no named principal, and a list matches none).`,
+  'webhooks[].includeResult': `\`true\`: deliveries of ended tasks carry the result (or error) in \`data.result\`;
+    left out, with \`data.resultOmitted: true\`, when it would make the body larger than
+    \`webhookDelivery.maxBodyBytes\`.`,
+  'webhooks[].id': `Names the endpoint's queue in the store and its \`endpoint\` metrics label: 1-64 letters, digits,
+    \`_\` or \`-\`, unique. Changing it (or, without it, the URL) starts a new queue: the old one's deliveries are
+    not sent.`,
+  webhookDelivery: 'How webhook deliveries are made, for every endpoint.',
+  'webhookDelivery.timeoutMs': `One try may take this long, until the response's headers; longer is a failed try (the
+    connection is dropped).`,
+  'webhookDelivery.maxAgeMs': `Tries stop this long after the event: the delivery is dead-lettered (a log line with
+    \`audit: webhook.dead_lettered\` and a metric). Also how long an endpoint's queue is kept after it was last used.`,
+  'webhookDelivery.initialBackoffMs': `The wait after the first failed try (non-2xx, network error, timeout); each next
+    wait doubles, with full jitter, up to \`maxBackoffMs\`.`,
+  'webhookDelivery.maxBackoffMs': 'The longest wait between two tries.',
+  'webhookDelivery.maxQueuedPerEndpoint': `Deliveries one endpoint's queue holds, waiting or in flight, across
+    replicas. When full, the newest event is dropped for that endpoint (a warning and
+    \`taskgate_webhook_dropped_total{reason="queue_full"}\`).`,
+  'webhookDelivery.maxBodyBytes': `Largest body of a delivery. A result that would pass it is left out; a body still
+    larger is dropped (\`reason="too_large"\`).`,
+  'webhookDelivery.concurrency': `Tries in flight to one endpoint at once, across every replica (leases in the store). An
+    endpoint that is slow or down holds up only its own queue.`,
   shutdownTimeoutMs: `Deadline of a clean shutdown. On SIGTERM or SIGINT the gateway stops accepting requests, ends
     sessions and their streams, closes upstream connections (stopping child processes) and exits within this. 0 = no
     deadline.`,

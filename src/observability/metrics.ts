@@ -9,6 +9,7 @@ import { subscribeCredentialMetrics } from './metrics-credentials.js';
 import { subscribeHealthMetrics } from './metrics-health.js';
 import { subscribeRequestMetrics } from './metrics-requests.js';
 import { subscribeTaskMetrics } from './metrics-tasks.js';
+import { subscribeWebhookMetrics } from './metrics-webhooks.js';
 
 export interface GatewayMetricsOptions {
   events: GatewayEvents;
@@ -43,6 +44,7 @@ export class GatewayMetrics implements MetricsSource {
       subscribeTaskMetrics(this.registry, events, labels),
       subscribeHealthMetrics(this.registry, events, labels),
       subscribeCredentialMetrics(this.registry, events, labels),
+      subscribeWebhookMetrics(this.registry, events),
     ];
   }
 

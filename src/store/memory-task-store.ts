@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { JsonObject } from '../jsonrpc.js';
 import { randomBytes } from 'node:crypto';
+import { MemoryDeliveries } from './memory/deliveries.js';
 import { RunningIndex } from './memory/running.js';
 import { Semaphores } from './memory/semaphores.js';
 import { StoredBytesLedgers } from './memory/stored-bytes.js';
@@ -58,6 +59,7 @@ export class MemoryTaskStore implements TaskStore {
   private readonly events = new EventEmitter();
   private readonly topics = new EventEmitter();
   private readonly running = new RunningIndex();
+  readonly deliveries = new MemoryDeliveries();
   private readonly semaphores = new Semaphores();
   /** Bytes of finished tasks' outcomes, per principal and in total, until each task expires or is deleted. */
   private readonly stored = new StoredBytesLedgers();

@@ -60,6 +60,20 @@ export interface RedisKeys {
    */
   storedBytes(principal: string): StoredLedgerKeys;
   allStoredBytes(): StoredLedgerKeys;
+  /** A webhook endpoint's delivery queue (see WebhookQueueKeys), under the hash tag `{webhook:<endpoint>}`. */
+  webhookQueue(endpoint: string): WebhookQueueKeys;
+}
+
+/**
+ * One webhook endpoint's delivery queue, one Cluster slot: deliveries waiting by due time and leased ones by lease
+ * deadline (sorted sets), each delivery's body and its state (hashes), and its dead letters (a list).
+ */
+export interface WebhookQueueKeys {
+  waiting: string;
+  leased: string;
+  bodies: string;
+  state: string;
+  dead: string;
 }
 
 /** One stored-bytes ledger: task ids by expiry (a sorted set), each task's bytes (a hash), and their sum (a counter). */
@@ -109,6 +123,10 @@ export function redisKeys(prefix: string): RedisKeys {
     rateWindow: (name, principal) => `${prefix}:rate:{${principal}}:${name}`,
     storedBytes: (principal) => ledgerKeys(`${prefix}:principal:{${principal}}:stored`),
     allStoredBytes: () => ledgerKeys(`${prefix}:{stored}`),
+    webhookQueue: (endpoint) => {
+      const base = `${prefix}:{webhook:${endpoint}}`;
+      return { waiting: `${base}:waiting`, leased: `${base}:leased`, bodies: `${base}:bodies`, state: `${base}:state`, dead: `${base}:dead` };
+    },
     slot: (key) => {
       const base = `${prefix}:{slot:${key}}`;
       return { holders: `${base}:holders`, queue: `${base}:queue`, queueDeadlines: `${base}:queue-deadlines`, owners: `${base}:owners`, sequence: `${base}:seq` };

@@ -9,6 +9,7 @@ import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { closeConnection, isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
 import { redisKeys, type RedisKeys } from './redis-keys.js';
+import { RedisDeliveries } from './redis/deliveries.js';
 import { TaskListing } from './redis/listing.js';
 import { OwnEvents } from './redis/own-events.js';
 import { ReadBatch } from './redis/read-batch.js';
@@ -80,6 +81,7 @@ export class RedisTaskStore implements TaskStore {
   private readonly semaphores: RedisSemaphores;
   /** Bytes of finished tasks' outcomes, per principal and in total. */
   private readonly stored: RedisStoredBytes;
+  readonly deliveries: RedisDeliveries;
 
   constructor(
     readonly redis: RedisClient,
@@ -104,6 +106,7 @@ export class RedisTaskStore implements TaskStore {
     this.running = new RedisRunning(this.run, this.keys, redis);
     this.semaphores = new RedisSemaphores(this.run, this.keys);
     this.stored = new RedisStoredBytes(this.run, this.keys);
+    this.deliveries = new RedisDeliveries(this.run, this.keys, redis);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.ensureSubscribed();

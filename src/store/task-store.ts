@@ -3,6 +3,7 @@
 // wire status from it when serializing.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { InternalError } from '../errors.js';
+import type { DeliveryQueue } from './delivery-queue.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { RevisionId } from '../protocol/mcp.js';
 
@@ -179,6 +180,8 @@ export type SlotGrant = { granted: true } | { granted: false; ahead: number };
 
 export interface TaskStore {
   readonly kind: 'memory' | 'redis';
+  /** Webhook deliveries waiting for their endpoints, shared by every replica (delivery-queue.ts). */
+  readonly deliveries: DeliveryQueue;
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
   /**
