@@ -283,12 +283,12 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     \`Task result too large\` instead of being stored. At least 1024. Keep it at or above the upstreams'
     \`maxMessageBytes\` unless tasks' results should be smaller than what plain calls may answer.`,
   'tasks.taskTools': `The tools hosts without tasks use to fetch background results: \`task_result\`, \`task_status\`,
-    \`task_cancel\` and \`task_list\`, listed first in \`tools/list\` to every caller, acting only on the caller's own
-    tasks.`,
+    \`task_cancel\`, \`task_list\` and \`task_delete\`, listed first in \`tools/list\` to every caller, acting only on the
+    caller's own tasks.`,
   'tasks.taskTools.enabled': `\`auto\`: listed when the defaults or any rule say \`plainCalls: background\`. \`false\`
     is refused while anything does: those callers fetch their results with them.`,
   'tasks.taskTools.prefix': `Letters, digits, \`_\`, \`-\`, \`.\` and \`/\`. Their names: \`<prefix>task_result\`,
-    \`<prefix>task_status\`, \`<prefix>task_cancel\`, \`<prefix>task_list\`.`,
+    \`<prefix>task_status\`, \`<prefix>task_cancel\`, \`<prefix>task_list\`, \`<prefix>task_delete\`.`,
   'tasks.taskTools.names': `Names one by one (1-128 letters, digits, \`_\`, \`-\`, \`.\` or \`/\`), instead of the
     prefix, e.g. \`{ result: get_job_result }\`.`,
   'tasks.taskTools.names.result': "Name of the tool that waits for a task's end and returns its result.",
@@ -296,6 +296,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     for, at once.`,
   'tasks.taskTools.names.cancel': 'Name of the tool that cancels a task and its upstream call.',
   'tasks.taskTools.names.list': "Name of the tool that lists the caller's tasks, newest first.",
+  'tasks.taskTools.names.delete': `Name of the tool that deletes an ended task and its result before their TTL (a running
+    task must be cancelled first).`,
   'tasks.taskTools.waitSeconds': 'How long `task_result` waits for the task to end when the call does not say.',
   'tasks.taskTools.maxWaitSeconds': `The most \`task_result\` waits, whatever it is asked: keep it under your hosts'
     request timeouts. At least \`waitSeconds\`.`,
@@ -464,6 +466,7 @@ export const DERIVED_DEFAULTS: Readonly<Record<string, string>> = {
   'tasks.taskTools.names.status': '`<prefix>task_status`',
   'tasks.taskTools.names.cancel': '`<prefix>task_cancel`',
   'tasks.taskTools.names.list': '`<prefix>task_list`',
+  'tasks.taskTools.names.delete': '`<prefix>task_delete`',
   'auth.oauth.audience': '`auth.resource`',
   'upstreams.<name>.auth.clientCredentials.resource': "the upstream's `url`",
   'upstreams.<name>.auth.tokenExchange.resource': "the upstream's `url`",

@@ -434,7 +434,7 @@ function taskToolsConfig(raw: RawConfig['tasks']['taskTools'], defaults: TaskPol
   const name = (kind: keyof TaskToolNames): string => raw.names[kind] ?? `${raw.prefix}task_${kind}`;
   return {
     enabled: raw.enabled === 'auto' ? backgroundSetting(defaults, rules) !== undefined : raw.enabled,
-    names: { result: name('result'), status: name('status'), cancel: name('cancel'), list: name('list') },
+    names: { result: name('result'), status: name('status'), cancel: name('cancel'), list: name('list'), delete: name('delete') },
     waitSeconds: raw.waitSeconds,
     maxWaitSeconds: raw.maxWaitSeconds,
   };

@@ -273,6 +273,7 @@ export interface TaskToolNames {
   status: string;
   cancel: string;
   list: string;
+  delete: string;
 }
 
 export interface SessionsConfig {

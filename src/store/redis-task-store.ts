@@ -27,6 +27,7 @@ import {
   isTerminal,
   terminalExpiry,
   TIMELINE_LENGTH,
+  type CreateOnceResult,
   type DeleteResult,
   type NewTask,
   type SlotGrant,
@@ -113,6 +114,17 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async create(input: NewTask): Promise<TaskRecord> {
+    const created = await this.insert(input, '');
+    if (created.outcome !== 'created') throw new Error(`task ${input.taskId} already exists`);
+    return created.task;
+  }
+
+  createOnce(input: NewTask, digest: string): Promise<CreateOnceResult> {
+    return this.insert(input, digest);
+  }
+
+  /** Runs create.lua: `digest` is '' for a task no idempotency key made (then an existing id is answered 'conflict'). */
+  private async insert(input: NewTask, digest: string): Promise<CreateOnceResult> {
     const fields: string[] = [
       'taskId', input.taskId,
       'principal', input.principal,
@@ -125,15 +137,16 @@ export class RedisTaskStore implements TaskStore {
     if (input.message !== undefined) fields.push('message', input.message);
     if (input.native === true) fields.push('native', '1');
     if (input.call !== undefined) fields.push('call', JSON.stringify(input.call));
-    const created = (await this.run('create', this.keys.task(input.taskId), this.keys.taskTimeline(input.taskId), this.keys.taskEvents(), String(TIMELINE_LENGTH), ...fields)) as string[] | null;
-    if (created === null) throw new Error(`task ${input.taskId} already exists`);
+    const [verdict, created] = (await this.run('create', this.keys.task(input.taskId), this.keys.taskTimeline(input.taskId), this.keys.taskEvents(), String(TIMELINE_LENGTH), digest, ...fields)) as [string, string[]?];
+    if (verdict === 'existing' && created !== undefined) return { outcome: 'existing', task: parseTask(created) };
+    if (verdict !== 'created' || created === undefined) return { outcome: 'conflict' };
     const task = parseTask(created);
     const acknowledged = this.acknowledgement(created, true);
     if (acknowledged !== undefined) await acknowledged;
     // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
     // never a listing entry without a task.
     await this.listing.add(task);
-    return task;
+    return { outcome: 'created', task };
   }
 
   async get(taskId: string, options: { outcome?: boolean; call?: boolean } = {}): Promise<TaskRecord | undefined> {

@@ -59,6 +59,8 @@ export interface TaskRecord {
   attempt?: number;
   /** Waiting in line for a concurrency slot: the upstream has not seen the call yet. */
   queued?: boolean;
+  /** Made under an idempotency key (createOnce): the digest of the call the key was first used for. */
+  idempotency?: string;
 }
 
 /** Enough to start a task's upstream call again on any replica. */
@@ -148,6 +150,12 @@ export interface StoredBytes {
   totalFreesAtMs?: number;
 }
 
+/**
+ * What createOnce did: made the task; found the task the same key made before (same principal, same call); or found
+ * the id taken by another call (the key was used for other arguments, or another record holds the id).
+ */
+export type CreateOnceResult = { outcome: 'created'; task: TaskRecord } | { outcome: 'existing'; task: TaskRecord } | { outcome: 'conflict' };
+
 /** What deleting a task did: gone, no such task (or expired), or not deleted because it has not ended. */
 export type DeleteResult = 'deleted' | 'not_found' | 'not_terminal';
 
@@ -184,6 +192,13 @@ export interface TaskStore {
   readonly deliveries: DeliveryQueue;
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
+  /**
+   * Stores a new task whose id an idempotency key gave (tasks/idempotency.ts), deciding in the same atomic step
+   * whether the key was used before: when the id is taken, nothing is written, and the answer is the task there
+   * (without its outcome) if it is `task.principal`'s and was made for the same `digest` (tool and arguments), else
+   * a conflict. The digest is kept in the task's record: the key lives exactly as long as its task.
+   */
+  createOnce(task: NewTask, digest: string): Promise<CreateOnceResult>;
   /**
    * The task, with its outcome only when `outcome: true` and its stored call only when `call: true`: both can be
    * large (a call carries the client's arguments), most readers (polling, listing, events) need only the status,

@@ -26,6 +26,8 @@ import type { StatelessResponder, ResponseSink } from './responder.js';
 import { plainClientCaller, type StatelessTasks } from './tasks.js';
 import type { TaskTools } from '../task-tools.js';
 import { statelessSideOf, type StatelessUpstreamSide } from './upstream/side.js';
+import { idempotentCreation } from '../../tasks/idempotency.js';
+import { idempotencyHeaderOf, idempotencyKeyOf, withoutIdempotencyMeta } from '../idempotency-key.js';
 
 const STALE_STATE = 'Invalid requestState: the call it resumes is no longer waiting (it expired or was cancelled); send the request again without requestState';
 
@@ -150,6 +152,7 @@ export class StatelessCalls {
     const background = policy !== undefined && !asTask && policy.mode !== 'forbidden' && policy.plainCalls === 'background';
     if (policy?.mode === 'required' && !declaresTasks(client) && !background) throw missingTasksExtension(`Tool '${name}'`);
     const taskAfterMs = asTask || background ? policy.taskAfterMs : undefined;
+    const key = request.method === 'tools/call' ? idempotencyKeyOf(idempotencyHeaderOf(headers), asObject(params._meta)) : undefined;
 
     const statelessSide = statelessSideOf(upstream);
     const nativeTasks = statelessSide?.nativeTasks === true;
@@ -190,6 +193,12 @@ export class StatelessCalls {
       exchange.digest = paramsDigest(upstreamParams);
       exchange.replay = { params: upstreamParams, identity, actingFor: client.caller };
       exchange.charge = charge;
+      if (asTask || background) {
+        exchange.once = idempotentCreation(key, name, params.arguments);
+        // A task the key made already is the answer: the upstream is not called again.
+        const made = exchange.once === undefined ? undefined : await this.deps.tasks.runs.keyed(exchange.once, principalOf(client));
+        if (made !== undefined) return { result: background ? this.deps.taskTools.handle(made) : codec.createTaskResult(made, undefined) };
+      }
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
       const start = async (): Promise<StatelessExchange['call']> => {
         const call = statelessSide !== undefined
@@ -399,7 +408,7 @@ export class StatelessCalls {
   /** Which upstream serves the request, and the request as it goes there; what the caller may not use is unknown. */
   private async route(method: string, params: JsonObject, access: CallerAccess): Promise<{ upstream: Upstream; upstreamParams: JsonObject; name: string }> {
     // The retry fields and the envelope are the gateway's business; the upstream sees a plain request.
-    const { task: _task, ...plain } = withoutRetryFields(params);
+    const { task: _task, ...plain } = withoutIdempotencyMeta(withoutRetryFields(params));
     const forwarded = withoutEnvelope(plain);
     if (method === 'resources/read') {
       const { upstream, uri } = await resourceOwner(this.deps.catalog, access, params.uri, 'invalid_params');
