@@ -14,6 +14,8 @@
 //   gateway       src/gateway/                        sessions, catalog and lists, upstream→client, replica links
 //   protocol      src/protocol/ (but mcp.ts, codecs)  one folder per revision (router, task methods, error
 //                                                     edge), and what both share (event streams, ports)
+//   webhooks      src/webhooks/                       task and approval events delivered to operators' endpoints
+//                                                     (issue 34): queued in the store, hearing the event seam
 //   tasks         src/tasks/                          the era-neutral task core (which imports no protocol/ at all)
 //   upstream      src/protocol/rev*/upstream/         each revision's upstream side (handshake or discovery,
 //   sides                                             catalog, calls, the upstream's own tasks): built on
@@ -42,6 +44,7 @@ const LAYERS = [
   ['upstream', '^src/upstream/'],
   ['upstream-sides', '^src/protocol/rev[^/]+/upstream/'],
   ['tasks', '^src/tasks/'],
+  ['webhooks', '^src/webhooks/'],
   ['protocol', '^src/protocol/(?!mcp\\.ts$|wire-codec\\.ts$|revisions?\\.ts$|rev[^/]+/(codec\\.ts|revision\\.ts|http/|upstream/))'],
   ['gateway', '^src/gateway/'],
   ['http', '^src/http/|^src/protocol/rev[^/]+/http/'],

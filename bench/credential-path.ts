@@ -4,7 +4,8 @@
 // the transport's POST headers remade when the credential object changed. `npx tsx bench/credential-path.ts`
 import { generateKeyPairSync } from 'node:crypto';
 import type { IdentityConfig, UpstreamAuthConfig } from '../src/config/identity.js';
-import { UpstreamCredentials, type CredentialCaller, type CredentialSource } from '../src/identity/credential-sources.js';
+import type { CredentialSource } from '../src/identity/credential-source.js';
+import { UpstreamCredentials, type CredentialCaller } from '../src/identity/credential-sources.js';
 import { createGatewayIdentity } from '../src/identity/parts.js';
 import { startAuthServer } from '../test/fixtures/auth-server.js';
 

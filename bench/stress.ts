@@ -29,6 +29,7 @@ import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
 import { freePort, rssBytes, startProc, waitHttp, waitListening, type Proc } from './procs.js';
 import { startAuthServer, type AuthServer } from '../test/fixtures/auth-server.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../test/fixtures/webhook-receiver.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const FIXTURE = join(ROOT, 'test/fixtures/abusive-server.ts');
@@ -88,6 +89,13 @@ let authServer: AuthServer | undefined;
 const stressAuthServer = (): AuthServer => {
   if (authServer === undefined) throw new Error('the stress authorization server is not started');
   return authServer;
+};
+
+// The endpoints of the webhook-endpoint-down scenario: one never answers, one acknowledges at once.
+let webhookReceivers: { stuck: WebhookReceiver; healthy: WebhookReceiver } | undefined;
+const stressReceivers = (): { stuck: WebhookReceiver; healthy: WebhookReceiver } => {
+  if (webhookReceivers === undefined) throw new Error('the stress webhook receivers are not started');
+  return webhookReceivers;
 };
 
 // ---- raw MCP over HTTP, as careless clients send it -------------------------------------------------------------
@@ -493,6 +501,48 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'webhook-endpoint-down',
+    abuse: `a webhook endpoint that never answers, beside a healthy one, both told of every task event; ${size('5,000', '300')} task calls, 50 at a time`,
+    bound: `webhookDelivery.maxQueuedPerEndpoint (${size('10,000', '200')}): the stuck endpoint's queue, the newest dropped past it; its tries in flight bounded by webhookDelivery.concurrency and timeoutMs: the healthy endpoint and the calls go on`,
+    ceilingBytes: 400 * MiB,
+    upstream: 'stdio',
+    config: {
+      get gateway() {
+        const { stuck, healthy } = stressReceivers();
+        const events = ['task.created', 'task.completed', 'task.failed', 'task.cancelled'];
+        return {
+          webhooks: [
+            { id: 'stuck', url: stuck.url, secret: stuck.secret, events },
+            { id: 'healthy', url: healthy.url, secret: healthy.secret, events },
+          ],
+          webhookDelivery: { timeoutMs: size(10_000, 2_000), maxQueuedPerEndpoint: size(10_000, 200) },
+        };
+      },
+    },
+    expect: [/^all \d+ calls answered; the healthy endpoint acknowledged all \d+ events/],
+    async run(gateway, served) {
+      const { stuck, healthy } = stressReceivers();
+      const session = await openSession(gateway.url);
+      const total = size(5_000, 300);
+      let answered = 0;
+      for (let sent = 0; sent < total; sent += 50) {
+        const answers = await Promise.all(Array.from({ length: 50 }, (_, k) => post(gateway.url, toolCall(sent + k + 1, 'ok__echo', { text: 'x' }, { task: { ttl: 60_000 } }), session)));
+        answered += answers.filter((answer) => answerOf(answer.text)?.result !== undefined).length;
+        if (sent === 0) await served();
+      }
+      // Every task ran to its end: a created and an ended event each.
+      const events = 2 * total;
+      const deadline = Date.now() + ANSWER_DEADLINE_MS;
+      while (healthy.acknowledged().size < events && Date.now() < deadline) await sleep(100);
+      const metrics = await fetch(`${gateway.base}/metrics`).then((r) => r.text());
+      const dropped = /taskgate_webhook_dropped_total\{endpoint="stuck",reason="queue_full"\} (\d+)/.exec(metrics)?.[1] ?? '0';
+      const calls = answered === total ? `all ${total} calls answered` : `${answered} of ${total} calls answered`;
+      const acked = healthy.acknowledged().size;
+      const healthyWord = acked === events ? `acknowledged all ${events} events` : `acknowledged ${acked} of ${events} events`;
+      return `${calls}; the healthy endpoint ${healthyWord}; the stuck one holds ${stuck.open()} tries open, ${dropped} of its deliveries dropped at its queue bound`;
+    },
+  },
+  {
     name: 'anonymous-task-flood',
     abuse: `without auth, ${size(1_100, 150)} task calls from ${size(110, 15)} sessions to a tool that never answers (each session used to be its own principal)`,
     bound: `tasks.defaults.maxTasksPerPrincipal (${size('1,000', '100')}): all anonymous callers share it; past it the call is refused`,
@@ -763,6 +813,7 @@ async function main(): Promise<void> {
   if (chosen.length === 0) throw new Error(`no scenario named ${flags.only}; there are: ${scenarios.map((s) => s.name).join(', ')}`);
   const command = gatewayCommand();
   authServer = await startAuthServer({ clients: { taskgate: { secret: STRESS_CLIENT_SECRET } }, expiresInSeconds: 4 });
+  webhookReceivers = { stuck: await startWebhookReceiver({ mode: 'never' }), healthy: await startWebhookReceiver({ mode: 'ok' }) };
   console.log(`stress${smoke ? ' (smoke sizes)' : ''}: ${chosen.length} scenarios, gateway run as ${command.how}, memory store (unless a name ends in -redis), loopback only\n`);
   const rows: Row[] = [];
   for (const scenario of chosen) {
@@ -779,6 +830,7 @@ async function main(): Promise<void> {
   console.log(`stress: ${rows.length - failed.length} of ${rows.length} scenarios held${failed.length > 0 ? `; failed: ${failed.map((row) => row.name).join(", ")}` : ""}`);
   process.exitCode = failed.length === 0 ? 0 : 1;
   await authServer.close();
+  await Promise.all([webhookReceivers.stuck.close(), webhookReceivers.healthy.close()]);
 }
 
 await main();

@@ -83,6 +83,21 @@ export interface GatewayEventMap {
    * deadline, or `cancelled` with its task. Only `approved` lets the call reach the upstream.
    */
   'approval.decided': TaskFacts & { decision: 'approved' | 'denied' | 'expired' | 'cancelled'; decidedBy?: string; comment?: string; waitedMs: number };
+  /**
+   * One try of a webhook delivery ended (src/webhooks/): `delivered` (2xx), `failed` (another status: `status` says
+   * which), `timeout` (webhookDelivery.timeoutMs), or `error` (no answer: refused, reset, DNS). `endpoint` is the
+   * endpoint's id, never its URL.
+   */
+  'webhook.attempt': { endpoint: string; type: string; webhookId: string; attempt: number; outcome: 'delivered' | 'failed' | 'timeout' | 'error'; status?: number; durationMs: number };
+  /** A delivery's last try failed, or it outlived webhookDelivery.maxAgeMs: no further try. */
+  'webhook.dead_lettered': { endpoint: string; type: string; webhookId: string; attempts: number; reason: string };
+  /**
+   * An event was not queued for an endpoint: its queue was full (the newest is dropped), the body too large, or this
+   * replica held too many events not yet queued (`backlog_full`: the store is slow or down).
+   */
+  'webhook.dropped': { endpoint: string; type: string; webhookId: string; reason: 'queue_full' | 'too_large' | 'backlog_full' };
+  /** How many deliveries an endpoint's queue held (leased or waiting, every replica's) when this replica last looked. */
+  'webhook.queue': { endpoint: string; depth: number };
   /** A client read the task's result (tasks/result, the task_result tool). */
   'task.retrieved': TaskFacts & { via: 'tasks/result' | 'task tool' };
   /** A replica took over the tasks of one that stopped: re-queued, re-run, or failed as lost. */

@@ -231,3 +231,16 @@ export function withoutMetaKey(value: JsonObject, key: string): JsonObject {
   else copy._meta = rest;
   return copy;
 }
+
+/**
+ * JSON with object keys sorted (and undefined members left out): one text for one value whatever order its keys
+ * came in, so that a digest of it tells two requests' params apart by what they say, not how they were written.
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value as JsonObject).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

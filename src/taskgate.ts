@@ -34,6 +34,7 @@ import { createGatewayIdentity } from './identity/parts.js';
 import { subscribeCredentialStatus } from './observability/credential-health.js';
 import { Upstream, type UpstreamMessageSink, type UpstreamSessionLedger } from './upstream/upstream.js';
 import { VERSION } from './version.js';
+import { Webhooks } from './webhooks/webhooks.js';
 
 export interface RunningGateway {
   /** The MCP endpoint URL, with the port actually bound. */
@@ -161,6 +162,10 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
   const identity = createGatewayIdentity(config.identity, {}, events);
   const credentialHealth = await life.start({ name: 'credential status', start: () => subscribeCredentialStatus(events), stop: (status) => status.close() });
   const acting = new ActingCallers(identity.sealer);
+  // Deliveries of task and approval events (issue 34): subscribed before anything can emit one, stopped after the
+  // tasks drained (their ends are queued too).
+  const webhooks = new Webhooks({ webhooks: config.webhooks, webhookDelivery: config.webhookDelivery }, { store, events, logger, replica: replicas.id, leaseMs: config.replicas.leaseMs });
+  await life.start({ name: 'webhooks', start: () => webhooks.start(), stop: () => webhooks.close() });
   const tasks: TaskEngine = new TaskEngine({ store, config: config.tasks, logger, replica: config.replicas, peers: replicas, recovery, callers, events, acting });
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger, events);
   const parts: GatewayParts = {
@@ -218,6 +223,7 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
     revisions: revisions.map(({ runtime }) => runtime),
     authenticator,
     rateLimiter,
+    webhooks,
   }, events, logger);
 
   /** Until every configured upstream has made its first attempt, this replica is not ready. */
@@ -229,7 +235,7 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
     revisions: revisions.map(({ revision, runtime }) => ({ ...revision, front: runtime.front })),
     sessions,
     authenticator,
-    ...(config.dashboard.enabled ? { dashboard: { path: config.dashboard.path, store, tasks: tasks.runs, upstreams: upstreamStatus } } : {}),
+    ...(config.dashboard.enabled ? { dashboard: { path: config.dashboard.path, store, tasks: tasks.runs, upstreams: upstreamStatus, upstreamConfig: (name: string) => reloader.config.upstreams.find((u) => u.name === name) } } : {}),
     approvals: tasks.approvals,
     rateLimiter,
     inflight,

@@ -134,7 +134,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     '<name>' sent a message larger than maxMessageBytes (<n> bytes)\` (a task fails with that message). Raise it for
     tools with big results; a task's result is also bounded by \`tasks.maxResultBytes\` when it is stored.`,
   'upstreams.<name>.maxSessions': `Connections of a client session's own this replica keeps to the upstream at once: HTTP
-    upstream sessions (\`Mcp-Session-Id\`, one per client session that reached the upstream here), children of a
+    upstream sessions (\`Mcp-Session-Id\`, one per client session that reached the upstream here, and one per
+    principal of the 2026-07-28 clients where \`auth\` tells callers apart), children of a
     \`per-session\` stdio upstream, and of a \`per-principal\` one, whose children it caps (one per principal). At
     the bound the least recently used idle one (no call running on it) is closed (ended with DELETE; its client gets a
     new one on its next request), and when every one is busy a new client session's request fails: -32603
@@ -162,9 +163,12 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     (\`{{principal}}\`, \`{{claims.<claim>}}\`, \`{{upstreamToken}}\`), so a local server that reads e.g.
     \`GITHUB_TOKEN\` acts as its caller. Without \`auth\` on the gateway every caller is the one anonymous principal
     (one child).`,
-  'upstreams.<name>.idleTimeoutMs': `\`per-principal\` only: a principal's child with no call running for this long is
-    stopped (checked a few times per period: it goes between this and 1.5 × this after its last call); the
-    principal's next call starts a new one. 0 = never.`,
+  'upstreams.<name>.idleTimeoutMs': `How long a principal's own connection to the upstream may have no call running
+    before it is closed (checked a few times per period: it goes between this and 1.5 × this after its last call;
+    never while a call runs); the principal's next call opens a new one. 0 = never. stdio: a \`per-principal\`
+    child, stopped. HTTP: where \`auth\` tells callers apart (\`tokenExchange\`, \`signedIdentity\`,
+    \`claimHeaders\`), the upstream session of one principal's 2026-07-28 clients, ended (Streamable HTTP: with
+    DELETE). A client session's own upstream session is not: it ends with its client session.`,
   'upstreams.<name>.restart': 'Backoff for restarting the child when it dies (or cannot be started).',
   'upstreams.<name>.restart.initialDelayMs': `Delay before the first restart; each further one doubles it. A child that
     stayed up a while starts again from this.`,
@@ -288,12 +292,12 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     \`Task result too large\` instead of being stored. At least 1024. Keep it at or above the upstreams'
     \`maxMessageBytes\` unless tasks' results should be smaller than what plain calls may answer.`,
   'tasks.taskTools': `The tools hosts without tasks use to fetch background results: \`task_result\`, \`task_status\`,
-    \`task_cancel\` and \`task_list\`, listed first in \`tools/list\` to every caller, acting only on the caller's own
-    tasks.`,
+    \`task_cancel\`, \`task_list\` and \`task_delete\`, listed first in \`tools/list\` to every caller, acting only on the
+    caller's own tasks.`,
   'tasks.taskTools.enabled': `\`auto\`: listed when the defaults or any rule say \`plainCalls: background\`. \`false\`
     is refused while anything does: those callers fetch their results with them.`,
   'tasks.taskTools.prefix': `Letters, digits, \`_\`, \`-\`, \`.\` and \`/\`. Their names: \`<prefix>task_result\`,
-    \`<prefix>task_status\`, \`<prefix>task_cancel\`, \`<prefix>task_list\`.`,
+    \`<prefix>task_status\`, \`<prefix>task_cancel\`, \`<prefix>task_list\`, \`<prefix>task_delete\`.`,
   'tasks.taskTools.names': `Names one by one (1-128 letters, digits, \`_\`, \`-\`, \`.\` or \`/\`), instead of the
     prefix, e.g. \`{ result: get_job_result }\`.`,
   'tasks.taskTools.names.result': "Name of the tool that waits for a task's end and returns its result.",
@@ -301,6 +305,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     for, at once.`,
   'tasks.taskTools.names.cancel': 'Name of the tool that cancels a task and its upstream call.',
   'tasks.taskTools.names.list': "Name of the tool that lists the caller's tasks, newest first.",
+  'tasks.taskTools.names.delete': `Name of the tool that deletes an ended task and its result before their TTL (a running
+    task must be cancelled first).`,
   'tasks.taskTools.waitSeconds': 'How long `task_result` waits for the task to end when the call does not say.',
   'tasks.taskTools.maxWaitSeconds': `The most \`task_result\` waits, whatever it is asked: keep it under your hosts'
     request timeouts. At least \`waitSeconds\`.`,
@@ -416,6 +422,39 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'identity.sealingKeys[].kid': 'Key id recorded with each sealed value, 1-64 letters, digits, `_` or `-`; unique.',
   'identity.sealingKeys[].key': `Base64 of exactly 32 random bytes (\`openssl rand -base64 32\`; use \`\${ENV}\`).
     Redacted by \`check-config\`.`,
+  webhooks: `Endpoints told of task and approval events, signed as Standard Webhooks and delivered at least once from a
+    queue in the store (docs/approvals-and-webhooks.md). Only these URLs are called; redirects are not followed. Absent:
+    none. Follows config reloads.`,
+  'webhooks[].url': `The endpoint, an http(s) URL: every delivery is a POST here. Its query is redacted by
+    \`check-config\`.`,
+  'webhooks[].events': `What it hears: \`task.created\`, \`task.completed\`, \`task.failed\`, \`task.cancelled\`,
+    \`task.input_required\`, \`approval.requested\`, \`approval.decided\`.`,
+  'webhooks[].secret': `\`whsec_\` and the base64 of 24-64 random bytes (\`echo "whsec_$(openssl rand -base64 32)"\`; use
+    \`\${ENV}\`): the key of the \`webhook-signature\` HMAC. Redacted by \`check-config\`, never logged.`,
+  'webhooks[].tools': 'Globs on exposed tool names (prefixes included): only tasks of these tools. Absent: every tool.',
+  'webhooks[].principals': `Principal globs as \`auth.access\` names them (\`alice\`, \`key:ci-*\`, \`oauth:*\`): only
+    their tasks. Absent: every principal (without \`auth\` tasks have no named principal, and a list matches none).`,
+  'webhooks[].includeResult': `\`true\`: deliveries of ended tasks carry the result (or error) in \`data.result\`;
+    left out, with \`data.resultOmitted: true\`, when it would make the body larger than
+    \`webhookDelivery.maxBodyBytes\`.`,
+  'webhooks[].id': `Names the endpoint's queue in the store and its \`endpoint\` metrics label: 1-64 letters, digits,
+    \`_\` or \`-\`, unique. Changing it (or, without it, the URL) starts a new queue: the old one's deliveries are
+    not sent.`,
+  webhookDelivery: 'How webhook deliveries are made, for every endpoint.',
+  'webhookDelivery.timeoutMs': `One try may take this long, until the response's headers; longer is a failed try (the
+    connection is dropped).`,
+  'webhookDelivery.maxAgeMs': `Tries stop this long after the event: the delivery is dead-lettered (a log line with
+    \`audit: webhook.dead_lettered\` and a metric). Also how long an endpoint's queue is kept after it was last used.`,
+  'webhookDelivery.initialBackoffMs': `The wait after the first failed try (non-2xx, network error, timeout); each next
+    wait doubles, with full jitter, up to \`maxBackoffMs\`.`,
+  'webhookDelivery.maxBackoffMs': 'The longest wait between two tries.',
+  'webhookDelivery.maxQueuedPerEndpoint': `Deliveries one endpoint's queue holds, waiting or in flight, across
+    replicas. When full, the newest event is dropped for that endpoint (a warning and
+    \`taskgate_webhook_dropped_total{reason="queue_full"}\`).`,
+  'webhookDelivery.maxBodyBytes': `Largest body of a delivery. A result that would pass it is left out; a body still
+    larger is dropped (\`reason="too_large"\`).`,
+  'webhookDelivery.concurrency': `Tries in flight to one endpoint at once, across every replica (leases in the store). An
+    endpoint that is slow or down holds up only its own queue.`,
   shutdownTimeoutMs: `Deadline of a clean shutdown. On SIGTERM or SIGINT the gateway stops accepting requests, ends
     sessions and their streams, closes upstream connections (stopping child processes) and exits within this. 0 = no
     deadline.`,
@@ -436,6 +475,7 @@ export const DERIVED_DEFAULTS: Readonly<Record<string, string>> = {
   'tasks.taskTools.names.status': '`<prefix>task_status`',
   'tasks.taskTools.names.cancel': '`<prefix>task_cancel`',
   'tasks.taskTools.names.list': '`<prefix>task_list`',
+  'tasks.taskTools.names.delete': '`<prefix>task_delete`',
   'auth.oauth.audience': '`auth.resource`',
   'upstreams.<name>.auth.clientCredentials.resource': "the upstream's `url`",
   'upstreams.<name>.auth.tokenExchange.resource': "the upstream's `url`",

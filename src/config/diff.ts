@@ -41,6 +41,8 @@ export interface LiveChanges {
    * upstream's own `auth` is part of its connection settings, so a change to it is an upstream change, like `headers`.
    */
   identity: boolean;
+  /** `webhooks` or `webhookDelivery`: the endpoints told of events, and how deliveries are made. */
+  webhooks: boolean;
 }
 
 export interface ConfigDiff {
@@ -111,6 +113,7 @@ export function diffConfigs(running: GatewayConfig, next: GatewayConfig): Config
     log: differs('log', running.log, effective.log),
     shutdown: differs('shutdownTimeoutMs', running.shutdownTimeoutMs, effective.shutdownTimeoutMs),
     identity: differs('identity', running.identity, effective.identity),
+    webhooks: [differs('webhooks', running.webhooks, effective.webhooks), differs('webhookDelivery', running.webhookDelivery, effective.webhookDelivery)].includes(true),
   };
   return { changes, restart, upstreams, live, effective };
 }

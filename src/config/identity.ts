@@ -102,9 +102,21 @@ export function identityConfig(raw: RawIdentity | undefined, authResource: strin
   };
 }
 
-/** A stdio upstream's `auth`: the schema requires the resource (audience) its token is for, in place of a URL. */
+/**
+ * The resource (audience) an `auth` names for its tokens, raw or resolved: what stands for the URL of an upstream
+ * that has none (stdio, whose schema requires it).
+ */
+export function resourceNamedIn(auth: {
+  clientCredentials?: { resource?: string | undefined } | undefined;
+  tokenExchange?: { resource?: string | undefined } | undefined;
+  signedIdentity?: { audience?: string | undefined } | undefined;
+}): string {
+  return auth.clientCredentials?.resource ?? auth.tokenExchange?.resource ?? auth.signedIdentity?.audience ?? '';
+}
+
+/** A stdio upstream's `auth`: its token is for the resource it names, in place of a URL. */
 export function stdioAuthConfig(raw: RawUpstreamAuth): UpstreamAuthConfig | undefined {
-  return upstreamAuthConfig(raw, raw.clientCredentials?.resource ?? raw.tokenExchange?.resource ?? raw.signedIdentity?.audience ?? '');
+  return upstreamAuthConfig(raw, resourceNamedIn(raw));
 }
 
 export function upstreamAuthConfig(raw: RawUpstreamAuth | undefined, upstreamUrl: string): UpstreamAuthConfig | undefined {

@@ -8,10 +8,10 @@ import { hashApiKey } from './api-keys.js';
 import { ConfigError, type ConfigIssue } from './config-error.js';
 import { identityConfig, stdioAuthConfig, upstreamAuthConfig } from './identity.js';
 import { interpolate, type Env } from './interpolate.js';
-import { allowedKeysAt, DEFAULT_POLICY, passthroughSettings, RawConfigSchema, TRANSPORTS, upstreamKeys, type RawConfig } from './schema.js';
+import { allowedKeysAt, DEFAULT_POLICY, passthroughSettings, RawConfigSchema, TRANSPORTS, upstreamKeys, webhookEndpointId, type RawConfig } from './schema.js';
 import { backgroundSetting } from './policy.js';
 import { didYouMean } from './suggest.js';
-import type { AuthConfig, GatewayConfig, RateLimitRule, TaskPolicy, TaskRule, TaskToolNames, TaskToolsConfig, UpstreamConfig } from './types.js';
+import type { AuthConfig, GatewayConfig, RateLimitRule, TaskPolicy, TaskRule, TaskToolNames, TaskToolsConfig, UpstreamConfig, WebhookConfig } from './types.js';
 
 export { ConfigError, formatIssue, type ConfigIssue } from './config-error.js';
 export type { Env } from './interpolate.js';
@@ -362,6 +362,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
       url: u.url,
       headers: u.headers,
       ...(u.auth !== undefined ? { auth: upstreamAuthConfig(u.auth, u.url) } : {}),
+      idleTimeoutMs: u.idleTimeoutMs,
       connectTimeoutMs: u.connectTimeoutMs,
       headersTimeoutMs: u.headersTimeoutMs,
       bodyTimeoutMs: u.bodyTimeoutMs,
@@ -397,6 +398,8 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
     dashboard: raw.dashboard,
     auth: raw.auth === undefined ? undefined : authConfig(raw.auth),
     ...(raw.identity !== undefined ? { identity: identityConfig(raw.identity, raw.auth?.resource, raw.listen) } : {}),
+    webhooks: raw.webhooks.map((w) => ({ ...definedOnly(w), id: webhookEndpointId(w) }) as WebhookConfig),
+    webhookDelivery: raw.webhookDelivery,
     shutdownTimeoutMs: raw.shutdownTimeoutMs,
   };
 }
@@ -431,7 +434,7 @@ function taskToolsConfig(raw: RawConfig['tasks']['taskTools'], defaults: TaskPol
   const name = (kind: keyof TaskToolNames): string => raw.names[kind] ?? `${raw.prefix}task_${kind}`;
   return {
     enabled: raw.enabled === 'auto' ? backgroundSetting(defaults, rules) !== undefined : raw.enabled,
-    names: { result: name('result'), status: name('status'), cancel: name('cancel'), list: name('list') },
+    names: { result: name('result'), status: name('status'), cancel: name('cancel'), list: name('list'), delete: name('delete') },
     waitSeconds: raw.waitSeconds,
     maxWaitSeconds: raw.maxWaitSeconds,
   };

@@ -3,7 +3,7 @@
 import { stringify } from 'yaml';
 import { mergePolicy } from './policy.js';
 import type { IdentityConfig, UpstreamAuthConfig } from './identity.js';
-import type { AuthConfig, GatewayConfig, RedisAccessConfig, StoreConfig, UpstreamConfig } from './types.js';
+import type { AuthConfig, GatewayConfig, RedisAccessConfig, StoreConfig, UpstreamConfig, WebhookConfig } from './types.js';
 
 export const REDACTED = '[redacted]';
 const SECRET_PARAM = /(token|key|secret|password|passwd|auth|signature|sig)/i;
@@ -50,6 +50,11 @@ function identityEntry(identity: IdentityConfig): Record<string, unknown> {
   };
 }
 
+/** A webhook's secret hidden; its URL may carry credentials in its query like any URL. */
+function webhookEntry(webhook: WebhookConfig): Record<string, unknown> {
+  return { ...webhook, url: redactUrl(webhook.url), secret: REDACTED };
+}
+
 /** A Sentinel's or Cluster's options with passwords and TLS private material hidden. */
 function redisAccessEntry(access: RedisAccessConfig): Record<string, unknown> {
   const hidden: Record<string, unknown> = { ...access };
@@ -93,6 +98,8 @@ export function renderEffectiveConfig(config: GatewayConfig): string {
     // API keys appear as their hashes (the form the file may hold too); a hash does not let anyone in.
     ...(config.auth === undefined ? {} : { auth: authEntry(config.auth) }),
     ...(config.identity === undefined ? {} : { identity: identityEntry(config.identity) }),
+    ...(config.webhooks.length === 0 ? {} : { webhooks: config.webhooks.map(webhookEntry) }),
+    webhookDelivery: config.webhookDelivery,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
   };
   const policy = {

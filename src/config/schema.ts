@@ -53,6 +53,7 @@ import {
   UPSTREAM_NAME,
   UpstreamSchema,
 } from './schema/upstreams.js';
+import { WebhookDeliverySchema, WebhookSchema, WebhooksSchema } from './schema/webhooks.js';
 
 // Every section's schema (and the defaults) stays importable from here, under the name it always had.
 export * from './schema/auth.js';
@@ -63,6 +64,7 @@ export * from './schema/runtime.js';
 export * from './schema/store.js';
 export * from './schema/tasks.js';
 export * from './schema/upstreams.js';
+export * from './schema/webhooks.js';
 
 export const RawConfigSchema = z.strictObject({
   listen: ListenSchema.prefault({}),
@@ -84,6 +86,8 @@ export const RawConfigSchema = z.strictObject({
   dashboard: DashboardSchema.prefault({}),
   auth: AuthSchema.optional(),
   identity: IdentitySchema.optional(),
+  webhooks: WebhooksSchema.default([]),
+  webhookDelivery: WebhookDeliverySchema.prefault({}),
   shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs),
 }).superRefine(checkAcrossSections);
 
@@ -130,10 +134,13 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
           return keysOf(AuthSchema);
         case 'identity':
           return keysOf(IdentitySchema);
+        case 'webhookDelivery':
+          return keysOf(WebhookDeliverySchema);
       }
       return undefined;
     case 2:
       if (at(0) === 'upstreams') return upstreamKeys(obj.transport);
+      if (at(0) === 'webhooks') return keysOf(WebhookSchema);
       if (at(0) === 'tasks' && at(1) === 'defaults') return keysOf(PolicyDefaultsSchema);
       if (at(0) === 'tasks' && at(1) === 'taskTools') return keysOf(TaskToolsSchema);
       if (at(0) === 'auth' && at(1) === 'oauth') return keysOf(OAuthSchema);
@@ -144,6 +151,7 @@ export function allowedKeysAt(path: readonly PropertyKey[], value: unknown): str
       if (at(0) === 'store' && at(1) === 'cluster') return keysOf(RedisClusterSchema);
       return undefined;
     case 3:
+      if (at(0) === 'webhooks') return undefined;
       if (at(0) === 'upstreams' && at(2) === 'restart') return ['initialDelayMs', 'maxDelayMs'];
       if (at(0) === 'upstreams' && at(2) === 'auth') return keysOf(UpstreamAuthSchema);
       if (at(0) === 'identity' && at(1) === 'keys') return keysOf(SigningKeySchema);

@@ -176,6 +176,12 @@ export interface HttpUpstreamConfig extends UpstreamCommon {
   headers: Readonly<Record<string, string>>;
   /** How the gateway authenticates to it beyond `headers` (issue 33). Absent: `headers` alone. */
   auth?: UpstreamAuthConfig;
+  /**
+   * Where `auth` tells callers apart, the clients that share one upstream session (2026-07-28) get one per
+   * principal: such a session with no call for this long is ended. 0 = never. A client session's own upstream
+   * session ends with its client session instead.
+   */
+  idleTimeoutMs: number;
   /** TCP/TLS connect deadline. */
   connectTimeoutMs: number;
   /** Deadline for response headers. 0 = none (a long tool call must never be cut by a transport default). */
@@ -282,6 +288,7 @@ export interface TaskToolNames {
   status: string;
   cancel: string;
   list: string;
+  delete: string;
 }
 
 export interface SessionsConfig {
@@ -460,6 +467,46 @@ export interface GatewayConfig {
   auth: AuthConfig | undefined;
   /** The gateway's own issuer, signing and sealing keys (issue 33). Absent: none configured. */
   identity?: IdentityConfig;
+  /** Endpoints told of task and approval events (issue 34); empty: none. */
+  webhooks: readonly WebhookConfig[];
+  webhookDelivery: WebhookDeliveryConfig;
   /** Milliseconds allowed for graceful shutdown on SIGTERM before the process exits anyway; 0 = no deadline. */
   shutdownTimeoutMs: number;
+}
+
+/** A task or approval event a webhook endpoint may subscribe to (the `type` of its deliveries). */
+export type WebhookEventType = 'task.created' | 'task.completed' | 'task.failed' | 'task.cancelled' | 'task.input_required' | 'approval.requested' | 'approval.decided';
+
+/** One endpoint told of task and approval events, signed as Standard Webhooks. */
+export interface WebhookConfig {
+  /** Names its queue in the store and its metrics: configured, or derived from the URL. */
+  id: string;
+  /** The only URL its deliveries go to (redirects are not followed). */
+  url: string;
+  events: readonly WebhookEventType[];
+  /** `whsec_` + base64 key; never logged. */
+  secret: string;
+  /** Globs on exposed tool names; absent: every tool. */
+  tools?: readonly string[];
+  /** Principal globs as `auth.access` names them; absent: every principal. */
+  principals?: readonly string[];
+  /** The task's result (or error) goes in `data.result` of ended tasks' deliveries. */
+  includeResult: boolean;
+}
+
+/** How deliveries are made, for every endpoint. */
+export interface WebhookDeliveryConfig {
+  /** One try may take this long (connect to the end of the response headers); longer is a failed try. */
+  timeoutMs: number;
+  /** A delivery not acknowledged this long after its event is dead-lettered (no further try). */
+  maxAgeMs: number;
+  /** The wait before the second try; doubled for each next try (with jitter) up to maxBackoffMs. */
+  initialBackoffMs: number;
+  maxBackoffMs: number;
+  /** Deliveries an endpoint's queue holds (waiting or in flight); a new event past it is dropped for that endpoint. */
+  maxQueuedPerEndpoint: number;
+  /** Largest body; a result that would make it larger is left out (`data.resultOmitted`). */
+  maxBodyBytes: number;
+  /** Tries in flight to one endpoint at once, across every replica. */
+  concurrency: number;
 }

@@ -1,6 +1,6 @@
 // Applies a validated configuration to the running gateway (config reload), and keeps the set of upstreams. A reload
 // applies in one synchronous step, the moment the file validates: credentials, access rules, rate limits, admins,
-// task policy and every other setting that needs no upstream connection, and the upstreams that leave (out of
+// task policy, webhooks and every other setting that needs no upstream connection, and the upstreams that leave (out of
 // every list and route at once; their running tasks drain). Added and changed upstreams join in the background
 // (upstream-swap.ts): no reload waits for an upstream or for another reload, and the newest file wins (an
 // upstream of a superseded file still connecting is stopped). What is bound at start stays as it runs and is
@@ -33,6 +33,8 @@ export interface ReloadableParts {
   revisions: readonly { reconfigure(config: GatewayConfig, live: ConfigDiff['live']): void }[];
   authenticator: { reconfigure(auth: AuthConfig): void } | undefined;
   rateLimiter: { reconfigure(limits: AuthConfig['rateLimits']): void } | undefined;
+  /** The webhook endpoints and how deliveries are made. */
+  webhooks?: { reconfigure(settings: Pick<GatewayConfig, 'webhooks' | 'webhookDelivery'>): void };
 }
 
 export interface ReloadResult {
@@ -187,6 +189,7 @@ export class ConfigReloader {
       if (diff.live.credentials) parts.authenticator?.reconfigure(config.auth);
       if (diff.live.rateLimits) parts.rateLimiter?.reconfigure(config.auth.rateLimits);
     }
+    if (diff.live.webhooks) parts.webhooks?.reconfigure(config);
     for (const revision of parts.revisions) revision.reconfigure(config, diff.live);
     // The root logger's level; loggers already handed to upstreams keep theirs until they are replaced.
     if (diff.live.log) this.logger.level = config.log.level;

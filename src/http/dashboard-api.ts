@@ -1,14 +1,16 @@
 // The dashboard's JSON API (under `<dashboard.path>/api/`), every route behind admin access: all principals' tasks
-// newest first with filters and cursors, a task's detail (timeline, outcome preview, pending input requests), an
-// operator's cancel, and the upstreams' health. It reads the shared store, so every replica answers the same.
+// newest first with filters and cursors, a task's detail (timeline, outcome preview, pending input requests, the
+// identity its upstream sees: task-identity.ts), an operator's cancel, and the upstreams' health. It reads the shared store, so every replica answers the same.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, retryAfterHeaders, storeUnavailable } from '../errors.js';
+import type { UpstreamConfig } from '../config/types.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { InvalidCursorError, isTerminal, TASK_STATUSES, type TaskRecord, type TaskStatus, type TaskStore } from '../store/task-store.js';
 import type { TaskRuns } from '../tasks/task-runs.js';
 import { ANONYMOUS_PRINCIPAL } from '../tasks/principals.js';
 import { adminOf } from './admin-access.js';
+import { taskUpstreamIdentity } from './task-identity.js';
 
 /** A task page's size unless asked, and at most. */
 const DEFAULT_PAGE = 50;
@@ -23,6 +25,8 @@ export interface DashboardApiDeps {
   tasks: Pick<TaskRuns, 'cancelAsAdmin'>;
   /** The upstreams' status(), as /readyz reports them. */
   upstreams(): JsonObject[];
+  /** An upstream's config as the gateway runs it now (after reloads); undefined when none is so named. */
+  upstreamConfig(name: string): UpstreamConfig | undefined;
   logger: Logger;
 }
 
@@ -62,13 +66,15 @@ export function registerDashboardApi(app: FastifyInstance, base: string, deps: D
 
   app.get(`${base}tasks/:taskId`, async (request) => {
     const { taskId } = request.params as { taskId: string };
-    const [task, timeline] = await Promise.all([deps.store.get(taskId, { outcome: true }), deps.store.timeline(taskId)]).catch((error: unknown) => {
+    // The kept call is read only for whether it holds a sealed caller (taskUpstreamIdentity); none of it is sent.
+    const [task, timeline] = await Promise.all([deps.store.get(taskId, { outcome: true, call: true }), deps.store.timeline(taskId)]).catch((error: unknown) => {
       throw unavailable(error);
     });
     if (task === undefined) throw new ApiError(404, 'No such task (unknown or expired)');
     return {
       now: Date.now(),
       task: taskView(task),
+      identity: taskUpstreamIdentity(task, deps.upstreamConfig(task.upstream)),
       timeline,
       inputRequests: inputRequestsOf(task),
       ...(task.outcome === undefined ? {} : { outcome: outcomePreview(task.outcome) }),

@@ -50,7 +50,7 @@ export interface FrontEndDeps {
   /** `auth.admin` as it is now (a config reload may change it); the start's config when absent. */
   admin?: () => AdminAccess | undefined;
   /** The task dashboard's own parts (the front adds credentials and admin access); absent: dashboard.enabled is false. */
-  dashboard?: Pick<DashboardOptions, 'path' | 'store' | 'tasks' | 'upstreams'>;
+  dashboard?: Pick<DashboardOptions, 'path' | 'store' | 'tasks' | 'upstreams' | 'upstreamConfig'>;
   /** Calls held for approval, for the approvers' API (GET /approvals, POST /approvals/{taskId}); absent: no such routes. */
   approvals?: ApprovalsApiOptions['approvals'];
   /** The public keys of `identity.keys` as configured now (GET /.well-known/jwks.json); absent: no such route. */

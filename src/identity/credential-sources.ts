@@ -7,25 +7,15 @@ import { createHash } from 'node:crypto';
 import type { UpstreamAuthConfig } from '../config/identity.js';
 import { NO_EVENTS, type GatewayEvents, type TokenGrant } from '../events.js';
 import { claimHeaders } from './claim-headers.js';
+import type { CredentialSource } from './credential-source.js';
 import { UpstreamCredentialError } from './credential-error.js';
 import { UpstreamOAuthClient, type DiscoveryCache } from './oauth-client.js';
 import type { IdentitySigner } from './signer.js';
 import { tokenKey, upstreamKeyPrefix, type TokenCache } from './token-cache.js';
 import { reportedObtain } from './token-events.js';
 
-/** The shape of src/upstream/adapter.ts's CredentialSource (identity sits below upstream/, so it restates it). */
-export interface CredentialSource {
-  headers(): Promise<Readonly<Record<string, string>>>;
-}
-
-/** A CredentialSource that can recover from the upstream refusing its token once. */
-export interface RefreshableCredentialSource extends CredentialSource {
-  /**
-   * The upstream answered 401 (invalid_token) to a request that carried `sent`: drops that token if it is still
-   * the cached one. True when a retry will carry a new credential (the call did not run: retry it once).
-   */
-  refreshAfterUnauthorized(sent: Readonly<Record<string, string>>): boolean;
-}
+/** A CredentialSource that can always recover from the upstream refusing its token once. */
+export type RefreshableCredentialSource = Required<CredentialSource>;
 
 /** A caller as the upstream should see it. */
 export interface CredentialCaller {

@@ -25,6 +25,7 @@ export const AUDIT_NAMES = [
   'rate.limited',
   'credential.obtained',
   'credential.failed',
+  'webhook.dead_lettered',
 ] as const;
 
 /** Subscribes the audit log to `events`; returns what unsubscribes it. */
@@ -62,6 +63,9 @@ export function subscribeAuditLog(events: GatewayEvents, log: AuditLogger): () =
     }),
     events.on('access.denied', (e) => accessDenied(log, e)),
     events.on('upstream.token', (e) => credential(log, e)),
+    events.on('webhook.dead_lettered', (e) => {
+      log.warn({ audit: 'webhook.dead_lettered', endpoint: e.endpoint, webhookId: e.webhookId, type: e.type, attempts: e.attempts, reason: e.reason }, 'webhook delivery dead-lettered: no further try');
+    }),
     events.on('rate.limited', (e) => {
       // Once per counted window: every refusal is a metric, not a log line (a client hammering a limit would
       // otherwise write one line per request).

@@ -10,6 +10,7 @@ import { subscribeHealthMetrics } from './metrics-health.js';
 import { subscribeRequestMetrics } from './metrics-requests.js';
 import { subscribeTaskMetrics } from './metrics-tasks.js';
 import { subscribeApprovalMetrics } from './metrics-approvals.js';
+import { subscribeWebhookMetrics } from './metrics-webhooks.js';
 
 export interface GatewayMetricsOptions {
   events: GatewayEvents;
@@ -45,6 +46,7 @@ export class GatewayMetrics implements MetricsSource {
       subscribeApprovalMetrics(this.registry, events, labels),
       subscribeHealthMetrics(this.registry, events, labels),
       subscribeCredentialMetrics(this.registry, events, labels),
+      subscribeWebhookMetrics(this.registry, events),
     ];
   }
 

@@ -1,6 +1,7 @@
 // The gateway's own tools for hosts that do not speak tasks. A plain tools/call under `plainCalls: background`
 // that outlives `taskAfterMs` is answered with an ordinary tool result naming its task; these tools then let the
-// model fetch the upstream's real result, check on the task, stop it, or find it again. They act on the same
+// model fetch the upstream's real result, check on the task, stop it, find it again, or delete it once it ended
+// (tasks/delete's rules: a running task is cancelled first). They act on the same
 // tasks as tasks/*, under the same principal rules, and are the same in both revisions: what differs (how an
 // input request reaches a client that is waiting on task_result) the revision's router supplies.
 import type { TaskPolicy, TaskToolsConfig } from '../config/types.js';
@@ -11,6 +12,7 @@ import type { Logger } from '../log.js';
 import { isTerminal, type TaskRecord } from '../store/task-store.js';
 import type { TaskQueries } from '../tasks/task-queries.js';
 import type { TaskRuns } from '../tasks/task-runs.js';
+import type { TaskRecords } from '../tasks/task-records.js';
 import type { TaskReader } from '../tasks/principals.js';
 import { taskFacts } from '../tasks/task-facts.js';
 import { RELATED_TASK_META } from './mcp.js';
@@ -46,10 +48,11 @@ export interface TaskToolRequest {
 export const APPROVAL_TOOL_NAMES = { list: 'approval_list', decide: 'approval_decide' } as const;
 const APPROVAL_TOOLS: ReadonlySet<string> = new Set(Object.values(APPROVAL_TOOL_NAMES));
 
-/** The parts of the task core these tools use: reads, and cancel (the TaskEngine has both). */
+/** The parts of the task core these tools use: reads, cancel and delete (the TaskEngine has them all). */
 export interface TaskToolParts {
   queries: Pick<TaskQueries, 'find' | 'list' | 'waitFor'>;
   runs: Pick<TaskRuns, 'cancel'>;
+  records: Pick<TaskRecords, 'delete'>;
   /** Calls held for approval, and the policies that name their approvers (none: no approval tools). */
   approvals?: Pick<Approvals, 'pendingFor' | 'decide'>;
   policies?: Pick<TaskPolicies, 'config'>;
@@ -91,7 +94,7 @@ export class TaskTools {
   reconfigure(config: TaskToolsConfig): void {
     const { names } = config;
     this.config = config;
-    this.kinds = new Map<string, Kind>(config.enabled ? [[names.result, 'result'], [names.status, 'status'], [names.cancel, 'cancel'], [names.list, 'list']] : []);
+    this.kinds = new Map<string, Kind>(config.enabled ? [[names.result, 'result'], [names.status, 'status'], [names.cancel, 'cancel'], [names.list, 'list'], [names.delete, 'delete']] : []);
   }
 
   /** Whether an exposed tool name is one of these tools (when they are on): they answer before any upstream. */
@@ -136,6 +139,8 @@ export class TaskTools {
           return { result: await this.cancel(await this.find(input.taskId, request)) };
         case 'list':
           return { result: await this.list(input.cursor, request) };
+        case 'delete':
+          return { result: await this.delete(await this.find(input.taskId, request)) };
       }
     } catch (error) {
       if (error instanceof TaskToolError) return { result: toolError(error.message) };
@@ -205,6 +210,21 @@ export class TaskTools {
     const now = changed.task ?? task;
     if (!changed.ok) return statusResult(now, `Task ${task.taskId} had already ended (${now.status}); nothing was cancelled.`);
     return statusResult(now, `Task ${task.taskId} was cancelled; its tool call was stopped.`);
+  }
+
+  /** tasks/delete's rules: an ended task and its result go, on every replica; a running one is refused (cancel first). */
+  private async delete(task: TaskRecord): Promise<JsonObject> {
+    if (!isTerminal(task.status)) {
+      throw new TaskToolError(`Task ${task.taskId} (${task.tool}) is still ${task.status === 'input_required' ? 'waiting for input' : 'running'}: cancel it first with ${this.config.names.cancel}, then delete it.`);
+    }
+    try {
+      await this.tasks.records.delete(task);
+    } catch (error) {
+      // Gone in between (expired, or deleted by another call): it is gone all the same, but say it as find would.
+      if (error instanceof GatewayError && error.code === 'invalid_params') throw new TaskToolError(`There is no task ${task.taskId} you can use: the id is unknown or the task has expired.`);
+      throw error;
+    }
+    return { content: [{ type: 'text', text: `Task ${task.taskId} (${task.tool}, ${task.status}) and its result were deleted.` }], structuredContent: { taskId: task.taskId, deleted: true } };
   }
 
   private async list(cursor: unknown, request: TaskToolRequest): Promise<JsonObject> {
@@ -321,6 +341,14 @@ function ownTaskToolDefinitions(config: TaskToolsConfig): JsonObject[] {
         required: ['tasks'],
       },
       annotations: readOnly,
+    },
+    {
+      name: names.delete,
+      title: 'Delete a background task',
+      description: 'Delete a background task that has ended, with its result, once you no longer need it (do so promptly when the result holds sensitive data). A task still running must be cancelled first.',
+      inputSchema: { type: 'object', properties: { taskId: TASK_ID_INPUT }, required: ['taskId'] },
+      outputSchema: { type: 'object', properties: { taskId: { type: 'string' }, deleted: { type: 'boolean' } }, required: ['taskId', 'deleted'] },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
   ];
 }

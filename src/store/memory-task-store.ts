@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { JsonObject } from '../jsonrpc.js';
 import { randomBytes } from 'node:crypto';
+import { MemoryDeliveries } from './memory/deliveries.js';
 import { RunningIndex } from './memory/running.js';
 import { Semaphores } from './memory/semaphores.js';
 import { StoredBytesLedgers } from './memory/stored-bytes.js';
@@ -21,6 +22,7 @@ import {
   ALL_TASKS_CURSOR,
   type ApprovalDecision,
   type DecideResult,
+  type CreateOnceResult,
   type DeleteResult,
   type NewTask,
   type SlotGrant,
@@ -61,6 +63,7 @@ export class MemoryTaskStore implements TaskStore {
   private readonly events = new EventEmitter();
   private readonly topics = new EventEmitter();
   private readonly running = new RunningIndex();
+  readonly deliveries = new MemoryDeliveries();
   private readonly semaphores = new Semaphores();
   /** Bytes of finished tasks' outcomes, per principal and in total, until each task expires or is deleted. */
   private readonly stored = new StoredBytesLedgers();
@@ -85,11 +88,22 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async create(input: NewTask): Promise<TaskRecord> {
-    if (this.tasks.has(input.taskId)) throw new Error(`task ${input.taskId} already exists`);
+    if (this.live(input.taskId) !== undefined) throw new Error(`task ${input.taskId} already exists`);
+    return this.insert(input, undefined);
+  }
+
+  async createOnce(input: NewTask, digest: string): Promise<CreateOnceResult> {
+    const held = this.live(input.taskId);
+    if (held === undefined) return { outcome: 'created', task: this.insert(input, digest) };
+    if (held.task.principal !== input.principal || held.task.idempotency !== digest) return { outcome: 'conflict' };
+    return { outcome: 'existing', task: copy(withoutOutcome(held.task)) };
+  }
+
+  private insert(input: NewTask, idempotency: string | undefined): TaskRecord {
     const now = this.now();
     // Strictly increasing within the process, so listing order is creation order.
     this.lastCreatedUs = Math.max(this.lastCreatedUs + 1, Math.floor((performance.timeOrigin + performance.now()) * 1000));
-    const task: TaskRecord = { ...input, status: 'working', createdMs: now, createdUs: this.lastCreatedUs, updatedMs: now };
+    const task: TaskRecord = { ...input, status: 'working', createdMs: now, createdUs: this.lastCreatedUs, updatedMs: now, ...(idempotency === undefined ? {} : { idempotency }) };
     if (task.message === undefined) delete task.message;
     if (task.native !== true) delete task.native;
     if (task.call === undefined) delete task.call;
@@ -180,7 +194,7 @@ export class MemoryTaskStore implements TaskStore {
     let i = end - 1;
     for (; i >= 0 && tasks.length < page.limit; i--) {
       const key = keys[i] as string;
-      const entry = this.live(key.slice(key.indexOf(':') + 1));
+      const entry = this.listed(key);
       if (entry === undefined) keys.splice(i, 1); // expired: forget its index entry too
       else tasks.push(copy(withoutOutcome(entry.task)));
     }
@@ -199,7 +213,7 @@ export class MemoryTaskStore implements TaskStore {
     for (; i >= 0 && tasks.length < page.limit && scanned < LIST_ALL_SCAN; i--, scanned++) {
       const key = keys[i] as string;
       lastKey = key; // a cursor is an exclusive bound: it works whether or not its entry is still there
-      const entry = this.live(key.slice(key.indexOf(':') + 1));
+      const entry = this.listed(key);
       if (entry === undefined) keys.splice(i, 1); // expired: forget its index entry too
       else if (matchesFilter(entry.task, page)) tasks.push(copy(withoutOutcome(entry.task)));
     }
@@ -393,6 +407,15 @@ export class MemoryTaskStore implements TaskStore {
       return undefined;
     }
     return entry;
+  }
+
+  /**
+   * The live task a listing key names, if that key is still its own: an idempotency key makes the same id again
+   * once its task has gone, and the gone task's entry must not list the new one twice.
+   */
+  private listed(key: string): Entry | undefined {
+    const entry = this.live(key.slice(key.indexOf(':') + 1));
+    return entry !== undefined && listingKey(entry.task) === key ? entry : undefined;
   }
 
   private liveSession(sessionId: string): StoredSession | undefined {

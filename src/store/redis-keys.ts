@@ -66,6 +66,20 @@ export interface RedisKeys {
    * entries of decided holds are dropped after, and as they are met.
    */
   pendingApprovals(): string;
+  /** A webhook endpoint's delivery queue (see WebhookQueueKeys), under the hash tag `{webhook:<endpoint>}`. */
+  webhookQueue(endpoint: string): WebhookQueueKeys;
+}
+
+/**
+ * One webhook endpoint's delivery queue, one Cluster slot: deliveries waiting by due time and leased ones by lease
+ * deadline (sorted sets), each delivery's body and its state (hashes), and its dead letters (a list).
+ */
+export interface WebhookQueueKeys {
+  waiting: string;
+  leased: string;
+  bodies: string;
+  state: string;
+  dead: string;
 }
 
 /** One stored-bytes ledger: task ids by expiry (a sorted set), each task's bytes (a hash), and their sum (a counter). */
@@ -116,6 +130,10 @@ export function redisKeys(prefix: string): RedisKeys {
     storedBytes: (principal) => ledgerKeys(`${prefix}:principal:{${principal}}:stored`),
     allStoredBytes: () => ledgerKeys(`${prefix}:{stored}`),
     pendingApprovals: () => `${prefix}:{approvals}:pending`,
+    webhookQueue: (endpoint) => {
+      const base = `${prefix}:{webhook:${endpoint}}`;
+      return { waiting: `${base}:waiting`, leased: `${base}:leased`, bodies: `${base}:bodies`, state: `${base}:state`, dead: `${base}:dead` };
+    },
     slot: (key) => {
       const base = `${prefix}:{slot:${key}}`;
       return { holders: `${base}:holders`, queue: `${base}:queue`, queueDeadlines: `${base}:queue-deadlines`, owners: `${base}:owners`, sequence: `${base}:seq` };

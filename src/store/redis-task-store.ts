@@ -9,6 +9,7 @@ import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { closeConnection, isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
 import { redisKeys, type RedisKeys } from './redis-keys.js';
+import { RedisDeliveries } from './redis/deliveries.js';
 import { TaskListing } from './redis/listing.js';
 import { OwnEvents } from './redis/own-events.js';
 import { ReadBatch } from './redis/read-batch.js';
@@ -30,6 +31,7 @@ import {
   TIMELINE_LENGTH,
   type ApprovalDecision,
   type DecideResult,
+  type CreateOnceResult,
   type DeleteResult,
   type NewTask,
   type SlotGrant,
@@ -86,6 +88,7 @@ export class RedisTaskStore implements TaskStore {
   private readonly stored: RedisStoredBytes;
   /** Calls held for approval: decisions and the index of pending ones. */
   private readonly approvals: RedisApprovals;
+  readonly deliveries: RedisDeliveries;
 
   constructor(
     readonly redis: RedisClient,
@@ -111,12 +114,24 @@ export class RedisTaskStore implements TaskStore {
     this.semaphores = new RedisSemaphores(this.run, this.keys);
     this.stored = new RedisStoredBytes(this.run, this.keys);
     this.approvals = new RedisApprovals(this.run, this.keys, redis, (taskId) => this.get(taskId, { call: true }));
+    this.deliveries = new RedisDeliveries(this.run, this.keys, redis);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.ensureSubscribed();
   }
 
   async create(input: NewTask): Promise<TaskRecord> {
+    const created = await this.insert(input, '');
+    if (created.outcome !== 'created') throw new Error(`task ${input.taskId} already exists`);
+    return created.task;
+  }
+
+  createOnce(input: NewTask, digest: string): Promise<CreateOnceResult> {
+    return this.insert(input, digest);
+  }
+
+  /** Runs create.lua: `digest` is '' for a task no idempotency key made (then an existing id is answered 'conflict'). */
+  private async insert(input: NewTask, digest: string): Promise<CreateOnceResult> {
     const fields: string[] = [
       'taskId', input.taskId,
       'principal', input.principal,
@@ -130,16 +145,18 @@ export class RedisTaskStore implements TaskStore {
     if (input.native === true) fields.push('native', '1');
     if (input.call !== undefined) fields.push('call', JSON.stringify(input.call));
     if (input.approval !== undefined) fields.push('approval', JSON.stringify(input.approval), 'queued', '1');
-    const created = (await this.run('create', this.keys.task(input.taskId), this.keys.taskTimeline(input.taskId), this.keys.taskEvents(), String(TIMELINE_LENGTH), ...fields)) as string[] | null;
-    if (created === null) throw new Error(`task ${input.taskId} already exists`);
+    const [verdict, created] = (await this.run('create', this.keys.task(input.taskId), this.keys.taskTimeline(input.taskId), this.keys.taskEvents(), String(TIMELINE_LENGTH), digest, ...fields)) as [string, string[]?];
+    if (verdict === 'existing' && created !== undefined) return { outcome: 'existing', task: parseTask(created) };
+    if (verdict !== 'created' || created === undefined) return { outcome: 'conflict' };
     const task = parseTask(created);
     const acknowledged = this.acknowledgement(created, true);
     if (acknowledged !== undefined) await acknowledged;
     // Listed only after the record exists: a crash in between leaves a task that works but is not listed,
     // never a listing entry without a task.
     await this.listing.add(task);
+    // Indexed only after the record exists (as listed): a crash in between leaves a hold that a takeover indexes again.
     if (input.approval !== undefined) await this.approvals.index(task.taskId, input.approval.deadlineMs);
-    return task;
+    return { outcome: 'created', task };
   }
 
   decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult> {

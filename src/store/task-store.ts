@@ -3,6 +3,7 @@
 // wire status from it when serializing.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { InternalError } from '../errors.js';
+import type { DeliveryQueue } from './delivery-queue.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { RevisionId } from '../protocol/mcp.js';
 
@@ -60,6 +61,8 @@ export interface TaskRecord {
   queued?: boolean;
   /** The call is (or was) held for a person's approval before the upstream may see it (tasks/approvals.ts). */
   approval?: ApprovalHold;
+  /** Made under an idempotency key (createOnce): the digest of the call the key was first used for. */
+  idempotency?: string;
 }
 
 /** How a held call's approval stands: waiting, or how it was decided. */
@@ -189,6 +192,12 @@ export interface StoredBytes {
   totalFreesAtMs?: number;
 }
 
+/**
+ * What createOnce did: made the task; found the task the same key made before (same principal, same call); or found
+ * the id taken by another call (the key was used for other arguments, or another record holds the id).
+ */
+export type CreateOnceResult = { outcome: 'created'; task: TaskRecord } | { outcome: 'existing'; task: TaskRecord } | { outcome: 'conflict' };
+
 /** What deleting a task did: gone, no such task (or expired), or not deleted because it has not ended. */
 export type DeleteResult = 'deleted' | 'not_found' | 'not_terminal';
 
@@ -221,8 +230,17 @@ export type SlotGrant = { granted: true } | { granted: false; ahead: number };
 
 export interface TaskStore {
   readonly kind: 'memory' | 'redis';
+  /** Webhook deliveries waiting for their endpoints, shared by every replica (delivery-queue.ts). */
+  readonly deliveries: DeliveryQueue;
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
+  /**
+   * Stores a new task whose id an idempotency key gave (tasks/idempotency.ts), deciding in the same atomic step
+   * whether the key was used before: when the id is taken, nothing is written, and the answer is the task there
+   * (without its outcome) if it is `task.principal`'s and was made for the same `digest` (tool and arguments), else
+   * a conflict. The digest is kept in the task's record: the key lives exactly as long as its task.
+   */
+  createOnce(task: NewTask, digest: string): Promise<CreateOnceResult>;
   /**
    * The task, with its outcome only when `outcome: true` and its stored call only when `call: true`: both can be
    * large (a call carries the client's arguments), most readers (polling, listing, events) need only the status,

@@ -7,10 +7,11 @@ import { taskTiming } from '../config/policy.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
-import { newTaskId, type Era, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { isTerminal, newTaskId, type Era, type NewTask, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import type { ActingCallers } from './acting-callers.js';
 import type { ActingFor } from '../upstream/adapter.js';
 import type { Upstream } from '../upstream/upstream.js';
+import { keyedTaskId, keyReused, type IdempotentCreation, type Opened } from './idempotency.js';
 import { countedPrincipal } from './principals.js';
 import type { RateLimiter } from './rate-limits.js';
 import type { TaskSlots } from './slots.js';
@@ -61,10 +62,20 @@ export class TaskAdmission {
    * replica may have to start it. The caller runs the task at once (run, runToolCall): its place among this
    * replica's running tasks is held from here until then.
    */
-  async open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<TaskRecord> {
+  async open(
+    principal: string,
+    era: Era,
+    exposedName: string,
+    upstream: Upstream,
+    requestedTtl: unknown,
+    call: StoredCall | undefined,
+    actingFor?: ActingFor,
+    /** The id an idempotency key gave, and the call's digest (openOnce): the store then decides whether it is new. */
+    keyed?: { taskId: string; digest: string },
+  ): Promise<TaskRecord> {
     const { store, policies, callers, slots, events } = this.deps;
     const policy = policies.policyFor(exposedName);
-    const taskId = newTaskId();
+    const taskId = keyed?.taskId ?? newTaskId();
     this.holdRoom(taskId, principal);
     try {
       await callers.rateLimiter?.taskCreation(principal);
@@ -74,11 +85,12 @@ export class TaskAdmission {
       // A call held for approval is kept (any replica may run it once approved), bound to its arguments.
       if (policy.approval !== undefined && call === undefined) throw new GatewayError('internal', `Tool '${exposedName}' needs approval, but its call cannot be held`);
       const approval = policy.approval === undefined || call === undefined ? undefined : newHold(policy.approval, call.params);
-      const task = await store
+      const task = await createTask(
+        store,
         // The call is kept only where another replica may have to start it: it can be large, and it is the
         // client's data. That is where policy allows a re-run, where the task may wait in line for a slot, or
         // where it waits for approval.
-        .create({
+        {
           taskId,
           principal,
           era,
@@ -88,8 +100,15 @@ export class TaskAdmission {
           pollMs,
           ...(call !== undefined && mayStartElsewhere(policy, upstream) ? { call: this.deps.acting?.keep(taskId, call, actingFor) ?? call } : {}),
           ...(approval === undefined ? {} : { approval, message: waitingMessage(approval) }),
-        })
+        },
+        keyed?.digest,
+      )
         .catch((error: unknown) => {
+          // The key's task holds the same ticket (same principal, same id) while it runs: it keeps it.
+          if (error instanceof KeyTaken) {
+            if (policy.maxTasksPerPrincipal > 0 && error.task !== undefined && isTerminal(error.task.status)) slots.release(slots.principalTicket(principal, taskId));
+            throw error;
+          }
           if (policy.maxTasksPerPrincipal > 0) slots.release(slots.principalTicket(principal, taskId));
           throw storeUnavailable(error);
         });
@@ -103,6 +122,46 @@ export class TaskAdmission {
       this.opening.delete(taskId);
       throw error;
     }
+  }
+
+  /**
+   * open() for a call that carries an idempotency key (tasks/idempotency.ts): the task the key made before, as it
+   * is now, when there is one (nothing is checked, claimed or run again for it); else a new task whose id the key
+   * gives. Calls racing with one key, on any replicas, make one task: the store's createOnce decides. A key used
+   * before for another call (tool or arguments) is -32602.
+   */
+  async openOnce(
+    once: IdempotentCreation,
+    principal: string,
+    era: Era,
+    exposedName: string,
+    upstream: Upstream,
+    requestedTtl: unknown,
+    call: StoredCall | undefined,
+    actingFor?: ActingFor,
+  ): Promise<Opened> {
+    const { taskId, task: held } = await this.keyed(once, principal);
+    if (held !== undefined) return { task: held, existing: true };
+    try {
+      return { task: await this.open(principal, era, exposedName, upstream, requestedTtl, call, actingFor, { taskId, digest: once.digest }), existing: false };
+    } catch (error) {
+      if (!(error instanceof KeyTaken)) throw error;
+      if (error.task === undefined) throw keyReused();
+      return { task: error.task, existing: true };
+    }
+  }
+
+  /**
+   * The id `once`'s key gives `principal`'s task, and the task the key made, if it still exists (-32602 when it was
+   * made for another call). For a call that becomes a task only later (after taskAfterMs): asked before the
+   * upstream is, so that a retry does not call it again.
+   */
+  async keyed(once: IdempotentCreation, principal: string): Promise<{ taskId: string; task: TaskRecord | undefined }> {
+    const { store } = this.deps;
+    const taskId = keyedTaskId(await store.signingSecret().catch((error: unknown) => Promise.reject(storeUnavailable(error))), principal, once.key);
+    const task = await store.get(taskId).catch((error: unknown) => Promise.reject(storeUnavailable(error)));
+    if (task !== undefined && (task.principal !== principal || task.idempotency !== once.digest)) throw keyReused();
+    return { taskId, task };
   }
 
   /** The run of an opened task started: the place open() held is the run's now. */
@@ -134,6 +193,21 @@ export class TaskAdmission {
     }
     this.opening.add(taskId);
   }
+}
+
+/** Another call with the same idempotency key made the task first (its task), or made one for other arguments (none). */
+class KeyTaken extends Error {
+  constructor(readonly task: TaskRecord | undefined) {
+    super('the idempotency key has a task already');
+  }
+}
+
+/** Stores the new task; under a key (`digest`), the store decides atomically whether the key made one already (KeyTaken). */
+async function createTask(store: TaskStore, input: NewTask, digest: string | undefined): Promise<TaskRecord> {
+  if (digest === undefined) return store.create(input);
+  const created = await store.createOnce(input, digest);
+  if (created.outcome === 'created') return created.task;
+  throw new KeyTaken(created.outcome === 'existing' ? created.task : undefined);
 }
 
 /** Whether a task under `policy` may have to be started by another replica (its call is then kept). */

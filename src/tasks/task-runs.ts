@@ -9,6 +9,7 @@ import type { CallContext, UpstreamCall } from '../upstream/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
 import type { EndWrites } from './end-writes.js';
 import { TaskAdmission, type TaskAdmissionDeps } from './task-admission.js';
+import type { IdempotentCreation, Opened } from './idempotency.js';
 import type { InflightCharge } from './inflight-bytes.js';
 import type { LossHandling } from './leases.js';
 import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, runSignal, type LocalRun, type RunHandle, type RunOutcome, type TaskCaller } from './local-run.js';
@@ -60,6 +61,19 @@ export class TaskRuns {
     const task = await this.admission.open(principal, era, exposedName, upstream, requestedTtl, call, actingFor);
     this.deps.approvals?.requested(task);
     return task;
+  }
+
+  /**
+   * Opens a task under an idempotency key (task-admission.ts): the key's task when it has one (`existing`: it runs
+   * already, or ran; do not run it again), else a new one to run at once.
+   */
+  openOnce(once: IdempotentCreation, principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<Opened> {
+    return this.admission.openOnce(once, principal, era, exposedName, upstream, requestedTtl, call, actingFor);
+  }
+
+  /** The task `once`'s key made for `principal`, if it still exists (-32602 when it was made for another call). */
+  async keyed(once: IdempotentCreation, principal: string): Promise<TaskRecord | undefined> {
+    return (await this.admission.keyed(once, principal)).task;
   }
 
   /**

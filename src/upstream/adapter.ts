@@ -33,8 +33,8 @@ export interface SessionIdentity {
   readonly manyClients?: boolean;
 }
 
-export type { CredentialSource } from './credential-source.js';
-import type { CredentialSource } from './credential-source.js';
+export type { CredentialSource } from '../identity/credential-source.js';
+import type { CredentialSource } from '../identity/credential-source.js';
 
 /**
  * The authenticated caller the gateway acts for at the upstream: what an upstream's `auth` makes its identity

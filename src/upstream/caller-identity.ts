@@ -3,9 +3,16 @@
 // exchanged for them, an identity the gateway signs, claim headers). An upstream session is bound to the identity
 // that opened it, so where the identity differs per caller, callers that would share one upstream session (the
 // 2026-07-28 clients) get one each per principal. Without `auth` every request carries the configured `headers`.
+import { resourceNamedIn } from '../config/identity.js';
 import type { UpstreamConfig } from '../config/types.js';
 import { UpstreamCredentials, type IdentityParts } from '../identity/credential-sources.js';
 import { staticCredentials, type ActingFor, type CredentialSource, type SessionIdentity, type UpstreamCaller } from './adapter.js';
+
+/** Which upstream session serves a caller, and whether it is a principal's own rather than a client session's. */
+export interface UpstreamSessionKey {
+  key: string;
+  perPrincipal: boolean;
+}
 
 /** Principals whose latest caller is remembered per upstream (the least recently seen is forgotten first). */
 const MAX_REMEMBERED_CALLERS = 10_000;
@@ -32,7 +39,7 @@ export class CallerIdentity {
     const stdio = config.transport === 'stdio';
     this.childPerPrincipal = stdio && config.isolation === 'per-principal';
     // A stdio child's `auth` token goes into its env ({{upstreamToken}}): for the caller only, as its resource says.
-    const url = stdio ? (auth?.clientCredentials?.resource ?? auth?.tokenExchange?.resource ?? auth?.signedIdentity?.audience ?? '') : config.url;
+    const url = stdio ? (auth === undefined ? '' : resourceNamedIn(auth)) : config.url;
     this.credentials = auth === undefined || parts === undefined ? undefined : new UpstreamCredentials({ name: config.name, url, headers: stdio ? {} : config.headers, auth }, parts);
     this.gateway = stdio ? staticCredentials({}) : (this.credentials?.forGateway() ?? staticCredentials(config.headers));
     const tellsCallersApart = auth !== undefined && (auth.tokenExchange !== undefined || auth.signedIdentity !== undefined || Object.keys(auth.claimHeaders).length > 0);
@@ -62,14 +69,15 @@ export class CallerIdentity {
   }
 
   /**
-   * Which upstream session serves `caller`: its client session's own, and where many clients share one session
-   * and the upstream tells callers apart, one per principal.
+   * Which upstream session serves `caller` (its key): its client session's own, and where many clients share one
+   * session and the upstream tells callers apart, one per principal (`perPrincipal`: no client session ends it).
    */
-  sessionKeyOf(caller: UpstreamCaller): string {
+  upstreamSessionOf(caller: UpstreamCaller): UpstreamSessionKey {
     // Without authentication every caller is the anonymous principal, with one child of its own.
-    if (this.childPerPrincipal) return `principal:${caller.principal ?? ''}`;
+    if (this.childPerPrincipal) return { key: `principal:${caller.principal ?? ''}`, perPrincipal: true };
     const shared = caller.identity.manyClients === true;
-    return shared && this.perCaller && caller.principal !== undefined ? `${caller.identity.sessionId}\u0000${caller.principal}` : caller.identity.sessionId;
+    if (shared && this.perCaller && caller.principal !== undefined) return { key: `${caller.identity.sessionId}\u0000${caller.principal}`, perPrincipal: true };
+    return { key: caller.identity.sessionId, perPrincipal: false };
   }
 
   /** Forgets the upstream's cached tokens (it is going: removed, or replaced by a reload). */

@@ -7,7 +7,7 @@ import { oversized, RESYNC_FACTOR } from './oversized.js';
 import { readSse } from './sse-reader.js';
 import { decodePayload } from './payload.js';
 import { refusalMessage, sendWithCredential } from './http-refusal.js';
-import type { CredentialSource } from './credential-source.js';
+import type { CredentialSource } from '../identity/credential-source.js';
 import { holdReadable, receiveDecoded, type HttpTransportOptions, type UpstreamTransport } from './transport.js';
 
 /**

@@ -9,7 +9,7 @@ import { dispatchPost } from './post-response.js';
 import { decodePayload, describeUnanswered, readHttpPayload, type HttpPayload } from './payload.js';
 import { readSse } from './sse-reader.js';
 import { refusalMessage, sendWithCredential } from './http-refusal.js';
-import type { CredentialSource } from './credential-source.js';
+import type { CredentialSource } from '../identity/credential-source.js';
 import { holdReadable, receiveDecoded, type HttpTransportOptions, type UpstreamTransport } from './transport.js';
 
 const MAX_RESUME_ATTEMPTS = 5;

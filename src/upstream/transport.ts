@@ -1,5 +1,5 @@
 import type { Agent } from 'undici';
-import type { CredentialSource } from './credential-source.js';
+import type { CredentialSource } from '../identity/credential-source.js';
 import type { BodyStream } from './body-reader.js';
 import { responseIdOf, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';

@@ -69,7 +69,7 @@ export class Upstream {
   private readonly callers: CallerIdentity;
 
   private control: UpstreamConnection | undefined;
-  /** The client sessions' own connections. */
+  /** The client sessions' own connections, and the principals' own sessions where clients share one. */
   private readonly perSession: SessionConnections;
   /** A per-principal stdio upstream's children, one per principal (issue 33); undefined for every other upstream. */
   private readonly children: PrincipalChildren | undefined;
@@ -98,6 +98,8 @@ export class Upstream {
     this.perSession = new SessionConnections({
       upstreamName: config.name,
       maxSessions: config.maxSessions ?? DEFAULTS.maxUpstreamSessions,
+      // A per-principal stdio upstream's children are its principals' sessions; per-session children end with theirs.
+      idleTimeoutMs: config.transport === 'stdio' ? 0 : config.idleTimeoutMs,
       logger: this.logger,
       closing: this.closing,
     });
@@ -153,13 +155,13 @@ export class Upstream {
   }
 
   private async connectionOf(caller: UpstreamCaller): Promise<UpstreamConnection> {
-    const key = this.callers.sessionKeyOf(caller);
+    const { key, perPrincipal } = this.callers.upstreamSessionOf(caller);
     if (this.children !== undefined) return this.children.get(key, caller, (identity, env) => this.openSessionConnection(key, { ...caller, identity }, env));
     if (this.isShared) {
       if (this.control === undefined || !this.control.isOpen || this.state !== 'ready') throw upstreamUnavailable(this.name, this.lastError ?? 'it is not connected yet');
       return this.control;
     }
-    return this.perSession.get(key, () => this.openSessionConnection(key, caller));
+    return this.perSession.get(key, () => this.openSessionConnection(key, caller), { perPrincipal });
   }
 
   /** Subscribes the gateway itself to a resource, whose updates reach listeners; once per URI per connection. */
@@ -230,8 +232,7 @@ export class Upstream {
     this.state = 'closed';
     clearTimeout(this.restartTimer);
     await this.sides.stop();
-    const sessions = this.perSession.keys();
-    await Promise.all([...sessions.map((id) => this.releaseSession(id)), this.children?.close(), ...[...this.opening].map((c) => c.close().catch(() => undefined))]);
+    await Promise.all([this.perSession.close(), this.children?.close(), ...[...this.opening].map((c) => c.close().catch(() => undefined))]);
     // Sessions released just before (their client sessions ended with the gateway) are ending too.
     await Promise.all([...this.closing]);
     await this.control?.close().catch(() => undefined);

@@ -32,18 +32,19 @@ export interface IdentitySetup {
 
 /**
  * Starts the three (stopped with `scope`). `auth` makes the upstream's `auth` from the running servers; `more` is
- * merged over the gateway's config (other upstreams, identity keys, task policy).
+ * merged over the gateway's config (other upstreams, identity keys, task policy); `upstreamSettings` over the
+ * protected upstream's (`prot`) own, and `echoHeaders` are request headers its whoami reports.
  */
 export async function identityGateway(
   scope: TestScope,
   auth: (as: AuthServer, upstream: ProtectedServer, origin: string) => Json,
   more: (as: AuthServer, upstream: ProtectedServer, origin: string) => Json = () => ({}),
-  options: { clientScope?: string; waitForTools?: boolean; apiKeys?: Json[] } = {},
+  options: { clientScope?: string; waitForTools?: boolean; apiKeys?: Json[]; upstreamSettings?: Json; echoHeaders?: string[] } = {},
 ): Promise<IdentitySetup> {
-  const { clientScope, waitForTools = true, apiKeys } = options;
+  const { clientScope, waitForTools = true, apiKeys, upstreamSettings, echoHeaders } = options;
   const as = await startAuthServer({ clients: { [GATEWAY_CLIENT.id]: { secret: GATEWAY_CLIENT.secret, ...(clientScope !== undefined && { scope: clientScope }) } } });
   scope.defer(() => as.close());
-  const upstream = await startProtectedServer({ issuers: [{ issuer: as.issuer, jwksUri: as.jwksUri }] });
+  const upstream = await startProtectedServer({ issuers: [{ issuer: as.issuer, jwksUri: as.jwksUri }], ...(echoHeaders !== undefined && { echoHeaders }) });
   scope.defer(() => upstream.close());
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
@@ -53,7 +54,7 @@ export async function identityGateway(
     listen: { host: '127.0.0.1', port, path: '/mcp' },
     tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
     ...extra,
-    upstreams: { prot: { url: upstream.url, auth: auth(as, upstream, origin) }, ...(extra.upstreams as Json | undefined) },
+    upstreams: { prot: { url: upstream.url, auth: auth(as, upstream, origin), ...upstreamSettings }, ...(extra.upstreams as Json | undefined) },
     auth: { resource, oauth: { issuer: as.issuer }, ...(apiKeys !== undefined && { apiKeys }) },
   });
   const token = (sub: string, claims: Json = {}, options: MintOptions = {}) => as.mint({ sub, aud: resource, ...options, extra: claims });

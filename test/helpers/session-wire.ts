@@ -24,6 +24,8 @@ export class EventReader {
     readonly status: number,
     body: ReadableStream<Uint8Array> | null,
     private readonly abort: AbortController,
+    /** The HTTP response's headers (Retry-After on a refused exchange). */
+    readonly headers: Headers = new Headers(),
   ) {
     this.done = this.read(body);
   }
@@ -83,10 +85,14 @@ export class SessionWire {
   sessionId = '';
   private nextId = 1;
 
-  constructor(private readonly capabilities: Json = {}) {}
+  /** `always`: headers every request of the session carries (an Authorization). */
+  constructor(
+    private readonly capabilities: Json = {},
+    private readonly always: Record<string, string> = {},
+  ) {}
 
   headers(extra: Record<string, string> = {}): Record<string, string> {
-    return legacyHeaders(this.sessionId, extra);
+    return legacyHeaders(this.sessionId, { ...this.always, ...extra });
   }
 
   async initialize(url: string): Promise<Json> {
@@ -138,7 +144,7 @@ export class SessionWire {
     const extra: Record<string, string> = { accept: 'text/event-stream' };
     if (lastEventId !== undefined) extra['last-event-id'] = lastEventId;
     const response = await fetch(url, { method: 'GET', headers: this.headers(extra), signal: abort.signal });
-    return new EventReader(response.status, response.body, abort);
+    return new EventReader(response.status, response.body, abort, response.headers);
   }
 
   async end(url: string): Promise<number> {
@@ -150,9 +156,9 @@ export class SessionWire {
   private async send(url: string, message: Json): Promise<EventReader> {
     const abort = new AbortController();
     const response = await fetch(url, { method: 'POST', headers: this.headers(), body: JSON.stringify(message), signal: abort.signal });
-    if ((response.headers.get('content-type') ?? '').includes('text/event-stream')) return new EventReader(response.status, response.body, abort);
+    if ((response.headers.get('content-type') ?? '').includes('text/event-stream')) return new EventReader(response.status, response.body, abort, response.headers);
     const text = await response.text();
-    const reader = new EventReader(response.status, null, abort);
+    const reader = new EventReader(response.status, null, abort, response.headers);
     if (text !== '') reader.messages.push(...([JSON.parse(text)].flat() as Json[]));
     return reader;
   }

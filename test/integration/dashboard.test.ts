@@ -3,14 +3,21 @@
 // by a generous timeout that only guards against hangs.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Browser, Page } from 'puppeteer-core';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { suiteScope, type TestGateway } from '../helpers/harness.js';
+import { eventually, suiteScope, type TestGateway } from '../helpers/harness.js';
 import { launchChromium, startTask } from '../helpers/dashboard-browser.js';
+import { bearer } from '../helpers/auth-requests.js';
+import { GATEWAY_CLIENT, whoamiOf } from '../helpers/identity-gateway.js';
+import { HANG_MS } from '../helpers/waits.js';
+import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
+import { startProtectedServer, type ProtectedServer } from '../fixtures/protected-server.js';
+import { freePort } from '../fixtures/spawn.js';
 
 const WAIT = { timeout: 30_000 };
 const TASKS = { defaults: { mode: 'optional', pollIntervalMs: 100 } };
@@ -266,6 +273,149 @@ describe('task dashboard with auth: admin principals and scopes, 401 and 403, th
     await page.waitForSelector(`tr[data-task-id="${aliceTask}"][data-status="working"]`, WAIT);
     assert.equal(await page.$eval(`tr[data-task-id="${aliceTask}"] td.principal`, (td) => td.textContent), 'key:alice');
     assert.equal(await page.evaluate(() => sessionStorage.getItem('taskgate.dashboard.token')), OPS_KEY, 'kept for the tab');
+    await page.close();
+  });
+});
+
+describe('task dashboard: the identity a task\'s upstream sees, and whether a re-run can act for its caller', () => {
+  const scope = suiteScope();
+  let as: AuthServer;
+  let upstream: ProtectedServer;
+  let browser: Browser;
+  /** Token exchange for callers, sealed callers kept (retry.onLoss), and an upstream with static headers beside it. */
+  let exchanging: TestGateway;
+  /** The gateway signs an identity for each caller (with claim headers), and keeps no sealed caller. */
+  let signing: TestGateway;
+  const sealingKey = randomBytes(32).toString('base64');
+
+  /** A gateway fronted by the authorization server, admitting OPS_KEY as its admin, its upstreams as given. */
+  async function gatewayWith(port: number, upstreams: Record<string, Json>, tools: string[], extra: Json = {}): Promise<TestGateway> {
+    const origin = `http://127.0.0.1:${port}`;
+    const gateway = await scope.gateway({
+      listen: { host: '127.0.0.1', port, path: '/mcp' },
+      tasks: { defaults: { mode: 'optional', pollIntervalMs: 100, retry: { onLoss: true } } },
+      upstreams,
+      auth: { resource: `${origin}/mcp`, oauth: { issuer: as.issuer }, apiKeys: [{ principal: 'ops', key: OPS_KEY }], admin: { principals: ['key:ops'] } },
+      ...extra,
+    });
+    // Upstreams connect in the background: wait until the tools the tests call are listed.
+    const lister = await callerToken(gateway, 'lister');
+    const client = await scope.plainClient(gateway.url, { headers: bearer(lister) });
+    await eventually(async () => {
+      const listed = new Set((await client.listTools()).tools.map((tool) => tool.name));
+      return tools.every((name) => listed.has(name));
+    }, HANG_MS);
+    return gateway;
+  }
+
+  function callerToken(gateway: TestGateway, sub: string): Promise<string> {
+    return as.mint({ sub, aud: `${gateway.origin}/mcp`, extra: { email: `${sub}@example.test` } });
+  }
+
+  before(async () => {
+    as = await startAuthServer({ clients: { [GATEWAY_CLIENT.id]: { secret: GATEWAY_CLIENT.secret } } });
+    scope.defer(() => as.close());
+    upstream = await startProtectedServer({ issuers: [{ issuer: as.issuer, jwksUri: as.jwksUri }] });
+    scope.defer(() => upstream.close());
+    const plain = await scope.upstream('streamable-http');
+    exchanging = await gatewayWith(await freePort(), {
+      prot: { url: upstream.url, auth: { tokenExchange: { ...GATEWAY_CLIENT.config, tokenUrl: `${as.issuer}/token` } } },
+      open: plain.config,
+    }, ['prot__slow', 'open__slow'], { identity: { sealingKeys: [{ kid: 'seal-1', key: sealingKey }] } });
+    // The upstream trusts what the signing gateway signs (its issuer: the origin of its auth.resource).
+    const signingPort = await freePort();
+    const signingOrigin = `http://127.0.0.1:${signingPort}`;
+    upstream.trust(signingOrigin, `${signingOrigin}/.well-known/jwks.json`);
+    const privateKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    signing = await gatewayWith(signingPort, {
+      prot: { url: upstream.url, auth: { signedIdentity: { claims: ['email'] }, claimHeaders: { 'x-user': 'principal' } } },
+    }, ['slow'], { identity: { keys: [{ kid: 'gw-1', privateKey }] } });
+    browser = await launchChromium();
+    scope.defer(() => browser.close());
+  });
+
+  test('the API says who the upstream sees, per mode, whether a re-run acts for the caller, and never a token or sealed data', async () => {
+    const alice = await callerToken(exchanging, 'alice');
+    const aliceClient = await scope.plainClient(exchanging.url, { headers: bearer(alice) });
+    const exchanged = await startTask(aliceClient, 'prot__slow', {}); // runs until releaseSlow()
+    const open = await startTask(aliceClient, 'open__slow', { ms: 600_000 });
+    const bob = await callerToken(signing, 'bob');
+    const signed = await startTask(await scope.plainClient(signing.url, { headers: bearer(bob) }), 'slow', {});
+    await eventually(() => upstream.events().filter((e) => e.type === 'started' && e.tool === 'slow').length >= 2, HANG_MS);
+
+    const detailOf = async (gateway: TestGateway, taskId: string) => {
+      const answer = await getJson(`${gateway.origin}/ui/api/tasks/${taskId}`, { token: OPS_KEY });
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+      return answer;
+    };
+    const aliceDetail = await detailOf(exchanging, exchanged);
+    const alicePrincipal = `oauth:${as.issuer}#alice`;
+    const identity = aliceDetail.body.identity as Json;
+    assert.equal(identity.mode, 'token-exchange');
+    assert.equal(identity.actsAs, 'caller');
+    assert.ok(String(identity.summary).startsWith(`alice (${alicePrincipal}) via token exchange`), String(identity.summary));
+    assert.equal((identity.rerun as Json).outcome, 'as-caller', JSON.stringify(identity));
+    const text = JSON.stringify(aliceDetail.body);
+    assert.ok(!text.includes(alice), 'not the caller\'s token');
+    assert.ok(!text.includes(GATEWAY_CLIENT.secret), 'not the client secret');
+    assert.ok(!text.includes('v1.seal-1.'), 'nothing of the sealed caller');
+    assert.doesNotMatch(text, /eyJ[\w-]+\.eyJ[\w-]+\./, 'no JWT at all');
+    assert.equal((aliceDetail.body.task as Json).principal, alicePrincipal);
+
+    const openIdentity = (await detailOf(exchanging, open)).body.identity as Json;
+    assert.equal(openIdentity.mode, 'static-headers');
+    assert.equal(openIdentity.actsAs, 'gateway');
+    assert.equal((openIdentity.rerun as Json).outcome, 'as-gateway');
+
+    const bobDetail = await detailOf(signing, signed);
+    const bobIdentity = bobDetail.body.identity as Json;
+    assert.equal(bobIdentity.mode, 'signed-identity');
+    assert.equal(bobIdentity.actsAs, 'caller');
+    assert.match(String(bobIdentity.summary), /^bob \(oauth:.*#bob\) via a JWT the gateway signs for them \(with their email claim\), with x-user naming bob/);
+    assert.deepEqual(bobIdentity.claimHeaders, ['x-user']);
+    assert.equal((bobIdentity.rerun as Json).outcome, 'fails', 'no sealing key: a re-run could not act for bob');
+    assert.match(String((bobIdentity.rerun as Json).summary), /sealingKeys/);
+    assert.doesNotMatch(JSON.stringify(bobDetail.body), /eyJ[\w-]+\.eyJ[\w-]+\./);
+
+    // The task ran as alice; once ended, nothing is kept to run again.
+    upstream.releaseSlow();
+    const result = await aliceClient.experimental.tasks.getTaskResult(exchanged, CallToolResultSchema);
+    assert.equal(whoamiOf(result).sub, 'alice');
+    const ended = (await detailOf(exchanging, exchanged)).body.identity as Json;
+    assert.equal(ended.mode, 'token-exchange');
+    assert.equal((ended.rerun as Json).outcome, 'none');
+  });
+
+  test('the page shows whom the upstream sees and what a run elsewhere does, for a running and an ended task', async () => {
+    const carol = await callerToken(exchanging, 'carol');
+    const client = await scope.plainClient(exchanging.url, { headers: bearer(carol) });
+    const running = await startTask(client, 'prot__slow', {});
+    const open = await startTask(client, 'open__slow', { ms: 600_000 });
+    const page = await browser.newPage();
+    await page.goto(`${exchanging.origin}/ui/`, WAIT);
+    await page.waitForSelector('#auth:not([hidden])', WAIT);
+    await page.type('#auth-token', OPS_KEY);
+    await page.click('#auth-form button[type="submit"]');
+
+    await page.waitForSelector(`tr[data-task-id="${running}"]`, WAIT);
+    await page.click(`tr[data-task-id="${running}"] td.tool`);
+    await page.waitForSelector(`#detail[data-task-id="${running}"] #detail-identity[data-mode="token-exchange"][data-acts-as="caller"]`, WAIT);
+    const sees = await page.$eval('#detail-identity', (dd) => dd.textContent ?? '');
+    assert.ok(sees.startsWith(`carol (oauth:${as.issuer}#carol) via token exchange`), sees);
+    assert.equal(await page.$eval('#detail-identity', (dd) => dd.previousElementSibling?.textContent), 'Upstream sees');
+    assert.match(await page.$eval('#detail-rerun[data-outcome="as-caller"]', (dd) => dd.textContent ?? ''), /acts for carol .* again/);
+
+    await page.click(`tr[data-task-id="${open}"] td.tool`);
+    await page.waitForSelector(`#detail[data-task-id="${open}"] #detail-identity[data-mode="static-headers"][data-acts-as="gateway"]`, WAIT);
+    await page.waitForSelector('#detail-rerun[data-outcome="as-gateway"]', WAIT);
+
+    upstream.releaseSlow();
+    await client.experimental.tasks.getTaskResult(running, CallToolResultSchema);
+    await page.click(`tr[data-task-id="${running}"] td.tool`);
+    await page.waitForSelector(`#detail[data-task-id="${running}"][data-status="completed"] #detail-identity[data-mode="token-exchange"]`, WAIT);
+    assert.equal(await page.$('#detail-rerun'), null, 'an ended task runs nowhere again');
+    const shown = await page.$eval('body', (body) => (body as HTMLElement).innerText);
+    assert.ok(!shown.includes(carol), 'the page shows no token');
     await page.close();
   });
 });

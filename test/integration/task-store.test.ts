@@ -117,6 +117,40 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
+    test('createOnce: racing creates under one key make one task; the same principal and digest find it, anything else conflicts', async () => {
+      const store = await create();
+      const input = newTask({ principal: 'key:alice' });
+      const answers = await Promise.all(Array.from({ length: 8 }, () => store.createOnce(input, 'digest-1')));
+      assert.equal(answers.filter((a) => a.outcome === 'created').length, 1, JSON.stringify(answers));
+      for (const answer of answers) assert.ok(answer.outcome !== 'conflict' && answer.task.taskId === input.taskId && answer.task.status === 'working');
+      assert.equal((await store.get(input.taskId))?.idempotency, 'digest-1');
+      assert.deepEqual(await store.createOnce(input, 'digest-2'), { outcome: 'conflict' }, 'the key was used for another call');
+      assert.deepEqual(await store.createOnce({ ...input, principal: 'key:bob' }, 'digest-1'), { outcome: 'conflict' }, 'another principal never gets it');
+      assert.deepEqual(await store.createOnce(newTask({ taskId: (await store.create(newTask())).taskId }), 'digest-1'), { outcome: 'conflict' }, 'nor a task made without a key');
+      await store.transition(input.taskId, { to: 'completed', outcome: { result: {} } });
+      const ended = await store.createOnce(input, 'digest-1');
+      assert.ok(ended.outcome === 'existing' && ended.task.status === 'completed', 'an ended task is still the key\'s');
+      await store.close();
+    });
+
+    test('createOnce: the key goes with its task (deleted or expired); made again, its task is listed once', async () => {
+      const store = await create();
+      const input = newTask({ principal: 'key:carol', retentionMs: 100 });
+      assert.equal((await store.createOnce(input, 'd')).outcome, 'created');
+      await store.transition(input.taskId, { to: 'completed', outcome: { result: {} } });
+      assert.equal(await store.delete(input.taskId), 'deleted');
+      assert.equal((await store.createOnce(input, 'd')).outcome, 'created', 'deleted: the key is free');
+      await store.transition(input.taskId, { to: 'completed', outcome: { result: {} } });
+      await eventually(async () => (await store.get(input.taskId)) === undefined, 5000);
+      const again = await store.createOnce(input, 'other digest');
+      assert.equal(again.outcome, 'created', 'expired: the key is free, for any call');
+      assert.equal((await store.timeline(input.taskId)).length, 1, 'the timeline is the new task\'s');
+      const listed = await store.list('key:carol', { limit: 10 });
+      assert.deepEqual(listed.tasks.map((t) => t.createdUs), [again.outcome === 'created' ? again.task.createdUs : -1]);
+      assert.deepEqual((await store.listAll({ limit: 100 })).tasks.filter((t) => t.taskId === input.taskId).length, 1);
+      await store.close();
+    });
+
     test('legal transitions, and the outcome comes back exactly as stored', async () => {
       const store = await create();
       const { taskId } = await store.create(newTask());

@@ -1,7 +1,9 @@
 // OpenTelemetry traces, end to end: a gateway process exports OTLP/HTTP to a receiver in this test, real SDK
 // clients call a fixture upstream over Streamable HTTP and over stdio, and the upstream says what trace context
-// it received. Spans are awaited as they arrive at the receiver, never by a fixed sleep.
+// it received. Spans are awaited as they arrive at the receiver, never by a fixed sleep. With upstream identity
+// (issue 33) on, no exported byte carries a caller's token, a token the gateway obtained or signed, or a secret.
 import assert from 'node:assert/strict';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -11,9 +13,18 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connectPlainClient, suiteScope, testScope, textOf, type TestScope } from '../helpers/harness.js';
-import { REPO_ROOT, startChild, type GatewayChild } from '../fixtures/spawn.js';
+import { decodeJwt } from 'jose';
+import { connectPlainClient, eventually, suiteScope, testScope, textOf, type TestScope } from '../helpers/harness.js';
+import { freePort, REPO_ROOT, startChild, type GatewayChild } from '../fixtures/spawn.js';
 import type { EchoedTrace } from '../fixtures/trace-echo-server.js';
+import { startAuthServer } from '../fixtures/auth-server.js';
+import { startProtectedServer } from '../fixtures/protected-server.js';
+import { bearer } from '../helpers/auth-requests.js';
+import { startTask } from '../helpers/dashboard-browser.js';
+import { GATEWAY_CLIENT, whoamiOf } from '../helpers/identity-gateway.js';
+import { recordingProxy, type RecordingProxy } from '../helpers/recording-proxy.js';
+import { modern } from '../helpers/stateless-wire.js';
+import { HANG_MS } from '../helpers/waits.js';
 
 const ECHO_FIXTURE = join(REPO_ROOT, 'test/fixtures/trace-echo-server.ts');
 const MODULE_WATCH = join(REPO_ROOT, 'test/fixtures/module-watch.mjs');
@@ -46,11 +57,17 @@ function attributesOf(list: OtlpAttribute[] | undefined): Record<string, unknown
 /** A collector's OTLP/HTTP JSON endpoint, as small as a test needs: it keeps every span it is sent. */
 class OtlpReceiver extends EventEmitter {
   readonly spans: ReceivedSpan[] = [];
+  /** Every export as sent (attributes, events, status messages, resource and all), for scans of what left the gateway. */
+  readonly exports: string[] = [];
   private readonly server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      if (request.method === 'POST' && request.url === '/v1/traces') this.take(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      if (request.method === 'POST' && request.url === '/v1/traces') {
+        const text = Buffer.concat(chunks).toString('utf8');
+        this.exports.push(text);
+        this.take(JSON.parse(text));
+      }
       response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
@@ -268,6 +285,96 @@ describe('OpenTelemetry traces', () => {
     assert.equal(toolError.attributes['error.type'], 'tool_error');
     assert.equal(toolError.attributes['rpc.response.status_code'], undefined);
     assert.equal(toolError.status.code, 2);
+  });
+});
+
+/** The bearer tokens the gateway sent through `proxy`. */
+function bearersSent(proxy: RecordingProxy): string[] {
+  return proxy.requests.map((r) => /^Bearer (\S+)$/.exec(r.headers.authorization ?? '')?.[1]).filter((token) => token !== undefined);
+}
+
+describe('OpenTelemetry traces with upstream identity: no token or secret in any exported span', () => {
+  test('token exchange and signed identity with claim headers, plain calls, a task, a 401 retried and refused: nothing exported holds a token', async (t) => {
+    const scope = testScope(t);
+    const receiver = new OtlpReceiver();
+    const endpoint = await receiver.listen();
+    scope.defer(() => receiver.close());
+    const as = await startAuthServer({ clients: { [GATEWAY_CLIENT.id]: { secret: GATEWAY_CLIENT.secret } } });
+    scope.defer(() => as.close());
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    const resource = `${origin}/mcp`;
+    // Two OAuth-protected upstreams, each behind a proxy that records the tokens the gateway sends it.
+    const exchanging = await startProtectedServer({ issuers: [{ issuer: as.issuer, jwksUri: as.jwksUri }] });
+    scope.defer(() => exchanging.close());
+    const signed = await startProtectedServer({ issuers: [{ issuer: origin, jwksUri: `${origin}/.well-known/jwks.json` }] });
+    scope.defer(() => signed.close());
+    const exchangingProxy = await recordingProxy(scope, exchanging.url);
+    const signedProxy = await recordingProxy(scope, signed.url);
+    const robotKey = `robot-${randomBytes(16).toString('hex')}`;
+    const sealingKey = randomBytes(32).toString('base64');
+    const privateKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const gateway = await scope.spawnGateway({
+      config: {
+        listen: { host: '127.0.0.1', port, path: '/mcp' },
+        log: { level: 'debug' },
+        tasks: { defaults: { mode: 'optional', pollIntervalMs: 100, retry: { onLoss: true } } },
+        auth: { resource, oauth: { issuer: as.issuer }, apiKeys: [{ principal: 'robot', key: robotKey }] },
+        identity: { keys: [{ kid: 'gw-1', privateKey }], sealingKeys: [{ kid: 'seal-1', key: sealingKey }] },
+        upstreams: {
+          prot: { url: exchangingProxy.url, auth: { tokenExchange: { ...GATEWAY_CLIENT.config, tokenUrl: `${as.issuer}/token`, resource: exchanging.url } } },
+          signed: { url: signedProxy.url, auth: { signedIdentity: { claims: ['email'], audience: signed.url }, claimHeaders: { 'x-user': 'principal', 'x-email': 'email' } } },
+        },
+      },
+      env: tracingEnv(endpoint),
+    });
+
+    const alice = await as.mint({ sub: 'alice', aud: resource, extra: { email: 'alice@example.test' } });
+    const client = await connectPlainClient(gateway.url, { headers: bearer(alice) });
+    scope.defer(() => client.close());
+    await eventually(async () => (await client.listTools()).tools.length >= 2 * 4, HANG_MS); // both upstreams' tools
+    assert.equal(whoamiOf(await client.callTool({ name: 'prot__whoami', arguments: {} })).sub, 'alice');
+    assert.equal(whoamiOf(await client.callTool({ name: 'signed__whoami', arguments: {} })).sub, `oauth:${as.issuer}#alice`);
+    const modernAnswer = await modern(gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(alice) });
+    assert.equal(whoamiOf(modernAnswer.result).sub, 'alice', JSON.stringify(modernAnswer.response));
+    const taskId = await startTask(client, 'prot__whoami', {});
+    assert.equal(whoamiOf(await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)).sub, 'alice');
+    exchanging.rejectNext(1); // refused once: a new exchange, and the call sent again
+    assert.equal(whoamiOf(await client.callTool({ name: 'prot__whoami', arguments: {} })).sub, 'alice');
+    exchanging.rejectNext(2); // refused twice: the call fails, its error in its spans
+    const refused = await client.callTool({ name: 'prot__whoami', arguments: {} }).then((r) => JSON.stringify(r), (e: unknown) => String(e));
+    assert.match(refused, /refused the gateway's credential/);
+    // An API-key caller: nothing to exchange (an error naming the upstream), a signed identity for the key.
+    const robot = await connectPlainClient(gateway.url, { headers: bearer(robotKey) });
+    scope.defer(() => robot.close());
+    const noToken = await robot.callTool({ name: 'prot__whoami', arguments: {} }).then((r) => JSON.stringify(r), (e: unknown) => String(e));
+    assert.match(noToken, /no access token to exchange/);
+    assert.equal(whoamiOf(await robot.callTool({ name: 'signed__whoami', arguments: {} })).sub, 'key:robot');
+
+    // Stopped gracefully, the gateway exports every span it still holds before it exits.
+    await gateway.kill(HANG_MS);
+    const exchanged = bearersSent(exchangingProxy);
+    const signedTokens = bearersSent(signedProxy);
+    assert.ok(exchanged.some((token) => (decodeJwt(token).act as { sub?: string } | undefined)?.sub === GATEWAY_CLIENT.id), 'the upstream got exchanged tokens');
+    assert.ok(signedTokens.some((token) => decodeJwt(token).iss === origin), 'and identities the gateway signed');
+    const secrets = new Map<string, string>([
+      ['alice\'s access token', alice],
+      ['the API key', robotKey],
+      ['the client secret', GATEWAY_CLIENT.secret],
+      ['the sealing key', sealingKey],
+      ['the signing key', privateKey.split('\n')[1] ?? privateKey],
+      ...[...exchanged, ...signedTokens].map((token, i): [string, string] => [`token #${i} the gateway sent upstream`, token]),
+    ]);
+    const exported = receiver.exports.join('\n');
+    assert.ok(receiver.spans.some((s) => s.name === 'task.run prot__whoami'), 'the task\'s run was traced');
+    assert.ok(receiver.spans.some((s) => s.kind === CLIENT && s.attributes['taskgate.upstream'] === 'signed'), 'calls to both upstreams were traced');
+    assert.ok(receiver.spans.some((s) => s.status.code === 2 && /refused the gateway's credential/.test(s.status.message ?? '')), 'the refused call\'s error was exported');
+    for (const [what, secret] of secrets) {
+      assert.ok(!exported.includes(secret), `${what} appears in an exported span`);
+      assert.ok(!gateway.stdout().includes(secret) && !gateway.stderr().includes(secret), `${what} appears in the gateway's log`);
+    }
+    assert.doesNotMatch(exported, /eyJ[\w-]+\.eyJ[\w-]+\./, 'no JWT of any kind was exported');
+    assert.ok(!exported.includes('v1.seal-1.'), 'nothing sealed was exported');
   });
 });
 

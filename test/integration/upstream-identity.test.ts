@@ -14,6 +14,7 @@ import { bearer } from '../helpers/auth-requests.js';
 import { eventually, suiteScope, testScope, type Json } from '../helpers/harness.js';
 import { HANG_MS } from '../helpers/waits.js';
 import { modern } from '../helpers/stateless-wire.js';
+import { SessionWire } from '../helpers/session-wire.js';
 import { startAuthServer, TOKEN_EXCHANGE_GRANT, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort, spawnStatelessFixture } from '../fixtures/spawn.js';
 import { recordingProxy } from '../helpers/recording-proxy.js';
@@ -152,6 +153,14 @@ describe('upstream identity: the authorization server fails', () => {
         assert.equal((ready.upstreams as Json[]).find((u) => u.name === 'prot')?.state, 'ready', JSON.stringify(ready));
         const legacy = await scope.plainClient(gw.gateway.url, { headers: bearer(erin) });
         await assert.rejects(legacy.callTool({ name: 'prot__whoami', arguments: {} }), /upstream 'prot': cannot get a credential \(exchange\)/);
+        // A 2025-11-25 session's call answered as plain JSON is refused in HTTP too, as a full replica's is.
+        const wire = new SessionWire({}, bearer(erin));
+        await wire.initialize(gw.gateway.url);
+        const refused = await wire.start(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} });
+        await refused.done;
+        assert.equal(refused.status, 503, JSON.stringify(refused.messages));
+        assert.ok(Number(refused.headers.get('retry-after')) >= 1, JSON.stringify([...refused.headers]));
+        assert.match(JSON.stringify(refused.messages), /upstream 'prot': cannot get a credential \(exchange\)/);
         const echoed = await modern(gw.gateway.url, 'tools/call', { name: 'plain__echo', arguments: { still: 'serving' } }, { headers: bearer(erin) });
         assert.deepEqual(echoed.result?.structuredContent, { still: 'serving' }, JSON.stringify(echoed.response));
       } finally {

@@ -78,6 +78,7 @@ describe('config: the contract example', () => {
       maxSessions: 256,
       url: 'http://127.0.0.1:3001/mcp',
       headers: { Authorization: 'Bearer tok' },
+      idleTimeoutMs: 300_000,
       connectTimeoutMs: 10_000,
       headersTimeoutMs: 0,
       bodyTimeoutMs: 0,
@@ -123,7 +124,7 @@ describe('config: the contract example', () => {
       immediateResponse: DEFAULTS.immediateResponse,
       taskTools: {
         enabled: false,
-        names: { result: 'taskgate_task_result', status: 'taskgate_task_status', cancel: 'taskgate_task_cancel', list: 'taskgate_task_list' },
+        names: { result: 'taskgate_task_result', status: 'taskgate_task_status', cancel: 'taskgate_task_cancel', list: 'taskgate_task_list', delete: 'taskgate_task_delete' },
         waitSeconds: 20,
         maxWaitSeconds: 50,
       },
@@ -514,7 +515,7 @@ describe('config: task policy', () => {
     immediateResponse: '',
     taskTools: {
       enabled: false,
-      names: { result: 'taskgate_task_result', status: 'taskgate_task_status', cancel: 'taskgate_task_cancel', list: 'taskgate_task_list' },
+      names: { result: 'taskgate_task_result', status: 'taskgate_task_status', cancel: 'taskgate_task_cancel', list: 'taskgate_task_list', delete: 'taskgate_task_delete' },
       waitSeconds: 20,
       maxWaitSeconds: 50,
     },
@@ -576,14 +577,14 @@ describe('config: hosts without tasks (the issue 14 contract)', () => {
     assert.equal(resolvePolicy(config.tasks, 'ask_me').plainCalls, 'wait');
     assert.equal(resolvePolicy(config.tasks, 'other').plainCalls, 'wait');
     assert.equal(config.tasks.taskTools.enabled, true);
-    assert.deepEqual(config.tasks.taskTools.names, { result: 'taskgate_task_result', status: 'taskgate_task_status', cancel: 'taskgate_task_cancel', list: 'taskgate_task_list' });
+    assert.deepEqual(config.tasks.taskTools.names, { result: 'taskgate_task_result', status: 'taskgate_task_status', cancel: 'taskgate_task_cancel', list: 'taskgate_task_list', delete: 'taskgate_task_delete' });
   });
 
   it('task tools: on or off by hand, renamed by prefix or one by one, waits bounded', () => {
     const config = parse(`${upstreams}tasks:\n  taskTools: { enabled: true, prefix: 'jobs.', names: { list: my_jobs }, waitSeconds: 5, maxWaitSeconds: 25 }\n`);
     assert.deepEqual(config.tasks.taskTools, {
       enabled: true,
-      names: { result: 'jobs.task_result', status: 'jobs.task_status', cancel: 'jobs.task_cancel', list: 'my_jobs' },
+      names: { result: 'jobs.task_result', status: 'jobs.task_status', cancel: 'jobs.task_cancel', list: 'my_jobs', delete: 'jobs.task_delete' },
       waitSeconds: 5,
       maxWaitSeconds: 25,
     });

@@ -39,8 +39,8 @@ export const DEFAULTS = Object.freeze({
   initializeTimeoutMs: 30_000,
   stopGraceMs: 5_000,
   isolation: 'shared',
-  /** A per-principal stdio child with no call for this long is stopped (issue 33). */
-  childIdleTimeoutMs: 300_000,
+  /** A principal's own upstream connection (per-principal stdio child, HTTP upstream session) idle this long is closed (issue 33). */
+  principalIdleTimeoutMs: 300_000,
   restartInitialDelayMs: 500,
   restartMaxDelayMs: 30_000,
   connectTimeoutMs: 10_000,

@@ -57,7 +57,7 @@ export const TaskToolsSchema = z
     enabled: z.union([z.boolean(), z.literal('auto')]).default('auto'),
     prefix: prefix.default(DEFAULTS.taskToolPrefix),
     names: z
-      .strictObject({ result: toolName.optional(), status: toolName.optional(), cancel: toolName.optional(), list: toolName.optional() })
+      .strictObject({ result: toolName.optional(), status: toolName.optional(), cancel: toolName.optional(), list: toolName.optional(), delete: toolName.optional() })
       .prefault({}),
     waitSeconds: int(0).default(DEFAULTS.taskToolWaitSeconds),
     maxWaitSeconds: int(1, 3_600).default(DEFAULTS.taskToolMaxWaitSeconds),

@@ -71,7 +71,7 @@ export const StdioUpstreamSchema = z.strictObject({
   cwd: z.string().min(1).optional(),
   isolation: z.enum(['shared', 'per-session', 'per-principal']).default(DEFAULTS.isolation),
   // per-principal: how long a principal's child may sit with no call before it is stopped (0 = never).
-  idleTimeoutMs: int(0).default(DEFAULTS.childIdleTimeoutMs),
+  idleTimeoutMs: int(0).default(DEFAULTS.principalIdleTimeoutMs),
   restart: RestartSchema.prefault({}),
   stopGraceMs: int(0).default(DEFAULTS.stopGraceMs),
   // per-principal only: the credential whose token `{{upstreamToken}}` puts in the child's env (issue 33).
@@ -87,6 +87,9 @@ const httpShape = {
     .default(() => ({})),
   // How the gateway authenticates to the upstream beside (or instead of) static headers (issue 33).
   auth: UpstreamAuthSchema.optional(),
+  // How long a principal's own upstream session (where `auth` tells callers apart) may sit with no call before it
+  // is ended (0 = never).
+  idleTimeoutMs: int(0).default(DEFAULTS.principalIdleTimeoutMs),
   connectTimeoutMs: int(0).default(DEFAULTS.connectTimeoutMs),
   headersTimeoutMs: int(0).default(DEFAULTS.headersTimeoutMs),
   bodyTimeoutMs: int(0).default(DEFAULTS.bodyTimeoutMs),

@@ -201,6 +201,13 @@ function field(list, name, value) {
   list.append(el('dt', name), el('dd', value));
 }
 
+/** Whom the upstream sees for the task, and whether a run on another replica acts for its caller (while it can run). */
+function identityFields(list, task, identity) {
+  list.append(el('dt', 'Upstream sees'), el('dd', identity.summary, { id: 'detail-identity', 'data-mode': identity.mode, 'data-acts-as': identity.actsAs }));
+  if (TERMINAL.has(task.status) || task.native) return;
+  list.append(el('dt', 'Run elsewhere'), el('dd', identity.rerun.summary, { id: 'detail-rerun', 'data-outcome': identity.rerun.outcome }));
+}
+
 async function openDetail(taskId) {
   state.selected = taskId;
   for (const row of $('tasks').tBodies[0].rows) row.classList.toggle('selected', row.dataset.taskId === taskId);
@@ -227,7 +234,7 @@ async function refreshDetail() {
     throw error;
   }
   if (state.selected !== taskId) return;
-  const { task, timeline, inputRequests, outcome, now } = detail;
+  const { task, identity, timeline, inputRequests, outcome, now } = detail;
   const panel = $('detail');
   panel.hidden = false;
   panel.dataset.taskId = task.taskId;
@@ -240,6 +247,7 @@ async function refreshDetail() {
   field(fields, 'Tool', task.tool);
   field(fields, 'Upstream', task.upstream);
   field(fields, 'Principal', task.principal);
+  if (identity !== undefined) identityFields(fields, task, identity);
   field(fields, 'Protocol', task.era);
   field(fields, 'Created', `${new Date(task.createdMs).toLocaleString()} (${age(now - task.createdMs)} ago)`);
   field(fields, 'Updated', `${new Date(task.updatedMs).toLocaleString()} (${age(now - task.updatedMs)} ago)`);

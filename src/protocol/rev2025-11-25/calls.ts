@@ -22,6 +22,8 @@ import type { TaskTools } from '../task-tools.js';
 import type { TaskPolicy } from '../../config/types.js';
 import type { RunHandle } from '../../tasks/local-run.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
+import { idempotentCreation, type IdempotentCreation } from '../../tasks/idempotency.js';
+import { idempotencyKeyOf, withoutIdempotencyMeta } from '../idempotency-key.js';
 
 /** What a call needs of the gateway (part of the router's dependencies). */
 export interface SessionCallsDeps {
@@ -42,7 +44,8 @@ export class SessionCalls {
 
   /**
    * A tool call runs synchronously or as a task, as the client asked (`params.task`) within the tool's policy.
-   * The task hint never goes upstream: the upstream only ever sees a plain call.
+   * The task hint never goes upstream: the upstream only ever sees a plain call. `idempotencyHeader` is the POST's
+   * Idempotency-Key, which (or the call's `_meta`) makes a task-creating call retry-safe.
    */
   async callTool(
     session: Session,
@@ -51,21 +54,23 @@ export class SessionCalls {
     stream: EventStream | undefined,
     access: CallerAccess,
     charge: InflightCharge | undefined,
+    idempotencyHeader?: string,
   ): Promise<Outcome | undefined> {
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
     if (this.taskTools.owns(name)) return this.taskTool(session, request, name, params, stream, access);
+    const once = idempotentCreation(idempotencyKeyOf(idempotencyHeader, asObject(params._meta)), name, params.arguments);
     const route = await routeNamed(this.catalog, access, 'tools', name);
-    const { task, ...plain } = params;
+    const { task, ...plain } = withoutIdempotencyMeta(params);
     const upstreamParams = { ...plain, name: route.name };
     const policy = this.tasks.policies.policyFor(name);
     // Hosts that never ask for a task (of any revision) get a background task where policy says so.
     if (task === undefined && policy.plainCalls === 'background' && policy.mode !== 'forbidden') {
-      return this.background(session, request, name, route.upstream, upstreamParams, policy, stream, access.actingFor, charge);
+      return this.background(session, request, name, route.upstream, upstreamParams, policy, stream, access.actingFor, charge, once);
     }
     // A plain call held for approval waits as a task all the same (a tool that must be called as one still says so).
     if (task === undefined && policy.approval !== undefined && !(supportsSessionTasks(session.protocolVersion) && effectiveMode(policy.mode, route.upstream.taskSupportOf(route.name)) === 'required')) {
-      return this.waitHeld(session, request, name, route.upstream, upstreamParams, policy, stream, access.actingFor, charge);
+      return this.waitHeld(session, request, name, route.upstream, upstreamParams, policy, stream, access.actingFor, charge, once);
     }
     // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
     if (!supportsSessionTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, access.actingFor, policy.keepAliveProgressMs);
@@ -76,7 +81,7 @@ export class SessionCalls {
       if (mode === 'forbidden') {
         throw new GatewayError('method_not_found', `Tool '${name}' cannot be called as a task (task policy: forbidden); call it without params.task`);
       }
-      return this.tasks.create(session, name, route.upstream, upstreamParams, ttl, access.actingFor, charge);
+      return this.tasks.create(session, name, route.upstream, upstreamParams, ttl, access.actingFor, charge, once);
     }
     if (mode === 'required') {
       const why = upstreamSupport === 'required' ? `upstream '${route.upstream.name}' runs it only as a task` : 'task policy: required';
@@ -88,7 +93,8 @@ export class SessionCalls {
   /**
    * A plain call under `plainCalls: background`: answered as usual when the upstream answers within
    * `taskAfterMs`; past that, the call becomes a task as it runs, and the client gets a tool result naming it and
-   * the tools that fetch its result.
+   * the tools that fetch its result. Under an idempotency key that made a task already, that task is named and
+   * the upstream is not called; a call answered within `taskAfterMs` made no task, and leaves its key unused.
    */
   private async background(
     session: Session,
@@ -101,9 +107,12 @@ export class SessionCalls {
     actingFor: ActingFor | undefined,
     /** The request's bytes, which the task holds once the call becomes one. */
     charge: InflightCharge | undefined,
+    once: IdempotentCreation | undefined,
   ): Promise<Outcome | undefined> {
-    // A call held for approval never starts before the decision: a task at once.
-    if (policy.taskAfterMs === 0 || policy.approval !== undefined) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params, actingFor, charge)) };
+    // A call held for approval never starts before the decision: a task at once (or the one its key made: one hold).
+    if (policy.taskAfterMs === 0 || policy.approval !== undefined) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params, actingFor, charge, once)) };
+    const made = once === undefined ? undefined : await this.tasks.keyed(session, once);
+    if (made !== undefined) return { result: this.taskTools.handle(made) };
     const { context: own, keepAlive } = this.requestContext(session, params, stream, policy.keepAliveProgressMs);
     // Until taskAfterMs, the call's messages belong to this request; from then on (the task being stored), to the task.
     let task: Promise<RunHandle> | undefined = undefined;
@@ -130,10 +139,14 @@ export class SessionCalls {
     if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
     if (inflight.cancelled) return undefined;
     if (answered !== undefined) return answered;
-    const adopted = this.tasks.adopt(session, name, upstream, params, call, actingFor, charge);
-    task = adopted.then((a) => a.run);
+    const adopted = this.tasks.adopt(session, name, upstream, params, call, actingFor, charge, once);
+    task = adopted.then((a) => a.run ?? Promise.reject(new Error('another call with the idempotency key made the task')));
+    task.catch(() => undefined); // whoever routes a message to it handles its failure; nobody else need
     try {
-      return { result: this.taskTools.handle((await adopted).task) };
+      const { task: made, run } = await adopted;
+      // A retry with the key made the task while this call waited out taskAfterMs: that one runs, this one stops.
+      if (run === undefined) call.cancel('another call with the same idempotency key made the task');
+      return { result: this.taskTools.handle(made) };
     } catch (error) {
       // No task could hold it (a limit, the store): the call stops, and the client hears why.
       call.cancel('the call could not become a background task');
@@ -144,7 +157,7 @@ export class SessionCalls {
   /**
    * A plain call held for approval under `plainCalls: wait`: answered when its task ends (approved and run, denied,
    * expired), with keep-alive progress meanwhile for a client that asked for progress; cancelling the request
-   * cancels the task.
+   * cancels the task. A retry under the same idempotency key waits for the same task.
    */
   private async waitHeld(
     session: Session,
@@ -156,6 +169,7 @@ export class SessionCalls {
     stream: EventStream | undefined,
     actingFor: ActingFor | undefined,
     charge: InflightCharge | undefined,
+    once: IdempotentCreation | undefined,
   ): Promise<Outcome | undefined> {
     const stop = new AbortController();
     const inflight = {
@@ -165,7 +179,7 @@ export class SessionCalls {
     session.inflight.set(request.id, inflight);
     const keepAlive = stream === undefined ? undefined : keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, (message) => session.deliver(message, { stream }));
     try {
-      const outcome = await this.tasks.waitHeld(session, name, upstream, params, actingFor, stop.signal, charge);
+      const outcome = await this.tasks.waitHeld(session, name, upstream, params, actingFor, stop.signal, charge, once);
       return inflight.cancelled ? undefined : outcome;
     } finally {
       keepAlive?.stop();

@@ -10,9 +10,10 @@ import { errorResponse, type JsonRpcErrorObject, type JsonRpcFailure, type Outco
  * same limit gets at the door or in the other revision: a task creation past
  * `auth.rateLimits.taskCreationsPerMinute` is a 429 like a request past `requestsPerSecond`, and one past
  * `replicas.maxRunningTasks` a 503, as for 2026-07-28 clients, so that a client or a load balancer may try again
- * (on another replica).
+ * (on another replica). So is a call whose upstream credential cannot be had for now (the authorization server
+ * down, slow or failing: issue 33 asks for 503 + Retry-After wherever the revision answers in HTTP).
  */
-const EXCHANGE_REFUSALS: ReadonlySet<ErrorCode> = new Set(['rate_limited', 'replica_full', 'stored_results_full']);
+const EXCHANGE_REFUSALS: ReadonlySet<ErrorCode> = new Set(['rate_limited', 'replica_full', 'stored_results_full', 'auth_unavailable']);
 
 /** A request's failure that may answer its POST with an HTTP status of its own (see `exchangeAnswer`). */
 export interface SessionRefusedOutcome {

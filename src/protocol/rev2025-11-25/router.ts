@@ -141,13 +141,13 @@ export class SessionRouter {
    * is the bytes of the request body: held until this resolves, and longer by a task that takes the call's
    * arguments with it.
    */
-  handle(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<SessionOutcome | undefined> {
-    return inRequestScope(this.requestScope, () => requestInfo(request, session, codec), (outcome) => outcome, () => this.answer(session, request, stream, caller, charge));
+  handle(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge, idempotencyHeader?: string): Promise<SessionOutcome | undefined> {
+    return inRequestScope(this.requestScope, () => requestInfo(request, session, codec), (outcome) => outcome, () => this.answer(session, request, stream, caller, charge, idempotencyHeader));
   }
 
-  private async answer(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge): Promise<SessionOutcome | undefined> {
+  private async answer(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge, idempotencyHeader?: string): Promise<SessionOutcome | undefined> {
     try {
-      return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.events), charge);
+      return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.events), charge, idempotencyHeader);
     } catch (error) {
       if (!(error instanceof GatewayError)) this.logger.error({ err: error, method: request.method, session: session.sessionId }, 'request failed');
       return sessionFailure(error);
@@ -199,7 +199,7 @@ export class SessionRouter {
     return true;
   }
 
-  private async dispatch(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, access: CallerAccess, charge: InflightCharge | undefined): Promise<Outcome | undefined> {
+  private async dispatch(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, access: CallerAccess, charge: InflightCharge | undefined, idempotencyHeader: string | undefined): Promise<Outcome | undefined> {
     const params = request.params ?? {};
     // `_meta` is the gateway's to read (progress tokens, related tasks) before anything goes upstream.
     if (params._meta !== undefined && asObject(params._meta) === undefined) {
@@ -210,7 +210,7 @@ export class SessionRouter {
       case 'ping':
         return { result: {} };
       case 'tools/call':
-        return this.calls.callTool(session, request, params, stream, access, charge);
+        return this.calls.callTool(session, request, params, stream, access, charge, idempotencyHeader);
       case 'prompts/get': {
         const name = params.name;
         if (typeof name !== 'string') throw new GatewayError('invalid_params', 'prompts/get: params.name must be a string');

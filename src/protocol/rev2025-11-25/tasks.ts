@@ -21,6 +21,7 @@ import { taskFacts } from '../../tasks/task-facts.js';
 import type { UpstreamCall } from '../../upstream/connection.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import type { ActingFor } from '../../upstream/adapter.js';
+import type { IdempotentCreation, Opened } from '../../tasks/idempotency.js';
 import { codec, sessionTask, taskPayload, withRelatedTask } from './codec.js';
 import { heldOutcome } from '../held-calls.js';
 import type { Session } from './session.js';
@@ -29,7 +30,7 @@ import type { Session } from './session.js';
 export interface SessionTaskParts {
   policies: Pick<TaskPolicies, 'policyFor'>;
   queries: Pick<TaskQueries, 'find' | 'list' | 'untilResult' | 'waitFor'>;
-  runs: Pick<TaskRuns, 'open' | 'run' | 'runToolCall' | 'runsHere' | 'cancel'>;
+  runs: Pick<TaskRuns, 'open' | 'openOnce' | 'keyed' | 'run' | 'runToolCall' | 'runsHere' | 'cancel'>;
   records: Pick<TaskRecords, 'delete'>;
   peerLink: Pick<TaskPeerLink, 'reachable'>;
 }
@@ -74,37 +75,54 @@ export class SessionTasks {
 
   /**
    * Stores the task, starts the upstream call, and answers with the CreateTaskResult. The run holds `charge`, the
-   * bytes of the request that carried `params`, until its call ends.
+   * bytes of the request that carried `params`, until its call ends. Under an idempotency key (`once`) already
+   * used, the answer is the key's task as it is now, and nothing runs again.
    */
-  async create(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, actingFor: ActingFor | undefined, charge?: InflightCharge): Promise<Outcome> {
-    const task = await this.open(session, exposedName, upstream, params, requestedTtl, actingFor);
-    this.runs.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session, actingFor, charge);
+  async create(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, actingFor: ActingFor | undefined, charge?: InflightCharge, once?: IdempotentCreation): Promise<Outcome> {
+    const { task, existing } = await this.open(session, exposedName, upstream, params, requestedTtl, actingFor, once);
+    if (!existing) this.runs.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session, actingFor, charge);
     return { result: codec.createTaskResult(task, this.immediateResponse) };
   }
 
   /**
    * A plain call that outlived `taskAfterMs` under `plainCalls: background` becomes a task as it runs: stored,
-   * then run here with its call already under way (it holds no place in line).
+   * then run here with its call already under way (it holds no place in line). Under an idempotency key another
+   * call made a task with meanwhile, that task is the answer and no run is made (`run` undefined): the caller stops
+   * its call.
    */
-  async adopt(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, call: UpstreamCall, actingFor: ActingFor | undefined, charge?: InflightCharge): Promise<{ task: TaskRecord; run: RunHandle }> {
-    const task = await this.open(session, exposedName, upstream, params, undefined, actingFor);
+  async adopt(
+    session: Session,
+    exposedName: string,
+    upstream: Upstream,
+    params: JsonObject,
+    call: UpstreamCall,
+    actingFor: ActingFor | undefined,
+    charge?: InflightCharge,
+    once?: IdempotentCreation,
+  ): Promise<{ task: TaskRecord; run: RunHandle | undefined }> {
+    const { task, existing } = await this.open(session, exposedName, upstream, params, undefined, actingFor, once);
+    if (existing) return { task, run: undefined };
     const run = this.runs.run(task, upstream, this.backgroundCaller(task.taskId, session), () => Promise.resolve(call), { queue: false, sessionId: session.sessionId, charge });
     return { task, run };
   }
 
-  /** A background call with `taskAfterMs: 0`: a task at once, which waits for its slots like any other. */
-  async startBackground(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, actingFor: ActingFor | undefined, charge?: InflightCharge): Promise<TaskRecord> {
-    const task = await this.open(session, exposedName, upstream, params, undefined, actingFor);
-    this.runs.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session, actingFor, charge);
+  /**
+   * A background call with `taskAfterMs: 0`: a task at once, which waits for its slots like any other (or the task
+   * its idempotency key made before).
+   */
+  async startBackground(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, actingFor: ActingFor | undefined, charge?: InflightCharge, once?: IdempotentCreation): Promise<TaskRecord> {
+    const { task, existing } = await this.open(session, exposedName, upstream, params, undefined, actingFor, once);
+    if (!existing) this.runs.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session, actingFor, charge);
     return task;
   }
 
   /**
    * A plain call held for approval under `plainCalls: wait`: a task at once (it waits in the store), whose end is
    * the request's answer; undefined when `signal` aborts first, which cancels the task (as a plain call would be).
+   * Under an idempotency key already used, the wait is for the key's task: one hold, one run.
    */
-  async waitHeld(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, actingFor: ActingFor | undefined, signal: AbortSignal, charge?: InflightCharge): Promise<Outcome | undefined> {
-    const task = await this.startBackground(session, exposedName, upstream, params, actingFor, charge);
+  async waitHeld(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, actingFor: ActingFor | undefined, signal: AbortSignal, charge?: InflightCharge, once?: IdempotentCreation): Promise<Outcome | undefined> {
+    const task = await this.startBackground(session, exposedName, upstream, params, actingFor, charge, once);
     const outcome = await heldOutcome(this.queries, task.taskId, signal);
     if (outcome === undefined) {
       const now = await this.queries.find(task.taskId).catch(() => undefined);
@@ -113,11 +131,24 @@ export class SessionTasks {
     return outcome;
   }
 
-  /** Stores a task of the session's (its principal's, with authentication) for a tools/call of `params`. */
-  private async open(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, actingFor: ActingFor | undefined): Promise<TaskRecord> {
-    const task = await this.runs.open(ownerOf(session), codec.revision, exposedName, upstream, requestedTtl, storedCall(params, session), actingFor);
-    this.logger.debug({ task: task.taskId, session: session.sessionId, principal: task.principal }, 'task belongs to session');
-    return task;
+  /** The task `once`'s key made for the session's principal, if it still exists (-32602 when made for another call). */
+  keyed(session: Session, once: IdempotentCreation): Promise<TaskRecord | undefined> {
+    return this.runs.keyed(once, ownerOf(session));
+  }
+
+  /**
+   * Stores a task of the session's (its principal's, with authentication) for a tools/call of `params`; under an
+   * idempotency key, the task the key made before instead, when there is one (`existing`).
+   */
+  private async open(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, actingFor: ActingFor | undefined, once: IdempotentCreation | undefined): Promise<Opened> {
+    const owner = ownerOf(session);
+    const call = storedCall(params, session);
+    const opened = once === undefined
+      ? { task: await this.runs.open(owner, codec.revision, exposedName, upstream, requestedTtl, call, actingFor), existing: false }
+      : await this.runs.openOnce(once, owner, codec.revision, exposedName, upstream, requestedTtl, call, actingFor);
+    const { task, existing } = opened;
+    this.logger.debug({ task: task.taskId, session: session.sessionId, principal: task.principal, existing }, existing ? 'idempotency key: answered with its task' : 'task belongs to session');
+    return opened;
   }
 
   /**

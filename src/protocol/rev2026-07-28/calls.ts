@@ -27,6 +27,8 @@ import { plainClientCaller, type StatelessTasks } from './tasks.js';
 import { heldOutcome } from '../held-calls.js';
 import type { TaskTools } from '../task-tools.js';
 import { statelessSideOf, type StatelessUpstreamSide } from './upstream/side.js';
+import { idempotentCreation } from '../../tasks/idempotency.js';
+import { idempotencyHeaderOf, idempotencyKeyOf, withoutIdempotencyMeta } from '../idempotency-key.js';
 
 const STALE_STATE = 'Invalid requestState: the call it resumes is no longer waiting (it expired or was cancelled); send the request again without requestState';
 
@@ -153,7 +155,8 @@ export class StatelessCalls {
     // A call held for approval is a task of the gateway's at once (the upstream sees nothing before the decision);
     // a plain caller under `plainCalls: wait` waits for that task's end.
     const held = request.method === 'tools/call' && policy?.approval !== undefined;
-    const taskAfterMs = held ? 0 : asTask || background ? policy?.taskAfterMs : undefined;
+    const taskAfterMs = held ? 0 : asTask || background ? policy.taskAfterMs : undefined;
+    const key = request.method === 'tools/call' ? idempotencyKeyOf(idempotencyHeaderOf(headers), asObject(params._meta)) : undefined;
 
     const statelessSide = statelessSideOf(upstream);
     const nativeTasks = statelessSide?.nativeTasks === true;
@@ -194,6 +197,13 @@ export class StatelessCalls {
       exchange.digest = paramsDigest(upstreamParams);
       exchange.replay = { params: upstreamParams, identity, actingFor: client.caller };
       exchange.charge = charge;
+      if (asTask || background || held) {
+        // A held call's plain caller too: its retry waits for the hold the key made, never a second one.
+        exchange.once = idempotentCreation(key, name, params.arguments);
+        // A task the key made already is the answer: the upstream is not called again.
+        const made = exchange.once === undefined || !(asTask || background) ? undefined : await this.deps.tasks.runs.keyed(exchange.once, principalOf(client));
+        if (made !== undefined) return { result: background ? this.deps.taskTools.handle(made) : codec.createTaskResult(made, undefined) };
+      }
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
       const start = async (): Promise<StatelessExchange['call']> => {
         const call = statelessSide !== undefined
@@ -419,7 +429,7 @@ export class StatelessCalls {
   /** Which upstream serves the request, and the request as it goes there; what the caller may not use is unknown. */
   private async route(method: string, params: JsonObject, access: CallerAccess): Promise<{ upstream: Upstream; upstreamParams: JsonObject; name: string }> {
     // The retry fields and the envelope are the gateway's business; the upstream sees a plain request.
-    const { task: _task, ...plain } = withoutRetryFields(params);
+    const { task: _task, ...plain } = withoutIdempotencyMeta(withoutRetryFields(params));
     const forwarded = withoutEnvelope(plain);
     if (method === 'resources/read') {
       const { upstream, uri } = await resourceOwner(this.deps.catalog, access, params.uri, 'invalid_params');

@@ -4,10 +4,11 @@
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError, MethodNotFound, MissingRequiredClientCapability, RequestCancelled } from '../../errors.js';
-import { withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../../jsonrpc.js';
+import { canonicalJson, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../../jsonrpc.js';
 import type { CallContext, ClientFlow, UpstreamCall } from '../../upstream/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
+import type { IdempotentCreation } from '../../tasks/idempotency.js';
 import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
 import type { SessionIdentity } from '../../upstream/upstream.js';
 import type { ActingFor } from '../../upstream/adapter.js';
@@ -57,6 +58,8 @@ export class StatelessExchange {
   owner: string | undefined;
   /** The digest of the params the call was made with (`paramsDigest`): only a retry with the same params resumes it. */
   digest = '';
+  /** The idempotency key the call carried, should it become a task (which the key then makes once). */
+  once: IdempotentCreation | undefined;
   /**
    * The bytes of the request that carried the call's arguments: held while the upstream call runs (parked for a
    * retry too, past the request's answer), and by the task that adopts it.
@@ -247,15 +250,6 @@ export class RequestStateCodec {
 export function paramsDigest(params: JsonObject): string {
   const salient = withoutRetryFields(withoutMeta(params));
   return createHash('sha256').update(canonicalJson(salient)).digest('base64url');
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const entries = Object.entries(value as JsonObject).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }
 
 /** Calls waiting for a client's retry; one that is never resumed is cancelled upstream after `parkTimeoutMs`. */

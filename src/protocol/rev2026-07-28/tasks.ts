@@ -44,7 +44,7 @@ export function plainClientCaller(capabilities: JsonObject): TaskCaller {
 export interface StatelessTaskParts {
   policies: Pick<TaskPolicies, 'policyFor'>;
   queries: Pick<TaskQueries, 'find' | 'waitFor'>;
-  runs: Pick<TaskRuns, 'open' | 'run' | 'cancel'>;
+  runs: Pick<TaskRuns, 'open' | 'openOnce' | 'keyed' | 'run' | 'cancel'>;
   records: Pick<TaskRecords, 'recordNative' | 'recordNativeEnd'>;
   peerLink: Pick<TaskPeerLink, 'answer'>;
 }
@@ -58,7 +58,8 @@ export class StatelessTasks {
   readonly records: StatelessTaskParts['records'];
   /** Where answers go, on whichever replica runs the call. */
   readonly peerLink: StatelessTaskParts['peerLink'];
-  private readonly runs: StatelessTaskParts['runs'];
+  /** Opens and runs tasks; `keyed` finds the task an idempotency key made. */
+  readonly runs: StatelessTaskParts['runs'];
 
   constructor(parts: StatelessTaskParts) {
     ({ policies: this.policies, queries: this.queries, records: this.records, peerLink: this.peerLink, runs: this.runs } = parts);
@@ -68,7 +69,8 @@ export class StatelessTasks {
    * A task for a 2026-07-28 client. `exchange` is the upstream call: already running when the gateway waited
    * `taskAfterMs` for it first (the task adopts it), else `start` starts it once a slot is free. From now on the
    * upstream's questions are the task's input requests. Resolves with the stored task, which is readable on every
-   * replica by then.
+   * replica by then. Under an idempotency key (`exchange.once`) that made a task already, that task, as it is: the
+   * call is not started, or (already running) is stopped.
    */
   async create(
     principal: string,
@@ -79,7 +81,14 @@ export class StatelessTasks {
     caller: TaskCaller = STATELESS_CALLER,
   ): Promise<TaskRecord> {
     const replay = exchange.replay === undefined ? undefined : storedCall(exchange.replay.params, exchange.replay.identity);
-    const task = await this.runs.open(principal, codec.revision, exposedName, upstream, undefined, replay, exchange.replay?.actingFor);
+    const once = exchange.once;
+    const { task, existing } = once === undefined
+      ? { task: await this.runs.open(principal, codec.revision, exposedName, upstream, undefined, replay, exchange.replay?.actingFor), existing: false }
+      : await this.runs.openOnce(once, principal, codec.revision, exposedName, upstream, undefined, replay, exchange.replay?.actingFor);
+    if (existing) {
+      exchange.cancel('another call with the same idempotency key made the task');
+      return task;
+    }
     const running = exchange.call;
     // A call that already runs holds no place in line: it is counted from here on.
     // The run holds the arguments (the exchange's request bytes) until it ends, waiting in line included.

@@ -110,8 +110,17 @@ export class TaskListing {
     return more && lastKey !== undefined ? { tasks, nextCursor: cursors.encode(ALL_TASKS_CURSOR, lastKey) } : { tasks };
   }
 
-  /** The summaries of the tasks `keys` (listing keys) name, in order; undefined for those that expired. */
+  /**
+   * The summaries of the tasks `keys` (listing keys) name, in order; undefined for those that expired, and for an
+   * entry whose id now names a later task (an idempotency key makes its id again once its task has gone): the new
+   * task has an entry of its own.
+   */
   private async summaries(keys: readonly string[]): Promise<(TaskRecord | undefined)[]> {
+    const records = await this.records(keys);
+    return records.map((task, i) => (task !== undefined && listingKey(task) === keys[i] ? task : undefined));
+  }
+
+  private async records(keys: readonly string[]): Promise<(TaskRecord | undefined)[]> {
     const taskKeys = keys.map((key) => this.keys.task(key.slice(key.indexOf(':') + 1)));
     if (isCluster(this.redis)) {
       // The records live in many slots, where a pipeline may not go; one command each, which the client's

@@ -17,6 +17,7 @@ import type { InflightCharge } from '../../../tasks/inflight-bytes.js';
 import { RateLimited, type RateLimiter } from '../../../tasks/rate-limits.js';
 import { admissionPrincipal, type Admission } from '../../../http/admission.js';
 import { callerOf } from '../../../http/credentials-guard.js';
+import { IDEMPOTENCY_KEY_HEADER } from '../../idempotency-key.js';
 import { JsonWindows } from './json-window.js';
 import { answerStreamed } from './streamed-answer.js';
 import { header, sendJson, sendRateLimited } from '../../../http/replies.js';
@@ -135,13 +136,18 @@ async function post(
     return reply.code(202).send();
   }
 
+  // An Idempotency-Key names one call: a batch of several cannot say which.
+  const idempotencyHeader = header(request, IDEMPOTENCY_KEY_HEADER);
+  if (idempotencyHeader !== undefined && requests.length > 1) {
+    throw new GatewayError('invalid_request', 'Invalid Request: an Idempotency-Key header names one call; send a batch of several requests without it');
+  }
   const streamed = (header(request, 'accept') ?? '').includes('text/event-stream') && requests.some((r) => deps.router.mayStream(session, r));
   if (!streamed) {
     const responses: JsonRpcResponse[] = [...invalid];
     let only: SessionOutcome | undefined;
     await Promise.all(
       requests.map(async (r) => {
-        const outcome = await deps.router.handle(session, r, undefined, caller, charge);
+        const outcome = await deps.router.handle(session, r, undefined, caller, charge, idempotencyHeader);
         if (outcome !== undefined) responses.push(toResponse(r.id, outcome));
         only = outcome;
       }),
@@ -155,7 +161,7 @@ async function post(
   // A POST that may stream holds an event stream (and its replay buffer) while it runs: one of the caller's streams.
   deps.admission.openStream(admissionPrincipal(caller), reply.raw);
   announceStream(deps.events, 'post', reply.raw);
-  return answerStreamed({ router: deps.router, windows, session, requests, invalid, batch, reply, caller, charge });
+  return answerStreamed({ router: deps.router, windows, session, requests, invalid, batch, reply, caller, charge, idempotencyHeader });
 }
 
 async function get(deps: SessionFrontDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {

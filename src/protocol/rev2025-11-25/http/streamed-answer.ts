@@ -28,9 +28,11 @@ export interface StreamedAnswer {
   reply: FastifyReply;
   caller: Caller | undefined;
   charge: InflightCharge | undefined;
+  /** The POST's Idempotency-Key header, as sent (its one request's). */
+  idempotencyHeader: string | undefined;
 }
 
-export async function answerStreamed({ router, windows, session, requests, invalid, batch, reply, caller, charge }: StreamedAnswer): Promise<FastifyReply> {
+export async function answerStreamed({ router, windows, session, requests, invalid, batch, reply, caller, charge, idempotencyHeader }: StreamedAnswer): Promise<FastifyReply> {
   const stream = session.openStream();
   reply.hijack();
   const raw = reply.raw;
@@ -49,7 +51,7 @@ export async function answerStreamed({ router, windows, session, requests, inval
   let only: SessionOutcome | undefined;
   await Promise.all(
     requests.map(async (r) => {
-      const outcome = await router.handle(session, r, stream, caller, charge);
+      const outcome = await router.handle(session, r, stream, caller, charge, idempotencyHeader);
       if (outcome === undefined) return;
       only = outcome;
       const response = toResponse(r.id, outcome);

@@ -1,5 +1,6 @@
-// What a request to an upstream authenticates with: asked per request by the transports and the stateless
-// client (its own file so that transports need not import the adapter contract, which imports them).
+// What a request to an upstream authenticates with, asked per request by the transports and the stateless client.
+// The one declaration: identity/ makes sources (credential-sources.ts), upstream/ consumes them; a file of its own
+// so that transports need not import what makes them.
 /**
  * Where the credentials of a request to the upstream come from; consulted per request. A source answers the same
  * object while its credential is unchanged, so a transport can keep what it built from it.

@@ -1,0 +1,48 @@
+// Retry-safe task creation: a task-creating call that carries an idempotency key makes its task once. The task's id
+// is derived from the key (an HMAC under the store's shared secret of principal and key), so the key record IS the
+// task record: one atomic store step (createOnce) either creates it or finds it, on any replica, in the task's own
+// Redis Cluster slot; it expires with the task and goes with tasks/delete. Ids stay the gateway's: 128 bits nobody
+// can compute without the secret, never the client's key itself.
+import { createHash, createHmac } from 'node:crypto';
+import { GatewayError } from '../errors.js';
+import { canonicalJson, type JsonObject } from '../jsonrpc.js';
+import type { TaskRecord } from '../store/task-store.js';
+
+/** A key a call carries, and the digest of the call it was first used for (tool name and arguments). */
+export interface IdempotentCreation {
+  key: string;
+  digest: string;
+}
+
+/** The key's creation for a tools/call of `exposedName` with `args` (none when the call carries no key). */
+export function idempotentCreation(key: string | undefined, exposedName: string, args: unknown): IdempotentCreation | undefined {
+  return key === undefined ? undefined : { key, digest: callDigest(exposedName, args) };
+}
+
+/**
+ * What a key is bound to: a SHA-256 of the tool's exposed name and its arguments as canonical JSON (key order
+ * aside). `_meta` is not part of it: a retry may carry another progress token.
+ */
+export function callDigest(exposedName: string, args: unknown): string {
+  const call: JsonObject = { name: exposedName, arguments: (args ?? {}) as JsonObject };
+  return createHash('sha256').update(canonicalJson(call)).digest('base64url');
+}
+
+/** The id of the task `key` makes for `principal`: the same on every replica sharing the store's secret. */
+export function keyedTaskId(secret: Buffer, principal: string, key: string): string {
+  return createHmac('sha256', secret).update('idempotency-key\0').update(principal).update('\0').update(key).digest().subarray(0, 16).toString('base64url');
+}
+
+/** The -32602 for a key already used for another call: never a second task, never the other call's task. */
+export function keyReused(): GatewayError {
+  return new GatewayError(
+    'invalid_params',
+    'Invalid params: this idempotency key was already used for a different call (another tool or other arguments) whose task still exists; use a new key for a new call',
+  );
+}
+
+/** What opening a task under a key came to: a task made now, or the one the key made before (nothing new runs). */
+export interface Opened {
+  task: TaskRecord;
+  existing: boolean;
+}

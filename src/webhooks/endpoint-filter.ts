@@ -1,0 +1,16 @@
+// Whether an endpoint wants an event: it subscribed to the event's type, and its `tools` and `principals` globs (when
+// given) match the task's exposed tool name and its principal. Principal globs mean what they mean in `auth.access`
+// (config/access.ts matches both): a task of no authenticated principal matches no principal glob.
+import { principalMatches } from '../config/access.js';
+import { globMatches } from '../config/policy.js';
+import type { WebhookConfig } from '../config/types.js';
+import { nameOf } from '../tasks/principals.js';
+import type { WebhookEvent } from './webhook-events.js';
+
+export function endpointWants(endpoint: WebhookConfig, event: WebhookEvent): boolean {
+  if (!endpoint.events.includes(event.type)) return false;
+  if (endpoint.tools !== undefined && !endpoint.tools.some((glob) => globMatches(glob, event.facts.tool))) return false;
+  if (endpoint.principals === undefined) return true;
+  const who = nameOf(event.facts.principal);
+  return who !== undefined && endpoint.principals.some((glob) => principalMatches(glob, who));
+}

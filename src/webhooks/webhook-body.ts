@@ -1,0 +1,43 @@
+// The body of a delivery, as Standard Webhooks shapes it: `{ type, timestamp, data }`, `type` first (the delivery
+// loop reads it back without parsing the body). `data` is the task as it stood when the event was queued: id, tool,
+// upstream, principal, status, status message, times, and what the event itself adds (an approval's decision);
+// with `includeResult`, an ended task's result (or error) too, unless that would pass maxBodyBytes.
+import type { TaskRecord } from '../store/task-store.js';
+import type { JsonObject } from '../jsonrpc.js';
+import { nameOf } from '../tasks/principals.js';
+import type { WebhookEvent } from './webhook-events.js';
+
+/** The `type` of a body this module built. */
+export function typeOfBody(body: string): string {
+  return /^\{"type":"([a-z_.]+)"/.exec(body)?.[1] ?? 'unknown';
+}
+
+/**
+ * The body for one endpoint, or undefined when even without the result it is larger than `maxBodyBytes`. `task` is
+ * the stored record (with its outcome when a result may go with it); undefined when it is already gone.
+ */
+export function webhookBody(event: WebhookEvent, task: TaskRecord | undefined, includeResult: boolean, maxBodyBytes: number): string | undefined {
+  const data: JsonObject = {
+    taskId: event.facts.taskId,
+    tool: event.facts.tool,
+    upstream: event.facts.upstream,
+    // Only an authenticated principal is named: without auth a principal is a session id, which is a bearer.
+    principal: nameOf(event.facts.principal) === undefined ? 'anonymous' : event.facts.principal,
+  };
+  if (task !== undefined) {
+    data.status = task.status;
+    if (task.message !== undefined) data.statusMessage = task.message;
+    data.createdAt = new Date(task.createdMs).toISOString();
+    data.lastUpdatedAt = new Date(task.updatedMs).toISOString();
+  }
+  Object.assign(data, event.details);
+  const timestamp = new Date(event.atMs).toISOString();
+  const outcome = includeResult && event.ended ? task?.outcome : undefined;
+  if (outcome !== undefined) {
+    const withResult = JSON.stringify({ type: event.type, timestamp, data: { ...data, ...outcome } });
+    if (Buffer.byteLength(withResult) <= maxBodyBytes) return withResult;
+    data.resultOmitted = true;
+  }
+  const body = JSON.stringify({ type: event.type, timestamp, data });
+  return Buffer.byteLength(body) <= maxBodyBytes ? body : undefined;
+}
