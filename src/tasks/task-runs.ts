@@ -67,8 +67,11 @@ export class TaskRuns {
    * Opens a task under an idempotency key (task-admission.ts): the key's task when it has one (`existing`: it runs
    * already, or ran; do not run it again), else a new one to run at once.
    */
-  openOnce(once: IdempotentCreation, principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<Opened> {
-    return this.admission.openOnce(once, principal, era, exposedName, upstream, requestedTtl, call, actingFor);
+  async openOnce(once: IdempotentCreation, principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<Opened> {
+    const opened = await this.admission.openOnce(once, principal, era, exposedName, upstream, requestedTtl, call, actingFor);
+    // A hold is announced once, by the call that made it: a retry finds it announced already.
+    if (!opened.existing) this.deps.approvals?.requested(opened.task);
+    return opened;
   }
 
   /** The task `once`'s key made for `principal`, if it still exists (-32602 when it was made for another call). */
