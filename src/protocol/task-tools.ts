@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import { isTerminal, type TaskRecord } from '../store/task-store.js';
 import type { TaskQueries } from '../tasks/task-queries.js';
 import type { TaskRuns } from '../tasks/task-runs.js';
-import type { TaskRecords } from '../tasks/task-records.js';
+import { stillDoing, type TaskRecords } from '../tasks/task-records.js';
 import type { TaskReader } from '../tasks/principals.js';
 import { taskFacts } from '../tasks/task-facts.js';
 import { RELATED_TASK_META } from './mcp.js';
@@ -215,7 +215,7 @@ export class TaskTools {
   /** tasks/delete's rules: an ended task and its result go, on every replica; a running one is refused (cancel first). */
   private async delete(task: TaskRecord): Promise<JsonObject> {
     if (!isTerminal(task.status)) {
-      throw new TaskToolError(`Task ${task.taskId} (${task.tool}) is still ${task.status === 'input_required' ? 'waiting for input' : 'running'}: cancel it first with ${this.config.names.cancel}, then delete it.`);
+      throw new TaskToolError(`Task ${task.taskId} (${task.tool}) is still ${stillDoing(task)}: cancel it first with ${this.config.names.cancel}, then delete it.`);
     }
     try {
       await this.tasks.records.delete(task);

@@ -33,7 +33,7 @@ export class TaskRecords {
   async delete(task: TaskRecord): Promise<void> {
     const verdict = await this.store.delete(task.taskId, countedPrincipal(task.principal, this.authenticated)).catch(unavailable);
     if (verdict === 'not_found') throw new GatewayError('invalid_params', NOT_FOUND);
-    if (verdict === 'not_terminal') throw new GatewayError('invalid_params', `Cannot delete task: it is still ${task.status === 'input_required' ? 'waiting for input' : 'running'}; cancel it first`);
+    if (verdict === 'not_terminal') throw new GatewayError('invalid_params', `Cannot delete task: it is still ${stillDoing(task)}; cancel it first`);
     this.events.emit('task.deleted', taskFacts(task));
   }
 
@@ -65,4 +65,13 @@ export class TaskRecords {
     if (!changed.ok || changed.task.native !== true) return;
     this.events.emit('task.ended', { ...taskFacts(changed.task), status, durationMs: taskAgeMs(changed.task), era: changed.task.era });
   }
+}
+
+/**
+ * What a task that has not ended is still doing, as a refusal to delete it says: a held call is neither running nor
+ * waiting for its client, and the caller must know that cancelling it is what ends the hold.
+ */
+export function stillDoing(task: TaskRecord): string {
+  if (task.approval?.state === 'pending') return 'waiting for approval';
+  return task.status === 'input_required' ? 'waiting for input' : 'running';
 }

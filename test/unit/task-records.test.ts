@@ -53,6 +53,13 @@ describe('task records: delete', () => {
     assert.equal(await store.get('running'), undefined);
     assert.deepEqual(await refusal(records.delete(running)), { code: 'invalid_params', message: NOT_FOUND });
   });
+
+  it('a call held for approval is refused saying it waits for approval: cancelling is what ends the hold', async () => {
+    const approval = { approvers: ['key:bob'], scopes: [], deadlineMs: Date.now() + 60_000, digest: 'd', state: 'pending' as const };
+    const held = await store.create({ taskId: 'held', principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000, approval });
+    assert.deepEqual(await refusal(records.delete(held)), { code: 'invalid_params', message: 'Cannot delete task: it is still waiting for approval; cancel it first' });
+    assert.ok((await store.get('held')) !== undefined, 'the hold is still there');
+  });
 });
 
 describe('task records: tasks upstreams run themselves', () => {
