@@ -1,10 +1,12 @@
 // Durable human approval for chosen tools (issue 34): calls to `slow_compute` are held until an approver decides,
 // through GET/POST /approvals on any replica. Two gateway processes share one Redis and one upstream fixture (an
 // HTTP server that counts the calls it starts, per label), so "the upstream never saw it" and "it ran once" are
-// read off the upstream itself. Every wait is for an answer or a state, bounded by the test's own timeout.
+// read off the upstream itself; a webhook receiver on loopback verifies what the gateways tell it of each hold.
+// Every wait is for an answer or a state, bounded by the test's own timeout.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { spawnFixture, spawnGateway, type FixtureChild, type GatewayChild } from '../fixtures/spawn.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../fixtures/webhook-receiver.js';
 import { eventually, fixtureExecutions, type Json } from '../helpers/harness.js';
 import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
@@ -14,12 +16,14 @@ const PREFIX = redisTestPrefix('approvals');
 const LEASE_MS = 1000;
 const KEYS: Record<string, string> = Object.fromEntries(['alice', 'bob', 'carol', 'mallory'].map((name) => [name, `${name}-key-0123456789abcdef`] as const));
 const RESOURCE = 'http://127.0.0.1/mcp';
+const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 
 function bearer(who: string): Record<string, string> {
   return { authorization: `Bearer ${KEYS[who] ?? ''}` };
 }
 
-function config(fixtureUrl: string, store: Json, approval: Json, extra: Json = {}): Json {
+/** `rule`: the held tool's other task policy keys (plainCalls, taskAfterMs, …). */
+function config(fixtureUrl: string, store: Json, approval: Json, extra: Json = {}, rule: Json = {}): Json {
   return {
     store,
     upstreams: { fx: { url: fixtureUrl } },
@@ -29,7 +33,7 @@ function config(fixtureUrl: string, store: Json, approval: Json, extra: Json = {
     },
     tasks: {
       defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 },
-      rules: [{ match: 'slow_compute', approval }],
+      rules: [{ match: 'slow_compute', ...rule, approval }],
     },
     replicas: { leaseMs: LEASE_MS, drainTimeoutMs: 0 },
     ...extra,
@@ -82,6 +86,18 @@ function urlOf(fixture: FixtureChild): string {
   return fixture.url;
 }
 
+/** The task a background answer names (in its related-task marker, and in its text). */
+function handleOf(result: Json | undefined): string {
+  const taskId = ((result?._meta as Json | undefined)?.[RELATED_TASK] as Json | undefined)?.taskId;
+  assert.equal(typeof taskId, 'string', `a background answer: ${JSON.stringify(result)}`);
+  assert.ok(textOf(result).includes(taskId as string), textOf(result));
+  return taskId as string;
+}
+
+function textOf(result: Json | undefined): string {
+  return String(((result?.content ?? []) as Json[])[0]?.text);
+}
+
 /** A 2025-11-25 session that authenticates as `who`. */
 class KeyedWire extends SessionWire {
   constructor(
@@ -100,20 +116,29 @@ describe('approvals across two replicas on one Redis', () => {
   let fixture: FixtureChild;
   let a: GatewayChild;
   let b: GatewayChild;
+  let hooks: WebhookReceiver;
   const approval = { approvers: ['bob', 'alice'], scopes: ['approve'], timeoutMs: 600_000 };
 
   before(async () => {
     fixture = await spawnFixture({ transport: 'streamable-http' });
+    hooks = await startWebhookReceiver();
     const store = { type: 'redis', url: TEST_REDIS_URL, prefix: PREFIX };
-    a = await spawnGateway({ config: config(urlOf(fixture), store, approval) });
-    b = await spawnGateway({ config: config(urlOf(fixture), store, approval) });
+    const webhooks = { webhooks: [{ url: hooks.url, secret: hooks.secret, events: ['approval.requested', 'approval.decided'] }] };
+    a = await spawnGateway({ config: config(urlOf(fixture), store, approval, webhooks) });
+    b = await spawnGateway({ config: config(urlOf(fixture), store, approval, webhooks) });
   });
 
   after(async () => {
     await a?.kill();
     await b?.kill();
     await fixture?.kill();
+    await hooks?.close();
   });
+
+  /** The deliveries the receiver acknowledged for `taskId` (one per webhook-id). */
+  function approvalEvents(taskId: string): ReturnType<WebhookReceiver['deliveries']> {
+    return hooks.deliveries().filter((d) => d.data.taskId === taskId);
+  }
 
   test('held on one replica, approved on the other: working and saying whom it waits for, then run once with the approved arguments', async () => {
     const created = await heldTask(a.url, 'alice', 'approve-across');
@@ -251,6 +276,79 @@ describe('approvals across two replicas on one Redis', () => {
     assert.equal(done.status, 'completed', JSON.stringify(done));
     assert.equal(await executions(fixture, 'restart'), 1);
   });
+
+  test('webhooks: the receiver is told of the hold and of its decision, each once, signed, whichever replica saw it', async () => {
+    const created = await heldTask(a.url, 'alice', 'webhook');
+    const taskId = String(created.taskId);
+    await eventually(() => approvalEvents(taskId).some((d) => d.type === 'approval.requested'), 10_000);
+    const requested = approvalEvents(taskId).find((d) => d.type === 'approval.requested');
+    assert.equal(requested?.data.tool, 'slow_compute');
+    assert.equal(requested?.data.upstream, 'fx');
+    assert.equal(requested?.data.principal, 'key:alice');
+    assert.equal(requested?.data.status, 'working');
+    assert.deepEqual(requested?.data.approvers, ['bob', 'alice', 'scope:approve']);
+    assert.match(String(requested?.data.deadline), /^\d{4}-\d\d-\d\dT/);
+
+    assert.equal((await decide(b.baseUrl, 'bob', taskId, { decision: 'approve', comment: 'ship it' })).status, 200);
+    await eventually(() => approvalEvents(taskId).some((d) => d.type === 'approval.decided'), 10_000);
+    const decided = approvalEvents(taskId).find((d) => d.type === 'approval.decided');
+    assert.equal(decided?.data.decision, 'approved');
+    assert.equal(decided?.data.decidedBy, 'key:bob');
+    assert.equal(decided?.data.comment, 'ship it');
+    assert.equal(typeof decided?.data.waitedMs, 'number');
+    assert.equal((await settled(a.url, 'alice', taskId)).status, 'completed');
+    assert.equal(await executions(fixture, 'webhook'), 1);
+
+    // One delivery per event (the receiver counts acknowledgements per webhook-id), every try signed.
+    assert.deepEqual(approvalEvents(taskId).map((d) => d.type).sort(), ['approval.decided', 'approval.requested']);
+    for (const [id, count] of hooks.acknowledged()) assert.equal(count, 1, `webhook-id ${id} acknowledged ${count} times`);
+    assert.deepEqual(hooks.tries().filter((t) => !t.verified), []);
+  });
+
+  test('an idempotent retry of a held call, on either replica and in either revision, answers with the one hold: one listing, one run', async () => {
+    const args = { seconds: 0, label: 'keyed' };
+    const keyed = { ...bearer('alice'), 'idempotency-key': '"held-once"' };
+    const call = (url: string) => modern(url, 'tools/call', { name: 'slow_compute', arguments: args }, { capabilities: TASKS_CAPABILITIES, headers: keyed });
+    const first = await call(a.url);
+    assert.equal(first.result?.resultType, 'task', JSON.stringify(first.messages));
+    const taskId = String(first.result?.taskId);
+    const again = await call(b.url);
+    assert.equal(again.result?.taskId, taskId, JSON.stringify(again.messages));
+    assert.match(String(again.result?.statusMessage), /Waiting for approval/);
+    // The same key through the gateway's _meta key, from a 2025-11-25 session: the same principal's same call.
+    const wire = new KeyedWire('alice', { tasks: {} });
+    await wire.initialize(b.url);
+    const legacy = await wire.request(b.url, 'tools/call', { name: 'slow_compute', arguments: args, task: { ttl: 60_000 }, _meta: { 'taskgate/idempotency-key': 'held-once' } });
+    assert.equal(((legacy.result as Json).task as Json).taskId, taskId, JSON.stringify(legacy));
+
+    const pending = ((await listApprovals(a.baseUrl, 'bob')).body.approvals as Json[]).filter((x) => (x.arguments as Json).label === 'keyed');
+    assert.deepEqual(pending.map((x) => x.taskId), [taskId], 'one hold');
+    assert.equal((await decide(a.baseUrl, 'bob', taskId, { decision: 'approve' })).status, 200);
+    assert.equal((await settled(b.url, 'alice', taskId)).status, 'completed');
+    // A retry after the run is still that task, ended: nothing is held or run again.
+    const late = await call(a.url);
+    assert.equal(late.result?.taskId, taskId);
+    assert.equal(late.result?.status, 'completed');
+    assert.equal(await executions(fixture, 'keyed'), 1);
+    await eventually(() => approvalEvents(taskId).length >= 2, 10_000);
+    assert.deepEqual(approvalEvents(taskId).map((d) => d.type).sort(), ['approval.decided', 'approval.requested'], 'one hold requested, one decided');
+  });
+
+  test('tasks/delete of a held call says to cancel it first; once cancelled it goes', async () => {
+    const wire = new KeyedWire('alice', { tasks: {} });
+    await wire.initialize(a.url);
+    const created = await wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'delete-held' }, task: { ttl: 60_000 } });
+    const taskId = String(((created.result as Json).task as Json).taskId);
+    const refused = await wire.request(a.url, 'tasks/delete', { taskId });
+    assert.equal((refused.error as Json | undefined)?.code, -32602, JSON.stringify(refused));
+    assert.match(String((refused.error as Json).message), /still waiting for approval; cancel it first/);
+    assert.ok(((await listApprovals(b.baseUrl, 'bob')).body.approvals as Json[]).some((x) => x.taskId === taskId), 'still held');
+
+    await wire.request(a.url, 'tasks/cancel', { taskId });
+    assert.deepEqual((await wire.request(b.url, 'tasks/delete', { taskId })).result, {});
+    assert.equal((await decide(b.baseUrl, 'bob', taskId, { decision: 'approve' })).status, 404);
+    assert.equal(await executions(fixture, 'delete-held'), 0);
+  });
 });
 
 describe('an approval nobody gives expires', () => {
@@ -274,5 +372,65 @@ describe('an approval nobody gives expires', () => {
     assert.match(String(failed.statusMessage), /approval expired/);
     assert.equal((await decide(gateway.baseUrl, 'bob', String(created.taskId), { decision: 'approve' })).status, 409);
     assert.equal(await executions(fixture, 'expire'), 0);
+  });
+});
+
+describe('plain callers under plainCalls: background, and a rule with allowSelf', () => {
+  let fixture: FixtureChild;
+  let gateway: GatewayChild;
+
+  before(async () => {
+    fixture = await spawnFixture({ transport: 'streamable-http' });
+    // taskAfterMs far beyond the test's timeouts: a held call is a task at once, whatever it says.
+    const rule = { plainCalls: 'background', taskAfterMs: 600_000 };
+    gateway = await spawnGateway({ config: config(urlOf(fixture), { type: 'memory' }, { approvers: ['alice', 'bob'], allowSelf: true, timeoutMs: 600_000 }, {}, rule) });
+  });
+
+  after(async () => {
+    await gateway?.kill();
+    await fixture?.kill();
+  });
+
+  test('a plain call is answered at once with a handle saying it waits for approval; task_result gives the upstream\'s result once approved', async () => {
+    const answer = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'background' } }, { headers: bearer('alice') });
+    const taskId = handleOf(answer.result);
+    assert.match(textOf(answer.result), /is waiting for approval \(Waiting for approval by alice, bob until /);
+    const status = await modern(gateway.url, 'tools/call', { name: 'taskgate_task_status', arguments: { taskId } }, { headers: bearer('alice') });
+    assert.equal((status.result?.structuredContent as Json | undefined)?.status, 'working', JSON.stringify(status.messages));
+    // Deleting it is refused the way tasks/delete is: the hold ends by cancelling it, not by deleting it.
+    const deleted = await modern(gateway.url, 'tools/call', { name: 'taskgate_task_delete', arguments: { taskId } }, { headers: bearer('alice') });
+    assert.equal(deleted.result?.isError, true, JSON.stringify(deleted.messages));
+    assert.match(textOf(deleted.result), /still waiting for approval: cancel it first with taskgate_task_cancel/);
+    assert.equal(await executions(fixture, 'background'), 0);
+
+    assert.equal((await decide(gateway.baseUrl, 'bob', taskId, { decision: 'approve' })).status, 200);
+    const result = await modern(gateway.url, 'tools/call', { name: 'taskgate_task_result', arguments: { taskId } }, { headers: bearer('alice') });
+    assert.deepEqual(result.result?.structuredContent, { seconds: 0, label: 'background' }, JSON.stringify(result.messages));
+    assert.equal(await executions(fixture, 'background'), 1);
+  });
+
+  test('2025-11-25: a session without tasks gets the same handle, and a denial is what task_result then says', async () => {
+    const wire = new KeyedWire('alice', {});
+    await wire.initialize(gateway.url);
+    const answer = await wire.request(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'background-2025' } });
+    const taskId = handleOf(answer.result as Json);
+    assert.match(textOf(answer.result as Json), /is waiting for approval/);
+    assert.equal((await decide(gateway.baseUrl, 'bob', taskId, { decision: 'deny', comment: 'no' })).status, 200);
+    const result = await wire.request(gateway.url, 'tools/call', { name: 'taskgate_task_result', arguments: { taskId } });
+    assert.equal((result.result as Json).isError, true, JSON.stringify(result));
+    assert.match(textOf(result.result as Json), /denied by key:bob: no/);
+    assert.equal(await executions(fixture, 'background-2025'), 0);
+  });
+
+  test('allowSelf: true lets the caller approve their own call (and list it); others still may not', async () => {
+    const created = await heldTask(gateway.url, 'alice', 'self');
+    const taskId = String(created.taskId);
+    assert.ok(((await listApprovals(gateway.baseUrl, 'alice')).body.approvals as Json[]).some((x) => x.taskId === taskId), 'the caller sees their own call');
+    assert.equal((await decide(gateway.baseUrl, 'mallory', taskId, { decision: 'approve' })).status, 403);
+    const own = await decide(gateway.baseUrl, 'alice', taskId, { decision: 'approve', comment: 'mine' });
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.equal((own.body.approval as Json).decidedBy, 'key:alice');
+    assert.equal((await settled(gateway.url, 'alice', taskId)).status, 'completed');
+    assert.equal(await executions(fixture, 'self'), 1);
   });
 });
