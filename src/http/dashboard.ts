@@ -1,6 +1,7 @@
 // The task dashboard: a static page at `dashboard.path` (index.html, app.js, app.css from ./dashboard/, read once
 // and served from memory) and its JSON API under `<path>/api/`, behind admin access. The page holds no data: it
-// asks the API, which refuses without an admin credential when auth is on, and then the page asks for a key.
+// asks the API, which refuses without an admin credential when auth is on, and then the page asks for a key. Its
+// approvals view asks the approvers' API (/approvals, approvals-api.ts), which admits approvers, admins or not.
 // Assets are three fixed files; serving them needs no static-file library.
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';

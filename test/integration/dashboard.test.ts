@@ -6,11 +6,11 @@ import { before, describe, test } from 'node:test';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { Browser, Page } from 'puppeteer-core';
+import type { Browser, HTTPRequest, Page } from 'puppeteer-core';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { eventually, suiteScope, type TestGateway } from '../helpers/harness.js';
+import { eventually, fixtureExecutions, suiteScope, type TestGateway } from '../helpers/harness.js';
 import { launchChromium, startTask } from '../helpers/dashboard-browser.js';
 import { bearer } from '../helpers/auth-requests.js';
 import { GATEWAY_CLIENT, whoamiOf } from '../helpers/identity-gateway.js';
@@ -24,13 +24,15 @@ const TASKS = { defaults: { mode: 'optional', pollIntervalMs: 100 } };
 const OPS_KEY = 'dashboard-ops-key-0123456789';
 const ALICE_KEY = 'dashboard-alice-key-0123456789';
 const ROBOT_KEY = 'dashboard-robot-key-0123456789';
+const AGENT_KEY = 'dashboard-agent-key-0123456789';
 
 type Json = Record<string, unknown>;
 
-/** A GET, or a POST as the dashboard's page sends it (a JSON body) unless `contentType` or `origin` say otherwise. */
+/** A GET, or a POST as the dashboard's page sends it (a JSON body, `{}` unless given) unless `contentType` or `origin` say otherwise. */
 async function getJson(
   url: string,
   options: { token?: string; method?: 'GET' | 'POST'; contentType?: string; origin?: string } = {},
+  body = '{}',
 ): Promise<{ status: number; headers: Record<string, unknown>; body: Json }> {
   const post = options.method === 'POST';
   const headers: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
@@ -39,7 +41,7 @@ async function getJson(
   const answer = await request(url, {
     method: options.method ?? 'GET',
     headers,
-    ...(post ? { body: '{}' } : {}),
+    ...(post ? { body } : {}),
     signal: AbortSignal.timeout(30_000),
   });
   const text = await answer.body.text();
@@ -430,5 +432,152 @@ describe('dashboard config: turned off, or on another path', () => {
     const moved = await scope.gateway({ upstreams: { fx: upstream.config }, dashboard: { path: '/ops/tasks' } });
     assert.equal((await getJson(`${moved.origin}/ops/tasks/api/tasks`)).status, 200);
     assert.equal((await getJson(`${moved.origin}/ui/api/tasks`)).status, 404);
+  });
+});
+
+describe('dashboard approvals view: held calls listed to their approvers, approved and denied from the page, no cross-site decisions', () => {
+  const scope = suiteScope();
+  let gateway: TestGateway;
+  let agent: Client;
+  let fixtureUrl: string;
+  let browser: Browser;
+
+  before(async () => {
+    const upstream = await scope.upstream('streamable-http');
+    assert.ok(upstream.child?.url !== undefined, 'an HTTP fixture has a URL');
+    fixtureUrl = upstream.child.url;
+    const apiKeys = [
+      { principal: 'ops', key: OPS_KEY },
+      { principal: 'alice', key: ALICE_KEY },
+      { principal: 'robot', key: ROBOT_KEY, scopes: ['taskgate:admin'] },
+      { principal: 'agent', key: AGENT_KEY },
+    ];
+    gateway = await scope.gateway({
+      upstreams: { fx: upstream.config },
+      tasks: { ...TASKS, rules: [{ match: 'slow_compute', approval: { approvers: ['ops', 'alice'], timeoutMs: 600_000 } }] },
+      // ops is an admin and an approver, alice an approver only, robot an admin only.
+      auth: { resource: 'http://127.0.0.1/mcp', apiKeys, admin: { principals: ['key:ops'], scopes: ['taskgate:admin'] } },
+    });
+    agent = await scope.plainClient(gateway.url, { headers: { authorization: `Bearer ${AGENT_KEY}` } });
+    browser = await launchChromium();
+    scope.defer(() => browser.close());
+  });
+
+  /** How many times the upstream started slow_compute with `label`. */
+  async function executions(label: string): Promise<number> {
+    return (await fixtureExecutions(fixtureUrl))[label] ?? 0;
+  }
+
+  /** The dashboard, signed in with `key`. */
+  async function signedIn(key: string): Promise<Page> {
+    const page = await browser.newPage();
+    await page.goto(`${gateway.origin}/ui/`, WAIT);
+    await page.waitForSelector('#auth:not([hidden])', WAIT);
+    await page.type('#auth-token', key);
+    await page.click('#auth-form button[type="submit"]');
+    return page;
+  }
+
+  const item = (taskId: string): string => `#approval-list li[data-task-id="${taskId}"]`;
+
+  test('an approver sees the held call with its arguments as text, approves it, and the call runs once', async () => {
+    const label = '<img src=x onerror="document.body.dataset.injected=1">';
+    const taskId = await startTask(agent, 'slow_compute', { seconds: 0, label });
+    const page = await signedIn(OPS_KEY);
+    await page.waitForSelector(`${item(taskId)}[data-state="pending"]`, WAIT);
+    assert.equal(await page.$eval(`${item(taskId)} .tool`, (span) => span.textContent), 'slow_compute');
+    const fields = await page.$$eval(`${item(taskId)} dl > *`, (nodes) => nodes.map((node) => node.textContent ?? ''));
+    assert.equal(fields[fields.indexOf('Requested by') + 1], 'key:agent');
+    assert.match(fields[fields.indexOf('Age') + 1] ?? '', /^\d+(s|m \d+s)$/);
+    assert.match(fields[fields.indexOf('Deadline') + 1] ?? '', /\(in (9m \d+s|10m 0s)\)$/);
+    const shown = await page.$eval(`${item(taskId)} pre.arguments`, (pre) => pre.textContent ?? '');
+    assert.deepEqual(JSON.parse(shown), { seconds: 0, label }, 'the arguments exactly as the upstream will get them');
+    assert.equal(await page.$(`${item(taskId)} img`), null, 'rendered as text, never as markup');
+    assert.match(await page.$eval('#approvals-count', (span) => span.textContent ?? ''), /\(1 pending\)/);
+    assert.equal(await executions(label), 0, 'held: the upstream has not seen it');
+
+    await page.click(`${item(taskId)} button.approve`);
+    await page.waitForSelector(`${item(taskId)}[data-state="decided"][data-decision="approved"]`, WAIT);
+    assert.match(await page.$eval(`${item(taskId)} .outcome`, (p) => p.textContent ?? ''), /^Approved by key:ops at /);
+    const result = await agent.experimental.tasks.getTaskResult(taskId, CallToolResultSchema); // blocks until it ended
+    assert.notEqual(result.isError, true, JSON.stringify(result));
+    assert.equal((await agent.experimental.tasks.getTask(taskId)).status, 'completed');
+    assert.equal(await executions(label), 1, 'the approved call ran once');
+    // The page's own task list shows the task completed too (ops is an admin).
+    await page.waitForSelector(`tr[data-task-id="${taskId}"][data-status="completed"]`, WAIT);
+    assert.equal(await page.evaluate(() => document.body.dataset.injected), undefined);
+    await page.click(`${item(taskId)} button.dismiss`);
+    await page.waitForSelector('#approvals-empty:not([hidden])', WAIT);
+    await page.close();
+  });
+
+  test('deny with a comment fails the task naming it; a call decided meanwhile shows the 409; non-approvers see an empty view', async () => {
+    const denied = await startTask(agent, 'slow_compute', { seconds: 0, label: 'dashboard-deny' });
+    const raced = await startTask(agent, 'slow_compute', { seconds: 0, label: 'dashboard-raced' });
+    // alice is an approver but no admin: the page asks for an admin's key for the tasks, and lists her approvals.
+    const page = await signedIn(ALICE_KEY);
+    await page.waitForFunction(() => /not an admin/.test(document.getElementById('auth-reason')?.textContent ?? ''), WAIT);
+    await page.waitForSelector(`${item(denied)}[data-state="pending"]`, WAIT);
+    await page.waitForSelector(`${item(raced)}[data-state="pending"]`, WAIT);
+    assert.equal(await page.$eval('#main', (main) => (main as HTMLElement).hidden), true, 'no task list for a non-admin');
+
+    await page.type(`${item(denied)} input.comment`, 'not during the freeze');
+    await page.click(`${item(denied)} button.deny`);
+    await page.waitForSelector(`${item(denied)}[data-decision="denied"]`, WAIT);
+    assert.match(await page.$eval(`${item(denied)} .outcome`, (p) => p.textContent ?? ''), /^Denied by key:alice at .*: not during the freeze$/);
+    const task = await agent.experimental.tasks.getTask(denied); // failed before the 200 was sent
+    assert.equal(task.status, 'failed');
+    assert.match(String(task.statusMessage), /denied by key:alice: not during the freeze/);
+    assert.equal(await executions('dashboard-deny'), 0, 'the upstream never saw the denied call');
+
+    // Another approver decides while this tab still shows the call: hold the tab's next list refresh, so the
+    // page's click is the second decision.
+    // Once a refresh is held, none is in flight: the page polls one request after the other.
+    const held: HTTPRequest[] = [];
+    let holding = true;
+    let refreshHeld: () => void = () => {};
+    const oneHeld = new Promise<void>((resolve) => (refreshHeld = resolve));
+    page.on('request', (intercepted) => {
+      if (!holding || intercepted.method() !== 'GET' || new URL(intercepted.url()).pathname !== '/approvals') return void intercepted.continue();
+      held.push(intercepted);
+      refreshHeld();
+    });
+    await page.setRequestInterception(true);
+    await oneHeld;
+    const first = await getJson(`${gateway.origin}/approvals/${raced}`, { token: OPS_KEY, method: 'POST' }, JSON.stringify({ decision: 'approve' }));
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    await page.click(`${item(raced)} button.approve`);
+    await page.waitForSelector(`${item(raced)}[data-state="refused"][data-refusal="409"]`, WAIT);
+    assert.match(await page.$eval(`${item(raced)} .outcome`, (p) => p.textContent ?? ''), /Approved by key:ops/, 'the 409 shows who decided');
+    holding = false;
+    for (const request of held) await request.continue();
+    await agent.experimental.tasks.getTaskResult(raced, CallToolResultSchema);
+    assert.equal(await executions('dashboard-raced'), 1, 'one decision, one run');
+    await page.close();
+
+    // robot is an admin but approves nothing: the view is there, empty.
+    const robot = await signedIn(ROBOT_KEY);
+    await robot.waitForSelector('#approvals:not([hidden]) #approvals-empty:not([hidden])', WAIT);
+    assert.equal(await robot.$eval('#approvals-empty', (p) => p.textContent), 'Nothing waits for your decision.');
+    await robot.close();
+  });
+
+  test('a decision a page on another origin could send is refused: a foreign Origin, a form content type', async () => {
+    const taskId = await startTask(agent, 'slow_compute', { seconds: 0, label: 'dashboard-cross-site' });
+    const url = `${gateway.origin}/approvals/${taskId}`;
+    const decision = JSON.stringify({ decision: 'approve' });
+    const foreign = await getJson(url, { token: OPS_KEY, method: 'POST', origin: 'http://127.0.0.1:1' }, decision);
+    assert.equal(foreign.status, 403);
+    assert.match(String(foreign.body.error), /may not change state/);
+    const form = await getJson(url, { token: OPS_KEY, method: 'POST', contentType: 'application/x-www-form-urlencoded' }, 'decision=approve');
+    assert.equal(form.status, 415, 'a form body is not even parsed');
+    const plain = await getJson(url, { token: OPS_KEY, method: 'POST', contentType: 'text/plain' }, decision);
+    assert.equal(plain.status, 415, 'nor a text/plain one (what a no-cors fetch sends)');
+    const listed = await getJson(`${gateway.origin}/approvals`, { token: OPS_KEY });
+    assert.deepEqual((listed.body.approvals as Json[]).map((a) => [a.taskId, a.status]), [[taskId, 'pending']], 'still waiting');
+    assert.equal(await executions('dashboard-cross-site'), 0);
+    const own = await getJson(url, { token: OPS_KEY, method: 'POST', origin: gateway.origin }, JSON.stringify({ decision: 'deny' }));
+    assert.equal(own.status, 200, 'the dashboard\'s own origin decides');
+    assert.equal((own.body.approval as Json).status, 'denied');
   });
 });

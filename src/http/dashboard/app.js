@@ -1,10 +1,14 @@
 // The task dashboard's page: polls the JSON API beside it (./api/) and renders what it says. Every piece of data
 // goes into the page with textContent, never as markup. With auth on, the admin credential the operator types is
-// kept in this tab's sessionStorage and sent as a Bearer token.
+// kept in this tab's sessionStorage and sent as a Bearer token. The approvals view asks the gateway's own
+// approvers' API (/approvals, same origin, same credential) on a poll of its own, so an approver who is not an
+// admin still sees and decides the calls they may decide while the task list asks for an admin's key.
 /* global document, window, location, history, sessionStorage, fetch, setTimeout, clearTimeout, URL, URLSearchParams */
 'use strict';
 
 const API = new URL('api/', location.href);
+/** The approvers' API: a fixed path on the gateway's own origin (approvals-api.ts), not under the dashboard's. */
+const APPROVALS = '/approvals';
 const TOKEN_KEY = 'taskgate.dashboard.token';
 const POLL_MS = 2000;
 const PAGE = 50;
@@ -25,9 +29,10 @@ function el(tag, text, attrs = {}, ...children) {
 }
 
 class Refused extends Error {
-  constructor(status, message) {
+  constructor(status, message, body = {}) {
     super(message);
     this.status = status;
+    this.body = body;
   }
 }
 
@@ -40,7 +45,7 @@ async function api(path, options = {}) {
   if (writes) headers['content-type'] = 'application/json';
   const response = await fetch(new URL(path, API), { ...options, headers, ...(writes ? { body: options.body ?? '{}' } : {}) });
   const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Refused(response.status, body.error || `HTTP ${response.status}`);
+  if (!response.ok) throw new Refused(response.status, body.error || `HTTP ${response.status}`, body);
   return body;
 }
 
@@ -52,7 +57,7 @@ function askForCredential(status, message) {
   $('detail').hidden = true;
   $('auth').hidden = false;
   $('auth-reason').textContent = status === 403
-    ? `This credential is not an admin here (${message}). Use an admin API key or token.`
+    ? `This credential is not an admin here (${message}). Use an admin API key or token to see the tasks; the approvals it may decide are listed below.`
     : 'This gateway needs an admin API key or access token to show its tasks.';
   $('auth-token').focus();
 }
@@ -65,6 +70,7 @@ $('auth-form').addEventListener('submit', (event) => {
   $('main').hidden = false;
   state.paused = false;
   refresh();
+  refreshApprovals();
 });
 
 $('sign-out').addEventListener('click', () => {
@@ -315,11 +321,198 @@ async function refresh() {
 }
 
 document.addEventListener('visibilitychange', () => {
-  if (!document.hidden) refresh();
+  if (document.hidden) return;
+  refresh();
+  refreshApprovals();
 });
+
+// ---- approvals: the held calls this credential may decide ----
+
+/**
+ * The list is kept, not rebuilt: an item's comment field and focus survive the poll. `items` maps a task id to its
+ * list item; `kept` holds the ids whose decision this tab sent (their record or refusal stays until dismissed).
+ */
+const approvals = { timer: undefined, items: new Map(), kept: new Set(), ids: 0, inFlight: false, again: false };
+
+/** "in 59m 10s", or "passed" once the deadline is behind. */
+function until(ms) {
+  return ms > 0 ? `in ${age(ms)}` : 'passed';
+}
+
+function approvalItem(view) {
+  const heading = `approval-${++approvals.ids}`;
+  const item = el('li', undefined, { class: 'approval', 'data-task-id': view.taskId, 'data-state': 'pending', 'aria-labelledby': heading });
+  const fields = el('dl');
+  field(fields, 'Requested by', view.principal);
+  fields.append(el('dt', 'Age'), el('dd', undefined, { class: 'age' }), el('dt', 'Deadline'), el('dd', undefined, { class: 'deadline' }));
+  if (view.upstreamTool !== undefined && view.upstreamTool !== view.tool) field(fields, 'Upstream tool', view.upstreamTool);
+  field(fields, 'Task', view.taskId);
+
+  const comment = el('input', undefined, { type: 'text', name: 'comment', maxlength: '1000', autocomplete: 'off', class: 'comment' });
+  const approve = el('button', 'Approve', { type: 'button', class: 'approve' });
+  const deny = el('button', 'Deny', { type: 'button', class: 'deny danger' });
+  // Buttons, not submit buttons: Enter in the comment field must not approve (the form's default button would).
+  const form = el('form', undefined, { class: 'decision', 'aria-label': `Decide ${view.tool}` },
+    el('label', 'Comment (optional)', {}, comment), approve, deny);
+  form.addEventListener('submit', (event) => event.preventDefault());
+  approve.addEventListener('click', () => decide(item, 'approve'));
+  deny.addEventListener('click', () => decide(item, 'deny'));
+
+  item.append(
+    el('h3', undefined, { id: heading, class: 'approval-title' }, el('span', view.tool, { class: 'tool' }), el('span', ` on ${view.upstream}`, { class: 'muted' })),
+    fields,
+    el('p', 'Arguments, exactly as the upstream will get them', { class: 'label' }),
+    // Text, never markup: whatever the caller put in the arguments is shown as it is.
+    el('pre', JSON.stringify(view.arguments ?? {}, null, 2), { class: 'arguments' }),
+    form,
+    el('p', undefined, { class: 'outcome', role: 'status' }),
+  );
+  return item;
+}
+
+/** What changes between polls: the age and the time left. */
+function updateApprovalItem(item, view, now) {
+  const ageCell = item.querySelector('dd.age');
+  ageCell.textContent = age(view.ageMs);
+  ageCell.title = new Date(view.createdMs).toISOString();
+  const deadline = item.querySelector('dd.deadline');
+  deadline.textContent = `${new Date(view.deadlineMs).toLocaleString()} (${until(view.deadlineMs - now)})`;
+  deadline.title = view.deadline;
+}
+
+/** A decided record in words: "Denied by key:ops at 10:00:01: not during the freeze". */
+function decisionText(record) {
+  const verb = record.status === 'approved' ? 'Approved' : record.status === 'denied' ? 'Denied' : record.status === 'expired' ? 'Expired' : `Ended (${record.status ?? record.taskStatus})`;
+  const by = record.decidedBy === undefined ? '' : ` by ${record.decidedBy}`;
+  const when = record.decidedMs === undefined ? '' : ` at ${new Date(record.decidedMs).toLocaleTimeString()}`;
+  const comment = record.comment === undefined ? '' : `: ${record.comment}`;
+  return `${verb}${by}${when}${comment}`;
+}
+
+async function decide(item, decision) {
+  const taskId = item.dataset.taskId;
+  const form = item.querySelector('form.decision');
+  const outcome = item.querySelector('.outcome');
+  const comment = form.querySelector('input.comment').value.trim();
+  for (const button of form.querySelectorAll('button')) button.disabled = true;
+  outcome.classList.remove('error');
+  outcome.textContent = decision === 'approve' ? 'Approving…' : 'Denying…';
+  approvals.kept.add(taskId);
+  try {
+    const body = JSON.stringify({ decision, ...(comment ? { comment } : {}) });
+    const answer = await api(`${APPROVALS}/${encodeURIComponent(taskId)}`, { method: 'POST', body });
+    item.dataset.state = 'decided';
+    item.dataset.decision = answer.approval.status;
+    outcome.textContent = decisionText(answer.approval);
+    form.remove();
+  } catch (error) {
+    if (!(error instanceof Refused) || error.status >= 500 || error.status === 401) {
+      // Nothing was decided: the approver may try again.
+      approvals.kept.delete(taskId);
+      for (const button of form.querySelectorAll('button')) button.disabled = false;
+      outcome.classList.add('error');
+      outcome.textContent = error.message;
+      if (error instanceof Refused && error.status === 401) handle(error);
+      return;
+    }
+    // 403 (not an approver of this tool, or the caller's own call), 404, 409 (decided already, ended, past its
+    // deadline): there is nothing left for this credential to decide here.
+    item.dataset.state = 'refused';
+    item.dataset.refusal = String(error.status);
+    outcome.classList.add('error');
+    const record = error.body.approval;
+    if (record !== undefined) item.dataset.decision = record.status;
+    outcome.textContent = record === undefined ? error.message : `${error.message}. ${decisionText(record)}`;
+    form.remove();
+  }
+  item.append(dismissButton(item));
+  renderApprovalsState();
+  if (!state.paused) refresh();
+}
+
+function dismissButton(item) {
+  const button = el('button', 'Dismiss', { type: 'button', class: 'dismiss' });
+  button.addEventListener('click', () => {
+    approvals.kept.delete(item.dataset.taskId);
+    approvals.items.delete(item.dataset.taskId);
+    item.remove();
+    renderApprovalsState();
+  });
+  return button;
+}
+
+function renderApprovals(page) {
+  const list = $('approval-list');
+  const pending = new Set(page.approvals.map((view) => view.taskId));
+  for (const [taskId, item] of approvals.items) {
+    if (pending.has(taskId) || approvals.kept.has(taskId)) continue;
+    // Decided elsewhere, cancelled or expired: gone from the pending list, and nothing this tab did.
+    item.remove();
+    approvals.items.delete(taskId);
+  }
+  let position = 0;
+  for (const view of page.approvals) {
+    let item = approvals.items.get(view.taskId);
+    if (item === undefined) {
+      item = approvalItem(view);
+      approvals.items.set(view.taskId, item);
+    }
+    if (item.dataset.state === 'pending') updateApprovalItem(item, view, page.now);
+    // Soonest deadline first, as the API orders them; moved only when out of place (a move loses focus).
+    if (list.children[position] !== item) list.insertBefore(item, list.children[position] ?? null);
+    position += 1;
+  }
+  renderApprovalsState();
+}
+
+function renderApprovalsState() {
+  const items = [...$('approval-list').children];
+  $('approvals-count').textContent = `(${items.filter((item) => item.dataset.state === 'pending').length} pending)`;
+  $('approvals-empty').hidden = items.length > 0;
+}
+
+async function refreshApprovals() {
+  // One request at a time, or two poll loops would run on: a call meanwhile (a new key) asks again once it is done.
+  if (approvals.inFlight) {
+    approvals.again = true;
+    return;
+  }
+  clearTimeout(approvals.timer);
+  approvals.inFlight = true;
+  try {
+    await refreshApprovalsOnce();
+  } finally {
+    approvals.inFlight = false;
+  }
+  if (approvals.again) {
+    approvals.again = false;
+    refreshApprovals();
+  }
+}
+
+/** One poll: renders the list and plans the next, or hides the view where there are no approvals to decide. */
+async function refreshApprovalsOnce() {
+  try {
+    const page = await api(APPROVALS);
+    $('approvals').hidden = false;
+    $('approvals-error').hidden = true;
+    renderApprovals(page);
+  } catch (error) {
+    // 401: no credential yet (the task list asks for one, and a new one restarts this poll); 403: a gateway
+    // without auth, where nobody is an approver; 404: no approvals API. The view stays hidden until then.
+    if (error instanceof Refused && [401, 403, 404].includes(error.status)) {
+      $('approvals').hidden = true;
+      return;
+    }
+    $('approvals-error').hidden = false;
+    $('approvals-error').textContent = error.message;
+  }
+  approvals.timer = setTimeout(refreshApprovals, POLL_MS);
+}
 
 const initial = new URLSearchParams(location.search);
 $('filter-status').value = initial.get('status') ?? '';
 $('filter-tool').value = initial.get('tool') ?? '';
-window.taskgateDashboard = { refresh };
+window.taskgateDashboard = { refresh, refreshApprovals };
 refresh();
+refreshApprovals();
