@@ -373,6 +373,10 @@ export class MemoryTaskStore implements TaskStore {
     return { ok: true, task: copy(summary) };
   }
 
+  async indexApproval(taskId: string, deadlineMs: number): Promise<void> {
+    if (this.live(taskId) !== undefined) this.pending.set(taskId, deadlineMs);
+  }
+
   async pendingApprovals(limit: number): Promise<TaskRecord[]> {
     const held: TaskRecord[] = [];
     for (const [taskId] of [...this.pending].sort(([, a], [, b]) => a - b)) {

@@ -163,6 +163,10 @@ export class RedisTaskStore implements TaskStore {
     return this.approvals.decide(taskId, decision);
   }
 
+  indexApproval(taskId: string, deadlineMs: number): Promise<void> {
+    return this.approvals.index(taskId, deadlineMs);
+  }
+
   pendingApprovals(limit: number): Promise<TaskRecord[]> {
     return this.approvals.pending(Math.min(limit, APPROVALS_PER_READ));
   }

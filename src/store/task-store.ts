@@ -386,6 +386,12 @@ export interface TaskStore {
    */
   decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult>;
   /**
+   * Lists a pending hold among the pending ones again (idempotent): the index is written after the task, so a
+   * replica lost in between leaves a hold that approvers' listings and the expiry sweep would miss; the replica that
+   * takes the task over calls this.
+   */
+  indexApproval(taskId: string, deadlineMs: number): Promise<void>;
+  /**
    * Tasks whose call waits for approval (pending, not ended), soonest deadline first, with their stored call, at
    * most `limit` (APPROVALS_PER_READ). Entries of holds decided or gone are dropped as they are met.
    */

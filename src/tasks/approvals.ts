@@ -102,6 +102,8 @@ export class Approvals {
     if (hold.state === 'pending') {
       timer = setTimeout(() => void this.expire(taskId), Math.max(0, hold.deadlineMs - Date.now()));
       timer.unref();
+      // A run taken over from a lost replica may hold a call that replica never got to index: list it (again; idempotent).
+      await this.deps.store.indexApproval(taskId, hold.deadlineMs).catch(() => undefined);
     }
     let decided: TaskRecord | undefined;
     try {

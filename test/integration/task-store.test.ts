@@ -133,6 +133,50 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
+    test('approvals: a hold is decided once however many decide at once, and leaves the pending ones', async () => {
+      const store = await create();
+      const hold = (deadlineMs: number): NonNullable<NewTask['approval']> => ({ approvers: ['key:ops'], scopes: [], deadlineMs, digest: 'd', state: 'pending' });
+      const later = newTask({ approval: hold(Date.now() + 120_000) });
+      const sooner = newTask({ approval: hold(Date.now() + 60_000) });
+      await store.create(later);
+      await store.create(sooner);
+      assert.deepEqual((await store.pendingApprovals(10)).map((t) => t.taskId), [sooner.taskId, later.taskId], 'soonest deadline first');
+      const decisions = await Promise.all(['ops-1', 'ops-2', 'ops-3', 'ops-4'].map((by, i) =>
+        store.decideApproval(later.taskId, { state: i % 2 === 0 ? 'approved' : 'denied', by, message: `decided by ${by}` })));
+      const won = decisions.filter((d) => d.ok);
+      assert.equal(won.length, 1, JSON.stringify(decisions));
+      assert.ok(decisions.every((d) => d.ok || d.reason === 'decided'), JSON.stringify(decisions));
+      const read = await store.get(later.taskId);
+      assert.equal(read?.status, 'working', 'deciding leaves the status to the run');
+      assert.ok(read?.approval?.state === 'approved' || read?.approval?.state === 'denied');
+      assert.equal(read?.message, `decided by ${read?.approval?.decidedBy}`);
+      assert.deepEqual((await store.pendingApprovals(10)).map((t) => t.taskId), [sooner.taskId]);
+      const unheld = await store.create(newTask());
+      assert.deepEqual(await store.decideApproval(unheld.taskId, { state: 'approved', message: 'x' }).then((d) => !d.ok && d.reason), 'not_held');
+      assert.deepEqual(await store.decideApproval(newTaskId(), { state: 'approved', message: 'x' }), { ok: false, reason: 'not_found' });
+      await store.transition(sooner.taskId, { to: 'cancelled' });
+      assert.equal(await store.decideApproval(sooner.taskId, { state: 'approved', message: 'x' }).then((d) => !d.ok && d.reason), 'terminal');
+      assert.deepEqual(await store.pendingApprovals(10), [], 'an ended hold is no longer pending');
+      await store.close();
+    });
+
+    test('approvals: only expiry decides past the deadline, and not before it; indexApproval lists a hold once', async () => {
+      const store = await create();
+      const hold = (deadlineMs: number): NonNullable<NewTask['approval']> => ({ approvers: ['key:ops'], scopes: [], deadlineMs, digest: 'd', state: 'pending' });
+      const due = newTask({ approval: hold(Date.now() - 1_000) });
+      const ahead = newTask({ approval: hold(Date.now() + 60_000) });
+      await store.create(due);
+      await store.create(ahead);
+      assert.equal(await store.decideApproval(ahead.taskId, { state: 'expired', message: 'expired' }).then((d) => !d.ok && d.reason), 'not_due');
+      assert.equal(await store.decideApproval(due.taskId, { state: 'approved', by: 'key:ops', message: 'late' }).then((d) => !d.ok && d.reason), 'expired');
+      const expired = await store.decideApproval(due.taskId, { state: 'expired', message: 'The approval expired' });
+      assert.ok(expired.ok && expired.task.approval?.state === 'expired' && expired.task.message === 'The approval expired', JSON.stringify(expired));
+      await store.indexApproval(ahead.taskId, ahead.approval?.deadlineMs ?? 0);
+      await store.indexApproval(ahead.taskId, ahead.approval?.deadlineMs ?? 0);
+      assert.deepEqual((await store.pendingApprovals(10)).map((t) => t.taskId), [ahead.taskId], 'listed once, the expired one gone');
+      await store.close();
+    });
+
     test('createOnce: the key goes with its task (deleted or expired); made again, its task is listed once', async () => {
       const store = await create();
       const input = newTask({ principal: 'key:carol', retentionMs: 100 });
@@ -872,6 +916,18 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
         const changed = await store.transition(taskId, { to: 'completed' });
         assert.equal(changed.ok && changed.task.era, read, `${stored}, as a script returns it`);
       }
+      await store.close();
+    });
+
+    test('a hold whose index entry was lost (its replica died between the two writes) is listed again once indexApproval is called', async () => {
+      const prefix = newPrefix();
+      const store = await newRedisStore(prefix, topology);
+      const deadlineMs = Date.now() + 60_000;
+      const held = await store.create(newTask({ approval: { approvers: ['key:ops'], scopes: [], deadlineMs, digest: 'd', state: 'pending' } }));
+      await store.redis.zrem(redisKeys(prefix).pendingApprovals(), held.taskId);
+      assert.deepEqual(await store.pendingApprovals(10), [], 'missed while unindexed');
+      await store.indexApproval(held.taskId, deadlineMs);
+      assert.deepEqual((await store.pendingApprovals(10)).map((t) => t.taskId), [held.taskId]);
       await store.close();
     });
 

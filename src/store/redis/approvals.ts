@@ -2,7 +2,8 @@
 // call), so deciding is one atomic step on the task's own slot (decide-approval.lua); the `{approvals}` index of
 // pending holds by deadline is what an approver's listing and the expiry sweep read. It is kept after the record
 // (added once the task exists, dropped once decided): a replica lost in between leaves an entry that the next
-// read drops, or a hold the index misses until its task is taken over and indexed again. The embedded store's
+// read drops, or a hold the index misses until the replica that takes its task over indexes it again
+// (TaskStore.indexApproval, from the run's wait). The embedded store's
 // twin is in memory-task-store.ts.
 import type { RedisClient } from '../redis-connection.js';
 import type { RedisKeys } from '../redis-keys.js';
