@@ -55,6 +55,21 @@ export const approvalsApiPlugin: FastifyPluginAsync<ApprovalsApiOptions> = async
     reply.header('cache-control', 'no-store');
   });
 
+  /** Each admitted request's approver (set by the onRequest hook). */
+  const approvers = new WeakMap<FastifyRequest, Caller>();
+  // Refused before the body is read: a form or text body from another page gets the cross-site refusal, audited,
+  // not the body parser's bare 415, and nobody unauthenticated makes the gateway parse a body.
+  app.addHook('onRequest', async (request, reply) => {
+    const caller = await approverOf(request, reply);
+    if (caller === undefined) return reply;
+    approvers.set(request, caller);
+  });
+  const admitted = (request: FastifyRequest): Caller => {
+    const caller = approvers.get(request);
+    if (caller === undefined) throw new Error('unreachable: an approvals request passed its onRequest hook without an approver');
+    return caller;
+  };
+
   /** The approver behind the request, or the refusal already sent. */
   const approverOf = async (request: FastifyRequest, reply: FastifyReply): Promise<Caller | undefined> => {
     try {
@@ -85,16 +100,14 @@ export const approvalsApiPlugin: FastifyPluginAsync<ApprovalsApiOptions> = async
     }
   };
 
-  app.get(APPROVALS_PATH, async (request, reply) => {
-    const caller = await approverOf(request, reply);
-    if (caller === undefined) return reply;
+  app.get(APPROVALS_PATH, async (request) => {
+    const caller = admitted(request);
     const now = Date.now();
     return { now, approvals: (await approvals.pendingFor(caller)).map((task) => approvalView(task, now)) };
   });
 
-  app.post(`${APPROVALS_PATH}/:taskId`, async (request, reply) => {
-    const caller = await approverOf(request, reply);
-    if (caller === undefined) return reply;
+  app.post(`${APPROVALS_PATH}/:taskId`, async (request) => {
+    const caller = admitted(request);
     const { taskId } = request.params as { taskId: string };
     const { decision, comment } = decisionIn(request.body);
     const answer = await approvals.decide(taskId, caller, decision, comment);

@@ -212,6 +212,7 @@ describe('approvals across two replicas on one Redis', () => {
     const taskId = String(created.taskId);
     const plain = await fetch(`${a.baseUrl}/approvals/${taskId}`, { method: 'POST', headers: { 'content-type': 'text/plain', ...bearer('bob') }, body: '{"decision":"approve"}' });
     assert.equal(plain.status, 415);
+    assert.match(((await plain.json()) as { error: string }).error, /must send Content-Type: application\/json/, 'refused as a cross-site write, before the body is parsed');
     const foreign = await decide(a.baseUrl, 'bob', taskId, { decision: 'approve' }, { origin: 'http://evil.example' });
     assert.equal(foreign.status, 403);
     assert.equal((await taskOn(a.url, 'alice', taskId)).status, 'working');

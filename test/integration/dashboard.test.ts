@@ -571,8 +571,10 @@ describe('dashboard approvals view: held calls listed to their approvers, approv
     assert.match(String(foreign.body.error), /may not change state/);
     const form = await getJson(url, { token: OPS_KEY, method: 'POST', contentType: 'application/x-www-form-urlencoded' }, 'decision=approve');
     assert.equal(form.status, 415, 'a form body is not even parsed');
+    assert.match(String(form.body.error), /must send Content-Type: application\/json/, 'refused as a cross-site write, not by the body parser');
     const plain = await getJson(url, { token: OPS_KEY, method: 'POST', contentType: 'text/plain' }, decision);
     assert.equal(plain.status, 415, 'nor a text/plain one (what a no-cors fetch sends)');
+    assert.match(String(plain.body.error), /must send Content-Type: application\/json/);
     const listed = await getJson(`${gateway.origin}/approvals`, { token: OPS_KEY });
     assert.deepEqual((listed.body.approvals as Json[]).map((a) => [a.taskId, a.status]), [[taskId, 'pending']], 'still waiting');
     assert.equal(await executions('dashboard-cross-site'), 0);
