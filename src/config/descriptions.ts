@@ -271,7 +271,7 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   ...byKey(POLICY_KEYS, 'tasks.rules[]', (key) => `Overrides \`tasks.defaults.${key}\` for the tools the rule matches.`),
   'tasks.rules[].retry.onLoss': 'As `tasks.defaults.retry.onLoss`.',
   'tasks.rules[].retry.maxAttempts': 'As `tasks.defaults.retry.maxAttempts`.',
-  'tasks.rules[].approval': `Hold every call to the matched tools until an approver decides (docs/approvals.md): the
+  'tasks.rules[].approval': `Hold every call to the matched tools until an approver decides (docs/approvals-and-webhooks.md): the
     caller gets a task at once, \`working\` and saying whom it waits for and until when; the upstream is called only
     after an approval, once, with the arguments that were approved. Needs \`auth\`; not with \`mode: forbidden\`.`,
   'tasks.rules[].approval.approvers': `Principal globs, as \`auth.access\` names them (\`key:ops-*\`, \`oauth:alice\`, bare):
