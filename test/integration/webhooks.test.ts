@@ -11,6 +11,9 @@ import { eventually, testScope, type Json, type TestScope } from '../helpers/har
 import { twoReplicaProcesses, twoReplicas } from '../helpers/replicas.js';
 import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
+/** How long a wait for deliveries may take before the test fails: a bound for a busy 2-core machine, never a timing claim. */
+const WAIT_MS = 30_000;
+
 const TASK_EVENTS = ['task.created', 'task.completed', 'task.failed', 'task.cancelled'];
 /** Retries come quickly in these tests; the backoff itself has a unit test. */
 const FAST_RETRIES = { initialBackoffMs: 50, maxBackoffMs: 200 };
@@ -73,7 +76,7 @@ describe('webhooks', () => {
       `task.created ${cancelled}`,
       `task.cancelled ${cancelled}`,
     ].sort();
-    await eventually(() => hooks.acknowledged().size >= expected.length, 15_000);
+    await eventually(() => hooks.acknowledged().size >= expected.length, WAIT_MS);
     assert.deepEqual(acknowledgedEvents(hooks), expected);
     assertOncePerId(hooks);
     for (const id of hooks.acknowledged().keys()) {
@@ -100,11 +103,11 @@ describe('webhooks', () => {
     const [a] = await twoReplicaProcesses(scope, config, 'webhooks-kill');
     const tasks = [await startTask(a.url, 'echo', { text: 'one' }), await startTask(a.url, 'echo', { text: 'two' }), await startTask(a.url, 'echo', { text: 'three' })];
     // Every lease the endpoint allows (webhookDelivery.concurrency: 4) is held, by a try that will never be answered.
-    await eventually(() => hooks.open() >= 4, 10_000);
+    await eventually(() => hooks.open() >= 4, WAIT_MS);
     process.kill(-a.pid, 'SIGKILL');
     await a.exited;
     hooks.resume();
-    await eventually(() => hooks.acknowledged().size >= 6, 20_000);
+    await eventually(() => hooks.acknowledged().size >= 6, 2 * WAIT_MS);
     assert.deepEqual(acknowledgedEvents(hooks), tasks.flatMap((id) => [`task.created ${id}`, `task.completed ${id}`]).sort());
     assertOncePerId(hooks);
     assert.ok(hooks.tries().some((tried) => tried.cut === true), 'tries in flight when the replica died were cut');
@@ -129,21 +132,21 @@ describe('webhooks', () => {
     const as = (who: keyof typeof API_KEYS) => ({ authorization: `Bearer ${API_KEYS[who]}` });
     const completedCount = (): number => withResult.deliveries().length;
     await startTask(gateway.url, 'echo', { text: 'from bob' }, as('bob'));
-    await eventually(() => completedCount() === 1);
+    await eventually(() => completedCount() === 1, WAIT_MS);
     await startTask(gateway.url, 'slow_compute', { seconds: 0.1, label: 'webhook-filter' }, as('alice'));
-    await eventually(() => completedCount() === 2);
+    await eventually(() => completedCount() === 2, WAIT_MS);
     const marker = await startTask(gateway.url, 'echo', { text: 'marker' }, as('alice'));
-    await eventually(() => completedCount() === 3);
+    await eventually(() => completedCount() === 3, WAIT_MS);
     // The marker is the last event each filtered endpoint wants: once it is there, whatever came before it was too.
-    await eventually(() => echoOnly.deliveries().some((d) => d.type === 'task.completed' && d.data.taskId === marker));
-    await eventually(() => aliceOnly.deliveries().some((d) => d.data.taskId === marker));
+    await eventually(() => echoOnly.deliveries().some((d) => d.type === 'task.completed' && d.data.taskId === marker), WAIT_MS);
+    await eventually(() => aliceOnly.deliveries().some((d) => d.data.taskId === marker), WAIT_MS);
 
     assert.deepEqual([...new Set(echoOnly.deliveries().map((d) => d.data.tool))], ['echo']);
     assert.equal(echoOnly.deliveries().length, 4, 'created and completed of both echo tasks');
     assert.deepEqual(aliceOnly.deliveries().map((d) => d.data.principal), ['key:alice', 'key:alice']);
     const result = withResult.deliveries().find((d) => d.data.taskId === marker)?.data.result as { content?: { text?: string }[] } | undefined;
     assert.match(String(result?.content?.[0]?.text), /marker/);
-    await eventually(() => withoutResult.deliveries().length === 3);
+    await eventually(() => withoutResult.deliveries().length === 3, WAIT_MS);
     assert.ok(withoutResult.deliveries().every((d) => !('result' in d.data)));
     for (const hooks of [withResult, withoutResult, echoOnly, aliceOnly]) assertOncePerId(hooks);
   });
@@ -154,7 +157,7 @@ describe('webhooks', () => {
     const redirecting = await receiver(scope, 'redirect', elsewhere.url);
     const gateway = await scope.gateway(gatewayConfig([endpoint(redirecting, { events: ['task.created'] })]));
     await startTask(gateway.url, 'echo', { text: 'redirected' });
-    await eventually(() => redirecting.tries().length >= 2, 10_000);
+    await eventually(() => redirecting.tries().length >= 2, WAIT_MS);
     const [first, second] = redirecting.tries();
     assert.equal(first?.status, 302);
     assert.equal(second?.webhookId, first?.webhookId);
@@ -167,7 +170,7 @@ describe('webhooks', () => {
     const fine = await receiver(scope, 'ok');
     const gateway = await scope.gateway(gatewayConfig([endpoint(stuck), endpoint(fine)], { webhookDelivery: { timeoutMs: 60_000, concurrency: 1 } }));
     for (const text of ['a', 'b', 'c']) await startTask(gateway.url, 'echo', { text });
-    await eventually(() => fine.acknowledged().size === 6, 10_000);
+    await eventually(() => fine.acknowledged().size === 6, WAIT_MS);
     assert.equal(stuck.open(), 1, 'the stuck endpoint holds its one try, the rest of its queue waits');
     assert.equal(stuck.acknowledged().size, 0);
     assertOncePerId(fine);
@@ -188,14 +191,14 @@ describe('webhooks', () => {
     gateway.events.on('webhook.dropped', (e) => dropped.push({ ...e }));
     const first = await startTask(gateway.url, 'echo', { text: 'first' });
     // The stuck endpoint's queue holds the first delivery (in flight, never answered): the next one is refused.
-    await eventually(() => stuck.open() === 1);
+    await eventually(() => stuck.open() === 1, WAIT_MS);
     await startTask(gateway.url, 'echo', { text: 'second' });
-    await eventually(() => dropped.some((e) => e.endpoint === 'stuck'));
+    await eventually(() => dropped.some((e) => e.endpoint === 'stuck'), WAIT_MS);
     const refused = dropped.filter((e) => e.endpoint === 'stuck');
     assert.deepEqual(refused.map((e) => [e.type, e.reason]), [['task.created', 'queue_full']]);
     assert.match(String(refused[0]?.webhookId), /^msg_/);
 
-    await eventually(() => dead.some((e) => e.endpoint === 'failing'), 10_000);
+    await eventually(() => dead.some((e) => e.endpoint === 'failing'), WAIT_MS);
     const letter = dead.find((e) => e.endpoint === 'failing');
     assert.equal(letter?.type, 'task.created');
     assert.match(String(letter?.reason), /maxAgeMs \(1000 ms\) after \d+ tries; the last: HTTP 500/);
