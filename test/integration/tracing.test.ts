@@ -12,7 +12,7 @@ import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectPlainClient, suiteScope, testScope, textOf, type TestScope } from '../helpers/harness.js';
-import { REPO_ROOT, startChild, type GatewayChild } from '../fixtures/spawn.js';
+import { nodeArgs, REPO_ROOT, startChild, type GatewayChild } from '../fixtures/spawn.js';
 import type { EchoedTrace } from '../fixtures/trace-echo-server.js';
 
 const ECHO_FIXTURE = join(REPO_ROOT, 'test/fixtures/trace-echo-server.ts');
@@ -112,7 +112,7 @@ class OtlpReceiver extends EventEmitter {
 
 /** The trace-echo fixture over Streamable HTTP, resolved once it listens. */
 async function echoOverHttp(scope: TestScope): Promise<string> {
-  const child = startChild(process.execPath, ['--import', 'tsx', ECHO_FIXTURE, '--transport', 'streamable-http'], {});
+  const child = startChild(process.execPath, [...nodeArgs(ECHO_FIXTURE), '--transport', 'streamable-http'], {});
   scope.defer(() => child.kill());
   const listening = /^LISTENING (\S+)$/m;
   const timer = setTimeout(() => void child.kill(), HANG_GUARD_MS);
@@ -156,7 +156,7 @@ describe('OpenTelemetry traces', () => {
       config: {
         upstreams: {
           web: { transport: 'streamable-http', url, protocol: 'legacy', prefix: 'web_' },
-          pipe: { transport: 'stdio', command: process.execPath, args: ['--import', 'tsx', ECHO_FIXTURE, '--transport', 'stdio'], cwd: REPO_ROOT, prefix: 'pipe_' },
+          pipe: { transport: 'stdio', command: process.execPath, args: [...nodeArgs(ECHO_FIXTURE), '--transport', 'stdio'], cwd: REPO_ROOT, prefix: 'pipe_' },
         },
         tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
       },
@@ -276,7 +276,7 @@ describe('tracing off', () => {
     const scope = testScope(t);
     const dir = mkdtempSync(join(tmpdir(), 'taskgate-modules-'));
     scope.defer(() => rmSync(dir, { recursive: true, force: true }));
-    const config = { upstreams: { pipe: { transport: 'stdio', command: process.execPath, args: ['--import', 'tsx', ECHO_FIXTURE], cwd: REPO_ROOT, prefix: 'pipe_' } } };
+    const config = { upstreams: { pipe: { transport: 'stdio', command: process.execPath, args: nodeArgs(ECHO_FIXTURE), cwd: REPO_ROOT, prefix: 'pipe_' } } };
     const loaded = async (name: string, endpoint: string | undefined): Promise<string> => {
       const file = join(dir, name);
       const watched = tracingEnv(endpoint, { MODULE_WATCH_FILE: file, NODE_OPTIONS: `--import ${MODULE_WATCH}` });
