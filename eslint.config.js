@@ -39,7 +39,7 @@ function wireFieldSelectors({ nestedTask = true } = {}) {
 }
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench/results/'] },
+  { ignores: ['dist/', 'dist-test/', 'node_modules/', 'coverage/', 'bench/results/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -8,7 +8,8 @@
  *              endpoint) and a tasks-only legacy fixture made into tasks by YAML policy: first the alpha's
  *              scenarios of `conformance server --requirements 2026-07-28` (scored, tasks-* extension and
  *              pending), then the 2025-11-25 scenarios again, on the same gateway process.
- * Each suite runs its own 2025-11-25 scenario list in every setup; the two suites run side by side.
+ * Each suite runs its own 2025-11-25 scenario list in every setup; the two suites run side by side, and so do direct,
+ * gw-http and gw-stdio (no process shared); gw-dual runs after them, alone.
  * Passes iff, for each suite, every 2025-11-25 scenario that passes directly also passes through the gateway in
  * every gateway setup, and every 2026-07-28 scenario passes through gw-dual. A scenario passes when it has checks
  * and none is a FAILURE or a WARNING. expected-failures.yaml lists, per suite version, scenarios that fail
@@ -161,7 +162,12 @@ async function startGateway(setup: Setup, config: Record<string, unknown>, child
   }
 }
 
-/** direct, gw-http, gw-stdio: each suite's 2025-11-25 scenarios against the legacy fixture, without and with the gateway. */
+/**
+ * direct, gw-http, gw-stdio: each suite's 2025-11-25 scenarios against the legacy fixture, without and with the
+ * gateway. The three setups share no process (direct and gw-http each talk to a fixture of their own), so they run
+ * side by side: a scenario spends most of its time waiting (the whole run keeps about half a core busy), and one
+ * setup after another took most of the run's wall time.
+ */
 async function runLegacySetups(
   setups: Setup[],
   node: string,
@@ -170,23 +176,28 @@ async function runLegacySetups(
   children: ChildHandle[],
 ): Promise<Map<Setup, GatewayRun>> {
   const gateways = new Map<Setup, GatewayRun>();
-  const fixture = await spawnFixture({ transport: 'streamable-http' });
-  children.push(fixture);
-  const fixtureUrl = fixture.url ?? '';
-  process.stderr.write(`fixture at ${fixtureUrl}\n`);
-
-  if (setups.includes('direct')) await runLegs('direct', 'direct', fixtureUrl, node, legs, resultsDir);
+  const httpFixture = async (setup: Setup): Promise<string | undefined> => {
+    if (!setups.includes(setup)) return undefined;
+    const fixture = await spawnFixture({ transport: 'streamable-http' });
+    children.push(fixture);
+    process.stderr.write(`[${setup}] fixture at ${fixture.url ?? ''}\n`);
+    return fixture.url ?? '';
+  };
+  const [directUrl, upstreamUrl] = await Promise.all([httpFixture('direct'), httpFixture('gw-http')]);
 
   const stdio = fixtureCommand('stdio');
   const upstreams: Partial<Record<Setup, Record<string, unknown>>> = {
-    'gw-http': { transport: 'streamable-http', url: fixtureUrl },
+    'gw-http': { transport: 'streamable-http', url: upstreamUrl },
     'gw-stdio': { transport: 'stdio', command: stdio.command, args: stdio.args, cwd: stdio.cwd },
   };
-  // The two gateway setups are independent (own gateway, own upstream connection): run them side by side.
   await Promise.all(
     setups
-      .filter((s) => s === 'gw-http' || s === 'gw-stdio')
+      .filter((s) => s !== 'gw-dual')
       .map(async (setup) => {
+        if (setup === 'direct') {
+          await runLegs('direct', 'direct', directUrl ?? '', node, legs, resultsDir);
+          return;
+        }
         const gw = await startGateway(setup, { upstreams: { fixture: upstreams[setup] } }, children);
         gateways.set(setup, gw);
         if (!gw.gateway) {

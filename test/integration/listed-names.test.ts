@@ -10,14 +10,14 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
 import { MISS_REFRESH_INTERVAL_MS } from '../../src/gateway/listed-refresh.js';
-import { REPO_ROOT, type GatewayChild } from '../fixtures/spawn.js';
+import { nodeArgs, REPO_ROOT, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, suiteScope, testScope, textOf, type Json } from '../helpers/harness.js';
 import { modern, TASKS_CAPABILITIES, type ModernOptions } from '../helpers/stateless-wire.js';
 
 const NAMES_FIXTURE = join(REPO_ROOT, 'test/fixtures/names-server.ts');
 
 function namesUpstream(lookup: 'lenient' | 'strict', extra: Json = {}): Json {
-  return { transport: 'stdio', command: process.execPath, args: ['--import', 'tsx', NAMES_FIXTURE, '--lookup', lookup], cwd: REPO_ROOT, isolation: 'shared', ...extra };
+  return { transport: 'stdio', command: process.execPath, args: [...nodeArgs(NAMES_FIXTURE), '--lookup', lookup], cwd: REPO_ROOT, isolation: 'shared', ...extra };
 }
 
 const HIDDEN = { tools: { exclude: ['secret'] }, prompts: { exclude: ['secret'] }, resources: { exclude: ['test://secret'] } };

@@ -15,7 +15,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { decodeJwt } from 'jose';
 import { connectPlainClient, eventually, suiteScope, testScope, textOf, type TestScope } from '../helpers/harness.js';
-import { freePort, REPO_ROOT, startChild, type GatewayChild } from '../fixtures/spawn.js';
+import { freePort, nodeArgs, REPO_ROOT, startChild, type GatewayChild } from '../fixtures/spawn.js';
 import type { EchoedTrace } from '../fixtures/trace-echo-server.js';
 import { startAuthServer } from '../fixtures/auth-server.js';
 import { startProtectedServer } from '../fixtures/protected-server.js';
@@ -129,7 +129,7 @@ class OtlpReceiver extends EventEmitter {
 
 /** The trace-echo fixture over Streamable HTTP, resolved once it listens. */
 async function echoOverHttp(scope: TestScope): Promise<string> {
-  const child = startChild(process.execPath, ['--import', 'tsx', ECHO_FIXTURE, '--transport', 'streamable-http'], {});
+  const child = startChild(process.execPath, [...nodeArgs(ECHO_FIXTURE), '--transport', 'streamable-http'], {});
   scope.defer(() => child.kill());
   const listening = /^LISTENING (\S+)$/m;
   const timer = setTimeout(() => void child.kill(), HANG_GUARD_MS);
@@ -173,7 +173,7 @@ describe('OpenTelemetry traces', () => {
       config: {
         upstreams: {
           web: { transport: 'streamable-http', url, protocol: 'legacy', prefix: 'web_' },
-          pipe: { transport: 'stdio', command: process.execPath, args: ['--import', 'tsx', ECHO_FIXTURE, '--transport', 'stdio'], cwd: REPO_ROOT, prefix: 'pipe_' },
+          pipe: { transport: 'stdio', command: process.execPath, args: [...nodeArgs(ECHO_FIXTURE), '--transport', 'stdio'], cwd: REPO_ROOT, prefix: 'pipe_' },
         },
         tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
       },
@@ -383,7 +383,7 @@ describe('tracing off', () => {
     const scope = testScope(t);
     const dir = mkdtempSync(join(tmpdir(), 'taskgate-modules-'));
     scope.defer(() => rmSync(dir, { recursive: true, force: true }));
-    const config = { upstreams: { pipe: { transport: 'stdio', command: process.execPath, args: ['--import', 'tsx', ECHO_FIXTURE], cwd: REPO_ROOT, prefix: 'pipe_' } } };
+    const config = { upstreams: { pipe: { transport: 'stdio', command: process.execPath, args: nodeArgs(ECHO_FIXTURE), cwd: REPO_ROOT, prefix: 'pipe_' } } };
     const loaded = async (name: string, endpoint: string | undefined): Promise<string> => {
       const file = join(dir, name);
       const watched = tracingEnv(endpoint, { MODULE_WATCH_FILE: file, NODE_OPTIONS: `--import ${MODULE_WATCH}` });

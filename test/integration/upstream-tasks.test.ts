@@ -11,13 +11,13 @@ import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { freePort, REPO_ROOT, startChild } from '../fixtures/spawn.js';
+import { freePort, nodeArgs, REPO_ROOT, startChild } from '../fixtures/spawn.js';
 import { eventually, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
 import { modern, modernRequest, STATELESS_VERSION, sseMessages, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
 
 const require = createRequire(import.meta.url);
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
-const TASKS_FIXTURE = { transport: 'stdio', command: process.execPath, args: ['--import', 'tsx', join(REPO_ROOT, 'test/fixtures/tasks-server.ts')], cwd: REPO_ROOT };
+const TASKS_FIXTURE = { transport: 'stdio', command: process.execPath, args: nodeArgs(join(REPO_ROOT, 'test/fixtures/tasks-server.ts')), cwd: REPO_ROOT };
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const RESEARCH = 'simulate-research-query';
 
