@@ -8,6 +8,7 @@ import { describe, test } from 'node:test';
 import { fixtureCommand } from '../fixtures/spawn.js';
 import { startWebhookReceiver, type ReceiverMode, type WebhookReceiver } from '../fixtures/webhook-receiver.js';
 import { eventually, testScope, type Json, type TestScope } from '../helpers/harness.js';
+import { parsePrometheus, sampleValue } from '../helpers/prometheus-text.js';
 import { twoReplicaProcesses, twoReplicas } from '../helpers/replicas.js';
 import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
@@ -39,6 +40,12 @@ async function receiver(scope: TestScope, mode: ReceiverMode = 'ok', redirectTo?
 
 function endpoint(to: WebhookReceiver, extra: Json = {}): Json {
   return { url: to.url, secret: to.secret, events: TASK_EVENTS, ...extra };
+}
+
+/** The endpoint's queue depth (waiting and in flight, every replica's) as the replica at `url` last saw it. */
+async function queueDepth(url: string, endpointId: string): Promise<number> {
+  const text = await (await fetch(`${new URL(url).origin}/metrics`)).text();
+  return sampleValue(parsePrometheus(text), 'taskgate_webhook_queue_depth', { endpoint: endpointId });
 }
 
 /** Starts a task of `name` through `url` (every task-capable call is a task at once) and returns its id. */
@@ -98,12 +105,14 @@ describe('webhooks', () => {
     const hooks = await receiver(scope, 'ok');
     // Tries that arrive while the receiver stalls are never answered: the replica that sent them dies holding them.
     hooks.stall();
-    const config = gatewayConfig([endpoint(hooks, { events: ['task.created', 'task.completed'] })], { webhookDelivery: { timeoutMs: 4000 } });
+    const config = gatewayConfig([endpoint(hooks, { id: 'kill', events: ['task.created', 'task.completed'] })], { webhookDelivery: { timeoutMs: 4000 } });
     // Both replicas run from the start: the second takes the first's leased deliveries over once their lease ran out.
     const [a] = await twoReplicaProcesses(scope, config, 'webhooks-kill');
     const tasks = [await startTask(a.url, 'echo', { text: 'one' }), await startTask(a.url, 'echo', { text: 'two' }), await startTask(a.url, 'echo', { text: 'three' })];
-    // Every lease the endpoint allows (webhookDelivery.concurrency: 4) is held, by a try that will never be answered.
-    await eventually(() => hooks.open() >= 4, WAIT_MS);
+    // Every lease the endpoint allows (webhookDelivery.concurrency: 4) is held, by a try that will never be answered,
+    // and all six events are queued (an event is queued just after its task's write: a replica killed in between
+    // would take that one with it, which is not what this test is about).
+    await eventually(async () => hooks.open() >= 4 && (await queueDepth(a.url, 'kill')) === 6, WAIT_MS);
     process.kill(-a.pid, 'SIGKILL');
     await a.exited;
     hooks.resume();
