@@ -502,7 +502,7 @@ const scenarios: Scenario[] = [
   },
   {
     name: 'webhook-endpoint-down',
-    abuse: `a webhook endpoint that never answers, beside a healthy one, both told of every task event; ${size('5,000', '300')} task calls, 50 at a time`,
+    abuse: `a webhook endpoint that never answers, beside a healthy one, both told of every task event; ${size('5,000', '300')} task calls, 50 at a time, the next 50 once the healthy endpoint has the last ones' events`,
     bound: `webhookDelivery.maxQueuedPerEndpoint (${size('10,000', '200')}): the stuck endpoint's queue, the newest dropped past it; its tries in flight bounded by webhookDelivery.concurrency and timeoutMs: the healthy endpoint and the calls go on`,
     ceilingBytes: 400 * MiB,
     upstream: 'stdio',
@@ -529,11 +529,13 @@ const scenarios: Scenario[] = [
         const answers = await Promise.all(Array.from({ length: 50 }, (_, k) => post(gateway.url, toolCall(sent + k + 1, 'ok__echo', { text: 'x' }, { task: { ttl: 60_000 } }), session)));
         answered += answers.filter((answer) => answerOf(answer.text)?.result !== undefined).length;
         if (sent === 0) await served();
+        // Paced by the healthy endpoint: each batch's events (a created and an ended one per task) acknowledged there
+        // before the next batch, so that its own queue bound is never what it meets (a burst faster than its
+        // webhookDelivery.concurrency drains would fill it, stuck endpoint or not); the stuck one's queue fills.
+        const deadline = Date.now() + ANSWER_DEADLINE_MS;
+        while (healthy.acknowledged().size < 2 * (sent + 50) && Date.now() < deadline) await sleep(20);
       }
-      // Every task ran to its end: a created and an ended event each.
       const events = 2 * total;
-      const deadline = Date.now() + ANSWER_DEADLINE_MS;
-      while (healthy.acknowledged().size < events && Date.now() < deadline) await sleep(100);
       const metrics = await fetch(`${gateway.base}/metrics`).then((r) => r.text());
       const dropped = /taskgate_webhook_dropped_total\{endpoint="stuck",reason="queue_full"\} (\d+)/.exec(metrics)?.[1] ?? '0';
       const calls = answered === total ? `all ${total} calls answered` : `${answered} of ${total} calls answered`;
