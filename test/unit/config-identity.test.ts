@@ -6,7 +6,8 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { diffConfigs } from '../../src/config/diff.js';
-import { ConfigError, parseConfig, type ConfigIssue } from '../../src/config/load.js';
+import { parseConfig, type ConfigIssue } from '../../src/config/load.js';
+import { configErrorsOf } from '../helpers/config-errors.js';
 import { renderEffectiveConfig } from '../../src/config/render.js';
 import type { HttpUpstreamConfig } from '../../src/config/types.js';
 
@@ -18,15 +19,7 @@ const SEALING = randomBytes(32).toString('base64');
 const ENV = { GATEWAY_SIGNING_KEY: EC_PEM, RSA_KEY: RSA_PEM, TASKGATE_SEALING_KEY: SEALING, SECRET: 's3cret-value' };
 
 const parse = (text: string, env: Record<string, string> = ENV) => parseConfig(text, 'test.yaml', env);
-function errorsOf(text: string, env: Record<string, string> = ENV): readonly ConfigIssue[] {
-  try {
-    parse(text, env);
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    return err.errors;
-  }
-  assert.fail('expected a ConfigError');
-}
+const errorsOf = (text: string, env: Record<string, string> = ENV): readonly ConfigIssue[] => configErrorsOf(() => parse(text, env));
 const http = (config: ReturnType<typeof parse>, name: string) => config.upstreams.find((u) => u.name === name) as HttpUpstreamConfig;
 
 const CONTRACT = `

@@ -2,20 +2,13 @@
 // `auth` allowed on stdio only there; every refusal located at the line that asks for it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, parseConfig, type ConfigIssue } from '../../src/config/load.js';
+import { parseConfig, type ConfigIssue } from '../../src/config/load.js';
+import { configErrorsOf } from '../helpers/config-errors.js';
 import { renderEffectiveConfig } from '../../src/config/render.js';
 import type { StdioUpstreamConfig } from '../../src/config/types.js';
 
 const parse = (text: string) => parseConfig(text, 'test.yaml', { SECRET: 's3cret-value' });
-function errorsOf(text: string): readonly ConfigIssue[] {
-  try {
-    parse(text);
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    return err.errors;
-  }
-  assert.fail('expected a ConfigError');
-}
+const errorsOf = (text: string): readonly ConfigIssue[] => configErrorsOf(() => parse(text));
 const stdio = (text: string) => parse(text).upstreams[0] as StdioUpstreamConfig;
 const one = (issues: readonly ConfigIssue[], path: string): ConfigIssue => {
   const found = issues.find((i) => i.path === path);

@@ -5,21 +5,14 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { diffConfigs } from '../../src/config/diff.js';
-import { ConfigError, parseConfig, type ConfigIssue } from '../../src/config/load.js';
+import { parseConfig, type ConfigIssue } from '../../src/config/load.js';
+import { configErrorsOf } from '../helpers/config-errors.js';
 import { renderEffectiveConfig } from '../../src/config/render.js';
 
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 const ENV = { HOOK_SECRET: SECRET };
 const parse = (text: string, env: Record<string, string> = ENV) => parseConfig(text, 'test.yaml', env);
-function errorsOf(text: string, env: Record<string, string> = ENV): readonly ConfigIssue[] {
-  try {
-    parse(text, env);
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    return err.errors;
-  }
-  assert.fail('expected a ConfigError');
-}
+const errorsOf = (text: string, env: Record<string, string> = ENV): readonly ConfigIssue[] => configErrorsOf(() => parse(text, env));
 
 const BASE = `
 upstreams:

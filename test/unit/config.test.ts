@@ -8,7 +8,8 @@ import { createHash } from 'node:crypto';
 import { isAbsolute } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { ConfigError, loadConfig, parseConfig, type ConfigIssue } from '../../src/config/load.js';
+import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.js';
+import { configErrorsOf } from '../helpers/config-errors.js';
 import { globMatches, resolvePolicy } from '../../src/config/policy.js';
 import { redactUrl, renderEffectiveConfig } from '../../src/config/render.js';
 import { DEFAULT_POLICY, DEFAULTS } from '../../src/config/schema.js';
@@ -18,16 +19,7 @@ import type { HttpUpstreamConfig, StdioUpstreamConfig, TasksConfig } from '../..
 const CONFIGS = new URL('./configs/', import.meta.url);
 const configPath = (name: string): string => new URL(name, CONFIGS).pathname;
 
-function errorsOf(fn: () => unknown): readonly ConfigIssue[] {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    assert.equal(err.code, 'CONFIG');
-    return err.errors;
-  }
-  assert.fail('expected a ConfigError');
-}
+const errorsOf = configErrorsOf;
 
 const parse = (text: string, env: Record<string, string> = {}) => parseConfig(text, 'test.yaml', env);
 const parseErrors = (text: string, env: Record<string, string> = {}) => errorsOf(() => parse(text, env));
