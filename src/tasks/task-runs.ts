@@ -64,10 +64,11 @@ export class TaskRuns {
   }
 
   /**
-   * Opens a task under an idempotency key (task-admission.ts): the key's task when it has one (`existing`: it runs
-   * already, or ran; do not run it again), else a new one to run at once.
+   * open(), for a call that may carry an idempotency key (`once`; none: a new task, as open() makes it): the key's
+   * task when it has one (`existing`: it runs already, or ran; do not run it again), else a new one to run at once.
    */
-  async openOnce(once: IdempotentCreation, principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<Opened> {
+  async openOnce(once: IdempotentCreation | undefined, principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<Opened> {
+    if (once === undefined) return { task: await this.open(principal, era, exposedName, upstream, requestedTtl, call, actingFor), existing: false };
     const opened = await this.admission.openOnce(once, principal, era, exposedName, upstream, requestedTtl, call, actingFor);
     // A hold is announced once, by the call that made it: a retry finds it announced already.
     if (!opened.existing) this.deps.approvals?.requested(opened.task);

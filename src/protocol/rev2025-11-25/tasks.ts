@@ -30,7 +30,7 @@ import type { Session } from './session.js';
 export interface SessionTaskParts {
   policies: Pick<TaskPolicies, 'policyFor'>;
   queries: Pick<TaskQueries, 'find' | 'list' | 'untilResult' | 'waitFor'>;
-  runs: Pick<TaskRuns, 'open' | 'openOnce' | 'keyed' | 'run' | 'runToolCall' | 'runsHere' | 'cancel'>;
+  runs: Pick<TaskRuns, 'openOnce' | 'keyed' | 'run' | 'runToolCall' | 'runsHere' | 'cancel'>;
   records: Pick<TaskRecords, 'delete'>;
   peerLink: Pick<TaskPeerLink, 'reachable'>;
 }
@@ -143,9 +143,7 @@ export class SessionTasks {
   private async open(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, actingFor: ActingFor | undefined, once: IdempotentCreation | undefined): Promise<Opened> {
     const owner = ownerOf(session);
     const call = storedCall(params, session);
-    const opened = once === undefined
-      ? { task: await this.runs.open(owner, codec.revision, exposedName, upstream, requestedTtl, call, actingFor), existing: false }
-      : await this.runs.openOnce(once, owner, codec.revision, exposedName, upstream, requestedTtl, call, actingFor);
+    const opened = await this.runs.openOnce(once, owner, codec.revision, exposedName, upstream, requestedTtl, call, actingFor);
     const { task, existing } = opened;
     this.logger.debug({ task: task.taskId, session: session.sessionId, principal: task.principal, existing }, existing ? 'idempotency key: answered with its task' : 'task belongs to session');
     return opened;

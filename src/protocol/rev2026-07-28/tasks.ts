@@ -44,7 +44,7 @@ export function plainClientCaller(capabilities: JsonObject): TaskCaller {
 export interface StatelessTaskParts {
   policies: Pick<TaskPolicies, 'policyFor'>;
   queries: Pick<TaskQueries, 'find' | 'waitFor'>;
-  runs: Pick<TaskRuns, 'open' | 'openOnce' | 'keyed' | 'run' | 'cancel'>;
+  runs: Pick<TaskRuns, 'openOnce' | 'keyed' | 'run' | 'cancel'>;
   records: Pick<TaskRecords, 'recordNative' | 'recordNativeEnd'>;
   peerLink: Pick<TaskPeerLink, 'answer'>;
 }
@@ -82,9 +82,7 @@ export class StatelessTasks {
   ): Promise<TaskRecord> {
     const replay = exchange.replay === undefined ? undefined : storedCall(exchange.replay.params, exchange.replay.identity);
     const once = exchange.once;
-    const { task, existing } = once === undefined
-      ? { task: await this.runs.open(principal, codec.revision, exposedName, upstream, undefined, replay, exchange.replay?.actingFor), existing: false }
-      : await this.runs.openOnce(once, principal, codec.revision, exposedName, upstream, undefined, replay, exchange.replay?.actingFor);
+    const { task, existing } = await this.runs.openOnce(once, principal, codec.revision, exposedName, upstream, undefined, replay, exchange.replay?.actingFor);
     if (existing) {
       exchange.cancel('another call with the same idempotency key made the task');
       return task;
