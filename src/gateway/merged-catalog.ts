@@ -6,6 +6,7 @@ import type { UpstreamConfig } from '../config/types.js';
 import { upstreamUnavailable } from '../errors.js';
 import { ListedRefresh } from './listed-refresh.js';
 import { selectionOf, type UpstreamSelection } from './tool-selection.js';
+import { spellingProblem } from '../config/resource-uri.js';
 
 const MAX_KNOWN_URIS = 100_000;
 
@@ -217,15 +218,20 @@ function matchingTemplates(upstream: Upstream, uri: string): string[] {
 
 // What one RFC 6570 expression may expand to: a simple `{var}` percent-encodes everything but the unreserved
 // characters; `{+var}` and `{#var}` (after its `#`) also keep the reserved ones. Other operators match nothing.
-const UNRESERVED = "(?:[A-Za-z0-9\\-._~]|%[0-9A-Fa-f]{2})+";
-const RESERVED = "(?:[A-Za-z0-9\\-._~:/?#\\[\\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})+";
+// No expression matches an encoded slash or backslash (`%2F`, `%5C`): a server that decodes before it resolves
+// would take it for a path separator, and no rule written on paths would see it.
+const ENCODED = '%(?!2[Ff]|5[Cc])[0-9A-Fa-f]{2}';
+const UNRESERVED = `(?:[A-Za-z0-9\\-._~]|${ENCODED})+`;
+const RESERVED = `(?:[A-Za-z0-9\\-._~:/?#\\[\\]@!$&'()*+,;=]|${ENCODED})+`;
 const EXPRESSION = /\{([^}]*)\}/g;
 
 /**
  * Whether `uri` is an expansion of `template`, the whole of it (never a prefix): each expression matches only
- * what its expansion could produce.
+ * what its expansion could produce. A URI not spelled in normal form (a `.` or `..` segment, an encoded unreserved
+ * character, lower-case hex: config/resource-uri.ts) matches no template: it is refused, never rewritten.
  */
 export function templateMatches(template: string, uri: string): boolean {
+  if (spellingProblem(uri) !== undefined) return false;
   let pattern = '';
   let at = 0;
   for (const match of template.matchAll(EXPRESSION)) {
