@@ -127,7 +127,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     0 = none.`,
   'upstreams.<name>.initializeTimeoutMs': `Deadline for the handshake of every connection to the upstream
     (\`initialize\`, and \`server/discover\` on Streamable HTTP). An upstream that has not answered by then counts as
-    down and is retried with backoff (a stdio child is stopped first); the gateway serves meanwhile.`,
+    down and is retried with backoff (a stdio child is stopped first); the gateway serves meanwhile. At start, lists
+    and \`initialize\` wait for the upstream's first attempt at most this long.`,
   'upstreams.<name>.taskConcurrency': `Tasks running on this upstream at once; more wait, queued in order. 0 =
     unlimited.`,
   'upstreams.<name>.maxMessageBytes': `Largest message taken from the upstream, on every transport: a stdio line, an SSE

@@ -4,6 +4,7 @@ import type { GatewayCatalog } from '../protocol/ports.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { UpstreamConfig } from '../config/types.js';
 import { upstreamUnavailable } from '../errors.js';
+import { NO_FIRST_ATTEMPTS, type FirstAttempts } from './first-attempts.js';
 import { ListedRefresh } from './listed-refresh.js';
 import { selectionOf, type UpstreamSelection } from './tool-selection.js';
 import { spellingProblem } from '../config/resource-uri.js';
@@ -21,9 +22,24 @@ export class MergedCatalog implements GatewayCatalog {
   /** Catalogs read again when a client names what no upstream listed (bounded per upstream). */
   private readonly refresh = new ListedRefresh();
 
-  /** `configs`: where the upstreams' selections come from, when not from the configs they were started with. */
-  constructor(readonly upstreams: readonly Upstream[], configs?: readonly UpstreamConfig[]) {
+  /**
+   * `configs`: where the upstreams' selections come from, when not from the configs they were started with.
+   * `firstAttempts`: the gateway's start, which lists and lookups wait for (first-attempts.ts).
+   */
+  constructor(
+    readonly upstreams: readonly Upstream[],
+    configs?: readonly UpstreamConfig[],
+    private readonly firstAttempts: FirstAttempts = NO_FIRST_ATTEMPTS,
+  ) {
     if (configs !== undefined) this.reselect(configs);
+  }
+
+  /**
+   * Resolves once every upstream of the gateway's start has made its first attempt (each bounded by its
+   * initializeTimeoutMs): what is answered from the merged catalog before then would miss upstreams still connecting.
+   */
+  whenStarted(): Promise<void> {
+    return this.firstAttempts.wait();
   }
 
   /**
@@ -78,6 +94,7 @@ export class MergedCatalog implements GatewayCatalog {
    * A name still unlisted is undefined; one whose upstream is not connected is that upstream's unavailability.
    */
   async resolve(kind: NamedKind, exposedName: string): Promise<{ upstream: Upstream; name: string } | undefined> {
+    if (!this.firstAttempts.over) await this.firstAttempts.wait();
     const listed = this.route(kind, exposedName);
     if (listed !== undefined) return listed;
     const candidates = this.candidates(kind, exposedName).filter((c) => c.name !== undefined);
@@ -130,6 +147,7 @@ export class MergedCatalog implements GatewayCatalog {
 
   /** `routeUri`, with the catalogs of the upstreams that could serve it read again first when none lists it. */
   async resolveUri(uri: string): Promise<Upstream | undefined> {
+    if (!this.firstAttempts.over) await this.firstAttempts.wait();
     const listed = this.routeUri(uri);
     if (listed !== undefined) return listed;
     const candidates = this.uriCandidates(uri);
