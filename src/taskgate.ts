@@ -1,4 +1,5 @@
 import type { GatewayConfig, UpstreamConfig } from './config/types.js';
+import { FirstAttempts } from './gateway/first-attempts.js';
 import { MergedCatalog } from './gateway/merged-catalog.js';
 import { ListCursors, ListPages } from './gateway/list-pages.js';
 import { ReplicaLink } from './gateway/replicas.js';
@@ -91,7 +92,9 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
   await life.start({ name: 'audit log', start: () => subscribeAuditLog(events, logger), stop: (unsubscribe) => unsubscribe() });
   await life.start({ name: 'leniency log', start: () => subscribeLeniencyLog(events, logger), stop: (unsubscribe) => unsubscribe() });
   const upstreams: Upstream[] = [];
-  const catalog = new MergedCatalog(upstreams);
+  // Until the start's upstreams have made their first attempts, lists and lookups wait for them (bounded).
+  const firstAttempts = new FirstAttempts();
+  const catalog = new MergedCatalog(upstreams, undefined, firstAttempts);
   const ownTools = new Set(taskToolDefinitions(config.tasks.taskTools).map((tool) => String(tool.name)));
   const metrics = config.metrics.enabled
     ? await life.start({
@@ -214,6 +217,7 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
   const reloader: ConfigReloader = new ConfigReloader(config, {
     upstreams,
     catalog,
+    firstAttempts,
     createUpstream,
     upstreamSink: upstreamMessages,
     tasks,
@@ -260,6 +264,8 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
   // Upstreams a reload retired: their runs ended with the others.
   await life.start({ name: 'retired upstreams', start: () => reloader, stop: () => reloader.settled() });
   await life.start({ name: 'task engine', start: () => tasks.start(), stop: () => tasks.close() });
+  // A gateway stopped before its upstreams started keeps no list waiting for them (begin is once: no-op otherwise).
+  await life.start({ name: 'first attempts', start: () => firstAttempts, stop: () => firstAttempts.begin([]) });
   // Stopping it refuses new requests (isShuttingDown) and gives running tasks replicas.drainTimeoutMs to finish;
   // what still runs then fails, with a message that says why, before its sessions' upstream connections go.
   const url = await life.start({ name: 'listener', start: () => listenAndAnnounce(app, config, logger), stop: () => tasks.drain(reloader.config.replicas.drainTimeoutMs) });

@@ -1,8 +1,9 @@
 // Access rules (`auth.access`): which principals, or tokens carrying which scopes, may use which tools, prompts
 // and resources. Rules only grant, and with rules present what none grants is denied: lists leave it out, and a
 // call answers as if it did not exist. Names are the exposed ones (prefix included), resources their URIs;
-// resource templates are matched by their `uriTemplate` text.
+// resource templates are matched by their `uriTemplate` text, both in RFC 3986 normal form.
 import { globMatches } from './policy.js';
+import { uriGlobMatches } from './resource-uri.js';
 import type { AccessRule } from './types.js';
 
 export type AccessKind = 'tools' | 'prompts' | 'resources';
@@ -32,10 +33,15 @@ export function principalMatches(glob: string, who: PrincipalName): boolean {
   return globMatches(glob, who.name);
 }
 
-/** Whether `subject` may use the tool, prompt or resource `name`. No rules, or no authenticated subject: yes. */
+/**
+ * Whether `subject` may use the tool, prompt or resource `name`. No rules, or no authenticated subject: yes.
+ * Resource URIs and their globs are compared in normal form (resource-uri.ts): another spelling of a URI is
+ * granted exactly what its normal form is.
+ */
 export function mayUse(rules: readonly AccessRule[] | undefined, subject: AccessSubject | undefined, kind: AccessKind, name: string): boolean {
   if (rules === undefined || subject === undefined) return true;
-  return rules.some((rule) => appliesTo(rule, subject) && rule[kind].some((glob) => globMatches(glob, name)));
+  const matches = kind === 'resources' ? uriGlobMatches : globMatches;
+  return rules.some((rule) => appliesTo(rule, subject) && rule[kind].some((glob) => matches(glob, name)));
 }
 
 function appliesTo(rule: AccessRule, subject: AccessSubject): boolean {

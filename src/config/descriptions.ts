@@ -116,7 +116,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     Absent: every prompt.`,
   'upstreams.<name>.prompts.exclude': 'Globs of prompts left out; wins over `include`.',
   'upstreams.<name>.resources': `Which resources the upstream exposes, by resource URI, and by \`uriTemplate\` text for
-    templates. Absent: every resource. Reading a left-out URI (or one only a left-out template matches):
+    templates, both compared in RFC 3986 normal form (scheme and host without case, \`%65\` as \`e\`, dot segments
+    resolved). Absent: every resource. Reading a left-out URI (or one only a left-out template matches):
     \`Resource not found\`.`,
   'upstreams.<name>.resources.include': `Globs on resource URIs and template texts: only those that match are exposed.
     Absent: all.`,
@@ -126,7 +127,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     0 = none.`,
   'upstreams.<name>.initializeTimeoutMs': `Deadline for the handshake of every connection to the upstream
     (\`initialize\`, and \`server/discover\` on Streamable HTTP). An upstream that has not answered by then counts as
-    down and is retried with backoff (a stdio child is stopped first); the gateway serves meanwhile.`,
+    down and is retried with backoff (a stdio child is stopped first); the gateway serves meanwhile. At start, lists
+    and \`initialize\` wait for the upstream's first attempt at most this long.`,
   'upstreams.<name>.taskConcurrency': `Tasks running on this upstream at once; more wait, queued in order. 0 =
     unlimited.`,
   'upstreams.<name>.maxMessageBytes': `Largest message taken from the upstream, on every transport: a stdio line, an SSE
@@ -394,7 +396,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'auth.access[].scopes': 'The rule applies to a credential carrying any of these scopes.',
   'auth.access[].tools': 'Globs on exposed tool names (prefixes included) the rule grants.',
   'auth.access[].prompts': 'Globs on exposed prompt names the rule grants.',
-  'auth.access[].resources': 'Globs on resource URIs (templates by their `uriTemplate` text) the rule grants.',
+  'auth.access[].resources': `Globs on resource URIs (templates by their \`uriTemplate\` text) the rule grants,
+    compared in RFC 3986 normal form.`,
   'auth.rateLimits': `Per principal, counted in the store across replicas, in fixed windows; 0 = unlimited. Past a
     limit: HTTP 429 with \`Retry-After\` and a JSON-RPC error (-32001) whose \`data.retryAfterMs\` says when to
     retry.`,

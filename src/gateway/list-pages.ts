@@ -1,5 +1,7 @@
-// Aggregated lists (tools, prompts, resources, templates) in pages, the same for both revisions: every upstream
-// is asked at once, and a signed cursor says where the next page begins.
+// Aggregated lists (tools, prompts, resources, templates) in pages, the same for both revisions: answered from the
+// catalog the gateway holds of each upstream (read by its own connection, kept fresh by list_changed), or, for an
+// upstream that lists per caller, asked of it as the caller, every such upstream at once; a signed cursor says where
+// the next page begins.
 import { GatewayError } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
@@ -97,6 +99,8 @@ export class ListPages implements AggregatedLists {
     ownShown: (tool: JsonObject) => boolean = () => true,
   ): Promise<JsonObject> {
     const { key, capability } = LIST_METHODS.get(method) ?? { key: 'tools', capability: 'tools' };
+    // Asked while the gateway starts: the upstreams still making their first attempt are waited for (bounded).
+    await this.catalog.whenStarted();
     // An upstream that is down is left out (it shows in /readyz; list_changed follows when it is back) rather
     // than making every list wait for its connect timeout.
     const offers = (u: Upstream): boolean => u.state === 'ready' && u.capabilities[capability] !== undefined;
@@ -109,9 +113,14 @@ export class ListPages implements AggregatedLists {
       upstreams = this.catalog.upstreams.slice(from).filter(offers);
       if (upstreams[0]?.name !== start.upstream) start = undefined; // it went down since: its followers go on
     }
+    const pageOf = (upstream: Upstream, pageParams: JsonObject): Promise<JsonObject> =>
+      // The gateway's own catalog of an upstream lists the same for every caller: answered from it, no upstream
+      // session is opened (nor waited for) to list. An upstream told who each caller is may list differently per
+      // caller (per-caller credentials, per-principal children): asked as that caller.
+      upstream.actsPerCaller ? fetchPage(upstream, pageParams) : Promise.resolve({ [key]: upstream.catalog[key] });
     const pages = await Promise.all(
       upstreams.map((upstream, i) =>
-        fetchPage(upstream, i === 0 && start?.cursor !== undefined ? { cursor: start.cursor } : {}).catch((error: unknown) => {
+        pageOf(upstream, i === 0 && start?.cursor !== undefined ? { cursor: start.cursor } : {}).catch((error: unknown) => {
           // One broken upstream must not hide the others' items; it is visible in /readyz and the log.
           this.logger.warn({ upstream: upstream.name, method, reason: (error as Error).message }, 'upstream left out of a list');
           return undefined;

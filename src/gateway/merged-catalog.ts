@@ -4,8 +4,10 @@ import type { GatewayCatalog } from '../protocol/ports.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { UpstreamConfig } from '../config/types.js';
 import { upstreamUnavailable } from '../errors.js';
+import { NO_FIRST_ATTEMPTS, type FirstAttempts } from './first-attempts.js';
 import { ListedRefresh } from './listed-refresh.js';
 import { selectionOf, type UpstreamSelection } from './tool-selection.js';
+import { spellingProblem } from '../config/resource-uri.js';
 
 const MAX_KNOWN_URIS = 100_000;
 
@@ -20,9 +22,24 @@ export class MergedCatalog implements GatewayCatalog {
   /** Catalogs read again when a client names what no upstream listed (bounded per upstream). */
   private readonly refresh = new ListedRefresh();
 
-  /** `configs`: where the upstreams' selections come from, when not from the configs they were started with. */
-  constructor(readonly upstreams: readonly Upstream[], configs?: readonly UpstreamConfig[]) {
+  /**
+   * `configs`: where the upstreams' selections come from, when not from the configs they were started with.
+   * `firstAttempts`: the gateway's start, which lists and lookups wait for (first-attempts.ts).
+   */
+  constructor(
+    readonly upstreams: readonly Upstream[],
+    configs?: readonly UpstreamConfig[],
+    private readonly firstAttempts: FirstAttempts = NO_FIRST_ATTEMPTS,
+  ) {
     if (configs !== undefined) this.reselect(configs);
+  }
+
+  /**
+   * Resolves once every upstream of the gateway's start has made its first attempt (each bounded by its
+   * initializeTimeoutMs): what is answered from the merged catalog before then would miss upstreams still connecting.
+   */
+  whenStarted(): Promise<void> {
+    return this.firstAttempts.wait();
   }
 
   /**
@@ -77,6 +94,7 @@ export class MergedCatalog implements GatewayCatalog {
    * A name still unlisted is undefined; one whose upstream is not connected is that upstream's unavailability.
    */
   async resolve(kind: NamedKind, exposedName: string): Promise<{ upstream: Upstream; name: string } | undefined> {
+    if (!this.firstAttempts.over) await this.firstAttempts.wait();
     const listed = this.route(kind, exposedName);
     if (listed !== undefined) return listed;
     const candidates = this.candidates(kind, exposedName).filter((c) => c.name !== undefined);
@@ -129,6 +147,7 @@ export class MergedCatalog implements GatewayCatalog {
 
   /** `routeUri`, with the catalogs of the upstreams that could serve it read again first when none lists it. */
   async resolveUri(uri: string): Promise<Upstream | undefined> {
+    if (!this.firstAttempts.over) await this.firstAttempts.wait();
     const listed = this.routeUri(uri);
     if (listed !== undefined) return listed;
     const candidates = this.uriCandidates(uri);
@@ -217,15 +236,20 @@ function matchingTemplates(upstream: Upstream, uri: string): string[] {
 
 // What one RFC 6570 expression may expand to: a simple `{var}` percent-encodes everything but the unreserved
 // characters; `{+var}` and `{#var}` (after its `#`) also keep the reserved ones. Other operators match nothing.
-const UNRESERVED = "(?:[A-Za-z0-9\\-._~]|%[0-9A-Fa-f]{2})+";
-const RESERVED = "(?:[A-Za-z0-9\\-._~:/?#\\[\\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})+";
+// No expression matches an encoded slash or backslash (`%2F`, `%5C`): a server that decodes before it resolves
+// would take it for a path separator, and no rule written on paths would see it.
+const ENCODED = '%(?!2[Ff]|5[Cc])[0-9A-Fa-f]{2}';
+const UNRESERVED = `(?:[A-Za-z0-9\\-._~]|${ENCODED})+`;
+const RESERVED = `(?:[A-Za-z0-9\\-._~:/?#\\[\\]@!$&'()*+,;=]|${ENCODED})+`;
 const EXPRESSION = /\{([^}]*)\}/g;
 
 /**
  * Whether `uri` is an expansion of `template`, the whole of it (never a prefix): each expression matches only
- * what its expansion could produce.
+ * what its expansion could produce. A URI not spelled in normal form (a `.` or `..` segment, an encoded unreserved
+ * character, lower-case hex: config/resource-uri.ts) matches no template: it is refused, never rewritten.
  */
 export function templateMatches(template: string, uri: string): boolean {
+  if (spellingProblem(uri) !== undefined) return false;
   let pattern = '';
   let at = 0;
   for (const match of template.matchAll(EXPRESSION)) {

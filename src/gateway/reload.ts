@@ -12,6 +12,7 @@ import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { TaskEngine } from '../tasks/engine.js';
 import type { Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
+import type { FirstAttempt } from './first-attempts.js';
 import { MergedCatalog } from './merged-catalog.js';
 import { UpstreamConflict, UpstreamJoins } from './upstream-swap.js';
 
@@ -21,6 +22,8 @@ type ListKind = 'tools' | 'prompts' | 'resources';
 export interface ReloadableParts {
   /** The live upstream list the catalog reads (changed in place: at once by a reload, as upstreams join). */
   upstreams: Upstream[];
+  /** What lists and lookups wait for while the gateway starts (the start's upstreams' first attempts). */
+  firstAttempts?: { begin(attempts: readonly FirstAttempt[]): void };
   /** Takes each upstream's selection (what it exposes, under which names) from the config in force. */
   catalog: { reselect(upstreams: readonly UpstreamConfig[]): void };
   createUpstream(config: UpstreamConfig, sink: UpstreamMessageSink): Upstream;
@@ -77,7 +80,10 @@ export class ConfigReloader {
    * the collisions that kept any of them out.
    */
   async startUpstreams(): Promise<string[]> {
-    const outcomes = await Promise.all(this.running.upstreams.map((config) => this.joins.join(config)));
+    const joins = this.running.upstreams.map((config) => ({ config, attempt: this.joins.join(config) }));
+    // Lists and lookups asked meanwhile wait for these, each at most its initializeTimeoutMs.
+    this.parts.firstAttempts?.begin(joins.map(({ config, attempt }) => ({ attempt, boundMs: config.initializeTimeoutMs })));
+    const outcomes = await Promise.all(joins.map(({ attempt }) => attempt));
     return outcomes.flatMap((outcome) => ('refused' in outcome ? outcome.refused : []));
   }
 

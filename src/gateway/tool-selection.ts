@@ -3,6 +3,7 @@
 // catalog adds the prefix. A name this selection leaves out (excluded, or a tool's old name after a rename) is
 // unknown to clients: the catalog routes it nowhere, so it never reaches the upstream.
 import { globMatches } from '../config/policy.js';
+import { uriGlobMatches } from '../config/resource-uri.js';
 import type { NameSelection, ToolSelection, UpstreamCommon } from '../config/types.js';
 import type { JsonObject } from '../jsonrpc.js';
 
@@ -12,11 +13,14 @@ export type Exclusion = { by: 'exclude'; pattern: string } | { by: 'include' };
 const NOTHING_LEFT_OUT: NameSelection = { exclude: [] };
 const NO_TOOL_CHANGES: ToolSelection = { exclude: [], overrides: {} };
 
-/** Why `selection` leaves `name` out, or undefined when it is exposed. `exclude` wins over `include`. */
-export function exclusionOf(selection: NameSelection, name: string): Exclusion | undefined {
-  const pattern = selection.exclude.find((glob) => globMatches(glob, name));
+/**
+ * Why `selection` leaves `name` out, or undefined when it is exposed. `exclude` wins over `include`. `matches`:
+ * how a glob is compared (resource URIs: in normal form, config/resource-uri.ts).
+ */
+export function exclusionOf(selection: NameSelection, name: string, matches: (glob: string, name: string) => boolean = globMatches): Exclusion | undefined {
+  const pattern = selection.exclude.find((glob) => matches(glob, name));
   if (pattern !== undefined) return { by: 'exclude', pattern };
-  if (selection.include !== undefined && !selection.include.some((glob) => globMatches(glob, name))) return { by: 'include' };
+  if (selection.include !== undefined && !selection.include.some((glob) => matches(glob, name))) return { by: 'include' };
   return undefined;
 }
 
@@ -83,9 +87,12 @@ export class UpstreamSelection {
     return typeof name !== 'string' || exclusionOf(this.prompts, name) === undefined;
   }
 
-  /** Whether a resource URI, or a template's uriTemplate text, is exposed. */
+  /**
+   * Whether a resource URI, or a template's uriTemplate text, is exposed; globs and URI are compared in their
+   * normal form, so `file:///%65tc/passwd` or `file:///public/../etc/passwd` is what `file:///etc/*` excludes.
+   */
   exposesResource(uriOrTemplate: unknown): boolean {
-    return typeof uriOrTemplate !== 'string' || exclusionOf(this.resources, uriOrTemplate) === undefined;
+    return typeof uriOrTemplate !== 'string' || exclusionOf(this.resources, uriOrTemplate, uriGlobMatches) === undefined;
   }
 
   private overrideOf(name: string): ToolSelection['overrides'][string] | undefined {

@@ -23,6 +23,11 @@ export interface GatewayCatalog {
   resolveUri(uri: string): Promise<Upstream | undefined>;
   /** The upstream's definition of an exposed tool, when its upstream lists it. */
   tool(exposedName: string): JsonObject | undefined;
+  /**
+   * Resolves once the upstreams of the gateway's start have made their first attempts (bounded): the capabilities
+   * and lists answered before would miss those still connecting.
+   */
+  whenStarted(): Promise<void>;
   /** The union of the upstreams' capabilities, as the gateway declares them to clients. */
   capabilities(): JsonObject;
   instructions(): string | undefined;

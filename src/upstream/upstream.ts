@@ -256,6 +256,31 @@ export class Upstream {
   }
 
   /**
+   * Reads the catalog again after a client session's connection said a list changed (every session's connection
+   * may say so at once): one read runs at a time, and every call made while one runs shares the one read after it,
+   * which sees the change. Resolves whether or not the read worked; clients hear of a change as after `list_changed`.
+   */
+  private rereadCatalog(): Promise<void> {
+    if (this.nextRead !== undefined) return this.nextRead;
+    const read: Promise<void> = this.lastRead
+      .then(() => {
+        this.nextRead = undefined;
+        return this.refreshCatalog();
+      })
+      .then(() => this.sink.catalogChanged(this, false))
+      .catch((error: Error) => {
+        if (this.state !== 'closed') this.logger.warn({ reason: error.message }, 'catalog refresh failed');
+      });
+    this.nextRead = read;
+    this.lastRead = read;
+    return read;
+  }
+
+  /** The last catalog read rereadCatalog started, and the one waiting behind it (calls meanwhile share it). */
+  private lastRead: Promise<void> = Promise.resolve();
+  private nextRead: Promise<void> | undefined;
+
+  /**
    * Reads the catalog again because a client named something it does not list (gateway/listed-refresh.ts bounds
    * how often); clients hear of it when it changed, as after `list_changed`.
    */
@@ -433,8 +458,12 @@ export class Upstream {
     const role: ConnectionRole = { kind, ownerSessionId, shared: this.isShared, current };
     return {
       notification: (message, call) => {
-        if (kind === 'control') this.controlMessage(message, originOf(role, call, message.method));
-        else this.sink.notification(this, message, originOf(role, call, message.method));
+        const origin = originOf(role, call, message.method);
+        if (kind === 'control') this.controlMessage(message, origin);
+        else if (message.method.endsWith('/list_changed') && !this.actsPerCaller) {
+          // Its client lists from the catalog (gateway/list-pages.ts): read again before the client hears to list.
+          void this.rereadCatalog().then(() => this.sink.notification(this, message, origin));
+        } else this.sink.notification(this, message, origin);
       },
       request: (message, call, signal) => this.sink.request(this, message, originOf(role, call, message.method), signal),
     };

@@ -122,6 +122,9 @@ export class SessionRouter {
     const version = isSessionVersion(requested) ? requested : LATEST_SESSION_VERSION;
     const capabilities = asObject(params.capabilities) ?? {};
     const clientInfo = asObject(params.clientInfo);
+    // A client connecting while the gateway starts is told what its upstreams offer, not what has joined so far
+    // (and its session, made after, hears no list_changed for what joined meanwhile).
+    await this.catalog.whenStarted();
     const session = await this.sessions.create(version, capabilities, clientInfo, caller?.principal);
     const serverCapabilities = this.catalog.capabilities();
     if (supportsSessionTasks(version)) serverCapabilities.tasks = SESSION_TASKS_CAPABILITY;

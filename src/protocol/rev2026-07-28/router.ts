@@ -124,6 +124,7 @@ export class StatelessRouter {
     }
     switch (request.method) {
       case 'server/discover':
+        await this.deps.catalog.whenStarted();
         return { result: discoverResult(this.deps.catalog.capabilities(), this.deps.catalog.instructions(), this.deps.version, this.deps.supportedVersions) };
       case 'tools/call':
       case 'prompts/get':
