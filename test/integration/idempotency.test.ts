@@ -144,7 +144,7 @@ describe('retry-safe task creation: one idempotency key, one task, one upstream 
 
   test('malformed and oversized keys are refused with a message that says what a key looks like', async () => {
     for (const [value, why] of [
-      ['unquoted-key', /not in double quotes/],
+      ['two words', /unexpected " words" after the key/],
       ['"open', /closing double quote is missing/],
       ['""', /must not be empty/],
       [`"${'k'.repeat(256)}"`, /at most 255/],
@@ -157,6 +157,20 @@ describe('retry-safe task creation: one idempotency key, one task, one upstream 
     const accepted = await alice.createTask(a.url, { seconds: 0, label: 'idem-params' }, { 'idempotency-key': '"with-params";created=1;by="me"' });
     await completedOn(alice, a.url, taskIdOf(accepted));
     assert.equal(await runs('idem-malformed'), 0);
+  });
+
+  test('a bare-token Idempotency-Key (as Stripe-style clients send it) is the same key as its quoted form', async () => {
+    const args = { seconds: 0.1, label: 'idem-bare' };
+    const bare = taskIdOf(await alice.createTask(a.url, args, { 'idempotency-key': 'abc-bare-1' }));
+    assert.equal(taskIdOf(await alice.createTask(b.url, args, { 'idempotency-key': '"abc-bare-1"' })), bare);
+    assert.equal(taskIdOf(await alice.createTask(b.url, args, { 'idempotency-key': ' abc-bare-1;v=1' })), bare);
+    // A UUID, which RFC 8941 would not read as a token (it starts with a digit).
+    const uuid = '0b1c6f2e-8d7a-4c55-9e21-3f4a5b6c7d8e';
+    const keyed = taskIdOf(await alice.createTask(a.url, args, { 'idempotency-key': uuid }));
+    assert.equal(taskIdOf(await alice.createTask(b.url, args, idempotencyKey(uuid))), keyed);
+    await completedOn(alice, a.url, bare);
+    await completedOn(alice, a.url, keyed);
+    assert.equal(await runs('idem-bare'), 2);
   });
 
   test('2026-07-28 (Tasks extension): the same key on either replica is one task and one run', async () => {
