@@ -234,12 +234,16 @@ export class MemoryTaskStore implements TaskStore {
     await inTurns(taskIds, (batch) => this.running.lease(batch, owner, this.now() + leaseMs));
   }
 
+  async reserve(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
+    return this.running.reserve(taskId, owner, this.now() + leaseMs);
+  }
+
   async heartbeat(replica: string, leaseMs: number): Promise<void> {
     this.running.heartbeat(replica, this.now() + leaseMs);
   }
 
-  async unlease(taskId: string): Promise<void> {
-    this.running.unlease(taskId);
+  async unlease(taskId: string, owner?: string): Promise<void> {
+    this.running.unlease(taskId, owner);
   }
 
   async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {

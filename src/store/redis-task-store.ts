@@ -359,12 +359,16 @@ export class RedisTaskStore implements TaskStore {
     return this.running.lease(taskIds, owner, leaseMs);
   }
 
+  reserve(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
+    return this.running.reserve(taskId, owner, leaseMs);
+  }
+
   heartbeat(replica: string, leaseMs: number): Promise<void> {
     return this.running.heartbeat(replica, leaseMs);
   }
 
-  unlease(taskId: string): Promise<void> {
-    return this.running.unlease(taskId);
+  unlease(taskId: string, owner?: string): Promise<void> {
+    return this.running.unlease(taskId, owner);
   }
 
   takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {

@@ -298,12 +298,22 @@ export interface TaskStore {
    */
   lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void>;
   /**
+   * Reserves the id of a task about to be created for replica `owner`, as lease would (a sign of life too), BEFORE
+   * its record is written: a replica that dies between the two leaves an id takeOrphans hands over (the taker finds
+   * no record and drops it), never a record nobody leased. False, leaving the id as it is, when a replica (`owner`
+   * included) holds the id already: a keyed task being created or run there is never taken from its replica.
+   */
+  reserve(taskId: string, owner: string, leaseMs: number): Promise<boolean>;
+  /**
    * Replica `replica` is alive for `leaseMs` more (store time). One write however many tasks it runs: a replica's
    * tasks live and die with it, so they need no renewal of their own.
    */
   heartbeat(replica: string, leaseMs: number): Promise<void>;
-  /** Drops a task from the running index (it ended, whoever ended it). */
-  unlease(taskId: string): Promise<void>;
+  /**
+   * Drops a task from the running index (it ended, whoever ended it); with `owner`, only while that replica holds
+   * it (a reservation given back when its creation did not happen).
+   */
+  unlease(taskId: string, owner?: string): Promise<void>;
   /**
    * Takes up to `limit` (at most IDS_PER_SCRIPT_CALL) running tasks of replicas whose liveness ran out (they
    * stopped heartbeating): each such task is handed to exactly one caller across all replicas, with the owner it

@@ -372,6 +372,43 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
+    test('reserve: a new task\'s id is leased before its record exists, never taken from a replica that holds it; a reservation goes back only from its holder; one left by a dead replica is swept', async () => {
+      const store = await create();
+      const fresh = newTaskId();
+      assert.equal(await store.reserve(fresh, 'replica-1', 60_000), true);
+      assert.equal(await store.reserve(fresh, 'replica-2', 60_000), false, 'another replica holds it');
+      assert.equal(await store.reserve(fresh, 'replica-1', 60_000), false, 'held already, by the same replica too (two racing calls under one key)');
+      await store.unlease(fresh, 'replica-2');
+      assert.equal(await store.reserve(fresh, 'replica-2', 60_000), false, 'given back by a replica that does not hold it: nothing changed');
+      await store.unlease(fresh, 'replica-1');
+      assert.equal(await store.reserve(fresh, 'replica-2', 60_000), true, 'given back by its holder: free');
+      // A running task's lease is never taken by a reservation (a keyed call finding its key's task running elsewhere).
+      const running = await store.create(newTask());
+      await store.lease([running.taskId], 'replica-3', 60_000);
+      assert.equal(await store.reserve(running.taskId, 'replica-4', 60_000), false);
+      // A replica that dies after reserving leaves ids the sweep takes with their owner: one it never stored (no
+      // record: the taker drops it) and one it stored (the taker settles it). Nothing is left unleased.
+      const neverStored = newTaskId();
+      const stored = newTask();
+      assert.equal(await store.reserve(neverStored, 'replica-5', 1), true);
+      assert.equal(await store.reserve(stored.taskId, 'replica-5', 1), true);
+      await store.create(stored);
+      const taken: { taskId: string; owner: string }[] = [];
+      await eventually(async () => {
+        taken.push(...(await store.takeOrphans(10, 'replica-6', 60_000)));
+        return taken.length >= 2;
+      }, 5000);
+      const byId = (x: { taskId: string }, y: { taskId: string }): number => x.taskId.localeCompare(y.taskId);
+      assert.deepEqual(taken.sort(byId), [{ taskId: neverStored, owner: 'replica-5' }, { taskId: stored.taskId, owner: 'replica-5' }].sort(byId));
+      assert.equal(await store.get(neverStored), undefined);
+      assert.equal((await store.get(stored.taskId))?.status, 'working');
+      // Until the taker lets it go, the id is the taker's; then a new reservation gets it.
+      assert.equal(await store.reserve(neverStored, 'replica-7', 60_000), false);
+      await store.unlease(neverStored);
+      assert.equal(await store.reserve(neverStored, 'replica-7', 60_000), true);
+      await store.close();
+    });
+
     test(`leases in batches: ${BATCH_TEST_IDS} ids (more than ${IDS_PER_SCRIPT_CALL} per store call) are leased, kept by one heartbeat and taken batch by batch`, async () => {
       const store = await create();
       const ids = Array.from({ length: BATCH_TEST_IDS }, () => newTaskId());

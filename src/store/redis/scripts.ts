@@ -14,6 +14,7 @@ const KEY_COUNTS = {
   create: 2,
   transition: 3,
   lease: 3,
+  reserve: 3,
   heartbeat: 1,
   unlease: 2,
   'take-orphans': 4,
