@@ -14,7 +14,7 @@ import { failedWith, isTerminal, newTaskId, type Era, type NewTask, type StoredC
 import type { ActingCallers } from './acting-callers.js';
 import type { ActingFor } from '../upstream/adapter.js';
 import type { Upstream } from '../upstream/upstream.js';
-import { keyedTaskId, keyReused, type IdempotentCreation, type Opened } from './idempotency.js';
+import { keyedTaskId, keyRetired, keyReused, type IdempotentCreation, type Opened } from './idempotency.js';
 import { countedPrincipal } from './principals.js';
 import type { RateLimiter } from './rate-limits.js';
 import type { TaskSlots } from './slots.js';
@@ -172,6 +172,9 @@ export class TaskAdmission {
     const taskId = keyedTaskId(await store.signingSecret().catch((error: unknown) => Promise.reject(storeUnavailable(error))), principal, once.key);
     const task = await store.get(taskId).catch((error: unknown) => Promise.reject(storeUnavailable(error)));
     if (task !== undefined && (task.principal !== principal || task.idempotency !== once.digest)) throw keyReused();
+    // Asked before the upstream is (a call that becomes a task later): a retired key runs nothing.
+    const retired = task === undefined ? await store.retired(taskId).catch((error: unknown) => Promise.reject(storeUnavailable(error))) : undefined;
+    if (retired !== undefined) throw keyRetired(retired);
     return { taskId, task };
   }
 
@@ -284,6 +287,7 @@ async function createTask(store: TaskStore, input: NewTask, digest: string | und
   if (digest === undefined) return store.create(input);
   const created = await store.createOnce(input, digest);
   if (created.outcome === 'created') return created.task;
+  if (created.outcome === 'retired') throw keyRetired(created.reason);
   throw new KeyTaken(created.outcome === 'existing' ? created.task : undefined);
 }
 
