@@ -76,6 +76,11 @@ const REGISTRY = {
    * `data.retryAfterMs` says when to try again (HTTP 503 + Retry-After where the revision answers with a status).
    */
   replica_full: { rpc: InternalError, http: 503 },
+  /**
+   * Another replica holds the task of a call's idempotency key but has not stored it within a few lease periods
+   * (it died creating it, and the sweep has not dropped its reservation yet): temporary, with `data.retryAfterMs`.
+   */
+  key_busy: { rpc: InternalError, http: 503 },
   /** The principal already holds sessions.maxPerPrincipal open sessions. */
   too_many_sessions: { rpc: InvalidRequest, http: 429 },
   /** The principal already holds sessions.maxStreamsPerPrincipal open SSE streams on this replica. */

@@ -1,5 +1,6 @@
 // The idempotency key a task-creating tools/call may carry, wherever the client could put it: the `Idempotency-Key`
-// HTTP header (IETF httpapi draft: an RFC 8941 Item whose value is a String), the gateway's own `_meta` key (for
+// HTTP header (IETF httpapi draft: an RFC 8941 Item whose value is a String; the bare value Stripe-style clients
+// send is read as the same key), the gateway's own `_meta` key (for
 // callers behind stdio bridges, which cannot set headers), or the client-chosen task id of SEP-1686 as first
 // proposed (`_meta["modelcontextprotocol.io/task"].taskId`). Read here, checked once; what a key does is the task
 // core's (tasks/idempotency.ts).
@@ -18,7 +19,7 @@ export const SEP1686_TASK_META = 'modelcontextprotocol.io/task';
 /** The longest key accepted, in characters: a key is stored with its task and compared on every retry. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
-const EXAMPLE = 'e.g. Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"';
+const EXAMPLE = 'e.g. Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324" (or the key unquoted, without spaces, quotes, commas or semicolons)';
 
 /** The header's value among a request's headers; several (which Node may hand over as a list) are one list, malformed. */
 export function idempotencyHeaderOf(headers: Record<string, string | string[] | undefined>): string | undefined {
@@ -59,12 +60,16 @@ export function withoutIdempotencyMeta(params: JsonObject): JsonObject {
 /**
  * The key an `Idempotency-Key` header value holds: an RFC 8941 Item whose bare item is a String (`"…"`, printable
  * ASCII, `\"` and `\\` escaped), parameters allowed and ignored (as RFC 8941 has recipients do with unknown ones).
+ * Stripe-style clients send the key unquoted (`Idempotency-Key: 8e03978e-…`, which RFC 8941 would not even read
+ * as a token, since it starts with a digit): such a bare key is the same key as its quoted form (`abc` is `"abc"`).
+ * It runs up to the first space, quote, comma or semicolon, so several headers (joined with commas) stay malformed.
  */
 export function parseIdempotencyKeyHeader(value: string): string {
   const reader = new ItemReader(value.replace(/^ +| +$/g, ''));
-  const key = reader.string();
+  const quoted = reader.quoted();
+  const key = quoted ? reader.string() : reader.bareKey();
   reader.parameters();
-  if (!reader.done()) malformed(`unexpected ${JSON.stringify(reader.rest())} after the quoted key`);
+  if (!reader.done()) malformed(`unexpected ${JSON.stringify(reader.rest())} after the ${quoted ? 'quoted ' : ''}key`);
   return checkedKey(key, 'the Idempotency-Key header');
 }
 
@@ -97,7 +102,20 @@ class ItemReader {
     return this.text.slice(this.at);
   }
 
-  /** An sf-string (4.2.5): the key must be one. */
+  /** Whether an sf-string starts here (else the key is bare). */
+  quoted(): boolean {
+    return this.text[this.at] === '"';
+  }
+
+  /** A key sent unquoted: everything up to a space, quote, comma or semicolon (checkedKey bounds what it holds). */
+  bareKey(): string {
+    const key = /^[^\s",;]*/.exec(this.rest())?.[0] ?? '';
+    if (key === '') malformed(this.done() ? 'it is empty' : 'no key before the parameters');
+    this.at += key.length;
+    return key;
+  }
+
+  /** An sf-string (4.2.5). */
   string(): string {
     if (this.text[this.at] !== '"') malformed(this.done() ? 'it is empty' : 'the key is not in double quotes');
     this.at++;

@@ -24,6 +24,7 @@ import {
   type DecideResult,
   type CreateOnceResult,
   type DeleteResult,
+  type KeyRetirement,
   type NewTask,
   type SlotGrant,
   type StoredBytes,
@@ -79,6 +80,8 @@ export class MemoryTaskStore implements TaskStore {
   private readonly pending = new Map<string, number>();
   /** Ids of expired tasks, until when they are remembered. */
   private readonly expiredIds = new Map<string, number>();
+  /** Ids of deleted keyed tasks, until when they stay retired (as long as they would have once expired). */
+  private readonly deletedIds = new Map<string, number>();
 
   constructor(private readonly options: { resultGraceMs?: number; now?: () => number } = {}) {
     this.events.setMaxListeners(0);
@@ -94,7 +97,11 @@ export class MemoryTaskStore implements TaskStore {
 
   async createOnce(input: NewTask, digest: string): Promise<CreateOnceResult> {
     const held = this.live(input.taskId);
-    if (held === undefined) return { outcome: 'created', task: this.insert(input, digest) };
+    if (held === undefined) {
+      // Decided within this one turn (no await): racing calls see one outcome.
+      const retired = this.retiredNow(input.taskId);
+      return retired === undefined ? { outcome: 'created', task: this.insert(input, digest) } : { outcome: 'retired', reason: retired };
+    }
     if (held.task.principal !== input.principal || held.task.idempotency !== digest) return { outcome: 'conflict' };
     return { outcome: 'existing', task: copy(withoutOutcome(held.task)) };
   }
@@ -129,6 +136,17 @@ export class MemoryTaskStore implements TaskStore {
     const { outcome, call, ...record } = entry.task;
     // Copied only what is asked for: a stored call can be megabytes of arguments.
     return copy({ ...record, ...(options.outcome === true && outcome !== undefined ? { outcome } : {}), ...(options.call === true && call !== undefined ? { call } : {}) });
+  }
+
+  async retired(taskId: string): Promise<KeyRetirement | undefined> {
+    return this.live(taskId) === undefined ? this.retiredNow(taskId) : undefined;
+  }
+
+  /** Why a key's id that names no task now is retired, if it is (see TaskStore.retired). */
+  private retiredNow(taskId: string): KeyRetirement | undefined {
+    const now = this.now();
+    if ((this.deletedIds.get(taskId) ?? 0) > now) return 'deleted';
+    return (this.expiredIds.get(taskId) ?? 0) > now ? 'expired' : undefined;
   }
 
   async expired(taskId: string): Promise<boolean> {
@@ -179,6 +197,8 @@ export class MemoryTaskStore implements TaskStore {
     if (!isTerminal(entry.task.status)) return 'not_terminal';
     // Its listing entries go as listings meet them, as an expired task's do.
     this.tasks.delete(taskId);
+    // A keyed task's id stays retired as long as it would have once expired (create.lua's tombstone).
+    if (entry.task.idempotency !== undefined) this.deletedIds.set(taskId, (entry.expiresAt ?? this.now()) + EXPIRED_MEMORY_MS);
     this.stored.release(chargedTo ?? entry.task.principal, taskId);
     return 'deleted';
   }
@@ -234,12 +254,16 @@ export class MemoryTaskStore implements TaskStore {
     await inTurns(taskIds, (batch) => this.running.lease(batch, owner, this.now() + leaseMs));
   }
 
+  async reserve(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
+    return this.running.reserve(taskId, owner, this.now() + leaseMs);
+  }
+
   async heartbeat(replica: string, leaseMs: number): Promise<void> {
     this.running.heartbeat(replica, this.now() + leaseMs);
   }
 
-  async unlease(taskId: string): Promise<void> {
-    this.running.unlease(taskId);
+  async unlease(taskId: string, owner?: string): Promise<void> {
+    this.running.unlease(taskId, owner);
   }
 
   async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
@@ -442,6 +466,7 @@ export class MemoryTaskStore implements TaskStore {
     this.semaphores.sweep(now);
     this.stored.sweep(now);
     for (const [taskId, until] of this.expiredIds) if (until <= now) this.expiredIds.delete(taskId);
+    for (const [taskId, until] of this.deletedIds) if (until <= now) this.deletedIds.delete(taskId);
   }
 }
 

@@ -7,6 +7,8 @@ export interface RedisKeys {
   taskExpired(taskId: string): string;
   /** List of a task's status changes (JSON entries, oldest first), beside its record. */
   taskTimeline(taskId: string): string;
+  /** Tombstone of a deleted keyed task: its key's id serves no new task while it lasts. */
+  taskDeleted(taskId: string): string;
   /** Sorted set (lexical) of a principal's tasks, by listing key. */
   principalTasks(principal: string): string;
   /**
@@ -112,6 +114,7 @@ export function redisKeys(prefix: string): RedisKeys {
     task: (taskId) => `${prefix}:task:{${taskId}}`,
     taskExpired: (taskId) => `${prefix}:task:{${taskId}}:expired`,
     taskTimeline: (taskId) => `${prefix}:task:{${taskId}}:timeline`,
+    taskDeleted: (taskId) => `${prefix}:task:{${taskId}}:deleted`,
     allTasks: () => `${prefix}:{all-tasks}`,
     principalTasks: (principal) => `${prefix}:principal:{${principal}}:tasks`,
     taskEvents: () => `${prefix}:events:tasks`,

@@ -33,6 +33,7 @@ import {
   type DecideResult,
   type CreateOnceResult,
   type DeleteResult,
+  type KeyRetirement,
   type NewTask,
   type SlotGrant,
   type StoredBytes,
@@ -145,7 +146,11 @@ export class RedisTaskStore implements TaskStore {
     if (input.native === true) fields.push('native', '1');
     if (input.call !== undefined) fields.push('call', JSON.stringify(input.call));
     if (input.approval !== undefined) fields.push('approval', JSON.stringify(input.approval), 'queued', '1');
-    const [verdict, created] = (await this.run('create', this.keys.task(input.taskId), this.keys.taskTimeline(input.taskId), this.keys.taskEvents(), String(TIMELINE_LENGTH), digest, ...fields)) as [string, string[]?];
+    const id = input.taskId;
+    const keys = [this.keys.task(id), this.keys.taskTimeline(id), this.keys.taskExpired(id), this.keys.taskDeleted(id)];
+    const [verdict, created] = (await this.run('create', ...keys, this.keys.taskEvents(), String(TIMELINE_LENGTH), digest, ...fields)) as [string, (string[] | string)?];
+    if (verdict === 'retired') return { outcome: 'retired', reason: created === 'deleted' ? 'deleted' : 'expired' };
+    if (typeof created === 'string') return { outcome: 'conflict' };
     if (verdict === 'existing' && created !== undefined) return { outcome: 'existing', task: parseTask(created) };
     if (verdict !== 'created' || created === undefined) return { outcome: 'conflict' };
     const task = parseTask(created);
@@ -176,6 +181,12 @@ export class RedisTaskStore implements TaskStore {
     const key = this.keys.task(taskId);
     const fields = readFields(options);
     return summaryFromHmget(await (this.reads === undefined ? this.redis.hmget(key, ...fields) : this.reads.hmget(key, fields)), fields);
+  }
+
+  async retired(taskId: string): Promise<KeyRetirement | undefined> {
+    const [deleted, marker, record] = await Promise.all([this.redis.exists(this.keys.taskDeleted(taskId)), this.redis.exists(this.keys.taskExpired(taskId)), this.redis.exists(this.keys.task(taskId))]);
+    if (record === 1) return undefined;
+    return deleted === 1 ? 'deleted' : marker === 1 ? 'expired' : undefined;
   }
 
   async expired(taskId: string): Promise<boolean> {
@@ -224,7 +235,8 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async delete(taskId: string, chargedTo?: string): Promise<DeleteResult> {
-    const [verdict, principal] = (await this.run('delete', this.keys.task(taskId), this.keys.taskTimeline(taskId), this.keys.taskExpired(taskId))) as [DeleteResult, string?];
+    const keys = [this.keys.task(taskId), this.keys.taskTimeline(taskId), this.keys.taskExpired(taskId), this.keys.taskDeleted(taskId)];
+    const [verdict, principal] = (await this.run('delete', ...keys, String(EXPIRED_MEMORY_MS))) as [DeleteResult, string?];
     if (verdict === 'deleted' && principal !== undefined) await this.stored.release(chargedTo ?? principal, taskId);
     return verdict;
   }
@@ -359,12 +371,16 @@ export class RedisTaskStore implements TaskStore {
     return this.running.lease(taskIds, owner, leaseMs);
   }
 
+  reserve(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
+    return this.running.reserve(taskId, owner, leaseMs);
+  }
+
   heartbeat(replica: string, leaseMs: number): Promise<void> {
     return this.running.heartbeat(replica, leaseMs);
   }
 
-  unlease(taskId: string): Promise<void> {
-    return this.running.unlease(taskId);
+  unlease(taskId: string, owner?: string): Promise<void> {
+    return this.running.unlease(taskId, owner);
   }
 
   takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {

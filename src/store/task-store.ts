@@ -196,7 +196,19 @@ export interface StoredBytes {
  * What createOnce did: made the task; found the task the same key made before (same principal, same call); or found
  * the id taken by another call (the key was used for other arguments, or another record holds the id).
  */
-export type CreateOnceResult = { outcome: 'created'; task: TaskRecord } | { outcome: 'existing'; task: TaskRecord } | { outcome: 'conflict' };
+export type CreateOnceResult =
+  | { outcome: 'created'; task: TaskRecord }
+  | { outcome: 'existing'; task: TaskRecord }
+  | { outcome: 'conflict' }
+  /** The key's task was deleted or expired: its id serves no new task while the store remembers it (KeyRetirement). */
+  | { outcome: 'retired'; reason: KeyRetirement };
+
+/**
+ * Why an id a key gives names no task and may not name a new one: its keyed task was deleted (a tombstone), or
+ * expired (the expired-marker); each lasts as long as an expired id is remembered (EXPIRED_MEMORY_MS) after the
+ * task's TTL.
+ */
+export type KeyRetirement = 'deleted' | 'expired';
 
 /** What deleting a task did: gone, no such task (or expired), or not deleted because it has not ended. */
 export type DeleteResult = 'deleted' | 'not_found' | 'not_terminal';
@@ -238,9 +250,12 @@ export interface TaskStore {
    * Stores a new task whose id an idempotency key gave (tasks/idempotency.ts), deciding in the same atomic step
    * whether the key was used before: when the id is taken, nothing is written, and the answer is the task there
    * (without its outcome) if it is `task.principal`'s and was made for the same `digest` (tool and arguments), else
-   * a conflict. The digest is kept in the task's record: the key lives exactly as long as its task.
+   * a conflict. The digest is kept in the task's record. When no task has the id but its keyed task was deleted or
+   * expired (retired), nothing is written either: a task id is never reused for another call.
    */
   createOnce(task: NewTask, digest: string): Promise<CreateOnceResult>;
+  /** Whether the keyed task of `taskId` was deleted or expired (and the store still remembers it); see createOnce. */
+  retired(taskId: string): Promise<KeyRetirement | undefined>;
   /**
    * The task, with its outcome only when `outcome: true` and its stored call only when `call: true`: both can be
    * large (a call carries the client's arguments), most readers (polling, listing, events) need only the status,
@@ -266,7 +281,8 @@ export interface TaskStore {
   storedBytes(principal: string): Promise<StoredBytes>;
   /**
    * Deletes an ended task and its outcome at once (before its TTL), releasing its stored bytes from the ledger of
-   * `chargedTo` (the task's principal unless said: whom its end charged).
+   * `chargedTo` (the task's principal unless said: whom its end charged). A keyed task's id stays retired (see
+   * retired) as long as it would have after expiring.
    */
   delete(taskId: string, chargedTo?: string): Promise<DeleteResult>;
   /** The principal's tasks (without outcomes), newest first. Throws InvalidCursorError for a cursor this store did not issue. */
@@ -298,12 +314,22 @@ export interface TaskStore {
    */
   lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void>;
   /**
+   * Reserves the id of a task about to be created for replica `owner`, as lease would (a sign of life too), BEFORE
+   * its record is written: a replica that dies between the two leaves an id takeOrphans hands over (the taker finds
+   * no record and drops it), never a record nobody leased. False, leaving the id as it is, when a replica (`owner`
+   * included) holds the id already: a keyed task being created or run there is never taken from its replica.
+   */
+  reserve(taskId: string, owner: string, leaseMs: number): Promise<boolean>;
+  /**
    * Replica `replica` is alive for `leaseMs` more (store time). One write however many tasks it runs: a replica's
    * tasks live and die with it, so they need no renewal of their own.
    */
   heartbeat(replica: string, leaseMs: number): Promise<void>;
-  /** Drops a task from the running index (it ended, whoever ended it). */
-  unlease(taskId: string): Promise<void>;
+  /**
+   * Drops a task from the running index (it ended, whoever ended it); with `owner`, only while that replica holds
+   * it (a reservation given back when its creation did not happen).
+   */
+  unlease(taskId: string, owner?: string): Promise<void>;
   /**
    * Takes up to `limit` (at most IDS_PER_SCRIPT_CALL) running tasks of replicas whose liveness ran out (they
    * stopped heartbeating): each such task is handed to exactly one caller across all replicas, with the owner it

@@ -90,7 +90,7 @@ export class TaskEngine {
       endWrites: this.endWrites,
       relay,
       // Called only once a task opens, after the leases exist.
-      lease: (taskIds) => this.leases.lease(taskIds),
+      leases: { reserve: (taskId) => this.leases.reserve(taskId), release: (taskId) => this.leases.release(taskId), leaseMs: replica.leaseMs },
       queries: this.queries,
       recovery,
       approvals: this.approvals,

@@ -1,12 +1,13 @@
 // Retry-safe task creation: a task-creating call that carries an idempotency key makes its task once. The task's id
 // is derived from the key (an HMAC under the store's shared secret of principal and key), so the key record IS the
 // task record: one atomic store step (createOnce) either creates it or finds it, on any replica, in the task's own
-// Redis Cluster slot; it expires with the task and goes with tasks/delete. Ids stay the gateway's: 128 bits nobody
-// can compute without the secret, never the client's key itself.
+// Redis Cluster slot. Once the task is deleted or expires the key is retired (a tombstone, or the expired-marker,
+// in the same slot) for as long as an expired id is remembered: its id is never reused for another call. Ids stay
+// the gateway's: 128 bits nobody can compute without the secret, never the client's key itself.
 import { createHash, createHmac } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 import { canonicalJson, type JsonObject } from '../jsonrpc.js';
-import type { TaskRecord } from '../store/task-store.js';
+import type { KeyRetirement, TaskRecord } from '../store/task-store.js';
 
 /** A key a call carries, and the digest of the call it was first used for (tool name and arguments). */
 export interface IdempotentCreation {
@@ -38,6 +39,17 @@ export function keyReused(): GatewayError {
   return new GatewayError(
     'invalid_params',
     'Invalid params: this idempotency key was already used for a different call (another tool or other arguments) whose task still exists; use a new key for a new call',
+  );
+}
+
+/**
+ * The -32602 for a key whose task was deleted or expired: its id (the key gives it) never serves a new task, or an
+ * approver's decision about that id could run a call they never saw (issue 39).
+ */
+export function keyRetired(reason: KeyRetirement): GatewayError {
+  return new GatewayError(
+    'invalid_params',
+    `Invalid params: this idempotency key's task was ${reason === 'deleted' ? 'deleted' : 'expired'}, and its id is never used for another task; use a new key for a new call`,
   );
 }
 

@@ -123,9 +123,22 @@ export class TaskLeases {
     this.peers.on('replica.alive', async () => ({ alive: true }));
   }
 
-  /** Leases new tasks to this replica (if it dies from here on, another one ends them). */
+  /** Leases tasks to this replica (if it dies from here on, another one ends them). */
   lease(taskIds: string[]): Promise<void> {
     return this.store.lease(taskIds, this.peers.id, this.leaseMs);
+  }
+
+  /**
+   * Reserves the id of a task this replica is about to create, before its record exists (store.reserve): false
+   * when a replica holds it already (a keyed task created or run elsewhere, or left by a dead replica).
+   */
+  reserve(taskId: string): Promise<boolean> {
+    return this.store.reserve(taskId, this.peers.id, this.leaseMs);
+  }
+
+  /** Gives back a reservation whose task was not created here (only while this replica still holds it). */
+  release(taskId: string): Promise<void> {
+    return this.store.unlease(taskId, this.peers.id);
   }
 
   /**

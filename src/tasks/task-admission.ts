@@ -1,22 +1,25 @@
 // Opening a task: whether this replica has room for it (replicas.maxRunningTasks) and its principal may create it
-// (rate limit, stored-results budgets, maxTasksPerPrincipal), then its record stored and leased to this replica
-// before anyone hears of it (durable before visible). The run starts at once (task-runs.ts); until it does, the
-// task holds its place among this replica's running tasks here.
+// (rate limit, stored-results budgets, maxTasksPerPrincipal), then its id leased (reserved) to this replica and only
+// then its record stored, before anyone hears of it (durable before visible). The lease comes first because the two
+// live in different Redis Cluster slots (no one step holds both): a replica that dies between them leaves a leased
+// id with no record, which the orphan sweep drops, never a record nobody leased, which no sweep would find and no
+// TTL would remove (issue 39: 85 tasks `working` for ever after one kill). The run starts at once (task-runs.ts);
+// until it does, the task holds its place among this replica's running tasks here.
 import type { ReplicasConfig, TaskPolicy } from '../config/types.js';
 import { taskTiming } from '../config/policy.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
-import { isTerminal, newTaskId, type Era, type NewTask, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { failedWith, isTerminal, newTaskId, type Era, type NewTask, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import type { ActingCallers } from './acting-callers.js';
 import type { ActingFor } from '../upstream/adapter.js';
 import type { Upstream } from '../upstream/upstream.js';
-import { keyedTaskId, keyReused, type IdempotentCreation, type Opened } from './idempotency.js';
+import { keyedTaskId, keyRetired, keyReused, type IdempotentCreation, type Opened } from './idempotency.js';
 import { countedPrincipal } from './principals.js';
 import type { RateLimiter } from './rate-limits.js';
 import type { TaskSlots } from './slots.js';
 import { checkStoredBudgets } from './stored-results.js';
-import { taskFacts } from './task-facts.js';
+import { taskAgeMs, taskFacts } from './task-facts.js';
 import type { TaskPolicies } from './task-policies.js';
 import { newHold, waitingMessage } from './approvals.js';
 
@@ -24,6 +27,12 @@ import { newHold, waitingMessage } from './approvals.js';
 const REPLICA_FULL_RETRY_MS = 1000;
 /** At most one warning per this interval about tasks refused at replicas.maxRunningTasks. */
 const FULL_WARNING_INTERVAL_MS = 60_000;
+/**
+ * How many lease periods a keyed call waits for the replica that holds its key's id to store the task (or, if that
+ * replica died creating it, for the sweep to drop its reservation: within 7/6 of a lease period after its last
+ * heartbeat, plus asking it), before it is refused for now.
+ */
+const KEY_HOLDER_WAIT_LEASES = 3;
 
 /** Who creates tasks: authenticated principals (each counted on its own, rate-limited), or one anonymous principal. */
 export interface TaskCreators {
@@ -40,12 +49,21 @@ export interface TaskAdmissionDeps {
   callers: TaskCreators;
   events: GatewayEvents;
   slots: TaskSlots;
-  /** Leases a new task to this replica (leases.ts). */
-  lease(taskIds: string[]): Promise<void>;
+  /** This replica's leases (leases.ts): a new task's id is reserved before its record is written. */
+  leases: TaskReservations;
   /** How many tasks run here now. */
   running(): number;
   /** Seals a kept call's caller for another replica (none: kept calls carry no caller). */
   acting?: ActingCallers;
+}
+
+/** Reserving the ids of tasks about to be created here (TaskLeases.reserve, release), and the lease period. */
+export interface TaskReservations {
+  /** Leases the id to this replica unless a replica holds it already (false then). */
+  reserve(taskId: string): Promise<boolean>;
+  /** Gives a reservation back (only while this replica holds it). */
+  release(taskId: string): Promise<void>;
+  leaseMs: number;
 }
 
 export class TaskAdmission {
@@ -57,8 +75,8 @@ export class TaskAdmission {
   constructor(private readonly deps: TaskAdmissionDeps) {}
 
   /**
-   * Checks this replica's room and the principal's limit, and stores a new task: durable before anyone hears of
-   * it, and leased, so that if this replica dies from here on, another one ends it. `call` is kept where another
+   * Checks this replica's room and the principal's limit, and stores a new task: leased, then durable before anyone
+   * hears of it, so that if this replica dies from here on, another one ends it. `call` is kept where another
    * replica may have to start it. The caller runs the task at once (run, runToolCall): its place among this
    * replica's running tasks is held from here until then.
    */
@@ -85,35 +103,28 @@ export class TaskAdmission {
       // A call held for approval is kept (any replica may run it once approved), bound to its arguments.
       if (policy.approval !== undefined && call === undefined) throw new GatewayError('internal', `Tool '${exposedName}' needs approval, but its call cannot be held`);
       const approval = policy.approval === undefined || call === undefined ? undefined : newHold(policy.approval, call.params);
-      const task = await createTask(
-        store,
+      const input: NewTask = {
+        taskId,
+        principal,
+        era,
+        tool: exposedName,
+        upstream: upstream.name,
+        retentionMs,
+        pollMs,
         // The call is kept only where another replica may have to start it: it can be large, and it is the
         // client's data. That is where policy allows a re-run, where the task may wait in line for a slot, or
         // where it waits for approval.
-        {
-          taskId,
-          principal,
-          era,
-          tool: exposedName,
-          upstream: upstream.name,
-          retentionMs,
-          pollMs,
-          ...(call !== undefined && mayStartElsewhere(policy, upstream) ? { call: this.deps.acting?.keep(taskId, call, actingFor) ?? call } : {}),
-          ...(approval === undefined ? {} : { approval, message: waitingMessage(approval) }),
-        },
-        keyed?.digest,
-      )
-        .catch((error: unknown) => {
-          // The key's task holds the same ticket (same principal, same id) while it runs: it keeps it.
-          if (error instanceof KeyTaken) {
-            if (policy.maxTasksPerPrincipal > 0 && error.task !== undefined && isTerminal(error.task.status)) slots.release(slots.principalTicket(principal, taskId));
-            throw error;
-          }
-          if (policy.maxTasksPerPrincipal > 0) slots.release(slots.principalTicket(principal, taskId));
-          throw storeUnavailable(error);
-        });
-      await this.deps.lease([task.taskId]).catch((error: unknown) => {
-        this.deps.logger.warn({ task: task.taskId, err: error }, 'could not lease the new task');
+        ...(call !== undefined && mayStartElsewhere(policy, upstream) ? { call: this.deps.acting?.keep(taskId, call, actingFor) ?? call } : {}),
+        ...(approval === undefined ? {} : { approval, message: waitingMessage(approval) }),
+      };
+      const task = await this.leasedAndCreated(input, keyed).catch((error: unknown) => {
+        // The key's task holds the same ticket (same principal, same id) while it runs: it keeps it.
+        if (error instanceof KeyTaken) {
+          if (policy.maxTasksPerPrincipal > 0 && error.task !== undefined && isTerminal(error.task.status)) slots.release(slots.principalTicket(principal, taskId));
+          throw error;
+        }
+        if (policy.maxTasksPerPrincipal > 0) slots.release(slots.principalTicket(principal, taskId));
+        throw error instanceof GatewayError ? error : storeUnavailable(error);
       });
       const queued = policy.concurrency > 0 || upstream.config.taskConcurrency > 0;
       events.emit('task.created', { ...taskFacts(task), era, queued });
@@ -161,12 +172,81 @@ export class TaskAdmission {
     const taskId = keyedTaskId(await store.signingSecret().catch((error: unknown) => Promise.reject(storeUnavailable(error))), principal, once.key);
     const task = await store.get(taskId).catch((error: unknown) => Promise.reject(storeUnavailable(error)));
     if (task !== undefined && (task.principal !== principal || task.idempotency !== once.digest)) throw keyReused();
+    // Asked before the upstream is (a call that becomes a task later): a retired key runs nothing.
+    const retired = task === undefined ? await store.retired(taskId).catch((error: unknown) => Promise.reject(storeUnavailable(error))) : undefined;
+    if (retired !== undefined) throw keyRetired(retired);
     return { taskId, task };
   }
 
   /** The run of an opened task started: the place open() held is the run's now. */
   started(taskId: string): void {
     this.opening.delete(taskId);
+  }
+
+  /** Whether a task is being opened here (its id reserved, its run not started): the sweep asks before taking it. */
+  isOpening(taskId: string): boolean {
+    return this.opening.has(taskId);
+  }
+
+  /**
+   * Reserves the new task's id for this replica, then stores the task (createOnce under a key): the order that
+   * leaves nothing unleased if this replica dies in between (see the top of this file). A reservation whose task was
+   * not created here is given back. Under a key, an id another replica holds is that replica's: its task is being
+   * created or runs there (or it died creating it, and the sweep drops its reservation): the call waits for the
+   * task to appear (KeyTaken) or the id to come free, never taking the lease of the replica that runs it.
+   */
+  private async leasedAndCreated(input: NewTask, keyed: { taskId: string; digest: string } | undefined): Promise<TaskRecord> {
+    const { store, leases } = this.deps;
+    await this.reserve(input.taskId, keyed?.digest, input.principal);
+    try {
+      return await createTask(store, input, keyed?.digest);
+    } catch (error) {
+      if (error instanceof KeyTaken && error.task !== undefined && !isTerminal(error.task.status) && error.task.native !== true) {
+        // Reserved here, so nobody leased it: a record an earlier release stored and never leased (its replica died
+        // in between). Nothing runs it and nothing would end it: it ends here, and the key's caller hears so.
+        throw new KeyTaken(await this.endUnleased(error.task));
+      }
+      await leases.release(input.taskId).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Reserves `taskId` here; under a key (`digest`), waits while another replica holds it (see leasedAndCreated). */
+  private async reserve(taskId: string, digest: string | undefined, principal: string): Promise<void> {
+    const { store, leases } = this.deps;
+    if (await leases.reserve(taskId)) return;
+    // A fresh id is 128 random bits: nobody else can hold it.
+    if (digest === undefined) throw new GatewayError('internal', `The new task id ${taskId} is leased already`);
+    const checkEvery = Math.max(50, Math.floor(leases.leaseMs / 6));
+    const giveUpAt = Date.now() + KEY_HOLDER_WAIT_LEASES * leases.leaseMs;
+    for (;;) {
+      let changed: () => void = () => undefined;
+      const stored = new Promise<void>((resolve) => (changed = resolve));
+      const unwatch = store.watch(taskId, () => changed());
+      try {
+        const task = await store.get(taskId);
+        if (task !== undefined) throw new KeyTaken(task.principal === principal && task.idempotency === digest ? task : undefined);
+        if (Date.now() >= giveUpAt) {
+          throw new GatewayError('key_busy', 'Another gateway replica holds the task of this idempotency key but has not stored it yet; try again shortly', { retryAfterMs: leases.leaseMs });
+        }
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([stored, new Promise<void>((resolve) => (timer = setTimeout(resolve, checkEvery)))]);
+        clearTimeout(timer);
+      } finally {
+        unwatch();
+      }
+      if (await leases.reserve(taskId)) return;
+    }
+  }
+
+  /** Fails a keyed task this replica reserved but found stored and unfinished (nobody runs it), and lets it go. */
+  private async endUnleased(task: TaskRecord): Promise<TaskRecord> {
+    const message = 'The gateway lost the call: the replica that created the task stopped before it started it';
+    const changed = await this.deps.store.transition(task.taskId, failedWith(message));
+    await this.deps.leases.release(task.taskId).catch(() => undefined);
+    if (!changed.ok) return changed.reason === 'terminal' ? changed.task : task;
+    this.deps.events.emit('task.ended', { ...taskFacts(changed.task), status: 'failed', reason: 'lost', durationMs: taskAgeMs(changed.task) });
+    return changed.task;
   }
 
   /**
@@ -207,6 +287,7 @@ async function createTask(store: TaskStore, input: NewTask, digest: string | und
   if (digest === undefined) return store.create(input);
   const created = await store.createOnce(input, digest);
   if (created.outcome === 'created') return created.task;
+  if (created.outcome === 'retired') throw keyRetired(created.reason);
   throw new KeyTaken(created.outcome === 'existing' ? created.task : undefined);
 }
 

@@ -27,7 +27,7 @@ export type TaskPeers = Peers<TaskPeerMessages>;
 
 export interface TaskPeerLinkDeps {
   peers: TaskPeers;
-  runs: Pick<TaskRuns, 'get' | 'count' | 'heldSlots' | 'runAgain'>;
+  runs: Pick<TaskRuns, 'get' | 'count' | 'heldSlots' | 'runAgain' | 'isOpening'>;
   relay: Pick<RunRelay, 'answer' | 'redeliver'>;
   endWrites: Pick<EndWrites, 'holds' | 'count'>;
   slots: Pick<TaskSlots, 'renew'>;
@@ -78,7 +78,8 @@ export class TaskPeerLink {
 
   /** Whether this replica runs the task, or keeps its outcome for the store: its lease is ours. */
   holds(taskId: string): boolean {
-    return this.deps.runs.get(taskId) !== undefined || this.deps.endWrites.holds(taskId);
+    // A task being opened holds its id's lease already (reserved before its record is written).
+    return this.deps.runs.get(taskId) !== undefined || this.deps.runs.isOpening(taskId) || this.deps.endWrites.holds(taskId);
   }
 
   /** The runs as the leases see them: what to renew, what to answer other replicas, how to run a lost task again. */

@@ -128,6 +128,11 @@ export class TaskRuns {
     }
   }
 
+  /** Whether a task is being opened here: its id is leased to this replica, its run not started yet. */
+  isOpening(taskId: string): boolean {
+    return this.admission.isOpening(taskId);
+  }
+
   /** Whether the task's upstream call runs in this process. */
   runsHere(taskId: string): boolean {
     return this.runs.has(taskId);

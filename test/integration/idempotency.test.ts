@@ -144,7 +144,7 @@ describe('retry-safe task creation: one idempotency key, one task, one upstream 
 
   test('malformed and oversized keys are refused with a message that says what a key looks like', async () => {
     for (const [value, why] of [
-      ['unquoted-key', /not in double quotes/],
+      ['two words', /unexpected " words" after the key/],
       ['"open', /closing double quote is missing/],
       ['""', /must not be empty/],
       [`"${'k'.repeat(256)}"`, /at most 255/],
@@ -157,6 +157,20 @@ describe('retry-safe task creation: one idempotency key, one task, one upstream 
     const accepted = await alice.createTask(a.url, { seconds: 0, label: 'idem-params' }, { 'idempotency-key': '"with-params";created=1;by="me"' });
     await completedOn(alice, a.url, taskIdOf(accepted));
     assert.equal(await runs('idem-malformed'), 0);
+  });
+
+  test('a bare-token Idempotency-Key (as Stripe-style clients send it) is the same key as its quoted form', async () => {
+    const args = { seconds: 0.1, label: 'idem-bare' };
+    const bare = taskIdOf(await alice.createTask(a.url, args, { 'idempotency-key': 'abc-bare-1' }));
+    assert.equal(taskIdOf(await alice.createTask(b.url, args, { 'idempotency-key': '"abc-bare-1"' })), bare);
+    assert.equal(taskIdOf(await alice.createTask(b.url, args, { 'idempotency-key': ' abc-bare-1;v=1' })), bare);
+    // A UUID, which RFC 8941 would not read as a token (it starts with a digit).
+    const uuid = '0b1c6f2e-8d7a-4c55-9e21-3f4a5b6c7d8e';
+    const keyed = taskIdOf(await alice.createTask(a.url, args, { 'idempotency-key': uuid }));
+    assert.equal(taskIdOf(await alice.createTask(b.url, args, idempotencyKey(uuid))), keyed);
+    await completedOn(alice, a.url, bare);
+    await completedOn(alice, a.url, keyed);
+    assert.equal(await runs('idem-bare'), 2);
   });
 
   test('2026-07-28 (Tasks extension): the same key on either replica is one task and one run', async () => {
@@ -192,8 +206,21 @@ describe('retry-safe task creation: one idempotency key, one task, one upstream 
     assert.deepEqual((await alice.request(b.url, 'tasks/delete', { taskId })).result, {});
     const gone = await alice.request(a.url, 'tasks/get', { taskId });
     assert.match(String((gone.error as Json | undefined)?.message), /Task not found/);
-    // The key went with its task: the same key now makes a new task, which runs.
-    const remade = taskIdOf(await alice.createTask(a.url, args, idempotencyKey('delete-me')));
+    // The key is retired with its task: its id never serves a new task (issue 39), for the same call or another,
+    // on either replica, in either revision; nothing runs.
+    for (const [url, callArgs] of [[a.url, args], [b.url, { seconds: 0.1, label: 'idem-delete-other' }]] as const) {
+      const reused = await alice.createTask(url, callArgs, idempotencyKey('delete-me'));
+      assert.equal((reused.error as Json | undefined)?.code, -32602, JSON.stringify(reused));
+      assert.match(String((reused.error as Json).message), /this idempotency key's task was deleted, and its id is never used for another task; use a new key/);
+    }
+    const modernReuse = await modern(b.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.1, label: 'idem-delete-other' } }, { capabilities: TASKS_CAPABILITIES, headers: { ...bearer(ALICE_KEY), ...idempotencyKey('delete-me') } });
+    assert.equal(modernReuse.error?.code, -32602, JSON.stringify(modernReuse.messages));
+    assert.match(String(modernReuse.error?.message), /task was deleted/);
+    assert.equal(await runs('idem-delete'), 1);
+    assert.equal(await runs('idem-delete-other'), 0);
+    // A new key is a new task, with an id of its own.
+    const remade = taskIdOf(await alice.createTask(a.url, args, idempotencyKey('delete-me-2')));
+    assert.notEqual(remade, taskId);
     await completedOn(alice, b.url, remade);
     assert.equal(await runs('idem-delete'), 2);
     assert.equal((await alice.request(b.url, 'tasks/list', {})).result !== undefined, true);
@@ -228,5 +255,36 @@ describe('retry-safe task creation: one idempotency key, one task, one upstream 
     const after = await tool(b.url, alice, 'taskgate_task_status', { taskId: running });
     assert.equal(after.isError, true);
     assert.match(String((after.content as Json[])[0]?.text), /There is no task/);
+  });
+});
+
+describe('a deleted keyed hold: the same key never makes another hold with the same id (issue 39, finding 3)', () => {
+  const scope = suiteScope();
+
+  test('call under key K (held for approval), cancel, tasks/delete, K with new arguments: refused; the approver\'s decision about the old id runs nothing', async () => {
+    const upstream = await scope.upstream('streamable-http');
+    const upstreamUrl = upstream.config.url as string;
+    const [a, b] = await twoReplicas(scope, {
+      upstreams: { fx: upstream.config },
+      tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, rules: [{ match: 'slow_compute', approval: { approvers: ['bob'], timeoutMs: 600_000 } }] },
+      auth: { resource: 'http://gateway.example/mcp', apiKeys: [{ principal: 'alice', key: ALICE_KEY }, { principal: 'bob', key: BOB_KEY }] },
+    }, 'idempotency-holds');
+    const alice = await Session.open(a.url, ALICE_KEY);
+    const seen = taskIdOf(await alice.createTask(a.url, { seconds: 0, label: 'held-version-1.2.3' }, idempotencyKey('release-key')));
+    // The approver looks at the hold (its id and arguments).
+    const listing = (await (await fetch(`${b.origin}/approvals`, { headers: bearer(BOB_KEY) })).json()) as Json;
+    assert.ok(JSON.stringify(listing).includes(seen), JSON.stringify(listing));
+    // The requester cancels, deletes, and sends the same key with other arguments.
+    await alice.request(b.url, 'tasks/cancel', { taskId: seen });
+    assert.deepEqual((await alice.request(a.url, 'tasks/delete', { taskId: seen })).result, {});
+    const swapped = await alice.createTask(b.url, { seconds: 0, label: 'held-version-6.6.6-drop-all-tables' }, idempotencyKey('release-key'));
+    assert.equal((swapped.error as Json | undefined)?.code, -32602, JSON.stringify(swapped));
+    assert.match(String((swapped.error as Json).message), /task was deleted/);
+    // The approver's approve of the id they saw: nothing there to run.
+    const decided = await fetch(`${a.origin}/approvals/${encodeURIComponent(seen)}`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(BOB_KEY) }, body: JSON.stringify({ decision: 'approve' }) });
+    assert.notEqual(decided.status, 200, await decided.text());
+    const counts = await fixtureExecutions(upstreamUrl);
+    assert.equal(counts['held-version-6.6.6-drop-all-tables'] ?? 0, 0);
+    assert.equal(counts['held-version-1.2.3'] ?? 0, 0);
   });
 });

@@ -122,7 +122,7 @@ for (const [kind, create] of Object.entries(factories)) {
       const input = newTask({ principal: 'key:alice' });
       const answers = await Promise.all(Array.from({ length: 8 }, () => store.createOnce(input, 'digest-1')));
       assert.equal(answers.filter((a) => a.outcome === 'created').length, 1, JSON.stringify(answers));
-      for (const answer of answers) assert.ok(answer.outcome !== 'conflict' && answer.task.taskId === input.taskId && answer.task.status === 'working');
+      for (const answer of answers) assert.ok((answer.outcome === 'created' || answer.outcome === 'existing') && answer.task.taskId === input.taskId && answer.task.status === 'working');
       assert.equal((await store.get(input.taskId))?.idempotency, 'digest-1');
       assert.deepEqual(await store.createOnce(input, 'digest-2'), { outcome: 'conflict' }, 'the key was used for another call');
       assert.deepEqual(await store.createOnce({ ...input, principal: 'key:bob' }, 'digest-1'), { outcome: 'conflict' }, 'another principal never gets it');
@@ -177,21 +177,32 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
-    test('createOnce: the key goes with its task (deleted or expired); made again, its task is listed once', async () => {
+    test('createOnce: a key whose task was deleted or expired is retired: its id never serves a new task, for any call', async () => {
       const store = await create();
       const input = newTask({ principal: 'key:carol', retentionMs: 100 });
       assert.equal((await store.createOnce(input, 'd')).outcome, 'created');
+      assert.equal(await store.retired(input.taskId), undefined, 'a task that exists is not retired');
       await store.transition(input.taskId, { to: 'completed', outcome: { result: {} } });
       assert.equal(await store.delete(input.taskId), 'deleted');
-      assert.equal((await store.createOnce(input, 'd')).outcome, 'created', 'deleted: the key is free');
-      await store.transition(input.taskId, { to: 'completed', outcome: { result: {} } });
-      await eventually(async () => (await store.get(input.taskId)) === undefined, 5000);
-      const again = await store.createOnce(input, 'other digest');
-      assert.equal(again.outcome, 'created', 'expired: the key is free, for any call');
-      assert.equal((await store.timeline(input.taskId)).length, 1, 'the timeline is the new task\'s');
-      const listed = await store.list('key:carol', { limit: 10 });
-      assert.deepEqual(listed.tasks.map((t) => t.createdUs), [again.outcome === 'created' ? again.task.createdUs : -1]);
-      assert.deepEqual((await store.listAll({ limit: 100 })).tasks.filter((t) => t.taskId === input.taskId).length, 1);
+      assert.equal(await store.get(input.taskId), undefined);
+      assert.equal(await store.expired(input.taskId), false, 'deleted is unknown, not expired');
+      assert.equal(await store.retired(input.taskId), 'deleted');
+      assert.deepEqual(await store.createOnce(input, 'd'), { outcome: 'retired', reason: 'deleted' }, 'the same call');
+      assert.deepEqual(await store.createOnce(input, 'other digest'), { outcome: 'retired', reason: 'deleted' }, 'another call');
+      assert.equal(await store.get(input.taskId), undefined, 'nothing was written');
+      // Expired: the same, for as long as the expired id is remembered.
+      const expiring = newTask({ principal: 'key:carol', retentionMs: 100 });
+      assert.equal((await store.createOnce(expiring, 'd')).outcome, 'created');
+      await store.transition(expiring.taskId, { to: 'completed', outcome: { result: {} } });
+      await eventually(async () => (await store.get(expiring.taskId)) === undefined, 5000);
+      assert.equal(await store.retired(expiring.taskId), 'expired');
+      assert.deepEqual(await store.createOnce(expiring, 'other digest'), { outcome: 'retired', reason: 'expired' });
+      // A task made without a key leaves no tombstone (its id is random: never asked for again).
+      const plain = await store.create(newTask());
+      await store.transition(plain.taskId, { to: 'completed', outcome: { result: {} } });
+      assert.equal(await store.delete(plain.taskId), 'deleted');
+      assert.equal(await store.retired(plain.taskId), undefined);
+      assert.deepEqual((await store.list('key:carol', { limit: 10 })).tasks, []);
       await store.close();
     });
 
@@ -369,6 +380,43 @@ for (const [kind, create] of Object.entries(factories)) {
       }
       assert.equal(seen.size, many);
       assert.deepEqual((await store.takeDeadUpstreamSessions(10)).map((s) => s.sessionId), [], 'replica-2 is alive: s4 stays');
+      await store.close();
+    });
+
+    test('reserve: a new task\'s id is leased before its record exists, never taken from a replica that holds it; a reservation goes back only from its holder; one left by a dead replica is swept', async () => {
+      const store = await create();
+      const fresh = newTaskId();
+      assert.equal(await store.reserve(fresh, 'replica-1', 60_000), true);
+      assert.equal(await store.reserve(fresh, 'replica-2', 60_000), false, 'another replica holds it');
+      assert.equal(await store.reserve(fresh, 'replica-1', 60_000), false, 'held already, by the same replica too (two racing calls under one key)');
+      await store.unlease(fresh, 'replica-2');
+      assert.equal(await store.reserve(fresh, 'replica-2', 60_000), false, 'given back by a replica that does not hold it: nothing changed');
+      await store.unlease(fresh, 'replica-1');
+      assert.equal(await store.reserve(fresh, 'replica-2', 60_000), true, 'given back by its holder: free');
+      // A running task's lease is never taken by a reservation (a keyed call finding its key's task running elsewhere).
+      const running = await store.create(newTask());
+      await store.lease([running.taskId], 'replica-3', 60_000);
+      assert.equal(await store.reserve(running.taskId, 'replica-4', 60_000), false);
+      // A replica that dies after reserving leaves ids the sweep takes with their owner: one it never stored (no
+      // record: the taker drops it) and one it stored (the taker settles it). Nothing is left unleased.
+      const neverStored = newTaskId();
+      const stored = newTask();
+      assert.equal(await store.reserve(neverStored, 'replica-5', 1), true);
+      assert.equal(await store.reserve(stored.taskId, 'replica-5', 1), true);
+      await store.create(stored);
+      const taken: { taskId: string; owner: string }[] = [];
+      await eventually(async () => {
+        taken.push(...(await store.takeOrphans(10, 'replica-6', 60_000)));
+        return taken.length >= 2;
+      }, 5000);
+      const byId = (x: { taskId: string }, y: { taskId: string }): number => x.taskId.localeCompare(y.taskId);
+      assert.deepEqual(taken.sort(byId), [{ taskId: neverStored, owner: 'replica-5' }, { taskId: stored.taskId, owner: 'replica-5' }].sort(byId));
+      assert.equal(await store.get(neverStored), undefined);
+      assert.equal((await store.get(stored.taskId))?.status, 'working');
+      // Until the taker lets it go, the id is the taker's; then a new reservation gets it.
+      assert.equal(await store.reserve(neverStored, 'replica-7', 60_000), false);
+      await store.unlease(neverStored);
+      assert.equal(await store.reserve(neverStored, 'replica-7', 60_000), true);
       await store.close();
     });
 

@@ -33,9 +33,25 @@ describe('Idempotency-Key header', () => {
     assert.equal(parseIdempotencyKeyHeader('"k"; spaced=1'), 'k');
   });
 
+  it('is a bare token too, as Stripe-style clients send it: the same key as its quoted form', () => {
+    assert.equal(parseIdempotencyKeyHeader('abc'), 'abc');
+    assert.equal(parseIdempotencyKeyHeader('abc'), parseIdempotencyKeyHeader('"abc"'));
+    // A UUID starts with a digit: not an RFC 8941 token, still the key its client means.
+    assert.equal(parseIdempotencyKeyHeader('8e03978e-40d5-43e8-bc93-6894a57f9324'), '8e03978e-40d5-43e8-bc93-6894a57f9324');
+    assert.equal(parseIdempotencyKeyHeader('  k1/b64+x==:@?  '), 'k1/b64+x==:@?');
+    assert.equal(parseIdempotencyKeyHeader('tok;a=1;b="x"'), 'tok');
+    const longest = 'k'.repeat(MAX_IDEMPOTENCY_KEY_LENGTH);
+    assert.equal(parseIdempotencyKeyHeader(longest), longest);
+  });
+
   it('refuses what the draft does not allow, saying what a key looks like', () => {
-    assert.match(refusal(() => parseIdempotencyKeyHeader('8e03978e')), /not in double quotes.*Idempotency-Key: "8e03978e/);
-    assert.match(refusal(() => parseIdempotencyKeyHeader('')), /it is empty/);
+    assert.match(refusal(() => parseIdempotencyKeyHeader('')), /it is empty.*Idempotency-Key: "8e03978e/);
+    assert.match(refusal(() => parseIdempotencyKeyHeader('two words')), /unexpected " words" after the key/);
+    assert.match(refusal(() => parseIdempotencyKeyHeader('a, b')), /unexpected ", b" after the key/);
+    assert.match(refusal(() => parseIdempotencyKeyHeader('a"b"')), /unexpected "\\"b\\"" after the key/);
+    assert.match(refusal(() => parseIdempotencyKeyHeader(';a=1')), /no key before the parameters/);
+    assert.match(refusal(() => parseIdempotencyKeyHeader('caf\u00e9')), /printable ASCII/);
+    assert.match(refusal(() => parseIdempotencyKeyHeader(`${'k'.repeat(MAX_IDEMPOTENCY_KEY_LENGTH)}k`)), /at most/);
     assert.match(refusal(() => parseIdempotencyKeyHeader('"open')), /closing double quote is missing/);
     assert.match(refusal(() => parseIdempotencyKeyHeader('"a\\b"')), /backslash may only escape/);
     assert.match(refusal(() => parseIdempotencyKeyHeader('"caf\u00e9"')), /printable ASCII/);

@@ -51,7 +51,7 @@ function taskRuns(maxRunningTasks = 0): { runs: TaskRuns; queries: TaskQueries }
     slots,
     endWrites: new EndWrites({ store, logger: silentLogger, events, localEnds }),
     relay: new RunRelay({ store, logger: silentLogger, events }),
-    lease: (taskIds) => store.lease(taskIds, REPLICA, LEASE_MS),
+    leases: { reserve: (taskId) => store.reserve(taskId, REPLICA, LEASE_MS), release: (taskId) => store.unlease(taskId, REPLICA), leaseMs: LEASE_MS },
     queries,
     recovery: {
       upstream: () => fixture.upstream,

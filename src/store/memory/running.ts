@@ -19,13 +19,22 @@ export class RunningIndex {
     for (const taskId of taskIds) this.run(taskId, owner);
   }
 
+  /** A task about to be created runs on `owner` (alive until `deadline`), unless a replica holds its id already. */
+  reserve(taskId: string, owner: string, deadline: number): boolean {
+    if ((this.aliveUntil.get(owner) ?? 0) < deadline) this.aliveUntil.set(owner, deadline);
+    if (this.owners.has(taskId)) return false;
+    this.run(taskId, owner);
+    return true;
+  }
+
   heartbeat(replica: string, deadline: number): void {
     this.aliveUntil.set(replica, deadline);
   }
 
-  unlease(taskId: string): void {
+  /** The task stops running; with `only`, only while that replica holds it (a reservation given back). */
+  unlease(taskId: string, only?: string): void {
     const owner = this.owners.get(taskId);
-    if (owner === undefined) return;
+    if (owner === undefined || (only !== undefined && owner !== only)) return;
     this.owners.delete(taskId);
     this.runningOf.get(owner)?.delete(taskId);
   }

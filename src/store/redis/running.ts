@@ -19,12 +19,17 @@ export class RedisRunning {
     for (const batch of batches(taskIds)) await this.run('lease', ...keys, owner, String(leaseMs), this.keys.runningOfPrefix(), ...batch);
   }
 
+  async reserve(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
+    const keys = [this.keys.replicasAlive(), this.keys.runningOwners(), this.keys.runningOf(owner)];
+    return (await this.run('reserve', ...keys, owner, String(leaseMs), taskId)) === 1;
+  }
+
   async heartbeat(replica: string, leaseMs: number): Promise<void> {
     await this.run('heartbeat', this.keys.replicasAlive(), replica, String(leaseMs));
   }
 
-  async unlease(taskId: string): Promise<void> {
-    await this.run('unlease', this.keys.runningOwners(), this.keys.runningByLeaseDeadline(), taskId, this.keys.runningOfPrefix());
+  async unlease(taskId: string, owner?: string): Promise<void> {
+    await this.run('unlease', this.keys.runningOwners(), this.keys.runningByLeaseDeadline(), taskId, this.keys.runningOfPrefix(), owner ?? '');
   }
 
   async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {

@@ -11,9 +11,10 @@ import type { RedisClient } from '../redis-connection.js';
 
 /** Every script, with how many of its arguments are keys (the rest are ARGV). */
 const KEY_COUNTS = {
-  create: 2,
+  create: 4,
   transition: 3,
   lease: 3,
+  reserve: 3,
   heartbeat: 1,
   unlease: 2,
   'take-orphans': 4,
@@ -26,7 +27,7 @@ const KEY_COUNTS = {
   'slot-holders': 1,
   'count-hit': 1,
   'stored-bytes': 3,
-  delete: 3,
+  delete: 4,
   'decide-approval': 1,
   'enqueue-delivery': 5,
   'claim-deliveries': 4,

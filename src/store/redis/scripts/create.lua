@@ -1,12 +1,15 @@
 -- create: the task record appears whole or not at all, with the first entry of its timeline, and its event goes
 -- out in the same step. A task an idempotency key made (createOnce) keeps the key's digest in its record: the id
 -- is derived from the key, so finding the id taken is finding the key used, in this one step.
--- KEYS[1] task hash, KEYS[2] its timeline list
+-- A key whose task was deleted (its tombstone) or expired (its expired-marker) is retired while those last: its id
+-- never serves a new task (an approver's decision about that id must not run another call).
+-- KEYS[1] task hash, KEYS[2] its timeline list, KEYS[3] its expired-marker, KEYS[4] its deleted-tombstone
 -- ARGV[1] event channel; ARGV[2] timeline length; ARGV[3] the idempotency digest ('' when no key made the id);
 -- ARGV[4..] field/value pairs
 -- Returns {'created', summary} (without the stored call: it can be megabytes, and the event reaches every
 -- replica). When the task exists already: {'exists'} without a digest; with one, {'existing', summary} when it is
--- the same principal's task made for the same digest, else {'conflict'}.
+-- the same principal's task made for the same digest, else {'conflict'}; with a digest and no task, {'retired',
+-- 'deleted' | 'expired'} for a retired key.
 --! include _now
 --! include _summary
 --! include _timeline
@@ -20,6 +23,10 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   local held = redis.call('HMGET', KEYS[1], 'principal', 'idempotency')
   if held[1] == principal and held[2] == digest then return {'existing', summary(KEYS[1])} end
   return {'conflict'}
+end
+if digest ~= '' then
+  if redis.call('EXISTS', KEYS[4]) == 1 then return {'retired', 'deleted'} end
+  if redis.call('EXISTS', KEYS[3]) == 1 then return {'retired', 'expired'} end
 end
 local us = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
 redis.call('HSET', KEYS[1], 'createdMs', tostring(now), 'createdUs', us, 'updatedMs', tostring(now), 'status', 'working', unpack(ARGV, 4))
