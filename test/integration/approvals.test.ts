@@ -260,10 +260,105 @@ describe('approvals across two replicas on one Redis', () => {
     const listed = await modern(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('carol') });
     const pending = ((listed.result?.structuredContent as Json | undefined)?.approvals ?? []) as Json[];
     assert.deepEqual(pending.find((x) => x.taskId === created.taskId)?.arguments, { seconds: 0, label: 'mcp-tool' }, JSON.stringify(listed.messages));
-    const decided = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: created.taskId, decision: 'approve' } }, { headers: bearer('carol') });
+    const digest = pending.find((x) => x.taskId === created.taskId)?.digest;
+    const decided = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: created.taskId, decision: 'approve', digest } }, { headers: bearer('carol') });
     assert.equal((decided.result?.structuredContent as Json | undefined)?.status, 'approved', JSON.stringify(decided.messages));
     assert.equal((await settled(a.url, 'alice', String(created.taskId))).status, 'completed');
     assert.equal(await executions(fixture, 'mcp-tool'), 1);
+  });
+
+  test('a decision is bound to the call the approver was shown: another digest gets 409 through the API and approval_decide, and nothing runs', async () => {
+    const x = await heldTask(a.url, 'alice', 'bound-x');
+    const y = await heldTask(a.url, 'alice', 'bound-y');
+    const listed = (await listApprovals(b.baseUrl, 'bob')).body.approvals as Json[];
+    const shownX = listed.find((v) => v.taskId === x.taskId);
+    const shownY = listed.find((v) => v.taskId === y.taskId);
+    assert.match(String(shownX?.digest), /^[0-9a-f]{64}$/, 'the listing shows each call\'s digest');
+    assert.notEqual(shownX?.digest, shownY?.digest);
+    const tools = await modern(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('carol') });
+    const toolView = (((tools.result?.structuredContent as Json | undefined)?.approvals ?? []) as Json[]).find((v) => v.taskId === x.taskId);
+    assert.equal(toolView?.digest, shownX?.digest, 'approval_list shows the same digest');
+    assert.ok(textOf(tools.result).includes(String(shownX?.digest)), textOf(tools.result));
+
+    // Approving x with y's digest: the call is not the one this digest names.
+    const stale = await decide(b.baseUrl, 'bob', String(x.taskId), { decision: 'approve', digest: shownY?.digest });
+    assert.equal(stale.status, 409, JSON.stringify(stale.body));
+    assert.equal(stale.body.reason, 'changed');
+    assert.match(String(stale.body.error), /changed since it was shown/);
+    const now = stale.body.approval as Json;
+    assert.equal(now.status, 'pending', 'nothing was decided');
+    assert.deepEqual(now.arguments, { seconds: 0, label: 'bound-x' }, 'the call as it stands, to look at again');
+    assert.equal(now.digest, shownX?.digest);
+
+    // approval_decide requires the digest, and refuses another one the same way.
+    const schema = ((await modern(b.url, 'tools/list', {}, { headers: bearer('carol') })).result?.tools as Json[]).find((t) => t.name === 'approval_decide')?.inputSchema as Json;
+    assert.deepEqual(schema.required, ['taskId', 'decision', 'digest']);
+    const viaTool = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: x.taskId, decision: 'approve', digest: shownY?.digest } }, { headers: bearer('carol') });
+    assert.equal(viaTool.result?.isError, true, JSON.stringify(viaTool.messages));
+    assert.match(textOf(viaTool.result), /changed since it was shown/);
+    assert.deepEqual((viaTool.result?.structuredContent as Json | undefined)?.arguments, { seconds: 0, label: 'bound-x' });
+    const without = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: x.taskId, decision: 'approve' } }, { headers: bearer('carol') });
+    assert.equal(without.result?.isError, true, JSON.stringify(without.messages));
+    assert.match(textOf(without.result), /digest must be/);
+    assert.equal((await taskOn(a.url, 'alice', String(x.taskId))).status, 'working');
+    assert.equal(await executions(fixture, 'bound-x'), 0, 'no stale decision ran it');
+
+    // The digest shown decides.
+    assert.equal((await decide(b.baseUrl, 'bob', String(x.taskId), { decision: 'approve', digest: shownX?.digest })).status, 200);
+    assert.equal((await settled(a.url, 'alice', String(x.taskId))).status, 'completed');
+    assert.equal(await executions(fixture, 'bound-x'), 1);
+    assert.equal((await decide(b.baseUrl, 'bob', String(y.taskId), { decision: 'deny', digest: shownY?.digest })).status, 200);
+    assert.equal(await executions(fixture, 'bound-y'), 0);
+  });
+
+  test('issue 39 #3: a held keyed call cancelled, deleted and sent again with new arguments under the same key: the approval of what was shown never runs the new call', async () => {
+    const wire = new KeyedWire('alice', { tasks: {} });
+    await wire.initialize(a.url);
+    const call = (version: string) => wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: `swap-${version}` }, task: { ttl: 60_000 }, _meta: { 'taskgate/idempotency-key': 'swap-once' } });
+    const first = String((((await call('1.0.0')).result as Json).task as Json).taskId);
+    const shown = ((await listApprovals(b.baseUrl, 'bob')).body.approvals as Json[]).find((v) => v.taskId === first);
+    assert.deepEqual(shown?.arguments, { seconds: 0, label: 'swap-1.0.0' });
+    await wire.request(a.url, 'tasks/cancel', { taskId: first });
+    assert.deepEqual((await wire.request(a.url, 'tasks/delete', { taskId: first })).result, {});
+    const second = String((((await call('6.6.6-drop-all-tables')).result as Json).task as Json).taskId);
+
+    // The approver approves what they were shown, under the id they were shown it.
+    const approved = await decide(b.baseUrl, 'bob', first, { decision: 'approve', digest: shown?.digest });
+    if (second === first) {
+      assert.equal(approved.status, 409, JSON.stringify(approved.body));
+      assert.equal(approved.body.reason, 'changed');
+      assert.deepEqual((approved.body.approval as Json).arguments, { seconds: 0, label: 'swap-6.6.6-drop-all-tables' }, 'the new call, shown as it is');
+    } else {
+      assert.equal(approved.status, 404, JSON.stringify(approved.body)); // a new id: the old one is gone
+    }
+    assert.equal((await taskOn(a.url, 'alice', second)).status, 'working', 'the new call still waits for its own decision');
+    assert.equal(await executions(fixture, 'swap-6.6.6-drop-all-tables'), 0);
+    assert.equal(await executions(fixture, 'swap-1.0.0'), 0);
+    const fresh = ((await listApprovals(b.baseUrl, 'bob')).body.approvals as Json[]).find((v) => v.taskId === second);
+    assert.equal((await decide(b.baseUrl, 'bob', second, { decision: 'deny', digest: fresh?.digest })).status, 200);
+  });
+
+  test('issue 39 #9: a comment is bounded alike on the API (400) and approval_decide (-32602); nothing is decided', async () => {
+    const created = await heldTask(a.url, 'alice', 'long-comment');
+    const taskId = String(created.taskId);
+    const digest = ((await listApprovals(b.baseUrl, 'bob')).body.approvals as Json[]).find((v) => v.taskId === taskId)?.digest;
+    const long = 'x'.repeat(200_000);
+    const api = await decide(b.baseUrl, 'bob', taskId, { decision: 'deny', comment: long, digest });
+    assert.equal(api.status, 400, JSON.stringify(api.body).slice(0, 300));
+    assert.match(String(api.body.error), /comment must be at most 1000 characters/);
+    assert.equal((await decide(b.baseUrl, 'bob', taskId, { decision: 'deny', comment: 'x'.repeat(1_001), digest })).status, 400);
+    const tool = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId, decision: 'deny', comment: long, digest } }, { headers: bearer('carol') });
+    assert.equal(tool.error?.code, -32602, JSON.stringify(tool.messages).slice(0, 300));
+    assert.match(String(tool.error?.message), /comment must be at most 1000 characters/);
+    const schema = ((await modern(b.url, 'tools/list', {}, { headers: bearer('carol') })).result?.tools as Json[]).find((t) => t.name === 'approval_decide')?.inputSchema as Json;
+    assert.equal(((schema.properties as Json).comment as Json).maxLength, 1_000);
+    const still = await taskOn(a.url, 'alice', taskId);
+    assert.equal(still.status, 'working');
+    assert.match(String(still.statusMessage), /^Waiting for approval/, 'the caller\'s status is untouched');
+    // At the bound it is taken, and the caller reads it in full.
+    const atBound = 'y'.repeat(1_000);
+    assert.equal((await decide(b.baseUrl, 'bob', taskId, { decision: 'deny', comment: atBound, digest })).status, 200);
+    assert.ok(String((await settled(a.url, 'alice', taskId)).statusMessage).includes(atBound));
   });
 
   test('the replica holding a call dies: another takes the hold over, and the approval still runs it once', async () => {
