@@ -275,13 +275,19 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'tasks.rules[].retry.maxAttempts': 'As `tasks.defaults.retry.maxAttempts`.',
   'tasks.rules[].approval': `Hold every call to the matched tools until an approver decides (docs/approvals-and-webhooks.md): the
     caller gets a task at once, \`working\` and saying whom it waits for and until when; the upstream is called only
-    after an approval, once, with the arguments that were approved. Needs \`auth\`; not with \`mode: forbidden\`.`,
+    after an approval, once, with the arguments that were approved. Needs \`auth\`; not with \`mode: forbidden\`.
+    A rule with \`approval\` and no \`plainCalls\` of its own answers plain callers with \`plainCalls: background\`
+    (a handle naming the task and the task tools): hosts time out long before people decide.`,
   'tasks.rules[].approval.approvers': `Principal globs, as \`auth.access\` names them (\`key:ops-*\`, \`oauth:alice\`, bare):
     who may approve or deny. Checked against the config in force when they decide.`,
   'tasks.rules[].approval.scopes': 'Credentials carrying any of these scopes may approve or deny too.',
   'tasks.rules[].approval.timeoutMs': `How long a held call waits for a decision. Past it the task fails saying the
     approval expired (any replica notices, whether anyone looks or not).`,
   'tasks.rules[].approval.allowSelf': '`true`: an approver may approve their own call. `false`: someone else must.',
+  'tasks.rules[].approval.onCallerGone': `Under \`plainCalls: wait\`, what a plain caller that stops waiting (its request
+    cancelled, its own timeout, a disconnect) does to its held call: \`keep\` = the hold stays for the approvers and the
+    call runs once approved, its result fetched with the task tools (listed under \`taskTools.enabled: auto\`);
+    \`cancel\` = the task is cancelled with the request. \`tasks/cancel\` and \`task_cancel\` always cancel.`,
   'tasks.immediateResponse': `Sent with each new task as \`_meta["io.modelcontextprotocol/model-immediate-response"]\`;
     \`""\` = not sent.`,
   'tasks.maxStoredBytesPerPrincipal': `Bytes of finished tasks' results (and stored errors) one principal may hold in
@@ -296,8 +302,10 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'tasks.taskTools': `The tools hosts without tasks use to fetch background results: \`task_result\`, \`task_status\`,
     \`task_cancel\`, \`task_list\` and \`task_delete\`, listed first in \`tools/list\` to every caller, acting only on the
     caller's own tasks.`,
-  'tasks.taskTools.enabled': `\`auto\`: listed when the defaults or any rule say \`plainCalls: background\`. \`false\`
-    is refused while anything does: those callers fetch their results with them.`,
+  'tasks.taskTools.enabled': `\`auto\`: listed when the defaults or any rule say \`plainCalls: background\`, or a rule
+    holds calls for approval (its plain callers fetch results with them). \`false\`
+    is refused while plain calls go to the background (a rule with \`approval\` does unless it says
+    \`plainCalls: wait\`): those callers fetch their results with them.`,
   'tasks.taskTools.prefix': `Letters, digits, \`_\`, \`-\`, \`.\` and \`/\`. Their names: \`<prefix>task_result\`,
     \`<prefix>task_status\`, \`<prefix>task_cancel\`, \`<prefix>task_list\`, \`<prefix>task_delete\`.`,
   'tasks.taskTools.names': `Names one by one (1-128 letters, digits, \`_\`, \`-\`, \`.\` or \`/\`), instead of the

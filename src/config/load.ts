@@ -9,7 +9,7 @@ import { ConfigError, type ConfigIssue } from './config-error.js';
 import { identityConfig, stdioAuthConfig, upstreamAuthConfig } from './identity.js';
 import { interpolate, type Env } from './interpolate.js';
 import { allowedKeysAt, DEFAULT_POLICY, passthroughSettings, RawConfigSchema, TRANSPORTS, upstreamKeys, webhookEndpointId, type RawConfig } from './schema.js';
-import { backgroundSetting } from './policy.js';
+import { taskToolsWanted } from './policy.js';
 import { didYouMean } from './suggest.js';
 import type { AuthConfig, GatewayConfig, RateLimitRule, TaskPolicy, TaskRule, TaskToolNames, TaskToolsConfig, UpstreamConfig, WebhookConfig } from './types.js';
 
@@ -429,11 +429,11 @@ function authConfig(raw: NonNullable<RawConfig['auth']>): AuthConfig {
   };
 }
 
-/** The task tools' names (prefix, or each one's own) and whether they are on (`auto`: where background calls need them). */
+/** The task tools' names (prefix, or each one's own) and whether they are on (`auto`: where plain callers need them). */
 function taskToolsConfig(raw: RawConfig['tasks']['taskTools'], defaults: TaskPolicy, rules: readonly TaskRule[]): TaskToolsConfig {
   const name = (kind: keyof TaskToolNames): string => raw.names[kind] ?? `${raw.prefix}task_${kind}`;
   return {
-    enabled: raw.enabled === 'auto' ? backgroundSetting(defaults, rules) !== undefined : raw.enabled,
+    enabled: raw.enabled === 'auto' ? taskToolsWanted(defaults, rules) : raw.enabled,
     names: { result: name('result'), status: name('status'), cancel: name('cancel'), list: name('list'), delete: name('delete') },
     waitSeconds: raw.waitSeconds,
     maxWaitSeconds: raw.maxWaitSeconds,

@@ -36,8 +36,12 @@ export function mergePolicy(defaults: TaskPolicy, rule: TaskRule | undefined): T
     const value = rule[key];
     if (value !== undefined) (policy as unknown as Record<string, unknown>)[key] = value;
   }
-  // Only rules hold calls for approval: the defaults have no such key to copy over.
-  if (rule.approval !== undefined) policy.approval = rule.approval;
+  // Only rules hold calls for approval: the defaults have no such key to copy over. A held call waits longer than
+  // hosts wait for an answer, so its plain callers get a handle to the task unless the rule itself says otherwise.
+  if (rule.approval !== undefined) {
+    policy.approval = rule.approval;
+    policy.plainCalls = rule.plainCalls ?? 'background';
+  }
   return policy;
 }
 
@@ -47,13 +51,23 @@ export function resolvePolicy(tasks: TasksConfig, toolName: string): TaskPolicy 
 }
 
 /**
- * Where plain calls first go to the background (`tasks.defaults` or `tasks.rules[i]`), or undefined when nothing
- * says `plainCalls: background`: the task tools are needed exactly then.
+ * Where plain calls first go to the background (`tasks.defaults` or `tasks.rules[i]`, a rule with `approval` and
+ * no `plainCalls` of its own included), or undefined when nothing does: the task tools are needed exactly then.
  */
-export function backgroundSetting(defaults: { plainCalls?: PlainCalls }, rules: readonly { plainCalls?: PlainCalls }[]): string | undefined {
+export function backgroundSetting(defaults: { plainCalls?: PlainCalls }, rules: readonly { plainCalls?: PlainCalls; approval?: unknown }[]): string | undefined {
   if (defaults.plainCalls === 'background') return 'tasks.defaults';
-  const i = rules.findIndex((rule) => rule.plainCalls === 'background');
-  return i < 0 ? undefined : `tasks.rules[${i}]`;
+  const i = rules.findIndex((rule) => (rule.plainCalls ?? (rule.approval === undefined ? undefined : 'background')) === 'background');
+  if (i < 0) return undefined;
+  return rules[i]?.plainCalls === undefined ? `tasks.rules[${i}], whose approval makes plainCalls default to background` : `tasks.rules[${i}]`;
+}
+
+/**
+ * Whether the task tools are listed under `taskTools.enabled: auto`: where plain calls go to the background, and
+ * where a held call may outlive its plain caller (`plainCalls: wait` with `approval.onCallerGone: keep`), whose
+ * result the caller then fetches with them.
+ */
+export function taskToolsWanted(defaults: { plainCalls?: PlainCalls }, rules: readonly { plainCalls?: PlainCalls; approval?: { onCallerGone?: string } }[]): boolean {
+  return backgroundSetting(defaults, rules) !== undefined || rules.some((rule) => rule.approval !== undefined && rule.approval.onCallerGone !== 'cancel');
 }
 
 /**

@@ -237,6 +237,11 @@ export interface ApprovalPolicy {
   timeoutMs: number;
   /** Whether the caller may approve their own call (if they are an approver). */
   allowSelf: boolean;
+  /**
+   * What a plain caller's leaving (its request cancelled, timed out or disconnected under `plainCalls: wait`) does
+   * to its held call: `keep` it for the approvers (its result is fetched later), or `cancel` it.
+   */
+  onCallerGone: 'keep' | 'cancel';
 }
 
 export interface RetryPolicy {

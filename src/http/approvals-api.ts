@@ -1,7 +1,9 @@
 // The approvers' HTTP API: `GET /approvals` lists the held calls the caller may decide (task, tool, upstream, the
-// arguments exactly as the upstream will get them, who asked, age, deadline), and `POST /approvals/{taskId}` with
-// `{"decision": "approve" | "deny", "comment"?}` decides one (200 with the decided record; 403 not an approver of
-// that tool, or the caller's own call; 404 unknown; 409 decided already, ended, or past its deadline). The caller
+// arguments exactly as the upstream will get them, their digest, who asked, age, deadline), and `POST
+// /approvals/{taskId}` with `{"decision": "approve" | "deny", "comment"?, "digest"?}` decides one (200 with the
+// decided record; 400 a bad body or a comment past MAX_COMMENT_CHARS; 403 not an approver of that tool, or the
+// caller's own call; 404 unknown; 409 decided already, ended, past its deadline, or `digest` is not the call's any
+// more: the call changed since it was listed, and the body shows it as it stands). Refusals carry a `reason`. The caller
 // authenticates as on the MCP endpoint (same Authenticator); a decision must be a request no page on another
 // origin could have sent (admin-writes.ts). It reads and decides in the shared store: every replica answers alike.
 // The dashboard's approvals view uses this API from the page.
@@ -12,7 +14,7 @@ import type { GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { TaskRecord } from '../store/task-store.js';
-import type { Approvals } from '../tasks/approvals.js';
+import { commentRefusal, holdState, type Approvals, type DecisionAsked } from '../tasks/approvals.js';
 import type { Caller } from '../tasks/principals.js';
 import { checkAdminWrite } from './admin-writes.js';
 import { AuthError, type Authenticator } from './credentials.js';
@@ -20,9 +22,6 @@ import { refusalIn } from './json-body.js';
 
 /** The fixed path of the API (part of the contract approvers' tools are written against). */
 export const APPROVALS_PATH = '/approvals';
-
-/** The longest comment kept with a decision (characters): it goes into the task's status message and the audit log. */
-export const MAX_COMMENT_CHARS = 1_000;
 
 export interface ApprovalsApiOptions {
   approvals: Pick<Approvals, 'pendingFor' | 'decide'>;
@@ -76,8 +75,9 @@ export const approvalsApiPlugin: FastifyPluginAsync<ApprovalsApiOptions> = async
       checkAdminWrite(listen, request);
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
+      // Audited by the audit log's subscriber, which names the cause; the origin is for whoever investigates.
       events.emit('access.denied', { kind: 'cross-site', name: 'approvals', reason: error.message, status: error.httpStatus });
-      logger.info({ audit: 'access.denied', endpoint: 'approvals', origin: request.headers.origin, reason: error.message }, 'approvals refused: a write a page on another origin could have sent');
+      logger.debug({ endpoint: 'approvals', origin: request.headers.origin }, 'approvals refused: cross-site');
       await reply.code(error.httpStatus).send({ error: error.message });
       return undefined;
     }
@@ -109,23 +109,23 @@ export const approvalsApiPlugin: FastifyPluginAsync<ApprovalsApiOptions> = async
   app.post(`${APPROVALS_PATH}/:taskId`, async (request) => {
     const caller = admitted(request);
     const { taskId } = request.params as { taskId: string };
-    const { decision, comment } = decisionIn(request.body);
-    const answer = await approvals.decide(taskId, caller, decision, comment);
-    if (!answer.ok) throw new ApiError(answer.status, answer.message, answer.task === undefined ? {} : { approval: approvalView(answer.task, Date.now()) });
+    const answer = await approvals.decide(taskId, caller, decisionIn(request.body));
+    if (!answer.ok) throw new ApiError(answer.status, answer.message, { reason: answer.reason, ...(answer.task === undefined ? {} : { approval: approvalView(answer.task, Date.now()) }) });
     return { approval: approvalView(answer.task, Date.now()) };
   });
 };
 
 /** The decision a POST body asks for; 400 for anything else. */
-function decisionIn(body: unknown): { decision: 'approve' | 'deny'; comment: string | undefined } {
+function decisionIn(body: unknown): DecisionAsked {
   const refused = refusalIn(body);
   if (refused !== undefined) throw new ApiError(400, refused.message);
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'Expected a JSON object: {"decision": "approve" | "deny", "comment"?: string}');
-  const { decision, comment } = body as { decision?: unknown; comment?: unknown };
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'Expected a JSON object: {"decision": "approve" | "deny", "comment"?: string, "digest"?: string}');
+  const { decision, comment, digest } = body as { decision?: unknown; comment?: unknown; digest?: unknown };
   if (decision !== 'approve' && decision !== 'deny') throw new ApiError(400, 'decision must be "approve" or "deny"');
-  if (comment !== undefined && typeof comment !== 'string') throw new ApiError(400, 'comment must be a string');
-  if (typeof comment === 'string' && comment.length > MAX_COMMENT_CHARS) throw new ApiError(400, `comment must be at most ${MAX_COMMENT_CHARS} characters`);
-  return { decision, comment };
+  const badComment = commentRefusal(comment);
+  if (badComment !== undefined) throw new ApiError(400, badComment, { reason: 'bad_comment' });
+  if (digest !== undefined && (typeof digest !== 'string' || digest === '')) throw new ApiError(400, 'digest must be the digest string the listing showed for the call');
+  return { decision, comment: comment as string | undefined, digest };
 }
 
 /**
@@ -150,7 +150,8 @@ export function approvalView(task: TaskRecord, now: number): JsonObject {
   }
   if (task.message !== undefined) view.statusMessage = task.message;
   if (approval !== undefined) {
-    view.status = approval.state;
+    // A hold whose task was cancelled (or ended otherwise) before anyone decided says so, not `pending`.
+    view.status = holdState(task) ?? approval.state;
     view.deadlineMs = approval.deadlineMs;
     view.deadline = new Date(approval.deadlineMs).toISOString();
     view.approvers = approval.approvers;

@@ -89,9 +89,20 @@ function taskEnded(log: AuditLogger, e: GatewayEventMap['task.ended']): void {
   else log.info({ audit, task: e.taskId, principal: e.principal }, `task ${e.status}`);
 }
 
+/**
+ * A refusal, in words naming its real cause: credentials, a cross-site write, an endpoint for admins, an approval
+ * its caller may not decide; only the tool, prompt and resource refusals are `auth.access`'s.
+ */
 function accessDenied(log: AuditLogger, e: GatewayEventMap['access.denied']): void {
+  const endpoint = e.name === undefined ? {} : { endpoint: e.name };
   if (e.kind === 'credentials') {
-    log.info({ audit: 'access.denied', reason: e.reason, status: e.status }, 'request refused: credentials');
+    log.info({ audit: 'access.denied', ...endpoint, reason: e.reason, status: e.status }, 'request refused: credentials');
+  } else if (e.kind === 'cross-site') {
+    log.info({ audit: 'access.denied', kind: e.kind, ...endpoint, reason: e.reason, status: e.status }, 'request refused: a write a page on another origin could have sent');
+  } else if (e.kind === 'admin') {
+    log.info({ audit: 'access.denied', principal: e.principal, kind: e.kind, ...endpoint, reason: e.reason }, 'request refused: not an admin');
+  } else if (e.kind === 'approval') {
+    log.info({ audit: 'access.denied', principal: e.principal, kind: e.kind, tool: e.name, task: e.taskId, reason: e.reason }, `approval refused: ${e.reason ?? 'not allowed to decide it'}`);
   } else if (e.taskId !== undefined) {
     log.info({ audit: 'access.denied', principal: e.principal, kind: e.kind, name: e.name, task: e.taskId }, 'task hidden: auth.access denies its tool');
   } else {

@@ -16,7 +16,7 @@ import { stillDoing, type TaskRecords } from '../tasks/task-records.js';
 import type { TaskReader } from '../tasks/principals.js';
 import { taskFacts } from '../tasks/task-facts.js';
 import { RELATED_TASK_META } from './mcp.js';
-import { approvesAnything, type Approvals } from '../tasks/approvals.js';
+import { approvesAnything, commentRefusal, holdState, MAX_COMMENT_CHARS, type Approvals } from '../tasks/approvals.js';
 import type { TaskPolicies } from '../tasks/task-policies.js';
 import type { Caller } from '../tasks/principals.js';
 
@@ -157,16 +157,25 @@ export class TaskTools {
     if (name === APPROVAL_TOOL_NAMES.list) {
       const now = Date.now();
       const pending = (await approvals.pendingFor(caller)).map((task) => heldCallSummary(task, now));
-      const lines = pending.map((p) => `- ${String(p.taskId)}: ${String(p.tool)} for ${String(p.principal)} with ${JSON.stringify(p.arguments)}, until ${String(p.deadline)}`);
-      const text = pending.length === 0 ? 'No calls wait for your approval.' : `Calls waiting for your approval, soonest deadline first:\n${lines.join('\n')}\nDecide with ${APPROVAL_TOOL_NAMES.decide}.`;
+      const lines = pending.map((p) => `- ${String(p.taskId)}: ${String(p.tool)} for ${String(p.principal)} with ${JSON.stringify(p.arguments)}, until ${String(p.deadline)} (digest ${String(p.digest)})`);
+      const text = pending.length === 0 ? 'No calls wait for your approval.' : `Calls waiting for your approval, soonest deadline first:\n${lines.join('\n')}\nDecide with ${APPROVAL_TOOL_NAMES.decide}, passing the taskId and the digest shown: a call that changed since is not decided.`;
       return { result: { content: [{ type: 'text', text }], structuredContent: { approvals: pending } } };
     }
-    const { taskId, decision, comment } = input;
+    const { taskId, decision, comment, digest } = input;
     if (typeof taskId !== 'string' || taskId === '') return { result: toolError(`taskId must be the task id ${APPROVAL_TOOL_NAMES.list} gave`) };
     if (decision !== 'approve' && decision !== 'deny') return { result: toolError('decision must be "approve" or "deny"') };
-    if (comment !== undefined && typeof comment !== 'string') return { result: toolError('comment must be a string') };
-    const answer = await approvals.decide(taskId, caller, decision, comment);
-    if (!answer.ok) return { result: toolError(answer.message) };
+    // A comment is bounded as on the HTTP API: it goes into the caller's status, the audit log and webhooks.
+    const badComment = commentRefusal(comment);
+    if (badComment !== undefined) throw new GatewayError('invalid_params', `${APPROVAL_TOOL_NAMES.decide}: ${badComment}`);
+    // The decision is bound to the call the approver was shown: without its digest there is nothing to bind it to.
+    if (typeof digest !== 'string' || digest === '') return { result: toolError(`digest must be the digest ${APPROVAL_TOOL_NAMES.list} showed for the call: the decision holds only for that call`) };
+    const answer = await approvals.decide(taskId, caller, { decision, comment: comment as string | undefined, digest });
+    if (!answer.ok) {
+      if (answer.status === 400) throw new GatewayError('invalid_params', `${APPROVAL_TOOL_NAMES.decide}: ${answer.message}`);
+      // A changed call is shown as it stands now, so that the approver can look at it again.
+      const now = answer.reason === 'changed' && answer.task !== undefined ? heldCallSummary(answer.task, Date.now()) : undefined;
+      return { result: now === undefined ? toolError(answer.message) : { ...toolError(`${answer.message}:\n${JSON.stringify(now)}`), structuredContent: now } };
+    }
     const state = answer.task.approval?.state ?? 'decided';
     return { result: { content: [{ type: 'text', text: `Task ${taskId} (${answer.task.tool}) is ${state}.` }], structuredContent: heldCallSummary(answer.task, Date.now()) } };
   }
@@ -271,22 +280,23 @@ const APPROVAL_TOOL_DEFINITIONS: readonly JsonObject[] = [
   {
     name: APPROVAL_TOOL_NAMES.list,
     title: 'Calls waiting for your approval',
-    description: 'List the tool calls held until an approver decides, that you may approve or deny: task id, tool, who asked, the arguments exactly as the tool will get them, and the deadline.',
+    description: 'List the tool calls held until an approver decides, that you may approve or deny: task id, tool, who asked, the arguments exactly as the tool will get them, their digest (pass it to approval_decide), and the deadline.',
     inputSchema: { type: 'object', properties: {} },
     annotations: { readOnlyHint: true, openWorldHint: false },
   },
   {
     name: APPROVAL_TOOL_NAMES.decide,
     title: 'Approve or deny a held call',
-    description: 'Approve (the call runs once, with the arguments listed) or deny (it never runs) a held tool call, with an optional comment the caller sees.',
+    description: 'Approve (the call runs once, with the arguments listed) or deny (it never runs) a held tool call, with an optional comment the caller sees. The decision holds only for the call the digest names: if the call changed since it was listed, nothing is decided and the call is shown as it stands.',
     inputSchema: {
       type: 'object',
       properties: {
         taskId: { type: 'string', description: `The task id, as ${APPROVAL_TOOL_NAMES.list} gave it.` },
         decision: { type: 'string', enum: ['approve', 'deny'] },
-        comment: { type: 'string', description: 'Why: shown to the caller with a denial.' },
+        digest: { type: 'string', description: `The call's digest, as ${APPROVAL_TOOL_NAMES.list} gave it: binds the decision to the arguments shown.` },
+        comment: { type: 'string', maxLength: MAX_COMMENT_CHARS, description: 'Why: shown to the caller with a denial.' },
       },
-      required: ['taskId', 'decision'],
+      required: ['taskId', 'decision', 'digest'],
     },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   },
@@ -440,7 +450,7 @@ function heldCallSummary(task: TaskRecord, now: number): JsonObject {
     principal: task.principal,
     arguments: params?.arguments ?? {},
     ageMs: Math.max(0, now - task.createdMs),
-    ...(task.approval === undefined ? {} : { status: task.approval.state, deadline: new Date(task.approval.deadlineMs).toISOString() }),
+    ...(task.approval === undefined ? {} : { status: holdState(task) ?? task.approval.state, digest: task.approval.digest, deadline: new Date(task.approval.deadlineMs).toISOString() }),
     ...(task.approval?.decidedBy === undefined ? {} : { decidedBy: task.approval.decidedBy }),
   };
 }

@@ -372,12 +372,13 @@ export class MemoryTaskStore implements TaskStore {
     const task = entry.task;
     const approval = task.approval;
     const answer = (reason: Exclude<DecideResult, { ok: true } | { reason: 'not_found' }>['reason']): DecideResult => {
-      if (reason !== 'not_due' && reason !== 'expired') this.pending.delete(taskId);
+      if (reason !== 'not_due' && reason !== 'expired' && reason !== 'changed') this.pending.delete(taskId);
       return { ok: false, reason, task: copy(withoutOutcome(task)) };
     };
     if (isTerminal(task.status)) return answer('terminal');
     if (approval === undefined) return answer('not_held');
     if (approval.state !== 'pending') return answer('decided');
+    if (decision.digest !== undefined && decision.digest !== '' && decision.digest !== approval.digest) return answer('changed');
     const now = this.now();
     const due = now >= approval.deadlineMs;
     if (decision.state === 'expired' && !due) return answer('not_due');

@@ -89,16 +89,19 @@ export interface ApprovalDecision {
   by?: string;
   comment?: string;
   message: string;
+  /** The digest of the call the approver was shown: a hold bound to another call is not decided ('changed'). */
+  digest?: string;
 }
 
 /**
  * What deciding did: the task, decided; or why not: no such task, no hold on it, decided already, ended already,
- * not due yet (expiry before the deadline) or past its deadline (approve or deny after it: only expiry decides).
+ * held for another call than the one the approver was shown, not due yet (expiry before the deadline) or past its
+ * deadline (approve or deny after it: only expiry decides).
  */
 export type DecideResult =
   | { ok: true; task: TaskRecord }
   | { ok: false; reason: 'not_found' }
-  | { ok: false; reason: 'not_held' | 'decided' | 'terminal' | 'not_due' | 'expired'; task: TaskRecord };
+  | { ok: false; reason: 'not_held' | 'decided' | 'terminal' | 'changed' | 'not_due' | 'expired'; task: TaskRecord };
 
 /** Pending approvals one pendingApprovals call reads at most: what an approver's listing and the expiry sweep see. */
 export const APPROVALS_PER_READ = 500;
@@ -406,8 +409,9 @@ export interface TaskStore {
   deleteSession(sessionId: string): Promise<boolean>;
   /**
    * Decides a call held for approval, in one atomic step: only a pending hold of a task that has not ended, and
-   * only once (two replicas deciding at once: exactly one gets ok). Expiry only once its deadline passed (store
-   * time); approval or denial only before it. The task keeps its status; its message becomes `decision.message`,
+   * only once (two replicas deciding at once: exactly one gets ok), and only the call the approver was shown
+   * (`decision.digest`, when given, is the hold's). Expiry only once its deadline passed (store time); approval or
+   * denial only before it. The task keeps its status; its message becomes `decision.message`,
    * and the change is published like any other (watchers see the decision).
    */
   decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult>;

@@ -10,7 +10,7 @@ import { storeUnavailable } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { APPROVALS_PER_READ, failedWith, isTerminal, type ApprovalHold, type DecideResult, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { APPROVALS_PER_READ, failedWith, isTerminal, type ApprovalHold, type ApprovalState, type DecideResult, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import type { EndWrites } from './end-writes.js';
 import type { Caller } from './principals.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
@@ -55,10 +55,41 @@ export function isApprover(approval: Pick<ApprovalPolicy, 'approvers' | 'scopes'
   return approval.approvers.some((glob) => principalMatches(glob, caller)) || approval.scopes.some((scope) => caller.scopes.includes(scope));
 }
 
+/** The longest comment kept with a decision (characters): it goes into the task's status message, the audit log and webhooks. */
+export const MAX_COMMENT_CHARS = 1_000;
+
+/** Why a decision's comment is refused (not a string, or longer than MAX_COMMENT_CHARS); undefined when it is fine. */
+export function commentRefusal(comment: unknown): string | undefined {
+  if (comment === undefined) return undefined;
+  if (typeof comment !== 'string') return 'comment must be a string';
+  if (comment.length > MAX_COMMENT_CHARS) return `comment must be at most ${MAX_COMMENT_CHARS} characters (it was ${comment.length})`;
+  return undefined;
+}
+
+/** A decision as an approver asks for it: `digest` is the one the listing showed for the call they decide on. */
+export interface DecisionAsked {
+  decision: 'approve' | 'deny';
+  comment?: string | undefined;
+  digest?: string | undefined;
+}
+
+/** Why a decision was not taken, in words a client can branch on (the HTTP API sends it as `reason`). */
+export type DecisionRefusal = 'bad_comment' | 'unknown' | 'not_approver' | 'own_call' | 'ended' | 'cancelled' | 'changed' | 'expired' | 'decided';
+
 /** What an approver may decide: the decision asked for, refused with an HTTP-like reason when it cannot be taken. */
 export type DecisionAnswer =
   | { ok: true; task: TaskRecord }
-  | { ok: false; status: 403 | 404 | 409; message: string; task?: TaskRecord };
+  | { ok: false; status: 400 | 403 | 404 | 409; reason: DecisionRefusal; message: string; task?: TaskRecord };
+
+/**
+ * How a hold stands, as approvers are told: its recorded state, except that a pending hold of a task that ended
+ * (cancelled by its caller, or failed some other way before anyone decided) ended with its task.
+ */
+export function holdState(task: TaskRecord): ApprovalState | 'cancelled' | 'ended' | undefined {
+  const state = task.approval?.state;
+  if (state !== 'pending' || !isTerminal(task.status)) return state;
+  return task.status === 'cancelled' ? 'cancelled' : 'ended';
+}
 
 export interface ApprovalsDeps {
   store: TaskStore;
@@ -137,29 +168,38 @@ export class Approvals {
   }
 
   /**
-   * Takes `caller`'s decision on the task's hold: 404 for no such hold, 403 for anyone who is not its approver
-   * (or who asked for the call, unless the rule allows it), 409 once it is decided (or past its deadline).
+   * Takes `caller`'s decision on the task's hold: 400 for a comment past MAX_COMMENT_CHARS, 404 for no such hold,
+   * 403 for anyone who is not its approver (or who asked for the call, unless the rule allows it), 409 once it is
+   * decided (or past its deadline), and 409 when the hold is bound to another call than the one the approver was
+   * shown (`digest`, from the listing): the check is the store's, atomic with the decision.
    */
-  async decide(taskId: string, caller: Caller, decision: 'approve' | 'deny', comment: string | undefined): Promise<DecisionAnswer> {
+  async decide(taskId: string, caller: Caller, asked: DecisionAsked): Promise<DecisionAnswer> {
     const { store, events } = this.deps;
+    const { decision, comment, digest } = asked;
+    const badComment = commentRefusal(comment);
+    if (badComment !== undefined) return { ok: false, status: 400, reason: 'bad_comment', message: badComment };
     const task = await store.get(taskId, { call: true }).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
-    if (task?.approval === undefined) return { ok: false, status: 404, message: 'No such approval (unknown task, or a call that was never held)' };
+    if (task?.approval === undefined) return { ok: false, status: 404, reason: 'unknown', message: 'No such approval (unknown task, or a call that was never held)' };
     if (!this.mayDecide(task, caller)) {
       events.emit('access.denied', { principal: caller.principal, kind: 'approval', name: task.tool, taskId, reason: 'not an approver of this tool' });
-      return { ok: false, status: 403, message: 'Forbidden: you are not an approver of this tool' };
+      return { ok: false, status: 403, reason: 'not_approver', message: 'Forbidden: you are not an approver of this tool' };
     }
     if (!this.mayDecideOwn(task, caller)) {
-      events.emit('access.denied', { principal: caller.principal, kind: 'approval', name: task.tool, taskId, reason: 'own call' });
-      return { ok: false, status: 403, message: 'Forbidden: you asked for this call, and its rule does not let the caller approve their own call (allowSelf)' };
+      events.emit('access.denied', { principal: caller.principal, kind: 'approval', name: task.tool, taskId, reason: 'own call: the rule does not allow self-approval' });
+      return { ok: false, status: 403, reason: 'own_call', message: 'Forbidden: you asked for this call, and its rule does not let the caller approve their own call (allowSelf)' };
     }
     const state = decision === 'approve' ? 'approved' : 'denied';
     const message = state === 'approved' ? `Approved by ${caller.principal}; the call starts` : deniedMessage(caller.principal, comment);
-    const result = await store.decideApproval(taskId, { state, by: caller.principal, ...(comment === undefined ? {} : { comment }), message }).catch((error: unknown) => {
+    const result = await store.decideApproval(taskId, { state, by: caller.principal, ...(comment === undefined ? {} : { comment }), ...(digest === undefined ? {} : { digest }), message }).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
-    if (!result.ok) return refusal(result);
+    if (!result.ok) {
+      // A changed call is answered with the call as it stands now, so that the approver is shown it anew.
+      if (result.reason === 'changed') return refusal({ ...result, task: (await store.get(taskId, { call: true }).catch(() => undefined)) ?? result.task });
+      return refusal(result);
+    }
     const decided = result.task;
     this.announce(decided);
     if (state === 'denied') await this.failDecided(decided);
@@ -253,13 +293,18 @@ function refusal(result: Exclude<DecideResult, { ok: true }>): DecisionAnswer {
   switch (result.reason) {
     case 'not_found':
     case 'not_held':
-      return { ok: false, status: 404, message: 'No such approval (unknown task, or a call that was never held)' };
+      return { ok: false, status: 404, reason: 'unknown', message: 'No such approval (unknown task, or a call that was never held)' };
     case 'terminal':
-      return { ok: false, status: 409, message: `The task has ended (${result.task.status}): there is nothing left to decide`, task: result.task };
+      if (result.task.status === 'cancelled' && result.task.approval?.state === 'pending') {
+        return { ok: false, status: 409, reason: 'cancelled', message: 'The task was cancelled while its call waited for approval: the hold ended with it, and there is nothing left to decide', task: result.task };
+      }
+      return { ok: false, status: 409, reason: 'ended', message: `The task has ended (${result.task.status}): there is nothing left to decide`, task: result.task };
+    case 'changed':
+      return { ok: false, status: 409, reason: 'changed', message: 'The call changed since it was shown to you: its tool or arguments are not the ones you decided on, and nothing was decided. Look at it again (the approval below is the call as it stands)', task: result.task };
     case 'expired':
     case 'not_due':
-      return { ok: false, status: 409, message: 'The approval has expired: its deadline passed', task: result.task };
+      return { ok: false, status: 409, reason: 'expired', message: 'The approval has expired: its deadline passed', task: result.task };
     case 'decided':
-      return { ok: false, status: 409, message: `Already decided (${result.task.approval?.state ?? 'decided'})`, task: result.task };
+      return { ok: false, status: 409, reason: 'decided', message: `Already decided (${result.task.approval?.state ?? 'decided'})`, task: result.task };
   }
 }

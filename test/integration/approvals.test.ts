@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { spawnFixture, spawnGateway, type FixtureChild, type GatewayChild } from '../fixtures/spawn.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../fixtures/webhook-receiver.js';
-import { eventually, fixtureExecutions, type Json } from '../helpers/harness.js';
+import { connectPlainClient, eventually, fixtureExecutions, logEntries, type Json } from '../helpers/harness.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 import { SessionWire } from '../helpers/session-wire.js';
@@ -17,6 +19,8 @@ const LEASE_MS = 1000;
 const KEYS: Record<string, string> = Object.fromEntries(['alice', 'bob', 'carol', 'mallory'].map((name) => [name, `${name}-key-0123456789abcdef`] as const));
 const RESOURCE = 'http://127.0.0.1/mcp';
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+
+const WAIT_RULE: Json = { plainCalls: 'wait' };
 
 function bearer(who: string): Record<string, string> {
   return { authorization: `Bearer ${KEYS[who] ?? ''}` };
@@ -124,8 +128,9 @@ describe('approvals across two replicas on one Redis', () => {
     hooks = await startWebhookReceiver();
     const store = { type: 'redis', url: TEST_REDIS_URL, prefix: PREFIX };
     const webhooks = { webhooks: [{ url: hooks.url, secret: hooks.secret, events: ['approval.requested', 'approval.decided'] }] };
-    a = await spawnGateway({ config: config(urlOf(fixture), store, approval, webhooks) });
-    b = await spawnGateway({ config: config(urlOf(fixture), store, approval, webhooks) });
+    // plainCalls: wait said here: a rule with approval otherwise answers plain callers with a handle (issue 39 #11).
+    a = await spawnGateway({ config: config(urlOf(fixture), store, approval, webhooks, WAIT_RULE) });
+    b = await spawnGateway({ config: config(urlOf(fixture), store, approval, webhooks, WAIT_RULE) });
   });
 
   after(async () => {
@@ -260,15 +265,110 @@ describe('approvals across two replicas on one Redis', () => {
     const listed = await modern(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('carol') });
     const pending = ((listed.result?.structuredContent as Json | undefined)?.approvals ?? []) as Json[];
     assert.deepEqual(pending.find((x) => x.taskId === created.taskId)?.arguments, { seconds: 0, label: 'mcp-tool' }, JSON.stringify(listed.messages));
-    const decided = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: created.taskId, decision: 'approve' } }, { headers: bearer('carol') });
+    const digest = pending.find((x) => x.taskId === created.taskId)?.digest;
+    const decided = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: created.taskId, decision: 'approve', digest } }, { headers: bearer('carol') });
     assert.equal((decided.result?.structuredContent as Json | undefined)?.status, 'approved', JSON.stringify(decided.messages));
     assert.equal((await settled(a.url, 'alice', String(created.taskId))).status, 'completed');
     assert.equal(await executions(fixture, 'mcp-tool'), 1);
   });
 
+  test('a decision is bound to the call the approver was shown: another digest gets 409 through the API and approval_decide, and nothing runs', async () => {
+    const x = await heldTask(a.url, 'alice', 'bound-x');
+    const y = await heldTask(a.url, 'alice', 'bound-y');
+    const listed = (await listApprovals(b.baseUrl, 'bob')).body.approvals as Json[];
+    const shownX = listed.find((v) => v.taskId === x.taskId);
+    const shownY = listed.find((v) => v.taskId === y.taskId);
+    assert.match(String(shownX?.digest), /^[0-9a-f]{64}$/, 'the listing shows each call\'s digest');
+    assert.notEqual(shownX?.digest, shownY?.digest);
+    const tools = await modern(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('carol') });
+    const toolView = (((tools.result?.structuredContent as Json | undefined)?.approvals ?? []) as Json[]).find((v) => v.taskId === x.taskId);
+    assert.equal(toolView?.digest, shownX?.digest, 'approval_list shows the same digest');
+    assert.ok(textOf(tools.result).includes(String(shownX?.digest)), textOf(tools.result));
+
+    // Approving x with y's digest: the call is not the one this digest names.
+    const stale = await decide(b.baseUrl, 'bob', String(x.taskId), { decision: 'approve', digest: shownY?.digest });
+    assert.equal(stale.status, 409, JSON.stringify(stale.body));
+    assert.equal(stale.body.reason, 'changed');
+    assert.match(String(stale.body.error), /changed since it was shown/);
+    const now = stale.body.approval as Json;
+    assert.equal(now.status, 'pending', 'nothing was decided');
+    assert.deepEqual(now.arguments, { seconds: 0, label: 'bound-x' }, 'the call as it stands, to look at again');
+    assert.equal(now.digest, shownX?.digest);
+
+    // approval_decide requires the digest, and refuses another one the same way.
+    const schema = ((await modern(b.url, 'tools/list', {}, { headers: bearer('carol') })).result?.tools as Json[]).find((t) => t.name === 'approval_decide')?.inputSchema as Json;
+    assert.deepEqual(schema.required, ['taskId', 'decision', 'digest']);
+    const viaTool = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: x.taskId, decision: 'approve', digest: shownY?.digest } }, { headers: bearer('carol') });
+    assert.equal(viaTool.result?.isError, true, JSON.stringify(viaTool.messages));
+    assert.match(textOf(viaTool.result), /changed since it was shown/);
+    assert.deepEqual((viaTool.result?.structuredContent as Json | undefined)?.arguments, { seconds: 0, label: 'bound-x' });
+    const without = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: x.taskId, decision: 'approve' } }, { headers: bearer('carol') });
+    assert.equal(without.result?.isError, true, JSON.stringify(without.messages));
+    assert.match(textOf(without.result), /digest must be/);
+    assert.equal((await taskOn(a.url, 'alice', String(x.taskId))).status, 'working');
+    assert.equal(await executions(fixture, 'bound-x'), 0, 'no stale decision ran it');
+
+    // The digest shown decides.
+    assert.equal((await decide(b.baseUrl, 'bob', String(x.taskId), { decision: 'approve', digest: shownX?.digest })).status, 200);
+    assert.equal((await settled(a.url, 'alice', String(x.taskId))).status, 'completed');
+    assert.equal(await executions(fixture, 'bound-x'), 1);
+    assert.equal((await decide(b.baseUrl, 'bob', String(y.taskId), { decision: 'deny', digest: shownY?.digest })).status, 200);
+    assert.equal(await executions(fixture, 'bound-y'), 0);
+  });
+
+  test('issue 39 #3: a held keyed call cancelled, deleted and sent again with new arguments under the same key: the approval of what was shown never runs the new call', async () => {
+    const wire = new KeyedWire('alice', { tasks: {} });
+    await wire.initialize(a.url);
+    const call = (version: string) => wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: `swap-${version}` }, task: { ttl: 60_000 }, _meta: { 'taskgate/idempotency-key': 'swap-once' } });
+    const first = String((((await call('1.0.0')).result as Json).task as Json).taskId);
+    const shown = ((await listApprovals(b.baseUrl, 'bob')).body.approvals as Json[]).find((v) => v.taskId === first);
+    assert.deepEqual(shown?.arguments, { seconds: 0, label: 'swap-1.0.0' });
+    await wire.request(a.url, 'tasks/cancel', { taskId: first });
+    assert.deepEqual((await wire.request(a.url, 'tasks/delete', { taskId: first })).result, {});
+    const second = String((((await call('6.6.6-drop-all-tables')).result as Json).task as Json).taskId);
+
+    // The approver approves what they were shown, under the id they were shown it.
+    const approved = await decide(b.baseUrl, 'bob', first, { decision: 'approve', digest: shown?.digest });
+    if (second === first) {
+      assert.equal(approved.status, 409, JSON.stringify(approved.body));
+      assert.equal(approved.body.reason, 'changed');
+      assert.deepEqual((approved.body.approval as Json).arguments, { seconds: 0, label: 'swap-6.6.6-drop-all-tables' }, 'the new call, shown as it is');
+    } else {
+      assert.equal(approved.status, 404, JSON.stringify(approved.body)); // a new id: the old one is gone
+    }
+    assert.equal((await taskOn(a.url, 'alice', second)).status, 'working', 'the new call still waits for its own decision');
+    assert.equal(await executions(fixture, 'swap-6.6.6-drop-all-tables'), 0);
+    assert.equal(await executions(fixture, 'swap-1.0.0'), 0);
+    const fresh = ((await listApprovals(b.baseUrl, 'bob')).body.approvals as Json[]).find((v) => v.taskId === second);
+    assert.equal((await decide(b.baseUrl, 'bob', second, { decision: 'deny', digest: fresh?.digest })).status, 200);
+  });
+
+  test('issue 39 #9: a comment is bounded alike on the API (400) and approval_decide (-32602); nothing is decided', async () => {
+    const created = await heldTask(a.url, 'alice', 'long-comment');
+    const taskId = String(created.taskId);
+    const digest = ((await listApprovals(b.baseUrl, 'bob')).body.approvals as Json[]).find((v) => v.taskId === taskId)?.digest;
+    const long = 'x'.repeat(200_000);
+    const api = await decide(b.baseUrl, 'bob', taskId, { decision: 'deny', comment: long, digest });
+    assert.equal(api.status, 400, JSON.stringify(api.body).slice(0, 300));
+    assert.match(String(api.body.error), /comment must be at most 1000 characters/);
+    assert.equal((await decide(b.baseUrl, 'bob', taskId, { decision: 'deny', comment: 'x'.repeat(1_001), digest })).status, 400);
+    const tool = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId, decision: 'deny', comment: long, digest } }, { headers: bearer('carol') });
+    assert.equal(tool.error?.code, -32602, JSON.stringify(tool.messages).slice(0, 300));
+    assert.match(String(tool.error?.message), /comment must be at most 1000 characters/);
+    const schema = ((await modern(b.url, 'tools/list', {}, { headers: bearer('carol') })).result?.tools as Json[]).find((t) => t.name === 'approval_decide')?.inputSchema as Json;
+    assert.equal(((schema.properties as Json).comment as Json).maxLength, 1_000);
+    const still = await taskOn(a.url, 'alice', taskId);
+    assert.equal(still.status, 'working');
+    assert.match(String(still.statusMessage), /^Waiting for approval/, 'the caller\'s status is untouched');
+    // At the bound it is taken, and the caller reads it in full.
+    const atBound = 'y'.repeat(1_000);
+    assert.equal((await decide(b.baseUrl, 'bob', taskId, { decision: 'deny', comment: atBound, digest })).status, 200);
+    assert.ok(String((await settled(a.url, 'alice', taskId)).statusMessage).includes(atBound));
+  });
+
   test('the replica holding a call dies: another takes the hold over, and the approval still runs it once', async () => {
     const store = { type: 'redis', url: TEST_REDIS_URL, prefix: PREFIX };
-    const doomed = await spawnGateway({ config: config(urlOf(fixture), store, approval) });
+    const doomed = await spawnGateway({ config: config(urlOf(fixture), store, approval, {}, WAIT_RULE) });
     const created = await heldTask(doomed.url, 'alice', 'restart');
     process.kill(-doomed.pid, 'SIGKILL');
     await doomed.exited;
@@ -433,5 +533,117 @@ describe('plain callers under plainCalls: background, and a rule with allowSelf'
     assert.equal((own.body.approval as Json).decidedBy, 'key:alice');
     assert.equal((await settled(gateway.url, 'alice', taskId)).status, 'completed');
     assert.equal(await executions(fixture, 'self'), 1);
+  });
+});
+
+describe('issue 39 #11: plain SDK callers and their own timeout; a cancelled hold and refusals say what happened', () => {
+  let fixture: FixtureChild;
+  /** A rule with approval and nothing else: plain callers get the default (background). */
+  let byDefault: GatewayChild;
+  /** The same rule with plainCalls: wait: plain callers wait, and their timeout leaves the hold to the approvers. */
+  let waiting: GatewayChild;
+  const clients: Client[] = [];
+  const approval = { approvers: ['bob', 'alice'], timeoutMs: 600_000 };
+  /** A short request timeout: what a host's 60 s is to an approval that takes minutes. */
+  const CLIENT_TIMEOUT_MS = 1_000;
+
+  before(async () => {
+    fixture = await spawnFixture({ transport: 'streamable-http' });
+    byDefault = await spawnGateway({ config: config(urlOf(fixture), { type: 'memory' }, approval) });
+    // Info logs: the audit lines, and the line saying a plain caller's leaving was taken in.
+    waiting = await spawnGateway({ config: config(urlOf(fixture), { type: 'memory' }, approval, { log: { level: 'info' } }, WAIT_RULE) });
+  });
+
+  after(async () => {
+    for (const client of clients) await client.close().catch(() => undefined);
+    await byDefault?.kill();
+    await waiting?.kill();
+    await fixture?.kill();
+  });
+
+  /** A real SDK client as a host without tasks, authenticated as `who`. */
+  async function sdkClient(url: string, who: string): Promise<Client> {
+    const client = await connectPlainClient(url, { headers: bearer(who) });
+    clients.push(client);
+    return client;
+  }
+
+  async function approveListed(baseUrl: string, label: string): Promise<string> {
+    let view: Json | undefined;
+    await eventually(async () => {
+      view = ((await listApprovals(baseUrl, 'bob')).body.approvals as Json[]).find((v) => (v.arguments as Json).label === label);
+      return view !== undefined;
+    }, 10_000);
+    const decided = await decide(baseUrl, 'bob', String(view?.taskId), { decision: 'approve', digest: view?.digest });
+    assert.equal(decided.status, 200, JSON.stringify(decided.body));
+    return String(view?.taskId);
+  }
+
+  test('by default a plain SDK call of a held tool is answered at once with a handle, inside any timeout; approved later, task_result gives the result, run once', async () => {
+    const client = await sdkClient(byDefault.url, 'alice');
+    const listed = (await client.listTools()).tools.map((t) => t.name);
+    assert.ok(listed.includes('taskgate_task_result'), 'the task tools are listed: held calls need them');
+    const answer = await client.callTool({ name: 'slow_compute', arguments: { seconds: 0, label: 'sdk-default' } }, undefined, { timeout: CLIENT_TIMEOUT_MS });
+    const taskId = handleOf(answer as Json);
+    assert.match(textOf(answer as Json), /is waiting for approval/);
+    assert.equal(await executions(fixture, 'sdk-default'), 0);
+    assert.equal(await approveListed(byDefault.baseUrl, 'sdk-default'), taskId);
+    const result = await client.callTool({ name: 'taskgate_task_result', arguments: { taskId } }, undefined, { timeout: 30_000 });
+    assert.deepEqual(result.structuredContent, { seconds: 0, label: 'sdk-default' }, JSON.stringify(result));
+    assert.equal(await executions(fixture, 'sdk-default'), 1);
+  });
+
+  test('plainCalls: wait: the SDK times out (and sends notifications/cancelled), the hold stays, the approval runs it once, and the caller fetches the result', async () => {
+    const client = await sdkClient(waiting.url, 'alice');
+    const call = client.callTool({ name: 'slow_compute', arguments: { seconds: 0, label: 'sdk-timeout' } }, undefined, { timeout: CLIENT_TIMEOUT_MS });
+    const failure = await call.then(() => undefined, (error: unknown) => error);
+    assert.ok(failure instanceof McpError && failure.code === ErrorCode.RequestTimeout, `the client's own timeout: ${String(failure)}`);
+    // The gateway has taken the cancellation in: the task goes on for its approvers.
+    await eventually(() => logEntries(waiting).some((line) => line.msg === 'plain caller stopped waiting for a held call: the task goes on for its approvers'), 10_000);
+    const taskId = await approveListed(waiting.baseUrl, 'sdk-timeout');
+
+    // The caller finds its task and its result with the task tools.
+    const mine = await client.callTool({ name: 'taskgate_task_list', arguments: {} });
+    assert.ok(((mine.structuredContent as Json).tasks as Json[]).some((t) => t.taskId === taskId), JSON.stringify(mine));
+    const result = await client.callTool({ name: 'taskgate_task_result', arguments: { taskId } }, undefined, { timeout: 30_000 });
+    assert.deepEqual(result.structuredContent, { seconds: 0, label: 'sdk-timeout' }, JSON.stringify(result));
+    assert.equal(await executions(fixture, 'sdk-timeout'), 1);
+  });
+
+  test('a hold whose task was cancelled answers 409 saying so (not "pending"), and leaves the listing', async () => {
+    const created = await heldTask(waiting.url, 'alice', 'cancelled-hold');
+    const taskId = String(created.taskId);
+    const digest = ((await listApprovals(waiting.baseUrl, 'bob')).body.approvals as Json[]).find((v) => v.taskId === taskId)?.digest;
+    const cancel = await modern(waiting.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer('alice') });
+    assert.ok(cancel.result !== undefined, JSON.stringify(cancel.messages));
+    const late = await decide(waiting.baseUrl, 'bob', taskId, { decision: 'approve', digest });
+    assert.equal(late.status, 409, JSON.stringify(late.body));
+    assert.equal(late.body.reason, 'cancelled');
+    assert.match(String(late.body.error), /cancelled while its call waited for approval/);
+    assert.equal((late.body.approval as Json).status, 'cancelled', JSON.stringify(late.body));
+    assert.equal((late.body.approval as Json).taskStatus, 'cancelled');
+    assert.ok(!((await listApprovals(waiting.baseUrl, 'bob')).body.approvals as Json[]).some((v) => v.taskId === taskId));
+    assert.equal(await executions(fixture, 'cancelled-hold'), 0);
+  });
+
+  test('refused decisions are audited with their own cause: not an approver, self-approval, cross-site; never auth.access', async () => {
+    const created = await heldTask(waiting.url, 'alice', 'audited-refusals');
+    const taskId = String(created.taskId);
+    assert.equal((await decide(waiting.baseUrl, 'mallory', taskId, { decision: 'approve' })).status, 403);
+    assert.equal((await decide(waiting.baseUrl, 'alice', taskId, { decision: 'approve' })).status, 403);
+    // A local origin the gateway's Origin check lets by: the approvals API refuses it as a cross-site write.
+    assert.equal((await decide(waiting.baseUrl, 'bob', taskId, { decision: 'approve' }, { origin: 'http://127.0.0.1:1' })).status, 403);
+    const denials = (): Json[] => logEntries(waiting).filter((line) => line.audit === 'access.denied');
+    await eventually(() => denials().length >= 3, 10_000);
+    const about = denials().filter((line) => line.task === taskId);
+    assert.deepEqual(about.map((line) => [line.principal, line.msg]), [
+      ['key:mallory', 'approval refused: not an approver of this tool'],
+      ['key:alice', 'approval refused: own call: the rule does not allow self-approval'],
+    ]);
+    const crossSite = denials().find((line) => line.kind === 'cross-site');
+    assert.equal(crossSite?.msg, 'request refused: a write a page on another origin could have sent');
+    assert.equal(crossSite?.endpoint, 'approvals');
+    for (const line of denials()) assert.doesNotMatch(String(line.msg), /auth\.access/);
+    assert.equal(await executions(fixture, 'audited-refusals'), 0);
   });
 });

@@ -3,6 +3,7 @@
 // by a generous timeout that only guards against hangs.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -10,7 +11,10 @@ import type { Browser, HTTPRequest, Page } from 'puppeteer-core';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { eventually, fixtureExecutions, suiteScope, type TestGateway } from '../helpers/harness.js';
+import { eventually, fixtureExecutions, suiteScope, testScope, type TestGateway } from '../helpers/harness.js';
+import { deleteRedisPrefixes, TEST_REDIS_URL, uniqueRedisPrefix } from '../helpers/shared-redis.js';
+import { redisKeys } from '../../src/store/redis-keys.js';
+import { approvalDigest } from '../../src/tasks/approvals.js';
 import { launchChromium, startTask } from '../helpers/dashboard-browser.js';
 import { bearer } from '../helpers/auth-requests.js';
 import { GATEWAY_CLIENT, whoamiOf } from '../helpers/identity-gateway.js';
@@ -440,24 +444,24 @@ describe('dashboard approvals view: held calls listed to their approvers, approv
   let gateway: TestGateway;
   let agent: Client;
   let fixtureUrl: string;
+  let upstreamConfig: Json;
   let browser: Browser;
+  const apiKeys = [
+    { principal: 'ops', key: OPS_KEY },
+    { principal: 'alice', key: ALICE_KEY },
+    { principal: 'robot', key: ROBOT_KEY, scopes: ['taskgate:admin'] },
+    { principal: 'agent', key: AGENT_KEY },
+  ];
+  const approvalRules = [{ match: 'slow_compute', approval: { approvers: ['ops', 'alice'], timeoutMs: 600_000 } }];
+  const auth = { resource: 'http://127.0.0.1/mcp', apiKeys, admin: { principals: ['key:ops'], scopes: ['taskgate:admin'] } };
 
   before(async () => {
     const upstream = await scope.upstream('streamable-http');
     assert.ok(upstream.child?.url !== undefined, 'an HTTP fixture has a URL');
     fixtureUrl = upstream.child.url;
-    const apiKeys = [
-      { principal: 'ops', key: OPS_KEY },
-      { principal: 'alice', key: ALICE_KEY },
-      { principal: 'robot', key: ROBOT_KEY, scopes: ['taskgate:admin'] },
-      { principal: 'agent', key: AGENT_KEY },
-    ];
-    gateway = await scope.gateway({
-      upstreams: { fx: upstream.config },
-      tasks: { ...TASKS, rules: [{ match: 'slow_compute', approval: { approvers: ['ops', 'alice'], timeoutMs: 600_000 } }] },
-      // ops is an admin and an approver, alice an approver only, robot an admin only.
-      auth: { resource: 'http://127.0.0.1/mcp', apiKeys, admin: { principals: ['key:ops'], scopes: ['taskgate:admin'] } },
-    });
+    upstreamConfig = upstream.config as Json;
+    // ops is an admin and an approver, alice an approver only, robot an admin only.
+    gateway = await scope.gateway({ upstreams: { fx: upstream.config }, tasks: { ...TASKS, rules: approvalRules }, auth });
     agent = await scope.plainClient(gateway.url, { headers: { authorization: `Bearer ${AGENT_KEY}` } });
     browser = await launchChromium();
     scope.defer(() => browser.close());
@@ -468,10 +472,10 @@ describe('dashboard approvals view: held calls listed to their approvers, approv
     return (await fixtureExecutions(fixtureUrl))[label] ?? 0;
   }
 
-  /** The dashboard, signed in with `key`. */
-  async function signedIn(key: string): Promise<Page> {
+  /** The dashboard, signed in with `key` (on `origin`, the suite's gateway unless given). */
+  async function signedIn(key: string, origin = gateway.origin): Promise<Page> {
     const page = await browser.newPage();
-    await page.goto(`${gateway.origin}/ui/`, WAIT);
+    await page.goto(`${origin}/ui/`, WAIT);
     await page.waitForSelector('#auth:not([hidden])', WAIT);
     await page.type('#auth-token', key);
     await page.click('#auth-form button[type="submit"]');
@@ -560,6 +564,81 @@ describe('dashboard approvals view: held calls listed to their approvers, approv
     await robot.waitForSelector('#approvals:not([hidden]) #approvals-empty:not([hidden])', WAIT);
     assert.equal(await robot.$eval('#approvals-empty', (p) => p.textContent), 'Nothing waits for your decision.');
     await robot.close();
+  });
+
+  test('issue 39 #3: a call that changes under its task id is shown anew (on the next poll, or by the 409 of a stale click), and Approve sends the digest on screen', async (t) => {
+    // The call under a task id is changed in the store itself, as a reused id (or anything else) would change it:
+    // what the page must do does not depend on how it happened.
+    const scope = testScope(t);
+    const prefix = uniqueRedisPrefix('dashboard-digest');
+    t.after(() => deleteRedisPrefixes([prefix]));
+    const redis = new Redis(TEST_REDIS_URL);
+    scope.defer(() => redis.quit());
+    const held = await scope.gateway({ upstreams: { fx: upstreamConfig }, store: { type: 'redis', url: TEST_REDIS_URL, prefix }, tasks: { ...TASKS, rules: approvalRules }, auth });
+    const requester = await scope.plainClient(held.url, { headers: { authorization: `Bearer ${AGENT_KEY}` } });
+    /** Replaces the held call of `taskId` (its kept call and the digest its hold is bound to) with `label`'s. */
+    const swap = async (taskId: string, label: string): Promise<string> => {
+      const key = redisKeys(prefix).task(taskId);
+      const call = JSON.parse(String(await redis.hget(key, 'call'))) as { params: Json };
+      const params = { ...call.params, arguments: { seconds: 0, label } };
+      const digest = approvalDigest(params);
+      const approval = { ...(JSON.parse(String(await redis.hget(key, 'approval'))) as Json), digest };
+      await redis.hset(key, 'call', JSON.stringify({ ...call, params }), 'approval', JSON.stringify(approval));
+      return digest;
+    };
+    const shownArguments = (page: Page, taskId: string): Promise<Json> => page.$eval(`${item(taskId)} pre.arguments`, (pre) => JSON.parse(pre.textContent ?? '{}') as Json);
+
+    const page = await signedIn(OPS_KEY, held.origin);
+    const posted: Json[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && new URL(request.url()).pathname.startsWith('/approvals/')) posted.push(JSON.parse(request.postData() ?? '{}') as Json);
+    });
+
+    // On the next poll: the item is rebuilt with the new call, and says so.
+    const polled = await startTask(requester, 'slow_compute', { seconds: 0, label: 'digest-shown' });
+    await page.waitForSelector(`${item(polled)}[data-state="pending"]`, WAIT);
+    assert.deepEqual(await shownArguments(page, polled), { seconds: 0, label: 'digest-shown' });
+    const newDigest = await swap(polled, 'digest-swapped');
+    await page.waitForSelector(`${item(polled)}[data-digest="${newDigest}"] p.changed`, WAIT);
+    assert.deepEqual(await shownArguments(page, polled), { seconds: 0, label: 'digest-swapped' }, 'the arguments Approve is bound to');
+    await page.click(`${item(polled)} button.approve`);
+    await page.waitForSelector(`${item(polled)}[data-state="decided"][data-decision="approved"]`, WAIT);
+    assert.equal(posted.at(-1)?.digest, newDigest, 'approving sends the digest of the call on screen');
+
+    // A click on a call that changed before the page polled again: 409, nothing decided, the new call shown.
+    const stale = await startTask(requester, 'slow_compute', { seconds: 0, label: 'digest-stale' });
+    await page.waitForSelector(`${item(stale)}[data-state="pending"]`, WAIT);
+    const oldDigest = await page.$eval(item(stale), (li) => li.getAttribute('data-digest'));
+    let holding = true;
+    const heldPolls: HTTPRequest[] = [];
+    let pollHeld: () => void = () => {};
+    const onePollHeld = new Promise<void>((resolve) => (pollHeld = resolve));
+    page.on('request', (intercepted) => {
+      if (!holding || intercepted.method() !== 'GET' || new URL(intercepted.url()).pathname !== '/approvals') return void intercepted.continue();
+      heldPolls.push(intercepted);
+      pollHeld();
+    });
+    await page.setRequestInterception(true);
+    await onePollHeld;
+    const swappedDigest = await swap(stale, 'digest-late');
+    await page.click(`${item(stale)} button.approve`);
+    await page.waitForSelector(`${item(stale)}[data-digest="${swappedDigest}"][data-state="pending"] p.changed`, WAIT);
+    assert.equal(posted.at(-1)?.digest, oldDigest, 'the stale click named what it showed');
+    assert.deepEqual(await shownArguments(page, stale), { seconds: 0, label: 'digest-late' });
+    holding = false;
+    for (const request of heldPolls) await request.continue();
+    await page.click(`${item(stale)} button.deny`);
+    await page.waitForSelector(`${item(stale)}[data-state="decided"][data-decision="denied"]`, WAIT);
+    assert.equal(posted.at(-1)?.digest, swappedDigest);
+
+    // The upstream never saw any of it: the approved call's run still holds the call it was made with, which is
+    // not the one approved, and fails saying so.
+    await requester.experimental.tasks.getTaskResult(polled, CallToolResultSchema).catch(() => undefined); // blocks until it ended
+    const ended = await requester.experimental.tasks.getTask(polled);
+    assert.equal(ended.status, 'failed');
+    assert.match(String(ended.statusMessage), /differ from the ones that were approved/);
+    for (const label of ['digest-shown', 'digest-swapped', 'digest-stale', 'digest-late']) assert.equal(await executions(label), 0, label);
+    await page.close();
   });
 
   test('a decision a page on another origin could send is refused: a foreign Origin, a form content type', async () => {

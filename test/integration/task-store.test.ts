@@ -160,6 +160,19 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
+    test('approvals: a decision naming another call\'s digest decides nothing, and the hold stays pending', async () => {
+      const store = await create();
+      const held = newTask({ approval: { approvers: ['key:ops'], scopes: [], deadlineMs: Date.now() + 60_000, digest: 'shown', state: 'pending' } });
+      await store.create(held);
+      const stale = await store.decideApproval(held.taskId, { state: 'approved', by: 'key:ops', digest: 'another', message: 'x' });
+      assert.equal(!stale.ok && stale.reason, 'changed', JSON.stringify(stale));
+      assert.equal((await store.get(held.taskId))?.approval?.state, 'pending');
+      assert.deepEqual((await store.pendingApprovals(10)).map((t) => t.taskId), [held.taskId], 'still listed');
+      const decided = await store.decideApproval(held.taskId, { state: 'approved', by: 'key:ops', digest: 'shown', message: 'approved' });
+      assert.ok(decided.ok && decided.task.approval?.state === 'approved', JSON.stringify(decided));
+      await store.close();
+    });
+
     test('approvals: only expiry decides past the deadline, and not before it; indexApproval lists a hold once', async () => {
       const store = await create();
       const hold = (deadlineMs: number): NonNullable<NewTask['approval']> => ({ approvers: ['key:ops'], scopes: [], deadlineMs, digest: 'd', state: 'pending' });

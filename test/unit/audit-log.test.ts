@@ -76,6 +76,25 @@ describe('audit log subscriber', () => {
     ]);
   });
 
+  it('issue 39 #11: a refusal names its own cause: only tool, prompt and resource refusals blame auth.access', async () => {
+    const state = audited();
+    const { events } = state;
+    events.emit('access.denied', { principal: 'key:mallory', kind: 'approval', name: 'deploy', taskId: 't1', reason: 'not an approver of this tool' });
+    events.emit('access.denied', { principal: 'key:alice', kind: 'approval', name: 'deploy', taskId: 't1', reason: 'own call: the rule does not allow self-approval' });
+    events.emit('access.denied', { kind: 'cross-site', name: 'approvals', reason: 'Forbidden: a page on http://evil.example may not change state here', status: 403 });
+    events.emit('access.denied', { principal: 'key:bob', kind: 'admin', name: 'reload', reason: 'not an admin' });
+    events.emit('access.denied', { kind: 'credentials', name: 'approvals', reason: 'Unknown API key' });
+    const lines = await linesOf(state, 5);
+    assert.deepEqual(lines, [
+      { level: 'info', audit: 'access.denied', principal: 'key:mallory', kind: 'approval', tool: 'deploy', task: 't1', reason: 'not an approver of this tool', msg: 'approval refused: not an approver of this tool' },
+      { level: 'info', audit: 'access.denied', principal: 'key:alice', kind: 'approval', tool: 'deploy', task: 't1', reason: 'own call: the rule does not allow self-approval', msg: 'approval refused: own call: the rule does not allow self-approval' },
+      { level: 'info', audit: 'access.denied', kind: 'cross-site', endpoint: 'approvals', reason: 'Forbidden: a page on http://evil.example may not change state here', status: 403, msg: 'request refused: a write a page on another origin could have sent' },
+      { level: 'info', audit: 'access.denied', principal: 'key:bob', kind: 'admin', endpoint: 'reload', reason: 'not an admin', msg: 'request refused: not an admin' },
+      { level: 'info', audit: 'access.denied', endpoint: 'approvals', reason: 'Unknown API key', msg: 'request refused: credentials' },
+    ]);
+    for (const line of lines) assert.doesNotMatch(String(line.msg), /auth\.access/);
+  });
+
   it('leaves out what was never audited: ends told by task.recovered, shutdown failures, progress', async () => {
     const state = audited();
     const { events } = state;

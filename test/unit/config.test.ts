@@ -583,6 +583,24 @@ describe('config: hosts without tasks (the issue 14 contract)', () => {
     assert.equal(parse(`${upstreams}tasks: { defaults: { plainCalls: background }, taskTools: { enabled: auto } }\n`).tasks.taskTools.enabled, true);
   });
 
+  it('issue 39 #11: a rule with approval answers plain callers with a handle unless it says plainCalls itself; the task tools come with it', () => {
+    const auth = 'auth: { resource: "http://127.0.0.1/mcp", apiKeys: [{ principal: ops, key: ops-key-0123456789abcdef }] }\n';
+    const held = (rule: string, tools = '') => parse(`${upstreams}${auth}tasks:\n  rules: [{ match: 'deploy_*', ${rule}approval: { approvers: [ops], timeoutMs: 60000 } }]\n${tools}`);
+    const byDefault = held('');
+    assert.equal(resolvePolicy(byDefault.tasks, 'deploy_prod').plainCalls, 'background');
+    assert.equal(resolvePolicy(byDefault.tasks, 'deploy_prod').approval?.onCallerGone, 'keep');
+    assert.equal(resolvePolicy(byDefault.tasks, 'other').plainCalls, 'wait', 'other tools keep the defaults');
+    assert.equal(byDefault.tasks.taskTools.enabled, true);
+    const waiting = held('plainCalls: wait, ');
+    assert.equal(resolvePolicy(waiting.tasks, 'deploy_prod').plainCalls, 'wait');
+    assert.equal(waiting.tasks.taskTools.enabled, true, 'a held call may outlive its plain caller, who fetches the result with them');
+    const cancelling = parse(`${upstreams}${auth}tasks:\n  rules: [{ match: 'deploy_*', plainCalls: wait, approval: { approvers: [ops], timeoutMs: 60000, onCallerGone: cancel } }]\n`);
+    assert.equal(cancelling.tasks.taskTools.enabled, false);
+    assert.equal(held('plainCalls: wait, ', '  taskTools: { enabled: false }\n').tasks.taskTools.enabled, false);
+    const refused = errorsOf(() => held('', '  taskTools: { enabled: false }\n')).map((e) => `${e.path}: ${e.message}`);
+    assert.match(refused[0] ?? '', /^tasks\.taskTools\.enabled: plainCalls: background \(tasks\.rules\[0\], whose approval makes plainCalls default to background\) needs the task tools/);
+  });
+
   it('rejects what cannot work, at the line that says it', () => {
     const at = (yaml: string) => parseErrors(`${upstreams}${yaml}`).map((e) => `${e.path}: ${e.message}`);
     assert.deepEqual(at('tasks:\n  defaults: { plainCalls: later }\n'), ['tasks.defaults.plainCalls: expected one of wait, background; got "later"']);

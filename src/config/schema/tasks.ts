@@ -38,6 +38,7 @@ export const ApprovalSchema = z
     scopes: z.array(z.string().trim().min(1, { error: 'expected a non-empty scope' })).default(() => []),
     timeoutMs: int(1),
     allowSelf: z.boolean().default(false),
+    onCallerGone: z.enum(['keep', 'cancel']).default('keep'),
   })
   .superRefine((approval, ctx) => {
     if (approval.approvers.length === 0 && approval.scopes.length === 0) {

@@ -339,9 +339,13 @@ function until(ms) {
   return ms > 0 ? `in ${age(ms)}` : 'passed';
 }
 
-function approvalItem(view) {
+/**
+ * One held call. The item is bound to its call's digest: Approve and Deny send it, so a decision holds only for
+ * the arguments on screen. `changed`: the call under this task id is not the one this tab showed before.
+ */
+function approvalItem(view, changed = false) {
   const heading = `approval-${++approvals.ids}`;
-  const item = el('li', undefined, { class: 'approval', 'data-task-id': view.taskId, 'data-state': 'pending', 'aria-labelledby': heading });
+  const item = el('li', undefined, { class: 'approval', 'data-task-id': view.taskId, 'data-digest': view.digest ?? '', 'data-state': 'pending', 'aria-labelledby': heading });
   const fields = el('dl');
   field(fields, 'Requested by', view.principal);
   fields.append(el('dt', 'Age'), el('dd', undefined, { class: 'age' }), el('dt', 'Deadline'), el('dd', undefined, { class: 'deadline' }));
@@ -360,6 +364,7 @@ function approvalItem(view) {
 
   item.append(
     el('h3', undefined, { id: heading, class: 'approval-title' }, el('span', view.tool, { class: 'tool' }), el('span', ` on ${view.upstream}`, { class: 'muted' })),
+    ...(changed ? [el('p', 'This call changed since it was first shown here: its arguments below are the new ones.', { class: 'changed', role: 'alert' })] : []),
     fields,
     el('p', 'Arguments, exactly as the upstream will get them', { class: 'label' }),
     // Text, never markup: whatever the caller put in the arguments is shown as it is.
@@ -399,7 +404,8 @@ async function decide(item, decision) {
   outcome.textContent = decision === 'approve' ? 'Approving…' : 'Denying…';
   approvals.kept.add(taskId);
   try {
-    const body = JSON.stringify({ decision, ...(comment ? { comment } : {}) });
+    // The digest of the call on screen: if the call changed since, the gateway decides nothing (409).
+    const body = JSON.stringify({ decision, digest: item.dataset.digest, ...(comment ? { comment } : {}) });
     const answer = await api(`${APPROVALS}/${encodeURIComponent(taskId)}`, { method: 'POST', body });
     item.dataset.state = 'decided';
     item.dataset.decision = answer.approval.status;
@@ -413,6 +419,12 @@ async function decide(item, decision) {
       outcome.classList.add('error');
       outcome.textContent = error.message;
       if (error instanceof Refused && error.status === 401) handle(error);
+      return;
+    }
+    // The call changed under this task id since it was shown: nothing was decided; show it as it stands now.
+    if (error.status === 409 && error.body.reason === 'changed' && error.body.approval !== undefined) {
+      approvals.kept.delete(taskId);
+      replaceApprovalItem(item, error.body.approval);
       return;
     }
     // 403 (not an approver of this tool, or the caller's own call), 404, 409 (decided already, ended, past its
@@ -441,6 +453,16 @@ function dismissButton(item) {
   return button;
 }
 
+/** Puts a freshly built item for `view` (a call that changed under its task id) where `item` was. */
+function replaceApprovalItem(item, view) {
+  const fresh = approvalItem(view, true);
+  approvals.items.set(view.taskId, fresh);
+  updateApprovalItem(fresh, view, Date.now());
+  item.replaceWith(fresh);
+  renderApprovalsState();
+  return fresh;
+}
+
 function renderApprovals(page) {
   const list = $('approval-list');
   const pending = new Set(page.approvals.map((view) => view.taskId));
@@ -456,6 +478,9 @@ function renderApprovals(page) {
     if (item === undefined) {
       item = approvalItem(view);
       approvals.items.set(view.taskId, item);
+    } else if (item.dataset.state === 'pending' && item.dataset.digest !== (view.digest ?? '')) {
+      // Another call under the same task id: rebuilt, so the arguments on screen are the ones Approve is bound to.
+      item = replaceApprovalItem(item, view);
     }
     if (item.dataset.state === 'pending') updateApprovalItem(item, view, page.now);
     // Soonest deadline first, as the API orders them; moved only when out of place (a move loses focus).

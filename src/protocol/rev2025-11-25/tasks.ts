@@ -23,7 +23,7 @@ import type { Upstream } from '../../upstream/upstream.js';
 import type { ActingFor } from '../../upstream/adapter.js';
 import type { IdempotentCreation, Opened } from '../../tasks/idempotency.js';
 import { codec, sessionTask, taskPayload, withRelatedTask } from './codec.js';
-import { heldOutcome } from '../held-calls.js';
+import { heldOutcome, leavingCancels } from '../held-calls.js';
 import type { Session } from './session.js';
 
 /** The parts of the task core the 2025-11-25 task methods and their router use (the TaskEngine has them all). */
@@ -118,17 +118,21 @@ export class SessionTasks {
 
   /**
    * A plain call held for approval under `plainCalls: wait`: a task at once (it waits in the store), whose end is
-   * the request's answer; undefined when `signal` aborts first, which cancels the task (as a plain call would be).
-   * Under an idempotency key already used, the wait is for the key's task: one hold, one run.
+   * the request's answer; undefined when `signal` aborts first, which cancels the task only where the rule says
+   * `onCallerGone: cancel` (else the hold stays for its approvers, and the caller finds the task with the task
+   * tools). Under an idempotency key already used, the wait is for the key's task: one hold, one run.
    */
   async waitHeld(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, actingFor: ActingFor | undefined, signal: AbortSignal, charge?: InflightCharge, once?: IdempotentCreation): Promise<Outcome | undefined> {
     const task = await this.startBackground(session, exposedName, upstream, params, actingFor, charge, once);
     const outcome = await heldOutcome(this.queries, task.taskId, signal);
-    if (outcome === undefined) {
+    if (outcome !== undefined) return outcome;
+    if (leavingCancels(this.policies.policyFor(exposedName))) {
       const now = await this.queries.find(task.taskId).catch(() => undefined);
       if (now !== undefined && !isTerminal(now.status)) await this.runs.cancel(now).catch(() => undefined);
+    } else {
+      this.logger.info({ task: task.taskId, principal: task.principal, session: session.sessionId }, 'plain caller stopped waiting for a held call: the task goes on for its approvers');
     }
-    return outcome;
+    return undefined;
   }
 
   /** The task `once`'s key made for the session's principal, if it still exists (-32602 when made for another call). */

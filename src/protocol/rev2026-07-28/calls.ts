@@ -24,7 +24,7 @@ import { StatelessExchange, paramsDigest, type ParkedExchanges, type RequestStat
 import type { StatelessPeerMessages, StatelessPeers } from './peers.js';
 import type { StatelessResponder, ResponseSink } from './responder.js';
 import { plainClientCaller, type StatelessTasks } from './tasks.js';
-import { heldOutcome } from '../held-calls.js';
+import { heldOutcome, leavingCancels } from '../held-calls.js';
 import type { TaskTools } from '../task-tools.js';
 import { statelessSideOf, type StatelessUpstreamSide } from './upstream/side.js';
 import { idempotentCreation } from '../../tasks/idempotency.js';
@@ -356,12 +356,13 @@ export class StatelessCalls {
 
   /**
    * A plain call held for approval under `plainCalls: wait`: a task at once, whose end answers the request (the
-   * client's keep-alive, if it asked for progress, runs meanwhile); the client closing the request cancels it.
+   * client's keep-alive, if it asked for progress, runs meanwhile); the client closing the request cancels it only
+   * where the rule says `onCallerGone: cancel` (else the hold stays for its approvers).
    */
   private async waitHeld(client: StatelessClient, name: string, upstream: Upstream, exchange: StatelessExchange, start: () => Promise<StatelessExchange['call']>, responder: ResponseSink): Promise<Outcome | undefined> {
     const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start, plainClientCaller(client.capabilities));
     const outcome = await heldOutcome(this.deps.tasks.queries, task.taskId, responder.gone);
-    if (outcome === undefined) {
+    if (outcome === undefined && leavingCancels(this.deps.tasks.policies.policyFor(name))) {
       const now = await this.deps.tasks.queries.find(task.taskId).catch(() => undefined);
       if (now !== undefined) await this.deps.tasks.cancel(now).catch(() => undefined);
     }

@@ -36,6 +36,7 @@ export class RedisApprovals {
       comment ?? '',
       comment === undefined ? '0' : '1',
       decision.message,
+      decision.digest ?? '',
     )) as string[];
     const [verdict, ...fields] = reply;
     if (verdict === 'not_found') {
