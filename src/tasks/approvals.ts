@@ -41,6 +41,12 @@ export const APPROVAL_SWEEP_MS = 1_000;
 export const APPROVALS_PAGE_SIZE = 50;
 export const APPROVALS_PAGE_MAX = 100;
 /**
+ * A page ends once the calls it holds reach this many bytes (as JSON; at least one hold): what one listing reads
+ * and sends is bounded whatever the arguments' sizes. The calls are read CALLS_READ_AT_ONCE at a time.
+ */
+export const APPROVALS_PAGE_CALL_BYTES = 16 * 1024 * 1024;
+const CALLS_READ_AT_ONCE = 4;
+/**
  * Index entries (small: no call) one listing looks at, at most, for holds its caller may decide; past them it
  * answers with what it found and a cursor that goes on from there (possibly with an empty page).
  */
@@ -197,26 +203,31 @@ export class Approvals {
     const codec = await this.cursorCodec();
     let after = request.cursor === undefined ? undefined : positionIn(codec.decode(cursorOwner(caller), request.cursor));
     const tasks: TaskRecord[] = [];
+    let callBytes = 0;
+    const full = (): boolean => tasks.length >= limit || callBytes >= APPROVALS_PAGE_CALL_BYTES;
     let scanned = 0;
     for (;;) {
       const want = Math.min(HOLDS_PER_READ, HOLDS_SCANNED_PER_LISTING - scanned);
       const entries = await store.pendingHolds({ ...(after === undefined ? {} : { after }), limit: want });
       scanned += entries.length;
       const mine = entries.filter((entry) => this.mayDecide(entry, caller) && this.mayDecideOwn(entry, caller));
-      // The calls of this caller's holds, only as many as the page still has room for, in order.
-      for (let next = 0; next < mine.length && tasks.length < limit; ) {
-        const batch = mine.slice(next, next + limit - tasks.length);
+      // The calls of this caller's holds, a few at a time, in order, until the page is full (in holds or in bytes).
+      for (let next = 0; next < mine.length && !full(); ) {
+        const batch = mine.slice(next, next + Math.min(CALLS_READ_AT_ONCE, limit - tasks.length));
         next += batch.length;
         const records = await Promise.all(batch.map((entry) => store.get(entry.taskId, { call: true })));
         for (const [i, entry] of batch.entries()) {
+          if (full()) break;
           const task = records[i];
-          if (task !== undefined && !isTerminal(task.status) && task.approval?.state === 'pending') tasks.push(task);
-          else await store.unindexApproval(entry.taskId); // decided elsewhere, ended, or gone
+          if (task !== undefined && !isTerminal(task.status) && task.approval?.state === 'pending') {
+            tasks.push(task);
+            callBytes += Buffer.byteLength(JSON.stringify(task.call?.params ?? null));
+          } else await store.unindexApproval(entry.taskId); // decided elsewhere, ended, or gone
           after = entry;
         }
       }
       const indexEnded = entries.length < want;
-      if (tasks.length >= limit) {
+      if (full()) {
         // Full: the next page goes on after its last hold (unless the index ended right there).
         const lastOfIndex = indexEnded && after === entries.at(-1);
         return { tasks, ...(lastOfIndex || after === undefined ? {} : { nextCursor: codec.encode(cursorOwner(caller), positionText(after)) }) };

@@ -39,6 +39,7 @@ function config(fixtureUrl: string, store: Json, cap: number): Json {
         { match: 'slow_compute', approval: { approvers: ['bob'], timeoutMs: 600_000 } },
         { match: 'echo', approval: { approvers: ['dave'], timeoutMs: 600_000 } },
         { match: 'greet', approval: { approvers: ['bob'], timeoutMs: 1_500 } },
+        { match: 'report', approval: { approvers: ['erin'], timeoutMs: 600_000 } },
       ],
       maxPendingApprovalsPerPrincipal: cap,
     },
@@ -176,6 +177,19 @@ describe('approval listings on Redis: filtered before any call is read, paged pe
     assert.equal((await listing(gateway.baseUrl, 'dave', '?limit=0')).status, 400);
     const foreign = await modern(gateway.url, 'tools/call', { name: 'approval_list', arguments: { cursor: daves } }, { headers: bearer('bob') });
     assert.equal(foreign.result?.isError, true, JSON.stringify(foreign.messages));
+  });
+
+  test('a page ends once its calls reach 16 MiB: six holds of 3.9 MB come as five, then one', async () => {
+    const huge = 'y'.repeat(3_900_000);
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push(await held(gateway.url, 'alice', 'report', { huge, i }));
+    const first = await listing(gateway.baseUrl, 'erin');
+    assert.equal(first.status, 200);
+    assert.deepEqual((first.body.approvals as Json[]).map((x) => x.taskId), ids.slice(0, 5));
+    assert.equal(typeof first.body.nextCursor, 'string');
+    const second = await listing(gateway.baseUrl, 'erin', `?cursor=${encodeURIComponent(String(first.body.nextCursor))}`);
+    assert.deepEqual((second.body.approvals as Json[]).map((x) => x.taskId), ids.slice(5));
+    assert.equal(second.body.nextCursor, undefined);
   });
 
   test('listings at once are bounded per principal and per replica: the excess gets 429 with Retry-After, and a listing after is served', async () => {
