@@ -381,11 +381,12 @@ export function approvesAnything(policies: Pick<TaskPolicies, 'config'>, caller:
  * Reserves a place for a new hold among `principal`'s pending ones, before its task is stored: refused (the
  * principal's own calls wait for decisions) past `cap` (tasks.maxPendingApprovalsPerPrincipal; 0: none).
  */
-export async function reserveHold(store: Pick<TaskStore, 'reserveHold'>, principal: string, taskId: string, hold: Pick<ApprovalHold, 'deadlineMs'>, cap: number): Promise<void> {
+export async function reserveHold(store: Pick<TaskStore, 'reserveHold'>, events: GatewayEvents, principal: string, taskId: string, hold: Pick<ApprovalHold, 'deadlineMs'>, cap: number): Promise<void> {
   const reservation = await store.reserveHold(principal, taskId, hold.deadlineMs, cap).catch((error: unknown) => {
     throw storeUnavailable(error);
   });
   if (!reservation.reserved) {
+    events.emit('rate.limited', { principal, limit: 'maxPendingApprovalsPerPrincipal' });
     throw new GatewayError(
       'too_many_tasks',
       `Too many calls waiting for approval: you have ${reservation.pending} (tasks.maxPendingApprovalsPerPrincipal: ${cap}); wait for decisions or cancel some`,

@@ -87,7 +87,7 @@ export class TaskAdmission {
       const approval = policy.approval === undefined || call === undefined ? undefined : newHold(policy.approval, call.params);
       // A place among the principal's pending holds first (tasks.maxPendingApprovalsPerPrincipal); it frees itself
       // at the hold's deadline if the task is never stored.
-      if (approval !== undefined) await reserveHold(store, principal, taskId, approval, policies.config.maxPendingApprovalsPerPrincipal);
+      if (approval !== undefined) await reserveHold(store, events, principal, taskId, approval, policies.config.maxPendingApprovalsPerPrincipal);
       const task = await createTask(
         store,
         // The call is kept only where another replica may have to start it: it can be large, and it is the
