@@ -312,7 +312,7 @@ export class Approvals {
     if (this.sweeping) return;
     this.sweeping = true;
     try {
-        // Ids and deadlines only: expiring a hold never needs its call.
+      // Ids and deadlines only: expiring a hold never needs its call.
       const due = await this.deps.store.dueHolds(Date.now(), HOLDS_PER_READ).catch(() => []);
       for (const taskId of due) await this.expire(taskId);
     } finally {
