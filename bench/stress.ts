@@ -265,6 +265,46 @@ async function redisBytesUnder(prefix: string): Promise<number> {
 
 const STORED_PREFIX = `taskgate-stress-${process.pid}-${randomBytes(4).toString('hex')}`;
 
+/** Held calls of the approval-listing-flood scenario: their count and the bytes of each one's arguments. */
+const HELD_CALLS = size(15, 6);
+const HELD_ARGUMENT_BYTES = 3_900_000;
+const LISTING_KEYS = { approver: `approver-${randomBytes(12).toString('hex')}`, mallory: `mallory-${randomBytes(12).toString('hex')}` };
+
+/** GET /approvals as `key`'s principal: the status, and how many holds the page had. */
+async function approvalsListing(gateway: Gateway, key: string): Promise<{ status: number; holds: number }> {
+  const response = await fetch(`${gateway.base}/approvals`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(ANSWER_DEADLINE_MS) });
+  const body = (await response.json()) as { approvals?: unknown[] };
+  return { status: response.status, holds: body.approvals?.length ?? 0 };
+}
+
+/**
+ * alice holds HELD_CALLS calls with arguments of HELD_ARGUMENT_BYTES for an approver; mallory, who approves nothing,
+ * lists GET /approvals 20 at a time over and over (each listing used to read every held call in full). Then the
+ * approver lists: every hold, with its arguments.
+ */
+async function approvalListingFlood(gateway: Gateway, served: () => Promise<void>): Promise<Detail> {
+  const alice = await openSession(gateway.url, bearer('alice'));
+  const filler = 'h'.repeat(HELD_ARGUMENT_BYTES);
+  let held = 0;
+  for (let id = 1; id <= HELD_CALLS; id++) {
+    const created = await post(gateway.url, toolCall(id, 'abuse__echo', { text: filler, n: id }, { task: { ttl: 600_000 } }), alice);
+    if ((answerOf(created.text)?.result as { task?: { taskId?: string } } | undefined)?.task?.taskId === undefined) return `hold ${id} was not made: ${describe(created)}`;
+    held++;
+  }
+  const statuses = new Map<string, number>();
+  const rounds = size(25, 5);
+  for (let round = 0; round < rounds; round++) {
+    const answers = await Promise.all(Array.from({ length: 20 }, () => approvalsListing(gateway, LISTING_KEYS.mallory)));
+    for (const answer of answers) {
+      const key = answer.status === 200 ? `HTTP 200 with ${answer.holds === 0 ? 'no holds' : `${answer.holds} holds`}` : `HTTP ${answer.status}`;
+      statuses.set(key, (statuses.get(key) ?? 0) + 1);
+    }
+    if (round === Math.floor(rounds / 2)) await served();
+  }
+  const approver = await approvalsListing(gateway, LISTING_KEYS.approver);
+  return `alice held ${held} calls of ${(HELD_ARGUMENT_BYTES / 1e6).toFixed(1)} MB; mallory's ${rounds * 20} listings, 20 at a time: ${[...statuses].map(([k, n]) => `${n}× ${k}`).join(', ')}; the approver's listing: HTTP ${approver.status} with ${approver.holds} holds`;
+}
+
 // ---- the scenarios --------------------------------------------------------------------------------------------
 
 const scenarios: Scenario[] = [
@@ -369,6 +409,22 @@ const scenarios: Scenario[] = [
       for (const response of open) response.destroy();
       return `${[...statuses].map(([k, n]) => `${n}× ${k}`).join(', ')}; another principal's call: ${describe(bob)}`;
     },
+  },
+  {
+    name: 'approval-listing-flood',
+    expect: [/mallory's \d+ listings, 20 at a time: .*HTTP 200 with no holds/, new RegExp(`the approver's listing: HTTP 200 with ${HELD_CALLS} holds`)],
+    abuse: `a principal who approves nothing lists GET /approvals 20 at a time, ${size(25, 5)} times, while ${size(15, 6)} held calls keep 3.9 MB arguments each (each listing read them all: 20 at once took 2.36 GB)`,
+    bound: 'listings filter by caller before reading a call (none for a non-approver) and read their own page only; 2 at once per principal, 8 per replica, the rest 429 + Retry-After',
+    ceilingBytes: size(600, 500) * MiB,
+    upstream: 'stdio',
+    config: {
+      gateway: {
+        auth: { ...authConfig, apiKeys: [...authConfig.apiKeys, { principal: 'approver', key: LISTING_KEYS.approver }, { principal: 'mallory', key: LISTING_KEYS.mallory }] },
+        listen: { maxBodyBytes: 4 * MiB },
+        tasks: { rules: [{ match: 'abuse__echo', mode: 'optional', approval: { approvers: ['approver'], timeoutMs: 600_000 } }] },
+      },
+    },
+    run: approvalListingFlood,
   },
   ...(['streamable-http', 'stdio'] as const).map(
     (upstream): Scenario => ({

@@ -299,6 +299,10 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'tasks.maxResultBytes': `The largest result (or error) one task stores, as JSON. A larger one fails its task with
     \`Task result too large\` instead of being stored. At least 1024. Keep it at or above the upstreams'
     \`maxMessageBytes\` unless tasks' results should be smaller than what plain calls may answer.`,
+  'tasks.maxPendingApprovalsPerPrincipal': `Calls one principal may have waiting for approval at once
+    (\`tasks.rules[].approval\`), across all replicas. Past it a new held call is refused at creation, in both
+    revisions, with a JSON-RPC error saying how many wait and naming this key, until some are decided, expire or are
+    cancelled. It keeps one principal from burying approvers' lists under its own calls. 0 = no cap.`,
   'tasks.taskTools': `The tools hosts without tasks use to fetch background results: \`task_result\`, \`task_status\`,
     \`task_cancel\`, \`task_list\` and \`task_delete\`, listed first in \`tools/list\` to every caller, acting only on the
     caller's own tasks.`,

@@ -387,6 +387,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
       maxStoredBytesPerPrincipal: raw.tasks.maxStoredBytesPerPrincipal,
       maxStoredBytes: raw.tasks.maxStoredBytes,
       maxResultBytes: raw.tasks.maxResultBytes,
+      maxPendingApprovalsPerPrincipal: raw.tasks.maxPendingApprovalsPerPrincipal,
     },
     sessions: raw.sessions,
     sse: raw.sse,

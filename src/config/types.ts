@@ -274,6 +274,8 @@ export interface TasksConfig {
   maxStoredBytes: number;
   /** The largest single result (or error) a task stores; a larger one fails its task instead. */
   maxResultBytes: number;
+  /** Calls one principal may have waiting for approval at once, across all replicas; 0 = no cap. */
+  maxPendingApprovalsPerPrincipal: number;
 }
 
 /** The gateway's own tools through which hosts without tasks reach background tasks. */

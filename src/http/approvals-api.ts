@@ -1,9 +1,11 @@
 // The approvers' HTTP API: `GET /approvals` lists the held calls the caller may decide (task, tool, upstream, the
-// arguments exactly as the upstream will get them, their digest, who asked, age, deadline), and `POST
-// /approvals/{taskId}` with `{"decision": "approve" | "deny", "comment"?, "digest"?}` decides one (200 with the
-// decided record; 400 a bad body or a comment past MAX_COMMENT_CHARS; 403 not an approver of that tool, or the
-// caller's own call; 404 unknown; 409 decided already, ended, past its deadline, or `digest` is not the call's any
-// more: the call changed since it was listed, and the body shows it as it stands). Refusals carry a `reason`. The caller
+// arguments exactly as the upstream will get them, their digest, who asked, age, deadline), a page at a time,
+// soonest deadline first (`?limit=`, `?cursor=` the previous page's `nextCursor`; 429 + Retry-After past the
+// listings served at once), and `POST /approvals/{taskId}` with `{"decision": "approve" | "deny", "comment"?,
+// "digest"?}` decides one (200 with the decided record; 400 a bad body or a comment past MAX_COMMENT_CHARS; 403 not
+// an approver of that tool, or the caller's own call; 404 unknown; 409 decided already, ended, past its deadline, or
+// `digest` is not the call's any more: the call changed since it was listed, and the body shows it as it stands).
+// Refusals carry a `reason`. The caller
 // authenticates as on the MCP endpoint (same Authenticator); a decision must be a request no page on another
 // origin could have sent (admin-writes.ts). It reads and decides in the shared store: every replica answers alike.
 // The dashboard's approvals view uses this API from the page.
@@ -13,8 +15,8 @@ import { GatewayError, retryAfterHeaders } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import type { TaskRecord } from '../store/task-store.js';
-import { commentRefusal, holdState, type Approvals, type DecisionAsked } from '../tasks/approvals.js';
+import { InvalidCursorError, type TaskRecord } from '../store/task-store.js';
+import { APPROVALS_PAGE_MAX, commentRefusal, holdState, type Approvals, type DecisionAsked } from '../tasks/approvals.js';
 import type { Caller } from '../tasks/principals.js';
 import { checkAdminWrite } from './admin-writes.js';
 import { AuthError, type Authenticator } from './credentials.js';
@@ -102,8 +104,11 @@ export const approvalsApiPlugin: FastifyPluginAsync<ApprovalsApiOptions> = async
 
   app.get(APPROVALS_PATH, async (request) => {
     const caller = admitted(request);
+    const page = await approvals.pendingFor(caller, pageIn(request.query)).catch((error: unknown) => {
+      throw error instanceof InvalidCursorError ? new ApiError(400, 'Invalid cursor: pass a nextCursor this credential was given') : error;
+    });
     const now = Date.now();
-    return { now, approvals: (await approvals.pendingFor(caller)).map((task) => approvalView(task, now)) };
+    return { now, approvals: page.tasks.map((task) => approvalView(task, now)), ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) };
   });
 
   app.post(`${APPROVALS_PATH}/:taskId`, async (request) => {
@@ -114,6 +119,18 @@ export const approvalsApiPlugin: FastifyPluginAsync<ApprovalsApiOptions> = async
     return { approval: approvalView(answer.task, Date.now()) };
   });
 };
+
+/** The page a listing asks for (`?cursor=…&limit=…`); 400 for anything else. */
+function pageIn(query: unknown): { cursor?: string; limit?: number } {
+  const { cursor, limit } = (query ?? {}) as { cursor?: unknown; limit?: unknown };
+  if (cursor !== undefined && (typeof cursor !== 'string' || cursor === '')) throw new ApiError(400, 'cursor must be a nextCursor a listing gave');
+  let pageSize: number | undefined;
+  if (limit !== undefined) {
+    pageSize = typeof limit === 'string' && /^\d{1,6}$/.test(limit) ? Number(limit) : Number.NaN;
+    if (!(pageSize >= 1 && pageSize <= APPROVALS_PAGE_MAX)) throw new ApiError(400, `limit must be a whole number from 1 to ${APPROVALS_PAGE_MAX}`);
+  }
+  return { ...(cursor === undefined ? {} : { cursor }), ...(pageSize === undefined ? {} : { limit: pageSize }) };
+}
 
 /** The decision a POST body asks for; 400 for anything else. */
 function decisionIn(body: unknown): DecisionAsked {

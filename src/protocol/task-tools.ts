@@ -9,7 +9,7 @@ import { GatewayError } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { isTerminal, type TaskRecord } from '../store/task-store.js';
+import { InvalidCursorError, isTerminal, type TaskRecord } from '../store/task-store.js';
 import type { TaskQueries } from '../tasks/task-queries.js';
 import type { TaskRuns } from '../tasks/task-runs.js';
 import { stillDoing, type TaskRecords } from '../tasks/task-records.js';
@@ -155,11 +155,23 @@ export class TaskTools {
   private async approvalTool(name: string, input: JsonObject, caller: Caller | undefined, approvals: NonNullable<TaskToolParts['approvals']>): Promise<Outcome> {
     if (caller === undefined || this.tasks.policies === undefined || !approvesAnything(this.tasks.policies, caller)) throw new GatewayError('invalid_params', `Unknown tool: ${name}`);
     if (name === APPROVAL_TOOL_NAMES.list) {
+      const { cursor } = input;
+      if (cursor !== undefined && (typeof cursor !== 'string' || cursor === '')) return { result: toolError(`cursor must be the nextCursor ${APPROVAL_TOOL_NAMES.list} gave`) };
+      let page: Awaited<ReturnType<typeof approvals.pendingFor>>;
+      try {
+        page = await approvals.pendingFor(caller, cursor === undefined ? {} : { cursor });
+      } catch (error) {
+        if (error instanceof InvalidCursorError) return { result: toolError(`Invalid cursor: pass the nextCursor ${APPROVAL_TOOL_NAMES.list} gave you`) };
+        throw error;
+      }
       const now = Date.now();
-      const pending = (await approvals.pendingFor(caller)).map((task) => heldCallSummary(task, now));
+      const pending = page.tasks.map((task) => heldCallSummary(task, now));
       const lines = pending.map((p) => `- ${String(p.taskId)}: ${String(p.tool)} for ${String(p.principal)} with ${JSON.stringify(p.arguments)}, until ${String(p.deadline)} (digest ${String(p.digest)})`);
-      const text = pending.length === 0 ? 'No calls wait for your approval.' : `Calls waiting for your approval, soonest deadline first:\n${lines.join('\n')}\nDecide with ${APPROVAL_TOOL_NAMES.decide}, passing the taskId and the digest shown: a call that changed since is not decided.`;
-      return { result: { content: [{ type: 'text', text }], structuredContent: { approvals: pending } } };
+      const more = page.nextCursor === undefined ? '' : `\nMore may wait: call ${APPROVAL_TOOL_NAMES.list} again with cursor "${page.nextCursor}".`;
+      const text = pending.length === 0
+        ? `No calls wait for your approval${page.nextCursor === undefined ? '.' : ' among the ones looked at so far.'}${more}`
+        : `Calls waiting for your approval, soonest deadline first:\n${lines.join('\n')}\nDecide with ${APPROVAL_TOOL_NAMES.decide}, passing the taskId and the digest shown: a call that changed since is not decided.${more}`;
+      return { result: { content: [{ type: 'text', text }], structuredContent: { approvals: pending, ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) } } };
     }
     const { taskId, decision, comment, digest } = input;
     if (typeof taskId !== 'string' || taskId === '') return { result: toolError(`taskId must be the task id ${APPROVAL_TOOL_NAMES.list} gave`) };
@@ -280,8 +292,8 @@ const APPROVAL_TOOL_DEFINITIONS: readonly JsonObject[] = [
   {
     name: APPROVAL_TOOL_NAMES.list,
     title: 'Calls waiting for your approval',
-    description: 'List the tool calls held until an approver decides, that you may approve or deny: task id, tool, who asked, the arguments exactly as the tool will get them, their digest (pass it to approval_decide), and the deadline.',
-    inputSchema: { type: 'object', properties: {} },
+    description: 'List the tool calls held until an approver decides, that you may approve or deny: task id, tool, who asked, the arguments exactly as the tool will get them, their digest (pass it to approval_decide), and the deadline. A page at a time, soonest deadline first: when the result has a nextCursor, call again with it to see more.',
+    inputSchema: { type: 'object', properties: { cursor: { type: 'string', description: 'The nextCursor of the previous page; absent for the first page.' } } },
     annotations: { readOnlyHint: true, openWorldHint: false },
   },
   {

@@ -2,12 +2,12 @@ import { EventEmitter } from 'node:events';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { JsonObject } from '../jsonrpc.js';
 import { randomBytes } from 'node:crypto';
+import { MemoryHolds } from './memory/approvals.js';
 import { MemoryDeliveries } from './memory/deliveries.js';
 import { RunningIndex } from './memory/running.js';
 import { Semaphores } from './memory/semaphores.js';
 import { StoredBytesLedgers } from './memory/stored-bytes.js';
 import {
-  APPROVALS_PER_READ,
   batches,
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
@@ -25,7 +25,11 @@ import {
   type CreateOnceResult,
   type DeleteResult,
   type KeyRetirement,
+  pendingHoldOf,
+  type HoldPosition,
+  type HoldReservation,
   type NewTask,
+  type PendingHold,
   type SlotGrant,
   type StoredBytes,
   type TaskChange,
@@ -76,8 +80,8 @@ export class MemoryTaskStore implements TaskStore {
   private lastCreatedUs = 0;
   /** Sessions' shared state, with when each expires. */
   private readonly sessions = new Map<string, StoredSession>();
-  /** Tasks whose call waits for approval, with their deadline (entries of decided or gone holds go as they are met). */
-  private readonly pending = new Map<string, number>();
+  /** The index of calls waiting for approval (entries of decided holds go at once, of gone ones as they are met). */
+  private readonly holds = new MemoryHolds();
   /** Ids of expired tasks, until when they are remembered. */
   private readonly expiredIds = new Map<string, number>();
   /** Ids of deleted keyed tasks, until when they stay retired (as long as they would have once expired). */
@@ -125,7 +129,7 @@ export class MemoryTaskStore implements TaskStore {
     if (task.approval !== undefined) {
       // Held from the start: the upstream has not seen the call.
       task.queued = true;
-      this.pending.set(task.taskId, task.approval.deadlineMs);
+      this.holds.index(pendingHoldOf(task) as PendingHold);
     }
     return copy(withoutOutcome(task));
   }
@@ -366,13 +370,13 @@ export class MemoryTaskStore implements TaskStore {
   async decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult> {
     const entry = this.live(taskId);
     if (entry === undefined) {
-      this.pending.delete(taskId);
+      this.holds.unindex(taskId);
       return { ok: false, reason: 'not_found' };
     }
     const task = entry.task;
     const approval = task.approval;
     const answer = (reason: Exclude<DecideResult, { ok: true } | { reason: 'not_found' }>['reason']): DecideResult => {
-      if (reason !== 'not_due' && reason !== 'expired' && reason !== 'changed') this.pending.delete(taskId);
+      if (reason !== 'not_due' && reason !== 'expired' && reason !== 'changed') this.holds.unindex(taskId);
       return { ok: false, reason, task: copy(withoutOutcome(task)) };
     };
     if (isTerminal(task.status)) return answer('terminal');
@@ -392,28 +396,30 @@ export class MemoryTaskStore implements TaskStore {
     };
     task.message = decision.message;
     task.updatedMs = now;
-    this.pending.delete(taskId);
+    this.holds.unindex(taskId);
     const summary = copy(withoutOutcome(task));
     this.events.emit(taskId, summary);
     return { ok: true, task: copy(summary) };
   }
 
-  async indexApproval(taskId: string, deadlineMs: number): Promise<void> {
-    if (this.live(taskId) !== undefined) this.pending.set(taskId, deadlineMs);
+  async reserveHold(principal: string, taskId: string, deadlineMs: number, cap: number): Promise<HoldReservation> {
+    return this.holds.reserve(principal, taskId, deadlineMs, cap, this.now());
   }
 
-  async pendingApprovals(limit: number): Promise<TaskRecord[]> {
-    const held: TaskRecord[] = [];
-    for (const [taskId] of [...this.pending].sort(([, a], [, b]) => a - b)) {
-      if (held.length >= Math.min(limit, APPROVALS_PER_READ)) break;
-      const entry = this.live(taskId);
-      if (entry === undefined || isTerminal(entry.task.status) || entry.task.approval?.state !== 'pending') {
-        this.pending.delete(taskId);
-        continue;
-      }
-      held.push(copy(entry.task.outcome === undefined ? entry.task : withoutOutcome(entry.task)));
-    }
-    return held;
+  async indexApproval(hold: PendingHold): Promise<void> {
+    if (this.live(hold.taskId) !== undefined) this.holds.index(hold);
+  }
+
+  async unindexApproval(taskId: string): Promise<void> {
+    this.holds.unindex(taskId);
+  }
+
+  async pendingHolds(page: { after?: HoldPosition; limit: number }): Promise<PendingHold[]> {
+    return this.holds.pending(page);
+  }
+
+  async dueHolds(nowMs: number, limit: number): Promise<string[]> {
+    return this.holds.due(nowMs, limit);
   }
 
   async ping(): Promise<void> {}

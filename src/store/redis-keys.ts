@@ -68,6 +68,17 @@ export interface RedisKeys {
    * entries of decided holds are dropped after, and as they are met.
    */
   pendingApprovals(): string;
+  /**
+   * Hash of each indexed hold's small entry (task id → JSON PendingHold: who asked, tool, approvers, deadline), under
+   * the same hash tag: listings filter on it without reading any task's record.
+   */
+  pendingApprovalEntries(): string;
+  /**
+   * Sorted set of one principal's pending holds by deadline (what tasks.maxPendingApprovalsPerPrincipal counts),
+   * under the same hash tag; `pendingApprovalsOfPrefix` + principal is its key (the unindex script builds it).
+   */
+  pendingApprovalsOf(principal: string): string;
+  pendingApprovalsOfPrefix(): string;
   /** A webhook endpoint's delivery queue (see WebhookQueueKeys), under the hash tag `{webhook:<endpoint>}`. */
   webhookQueue(endpoint: string): WebhookQueueKeys;
 }
@@ -133,6 +144,9 @@ export function redisKeys(prefix: string): RedisKeys {
     storedBytes: (principal) => ledgerKeys(`${prefix}:principal:{${principal}}:stored`),
     allStoredBytes: () => ledgerKeys(`${prefix}:{stored}`),
     pendingApprovals: () => `${prefix}:{approvals}:pending`,
+    pendingApprovalEntries: () => `${prefix}:{approvals}:entries`,
+    pendingApprovalsOf: (principal) => `${prefix}:{approvals}:of:${principal}`,
+    pendingApprovalsOfPrefix: () => `${prefix}:{approvals}:of:`,
     webhookQueue: (endpoint) => {
       const base = `${prefix}:{webhook:${endpoint}}`;
       return { waiting: `${base}:waiting`, leased: `${base}:leased`, bodies: `${base}:bodies`, state: `${base}:state`, dead: `${base}:dead` };

@@ -22,11 +22,11 @@ import { parseTask, readFields, summaryFromHmget } from './redis/task-record.js'
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
 import {
-  APPROVALS_PER_READ,
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
   isTerminal,
+  pendingHoldOf,
   terminalExpiry,
   TIMELINE_LENGTH,
   type ApprovalDecision,
@@ -34,7 +34,10 @@ import {
   type CreateOnceResult,
   type DeleteResult,
   type KeyRetirement,
+  type HoldPosition,
+  type HoldReservation,
   type NewTask,
+  type PendingHold,
   type SlotGrant,
   type StoredBytes,
   type TaskChange,
@@ -114,7 +117,7 @@ export class RedisTaskStore implements TaskStore {
     this.running = new RedisRunning(this.run, this.keys, redis);
     this.semaphores = new RedisSemaphores(this.run, this.keys);
     this.stored = new RedisStoredBytes(this.run, this.keys);
-    this.approvals = new RedisApprovals(this.run, this.keys, redis, (taskId) => this.get(taskId, { call: true }));
+    this.approvals = new RedisApprovals(this.run, this.keys, redis, (taskId) => this.get(taskId));
     this.deliveries = new RedisDeliveries(this.run, this.keys, redis);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
@@ -160,7 +163,8 @@ export class RedisTaskStore implements TaskStore {
     // never a listing entry without a task.
     await this.listing.add(task);
     // Indexed only after the record exists (as listed): a crash in between leaves a hold that a takeover indexes again.
-    if (input.approval !== undefined) await this.approvals.index(task.taskId, input.approval.deadlineMs);
+    const hold = pendingHoldOf(task);
+    if (hold !== undefined) await this.approvals.index(hold);
     return { outcome: 'created', task };
   }
 
@@ -168,12 +172,24 @@ export class RedisTaskStore implements TaskStore {
     return this.approvals.decide(taskId, decision);
   }
 
-  indexApproval(taskId: string, deadlineMs: number): Promise<void> {
-    return this.approvals.index(taskId, deadlineMs);
+  reserveHold(principal: string, taskId: string, deadlineMs: number, cap: number): Promise<HoldReservation> {
+    return this.approvals.reserve(principal, taskId, deadlineMs, cap);
   }
 
-  pendingApprovals(limit: number): Promise<TaskRecord[]> {
-    return this.approvals.pending(Math.min(limit, APPROVALS_PER_READ));
+  indexApproval(hold: PendingHold): Promise<void> {
+    return this.approvals.index(hold);
+  }
+
+  unindexApproval(taskId: string): Promise<void> {
+    return this.approvals.unindex(taskId);
+  }
+
+  pendingHolds(page: { after?: HoldPosition; limit: number }): Promise<PendingHold[]> {
+    return this.approvals.pending(page);
+  }
+
+  dueHolds(nowMs: number, limit: number): Promise<string[]> {
+    return this.approvals.due(nowMs, limit);
   }
 
   async get(taskId: string, options: { outcome?: boolean; call?: boolean } = {}): Promise<TaskRecord | undefined> {

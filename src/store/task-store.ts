@@ -103,8 +103,45 @@ export type DecideResult =
   | { ok: false; reason: 'not_found' }
   | { ok: false; reason: 'not_held' | 'decided' | 'terminal' | 'changed' | 'not_due' | 'expired'; task: TaskRecord };
 
-/** Pending approvals one pendingApprovals call reads at most: what an approver's listing and the expiry sweep see. */
-export const APPROVALS_PER_READ = 500;
+/**
+ * A pending hold as the approvals index keeps it, beside its task's record: what deciding who may see it needs
+ * (who asked, for which tool, whom it waits for, until when), and never the call, which can be megabytes. Listings
+ * filter on these entries and read the calls of the page they return only; the expiry sweep reads ids and deadlines.
+ */
+export interface PendingHold {
+  taskId: string;
+  /** Who asked for the call. */
+  principal: string;
+  tool: string;
+  approvers: string[];
+  scopes: string[];
+  deadlineMs: number;
+}
+
+/** A place in the pending index (deadline, then task id): a scan goes on after it. */
+export type HoldPosition = Pick<PendingHold, 'deadlineMs' | 'taskId'>;
+
+/** Index entries one pendingHolds or dueHolds call reads at most. */
+export const HOLDS_PER_READ = 500;
+
+/** The index entry of a held task (undefined for a task that holds nothing). */
+export function pendingHoldOf(task: Pick<TaskRecord, 'taskId' | 'principal' | 'tool' | 'approval'>): PendingHold | undefined {
+  const approval = task.approval;
+  if (approval === undefined) return undefined;
+  return { taskId: task.taskId, principal: task.principal, tool: task.tool, approvers: [...approval.approvers], scopes: [...approval.scopes], deadlineMs: approval.deadlineMs };
+}
+
+/** Whether a hold's place comes after `position` (deadline, then task id by bytes, as Redis orders equal scores). */
+export function holdAfter(hold: HoldPosition, position: HoldPosition): boolean {
+  if (hold.deadlineMs !== position.deadlineMs) return hold.deadlineMs > position.deadlineMs;
+  return Buffer.compare(Buffer.from(hold.taskId), Buffer.from(position.taskId)) > 0;
+}
+
+/**
+ * What reserving a place among a principal's pending holds said: reserved (or held already), or refused with how
+ * many the principal holds.
+ */
+export type HoldReservation = { reserved: true } | { reserved: false; pending: number };
 
 /** Enough to start a task's upstream call again on any replica. */
 export interface StoredCall {
@@ -416,16 +453,26 @@ export interface TaskStore {
    */
   decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult>;
   /**
-   * Lists a pending hold among the pending ones again (idempotent): the index is written after the task, so a
-   * replica lost in between leaves a hold that approvers' listings and the expiry sweep would miss; the replica that
-   * takes the task over calls this.
+   * Reserves a place for a new hold among `principal`'s pending ones (before its task is stored): refused when the
+   * principal holds `cap` pending holds already (0: no cap). A place is freed when its hold leaves the index
+   * (unindexApproval: decided, ended) or, if its task was never stored, once `deadlineMs` has passed.
    */
-  indexApproval(taskId: string, deadlineMs: number): Promise<void>;
+  reserveHold(principal: string, taskId: string, deadlineMs: number, cap: number): Promise<HoldReservation>;
   /**
-   * Tasks whose call waits for approval (pending, not ended), soonest deadline first, with their stored call, at
-   * most `limit` (APPROVALS_PER_READ). Entries of holds decided or gone are dropped as they are met.
+   * Lists a pending hold in the index (idempotent): after its task is stored, and again by a replica that takes the
+   * task over (a replica lost between the two writes leaves a hold that listings and the sweep would miss).
    */
-  pendingApprovals(limit: number): Promise<TaskRecord[]>;
+  indexApproval(hold: PendingHold): Promise<void>;
+  /** Takes a hold out of the index and its principal's count (idempotent): decided, ended, or gone. */
+  unindexApproval(taskId: string): Promise<void>;
+  /**
+   * The index's entries after `after` (or from the start), soonest deadline first (then by task id), at most
+   * `limit` (HOLDS_PER_READ). Entries only, never the records: an entry may outlive its hold (decided elsewhere,
+   * task gone) until the reader checks the record and unindexes it.
+   */
+  pendingHolds(page: { after?: HoldPosition; limit: number }): Promise<PendingHold[]>;
+  /** Ids of indexed holds whose deadline is at or before `nowMs`, soonest first, at most `limit` (HOLDS_PER_READ). */
+  dueHolds(nowMs: number, limit: number): Promise<string[]>;
   /** Resolves when the store answers; rejects with a reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

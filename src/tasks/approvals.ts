@@ -3,14 +3,32 @@
 // sweep that expires holds nobody decided. The hold lives in the task's record beside its kept call, so whichever
 // replica runs the task (the one that opened it, or one that took it over) waits on the store for the decision,
 // and a restart loses nothing. An approved call runs once, with the arguments the hold recorded a digest of.
+// Listings and the sweep read the store's index of pending holds (small entries: who asked, tool, approvers,
+// deadline) and never a call they do not return: a listing filters by its caller first and reads the calls of its
+// own page only, pages with a cursor so that nobody's holds hide anyone else's, and is bounded in how much of the
+// index it scans and in how many run at once; the sweep reads ids and deadlines.
 import { createHash } from 'node:crypto';
 import { principalMatches } from '../config/access.js';
 import type { ApprovalPolicy } from '../config/types.js';
-import { storeUnavailable } from '../errors.js';
+import { GatewayError, storeUnavailable } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import { APPROVALS_PER_READ, failedWith, isTerminal, type ApprovalHold, type ApprovalState, type DecideResult, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import {
+  CursorCodec,
+  failedWith,
+  HOLDS_PER_READ,
+  InvalidCursorError,
+  isTerminal,
+  pendingHoldOf,
+  type ApprovalHold,
+  type ApprovalState,
+  type DecideResult,
+  type HoldPosition,
+  type PendingHold,
+  type TaskRecord,
+  type TaskStore,
+} from '../store/task-store.js';
 import type { EndWrites } from './end-writes.js';
 import type { Caller } from './principals.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
@@ -19,6 +37,36 @@ import type { TaskQueries } from './task-queries.js';
 
 /** How often each replica looks for holds past their deadline (a held run's own timer usually comes first). */
 export const APPROVAL_SWEEP_MS = 1_000;
+
+/** Holds one listing page returns unless the caller asks for fewer (`limit`), and at most: their calls are read. */
+export const APPROVALS_PAGE_SIZE = 50;
+export const APPROVALS_PAGE_MAX = 100;
+/**
+ * A page ends once the calls it holds reach this many bytes (as JSON; at least one hold): what one listing reads
+ * and sends is bounded whatever the arguments' sizes. The calls are read CALLS_READ_AT_ONCE at a time.
+ */
+export const APPROVALS_PAGE_CALL_BYTES = 16 * 1024 * 1024;
+const CALLS_READ_AT_ONCE = 4;
+/**
+ * Index entries (small: no call) one listing looks at, at most, for holds its caller may decide; past them it
+ * answers with what it found and a cursor that goes on from there (possibly with an empty page).
+ */
+export const HOLDS_SCANNED_PER_LISTING = 2_000;
+/** Listings one replica serves at once, and one principal at once on a replica; more are refused, to retry. */
+export const LISTINGS_PER_REPLICA = 8;
+export const LISTINGS_PER_PRINCIPAL = 2;
+/** When a listing refused for being one too many is told to try again. */
+export const LISTING_RETRY_MS = 1_000;
+
+/** A page of the holds a caller may decide, soonest deadline first, each with its stored call. */
+export interface ApprovalsPage {
+  tasks: TaskRecord[];
+  /** Where the next page starts (opaque, bound to the caller); absent once every hold has been seen. */
+  nextCursor?: string;
+}
+
+/** What deciding who sees and decides a hold needs: who asked, for which tool, whom the hold named. */
+type HoldFacts = Pick<PendingHold, 'principal' | 'tool' | 'approvers' | 'scopes'>;
 
 /**
  * SHA-256 of the tool and arguments as the upstream gets them (`tools/call` params: its own tool name and
@@ -110,6 +158,10 @@ export interface HeldRun {
 export class Approvals {
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping = false;
+  /** Listings being served here: in all, and per principal. */
+  private listings = 0;
+  private readonly listingsOf = new Map<string, number>();
+  private cursors: CursorCodec | undefined;
 
   constructor(private readonly deps: ApprovalsDeps) {}
 
@@ -134,7 +186,7 @@ export class Approvals {
       timer = setTimeout(() => void this.expire(taskId), Math.max(0, hold.deadlineMs - Date.now()));
       timer.unref();
       // A run taken over from a lost replica may hold a call that replica never got to index: list it (again; idempotent).
-      await this.deps.store.indexApproval(taskId, hold.deadlineMs).catch(() => undefined);
+      await this.deps.store.indexApproval(pendingHoldOf({ ...run.task, approval: hold }) as PendingHold).catch(() => undefined);
     }
     let decided: TaskRecord | undefined;
     try {
@@ -159,12 +211,89 @@ export class Approvals {
     return true;
   }
 
-  /** Pending holds `caller` may decide, soonest deadline first (each with its stored call). */
-  async pendingFor(caller: Caller): Promise<TaskRecord[]> {
-    const pending = await this.deps.store.pendingApprovals(APPROVALS_PER_READ).catch((error: unknown) => {
-      throw storeUnavailable(error);
-    });
-    return pending.filter((task) => this.mayDecide(task, caller) && this.mayDecideOwn(task, caller));
+  /**
+   * A page of the pending holds `caller` may decide, soonest deadline first, each with its stored call, after
+   * `cursor` (a page's nextCursor). Filters on the index's small entries, so a caller who may decide nothing reads
+   * no call, and reads the calls of the page it returns only. Refused (rate_limited, to retry) past
+   * LISTINGS_PER_PRINCIPAL listings of one principal, or LISTINGS_PER_REPLICA in all, at once on this replica;
+   * InvalidCursorError for a cursor this caller was not given.
+   */
+  async pendingFor(caller: Caller, page: { cursor?: string; limit?: number } = {}): Promise<ApprovalsPage> {
+    const release = this.admitListing(caller.principal);
+    try {
+      return await this.page(caller, page).catch((error: unknown) => {
+        throw error instanceof InvalidCursorError || error instanceof GatewayError ? error : storeUnavailable(error);
+      });
+    } finally {
+      release();
+    }
+  }
+
+  private async page(caller: Caller, request: { cursor?: string; limit?: number }): Promise<ApprovalsPage> {
+    const { store } = this.deps;
+    const limit = Math.max(1, Math.min(request.limit ?? APPROVALS_PAGE_SIZE, APPROVALS_PAGE_MAX));
+    const codec = await this.cursorCodec();
+    let after = request.cursor === undefined ? undefined : positionIn(codec.decode(cursorOwner(caller), request.cursor));
+    const tasks: TaskRecord[] = [];
+    let callBytes = 0;
+    const full = (): boolean => tasks.length >= limit || callBytes >= APPROVALS_PAGE_CALL_BYTES;
+    let scanned = 0;
+    for (;;) {
+      const want = Math.min(HOLDS_PER_READ, HOLDS_SCANNED_PER_LISTING - scanned);
+      const entries = await store.pendingHolds({ ...(after === undefined ? {} : { after }), limit: want });
+      scanned += entries.length;
+      const mine = entries.filter((entry) => this.mayDecide(entry, caller) && this.mayDecideOwn(entry, caller));
+      // The calls of this caller's holds, a few at a time, in order, until the page is full (in holds or in bytes).
+      for (let next = 0; next < mine.length && !full(); ) {
+        const batch = mine.slice(next, next + Math.min(CALLS_READ_AT_ONCE, limit - tasks.length));
+        next += batch.length;
+        const records = await Promise.all(batch.map((entry) => store.get(entry.taskId, { call: true })));
+        for (const [i, entry] of batch.entries()) {
+          if (full()) break;
+          const task = records[i];
+          if (task !== undefined && !isTerminal(task.status) && task.approval?.state === 'pending') {
+            tasks.push(task);
+            callBytes += Buffer.byteLength(JSON.stringify(task.call?.params ?? null));
+          } else await store.unindexApproval(entry.taskId); // decided elsewhere, ended, or gone
+          after = entry;
+        }
+      }
+      const indexEnded = entries.length < want;
+      if (full()) {
+        // Full: the next page goes on after its last hold (unless the index ended right there).
+        const lastOfIndex = indexEnded && after === entries.at(-1);
+        return { tasks, ...(lastOfIndex || after === undefined ? {} : { nextCursor: codec.encode(cursorOwner(caller), positionText(after)) }) };
+      }
+      after = entries.at(-1) ?? after;
+      if (indexEnded) return { tasks };
+      if (scanned >= HOLDS_SCANNED_PER_LISTING) return { tasks, ...(after === undefined ? {} : { nextCursor: codec.encode(cursorOwner(caller), positionText(after)) }) };
+    }
+  }
+
+  /** Counts a listing in, or refuses it (retryable) when this replica or its principal serves enough at once. */
+  private admitListing(principal: string): () => void {
+    const own = this.listingsOf.get(principal) ?? 0;
+    if (own >= LISTINGS_PER_PRINCIPAL || this.listings >= LISTINGS_PER_REPLICA) {
+      const which = own >= LISTINGS_PER_PRINCIPAL ? `${own} of yours (at most ${LISTINGS_PER_PRINCIPAL} per principal)` : `${this.listings} (at most ${LISTINGS_PER_REPLICA} per replica)`;
+      this.deps.events.emit('rate.limited', { principal, limit: 'approvalListings', retryAfterMs: LISTING_RETRY_MS });
+      throw new GatewayError('rate_limited', `Too many approval listings at once: ${which} are being served; try again shortly`, { retryAfterMs: LISTING_RETRY_MS });
+    }
+    this.listings++;
+    this.listingsOf.set(principal, own + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.listings--;
+      const left = (this.listingsOf.get(principal) ?? 1) - 1;
+      if (left <= 0) this.listingsOf.delete(principal);
+      else this.listingsOf.set(principal, left);
+    };
+  }
+
+  private async cursorCodec(): Promise<CursorCodec> {
+    this.cursors ??= new CursorCodec(await this.deps.store.signingSecret());
+    return this.cursors;
   }
 
   /**
@@ -182,11 +311,12 @@ export class Approvals {
       throw storeUnavailable(error);
     });
     if (task?.approval === undefined) return { ok: false, status: 404, reason: 'unknown', message: 'No such approval (unknown task, or a call that was never held)' };
-    if (!this.mayDecide(task, caller)) {
+    const facts: HoldFacts = { principal: task.principal, tool: task.tool, approvers: task.approval.approvers, scopes: task.approval.scopes };
+    if (!this.mayDecide(facts, caller)) {
       events.emit('access.denied', { principal: caller.principal, kind: 'approval', name: task.tool, taskId, reason: 'not an approver of this tool' });
       return { ok: false, status: 403, reason: 'not_approver', message: 'Forbidden: you are not an approver of this tool' };
     }
-    if (!this.mayDecideOwn(task, caller)) {
+    if (!this.mayDecideOwn(facts, caller)) {
       events.emit('access.denied', { principal: caller.principal, kind: 'approval', name: task.tool, taskId, reason: 'own call: the rule does not allow self-approval' });
       return { ok: false, status: 403, reason: 'own_call', message: 'Forbidden: you asked for this call, and its rule does not let the caller approve their own call (allowSelf)' };
     }
@@ -223,9 +353,9 @@ export class Approvals {
     if (this.sweeping) return;
     this.sweeping = true;
     try {
-      const pending = await this.deps.store.pendingApprovals(APPROVALS_PER_READ).catch(() => []);
-      const now = Date.now();
-      for (const task of pending) if (task.approval !== undefined && task.approval.deadlineMs <= now) await this.expire(task.taskId);
+      // Ids and deadlines only: expiring a hold never needs its call.
+      const due = await this.deps.store.dueHolds(Date.now(), HOLDS_PER_READ).catch(() => []);
+      for (const taskId of due) await this.expire(taskId);
     } finally {
       this.sweeping = false;
     }
@@ -233,7 +363,10 @@ export class Approvals {
 
   /** The run of a held task ended while it waited (cancelled, or the task ended some other way): the hold ends with it. */
   endedWhileHeld(task: TaskRecord, status: string): void {
-    if (task.approval?.state !== 'pending' || status !== 'cancelled') return;
+    if (task.approval?.state !== 'pending') return;
+    // Out of the index (and its principal's count) at once, not when a listing or the sweep next meets it.
+    void this.deps.store.unindexApproval(task.taskId).catch(() => undefined);
+    if (status !== 'cancelled') return;
     this.deps.events.emit('approval.decided', { ...taskFacts(task), decision: 'cancelled', waitedMs: taskAgeMs(task) });
   }
 
@@ -268,14 +401,14 @@ export class Approvals {
    * Whether `caller` approves calls of the task's tool: by the rule in force now (a reload applies at once), or,
    * where no rule holds the tool any more, by the approvers the hold was opened with (it still waits for someone).
    */
-  private mayDecide(task: TaskRecord, caller: Caller): boolean {
-    const policy = this.deps.policies.policyFor(task.tool).approval;
-    return isApprover(policy ?? { approvers: task.approval?.approvers ?? [], scopes: task.approval?.scopes ?? [] }, caller);
+  private mayDecide(hold: HoldFacts, caller: Caller): boolean {
+    const policy = this.deps.policies.policyFor(hold.tool).approval;
+    return isApprover(policy ?? hold, caller);
   }
 
   /** The caller of a held call decides it only where the rule says so. */
-  private mayDecideOwn(task: TaskRecord, caller: Caller): boolean {
-    return task.principal !== caller.principal || this.deps.policies.policyFor(task.tool).approval?.allowSelf === true;
+  private mayDecideOwn(hold: HoldFacts, caller: Caller): boolean {
+    return hold.principal !== caller.principal || this.deps.policies.policyFor(hold.tool).approval?.allowSelf === true;
   }
 }
 
@@ -283,6 +416,39 @@ export class Approvals {
 export function approvesAnything(policies: Pick<TaskPolicies, 'config'>, caller: Caller | undefined): boolean {
   if (caller === undefined) return false;
   return policies.config.rules.some((rule) => rule.approval !== undefined && isApprover(rule.approval, caller));
+}
+
+/**
+ * Reserves a place for a new hold among `principal`'s pending ones, before its task is stored: refused (the
+ * principal's own calls wait for decisions) past `cap` (tasks.maxPendingApprovalsPerPrincipal; 0: none).
+ */
+export async function reserveHold(store: Pick<TaskStore, 'reserveHold'>, events: GatewayEvents, principal: string, taskId: string, hold: Pick<ApprovalHold, 'deadlineMs'>, cap: number): Promise<void> {
+  const reservation = await store.reserveHold(principal, taskId, hold.deadlineMs, cap).catch((error: unknown) => {
+    throw storeUnavailable(error);
+  });
+  if (!reservation.reserved) {
+    events.emit('rate.limited', { principal, limit: 'maxPendingApprovalsPerPrincipal' });
+    throw new GatewayError(
+      'too_many_tasks',
+      `Too many calls waiting for approval: you have ${reservation.pending} (tasks.maxPendingApprovalsPerPrincipal: ${cap}); wait for decisions or cancel some`,
+    );
+  }
+}
+
+/** Whom a listing cursor is bound to: the caller, apart from task-list cursors signed with the same secret. */
+function cursorOwner(caller: Caller): string {
+  return `approvals\u0000${caller.principal}`;
+}
+
+function positionText(position: HoldPosition): string {
+  return `${position.deadlineMs}:${position.taskId}`;
+}
+
+function positionIn(text: string): HoldPosition {
+  const colon = text.indexOf(':');
+  const deadlineMs = Number(text.slice(0, colon));
+  if (colon <= 0 || !Number.isSafeInteger(deadlineMs)) throw new InvalidCursorError();
+  return { deadlineMs, taskId: text.slice(colon + 1) };
 }
 
 function deniedMessage(by: string | undefined, comment: string | undefined): string {

@@ -21,7 +21,7 @@ import type { TaskSlots } from './slots.js';
 import { checkStoredBudgets } from './stored-results.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 import type { TaskPolicies } from './task-policies.js';
-import { newHold, waitingMessage } from './approvals.js';
+import { newHold, reserveHold, waitingMessage } from './approvals.js';
 
 /** When a client refused at replicas.maxRunningTasks is told to try again (Retry-After): tasks end all the time. */
 const REPLICA_FULL_RETRY_MS = 1000;
@@ -103,6 +103,9 @@ export class TaskAdmission {
       // A call held for approval is kept (any replica may run it once approved), bound to its arguments.
       if (policy.approval !== undefined && call === undefined) throw new GatewayError('internal', `Tool '${exposedName}' needs approval, but its call cannot be held`);
       const approval = policy.approval === undefined || call === undefined ? undefined : newHold(policy.approval, call.params);
+      // A place among the principal's pending holds first (tasks.maxPendingApprovalsPerPrincipal); it frees itself
+      // at the hold's deadline if the task is never stored.
+      if (approval !== undefined) await reserveHold(store, events, principal, taskId, approval, policies.config.maxPendingApprovalsPerPrincipal);
       const input: NewTask = {
         taskId,
         principal,

@@ -13,7 +13,7 @@ import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { connectRedis } from '../../src/store/redis-connection.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
-import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, TIMELINE_LENGTH, UPSTREAM_SESSIONS_PER_TAKE, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import { HOLDS_PER_READ, IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, pendingHoldOf, type PendingHold, TIMELINE_LENGTH, UPSTREAM_SESSIONS_PER_TAKE, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
 import { eventually } from '../helpers/harness.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from '../helpers/redis-topologies.js';
 import { deleteRedisPrefixes, TEST_REDIS_URL, uniqueRedisPrefix } from '../helpers/shared-redis.js';
@@ -98,6 +98,8 @@ const BATCH_TEST_IDS = 2 * IDS_PER_SCRIPT_CALL + 500;
 const SLOT = 'tool:fx/slow';
 const GRANTED: SlotGrant = { granted: true };
 const waiting = (ahead: number): SlotGrant => ({ granted: false, ahead });
+/** The ids of a page of the pending index. */
+const heldIds = (holds: readonly PendingHold[]): string[] => holds.map((hold) => hold.taskId);
 
 for (const [kind, create] of Object.entries(factories)) {
   describe(`${kind} task store`, () => {
@@ -140,7 +142,7 @@ for (const [kind, create] of Object.entries(factories)) {
       const sooner = newTask({ approval: hold(Date.now() + 60_000) });
       await store.create(later);
       await store.create(sooner);
-      assert.deepEqual((await store.pendingApprovals(10)).map((t) => t.taskId), [sooner.taskId, later.taskId], 'soonest deadline first');
+      assert.deepEqual(heldIds(await store.pendingHolds({ limit: 10 })), [sooner.taskId, later.taskId], 'soonest deadline first');
       const decisions = await Promise.all(['ops-1', 'ops-2', 'ops-3', 'ops-4'].map((by, i) =>
         store.decideApproval(later.taskId, { state: i % 2 === 0 ? 'approved' : 'denied', by, message: `decided by ${by}` })));
       const won = decisions.filter((d) => d.ok);
@@ -150,13 +152,13 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.equal(read?.status, 'working', 'deciding leaves the status to the run');
       assert.ok(read?.approval?.state === 'approved' || read?.approval?.state === 'denied');
       assert.equal(read?.message, `decided by ${read?.approval?.decidedBy}`);
-      assert.deepEqual((await store.pendingApprovals(10)).map((t) => t.taskId), [sooner.taskId]);
+      assert.deepEqual(heldIds(await store.pendingHolds({ limit: 10 })), [sooner.taskId]);
       const unheld = await store.create(newTask());
       assert.deepEqual(await store.decideApproval(unheld.taskId, { state: 'approved', message: 'x' }).then((d) => !d.ok && d.reason), 'not_held');
       assert.deepEqual(await store.decideApproval(newTaskId(), { state: 'approved', message: 'x' }), { ok: false, reason: 'not_found' });
       await store.transition(sooner.taskId, { to: 'cancelled' });
       assert.equal(await store.decideApproval(sooner.taskId, { state: 'approved', message: 'x' }).then((d) => !d.ok && d.reason), 'terminal');
-      assert.deepEqual(await store.pendingApprovals(10), [], 'an ended hold is no longer pending');
+      assert.deepEqual(await store.pendingHolds({ limit: 10 }), [], 'an ended hold met by a decision leaves the index');
       await store.close();
     });
 
@@ -167,7 +169,7 @@ for (const [kind, create] of Object.entries(factories)) {
       const stale = await store.decideApproval(held.taskId, { state: 'approved', by: 'key:ops', digest: 'another', message: 'x' });
       assert.equal(!stale.ok && stale.reason, 'changed', JSON.stringify(stale));
       assert.equal((await store.get(held.taskId))?.approval?.state, 'pending');
-      assert.deepEqual((await store.pendingApprovals(10)).map((t) => t.taskId), [held.taskId], 'still listed');
+      assert.deepEqual(heldIds(await store.pendingHolds({ limit: 10 })), [held.taskId], 'still listed');
       const decided = await store.decideApproval(held.taskId, { state: 'approved', by: 'key:ops', digest: 'shown', message: 'approved' });
       assert.ok(decided.ok && decided.task.approval?.state === 'approved', JSON.stringify(decided));
       await store.close();
@@ -184,9 +186,65 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.equal(await store.decideApproval(due.taskId, { state: 'approved', by: 'key:ops', message: 'late' }).then((d) => !d.ok && d.reason), 'expired');
       const expired = await store.decideApproval(due.taskId, { state: 'expired', message: 'The approval expired' });
       assert.ok(expired.ok && expired.task.approval?.state === 'expired' && expired.task.message === 'The approval expired', JSON.stringify(expired));
-      await store.indexApproval(ahead.taskId, ahead.approval?.deadlineMs ?? 0);
-      await store.indexApproval(ahead.taskId, ahead.approval?.deadlineMs ?? 0);
-      assert.deepEqual((await store.pendingApprovals(10)).map((t) => t.taskId), [ahead.taskId], 'listed once, the expired one gone');
+      await store.indexApproval(pendingHoldOf(ahead) as PendingHold);
+      await store.indexApproval(pendingHoldOf(ahead) as PendingHold);
+      assert.deepEqual(heldIds(await store.pendingHolds({ limit: 10 })), [ahead.taskId], 'listed once, the expired one gone');
+      await store.close();
+    });
+
+    test('approvals index: small entries (who asked, tool, approvers, deadline; never the call), paged after a position through equal deadlines', async () => {
+      const store = await create();
+      const deadlineMs = Date.now() + 60_000;
+      const hold = (at: number): NonNullable<NewTask['approval']> => ({ approvers: ['key:ops'], scopes: ['approve'], deadlineMs: at, digest: 'd', state: 'pending' });
+      const call = { params: { name: 'slow', arguments: { blob: 'x'.repeat(10_000) } }, identity: { sessionId: 's', protocolVersion: '2025-11-25', capabilities: {} } };
+      // Seven holds: five sharing one deadline (the cursor must walk through ties), one before, one after.
+      const inputs = [deadlineMs - 1, deadlineMs, deadlineMs, deadlineMs, deadlineMs, deadlineMs, deadlineMs + 1].map((at) => newTask({ principal: 'key:alice', tool: 'deploy', call, approval: hold(at) }));
+      for (const input of inputs) await store.create(input);
+      const first = await store.pendingHolds({ limit: 1 });
+      assert.deepEqual(first, [{ taskId: inputs[0]?.taskId, principal: 'key:alice', tool: 'deploy', approvers: ['key:ops'], scopes: ['approve'], deadlineMs: deadlineMs - 1 }], 'an entry has what filtering needs, and nothing of the call');
+      const walked: string[] = [];
+      for (let after: PendingHold | undefined, pages = 0; pages < 20; pages++) {
+        const page = await store.pendingHolds({ ...(after === undefined ? {} : { after }), limit: 2 });
+        walked.push(...heldIds(page));
+        after = page.at(-1);
+        if (page.length < 2) break;
+      }
+      const byDeadlineThenId = [...inputs].sort((a, b) => (a.approval?.deadlineMs ?? 0) - (b.approval?.deadlineMs ?? 0) || Buffer.compare(Buffer.from(a.taskId), Buffer.from(b.taskId)));
+      assert.deepEqual(walked, byDeadlineThenId.map((input) => input.taskId), 'every hold once, in order');
+      assert.equal((await store.pendingHolds({ limit: HOLDS_PER_READ + 100 })).length, inputs.length);
+      await store.unindexApproval(inputs[1]?.taskId ?? '');
+      await store.unindexApproval(inputs[1]?.taskId ?? '');
+      assert.equal((await store.pendingHolds({ limit: 10 })).length, inputs.length - 1, 'unindexed, once');
+      await store.close();
+    });
+
+    test('approvals index: dueHolds gives the ids past their deadline only; reserveHold caps a principal\'s pending holds', async () => {
+      const store = await create();
+      const hold = (at: number): NonNullable<NewTask['approval']> => ({ approvers: ['key:ops'], scopes: [], deadlineMs: at, digest: 'd', state: 'pending' });
+      const now = Date.now();
+      const due = await store.create(newTask({ principal: 'key:bob', approval: hold(now - 10) }));
+      const notDue = await store.create(newTask({ principal: 'key:bob', approval: hold(now + 60_000) }));
+      assert.deepEqual(await store.dueHolds(now, 10), [due.taskId]);
+      assert.ok(!(await store.dueHolds(now, 10)).includes(notDue.taskId));
+
+      const [one, two, three] = [newTaskId(), newTaskId(), newTaskId()];
+      const later = now + 60_000;
+      assert.deepEqual(await store.reserveHold('key:carol', one, later, 2), { reserved: true });
+      assert.deepEqual(await store.reserveHold('key:carol', two, later, 2), { reserved: true });
+      assert.deepEqual(await store.reserveHold('key:carol', three, later, 2), { reserved: false, pending: 2 }, 'over the cap');
+      assert.deepEqual(await store.reserveHold('key:carol', two, later, 2), { reserved: true }, 'a place held already');
+      assert.deepEqual(await store.reserveHold('key:dave', three, later, 2), { reserved: true }, 'per principal');
+      assert.deepEqual(await store.reserveHold('key:carol', three, later, 0), { reserved: true }, '0: no cap');
+      // An indexed hold's place goes with its index entry (decided, ended): a new one fits again.
+      const capped = newTask({ principal: 'key:erin', approval: hold(later) });
+      assert.deepEqual(await store.reserveHold('key:erin', capped.taskId, later, 1), { reserved: true });
+      await store.create(capped);
+      assert.deepEqual(await store.reserveHold('key:erin', newTaskId(), later, 1), { reserved: false, pending: 1 });
+      await store.unindexApproval(capped.taskId);
+      assert.deepEqual(await store.reserveHold('key:erin', newTaskId(), later, 1), { reserved: true });
+      // A place whose task was never stored frees itself at its deadline.
+      assert.deepEqual(await store.reserveHold('key:frank', newTaskId(), Date.now() + 50, 1), { reserved: true });
+      await eventually(async () => (await store.reserveHold('key:frank', newTaskId(), later, 1)).reserved, 5_000);
       await store.close();
     });
 
@@ -986,9 +1044,23 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
       const deadlineMs = Date.now() + 60_000;
       const held = await store.create(newTask({ approval: { approvers: ['key:ops'], scopes: [], deadlineMs, digest: 'd', state: 'pending' } }));
       await store.redis.zrem(redisKeys(prefix).pendingApprovals(), held.taskId);
-      assert.deepEqual(await store.pendingApprovals(10), [], 'missed while unindexed');
-      await store.indexApproval(held.taskId, deadlineMs);
-      assert.deepEqual((await store.pendingApprovals(10)).map((t) => t.taskId), [held.taskId]);
+      assert.deepEqual(await store.pendingHolds({ limit: 10 }), [], 'missed while unindexed');
+      await store.indexApproval(pendingHoldOf(held) as PendingHold);
+      assert.deepEqual(heldIds(await store.pendingHolds({ limit: 10 })), [held.taskId]);
+      await store.close();
+    });
+
+    test('a hold an earlier release indexed (an id, no entry) is read from its record\'s summary and given an entry; a gone one is dropped', async () => {
+      const prefix = newPrefix();
+      const store = await newRedisStore(prefix, topology);
+      const keys = redisKeys(prefix);
+      const deadlineMs = Date.now() + 60_000;
+      const held = await store.create(newTask({ principal: 'key:alice', approval: { approvers: ['key:ops'], scopes: [], deadlineMs, digest: 'd', state: 'pending' } }));
+      await store.redis.hdel(keys.pendingApprovalEntries(), held.taskId);
+      await store.redis.zadd(keys.pendingApprovals(), String(deadlineMs - 1), 'gone-task');
+      assert.deepEqual(await store.pendingHolds({ limit: 10 }), [pendingHoldOf(held)]);
+      assert.ok((await store.redis.hget(keys.pendingApprovalEntries(), held.taskId)) !== null, 'the entry written back');
+      assert.equal(await store.redis.zscore(keys.pendingApprovals(), 'gone-task'), null, 'a gone hold dropped');
       await store.close();
     });
 

@@ -123,6 +123,7 @@ describe('config: the contract example', () => {
       maxStoredBytesPerPrincipal: 64 * 1024 * 1024,
       maxStoredBytes: 1024 * 1024 * 1024,
       maxResultBytes: 16 * 1024 * 1024,
+      maxPendingApprovalsPerPrincipal: 100,
     });
     assert.deepEqual(config.sessions, { idleTimeoutMs: 1_800_000, maxPerPrincipal: 1_000, maxStreamsPerPrincipal: 100 });
     assert.deepEqual(config.sse, { keepAliveMs: 15_000, replayBufferSize: 1_000, jsonWindowMs: 50, maxBufferedBytesPerStream: 8_388_608, maxBufferedBytes: 268_435_456 });
@@ -514,6 +515,7 @@ describe('config: task policy', () => {
     maxStoredBytesPerPrincipal: 0,
     maxStoredBytes: 0,
     maxResultBytes: 16 * 1024 * 1024,
+    maxPendingApprovalsPerPrincipal: 100,
   };
 
   it('stored-result budgets: 0 turns a budget off, a result limit has a floor of 1024 bytes', () => {

@@ -76,4 +76,6 @@ export const DEFAULTS = Object.freeze({
   maxResultBytes: 16 * 1024 * 1024,
   maxStoredBytesPerPrincipal: 64 * 1024 * 1024,
   maxStoredBytes: 1024 * 1024 * 1024,
+  // Calls one principal may have waiting for approval at once (docs/approvals-and-webhooks.md).
+  maxPendingApprovalsPerPrincipal: 100,
 } as const);

@@ -79,6 +79,7 @@ export const TasksSchema = z
     maxStoredBytesPerPrincipal: int(0).default(DEFAULTS.maxStoredBytesPerPrincipal),
     maxStoredBytes: int(0).default(DEFAULTS.maxStoredBytes),
     maxResultBytes: int(1024).default(DEFAULTS.maxResultBytes),
+    maxPendingApprovalsPerPrincipal: int(0).default(DEFAULTS.maxPendingApprovalsPerPrincipal),
   })
   .superRefine((tasks, ctx) => {
     // A rule is checked merged onto the defaults, because that is the policy a tool actually gets.

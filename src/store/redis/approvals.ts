@@ -1,13 +1,14 @@
 // Calls held for approval, on Redis: the hold lives in its task's record (the `approval` field, beside the kept
-// call), so deciding is one atomic step on the task's own slot (decide-approval.lua); the `{approvals}` index of
-// pending holds by deadline is what an approver's listing and the expiry sweep read. It is kept after the record
-// (added once the task exists, dropped once decided): a replica lost in between leaves an entry that the next
-// read drops, or a hold the index misses until the replica that takes its task over indexes it again
-// (TaskStore.indexApproval, from the run's wait). The embedded store's
-// twin is in memory-task-store.ts.
+// call), so deciding is one atomic step on the task's own slot (decide-approval.lua). The `{approvals}` slot keeps
+// the index of pending holds: ids by deadline, each with a small entry (who asked, tool, approvers, deadline) that
+// listings filter on without reading any record, and each principal's pending holds (what the per-principal cap
+// counts). The index is written after the record (index-hold.lua) and emptied once decided (unindex-hold.lua): a
+// replica lost in between leaves an entry the next reader drops, or a hold the index misses until the replica that
+// takes its task over indexes it again (TaskStore.indexApproval, from the run's wait). The embedded store's twin is
+// memory/approvals.ts.
 import type { RedisClient } from '../redis-connection.js';
 import type { RedisKeys } from '../redis-keys.js';
-import type { ApprovalDecision, DecideResult, TaskRecord } from '../task-store.js';
+import { HOLDS_PER_READ, holdAfter, pendingHoldOf, type ApprovalDecision, type DecideResult, type HoldPosition, type HoldReservation, type PendingHold, type TaskRecord } from '../task-store.js';
 import type { RunScript } from './scripts.js';
 import { parseTask } from './task-record.js';
 
@@ -16,13 +17,21 @@ export class RedisApprovals {
     private readonly run: RunScript,
     private readonly keys: RedisKeys,
     private readonly redis: RedisClient,
-    /** Reads a task with its stored call (the store's own read, batched). */
+    /** Reads a task's summary, never its stored call (the store's own read, batched). */
     private readonly read: (taskId: string) => Promise<TaskRecord | undefined>,
   ) {}
 
-  /** Lists a held task among the pending ones (again, after a takeover: adding is idempotent). */
-  async index(taskId: string, deadlineMs: number): Promise<void> {
-    await this.redis.zadd(this.keys.pendingApprovals(), String(deadlineMs), taskId);
+  async reserve(principal: string, taskId: string, deadlineMs: number, cap: number): Promise<HoldReservation> {
+    const [reserved, pending] = (await this.run('reserve-hold', this.keys.pendingApprovalsOf(principal), taskId, String(deadlineMs), String(Math.max(0, cap)))) as [number, number?];
+    return reserved === 1 ? { reserved: true } : { reserved: false, pending: Number(pending) };
+  }
+
+  async index(hold: PendingHold): Promise<void> {
+    await this.run('index-hold', this.keys.pendingApprovals(), this.keys.pendingApprovalEntries(), this.keys.pendingApprovalsOf(hold.principal), hold.taskId, String(hold.deadlineMs), JSON.stringify(entryOf(hold)));
+  }
+
+  async unindex(taskId: string): Promise<void> {
+    await this.run('unindex-hold', this.keys.pendingApprovals(), this.keys.pendingApprovalEntries(), taskId, this.keys.pendingApprovalsOfPrefix());
   }
 
   async decide(taskId: string, decision: ApprovalDecision): Promise<DecideResult> {
@@ -52,21 +61,62 @@ export class RedisApprovals {
     return { ok: false, reason: verdict as Exclude<DecideResult, { ok: true }>['reason'] & string, task } as DecideResult;
   }
 
-  async pending(limit: number): Promise<TaskRecord[]> {
-    const ids = await this.redis.zrange(this.keys.pendingApprovals(), '0', String(Math.max(0, limit - 1)));
-    const tasks = await Promise.all(ids.map((taskId) => this.read(taskId)));
-    const held: TaskRecord[] = [];
+  async pending(page: { after?: HoldPosition; limit: number }): Promise<PendingHold[]> {
+    const limit = Math.max(0, Math.min(page.limit, HOLDS_PER_READ));
+    if (limit === 0) return [];
+    const after = page.after;
+    const found: PendingHold[] = [];
     const gone: string[] = [];
-    ids.forEach((taskId, i) => {
-      const task = tasks[i];
-      if (task?.approval?.state === 'pending' && !['completed', 'failed', 'cancelled'].includes(task.status)) held.push(task);
-      else gone.push(taskId);
-    });
-    if (gone.length > 0) await this.redis.zrem(this.keys.pendingApprovals(), ...gone);
-    return held;
+    // Entries sharing the cursor's deadline but ordered at or before its id are skipped (Redis orders equal scores
+    // by member bytes, as holdAfter does); the offset walks past them however many there are. Gone holds are
+    // unindexed once the walk is over, so that the offsets stay true during it.
+    for (let offset = 0; found.length < limit; ) {
+      const reply = await this.redis.zrangebyscore(this.keys.pendingApprovals(), after === undefined ? '-inf' : String(after.deadlineMs), '+inf', 'WITHSCORES', 'LIMIT', offset, limit);
+      const positions: HoldPosition[] = [];
+      for (let i = 0; i + 1 < reply.length; i += 2) positions.push({ taskId: reply[i] as string, deadlineMs: Number(reply[i + 1]) });
+      offset += positions.length;
+      const next = after === undefined ? positions : positions.filter((position) => holdAfter(position, after));
+      found.push(...(await this.entries(next, gone)).slice(0, limit - found.length));
+      if (positions.length < limit) break;
+    }
+    for (const taskId of gone) await this.drop(taskId);
+    return found;
+  }
+
+  async due(nowMs: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.pendingApprovals(), '-inf', String(nowMs), 'LIMIT', 0, Math.max(0, Math.min(limit, HOLDS_PER_READ)));
+  }
+
+  /**
+   * The small entries of the holds at `positions`. An id indexed by an earlier release has none: its record's
+   * summary (never its call) makes one, written back; an id whose hold is gone or decided goes to `gone` instead.
+   */
+  private async entries(positions: readonly HoldPosition[], gone: string[]): Promise<PendingHold[]> {
+    if (positions.length === 0) return [];
+    const texts = await this.redis.hmget(this.keys.pendingApprovalEntries(), ...positions.map((p) => p.taskId));
+    const holds = await Promise.all(
+      positions.map(async ({ taskId, deadlineMs }, i): Promise<PendingHold | undefined> => {
+        const text = texts[i];
+        if (text !== null && text !== undefined) return { ...(JSON.parse(text) as Omit<PendingHold, 'taskId' | 'deadlineMs'>), taskId, deadlineMs };
+        const task = await this.read(taskId);
+        if (task?.approval?.state !== 'pending' || ['completed', 'failed', 'cancelled'].includes(task.status)) {
+          gone.push(taskId);
+          return undefined;
+        }
+        const hold = pendingHoldOf(task);
+        if (hold !== undefined) await this.index(hold);
+        return hold;
+      }),
+    );
+    return holds.filter((hold) => hold !== undefined);
   }
 
   private async drop(taskId: string): Promise<void> {
-    await this.redis.zrem(this.keys.pendingApprovals(), taskId).catch(() => undefined);
+    await this.unindex(taskId).catch(() => undefined);
   }
+}
+
+/** What the entries hash keeps of a hold (its id and deadline are the index's own). */
+function entryOf(hold: PendingHold): Omit<PendingHold, 'taskId' | 'deadlineMs'> {
+  return { principal: hold.principal, tool: hold.tool, approvers: hold.approvers, scopes: hold.scopes };
 }
