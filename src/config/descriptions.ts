@@ -192,9 +192,17 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     one token for every caller, cached until shortly before it expires.`,
   'upstreams.<name>.auth.clientCredentials.clientId': 'The gateway\'s client id at the upstream\'s authorization server.',
   'upstreams.<name>.auth.clientCredentials.clientSecret': 'Its client secret (use `${ENV}`); redacted by `check-config`, never logged.',
-  'upstreams.<name>.auth.clientCredentials.tokenUrl': `The token endpoint. Absent: discovered as an MCP client does, from the
-    upstream's 401 \`WWW-Authenticate: Bearer resource_metadata=…\` (or its \`/.well-known/oauth-protected-resource\`),
-    RFC 9728 metadata, then the authorization server's RFC 8414 metadata (OpenID Connect discovery as a fallback).`,
+  'upstreams.<name>.auth.clientCredentials.tokenUrl': `The token endpoint, used as it is. Absent: read from \`issuer\`'s metadata, or
+    discovered as an MCP client does, from the upstream's 401 \`WWW-Authenticate: Bearer resource_metadata=…\` (or its
+    \`/.well-known/oauth-protected-resource\`), RFC 9728 metadata, then the authorization server's RFC 8414 metadata
+    (OpenID Connect discovery as a fallback); a discovered server is used only when \`trustedIssuers\` or
+    \`auth.oauth.issuer\` names it.`,
+  'upstreams.<name>.auth.clientCredentials.issuer': `The authorization server's issuer: its token endpoint is read from its own RFC 8414
+    (or OpenID Connect) metadata, and the upstream is not asked where to go. Not with \`tokenUrl\`.`,
+  'upstreams.<name>.auth.clientCredentials.trustedIssuers': `Issuers an authorization server found by discovery may have; the first
+    the upstream names that is listed is used. \`auth.oauth.issuer\` is trusted as well (it already vouches for every
+    caller). A server the upstream names that is neither gets nothing, not even a request: the call fails with \`cause: untrusted_server\`, naming it. Not with \`tokenUrl\` or
+    \`issuer\`. Without any of the three and without \`auth.oauth\`, refused at load.`,
   'upstreams.<name>.auth.clientCredentials.resource': 'RFC 8707 `resource` asked for: the upstream\'s URL unless given.',
   'upstreams.<name>.auth.clientCredentials.scope': 'Space-separated scopes asked for. Absent: none (the server\'s default).',
   'upstreams.<name>.auth.clientCredentials.tokenEndpointAuthMethod': `How the client authenticates to the token endpoint: HTTP
@@ -205,9 +213,18 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     of the same client.`,
   'upstreams.<name>.auth.tokenExchange.clientId': 'The gateway\'s client id at the upstream\'s authorization server.',
   'upstreams.<name>.auth.tokenExchange.clientSecret': 'Its client secret (use `${ENV}`); redacted by `check-config`, never logged.',
-  'upstreams.<name>.auth.tokenExchange.tokenUrl': `The token endpoint. Absent: discovered as an MCP client does, from the
-    upstream's 401 \`WWW-Authenticate: Bearer resource_metadata=…\` (or its \`/.well-known/oauth-protected-resource\`),
-    RFC 9728 metadata, then the authorization server's RFC 8414 metadata (OpenID Connect discovery as a fallback).`,
+  'upstreams.<name>.auth.tokenExchange.tokenUrl': `The token endpoint, used as it is. Absent: read from \`issuer\`'s metadata, or
+    discovered as an MCP client does, from the upstream's 401 \`WWW-Authenticate: Bearer resource_metadata=…\` (or its
+    \`/.well-known/oauth-protected-resource\`), RFC 9728 metadata, then the authorization server's RFC 8414 metadata
+    (OpenID Connect discovery as a fallback); a discovered server is used only when \`trustedIssuers\` or
+    \`auth.oauth.issuer\` names it.`,
+  'upstreams.<name>.auth.tokenExchange.issuer': `The authorization server's issuer: its token endpoint is read from its own RFC 8414
+    (or OpenID Connect) metadata, and the upstream is not asked where to go. Not with \`tokenUrl\`.`,
+  'upstreams.<name>.auth.tokenExchange.trustedIssuers': `Issuers an authorization server found by discovery may have; the first
+    the upstream names that is listed is used. \`auth.oauth.issuer\` is trusted as well (it already vouches for every
+    caller). A server the upstream names that is neither gets nothing (neither the client secret nor
+    the caller's access token), not even a request: the call fails with \`cause: untrusted_server\`, naming it. Not with \`tokenUrl\` or
+    \`issuer\`.`,
   'upstreams.<name>.auth.tokenExchange.resource': 'RFC 8707 `resource` asked for: the upstream\'s URL unless given.',
   'upstreams.<name>.auth.tokenExchange.scope': 'Space-separated scopes asked for. Absent: none (the server\'s default).',
   'upstreams.<name>.auth.tokenExchange.tokenEndpointAuthMethod': `How the client authenticates to the token endpoint: HTTP

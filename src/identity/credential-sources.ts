@@ -62,11 +62,11 @@ export class UpstreamCredentials {
     private readonly parts: IdentityParts,
   ) {
     this.auth = upstream.auth;
-    const oauthClient = (client: NonNullable<UpstreamAuthConfig['clientCredentials']>) =>
-      new UpstreamOAuthClient({ upstream: upstream.name, upstreamUrl: upstream.url, client, timeoutMs: upstream.auth?.timeoutMs ?? 10_000, discovery: parts.discovery });
-    const own = this.auth?.clientCredentials ?? this.auth?.tokenExchange;
-    this.gatewayClient = own === undefined ? undefined : oauthClient(own);
-    this.exchangeClient = this.auth?.tokenExchange === undefined ? undefined : oauthClient(this.auth.tokenExchange);
+    const oauthClient = (client: NonNullable<UpstreamAuthConfig['clientCredentials']>, mode: 'clientCredentials' | 'tokenExchange') =>
+      new UpstreamOAuthClient({ upstream: upstream.name, mode, upstreamUrl: upstream.url, client, timeoutMs: upstream.auth?.timeoutMs ?? 10_000, discovery: parts.discovery });
+    const { clientCredentials, tokenExchange } = this.auth ?? {};
+    this.gatewayClient = clientCredentials !== undefined ? oauthClient(clientCredentials, 'clientCredentials') : tokenExchange !== undefined ? oauthClient(tokenExchange, 'tokenExchange') : undefined;
+    this.exchangeClient = tokenExchange === undefined ? undefined : oauthClient(tokenExchange, 'tokenExchange');
     if (this.auth?.signedIdentity !== undefined && parts.signer === undefined) {
       throw new Error(`upstream '${upstream.name}': signedIdentity needs identity.keys (the config loader refuses this)`);
     }
