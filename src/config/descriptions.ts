@@ -208,7 +208,7 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'upstreams.<name>.auth.clientCredentials.tokenEndpointAuthMethod': `How the client authenticates to the token endpoint: HTTP
     Basic (\`client_secret_basic\`) or form fields (\`client_secret_post\`).`,
   'upstreams.<name>.auth.tokenExchange': `RFC 8693 token exchange: the caller's verified access token is the
-    \`subject_token\`, exchanged for a token for the upstream, cached per principal. A caller without one (an API-key
+    \`subject_token\`, exchanged for a token for the upstream, cached per caller's token (under a hash of it): each request is served with its own token's rights. A caller without one (an API-key
     principal) gets an error naming the upstream; needs \`auth.oauth\`. The gateway's own requests use client credentials
     of the same client.`,
   'upstreams.<name>.auth.tokenExchange.clientId': 'The gateway\'s client id at the upstream\'s authorization server.',

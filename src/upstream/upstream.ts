@@ -387,7 +387,7 @@ export class Upstream {
     const sessionHandshake = this.sides.sessionHandshake;
     if (sessionHandshake === undefined) throw new Error('it speaks no revision with sessions');
     const handler = this.handler('session', session.sessionId, () => connection);
-    const transport = this.createTransport(caller.credentials, env);
+    const transport = this.createTransport(this.callers.sessionCredentialsOf(caller), env);
     const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,
