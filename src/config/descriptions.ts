@@ -162,7 +162,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     stopped after \`idleTimeoutMs\` without a call and capped by \`maxSessions\`; its \`env\` may name the caller
     (\`{{principal}}\`, \`{{claims.<claim>}}\`, \`{{upstreamToken}}\`), so a local server that reads e.g.
     \`GITHUB_TOKEN\` acts as its caller. Without \`auth\` on the gateway every caller is the one anonymous principal
-    (one child).`,
+    (one child). No child ever runs without a principal: such an upstream is ready at start with no child, and its
+    lists are read from its principals' children.`,
   'upstreams.<name>.idleTimeoutMs': `How long a principal's own connection to the upstream may have no call running
     before it is closed (checked a few times per period: it goes between this and 1.5 × this after its last call;
     never while a call runs); the principal's next call opens a new one. 0 = never. stdio: a \`per-principal\`

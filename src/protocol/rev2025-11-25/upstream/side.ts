@@ -43,9 +43,9 @@ class SessionUpstreamSide implements UpstreamSide {
     return this.initialized?.serverInfo;
   }
 
-  /** A client session's own connection opens as that client would: its version and clientInfo. */
+  /** A client session's own connection opens as that client would: its version (none given: the latest) and clientInfo. */
   readonly sessionHandshake = (identity: SessionIdentity): JsonObject => ({
-    protocolVersion: identity.protocolVersion,
+    protocolVersion: identity.protocolVersion === '' ? LATEST_SESSION_VERSION : identity.protocolVersion,
     capabilities: RELAY_CAPABILITIES,
     clientInfo: identity.clientInfo ?? { name: 'taskgate', version: this.link.gatewayVersion },
   });
