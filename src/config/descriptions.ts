@@ -164,7 +164,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     stopped after \`idleTimeoutMs\` without a call and capped by \`maxSessions\`; its \`env\` may name the caller
     (\`{{principal}}\`, \`{{claims.<claim>}}\`, \`{{upstreamToken}}\`), so a local server that reads e.g.
     \`GITHUB_TOKEN\` acts as its caller. Without \`auth\` on the gateway every caller is the one anonymous principal
-    (one child).`,
+    (one child). No child ever runs without a principal: such an upstream is ready at start with no child, and its
+    lists are read from its principals' children.`,
   'upstreams.<name>.idleTimeoutMs': `How long a principal's own connection to the upstream may have no call running
     before it is closed (checked a few times per period: it goes between this and 1.5 × this after its last call;
     never while a call runs); the principal's next call opens a new one. 0 = never. stdio: a \`per-principal\`
@@ -194,22 +195,39 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     one token for every caller, cached until shortly before it expires.`,
   'upstreams.<name>.auth.clientCredentials.clientId': 'The gateway\'s client id at the upstream\'s authorization server.',
   'upstreams.<name>.auth.clientCredentials.clientSecret': 'Its client secret (use `${ENV}`); redacted by `check-config`, never logged.',
-  'upstreams.<name>.auth.clientCredentials.tokenUrl': `The token endpoint. Absent: discovered as an MCP client does, from the
-    upstream's 401 \`WWW-Authenticate: Bearer resource_metadata=…\` (or its \`/.well-known/oauth-protected-resource\`),
-    RFC 9728 metadata, then the authorization server's RFC 8414 metadata (OpenID Connect discovery as a fallback).`,
+  'upstreams.<name>.auth.clientCredentials.tokenUrl': `The token endpoint, used as it is. Absent: read from \`issuer\`'s metadata, or
+    discovered as an MCP client does, from the upstream's 401 \`WWW-Authenticate: Bearer resource_metadata=…\` (or its
+    \`/.well-known/oauth-protected-resource\`), RFC 9728 metadata, then the authorization server's RFC 8414 metadata
+    (OpenID Connect discovery as a fallback); a discovered server is used only when \`trustedIssuers\` or
+    \`auth.oauth.issuer\` names it.`,
+  'upstreams.<name>.auth.clientCredentials.issuer': `The authorization server's issuer: its token endpoint is read from its own RFC 8414
+    (or OpenID Connect) metadata, and the upstream is not asked where to go. Not with \`tokenUrl\`.`,
+  'upstreams.<name>.auth.clientCredentials.trustedIssuers': `Issuers an authorization server found by discovery may have; the first
+    the upstream names that is listed is used. \`auth.oauth.issuer\` is trusted as well (it already vouches for every
+    caller). A server the upstream names that is neither gets nothing, not even a request: the call fails with \`cause: untrusted_server\`, naming it. Not with \`tokenUrl\` or
+    \`issuer\`. Without any of the three and without \`auth.oauth\`, refused at load.`,
   'upstreams.<name>.auth.clientCredentials.resource': 'RFC 8707 `resource` asked for: the upstream\'s URL unless given.',
   'upstreams.<name>.auth.clientCredentials.scope': 'Space-separated scopes asked for. Absent: none (the server\'s default).',
   'upstreams.<name>.auth.clientCredentials.tokenEndpointAuthMethod': `How the client authenticates to the token endpoint: HTTP
     Basic (\`client_secret_basic\`) or form fields (\`client_secret_post\`).`,
   'upstreams.<name>.auth.tokenExchange': `RFC 8693 token exchange: the caller's verified access token is the
-    \`subject_token\`, exchanged for a token for the upstream, cached per principal. A caller without one (an API-key
+    \`subject_token\`, exchanged for a token for the upstream, cached per caller's token (under a hash of it): each request is served with its own token's rights. A caller without one (an API-key
     principal) gets an error naming the upstream; needs \`auth.oauth\`. The gateway's own requests use client credentials
     of the same client.`,
   'upstreams.<name>.auth.tokenExchange.clientId': 'The gateway\'s client id at the upstream\'s authorization server.',
   'upstreams.<name>.auth.tokenExchange.clientSecret': 'Its client secret (use `${ENV}`); redacted by `check-config`, never logged.',
-  'upstreams.<name>.auth.tokenExchange.tokenUrl': `The token endpoint. Absent: discovered as an MCP client does, from the
-    upstream's 401 \`WWW-Authenticate: Bearer resource_metadata=…\` (or its \`/.well-known/oauth-protected-resource\`),
-    RFC 9728 metadata, then the authorization server's RFC 8414 metadata (OpenID Connect discovery as a fallback).`,
+  'upstreams.<name>.auth.tokenExchange.tokenUrl': `The token endpoint, used as it is. Absent: read from \`issuer\`'s metadata, or
+    discovered as an MCP client does, from the upstream's 401 \`WWW-Authenticate: Bearer resource_metadata=…\` (or its
+    \`/.well-known/oauth-protected-resource\`), RFC 9728 metadata, then the authorization server's RFC 8414 metadata
+    (OpenID Connect discovery as a fallback); a discovered server is used only when \`trustedIssuers\` or
+    \`auth.oauth.issuer\` names it.`,
+  'upstreams.<name>.auth.tokenExchange.issuer': `The authorization server's issuer: its token endpoint is read from its own RFC 8414
+    (or OpenID Connect) metadata, and the upstream is not asked where to go. Not with \`tokenUrl\`.`,
+  'upstreams.<name>.auth.tokenExchange.trustedIssuers': `Issuers an authorization server found by discovery may have; the first
+    the upstream names that is listed is used. \`auth.oauth.issuer\` is trusted as well (it already vouches for every
+    caller). A server the upstream names that is neither gets nothing (neither the client secret nor
+    the caller's access token), not even a request: the call fails with \`cause: untrusted_server\`, naming it. Not with \`tokenUrl\` or
+    \`issuer\`.`,
   'upstreams.<name>.auth.tokenExchange.resource': 'RFC 8707 `resource` asked for: the upstream\'s URL unless given.',
   'upstreams.<name>.auth.tokenExchange.scope': 'Space-separated scopes asked for. Absent: none (the server\'s default).',
   'upstreams.<name>.auth.tokenExchange.tokenEndpointAuthMethod': `How the client authenticates to the token endpoint: HTTP

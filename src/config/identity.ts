@@ -33,8 +33,15 @@ export interface IdentityConfig {
 export interface OAuthClientConfig {
   clientId: string;
   clientSecret: string;
-  /** Absent: discovered from the upstream (RFC 9728, then RFC 8414 / OIDC discovery). */
+  /** Absent: read from `issuer`'s metadata, or discovered from the upstream (RFC 9728, then RFC 8414 / OIDC discovery). */
   tokenUrl: string | undefined;
+  /** The authorization server named by its issuer: its token endpoint comes from its own metadata, the upstream is not asked. */
+  issuer?: string | undefined;
+  /**
+   * The authorization servers a discovered one may be (the configured `trustedIssuers`, plus `auth.oauth.issuer`):
+   * the client's secret and a caller's token go to no other. Empty: discovery finds nothing it may use.
+   */
+  trustedIssuers?: readonly string[];
   /** RFC 8707 `resource`; the upstream's URL unless configured. */
   resource: string;
   scope: string | undefined;
@@ -115,16 +122,22 @@ export function resourceNamedIn(auth: {
 }
 
 /** A stdio upstream's `auth`: its token is for the resource it names, in place of a URL. */
-export function stdioAuthConfig(raw: RawUpstreamAuth): UpstreamAuthConfig | undefined {
-  return upstreamAuthConfig(raw, resourceNamedIn(raw));
+export function stdioAuthConfig(raw: RawUpstreamAuth, gatewayIssuer: string | undefined): UpstreamAuthConfig | undefined {
+  return upstreamAuthConfig(raw, resourceNamedIn(raw), gatewayIssuer);
 }
 
-export function upstreamAuthConfig(raw: RawUpstreamAuth | undefined, upstreamUrl: string): UpstreamAuthConfig | undefined {
+/**
+ * `gatewayIssuer`: `auth.oauth.issuer`. The gateway already trusts it with every caller's identity, so a discovered
+ * authorization server that is the same one may have the client's secret and the caller's token too.
+ */
+export function upstreamAuthConfig(raw: RawUpstreamAuth | undefined, upstreamUrl: string, gatewayIssuer: string | undefined): UpstreamAuthConfig | undefined {
   if (raw === undefined) return undefined;
   const client = (c: NonNullable<RawUpstreamAuth['clientCredentials']>): OAuthClientConfig => ({
     clientId: c.clientId,
     clientSecret: c.clientSecret,
     tokenUrl: c.tokenUrl,
+    issuer: c.issuer,
+    trustedIssuers: [...new Set([...(c.trustedIssuers ?? []), ...(gatewayIssuer !== undefined ? [gatewayIssuer] : [])])],
     resource: c.resource ?? upstreamUrl,
     scope: c.scope,
     tokenEndpointAuthMethod: c.tokenEndpointAuthMethod,

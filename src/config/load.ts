@@ -351,7 +351,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
         ...(u.cwd !== undefined ? { cwd: u.cwd } : {}),
         isolation: u.isolation,
         idleTimeoutMs: u.idleTimeoutMs,
-        ...(u.auth !== undefined ? { auth: stdioAuthConfig(u.auth) } : {}),
+        ...(u.auth !== undefined ? { auth: stdioAuthConfig(u.auth, raw.auth?.oauth?.issuer) } : {}),
         restart: u.restart,
         stopGraceMs: u.stopGraceMs,
       };
@@ -361,7 +361,7 @@ function build(raw: RawConfig, order: readonly string[], source: string): Gatewa
       transport: u.transport,
       url: u.url,
       headers: u.headers,
-      ...(u.auth !== undefined ? { auth: upstreamAuthConfig(u.auth, u.url) } : {}),
+      ...(u.auth !== undefined ? { auth: upstreamAuthConfig(u.auth, u.url, raw.auth?.oauth?.issuer) } : {}),
       idleTimeoutMs: u.idleTimeoutMs,
       connectTimeoutMs: u.connectTimeoutMs,
       headersTimeoutMs: u.headersTimeoutMs,

@@ -3,7 +3,7 @@
 // be refused; one refresh on such a miss lets it through. Misses are the client's to make, as many as it likes,
 // so the refreshes they cause are bounded: one in flight per upstream, which every miss meanwhile waits for,
 // and none started sooner than MISS_REFRESH_INTERVAL_MS after the last one began.
-import type { Upstream } from '../upstream/upstream.js';
+import type { ListAsker, Upstream } from '../upstream/upstream.js';
 
 /** The least time between two catalog refreshes of one upstream that clients' misses cause. */
 export const MISS_REFRESH_INTERVAL_MS = 2_000;
@@ -17,9 +17,13 @@ export class ListedRefresh {
   /**
    * Resolves once the upstream's catalog is as fresh as this bound allows: after the refresh in flight, after a
    * new one, or at once when one began within the interval (or the upstream is not up to be asked). Never
-   * rejects: a failed refresh leaves the catalog as it was, and the name unknown.
+   * rejects: a failed refresh leaves the catalog as it was, and the name unknown. `asker`: whose own connection
+   * may be read (a per-principal upstream lists over the asker's child).
    */
-  after(upstream: Upstream): Promise<void> {
+  after(upstream: Upstream, asker?: ListAsker): Promise<void> {
+    // Nothing is known until the asker's own child answers: started (or its failure thrown) as its call would be,
+    // which the child pool already does once at a time per principal.
+    if (asker !== undefined && upstream.awaitsFirstChild) return upstream.refreshListed(asker);
     const running = this.running.get(upstream);
     if (running !== undefined) return running;
     const last = this.lastStarted.get(upstream);
@@ -27,7 +31,7 @@ export class ListedRefresh {
     if (upstream.state !== 'ready' || (last !== undefined && now - last < this.intervalMs)) return Promise.resolve();
     this.lastStarted.set(upstream, now);
     const refresh = upstream
-      .refreshListed()
+      .refreshListed(asker)
       .catch(() => undefined) // the upstream logs its own failed refresh
       .finally(() => this.running.delete(upstream));
     this.running.set(upstream, refresh);

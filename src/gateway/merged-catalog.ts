@@ -1,7 +1,7 @@
 import type { JsonObject } from '../jsonrpc.js';
 import type { ListKind, NamedKind } from '../protocol/mcp.js';
 import type { GatewayCatalog } from '../protocol/ports.js';
-import type { Upstream } from '../upstream/upstream.js';
+import type { ListAsker, Upstream } from '../upstream/upstream.js';
 import type { UpstreamConfig } from '../config/types.js';
 import { upstreamUnavailable } from '../errors.js';
 import { NO_FIRST_ATTEMPTS, type FirstAttempts } from './first-attempts.js';
@@ -93,15 +93,18 @@ export class MergedCatalog implements GatewayCatalog {
    * (bounded: see ListedRefresh), so a tool added since the last list works before its `list_changed` arrives.
    * A name still unlisted is undefined; one whose upstream is not connected is that upstream's unavailability.
    */
-  async resolve(kind: NamedKind, exposedName: string): Promise<{ upstream: Upstream; name: string } | undefined> {
+  async resolve(kind: NamedKind, exposedName: string, asker?: ListAsker): Promise<{ upstream: Upstream; name: string } | undefined> {
     if (!this.firstAttempts.over) await this.firstAttempts.wait();
     const listed = this.route(kind, exposedName);
     if (listed !== undefined) return listed;
     const candidates = this.candidates(kind, exposedName).filter((c) => c.name !== undefined);
     if (candidates.length === 0) return undefined;
-    await Promise.all(candidates.map((c) => this.refresh.after(c.upstream)));
+    const refreshed = await Promise.allSettled(candidates.map((c) => this.refresh.after(c.upstream, asker)));
     const found = this.route(kind, exposedName);
     if (found !== undefined) return found;
+    // A per-principal upstream whose child could not start for this caller: that is why, not an unknown name.
+    const failed = refreshed.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
     const longest = candidates[0]?.upstream;
     if (longest !== undefined && longest.state !== 'ready') throw upstreamUnavailable(longest.name, longest.lastError ?? 'it is not connected yet');
     return undefined;

@@ -17,7 +17,9 @@ export type CredentialCause =
   /** A response that breaks the specs (metadata for another issuer, no token_endpoint, not JSON). */
   | 'invalid_response'
   /** tokenExchange for a caller without a token to exchange (an API-key principal). */
-  | 'no_subject_token';
+  | 'no_subject_token'
+  /** Discovery found an authorization server the configuration does not trust: nothing was sent to it. */
+  | 'untrusted_server';
 
 /** What the client is told; Retry-After when the cause is temporary. */
 const RETRY_AFTER_MS = 5_000;

@@ -11,7 +11,7 @@ import type { CredentialSource } from './credential-source.js';
 import { UpstreamCredentialError } from './credential-error.js';
 import { UpstreamOAuthClient, type DiscoveryCache } from './oauth-client.js';
 import type { IdentitySigner } from './signer.js';
-import { tokenKey, upstreamKeyPrefix, type TokenCache } from './token-cache.js';
+import { tokenKey, upstreamKeyPrefix, type ObtainedToken, type TokenCache } from './token-cache.js';
 import { reportedObtain } from './token-events.js';
 
 /** A CredentialSource that can always recover from the upstream refusing its token once. */
@@ -62,11 +62,11 @@ export class UpstreamCredentials {
     private readonly parts: IdentityParts,
   ) {
     this.auth = upstream.auth;
-    const oauthClient = (client: NonNullable<UpstreamAuthConfig['clientCredentials']>) =>
-      new UpstreamOAuthClient({ upstream: upstream.name, upstreamUrl: upstream.url, client, timeoutMs: upstream.auth?.timeoutMs ?? 10_000, discovery: parts.discovery });
-    const own = this.auth?.clientCredentials ?? this.auth?.tokenExchange;
-    this.gatewayClient = own === undefined ? undefined : oauthClient(own);
-    this.exchangeClient = this.auth?.tokenExchange === undefined ? undefined : oauthClient(this.auth.tokenExchange);
+    const oauthClient = (client: NonNullable<UpstreamAuthConfig['clientCredentials']>, mode: 'clientCredentials' | 'tokenExchange') =>
+      new UpstreamOAuthClient({ upstream: upstream.name, mode, upstreamUrl: upstream.url, client, timeoutMs: upstream.auth?.timeoutMs ?? 10_000, discovery: parts.discovery });
+    const { clientCredentials, tokenExchange } = this.auth ?? {};
+    this.gatewayClient = clientCredentials !== undefined ? oauthClient(clientCredentials, 'clientCredentials') : tokenExchange !== undefined ? oauthClient(tokenExchange, 'tokenExchange') : undefined;
+    this.exchangeClient = tokenExchange === undefined ? undefined : oauthClient(tokenExchange, 'tokenExchange');
     if (this.auth?.signedIdentity !== undefined && parts.signer === undefined) {
       throw new Error(`upstream '${upstream.name}': signedIdentity needs identity.keys (the config loader refuses this)`);
     }
@@ -78,12 +78,12 @@ export class UpstreamCredentials {
     const signer = this.parts.signer;
     if (this.gatewayClient !== undefined) {
       const client = this.gatewayClient;
-      return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name), () => client.clientCredentials(), {}, { grant: 'client_credentials' });
+      return this.bearerSource(this.parts.tokens, fixedSlot(tokenKey(this.upstream.name), () => client.clientCredentials()), {}, { grant: 'client_credentials' });
     }
     if (signedIdentity !== undefined && signer !== undefined) {
       const subject = signer.gatewaySubject;
       const mint = async () => ({ token: await signer.mint({ subject, audience: signedIdentity.audience, ttlSeconds: signedIdentity.ttlSeconds }), expiresInSeconds: signedIdentity.ttlSeconds });
-      return this.bearerSource(this.parts.signed, tokenKey(this.upstream.name), mint, {}, { grant: 'signed' });
+      return this.bearerSource(this.parts.signed, fixedSlot(tokenKey(this.upstream.name), mint), {}, { grant: 'signed' });
     }
     return this.staticSource({});
   }
@@ -108,17 +108,23 @@ export class UpstreamCredentials {
     const signer = this.parts.signer;
     if (tokenExchange !== undefined && this.exchangeClient !== undefined) {
       const client = this.exchangeClient;
-      const obtain = async () => {
+      const principalKey = tokenKey(this.upstream.name, caller.principal);
+      // The token of the request in hand is the one exchanged, and its exchanged token is cached under a hash of it:
+      // a down-scoped token of a principal is never served with what another of its tokens was exchanged for.
+      const slot = (): TokenSlot => {
         const subject = caller.subjectToken?.();
         if (subject === undefined || subject === '') {
-          throw new UpstreamCredentialError({
-            upstream: this.upstream.name, step: 'subject', reason: 'no_subject_token',
-            detail: `caller ${caller.principal} has no access token to exchange (tokenExchange needs an OAuth caller; API-key principals cannot use this upstream)`,
-          });
+          return {
+            key: principalKey,
+            obtain: () => Promise.reject(new UpstreamCredentialError({
+              upstream: this.upstream.name, step: 'subject', reason: 'no_subject_token',
+              detail: `caller ${caller.principal} has no access token to exchange (tokenExchange needs an OAuth caller; API-key principals cannot use this upstream)`,
+            })),
+          };
         }
-        return client.exchange(subject, tokenExchange.audience);
+        return { key: `${principalKey}\u0000${digest(subject)}`, obtain: () => client.exchange(subject, tokenExchange.audience) };
       };
-      return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name, caller.principal), obtain, extra, { grant: 'token_exchange', principal: caller.principal });
+      return this.bearerSource(this.parts.tokens, slot, extra, { grant: 'token_exchange', principal: caller.principal });
     }
     if (signedIdentity !== undefined && signer !== undefined) {
       const claims = Object.fromEntries(signedIdentity.claims.filter((c) => caller.claims[c] !== undefined).map((c) => [c, caller.claims[c]]));
@@ -128,13 +134,13 @@ export class UpstreamCredentials {
         token: await signer.mint({ subject: caller.principal, audience: signedIdentity.audience, claims, ttlSeconds: signedIdentity.ttlSeconds }),
         expiresInSeconds: signedIdentity.ttlSeconds,
       });
-      return this.bearerSource(this.parts.signed, key, mint, extra, { grant: 'signed', principal: caller.principal });
+      return this.bearerSource(this.parts.signed, fixedSlot(key, mint), extra, { grant: 'signed', principal: caller.principal });
     }
     if (clientCredentials !== undefined) return this.forGatewayWith(extra);
     return this.staticSource(extra);
   }
 
-  /** Drops a refused token of the gateway's own (principal undefined) or a caller's. */
+  /** Drops a refused token of the gateway's own (principal undefined) or a caller's signed identity. */
   invalidate(principal: string | undefined, token: string): boolean {
     const key = tokenKey(this.upstream.name, principal);
     return this.parts.tokens.invalidate(key, token) || this.parts.signed.invalidate(key, token);
@@ -150,30 +156,31 @@ export class UpstreamCredentials {
   private forGatewayWith(extra: Record<string, string>): RefreshableCredentialSource {
     const client = this.gatewayClient;
     if (client === undefined) return this.staticSource(extra);
-    return this.bearerSource(this.parts.tokens, tokenKey(this.upstream.name), () => client.clientCredentials(), extra, { grant: 'client_credentials' });
+    return this.bearerSource(this.parts.tokens, fixedSlot(tokenKey(this.upstream.name), () => client.clientCredentials()), extra, { grant: 'client_credentials' });
   }
 
-  /** `who`: what the credential is (its grant) and for whom (no principal: the gateway), as it is announced. */
-  private bearerSource(
-    cache: TokenCache,
-    key: string,
-    obtainToken: () => Promise<{ token: string; expiresInSeconds?: number | undefined }>,
-    extra: Record<string, string>,
-    who: { grant: TokenGrant; principal?: string },
-  ): RefreshableCredentialSource {
+  /**
+   * `slot`: where in `cache` the token is and how to obtain it, asked at each request (a caller's token may be
+   * another by then). `who`: what the credential is (its grant) and for whom (no principal: the gateway), as it is
+   * announced.
+   */
+  private bearerSource(cache: TokenCache, slot: () => TokenSlot, extra: Record<string, string>, who: { grant: TokenGrant; principal?: string }): RefreshableCredentialSource {
     const base = merged(this.upstream.headers, extra);
-    const obtain = reportedObtain(this.parts.events ?? NO_EVENTS, { upstream: this.upstream.name, ...who }, obtainToken);
+    const events = this.parts.events ?? NO_EVENTS;
+    const announced = { upstream: this.upstream.name, ...who };
     // The same object while the token is the same: a transport keeps the headers it built from it.
-    let last: { token: string; headers: Readonly<Record<string, string>> } | undefined;
+    let last: { token: string; key: string; headers: Readonly<Record<string, string>> } | undefined;
     return {
       headers: async () => {
-        const token = await cache.get(key, obtain);
-        if (last?.token !== token) last = { token, headers: Object.freeze({ ...base, Authorization: `Bearer ${token}` }) };
+        const { key, obtain } = slot();
+        const token = await cache.get(key, reportedObtain(events, announced, obtain));
+        if (last?.token !== token) last = { token, key, headers: Object.freeze({ ...base, Authorization: `Bearer ${token}` }) };
         return last.headers;
       },
       refreshAfterUnauthorized: (sent) => {
         const token = bearerOf(sent);
-        if (token !== undefined) cache.invalidate(key, token);
+        if (token !== undefined && last?.token === token) cache.invalidate(last.key, token);
+        else if (token !== undefined) cache.invalidate(slot().key, token);
         return true;
       },
     };
@@ -183,6 +190,17 @@ export class UpstreamCredentials {
     const headers = Promise.resolve(Object.freeze(merged(this.upstream.headers, extra, false)));
     return { headers: () => headers, refreshAfterUnauthorized: () => false };
   }
+}
+
+/** Where a token is cached, and how to obtain it when it is not. */
+interface TokenSlot {
+  key: string;
+  obtain: () => Promise<ObtainedToken>;
+}
+
+function fixedSlot(key: string, obtain: () => Promise<ObtainedToken>): () => TokenSlot {
+  const slot = { key, obtain };
+  return () => slot;
 }
 
 /**

@@ -4,6 +4,11 @@
 // Connect discovery as a fallback → `token_endpoint`), the client credentials grant and RFC 8693 token exchange,
 // client_secret_basic or client_secret_post, every step under one deadline. Errors name the upstream, the step and
 // the cause (UpstreamCredentialError). Plain http is allowed only for URLs the config names and loopback hosts.
+//
+// What an upstream advertises is never trusted on its word (design invariant 13): the client's secret, and for token
+// exchange the caller's own token, go only to a token endpoint the config names (`tokenUrl`), the one of an issuer it
+// names (`issuer`), or one found by discovery whose issuer is trusted (`trustedIssuers`, `auth.oauth.issuer`). A
+// discovered server that is not is refused before anything is sent to it, not even a metadata request.
 import * as oauth from 'oauth4webapi';
 import type { OAuthClientConfig } from '../config/identity.js';
 import { retryAfterMsOf, UpstreamCredentialError, type CredentialStep } from './credential-error.js';
@@ -18,6 +23,8 @@ const DISCOVERY_TTL_MS = 3_600_000;
 export interface OAuthClientOptions {
   /** The upstream's name, for errors. */
   upstream: string;
+  /** Which of the upstream's `auth` modes this client is, for errors that name its settings. */
+  mode?: 'clientCredentials' | 'tokenExchange';
   /** The upstream's MCP endpoint (probed for its 401 challenge when the token endpoint is not configured). */
   upstreamUrl: string;
   client: OAuthClientConfig;
@@ -72,8 +79,13 @@ export class UpstreamOAuthClient {
     const { client } = options;
     this.client = { client_id: client.clientId };
     this.auth = client.tokenEndpointAuthMethod === 'client_secret_post' ? oauth.ClientSecretPost(client.clientSecret) : oauth.ClientSecretBasic(client.clientSecret);
-    this.configured = new Set([options.upstreamUrl, client.resource, ...(client.tokenUrl !== undefined ? [client.tokenUrl] : [])].map(originOf));
+    const named = [client.tokenUrl, client.issuer, ...(client.trustedIssuers ?? [])].filter((url): url is string => url !== undefined);
+    this.configured = new Set([options.upstreamUrl, client.resource, ...named].map(originOf));
+    this.trusted = new Set((client.trustedIssuers ?? []).map(issuerIdentifier));
   }
+
+  /** Issuers a discovered authorization server may have (compared as RFC 8414 identifiers, after URL parsing). */
+  private readonly trusted: ReadonlySet<string>;
 
   /** RFC 6749 §4.4: a token for the gateway itself. */
   async clientCredentials(): Promise<ObtainedToken> {
@@ -107,9 +119,15 @@ export class UpstreamOAuthClient {
    * (a 401 on a call), which saves the probe.
    */
   async tokenEndpoint(signal: AbortSignal, challenge?: string): Promise<oauth.AuthorizationServer> {
-    const { tokenUrl, resource } = this.options.client;
+    const { tokenUrl, issuer, resource } = this.options.client;
     if (tokenUrl !== undefined) return { issuer: originOf(tokenUrl), token_endpoint: tokenUrl };
-    const found = await this.options.discovery.lookup(`${this.options.upstreamUrl}\u0000${resource}`, () => this.discover(signal, challenge));
+    if (issuer !== undefined) {
+      const found = await this.options.discovery.lookup(`issuer\u0000${issuer}`, () => this.endpointOf(new URL(issuer), signal));
+      return { issuer: found.issuer, token_endpoint: found.tokenEndpoint };
+    }
+    // Keyed by what is trusted too: two upstreams at one URL may trust different servers.
+    const key = `${this.options.upstreamUrl}\u0000${resource}\u0000${[...this.trusted].sort().join(' ')}`;
+    const found = await this.options.discovery.lookup(key, () => this.discover(signal, challenge));
     return { issuer: found.issuer, token_endpoint: found.tokenEndpoint };
   }
 
@@ -140,15 +158,34 @@ export class UpstreamOAuthClient {
     } catch (err) {
       throw await this.failure('discovery', err, signal, 'protected resource metadata (RFC 9728)');
     }
-    const issuer = metadata.authorization_servers?.[0];
-    if (issuer === undefined) {
+    const named = (metadata.authorization_servers ?? []).filter((server) => typeof server === 'string');
+    if (named.length === 0) {
       throw new UpstreamCredentialError({ upstream: this.options.upstream, step: 'discovery', reason: 'invalid_response', detail: 'its protected resource metadata names no authorization_servers' });
     }
-    const server = await this.authorizationServer(new URL(issuer), signal);
+    const issuer = named.find((server) => URL.canParse(server) && this.trusted.has(issuerIdentifier(server)));
+    if (issuer === undefined) throw this.untrusted(named);
+    return this.endpointOf(new URL(issuer), signal);
+  }
+
+  /** The token endpoint an authorization server's own metadata gives. */
+  private async endpointOf(issuer: URL, signal: AbortSignal): Promise<{ tokenEndpoint: string; issuer: string }> {
+    const server = await this.authorizationServer(issuer, signal);
     if (server.token_endpoint === undefined) {
-      throw new UpstreamCredentialError({ upstream: this.options.upstream, step: 'discovery', reason: 'invalid_response', detail: `authorization server ${issuer} has no token_endpoint` });
+      throw new UpstreamCredentialError({ upstream: this.options.upstream, step: 'discovery', reason: 'invalid_response', detail: `authorization server ${issuer.href} has no token_endpoint` });
     }
     return { tokenEndpoint: this.checked(server.token_endpoint), issuer: server.issuer };
+  }
+
+  /** The upstream named only servers the config does not trust: the call fails, and nothing went to them. */
+  private untrusted(named: readonly string[]): UpstreamCredentialError {
+    const shown = named.slice(0, 3).map((server) => JSON.stringify(server.slice(0, 200))).join(', ') + (named.length > 3 ? `, and ${named.length - 3} more` : '');
+    const setting = `upstreams.${this.options.upstream}.auth.${this.options.mode ?? '<mode>'}`;
+    const trusted = this.trusted.size === 0 ? 'it trusts none' : `it trusts ${[...this.trusted].join(', ')}`;
+    return new UpstreamCredentialError({
+      upstream: this.options.upstream, step: 'discovery', reason: 'untrusted_server',
+      detail: `the upstream names authorization server ${shown}, which the configuration does not trust (${trusted}); nothing was sent to it. ` +
+        `Name the server in ${setting}.tokenUrl or .issuer, or list it in .trustedIssuers`,
+    });
   }
 
   /** RFC 8414 first; OpenID Connect discovery when the server has no RFC 8414 document. */
@@ -251,6 +288,11 @@ export function resourceMetadataOf(header: string | undefined): string | undefin
 
 function originOf(url: string): string {
   return new URL(url).origin;
+}
+
+/** An issuer as RFC 8414 compares it, after URL parsing (as oauth4webapi checks the metadata's `issuer`). */
+function issuerIdentifier(issuer: string): string {
+  return new URL(issuer).href;
 }
 
 function isLoopback(hostname: string): boolean {

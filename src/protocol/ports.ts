@@ -1,7 +1,7 @@
 // What both revisions' routers need from the gateway layer above them, as interfaces. The gateway's parts
 // implement them and composition (src/taskgate.ts) passes them in: importing them would point up the layers.
 import type { JsonObject } from '../jsonrpc.js';
-import type { Upstream } from '../upstream/upstream.js';
+import type { ListAsker, Upstream } from '../upstream/upstream.js';
 import type { ListKind, NamedKind } from './mcp.js';
 
 /** The merged view of all upstreams (gateway/merged-catalog.ts), as the routers read it. */
@@ -14,9 +14,10 @@ export interface GatewayCatalog {
   route(kind: NamedKind, exposedName: string): { upstream: Upstream; name: string } | undefined;
   /**
    * `route`, reading the upstreams' catalogs again (bounded) when no upstream lists the name; throws the
-   * upstream's unavailability when the one that would serve it is not connected.
+   * upstream's unavailability when the one that would serve it is not connected. `asker`: whom the request acts
+   * for (a per-principal upstream's lists are read over that principal's own child).
    */
-  resolve(kind: NamedKind, exposedName: string): Promise<{ upstream: Upstream; name: string } | undefined>;
+  resolve(kind: NamedKind, exposedName: string, asker?: ListAsker): Promise<{ upstream: Upstream; name: string } | undefined>;
   /** Which upstream serves a resource URI. */
   routeUri(uri: string): Upstream | undefined;
   /** `routeUri`, reading the upstreams' catalogs again (bounded) when none lists the URI. */

@@ -12,7 +12,7 @@ import type { GatewayCatalog } from './ports.js';
 
 /** The upstream that serves an exposed tool or prompt name, and its name there. */
 export async function routeNamed(catalog: GatewayCatalog, access: CallerAccess, kind: NamedKind, name: string): Promise<{ upstream: Upstream; name: string }> {
-  const route = await catalog.resolve(kind, name);
+  const route = await catalog.resolve(kind, name, { actingFor: access.actingFor });
   if (route === undefined || !access.allows(kind, name)) throw new GatewayError('invalid_params', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
   return route;
 }

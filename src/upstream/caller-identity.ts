@@ -25,8 +25,9 @@ export class CallerIdentity {
   readonly perCaller: boolean;
 
   /**
-   * Each principal's latest caller: an upstream session outlives the request that opened it, so its credential
-   * reads the principal's newest token, not the one that first opened it (which may have expired since).
+   * Each principal's latest caller: an upstream session outlives the request that opened it, so what the session
+   * sends on its own (its event stream, its end, answers and notifications) reads the principal's newest token, not
+   * the one that first opened it (which may have expired since). A call never does: it carries its own.
    */
   private readonly latest = new Map<string, ActingFor>();
   /** One wrapper per caller object, so that the credential source made for it is one per caller too. */
@@ -46,20 +47,39 @@ export class CallerIdentity {
     this.perCaller = tellsCallersApart || this.childPerPrincipal;
   }
 
-  /** A request for `identity`'s session, made for `actingFor` (none: the gateway's own). */
+  /**
+   * A request for `identity`'s session, made for `actingFor` (none: the gateway's own): its credentials are those
+   * of `actingFor`'s own token, whatever other tokens its principal has used.
+   */
   callerOf(identity: SessionIdentity, actingFor: ActingFor | undefined): UpstreamCaller {
     if (actingFor === undefined) return { identity, principal: undefined, credentials: this.gateway };
-    const credentials = this.credentials === undefined ? this.gateway : this.credentials.forCaller(this.remembered(actingFor));
+    this.remember(actingFor);
+    const credentials = this.credentials === undefined ? this.gateway : this.credentials.forCaller(actingFor);
     return { identity, principal: actingFor.principal, credentials, actingFor };
   }
 
-  /** `actingFor` remembered as its principal's latest, and a caller whose token is the principal's latest one. */
-  private remembered(actingFor: ActingFor): ActingFor {
+  /**
+   * What an upstream session opened for `caller` sends on its own behalf (not a call: those carry their own): the
+   * credential of its principal's newest token.
+   */
+  sessionCredentialsOf(caller: UpstreamCaller): CredentialSource {
+    const { actingFor } = caller;
+    if (actingFor === undefined || this.credentials === undefined) return caller.credentials;
+    return this.credentials.forCaller(this.newest(actingFor));
+  }
+
+  /** `actingFor` remembered as its principal's latest. */
+  private remember(actingFor: ActingFor): void {
+    if (actingFor.subjectToken === undefined) return;
+    this.latest.delete(actingFor.principal);
+    this.latest.set(actingFor.principal, actingFor);
+    if (this.latest.size > MAX_REMEMBERED_CALLERS) this.latest.delete(this.latest.keys().next().value as string);
+  }
+
+  /** A caller whose token is, each time it is read, its principal's latest one. */
+  private newest(actingFor: ActingFor): ActingFor {
     const { principal } = actingFor;
     if (actingFor.subjectToken === undefined) return actingFor;
-    this.latest.delete(principal);
-    this.latest.set(principal, actingFor);
-    if (this.latest.size > MAX_REMEMBERED_CALLERS) this.latest.delete(this.latest.keys().next().value as string);
     let wrapper = this.wrapped.get(actingFor);
     if (wrapper === undefined) {
       wrapper = { ...actingFor, subjectToken: () => (this.latest.get(principal) ?? actingFor).subjectToken?.() };

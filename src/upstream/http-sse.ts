@@ -76,12 +76,12 @@ export class HttpSseTransport implements UpstreamTransport {
     });
   }
 
-  async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>): Promise<void> {
+  async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>, credentials?: CredentialSource): Promise<void> {
     if (this.closed || this.endpoint === undefined) throw new Error('connection is closed');
     const endpoint = this.endpoint;
     const body = encodeMessage(message);
     const response = await sendWithCredential(
-      this.credentials,
+      credentials ?? this.credentials,
       (credential) => request(endpoint, { method: 'POST', dispatcher: this.agent, headers: { ...credential, ...traceHeaders, 'content-type': 'application/json' }, body }),
       (refused) => refused.body.dump(),
     );

@@ -13,7 +13,11 @@ import { bearerOf } from '../identity/credential-sources.js';
 import type { UpstreamConnection } from './connection.js';
 import { ConnectionPool } from './connection-pool.js';
 
-/** What a child's env reads of a caller: its principal and claims, and the token its `auth` credentials carry. */
+/**
+ * What a child's env reads of a caller: its principal and claims, and the token its `auth` credentials carry. The
+ * caller is the call that starts the child: an environment is fixed at spawn, so its `{{upstreamToken}}` serves all
+ * of the principal's later calls too (docs/upstreams.md says so; HTTP upstreams carry each request's own).
+ */
 export function childCallerOf(caller: UpstreamCaller): ChildCaller {
   return {
     principal: caller.actingFor?.principal ?? caller.principal ?? '',

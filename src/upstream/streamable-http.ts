@@ -78,11 +78,11 @@ export class StreamableHttpTransport implements UpstreamTransport {
     this.postHeaders = undefined;
   }
 
-  async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>): Promise<void> {
+  async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>, credentials?: CredentialSource): Promise<void> {
     if (this.closed) throw new Error('connection is closed');
     const body = encodeMessage(message);
     const response = await sendWithCredential(
-      this.credentials,
+      credentials ?? this.credentials,
       (credential) => {
         const posted = traceHeaders === undefined ? this.headersForPost(credential) : { ...this.headersForPost(credential), ...traceHeaders, ...POST_CONTENT_HEADERS };
         return dispatchPost(this.agent, { origin: this.origin, path: this.path, method: 'POST', headers: posted, body }, this.posts);

@@ -31,8 +31,10 @@ export interface UpstreamTransport {
   /**
    * Sends one message. Rejects when the upstream refused or could not be reached. `traceHeaders` (traceparent,
    * tracestate) go as headers of the HTTP request that carries it; transports without headers ignore them.
+   * `credentials`: what this one request authenticates with, in place of the connection's (a call carries its own
+   * caller's token: the request in hand is served with its own rights, not those of whoever opened the session).
    */
-  send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>): Promise<void>;
+  send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>, credentials?: CredentialSource): Promise<void>;
   close(): Promise<void>;
   /** The revision negotiated by initialize; HTTP transports send it as `MCP-Protocol-Version`. */
   setProtocolVersion?(version: string): void;

@@ -10,7 +10,7 @@ import { RestartBackoff } from './restart-backoff.js';
 import { SessionConnections } from './session-connections.js';
 import { DEFAULTS } from '../config/schema/defaults.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
-import { type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
+import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { UpstreamConnection, type CallContext, type ConnectionHandler, type UpstreamCall } from './connection.js';
 import { createUpstreamAgent } from './http-agent.js';
@@ -19,9 +19,9 @@ import { StdioTransport } from './stdio.js';
 import { endUpstreamSession, StreamableHttpTransport } from './streamable-http.js';
 import { recordSession, type UpstreamSessionLedger } from './session-ledger.js';
 import type { UpstreamTransport } from './transport.js';
-import { createdTaskIdIn, notifiedTaskIdIn, type ActingFor, type CredentialSource, type SessionIdentity, type UpstreamAdapter, type UpstreamCaller, type UpstreamLink, type UpstreamSide } from './adapter.js';
+import { createdTaskIdIn, notifiedTaskIdIn, RELAY_CAPABILITIES, type ActingFor, type CredentialSource, type SessionIdentity, type UpstreamAdapter, type UpstreamCaller, type UpstreamLink, type UpstreamSide } from './adapter.js';
 import { countViolations } from './violations.js';
-import type { UpstreamCatalog } from './catalog.js';
+import { fetchCatalog, type UpstreamCatalog } from './catalog.js';
 import { CONTROL_ORIGIN, originOf, type ConnectionRole, type MessageOrigin } from './message-origin.js';
 import { UpstreamSides } from './sides.js';
 import { withTimeout } from './deadline.js';
@@ -34,6 +34,27 @@ export type { SessionIdentity } from './adapter.js';
 export type { MessageOrigin } from './message-origin.js';
 
 export type UpstreamState = 'starting' | 'ready' | 'down' | 'closed';
+
+/** Who asks for an upstream's lists to be read again (a client named something unlisted): whom the gateway acts for. */
+export interface ListAsker {
+  actingFor: ActingFor | undefined;
+}
+
+/** What a per-principal upstream offers as far as the gateway knows before any of its children has said. */
+const CHILDREN_NOT_HEARD: JsonObject = Object.freeze({ tools: {} });
+
+/**
+ * The identity a principal's child is started with for a caller outside any session (a call that names a tool before
+ * the child listed it): no client's version, so the handshake offers the latest the gateway speaks.
+ */
+function childStarter(actingFor: ActingFor | undefined): SessionIdentity {
+  return { sessionId: `principal:${actingFor?.principal ?? ''}`, protocolVersion: '', capabilities: RELAY_CAPABILITIES, clientInfo: undefined, manyClients: true };
+}
+
+/** What /readyz says of a per-principal upstream's server: from its children's handshake. */
+function childStatus(said: JsonObject | undefined): { serverInfo: unknown; protocols: string[] } {
+  return { serverInfo: said?.serverInfo, protocols: typeof said?.protocolVersion === 'string' ? [said.protocolVersion] : [] };
+}
 
 export interface UpstreamMessageSink {
   notification(upstream: Upstream, message: JsonRpcNotification, origin: MessageOrigin): void;
@@ -73,6 +94,14 @@ export class Upstream {
   private readonly perSession: SessionConnections;
   /** A per-principal stdio upstream's children, one per principal (issue 33); undefined for every other upstream. */
   private readonly children: PrincipalChildren | undefined;
+  /**
+   * What a per-principal upstream's children said in their handshake (the latest to start): such an upstream has
+   * no control child (one with no principal would run with its caller placeholders unfilled, and a server that
+   * checks its environment would refuse to start), so its capabilities and catalog come from its principals' own.
+   */
+  private childrenSaid: JsonObject | undefined;
+  /** How many times a child's lists were read: a miss that started a child need not read them twice. */
+  private childListReads = 0;
   /** Connections being closed (their upstream sessions ended): close() waits for them. */
   private readonly closing = new Set<Promise<void>>();
   /** Connections still in their handshake: close() ends them too (a child stuck in initialize is stopped at once). */
@@ -127,17 +156,36 @@ export class Upstream {
   }
 
   get capabilities(): JsonObject {
-    return this.sides.capabilities;
+    if (this.children === undefined) return this.sides.capabilities;
+    // Until a principal's child has said what it offers, it is taken to offer tools: a principal's first list then
+    // starts its child, whose lists are read (and clients told of its prompts and resources once known).
+    return asObject(this.childrenSaid?.capabilities) ?? CHILDREN_NOT_HEARD;
   }
 
   /** What the upstream says about itself (instructions, server info), in whichever revision it answered. */
   get description(): JsonObject | undefined {
-    return this.sides.description;
+    return this.children === undefined ? this.sides.description : this.childrenSaid;
   }
 
-  /** Connects the control connection once; on failure keeps retrying in the background. */
+  /**
+   * Connects the control connection once; on failure keeps retrying in the background. A per-principal upstream
+   * has none: it is ready at once, its children start with their principals' calls.
+   */
   async start(): Promise<void> {
-    await this.connectControl();
+    if (this.children === undefined) return this.connectControl();
+    if (this.state === 'closed') return;
+    this.state = 'ready';
+    this.wasUp = true;
+    this.events.emit('upstream.up', { upstream: this.name, transport: this.config.transport });
+    this.logger.info('upstream ready: a child starts for each principal on its first call, and its lists are read from it');
+  }
+
+  /**
+   * A per-principal upstream none of whose children has answered yet: nothing is listed, and its lists can only be
+   * read over a caller's own child (refreshListed with that caller), which fails as that caller's call would.
+   */
+  get awaitsFirstChild(): boolean {
+    return this.children !== undefined && this.childrenSaid === undefined;
   }
 
   /** Whether the upstream is told who each caller is (its `auth`): a call must not run as the gateway instead. */
@@ -215,7 +263,7 @@ export class Upstream {
     const status: JsonObject = { name: this.name, transport: this.config.transport, state: this.state };
     if (!this.isShared) status.sessions = this.perSession.size + (this.children?.size ?? 0);
     if (this.lastError !== undefined && this.state !== 'ready') status.error = this.lastError;
-    const { serverInfo, protocols } = this.sides.status;
+    const { serverInfo, protocols } = this.children === undefined ? this.sides.status : childStatus(this.childrenSaid);
     if (serverInfo !== undefined) status.serverInfo = serverInfo;
     if (protocols.length > 0) status.protocols = protocols;
     return status;
@@ -284,10 +332,34 @@ export class Upstream {
    * Reads the catalog again because a client named something it does not list (gateway/listed-refresh.ts bounds
    * how often); clients hear of it when it changed, as after `list_changed`.
    */
-  async refreshListed(): Promise<void> {
+  async refreshListed(asker?: ListAsker): Promise<void> {
+    if (this.children !== undefined) {
+      // Lists are read over a principal's own child: the asker's, started for it if it has none (then it was just read).
+      if (asker === undefined) return;
+      const reads = this.childListReads;
+      const connection = await this.connectionOf(this.callerOf(childStarter(asker.actingFor), asker.actingFor));
+      if (this.childListReads === reads) await this.learnFrom(connection);
+      return;
+    }
     const before = JSON.stringify(this.catalog);
     await this.refreshCatalog();
     if (JSON.stringify(this.catalog) !== before) this.sink.catalogChanged(this, false);
+  }
+
+  /**
+   * A per-principal child's lists become the upstream's catalog (what calls are routed by): read when a child
+   * starts, when one says its lists changed, and on a miss. Clients are told when it changed.
+   */
+  private async learnFrom(connection: UpstreamConnection, said?: JsonObject): Promise<void> {
+    this.childListReads++;
+    const firstHeard = this.childrenSaid === undefined;
+    if (said !== undefined) this.childrenSaid = said;
+    const timeoutMs = this.config.requestTimeoutMs;
+    const catalog = await fetchCatalog(this.capabilities, (method, page) => connection.request(method, page, undefined, timeoutMs).outcome);
+    if (this.state === 'closed') return;
+    const changed = JSON.stringify(catalog) !== JSON.stringify(this.catalog);
+    this.catalog = catalog;
+    if (changed || firstHeard) this.sink.catalogChanged(this, firstHeard);
   }
 
   /**
@@ -411,8 +483,18 @@ export class Upstream {
     const session = caller.identity;
     const sessionHandshake = this.sides.sessionHandshake;
     if (sessionHandshake === undefined) throw new Error('it speaks no revision with sessions');
-    const handler = this.handler('session', session.sessionId, () => connection);
-    const transport = this.createTransport(caller.credentials, env);
+    const sessionHandler = this.handler('session', session.sessionId, () => connection);
+    // A per-principal child's list change is read into the upstream's catalog before clients hear of it.
+    const handler: typeof sessionHandler = this.children === undefined ? sessionHandler : {
+      ...sessionHandler,
+      notification: (message, call) => {
+        if (!message.method.endsWith('/list_changed')) return sessionHandler.notification(message, call);
+        void this.learnFrom(connection)
+          .catch((error: Error) => this.logger.warn({ reason: error.message }, 'reading a per-principal child\'s lists failed'))
+          .then(() => sessionHandler.notification(message, call));
+      },
+    };
+    const transport = this.createTransport(this.callers.sessionCredentialsOf(caller), env);
     const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,
@@ -433,8 +515,10 @@ export class Upstream {
       notifiedTaskId: this.notifiedTaskId,
     });
     try {
-      await this.handshake(connection, sessionHandshake(session));
+      const said = await this.handshake(connection, sessionHandshake(session));
       if (this.state === 'closed') throw new Error('the gateway closed the upstream');
+      // A child that cannot be listed still serves its principal's calls: the catalog stays as it was.
+      if (this.children !== undefined) await this.learnFrom(connection, said).catch((error: Error) => this.logger.warn({ reason: error.message }, 'reading a per-principal child\'s lists failed'));
     } catch (error) {
       await connection.close().catch(() => undefined);
       throw error;

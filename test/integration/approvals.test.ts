@@ -325,17 +325,22 @@ describe('approvals across two replicas on one Redis', () => {
     assert.deepEqual(shown?.arguments, { seconds: 0, label: 'swap-1.0.0' });
     await wire.request(a.url, 'tasks/cancel', { taskId: first });
     assert.deepEqual((await wire.request(a.url, 'tasks/delete', { taskId: first })).result, {});
-    const second = String((((await call('6.6.6-drop-all-tables')).result as Json).task as Json).taskId);
+    // The key's task was deleted: the key is retired and makes no new task, under that id or any other.
+    const resent = await call('6.6.6-drop-all-tables');
+    assert.equal((resent.error as Json | undefined)?.code, -32602, JSON.stringify(resent));
+    assert.match(String((resent.error as Json | undefined)?.message), /deleted/);
 
-    // The approver approves what they were shown, under the id they were shown it.
+    // The approver approves what they were shown, under the id they were shown it: it is gone, nothing runs.
     const approved = await decide(b.baseUrl, 'bob', first, { decision: 'approve', digest: shown?.digest });
-    if (second === first) {
-      assert.equal(approved.status, 409, JSON.stringify(approved.body));
-      assert.equal(approved.body.reason, 'changed');
-      assert.deepEqual((approved.body.approval as Json).arguments, { seconds: 0, label: 'swap-6.6.6-drop-all-tables' }, 'the new call, shown as it is');
-    } else {
-      assert.equal(approved.status, 404, JSON.stringify(approved.body)); // a new id: the old one is gone
-    }
+    assert.equal(approved.status, 404, JSON.stringify(approved.body));
+
+    // The new arguments under a new key: a new id, and the digest shown for the old call decides nothing.
+    const other = wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'swap-6.6.6-drop-all-tables' }, task: { ttl: 60_000 }, _meta: { 'taskgate/idempotency-key': 'swap-twice' } });
+    const second = String((((await other).result as Json).task as Json).taskId);
+    assert.notEqual(second, first, 'a task id is never reused');
+    const stale = await decide(b.baseUrl, 'bob', second, { decision: 'approve', digest: shown?.digest });
+    assert.equal(stale.status, 409, JSON.stringify(stale.body));
+    assert.equal(stale.body.reason, 'changed');
     assert.equal((await taskOn(a.url, 'alice', second)).status, 'working', 'the new call still waits for its own decision');
     assert.equal(await executions(fixture, 'swap-6.6.6-drop-all-tables'), 0);
     assert.equal(await executions(fixture, 'swap-1.0.0'), 0);

@@ -1,6 +1,7 @@
 // `isolation: per-principal` stdio upstreams (issue 33, item 3) through a real gateway and a real stdio fixture:
 // each principal gets a child of its own whose env names it, the principal's sessions share it, the cap refuses a
-// principal past it while every child is busy, and an idle child is stopped.
+// principal past it while every child is busy, and an idle child is stopped. No child runs without a principal
+// (issue 39, finding 10): a server that checks its environment lists and serves every principal.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -10,6 +11,7 @@ import { startAuthServer } from '../fixtures/auth-server.js';
 import { bearer } from '../helpers/auth-requests.js';
 import { eventually, testScope, textOf, type TestScope } from '../helpers/harness.js';
 import { modern } from '../helpers/stateless-wire.js';
+import { fixtureCommand } from '../fixtures/spawn.js';
 
 const KEYS = { alice: 'alice-key-0123456789abcdef', bob: 'bob-key-0123456789abcdef-bob', carol: 'carol-key-0123456789abcdef' } as const;
 type Name = keyof typeof KEYS;
@@ -158,11 +160,55 @@ describe('stdio isolation: per-principal', () => {
     );
   });
 
+  test('no child starts without a principal: a server that refuses unfilled placeholders lists and serves every principal, never down', async (t) => {
+    const scope = testScope(t);
+    const strict = fixtureCommand('stdio');
+    // Exits at start when CALLER or MEMORY_FILE_PATH is unset or still holds "{{": the control child of old did.
+    const { gateway, as } = await perPrincipalGateway(scope, {
+      args: [...strict.args, '--require-env', 'CALLER,MEMORY_FILE_PATH'],
+      idleTimeoutMs: 0,
+      env: { CALLER: '{{principal}}', MEMORY_FILE_PATH: '/tmp/graph-{{principal}}.jsonl' },
+    });
+    const statusOf = async () => {
+      const ready = await fetch(`${gateway.origin}/readyz`);
+      const body = (await ready.json()) as { upstreams: { name: string; state: string; error?: string }[] };
+      return { code: ready.status, fx: body.upstreams.find((u) => u.name === 'fx') };
+    };
+    const before = await statusOf();
+    assert.equal(before.code, 200);
+    assert.equal(before.fx?.state, 'ready', JSON.stringify(before.fx));
+
+    // A principal's list starts its child, which lists its tools; calls of that principal and another work.
+    const alice = await as('alice');
+    const tools = (await alice.listTools()).tools.map((tool) => tool.name);
+    assert.ok(tools.includes('env'), JSON.stringify(tools));
+    const answer = JSON.parse(textOf(await alice.callTool({ name: 'env', arguments: { names: ['CALLER', 'MEMORY_FILE_PATH'] } }))) as EnvAnswer;
+    assert.deepEqual(answer.env, { CALLER: 'key:alice', MEMORY_FILE_PATH: '/tmp/graph-key:alice.jsonl' });
+    const bob = JSON.parse(textOf(await (await as('bob')).callTool({ name: 'env', arguments: { names: ['CALLER'] } }))) as EnvAnswer;
+    assert.equal(bob.env.CALLER, 'key:bob');
+    const listed = await modern(gateway.url, 'tools/list', {}, { headers: bearer(KEYS.carol) });
+    assert.ok(((listed.result?.tools as { name: string }[] | undefined) ?? []).some((tool) => tool.name === 'env'), JSON.stringify(listed.response));
+
+    const after = await statusOf();
+    assert.equal(after.code, 200);
+    assert.equal(after.fx?.state, 'ready', JSON.stringify(after.fx));
+  });
+
+  test('a principal\'s first call names a tool before anything was listed: its own child is started and listed for it', async (t) => {
+    const scope = testScope(t);
+    const strict = fixtureCommand('stdio');
+    const { as } = await perPrincipalGateway(scope, { args: [...strict.args, '--require-env', 'CALLER'], idleTimeoutMs: 0, env: { CALLER: '{{principal}}' } });
+    const first = JSON.parse(textOf(await (await as('bob')).callTool({ name: 'env', arguments: { names: ['CALLER'] } }))) as EnvAnswer;
+    assert.equal(first.env.CALLER, 'key:bob');
+  });
+
   test('the upstream token of the upstream\'s auth reaches the child as {{upstreamToken}}', async (t) => {
     const issuer = await startAuthServer({ clients: { gw: { secret: 'gw-secret-0123' } } });
     t.after(() => issuer.close());
     const scope = testScope(t);
+    // The child refuses to start without its token: no child may ever run with "{{upstreamToken}}" unfilled.
     const { as } = await perPrincipalGateway(scope, {
+      args: [...fixtureCommand('stdio').args, '--require-env', 'CALLER,API_TOKEN'],
       idleTimeoutMs: 0,
       env: { CALLER: '{{principal}}', API_TOKEN: '{{upstreamToken}}' },
       auth: { clientCredentials: { clientId: 'gw', clientSecret: 'gw-secret-0123', tokenUrl: `${issuer.issuer}/token`, resource: 'https://api.example/' } },

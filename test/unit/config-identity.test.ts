@@ -69,7 +69,9 @@ describe('config: identity and upstreams.<name>.auth', () => {
     const cc = http(config, 'cc').auth;
     assert.deepEqual(cc?.clientCredentials, {
       clientId: 'gw', clientSecret: 's3cret-value', tokenUrl: undefined, resource: 'https://cc.example/mcp', scope: undefined,
-      tokenEndpointAuthMethod: 'client_secret_basic',
+      tokenEndpointAuthMethod: 'client_secret_basic', issuer: undefined,
+      // Discovered without tokenUrl or issuer: only the gateway's own issuer may have the secret.
+      trustedIssuers: ['https://idp.example'],
     });
     assert.equal(cc?.timeoutMs, 10_000);
     assert.deepEqual(cc?.claimHeaders, {});
@@ -100,7 +102,7 @@ upstreams:
   a:
     url: http://127.0.0.1:1/mcp
     auth:
-      clientCredentials: { clientId: gw, clientSecret: x }
+      clientCredentials: { clientId: gw, clientSecret: x, tokenUrl: "http://127.0.0.1:1/token" }
       signedIdentity: {}
 `);
     assert.equal(two.length, 1);

@@ -89,6 +89,21 @@ describe('identity: credential sources', () => {
     assert.equal(exchange.subjects.at(-1), '');
   });
 
+  it('tokenExchange: each of a principal\'s tokens is exchanged for itself, cached under a hash that is never the token', async () => {
+    const keys: string[] = [];
+    const parts = createGatewayIdentity(IDENTITY, { onEvent: (event) => keys.push(event.key) });
+    const creds = new UpstreamCredentials(upstream(auth({ tokenExchange: { ...client(`${exchange.url}/token`), audience: undefined } })), parts);
+    const narrow = { ...ALICE, subjectToken: () => 'alice-narrow-token' };
+    const broad = { ...ALICE, subjectToken: () => 'alice-broad-token' };
+    const first = await creds.forCaller(broad).headers();
+    const second = await creds.forCaller(narrow).headers();
+    const again = await creds.forCaller({ ...broad }).headers();
+    assert.match(first.Authorization ?? '', /^Bearer for-alice-broad-token-/);
+    assert.match(second.Authorization ?? '', /^Bearer for-alice-narrow-token-/, 'not the broad token exchanged just before');
+    assert.equal(again.Authorization, first.Authorization, 'the same token again: from the cache');
+    assert.ok(keys.length > 0 && keys.every((key) => !key.includes('alice-narrow-token') && !key.includes('alice-broad-token')), JSON.stringify(keys));
+  });
+
   it('tokenExchange for a caller with nothing to exchange: a typed error naming the upstream', async () => {
     const creds = new UpstreamCredentials(upstream(auth({ tokenExchange: { ...client(`${exchange.url}/token`), audience: undefined } })), createGatewayIdentity(IDENTITY));
     const err = await creds.forCaller(CI).headers().catch((e: unknown) => e);

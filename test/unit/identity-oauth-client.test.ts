@@ -57,8 +57,8 @@ describe('identity: OAuth client', () => {
     clientId: 'gw', clientSecret: 'gw-secret', tokenUrl: `${as.issuer}/token`, resource: 'http://127.0.0.1:1/mcp', scope: undefined,
     tokenEndpointAuthMethod: 'client_secret_basic', ...over,
   });
-  const client = (over: Partial<OAuthClientConfig> = {}, upstreamUrl = 'http://127.0.0.1:1/mcp', timeoutMs = 5_000, discovery = new DiscoveryCache()) =>
-    new UpstreamOAuthClient({ upstream: 'docs', upstreamUrl, client: clientConfig(over), timeoutMs, discovery });
+  const client = (over: Partial<OAuthClientConfig> = {}, upstreamUrl = 'http://127.0.0.1:1/mcp', timeoutMs = 5_000, discovery = new DiscoveryCache(), mode: 'clientCredentials' | 'tokenExchange' = 'clientCredentials') =>
+    new UpstreamOAuthClient({ upstream: 'docs', mode, upstreamUrl, client: clientConfig(over), timeoutMs, discovery });
 
   for (const method of ['client_secret_basic', 'client_secret_post'] as const) {
     it(`client credentials with ${method}: a token for the resource, with its lifetime`, async () => {
@@ -80,12 +80,12 @@ describe('identity: OAuth client', () => {
     try {
       const discovery = new DiscoveryCache();
       const url = `${upstream.url}/mcp`;
-      const c = client({ tokenUrl: undefined, resource: url }, url, 5_000, discovery);
+      const c = client({ tokenUrl: undefined, resource: url, trustedIssuers: [as.issuer] }, url, 5_000, discovery);
       const { token } = await c.clientCredentials();
       assert.equal(decodeJwt(token).aud, url);
       const discoveries = as.discoveryRequests;
       await c.clientCredentials();
-      await client({ tokenUrl: undefined, resource: url }, url, 5_000, discovery).clientCredentials();
+      await client({ tokenUrl: undefined, resource: url, trustedIssuers: [as.issuer] }, url, 5_000, discovery).clientCredentials();
       assert.equal(as.discoveryRequests, discoveries, 'discovery is cached per upstream');
       assert.deepEqual(upstream.requests, ['POST /mcp', 'GET /.well-known/oauth-protected-resource/mcp']);
     } finally {
@@ -101,7 +101,7 @@ describe('identity: OAuth client', () => {
     });
     try {
       const url = `${upstream.url}/mcp`;
-      const { token } = await client({ tokenUrl: undefined, resource: url }, url).clientCredentials();
+      const { token } = await client({ tokenUrl: undefined, resource: url, trustedIssuers: [oidcOnly.issuer] }, url).clientCredentials();
       assert.equal(decodeJwt(token).iss, oidcOnly.issuer);
     } finally {
       await upstream.close();
@@ -116,9 +116,48 @@ describe('identity: OAuth client', () => {
     });
     try {
       const url = `${upstream.url}/mcp`;
-      const { token } = await client({ tokenUrl: undefined, resource: url }, url).clientCredentials();
-      assert.equal(decodeJwt(token).aud, url);
+      const { token } = await client({ tokenUrl: undefined, resource: url, trustedIssuers: [`${as.issuer}/`] }, url).clientCredentials();
+      assert.equal(decodeJwt(token).aud, url, 'an issuer is compared as a URL: a trailing slash on an origin is the same issuer');
       assert.deepEqual(upstream.requests, ['POST /mcp', 'GET /.well-known/oauth-protected-resource/mcp', 'GET /.well-known/oauth-protected-resource']);
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  it('a discovered server the config does not trust is refused before anything is sent to it; the first trusted one named is used', async () => {
+    const hostile = await serve((_req, _body, res) => json(res, 200, { issuer: 'x', token_endpoint: 'x' }));
+    const upstream = await serve((req, _body, res) => {
+      const self = `http://${req.headers.host}`;
+      if (req.url === '/.well-known/oauth-protected-resource/mcp') return json(res, 200, { resource: `${self}/mcp`, authorization_servers: [self, hostile.url, as.issuer] });
+      json(res, 401, { error: 'unauthorized' }, { 'www-authenticate': `Bearer resource_metadata="${self}/.well-known/oauth-protected-resource/mcp"` });
+    });
+    try {
+      const url = `${upstream.url}/mcp`;
+      const err = failureOf(await client({ tokenUrl: undefined, resource: url }, url, 5_000, new DiscoveryCache(), 'tokenExchange').exchange('a-callers-token').catch((e: unknown) => e));
+      assert.equal(err.step, 'discovery');
+      assert.equal(err.reason, 'untrusted_server');
+      assert.equal(err.retryable, false);
+      assert.ok(err.message.includes(upstream.url) && err.message.includes(hostile.url), err.message);
+      assert.match(err.message, /upstreams\.docs\.auth\.tokenExchange\.tokenUrl or \.issuer, or list it in \.trustedIssuers/);
+      assert.deepEqual(upstream.requests, ['POST /mcp', 'GET /.well-known/oauth-protected-resource/mcp'], 'the upstream got no token request');
+      assert.deepEqual(hostile.requests, [], 'nor did the other server it named');
+
+      const trusting = client({ tokenUrl: undefined, resource: url, trustedIssuers: [as.issuer] }, url);
+      assert.equal(decodeJwt((await trusting.clientCredentials()).token).iss, as.issuer);
+      assert.ok(upstream.requests.every((r) => !r.includes('token')) && hostile.requests.length === 0);
+    } finally {
+      await upstream.close();
+      await hostile.close();
+    }
+  });
+
+  it('with issuer, the token endpoint comes from that server\'s own metadata: the upstream is not asked', async () => {
+    const upstream = await serve((_req, _body, res) => json(res, 401, {}, { 'www-authenticate': 'Bearer resource_metadata="http://127.0.0.1:1/elsewhere"' }));
+    try {
+      const url = `${upstream.url}/mcp`;
+      const { token } = await client({ tokenUrl: undefined, issuer: as.issuer, resource: url }, url).clientCredentials();
+      assert.equal(decodeJwt(token).iss, as.issuer);
+      assert.deepEqual(upstream.requests, []);
     } finally {
       await upstream.close();
     }

@@ -60,7 +60,18 @@ export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): voi
   }
   // A signed identity needs a key to sign it with; without one every call to that upstream would fail.
   for (const [name, upstream] of Object.entries(config.upstreams)) {
-    const auth = 'auth' in upstream ? (upstream.auth as { signedIdentity?: unknown; tokenExchange?: unknown } | undefined) : undefined;
+    const auth = 'auth' in upstream ? (upstream.auth as { signedIdentity?: unknown; tokenExchange?: unknown; clientCredentials?: NamedServer } | undefined) : undefined;
+    // The client's secret goes only to a server the config names or trusts: without tokenUrl, issuer or
+    // trustedIssuers, only one that is auth.oauth.issuer; with no auth.oauth, none could ever be used.
+    const client = auth?.clientCredentials;
+    if (client !== undefined && client.tokenUrl === undefined && client.issuer === undefined && client.trustedIssuers === undefined && config.auth?.oauth === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['upstreams', name, 'auth', 'clientCredentials'],
+        input: undefined,
+        message: 'names no authorization server to send the client secret to: give tokenUrl or issuer (or trustedIssuers, the servers discovery may find); the server the upstream itself names is never trusted on its word',
+      });
+    }
     // Only OAuth callers bring a token to exchange; without auth.oauth every caller's call would fail.
     if (auth?.tokenExchange !== undefined && config.auth?.oauth === undefined) {
       ctx.addIssue({
@@ -88,4 +99,11 @@ export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): voi
       message: `must be < shutdownTimeoutMs (${config.shutdownTimeoutMs}): the drain must end before the process is stopped`,
     });
   }
+}
+
+/** How a client config names its authorization server, as cross-section reads it. */
+interface NamedServer {
+  tokenUrl?: string | undefined;
+  issuer?: string | undefined;
+  trustedIssuers?: readonly string[] | undefined;
 }

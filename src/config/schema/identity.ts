@@ -77,16 +77,33 @@ export const IdentitySchema = z.strictObject({
 });
 
 const authMethod = z.enum(['client_secret_basic', 'client_secret_post']).default(IDENTITY_DEFAULTS.tokenEndpointAuthMethod);
+// RFC 8414 §2: an issuer has no query or fragment.
+const issuerUrl = httpUrl.refine((v) => !v.includes('#') && !v.includes('?'), { error: 'an issuer URL has no query or fragment (RFC 8414)' });
 const clientShape = {
   clientId: z.string().min(1),
   clientSecret: z.string().min(1),
   tokenUrl: httpUrl.optional(),
+  issuer: issuerUrl.optional(),
+  trustedIssuers: z.array(issuerUrl).min(1).optional(),
   resource: httpUrl.optional(),
   scope: z.string().min(1).optional(),
   tokenEndpointAuthMethod: authMethod,
 };
-export const ClientCredentialsSchema = z.strictObject(clientShape);
-export const TokenExchangeSchema = z.strictObject({ ...clientShape, audience: z.string().min(1).optional() });
+/**
+ * Where the client's secret (and, for token exchange, the caller's token) may go: one way of naming the
+ * authorization server at a time. Whether a client with none of them may discover one depends on `auth.oauth`
+ * (cross-section.ts), which this schema does not see.
+ */
+const oneServerNaming = (client: { tokenUrl?: string | undefined; issuer?: string | undefined; trustedIssuers?: readonly string[] | undefined }, ctx: z.RefinementCtx): void => {
+  if (client.tokenUrl !== undefined && client.issuer !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['issuer'], input: client.issuer, message: 'give tokenUrl or issuer, not both: tokenUrl is used as it is, issuer is asked for its token endpoint' });
+  }
+  if (client.trustedIssuers !== undefined && (client.tokenUrl !== undefined || client.issuer !== undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['trustedIssuers'], input: client.trustedIssuers, message: `trustedIssuers is for a server found by discovery; with ${client.tokenUrl !== undefined ? 'tokenUrl' : 'issuer'} nothing is discovered` });
+  }
+};
+export const ClientCredentialsSchema = z.strictObject(clientShape).superRefine(oneServerNaming);
+export const TokenExchangeSchema = z.strictObject({ ...clientShape, audience: z.string().min(1).optional() }).superRefine(oneServerNaming);
 export const SignedIdentitySchema = z.strictObject({
   ttlSeconds: int(1, IDENTITY_DEFAULTS.maxSignedIdentityTtlSeconds).default(IDENTITY_DEFAULTS.signedIdentityTtlSeconds),
   claims: z.array(z.string().min(1)).default(() => []),

@@ -43,9 +43,9 @@ class SessionUpstreamSide implements UpstreamSide {
     return this.initialized?.serverInfo;
   }
 
-  /** A client session's own connection opens as that client would: its version and clientInfo. */
+  /** A client session's own connection opens as that client would: its version (none given: the latest) and clientInfo. */
   readonly sessionHandshake = (identity: SessionIdentity): JsonObject => ({
-    protocolVersion: identity.protocolVersion,
+    protocolVersion: identity.protocolVersion === '' ? LATEST_SESSION_VERSION : identity.protocolVersion,
     capabilities: RELAY_CAPABILITIES,
     clientInfo: identity.clientInfo ?? { name: 'taskgate', version: this.link.gatewayVersion },
   });
@@ -69,13 +69,18 @@ class SessionUpstreamSide implements UpstreamSide {
     return fetchCatalog(this.capabilities, (method, page) => connection.request(method, page, undefined, this.link.config.requestTimeoutMs).outcome);
   }
 
-  /** Over the caller's own connection; a tool the upstream runs as its own task is waited on as one. */
+  /**
+   * Over the caller's own connection, each request with the caller's own credential (a session a principal's
+   * clients share may have been opened with another of its tokens); a tool the upstream runs as its own task is
+   * waited on as one.
+   */
   async call({ caller, method, params, context, timeoutMs, asTask }: SideCall): Promise<UpstreamCall> {
     const connection = await this.link.connectionFor(caller);
+    const { credentials } = caller;
     if (method === 'tools/call' && this.runsAsOwnTask(params.name, asTask)) {
-      return callAsUpstreamTask(connection, params, context, { timeoutMs, requestTimeoutMs: this.link.config.requestTimeoutMs });
+      return callAsUpstreamTask(connection, params, context, { timeoutMs, requestTimeoutMs: this.link.config.requestTimeoutMs, credentials });
     }
-    return connection.request(method, params, context, timeoutMs);
+    return connection.request(method, params, context, timeoutMs, credentials);
   }
 
   taskSupportOf(tool: JsonObject | undefined): TaskMode {

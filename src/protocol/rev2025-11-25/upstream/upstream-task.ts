@@ -8,6 +8,7 @@ import { RequestCancelled } from '../../../errors.js';
 import { RELATED_TASK_META } from '../../mcp.js';
 import { codec, createdTaskObject, suggestedPollMs, taskStatusMessage } from '../codec.js';
 import type { CallContext, UpstreamCall, UpstreamConnection } from '../../../upstream/connection.js';
+import type { CredentialSource } from '../../../upstream/adapter.js';
 
 /** Tells `context` the status message of an upstream task (a Task object or its status notification), if any. */
 function reportTaskStatus(context: CallContext | undefined, task: JsonObject | undefined): void {
@@ -26,6 +27,8 @@ export interface UpstreamTaskOptions {
   timeoutMs: number;
   /** For each `tasks/get` and the `tasks/cancel`. */
   requestTimeoutMs: number;
+  /** What each of the task's requests authenticates with: its caller's own credential. */
+  credentials?: CredentialSource;
 }
 
 /** Runs `tools/call` as the upstream's own task over `connection`; settles with the upstream's final answer. */
@@ -87,7 +90,7 @@ class UpstreamTaskCall implements UpstreamCall {
     this.outcome = new Promise<Outcome>((resolve) => (this.settle = resolve));
     this.context = context === undefined ? undefined : new WithoutRelatedTask(context);
     this.wantsStatus = context?.status !== undefined;
-    const created = connection.request('tools/call', { ...params, task: {} }, this.context, options.timeoutMs);
+    const created = connection.request('tools/call', { ...params, task: {} }, this.context, options.timeoutMs, options.credentials);
     this.upstreamId = created.upstreamId;
     const clientToken = asObject(params._meta)?.progressToken;
     void created.outcome.then((answer) => this.created(answer, clientToken));
@@ -123,7 +126,7 @@ class UpstreamTaskCall implements UpstreamCall {
       });
     }
     reportTaskStatus(this.context, task);
-    this.result = this.connection.request('tasks/result', { taskId }, this.context, this.options.timeoutMs);
+    this.result = this.connection.request('tasks/result', { taskId }, this.context, this.options.timeoutMs, this.options.credentials);
     void this.result.outcome.then((outcome) => this.finish('result' in outcome ? { result: withoutRelatedTask(outcome.result) } : outcome));
     if (this.wantsStatus) this.schedulePoll(taskId, pollIntervalOf(suggestedPollMs(task)));
   }
@@ -131,7 +134,7 @@ class UpstreamTaskCall implements UpstreamCall {
   /** Asks the upstream for the task's status now and then, for its status message. */
   private schedulePoll(taskId: string, intervalMs: number): void {
     this.pollTimer = setTimeout(() => {
-      void this.connection.request('tasks/get', { taskId }, undefined, this.options.requestTimeoutMs).outcome.then((outcome) => {
+      void this.connection.request('tasks/get', { taskId }, undefined, this.options.requestTimeoutMs, this.options.credentials).outcome.then((outcome) => {
         if (this.settled) return;
         if ('result' in outcome) {
           reportTaskStatus(this.context, outcome.result);
@@ -144,7 +147,7 @@ class UpstreamTaskCall implements UpstreamCall {
 
   private cancelUpstream(taskId: string): void {
     // Fire and forget: the caller's outcome is already "cancelled"; an upstream that cannot cancel says so in its log.
-    void this.connection.request('tasks/cancel', { taskId }, undefined, this.options.requestTimeoutMs).outcome;
+    void this.connection.request('tasks/cancel', { taskId }, undefined, this.options.requestTimeoutMs, this.options.credentials).outcome;
   }
 
   private finish(outcome: Outcome): void {
