@@ -4,10 +4,10 @@
 -- KEYS[3] the principal's pending holds (zset: task id -> deadline ms)
 -- ARGV[1] task id, ARGV[2] deadline (ms), ARGV[3] the entry (JSON)
 -- Returns 1.
+--! include _now
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-local t = redis.call('TIME')
-redis.call('PEXPIREAT', KEYS[3], math.max(tonumber(last[2]), tonumber(t[1]) * 1000) + 1000)
+redis.call('PEXPIREAT', KEYS[3], math.max(tonumber(last[2]), now) + 1000)
 return 1
