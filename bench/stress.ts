@@ -270,11 +270,21 @@ const HELD_CALLS = size(15, 6);
 const HELD_ARGUMENT_BYTES = 3_900_000;
 const LISTING_KEYS = { approver: `approver-${randomBytes(12).toString('hex')}`, mallory: `mallory-${randomBytes(12).toString('hex')}` };
 
-/** GET /approvals as `key`'s principal: the status, and how many holds the page had. */
-async function approvalsListing(gateway: Gateway, key: string): Promise<{ status: number; holds: number }> {
-  const response = await fetch(`${gateway.base}/approvals`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(ANSWER_DEADLINE_MS) });
-  const body = (await response.json()) as { approvals?: unknown[] };
-  return { status: response.status, holds: body.approvals?.length ?? 0 };
+/**
+ * GET /approvals as `key`'s principal, page after page while the answer names a `nextCursor` (a page ends once its
+ * calls reach 16 MiB): the last status, how many holds all pages had, and how many pages it took.
+ */
+async function approvalsListing(gateway: Gateway, key: string): Promise<{ status: number; holds: number; pages: number }> {
+  let holds = 0;
+  let cursor: string | undefined;
+  for (let pages = 1; ; pages++) {
+    const query = cursor === undefined ? '' : `?cursor=${encodeURIComponent(cursor)}`;
+    const response = await fetch(`${gateway.base}/approvals${query}`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(ANSWER_DEADLINE_MS) });
+    const body = (await response.json()) as { approvals?: unknown[]; nextCursor?: string };
+    holds += body.approvals?.length ?? 0;
+    cursor = body.nextCursor;
+    if (response.status !== 200 || cursor === undefined) return { status: response.status, holds, pages };
+  }
 }
 
 /**
@@ -302,7 +312,7 @@ async function approvalListingFlood(gateway: Gateway, served: () => Promise<void
     if (round === Math.floor(rounds / 2)) await served();
   }
   const approver = await approvalsListing(gateway, LISTING_KEYS.approver);
-  return `alice held ${held} calls of ${(HELD_ARGUMENT_BYTES / 1e6).toFixed(1)} MB; mallory's ${rounds * 20} listings, 20 at a time: ${[...statuses].map(([k, n]) => `${n}× ${k}`).join(', ')}; the approver's listing: HTTP ${approver.status} with ${approver.holds} holds`;
+  return `alice held ${held} calls of ${(HELD_ARGUMENT_BYTES / 1e6).toFixed(1)} MB; mallory's ${rounds * 20} listings, 20 at a time: ${[...statuses].map(([k, n]) => `${n}× ${k}`).join(', ')}; the approver's listing: HTTP ${approver.status} with ${approver.holds} holds in ${approver.pages} pages`;
 }
 
 // ---- the scenarios --------------------------------------------------------------------------------------------
