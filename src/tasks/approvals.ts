@@ -12,7 +12,7 @@ import { principalMatches } from '../config/access.js';
 import type { ApprovalPolicy } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
-import type { JsonObject } from '../jsonrpc.js';
+import { canonicalJson, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import {
   CursorCodec,
@@ -74,17 +74,6 @@ type HoldFacts = Pick<PendingHold, 'principal' | 'tool' | 'approvers' | 'scopes'
  */
 export function approvalDigest(params: JsonObject): string {
   return createHash('sha256').update(canonicalJson({ name: params.name ?? null, arguments: params.arguments ?? null })).digest('hex');
-}
-
-function canonicalJson(value: unknown): string {
-  if (value === undefined) return 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const object = value as JsonObject;
-    const keys = Object.keys(object).filter((key) => object[key] !== undefined).sort();
-    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(object[key])}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }
 
 /** The hold a call under `policy` opens with: pending until `timeoutMs` from now, bound to `params`. */
