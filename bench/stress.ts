@@ -660,7 +660,7 @@ const scenarios: Scenario[] = [
     (store): Scenario => ({
       name: `stored-results${store === 'redis' ? '-redis' : ''}`,
       expect: [
-        /then: HTTP 503, error -32603: Your finished task results fill tasks\.maxStoredBytesPerPrincipal.*\(Retry-After \d+\)/,
+        /then: HTTP 503, error -32603: Your stored tasks and results fill tasks\.maxStoredBytesPerPrincipal.*\(Retry-After \d+\)/,
         /bob's task: served/,
         ...(store === 'redis' ? [/within the budget/] : []),
       ],

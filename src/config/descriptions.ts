@@ -282,10 +282,12 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'tasks.rules[].approval.allowSelf': '`true`: an approver may approve their own call. `false`: someone else must.',
   'tasks.immediateResponse': `Sent with each new task as \`_meta["io.modelcontextprotocol/model-immediate-response"]\`;
     \`""\` = not sent.`,
-  'tasks.maxStoredBytesPerPrincipal': `Bytes of finished tasks' results (and stored errors) one principal may hold in
-    the task store, counted as their JSON, across all replicas. At the budget a new task is refused (HTTP 503 +
-    \`Retry-After\`, a JSON-RPC error naming the budget and when its oldest result expires) until results expire or
-    are deleted; results already kept are never dropped early. 0 = no budget.`,
+  'tasks.maxStoredBytesPerPrincipal': `Bytes of tasks one principal may hold in the task store, across all replicas:
+    each task counts 3 KiB for its record, timeline, key and listing entries, plus its kept call (JSON) while it
+    runs and its result or error (JSON) once it ended, from its creation until it expires or is deleted. At the
+    budget a new task is refused (HTTP 503 + \`Retry-After\`, a JSON-RPC error naming the budget and when its oldest
+    charge expires) until tasks expire or are deleted; results already kept are never dropped early. 0 = no
+    budget.`,
   'tasks.maxStoredBytes': `The same for all principals together, per task store (every replica sharing it). 0 = no
     budget.`,
   'tasks.maxResultBytes': `The largest result (or error) one task stores, as JSON. A larger one fails its task with
