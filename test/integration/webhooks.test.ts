@@ -185,6 +185,19 @@ describe('webhooks', () => {
     assertOncePerId(fine);
   });
 
+  test('an endpoint that never answers: each timed-out try\'s socket is closed, and its sockets never outnumber webhookDelivery.concurrency', async (t) => {
+    const scope = testScope(t);
+    const stuck = await receiver(scope, 'never');
+    const gateway = await scope.gateway(gatewayConfig([endpoint(stuck, { id: 'sockets' })], { webhookDelivery: { timeoutMs: 300, concurrency: 4, initialBackoffMs: 20, maxBackoffMs: 50 } }));
+    // Twelve deliveries (created and completed of six tasks), tried again and again: many rounds of four timeouts.
+    for (let i = 0; i < 6; i++) await startTask(gateway.url, 'echo', { text: `socket ${i}` });
+    await eventually(() => stuck.tries().length >= 40, 2 * WAIT_MS);
+    const sockets = stuck.sockets();
+    assert.ok(sockets.peakAtTry <= 4, `at most 4 sockets open when a try arrived, saw ${sockets.peakAtTry}`);
+    assert.ok(sockets.total >= 10, `timed-out tries' sockets were closed and new ones opened (${sockets.total} in all)`);
+    assert.equal(stuck.acknowledged().size, 0);
+  });
+
   test('past maxAgeMs a delivery is dead-lettered (event, metric and audit line); past maxQueuedPerEndpoint the newest is dropped', async (t) => {
     const scope = testScope(t);
     const failing = await receiver(scope, 'fail');
