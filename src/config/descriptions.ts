@@ -438,7 +438,9 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     their tasks. Absent: every principal (without \`auth\` tasks have no named principal, and a list matches none).`,
   'webhooks[].includeResult': `\`true\`: deliveries of ended tasks carry the result (or error) in \`data.result\`;
     left out, with \`data.resultOmitted: true\`, when it would make the body larger than
-    \`webhookDelivery.maxBodyBytes\`.`,
+    \`webhookDelivery.maxBodyBytes\`. \`false\`: nothing of the tool's output goes, not even its error text: a
+    failure the upstream reported has the \`statusMessage\` "The tool reported an error; its text goes only to
+    endpoints with includeResult" (the gateway's own reasons, such as \`maxRunMs\`, stay as they are).`,
   'webhooks[].id': `Names the endpoint's queue in the store and its \`endpoint\` metrics label: 1-64 letters, digits,
     \`_\` or \`-\`, unique. Changing it (or, without it, the URL) starts a new queue: the old one's deliveries are
     not sent.`,
@@ -453,6 +455,11 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'webhookDelivery.maxQueuedPerEndpoint': `Deliveries one endpoint's queue holds, waiting or in flight, across
     replicas. When full, the newest event is dropped for that endpoint (a warning and
     \`taskgate_webhook_dropped_total{reason="queue_full"}\`).`,
+  'webhookDelivery.maxQueuedBytesPerEndpoint': `Bytes of bodies one endpoint's queue holds, waiting or in flight,
+    across replicas: the results \`includeResult\` endpoints get are copies, counted here (and not in
+    \`tasks.maxStoredBytes\`) until the endpoint acknowledges them or they are dead-lettered. When a body would pass
+    it, that newest event is dropped for that endpoint, as at \`maxQueuedPerEndpoint\` (a warning and
+    \`taskgate_webhook_dropped_total{reason="queue_full"}\`). At least \`maxBodyBytes\`.`,
   'webhookDelivery.maxBodyBytes': `Largest body of a delivery. A result that would pass it is left out; a body still
     larger is dropped (\`reason="too_large"\`).`,
   'webhookDelivery.concurrency': `Tries in flight to one endpoint at once, across every replica (leases in the store). An

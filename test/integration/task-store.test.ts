@@ -569,7 +569,7 @@ for (const [kind, create] of Object.entries(factories)) {
       const call = { params: { name: 'slow', arguments: { text: 'z'.repeat(10_000) } }, identity: { sessionId: 's', protocolVersion: '2025-11-25', capabilities: {} } };
       const task = await store.create(newTask({ principal: 'session:ledger-call', call }));
       assert.equal((await store.storedBytes('session:ledger-call')).principal, storedTaskBytes({ callJson: JSON.stringify(call) }));
-      assert.ok(storedTaskBytes({ callJson: JSON.stringify(call) }) > TASK_OVERHEAD_BYTES + 10_000);
+      assert.ok(storedTaskBytes({ callJson: JSON.stringify(call) }) > TASK_OVERHEAD_BYTES + 10_000, 'the call counts beside the overhead');
       const outcome = { result: { content: [] } };
       await store.transition(task.taskId, { to: 'completed', outcome });
       assert.equal((await store.storedBytes('session:ledger-call')).principal, storedTaskBytes({ outcomeJson: JSON.stringify(outcome) }));
@@ -595,6 +595,34 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.equal((await store.storedBytes('session:ledger-ttl')).total, charged);
       await store.transition(stillRunning.taskId, { to: 'cancelled' });
       assert.equal((await store.storedBytes('session:ledger-ttl-running')).principal, TASK_OVERHEAD_BYTES);
+      await store.close();
+    });
+
+    test('webhook queue: bounded in bytes as in deliveries; an acknowledged or dead-lettered body frees its bytes', async () => {
+      const store = await create();
+      const queue = store.deliveries;
+      const endpoint = `bytes-${randomBytes(4).toString('hex')}`;
+      const options = { maxQueued: 100, maxQueuedBytes: 2500, keepMs: 60_000 };
+      const body = (n: number): string => JSON.stringify({ type: 'task.completed', data: { n, result: 'r'.repeat(1000) } });
+      assert.equal(await queue.enqueue(endpoint, { id: 'one', body: body(1) }, options), 'queued');
+      assert.equal(await queue.enqueue(endpoint, { id: 'two', body: body(2) }, options), 'queued');
+      assert.equal(await queue.queuedBytes(endpoint), 2 * Buffer.byteLength(body(1)));
+      assert.equal(await queue.enqueue(endpoint, { id: 'three', body: body(3) }, options), 'full_bytes', 'the newest is refused');
+      assert.equal(await queue.enqueue(endpoint, { id: 'small', body: '{"type":"task.created"}' }, options), 'queued', 'a body that fits still goes in');
+      assert.equal(await queue.enqueue(endpoint, { id: 'one', body: body(1) }, options), 'duplicate');
+      assert.equal(await queue.depth(endpoint), 3);
+      const claimed = await queue.claim(endpoint, 'replica-a', { concurrency: 10, leaseMs: 60_000, keepMs: 60_000 });
+      assert.equal(claimed.deliveries.length, 3);
+      await queue.acknowledge(endpoint, 'one');
+      assert.equal(await queue.queuedBytes(endpoint), Buffer.byteLength(body(2)) + Buffer.byteLength('{"type":"task.created"}'));
+      const two = claimed.deliveries.find((d) => d.id === 'two');
+      assert.ok(two !== undefined && (await queue.deadLetter(endpoint, { id: 'two', owner: 'replica-a', attempt: two.attempt }, 'given up', 60_000)), 'dead-lettered');
+      await queue.acknowledge(endpoint, 'small');
+      assert.equal(await queue.queuedBytes(endpoint), 0);
+      // Multi-byte text counts its UTF-8 bytes, as the bound is documented.
+      const wide = JSON.stringify({ text: '\u00e9'.repeat(2000) });
+      assert.ok(wide.length < 2500 && Buffer.byteLength(wide) > 2500, 'fewer characters than the bound, more bytes');
+      assert.equal(await queue.enqueue(endpoint, { id: 'wide', body: wide }, options), 'full_bytes');
       await store.close();
     });
 
