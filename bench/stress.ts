@@ -30,6 +30,8 @@ import { stringify } from 'yaml';
 import { freePort, rssBytes, startProc, waitHttp, waitListening, type Proc } from './procs.js';
 import { startAuthServer, type AuthServer } from '../test/fixtures/auth-server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../test/fixtures/webhook-receiver.js';
+import { redisPrefixMemory } from '../test/helpers/redis-memory.js';
+import { TASK_OVERHEAD_BYTES } from '../src/store/task-store.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const FIXTURE = join(ROOT, 'test/fixtures/abusive-server.ts');
@@ -313,6 +315,76 @@ async function approvalListingFlood(gateway: Gateway, served: () => Promise<void
   }
   const approver = await approvalsListing(gateway, LISTING_KEYS.approver);
   return `alice held ${held} calls of ${(HELD_ARGUMENT_BYTES / 1e6).toFixed(1)} MB; mallory's ${rounds * 20} listings, 20 at a time: ${[...statuses].map(([k, n]) => `${n}× ${k}`).join(', ')}; the approver's listing: HTTP ${approver.status} with ${approver.holds} holds in ${approver.pages} pages`;
+}
+
+// ---- tiny-keyed-task-flood (issue 39, finding 8) ---------------------------------------------------------------
+// One principal floods tiny tasks under fresh idempotency keys, several at a time, on Redis. When the stored budget
+// counted results only, each such task was free (≈2.6 KB of records, timeline, key and listings in Redis), and one
+// principal filled Redis to 30× its budget. Now each task is charged TASK_OVERHEAD_BYTES: the flood is refused
+// (503 + Retry-After) near its budget (memory store: at most budget / overhead tasks and those in flight), and what
+// Redis holds for it stays within the budget plus the tasks in flight.
+
+const FLOOD_BUDGET = size(4 * MiB, 256 * 1024);
+const FLOOD_CONCURRENCY = 8;
+const FLOOD_PREFIX = `taskgate-stress-flood-${process.pid}-${randomBytes(4).toString('hex')}`;
+/** Past the budget: the tasks in flight when it filled (each charged after its check), each ending with its outcome. */
+const FLOOD_SLACK = (FLOOD_CONCURRENCY + 2) * TASK_OVERHEAD_BYTES;
+
+/** The most tasks the flood may get in: what the budget holds at TASK_OVERHEAD_BYTES each, and those in flight. */
+const FLOOD_MOST_ACCEPTED = Math.ceil(FLOOD_BUDGET / TASK_OVERHEAD_BYTES) + FLOOD_CONCURRENCY;
+
+function tinyKeyedTaskFlood(store: 'memory' | 'redis'): Scenario {
+  return {
+    name: `tiny-keyed-task-flood${store === 'redis' ? '-redis' : ''}`,
+    expect: [/then: HTTP 503, error -32603: Your stored tasks and results fill tasks\.maxStoredBytesPerPrincipal.*\(Retry-After \d+\)/, /within the budget/],
+    abuse: `one principal creates tiny tasks under fresh idempotency keys, ${FLOOD_CONCURRENCY} at a time, until refused (up to ${Math.ceil((20 * FLOOD_BUDGET) / TASK_OVERHEAD_BYTES)}), ${store} store`,
+    bound:
+      `tasks.maxStoredBytesPerPrincipal (${FLOOD_BUDGET / 1024} KiB) counts ${TASK_OVERHEAD_BYTES} bytes per task: the flood is refused within ${FLOOD_MOST_ACCEPTED} tasks` +
+      (store === 'redis' ? `, Redis holds at most the budget + ${FLOOD_SLACK / 1024} KiB for it` : ''),
+    ceilingBytes: size(400, 300) * MiB,
+    upstream: 'stdio',
+    config: {
+      gateway: {
+        auth: authConfig,
+        tasks: { maxStoredBytesPerPrincipal: FLOOD_BUDGET },
+        ...(store === 'redis' ? { store: { type: 'redis', url: flags['redis-url'], prefix: FLOOD_PREFIX } } : {}),
+      },
+    },
+    run: async (gateway, served) => {
+      const redis = store === 'redis' ? new Redis(flags['redis-url'] as string) : undefined;
+      try {
+        const before = redis === undefined ? undefined : await redisPrefixMemory(redis, FLOOD_PREFIX);
+        const alice = await openSession(gateway.url, bearer('alice'));
+        const most = Math.ceil((20 * FLOOD_BUDGET) / TASK_OVERHEAD_BYTES);
+        const accepted: string[] = [];
+        let refusal: string | undefined;
+        for (let next = 0; next < most && refusal === undefined; next += FLOOD_CONCURRENCY) {
+          const batch = Array.from({ length: FLOOD_CONCURRENCY }, (_, i) => next + i).map((n) =>
+            post(gateway.url, toolCall(n + 1, 'abuse__echo', { text: `t${n}` }, { task: {} }), { ...alice, 'idempotency-key': `"flood-${n}"` }),
+          );
+          for (const created of await Promise.all(batch)) {
+            const taskId = (answerOf(created.text)?.result as { task?: { taskId?: string } } | undefined)?.task?.taskId;
+            if (taskId !== undefined) accepted.push(taskId);
+            else refusal ??= `${describe(created)}${created.headers['retry-after'] !== undefined ? ` (Retry-After ${created.headers['retry-after']})` : ''}`;
+          }
+        }
+        await served();
+        // Every accepted task ends (an echo), so what Redis holds is what its TTL keeps.
+        for (const taskId of accepted) await post(gateway.url, { jsonrpc: '2.0', id: `r-${taskId}`, method: 'tasks/result', params: { taskId } }, alice);
+        const counted = accepted.length <= FLOOD_MOST_ACCEPTED;
+        let held = '';
+        if (redis !== undefined && before !== undefined) {
+          const bytes = (await redisPrefixMemory(redis, FLOOD_PREFIX)).bytes - before.bytes;
+          const within = bytes <= FLOOD_BUDGET + FLOOD_SLACK;
+          await redisBytesUnder(FLOOD_PREFIX); // and the keys go
+          held = `; Redis holds ${(bytes / 1024).toFixed(1)} KiB for them (${(bytes / Math.max(1, accepted.length)).toFixed(0)} bytes a task; ${within ? 'within the budget' : `OVER the budget of ${FLOOD_BUDGET / 1024} KiB`} + ${FLOOD_SLACK / 1024} KiB)`;
+        }
+        return `alice created ${accepted.length} tiny keyed tasks (${counted ? 'within the budget' : `OVER the ${FLOOD_MOST_ACCEPTED} the budget holds`}), then: ${refusal ?? 'never refused'}${held}`;
+      } finally {
+        redis?.disconnect();
+      }
+    },
+  };
 }
 
 // ---- the scenarios --------------------------------------------------------------------------------------------
@@ -726,7 +798,7 @@ const scenarios: Scenario[] = [
     (store): Scenario => ({
       name: `stored-results${store === 'redis' ? '-redis' : ''}`,
       expect: [
-        /then: HTTP 503, error -32603: Your finished task results fill tasks\.maxStoredBytesPerPrincipal.*\(Retry-After \d+\)/,
+        /then: HTTP 503, error -32603: Your stored tasks and results fill tasks\.maxStoredBytesPerPrincipal.*\(Retry-After \d+\)/,
         /bob's task: served/,
         ...(store === 'redis' ? [/within the budget/] : []),
       ],
@@ -744,6 +816,7 @@ const scenarios: Scenario[] = [
       run: (gateway, served) => storeUntilBudget(gateway, served, store === 'redis' ? STORED_PREFIX : undefined),
     }),
   ),
+  ...(['memory', 'redis'] as const).map(tinyKeyedTaskFlood),
 ];
 
 function getStream(url: string, headers: Record<string, string>): Promise<{ status: number; response?: http.IncomingMessage }> {

@@ -257,7 +257,7 @@ export function resultTooLarge(upstream: string, bytes: number, maxResultBytes: 
 }
 
 /**
- * A new task refused because finished results fill a stored-bytes budget (`budget`: its config key) until
+ * A new task refused because stored tasks (records, kept calls, results) fill a stored-bytes budget (`budget`: its config key) until
  * `freesAtMs` (epoch ms), when the oldest of them expires; deleting results frees it sooner. `together`: the caller
  * is counted with every client without authentication.
  */
@@ -271,10 +271,10 @@ export function storedResultsFull(
 ): GatewayError {
   const whose =
     budget === 'tasks.maxStoredBytes'
-      ? 'All principals\' finished task results'
+      ? 'All principals\' stored tasks and results'
       : together
-        ? 'Finished task results of clients without authentication (counted together)'
-        : 'Your finished task results';
+        ? 'Stored tasks and results of clients without authentication (counted together)'
+        : 'Your stored tasks and results';
   const retryAfterMs = Math.max(1000, freesAtMs - now);
   return new GatewayError(
     'stored_results_full',

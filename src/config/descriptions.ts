@@ -308,10 +308,12 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     \`cancel\` = the task is cancelled with the request. \`tasks/cancel\` and \`task_cancel\` always cancel.`,
   'tasks.immediateResponse': `Sent with each new task as \`_meta["io.modelcontextprotocol/model-immediate-response"]\`;
     \`""\` = not sent.`,
-  'tasks.maxStoredBytesPerPrincipal': `Bytes of finished tasks' results (and stored errors) one principal may hold in
-    the task store, counted as their JSON, across all replicas. At the budget a new task is refused (HTTP 503 +
-    \`Retry-After\`, a JSON-RPC error naming the budget and when its oldest result expires) until results expire or
-    are deleted; results already kept are never dropped early. 0 = no budget.`,
+  'tasks.maxStoredBytesPerPrincipal': `Bytes of tasks one principal may hold in the task store, across all replicas:
+    each task counts 3 KiB for its record, timeline, key and listing entries, plus its kept call (JSON) while it
+    runs and its result or error (JSON) once it ended, from its creation until it expires or is deleted. At the
+    budget a new task is refused (HTTP 503 + \`Retry-After\`, a JSON-RPC error naming the budget and when its oldest
+    charge expires) until tasks expire or are deleted; results already kept are never dropped early. 0 = no
+    budget.`,
   'tasks.maxStoredBytes': `The same for all principals together, per task store (every replica sharing it). 0 = no
     budget.`,
   'tasks.maxResultBytes': `The largest result (or error) one task stores, as JSON. A larger one fails its task with
@@ -469,7 +471,9 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     their tasks. Absent: every principal (without \`auth\` tasks have no named principal, and a list matches none).`,
   'webhooks[].includeResult': `\`true\`: deliveries of ended tasks carry the result (or error) in \`data.result\`;
     left out, with \`data.resultOmitted: true\`, when it would make the body larger than
-    \`webhookDelivery.maxBodyBytes\`.`,
+    \`webhookDelivery.maxBodyBytes\`. \`false\`: nothing of the tool's output goes, not even its error text: a
+    failure the upstream reported has the \`statusMessage\` "The tool reported an error; its text goes only to
+    endpoints with includeResult" (the gateway's own reasons, such as \`maxRunMs\`, stay as they are).`,
   'webhooks[].id': `Names the endpoint's queue in the store and its \`endpoint\` metrics label: 1-64 letters, digits,
     \`_\` or \`-\`, unique. Changing it (or, without it, the URL) starts a new queue: the old one's deliveries are
     not sent.`,
@@ -484,6 +488,11 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'webhookDelivery.maxQueuedPerEndpoint': `Deliveries one endpoint's queue holds, waiting or in flight, across
     replicas. When full, the newest event is dropped for that endpoint (a warning and
     \`taskgate_webhook_dropped_total{reason="queue_full"}\`).`,
+  'webhookDelivery.maxQueuedBytesPerEndpoint': `Bytes of bodies one endpoint's queue holds, waiting or in flight,
+    across replicas: the results \`includeResult\` endpoints get are copies, counted here (and not in
+    \`tasks.maxStoredBytes\`) until the endpoint acknowledges them or they are dead-lettered. When a body would pass
+    it, that newest event is dropped for that endpoint, as at \`maxQueuedPerEndpoint\` (a warning and
+    \`taskgate_webhook_dropped_total{reason="queue_full"}\`). At least \`maxBodyBytes\`.`,
   'webhookDelivery.maxBodyBytes': `Largest body of a delivery. A result that would pass it is left out; a body still
     larger is dropped (\`reason="too_large"\`).`,
   'webhookDelivery.concurrency': `Tries in flight to one endpoint at once, across every replica (leases in the store). An

@@ -512,6 +512,8 @@ export interface WebhookDeliveryConfig {
   maxBackoffMs: number;
   /** Deliveries an endpoint's queue holds (waiting or in flight); a new event past it is dropped for that endpoint. */
   maxQueuedPerEndpoint: number;
+  /** Bytes of bodies (results included) an endpoint's queue holds; a new event past it is dropped for that endpoint. */
+  maxQueuedBytesPerEndpoint: number;
   /** Largest body; a result that would make it larger is left out (`data.resultOmitted`). */
   maxBodyBytes: number;
   /** Tries in flight to one endpoint at once, across every replica. */

@@ -42,8 +42,11 @@ export interface DeliveryLease {
   attempt: number;
 }
 
-/** `full`: refused, the endpoint's queue holds maxQueued already (the newest is the one dropped). */
-export type EnqueueResult = 'queued' | 'duplicate' | 'full';
+/**
+ * `full`: refused, the endpoint's queue holds maxQueued deliveries already; `full_bytes`: refused, this body would
+ * take the bodies queued past maxQueuedBytes (either way the newest is the one dropped).
+ */
+export type EnqueueResult = 'queued' | 'duplicate' | 'full' | 'full_bytes';
 
 /** Dead letters kept per endpoint; older ones go. */
 export const DEAD_LETTERS_KEPT = 1_000;
@@ -53,10 +56,12 @@ export const CLAIM_LIMIT = 100;
 
 export interface DeliveryQueue {
   /**
-   * Queues a delivery to `endpoint`, due at once, unless one of the same id is queued already (`duplicate`) or the
-   * queue holds `maxQueued` (`full`). The endpoint's keys are kept `keepMs` after the last enqueue.
+   * Queues a delivery to `endpoint`, due at once, unless one of the same id is queued already (`duplicate`), the
+   * queue holds `maxQueued` (`full`), or its bodies with this one would pass `maxQueuedBytes` (UTF-8 bytes;
+   * `full_bytes`). A body's bytes count from its enqueue until it is acknowledged or dead-lettered. The endpoint's
+   * keys are kept `keepMs` after the last enqueue.
    */
-  enqueue(endpoint: string, delivery: { id: string; body: string }, options: { maxQueued: number; keepMs: number }): Promise<EnqueueResult>;
+  enqueue(endpoint: string, delivery: { id: string; body: string }, options: { maxQueued: number; maxQueuedBytes: number; keepMs: number }): Promise<EnqueueResult>;
   /**
    * Leases due deliveries to `owner` for `leaseMs`, as many as keep the endpoint's leased deliveries (all replicas'
    * together) at most `concurrency` (and at most CLAIM_LIMIT per call). Leases that ran out first go back to the
@@ -74,6 +79,8 @@ export interface DeliveryQueue {
   deadLetter(endpoint: string, lease: DeliveryLease, reason: string, keepMs: number): Promise<boolean>;
   /** Deliveries in the endpoint's queue, leased or waiting. */
   depth(endpoint: string): Promise<number>;
+  /** Bytes of the bodies in the endpoint's queue, leased or waiting (what maxQueuedBytes bounds). */
+  queuedBytes(endpoint: string): Promise<number>;
   /** The endpoint's dead letters, newest first, at most `limit`. */
   deadLetters(endpoint: string, limit: number): Promise<DeadLetter[]>;
 }

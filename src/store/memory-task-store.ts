@@ -16,7 +16,8 @@ import {
   LIST_ALL_SCAN,
   listingKey,
   matchesFilter,
-  outcomeBytes,
+  ledgerOf,
+  storedTaskBytes,
   terminalExpiry,
   TIMELINE_LENGTH,
   ALL_TASKS_CURSOR,
@@ -114,10 +115,12 @@ export class MemoryTaskStore implements TaskStore {
     const now = this.now();
     // Strictly increasing within the process, so listing order is creation order.
     this.lastCreatedUs = Math.max(this.lastCreatedUs + 1, Math.floor((performance.timeOrigin + performance.now()) * 1000));
-    const task: TaskRecord = { ...input, status: 'working', createdMs: now, createdUs: this.lastCreatedUs, updatedMs: now, ...(idempotency === undefined ? {} : { idempotency }) };
+    const { chargeTo, ...fields } = input;
+    const task: TaskRecord = { ...fields, status: 'working', createdMs: now, createdUs: this.lastCreatedUs, updatedMs: now, ...(idempotency === undefined ? {} : { idempotency }) };
     if (task.message === undefined) delete task.message;
     if (task.native !== true) delete task.native;
     if (task.call === undefined) delete task.call;
+    if (chargeTo !== undefined && chargeTo !== task.principal) task.chargedTo = chargeTo;
     // An upstream's own task may never be heard of again: it expires with its TTL from creation, running or not.
     const expiresAt = task.native === true ? now + task.retentionMs : undefined;
     this.tasks.set(task.taskId, { task, expiresAt, timeline: [transitionOf(task)] });
@@ -131,6 +134,9 @@ export class MemoryTaskStore implements TaskStore {
       task.queued = true;
       this.holds.index(pendingHoldOf(task) as PendingHold);
     }
+    // Charged until the earliest it can expire (its end charges it anew), as the Redis store does.
+    const kept = `${task.call === undefined ? '' : JSON.stringify(task.call)}${task.approval === undefined ? '' : JSON.stringify(task.approval)}`;
+    this.stored.charge(ledgerOf(task), task.taskId, storedTaskBytes({ callJson: kept }), now + task.retentionMs);
     return copy(withoutOutcome(task));
   }
 
@@ -180,7 +186,8 @@ export class MemoryTaskStore implements TaskStore {
       entry.expiresAt = terminalExpiry(task, now, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
       // Kept only to run the task again, which an ended task never is: its arguments are not held for its TTL.
       delete task.call;
-      if (task.outcome !== undefined) this.stored.charge(change.chargeTo ?? task.principal, taskId, outcomeBytes(task.outcome), entry.expiresAt);
+      // Replaces its creation's charge.
+      this.stored.charge(change.chargeTo ?? ledgerOf(task), taskId, storedTaskBytes(task.outcome === undefined ? {} : { outcomeJson: JSON.stringify(task.outcome) }), entry.expiresAt);
     }
     if (statusChanged) {
       entry.timeline.push(transitionOf(task));
@@ -203,7 +210,7 @@ export class MemoryTaskStore implements TaskStore {
     this.tasks.delete(taskId);
     // A keyed task's id stays retired as long as it would have once expired (create.lua's tombstone).
     if (entry.task.idempotency !== undefined) this.deletedIds.set(taskId, (entry.expiresAt ?? this.now()) + EXPIRED_MEMORY_MS);
-    this.stored.release(chargedTo ?? entry.task.principal, taskId);
+    this.stored.release(chargedTo ?? ledgerOf(entry.task), taskId);
     return 'deleted';
   }
 

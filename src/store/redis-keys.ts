@@ -85,13 +85,15 @@ export interface RedisKeys {
 
 /**
  * One webhook endpoint's delivery queue, one Cluster slot: deliveries waiting by due time and leased ones by lease
- * deadline (sorted sets), each delivery's body and its state (hashes), and its dead letters (a list).
+ * deadline (sorted sets), each delivery's body and its state (hashes), the bytes of the bodies queued (a counter),
+ * and its dead letters (a list).
  */
 export interface WebhookQueueKeys {
   waiting: string;
   leased: string;
   bodies: string;
   state: string;
+  bytes: string;
   dead: string;
 }
 
@@ -149,7 +151,7 @@ export function redisKeys(prefix: string): RedisKeys {
     pendingApprovalsOfPrefix: () => `${prefix}:{approvals}:of:`,
     webhookQueue: (endpoint) => {
       const base = `${prefix}:{webhook:${endpoint}}`;
-      return { waiting: `${base}:waiting`, leased: `${base}:leased`, bodies: `${base}:bodies`, state: `${base}:state`, dead: `${base}:dead` };
+      return { waiting: `${base}:waiting`, leased: `${base}:leased`, bodies: `${base}:bodies`, state: `${base}:state`, bytes: `${base}:bytes`, dead: `${base}:dead` };
     },
     slot: (key) => {
       const base = `${prefix}:{slot:${key}}`;

@@ -26,6 +26,8 @@ import {
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
   isTerminal,
+  ledgerOf,
+  storedTaskBytes,
   pendingHoldOf,
   terminalExpiry,
   TIMELINE_LENGTH,
@@ -88,7 +90,7 @@ export class RedisTaskStore implements TaskStore {
   private readonly running: RedisRunning;
   /** Concurrency slots. */
   private readonly semaphores: RedisSemaphores;
-  /** Bytes of finished tasks' outcomes, per principal and in total. */
+  /** Bytes of stored tasks (record, call or outcome), per principal and in total. */
   private readonly stored: RedisStoredBytes;
   /** Calls held for approval: decisions and the index of pending ones. */
   private readonly approvals: RedisApprovals;
@@ -147,8 +149,11 @@ export class RedisTaskStore implements TaskStore {
     ];
     if (input.message !== undefined) fields.push('message', input.message);
     if (input.native === true) fields.push('native', '1');
-    if (input.call !== undefined) fields.push('call', JSON.stringify(input.call));
-    if (input.approval !== undefined) fields.push('approval', JSON.stringify(input.approval), 'queued', '1');
+    if (input.chargeTo !== undefined && input.chargeTo !== input.principal) fields.push('chargedTo', input.chargeTo);
+    const call = input.call === undefined ? undefined : JSON.stringify(input.call);
+    const approval = input.approval === undefined ? undefined : JSON.stringify(input.approval);
+    if (call !== undefined) fields.push('call', call);
+    if (approval !== undefined) fields.push('approval', approval, 'queued', '1');
     const id = input.taskId;
     const keys = [this.keys.task(id), this.keys.taskTimeline(id), this.keys.taskExpired(id), this.keys.taskDeleted(id)];
     const [verdict, created] = (await this.run('create', ...keys, this.keys.taskEvents(), String(TIMELINE_LENGTH), digest, ...fields)) as [string, (string[] | string)?];
@@ -165,6 +170,10 @@ export class RedisTaskStore implements TaskStore {
     // Indexed only after the record exists (as listed): a crash in between leaves a hold that a takeover indexes again.
     const hold = pendingHoldOf(task);
     if (hold !== undefined) await this.approvals.index(hold);
+    // Charged once the record exists, until the earliest it can expire (its end charges it anew): a failed charge
+    // leaves the task uncounted, never the creation undone.
+    const bytes = storedTaskBytes({ callJson: `${call ?? ''}${approval ?? ''}` });
+    await this.stored.charge(ledgerOf(task), task.taskId, bytes, task.createdMs + task.retentionMs).catch(() => undefined);
     return { outcome: 'created', task };
   }
 
@@ -237,11 +246,12 @@ export class RedisTaskStore implements TaskStore {
     const task = parseTask(fields);
     const acknowledged = verdict === 'ok' ? this.acknowledgement(fields, isTerminal(task.status)) : undefined;
     if (acknowledged !== undefined) await acknowledged;
-    if (verdict === 'ok' && outcome !== '' && isTerminal(task.status)) {
+    if (verdict === 'ok' && isTerminal(task.status)) {
       // Charged after the transition, in the ledgers' own slots, until the task expires (the expiry the script set:
-      // the same rule from the same clock). A failed charge leaves the outcome stored but uncounted: the end stands.
+      // the same rule from the same clock), replacing its creation's charge. A failed charge leaves the task stored
+      // but uncounted: the end stands.
       const expiresAt = terminalExpiry(task, task.updatedMs, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
-      await this.stored.charge(change.chargeTo ?? task.principal, taskId, Buffer.byteLength(outcome), expiresAt).catch(() => undefined);
+      await this.stored.charge(change.chargeTo ?? ledgerOf(task), taskId, storedTaskBytes({ outcomeJson: outcome }), expiresAt).catch(() => undefined);
     }
     return verdict === 'ok' ? { ok: true, task } : { ok: false, reason: 'terminal', task };
   }
@@ -252,8 +262,8 @@ export class RedisTaskStore implements TaskStore {
 
   async delete(taskId: string, chargedTo?: string): Promise<DeleteResult> {
     const keys = [this.keys.task(taskId), this.keys.taskTimeline(taskId), this.keys.taskExpired(taskId), this.keys.taskDeleted(taskId)];
-    const [verdict, principal] = (await this.run('delete', ...keys, String(EXPIRED_MEMORY_MS))) as [DeleteResult, string?];
-    if (verdict === 'deleted' && principal !== undefined) await this.stored.release(chargedTo ?? principal, taskId);
+    const [verdict, principal, ledger] = (await this.run('delete', ...keys, String(EXPIRED_MEMORY_MS))) as [DeleteResult, string?, string?];
+    if (verdict === 'deleted' && principal !== undefined) await this.stored.release(chargedTo ?? ledger ?? principal, taskId);
     return verdict;
   }
 

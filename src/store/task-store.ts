@@ -63,6 +63,11 @@ export interface TaskRecord {
   approval?: ApprovalHold;
   /** Made under an idempotency key (createOnce): the digest of the call the key was first used for. */
   idempotency?: string;
+  /**
+   * Whose stored-bytes ledger the task is charged to, when not its principal's (without authentication every client
+   * is counted together): its creation, its end and its deletion charge and release that ledger.
+   */
+  chargedTo?: string;
 }
 
 /** How a held call's approval stands: waiting, or how it was decided. */
@@ -155,6 +160,8 @@ export interface StoredCall {
 
 export type NewTask = Pick<TaskRecord, 'taskId' | 'principal' | 'era' | 'tool' | 'upstream' | 'retentionMs' | 'pollMs'> & {
   message?: string;
+  /** Whose stored-bytes ledger it is charged to, when not its principal's (kept in the record: TaskRecord.chargedTo). */
+  chargeTo?: string;
   native?: boolean;
   call?: StoredCall;
   /** Held for approval from the start (pending), and so `queued`: the upstream has not seen the call. */
@@ -173,8 +180,9 @@ export interface TaskChange {
   /** Sets or clears the `queued` mark. */
   queued?: boolean;
   /**
-   * Whose stored-bytes ledger a terminal outcome is charged to: the task's principal unless said (the gateway
-   * counts every client together without authentication, as it does unfinished tasks).
+   * Whose stored-bytes ledger a terminal change is charged to: the one the task was created for (its chargedTo, else
+   * its principal) unless said (the gateway counts every client together without authentication, as it does
+   * unfinished tasks).
    */
   chargeTo?: string;
 }
@@ -222,8 +230,8 @@ export const TIMELINE_LENGTH = 50;
 export const LIST_ALL_SCAN = 1_000;
 
 /**
- * Bytes of finished tasks' outcomes held in the store: a principal's and all principals' together, each with when
- * its oldest charged outcome expires (absent when nothing is charged).
+ * Bytes of tasks held in the store, as the stored-bytes ledgers count them (storedTaskBytes): a principal's and all
+ * principals' together, each with when its oldest charge expires (absent when nothing is charged).
  */
 export interface StoredBytes {
   principal: number;
@@ -259,6 +267,28 @@ export const STORED_TRIM_PER_CALL = 1_000;
 /** The bytes an outcome is charged for: its JSON, as the store keeps it. */
 export function outcomeBytes(outcome: Outcome): number {
   return Buffer.byteLength(JSON.stringify(outcome));
+}
+
+/**
+ * What every task costs the store besides its call or its outcome, in bytes: its record's fields, its timeline, its
+ * expired-marker, its two listing entries and its two ledger entries (plus the idempotency digest of a keyed task).
+ * Measured on Redis 7 with MEMORY USAGE over every key a task leaves: 1,550 bytes for a tiny finished keyed task
+ * whose record is a listpack, 2,130 once a field passes 64 bytes and the record becomes a hash table (a result
+ * of ~100 bytes); longer names, a status message and the timeline's entries add the rest (docs/limits.md).
+ */
+export const TASK_OVERHEAD_BYTES = 3 * 1024;
+
+/** Whose stored-bytes ledger a task is charged to. */
+export function ledgerOf(task: Pick<TaskRecord, 'principal' | 'chargedTo'>): string {
+  return task.chargedTo ?? task.principal;
+}
+
+/**
+ * The bytes a task is charged in the stored-bytes ledgers: TASK_OVERHEAD_BYTES and what it keeps besides, its
+ * stored call (JSON) while it is unfinished, its outcome (JSON) once it has ended.
+ */
+export function storedTaskBytes(kept: { callJson?: string; outcomeJson?: string }): number {
+  return TASK_OVERHEAD_BYTES + Buffer.byteLength(kept.callJson ?? '') + Buffer.byteLength(kept.outcomeJson ?? '');
 }
 
 /**
@@ -312,17 +342,19 @@ export interface TaskStore {
    */
   transition(taskId: string, change: TaskChange): Promise<TransitionResult>;
   /**
-   * Bytes of finished tasks' outcomes the principal holds, and all principals together. A terminal transition that
-   * carries an outcome charges its JSON's bytes (outcomeBytes) to the task's principal and to the total until the
-   * task expires or is deleted; an expired charge is dropped by the next read (at most STORED_TRIM_PER_CALL per
-   * ledger and call). On Redis the principal's ledger and the total are separate atomic steps after the transition
-   * (Cluster slots): a replica that dies between them leaves that one outcome uncharged.
+   * Bytes of tasks the principal holds in the store, and all principals together (storedTaskBytes). Creating a task
+   * charges TASK_OVERHEAD_BYTES and its stored call (and approval hold) to its ledger (chargeTo, else its principal)
+   * and to the total until the earliest its record can expire (created + retentionMs); its terminal transition
+   * replaces that charge with TASK_OVERHEAD_BYTES and its outcome until the task expires; deleting it releases it. An
+   * expired charge is dropped by the next read (at most STORED_TRIM_PER_CALL per ledger and call). On Redis the
+   * principal's ledger and the total are separate atomic steps after the create or transition (Cluster slots): a
+   * replica that dies between them leaves that one charge unmade (never made twice).
    */
   storedBytes(principal: string): Promise<StoredBytes>;
   /**
    * Deletes an ended task and its outcome at once (before its TTL), releasing its stored bytes from the ledger of
-   * `chargedTo` (the task's principal unless said: whom its end charged). A keyed task's id stays retired (see
-   * retired) as long as it would have after expiring.
+   * `chargedTo` (unless said, the one it was charged to: its chargedTo, else its principal). A keyed task's id stays
+   * retired (see retired) as long as it would have after expiring.
    */
   delete(taskId: string, chargedTo?: string): Promise<DeleteResult>;
   /** The principal's tasks (without outcomes), newest first. Throws InvalidCursorError for a cursor this store did not issue. */

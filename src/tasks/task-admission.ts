@@ -109,6 +109,8 @@ export class TaskAdmission {
       const input: NewTask = {
         taskId,
         principal,
+        // Its stored bytes count where its unfinished-task limit does (every client together without auth).
+        chargeTo: countedPrincipal(principal, callers.authenticated),
         era,
         tool: exposedName,
         upstream: upstream.name,

@@ -51,7 +51,7 @@ export class TaskRecords {
     }
     const message = `Runs on upstream '${upstream.name}'`;
     const task = await this.store
-      .create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, message, native: true })
+      .create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, message, native: true, ...(owner === undefined ? {} : { chargeTo: countedPrincipal(owner, this.authenticated) }) })
       .catch(unavailable);
     this.events.emit('task.created', { ...taskFacts(task), era, queued: false, native: true });
   }

@@ -131,7 +131,16 @@ export class EndpointWorker {
     const endpoint = this.endpoint;
     const type = typeOfBody(delivery.body);
     const started = performance.now();
-    const result = await this.deps.sender.send({ url: endpoint.url, secret: endpoint.secret, webhookId: delivery.id, body: delivery.body, timeoutMs: settings.timeoutMs, stop: this.stopping.signal });
+    const result = await this.deps.sender.send({
+      endpoint: endpoint.id,
+      url: endpoint.url,
+      secret: endpoint.secret,
+      webhookId: delivery.id,
+      body: delivery.body,
+      timeoutMs: settings.timeoutMs,
+      concurrency: settings.concurrency,
+      stop: this.stopping.signal,
+    });
     const base = { endpoint: endpoint.id, type, webhookId: delivery.id, attempt: delivery.attempt };
     if (result.outcome === 'stopped') {
       await queue.retry(endpoint.id, { id: delivery.id, owner: this.deps.owner, attempt: delivery.attempt }, 0, keepMs(settings));

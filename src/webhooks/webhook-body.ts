@@ -1,11 +1,18 @@
 // The body of a delivery, as Standard Webhooks shapes it: `{ type, timestamp, data }`, `type` first (the delivery
 // loop reads it back without parsing the body). `data` is the task as it stood when the event was queued: id, tool,
 // upstream, principal, status, status message, times, and what the event itself adds (an approval's decision);
-// with `includeResult`, an ended task's result (or error) too, unless that would pass maxBodyBytes.
+// with `includeResult`, an ended task's result (or error) too, unless that would pass maxBodyBytes. Without it, the
+// status message of a failure the upstream reported is a generic one: the error's text is the tool's output.
 import type { TaskRecord } from '../store/task-store.js';
 import type { JsonObject } from '../jsonrpc.js';
 import { nameOf } from '../tasks/principals.js';
 import type { WebhookEvent } from './webhook-events.js';
+
+/**
+ * What a delivery without the result says of a failure the upstream reported (a JSON-RPC error or a tool error): the
+ * status message would be the error's own text, which is the tool's output as much as a result is.
+ */
+export const TOOL_ERROR_WITHHELD = 'The tool reported an error; its text goes only to endpoints with includeResult';
 
 /** The `type` of a body this module built. */
 export function typeOfBody(body: string): string {
@@ -26,7 +33,9 @@ export function webhookBody(event: WebhookEvent, task: TaskRecord | undefined, i
   };
   if (task !== undefined) {
     data.status = task.status;
-    if (task.message !== undefined) data.statusMessage = task.message;
+    // A failure with no reason of the gateway's (maxRunMs, lost, ...) was reported by the upstream: its message is its text.
+    const toolError = event.ended && task.status === 'failed' && event.details.reason === undefined;
+    if (task.message !== undefined) data.statusMessage = toolError && !includeResult ? TOOL_ERROR_WITHHELD : task.message;
     data.createdAt = new Date(task.createdMs).toISOString();
     data.lastUpdatedAt = new Date(task.updatedMs).toISOString();
   }

@@ -144,8 +144,9 @@ export class Webhooks {
         this.dropped(endpoint, event, 'too_large', `its body is larger than webhookDelivery.maxBodyBytes (${delivery.maxBodyBytes})`, webhookId);
         continue;
       }
-      const queued = await this.deps.store.deliveries.enqueue(endpoint.id, { id: webhookId, body }, { maxQueued: delivery.maxQueuedPerEndpoint, keepMs: keepMs(delivery) });
+      const queued = await this.deps.store.deliveries.enqueue(endpoint.id, { id: webhookId, body }, { maxQueued: delivery.maxQueuedPerEndpoint, maxQueuedBytes: delivery.maxQueuedBytesPerEndpoint, keepMs: keepMs(delivery) });
       if (queued === 'full') this.dropped(endpoint, event, 'queue_full', `the endpoint's queue holds webhookDelivery.maxQueuedPerEndpoint (${delivery.maxQueuedPerEndpoint}) deliveries; the newest is dropped`, webhookId);
+      else if (queued === 'full_bytes') this.dropped(endpoint, event, 'queue_full', `the endpoint's queued bodies would pass webhookDelivery.maxQueuedBytesPerEndpoint (${delivery.maxQueuedBytesPerEndpoint} bytes); the newest is dropped`, webhookId);
       else this.workers.get(endpoint.id)?.wake();
     }
   }

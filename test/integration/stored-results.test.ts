@@ -11,17 +11,29 @@ import { abusiveFixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, suiteScope, textOf, type Json } from '../helpers/harness.js';
 import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { bearer } from '../helpers/auth-requests.js';
-import { sharedRedisStore } from '../helpers/shared-redis.js';
+import { Redis } from 'ioredis';
+import { TASK_OVERHEAD_BYTES } from '../../src/store/task-store.js';
+import { redisPrefixMemory } from '../helpers/redis-memory.js';
+import { sharedRedisStore, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdef';
 const CAROL = 'carol-key-0123456789abcdef';
+const DAVE = 'dave-key-0123456789abcdef';
+/** The tiny-task flood's budget: some thirty tasks' overhead, nothing like a result's size. */
+const FLOOD_BUDGET = 100 * 1024;
+/**
+ * What a flooding principal's tasks may hold in Redis beyond its budget (docs/limits.md): the task that filled it
+ * ends after the check and adds its outcome, and a task's real cost is below TASK_OVERHEAD_BYTES but for the
+ * ledgers' and listings' own keys, which a principal has once.
+ */
+const FLOOD_SLACK = 2 * TASK_OVERHEAD_BYTES;
 /** Small budgets: two results of RESULT bytes fit a principal's budget, the third fills it. */
 const MAX_RESULT = 200_000;
 const PER_PRINCIPAL = 300_000;
 const RESULT = 120_000;
 const TOO_LARGE = /Task result too large: upstream 'abuse' answered \d+ bytes, more than tasks\.maxResultBytes \(200000 bytes\)/;
-const FULL = /Your finished task results fill tasks\.maxStoredBytesPerPrincipal \(\d+ of 300000 bytes stored\)/;
+const FULL = /Your stored tasks and results fill tasks\.maxStoredBytesPerPrincipal \(\d+ of 300000 bytes stored\)/;
 
 /** Starts a task of `big_result` answering `bytes` (2025-11-25, params.task) and returns its id. */
 async function startTask(client: Client, bytes: number): Promise<string> {
@@ -136,6 +148,67 @@ for (const kind of ['memory', 'redis'] as const) {
   });
 }
 
+for (const kind of ['memory', 'redis'] as const) {
+  describe(`a flood of tiny keyed tasks is bounded by the stored budget (${kind} store)`, () => {
+    const scope = suiteScope();
+    let gateway: GatewayChild;
+    let prefix = '';
+
+    before(async () => {
+      const store = kind === 'redis' ? sharedRedisStore(scope, 'flood') : { type: 'memory' as const };
+      if (store.type === 'redis') prefix = store.prefix;
+      gateway = await scope.spawnGateway({
+        config: {
+          upstreams: { abuse: { transport: 'stdio', ...abusiveFixtureCommand() } },
+          store,
+          auth: { resource: 'http://gateway.example/mcp', apiKeys: [{ principal: 'dave', key: DAVE }, { principal: 'bob', key: BOB }] },
+          tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100 }, maxStoredBytesPerPrincipal: FLOOD_BUDGET },
+        },
+      });
+    });
+
+    test('tasks of a few bytes each are refused once their records fill the budget (not hundreds of budgets later); keyed resends still answer; the store holds the budget plus a task', async () => {
+      const redis = kind === 'redis' ? new Redis(TEST_REDIS_URL) : undefined;
+      scope.defer(() => redis?.quit());
+      const before = redis === undefined ? undefined : await redisPrefixMemory(redis, prefix);
+      const keyed = (key: string) => ({ ...bearer(DAVE), 'idempotency-key': `"${key}"` });
+      const accepted: string[] = [];
+      let refused: Awaited<ReturnType<typeof modern>> | undefined;
+      // Before this budget counted records, 10x its size in tasks went in; now about budget / overhead do.
+      const most = Math.ceil(FLOOD_BUDGET / TASK_OVERHEAD_BYTES) + 1;
+      for (let i = 0; i < 10 * most && refused === undefined; i++) {
+        const answer = await modern(gateway.url, 'tools/call', { name: 'echo', arguments: { text: `t${i}` } }, { capabilities: TASKS_CAPABILITIES, headers: keyed(`flood-${i}`) });
+        if (answer.status === 503) refused = answer;
+        else {
+          assert.equal(answer.result?.resultType, 'task', JSON.stringify(answer.response));
+          accepted.push(String(answer.result?.taskId));
+        }
+      }
+      assert.ok(refused !== undefined, `refused within ${10 * most} tasks`);
+      assert.ok(accepted.length <= most && accepted.length >= most - 2, `${accepted.length} tasks went in (${most} at most)`);
+      assert.match(String(refused.error?.message), /Your stored tasks and results fill tasks\.maxStoredBytesPerPrincipal/);
+      assert.equal(refused.error?.data?.budget, 'tasks.maxStoredBytesPerPrincipal');
+      assert.ok(Number(refused.headers['retry-after']) > 0);
+      for (const taskId of accepted) assert.equal((await modernEnd(gateway.url, DAVE, taskId)).status, 'completed');
+      // A keyed resend is answered with the task its key made, full or not: nothing new is stored for it.
+      const resent = await modern(gateway.url, 'tools/call', { name: 'echo', arguments: { text: 't0' } }, { capabilities: TASKS_CAPABILITIES, headers: keyed('flood-0') });
+      assert.equal(resent.result?.taskId, accepted[0], JSON.stringify(resent.response));
+      if (redis !== undefined && before !== undefined) {
+        const after = await redisPrefixMemory(redis, prefix);
+        const held = after.bytes - before.bytes;
+        assert.ok(held <= FLOOD_BUDGET + FLOOD_SLACK, `the flood holds ${held} bytes in Redis (${after.keys - before.keys} keys), budget ${FLOOD_BUDGET} + ${FLOOD_SLACK}`);
+      }
+      // Another principal is served; a deleted task makes room again.
+      const bobs = await modern(gateway.url, 'tools/call', { name: 'echo', arguments: { text: 'bob' } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(BOB) });
+      assert.equal(bobs.result?.resultType, 'task', JSON.stringify(bobs.response));
+      const dave = await scope.plainClient(gateway.url, { capabilities: { tasks: {} }, headers: bearer(DAVE) });
+      assert.deepEqual(await dave.request({ method: 'tasks/delete', params: { taskId: accepted[1] as string } }, EmptyResultSchema), {});
+      const again = await modern(gateway.url, 'tools/call', { name: 'echo', arguments: { text: 'again' } }, { capabilities: TASKS_CAPABILITIES, headers: keyed('flood-again') });
+      assert.equal(again.result?.resultType, 'task', JSON.stringify(again.response));
+    });
+  });
+}
+
 describe('stored results without auth: every client is counted together, as for unfinished tasks', () => {
   const scope = suiteScope();
   let gateway: GatewayChild;
@@ -157,7 +230,7 @@ describe('stored results without auth: every client is counted together, as for 
       assert.deepEqual(await resultOf(first, taskId), { length: RESULT });
       stored.push(taskId);
     }
-    const together = /Finished task results of clients without authentication \(counted together\) fill tasks\.maxStoredBytesPerPrincipal/;
+    const together = /Stored tasks and results of clients without authentication \(counted together\) fill tasks\.maxStoredBytesPerPrincipal/;
     const second = await scope.plainClient(gateway.url, { capabilities: { tasks: {} } });
     await assert.rejects(startTask(second, 10), together);
     const refused = await modern(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: 10 } }, { capabilities: TASKS_CAPABILITIES });

@@ -13,7 +13,7 @@ import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { connectRedis } from '../../src/store/redis-connection.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
-import { HOLDS_PER_READ, IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, pendingHoldOf, type PendingHold, TIMELINE_LENGTH, UPSTREAM_SESSIONS_PER_TAKE, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import { HOLDS_PER_READ, IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, pendingHoldOf, type PendingHold, storedTaskBytes, TASK_OVERHEAD_BYTES, TIMELINE_LENGTH, UPSTREAM_SESSIONS_PER_TAKE, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
 import { eventually } from '../helpers/harness.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from '../helpers/redis-topologies.js';
 import { deleteRedisPrefixes, TEST_REDIS_URL, uniqueRedisPrefix } from '../helpers/shared-redis.js';
@@ -624,8 +624,9 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
-    test('stored bytes: an outcome is charged to its principal and the total as it ends; a delete releases it, a running task is not deleted', async () => {
+    test('stored bytes: a task is charged its overhead from creation and its outcome as it ends, to its principal and the total; a delete releases it, a running task is not deleted', async () => {
       const store = await create();
+      const O = TASK_OVERHEAD_BYTES;
       assert.deepEqual(await store.storedBytes('session:ledger-a'), { principal: 0, total: 0 });
       const outcome = { result: { content: [{ type: 'text', text: 'x'.repeat(5000) }] } };
       const size = outcomeBytes(outcome);
@@ -633,21 +634,22 @@ for (const [kind, create] of Object.entries(factories)) {
       const a2 = await store.create(newTask({ principal: 'session:ledger-a' }));
       const b1 = await store.create(newTask({ principal: 'session:ledger-b' }));
       const noOutcome = await store.create(newTask({ principal: 'session:ledger-a' }));
+      assert.equal((await store.storedBytes('session:ledger-a')).principal, 3 * O, 'each task is charged its overhead as it is created');
       await store.transition(a1.taskId, { to: 'input_required', message: 'asking' });
-      assert.equal((await store.storedBytes('session:ledger-a')).principal, 0, 'nothing is charged before the end');
+      assert.equal((await store.storedBytes('session:ledger-a')).principal, 3 * O, 'a status change charges nothing more');
       const ended = await store.transition(a1.taskId, { to: 'completed', outcome });
       await store.transition(a2.taskId, { to: 'failed', outcome: { error: { code: -32042, message: 'y'.repeat(100) } } });
       await store.transition(b1.taskId, { to: 'completed', outcome });
       await store.transition(noOutcome.taskId, { to: 'cancelled' });
       const errorSize = outcomeBytes({ error: { code: -32042, message: 'y'.repeat(100) } });
       const a = await store.storedBytes('session:ledger-a');
-      assert.equal(a.principal, size + errorSize, 'a result and a stored error, not a cancellation without an outcome');
-      assert.equal(a.total, 2 * size + errorSize);
+      assert.equal(a.principal, 3 * O + size + errorSize, 'a result, a stored error and a cancellation, each with its overhead (the end replaces the creation\'s charge)');
+      assert.equal(a.total, 4 * O + 2 * size + errorSize);
       assert.ok(ended.ok && a.principalFreesAtMs !== undefined && a.principalFreesAtMs >= ended.task.createdMs + 60_000, 'frees up when the oldest expires');
-      assert.equal((await store.storedBytes('session:ledger-b')).principal, size);
+      assert.equal((await store.storedBytes('session:ledger-b')).principal, O + size);
       // Terminal is forever: a late second end charges nothing more.
       await store.transition(a1.taskId, { to: 'completed', outcome });
-      assert.equal((await store.storedBytes('session:ledger-a')).principal, size + errorSize);
+      assert.equal((await store.storedBytes('session:ledger-a')).principal, 3 * O + size + errorSize);
       const running = await store.create(newTask({ principal: 'session:ledger-a' }));
       assert.equal(await store.delete(running.taskId), 'not_terminal');
       assert.equal((await store.get(running.taskId))?.status, 'working');
@@ -658,32 +660,89 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.equal(await store.delete(newTaskId()), 'not_found');
       assert.deepEqual((await store.list('session:ledger-a', { limit: 10 })).tasks.map((t) => t.taskId).sort(), [a2.taskId, noOutcome.taskId, running.taskId].sort());
       const after = await store.storedBytes('session:ledger-a');
-      assert.equal(after.principal, errorSize);
-      assert.equal(after.total, size + errorSize);
+      assert.equal(after.principal, 3 * O + errorSize, 'a2, noOutcome and the running one');
+      assert.equal(after.total, 4 * O + size + errorSize);
       // Charged to another ledger than the task's principal (clients counted together), and released from it.
       const counted = await store.create(newTask({ principal: 'session:ledger-c' }));
       await store.transition(counted.taskId, { to: 'completed', outcome, chargeTo: 'ledger-together' });
-      assert.equal((await store.storedBytes('session:ledger-c')).principal, 0);
-      assert.equal((await store.storedBytes('ledger-together')).principal, size);
+      assert.equal((await store.storedBytes('session:ledger-c')).principal, O, 'created for its principal\'s ledger');
+      assert.equal((await store.storedBytes('ledger-together')).principal, O + size);
       assert.equal(await store.delete(counted.taskId, 'ledger-together'), 'deleted');
+      assert.equal((await store.storedBytes('ledger-together')).principal, 0);
+      // Created for another ledger: the record remembers it, so an end and a delete that do not say go there too.
+      const together = await store.create(newTask({ principal: 'session:ledger-d', chargeTo: 'ledger-together' }));
+      assert.equal(together.chargedTo, 'ledger-together');
+      assert.equal((await store.get(together.taskId))?.chargedTo, 'ledger-together');
+      assert.equal((await store.storedBytes('ledger-together')).principal, O);
+      await store.transition(together.taskId, { to: 'failed', outcome: { error: { code: -32042, message: 'y'.repeat(100) } } });
+      assert.equal((await store.storedBytes('ledger-together')).principal, O + errorSize);
+      assert.equal((await store.storedBytes('session:ledger-d')).principal, 0);
+      assert.equal(await store.delete(together.taskId), 'deleted');
       const released = await store.storedBytes('ledger-together');
       assert.equal(released.principal, 0);
-      assert.equal(released.total, size + errorSize, 'b1 and a2 are left');
+      assert.equal(released.total, 4 * O + size + errorSize, 'b1, a2, noOutcome and running are left');
       await store.close();
     });
 
-    test('stored bytes: released when the task expires', async () => {
+    test('stored bytes: a kept call is charged while its task runs, and gives way to the outcome at the end', async () => {
+      const store = await create();
+      const call = { params: { name: 'slow', arguments: { text: 'z'.repeat(10_000) } }, identity: { sessionId: 's', protocolVersion: '2025-11-25', capabilities: {} } };
+      const task = await store.create(newTask({ principal: 'session:ledger-call', call }));
+      assert.equal((await store.storedBytes('session:ledger-call')).principal, storedTaskBytes({ callJson: JSON.stringify(call) }));
+      assert.ok(storedTaskBytes({ callJson: JSON.stringify(call) }) > TASK_OVERHEAD_BYTES + 10_000, 'the call counts beside the overhead');
+      const outcome = { result: { content: [] } };
+      await store.transition(task.taskId, { to: 'completed', outcome });
+      assert.equal((await store.storedBytes('session:ledger-call')).principal, storedTaskBytes({ outcomeJson: JSON.stringify(outcome) }));
+      await store.close();
+    });
+
+    test('stored bytes: released when the task expires; a creation\'s charge lapses at its TTL if the task still runs', async () => {
       const store = await create();
       const outcome = { result: { content: [{ type: 'text', text: 'z'.repeat(2000) }] } };
+      const charged = TASK_OVERHEAD_BYTES + outcomeBytes(outcome);
       const short = await store.create(newTask({ principal: 'session:ledger-ttl', retentionMs: 50 }));
       const long = await store.create(newTask({ principal: 'session:ledger-ttl', retentionMs: 60_000 }));
+      const stillRunning = await store.create(newTask({ principal: 'session:ledger-ttl-running', retentionMs: 50 }));
       await store.transition(short.taskId, { to: 'completed', outcome });
       await store.transition(long.taskId, { to: 'completed', outcome });
-      assert.equal((await store.storedBytes('session:ledger-ttl')).principal, 2 * outcomeBytes(outcome));
+      assert.equal((await store.storedBytes('session:ledger-ttl')).principal, 2 * charged);
       await eventually(async () => (await store.get(short.taskId)) === undefined, 5000);
       const left = await store.storedBytes('session:ledger-ttl');
-      assert.equal(left.principal, outcomeBytes(outcome), 'the expired one is released, the other kept');
-      assert.equal(left.total, outcomeBytes(outcome));
+      assert.equal(left.principal, charged, 'the expired one is released, the other kept');
+      // A task that runs on is never dropped (and ends charged anew); its creation's charge does not outlive its TTL.
+      await eventually(async () => (await store.storedBytes('session:ledger-ttl-running')).principal === 0, 5000);
+      assert.equal((await store.get(stillRunning.taskId))?.status, 'working');
+      assert.equal((await store.storedBytes('session:ledger-ttl')).total, charged);
+      await store.transition(stillRunning.taskId, { to: 'cancelled' });
+      assert.equal((await store.storedBytes('session:ledger-ttl-running')).principal, TASK_OVERHEAD_BYTES);
+      await store.close();
+    });
+
+    test('webhook queue: bounded in bytes as in deliveries; an acknowledged or dead-lettered body frees its bytes', async () => {
+      const store = await create();
+      const queue = store.deliveries;
+      const endpoint = `bytes-${randomBytes(4).toString('hex')}`;
+      const options = { maxQueued: 100, maxQueuedBytes: 2500, keepMs: 60_000 };
+      const body = (n: number): string => JSON.stringify({ type: 'task.completed', data: { n, result: 'r'.repeat(1000) } });
+      assert.equal(await queue.enqueue(endpoint, { id: 'one', body: body(1) }, options), 'queued');
+      assert.equal(await queue.enqueue(endpoint, { id: 'two', body: body(2) }, options), 'queued');
+      assert.equal(await queue.queuedBytes(endpoint), 2 * Buffer.byteLength(body(1)));
+      assert.equal(await queue.enqueue(endpoint, { id: 'three', body: body(3) }, options), 'full_bytes', 'the newest is refused');
+      assert.equal(await queue.enqueue(endpoint, { id: 'small', body: '{"type":"task.created"}' }, options), 'queued', 'a body that fits still goes in');
+      assert.equal(await queue.enqueue(endpoint, { id: 'one', body: body(1) }, options), 'duplicate');
+      assert.equal(await queue.depth(endpoint), 3);
+      const claimed = await queue.claim(endpoint, 'replica-a', { concurrency: 10, leaseMs: 60_000, keepMs: 60_000 });
+      assert.equal(claimed.deliveries.length, 3);
+      await queue.acknowledge(endpoint, 'one');
+      assert.equal(await queue.queuedBytes(endpoint), Buffer.byteLength(body(2)) + Buffer.byteLength('{"type":"task.created"}'));
+      const two = claimed.deliveries.find((d) => d.id === 'two');
+      assert.ok(two !== undefined && (await queue.deadLetter(endpoint, { id: 'two', owner: 'replica-a', attempt: two.attempt }, 'given up', 60_000)), 'dead-lettered');
+      await queue.acknowledge(endpoint, 'small');
+      assert.equal(await queue.queuedBytes(endpoint), 0);
+      // Multi-byte text counts its UTF-8 bytes, as the bound is documented.
+      const wide = JSON.stringify({ text: '\u00e9'.repeat(2000) });
+      assert.ok(wide.length < 2500 && Buffer.byteLength(wide) > 2500, 'fewer characters than the bound, more bytes');
+      assert.equal(await queue.enqueue(endpoint, { id: 'wide', body: wide }, options), 'full_bytes');
       await store.close();
     });
 

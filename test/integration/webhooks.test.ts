@@ -10,6 +10,7 @@ import { startWebhookReceiver, type ReceiverMode, type WebhookReceiver } from '.
 import { eventually, testScope, type Json, type TestScope } from '../helpers/harness.js';
 import { parsePrometheus, sampleValue } from '../helpers/prometheus-text.js';
 import { twoReplicaProcesses, twoReplicas } from '../helpers/replicas.js';
+import { TOOL_ERROR_WITHHELD } from '../../src/webhooks/webhook-body.js';
 import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 /** How long a wait for deliveries may take before the test fails: a bound for a busy 2-core machine, never a timing claim. */
@@ -160,6 +161,53 @@ describe('webhooks', () => {
     for (const hooks of [withResult, withoutResult, echoOnly, aliceOnly]) assertOncePerId(hooks);
   });
 
+  test('without includeResult a failed task\'s delivery leaves the tool\'s error text out (a generic statusMessage); with it, the text is there; the gateway\'s own reasons stay', async (t) => {
+    const scope = testScope(t);
+    const [withResult, withoutResult] = await Promise.all([receiver(scope), receiver(scope)]);
+    const config = gatewayConfig([endpoint(withResult, { includeResult: true, events: ['task.failed'] }), endpoint(withoutResult, { events: ['task.failed'] })]);
+    (config.tasks as Json).rules = [{ match: 'slow_compute', maxRunMs: 200 }];
+    const gateway = await scope.gateway(config);
+    const secret = 'patient 4711 diagnosis: confidential';
+    const toolError = await startTask(gateway.url, 'fail_tool', { message: secret });
+    const rpcError = await startTask(gateway.url, 'jsonrpc_error', {});
+    const overran = await startTask(gateway.url, 'slow_compute', { seconds: 30, label: 'webhook-maxrun' });
+    await eventually(() => withoutResult.deliveries().length === 3 && withResult.deliveries().length === 3, WAIT_MS);
+    const of = (hooks: WebhookReceiver, taskId: string) => hooks.deliveries().find((d) => d.data.taskId === taskId)?.data ?? {};
+    for (const taskId of [toolError, rpcError]) {
+      assert.equal(of(withoutResult, taskId).statusMessage, TOOL_ERROR_WITHHELD);
+      assert.equal(of(withoutResult, taskId).status, 'failed');
+    }
+    assert.ok(!JSON.stringify(withoutResult.deliveries()).includes(secret) && !JSON.stringify(withoutResult.deliveries()).includes('jsonrpc_error fixture failure'), 'no error text without includeResult');
+    assert.match(String(of(withResult, toolError).statusMessage), /patient 4711/);
+    assert.match(JSON.stringify(of(withResult, toolError).result), /patient 4711/);
+    assert.match(String(of(withResult, rpcError).statusMessage), /jsonrpc_error fixture failure/);
+    // The gateway's own reason is its own text, not the tool's: it stays, with the reason.
+    assert.match(String(of(withoutResult, overran).statusMessage), /maxRunMs/);
+    assert.equal(of(withoutResult, overran).reason, 'maxRunMs');
+  });
+
+  test('results held for an endpoint that never answers stop at webhookDelivery.maxQueuedBytesPerEndpoint: the newest is dropped (event, metric), the count bound far off', async (t) => {
+    const scope = testScope(t);
+    const stuck = await receiver(scope, 'never');
+    const gateway = await scope.gateway(
+      gatewayConfig([endpoint(stuck, { id: 'bytes', includeResult: true, events: ['task.completed'] })], {
+        webhookDelivery: { timeoutMs: 60_000, concurrency: 1, maxBodyBytes: 32_768, maxQueuedBytesPerEndpoint: 32_768 },
+      }),
+    );
+    const dropped: Json[] = [];
+    gateway.events.on('webhook.dropped', (e) => dropped.push({ ...e }));
+    // Each body is ~8.5 KB (the echoed text twice: content and structured content): three fit the 32 KiB bound, the
+    // rest are refused however few they are.
+    const tasks: string[] = [];
+    for (let i = 0; i < 6; i++) tasks.push(await startTask(gateway.url, 'echo', { text: `${i}`.repeat(4000) }));
+    await eventually(() => dropped.length === 3, WAIT_MS);
+    assert.deepEqual(dropped.map((e) => [e.endpoint, e.type, e.reason]), Array.from({ length: 3 }, () => ['bytes', 'task.completed', 'queue_full']));
+    const metrics = await (await fetch(`${gateway.origin}/metrics`)).text();
+    assert.match(metrics, /taskgate_webhook_dropped_total\{endpoint="bytes",reason="queue_full"\} 3/);
+    assert.equal(stuck.open(), 1, 'the one try in flight is the oldest; the queue holds it and two more');
+    assert.deepEqual(dropped.map((e) => e.webhookId).filter((id) => !/^msg_/.test(String(id))), []);
+  });
+
   test('a redirect is not followed: the try fails and is retried at the configured URL, the other URL is never called', async (t) => {
     const scope = testScope(t);
     const elsewhere = await receiver(scope, 'ok');
@@ -183,6 +231,19 @@ describe('webhooks', () => {
     assert.equal(stuck.open(), 1, 'the stuck endpoint holds its one try, the rest of its queue waits');
     assert.equal(stuck.acknowledged().size, 0);
     assertOncePerId(fine);
+  });
+
+  test('an endpoint that never answers: each timed-out try\'s socket is closed, and its sockets never outnumber webhookDelivery.concurrency', async (t) => {
+    const scope = testScope(t);
+    const stuck = await receiver(scope, 'never');
+    const gateway = await scope.gateway(gatewayConfig([endpoint(stuck, { id: 'sockets' })], { webhookDelivery: { timeoutMs: 300, concurrency: 4, initialBackoffMs: 20, maxBackoffMs: 50 } }));
+    // Twelve deliveries (created and completed of six tasks), tried again and again: many rounds of four timeouts.
+    for (let i = 0; i < 6; i++) await startTask(gateway.url, 'echo', { text: `socket ${i}` });
+    await eventually(() => stuck.tries().length >= 40, 2 * WAIT_MS);
+    const sockets = stuck.sockets();
+    assert.ok(sockets.peakAtTry <= 4, `at most 4 sockets open when a try arrived, saw ${sockets.peakAtTry}`);
+    assert.ok(sockets.total >= 10, `timed-out tries' sockets were closed and new ones opened (${sockets.total} in all)`);
+    assert.equal(stuck.acknowledged().size, 0);
   });
 
   test('past maxAgeMs a delivery is dead-lettered (event, metric and audit line); past maxQueuedPerEndpoint the newest is dropped', async (t) => {

@@ -45,8 +45,13 @@ describe('config: webhooks', () => {
     assert.equal(pager?.id, 'pager');
     assert.equal(pager?.includeResult, false);
     assert.equal(pager?.tools, undefined);
-    assert.deepEqual(config.webhookDelivery, { timeoutMs: 10_000, maxAgeMs: 86_400_000, initialBackoffMs: 1_000, maxBackoffMs: 600_000, maxQueuedPerEndpoint: 10_000, maxBodyBytes: 262_144, concurrency: 4 });
+    assert.deepEqual(config.webhookDelivery, { timeoutMs: 10_000, maxAgeMs: 86_400_000, initialBackoffMs: 1_000, maxBackoffMs: 600_000, maxQueuedPerEndpoint: 10_000, maxQueuedBytesPerEndpoint: 67_108_864, maxBodyBytes: 262_144, concurrency: 4 });
     assert.deepEqual(parse(BASE).webhooks, []);
+  });
+
+  it('refuses a queue byte bound below the largest body: such a queue would drop every body of that size', () => {
+    const errors = errorsOf(`${CONTRACT}\nwebhookDelivery: { maxBodyBytes: 65536, maxQueuedBytesPerEndpoint: 4096 }`);
+    assert.ok(errors.some((e) => e.path === 'webhookDelivery.maxQueuedBytesPerEndpoint' && /at least maxBodyBytes \(65536\)/.test(e.message)), JSON.stringify(errors));
   });
 
   it('refuses a secret that is not whsec_ + base64 of 24-64 bytes, without echoing it', () => {

@@ -22,6 +22,7 @@ export const WEBHOOK_DEFAULTS = Object.freeze({
   initialBackoffMs: 1_000,
   maxBackoffMs: 600_000,
   maxQueuedPerEndpoint: 10_000,
+  maxQueuedBytesPerEndpoint: 64 * 1024 * 1024,
   maxBodyBytes: 256 * 1024,
   concurrency: 4,
 });
@@ -62,12 +63,20 @@ export const WebhooksSchema = z.array(WebhookSchema).superRefine((entries, ctx) 
   });
 });
 
-export const WebhookDeliverySchema = z.strictObject({
-  timeoutMs: int(100).default(WEBHOOK_DEFAULTS.timeoutMs),
-  maxAgeMs: int(1_000).default(WEBHOOK_DEFAULTS.maxAgeMs),
-  initialBackoffMs: int(1).default(WEBHOOK_DEFAULTS.initialBackoffMs),
-  maxBackoffMs: int(1).default(WEBHOOK_DEFAULTS.maxBackoffMs),
-  maxQueuedPerEndpoint: int(1).default(WEBHOOK_DEFAULTS.maxQueuedPerEndpoint),
-  maxBodyBytes: int(1_024).default(WEBHOOK_DEFAULTS.maxBodyBytes),
-  concurrency: int(1, 1_000).default(WEBHOOK_DEFAULTS.concurrency),
-});
+export const WebhookDeliverySchema = z
+  .strictObject({
+    timeoutMs: int(100).default(WEBHOOK_DEFAULTS.timeoutMs),
+    maxAgeMs: int(1_000).default(WEBHOOK_DEFAULTS.maxAgeMs),
+    initialBackoffMs: int(1).default(WEBHOOK_DEFAULTS.initialBackoffMs),
+    maxBackoffMs: int(1).default(WEBHOOK_DEFAULTS.maxBackoffMs),
+    maxQueuedPerEndpoint: int(1).default(WEBHOOK_DEFAULTS.maxQueuedPerEndpoint),
+    maxQueuedBytesPerEndpoint: int(1_024).default(WEBHOOK_DEFAULTS.maxQueuedBytesPerEndpoint),
+    maxBodyBytes: int(1_024).default(WEBHOOK_DEFAULTS.maxBodyBytes),
+    concurrency: int(1, 1_000).default(WEBHOOK_DEFAULTS.concurrency),
+  })
+  .superRefine((delivery, ctx) => {
+    // A queue that cannot hold one body of the largest size would drop every such delivery.
+    if (delivery.maxQueuedBytesPerEndpoint < delivery.maxBodyBytes) {
+      ctx.addIssue({ code: 'custom', path: ['maxQueuedBytesPerEndpoint'], input: delivery.maxQueuedBytesPerEndpoint, message: `must be at least maxBodyBytes (${delivery.maxBodyBytes}): a queue must hold one body of the largest size` });
+    }
+  });

@@ -5,6 +5,8 @@ import { CLAIM_LIMIT, DEAD_LETTERS_KEPT, type DeadLetter, type DeliveryClaim, ty
 
 interface Entry {
   body: string;
+  /** The body's UTF-8 bytes. */
+  size: number;
   enqueuedMs: number;
   attempt: number;
   /** The replica holding the lease of try `attempt`, and until when; absent while it waits. */
@@ -17,6 +19,8 @@ interface Entry {
 interface EndpointQueue {
   /** In arrival order: claims take the due ones first come, first served. */
   entries: Map<string, Entry>;
+  /** UTF-8 bytes of the entries' bodies. */
+  bytes: number;
   dead: DeadLetter[];
   /** Epoch ms after which the queue is dropped (keepMs after it was last touched). */
   keptUntil: number;
@@ -25,12 +29,15 @@ interface EndpointQueue {
 export class MemoryDeliveries implements DeliveryQueue {
   private readonly queues = new Map<string, EndpointQueue>();
 
-  async enqueue(endpoint: string, delivery: { id: string; body: string }, options: { maxQueued: number; keepMs: number }): Promise<EnqueueResult> {
+  async enqueue(endpoint: string, delivery: { id: string; body: string }, options: { maxQueued: number; maxQueuedBytes: number; keepMs: number }): Promise<EnqueueResult> {
     const now = Date.now();
     const queue = this.queue(endpoint, now);
     if (queue.entries.has(delivery.id)) return 'duplicate';
     if (queue.entries.size >= options.maxQueued) return 'full';
-    queue.entries.set(delivery.id, { body: delivery.body, enqueuedMs: now, attempt: 0, dueMs: now });
+    const size = Buffer.byteLength(delivery.body);
+    if (queue.bytes + size > options.maxQueuedBytes) return 'full_bytes';
+    queue.entries.set(delivery.id, { body: delivery.body, size, enqueuedMs: now, attempt: 0, dueMs: now });
+    queue.bytes += size;
     queue.keptUntil = now + options.keepMs;
     return 'queued';
   }
@@ -65,7 +72,8 @@ export class MemoryDeliveries implements DeliveryQueue {
   }
 
   async acknowledge(endpoint: string, id: string): Promise<void> {
-    this.queues.get(endpoint)?.entries.delete(id);
+    const queue = this.queues.get(endpoint);
+    if (queue !== undefined) forget(queue, id);
   }
 
   async retry(endpoint: string, lease: DeliveryLease, delayMs: number, keepMs: number): Promise<boolean> {
@@ -85,7 +93,7 @@ export class MemoryDeliveries implements DeliveryQueue {
     const queue = this.queues.get(endpoint);
     const entry = this.held(queue, lease);
     if (queue === undefined || entry === undefined) return false;
-    queue.entries.delete(lease.id);
+    forget(queue, lease.id);
     queue.dead.unshift({ id: lease.id, body: entry.body, attempts: lease.attempt, reason, atMs: now });
     queue.dead.length = Math.min(queue.dead.length, DEAD_LETTERS_KEPT);
     queue.keptUntil = now + keepMs;
@@ -94,6 +102,10 @@ export class MemoryDeliveries implements DeliveryQueue {
 
   async depth(endpoint: string): Promise<number> {
     return this.queue(endpoint, Date.now()).entries.size;
+  }
+
+  async queuedBytes(endpoint: string): Promise<number> {
+    return this.queue(endpoint, Date.now()).bytes;
   }
 
   async deadLetters(endpoint: string, limit: number): Promise<DeadLetter[]> {
@@ -109,7 +121,15 @@ export class MemoryDeliveries implements DeliveryQueue {
   /** The endpoint's queue, a new empty one when it was never used or was not touched for its keep period. */
   private queue(endpoint: string, now: number): EndpointQueue {
     let queue = this.queues.get(endpoint);
-    if (queue === undefined || queue.keptUntil <= now) this.queues.set(endpoint, (queue = { entries: new Map(), dead: [], keptUntil: now }));
+    if (queue === undefined || queue.keptUntil <= now) this.queues.set(endpoint, (queue = { entries: new Map(), bytes: 0, dead: [], keptUntil: now }));
     return queue;
   }
+}
+
+/** Takes a delivery out of its queue, and its body's bytes off the queue's count. */
+function forget(queue: EndpointQueue, id: string): void {
+  const entry = queue.entries.get(id);
+  if (entry === undefined) return;
+  queue.entries.delete(id);
+  queue.bytes -= entry.size;
 }

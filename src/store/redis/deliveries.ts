@@ -8,7 +8,7 @@ import type { RunScript } from './scripts.js';
 
 /** The queue's keys in the order the delivery scripts take them (the dead letters only where a script needs them). */
 function queueKeys(keys: WebhookQueueKeys, withDead: boolean): string[] {
-  const list = [keys.waiting, keys.leased, keys.bodies, keys.state];
+  const list = [keys.waiting, keys.leased, keys.bodies, keys.state, keys.bytes];
   return withDead ? [...list, keys.dead] : list;
 }
 
@@ -19,9 +19,9 @@ export class RedisDeliveries implements DeliveryQueue {
     private readonly redis: RedisClient,
   ) {}
 
-  async enqueue(endpoint: string, delivery: { id: string; body: string }, options: { maxQueued: number; keepMs: number }): Promise<EnqueueResult> {
+  async enqueue(endpoint: string, delivery: { id: string; body: string }, options: { maxQueued: number; maxQueuedBytes: number; keepMs: number }): Promise<EnqueueResult> {
     const keys = queueKeys(this.keys.webhookQueue(endpoint), true);
-    return (await this.run('enqueue-delivery', ...keys, delivery.id, delivery.body, String(options.maxQueued), String(options.keepMs))) as EnqueueResult;
+    return (await this.run('enqueue-delivery', ...keys, delivery.id, delivery.body, String(options.maxQueued), String(options.keepMs), String(options.maxQueuedBytes))) as EnqueueResult;
   }
 
   async claim(endpoint: string, owner: string, options: { concurrency: number; leaseMs: number; keepMs: number }): Promise<DeliveryClaim> {
@@ -51,6 +51,10 @@ export class RedisDeliveries implements DeliveryQueue {
 
   depth(endpoint: string): Promise<number> {
     return this.redis.hlen(this.keys.webhookQueue(endpoint).bodies);
+  }
+
+  async queuedBytes(endpoint: string): Promise<number> {
+    return Number((await this.redis.get(this.keys.webhookQueue(endpoint).bytes)) ?? 0);
   }
 
   async deadLetters(endpoint: string, limit: number): Promise<DeadLetter[]> {

@@ -32,11 +32,11 @@ const KEY_COUNTS = {
   'reserve-hold': 1,
   'index-hold': 3,
   'unindex-hold': 2,
-  'enqueue-delivery': 5,
-  'claim-deliveries': 4,
-  'ack-delivery': 4,
-  'retry-delivery': 4,
-  'dead-letter-delivery': 5,
+  'enqueue-delivery': 6,
+  'claim-deliveries': 5,
+  'ack-delivery': 5,
+  'retry-delivery': 5,
+  'dead-letter-delivery': 6,
 } as const;
 
 export type ScriptName = keyof typeof KEY_COUNTS;

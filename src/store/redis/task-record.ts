@@ -3,7 +3,7 @@
 import { TASK_STATUSES, type ApprovalHold, type Era, type TaskRecord, type TaskStatus } from '../task-store.js';
 
 /** Every record field but the large ones (outcome, stored call); taskId first (its absence means no record). */
-export const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued', 'approval', 'idempotency'] as const;
+export const SUMMARY_FIELDS = ['taskId', 'principal', 'era', 'tool', 'upstream', 'status', 'message', 'createdMs', 'createdUs', 'updatedMs', 'retentionMs', 'pollMs', 'openRequests', 'native', 'attempt', 'queued', 'approval', 'idempotency', 'chargedTo'] as const;
 
 /** What a read asks HMGET for: the summary, then the large fields wanted (lists built once: polling reads a lot). */
 const READ_FIELDS = {
@@ -67,6 +67,7 @@ export function parseTask(input: string[] | Record<string, string>): TaskRecord 
   if (fields.queued === '1') task.queued = true;
   if (fields.approval !== undefined) task.approval = parseApproval(fields.approval);
   if (fields.idempotency !== undefined) task.idempotency = fields.idempotency;
+  if (fields.chargedTo !== undefined) task.chargedTo = fields.chargedTo;
   if (fields.call !== undefined) task.call = JSON.parse(fields.call) as TaskRecord['call'];
   if (fields.openRequests !== undefined) task.openRequests = JSON.parse(fields.openRequests) as TaskRecord['openRequests'];
   if (fields.outcome !== undefined) task.outcome = JSON.parse(fields.outcome) as TaskRecord['outcome'];

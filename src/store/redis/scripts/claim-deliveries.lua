@@ -2,11 +2,12 @@
 -- (every replica's) at most its concurrency. Leases that ran out go back in line first, due at once: their replica
 -- died or never settled the try.
 -- KEYS[1] waiting (zset: id -> due ms), KEYS[2] leased (zset: id -> lease deadline ms), KEYS[3] bodies (hash),
--- KEYS[4] state (hash: id -> "attempt|enqueued ms|owner"); one hash tag
+-- KEYS[4] state (hash: id -> "attempt|enqueued ms|owner"), KEYS[5] bytes of the bodies (counter); one hash tag
 -- ARGV[1] owner (replica), ARGV[2] concurrency, ARGV[3] lease ms, ARGV[4] keep ms, ARGV[5] most per call
 -- Returns {now, next due ms or '', depth, id, body, attempt, enqueued ms, id, ...}.
 --! include _now
 --! include _delivery-keep
+--! include _delivery-forget
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
   redis.call('ZREM', KEYS[2], id)
   if redis.call('HEXISTS', KEYS[3], id) == 1 then redis.call('ZADD', KEYS[1], now, id) end
@@ -30,7 +31,7 @@ if free > 0 then
       claimed[#claimed + 1] = enqueued
     else
       -- half a delivery (cannot happen through these scripts): dropped rather than claimed forever
-      redis.call('HDEL', KEYS[3], id)
+      forget(id)
       redis.call('HDEL', KEYS[4], id)
     end
   end
