@@ -8,7 +8,7 @@
 // memory/approvals.ts.
 import type { RedisClient } from '../redis-connection.js';
 import type { RedisKeys } from '../redis-keys.js';
-import { HOLDS_PER_READ, holdAfter, pendingHoldOf, type ApprovalDecision, type DecideResult, type HoldPosition, type HoldReservation, type PendingHold, type TaskRecord } from '../task-store.js';
+import { HOLDS_PER_READ, holdAfter, isTerminal, pendingHoldOf, type ApprovalDecision, type DecideResult, type HoldPosition, type HoldReservation, type PendingHold, type TaskRecord } from '../task-store.js';
 import type { RunScript } from './scripts.js';
 import { parseTask } from './task-record.js';
 
@@ -99,7 +99,7 @@ export class RedisApprovals {
         const text = texts[i];
         if (text !== null && text !== undefined) return { ...(JSON.parse(text) as Omit<PendingHold, 'taskId' | 'deadlineMs'>), taskId, deadlineMs };
         const task = await this.read(taskId);
-        if (task?.approval?.state !== 'pending' || ['completed', 'failed', 'cancelled'].includes(task.status)) {
+        if (task?.approval?.state !== 'pending' || isTerminal(task.status)) {
           gone.push(taskId);
           return undefined;
         }
