@@ -2,7 +2,7 @@
 // (listen timeouts and budgets against each other, endpoint paths against listen.path, the replicas' drain against
 // the shutdown timeout, an upstream's signed identity against the gateway's signing keys). The root schema runs them once every section has parsed.
 import type { z } from 'zod';
-import type { IdentitySchema } from './identity.js';
+import type { IdentitySchema, ServerNaming } from './identity.js';
 import type { ListenSchema } from './listen.js';
 import type { DashboardSchema, MetricsSchema, ReplicasSchema } from './runtime.js';
 
@@ -60,7 +60,7 @@ export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): voi
   }
   // A signed identity needs a key to sign it with; without one every call to that upstream would fail.
   for (const [name, upstream] of Object.entries(config.upstreams)) {
-    const auth = 'auth' in upstream ? (upstream.auth as { signedIdentity?: unknown; tokenExchange?: unknown; clientCredentials?: NamedServer } | undefined) : undefined;
+    const auth = 'auth' in upstream ? (upstream.auth as { signedIdentity?: unknown; tokenExchange?: unknown; clientCredentials?: ServerNaming } | undefined) : undefined;
     // The client's secret goes only to a server the config names or trusts: without tokenUrl, issuer or
     // trustedIssuers, only one that is auth.oauth.issuer; with no auth.oauth, none could ever be used.
     const client = auth?.clientCredentials;
@@ -99,11 +99,4 @@ export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): voi
       message: `must be < shutdownTimeoutMs (${config.shutdownTimeoutMs}): the drain must end before the process is stopped`,
     });
   }
-}
-
-/** How a client config names its authorization server, as cross-section reads it. */
-interface NamedServer {
-  tokenUrl?: string | undefined;
-  issuer?: string | undefined;
-  trustedIssuers?: readonly string[] | undefined;
 }

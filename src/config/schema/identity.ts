@@ -89,12 +89,19 @@ const clientShape = {
   scope: z.string().min(1).optional(),
   tokenEndpointAuthMethod: authMethod,
 };
+/** How a client config names its authorization server (at most one way; see oneServerNaming). */
+export interface ServerNaming {
+  tokenUrl?: string | undefined;
+  issuer?: string | undefined;
+  trustedIssuers?: readonly string[] | undefined;
+}
+
 /**
  * Where the client's secret (and, for token exchange, the caller's token) may go: one way of naming the
  * authorization server at a time. Whether a client with none of them may discover one depends on `auth.oauth`
  * (cross-section.ts), which this schema does not see.
  */
-const oneServerNaming = (client: { tokenUrl?: string | undefined; issuer?: string | undefined; trustedIssuers?: readonly string[] | undefined }, ctx: z.RefinementCtx): void => {
+const oneServerNaming = (client: ServerNaming, ctx: z.RefinementCtx): void => {
   if (client.tokenUrl !== undefined && client.issuer !== undefined) {
     ctx.addIssue({ code: 'custom', path: ['issuer'], input: client.issuer, message: 'give tokenUrl or issuer, not both: tokenUrl is used as it is, issuer is asked for its token endpoint' });
   }
