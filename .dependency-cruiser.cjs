@@ -12,16 +12,22 @@
 //                                                     revisions derives from the registry and is handed down
 //   http          src/http/, src/protocol/rev*/http/  fastify wiring, each revision's front in its own folder
 //   gateway       src/gateway/                        sessions, catalog and lists, upstream→client, replica links
-//   protocol      src/protocol/ (but mcp.ts, codecs)  one folder per revision (router, task methods, error
-//                                                     edge), and what both share (event streams, ports)
+//   protocol      src/protocol/ (but codecs)          one folder per revision (router, task methods, error
+//                                                     edge), and what both share (ports, task tools, routing)
 //   webhooks      src/webhooks/                       task and approval events delivered to operators' endpoints
 //                                                     (issue 34): queued in the store, hearing the event seam
+//   streams       src/streams/                        a client's open response streams: SSE writing, event
+//                                                     buffers bounded per stream and in total, keep-alive
 //   tasks         src/tasks/                          the era-neutral task core (which imports no protocol/ at all)
 //   upstream      src/protocol/rev*/upstream/         each revision's upstream side (handshake or discovery,
 //   sides                                             catalog, calls, the upstream's own tasks): built on
 //                                                     src/upstream/, which never imports them
-//   upstream      src/upstream/                       connections to the MCP servers behind the gateway, and the
-//                                                     contract a revision's side implements (adapter.ts)
+//   upstream      src/upstream/                       connections to the MCP servers behind the gateway, in three
+//                                                     rooms, each importing only the ones below it: life/ (one
+//                                                     upstream's connections, reconnects, per-principal children),
+//                                                     peer/ (one connection as an MCP peer, and the contract a
+//                                                     revision's side implements: adapter.ts), transports/ (bytes
+//                                                     in and out: stdio, Streamable HTTP, HTTP+SSE, bounded readers)
 //   wire          src/protocol/rev*/codec.ts,         each revision's wire codec: every field name of that
 //                 src/protocol/wire-codec.ts          revision, for the gateway as server and as client; the
 //                                                     contract (WireCodec) every codec implements
@@ -32,10 +38,11 @@
 //                                                     caches, OAuth client, signer, sealer; built from config alone
 //   config        src/config/, src/log.ts
 //   base          src/jsonrpc.ts, src/errors.ts, src/version.ts, src/events.ts (the event seam), src/lifecycle.ts
-//                 (start in order, stop in reverse), src/protocol/mcp.ts
-//                 (what is true of MCP itself: versions, method and field tables, which the upstream side needs too)
+//                 (start in order, stop in reverse), src/mcp.ts (what is true of MCP itself: versions, method and
+//                 field tables, which the upstream side needs too), src/principals.ts (the caller model: who owns
+//                 a task, a session, a rate window, which every layer may name)
 const LAYERS = [
-  ['base', '^src/(jsonrpc|errors|version|events|lifecycle)\\.ts$|^src/protocol/mcp\\.ts$'],
+  ['base', '^src/(jsonrpc|errors|version|events|lifecycle|mcp|principals)\\.ts$'],
   ['config', '^src/config/|^src/log\\.ts$'],
   ['identity', '^src/identity/'],
   ['observability', '^src/observability/'],
@@ -43,9 +50,10 @@ const LAYERS = [
   ['wire', '^src/protocol/rev[^/]+/codec\\.ts$|^src/protocol/wire-codec\\.ts$'],
   ['upstream', '^src/upstream/'],
   ['upstream-sides', '^src/protocol/rev[^/]+/upstream/'],
+  ['streams', '^src/streams/'],
   ['tasks', '^src/tasks/'],
   ['webhooks', '^src/webhooks/'],
-  ['protocol', '^src/protocol/(?!mcp\\.ts$|wire-codec\\.ts$|revisions?\\.ts$|rev[^/]+/(codec\\.ts|revision\\.ts|http/|upstream/))'],
+  ['protocol', '^src/protocol/(?!wire-codec\\.ts$|revisions?\\.ts$|rev[^/]+/(codec\\.ts|revision\\.ts|http/|upstream/))'],
   ['gateway', '^src/gateway/'],
   ['http', '^src/http/|^src/protocol/rev[^/]+/http/'],
   ['revisions', '^src/protocol/revisions?\\.ts$|^src/protocol/rev[^/]+/revision\\.ts$'],
@@ -88,6 +96,16 @@ module.exports = {
       from: { path: '^src/protocol/[^/]+\\.ts$', pathNot: '^src/protocol/(revisions|revision-ports)\\.ts$' },
       to: { path: '^src/protocol/rev[^/]+/', pathNot: '^src/protocol/rev[^/]+/codec\\.ts$' },
     },
+    ...[
+      ['transports', '^src/upstream/(peer|life)/'],
+      ['peer', '^src/upstream/life/'],
+    ].map(([room, above]) => ({
+      name: 'upstream-rooms',
+      comment: "src/upstream/'s rooms import only downward: life/ over peer/ over transports/",
+      severity: 'error',
+      from: { path: `^src/upstream/${room}/` },
+      to: { path: above },
+    })),
     {
       name: 'tasks-era-neutral',
       comment: 'the task core knows no revision: what is era-specific reaches it through the interfaces it declares',

@@ -36,7 +36,7 @@ async function main(): Promise<void> {
         // Without `auth` the gateway hands every request the one source of its static headers.
         const credentials = auth === undefined ? undefined : new UpstreamCredentials({ name: 'bench', url: UPSTREAM_URL, headers: {}, auth }, createGatewayIdentity(IDENTITY));
         const shared: CredentialSource = { headers: () => Promise.resolve(statics) };
-        // As src/upstream/streamable-http.ts keeps them: remade only for another credential object.
+        // As src/upstream/transports/streamable-http.ts keeps them: remade only for another credential object.
         let post: { for: unknown; headers: Record<string, string> } | undefined;
         let remade = 0;
         const call = async (): Promise<Record<string, string>> => {

@@ -1,6 +1,6 @@
 // Scale-out, part 2: tasks/list as a principal's tasks grow (issue 23: a page with 100,000 stored tasks within
 // 1.2× of a page with 1,000). Two legacy sessions on one gateway, each a principal of its own (without auth a
-// 2025-11-25 task belongs to the session that created it: src/tasks/principals.ts), get SMALL and LARGE tasks
+// 2025-11-25 task belongs to the session that created it: src/principals.ts), get SMALL and LARGE tasks
 // written straight through the store API (100k tools/call would measure creation, not listing). Then, one
 // request at a time and the two sessions interleaved so that a slow spell hits both:
 //
@@ -10,7 +10,7 @@
 import { Redis } from 'ioredis';
 import { RedisTaskStore } from '../src/store/redis-task-store.js';
 import { newTaskId, type NewTask } from '../src/store/task-store.js';
-import { sessionPrincipal } from '../src/tasks/principals.js';
+import { sessionPrincipal } from '../src/principals.js';
 import { McpHttp, type McpSession } from './load.js';
 import { bounded, spread, startGateway, TASK_TTL_MS, type ScaleoutContext, type ScaleoutPart } from './scaleout-common.js';
 

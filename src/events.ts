@@ -9,7 +9,7 @@
 //   (a tracer runs it inside a span so what happens within nests under it) and read the outcome the core writes
 //   into the scope's info before the work settles. With no subscriber, a scope is a direct call.
 import type { RequestId } from './jsonrpc.js';
-import type { RevisionId } from './protocol/mcp.js';
+import type { RevisionId } from './mcp.js';
 
 /** How a request or a call ended, for metrics labels: low cardinality by construction. */
 export type Outcome = 'ok' | 'error' | 'cancelled';

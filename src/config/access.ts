@@ -4,6 +4,7 @@
 // resource templates are matched by their `uriTemplate` text, both in RFC 3986 normal form.
 import { globMatches } from './policy.js';
 import { uriGlobMatches } from './resource-uri.js';
+import type { PrincipalName } from '../principals.js';
 import type { AccessRule } from './types.js';
 
 export type AccessKind = 'tools' | 'prompts' | 'resources';
@@ -11,11 +12,6 @@ export type AccessKind = 'tools' | 'prompts' | 'resources';
 /** How a rule may qualify a principal glob: `key:alice` names only the API key, `oauth:alice` only the token subject. */
 const QUALIFIERS = { 'key:': 'key', 'oauth:': 'oauth' } as const;
 
-/** Who a principal is, as far as rules name it: the credential it was proven by and the name that carries. */
-export interface PrincipalName {
-  credential: 'key' | 'oauth';
-  name: string;
-}
 
 /** Who asks, as far as the rules care. */
 export interface AccessSubject extends PrincipalName {

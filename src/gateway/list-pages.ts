@@ -6,8 +6,8 @@ import { GatewayError } from '../errors.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { CursorCodec } from '../store/task-store.js';
-import type { Upstream } from '../upstream/upstream.js';
-import { LIST_METHODS, type ListKind } from '../protocol/mcp.js';
+import type { Upstream } from '../upstream/life/upstream.js';
+import { LIST_METHODS, type ListKind } from '../mcp.js';
 import type { AggregatedLists } from '../protocol/ports.js';
 import type { MergedCatalog } from './merged-catalog.js';
 

@@ -3,7 +3,7 @@
 // be refused; one refresh on such a miss lets it through. Misses are the client's to make, as many as it likes,
 // so the refreshes they cause are bounded: one in flight per upstream, which every miss meanwhile waits for,
 // and none started sooner than MISS_REFRESH_INTERVAL_MS after the last one began.
-import type { ListAsker, Upstream } from '../upstream/upstream.js';
+import type { ListAsker, Upstream } from '../upstream/life/upstream.js';
 
 /** The least time between two catalog refreshes of one upstream that clients' misses cause. */
 export const MISS_REFRESH_INTERVAL_MS = 2_000;

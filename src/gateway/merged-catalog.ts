@@ -1,7 +1,7 @@
 import type { JsonObject } from '../jsonrpc.js';
-import type { ListKind, NamedKind } from '../protocol/mcp.js';
+import type { ListKind, NamedKind } from '../mcp.js';
 import type { GatewayCatalog } from '../protocol/ports.js';
-import type { ListAsker, Upstream } from '../upstream/upstream.js';
+import type { ListAsker, Upstream } from '../upstream/life/upstream.js';
 import type { UpstreamConfig } from '../config/types.js';
 import { upstreamUnavailable } from '../errors.js';
 import { NO_FIRST_ATTEMPTS, type FirstAttempts } from './first-attempts.js';

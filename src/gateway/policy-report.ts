@@ -4,8 +4,8 @@ import { MergedCatalog } from './merged-catalog.js';
 import { describeExclusion, selectionOf } from './tool-selection.js';
 import { InternalError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { UpstreamAdapter } from '../upstream/adapter.js';
-import { Upstream, type UpstreamMessageSink } from '../upstream/upstream.js';
+import type { UpstreamAdapter } from '../upstream/peer/adapter.js';
+import { Upstream, type UpstreamMessageSink } from '../upstream/life/upstream.js';
 import { VERSION } from '../version.js';
 
 export interface ToolPolicyReport {

@@ -11,7 +11,7 @@ import type { GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { TaskEngine } from '../tasks/engine.js';
-import type { Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
+import type { Upstream, UpstreamMessageSink } from '../upstream/life/upstream.js';
 import type { FirstAttempt } from './first-attempts.js';
 import { MergedCatalog } from './merged-catalog.js';
 import { UpstreamConflict, UpstreamJoins } from './upstream-swap.js';

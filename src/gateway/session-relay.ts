@@ -4,7 +4,7 @@
 // Last-Event-ID resume) goes to the replica holding it, over the store's pub/sub.
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { httpConnection, type SseConnection } from '../protocol/sse-connection.js';
+import { httpConnection, type SseConnection } from '../streams/sse-connection.js';
 import type { JsonObject, Outcome, RequestId } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';

@@ -1,10 +1,10 @@
 import type { SseConfig } from '../config/types.js';
 import { GatewayError, InternalError, RequestCancelled } from '../errors.js';
 import type { JsonObject, JsonRpcNotification, Outcome, RequestId } from '../jsonrpc.js';
-import type { ClientFlow, NotifiedTaskId } from '../upstream/client-flow.js';
-import { EventStream, type EventStreamOptions } from '../protocol/event-stream.js';
-import type { StreamBudget } from '../protocol/stream-budget.js';
-import { refusedInput, type LogLevel } from '../protocol/mcp.js';
+import type { ClientFlow, NotifiedTaskId } from '../upstream/peer/client-flow.js';
+import { EventStream, type EventStreamOptions } from '../streams/event-stream.js';
+import type { StreamBudget } from '../streams/stream-budget.js';
+import { refusedInput, type LogLevel } from '../mcp.js';
 import type { Delivery, InflightCall, Session } from '../protocol/revision-ports.js';
 
 interface OutgoingRequest {

@@ -3,12 +3,12 @@ import type { SessionsConfig, SseConfig } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents, type GatewayEventMap } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
-import { logLevelRank, type LogLevel } from '../protocol/mcp.js';
+import { logLevelRank, type LogLevel } from '../mcp.js';
 import type { Session, Sessions } from '../protocol/revision-ports.js';
-import type { StreamBudget } from '../protocol/stream-budget.js';
-import type { NotifiedTaskId } from '../upstream/client-flow.js';
+import type { StreamBudget } from '../streams/stream-budget.js';
+import type { NotifiedTaskId } from '../upstream/peer/client-flow.js';
 import type { TaskStore } from '../store/task-store.js';
-import { ANONYMOUS_PRINCIPAL } from '../tasks/principals.js';
+import { ANONYMOUS_PRINCIPAL } from '../principals.js';
 import { ClientSession, type SessionPeers } from './session.js';
 
 /** `storeTouchedAt` of a session the store does not have yet (made while it was away). */

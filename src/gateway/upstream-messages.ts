@@ -3,9 +3,9 @@
 import type { JsonObject, JsonRpcNotification, JsonRpcRequest, Outcome } from '../jsonrpc.js';
 import { InternalError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { logLevelRank } from '../protocol/mcp.js';
-import type { CallContext } from '../upstream/connection.js';
-import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
+import { logLevelRank } from '../mcp.js';
+import type { CallContext } from '../upstream/peer/connection.js';
+import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/life/upstream.js';
 import type { MergedCatalog } from './merged-catalog.js';
 import type { ClientSession } from './session.js';
 import type { SessionRegistry } from './sessions.js';

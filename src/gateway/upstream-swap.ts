@@ -9,7 +9,7 @@
 import type { JsonObject, JsonRpcNotification, JsonRpcRequest, Outcome } from '../jsonrpc.js';
 import type { UpstreamConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
-import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/upstream.js';
+import type { MessageOrigin, Upstream, UpstreamMessageSink } from '../upstream/life/upstream.js';
 import { MergedCatalog } from './merged-catalog.js';
 
 /** A reload the upstreams' names refuse: nothing changed. */

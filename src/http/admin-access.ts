@@ -10,7 +10,7 @@ import type { AdminAccess, ListenConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
-import type { Caller } from '../tasks/principals.js';
+import type { Caller } from '../principals.js';
 import { checkAdminWrite } from './admin-writes.js';
 import { AuthError, type Authenticator } from './credentials.js';
 

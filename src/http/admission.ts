@@ -7,7 +7,7 @@ import { GatewayError, retryAfterHeaders } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { InflightBudgetFull, type Charge, type InflightBytes, type InflightCharge } from '../tasks/inflight-bytes.js';
-import { ANONYMOUS_PRINCIPAL, type Caller } from '../tasks/principals.js';
+import { ANONYMOUS_PRINCIPAL, type Caller } from '../principals.js';
 import { callerOf } from './credentials-guard.js';
 import { discardBody, type Refusal, type RequestHeaders } from './replies.js';
 import { RateLimitedWarning } from './warnings.js';

@@ -17,7 +17,7 @@ import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { InvalidCursorError, type TaskRecord } from '../store/task-store.js';
 import { APPROVALS_PAGE_MAX, commentRefusal, holdState, type Approvals, type DecisionAsked } from '../tasks/approvals.js';
-import type { Caller } from '../tasks/principals.js';
+import type { Caller } from '../principals.js';
 import { checkAdminWrite } from './admin-writes.js';
 import { AuthError, type Authenticator } from './credentials.js';
 import { refusalIn } from './json-body.js';

@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayEvents } from '../events.js';
 import { errorResponseFor, GatewayError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Caller } from '../tasks/principals.js';
+import type { Caller } from '../principals.js';
 import { RateLimited, type RateLimiter } from '../tasks/rate-limits.js';
 import type { ConnectionGuard } from './connections.js';
 import { AuthError, type Authenticator } from './credentials.js';

@@ -11,7 +11,7 @@ import { hashApiKey } from '../config/api-keys.js';
 import type { ApiKeyConfig, AuthConfig, OAuthConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { apiKeyCaller, oauthCaller, type Caller } from '../tasks/principals.js';
+import { apiKeyCaller, oauthCaller, type Caller } from '../principals.js';
 import { faultOf, inspectAccessToken, TokenRefused } from './access-token.js';
 
 /** Verified tokens remembered at most (the oldest is forgotten first), and for at most this long each. */

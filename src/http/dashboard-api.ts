@@ -8,7 +8,7 @@ import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { InvalidCursorError, isTerminal, TASK_STATUSES, type TaskRecord, type TaskStatus, type TaskStore } from '../store/task-store.js';
 import type { TaskRuns } from '../tasks/task-runs.js';
-import { ANONYMOUS_PRINCIPAL } from '../tasks/principals.js';
+import { ANONYMOUS_PRINCIPAL } from '../principals.js';
 import { adminOf } from './admin-access.js';
 import { taskUpstreamIdentity } from './task-identity.js';
 

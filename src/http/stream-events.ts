@@ -1,7 +1,7 @@
 // stream.opened / stream.closed for the SSE streams the front hands to clients, of either revision.
 import type { ServerResponse } from 'node:http';
 import type { GatewayEventMap, GatewayEvents } from '../events.js';
-import { onStreamOpen } from '../protocol/sse-connection.js';
+import { onStreamOpen } from '../streams/sse-connection.js';
 
 export type StreamKind = GatewayEventMap['stream.opened']['kind'];
 

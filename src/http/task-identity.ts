@@ -7,7 +7,7 @@ import { hasPlaceholder, parseEnvValue, namesUpstreamToken } from '../config/sch
 import type { UpstreamAuthConfig } from '../config/identity.js';
 import type { UpstreamConfig } from '../config/types.js';
 import { isTerminal, type TaskRecord } from '../store/task-store.js';
-import { nameOf } from '../tasks/principals.js';
+import { nameOf } from '../principals.js';
 
 /** How the gateway authenticates to the task's upstream for the task's calls. */
 export type UpstreamIdentityMode =

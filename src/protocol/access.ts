@@ -5,9 +5,9 @@ import { mayUse, type AccessKind } from '../config/access.js';
 import type { AccessRule } from '../config/types.js';
 import type { GatewayEvents } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
-import type { Caller, TaskReader } from '../tasks/principals.js';
-import type { ListKind } from './mcp.js';
-import type { ActingFor } from '../upstream/adapter.js';
+import type { Caller, TaskReader } from '../principals.js';
+import type { ListKind } from '../mcp.js';
+import type { ActingFor } from '../upstream/peer/adapter.js';
 
 export class CallerAccess {
   constructor(

@@ -1,8 +1,8 @@
 // What both revisions' routers need from the gateway layer above them, as interfaces. The gateway's parts
 // implement them and composition (src/taskgate.ts) passes them in: importing them would point up the layers.
 import type { JsonObject } from '../jsonrpc.js';
-import type { ListAsker, Upstream } from '../upstream/upstream.js';
-import type { ListKind, NamedKind } from './mcp.js';
+import type { ListAsker, Upstream } from '../upstream/life/upstream.js';
+import type { ListKind, NamedKind } from '../mcp.js';
 
 /** The merged view of all upstreams (gateway/merged-catalog.ts), as the routers read it. */
 export interface GatewayCatalog {

@@ -18,11 +18,11 @@ import type { StoredCall, TaskRecord, TaskStore } from '../store/task-store.js';
 import type { TaskEngine } from '../tasks/engine.js';
 import type { TaskCaller } from '../tasks/local-run.js';
 import type { RateLimiter } from '../tasks/rate-limits.js';
-import type { SessionIdentity } from '../upstream/upstream.js';
-import type { RevisionId } from './mcp.js';
-import type { StreamBudget } from './stream-budget.js';
-import type { UpstreamAdapter } from '../upstream/adapter.js';
-import type { NotifiedTaskId } from '../upstream/client-flow.js';
+import type { SessionIdentity } from '../upstream/life/upstream.js';
+import type { RevisionId } from '../mcp.js';
+import type { StreamBudget } from '../streams/stream-budget.js';
+import type { UpstreamAdapter } from '../upstream/peer/adapter.js';
+import type { NotifiedTaskId } from '../upstream/peer/client-flow.js';
 import type { WireCodec } from './wire-codec.js';
 import type { TaskTools } from './task-tools.js';
 

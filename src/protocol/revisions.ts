@@ -6,14 +6,14 @@
 // The MCP endpoint asks the entries in this order which one a message belongs to; a request refused before its
 // message is read is answered by the revision its headers name, else by the last entry. The upstream side asks the
 // adapters in the same order.
-import type { RevisionId } from './mcp.js';
+import type { RevisionId } from '../mcp.js';
 import { rev2025_11_25 } from './rev2025-11-25/revision.js';
 import { rev2026_07_28 } from './rev2026-07-28/revision.js';
 import type { ProtocolRevision } from './revision.js';
 import type { WireCodec } from './wire-codec.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { TaskRecord } from '../store/task-store.js';
-import { createdTaskIdIn, notifiedTaskIdIn, type UpstreamAdapter } from '../upstream/adapter.js';
+import { createdTaskIdIn, notifiedTaskIdIn, type UpstreamAdapter } from '../upstream/peer/adapter.js';
 
 export const REVISIONS: readonly ProtocolRevision[] = [
   // Stateless: it claims only what is plainly its own, so it is asked first (and its upstream side discovers first,

@@ -5,9 +5,9 @@
 // listed, byte for byte, is routed (the catalog reads its lists again once on a miss): a near miss of an excluded
 // or hidden name is unknown here, never forwarded to an upstream that might look it up leniently.
 import { GatewayError, type ErrorCode } from '../errors.js';
-import type { Upstream } from '../upstream/upstream.js';
+import type { Upstream } from '../upstream/life/upstream.js';
 import type { CallerAccess } from './access.js';
-import type { NamedKind } from './mcp.js';
+import type { NamedKind } from '../mcp.js';
 import type { GatewayCatalog } from './ports.js';
 
 /** The upstream that serves an exposed tool or prompt name, and its name there. */

@@ -13,12 +13,12 @@ import { InvalidCursorError, isTerminal, type TaskRecord } from '../store/task-s
 import type { TaskQueries } from '../tasks/task-queries.js';
 import type { TaskRuns } from '../tasks/task-runs.js';
 import { stillDoing, type TaskRecords } from '../tasks/task-records.js';
-import type { TaskReader } from '../tasks/principals.js';
+import type { TaskReader } from '../principals.js';
 import { taskFacts } from '../tasks/task-facts.js';
-import { RELATED_TASK_META } from './mcp.js';
+import { RELATED_TASK_META } from '../mcp.js';
 import { approvesAnything, commentRefusal, holdState, MAX_COMMENT_CHARS, type Approvals } from '../tasks/approvals.js';
 import type { TaskPolicies } from '../tasks/task-policies.js';
-import type { Caller } from '../tasks/principals.js';
+import type { Caller } from '../principals.js';
 
 type Kind = keyof TaskToolsConfig['names'];
 

@@ -6,7 +6,7 @@
 import type { TaskMode } from '../config/types.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { TaskRecord } from '../store/task-store.js';
-import type { RevisionId } from './mcp.js';
+import type { RevisionId } from '../mcp.js';
 
 /** A task an upstream created itself, as its create-task result names it. */
 export interface CreatedTask {

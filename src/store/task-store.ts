@@ -5,7 +5,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { InternalError } from '../errors.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
-import type { RevisionId } from '../protocol/mcp.js';
+import type { RevisionId } from '../mcp.js';
 
 export const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];

@@ -6,7 +6,7 @@
 // that needs the caller's identity fails saying so instead of running as the gateway.
 import { UnsealError, type Sealer } from '../identity/sealing.js';
 import type { StoredCall, TaskRecord } from '../store/task-store.js';
-import type { ActingFor } from '../upstream/adapter.js';
+import type { ActingFor } from '../upstream/peer/adapter.js';
 
 /** The sealed form's fields: short, since every kept call carries it. */
 interface SealedCaller {

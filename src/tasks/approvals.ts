@@ -30,7 +30,7 @@ import {
   type TaskStore,
 } from '../store/task-store.js';
 import type { EndWrites } from './end-writes.js';
-import type { Caller } from './principals.js';
+import type { Caller } from '../principals.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 import type { TaskPolicies } from './task-policies.js';
 import type { TaskQueries } from './task-queries.js';

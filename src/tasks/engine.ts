@@ -14,7 +14,7 @@ import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { ActingCallers } from './acting-callers.js';
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';
-import type { Upstream } from '../upstream/upstream.js';
+import type { Upstream } from '../upstream/life/upstream.js';
 import { EndWrites } from './end-writes.js';
 import { SLOT_LEASES, TaskLeases, type LeaseHealth } from './leases.js';
 import { LocalEnds } from './local-ends.js';

@@ -9,7 +9,7 @@ import type { TaskPolicy } from '../config/types.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { failedWith, IDS_PER_SCRIPT_CALL, isTerminal, UPSTREAM_SESSIONS_PER_TAKE, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
-import type { Upstream } from '../upstream/upstream.js';
+import type { Upstream } from '../upstream/life/upstream.js';
 import type { Peers } from './peers.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 

@@ -6,8 +6,8 @@
 import type { GatewayScopeMap } from '../events.js';
 import type { JsonRpcNotification, Outcome } from '../jsonrpc.js';
 import type { TaskRecord } from '../store/task-store.js';
-import type { CallContext, UpstreamCall } from '../upstream/connection.js';
-import type { Upstream } from '../upstream/upstream.js';
+import type { CallContext, UpstreamCall } from '../upstream/peer/connection.js';
+import type { Upstream } from '../upstream/life/upstream.js';
 import { PendingInputs, type InputRequest } from './pending-inputs.js';
 import type { SlotTicket } from './slots.js';
 

@@ -6,7 +6,7 @@ import type { AuthConfig, RateLimits } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { TaskStore } from '../store/task-store.js';
-import { nameOf } from './principals.js';
+import { nameOf } from '../principals.js';
 
 const SECOND_MS = 1_000;
 const MINUTE_MS = 60_000;

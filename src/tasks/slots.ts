@@ -8,7 +8,7 @@ import { GatewayError, storeUnavailable } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import type { TaskRecord, TaskStore } from '../store/task-store.js';
-import { countedPrincipal } from './principals.js';
+import { countedPrincipal } from '../principals.js';
 import { taskFacts } from './task-facts.js';
 
 /** A ticket in one of the store's semaphores. */

@@ -6,7 +6,7 @@ import { GatewayError, storeUnavailable } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import { InvalidCursorError, isTerminal, type TaskPage, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import type { LocalEnds } from './local-ends.js';
-import type { TaskReader } from './principals.js';
+import type { TaskReader } from '../principals.js';
 
 const LIST_PAGE_SIZE = 50;
 /** What an unknown task id gets (-32602), in every era. */

@@ -4,8 +4,8 @@
 import { GatewayError } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Era, TaskRecord, TaskStore } from '../store/task-store.js';
-import type { Upstream } from '../upstream/upstream.js';
-import { countedPrincipal, NATIVE_TASKS_PRINCIPAL } from './principals.js';
+import type { Upstream } from '../upstream/life/upstream.js';
+import { countedPrincipal, NATIVE_TASKS_PRINCIPAL } from '../principals.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 import { NOT_FOUND, unavailable } from './task-queries.js';
 

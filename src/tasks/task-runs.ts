@@ -5,21 +5,21 @@
 import { RequestCancelled, toJsonRpcError } from '../errors.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import { failedWith, isTerminal, type Era, type StoredCall, type TaskRecord } from '../store/task-store.js';
-import type { CallContext, UpstreamCall } from '../upstream/connection.js';
-import type { SessionIdentity, Upstream } from '../upstream/upstream.js';
+import type { CallContext, UpstreamCall } from '../upstream/peer/connection.js';
+import type { SessionIdentity, Upstream } from '../upstream/life/upstream.js';
 import type { EndWrites } from './end-writes.js';
 import { TaskAdmission, type TaskAdmissionDeps } from './task-admission.js';
 import type { IdempotentCreation, Opened } from './idempotency.js';
 import type { InflightCharge } from './inflight-bytes.js';
 import type { LossHandling } from './leases.js';
 import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, runSignal, type LocalRun, type RunHandle, type RunOutcome, type TaskCaller } from './local-run.js';
-import { countedPrincipal } from './principals.js';
+import { countedPrincipal } from '../principals.js';
 import type { RunRelay } from './run-relay.js';
 import type { SlotTicket } from './slots.js';
 import { boundedEnd } from './stored-results.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 import { unavailable, type TaskQueries } from './task-queries.js';
-import type { ActingFor } from '../upstream/adapter.js';
+import type { ActingFor } from '../upstream/peer/adapter.js';
 import { ActingCallers } from './acting-callers.js';
 import type { Approvals } from './approvals.js';
 

@@ -4,7 +4,7 @@
 import { principalMatches } from '../config/access.js';
 import { globMatches } from '../config/policy.js';
 import type { WebhookConfig } from '../config/types.js';
-import { nameOf } from '../tasks/principals.js';
+import { nameOf } from '../principals.js';
 import type { WebhookEvent } from './webhook-events.js';
 
 export function endpointWants(endpoint: WebhookConfig, event: WebhookEvent): boolean {

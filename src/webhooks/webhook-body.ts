@@ -5,7 +5,7 @@
 // status message of a failure the upstream reported is a generic one: the error's text is the tool's output.
 import type { TaskRecord } from '../store/task-store.js';
 import type { JsonObject } from '../jsonrpc.js';
-import { nameOf } from '../tasks/principals.js';
+import { nameOf } from '../principals.js';
 import type { WebhookEvent } from './webhook-events.js';
 
 /**

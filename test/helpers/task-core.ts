@@ -12,7 +12,7 @@ import type { TaskStore } from '../../src/store/task-store.js';
 import type { TaskCaller } from '../../src/tasks/local-run.js';
 import type { InputRequest } from '../../src/tasks/pending-inputs.js';
 import { UPSTREAM_ADAPTERS } from '../../src/protocol/revisions.js';
-import { Upstream, type SessionIdentity, type UpstreamMessageSink } from '../../src/upstream/upstream.js';
+import { Upstream, type SessionIdentity, type UpstreamMessageSink } from '../../src/upstream/life/upstream.js';
 import { startSessionServer, type SessionServerHandle } from '../fixtures/session-server.js';
 
 export const silentLogger = pino({ level: 'silent' });

@@ -10,7 +10,7 @@ import { GatewayEvents, type GatewayEventMap } from '../../src/events.js';
 import { adminAccess, adminOf, isAdmin } from '../../src/http/admin-access.js';
 import { Authenticator } from '../../src/http/credentials.js';
 import { createLogger } from '../../src/log.js';
-import { apiKeyCaller, oauthCaller } from '../../src/tasks/principals.js';
+import { apiKeyCaller, oauthCaller } from '../../src/principals.js';
 
 const silent = createLogger({ level: 'silent' }, { pretty: false });
 const KEYS = { ops: 'admin-access-ops-key-000', alice: 'admin-access-alice-key-0', robot: 'admin-access-robot-key-0' };

@@ -1,8 +1,8 @@
-// What the answer check (src/upstream/answers.ts) takes for a task the call did not ask for, and the bound of the
+// What the answer check (src/upstream/peer/answers.ts) takes for a task the call did not ask for, and the bound of the
 // ids it remembers (RECENT_IDS): past it the oldest is forgotten, so a second answer to it reads as a late one.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { asksForTask, RECENT_IDS, RecentIds } from '../../src/upstream/answers.js';
+import { asksForTask, RECENT_IDS, RecentIds } from '../../src/upstream/peer/answers.js';
 import { createdTaskId } from '../../src/protocol/revisions.js';
 
 describe('answer check', () => {

@@ -8,7 +8,7 @@ import { NO_EVENTS } from '../../src/events.js';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { newTaskId, type NewTask } from '../../src/store/task-store.js';
 import { Approvals, HOLDS_SCANNED_PER_LISTING } from '../../src/tasks/approvals.js';
-import { apiKeyCaller } from '../../src/tasks/principals.js';
+import { apiKeyCaller } from '../../src/principals.js';
 import { TaskPolicies } from '../../src/tasks/task-policies.js';
 import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';

@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { readBoundedText } from '../../src/upstream/body-reader.js';
-import { LineSplitter } from '../../src/upstream/line-splitter.js';
-import { MessageTooLargeError, readHead, RESYNC_FACTOR } from '../../src/upstream/oversized.js';
-import { readSse, type SseEvent } from '../../src/upstream/sse-reader.js';
+import { readBoundedText } from '../../src/upstream/transports/body-reader.js';
+import { LineSplitter } from '../../src/upstream/transports/line-splitter.js';
+import { MessageTooLargeError, readHead, RESYNC_FACTOR } from '../../src/upstream/transports/oversized.js';
+import { readSse, type SseEvent } from '../../src/upstream/transports/sse-reader.js';
 
 /** `bytes` cut into pieces at the given offsets (sorted, deduplicated, within range). */
 function cut(bytes: Buffer, at: number[]): Buffer[] {

@@ -2,7 +2,7 @@
 // made safe, and that an error names the variable, never the value.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ChildEnvError, MAX_PLACEHOLDER_CHARS, renderChildEnv, type ChildCaller } from '../../src/upstream/child-env.js';
+import { ChildEnvError, MAX_PLACEHOLDER_CHARS, renderChildEnv, type ChildCaller } from '../../src/upstream/life/child-env.js';
 
 const alice: ChildCaller = {
   principal: 'oauth:https://idp.example#alice',

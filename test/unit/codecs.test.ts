@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { effectiveMode } from '../../src/config/policy.js';
-import { mcpNameField, paramHeaders } from '../../src/protocol/mcp.js';
+import { mcpNameField, paramHeaders } from '../../src/mcp.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
 import * as rev2026 from '../../src/protocol/rev2026-07-28/codec.js';
 import { MCP_METHODS, WIRE_CODECS, WIRE_FIELDS } from '../../src/protocol/revisions.js';

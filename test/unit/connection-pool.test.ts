@@ -1,11 +1,11 @@
-// The keyed pool every connection of a session's or a principal's own lives in (src/upstream/connection-pool.ts):
+// The keyed pool every connection of a session's or a principal's own lives in (src/upstream/life/connection-pool.ts):
 // one per key however many ask at once, the least recently used idle one closed at the bound and a clear refusal
 // when every one is busy, and the idle sweep, which closes a swept connection once it has had no call for a while
 // and never one with a call running. The pool's connections here are plain objects whose calls the test starts and
 // ends; the sweep runs on real timers and the tests wait for a close, never for a clock.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConnectionPool, type PoolCloseReason, type PooledConnection } from '../../src/upstream/connection-pool.js';
+import { ConnectionPool, type PoolCloseReason, type PooledConnection } from '../../src/upstream/life/connection-pool.js';
 import { bounded } from '../helpers/waits.js';
 
 /** A connection whose calls the test runs: busy while one is running; `ended` settles when the pool closes it. */

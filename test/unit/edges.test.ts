@@ -11,7 +11,7 @@ import { mergePolicy, taskTiming } from '../../src/config/policy.js';
 import type { TaskPolicy } from '../../src/config/types.js';
 import { GatewayError, HeaderMismatch, InternalError, InvalidParams, InvalidRequest, MissingRequiredClientCapability, ResourceNotFound, UnsupportedProtocolVersion } from '../../src/errors.js';
 import type { JsonObject, JsonRpcRequest } from '../../src/jsonrpc.js';
-import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, TASKS_EXTENSION } from '../../src/protocol/mcp.js';
+import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, TASKS_EXTENSION } from '../../src/mcp.js';
 import { STATELESS_VERSION } from '../../src/protocol/rev2026-07-28/codec.js';
 import { SUPPORTED_VERSIONS } from '../../src/protocol/revisions.js';
 import * as rev2025 from '../../src/protocol/rev2025-11-25/codec.js';
@@ -29,7 +29,7 @@ import {
 } from '../../src/protocol/rev2026-07-28/envelope.js';
 import { statelessAnswerStatus, statelessFailure, statelessRefusal, withUri } from '../../src/protocol/rev2026-07-28/errors.js';
 import { paramsDigest, RequestStateCodec } from '../../src/protocol/rev2026-07-28/exchange.js';
-import { ANONYMOUS_PRINCIPAL, STATELESS_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, sessionOfPrincipal, sessionPrincipal } from '../../src/tasks/principals.js';
+import { ANONYMOUS_PRINCIPAL, STATELESS_PRINCIPAL, NATIVE_TASKS_PRINCIPAL, sessionOfPrincipal, sessionPrincipal } from '../../src/principals.js';
 
 /** An error as the HTTP server (not the gateway) throws it: a status of its own. */
 function httpError(message: string, statusCode?: number): Error & { statusCode?: number } {

@@ -11,7 +11,7 @@ import { AuthError, Authenticator } from '../../src/http/credentials.js';
 import { faultOf, inspectAccessToken, TOKEN_FAULTS, TokenRefused, type TokenFault } from '../../src/http/access-token.js';
 import { createLogger } from '../../src/log.js';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
-import { apiKeyCaller, nameOf, oauthCaller, sessionOfPrincipal } from '../../src/tasks/principals.js';
+import { apiKeyCaller, nameOf, oauthCaller, sessionOfPrincipal } from '../../src/principals.js';
 import { RateLimited, RateLimiter } from '../../src/tasks/rate-limits.js';
 
 const ISSUER = 'https://idp.example.com/realms/mcp';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { JsonRpcNotification } from '../../src/jsonrpc.js';
-import { keepAliveFor } from '../../src/protocol/keep-alive.js';
+import { keepAliveFor } from '../../src/streams/keep-alive.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -29,15 +29,20 @@ const TREE: Record<string, string[]> = {
   'http/server.ts': ['http/replies.ts', 'protocol/rev2026-07-28/router.ts'],
   'tasks/engine.ts': ['protocol/revisions.ts'],
   'observability/metrics.ts': ['protocol/revisions.ts'],
-  'protocol/event-stream.ts': ['protocol/revisions.ts'],
+  'streams/event-stream.ts': ['protocol/revisions.ts'],
   'gateway/policy-report.ts': ['protocol/revisions.ts'],
-  'store/task-store.ts': ['protocol/mcp.ts'],
-  'protocol/mcp.ts': [],
+  'store/task-store.ts': ['mcp.ts'],
+  'mcp.ts': [],
   'protocol/revision-ports.ts': ['protocol/rev2025-11-25/session.ts'],
-  'protocol/rev2025-11-25/upstream/side.ts': ['upstream/adapter.ts', 'protocol/rev2025-11-25/codec.ts'],
-  'upstream/adapter.ts': [],
+  'protocol/rev2025-11-25/upstream/side.ts': ['upstream/peer/adapter.ts', 'protocol/rev2025-11-25/codec.ts'],
+  'upstream/peer/adapter.ts': [],
+  'upstream/peer/connection.ts': ['upstream/transports/transport.ts'],
+  'upstream/transports/transport.ts': [],
+  'upstream/transports/stdio.ts': ['upstream/peer/adapter.ts'],
+  'upstream/peer/sides.ts': ['upstream/life/connection-pool.ts'],
+  'upstream/life/connection-pool.ts': [],
   'gateway/sessions.ts': ['protocol/rev2025-11-25/session.ts', 'protocol/revision-ports.ts'],
-  'upstream/upstream.ts': ['protocol/rev2025-11-25/codec.ts', 'protocol/rev2025-11-25/upstream/side.ts', 'upstream/adapter.ts'],
+  'upstream/life/upstream.ts': ['protocol/rev2025-11-25/codec.ts', 'protocol/rev2025-11-25/upstream/side.ts', 'upstream/peer/adapter.ts'],
   'taskgate.ts': ['protocol/revisions.ts', 'protocol/rev2025-11-25/router.ts'],
 };
 
@@ -85,7 +90,7 @@ describe('layer rules (dependency-cruiser)', () => {
   });
 
   it('outside src/protocol/ nothing imports a revision folder, not even its codec or ports: the registries and revision-ports.ts do', () => {
-    assert.deepEqual(broken('upstream/upstream.ts', 'protocol/rev2025-11-25/codec.ts'), ['registry-only']);
+    assert.deepEqual(broken('upstream/life/upstream.ts', 'protocol/rev2025-11-25/codec.ts'), ['registry-only']);
     assert.deepEqual(broken('gateway/sessions.ts', 'protocol/rev2025-11-25/session.ts'), ['registry-only']);
     assert.deepEqual(broken('gateway/sessions.ts', 'protocol/revision-ports.ts'), []);
     assert.deepEqual(broken('protocol/revision-ports.ts', 'protocol/rev2025-11-25/session.ts'), []);
@@ -94,12 +99,19 @@ describe('layer rules (dependency-cruiser)', () => {
   });
 
   it("a revision's upstream side builds on src/upstream/, which never imports it; its entry brings it to the registry, which the composition root hands down", () => {
-    assert.deepEqual(broken('protocol/rev2025-11-25/upstream/side.ts', 'upstream/adapter.ts'), []);
+    assert.deepEqual(broken('protocol/rev2025-11-25/upstream/side.ts', 'upstream/peer/adapter.ts'), []);
     assert.deepEqual(broken('protocol/rev2025-11-25/upstream/side.ts', 'protocol/rev2025-11-25/codec.ts'), []);
     assert.deepEqual(broken('protocol/rev2025-11-25/revision.ts', 'protocol/rev2025-11-25/upstream/side.ts'), []);
-    assert.deepEqual(broken('protocol/event-stream.ts', 'protocol/revisions.ts'), ['layer-protocol']);
+    assert.deepEqual(broken('streams/event-stream.ts', 'protocol/revisions.ts'), ['layer-streams']);
     assert.deepEqual(broken('gateway/policy-report.ts', 'protocol/revisions.ts'), ['layer-gateway']);
-    assert.deepEqual(broken('upstream/upstream.ts', 'protocol/rev2025-11-25/upstream/side.ts'), ['layer-upstream', 'registry-only']);
+    assert.deepEqual(broken('upstream/life/upstream.ts', 'protocol/rev2025-11-25/upstream/side.ts'), ['layer-upstream', 'registry-only']);
+  });
+
+  it("src/upstream/'s rooms import only downward: life/ over peer/ over transports/", () => {
+    assert.deepEqual(broken('upstream/life/upstream.ts', 'upstream/peer/adapter.ts'), []);
+    assert.deepEqual(broken('upstream/peer/connection.ts', 'upstream/transports/transport.ts'), []);
+    assert.deepEqual(broken('upstream/transports/stdio.ts', 'upstream/peer/adapter.ts'), ['upstream-rooms']);
+    assert.deepEqual(broken('upstream/peer/sides.ts', 'upstream/life/connection-pool.ts'), ['upstream-rooms']);
   });
 
   it('a revision does not import another, not even its codec (revisions-apart)', () => {
@@ -115,7 +127,7 @@ describe('layer rules (dependency-cruiser)', () => {
   it("the list of every codec derives from the registry, out of reach of the metrics (which are handed what they need of it) and the task core", () => {
     assert.deepEqual(broken('observability/metrics.ts', 'protocol/revisions.ts'), ['layer-observability']);
     assert.deepEqual(broken('tasks/engine.ts', 'protocol/revisions.ts'), ['layer-tasks', 'tasks-era-neutral']);
-    assert.deepEqual(broken('store/task-store.ts', 'protocol/mcp.ts'), [], 'a revision id is a base type');
+    assert.deepEqual(broken('store/task-store.ts', 'mcp.ts'), [], 'a revision id is a base type');
   });
 
   it('the http layer does not import the registry, which sits above it (it is handed the served revisions)', () => {

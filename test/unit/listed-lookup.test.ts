@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ListedRefresh } from '../../src/gateway/listed-refresh.js';
 import { templateMatches } from '../../src/gateway/merged-catalog.js';
-import type { Upstream } from '../../src/upstream/upstream.js';
+import type { Upstream } from '../../src/upstream/life/upstream.js';
 
 describe('resource templates match whole expansions only', () => {
   const cases: [string, string, boolean][] = [

@@ -6,10 +6,10 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
-import { readBoundedText } from '../../src/upstream/body-reader.js';
-import { MessageTooLargeError } from '../../src/upstream/oversized.js';
-import { dispatchPost } from '../../src/upstream/post-response.js';
-import { readSse } from '../../src/upstream/sse-reader.js';
+import { readBoundedText } from '../../src/upstream/transports/body-reader.js';
+import { MessageTooLargeError } from '../../src/upstream/transports/oversized.js';
+import { dispatchPost } from '../../src/upstream/transports/post-response.js';
+import { readSse } from '../../src/upstream/transports/sse-reader.js';
 
 type Route = (request: IncomingMessage, response: ServerResponse) => void;
 const routes = new Map<string, Route>();

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { creatorOf, REVISION_IDS, REVISIONS, SUPPORTED_VERSIONS, UPSTREAM_ADAPTERS, WIRE_CODECS } from '../../src/protocol/revisions.js';
-import { SESSION_VERSIONS } from '../../src/protocol/mcp.js';
+import { SESSION_VERSIONS } from '../../src/mcp.js';
 import { STATELESS_VERSIONS } from '../../src/protocol/rev2026-07-28/codec.js';
 import { refusalFor } from '../../src/http/mcp-endpoint.js';
 import { GatewayError } from '../../src/errors.js';

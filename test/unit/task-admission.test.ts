@@ -11,7 +11,7 @@ import { TaskAdmission } from '../../src/tasks/task-admission.js';
 import { TaskPolicies } from '../../src/tasks/task-policies.js';
 import { storedCall } from '../../src/tasks/task-runs.js';
 import { TaskSlots } from '../../src/tasks/slots.js';
-import type { Upstream } from '../../src/upstream/upstream.js';
+import type { Upstream } from '../../src/upstream/life/upstream.js';
 import { configFor, identity, silentLogger, unconnectedUpstream } from '../helpers/task-core.js';
 import { nextEvent } from '../helpers/waits.js';
 

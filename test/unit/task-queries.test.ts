@@ -8,7 +8,7 @@ import { GatewayEvents } from '../../src/events.js';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import type { TaskRecord } from '../../src/store/task-store.js';
 import { LocalEnds } from '../../src/tasks/local-ends.js';
-import type { TaskReader } from '../../src/tasks/principals.js';
+import type { TaskReader } from '../../src/principals.js';
 import { NOT_FOUND, TaskQueries } from '../../src/tasks/task-queries.js';
 
 const RESULT = { result: { content: [{ type: 'text', text: 'done' }] } };

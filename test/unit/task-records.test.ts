@@ -7,10 +7,10 @@ import { GatewayError } from '../../src/errors.js';
 import { GatewayEvents } from '../../src/events.js';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import type { TaskRecord } from '../../src/store/task-store.js';
-import { NATIVE_TASKS_PRINCIPAL } from '../../src/tasks/principals.js';
+import { NATIVE_TASKS_PRINCIPAL } from '../../src/principals.js';
 import { NOT_FOUND } from '../../src/tasks/task-queries.js';
 import { TaskRecords } from '../../src/tasks/task-records.js';
-import type { Upstream } from '../../src/upstream/upstream.js';
+import type { Upstream } from '../../src/upstream/life/upstream.js';
 import { unconnectedUpstream } from '../helpers/task-core.js';
 import { nextEvent } from '../helpers/waits.js';
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
-import { UPSTREAM_IDLE_KEEP_ALIVE_MS, UpstreamAgent } from '../../src/upstream/http-agent.js';
+import { UPSTREAM_IDLE_KEEP_ALIVE_MS, UpstreamAgent } from '../../src/upstream/transports/http-agent.js';
 
 /** A server that resets the connection of the first request larger than `resetAbove` bytes as its headers arrive (never reading it), and counts the requests it read whole. */
 async function resettingServer(resetAbove: number): Promise<{ origin: string; received: () => number; resets: () => number; close(): Promise<void> }> {

@@ -46,7 +46,7 @@ describe('wire field names outside a codec', () => {
 
   it('flags them in the gateway, HTTP and upstream layers and in shared protocol files too', async () => {
     const code = SNIPPETS['an object literal key'] as string;
-    for (const filePath of ['src/gateway/lists.ts', 'src/http/replies.ts', 'src/upstream/upstream.ts', 'src/protocol/task-tools.ts', 'src/protocol/rev2025-11-25/tasks.ts']) {
+    for (const filePath of ['src/gateway/lists.ts', 'src/http/replies.ts', 'src/upstream/life/upstream.ts', 'src/protocol/task-tools.ts', 'src/protocol/rev2025-11-25/tasks.ts']) {
       assert.deepEqual(await flagged(code, filePath), [1], filePath);
     }
   });

@@ -14,7 +14,7 @@ import { GatewayError, type ErrorCode } from '../../src/errors.js';
 import { checkRequestOrigin, isLoopbackHostname, parseHostHeader } from '../../src/http/guards.js';
 import { asObject, decodeJsonBody, encodeMessage, jsonNestingExceeds, MessageEncodingError, validateMessage, type JsonRpcRequest } from '../../src/jsonrpc.js';
 import { checkRoutingHeaders, decodeHeaderValue, isStatelessMessage, readEnvelope } from '../../src/protocol/rev2026-07-28/envelope.js';
-import { SESSION_VERSIONS, LOG_LEVELS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION } from '../../src/protocol/mcp.js';
+import { SESSION_VERSIONS, LOG_LEVELS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION } from '../../src/mcp.js';
 import { STATELESS_VERSION } from '../../src/protocol/rev2026-07-28/codec.js';
 import { SUPPORTED_VERSIONS } from '../../src/protocol/revisions.js';
 

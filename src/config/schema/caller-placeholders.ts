@@ -2,7 +2,7 @@
 // `{{claims.<claim>}}` and `{{upstreamToken}}`, filled in when a principal's child is spawned. Distinct from `${ENV}`
 // on purpose: that one is the operator's environment, read once at load; these are the caller's, read per child.
 // Parsed here, below the upstream layer, so the loader can refuse a bad one at its line; filled in by
-// src/upstream/child-env.ts.
+// src/upstream/life/child-env.ts.
 
 export type CallerPlaceholder = { kind: 'principal' } | { kind: 'claim'; claim: string } | { kind: 'upstreamToken' };
 

@@ -4,7 +4,7 @@
 import type { TaskMode } from '../../config/types.js';
 import { GatewayError } from '../../errors.js';
 import { asObject, type JsonObject, type Outcome } from '../../jsonrpc.js';
-import { RELATED_TASK_META } from '../mcp.js';
+import { RELATED_TASK_META } from '../../mcp.js';
 import type { TaskRecord } from '../../store/task-store.js';
 import type { CreatedTask, WireCodec } from '../wire-codec.js';
 

@@ -1,7 +1,7 @@
 // The registry entry of 2025-11-25 and the session revisions before it (2025-06-18, 2025-03-26): sessions made by
 // initialize, and everything no stateless revision claims. It builds this revision's task methods, router and
 // HTTP front from the gateway's shared parts.
-import { SESSION_VERSIONS } from '../mcp.js';
+import { SESSION_VERSIONS } from '../../mcp.js';
 import type { ProtocolRevision } from '../revision.js';
 import { codec } from './codec.js';
 import { sessionRefusal } from './errors.js';

@@ -16,9 +16,9 @@ import {
 } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { effectiveMode } from '../../config/policy.js';
-import type { Upstream } from '../../upstream/upstream.js';
+import type { Upstream } from '../../upstream/life/upstream.js';
 import { codec, upstreamTaskSupport } from './codec.js';
-import type { EventStream } from '../event-stream.js';
+import type { EventStream } from '../../streams/event-stream.js';
 import {
   isSessionVersion,
   LATEST_SESSION_VERSION,
@@ -28,14 +28,14 @@ import {
   LOG_LEVELS,
   supportsSessionTasks,
   type LogLevel,
-} from '../mcp.js';
+} from '../../mcp.js';
 import type { AggregatedLists, GatewayCatalog } from '../ports.js';
 import { inRequestScope, requestInfo, type RequestScope } from '../request-scope.js';
 import { sessionError, sessionErrorResponse, sessionFailure, type SessionOutcome } from './errors.js';
 import type { Session, Sessions } from './session.js';
 import type { SessionTasks } from './tasks.js';
 import { SessionCalls } from './calls.js';
-import type { Caller } from '../../tasks/principals.js';
+import type { Caller } from '../../principals.js';
 import { CallerAccess } from '../access.js';
 import { resourceOwner, routeNamed } from '../routing.js';
 import { plainCallView, type TaskTools } from '../task-tools.js';

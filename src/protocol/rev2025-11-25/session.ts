@@ -2,11 +2,11 @@
 // their copies in the store, other replicas' share of them) are the gateway's (gateway/session.ts), a layer
 // above: these interfaces are what it implements for them.
 import type { JsonObject, JsonRpcNotification, Outcome, RequestId } from '../../jsonrpc.js';
-import type { UpstreamCall } from '../../upstream/connection.js';
-import type { ClientFlow } from '../../upstream/client-flow.js';
-import type { SessionIdentity } from '../../upstream/upstream.js';
-import type { EventStream } from '../event-stream.js';
-import type { LogLevel } from '../mcp.js';
+import type { UpstreamCall } from '../../upstream/peer/connection.js';
+import type { ClientFlow } from '../../upstream/peer/client-flow.js';
+import type { SessionIdentity } from '../../upstream/life/upstream.js';
+import type { EventStream } from '../../streams/event-stream.js';
+import type { LogLevel } from '../../mcp.js';
 
 /** A client request the gateway forwarded and has not answered yet (for notifications/cancelled). */
 export interface InflightCall {

@@ -6,7 +6,7 @@ import { asObject, withoutMetaKey, type JsonObject, type Outcome } from '../../j
 import { GatewayError, InvalidParams, ResourceNotFound } from '../../errors.js';
 import type { TaskRecord } from '../../store/task-store.js';
 import type { WireCodec } from '../wire-codec.js';
-import { META_SERVER_INFO, RELATED_TASK_META, TASKS_EXTENSION } from '../mcp.js';
+import { META_SERVER_INFO, RELATED_TASK_META, TASKS_EXTENSION } from '../../mcp.js';
 
 /** The version this revision speaks; the registry (src/protocol/revisions.ts) lists every revision's. */
 export const STATELESS_VERSION = '2026-07-28';

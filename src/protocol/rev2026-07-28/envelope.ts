@@ -1,7 +1,7 @@
 // The 2026-07-28 request envelope: which revision a POST speaks, the per-request `_meta` fields, and the MCP headers
 // that must agree with the body (SEP-2575, SEP-2243). Everything here runs before dispatch.
 import { GatewayError } from '../../errors.js';
-import type { Caller } from '../../tasks/principals.js';
+import type { Caller } from '../../principals.js';
 import { asObject, type JsonObject, type JsonRpcRequest } from '../../jsonrpc.js';
 import {
   isSessionVersion,
@@ -15,7 +15,7 @@ import {
   paramHeaders,
   TASKS_EXTENSION,
   type LogLevel,
-} from '../mcp.js';
+} from '../../mcp.js';
 import { isStatelessVersion } from './codec.js';
 
 /** What a 2026-07-28 request says about its client; nothing is remembered between requests. */

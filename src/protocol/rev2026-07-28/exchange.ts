@@ -5,13 +5,13 @@
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError, MethodNotFound, MissingRequiredClientCapability, RequestCancelled } from '../../errors.js';
 import { canonicalJson, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../../jsonrpc.js';
-import type { CallContext, ClientFlow, UpstreamCall } from '../../upstream/connection.js';
-import { INPUT_REQUEST_CAPABILITY } from '../mcp.js';
+import type { CallContext, ClientFlow, UpstreamCall } from '../../upstream/peer/connection.js';
+import { INPUT_REQUEST_CAPABILITY } from '../../mcp.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import type { IdempotentCreation } from '../../tasks/idempotency.js';
 import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
-import type { SessionIdentity } from '../../upstream/upstream.js';
-import type { ActingFor } from '../../upstream/adapter.js';
+import type { SessionIdentity } from '../../upstream/life/upstream.js';
+import type { ActingFor } from '../../upstream/peer/adapter.js';
 import { withoutRetryFields } from './codec.js';
 
 /** Input requests arriving this close together are answered in one InputRequiredResult. */

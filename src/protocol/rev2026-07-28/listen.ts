@@ -2,9 +2,9 @@
 // (list changes, resource updates, and with the Tasks extension `notifications/tasks`).
 import type { JsonObject, JsonRpcNotification, RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { META_SUBSCRIPTION_ID } from '../mcp.js';
+import { META_SUBSCRIPTION_ID } from '../../mcp.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
-import type { TaskReader } from '../../tasks/principals.js';
+import type { TaskReader } from '../../principals.js';
 import { codec, detailedTask } from './codec.js';
 import type { StatelessResponder } from './responder.js';
 

@@ -2,7 +2,7 @@
 // messages), so it may be imported from outside this folder, as rev2025-11-25/session.ts is.
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
 import type { Peers } from '../../tasks/peers.js';
-import type { Caller } from '../../tasks/principals.js';
+import type { Caller } from '../../principals.js';
 
 export interface StatelessPeerMessages {
   /** A retry (its answers) for a call parked on the replica its request state names. */

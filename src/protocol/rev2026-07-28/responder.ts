@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import type { JsonObject } from '../../jsonrpc.js';
-import type { ClientFlow, NotifiedTaskId } from '../../upstream/client-flow.js';
-import { EventStream } from '../event-stream.js';
-import { httpConnection } from '../sse-connection.js';
-import type { StreamBudget } from '../stream-budget.js';
+import type { ClientFlow, NotifiedTaskId } from '../../upstream/peer/client-flow.js';
+import { EventStream } from '../../streams/event-stream.js';
+import { httpConnection } from '../../streams/sse-connection.js';
+import type { StreamBudget } from '../../streams/stream-budget.js';
 
 /** Where the notifications of a request's call go, and whether its client is still there. */
 export interface ResponseSink {

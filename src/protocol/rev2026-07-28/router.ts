@@ -9,8 +9,8 @@ import { asObject, withoutMeta, type JsonObject, type JsonRpcRequest, type Outco
 import type { Logger } from '../../log.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { statelessSideOf } from './upstream/side.js';
-import type { Upstream } from '../../upstream/upstream.js';
-import { LIST_METHODS } from '../mcp.js';
+import type { Upstream } from '../../upstream/life/upstream.js';
+import { LIST_METHODS } from '../../mcp.js';
 import type { AggregatedLists } from '../ports.js';
 import { inRequestScope, requestInfo, type RequestScope } from '../request-scope.js';
 import type { AccessRule } from '../../config/types.js';

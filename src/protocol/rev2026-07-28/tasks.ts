@@ -2,7 +2,7 @@
 // tasks/get (the DetailedTask, with the result, error or outstanding input requests inlined), tasks/update (the
 // client's answers) and tasks/cancel (acknowledged, terminal or not).
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
-import { refusedInput } from '../mcp.js';
+import { refusedInput } from '../../mcp.js';
 import { isTerminal, type TaskRecord } from '../../store/task-store.js';
 import type { TaskCaller } from '../../tasks/local-run.js';
 import type { TaskPeerLink } from '../../tasks/task-peer-messages.js';
@@ -10,9 +10,9 @@ import type { TaskPolicies } from '../../tasks/task-policies.js';
 import type { TaskQueries } from '../../tasks/task-queries.js';
 import type { TaskRecords } from '../../tasks/task-records.js';
 import { storedCall, type TaskRuns } from '../../tasks/task-runs.js';
-import type { TaskReader } from '../../tasks/principals.js';
-import type { UpstreamCall } from '../../upstream/connection.js';
-import type { Upstream } from '../../upstream/upstream.js';
+import type { TaskReader } from '../../principals.js';
+import type { UpstreamCall } from '../../upstream/peer/connection.js';
+import type { Upstream } from '../../upstream/life/upstream.js';
 import { ACK, codec } from './codec.js';
 import type { StatelessExchange } from './exchange.js';
 

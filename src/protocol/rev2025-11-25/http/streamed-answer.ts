@@ -5,12 +5,12 @@
 import type { FastifyReply } from 'fastify';
 import { toResponse, type JsonRpcRequest, type JsonRpcResponse } from '../../../jsonrpc.js';
 import type { ClientSession } from '../../../gateway/session.js';
-import { httpConnection } from '../../sse-connection.js';
-import { supportsPrimingEvents } from '../../mcp.js';
+import { httpConnection } from '../../../streams/sse-connection.js';
+import { supportsPrimingEvents } from '../../../mcp.js';
 import { exchangeAnswer, type SessionOutcome } from '../errors.js';
 import type { SessionRouter } from '../router.js';
 import type { InflightCharge } from '../../../tasks/inflight-bytes.js';
-import type { Caller } from '../../../tasks/principals.js';
+import type { Caller } from '../../../principals.js';
 import type { JsonWindow, JsonWindows } from './json-window.js';
 
 /** Reconnect delay the priming event suggests to clients whose stream drops. */

@@ -4,10 +4,10 @@
 // Every transport can carry it, unless the configuration pins the upstream to 2026-07-28.
 import type { TaskMode } from '../../../config/types.js';
 import { asObject, type JsonObject } from '../../../jsonrpc.js';
-import { LATEST_SESSION_VERSION } from '../../mcp.js';
-import { RELAY_CAPABILITIES, type SessionIdentity, type SideCall, type UpstreamAdapter, type UpstreamLink, type UpstreamSide } from '../../../upstream/adapter.js';
-import { fetchCatalog, type UpstreamCatalog } from '../../../upstream/catalog.js';
-import type { UpstreamCall } from '../../../upstream/connection.js';
+import { LATEST_SESSION_VERSION } from '../../../mcp.js';
+import { RELAY_CAPABILITIES, type SessionIdentity, type SideCall, type UpstreamAdapter, type UpstreamLink, type UpstreamSide } from '../../../upstream/peer/adapter.js';
+import { fetchCatalog, type UpstreamCatalog } from '../../../upstream/peer/catalog.js';
+import type { UpstreamCall } from '../../../upstream/peer/connection.js';
 import { codec, upstreamTaskSupport } from '../codec.js';
 import { callAsUpstreamTask } from './upstream-task.js';
 

@@ -5,10 +5,10 @@
 // either era) sees one UpstreamCall like any other, and never the upstream's task id.
 import { asObject, withoutMetaKey, type JsonObject, type JsonRpcNotification, type Outcome } from '../../../jsonrpc.js';
 import { RequestCancelled } from '../../../errors.js';
-import { RELATED_TASK_META } from '../../mcp.js';
+import { RELATED_TASK_META } from '../../../mcp.js';
 import { codec, createdTaskObject, suggestedPollMs, taskStatusMessage } from '../codec.js';
-import type { CallContext, UpstreamCall, UpstreamConnection } from '../../../upstream/connection.js';
-import type { CredentialSource } from '../../../upstream/adapter.js';
+import type { CallContext, UpstreamCall, UpstreamConnection } from '../../../upstream/peer/connection.js';
+import type { CredentialSource } from '../../../upstream/peer/adapter.js';
 
 /** Tells `context` the status message of an upstream task (a Task object or its status notification), if any. */
 function reportTaskStatus(context: CallContext | undefined, task: JsonObject | undefined): void {

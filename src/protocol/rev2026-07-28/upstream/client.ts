@@ -5,19 +5,19 @@ import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamViolation, 
 import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcErrorObject, type JsonRpcNotification, type Outcome } from '../../../jsonrpc.js';
 import { NO_EVENTS, type GatewayEvents } from '../../../events.js';
 import type { Logger } from '../../../log.js';
-import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, paramHeaders } from '../../mcp.js';
+import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, paramHeaders } from '../../../mcp.js';
 import { codec, inputRequestsOf, retryParams, STATELESS_VERSION } from '../codec.js';
-import * as answers from '../../../upstream/answers.js';
-import { staticCredentials, type CredentialSource, type PassThroughOptions } from '../../../upstream/adapter.js';
-import { refusalMessage, sendWithCredential } from '../../../upstream/http-refusal.js';
-import { readBodyStart } from '../../../upstream/body-reader.js';
-import type { CallContext, UpstreamCall } from '../../../upstream/connection.js';
-import { warnViolation } from '../../../upstream/violations.js';
-import { MessageTooLargeError } from '../../../upstream/oversized.js';
-import { decodePayload, describeUnanswered, readHttpPayload } from '../../../upstream/payload.js';
-import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta } from '../../../upstream/request-scope.js';
-import { readSse } from '../../../upstream/sse-reader.js';
-import { holdReadable } from '../../../upstream/transport.js';
+import * as answers from '../../../upstream/peer/answers.js';
+import { staticCredentials, type CredentialSource, type PassThroughOptions } from '../../../upstream/peer/adapter.js';
+import { refusalMessage, sendWithCredential } from '../../../upstream/transports/http-refusal.js';
+import { readBodyStart } from '../../../upstream/transports/body-reader.js';
+import type { CallContext, UpstreamCall } from '../../../upstream/peer/connection.js';
+import { warnViolation } from '../../../upstream/transports/violations.js';
+import { MessageTooLargeError } from '../../../upstream/transports/oversized.js';
+import { decodePayload, describeUnanswered, readHttpPayload } from '../../../upstream/transports/payload.js';
+import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta } from '../../../upstream/peer/request-scope.js';
+import { readSse } from '../../../upstream/transports/sse-reader.js';
+import { holdReadable } from '../../../upstream/transports/transport.js';
 
 /**
  * How one request goes out: the pass-through options of the contract (adapter.ts), whose `tool` gives the

@@ -5,10 +5,10 @@
 import type { TaskMode, UpstreamConfig } from '../../../config/types.js';
 import { MethodNotFound } from '../../../errors.js';
 import { asObject, type JsonObject, type JsonRpcNotification } from '../../../jsonrpc.js';
-import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO } from '../../mcp.js';
-import { RELAY_CAPABILITIES, type SideCall, type UpstreamAdapter, type UpstreamLink, type UpstreamSide } from '../../../upstream/adapter.js';
-import { fetchCatalog, type UpstreamCatalog } from '../../../upstream/catalog.js';
-import type { CallContext, UpstreamCall } from '../../../upstream/connection.js';
+import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO } from '../../../mcp.js';
+import { RELAY_CAPABILITIES, type SideCall, type UpstreamAdapter, type UpstreamLink, type UpstreamSide } from '../../../upstream/peer/adapter.js';
+import { fetchCatalog, type UpstreamCatalog } from '../../../upstream/peer/catalog.js';
+import type { CallContext, UpstreamCall } from '../../../upstream/peer/connection.js';
 import { codec, declaresTasksExtension, STATELESS_VERSION, supportsVersion, withoutStatelessFields } from '../codec.js';
 import { StatelessUpstreamClient, type StatelessRequestOptions } from './client.js';
 

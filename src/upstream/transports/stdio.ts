@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import type { StdioUpstreamConfig } from '../config/types.js';
-import type { Logger } from '../log.js';
-import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
+import type { StdioUpstreamConfig } from '../../config/types.js';
+import type { Logger } from '../../log.js';
+import { encodeMessage, type JsonRpcMessage } from '../../jsonrpc.js';
 import { LineSplitter } from './line-splitter.js';
 import { oversized, RESYNC_FACTOR } from './oversized.js';
 import { decodePayload } from './payload.js';

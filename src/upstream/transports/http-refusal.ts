@@ -1,7 +1,7 @@
 // What an HTTP upstream's refusal says, in the words the call fails with. A 401 or 403 from an OAuth-protected
 // upstream carries its reason in `WWW-Authenticate` (RFC 6750 §3): the error names it, and for a 403
 // `insufficient_scope` the scope the upstream wants, so the client learns what its principal lacks there.
-import type { CredentialSource } from '../identity/credential-source.js';
+import type { CredentialSource } from '../../identity/credential-source.js';
 
 /** The parameters of a Bearer challenge that say why (quoted-string or token values). */
 function challengeParams(header: string | undefined): Record<string, string> {

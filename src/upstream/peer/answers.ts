@@ -2,9 +2,9 @@
 // request asked for. An answer that breaks this is a violation (violations.ts: logged once a minute, counted each
 // time); where the call it concerns is known, that call fails at once with -32603 naming the upstream and the
 // violation, rather than waiting for an answer that will not come or passing on one it did not ask for.
-import { upstreamViolation, GatewayError } from '../errors.js';
-import { asObject, type JsonObject, type JsonRpcErrorObject, type JsonRpcResponse, type Outcome, type RequestId } from '../jsonrpc.js';
-import { META_CLIENT_CAPABILITIES, TASKS_EXTENSION } from '../protocol/mcp.js';
+import { upstreamViolation, GatewayError } from '../../errors.js';
+import { asObject, type JsonObject, type JsonRpcErrorObject, type JsonRpcResponse, type Outcome, type RequestId } from '../../jsonrpc.js';
+import { META_CLIENT_CAPABILITIES, TASKS_EXTENSION } from '../../mcp.js';
 
 /**
  * How many recent ids a connection remembers: answered calls (a second answer to one is a duplicate) and the

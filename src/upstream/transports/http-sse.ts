@@ -1,13 +1,13 @@
 import type { Readable } from 'node:stream';
 import { request, type Agent } from 'undici';
-import type { Logger } from '../log.js';
-import { encodeMessage, type JsonRpcMessage } from '../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { encodeMessage, type JsonRpcMessage } from '../../jsonrpc.js';
 import { readBodyStart } from './body-reader.js';
 import { oversized, RESYNC_FACTOR } from './oversized.js';
 import { readSse } from './sse-reader.js';
 import { decodePayload } from './payload.js';
 import { refusalMessage, sendWithCredential } from './http-refusal.js';
-import type { CredentialSource } from '../identity/credential-source.js';
+import type { CredentialSource } from '../../identity/credential-source.js';
 import { holdReadable, receiveDecoded, type HttpTransportOptions, type UpstreamTransport } from './transport.js';
 
 /**

@@ -2,8 +2,8 @@
 // SSE event's data, one stdio line. Real servers bend the framing in ways that can mean one thing only (several
 // JSON values in one body, a byte-order mark, a missing Content-Type); those are accepted here, in one place, and
 // warned about, so that no transport forgives less than another.
-import { decodeJsonBody } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
+import { decodeJsonBody } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
 import { readBodyStart, readBoundedText, type BodyStream } from './body-reader.js';
 import { warnViolation } from './violations.js';
 

@@ -5,7 +5,12 @@
 // first `#` ends it). Without authentication a 2025-11-25 task belongs to the session that created it, every
 // 2026-07-28 client is one anonymous principal (task ids are the bearer, as docs/limits.md says), and the gateway owns
 // its own records.
-import type { PrincipalName } from '../config/access.js';
+
+/** Who a principal is, as far as rules name it: the credential it was proven by and the name that carries. */
+export interface PrincipalName {
+  credential: 'key' | 'oauth';
+  name: string;
+}
 
 const SESSION_PRINCIPAL = 'session:';
 const KEY_PRINCIPAL = 'key:';

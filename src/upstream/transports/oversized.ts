@@ -1,6 +1,6 @@
 // What the gateway knows about an upstream message it refused for its size (`maxMessageBytes`): only its first
 // bytes, which usually say which call it answers, since serializers write `jsonrpc` and `id` before the payload.
-import type { RequestId } from '../jsonrpc.js';
+import type { RequestId } from '../../jsonrpc.js';
 
 /** How much of an over-long message is kept to tell what it was. */
 export const HEAD_BYTES = 4096;

@@ -1,8 +1,8 @@
 // The sides of one upstream (adapter.ts), one per revision that may speak to it as configured, in the registry's
 // order (stateless first): which ones it speaks, what it says about itself, its catalog merged over them, and
 // which side a neutral call goes to. Nothing here knows a revision by name.
-import type { TaskMode } from '../config/types.js';
-import type { JsonObject, JsonRpcNotification } from '../jsonrpc.js';
+import type { TaskMode } from '../../config/types.js';
+import type { JsonObject, JsonRpcNotification } from '../../jsonrpc.js';
 import type { SessionIdentity, UpstreamSide } from './adapter.js';
 import { mergeCatalogs, type UpstreamCatalog } from './catalog.js';
 

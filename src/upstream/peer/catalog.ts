@@ -1,6 +1,6 @@
 // What an upstream offers (tools, prompts, resources, templates), read whole from it in whichever revision it
 // speaks, following its pagination.
-import type { JsonObject, Outcome } from '../jsonrpc.js';
+import type { JsonObject, Outcome } from '../../jsonrpc.js';
 
 export interface UpstreamCatalog {
   tools: JsonObject[];

@@ -1,16 +1,16 @@
-import { GatewayError, isClientFacing, sendFailure, upstreamMessageTooLarge, upstreamUnavailable, InternalError, InvalidRequest, RequestCancelled } from '../errors.js';
-import { asObject, errorResponse, isNotification, isRequest, isResponse, toResponse } from '../jsonrpc.js';
-import type { JsonObject, JsonRpcErrorObject, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, Outcome, RequestId } from '../jsonrpc.js';
-import { NO_EVENTS, type GatewayEvents } from '../events.js';
-import type { Logger } from '../log.js';
-import { RELATED_TASK_META } from '../protocol/mcp.js';
+import { GatewayError, isClientFacing, sendFailure, upstreamMessageTooLarge, upstreamUnavailable, InternalError, InvalidRequest, RequestCancelled } from '../../errors.js';
+import { asObject, errorResponse, isNotification, isRequest, isResponse, toResponse } from '../../jsonrpc.js';
+import type { JsonObject, JsonRpcErrorObject, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, Outcome, RequestId } from '../../jsonrpc.js';
+import { NO_EVENTS, type GatewayEvents } from '../../events.js';
+import type { Logger } from '../../log.js';
+import { RELATED_TASK_META } from '../../mcp.js';
 import { AnswerCheck, asksForTask, type AwaitedAnswer, type CreatedTaskId } from './answers.js';
 import { shedsWhenFull, type ClientFlow, type NotifiedTaskId } from './client-flow.js';
-import type { OversizedMessage } from './oversized.js';
+import type { OversizedMessage } from '../transports/oversized.js';
 import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta, type UpstreamRequestInfo } from './request-scope.js';
-import type { UpstreamTransport } from './transport.js';
-import type { CredentialSource } from '../identity/credential-source.js';
-import { warnViolation } from './violations.js';
+import type { UpstreamTransport } from '../transports/transport.js';
+import type { CredentialSource } from '../../identity/credential-source.js';
+import { warnViolation } from '../transports/violations.js';
 
 export type { ClientFlow } from './client-flow.js';
 export type { CallContext, FollowedTask } from './call-context.js';

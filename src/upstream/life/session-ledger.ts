@@ -1,7 +1,7 @@
 // The record of the upstream sessions a replica has open, kept where the other replicas look (the store), so that
 // the replica that sweeps this one ends them (HTTP DELETE) if this one dies without doing so.
-import { StreamableHttpTransport } from './streamable-http.js';
-import type { UpstreamTransport } from './transport.js';
+import { StreamableHttpTransport } from '../transports/streamable-http.js';
+import type { UpstreamTransport } from '../transports/transport.js';
 
 /** An upstream session the gateway opened (a Streamable HTTP `Mcp-Session-Id`), as it is recorded. */
 export interface OpenedUpstreamSession {

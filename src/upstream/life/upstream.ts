@@ -4,34 +4,34 @@
 // the connections' life and picks the side a call goes to. Its catalog reading lives in catalog.ts, the record of
 // its upstream sessions in session-ledger.ts.
 import type { Agent } from 'undici';
-import type { TaskMode, UpstreamConfig } from '../config/types.js';
-import { upstreamUnavailable } from '../errors.js';
+import type { TaskMode, UpstreamConfig } from '../../config/types.js';
+import { upstreamUnavailable } from '../../errors.js';
 import { RestartBackoff } from './restart-backoff.js';
 import { SessionConnections } from './session-connections.js';
-import { DEFAULTS } from '../config/schema/defaults.js';
-import { NO_EVENTS, type GatewayEvents } from '../events.js';
-import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
-import { UpstreamConnection, type CallContext, type ConnectionHandler, type UpstreamCall } from './connection.js';
-import { createUpstreamAgent } from './http-agent.js';
-import { HttpSseTransport } from './http-sse.js';
-import { StdioTransport } from './stdio.js';
-import { endUpstreamSession, StreamableHttpTransport } from './streamable-http.js';
+import { DEFAULTS } from '../../config/schema/defaults.js';
+import { NO_EVENTS, type GatewayEvents } from '../../events.js';
+import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { UpstreamConnection, type CallContext, type ConnectionHandler, type UpstreamCall } from '../peer/connection.js';
+import { createUpstreamAgent } from '../transports/http-agent.js';
+import { HttpSseTransport } from '../transports/http-sse.js';
+import { StdioTransport } from '../transports/stdio.js';
+import { endUpstreamSession, StreamableHttpTransport } from '../transports/streamable-http.js';
 import { recordSession, type UpstreamSessionLedger } from './session-ledger.js';
-import type { UpstreamTransport } from './transport.js';
-import { createdTaskIdIn, notifiedTaskIdIn, RELAY_CAPABILITIES, type ActingFor, type CredentialSource, type SessionIdentity, type UpstreamAdapter, type UpstreamCaller, type UpstreamLink, type UpstreamSide } from './adapter.js';
-import { countViolations } from './violations.js';
-import { fetchCatalog, type UpstreamCatalog } from './catalog.js';
-import { CONTROL_ORIGIN, originOf, type ConnectionRole, type MessageOrigin } from './message-origin.js';
-import { UpstreamSides } from './sides.js';
+import type { UpstreamTransport } from '../transports/transport.js';
+import { createdTaskIdIn, notifiedTaskIdIn, RELAY_CAPABILITIES, type ActingFor, type CredentialSource, type SessionIdentity, type UpstreamAdapter, type UpstreamCaller, type UpstreamLink, type UpstreamSide } from '../peer/adapter.js';
+import { countViolations } from '../transports/violations.js';
+import { fetchCatalog, type UpstreamCatalog } from '../peer/catalog.js';
+import { CONTROL_ORIGIN, originOf, type ConnectionRole, type MessageOrigin } from '../peer/message-origin.js';
+import { UpstreamSides } from '../peer/sides.js';
 import { withTimeout } from './deadline.js';
-import { CallerIdentity } from './caller-identity.js';
-import type { IdentityParts } from '../identity/credential-sources.js';
+import { CallerIdentity } from '../peer/caller-identity.js';
+import type { IdentityParts } from '../../identity/credential-sources.js';
 import { principalChildrenOf, type PrincipalChildren } from './principal-children.js';
 
 export type { OpenedUpstreamSession, UpstreamSessionLedger } from './session-ledger.js';
-export type { SessionIdentity } from './adapter.js';
-export type { MessageOrigin } from './message-origin.js';
+export type { SessionIdentity } from '../peer/adapter.js';
+export type { MessageOrigin } from '../peer/message-origin.js';
 
 export type UpstreamState = 'starting' | 'ready' | 'down' | 'closed';
 

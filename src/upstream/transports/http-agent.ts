@@ -4,7 +4,7 @@
 // connection (the only failure after which the upstream certainly did not get the call).
 import type { Socket } from 'node:net';
 import { Agent, buildConnector, Client, type Dispatcher } from 'undici';
-import type { HttpUpstreamConfig } from '../config/types.js';
+import type { HttpUpstreamConfig } from '../../config/types.js';
 
 /**
  * How long an idle pooled connection to an upstream is kept when the upstream does not say (no `Keep-Alive:

@@ -1,15 +1,15 @@
 import { setMaxListeners } from 'node:events';
 import type { Readable } from 'node:stream';
 import type { Agent, Dispatcher } from 'undici';
-import type { Logger } from '../log.js';
-import { encodeMessage, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
+import type { Logger } from '../../log.js';
+import { encodeMessage, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../../jsonrpc.js';
 import { readBodyStart, type BodyStream } from './body-reader.js';
 import { MessageTooLargeError, oversized, RESYNC_FACTOR } from './oversized.js';
 import { dispatchPost } from './post-response.js';
 import { decodePayload, describeUnanswered, readHttpPayload, type HttpPayload } from './payload.js';
 import { readSse } from './sse-reader.js';
 import { refusalMessage, sendWithCredential } from './http-refusal.js';
-import type { CredentialSource } from '../identity/credential-source.js';
+import type { CredentialSource } from '../../identity/credential-source.js';
 import { holdReadable, receiveDecoded, type HttpTransportOptions, type UpstreamTransport } from './transport.js';
 
 const MAX_RESUME_ATTEMPTS = 5;

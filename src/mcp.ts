@@ -1,6 +1,6 @@
 // Protocol revisions and the well-known names the gateway handles itself.
-import { MethodNotFound } from '../errors.js';
-import type { Outcome } from '../jsonrpc.js';
+import { MethodNotFound } from './errors.js';
+import type { Outcome } from './jsonrpc.js';
 
 /**
  * A protocol revision's id, as the registry (src/protocol/revisions.ts) and the revision's codec name it: its newest

@@ -3,9 +3,9 @@
 // exchanged for them, an identity the gateway signs, claim headers). An upstream session is bound to the identity
 // that opened it, so where the identity differs per caller, callers that would share one upstream session (the
 // 2026-07-28 clients) get one each per principal. Without `auth` every request carries the configured `headers`.
-import { resourceNamedIn } from '../config/identity.js';
-import type { UpstreamConfig } from '../config/types.js';
-import { UpstreamCredentials, type IdentityParts } from '../identity/credential-sources.js';
+import { resourceNamedIn } from '../../config/identity.js';
+import type { UpstreamConfig } from '../../config/types.js';
+import { UpstreamCredentials, type IdentityParts } from '../../identity/credential-sources.js';
 import { staticCredentials, type ActingFor, type CredentialSource, type SessionIdentity, type UpstreamCaller } from './adapter.js';
 
 /** Which upstream session serves a caller, and whether it is a principal's own rather than a client session's. */

@@ -1,8 +1,8 @@
 // The `upstream.request` scope (src/events.ts) as both upstream clients emit it: what the request is, the
 // trace context its subscribers hand back, and how it ended.
-import { RequestCancelled } from '../errors.js';
-import type { GatewayScopeMap, Outcome as ScopeOutcome } from '../events.js';
-import { asObject, type JsonObject, type Outcome } from '../jsonrpc.js';
+import { RequestCancelled } from '../../errors.js';
+import type { GatewayScopeMap, Outcome as ScopeOutcome } from '../../events.js';
+import { asObject, type JsonObject, type Outcome } from '../../jsonrpc.js';
 
 export type UpstreamRequestInfo = GatewayScopeMap['upstream.request'];
 

@@ -3,9 +3,9 @@
 // (connection-pool.ts). A principal's own upstream session (a key with a principal in it: the 2026-07-28 clients'
 // session at an upstream that tells callers apart) is also closed once idle for idleTimeoutMs; a client session's
 // own ends with its client session.
-import { GatewayError, isClientFacing, upstreamSessionsFull, upstreamUnavailable } from '../errors.js';
-import type { Logger } from '../log.js';
-import type { UpstreamConnection } from './connection.js';
+import { GatewayError, isClientFacing, upstreamSessionsFull, upstreamUnavailable } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { UpstreamConnection } from '../peer/connection.js';
 import { ConnectionPool } from './connection-pool.js';
 
 export interface SessionConnectionsOptions {

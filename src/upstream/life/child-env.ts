@@ -2,8 +2,8 @@
 // `{{upstreamToken}}` (syntax: config/schema/caller-placeholders.ts), at spawn time. What is filled in comes from a
 // token or an authorization server, so it is made safe for an environment variable (CR, LF and NUL removed) and
 // bounded; the values are never logged, and an error says which variable and placeholder, never the value.
-import { parseEnvValue, type CallerPlaceholder } from '../config/schema/caller-placeholders.js';
-import { claimText } from '../identity/claim-headers.js';
+import { parseEnvValue, type CallerPlaceholder } from '../../config/schema/caller-placeholders.js';
+import { claimText } from '../../identity/claim-headers.js';
 
 /** Who a child is for, as its env may name it. */
 export interface ChildCaller {

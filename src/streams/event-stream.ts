@@ -3,8 +3,8 @@
 //
 // One class because one stream's state (what is written, what waits, what is kept for replay, what its budget
 // holds, whether the connection waits for drain) is acted on by every method. The budget itself is
-// stream-budget.ts; what may be coalesced is upstream/client-flow.ts; where events are written is sse-connection.ts.
-import { coalescingKey, isLogNotification, notificationMethod, type ClientFlow, type NotifiedTaskId } from '../upstream/client-flow.js';
+// stream-budget.ts; what may be coalesced is upstream/peer/client-flow.ts; where events are written is sse-connection.ts.
+import { coalescingKey, isLogNotification, notificationMethod, type ClientFlow, type NotifiedTaskId } from '../upstream/peer/client-flow.js';
 import type { SseConnection } from './sse-connection.js';
 import type { BudgetMember, StreamBudget } from './stream-budget.js';
 

@@ -4,13 +4,13 @@
 // recently used idle one is stopped for a new principal; when every one has a call running, the new principal's
 // call is refused with an error naming the upstream and the cap (a busy child is never stopped for another). Their
 // life is connection-pool.ts's; what is theirs alone is the child's env and the identity its handshake gives.
-import type { UpstreamConfig } from '../config/types.js';
-import { upstreamChildrenFull, upstreamUnavailable } from '../errors.js';
-import type { Logger } from '../log.js';
-import type { SessionIdentity, UpstreamCaller } from './adapter.js';
+import type { UpstreamConfig } from '../../config/types.js';
+import { upstreamChildrenFull, upstreamUnavailable } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { SessionIdentity, UpstreamCaller } from '../peer/adapter.js';
 import { renderChildEnv, type ChildCaller } from './child-env.js';
-import { bearerOf } from '../identity/credential-sources.js';
-import type { UpstreamConnection } from './connection.js';
+import { bearerOf } from '../../identity/credential-sources.js';
+import type { UpstreamConnection } from '../peer/connection.js';
 import { ConnectionPool } from './connection-pool.js';
 
 /**

@@ -8,10 +8,10 @@
 // authenticate with (caller-identity.ts makes them from the upstream's `auth`: issue 33). Transports ask the
 // credentials per request.
 import type { Agent } from 'undici';
-import type { TaskMode, UpstreamConfig } from '../config/types.js';
-import type { GatewayEvents } from '../events.js';
-import type { JsonObject, JsonRpcNotification } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
+import type { TaskMode, UpstreamConfig } from '../../config/types.js';
+import type { GatewayEvents } from '../../events.js';
+import type { JsonObject, JsonRpcNotification } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
 import type { UpstreamCatalog } from './catalog.js';
 import type { CallContext, ClientFlow, UpstreamCall, UpstreamConnection } from './connection.js';
 
@@ -33,8 +33,8 @@ export interface SessionIdentity {
   readonly manyClients?: boolean;
 }
 
-export type { CredentialSource } from '../identity/credential-source.js';
-import type { CredentialSource } from '../identity/credential-source.js';
+export type { CredentialSource } from '../../identity/credential-source.js';
+import type { CredentialSource } from '../../identity/credential-source.js';
 
 /**
  * The authenticated caller the gateway acts for at the upstream: what an upstream's `auth` makes its identity

@@ -1,6 +1,6 @@
 // The seam between a client's stream and the upstream side of its calls: how much the stream can still take, and
 // which messages it can shed by itself when it is full.
-import { asObject, type JsonObject } from '../jsonrpc.js';
+import { asObject, type JsonObject } from '../../jsonrpc.js';
 
 /**
  * How much the client's side of a call (the stream its messages go to) can still take. A client that does not read

@@ -1,8 +1,8 @@
 import type { Agent } from 'undici';
-import type { CredentialSource } from '../identity/credential-source.js';
+import type { CredentialSource } from '../../identity/credential-source.js';
 import type { BodyStream } from './body-reader.js';
-import { responseIdOf, validateMessage, type JsonRpcMessage, type RequestId } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
+import { responseIdOf, validateMessage, type JsonRpcMessage, type RequestId } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
 import type { OversizedMessage } from './oversized.js';
 import { warnViolation } from './violations.js';
 

@@ -1,8 +1,8 @@
 // Upstream protocol violations, said loudly but not endlessly: a server that breaks the protocol on every
 // message would otherwise fill the log with one line per message. Every one is counted all the same
 // (`upstream.violation`, taskgate_upstream_violations_total): the log is rate-limited, the count is not.
-import type { GatewayEvents } from '../events.js';
-import type { Logger } from '../log.js';
+import type { GatewayEvents } from '../../events.js';
+import type { Logger } from '../../log.js';
 
 /** Each kind of violation of one upstream is logged at most once per this interval. */
 const INTERVAL_MS = 60_000;

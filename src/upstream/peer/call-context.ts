@@ -1,6 +1,6 @@
 // What a call the gateway forwards carries besides its request: where the upstream's related messages go, and the
 // task an upstream runs for it.
-import type { JsonObject, JsonRpcNotification, Outcome, RequestId } from '../jsonrpc.js';
+import type { JsonObject, JsonRpcNotification, Outcome, RequestId } from '../../jsonrpc.js';
 import type { ClientFlow } from './client-flow.js';
 
 /** The client-side half of a call the gateway forwards: where the upstream's related messages go. */
