@@ -129,7 +129,7 @@ export class SessionRelay implements RegistryPeers {
     if (!(await this.link.exists(owner).catch(() => false))) return false;
     const pipe = `pipe.${randomUUID()}`;
     const connection = httpConnection(response);
-    const unsubscribe = await this.store.subscribe(pipe, (message) => {
+    const unsubscribe = await this.store.bus.subscribe(pipe, (message) => {
       if (message.kind === 'open') connection.open();
       else if (message.kind === 'data') connection.write(String(message.chunk));
       else if (message.kind === 'end') connection.end();
@@ -157,7 +157,7 @@ export class SessionRelay implements RegistryPeers {
     };
     const publish = (message: JsonObject): void => {
       // Nobody listening any more: the resuming replica is gone, so the client is too.
-      this.store.publish(pipe, message).then((reached) => reached === 0 && close(), close);
+      this.store.bus.publish(pipe, message).then((reached) => reached === 0 && close(), close);
     };
     // Pub/sub says nothing of how far the client is behind: the pipe never asks the stream to wait.
     const connection: SseConnection = {

@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { JsonObject } from '../jsonrpc.js';
 import { randomBytes } from 'node:crypto';
 import { MemoryHolds } from './memory/approvals.js';
+import { MemoryBus } from './memory/bus.js';
 import { MemoryDeliveries } from './memory/deliveries.js';
 import { RunningIndex } from './memory/running.js';
 import { Semaphores } from './memory/semaphores.js';
@@ -67,7 +67,7 @@ export class MemoryTaskStore implements TaskStore {
   /** Every task's listing key, in creation order (for operators); expired ones go as they are met and on sweeps. */
   private readonly all: string[] = [];
   private readonly events = new EventEmitter();
-  private readonly topics = new EventEmitter();
+  readonly bus = new MemoryBus();
   private readonly running = new RunningIndex();
   readonly deliveries = new MemoryDeliveries();
   private readonly semaphores = new Semaphores();
@@ -90,7 +90,6 @@ export class MemoryTaskStore implements TaskStore {
 
   constructor(private readonly options: { resultGraceMs?: number; now?: () => number } = {}) {
     this.events.setMaxListeners(0);
-    this.topics.setMaxListeners(0);
     this.sweeper = setInterval(() => this.sweep(), 30_000);
     this.sweeper.unref();
   }
@@ -298,12 +297,12 @@ export class MemoryTaskStore implements TaskStore {
     const now = this.now();
     const { grant, dropped } = this.semaphores.acquire(key, ticket, { owner, deadline: now + leaseMs }, limit, options.queue !== false, now);
     // Told once the semaphore is settled: a waiter's handler may acquire at once (this store calls it synchronously).
-    if (dropped) await this.publish('slots', { key });
+    if (dropped) await this.bus.publish('slots', { key });
     return grant;
   }
 
   async releaseSlot(key: string, ticket: string): Promise<void> {
-    if (this.semaphores.release(key, ticket)) await this.publish('slots', { key });
+    if (this.semaphores.release(key, ticket)) await this.bus.publish('slots', { key });
   }
 
   async countHit(name: string, principal: string, windowMs: number, hits = 1): Promise<{ hits: number; resetInMs: number }> {
@@ -329,21 +328,6 @@ export class MemoryTaskStore implements TaskStore {
 
   async slotHolders(key: string): Promise<string[]> {
     return this.semaphores.holders(key, this.now());
-  }
-
-  async publish(topic: string, message: JsonObject): Promise<number> {
-    const reached = this.topics.listenerCount(topic);
-    this.topics.emit(topic, structuredClone(message));
-    return reached;
-  }
-
-  async subscribers(topic: string): Promise<number> {
-    return this.topics.listenerCount(topic);
-  }
-
-  async subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
-    this.topics.on(topic, handler);
-    return () => this.topics.off(topic, handler);
   }
 
   async saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options: { create?: boolean } = {}): Promise<boolean> {
@@ -434,7 +418,7 @@ export class MemoryTaskStore implements TaskStore {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     this.events.removeAllListeners();
-    this.topics.removeAllListeners();
+    this.bus.close();
   }
 
   private now(): number {

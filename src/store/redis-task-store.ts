@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { storeFailureKind } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
-import type { JsonObject } from '../jsonrpc.js';
 import { closeConnection, isCluster, subscriberConnection, type RedisClient } from './redis-connection.js';
 import { redisKeys, type RedisKeys } from './redis-keys.js';
 import { RedisDeliveries } from './redis/deliveries.js';
@@ -81,7 +80,7 @@ export class RedisTaskStore implements TaskStore {
   /** On a cluster only: writes return once their own event is back (see OwnEvents). */
   private readonly ownEvents: OwnEvents | undefined;
   /** Replica messages (publish, subscribe, subscribers), on this store's subscription. */
-  private readonly topics: RedisTopics;
+  readonly bus: RedisTopics;
   /** Record reads of one turn, sent together (one server; a cluster client pipelines by itself). */
   private readonly reads: ReadBatch | undefined;
   /** The principals' and the all-tasks indexes. */
@@ -109,7 +108,7 @@ export class RedisTaskStore implements TaskStore {
     this.keys = redisKeys(prefix);
     this.ownEvents = isCluster(redis) ? new OwnEvents() : undefined;
     this.reads = isCluster(redis) ? undefined : new ReadBatch(redis);
-    this.topics = new RedisTopics(redis, this.keys, () => {
+    this.bus = new RedisTopics(redis, this.keys, () => {
       this.ensureSubscribed();
       return this.subscriber as RedisClient;
     });
@@ -341,7 +340,7 @@ export class RedisTaskStore implements TaskStore {
 
   async close(): Promise<void> {
     this.events.removeAllListeners();
-    this.topics.close();
+    this.bus.close();
     if (this.subscriber !== undefined) await closeConnection(this.subscriber);
     await closeConnection(this.redis);
   }
@@ -375,7 +374,7 @@ export class RedisTaskStore implements TaskStore {
     });
     const onMessage = (channel: string, payload: string): void => {
       if (channel !== this.keys.taskEvents()) {
-        this.topics.deliver(channel, payload);
+        this.bus.deliver(channel, payload);
         return;
       }
       let task: TaskRecord;
@@ -444,18 +443,6 @@ export class RedisTaskStore implements TaskStore {
   async countHit(name: string, principal: string, windowMs: number, hits = 1): Promise<{ hits: number; resetInMs: number }> {
     const [total, left] = (await this.run('count-hit', this.keys.rateWindow(name, principal), String(Math.max(1, Math.ceil(windowMs))), String(hits))) as [number, number];
     return { hits: Number(total), resetInMs: Number(left) };
-  }
-
-  publish(topic: string, message: JsonObject): Promise<number> {
-    return this.topics.publish(topic, message);
-  }
-
-  subscribers(topic: string): Promise<number> {
-    return this.topics.subscribers(topic);
-  }
-
-  subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
-    return this.topics.subscribe(topic, handler);
   }
 
   async saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options: { create?: boolean } = {}): Promise<boolean> {

@@ -3,6 +3,7 @@
 // wire status from it when serializing.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { InternalError } from '../errors.js';
+import type { ReplicaBus } from './bus.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { RevisionId } from '../protocol/mcp.js';
@@ -314,6 +315,8 @@ export interface TaskStore {
   readonly kind: 'memory' | 'redis';
   /** Webhook deliveries waiting for their endpoints, shared by every replica (delivery-queue.ts). */
   readonly deliveries: DeliveryQueue;
+  /** Messages between replicas (bus.ts). */
+  readonly bus: ReplicaBus;
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
   /**
@@ -457,16 +460,6 @@ export interface TaskStore {
   renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void>;
   /** Tickets holding a slot of `key` now (expired ones excluded); for tests, metrics and /readyz-style reporting. */
   slotHolders(key: string): Promise<string[]>;
-  /**
-   * Messages between replicas (on `topic`, a name the store scopes to itself): what one replica must hand to
-   * another that holds a running call. Delivery is at most once; senders wait for a reply with a deadline.
-   * Resolves with how many subscribers (replicas) it reached.
-   */
-  publish(topic: string, message: JsonObject): Promise<number>;
-  /** How many subscribers (replicas) listen on `topic` now: whether a replica named in a message is alive. */
-  subscribers(topic: string): Promise<number>;
-  /** Resolves once the subscription is active, with the function that ends it. */
-  subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void>;
   /**
    * Client sessions, shared by every replica: string fields (what `initialize` fixed, and what changes later),
    * expiring `expireAfterMs` after the last save. With `create` the record is made when missing; otherwise a missing (ended

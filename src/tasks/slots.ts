@@ -64,7 +64,7 @@ export class TaskSlots {
   /** Listens for slots freed anywhere (without it, waiting runs retry on a timer). */
   listen(): void {
     void this.store
-      .subscribe('slots', (message) => this.freed.emit(String(message.key)))
+      .bus.subscribe('slots', (message) => this.freed.emit(String(message.key)))
       .catch((error: unknown) => this.logger.warn({ err: error }, 'not told when task slots free; waiting runs retry on a timer'));
   }
 

@@ -852,20 +852,20 @@ for (const [kind, create] of Object.entries(factories)) {
 
     test('subscribers counts who listens on a topic now (a replica named by a client may not exist)', async () => {
       const store = await create();
-      assert.equal(await store.subscribers('replica.nobody'), 0);
-      const stop = await store.subscribe('replica.somebody', () => undefined);
-      assert.equal(await store.subscribers('replica.somebody'), 1);
-      assert.equal(await store.publish('replica.somebody', { hello: 1 }), 1);
+      assert.equal(await store.bus.subscribers('replica.nobody'), 0);
+      const stop = await store.bus.subscribe('replica.somebody', () => undefined);
+      assert.equal(await store.bus.subscribers('replica.somebody'), 1);
+      assert.equal(await store.bus.publish('replica.somebody', { hello: 1 }), 1);
       stop();
-      await eventually(async () => (await store.subscribers('replica.somebody')) === 0);
-      assert.equal(await store.publish('replica.nobody', { hello: 1 }), 0);
+      await eventually(async () => (await store.bus.subscribers('replica.somebody')) === 0);
+      assert.equal(await store.bus.publish('replica.nobody', { hello: 1 }), 0);
       await store.close();
     });
 
     test('slots: releasing (or leaving the line) publishes { key } on `slots`; releasing nothing is a silent no-op', async () => {
       const store = await create();
       const seen: object[] = [];
-      const stop = await store.subscribe('slots', (message) => seen.push(message));
+      const stop = await store.bus.subscribe('slots', (message) => seen.push(message));
       await store.releaseSlot(SLOT, 'nobody');
       assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-1', 1, 5000), GRANTED);
       assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-1', 1, 5000), waiting(1));
@@ -894,7 +894,7 @@ for (const [kind, create] of Object.entries(factories)) {
       }
       assert.deepEqual(await store.slotHolders(SLOT), ['renewed'], 'the dead holder is not counted even before it is dropped');
       const seen: object[] = [];
-      const stop = await store.subscribe('slots', (message) => seen.push(message));
+      const stop = await store.bus.subscribe('slots', (message) => seen.push(message));
       assert.deepEqual(await store.acquireSlot(SLOT, 'waiter', 'replica-1', 2, 5000), GRANTED);
       await eventually(async () => seen.length === 1, 2000);
       assert.deepEqual(seen, [{ key: SLOT }]);
@@ -1209,7 +1209,7 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
       assert.deepEqual(await b.acquireSlot(SLOT, 't2', 'replica-b', 1, 5000), waiting(1));
       assert.deepEqual(await b.slotHolders(SLOT), ['t1']);
       const seen: object[] = [];
-      const stop = await b.subscribe('slots', (message) => seen.push(message));
+      const stop = await b.bus.subscribe('slots', (message) => seen.push(message));
       await a.releaseSlot(SLOT, 't1');
       await eventually(async () => seen.length === 1, 2000);
       assert.deepEqual(seen, [{ key: SLOT }]);
