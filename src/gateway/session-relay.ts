@@ -77,7 +77,7 @@ export class SessionRelay implements RegistryPeers {
   }
 
   async holders(sessionId: string, taskId: string | undefined): Promise<{ standalone?: string; result?: string }> {
-    const fields = await this.store.getSession(sessionId);
+    const fields = await this.store.sessions.get(sessionId);
     const holders: { standalone?: string; result?: string } = {};
     const standalone = fields?.[STANDALONE_FIELD];
     const result = taskId === undefined ? undefined : fields?.[resultField(taskId)];
@@ -98,7 +98,7 @@ export class SessionRelay implements RegistryPeers {
   hold(sessionId: string, what: { standalone: true } | { taskId: string; held: boolean }): Promise<void> {
     const fields: Record<string, string | null> =
       'standalone' in what ? { [STANDALONE_FIELD]: this.replicaId } : { [resultField(what.taskId)]: what.held ? this.replicaId : null };
-    const recorded = this.store.saveSession(sessionId, fields, this.sessionTtlMs).then(
+    const recorded = this.store.sessions.save(sessionId, fields, this.sessionTtlMs).then(
       () => undefined,
       (error: unknown) => this.logger.warn({ session: sessionId, err: error }, 'could not record where a session stream is held'),
     );

@@ -84,7 +84,7 @@ export class SessionRegistry implements Sessions {
     const sessionId = randomUUID();
     await this.count(sessionId, principal);
     const fields = sessionFields({ protocolVersion, capabilities, clientInfo, logLevel: undefined, principal });
-    const stored = await this.store.saveSession(sessionId, fields, this.config.idleTimeoutMs, { create: true }).catch(() => false);
+    const stored = await this.store.sessions.save(sessionId, fields, this.config.idleTimeoutMs, { create: true }).catch(() => false);
     const session = this.view(sessionId, fields, false);
     // A store outage must not stop plain proxying: the session works on this replica, and is stored (so the
     // other replicas serve it too) once the store is back.
@@ -128,7 +128,7 @@ export class SessionRegistry implements Sessions {
   /** The client ended the session (DELETE): gone from the store, and every replica drops its view. */
   async end(session: ClientSession): Promise<void> {
     const { sessionId, principal } = session;
-    await this.store.deleteSession(sessionId).catch((error: unknown) => {
+    await this.store.sessions.delete(sessionId).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
     if (this.config.maxPerPrincipal > 0) void this.store.releaseSlot(sessionSlot(principal), sessionId).catch(() => undefined);
@@ -152,7 +152,7 @@ export class SessionRegistry implements Sessions {
   /** Saves the session's log level for every replica's view made from now on. */
   saveLogLevel(session: ClientSession): void {
     if (session.logLevel === undefined) return;
-    void this.store.saveSession(session.sessionId, { logLevel: session.logLevel }, this.config.idleTimeoutMs).catch(() => undefined);
+    void this.store.sessions.save(session.sessionId, { logLevel: session.logLevel }, this.config.idleTimeoutMs).catch(() => undefined);
   }
 
   cancelledElsewhere(sessionId: string, params: JsonObject): void {
@@ -198,7 +198,7 @@ export class SessionRegistry implements Sessions {
     let loading = this.loading.get(sessionId);
     if (loading === undefined) {
       loading = this.store
-        .getSession(sessionId)
+        .sessions.get(sessionId)
         .then((fields) => (fields === undefined ? undefined : (this.sessions.get(sessionId) ?? this.view(sessionId, fields, true))))
         .catch((error: unknown) => {
           throw storeUnavailable(error);
@@ -251,7 +251,7 @@ export class SessionRegistry implements Sessions {
       void counted.catch(() => undefined);
     }
     const fields: Record<string, string> = unstored ? sessionFields(session) : {};
-    this.store.saveSession(session.sessionId, fields, this.config.idleTimeoutMs, { create: unstored }).then(
+    this.store.sessions.save(session.sessionId, fields, this.config.idleTimeoutMs, { create: unstored }).then(
       (alive) => {
         if (!alive) this.endHere(session.sessionId, 'evicted');
       },

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { MemoryHolds } from './memory/approvals.js';
 import { MemoryBus } from './memory/bus.js';
 import { MemoryDeliveries } from './memory/deliveries.js';
+import { MemorySessions } from './memory/sessions.js';
 import { RunningIndex } from './memory/running.js';
 import { Semaphores } from './memory/semaphores.js';
 import { StoredBytesLedgers } from './memory/stored-bytes.js';
@@ -44,12 +45,6 @@ import {
   withoutOutcome,
 } from './task-store.js';
 
-/** A session's shared state, and when it expires (epoch ms). */
-interface StoredSession {
-  fields: Record<string, string>;
-  expiresAt: number;
-}
-
 interface Entry {
   task: TaskRecord;
   /** Epoch ms after which the task is gone; undefined while it is not terminal. */
@@ -79,8 +74,7 @@ export class MemoryTaskStore implements TaskStore {
   private readonly cursors = new CursorCodec(this.secret);
   private readonly sweeper: NodeJS.Timeout;
   private lastCreatedUs = 0;
-  /** Sessions' shared state, with when each expires. */
-  private readonly sessions = new Map<string, StoredSession>();
+  readonly sessions = new MemorySessions(() => this.now());
   /** The index of calls waiting for approval (entries of decided holds go at once, of gone ones as they are met). */
   private readonly holds = new MemoryHolds();
   /** Ids of expired tasks, until when they are remembered. */
@@ -330,30 +324,6 @@ export class MemoryTaskStore implements TaskStore {
     return this.semaphores.holders(key, this.now());
   }
 
-  async saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options: { create?: boolean } = {}): Promise<boolean> {
-    let session = this.liveSession(sessionId);
-    if (session === undefined) {
-      if (options.create !== true) return false;
-      session = { fields: {}, expiresAt: 0 };
-      this.sessions.set(sessionId, session);
-    }
-    for (const [field, value] of Object.entries(fields)) {
-      if (value === null) delete session.fields[field];
-      else session.fields[field] = value;
-    }
-    session.expiresAt = this.now() + expireAfterMs;
-    return true;
-  }
-
-  async getSession(sessionId: string): Promise<Record<string, string> | undefined> {
-    const session = this.liveSession(sessionId);
-    return session === undefined ? undefined : { ...session.fields };
-  }
-
-  async deleteSession(sessionId: string): Promise<boolean> {
-    return this.sessions.delete(sessionId);
-  }
-
   async signingSecret(): Promise<Buffer> {
     return this.secret;
   }
@@ -444,22 +414,13 @@ export class MemoryTaskStore implements TaskStore {
     return entry !== undefined && listingKey(entry.task) === key ? entry : undefined;
   }
 
-  private liveSession(sessionId: string): StoredSession | undefined {
-    const session = this.sessions.get(sessionId);
-    if (session !== undefined && session.expiresAt <= this.now()) {
-      this.sessions.delete(sessionId);
-      return undefined;
-    }
-    return session;
-  }
-
   private sweep(): void {
     for (const taskId of [...this.tasks.keys()]) this.live(taskId);
     // Compacted in place, in one pass: the index can hold every task of the process.
     let kept = 0;
     for (const key of this.all) if (this.tasks.has(key.slice(key.indexOf(':') + 1))) this.all[kept++] = key;
     this.all.length = kept;
-    for (const sessionId of [...this.sessions.keys()]) this.liveSession(sessionId);
+    this.sessions.sweep();
     const now = this.now();
     this.semaphores.sweep(now);
     this.stored.sweep(now);

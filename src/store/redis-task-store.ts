@@ -14,6 +14,7 @@ import { OwnEvents } from './redis/own-events.js';
 import { ReadBatch } from './redis/read-batch.js';
 import { RedisRunning } from './redis/running.js';
 import { RedisSemaphores } from './redis/semaphores.js';
+import { RedisSessions } from './redis/sessions.js';
 import { RedisStoredBytes } from './redis/stored-bytes.js';
 import { RedisApprovals } from './redis/approvals.js';
 import { RedisTopics } from './redis/topics.js';
@@ -94,6 +95,7 @@ export class RedisTaskStore implements TaskStore {
   /** Calls held for approval: decisions and the index of pending ones. */
   private readonly approvals: RedisApprovals;
   readonly deliveries: RedisDeliveries;
+  readonly sessions: RedisSessions;
 
   constructor(
     readonly redis: RedisClient,
@@ -120,6 +122,7 @@ export class RedisTaskStore implements TaskStore {
     this.stored = new RedisStoredBytes(this.run, this.keys);
     this.approvals = new RedisApprovals(this.run, this.keys, redis, (taskId) => this.get(taskId));
     this.deliveries = new RedisDeliveries(this.run, this.keys, redis);
+    this.sessions = new RedisSessions(this.run, this.keys, redis);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.ensureSubscribed();
@@ -443,22 +446,6 @@ export class RedisTaskStore implements TaskStore {
   async countHit(name: string, principal: string, windowMs: number, hits = 1): Promise<{ hits: number; resetInMs: number }> {
     const [total, left] = (await this.run('count-hit', this.keys.rateWindow(name, principal), String(Math.max(1, Math.ceil(windowMs))), String(hits))) as [number, number];
     return { hits: Number(total), resetInMs: Number(left) };
-  }
-
-  async saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options: { create?: boolean } = {}): Promise<boolean> {
-    const args: string[] = [];
-    for (const [field, value] of Object.entries(fields)) args.push(field, value === null ? 'del' : 'set', value ?? '');
-    const saved = await this.run('save-session', this.keys.session(sessionId), options.create ? 'create' : 'update', String(Math.max(1, Math.ceil(expireAfterMs))), ...args);
-    return saved === 1;
-  }
-
-  async getSession(sessionId: string): Promise<Record<string, string> | undefined> {
-    const fields = await this.redis.hgetall(this.keys.session(sessionId));
-    return Object.keys(fields).length === 0 ? undefined : fields;
-  }
-
-  async deleteSession(sessionId: string): Promise<boolean> {
-    return (await this.redis.del(this.keys.session(sessionId))) === 1;
   }
 
   /** All replicas sign with one secret, created by whichever replica needs it first. */

@@ -5,6 +5,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { InternalError } from '../errors.js';
 import type { ReplicaBus } from './bus.js';
 import type { DeliveryQueue } from './delivery-queue.js';
+import type { ClientSessions } from './sessions.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { RevisionId } from '../protocol/mcp.js';
 
@@ -317,6 +318,8 @@ export interface TaskStore {
   readonly deliveries: DeliveryQueue;
   /** Messages between replicas (bus.ts). */
   readonly bus: ReplicaBus;
+  /** Client sessions every replica serves (sessions.ts). */
+  readonly sessions: ClientSessions;
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
   /**
@@ -460,15 +463,6 @@ export interface TaskStore {
   renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void>;
   /** Tickets holding a slot of `key` now (expired ones excluded); for tests, metrics and /readyz-style reporting. */
   slotHolders(key: string): Promise<string[]>;
-  /**
-   * Client sessions, shared by every replica: string fields (what `initialize` fixed, and what changes later),
-   * expiring `expireAfterMs` after the last save. With `create` the record is made when missing; otherwise a missing (ended
-   * or expired) session is not revived and this resolves false. A `null` value removes the field.
-   */
-  saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options?: { create?: boolean }): Promise<boolean>;
-  getSession(sessionId: string): Promise<Record<string, string> | undefined>;
-  /** Ends the session for every replica; resolves whether it existed. */
-  deleteSession(sessionId: string): Promise<boolean>;
   /**
    * Decides a call held for approval, in one atomic step: only a pending hold of a task that has not ended, and
    * only once (two replicas deciding at once: exactly one gets ok), and only the call the approver was shown
