@@ -131,7 +131,7 @@ export class SessionRegistry implements Sessions {
     await this.store.sessions.delete(sessionId).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
-    if (this.config.maxPerPrincipal > 0) void this.store.releaseSlot(sessionSlot(principal), sessionId).catch(() => undefined);
+    if (this.config.maxPerPrincipal > 0) void this.store.slots.release(sessionSlot(principal), sessionId).catch(() => undefined);
     this.endHere(sessionId, 'deleted');
     // Awaited: the DELETE is answered only after Redis handed the end to the other replicas, so a request the
     // client sends another replica next finds the session gone there too.
@@ -184,7 +184,7 @@ export class SessionRegistry implements Sessions {
     const limit = this.config.maxPerPrincipal;
     if (limit <= 0) return;
     const grant = await this.store
-      .acquireSlot(sessionSlot(principal), sessionId, SLOT_OWNER, limit, this.config.idleTimeoutMs, { queue: false })
+      .slots.acquire(sessionSlot(principal), sessionId, SLOT_OWNER, limit, this.config.idleTimeoutMs, { queue: false })
       .catch(() => undefined);
     if (grant !== undefined && !grant.granted) {
       throw new GatewayError(
@@ -246,8 +246,8 @@ export class SessionRegistry implements Sessions {
       const slot = { key: sessionSlot(session.principal), ticket: session.sessionId };
       // A session made while the store was away is counted now (it exists already: over the cap or not).
       const counted = unstored
-        ? this.store.acquireSlot(slot.key, slot.ticket, SLOT_OWNER, Number.MAX_SAFE_INTEGER, this.config.idleTimeoutMs, { queue: false })
-        : this.store.renewSlots([slot], this.config.idleTimeoutMs);
+        ? this.store.slots.acquire(slot.key, slot.ticket, SLOT_OWNER, Number.MAX_SAFE_INTEGER, this.config.idleTimeoutMs, { queue: false })
+        : this.store.slots.renew([slot], this.config.idleTimeoutMs);
       void counted.catch(() => undefined);
     }
     const fields: Record<string, string> = unstored ? sessionFields(session) : {};

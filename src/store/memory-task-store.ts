@@ -1,15 +1,15 @@
 import { EventEmitter } from 'node:events';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { MemoryHolds } from './memory/approvals.js';
 import { MemoryBus } from './memory/bus.js';
+import { inTurns } from './memory/in-turns.js';
 import { MemoryDeliveries } from './memory/deliveries.js';
 import { MemorySessions } from './memory/sessions.js';
 import { RunningIndex } from './memory/running.js';
-import { Semaphores } from './memory/semaphores.js';
+import { MemoryRates } from './memory/rates.js';
+import { MemorySlots } from './memory/slots.js';
 import { StoredBytesLedgers } from './memory/stored-bytes.js';
 import {
-  batches,
   CursorCodec,
   DEFAULT_RESULT_GRACE_MS,
   EXPIRED_MEMORY_MS,
@@ -32,7 +32,6 @@ import {
   type HoldReservation,
   type NewTask,
   type PendingHold,
-  type SlotGrant,
   type StoredBytes,
   type TaskChange,
   type TaskFilter,
@@ -65,11 +64,10 @@ export class MemoryTaskStore implements TaskStore {
   readonly bus = new MemoryBus();
   private readonly running = new RunningIndex();
   readonly deliveries = new MemoryDeliveries();
-  private readonly semaphores = new Semaphores();
+  readonly slots = new MemorySlots(this.bus, () => this.now());
+  readonly rates = new MemoryRates(() => this.now());
   /** Bytes of finished tasks' outcomes, per principal and in total, until each task expires or is deleted. */
   private readonly stored = new StoredBytesLedgers();
-  /** Rate-limit windows by name and principal: hits so far and when the window ends. */
-  private readonly rateWindows = new Map<string, { hits: number; endsAt: number }>();
   private readonly secret = randomBytes(32);
   private readonly cursors = new CursorCodec(this.secret);
   private readonly sweeper: NodeJS.Timeout;
@@ -287,43 +285,6 @@ export class MemoryTaskStore implements TaskStore {
     return this.running.takeDeadUpstreamSessions(limit, this.now());
   }
 
-  async acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {
-    const now = this.now();
-    const { grant, dropped } = this.semaphores.acquire(key, ticket, { owner, deadline: now + leaseMs }, limit, options.queue !== false, now);
-    // Told once the semaphore is settled: a waiter's handler may acquire at once (this store calls it synchronously).
-    if (dropped) await this.bus.publish('slots', { key });
-    return grant;
-  }
-
-  async releaseSlot(key: string, ticket: string): Promise<void> {
-    if (this.semaphores.release(key, ticket)) await this.bus.publish('slots', { key });
-  }
-
-  async countHit(name: string, principal: string, windowMs: number, hits = 1): Promise<{ hits: number; resetInMs: number }> {
-    const key = `${name}\u0000${principal}`;
-    const now = this.now();
-    let window = this.rateWindows.get(key);
-    if (window === undefined || window.endsAt <= now) {
-      // Windows that ended are dropped as they are met again, and all of them now and then: memory stays bounded.
-      if (this.rateWindows.size > 10_000) for (const [k, w] of this.rateWindows) if (w.endsAt <= now) this.rateWindows.delete(k);
-      window = { hits: 0, endsAt: now + windowMs };
-      this.rateWindows.set(key, window);
-    }
-    window.hits += hits;
-    return { hits: window.hits, resetInMs: window.endsAt - now };
-  }
-
-  async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {
-    await inTurns(entries, (batch) => {
-      const now = this.now();
-      for (const { key, ticket } of batch) this.semaphores.renew(key, ticket, now, now + leaseMs);
-    });
-  }
-
-  async slotHolders(key: string): Promise<string[]> {
-    return this.semaphores.holders(key, this.now());
-  }
-
   async signingSecret(): Promise<Buffer> {
     return this.secret;
   }
@@ -422,23 +383,10 @@ export class MemoryTaskStore implements TaskStore {
     this.all.length = kept;
     this.sessions.sweep();
     const now = this.now();
-    this.semaphores.sweep(now);
+    this.slots.sweep();
     this.stored.sweep(now);
     for (const [taskId, until] of this.expiredIds) if (until <= now) this.expiredIds.delete(taskId);
     for (const [taskId, until] of this.deletedIds) if (until <= now) this.deletedIds.delete(taskId);
-  }
-}
-
-/**
- * Applies `apply` to `items` batch by batch (IDS_PER_SCRIPT_CALL), yielding to the event loop between batches as
- * the Redis store's calls do: requests are still served while a replica renews 100k leases.
- */
-async function inTurns<T>(items: readonly T[], apply: (batch: T[]) => void): Promise<void> {
-  let first = true;
-  for (const batch of batches(items)) {
-    if (!first) await nextTurn();
-    first = false;
-    apply(batch);
   }
 }
 

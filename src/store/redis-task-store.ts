@@ -13,6 +13,7 @@ import { TaskListing } from './redis/listing.js';
 import { OwnEvents } from './redis/own-events.js';
 import { ReadBatch } from './redis/read-batch.js';
 import { RedisRunning } from './redis/running.js';
+import { RedisRates } from './redis/rates.js';
 import { RedisSemaphores } from './redis/semaphores.js';
 import { RedisSessions } from './redis/sessions.js';
 import { RedisStoredBytes } from './redis/stored-bytes.js';
@@ -40,7 +41,6 @@ import {
   type HoldReservation,
   type NewTask,
   type PendingHold,
-  type SlotGrant,
   type StoredBytes,
   type TaskChange,
   type TaskFilter,
@@ -88,8 +88,8 @@ export class RedisTaskStore implements TaskStore {
   private readonly listing: TaskListing;
   /** Who runs what (leases, heartbeats, orphans). */
   private readonly running: RedisRunning;
-  /** Concurrency slots. */
-  private readonly semaphores: RedisSemaphores;
+  readonly slots: RedisSemaphores;
+  readonly rates: RedisRates;
   /** Bytes of stored tasks (record, call or outcome), per principal and in total. */
   private readonly stored: RedisStoredBytes;
   /** Calls held for approval: decisions and the index of pending ones. */
@@ -118,7 +118,8 @@ export class RedisTaskStore implements TaskStore {
     this.run = timedScripts(defineScripts(redis), options.events ?? NO_EVENTS);
     this.listing = new TaskListing(redis, this.keys, () => this.cursorCodec());
     this.running = new RedisRunning(this.run, this.keys, redis);
-    this.semaphores = new RedisSemaphores(this.run, this.keys);
+    this.slots = new RedisSemaphores(this.run, this.keys);
+    this.rates = new RedisRates(this.run, this.keys);
     this.stored = new RedisStoredBytes(this.run, this.keys);
     this.approvals = new RedisApprovals(this.run, this.keys, redis, (taskId) => this.get(taskId));
     this.deliveries = new RedisDeliveries(this.run, this.keys, redis);
@@ -425,27 +426,6 @@ export class RedisTaskStore implements TaskStore {
 
   takeDeadUpstreamSessions(limit: number): Promise<(UpstreamSessionRecord & { replica: string })[]> {
     return this.running.takeDeadUpstreamSessions(limit);
-  }
-
-  acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {
-    return this.semaphores.acquire(key, ticket, owner, limit, leaseMs, options);
-  }
-
-  releaseSlot(key: string, ticket: string): Promise<void> {
-    return this.semaphores.release(key, ticket);
-  }
-
-  renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {
-    return this.semaphores.renew(entries, leaseMs);
-  }
-
-  slotHolders(key: string): Promise<string[]> {
-    return this.semaphores.holders(key);
-  }
-
-  async countHit(name: string, principal: string, windowMs: number, hits = 1): Promise<{ hits: number; resetInMs: number }> {
-    const [total, left] = (await this.run('count-hit', this.keys.rateWindow(name, principal), String(Math.max(1, Math.ceil(windowMs))), String(hits))) as [number, number];
-    return { hits: Number(total), resetInMs: Number(left) };
   }
 
   /** All replicas sign with one secret, created by whichever replica needs it first. */

@@ -5,7 +5,9 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { InternalError } from '../errors.js';
 import type { ReplicaBus } from './bus.js';
 import type { DeliveryQueue } from './delivery-queue.js';
+import type { RateWindows } from './rates.js';
 import type { ClientSessions } from './sessions.js';
+import type { Slots } from './slots.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { RevisionId } from '../protocol/mcp.js';
 
@@ -309,9 +311,6 @@ export interface UpstreamSessionRecord {
 /** Records of upstream sessions taken per store call by a sweep (a sweep takes batch after batch). */
 export const UPSTREAM_SESSIONS_PER_TAKE = 100;
 
-/** The answer to acquireSlot: a slot, or how many hold one or wait in line before the ticket. */
-export type SlotGrant = { granted: true } | { granted: false; ahead: number };
-
 export interface TaskStore {
   readonly kind: 'memory' | 'redis';
   /** Webhook deliveries waiting for their endpoints, shared by every replica (delivery-queue.ts). */
@@ -320,6 +319,10 @@ export interface TaskStore {
   readonly bus: ReplicaBus;
   /** Client sessions every replica serves (sessions.ts). */
   readonly sessions: ClientSessions;
+  /** Concurrency slots shared by every replica (slots.ts). */
+  readonly slots: Slots;
+  /** Rate windows counted across replicas (rates.ts). */
+  readonly rates: RateWindows;
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
   /**
@@ -431,38 +434,6 @@ export interface TaskStore {
    * taken) counts as dead.
    */
   takeDeadUpstreamSessions(limit: number): Promise<(UpstreamSessionRecord & { replica: string })[]>;
-  /**
-   * A FIFO semaphore of `limit` slots named `key`, shared by every replica. `ticket` (unique, e.g. a task id) joins
-   * the line on its first call and keeps its place on later calls; it is granted a slot when fewer than `limit`
-   * tickets hold one and no more than (limit - holders - 1) unexpired tickets queued before it wait (strict FIFO:
-   * the first `free` tickets in line may be granted). A granted ticket holds its slot until releaseSlot, or until
-   * its lease (`leaseMs`, store time) runs out without renewal (its replica died). Queued tickets carry a lease too,
-   * so a dead replica's waiters never block the line. `queue: false` never joins the line: granted or refused at
-   * once (for counting limits such as unfinished tasks per principal); it does not jump the line either, and a
-   * ticket already in line keeps its place. Re-acquiring a held ticket answers granted (idempotent) and refreshes
-   * its lease. `ahead` is the number of holders plus tickets in line before it. `owner` (the replica) is kept with
-   * the ticket for debugging. A `limit` of 0 or less grants nothing: an unlimited key needs no semaphore.
-   * Expired holders and waiters are dropped by the next acquireSlot of `key`, which then publishes `{ key }` on
-   * `slots` as releaseSlot does, so the waiters behind them need not wait for their retry timer.
-   */
-  acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options?: { queue?: boolean }): Promise<SlotGrant>;
-  /**
-   * Gives the slot back (or leaves the line); no-op when the ticket holds nothing. Tells waiters: publishes
-   * `{ key }` on the store topic `slots` (only when it removed something).
-   */
-  releaseSlot(key: string, ticket: string): Promise<void>;
-  /**
-   * Counts `hits` hits (default one) against the rate window `name` of `principal` (a fixed window of `windowMs`
-   * starting with its first hit, across replicas) and says how many hits it holds now and how long until it ends.
-   */
-  countHit(name: string, principal: string, windowMs: number, hits?: number): Promise<{ hits: number; resetInMs: number }>;
-  /**
-   * Extends the leases of held and queued tickets that still exist (heartbeat); an expired ticket is not revived.
-   * Any number of tickets: they go to the store IDS_PER_SCRIPT_CALL at a time.
-   */
-  renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void>;
-  /** Tickets holding a slot of `key` now (expired ones excluded); for tests, metrics and /readyz-style reporting. */
-  slotHolders(key: string): Promise<string[]>;
   /**
    * Decides a call held for approval, in one atomic step: only a pending hold of a task that has not ended, and
    * only once (two replicas deciding at once: exactly one gets ok), and only the call the approver was shown

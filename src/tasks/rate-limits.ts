@@ -59,7 +59,7 @@ export class RateLimiter {
 
   private async count(name: string, principal: string, limit: number, windowMs: number, what: string, hitsNow = 1): Promise<void> {
     if (limit <= 0) return;
-    const { hits, resetInMs } = await this.store.countHit(name, principal, windowMs, hitsNow).catch((error: unknown) => {
+    const { hits, resetInMs } = await this.store.rates.count(name, principal, windowMs, hitsNow).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
     if (hits <= limit) return;

@@ -73,7 +73,7 @@ export class TaskSlots {
     if (policy.maxTasksPerPrincipal <= 0) return;
     const { key } = this.principalTicket(principal, taskId);
     const grant = await this.store
-      .acquireSlot(key, taskId, this.replicaId(), policy.maxTasksPerPrincipal, this.leaseMs, { queue: false })
+      .slots.acquire(key, taskId, this.replicaId(), policy.maxTasksPerPrincipal, this.leaseMs, { queue: false })
       .catch((error: unknown) => {
         throw storeUnavailable(error);
       });
@@ -90,16 +90,16 @@ export class TaskSlots {
   /** Counts a task taken over from a lost replica again (its old ticket expired with that replica's leases). */
   async reclaimPrincipal(principal: string, taskId: string): Promise<void> {
     const { key } = this.principalTicket(principal, taskId);
-    await this.store.acquireSlot(key, taskId, this.replicaId(), Number.MAX_SAFE_INTEGER, this.leaseMs, { queue: false }).catch(() => undefined);
+    await this.store.slots.acquire(key, taskId, this.replicaId(), Number.MAX_SAFE_INTEGER, this.leaseMs, { queue: false }).catch(() => undefined);
   }
 
   release(slot: SlotTicket): void {
-    void this.store.releaseSlot(slot.key, slot.ticket).catch(() => undefined);
+    void this.store.slots.release(slot.key, slot.ticket).catch(() => undefined);
   }
 
   /** Renews the tickets' leases (heartbeat); rejects when the store did not take it. */
   async renew(slots: SlotTicket[]): Promise<void> {
-    if (slots.length > 0) await this.store.renewSlots(slots, this.leaseMs);
+    if (slots.length > 0) await this.store.slots.renew(slots, this.leaseMs);
   }
 
   /**
@@ -124,7 +124,7 @@ export class TaskSlots {
       let shown: number | undefined;
       for (;;) {
         if (run.ended) return false;
-        const grant = await this.store.acquireSlot(key, slot.ticket, this.replicaId(), limit, this.leaseMs).catch(() => undefined);
+        const grant = await this.store.slots.acquire(key, slot.ticket, this.replicaId(), limit, this.leaseMs).catch(() => undefined);
         if (run.ended) return false; // the run's end gives the slot back
         if (grant?.granted === true) break;
         if (grant !== undefined && grant.ahead !== shown) {

@@ -13,7 +13,8 @@ import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { connectRedis } from '../../src/store/redis-connection.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
-import { HOLDS_PER_READ, IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, pendingHoldOf, type PendingHold, storedTaskBytes, TASK_OVERHEAD_BYTES, TIMELINE_LENGTH, UPSTREAM_SESSIONS_PER_TAKE, type NewTask, type SlotGrant, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import { HOLDS_PER_READ, IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, pendingHoldOf, type PendingHold, storedTaskBytes, TASK_OVERHEAD_BYTES, TIMELINE_LENGTH, UPSTREAM_SESSIONS_PER_TAKE, type NewTask, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import type { SlotGrant } from '../../src/store/slots.js';
 import { eventually } from '../helpers/harness.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from '../helpers/redis-topologies.js';
 import { deleteRedisPrefixes, TEST_REDIS_URL, uniqueRedisPrefix } from '../helpers/shared-redis.js';
@@ -519,12 +520,12 @@ for (const [kind, create] of Object.entries(factories)) {
       const store = await create();
       const key = `principal:batch-${randomBytes(4).toString('hex')}`;
       const tickets = Array.from({ length: BATCH_TEST_IDS }, () => newTaskId());
-      for (const ticket of tickets) await store.acquireSlot(key, ticket, 'replica-1', BATCH_TEST_IDS, 60_000, { queue: false });
-      assert.equal((await store.slotHolders(key)).length, BATCH_TEST_IDS);
+      for (const ticket of tickets) await store.slots.acquire(key, ticket, 'replica-1', BATCH_TEST_IDS, 60_000, { queue: false });
+      assert.equal((await store.slots.holders(key)).length, BATCH_TEST_IDS);
       // Renewed to a short lease: every ticket gets the renewal's deadline (the last batch's too), so all run out.
-      await store.renewSlots(tickets.map((ticket) => ({ key, ticket })), 100);
+      await store.slots.renew(tickets.map((ticket) => ({ key, ticket })), 100);
       await new Promise((resolve) => setTimeout(resolve, 200));
-      assert.deepEqual(await store.slotHolders(key), [], 'every ticket was renewed');
+      assert.deepEqual(await store.slots.holders(key), [], 'every ticket was renewed');
       await store.close();
     });
 
@@ -763,44 +764,44 @@ for (const [kind, create] of Object.entries(factories)) {
     test('slots: never more than `limit` holders, even when every ticket asks at once', async () => {
       const store = await create();
       const tickets = Array.from({ length: 10 }, (_, i) => `t${i}`);
-      const grants = await Promise.all(tickets.map((ticket) => store.acquireSlot(SLOT, ticket, 'replica-1', 3, 5000)));
+      const grants = await Promise.all(tickets.map((ticket) => store.slots.acquire(SLOT, ticket, 'replica-1', 3, 5000)));
       const holders = tickets.filter((_, i) => grants[i]?.granted);
       assert.equal(holders.length, 3);
-      assert.deepEqual((await store.slotHolders(SLOT)).sort(), holders.sort());
+      assert.deepEqual((await store.slots.holders(SLOT)).sort(), holders.sort());
       const aheads = grants.flatMap((grant) => (grant.granted ? [] : [grant.ahead]));
       assert.deepEqual(aheads.sort((a, b) => a - b), [3, 4, 5, 6, 7, 8, 9], 'each waiter has its own place in line');
-      assert.deepEqual(await store.slotHolders('tool:fx/other'), []);
+      assert.deepEqual(await store.slots.holders('tool:fx/other'), []);
       await store.close();
     });
 
     test('slots: strict FIFO — a later ticket is refused while an earlier one waits, whoever asks first', async () => {
       const store = await create();
-      const acquire = (ticket: string): Promise<SlotGrant> => store.acquireSlot(SLOT, ticket, 'replica-1', 1, 5000);
+      const acquire = (ticket: string): Promise<SlotGrant> => store.slots.acquire(SLOT, ticket, 'replica-1', 1, 5000);
       assert.deepEqual(await acquire('t1'), GRANTED);
       assert.deepEqual(await acquire('t2'), waiting(1));
       assert.deepEqual(await acquire('t3'), waiting(2));
-      await store.releaseSlot(SLOT, 't1');
+      await store.slots.release(SLOT, 't1');
       assert.deepEqual(await acquire('t3'), waiting(1), 't2 is first in line');
       assert.deepEqual(await acquire('t2'), GRANTED);
       assert.deepEqual(await acquire('t3'), waiting(1));
-      await store.releaseSlot(SLOT, 't2');
+      await store.slots.release(SLOT, 't2');
       assert.deepEqual(await acquire('t3'), GRANTED);
-      assert.deepEqual(await store.slotHolders(SLOT), ['t3']);
+      assert.deepEqual(await store.slots.holders(SLOT), ['t3']);
       await store.close();
     });
 
     test('slots: `ahead` counts holders and the line before the ticket, which keeps its place; the first `free` in line may go', async () => {
       const store = await create();
-      const acquire = (ticket: string): Promise<SlotGrant> => store.acquireSlot(SLOT, ticket, 'replica-1', 2, 5000);
+      const acquire = (ticket: string): Promise<SlotGrant> => store.slots.acquire(SLOT, ticket, 'replica-1', 2, 5000);
       assert.deepEqual(await acquire('a'), GRANTED);
       assert.deepEqual(await acquire('b'), GRANTED);
       assert.deepEqual(await acquire('c'), waiting(2));
       assert.deepEqual(await acquire('d'), waiting(3));
       assert.deepEqual(await acquire('e'), waiting(4));
       assert.deepEqual(await acquire('d'), waiting(3), 'asking again keeps the place');
-      await store.releaseSlot(SLOT, 'a');
+      await store.slots.release(SLOT, 'a');
       assert.deepEqual(await acquire('d'), waiting(2), 'one free slot, and c is before d');
-      await store.releaseSlot(SLOT, 'b');
+      await store.slots.release(SLOT, 'b');
       assert.deepEqual(await acquire('d'), GRANTED, 'two free slots: the first two in line may go, in any order');
       assert.deepEqual(await acquire('e'), waiting(2), 'd holds one, c is still before e');
       assert.deepEqual(await acquire('c'), GRANTED);
@@ -810,41 +811,41 @@ for (const [kind, create] of Object.entries(factories)) {
 
     test('slots: `queue: false` is granted or refused at once, never joins the line and never jumps it', async () => {
       const store = await create();
-      const once = (ticket: string): Promise<SlotGrant> => store.acquireSlot(SLOT, ticket, 'replica-1', 1, 5000, { queue: false });
-      assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-1', 1, 5000), GRANTED);
+      const once = (ticket: string): Promise<SlotGrant> => store.slots.acquire(SLOT, ticket, 'replica-1', 1, 5000, { queue: false });
+      assert.deepEqual(await store.slots.acquire(SLOT, 't1', 'replica-1', 1, 5000), GRANTED);
       assert.deepEqual(await once('x'), waiting(1));
-      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-1', 1, 5000), waiting(1), 'x did not join the line');
-      await store.releaseSlot(SLOT, 't1');
+      assert.deepEqual(await store.slots.acquire(SLOT, 't2', 'replica-1', 1, 5000), waiting(1), 'x did not join the line');
+      await store.slots.release(SLOT, 't1');
       assert.deepEqual(await once('x'), waiting(1), 't2 is in line before it');
-      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-1', 1, 5000), GRANTED);
-      await store.releaseSlot(SLOT, 't2');
+      assert.deepEqual(await store.slots.acquire(SLOT, 't2', 'replica-1', 1, 5000), GRANTED);
+      await store.slots.release(SLOT, 't2');
       assert.deepEqual(await once('x'), GRANTED);
       assert.deepEqual(await once('y'), waiting(1));
       assert.deepEqual(await once('x'), GRANTED, 'idempotent');
-      assert.deepEqual(await store.slotHolders(SLOT), ['x']);
+      assert.deepEqual(await store.slots.holders(SLOT), ['x']);
       await store.close();
     });
 
     test('slots: re-acquiring a held ticket is granted again, holds one slot, and refreshes its lease', async () => {
       const store = await create();
-      assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-1', 1, 400), GRANTED);
+      assert.deepEqual(await store.slots.acquire(SLOT, 't1', 'replica-1', 1, 400), GRANTED);
       await sleep(250);
-      assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-1', 1, 400), GRANTED);
+      assert.deepEqual(await store.slots.acquire(SLOT, 't1', 'replica-1', 1, 400), GRANTED);
       await sleep(250); // past the first lease, within the refreshed one
-      assert.deepEqual(await store.slotHolders(SLOT), ['t1']);
-      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-1', 1, 5000), waiting(1));
+      assert.deepEqual(await store.slots.holders(SLOT), ['t1']);
+      assert.deepEqual(await store.slots.acquire(SLOT, 't2', 'replica-1', 1, 5000), waiting(1));
       await store.close();
     });
 
     test('rate windows: hits add up in one window per name and principal, several at once for a batch', async () => {
       const store = await create();
-      const first = await store.countHit('requests', 'key:alice', 60_000);
+      const first = await store.rates.count('requests', 'key:alice', 60_000);
       assert.equal(first.hits, 1);
       assert.ok(first.resetInMs > 0 && first.resetInMs <= 60_000, String(first.resetInMs));
-      assert.equal((await store.countHit('requests', 'key:alice', 60_000, 19)).hits, 20);
-      assert.equal((await store.countHit('requests', 'oauth:https://idp.example#alice', 60_000, 3)).hits, 3, 'another principal, another window');
-      assert.equal((await store.countHit('task-creations', 'key:alice', 60_000)).hits, 1, 'another name, another window');
-      const opened = await store.countHit('requests', 'key:bob', 60_000, 5);
+      assert.equal((await store.rates.count('requests', 'key:alice', 60_000, 19)).hits, 20);
+      assert.equal((await store.rates.count('requests', 'oauth:https://idp.example#alice', 60_000, 3)).hits, 3, 'another principal, another window');
+      assert.equal((await store.rates.count('task-creations', 'key:alice', 60_000)).hits, 1, 'another name, another window');
+      const opened = await store.rates.count('requests', 'key:bob', 60_000, 5);
       assert.equal(opened.hits, 5);
       assert.ok(opened.resetInMs > 0 && opened.resetInMs <= 60_000, 'a window opened by a batch has its length too');
       await store.close();
@@ -866,57 +867,57 @@ for (const [kind, create] of Object.entries(factories)) {
       const store = await create();
       const seen: object[] = [];
       const stop = await store.bus.subscribe('slots', (message) => seen.push(message));
-      await store.releaseSlot(SLOT, 'nobody');
-      assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-1', 1, 5000), GRANTED);
-      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-1', 1, 5000), waiting(1));
-      assert.deepEqual(await store.acquireSlot(SLOT, 't3', 'replica-1', 1, 5000), waiting(2));
-      await store.releaseSlot(SLOT, 'nobody');
-      await store.releaseSlot(SLOT, 't2');
-      assert.deepEqual(await store.acquireSlot(SLOT, 't3', 'replica-1', 1, 5000), waiting(1), 't2 left the line');
-      await store.releaseSlot(SLOT, 't1');
-      await store.releaseSlot(SLOT, 't1');
+      await store.slots.release(SLOT, 'nobody');
+      assert.deepEqual(await store.slots.acquire(SLOT, 't1', 'replica-1', 1, 5000), GRANTED);
+      assert.deepEqual(await store.slots.acquire(SLOT, 't2', 'replica-1', 1, 5000), waiting(1));
+      assert.deepEqual(await store.slots.acquire(SLOT, 't3', 'replica-1', 1, 5000), waiting(2));
+      await store.slots.release(SLOT, 'nobody');
+      await store.slots.release(SLOT, 't2');
+      assert.deepEqual(await store.slots.acquire(SLOT, 't3', 'replica-1', 1, 5000), waiting(1), 't2 left the line');
+      await store.slots.release(SLOT, 't1');
+      await store.slots.release(SLOT, 't1');
       await eventually(async () => seen.length >= 2);
       await sleep(50);
       assert.deepEqual(seen, [{ key: SLOT }, { key: SLOT }]);
-      assert.deepEqual(await store.acquireSlot(SLOT, 't3', 'replica-1', 1, 5000), GRANTED);
+      assert.deepEqual(await store.slots.acquire(SLOT, 't3', 'replica-1', 1, 5000), GRANTED);
       stop();
       await store.close();
     });
 
     test('slots: a holder that stops renewing loses its slot, and the acquire that drops it tells waiters; a renewed one keeps it', async () => {
       const store = await create();
-      assert.deepEqual(await store.acquireSlot(SLOT, 'renewed', 'replica-1', 2, 300), GRANTED);
-      assert.deepEqual(await store.acquireSlot(SLOT, 'dead', 'replica-2', 2, 300), GRANTED);
-      assert.deepEqual(await store.acquireSlot(SLOT, 'waiter', 'replica-1', 2, 5000), waiting(2));
+      assert.deepEqual(await store.slots.acquire(SLOT, 'renewed', 'replica-1', 2, 300), GRANTED);
+      assert.deepEqual(await store.slots.acquire(SLOT, 'dead', 'replica-2', 2, 300), GRANTED);
+      assert.deepEqual(await store.slots.acquire(SLOT, 'waiter', 'replica-1', 2, 5000), waiting(2));
       for (let i = 0; i < 3; i++) {
         await sleep(150);
-        await store.renewSlots([{ key: SLOT, ticket: 'renewed' }], 300);
+        await store.slots.renew([{ key: SLOT, ticket: 'renewed' }], 300);
       }
-      assert.deepEqual(await store.slotHolders(SLOT), ['renewed'], 'the dead holder is not counted even before it is dropped');
+      assert.deepEqual(await store.slots.holders(SLOT), ['renewed'], 'the dead holder is not counted even before it is dropped');
       const seen: object[] = [];
       const stop = await store.bus.subscribe('slots', (message) => seen.push(message));
-      assert.deepEqual(await store.acquireSlot(SLOT, 'waiter', 'replica-1', 2, 5000), GRANTED);
+      assert.deepEqual(await store.slots.acquire(SLOT, 'waiter', 'replica-1', 2, 5000), GRANTED);
       await eventually(async () => seen.length === 1, 2000);
       assert.deepEqual(seen, [{ key: SLOT }]);
       stop();
       // Without renewals, the renewed holder's lease runs out too.
-      await eventually(async () => (await store.slotHolders(SLOT)).length === 1, 2000);
-      assert.deepEqual(await store.slotHolders(SLOT), ['waiter']);
+      await eventually(async () => (await store.slots.holders(SLOT)).length === 1, 2000);
+      assert.deepEqual(await store.slots.holders(SLOT), ['waiter']);
       await store.close();
     });
 
     test('slots: a waiter that stops renewing stops blocking the line; a renewed one keeps its place', async () => {
       const store = await create();
-      const acquire = (ticket: string, leaseMs: number): Promise<SlotGrant> => store.acquireSlot(SLOT, ticket, 'replica-1', 1, leaseMs);
+      const acquire = (ticket: string, leaseMs: number): Promise<SlotGrant> => store.slots.acquire(SLOT, ticket, 'replica-1', 1, leaseMs);
       assert.deepEqual(await acquire('holder', 5000), GRANTED);
       assert.deepEqual(await acquire('dead', 300), waiting(1));
       assert.deepEqual(await acquire('renewed', 300), waiting(2));
       assert.deepEqual(await acquire('last', 5000), waiting(3));
-      await store.releaseSlot(SLOT, 'holder');
+      await store.slots.release(SLOT, 'holder');
       assert.deepEqual(await acquire('last', 5000), waiting(2), 'both are still in line before it');
       for (let i = 0; i < 3; i++) {
         await sleep(150);
-        await store.renewSlots([{ key: SLOT, ticket: 'renewed' }], 300);
+        await store.slots.renew([{ key: SLOT, ticket: 'renewed' }], 300);
       }
       assert.deepEqual(await acquire('last', 5000), waiting(1), 'the dead waiter left the line');
       assert.deepEqual(await acquire('renewed', 300), GRANTED);
@@ -926,10 +927,10 @@ for (const [kind, create] of Object.entries(factories)) {
 
     test('slots: renewing does not revive an expired holder or waiter', async () => {
       const store = await create();
-      assert.deepEqual(await store.acquireSlot(SLOT, 'holder', 'replica-1', 1, 200), GRANTED);
-      assert.deepEqual(await store.acquireSlot(SLOT, 'waiter', 'replica-1', 1, 200), waiting(1));
+      assert.deepEqual(await store.slots.acquire(SLOT, 'holder', 'replica-1', 1, 200), GRANTED);
+      assert.deepEqual(await store.slots.acquire(SLOT, 'waiter', 'replica-1', 1, 200), waiting(1));
       await sleep(300);
-      await store.renewSlots(
+      await store.slots.renew(
         [
           { key: SLOT, ticket: 'holder' },
           { key: SLOT, ticket: 'waiter' },
@@ -937,10 +938,10 @@ for (const [kind, create] of Object.entries(factories)) {
         ],
         5000,
       );
-      assert.deepEqual(await store.slotHolders(SLOT), []);
-      assert.deepEqual(await store.acquireSlot(SLOT, 'next', 'replica-1', 1, 5000), GRANTED);
-      assert.deepEqual(await store.acquireSlot(SLOT, 'after', 'replica-1', 1, 5000), waiting(1), 'the waiter is gone from the line');
-      assert.deepEqual(await store.slotHolders('tool:fx/never'), []);
+      assert.deepEqual(await store.slots.holders(SLOT), []);
+      assert.deepEqual(await store.slots.acquire(SLOT, 'next', 'replica-1', 1, 5000), GRANTED);
+      assert.deepEqual(await store.slots.acquire(SLOT, 'after', 'replica-1', 1, 5000), waiting(1), 'the waiter is gone from the line');
+      assert.deepEqual(await store.slots.holders('tool:fx/never'), []);
       await store.close();
     });
 
@@ -1205,16 +1206,16 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
       const prefix = newPrefix();
       const a = await newRedisStore(prefix, topology);
       const b = await newRedisStore(prefix, topology);
-      assert.deepEqual(await a.acquireSlot(SLOT, 't1', 'replica-a', 1, 5000), GRANTED);
-      assert.deepEqual(await b.acquireSlot(SLOT, 't2', 'replica-b', 1, 5000), waiting(1));
-      assert.deepEqual(await b.slotHolders(SLOT), ['t1']);
+      assert.deepEqual(await a.slots.acquire(SLOT, 't1', 'replica-a', 1, 5000), GRANTED);
+      assert.deepEqual(await b.slots.acquire(SLOT, 't2', 'replica-b', 1, 5000), waiting(1));
+      assert.deepEqual(await b.slots.holders(SLOT), ['t1']);
       const seen: object[] = [];
       const stop = await b.bus.subscribe('slots', (message) => seen.push(message));
-      await a.releaseSlot(SLOT, 't1');
+      await a.slots.release(SLOT, 't1');
       await eventually(async () => seen.length === 1, 2000);
       assert.deepEqual(seen, [{ key: SLOT }]);
-      assert.deepEqual(await b.acquireSlot(SLOT, 't2', 'replica-b', 1, 5000), GRANTED);
-      assert.deepEqual(await a.slotHolders(SLOT), ['t2']);
+      assert.deepEqual(await b.slots.acquire(SLOT, 't2', 'replica-b', 1, 5000), GRANTED);
+      assert.deepEqual(await a.slots.holders(SLOT), ['t2']);
       stop();
       await a.close();
       await b.close();
@@ -1226,20 +1227,20 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
       const keys = redisKeys(prefix).slot(SLOT);
       const all = slotKeyList(keys);
       assert.ok(all.every((key) => key.includes(`{slot:${SLOT}}`)));
-      assert.deepEqual(await store.acquireSlot(SLOT, 't1', 'replica-a', 1, 100), GRANTED);
-      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-b', 1, 100), waiting(1));
+      assert.deepEqual(await store.slots.acquire(SLOT, 't1', 'replica-a', 1, 100), GRANTED);
+      assert.deepEqual(await store.slots.acquire(SLOT, 't2', 'replica-b', 1, 100), waiting(1));
       assert.deepEqual(await store.redis.hgetall(keys.owners), { t1: 'replica-a', t2: 'replica-b' });
       for (const key of all) {
         const pttl = await store.redis.pttl(key);
         assert.ok(pttl > 0 && pttl <= 1000, `${key} expires with the semaphore (${pttl} ms)`);
       }
-      await store.renewSlots([{ key: SLOT, ticket: 't1' }], 60_000);
-      assert.deepEqual(await store.acquireSlot(SLOT, 't2', 'replica-b', 1, 100), waiting(1), 'asks again with a short lease');
+      await store.slots.renew([{ key: SLOT, ticket: 't1' }], 60_000);
+      assert.deepEqual(await store.slots.acquire(SLOT, 't2', 'replica-b', 1, 100), waiting(1), 'asks again with a short lease');
       assert.ok((await store.redis.pttl(keys.holders)) > 60_000, 'the keys outlive the renewed lease: expiries only grow');
       // An idle semaphore's keys go by themselves.
       const idle = redisKeys(prefix).slot('tool:fx/idle');
-      assert.deepEqual(await store.acquireSlot('tool:fx/idle', 't1', 'replica-a', 1, 50), GRANTED);
-      assert.deepEqual(await store.acquireSlot('tool:fx/idle', 't2', 'replica-a', 1, 50), waiting(1));
+      assert.deepEqual(await store.slots.acquire('tool:fx/idle', 't1', 'replica-a', 1, 50), GRANTED);
+      assert.deepEqual(await store.slots.acquire('tool:fx/idle', 't2', 'replica-a', 1, 50), waiting(1));
       assert.equal(await store.redis.exists(...slotKeyList(idle)), 5);
       await eventually(async () => (await store.redis.exists(...slotKeyList(idle))) === 0, 3000);
       await store.close();
