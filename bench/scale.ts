@@ -270,7 +270,7 @@ export async function scaleScenario(
     const cpuBefore = cpuMs(gateway.pid);
     // The dead replica's last heartbeat (leasing is one): its liveness runs out leaseMs later, and nobody renews it.
     const lastHeartbeat = performance.now();
-    await store.lease(orphans, DEAD_REPLICA, s.leaseMs);
+    await store.leases.assign(orphans, DEAD_REPLICA, s.leaseMs);
     const expiry = lastHeartbeat + s.leaseMs;
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { MemoryHolds } from './memory/approvals.js';
 import { MemoryBus } from './memory/bus.js';
-import { inTurns } from './memory/in-turns.js';
+import { MemoryLeases, MemoryUpstreamSessions } from './memory/leases.js';
 import { MemoryDeliveries } from './memory/deliveries.js';
 import { MemorySessions } from './memory/sessions.js';
 import { RunningIndex } from './memory/running.js';
@@ -40,7 +40,6 @@ import {
   type TaskRecord,
   type TaskStore,
   type TransitionResult,
-  type UpstreamSessionRecord,
   withoutOutcome,
 } from './task-store.js';
 
@@ -63,6 +62,8 @@ export class MemoryTaskStore implements TaskStore {
   private readonly events = new EventEmitter();
   readonly bus = new MemoryBus();
   private readonly running = new RunningIndex();
+  readonly leases = new MemoryLeases(this.running, () => this.now());
+  readonly upstreamSessions = new MemoryUpstreamSessions(this.running, () => this.now());
   readonly deliveries = new MemoryDeliveries();
   readonly slots = new MemorySlots(this.bus, () => this.now());
   readonly rates = new MemoryRates(() => this.now());
@@ -250,39 +251,6 @@ export class MemoryTaskStore implements TaskStore {
   watch(taskId: string, listener: (task: TaskRecord) => void): () => void {
     this.events.on(taskId, listener);
     return () => this.events.off(taskId, listener);
-  }
-
-  async lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void> {
-    await inTurns(taskIds, (batch) => this.running.lease(batch, owner, this.now() + leaseMs));
-  }
-
-  async reserve(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
-    return this.running.reserve(taskId, owner, this.now() + leaseMs);
-  }
-
-  async heartbeat(replica: string, leaseMs: number): Promise<void> {
-    this.running.heartbeat(replica, this.now() + leaseMs);
-  }
-
-  async unlease(taskId: string, owner?: string): Promise<void> {
-    this.running.unlease(taskId, owner);
-  }
-
-  async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
-    const now = this.now();
-    return this.running.takeOrphans(limit, taker, now, now + leaseMs);
-  }
-
-  async recordUpstreamSession(replica: string, session: UpstreamSessionRecord, leaseMs: number): Promise<void> {
-    this.running.recordUpstreamSession(replica, session, this.now() + leaseMs);
-  }
-
-  async forgetUpstreamSession(replica: string, session: Pick<UpstreamSessionRecord, 'upstream' | 'sessionId'>): Promise<void> {
-    this.running.forgetUpstreamSession(replica, session);
-  }
-
-  async takeDeadUpstreamSessions(limit: number): Promise<(UpstreamSessionRecord & { replica: string })[]> {
-    return this.running.takeDeadUpstreamSessions(limit, this.now());
   }
 
   async signingSecret(): Promise<Buffer> {

@@ -12,13 +12,14 @@ import { RedisDeliveries } from './redis/deliveries.js';
 import { TaskListing } from './redis/listing.js';
 import { OwnEvents } from './redis/own-events.js';
 import { ReadBatch } from './redis/read-batch.js';
-import { RedisRunning } from './redis/running.js';
+import { RedisLeases } from './redis/leases.js';
 import { RedisRates } from './redis/rates.js';
 import { RedisSemaphores } from './redis/semaphores.js';
 import { RedisSessions } from './redis/sessions.js';
 import { RedisStoredBytes } from './redis/stored-bytes.js';
 import { RedisApprovals } from './redis/approvals.js';
 import { RedisTopics } from './redis/topics.js';
+import { RedisUpstreamSessions } from './redis/upstream-sessions.js';
 import { parseTask, readFields, summaryFromHmget } from './redis/task-record.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
@@ -50,7 +51,6 @@ import {
   type TaskStatus,
   type TaskStore,
   type TransitionResult,
-  type UpstreamSessionRecord,
 } from './task-store.js';
 
 /**
@@ -86,8 +86,8 @@ export class RedisTaskStore implements TaskStore {
   private readonly reads: ReadBatch | undefined;
   /** The principals' and the all-tasks indexes. */
   private readonly listing: TaskListing;
-  /** Who runs what (leases, heartbeats, orphans). */
-  private readonly running: RedisRunning;
+  readonly leases: RedisLeases;
+  readonly upstreamSessions: RedisUpstreamSessions;
   readonly slots: RedisSemaphores;
   readonly rates: RedisRates;
   /** Bytes of stored tasks (record, call or outcome), per principal and in total. */
@@ -117,7 +117,8 @@ export class RedisTaskStore implements TaskStore {
     this.events.setMaxListeners(0);
     this.run = timedScripts(defineScripts(redis), options.events ?? NO_EVENTS);
     this.listing = new TaskListing(redis, this.keys, () => this.cursorCodec());
-    this.running = new RedisRunning(this.run, this.keys, redis);
+    this.leases = new RedisLeases(this.run, this.keys);
+    this.upstreamSessions = new RedisUpstreamSessions(this.run, this.keys, redis);
     this.slots = new RedisSemaphores(this.run, this.keys);
     this.rates = new RedisRates(this.run, this.keys);
     this.stored = new RedisStoredBytes(this.run, this.keys);
@@ -394,38 +395,6 @@ export class RedisTaskStore implements TaskStore {
     subscriber.on('message', onMessage);
     subscriber.on('smessage', onMessage); // topics on a cluster (see subscribe)
     this.subscribed = subscriber.subscribe(this.keys.taskEvents()).catch(() => undefined); // only on close
-  }
-
-  lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void> {
-    return this.running.lease(taskIds, owner, leaseMs);
-  }
-
-  reserve(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
-    return this.running.reserve(taskId, owner, leaseMs);
-  }
-
-  heartbeat(replica: string, leaseMs: number): Promise<void> {
-    return this.running.heartbeat(replica, leaseMs);
-  }
-
-  unlease(taskId: string, owner?: string): Promise<void> {
-    return this.running.unlease(taskId, owner);
-  }
-
-  takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
-    return this.running.takeOrphans(limit, taker, leaseMs);
-  }
-
-  recordUpstreamSession(replica: string, session: UpstreamSessionRecord, leaseMs: number): Promise<void> {
-    return this.running.recordUpstreamSession(replica, session, leaseMs);
-  }
-
-  forgetUpstreamSession(replica: string, session: Pick<UpstreamSessionRecord, 'upstream' | 'sessionId'>): Promise<void> {
-    return this.running.forgetUpstreamSession(replica, session);
-  }
-
-  takeDeadUpstreamSessions(limit: number): Promise<(UpstreamSessionRecord & { replica: string })[]> {
-    return this.running.takeDeadUpstreamSessions(limit);
   }
 
   /** All replicas sign with one secret, created by whichever replica needs it first. */

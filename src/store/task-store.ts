@@ -5,9 +5,11 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { InternalError } from '../errors.js';
 import type { ReplicaBus } from './bus.js';
 import type { DeliveryQueue } from './delivery-queue.js';
+import type { Leases } from './leases.js';
 import type { RateWindows } from './rates.js';
 import type { ClientSessions } from './sessions.js';
 import type { Slots } from './slots.js';
+import type { UpstreamSessions } from './upstream-sessions.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import type { RevisionId } from '../protocol/mcp.js';
 
@@ -295,22 +297,6 @@ export function storedTaskBytes(kept: { callJson?: string; outcomeJson?: string 
   return TASK_OVERHEAD_BYTES + Buffer.byteLength(kept.callJson ?? '') + Buffer.byteLength(kept.outcomeJson ?? '');
 }
 
-/**
- * An upstream session a replica opened (a Streamable HTTP `Mcp-Session-Id`), as the store keeps it so that another
- * replica can end it (HTTP DELETE) if this one dies without doing so. The upstream is named, not addressed: whoever
- * ends it reaches it with its own configuration (URL, headers). Never a credential.
- */
-export interface UpstreamSessionRecord {
-  /** The upstream's configured name. */
-  upstream: string;
-  sessionId: string;
-  /** The revision negotiated with it (sent back as `MCP-Protocol-Version` on the DELETE). */
-  protocolVersion?: string;
-}
-
-/** Records of upstream sessions taken per store call by a sweep (a sweep takes batch after batch). */
-export const UPSTREAM_SESSIONS_PER_TAKE = 100;
-
 export interface TaskStore {
   readonly kind: 'memory' | 'redis';
   /** Webhook deliveries waiting for their endpoints, shared by every replica (delivery-queue.ts). */
@@ -323,6 +309,10 @@ export interface TaskStore {
   readonly slots: Slots;
   /** Rate windows counted across replicas (rates.ts). */
   readonly rates: RateWindows;
+  /** Who runs which task, and which replicas are alive (leases.ts). */
+  readonly leases: Leases;
+  /** Upstream sessions replicas opened, for ending those of a replica that died (upstream-sessions.ts). */
+  readonly upstreamSessions: UpstreamSessions;
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
   /**
@@ -387,53 +377,6 @@ export interface TaskStore {
    * recognise later on any replica (list cursors, the state a 2026-07-28 retry resumes from).
    */
   signingSecret(): Promise<Buffer>;
-  /**
-   * Records that tasks run on replica `owner` from now on (created there, taken over, or handed back to it), and
-   * that `owner` is alive for `leaseMs` more (store time): claiming is a sign of life, so a replica that dies
-   * before its first heartbeat is found like any other. Any number of ids: they go to the store
-   * IDS_PER_SCRIPT_CALL at a time, one call after the other (so the whole list is not written atomically).
-   */
-  lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void>;
-  /**
-   * Reserves the id of a task about to be created for replica `owner`, as lease would (a sign of life too), BEFORE
-   * its record is written: a replica that dies between the two leaves an id takeOrphans hands over (the taker finds
-   * no record and drops it), never a record nobody leased. False, leaving the id as it is, when a replica (`owner`
-   * included) holds the id already: a keyed task being created or run there is never taken from its replica.
-   */
-  reserve(taskId: string, owner: string, leaseMs: number): Promise<boolean>;
-  /**
-   * Replica `replica` is alive for `leaseMs` more (store time). One write however many tasks it runs: a replica's
-   * tasks live and die with it, so they need no renewal of their own.
-   */
-  heartbeat(replica: string, leaseMs: number): Promise<void>;
-  /**
-   * Drops a task from the running index (it ended, whoever ended it); with `owner`, only while that replica holds
-   * it (a reservation given back when its creation did not happen).
-   */
-  unlease(taskId: string, owner?: string): Promise<void>;
-  /**
-   * Takes up to `limit` (at most IDS_PER_SCRIPT_CALL) running tasks of replicas whose liveness ran out (they
-   * stopped heartbeating): each such task is handed to exactly one caller across all replicas, with the owner it
-   * had, and runs on `taker` from then on (which is alive for `leaseMs` more). A taker that dies before it settled
-   * them leaves them with its own tasks, and another replica takes them: nothing taken is lost with the taker. A
-   * late heartbeat of the old owner does not take them back.
-   */
-  takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]>;
-  /**
-   * Records that replica `replica` opened an upstream session (and that it is alive for `leaseMs` more, as lease
-   * says: a replica records its upstream sessions before its first heartbeat). Recording the same session again
-   * replaces the record.
-   */
-  recordUpstreamSession(replica: string, session: UpstreamSessionRecord, leaseMs: number): Promise<void>;
-  /** Replica `replica` ended the upstream session (or the upstream did): nobody needs to end it any more. */
-  forgetUpstreamSession(replica: string, session: Pick<UpstreamSessionRecord, 'upstream' | 'sessionId'>): Promise<void>;
-  /**
-   * Takes up to `limit` (at most UPSTREAM_SESSIONS_PER_TAKE) recorded upstream sessions of replicas whose
-   * liveness ran out, each handed to exactly one caller across all replicas and forgotten by the store: the caller
-   * ends them. A replica that leaves the liveness index (take-orphans drops a dead replica once its tasks are
-   * taken) counts as dead.
-   */
-  takeDeadUpstreamSessions(limit: number): Promise<(UpstreamSessionRecord & { replica: string })[]>;
   /**
    * Decides a call held for approval, in one atomic step: only a pending hold of a task that has not ended, and
    * only once (two replicas deciding at once: exactly one gets ok), and only the call the approver was shown

@@ -54,7 +54,7 @@ export class EndWrites {
       this.localEnds.settle(taskId, changed.ok ? withOutcomeOf(changed.task, change) : undefined);
       this.pending.delete(taskId);
       // After the answers of the waiters just woken (they go out in this tick's promise reactions): nobody waits on it.
-      setImmediate(() => void this.store.unlease(taskId).catch(() => undefined));
+      setImmediate(() => void this.store.leases.release(taskId).catch(() => undefined));
       if (!changed.ok) return; // already terminal: whatever ended it announced it
       const ended = { ...taskFacts(task), status: change.to as RunOutcome, durationMs: taskAgeMs(task) };
       this.events.emit('task.ended', { ...ended, ...(reason === undefined ? {} : { reason }), ...(kept ? { kept } : {}) });

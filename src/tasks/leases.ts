@@ -8,7 +8,8 @@
 import type { TaskPolicy } from '../config/types.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
-import { failedWith, IDS_PER_SCRIPT_CALL, isTerminal, UPSTREAM_SESSIONS_PER_TAKE, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { failedWith, IDS_PER_SCRIPT_CALL, isTerminal, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { UPSTREAM_SESSIONS_PER_TAKE, type DeadUpstreamSession } from '../store/upstream-sessions.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { Peers } from './peers.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
@@ -125,7 +126,7 @@ export class TaskLeases {
 
   /** Leases tasks to this replica (if it dies from here on, another one ends them). */
   lease(taskIds: string[]): Promise<void> {
-    return this.store.lease(taskIds, this.peers.id, this.leaseMs);
+    return this.store.leases.assign(taskIds, this.peers.id, this.leaseMs);
   }
 
   /**
@@ -133,12 +134,12 @@ export class TaskLeases {
    * when a replica holds it already (a keyed task created or run elsewhere, or left by a dead replica).
    */
   reserve(taskId: string): Promise<boolean> {
-    return this.store.reserve(taskId, this.peers.id, this.leaseMs);
+    return this.store.leases.reserve(taskId, this.peers.id, this.leaseMs);
   }
 
   /** Gives back a reservation whose task was not created here (only while this replica still holds it). */
   release(taskId: string): Promise<void> {
-    return this.store.unlease(taskId, this.peers.id);
+    return this.store.leases.release(taskId, this.peers.id);
   }
 
   /**
@@ -181,7 +182,7 @@ export class TaskLeases {
     const slotsDue = this.beatsSinceSlots === 0;
     try {
       // Both settle before the beat ends (a beat never overlaps the next), then either failure fails it.
-      const settled = await Promise.allSettled([slotsDue ? this.runs.renewSlots() : undefined, this.store.heartbeat(this.peers.id, this.leaseMs)]);
+      const settled = await Promise.allSettled([slotsDue ? this.runs.renewSlots() : undefined, this.store.leases.heartbeat(this.peers.id, this.leaseMs)]);
       for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
       this.beatsSinceSlots = (this.beatsSinceSlots + 1) % BEATS_PER_LEASE;
       this.lastRound = { ids: held, ms: performance.now() - started };
@@ -240,7 +241,7 @@ export class TaskLeases {
       while (!this.stopped) {
         let orphans: { taskId: string; owner: string }[];
         try {
-          orphans = await this.store.takeOrphans(ORPHANS_PER_TAKE, this.peers.id, this.leaseMs);
+          orphans = await this.store.leases.takeOrphans(ORPHANS_PER_TAKE, this.peers.id, this.leaseMs);
         } catch {
           this.storeDown = true;
           return; // the store is away; readiness says so, and the leases wait
@@ -270,9 +271,9 @@ export class TaskLeases {
    */
   private async endDeadUpstreamSessions(): Promise<void> {
     for (;;) {
-      let taken: Awaited<ReturnType<TaskStore['takeDeadUpstreamSessions']>>;
+      let taken: DeadUpstreamSession[];
       try {
-        taken = await this.store.takeDeadUpstreamSessions(UPSTREAM_SESSIONS_PER_TAKE);
+        taken = await this.store.upstreamSessions.takeDead(UPSTREAM_SESSIONS_PER_TAKE);
       } catch {
         this.storeDown = true;
         return;
@@ -309,7 +310,7 @@ export class TaskLeases {
       const changed = await this.store.transition(taskId, failedWith(message)).catch(() => undefined);
       if (changed === undefined) return;
       settled = true;
-      await this.store.unlease(taskId).catch(() => undefined);
+      await this.store.leases.release(taskId).catch(() => undefined);
       if (!changed.ok) return; // ended meanwhile, or expired: nothing to fail
       const lost = changed.task;
       this.events.emit('task.recovered', { ...taskFacts(lost), action: 'lost', previousOwner: owner });
@@ -340,7 +341,7 @@ export class TaskLeases {
       }
       for (const { upstream, sessionId, protocolVersion } of sessions) {
         const record = protocolVersion === undefined ? { upstream, sessionId } : { upstream, sessionId, protocolVersion };
-        await this.store.recordUpstreamSession(replica, record, this.leaseMs).catch(() => undefined);
+        await this.store.upstreamSessions.record(replica, record, this.leaseMs).catch(() => undefined);
       }
     }
     return lost;
@@ -367,7 +368,7 @@ export class TaskLeases {
         for (const id of answer?.held ?? []) held.add(id);
       }
       if (held.size > 0) {
-        await this.store.lease([...held], owner, this.leaseMs).catch(() => undefined);
+        await this.store.leases.assign([...held], owner, this.leaseMs).catch(() => undefined);
         for (const id of held) this.recovering.delete(id);
       }
       for (const taskId of taskIds) if (!held.has(taskId)) lost.push({ taskId, owner });
@@ -405,7 +406,7 @@ export class TaskLeases {
       .catch(() => undefined);
     if (changed === undefined) return false; // store away: failing it is tried next, else the next sweep tries again
     if (!changed.ok) {
-      await this.store.unlease(taskId).catch(() => undefined);
+      await this.store.leases.release(taskId).catch(() => undefined);
       return true; // ended meanwhile: nothing to fail
     }
     const facts = taskFacts(task);

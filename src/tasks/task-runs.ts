@@ -163,7 +163,7 @@ export class TaskRuns {
     const changed = await store.transition(task.taskId, { to: 'cancelled', message: 'The task was cancelled by request.' }).catch(unavailable);
     const run = this.runs.get(task.taskId);
     if (run !== undefined) this.endRun(run, 'cancelled', 'the task was cancelled');
-    void store.unlease(task.taskId).catch(() => undefined);
+    void store.leases.release(task.taskId).catch(() => undefined);
     if (!changed.ok) return { ok: false, task: changed.reason === 'not_found' ? undefined : changed.task };
     const ended = changed.task;
     // Cancelling a held call ends its hold: the upstream never sees it.
@@ -235,7 +235,7 @@ export class TaskRuns {
         this.endRun(run, 'failed', 'the gateway shut down');
         const changed = await store.transition(run.task.taskId, failedWith('The gateway shut down while the task was running')).catch(() => undefined);
         if (changed?.ok === true) events.emit('task.ended', { ...taskFacts(run.task), status: 'failed', reason: 'drained', durationMs: taskAgeMs(run.task) });
-        await store.unlease(run.task.taskId).catch(() => undefined);
+        await store.leases.release(run.task.taskId).catch(() => undefined);
       }),
     );
   }
@@ -250,7 +250,7 @@ export class TaskRuns {
     run.stopWatching = store.watch(task.taskId, (changed) => {
       if (!isTerminal(changed.status) || run.ended) return;
       this.endRun(run, changed.status as RunOutcome, `the task was ${changed.status}`);
-      void store.unlease(task.taskId).catch(() => undefined);
+      void store.leases.release(task.taskId).catch(() => undefined);
     });
     return run;
   }

@@ -13,8 +13,9 @@ import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { connectRedis } from '../../src/store/redis-connection.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
-import { HOLDS_PER_READ, IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, pendingHoldOf, type PendingHold, storedTaskBytes, TASK_OVERHEAD_BYTES, TIMELINE_LENGTH, UPSTREAM_SESSIONS_PER_TAKE, type NewTask, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import { HOLDS_PER_READ, IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, pendingHoldOf, type PendingHold, storedTaskBytes, TASK_OVERHEAD_BYTES, TIMELINE_LENGTH, type NewTask, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
 import type { SlotGrant } from '../../src/store/slots.js';
+import { UPSTREAM_SESSIONS_PER_TAKE } from '../../src/store/upstream-sessions.js';
 import { eventually } from '../helpers/harness.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from '../helpers/redis-topologies.js';
 import { deleteRedisPrefixes, TEST_REDIS_URL, uniqueRedisPrefix } from '../helpers/shared-redis.js';
@@ -378,72 +379,72 @@ for (const [kind, create] of Object.entries(factories)) {
       const [a, b, c] = [newTaskId(), newTaskId(), newTaskId()];
       // Each step below only needs its lease to have run out (a sleep longer than it), or a write made before the
       // next read: a busy machine's stalls make neither wrong.
-      await store.lease([a, b], 'replica-1', 1);
-      await store.lease([c], 'replica-2', 60_000);
-      await store.heartbeat('replica-1', 60_000);
+      await store.leases.assign([a, b], 'replica-1', 1);
+      await store.leases.assign([c], 'replica-2', 60_000);
+      await store.leases.heartbeat('replica-1', 60_000);
       await sleep(20);
-      assert.deepEqual(await store.takeOrphans(10, 'replica-3', 60_000), [], 'the heartbeat kept both of replica-1\'s tasks past their lease');
-      await store.heartbeat('replica-1', 1);
+      assert.deepEqual(await store.leases.takeOrphans(10, 'replica-3', 60_000), [], 'the heartbeat kept both of replica-1\'s tasks past their lease');
+      await store.leases.heartbeat('replica-1', 1);
       await sleep(20);
       // replica-1 stopped beating; replica-2 is far from its deadline. Two callers race: each task goes to one.
-      const [first, second] = await Promise.all([store.takeOrphans(10, 'replica-3', 60_000), store.takeOrphans(10, 'replica-4', 60_000)]);
+      const [first, second] = await Promise.all([store.leases.takeOrphans(10, 'replica-3', 60_000), store.leases.takeOrphans(10, 'replica-4', 60_000)]);
       const taken = [...first, ...second].sort((x, y) => x.taskId.localeCompare(y.taskId));
       assert.deepEqual(taken, [{ taskId: a, owner: 'replica-1' }, { taskId: b, owner: 'replica-1' }].sort((x, y) => x.taskId.localeCompare(y.taskId)));
       // replica-1 comes back (its heartbeats were late): what was taken stays taken.
-      await store.heartbeat('replica-1', 50);
+      await store.leases.heartbeat('replica-1', 50);
       await sleep(100);
-      assert.deepEqual(await store.takeOrphans(10, 'replica-5', 60_000), [], 'a dead replica holding nothing has nothing to give');
-      await store.unlease(c);
+      assert.deepEqual(await store.leases.takeOrphans(10, 'replica-5', 60_000), [], 'a dead replica holding nothing has nothing to give');
+      await store.leases.release(c);
       // A taken orphan is its taker's: it goes with the taker's tasks (its owner now the taker) once the taker
       // stops beating, as when the taker dies before it settled it. An ended task is in nobody's index.
-      await store.heartbeat('replica-3', 50);
-      await store.heartbeat('replica-4', 50);
-      await store.lease([c], 'replica-3', 50);
-      await store.unlease(c);
+      await store.leases.heartbeat('replica-3', 50);
+      await store.leases.heartbeat('replica-4', 50);
+      await store.leases.assign([c], 'replica-3', 50);
+      await store.leases.release(c);
       await sleep(100);
-      const again = (await store.takeOrphans(10, 'replica-5', 60_000)).sort((x, y) => x.taskId.localeCompare(y.taskId));
+      const again = (await store.leases.takeOrphans(10, 'replica-5', 60_000)).sort((x, y) => x.taskId.localeCompare(y.taskId));
       const takers = new Map([...first.map((o) => [o.taskId, 'replica-3'] as const), ...second.map((o) => [o.taskId, 'replica-4'] as const)]);
       assert.deepEqual(again, taken.map((o) => ({ taskId: o.taskId, owner: takers.get(o.taskId) })));
       // Leasing to a replica moves a task out of its previous replica's tasks (an orphan handed back to its owner).
-      await store.lease([a], 'replica-6', 60_000);
-      await store.heartbeat('replica-5', 50);
+      await store.leases.assign([a], 'replica-6', 60_000);
+      await store.leases.heartbeat('replica-5', 50);
       await sleep(100);
-      assert.deepEqual(await store.takeOrphans(10, 'replica-7', 60_000), [{ taskId: b, owner: 'replica-5' }]);
+      assert.deepEqual(await store.leases.takeOrphans(10, 'replica-7', 60_000), [{ taskId: b, owner: 'replica-5' }]);
       await store.close();
     });
 
     test('upstream sessions: a dead replica\'s are taken exactly once and forgotten; a live one\'s and forgotten ones stay out', async () => {
       const store = await create();
-      await store.recordUpstreamSession('replica-1', { upstream: 'up', sessionId: 's1', protocolVersion: '2025-11-25' }, 60_000);
-      await store.recordUpstreamSession('replica-1', { upstream: 'up', sessionId: 's2' }, 60_000);
-      await store.recordUpstreamSession('replica-1', { upstream: 'other', sessionId: 's3' }, 60_000);
-      await store.forgetUpstreamSession('replica-1', { upstream: 'other', sessionId: 's3' });
-      await store.recordUpstreamSession('replica-2', { upstream: 'up', sessionId: 's4' }, 60_000);
-      assert.deepEqual(await store.takeDeadUpstreamSessions(10), [], 'recording is a sign of life');
+      await store.upstreamSessions.record('replica-1', { upstream: 'up', sessionId: 's1', protocolVersion: '2025-11-25' }, 60_000);
+      await store.upstreamSessions.record('replica-1', { upstream: 'up', sessionId: 's2' }, 60_000);
+      await store.upstreamSessions.record('replica-1', { upstream: 'other', sessionId: 's3' }, 60_000);
+      await store.upstreamSessions.forget('replica-1', { upstream: 'other', sessionId: 's3' });
+      await store.upstreamSessions.record('replica-2', { upstream: 'up', sessionId: 's4' }, 60_000);
+      assert.deepEqual(await store.upstreamSessions.takeDead(10), [], 'recording is a sign of life');
       // replica-1 stops beating (a heartbeat of 1 ms is its last); replica-2 lives on. Two sweepers race.
-      await store.heartbeat('replica-1', 1);
+      await store.leases.heartbeat('replica-1', 1);
       await sleep(20);
-      const [first, second] = await Promise.all([store.takeDeadUpstreamSessions(10), store.takeDeadUpstreamSessions(10)]);
+      const [first, second] = await Promise.all([store.upstreamSessions.takeDead(10), store.upstreamSessions.takeDead(10)]);
       const taken = [...first, ...second].sort((x, y) => x.sessionId.localeCompare(y.sessionId));
       assert.deepEqual(taken, [
         { replica: 'replica-1', upstream: 'up', sessionId: 's1', protocolVersion: '2025-11-25' },
         { replica: 'replica-1', upstream: 'up', sessionId: 's2' },
       ]);
-      assert.deepEqual(await store.takeDeadUpstreamSessions(10), [], 'taken sessions are forgotten');
+      assert.deepEqual(await store.upstreamSessions.takeDead(10), [], 'taken sessions are forgotten');
       // A dead replica the task sweep dropped from the liveness index (it held no task) is still dead.
-      await store.recordUpstreamSession('replica-5', { upstream: 'up', sessionId: 's5' }, 60_000);
-      await store.heartbeat('replica-5', 1);
+      await store.upstreamSessions.record('replica-5', { upstream: 'up', sessionId: 's5' }, 60_000);
+      await store.leases.heartbeat('replica-5', 1);
       await sleep(20);
-      assert.deepEqual(await store.takeOrphans(10, 'replica-2', 60_000), []);
-      assert.deepEqual(await store.takeDeadUpstreamSessions(10), [{ replica: 'replica-5', upstream: 'up', sessionId: 's5' }]);
+      assert.deepEqual(await store.leases.takeOrphans(10, 'replica-2', 60_000), []);
+      assert.deepEqual(await store.upstreamSessions.takeDead(10), [{ replica: 'replica-5', upstream: 'up', sessionId: 's5' }]);
       // Many sessions go batch by batch, each at most UPSTREAM_SESSIONS_PER_TAKE, none twice.
       const many = 2 * UPSTREAM_SESSIONS_PER_TAKE + 30;
-      for (let i = 0; i < many; i++) await store.recordUpstreamSession('replica-6', { upstream: 'up', sessionId: `m${i}` }, 60_000);
-      await store.heartbeat('replica-6', 1);
+      for (let i = 0; i < many; i++) await store.upstreamSessions.record('replica-6', { upstream: 'up', sessionId: `m${i}` }, 60_000);
+      await store.leases.heartbeat('replica-6', 1);
       await sleep(20);
       const seen = new Set<string>();
       for (;;) {
-        const batch = await store.takeDeadUpstreamSessions(1_000);
+        const batch = await store.upstreamSessions.takeDead(1_000);
         if (batch.length === 0) break;
         assert.ok(batch.length <= UPSTREAM_SESSIONS_PER_TAKE, `a batch of ${batch.length}`);
         for (const { sessionId } of batch) {
@@ -452,34 +453,34 @@ for (const [kind, create] of Object.entries(factories)) {
         }
       }
       assert.equal(seen.size, many);
-      assert.deepEqual((await store.takeDeadUpstreamSessions(10)).map((s) => s.sessionId), [], 'replica-2 is alive: s4 stays');
+      assert.deepEqual((await store.upstreamSessions.takeDead(10)).map((s) => s.sessionId), [], 'replica-2 is alive: s4 stays');
       await store.close();
     });
 
     test('reserve: a new task\'s id is leased before its record exists, never taken from a replica that holds it; a reservation goes back only from its holder; one left by a dead replica is swept', async () => {
       const store = await create();
       const fresh = newTaskId();
-      assert.equal(await store.reserve(fresh, 'replica-1', 60_000), true);
-      assert.equal(await store.reserve(fresh, 'replica-2', 60_000), false, 'another replica holds it');
-      assert.equal(await store.reserve(fresh, 'replica-1', 60_000), false, 'held already, by the same replica too (two racing calls under one key)');
-      await store.unlease(fresh, 'replica-2');
-      assert.equal(await store.reserve(fresh, 'replica-2', 60_000), false, 'given back by a replica that does not hold it: nothing changed');
-      await store.unlease(fresh, 'replica-1');
-      assert.equal(await store.reserve(fresh, 'replica-2', 60_000), true, 'given back by its holder: free');
+      assert.equal(await store.leases.reserve(fresh, 'replica-1', 60_000), true);
+      assert.equal(await store.leases.reserve(fresh, 'replica-2', 60_000), false, 'another replica holds it');
+      assert.equal(await store.leases.reserve(fresh, 'replica-1', 60_000), false, 'held already, by the same replica too (two racing calls under one key)');
+      await store.leases.release(fresh, 'replica-2');
+      assert.equal(await store.leases.reserve(fresh, 'replica-2', 60_000), false, 'given back by a replica that does not hold it: nothing changed');
+      await store.leases.release(fresh, 'replica-1');
+      assert.equal(await store.leases.reserve(fresh, 'replica-2', 60_000), true, 'given back by its holder: free');
       // A running task's lease is never taken by a reservation (a keyed call finding its key's task running elsewhere).
       const running = await store.create(newTask());
-      await store.lease([running.taskId], 'replica-3', 60_000);
-      assert.equal(await store.reserve(running.taskId, 'replica-4', 60_000), false);
+      await store.leases.assign([running.taskId], 'replica-3', 60_000);
+      assert.equal(await store.leases.reserve(running.taskId, 'replica-4', 60_000), false);
       // A replica that dies after reserving leaves ids the sweep takes with their owner: one it never stored (no
       // record: the taker drops it) and one it stored (the taker settles it). Nothing is left unleased.
       const neverStored = newTaskId();
       const stored = newTask();
-      assert.equal(await store.reserve(neverStored, 'replica-5', 1), true);
-      assert.equal(await store.reserve(stored.taskId, 'replica-5', 1), true);
+      assert.equal(await store.leases.reserve(neverStored, 'replica-5', 1), true);
+      assert.equal(await store.leases.reserve(stored.taskId, 'replica-5', 1), true);
       await store.create(stored);
       const taken: { taskId: string; owner: string }[] = [];
       await eventually(async () => {
-        taken.push(...(await store.takeOrphans(10, 'replica-6', 60_000)));
+        taken.push(...(await store.leases.takeOrphans(10, 'replica-6', 60_000)));
         return taken.length >= 2;
       }, 5000);
       const byId = (x: { taskId: string }, y: { taskId: string }): number => x.taskId.localeCompare(y.taskId);
@@ -487,25 +488,25 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.equal(await store.get(neverStored), undefined);
       assert.equal((await store.get(stored.taskId))?.status, 'working');
       // Until the taker lets it go, the id is the taker's; then a new reservation gets it.
-      assert.equal(await store.reserve(neverStored, 'replica-7', 60_000), false);
-      await store.unlease(neverStored);
-      assert.equal(await store.reserve(neverStored, 'replica-7', 60_000), true);
+      assert.equal(await store.leases.reserve(neverStored, 'replica-7', 60_000), false);
+      await store.leases.release(neverStored);
+      assert.equal(await store.leases.reserve(neverStored, 'replica-7', 60_000), true);
       await store.close();
     });
 
     test(`leases in batches: ${BATCH_TEST_IDS} ids (more than ${IDS_PER_SCRIPT_CALL} per store call) are leased, kept by one heartbeat and taken batch by batch`, async () => {
       const store = await create();
       const ids = Array.from({ length: BATCH_TEST_IDS }, () => newTaskId());
-      await store.lease(ids, 'replica-1', 150);
-      await store.heartbeat('replica-1', 60_000);
+      await store.leases.assign(ids, 'replica-1', 150);
+      await store.leases.heartbeat('replica-1', 60_000);
       await sleep(200);
-      assert.deepEqual(await store.takeOrphans(IDS_PER_SCRIPT_CALL, 'replica-2', 60_000), [], 'one heartbeat kept every task, the last batch\'s too');
+      assert.deepEqual(await store.leases.takeOrphans(IDS_PER_SCRIPT_CALL, 'replica-2', 60_000), [], 'one heartbeat kept every task, the last batch\'s too');
       // A short last heartbeat, then none: a dead replica's tasks, taken at most a batch per call.
-      await store.heartbeat('replica-1', 50);
+      await store.leases.heartbeat('replica-1', 50);
       await sleep(100);
       const taken: { taskId: string; owner: string }[] = [];
       for (;;) {
-        const batch = await store.takeOrphans(BATCH_TEST_IDS, 'replica-2', 60_000);
+        const batch = await store.leases.takeOrphans(BATCH_TEST_IDS, 'replica-2', 60_000);
         assert.ok(batch.length <= IDS_PER_SCRIPT_CALL, `one call took ${batch.length}`);
         if (batch.length === 0) break;
         taken.push(...batch);
@@ -1149,13 +1150,13 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
       await store.redis.zadd(keys.runningByLeaseDeadline(), nowMs - 5_000, ranOut, nowMs + 60_000, ahead, nowMs - 5_000, ended);
       await store.redis.hset(keys.runningOwners(), ranOut, 'old-replica', ahead, 'old-replica', ended, 'old-replica');
       assert.ok(keys.runningByLeaseDeadline().includes('{running}') && keys.replicasAlive().includes('{running}'), 'one Cluster slot');
-      await store.unlease(ended);
-      assert.deepEqual(await store.takeOrphans(10, 'new-replica', 60_000), [{ taskId: ranOut, owner: 'old-replica' }]);
+      await store.leases.release(ended);
+      assert.deepEqual(await store.leases.takeOrphans(10, 'new-replica', 60_000), [{ taskId: ranOut, owner: 'old-replica' }]);
       assert.equal(await store.redis.hget(keys.runningOwners(), ranOut), 'new-replica');
       assert.equal(await store.redis.sismember(keys.runningOf('new-replica'), ranOut), 1);
       assert.deepEqual(await store.redis.zrange(keys.runningByLeaseDeadline(), '0', '-1'), [ahead]);
-      await store.unlease(ahead);
-      await store.unlease(ranOut);
+      await store.leases.release(ahead);
+      await store.leases.release(ranOut);
       assert.equal(await store.redis.zcard(keys.runningByLeaseDeadline()), 0);
       assert.equal(await store.redis.hlen(keys.runningOwners()), 0);
       assert.equal(await store.redis.scard(keys.runningOf('new-replica')), 0);

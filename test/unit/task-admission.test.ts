@@ -52,9 +52,9 @@ function admission(maxRunningTasks = 0): TaskAdmission {
         // nobody leased (issue 39).
         assert.equal(await store.get(taskId), undefined, 'reserved before it is stored');
         leased.push(taskId);
-        return store.reserve(taskId, 'replica-1', 30_000);
+        return store.leases.reserve(taskId, 'replica-1', 30_000);
       },
-      release: (taskId) => store.unlease(taskId, 'replica-1'),
+      release: (taskId) => store.leases.release(taskId, 'replica-1'),
       leaseMs: 30_000,
     },
     running: () => running,

@@ -51,7 +51,7 @@ function taskRuns(maxRunningTasks = 0): { runs: TaskRuns; queries: TaskQueries }
     slots,
     endWrites: new EndWrites({ store, logger: silentLogger, events, localEnds }),
     relay: new RunRelay({ store, logger: silentLogger, events }),
-    leases: { reserve: (taskId) => store.reserve(taskId, REPLICA, LEASE_MS), release: (taskId) => store.unlease(taskId, REPLICA), leaseMs: LEASE_MS },
+    leases: { reserve: (taskId) => store.leases.reserve(taskId, REPLICA, LEASE_MS), release: (taskId) => store.leases.release(taskId, REPLICA), leaseMs: LEASE_MS },
     queries,
     recovery: {
       upstream: () => fixture.upstream,
