@@ -9,39 +9,8 @@ import { RunningIndex } from './memory/running.js';
 import { MemoryRates } from './memory/rates.js';
 import { MemorySlots } from './memory/slots.js';
 import { StoredBytesLedgers } from './memory/stored-bytes.js';
-import {
-  CursorCodec,
-  DEFAULT_RESULT_GRACE_MS,
-  EXPIRED_MEMORY_MS,
-  isTerminal,
-  LIST_ALL_SCAN,
-  listingKey,
-  matchesFilter,
-  ledgerOf,
-  storedTaskBytes,
-  terminalExpiry,
-  TIMELINE_LENGTH,
-  ALL_TASKS_CURSOR,
-  type ApprovalDecision,
-  type DecideResult,
-  type CreateOnceResult,
-  type DeleteResult,
-  type KeyRetirement,
-  pendingHoldOf,
-  type HoldPosition,
-  type HoldReservation,
-  type NewTask,
-  type PendingHold,
-  type StoredBytes,
-  type TaskChange,
-  type TaskFilter,
-  type TaskPage,
-  type TaskTransition,
-  type TaskRecord,
-  type TaskStore,
-  type TransitionResult,
-  withoutOutcome,
-} from './task-store.js';
+import { CursorCodec, DEFAULT_RESULT_GRACE_MS, EXPIRED_MEMORY_MS, isTerminal, LIST_ALL_SCAN, listingKey, matchesFilter, ledgerOf, storedTaskBytes, terminalExpiry, TIMELINE_LENGTH, ALL_TASKS_CURSOR, type CreateOnceResult, type DeleteResult, type KeyRetirement, type NewTask, type StoredBytes, type TaskChange, type TaskFilter, type TaskPage, type TaskTransition, type TaskRecord, type TaskStore, type TransitionResult, withoutOutcome } from './task-store.js';
+import { type ApprovalDecision, type DecideResult, pendingHoldOf, type HoldPosition, type HoldReservation, type PendingHold } from './approvals.js';
 
 interface Entry {
   task: TaskRecord;

@@ -23,35 +23,8 @@ import { RedisUpstreamSessions } from './redis/upstream-sessions.js';
 import { parseTask, readFields, summaryFromHmget } from './redis/task-record.js';
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
-import {
-  CursorCodec,
-  DEFAULT_RESULT_GRACE_MS,
-  EXPIRED_MEMORY_MS,
-  isTerminal,
-  ledgerOf,
-  storedTaskBytes,
-  pendingHoldOf,
-  terminalExpiry,
-  TIMELINE_LENGTH,
-  type ApprovalDecision,
-  type DecideResult,
-  type CreateOnceResult,
-  type DeleteResult,
-  type KeyRetirement,
-  type HoldPosition,
-  type HoldReservation,
-  type NewTask,
-  type PendingHold,
-  type StoredBytes,
-  type TaskChange,
-  type TaskFilter,
-  type TaskPage,
-  type TaskTransition,
-  type TaskRecord,
-  type TaskStatus,
-  type TaskStore,
-  type TransitionResult,
-} from './task-store.js';
+import { CursorCodec, DEFAULT_RESULT_GRACE_MS, EXPIRED_MEMORY_MS, isTerminal, ledgerOf, storedTaskBytes, terminalExpiry, TIMELINE_LENGTH, type CreateOnceResult, type DeleteResult, type KeyRetirement, type NewTask, type StoredBytes, type TaskChange, type TaskFilter, type TaskPage, type TaskTransition, type TaskRecord, type TaskStatus, type TaskStore, type TransitionResult } from './task-store.js';
+import { pendingHoldOf, type ApprovalDecision, type DecideResult, type HoldPosition, type HoldReservation, type PendingHold } from './approvals.js';
 
 /**
  * With `waitForReplica`, how long a create or a task's end waits for a replica to confirm it has the write. Past

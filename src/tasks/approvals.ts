@@ -14,21 +14,8 @@ import { GatewayError, storeUnavailable } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import { canonicalJson, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import {
-  CursorCodec,
-  failedWith,
-  HOLDS_PER_READ,
-  InvalidCursorError,
-  isTerminal,
-  pendingHoldOf,
-  type ApprovalHold,
-  type ApprovalState,
-  type DecideResult,
-  type HoldPosition,
-  type PendingHold,
-  type TaskRecord,
-  type TaskStore,
-} from '../store/task-store.js';
+import { CursorCodec, failedWith, InvalidCursorError, isTerminal, type ApprovalHold, type ApprovalState, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { HOLDS_PER_READ, pendingHoldOf, type DecideResult, type HoldPosition, type PendingHold } from '../store/approvals.js';
 import type { EndWrites } from './end-writes.js';
 import type { Caller } from './principals.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';

@@ -1,7 +1,7 @@
 // The memory store's index of pending holds, twin of the Redis one (redis/approvals.ts): each hold's small entry
 // (who asked, tool, approvers, deadline) in deadline order, which listings filter on without touching any record
 // (nor its call), and each principal's places (what tasks.maxPendingApprovalsPerPrincipal counts).
-import { HOLDS_PER_READ, holdAfter, type HoldPosition, type HoldReservation, type PendingHold } from '../task-store.js';
+import { HOLDS_PER_READ, holdAfter, type HoldPosition, type HoldReservation, type PendingHold } from '../approvals.js';
 
 export class MemoryHolds {
   /** Indexed holds, soonest deadline first (then by task id, as Redis orders equal scores). */

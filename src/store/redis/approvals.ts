@@ -8,7 +8,8 @@
 // memory/approvals.ts.
 import type { RedisClient } from '../redis-connection.js';
 import type { RedisKeys } from '../redis-keys.js';
-import { HOLDS_PER_READ, holdAfter, isTerminal, pendingHoldOf, type ApprovalDecision, type DecideResult, type HoldPosition, type HoldReservation, type PendingHold, type TaskRecord } from '../task-store.js';
+import { isTerminal, type TaskRecord } from '../task-store.js';
+import { HOLDS_PER_READ, holdAfter, pendingHoldOf, type ApprovalDecision, type DecideResult, type HoldPosition, type HoldReservation, type PendingHold } from '../approvals.js';
 import type { RunScript } from './scripts.js';
 import { parseTask } from './task-record.js';
 
