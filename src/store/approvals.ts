@@ -41,7 +41,7 @@ export interface PendingHold {
 /** A place in the pending index (deadline, then task id): a scan goes on after it. */
 export type HoldPosition = Pick<PendingHold, 'deadlineMs' | 'taskId'>;
 
-/** Index entries one pendingHolds or dueHolds call reads at most. */
+/** Index entries one pending or due call reads at most. */
 export const HOLDS_PER_READ = 500;
 
 /** The index entry of a held task (undefined for a task that holds nothing). */
@@ -62,3 +62,35 @@ export function holdAfter(hold: HoldPosition, position: HoldPosition): boolean {
  * many the principal holds.
  */
 export type HoldReservation = { reserved: true } | { reserved: false; pending: number };
+
+export interface Approvals {
+  /**
+   * Decides a call held for approval, in one atomic step: only a pending hold of a task that has not ended, and
+   * only once (two replicas deciding at once: exactly one gets ok), and only the call the approver was shown
+   * (`decision.digest`, when given, is the hold's). Expiry only once its deadline passed (store time); approval or
+   * denial only before it. The task keeps its status; its message becomes `decision.message`,
+   * and the change is published like any other (watchers see the decision).
+   */
+  decide(taskId: string, decision: ApprovalDecision): Promise<DecideResult>;
+  /**
+   * Reserves a place for a new hold among `principal`'s pending ones (before its task is stored): refused when the
+   * principal holds `cap` pending holds already (0: no cap). A place is freed when its hold leaves the index
+   * (unindex: decided, ended) or, if its task was never stored, once `deadlineMs` has passed.
+   */
+  reserve(principal: string, taskId: string, deadlineMs: number, cap: number): Promise<HoldReservation>;
+  /**
+   * Lists a pending hold in the index (idempotent): after its task is stored, and again by a replica that takes the
+   * task over (a replica lost between the two writes leaves a hold that listings and the sweep would miss).
+   */
+  index(hold: PendingHold): Promise<void>;
+  /** Takes a hold out of the index and its principal's count (idempotent): decided, ended, or gone. */
+  unindex(taskId: string): Promise<void>;
+  /**
+   * The index's entries after `after` (or from the start), soonest deadline first (then by task id), at most
+   * `limit` (HOLDS_PER_READ). Entries only, never the records: an entry may outlive its hold (decided elsewhere,
+   * task gone) until the reader checks the record and unindexes it.
+   */
+  pending(page: { after?: HoldPosition; limit: number }): Promise<PendingHold[]>;
+  /** Ids of indexed holds whose deadline is at or before `nowMs`, soonest first, at most `limit` (HOLDS_PER_READ). */
+  due(nowMs: number, limit: number): Promise<string[]>;
+}

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
-import { MemoryHolds } from './memory/approvals.js';
+import { MemoryApprovals, MemoryHolds } from './memory/approvals.js';
 import { MemoryBus } from './memory/bus.js';
 import { MemoryLeases, MemoryUpstreamSessions } from './memory/leases.js';
 import { MemoryDeliveries } from './memory/deliveries.js';
@@ -10,7 +10,7 @@ import { MemoryRates } from './memory/rates.js';
 import { MemorySlots } from './memory/slots.js';
 import { StoredBytesLedgers } from './memory/stored-bytes.js';
 import { CursorCodec, DEFAULT_RESULT_GRACE_MS, EXPIRED_MEMORY_MS, isTerminal, LIST_ALL_SCAN, listingKey, matchesFilter, ledgerOf, storedTaskBytes, terminalExpiry, TIMELINE_LENGTH, ALL_TASKS_CURSOR, type CreateOnceResult, type DeleteResult, type KeyRetirement, type NewTask, type StoredBytes, type TaskChange, type TaskFilter, type TaskPage, type TaskTransition, type TaskRecord, type TaskStore, type TransitionResult, withoutOutcome } from './task-store.js';
-import { type ApprovalDecision, type DecideResult, pendingHoldOf, type HoldPosition, type HoldReservation, type PendingHold } from './approvals.js';
+import { pendingHoldOf, type PendingHold } from './approvals.js';
 
 interface Entry {
   task: TaskRecord;
@@ -45,6 +45,7 @@ export class MemoryTaskStore implements TaskStore {
   readonly sessions = new MemorySessions(() => this.now());
   /** The index of calls waiting for approval (entries of decided holds go at once, of gone ones as they are met). */
   private readonly holds = new MemoryHolds();
+  readonly approvals = new MemoryApprovals(this.holds, { live: (taskId) => this.live(taskId), announce: (task) => this.events.emit(task.taskId, task) }, () => this.now());
   /** Ids of expired tasks, until when they are remembered. */
   private readonly expiredIds = new Map<string, number>();
   /** Ids of deleted keyed tasks, until when they stay retired (as long as they would have once expired). */
@@ -224,61 +225,6 @@ export class MemoryTaskStore implements TaskStore {
 
   async signingSecret(): Promise<Buffer> {
     return this.secret;
-  }
-
-  async decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult> {
-    const entry = this.live(taskId);
-    if (entry === undefined) {
-      this.holds.unindex(taskId);
-      return { ok: false, reason: 'not_found' };
-    }
-    const task = entry.task;
-    const approval = task.approval;
-    const answer = (reason: Exclude<DecideResult, { ok: true } | { reason: 'not_found' }>['reason']): DecideResult => {
-      if (reason !== 'not_due' && reason !== 'expired' && reason !== 'changed') this.holds.unindex(taskId);
-      return { ok: false, reason, task: copy(withoutOutcome(task)) };
-    };
-    if (isTerminal(task.status)) return answer('terminal');
-    if (approval === undefined) return answer('not_held');
-    if (approval.state !== 'pending') return answer('decided');
-    if (decision.digest !== undefined && decision.digest !== '' && decision.digest !== approval.digest) return answer('changed');
-    const now = this.now();
-    const due = now >= approval.deadlineMs;
-    if (decision.state === 'expired' && !due) return answer('not_due');
-    if (decision.state !== 'expired' && due) return answer('expired');
-    task.approval = {
-      ...approval,
-      state: decision.state,
-      decidedMs: now,
-      ...(decision.by === undefined ? {} : { decidedBy: decision.by }),
-      ...(decision.comment === undefined ? {} : { comment: decision.comment }),
-    };
-    task.message = decision.message;
-    task.updatedMs = now;
-    this.holds.unindex(taskId);
-    const summary = copy(withoutOutcome(task));
-    this.events.emit(taskId, summary);
-    return { ok: true, task: copy(summary) };
-  }
-
-  async reserveHold(principal: string, taskId: string, deadlineMs: number, cap: number): Promise<HoldReservation> {
-    return this.holds.reserve(principal, taskId, deadlineMs, cap, this.now());
-  }
-
-  async indexApproval(hold: PendingHold): Promise<void> {
-    if (this.live(hold.taskId) !== undefined) this.holds.index(hold);
-  }
-
-  async unindexApproval(taskId: string): Promise<void> {
-    this.holds.unindex(taskId);
-  }
-
-  async pendingHolds(page: { after?: HoldPosition; limit: number }): Promise<PendingHold[]> {
-    return this.holds.pending(page);
-  }
-
-  async dueHolds(nowMs: number, limit: number): Promise<string[]> {
-    return this.holds.due(nowMs, limit);
   }
 
   async ping(): Promise<void> {}

@@ -24,7 +24,7 @@ import { parseTask, readFields, summaryFromHmget } from './redis/task-record.js'
 import { defineScripts, type RunScript } from './redis/scripts.js';
 import { timedScripts } from './store-events.js';
 import { CursorCodec, DEFAULT_RESULT_GRACE_MS, EXPIRED_MEMORY_MS, isTerminal, ledgerOf, storedTaskBytes, terminalExpiry, TIMELINE_LENGTH, type CreateOnceResult, type DeleteResult, type KeyRetirement, type NewTask, type StoredBytes, type TaskChange, type TaskFilter, type TaskPage, type TaskTransition, type TaskRecord, type TaskStatus, type TaskStore, type TransitionResult } from './task-store.js';
-import { pendingHoldOf, type ApprovalDecision, type DecideResult, type HoldPosition, type HoldReservation, type PendingHold } from './approvals.js';
+import { pendingHoldOf } from './approvals.js';
 
 /**
  * With `waitForReplica`, how long a create or a task's end waits for a replica to confirm it has the write. Past
@@ -65,8 +65,7 @@ export class RedisTaskStore implements TaskStore {
   readonly rates: RedisRates;
   /** Bytes of stored tasks (record, call or outcome), per principal and in total. */
   private readonly stored: RedisStoredBytes;
-  /** Calls held for approval: decisions and the index of pending ones. */
-  private readonly approvals: RedisApprovals;
+  readonly approvals: RedisApprovals;
   readonly deliveries: RedisDeliveries;
   readonly sessions: RedisSessions;
 
@@ -152,30 +151,6 @@ export class RedisTaskStore implements TaskStore {
     const bytes = storedTaskBytes({ callJson: `${call ?? ''}${approval ?? ''}` });
     await this.stored.charge(ledgerOf(task), task.taskId, bytes, task.createdMs + task.retentionMs).catch(() => undefined);
     return { outcome: 'created', task };
-  }
-
-  decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult> {
-    return this.approvals.decide(taskId, decision);
-  }
-
-  reserveHold(principal: string, taskId: string, deadlineMs: number, cap: number): Promise<HoldReservation> {
-    return this.approvals.reserve(principal, taskId, deadlineMs, cap);
-  }
-
-  indexApproval(hold: PendingHold): Promise<void> {
-    return this.approvals.index(hold);
-  }
-
-  unindexApproval(taskId: string): Promise<void> {
-    return this.approvals.unindex(taskId);
-  }
-
-  pendingHolds(page: { after?: HoldPosition; limit: number }): Promise<PendingHold[]> {
-    return this.approvals.pending(page);
-  }
-
-  dueHolds(nowMs: number, limit: number): Promise<string[]> {
-    return this.approvals.due(nowMs, limit);
   }
 
   async get(taskId: string, options: { outcome?: boolean; call?: boolean } = {}): Promise<TaskRecord | undefined> {

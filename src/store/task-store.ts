@@ -2,7 +2,7 @@
 // against. Each concern is a small interface of its own, a property of the store (store.tasks, store.leases, ...),
 // declared with its types beside it; what stays here is what belongs to the store as a whole. The record model
 // (tasks.ts) and the list cursors are re-exported: every layer above reads them from here.
-import type { ApprovalDecision, DecideResult, HoldPosition, HoldReservation, PendingHold } from './approvals.js';
+import type { Approvals } from './approvals.js';
 import type { ReplicaBus } from './bus.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { Leases } from './leases.js';
@@ -31,6 +31,8 @@ export interface TaskStore {
   readonly leases: Leases;
   /** Upstream sessions replicas opened, for ending those of a replica that died (upstream-sessions.ts). */
   readonly upstreamSessions: UpstreamSessions;
+  /** Calls held for approval: decisions, and the index of pending holds (approvals.ts). */
+  readonly approvals: Approvals;
   /** Stores a new task in `working`. Resolves only once any replica's `get` would find it. */
   create(task: NewTask): Promise<TaskRecord>;
   /**
@@ -95,35 +97,6 @@ export interface TaskStore {
    * recognise later on any replica (list cursors, the state a 2026-07-28 retry resumes from).
    */
   signingSecret(): Promise<Buffer>;
-  /**
-   * Decides a call held for approval, in one atomic step: only a pending hold of a task that has not ended, and
-   * only once (two replicas deciding at once: exactly one gets ok), and only the call the approver was shown
-   * (`decision.digest`, when given, is the hold's). Expiry only once its deadline passed (store time); approval or
-   * denial only before it. The task keeps its status; its message becomes `decision.message`,
-   * and the change is published like any other (watchers see the decision).
-   */
-  decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult>;
-  /**
-   * Reserves a place for a new hold among `principal`'s pending ones (before its task is stored): refused when the
-   * principal holds `cap` pending holds already (0: no cap). A place is freed when its hold leaves the index
-   * (unindexApproval: decided, ended) or, if its task was never stored, once `deadlineMs` has passed.
-   */
-  reserveHold(principal: string, taskId: string, deadlineMs: number, cap: number): Promise<HoldReservation>;
-  /**
-   * Lists a pending hold in the index (idempotent): after its task is stored, and again by a replica that takes the
-   * task over (a replica lost between the two writes leaves a hold that listings and the sweep would miss).
-   */
-  indexApproval(hold: PendingHold): Promise<void>;
-  /** Takes a hold out of the index and its principal's count (idempotent): decided, ended, or gone. */
-  unindexApproval(taskId: string): Promise<void>;
-  /**
-   * The index's entries after `after` (or from the start), soonest deadline first (then by task id), at most
-   * `limit` (HOLDS_PER_READ). Entries only, never the records: an entry may outlive its hold (decided elsewhere,
-   * task gone) until the reader checks the record and unindexes it.
-   */
-  pendingHolds(page: { after?: HoldPosition; limit: number }): Promise<PendingHold[]>;
-  /** Ids of indexed holds whose deadline is at or before `nowMs`, soonest first, at most `limit` (HOLDS_PER_READ). */
-  dueHolds(nowMs: number, limit: number): Promise<string[]>;
   /** Resolves when the store answers; rejects with a reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

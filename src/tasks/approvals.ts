@@ -162,7 +162,7 @@ export class Approvals {
       timer = setTimeout(() => void this.expire(taskId), Math.max(0, hold.deadlineMs - Date.now()));
       timer.unref();
       // A run taken over from a lost replica may hold a call that replica never got to index: list it (again; idempotent).
-      await this.deps.store.indexApproval(pendingHoldOf({ ...run.task, approval: hold }) as PendingHold).catch(() => undefined);
+      await this.deps.store.approvals.index(pendingHoldOf({ ...run.task, approval: hold }) as PendingHold).catch(() => undefined);
     }
     let decided: TaskRecord | undefined;
     try {
@@ -216,7 +216,7 @@ export class Approvals {
     let scanned = 0;
     for (;;) {
       const want = Math.min(HOLDS_PER_READ, HOLDS_SCANNED_PER_LISTING - scanned);
-      const entries = await store.pendingHolds({ ...(after === undefined ? {} : { after }), limit: want });
+      const entries = await store.approvals.pending({ ...(after === undefined ? {} : { after }), limit: want });
       scanned += entries.length;
       const mine = entries.filter((entry) => this.mayDecide(entry, caller) && this.mayDecideOwn(entry, caller));
       // The calls of this caller's holds, a few at a time, in order, until the page is full (in holds or in bytes).
@@ -230,7 +230,7 @@ export class Approvals {
           if (task !== undefined && !isTerminal(task.status) && task.approval?.state === 'pending') {
             tasks.push(task);
             callBytes += Buffer.byteLength(JSON.stringify(task.call?.params ?? null));
-          } else await store.unindexApproval(entry.taskId); // decided elsewhere, ended, or gone
+          } else await store.approvals.unindex(entry.taskId); // decided elsewhere, ended, or gone
           after = entry;
         }
       }
@@ -298,7 +298,7 @@ export class Approvals {
     }
     const state = decision === 'approve' ? 'approved' : 'denied';
     const message = state === 'approved' ? `Approved by ${caller.principal}; the call starts` : deniedMessage(caller.principal, comment);
-    const result = await store.decideApproval(taskId, { state, by: caller.principal, ...(comment === undefined ? {} : { comment }), ...(digest === undefined ? {} : { digest }), message }).catch((error: unknown) => {
+    const result = await store.approvals.decide(taskId, { state, by: caller.principal, ...(comment === undefined ? {} : { comment }), ...(digest === undefined ? {} : { digest }), message }).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
     if (!result.ok) {
@@ -330,7 +330,7 @@ export class Approvals {
     this.sweeping = true;
     try {
       // Ids and deadlines only: expiring a hold never needs its call.
-      const due = await this.deps.store.dueHolds(Date.now(), HOLDS_PER_READ).catch(() => []);
+      const due = await this.deps.store.approvals.due(Date.now(), HOLDS_PER_READ).catch(() => []);
       for (const taskId of due) await this.expire(taskId);
     } finally {
       this.sweeping = false;
@@ -341,13 +341,13 @@ export class Approvals {
   endedWhileHeld(task: TaskRecord, status: string): void {
     if (task.approval?.state !== 'pending') return;
     // Out of the index (and its principal's count) at once, not when a listing or the sweep next meets it.
-    void this.deps.store.unindexApproval(task.taskId).catch(() => undefined);
+    void this.deps.store.approvals.unindex(task.taskId).catch(() => undefined);
     if (status !== 'cancelled') return;
     this.deps.events.emit('approval.decided', { ...taskFacts(task), decision: 'cancelled', waitedMs: taskAgeMs(task) });
   }
 
   private async expire(taskId: string): Promise<void> {
-    const result = await this.deps.store.decideApproval(taskId, { state: 'expired', message: 'The approval expired: nobody approved the call in time; the tool was not called' }).catch(() => undefined);
+    const result = await this.deps.store.approvals.decide(taskId, { state: 'expired', message: 'The approval expired: nobody approved the call in time; the tool was not called' }).catch(() => undefined);
     if (result?.ok !== true) return;
     this.announce(result.task);
     await this.failDecided(result.task);
@@ -398,8 +398,8 @@ export function approvesAnything(policies: Pick<TaskPolicies, 'config'>, caller:
  * Reserves a place for a new hold among `principal`'s pending ones, before its task is stored: refused (the
  * principal's own calls wait for decisions) past `cap` (tasks.maxPendingApprovalsPerPrincipal; 0: none).
  */
-export async function reserveHold(store: Pick<TaskStore, 'reserveHold'>, events: GatewayEvents, principal: string, taskId: string, hold: Pick<ApprovalHold, 'deadlineMs'>, cap: number): Promise<void> {
-  const reservation = await store.reserveHold(principal, taskId, hold.deadlineMs, cap).catch((error: unknown) => {
+export async function reserveHold(store: Pick<TaskStore, 'approvals'>, events: GatewayEvents, principal: string, taskId: string, hold: Pick<ApprovalHold, 'deadlineMs'>, cap: number): Promise<void> {
+  const reservation = await store.approvals.reserve(principal, taskId, hold.deadlineMs, cap).catch((error: unknown) => {
     throw storeUnavailable(error);
   });
   if (!reservation.reserved) {

@@ -145,9 +145,9 @@ for (const [kind, create] of Object.entries(factories)) {
       const sooner = newTask({ approval: hold(Date.now() + 60_000) });
       await store.create(later);
       await store.create(sooner);
-      assert.deepEqual(heldIds(await store.pendingHolds({ limit: 10 })), [sooner.taskId, later.taskId], 'soonest deadline first');
+      assert.deepEqual(heldIds(await store.approvals.pending({ limit: 10 })), [sooner.taskId, later.taskId], 'soonest deadline first');
       const decisions = await Promise.all(['ops-1', 'ops-2', 'ops-3', 'ops-4'].map((by, i) =>
-        store.decideApproval(later.taskId, { state: i % 2 === 0 ? 'approved' : 'denied', by, message: `decided by ${by}` })));
+        store.approvals.decide(later.taskId, { state: i % 2 === 0 ? 'approved' : 'denied', by, message: `decided by ${by}` })));
       const won = decisions.filter((d) => d.ok);
       assert.equal(won.length, 1, JSON.stringify(decisions));
       assert.ok(decisions.every((d) => d.ok || d.reason === 'decided'), JSON.stringify(decisions));
@@ -155,13 +155,13 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.equal(read?.status, 'working', 'deciding leaves the status to the run');
       assert.ok(read?.approval?.state === 'approved' || read?.approval?.state === 'denied');
       assert.equal(read?.message, `decided by ${read?.approval?.decidedBy}`);
-      assert.deepEqual(heldIds(await store.pendingHolds({ limit: 10 })), [sooner.taskId]);
+      assert.deepEqual(heldIds(await store.approvals.pending({ limit: 10 })), [sooner.taskId]);
       const unheld = await store.create(newTask());
-      assert.deepEqual(await store.decideApproval(unheld.taskId, { state: 'approved', message: 'x' }).then((d) => !d.ok && d.reason), 'not_held');
-      assert.deepEqual(await store.decideApproval(newTaskId(), { state: 'approved', message: 'x' }), { ok: false, reason: 'not_found' });
+      assert.deepEqual(await store.approvals.decide(unheld.taskId, { state: 'approved', message: 'x' }).then((d) => !d.ok && d.reason), 'not_held');
+      assert.deepEqual(await store.approvals.decide(newTaskId(), { state: 'approved', message: 'x' }), { ok: false, reason: 'not_found' });
       await store.transition(sooner.taskId, { to: 'cancelled' });
-      assert.equal(await store.decideApproval(sooner.taskId, { state: 'approved', message: 'x' }).then((d) => !d.ok && d.reason), 'terminal');
-      assert.deepEqual(await store.pendingHolds({ limit: 10 }), [], 'an ended hold met by a decision leaves the index');
+      assert.equal(await store.approvals.decide(sooner.taskId, { state: 'approved', message: 'x' }).then((d) => !d.ok && d.reason), 'terminal');
+      assert.deepEqual(await store.approvals.pending({ limit: 10 }), [], 'an ended hold met by a decision leaves the index');
       await store.close();
     });
 
@@ -169,29 +169,29 @@ for (const [kind, create] of Object.entries(factories)) {
       const store = await create();
       const held = newTask({ approval: { approvers: ['key:ops'], scopes: [], deadlineMs: Date.now() + 60_000, digest: 'shown', state: 'pending' } });
       await store.create(held);
-      const stale = await store.decideApproval(held.taskId, { state: 'approved', by: 'key:ops', digest: 'another', message: 'x' });
+      const stale = await store.approvals.decide(held.taskId, { state: 'approved', by: 'key:ops', digest: 'another', message: 'x' });
       assert.equal(!stale.ok && stale.reason, 'changed', JSON.stringify(stale));
       assert.equal((await store.get(held.taskId))?.approval?.state, 'pending');
-      assert.deepEqual(heldIds(await store.pendingHolds({ limit: 10 })), [held.taskId], 'still listed');
-      const decided = await store.decideApproval(held.taskId, { state: 'approved', by: 'key:ops', digest: 'shown', message: 'approved' });
+      assert.deepEqual(heldIds(await store.approvals.pending({ limit: 10 })), [held.taskId], 'still listed');
+      const decided = await store.approvals.decide(held.taskId, { state: 'approved', by: 'key:ops', digest: 'shown', message: 'approved' });
       assert.ok(decided.ok && decided.task.approval?.state === 'approved', JSON.stringify(decided));
       await store.close();
     });
 
-    test('approvals: only expiry decides past the deadline, and not before it; indexApproval lists a hold once', async () => {
+    test('approvals: only expiry decides past the deadline, and not before it; approvals.index lists a hold once', async () => {
       const store = await create();
       const hold = (deadlineMs: number): NonNullable<NewTask['approval']> => ({ approvers: ['key:ops'], scopes: [], deadlineMs, digest: 'd', state: 'pending' });
       const due = newTask({ approval: hold(Date.now() - 1_000) });
       const ahead = newTask({ approval: hold(Date.now() + 60_000) });
       await store.create(due);
       await store.create(ahead);
-      assert.equal(await store.decideApproval(ahead.taskId, { state: 'expired', message: 'expired' }).then((d) => !d.ok && d.reason), 'not_due');
-      assert.equal(await store.decideApproval(due.taskId, { state: 'approved', by: 'key:ops', message: 'late' }).then((d) => !d.ok && d.reason), 'expired');
-      const expired = await store.decideApproval(due.taskId, { state: 'expired', message: 'The approval expired' });
+      assert.equal(await store.approvals.decide(ahead.taskId, { state: 'expired', message: 'expired' }).then((d) => !d.ok && d.reason), 'not_due');
+      assert.equal(await store.approvals.decide(due.taskId, { state: 'approved', by: 'key:ops', message: 'late' }).then((d) => !d.ok && d.reason), 'expired');
+      const expired = await store.approvals.decide(due.taskId, { state: 'expired', message: 'The approval expired' });
       assert.ok(expired.ok && expired.task.approval?.state === 'expired' && expired.task.message === 'The approval expired', JSON.stringify(expired));
-      await store.indexApproval(pendingHoldOf(ahead) as PendingHold);
-      await store.indexApproval(pendingHoldOf(ahead) as PendingHold);
-      assert.deepEqual(heldIds(await store.pendingHolds({ limit: 10 })), [ahead.taskId], 'listed once, the expired one gone');
+      await store.approvals.index(pendingHoldOf(ahead) as PendingHold);
+      await store.approvals.index(pendingHoldOf(ahead) as PendingHold);
+      assert.deepEqual(heldIds(await store.approvals.pending({ limit: 10 })), [ahead.taskId], 'listed once, the expired one gone');
       await store.close();
     });
 
@@ -203,51 +203,51 @@ for (const [kind, create] of Object.entries(factories)) {
       // Seven holds: five sharing one deadline (the cursor must walk through ties), one before, one after.
       const inputs = [deadlineMs - 1, deadlineMs, deadlineMs, deadlineMs, deadlineMs, deadlineMs, deadlineMs + 1].map((at) => newTask({ principal: 'key:alice', tool: 'deploy', call, approval: hold(at) }));
       for (const input of inputs) await store.create(input);
-      const first = await store.pendingHolds({ limit: 1 });
+      const first = await store.approvals.pending({ limit: 1 });
       assert.deepEqual(first, [{ taskId: inputs[0]?.taskId, principal: 'key:alice', tool: 'deploy', approvers: ['key:ops'], scopes: ['approve'], deadlineMs: deadlineMs - 1 }], 'an entry has what filtering needs, and nothing of the call');
       const walked: string[] = [];
       for (let after: PendingHold | undefined, pages = 0; pages < 20; pages++) {
-        const page = await store.pendingHolds({ ...(after === undefined ? {} : { after }), limit: 2 });
+        const page = await store.approvals.pending({ ...(after === undefined ? {} : { after }), limit: 2 });
         walked.push(...heldIds(page));
         after = page.at(-1);
         if (page.length < 2) break;
       }
       const byDeadlineThenId = [...inputs].sort((a, b) => (a.approval?.deadlineMs ?? 0) - (b.approval?.deadlineMs ?? 0) || Buffer.compare(Buffer.from(a.taskId), Buffer.from(b.taskId)));
       assert.deepEqual(walked, byDeadlineThenId.map((input) => input.taskId), 'every hold once, in order');
-      assert.equal((await store.pendingHolds({ limit: HOLDS_PER_READ + 100 })).length, inputs.length);
-      await store.unindexApproval(inputs[1]?.taskId ?? '');
-      await store.unindexApproval(inputs[1]?.taskId ?? '');
-      assert.equal((await store.pendingHolds({ limit: 10 })).length, inputs.length - 1, 'unindexed, once');
+      assert.equal((await store.approvals.pending({ limit: HOLDS_PER_READ + 100 })).length, inputs.length);
+      await store.approvals.unindex(inputs[1]?.taskId ?? '');
+      await store.approvals.unindex(inputs[1]?.taskId ?? '');
+      assert.equal((await store.approvals.pending({ limit: 10 })).length, inputs.length - 1, 'unindexed, once');
       await store.close();
     });
 
-    test('approvals index: dueHolds gives the ids past their deadline only; reserveHold caps a principal\'s pending holds', async () => {
+    test('approvals index: approvals.due gives the ids past their deadline only; approvals.reserve caps a principal\'s pending holds', async () => {
       const store = await create();
       const hold = (at: number): NonNullable<NewTask['approval']> => ({ approvers: ['key:ops'], scopes: [], deadlineMs: at, digest: 'd', state: 'pending' });
       const now = Date.now();
       const due = await store.create(newTask({ principal: 'key:bob', approval: hold(now - 10) }));
       const notDue = await store.create(newTask({ principal: 'key:bob', approval: hold(now + 60_000) }));
-      assert.deepEqual(await store.dueHolds(now, 10), [due.taskId]);
-      assert.ok(!(await store.dueHolds(now, 10)).includes(notDue.taskId));
+      assert.deepEqual(await store.approvals.due(now, 10), [due.taskId]);
+      assert.ok(!(await store.approvals.due(now, 10)).includes(notDue.taskId));
 
       const [one, two, three] = [newTaskId(), newTaskId(), newTaskId()];
       const later = now + 60_000;
-      assert.deepEqual(await store.reserveHold('key:carol', one, later, 2), { reserved: true });
-      assert.deepEqual(await store.reserveHold('key:carol', two, later, 2), { reserved: true });
-      assert.deepEqual(await store.reserveHold('key:carol', three, later, 2), { reserved: false, pending: 2 }, 'over the cap');
-      assert.deepEqual(await store.reserveHold('key:carol', two, later, 2), { reserved: true }, 'a place held already');
-      assert.deepEqual(await store.reserveHold('key:dave', three, later, 2), { reserved: true }, 'per principal');
-      assert.deepEqual(await store.reserveHold('key:carol', three, later, 0), { reserved: true }, '0: no cap');
+      assert.deepEqual(await store.approvals.reserve('key:carol', one, later, 2), { reserved: true });
+      assert.deepEqual(await store.approvals.reserve('key:carol', two, later, 2), { reserved: true });
+      assert.deepEqual(await store.approvals.reserve('key:carol', three, later, 2), { reserved: false, pending: 2 }, 'over the cap');
+      assert.deepEqual(await store.approvals.reserve('key:carol', two, later, 2), { reserved: true }, 'a place held already');
+      assert.deepEqual(await store.approvals.reserve('key:dave', three, later, 2), { reserved: true }, 'per principal');
+      assert.deepEqual(await store.approvals.reserve('key:carol', three, later, 0), { reserved: true }, '0: no cap');
       // An indexed hold's place goes with its index entry (decided, ended): a new one fits again.
       const capped = newTask({ principal: 'key:erin', approval: hold(later) });
-      assert.deepEqual(await store.reserveHold('key:erin', capped.taskId, later, 1), { reserved: true });
+      assert.deepEqual(await store.approvals.reserve('key:erin', capped.taskId, later, 1), { reserved: true });
       await store.create(capped);
-      assert.deepEqual(await store.reserveHold('key:erin', newTaskId(), later, 1), { reserved: false, pending: 1 });
-      await store.unindexApproval(capped.taskId);
-      assert.deepEqual(await store.reserveHold('key:erin', newTaskId(), later, 1), { reserved: true });
+      assert.deepEqual(await store.approvals.reserve('key:erin', newTaskId(), later, 1), { reserved: false, pending: 1 });
+      await store.approvals.unindex(capped.taskId);
+      assert.deepEqual(await store.approvals.reserve('key:erin', newTaskId(), later, 1), { reserved: true });
       // A place whose task was never stored frees itself at its deadline.
-      assert.deepEqual(await store.reserveHold('key:frank', newTaskId(), Date.now() + 50, 1), { reserved: true });
-      await eventually(async () => (await store.reserveHold('key:frank', newTaskId(), later, 1)).reserved, 5_000);
+      assert.deepEqual(await store.approvals.reserve('key:frank', newTaskId(), Date.now() + 50, 1), { reserved: true });
+      await eventually(async () => (await store.approvals.reserve('key:frank', newTaskId(), later, 1)).reserved, 5_000);
       await store.close();
     });
 
@@ -1101,15 +1101,15 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
       await store.close();
     });
 
-    test('a hold whose index entry was lost (its replica died between the two writes) is listed again once indexApproval is called', async () => {
+    test('a hold whose index entry was lost (its replica died between the two writes) is listed again once approvals.index is called', async () => {
       const prefix = newPrefix();
       const store = await newRedisStore(prefix, topology);
       const deadlineMs = Date.now() + 60_000;
       const held = await store.create(newTask({ approval: { approvers: ['key:ops'], scopes: [], deadlineMs, digest: 'd', state: 'pending' } }));
       await store.redis.zrem(redisKeys(prefix).pendingApprovals(), held.taskId);
-      assert.deepEqual(await store.pendingHolds({ limit: 10 }), [], 'missed while unindexed');
-      await store.indexApproval(pendingHoldOf(held) as PendingHold);
-      assert.deepEqual(heldIds(await store.pendingHolds({ limit: 10 })), [held.taskId]);
+      assert.deepEqual(await store.approvals.pending({ limit: 10 }), [], 'missed while unindexed');
+      await store.approvals.index(pendingHoldOf(held) as PendingHold);
+      assert.deepEqual(heldIds(await store.approvals.pending({ limit: 10 })), [held.taskId]);
       await store.close();
     });
 
@@ -1121,7 +1121,7 @@ for (const topology of ['single', 'cluster', 'sentinel'] as const) {
       const held = await store.create(newTask({ principal: 'key:alice', approval: { approvers: ['key:ops'], scopes: [], deadlineMs, digest: 'd', state: 'pending' } }));
       await store.redis.hdel(keys.pendingApprovalEntries(), held.taskId);
       await store.redis.zadd(keys.pendingApprovals(), String(deadlineMs - 1), 'gone-task');
-      assert.deepEqual(await store.pendingHolds({ limit: 10 }), [pendingHoldOf(held)]);
+      assert.deepEqual(await store.approvals.pending({ limit: 10 }), [pendingHoldOf(held)]);
       assert.ok((await store.redis.hget(keys.pendingApprovalEntries(), held.taskId)) !== null, 'the entry written back');
       assert.equal(await store.redis.zscore(keys.pendingApprovals(), 'gone-task'), null, 'a gone hold dropped');
       await store.close();
