@@ -223,7 +223,7 @@ export class Approvals {
       for (let next = 0; next < mine.length && !full(); ) {
         const batch = mine.slice(next, next + Math.min(CALLS_READ_AT_ONCE, limit - tasks.length));
         next += batch.length;
-        const records = await Promise.all(batch.map((entry) => store.get(entry.taskId, { call: true })));
+        const records = await Promise.all(batch.map((entry) => store.tasks.get(entry.taskId, { call: true })));
         for (const [i, entry] of batch.entries()) {
           if (full()) break;
           const task = records[i];
@@ -283,7 +283,7 @@ export class Approvals {
     const { decision, comment, digest } = asked;
     const badComment = commentRefusal(comment);
     if (badComment !== undefined) return { ok: false, status: 400, reason: 'bad_comment', message: badComment };
-    const task = await store.get(taskId, { call: true }).catch((error: unknown) => {
+    const task = await store.tasks.get(taskId, { call: true }).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
     if (task?.approval === undefined) return { ok: false, status: 404, reason: 'unknown', message: 'No such approval (unknown task, or a call that was never held)' };
@@ -303,14 +303,14 @@ export class Approvals {
     });
     if (!result.ok) {
       // A changed call is answered with the call as it stands now, so that the approver is shown it anew.
-      if (result.reason === 'changed') return refusal({ ...result, task: (await store.get(taskId, { call: true }).catch(() => undefined)) ?? result.task });
+      if (result.reason === 'changed') return refusal({ ...result, task: (await store.tasks.get(taskId, { call: true }).catch(() => undefined)) ?? result.task });
       return refusal(result);
     }
     const decided = result.task;
     this.announce(decided);
     if (state === 'denied') await this.failDecided(decided);
     // The decided record, with the arguments that were decided on (a denied task's end drops its kept call).
-    const now = (await store.get(taskId).catch(() => undefined)) ?? decided;
+    const now = (await store.tasks.get(taskId).catch(() => undefined)) ?? decided;
     return { ok: true, task: task.call === undefined ? now : { ...now, call: task.call } };
   }
 

@@ -49,7 +49,7 @@ export class EndWrites {
     const taskId = task.taskId;
     try {
       this.localEnds.begin(taskId);
-      const changed = await this.store.transition(taskId, change);
+      const changed = await this.store.tasks.transition(taskId, change);
       // The store has it: this replica's waiters take the outcome from here, not from a read after the event.
       this.localEnds.settle(taskId, changed.ok ? withOutcomeOf(changed.task, change) : undefined);
       this.pending.delete(taskId);

@@ -307,7 +307,7 @@ export class TaskLeases {
         return;
       }
       const message = `The gateway lost the call: replica ${owner} stopped while running it (no heartbeat for ${this.leaseMs} ms)`;
-      const changed = await this.store.transition(taskId, failedWith(message)).catch(() => undefined);
+      const changed = await this.store.tasks.transition(taskId, failedWith(message)).catch(() => undefined);
       if (changed === undefined) return;
       settled = true;
       await this.store.leases.release(taskId).catch(() => undefined);
@@ -383,7 +383,7 @@ export class TaskLeases {
    * at most one more execution. True when there is nothing left to fail (taken over, or ended meanwhile).
    */
   private async takeOverLost(taskId: string, owner: string): Promise<boolean> {
-    const task = await this.store.get(taskId, { call: true }).catch(() => undefined);
+    const task = await this.store.tasks.get(taskId, { call: true }).catch(() => undefined);
     if (task === undefined || isTerminal(task.status) || task.call === undefined) return false;
     const policy = this.runs.policyFor(task.tool);
     const waiting = task.queued === true;
@@ -393,7 +393,7 @@ export class TaskLeases {
     // A call held for approval goes on waiting here, its status message (whom it waits for) unchanged.
     const held = waiting && task.approval !== undefined;
     const changed = await this.store
-      .transition(taskId, {
+      .tasks.transition(taskId, {
         to: 'working',
         attempt,
         openRequests: null,

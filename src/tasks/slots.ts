@@ -133,7 +133,7 @@ export class TaskSlots {
           shown = grant.ahead;
           queued = true;
           void this.store
-            .transition(run.task.taskId, { to: 'working', queued: true, message: `Queued behind ${grant.ahead} running or waiting task(s): ${what}` })
+            .tasks.transition(run.task.taskId, { to: 'working', queued: true, message: `Queued behind ${grant.ahead} running or waiting task(s): ${what}` })
             .catch(() => undefined);
         }
         await this.untilFreed(key, run.signal);
@@ -141,7 +141,7 @@ export class TaskSlots {
     }
     // Cleared before the call starts: a task still marked queued never reached the upstream.
     if (queued) {
-      await this.store.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);
+      await this.store.tasks.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);
       if (waiting) this.events.emit('task.status', { ...taskFacts(run.task), status: 'working', queued: false });
     }
     return true;

@@ -46,7 +46,7 @@ async function createTasks(store: RedisTaskStore, count: number, shape: (i: numb
       const principal = era === '2025-11-25' ? `session:${newTaskId()}` : 'modern:anonymous';
       return { taskId: newTaskId(), principal, era, tool: 'slow', upstream: 'fx', retentionMs: 600_000, pollMs: 100, ...shape(i) } as NewTask;
     });
-    await Promise.all(chunk.map((task) => store.create(task)));
+    await Promise.all(chunk.map((task) => store.tasks.create(task)));
     ids.push(...chunk.map((task) => task.taskId));
   }
   return ids;
@@ -59,7 +59,7 @@ function untilAllEnded(store: RedisTaskStore, ids: readonly string[]): Promise<M
   return new Promise((resolve) => {
     for (const id of ids) {
       stops.push(
-        store.watch(id, (task) => {
+        store.tasks.watch(id, (task) => {
           if (!isTerminal(task.status) || ended.has(id)) return;
           ended.set(id, task);
           if (ended.size === ids.length) {

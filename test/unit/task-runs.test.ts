@@ -78,7 +78,7 @@ describe('task runs', () => {
     const created = nextEvent(events, 'task.created');
     const { task, caller } = await runSlow(runs, 'slow', 0);
     assert.equal((await created).taskId, task.taskId);
-    assert.equal((await store.get(task.taskId))?.status, 'working', 'durable before anyone hears of it');
+    assert.equal((await store.tasks.get(task.taskId))?.status, 'working', 'durable before anyone hears of it');
     assert.equal(runs.runsHere(task.taskId), true);
     const ended = await queries.untilResult(task.taskId);
     assert.equal(ended.status, 'completed');
@@ -120,7 +120,7 @@ describe('task runs', () => {
     const { task, signal } = await runSlow(runs, 'slow', 60_000);
     await started;
     const stopped = new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
-    await store.transition(task.taskId, { to: 'cancelled', message: 'cancelled on another replica' });
+    await store.tasks.transition(task.taskId, { to: 'cancelled', message: 'cancelled on another replica' });
     await stopped;
     assert.equal(runs.runsHere(task.taskId), false);
   });
