@@ -54,7 +54,7 @@ export class ReplicaLink {
   private closed = false;
 
   constructor(
-    private readonly store: TaskStore,
+    private readonly store: Pick<TaskStore, 'bus'>,
     private readonly logger: Logger,
   ) {}
 

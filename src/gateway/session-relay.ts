@@ -20,7 +20,7 @@ const resultField = (taskId: string): string => `result:${taskId}`;
 const STANDALONE_FIELD = 'standalone';
 
 export interface SessionRelayDeps {
-  store: TaskStore;
+  store: Pick<TaskStore, 'bus' | 'sessions'>;
   /** The typed messages between replicas. */
   link: ReplicaLink;
   /** The sessions this replica holds. */
@@ -36,7 +36,7 @@ export class SessionRelay implements RegistryPeers {
   /** Streams held here that write to another replica's client connection (remote resumes), by pipe topic. */
   private readonly pipes = new Map<string, { close(): void }>();
 
-  private readonly store: TaskStore;
+  private readonly store: Pick<TaskStore, 'bus' | 'sessions'>;
   private readonly link: ReplicaLink;
   private readonly sessions: HeldSessions;
   private readonly sessionTtlMs: number;

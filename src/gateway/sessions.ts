@@ -30,7 +30,7 @@ export interface RegistryPeers extends SessionPeers {
 export interface SessionRegistryDeps {
   config: SessionsConfig;
   sse: SseConfig;
-  store: TaskStore;
+  store: Pick<TaskStore, 'sessions' | 'slots'>;
   /** The other replicas, for what reaches a session's streams held elsewhere. */
   peers: RegistryPeers;
   /** A session ended (DELETE or idle): its calls and upstream connections go. */
@@ -55,7 +55,7 @@ export class SessionRegistry implements Sessions {
   private sweeper: NodeJS.Timeout | undefined;
   private readonly config: SessionsConfig;
   private readonly sse: SseConfig;
-  private readonly store: TaskStore;
+  private readonly store: Pick<TaskStore, 'sessions' | 'slots'>;
   /** The other replicas, for what reaches a session's streams held elsewhere. */
   readonly peers: RegistryPeers;
   private readonly onEnd: (session: ClientSession) => void;
@@ -183,8 +183,8 @@ export class SessionRegistry implements Sessions {
   private async count(sessionId: string, principal: string | undefined): Promise<void> {
     const limit = this.config.maxPerPrincipal;
     if (limit <= 0) return;
-    const grant = await this.store
-      .slots.acquire(sessionSlot(principal), sessionId, SLOT_OWNER, limit, this.config.idleTimeoutMs, { queue: false })
+    const grant = await this.store.slots
+      .acquire(sessionSlot(principal), sessionId, SLOT_OWNER, limit, this.config.idleTimeoutMs, { queue: false })
       .catch(() => undefined);
     if (grant !== undefined && !grant.granted) {
       throw new GatewayError(
@@ -197,8 +197,8 @@ export class SessionRegistry implements Sessions {
   private load(sessionId: string): Promise<ClientSession | undefined> {
     let loading = this.loading.get(sessionId);
     if (loading === undefined) {
-      loading = this.store
-        .sessions.get(sessionId)
+      loading = this.store.sessions
+        .get(sessionId)
         .then((fields) => (fields === undefined ? undefined : (this.sessions.get(sessionId) ?? this.view(sessionId, fields, true))))
         .catch((error: unknown) => {
           throw storeUnavailable(error);

@@ -58,7 +58,7 @@ export interface LossHandling {
 }
 
 export interface TaskLeasesDeps {
-  store: TaskStore;
+  store: Pick<TaskStore, 'leases' | 'upstreamSessions' | 'tasks' | 'ping'>;
   logger: Logger;
   /** How long a replica may go without a heartbeat (replicas.leaseMs). */
   leaseMs: number;
@@ -109,7 +109,7 @@ export class TaskLeases {
   /** Set while renewals fail: since when, and the last error. */
   private renewalFailure: { since: number; message: string } | undefined;
 
-  private readonly store: TaskStore;
+  private readonly store: Pick<TaskStore, 'leases' | 'upstreamSessions' | 'tasks' | 'ping'>;
   private readonly logger: Logger;
   private readonly leaseMs: number;
   private readonly peers: LeasePeers;
@@ -392,8 +392,8 @@ export class TaskLeases {
     if (upstream === undefined || (!waiting && (!policy.retry.onLoss || attempt > policy.retry.maxAttempts))) return false;
     // A call held for approval goes on waiting here, its status message (whom it waits for) unchanged.
     const held = waiting && task.approval !== undefined;
-    const changed = await this.store
-      .tasks.transition(taskId, {
+    const changed = await this.store.tasks
+      .transition(taskId, {
         to: 'working',
         attempt,
         openRequests: null,

@@ -21,7 +21,7 @@ export class RateLimited extends GatewayError {
 export class RateLimiter {
   constructor(
     private limits: AuthConfig['rateLimits'],
-    private readonly store: TaskStore,
+    private readonly store: Pick<TaskStore, 'rates'>,
     /** Told of every refusal (the first of each window says so: the audit log records that one). */
     private readonly events: GatewayEvents = NO_EVENTS,
   ) {}

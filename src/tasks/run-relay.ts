@@ -108,8 +108,8 @@ export class RunRelay implements RunActions {
       const waiting = inputs.size > 0;
       const status = (run.status = waiting ? 'input_required' : 'working');
       const message = waiting ? `Waiting for the client to answer ${inputs.size} input request(s)` : undefined;
-      await this.store
-        .tasks.transition(run.task.taskId, waiting ? { to: 'input_required', openRequests: inputs.outstanding(), message } : { to: 'working', openRequests: null, message: null })
+      await this.store.tasks
+        .transition(run.task.taskId, waiting ? { to: 'input_required', openRequests: inputs.outstanding(), message } : { to: 'working', openRequests: null, message: null })
         .then(
           (changed) => {
             if (changed.ok) this.events.emit('task.status', { ...taskFacts(run.task), status, ...(message === undefined ? {} : { message }) });

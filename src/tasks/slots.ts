@@ -31,7 +31,7 @@ export interface SlotWaiter {
 }
 
 export interface TaskSlotsDeps {
-  store: TaskStore;
+  store: Pick<TaskStore, 'slots' | 'bus' | 'tasks'>;
   logger: Logger;
   leaseMs: number;
   replicaId: () => string;
@@ -44,7 +44,7 @@ export interface TaskSlotsDeps {
 export class TaskSlots {
   /** Wakes runs waiting in a semaphore's line when a slot of it frees, on any replica (by semaphore key). */
   private readonly freed = new EventEmitter();
-  private readonly store: TaskStore;
+  private readonly store: Pick<TaskStore, 'slots' | 'bus' | 'tasks'>;
   private readonly logger: Logger;
   private readonly leaseMs: number;
   private readonly replicaId: () => string;
@@ -63,8 +63,8 @@ export class TaskSlots {
 
   /** Listens for slots freed anywhere (without it, waiting runs retry on a timer). */
   listen(): void {
-    void this.store
-      .bus.subscribe('slots', (message) => this.freed.emit(String(message.key)))
+    void this.store.bus
+      .subscribe('slots', (message) => this.freed.emit(String(message.key)))
       .catch((error: unknown) => this.logger.warn({ err: error }, 'not told when task slots free; waiting runs retry on a timer'));
   }
 
@@ -72,8 +72,8 @@ export class TaskSlots {
   async claimPrincipal(principal: string, taskId: string, policy: TaskPolicy): Promise<void> {
     if (policy.maxTasksPerPrincipal <= 0) return;
     const { key } = this.principalTicket(principal, taskId);
-    const grant = await this.store
-      .slots.acquire(key, taskId, this.replicaId(), policy.maxTasksPerPrincipal, this.leaseMs, { queue: false })
+    const grant = await this.store.slots
+      .acquire(key, taskId, this.replicaId(), policy.maxTasksPerPrincipal, this.leaseMs, { queue: false })
       .catch((error: unknown) => {
         throw storeUnavailable(error);
       });
@@ -132,8 +132,8 @@ export class TaskSlots {
           waiting = true;
           shown = grant.ahead;
           queued = true;
-          void this.store
-            .tasks.transition(run.task.taskId, { to: 'working', queued: true, message: `Queued behind ${grant.ahead} running or waiting task(s): ${what}` })
+          void this.store.tasks
+            .transition(run.task.taskId, { to: 'working', queued: true, message: `Queued behind ${grant.ahead} running or waiting task(s): ${what}` })
             .catch(() => undefined);
         }
         await this.untilFreed(key, run.signal);

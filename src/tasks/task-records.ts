@@ -50,8 +50,8 @@ export class TaskRecords {
       throw new GatewayError('internal', `Upstream '${upstream.name}' returned task id '${taskId}', which another task already uses`);
     }
     const message = `Runs on upstream '${upstream.name}'`;
-    const task = await this.store
-      .tasks.create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, message, native: true, ...(owner === undefined ? {} : { chargeTo: countedPrincipal(owner, this.authenticated) }) })
+    const task = await this.store.tasks
+      .create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, message, native: true, ...(owner === undefined ? {} : { chargeTo: countedPrincipal(owner, this.authenticated) }) })
       .catch(unavailable);
     this.events.emit('task.created', { ...taskFacts(task), era, queued: false, native: true });
   }
