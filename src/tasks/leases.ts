@@ -130,7 +130,7 @@ export class TaskLeases {
   }
 
   /**
-   * Reserves the id of a task this replica is about to create, before its record exists (store.reserve): false
+   * Reserves the id of a task this replica is about to create, before its record exists (store.leases.reserve): false
    * when a replica holds it already (a keyed task created or run elsewhere, or left by a dead replica).
    */
   reserve(taskId: string): Promise<boolean> {

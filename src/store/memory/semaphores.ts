@@ -76,7 +76,7 @@ function dropExpired(semaphore: Semaphore, now: number): boolean {
   return dropped;
 }
 
-/** The acquireSlot decision, applied to `semaphore` (expired tickets already dropped). */
+/** The acquire decision, applied to `semaphore` (expired tickets already dropped). */
 function takeSlot(semaphore: Semaphore, ticket: string, lease: Lease, limit: number, queue: boolean): SlotGrant {
   if (semaphore.holders.has(ticket)) {
     semaphore.holders.set(ticket, lease);

@@ -1,6 +1,6 @@
 // Who runs what, on Redis: the `{running}` keys (replicas by liveness, each running task's replica, each replica's
 // tasks) that lease.lua, reserve.lua, heartbeat.lua, unlease.lua and take-orphans.lua keep. The upstream sessions each
-// replica opened share the liveness key (upstream-sessions.ts). The embedded store's twin is memory/running.ts.
+// replica opened share the liveness key (upstream-sessions.ts). The embedded store's twin is memory/leases.ts (over memory/running.ts).
 import type { Leases } from '../leases.js';
 import type { RedisKeys } from '../redis-keys.js';
 import { batches, IDS_PER_SCRIPT_CALL } from '../task-store.js';

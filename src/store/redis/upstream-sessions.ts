@@ -1,6 +1,6 @@
 // Upstream sessions each replica opened, on Redis: a hash per replica (record-upstream-session.lua writes it and
 // marks the replica alive in the `{running}` liveness key; take-upstream-sessions.lua takes those of dead replicas).
-// The embedded store's twin is memory/running.ts.
+// The embedded store's twin is memory/leases.ts (over memory/running.ts).
 import type { RedisClient } from '../redis-connection.js';
 import type { RedisKeys } from '../redis-keys.js';
 import { UPSTREAM_SESSIONS_PER_TAKE, type DeadUpstreamSession, type UpstreamSessionRecord, type UpstreamSessions } from '../upstream-sessions.js';
