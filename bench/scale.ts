@@ -106,7 +106,7 @@ async function createTasks(store: RedisTaskStore, count: number): Promise<string
         pollMs: 1000,
       };
     });
-    await Promise.all(chunk.map((task) => store.create(task)));
+    await Promise.all(chunk.map((task) => store.tasks.create(task)));
     for (const task of chunk) ids.push(task.taskId);
   }
   return ids;
@@ -156,7 +156,7 @@ export function untilAllEnded(store: RedisTaskStore, ids: readonly string[]): { 
   const done = new Promise<{ tasks: TaskRecord[]; firstAt: number; lastAt: number }>((resolve) => {
     for (const id of ids) {
       stops.push(
-        store.watch(id, (task) => {
+        store.tasks.watch(id, (task) => {
           if (!isTerminal(task.status) || ended.has(id)) return;
           if (ended.size === 0) firstAt = performance.now();
           ended.set(id, task);
@@ -270,7 +270,7 @@ export async function scaleScenario(
     const cpuBefore = cpuMs(gateway.pid);
     // The dead replica's last heartbeat (leasing is one): its liveness runs out leaseMs later, and nobody renews it.
     const lastHeartbeat = performance.now();
-    await store.lease(orphans, DEAD_REPLICA, s.leaseMs);
+    await store.leases.assign(orphans, DEAD_REPLICA, s.leaseMs);
     const expiry = lastHeartbeat + s.leaseMs;
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([

@@ -36,7 +36,7 @@ interface Listed {
 async function writeTasks(store: RedisTaskStore, principal: string, count: number): Promise<void> {
   await bounded(count, WRITES_IN_FLIGHT, async () => {
     const task: NewTask = { taskId: newTaskId(), principal, era: 'legacy', tool: 'echo', upstream: 'fixture', retentionMs: TASK_TTL_MS, pollMs: 1000 };
-    await store.create(task);
+    await store.tasks.create(task);
   });
 }
 

@@ -5,7 +5,7 @@ import type { Outcome } from './jsonrpc.js';
 /**
  * A protocol revision's id, as the registry (src/protocol/revisions.ts) and the revision's codec name it: its newest
  * version ('2025-11-25', '2026-07-28'). Open by design: a new revision brings its own, and a task's stored era is
- * the id of the revision that created it (store/task-store.ts).
+ * the id of the revision that created it (store/tasks.ts).
  */
 export type RevisionId = string;
 

@@ -203,10 +203,10 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
       ? undefined
       : {
           opened: (session) =>
-            void store.recordUpstreamSession(replicas.id, session, config.replicas.leaseMs).catch((error: unknown) => {
+            void store.upstreamSessions.record(replicas.id, session, config.replicas.leaseMs).catch((error: unknown) => {
               logger.warn({ err: error, upstream: session.upstream }, 'could not record an upstream session: if this replica dies, it stays open at the upstream');
             }),
-          closed: (session) => store.forgetUpstreamSession(replicas.id, session).catch(() => undefined),
+          closed: (session) => store.upstreamSessions.forget(replicas.id, session).catch(() => undefined),
         };
   const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream =>
     new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, adapters: UPSTREAM_ADAPTERS, identity, ...(sessionLedger === undefined ? {} : { sessionLedger }) });

@@ -54,7 +54,7 @@ export class ReplicaLink {
   private closed = false;
 
   constructor(
-    private readonly store: TaskStore,
+    private readonly store: Pick<TaskStore, 'bus'>,
     private readonly logger: Logger,
   ) {}
 
@@ -65,7 +65,7 @@ export class ReplicaLink {
   async start(): Promise<void> {
     this.closed = false;
     const receive = (message: JsonObject): void => void this.receive(message);
-    const unsubscribes = await Promise.all([this.store.subscribe(`replica.${this.id}`, receive), this.store.subscribe(`replica.${BROADCAST}`, receive)]);
+    const unsubscribes = await Promise.all([this.store.bus.subscribe(`replica.${this.id}`, receive), this.store.bus.subscribe(`replica.${BROADCAST}`, receive)]);
     this.unsubscribes.push(...unsubscribes);
     // The gateway does not wait for a store that is down at start: closed before the subscriptions came, it ends them.
     if (this.closed) this.close();
@@ -91,7 +91,7 @@ export class ReplicaLink {
     let accepted = false;
     let settle!: (answer: ReplicaAnswer<T> | undefined) => void;
     const answered = new Promise<ReplicaAnswer<T> | undefined>((resolve) => (settle = resolve));
-    const unsubscribe = await this.store.subscribe(replyTo, (message) => {
+    const unsubscribe = await this.store.bus.subscribe(replyTo, (message) => {
       if (message.kind === 'accepted') accepted = true;
       else if (message.kind === 'event') onEvent(message.event as JsonObject);
       else if (message.kind === 'answer') settle(message.answer as ReplicaAnswer<T> | undefined);
@@ -100,7 +100,7 @@ export class ReplicaLink {
       if (!accepted) settle(undefined);
     }, acceptTimeoutMs);
     try {
-      const reached = await this.store.publish(`replica.${target ?? BROADCAST}`, { type, replyTo, from: this.id, body: body as JsonObject });
+      const reached = await this.store.bus.publish(`replica.${target ?? BROADCAST}`, { type, replyTo, from: this.id, body: body as JsonObject });
       // Nobody listens on that replica's topic: it is gone, and no answer can come.
       if (reached === 0) return undefined;
       return await answered;
@@ -112,12 +112,12 @@ export class ReplicaLink {
 
   /** Whether a replica of this id is running now (replica ids come back from clients: they may name anything). */
   async exists(replicaId: string): Promise<boolean> {
-    return (await this.store.subscribers(`replica.${replicaId}`)) > 0;
+    return (await this.store.bus.subscribers(`replica.${replicaId}`)) > 0;
   }
 
   /** Sends a message to one replica, or to every other one (`target` undefined), expecting no answer. */
   async tell<T extends ReplicaTopic>(target: string | undefined, type: T, body: ReplicaBody<T>): Promise<void> {
-    await this.store.publish(`replica.${target ?? BROADCAST}`, { type, from: this.id, body: body as JsonObject });
+    await this.store.bus.publish(`replica.${target ?? BROADCAST}`, { type, from: this.id, body: body as JsonObject });
   }
 
   private async receive(message: JsonObject): Promise<void> {
@@ -134,7 +134,7 @@ export class ReplicaLink {
       });
       return;
     }
-    const reply = (payload: JsonObject): void => void this.store.publish(replyTo, payload).catch(() => undefined);
+    const reply = (payload: JsonObject): void => void this.store.bus.publish(replyTo, payload).catch(() => undefined);
     try {
       let accepted = false;
       const accept = (): void => {

@@ -20,7 +20,7 @@ const resultField = (taskId: string): string => `result:${taskId}`;
 const STANDALONE_FIELD = 'standalone';
 
 export interface SessionRelayDeps {
-  store: TaskStore;
+  store: Pick<TaskStore, 'bus' | 'sessions'>;
   /** The typed messages between replicas. */
   link: ReplicaLink;
   /** The sessions this replica holds. */
@@ -36,7 +36,7 @@ export class SessionRelay implements RegistryPeers {
   /** Streams held here that write to another replica's client connection (remote resumes), by pipe topic. */
   private readonly pipes = new Map<string, { close(): void }>();
 
-  private readonly store: TaskStore;
+  private readonly store: Pick<TaskStore, 'bus' | 'sessions'>;
   private readonly link: ReplicaLink;
   private readonly sessions: HeldSessions;
   private readonly sessionTtlMs: number;
@@ -77,7 +77,7 @@ export class SessionRelay implements RegistryPeers {
   }
 
   async holders(sessionId: string, taskId: string | undefined): Promise<{ standalone?: string; result?: string }> {
-    const fields = await this.store.getSession(sessionId);
+    const fields = await this.store.sessions.get(sessionId);
     const holders: { standalone?: string; result?: string } = {};
     const standalone = fields?.[STANDALONE_FIELD];
     const result = taskId === undefined ? undefined : fields?.[resultField(taskId)];
@@ -98,7 +98,7 @@ export class SessionRelay implements RegistryPeers {
   hold(sessionId: string, what: { standalone: true } | { taskId: string; held: boolean }): Promise<void> {
     const fields: Record<string, string | null> =
       'standalone' in what ? { [STANDALONE_FIELD]: this.replicaId } : { [resultField(what.taskId)]: what.held ? this.replicaId : null };
-    const recorded = this.store.saveSession(sessionId, fields, this.sessionTtlMs).then(
+    const recorded = this.store.sessions.save(sessionId, fields, this.sessionTtlMs).then(
       () => undefined,
       (error: unknown) => this.logger.warn({ session: sessionId, err: error }, 'could not record where a session stream is held'),
     );
@@ -129,7 +129,7 @@ export class SessionRelay implements RegistryPeers {
     if (!(await this.link.exists(owner).catch(() => false))) return false;
     const pipe = `pipe.${randomUUID()}`;
     const connection = httpConnection(response);
-    const unsubscribe = await this.store.subscribe(pipe, (message) => {
+    const unsubscribe = await this.store.bus.subscribe(pipe, (message) => {
       if (message.kind === 'open') connection.open();
       else if (message.kind === 'data') connection.write(String(message.chunk));
       else if (message.kind === 'end') connection.end();
@@ -157,7 +157,7 @@ export class SessionRelay implements RegistryPeers {
     };
     const publish = (message: JsonObject): void => {
       // Nobody listening any more: the resuming replica is gone, so the client is too.
-      this.store.publish(pipe, message).then((reached) => reached === 0 && close(), close);
+      this.store.bus.publish(pipe, message).then((reached) => reached === 0 && close(), close);
     };
     // Pub/sub says nothing of how far the client is behind: the pipe never asks the stream to wait.
     const connection: SseConnection = {

@@ -30,7 +30,7 @@ export interface RegistryPeers extends SessionPeers {
 export interface SessionRegistryDeps {
   config: SessionsConfig;
   sse: SseConfig;
-  store: TaskStore;
+  store: Pick<TaskStore, 'sessions' | 'slots'>;
   /** The other replicas, for what reaches a session's streams held elsewhere. */
   peers: RegistryPeers;
   /** A session ended (DELETE or idle): its calls and upstream connections go. */
@@ -55,7 +55,7 @@ export class SessionRegistry implements Sessions {
   private sweeper: NodeJS.Timeout | undefined;
   private readonly config: SessionsConfig;
   private readonly sse: SseConfig;
-  private readonly store: TaskStore;
+  private readonly store: Pick<TaskStore, 'sessions' | 'slots'>;
   /** The other replicas, for what reaches a session's streams held elsewhere. */
   readonly peers: RegistryPeers;
   private readonly onEnd: (session: ClientSession) => void;
@@ -84,7 +84,7 @@ export class SessionRegistry implements Sessions {
     const sessionId = randomUUID();
     await this.count(sessionId, principal);
     const fields = sessionFields({ protocolVersion, capabilities, clientInfo, logLevel: undefined, principal });
-    const stored = await this.store.saveSession(sessionId, fields, this.config.idleTimeoutMs, { create: true }).catch(() => false);
+    const stored = await this.store.sessions.save(sessionId, fields, this.config.idleTimeoutMs, { create: true }).catch(() => false);
     const session = this.view(sessionId, fields, false);
     // A store outage must not stop plain proxying: the session works on this replica, and is stored (so the
     // other replicas serve it too) once the store is back.
@@ -128,10 +128,10 @@ export class SessionRegistry implements Sessions {
   /** The client ended the session (DELETE): gone from the store, and every replica drops its view. */
   async end(session: ClientSession): Promise<void> {
     const { sessionId, principal } = session;
-    await this.store.deleteSession(sessionId).catch((error: unknown) => {
+    await this.store.sessions.delete(sessionId).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
-    if (this.config.maxPerPrincipal > 0) void this.store.releaseSlot(sessionSlot(principal), sessionId).catch(() => undefined);
+    if (this.config.maxPerPrincipal > 0) void this.store.slots.release(sessionSlot(principal), sessionId).catch(() => undefined);
     this.endHere(sessionId, 'deleted');
     // Awaited: the DELETE is answered only after Redis handed the end to the other replicas, so a request the
     // client sends another replica next finds the session gone there too.
@@ -152,7 +152,7 @@ export class SessionRegistry implements Sessions {
   /** Saves the session's log level for every replica's view made from now on. */
   saveLogLevel(session: ClientSession): void {
     if (session.logLevel === undefined) return;
-    void this.store.saveSession(session.sessionId, { logLevel: session.logLevel }, this.config.idleTimeoutMs).catch(() => undefined);
+    void this.store.sessions.save(session.sessionId, { logLevel: session.logLevel }, this.config.idleTimeoutMs).catch(() => undefined);
   }
 
   cancelledElsewhere(sessionId: string, params: JsonObject): void {
@@ -183,8 +183,8 @@ export class SessionRegistry implements Sessions {
   private async count(sessionId: string, principal: string | undefined): Promise<void> {
     const limit = this.config.maxPerPrincipal;
     if (limit <= 0) return;
-    const grant = await this.store
-      .acquireSlot(sessionSlot(principal), sessionId, SLOT_OWNER, limit, this.config.idleTimeoutMs, { queue: false })
+    const grant = await this.store.slots
+      .acquire(sessionSlot(principal), sessionId, SLOT_OWNER, limit, this.config.idleTimeoutMs, { queue: false })
       .catch(() => undefined);
     if (grant !== undefined && !grant.granted) {
       throw new GatewayError(
@@ -197,8 +197,8 @@ export class SessionRegistry implements Sessions {
   private load(sessionId: string): Promise<ClientSession | undefined> {
     let loading = this.loading.get(sessionId);
     if (loading === undefined) {
-      loading = this.store
-        .getSession(sessionId)
+      loading = this.store.sessions
+        .get(sessionId)
         .then((fields) => (fields === undefined ? undefined : (this.sessions.get(sessionId) ?? this.view(sessionId, fields, true))))
         .catch((error: unknown) => {
           throw storeUnavailable(error);
@@ -246,12 +246,12 @@ export class SessionRegistry implements Sessions {
       const slot = { key: sessionSlot(session.principal), ticket: session.sessionId };
       // A session made while the store was away is counted now (it exists already: over the cap or not).
       const counted = unstored
-        ? this.store.acquireSlot(slot.key, slot.ticket, SLOT_OWNER, Number.MAX_SAFE_INTEGER, this.config.idleTimeoutMs, { queue: false })
-        : this.store.renewSlots([slot], this.config.idleTimeoutMs);
+        ? this.store.slots.acquire(slot.key, slot.ticket, SLOT_OWNER, Number.MAX_SAFE_INTEGER, this.config.idleTimeoutMs, { queue: false })
+        : this.store.slots.renew([slot], this.config.idleTimeoutMs);
       void counted.catch(() => undefined);
     }
     const fields: Record<string, string> = unstored ? sessionFields(session) : {};
-    this.store.saveSession(session.sessionId, fields, this.config.idleTimeoutMs, { create: unstored }).then(
+    this.store.sessions.save(session.sessionId, fields, this.config.idleTimeoutMs, { create: unstored }).then(
       (alive) => {
         if (!alive) this.endHere(session.sessionId, 'evicted');
       },

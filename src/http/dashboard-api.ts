@@ -56,7 +56,7 @@ export function registerDashboardApi(app: FastifyInstance, base: string, deps: D
     const limit = parseLimit(query.limit);
     const cursor = query.cursor === undefined || query.cursor === '' ? undefined : query.cursor;
     try {
-      const page = await deps.store.listAll({ limit, ...(cursor === undefined ? {} : { cursor }), ...(statuses === undefined ? {} : { statuses }), ...(tool === undefined ? {} : { tool }) });
+      const page = await deps.store.tasks.listAll({ limit, ...(cursor === undefined ? {} : { cursor }), ...(statuses === undefined ? {} : { statuses }), ...(tool === undefined ? {} : { tool }) });
       return { now: Date.now(), tasks: page.tasks.map(taskView), ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) };
     } catch (error) {
       if (error instanceof InvalidCursorError) throw new ApiError(400, 'Invalid cursor');
@@ -67,7 +67,7 @@ export function registerDashboardApi(app: FastifyInstance, base: string, deps: D
   app.get(`${base}tasks/:taskId`, async (request) => {
     const { taskId } = request.params as { taskId: string };
     // The kept call is read only for whether it holds a sealed caller (taskUpstreamIdentity); none of it is sent.
-    const [task, timeline] = await Promise.all([deps.store.get(taskId, { outcome: true, call: true }), deps.store.timeline(taskId)]).catch((error: unknown) => {
+    const [task, timeline] = await Promise.all([deps.store.tasks.get(taskId, { outcome: true, call: true }), deps.store.tasks.timeline(taskId)]).catch((error: unknown) => {
       throw unavailable(error);
     });
     if (task === undefined) throw new ApiError(404, 'No such task (unknown or expired)');
@@ -83,7 +83,7 @@ export function registerDashboardApi(app: FastifyInstance, base: string, deps: D
 
   app.post(`${base}tasks/:taskId/cancel`, async (request: FastifyRequest, reply: FastifyReply) => {
     const { taskId } = request.params as { taskId: string };
-    const task = await deps.store.get(taskId).catch((error: unknown) => {
+    const task = await deps.store.tasks.get(taskId).catch((error: unknown) => {
       throw unavailable(error);
     });
     if (task === undefined) throw new ApiError(404, 'No such task (unknown or expired)');

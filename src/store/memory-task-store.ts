@@ -1,526 +1,66 @@
-import { EventEmitter } from 'node:events';
-import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { JsonObject } from '../jsonrpc.js';
+// The embedded store: one process, nothing survives a restart. Same contract as the Redis store; each concern is a
+// module of memory/, on this store's clock, and this class builds them and keeps what belongs to the whole store
+// (its secret, the sweep of what expired).
 import { randomBytes } from 'node:crypto';
-import { MemoryHolds } from './memory/approvals.js';
+import { MemoryApprovals, MemoryHolds } from './memory/approvals.js';
+import { MemoryBus } from './memory/bus.js';
 import { MemoryDeliveries } from './memory/deliveries.js';
+import { MemoryLeases, MemoryUpstreamSessions } from './memory/leases.js';
+import { MemoryRates } from './memory/rates.js';
 import { RunningIndex } from './memory/running.js';
-import { Semaphores } from './memory/semaphores.js';
-import { StoredBytesLedgers } from './memory/stored-bytes.js';
-import {
-  batches,
-  CursorCodec,
-  DEFAULT_RESULT_GRACE_MS,
-  EXPIRED_MEMORY_MS,
-  isTerminal,
-  LIST_ALL_SCAN,
-  listingKey,
-  matchesFilter,
-  ledgerOf,
-  storedTaskBytes,
-  terminalExpiry,
-  TIMELINE_LENGTH,
-  ALL_TASKS_CURSOR,
-  type ApprovalDecision,
-  type DecideResult,
-  type CreateOnceResult,
-  type DeleteResult,
-  type KeyRetirement,
-  pendingHoldOf,
-  type HoldPosition,
-  type HoldReservation,
-  type NewTask,
-  type PendingHold,
-  type SlotGrant,
-  type StoredBytes,
-  type TaskChange,
-  type TaskFilter,
-  type TaskPage,
-  type TaskTransition,
-  type TaskRecord,
-  type TaskStore,
-  type TransitionResult,
-  type UpstreamSessionRecord,
-  withoutOutcome,
-} from './task-store.js';
+import { MemorySessions } from './memory/sessions.js';
+import { MemorySlots } from './memory/slots.js';
+import { MemoryTasks } from './memory/tasks.js';
+import { CursorCodec, type TaskStore } from './task-store.js';
 
-/** A session's shared state, and when it expires (epoch ms). */
-interface StoredSession {
-  fields: Record<string, string>;
-  expiresAt: number;
-}
+/** How often what expired is dropped even if nothing reads it. */
+const SWEEP_EVERY_MS = 30_000;
 
-interface Entry {
-  task: TaskRecord;
-  /** Epoch ms after which the task is gone; undefined while it is not terminal. */
-  expiresAt: number | undefined;
-  /** Its status changes, oldest first, at most TIMELINE_LENGTH. */
-  timeline: TaskTransition[];
-}
-
-/** The embedded store: one process, nothing survives a restart. Same contract as the Redis store. */
 export class MemoryTaskStore implements TaskStore {
   readonly kind = 'memory' as const;
-  private readonly tasks = new Map<string, Entry>();
-  /** Per principal, listing keys in creation order (appends keep it sorted: the clock only moves forward). */
-  private readonly index = new Map<string, string[]>();
-  /** Every task's listing key, in creation order (for operators); expired ones go as they are met and on sweeps. */
-  private readonly all: string[] = [];
-  private readonly events = new EventEmitter();
-  private readonly topics = new EventEmitter();
-  private readonly running = new RunningIndex();
+  readonly tasks: MemoryTasks;
+  readonly bus = new MemoryBus();
+  readonly sessions: MemorySessions;
+  readonly slots: MemorySlots;
+  readonly rates: MemoryRates;
+  readonly leases: MemoryLeases;
+  readonly upstreamSessions: MemoryUpstreamSessions;
+  readonly approvals: MemoryApprovals;
   readonly deliveries = new MemoryDeliveries();
-  private readonly semaphores = new Semaphores();
-  /** Bytes of finished tasks' outcomes, per principal and in total, until each task expires or is deleted. */
-  private readonly stored = new StoredBytesLedgers();
-  /** Rate-limit windows by name and principal: hits so far and when the window ends. */
-  private readonly rateWindows = new Map<string, { hits: number; endsAt: number }>();
   private readonly secret = randomBytes(32);
-  private readonly cursors = new CursorCodec(this.secret);
   private readonly sweeper: NodeJS.Timeout;
-  private lastCreatedUs = 0;
-  /** Sessions' shared state, with when each expires. */
-  private readonly sessions = new Map<string, StoredSession>();
-  /** The index of calls waiting for approval (entries of decided holds go at once, of gone ones as they are met). */
-  private readonly holds = new MemoryHolds();
-  /** Ids of expired tasks, until when they are remembered. */
-  private readonly expiredIds = new Map<string, number>();
-  /** Ids of deleted keyed tasks, until when they stay retired (as long as they would have once expired). */
-  private readonly deletedIds = new Map<string, number>();
 
-  constructor(private readonly options: { resultGraceMs?: number; now?: () => number } = {}) {
-    this.events.setMaxListeners(0);
-    this.topics.setMaxListeners(0);
-    this.sweeper = setInterval(() => this.sweep(), 30_000);
+  constructor(options: { resultGraceMs?: number; now?: () => number } = {}) {
+    const now = options.now ?? Date.now;
+    /** The index of calls waiting for approval (entries of decided holds go at once, of gone ones as they are met). */
+    const holds = new MemoryHolds();
+    const running = new RunningIndex();
+    this.tasks = new MemoryTasks({ now, cursors: new CursorCodec(this.secret), holds, resultGraceMs: options.resultGraceMs });
+    this.sessions = new MemorySessions(now);
+    this.slots = new MemorySlots(this.bus, now);
+    this.rates = new MemoryRates(now);
+    this.leases = new MemoryLeases(running, now);
+    this.upstreamSessions = new MemoryUpstreamSessions(running, now);
+    this.approvals = new MemoryApprovals(holds, this.tasks, now);
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
     this.sweeper.unref();
-  }
-
-  async create(input: NewTask): Promise<TaskRecord> {
-    if (this.live(input.taskId) !== undefined) throw new Error(`task ${input.taskId} already exists`);
-    return this.insert(input, undefined);
-  }
-
-  async createOnce(input: NewTask, digest: string): Promise<CreateOnceResult> {
-    const held = this.live(input.taskId);
-    if (held === undefined) {
-      // Decided within this one turn (no await): racing calls see one outcome.
-      const retired = this.retiredNow(input.taskId);
-      return retired === undefined ? { outcome: 'created', task: this.insert(input, digest) } : { outcome: 'retired', reason: retired };
-    }
-    if (held.task.principal !== input.principal || held.task.idempotency !== digest) return { outcome: 'conflict' };
-    return { outcome: 'existing', task: copy(withoutOutcome(held.task)) };
-  }
-
-  private insert(input: NewTask, idempotency: string | undefined): TaskRecord {
-    const now = this.now();
-    // Strictly increasing within the process, so listing order is creation order.
-    this.lastCreatedUs = Math.max(this.lastCreatedUs + 1, Math.floor((performance.timeOrigin + performance.now()) * 1000));
-    const { chargeTo, ...fields } = input;
-    const task: TaskRecord = { ...fields, status: 'working', createdMs: now, createdUs: this.lastCreatedUs, updatedMs: now, ...(idempotency === undefined ? {} : { idempotency }) };
-    if (task.message === undefined) delete task.message;
-    if (task.native !== true) delete task.native;
-    if (task.call === undefined) delete task.call;
-    if (chargeTo !== undefined && chargeTo !== task.principal) task.chargedTo = chargeTo;
-    // An upstream's own task may never be heard of again: it expires with its TTL from creation, running or not.
-    const expiresAt = task.native === true ? now + task.retentionMs : undefined;
-    this.tasks.set(task.taskId, { task, expiresAt, timeline: [transitionOf(task)] });
-    const keys = this.index.get(task.principal) ?? [];
-    const key = listingKey(task);
-    insertSorted(keys, key);
-    this.index.set(task.principal, keys);
-    insertSorted(this.all, key);
-    if (task.approval !== undefined) {
-      // Held from the start: the upstream has not seen the call.
-      task.queued = true;
-      this.holds.index(pendingHoldOf(task) as PendingHold);
-    }
-    // Charged until the earliest it can expire (its end charges it anew), as the Redis store does.
-    const kept = `${task.call === undefined ? '' : JSON.stringify(task.call)}${task.approval === undefined ? '' : JSON.stringify(task.approval)}`;
-    this.stored.charge(ledgerOf(task), task.taskId, storedTaskBytes({ callJson: kept }), now + task.retentionMs);
-    return copy(withoutOutcome(task));
-  }
-
-  async get(taskId: string, options: { outcome?: boolean; call?: boolean } = {}): Promise<TaskRecord | undefined> {
-    const entry = this.live(taskId);
-    if (entry === undefined) return undefined;
-    const { outcome, call, ...record } = entry.task;
-    // Copied only what is asked for: a stored call can be megabytes of arguments.
-    return copy({ ...record, ...(options.outcome === true && outcome !== undefined ? { outcome } : {}), ...(options.call === true && call !== undefined ? { call } : {}) });
-  }
-
-  async retired(taskId: string): Promise<KeyRetirement | undefined> {
-    return this.live(taskId) === undefined ? this.retiredNow(taskId) : undefined;
-  }
-
-  /** Why a key's id that names no task now is retired, if it is (see TaskStore.retired). */
-  private retiredNow(taskId: string): KeyRetirement | undefined {
-    const now = this.now();
-    if ((this.deletedIds.get(taskId) ?? 0) > now) return 'deleted';
-    return (this.expiredIds.get(taskId) ?? 0) > now ? 'expired' : undefined;
-  }
-
-  async expired(taskId: string): Promise<boolean> {
-    if (this.live(taskId) !== undefined) return false;
-    const until = this.expiredIds.get(taskId);
-    return until !== undefined && until > this.now();
-  }
-
-  async transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
-    const entry = this.live(taskId);
-    if (entry === undefined) return { ok: false, reason: 'not_found' };
-    if (isTerminal(entry.task.status)) return { ok: false, reason: 'terminal', task: copy(withoutOutcome(entry.task)) };
-    const now = this.now();
-    const task = entry.task;
-    const statusChanged = task.status !== change.to;
-    task.status = change.to;
-    task.updatedMs = now;
-    if (change.message === null) delete task.message;
-    else if (change.message !== undefined) task.message = change.message;
-    if (change.openRequests === null || isTerminal(change.to)) delete task.openRequests;
-    else if (change.openRequests !== undefined) task.openRequests = change.openRequests;
-    if (change.outcome !== undefined) task.outcome = change.outcome;
-    if (change.attempt !== undefined) task.attempt = change.attempt;
-    if (change.queued === true) task.queued = true;
-    else if (change.queued === false || isTerminal(change.to)) delete task.queued;
-    if (isTerminal(change.to)) {
-      entry.expiresAt = terminalExpiry(task, now, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
-      // Kept only to run the task again, which an ended task never is: its arguments are not held for its TTL.
-      delete task.call;
-      // Replaces its creation's charge.
-      this.stored.charge(change.chargeTo ?? ledgerOf(task), taskId, storedTaskBytes(task.outcome === undefined ? {} : { outcomeJson: JSON.stringify(task.outcome) }), entry.expiresAt);
-    }
-    if (statusChanged) {
-      entry.timeline.push(transitionOf(task));
-      if (entry.timeline.length > TIMELINE_LENGTH) entry.timeline.shift();
-    }
-    const summary = copy(withoutOutcome(task));
-    this.events.emit(taskId, summary);
-    return { ok: true, task: copy(summary) };
-  }
-
-  async storedBytes(principal: string): Promise<StoredBytes> {
-    return this.stored.read(principal, this.now());
-  }
-
-  async delete(taskId: string, chargedTo?: string): Promise<DeleteResult> {
-    const entry = this.live(taskId);
-    if (entry === undefined) return 'not_found';
-    if (!isTerminal(entry.task.status)) return 'not_terminal';
-    // Its listing entries go as listings meet them, as an expired task's do.
-    this.tasks.delete(taskId);
-    // A keyed task's id stays retired as long as it would have once expired (create.lua's tombstone).
-    if (entry.task.idempotency !== undefined) this.deletedIds.set(taskId, (entry.expiresAt ?? this.now()) + EXPIRED_MEMORY_MS);
-    this.stored.release(chargedTo ?? ledgerOf(entry.task), taskId);
-    return 'deleted';
-  }
-
-  async list(principal: string, page: { cursor?: string; limit: number }): Promise<TaskPage> {
-    const keys = this.index.get(principal) ?? [];
-    let end = keys.length; // exclusive: walk backwards from here, newest first
-    if (page.cursor !== undefined) {
-      const after = this.cursors.decode(principal, page.cursor);
-      end = lowerBound(keys, after);
-    }
-    const tasks: TaskRecord[] = [];
-    let i = end - 1;
-    for (; i >= 0 && tasks.length < page.limit; i--) {
-      const key = keys[i] as string;
-      const entry = this.listed(key);
-      if (entry === undefined) keys.splice(i, 1); // expired: forget its index entry too
-      else tasks.push(copy(withoutOutcome(entry.task)));
-    }
-    const last = tasks.at(-1);
-    const more = i >= 0;
-    return more && last !== undefined ? { tasks, nextCursor: this.cursors.encode(principal, listingKey(last)) } : { tasks };
-  }
-
-  async listAll(page: { cursor?: string; limit: number } & TaskFilter): Promise<TaskPage> {
-    const keys = this.all;
-    const end = page.cursor === undefined ? keys.length : lowerBound(keys, this.cursors.decode(ALL_TASKS_CURSOR, page.cursor));
-    const tasks: TaskRecord[] = [];
-    let i = end - 1;
-    let scanned = 0;
-    let lastKey: string | undefined;
-    for (; i >= 0 && tasks.length < page.limit && scanned < LIST_ALL_SCAN; i--, scanned++) {
-      const key = keys[i] as string;
-      lastKey = key; // a cursor is an exclusive bound: it works whether or not its entry is still there
-      const entry = this.listed(key);
-      if (entry === undefined) keys.splice(i, 1); // expired: forget its index entry too
-      else if (matchesFilter(entry.task, page)) tasks.push(copy(withoutOutcome(entry.task)));
-    }
-    // Going on from the last entry read (matching or not): a page cut short by the scan bound resumes after it.
-    return i >= 0 && lastKey !== undefined ? { tasks, nextCursor: this.cursors.encode(ALL_TASKS_CURSOR, lastKey) } : { tasks };
-  }
-
-  async timeline(taskId: string): Promise<TaskTransition[]> {
-    return structuredClone(this.live(taskId)?.timeline ?? []);
-  }
-
-  watch(taskId: string, listener: (task: TaskRecord) => void): () => void {
-    this.events.on(taskId, listener);
-    return () => this.events.off(taskId, listener);
-  }
-
-  async lease(taskIds: readonly string[], owner: string, leaseMs: number): Promise<void> {
-    await inTurns(taskIds, (batch) => this.running.lease(batch, owner, this.now() + leaseMs));
-  }
-
-  async reserve(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
-    return this.running.reserve(taskId, owner, this.now() + leaseMs);
-  }
-
-  async heartbeat(replica: string, leaseMs: number): Promise<void> {
-    this.running.heartbeat(replica, this.now() + leaseMs);
-  }
-
-  async unlease(taskId: string, owner?: string): Promise<void> {
-    this.running.unlease(taskId, owner);
-  }
-
-  async takeOrphans(limit: number, taker: string, leaseMs: number): Promise<{ taskId: string; owner: string }[]> {
-    const now = this.now();
-    return this.running.takeOrphans(limit, taker, now, now + leaseMs);
-  }
-
-  async recordUpstreamSession(replica: string, session: UpstreamSessionRecord, leaseMs: number): Promise<void> {
-    this.running.recordUpstreamSession(replica, session, this.now() + leaseMs);
-  }
-
-  async forgetUpstreamSession(replica: string, session: Pick<UpstreamSessionRecord, 'upstream' | 'sessionId'>): Promise<void> {
-    this.running.forgetUpstreamSession(replica, session);
-  }
-
-  async takeDeadUpstreamSessions(limit: number): Promise<(UpstreamSessionRecord & { replica: string })[]> {
-    return this.running.takeDeadUpstreamSessions(limit, this.now());
-  }
-
-  async acquireSlot(key: string, ticket: string, owner: string, limit: number, leaseMs: number, options: { queue?: boolean } = {}): Promise<SlotGrant> {
-    const now = this.now();
-    const { grant, dropped } = this.semaphores.acquire(key, ticket, { owner, deadline: now + leaseMs }, limit, options.queue !== false, now);
-    // Told once the semaphore is settled: a waiter's handler may acquire at once (this store calls it synchronously).
-    if (dropped) await this.publish('slots', { key });
-    return grant;
-  }
-
-  async releaseSlot(key: string, ticket: string): Promise<void> {
-    if (this.semaphores.release(key, ticket)) await this.publish('slots', { key });
-  }
-
-  async countHit(name: string, principal: string, windowMs: number, hits = 1): Promise<{ hits: number; resetInMs: number }> {
-    const key = `${name}\u0000${principal}`;
-    const now = this.now();
-    let window = this.rateWindows.get(key);
-    if (window === undefined || window.endsAt <= now) {
-      // Windows that ended are dropped as they are met again, and all of them now and then: memory stays bounded.
-      if (this.rateWindows.size > 10_000) for (const [k, w] of this.rateWindows) if (w.endsAt <= now) this.rateWindows.delete(k);
-      window = { hits: 0, endsAt: now + windowMs };
-      this.rateWindows.set(key, window);
-    }
-    window.hits += hits;
-    return { hits: window.hits, resetInMs: window.endsAt - now };
-  }
-
-  async renewSlots(entries: readonly { key: string; ticket: string }[], leaseMs: number): Promise<void> {
-    await inTurns(entries, (batch) => {
-      const now = this.now();
-      for (const { key, ticket } of batch) this.semaphores.renew(key, ticket, now, now + leaseMs);
-    });
-  }
-
-  async slotHolders(key: string): Promise<string[]> {
-    return this.semaphores.holders(key, this.now());
-  }
-
-  async publish(topic: string, message: JsonObject): Promise<number> {
-    const reached = this.topics.listenerCount(topic);
-    this.topics.emit(topic, structuredClone(message));
-    return reached;
-  }
-
-  async subscribers(topic: string): Promise<number> {
-    return this.topics.listenerCount(topic);
-  }
-
-  async subscribe(topic: string, handler: (message: JsonObject) => void): Promise<() => void> {
-    this.topics.on(topic, handler);
-    return () => this.topics.off(topic, handler);
-  }
-
-  async saveSession(sessionId: string, fields: Record<string, string | null>, expireAfterMs: number, options: { create?: boolean } = {}): Promise<boolean> {
-    let session = this.liveSession(sessionId);
-    if (session === undefined) {
-      if (options.create !== true) return false;
-      session = { fields: {}, expiresAt: 0 };
-      this.sessions.set(sessionId, session);
-    }
-    for (const [field, value] of Object.entries(fields)) {
-      if (value === null) delete session.fields[field];
-      else session.fields[field] = value;
-    }
-    session.expiresAt = this.now() + expireAfterMs;
-    return true;
-  }
-
-  async getSession(sessionId: string): Promise<Record<string, string> | undefined> {
-    const session = this.liveSession(sessionId);
-    return session === undefined ? undefined : { ...session.fields };
-  }
-
-  async deleteSession(sessionId: string): Promise<boolean> {
-    return this.sessions.delete(sessionId);
   }
 
   async signingSecret(): Promise<Buffer> {
     return this.secret;
   }
 
-  async decideApproval(taskId: string, decision: ApprovalDecision): Promise<DecideResult> {
-    const entry = this.live(taskId);
-    if (entry === undefined) {
-      this.holds.unindex(taskId);
-      return { ok: false, reason: 'not_found' };
-    }
-    const task = entry.task;
-    const approval = task.approval;
-    const answer = (reason: Exclude<DecideResult, { ok: true } | { reason: 'not_found' }>['reason']): DecideResult => {
-      if (reason !== 'not_due' && reason !== 'expired' && reason !== 'changed') this.holds.unindex(taskId);
-      return { ok: false, reason, task: copy(withoutOutcome(task)) };
-    };
-    if (isTerminal(task.status)) return answer('terminal');
-    if (approval === undefined) return answer('not_held');
-    if (approval.state !== 'pending') return answer('decided');
-    if (decision.digest !== undefined && decision.digest !== '' && decision.digest !== approval.digest) return answer('changed');
-    const now = this.now();
-    const due = now >= approval.deadlineMs;
-    if (decision.state === 'expired' && !due) return answer('not_due');
-    if (decision.state !== 'expired' && due) return answer('expired');
-    task.approval = {
-      ...approval,
-      state: decision.state,
-      decidedMs: now,
-      ...(decision.by === undefined ? {} : { decidedBy: decision.by }),
-      ...(decision.comment === undefined ? {} : { comment: decision.comment }),
-    };
-    task.message = decision.message;
-    task.updatedMs = now;
-    this.holds.unindex(taskId);
-    const summary = copy(withoutOutcome(task));
-    this.events.emit(taskId, summary);
-    return { ok: true, task: copy(summary) };
-  }
-
-  async reserveHold(principal: string, taskId: string, deadlineMs: number, cap: number): Promise<HoldReservation> {
-    return this.holds.reserve(principal, taskId, deadlineMs, cap, this.now());
-  }
-
-  async indexApproval(hold: PendingHold): Promise<void> {
-    if (this.live(hold.taskId) !== undefined) this.holds.index(hold);
-  }
-
-  async unindexApproval(taskId: string): Promise<void> {
-    this.holds.unindex(taskId);
-  }
-
-  async pendingHolds(page: { after?: HoldPosition; limit: number }): Promise<PendingHold[]> {
-    return this.holds.pending(page);
-  }
-
-  async dueHolds(nowMs: number, limit: number): Promise<string[]> {
-    return this.holds.due(nowMs, limit);
-  }
-
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
-    this.events.removeAllListeners();
-    this.topics.removeAllListeners();
-  }
-
-  private now(): number {
-    return this.options.now?.() ?? Date.now();
-  }
-
-  private live(taskId: string): Entry | undefined {
-    const entry = this.tasks.get(taskId);
-    if (entry?.expiresAt !== undefined && entry.expiresAt <= this.now()) {
-      this.tasks.delete(taskId);
-      this.expiredIds.set(taskId, entry.expiresAt + EXPIRED_MEMORY_MS);
-      return undefined;
-    }
-    return entry;
-  }
-
-  /**
-   * The live task a listing key names, if that key is still its own: an idempotency key makes the same id again
-   * once its task has gone, and the gone task's entry must not list the new one twice.
-   */
-  private listed(key: string): Entry | undefined {
-    const entry = this.live(key.slice(key.indexOf(':') + 1));
-    return entry !== undefined && listingKey(entry.task) === key ? entry : undefined;
-  }
-
-  private liveSession(sessionId: string): StoredSession | undefined {
-    const session = this.sessions.get(sessionId);
-    if (session !== undefined && session.expiresAt <= this.now()) {
-      this.sessions.delete(sessionId);
-      return undefined;
-    }
-    return session;
+    this.tasks.close();
+    this.bus.close();
   }
 
   private sweep(): void {
-    for (const taskId of [...this.tasks.keys()]) this.live(taskId);
-    // Compacted in place, in one pass: the index can hold every task of the process.
-    let kept = 0;
-    for (const key of this.all) if (this.tasks.has(key.slice(key.indexOf(':') + 1))) this.all[kept++] = key;
-    this.all.length = kept;
-    for (const sessionId of [...this.sessions.keys()]) this.liveSession(sessionId);
-    const now = this.now();
-    this.semaphores.sweep(now);
-    this.stored.sweep(now);
-    for (const [taskId, until] of this.expiredIds) if (until <= now) this.expiredIds.delete(taskId);
-    for (const [taskId, until] of this.deletedIds) if (until <= now) this.deletedIds.delete(taskId);
+    this.tasks.sweep();
+    this.sessions.sweep();
+    this.slots.sweep();
   }
-}
-
-/**
- * Applies `apply` to `items` batch by batch (IDS_PER_SCRIPT_CALL), yielding to the event loop between batches as
- * the Redis store's calls do: requests are still served while a replica renews 100k leases.
- */
-async function inTurns<T>(items: readonly T[], apply: (batch: T[]) => void): Promise<void> {
-  let first = true;
-  for (const batch of batches(items)) {
-    if (!first) await nextTurn();
-    first = false;
-    apply(batch);
-  }
-}
-
-function copy(task: TaskRecord): TaskRecord {
-  return structuredClone(task);
-}
-
-/** A task's status now, as a timeline entry. */
-function transitionOf(task: TaskRecord): TaskTransition {
-  return task.message === undefined ? { status: task.status, atMs: task.updatedMs } : { status: task.status, atMs: task.updatedMs, message: task.message };
-}
-
-/** Inserts `key` in order, even if the wall clock stepped back (appends are the common case). */
-function insertSorted(keys: string[], key: string): void {
-  let at = keys.length;
-  while (at > 0 && (keys[at - 1] as string) > key) at--;
-  keys.splice(at, 0, key);
-}
-
-/** Index of the first key >= `key` in a sorted array. */
-function lowerBound(keys: readonly string[], key: string): number {
-  let lo = 0;
-  let hi = keys.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((keys[mid] as string) < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }

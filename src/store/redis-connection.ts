@@ -118,7 +118,7 @@ export async function closeConnection(client: RedisClient): Promise<void> {
  */
 export function subscriberConnection(client: RedisClient): RedisClient {
   if (isCluster(client)) {
-    // One more connection per master for the topics' shard channels (RedisTaskStore.subscribe).
+    // One more connection per master for the topics' shard channels (RedisTopics.subscribe).
     return client.duplicate([], { enableOfflineQueue: true, shardedSubscribers: true, redisOptions: { ...client.options.redisOptions, maxRetriesPerRequest: null } });
   }
   return client.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });

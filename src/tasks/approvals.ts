@@ -14,21 +14,8 @@ import { GatewayError, storeUnavailable } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
 import { canonicalJson, type JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
-import {
-  CursorCodec,
-  failedWith,
-  HOLDS_PER_READ,
-  InvalidCursorError,
-  isTerminal,
-  pendingHoldOf,
-  type ApprovalHold,
-  type ApprovalState,
-  type DecideResult,
-  type HoldPosition,
-  type PendingHold,
-  type TaskRecord,
-  type TaskStore,
-} from '../store/task-store.js';
+import { CursorCodec, failedWith, InvalidCursorError, isTerminal, type ApprovalHold, type ApprovalState, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { HOLDS_PER_READ, pendingHoldOf, type DecideResult, type HoldPosition, type PendingHold } from '../store/approvals.js';
 import type { EndWrites } from './end-writes.js';
 import type { Caller } from '../principals.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
@@ -175,7 +162,7 @@ export class Approvals {
       timer = setTimeout(() => void this.expire(taskId), Math.max(0, hold.deadlineMs - Date.now()));
       timer.unref();
       // A run taken over from a lost replica may hold a call that replica never got to index: list it (again; idempotent).
-      await this.deps.store.indexApproval(pendingHoldOf({ ...run.task, approval: hold }) as PendingHold).catch(() => undefined);
+      await this.deps.store.approvals.index(pendingHoldOf({ ...run.task, approval: hold }) as PendingHold).catch(() => undefined);
     }
     let decided: TaskRecord | undefined;
     try {
@@ -229,21 +216,21 @@ export class Approvals {
     let scanned = 0;
     for (;;) {
       const want = Math.min(HOLDS_PER_READ, HOLDS_SCANNED_PER_LISTING - scanned);
-      const entries = await store.pendingHolds({ ...(after === undefined ? {} : { after }), limit: want });
+      const entries = await store.approvals.pending({ ...(after === undefined ? {} : { after }), limit: want });
       scanned += entries.length;
       const mine = entries.filter((entry) => this.mayDecide(entry, caller) && this.mayDecideOwn(entry, caller));
       // The calls of this caller's holds, a few at a time, in order, until the page is full (in holds or in bytes).
       for (let next = 0; next < mine.length && !full(); ) {
         const batch = mine.slice(next, next + Math.min(CALLS_READ_AT_ONCE, limit - tasks.length));
         next += batch.length;
-        const records = await Promise.all(batch.map((entry) => store.get(entry.taskId, { call: true })));
+        const records = await Promise.all(batch.map((entry) => store.tasks.get(entry.taskId, { call: true })));
         for (const [i, entry] of batch.entries()) {
           if (full()) break;
           const task = records[i];
           if (task !== undefined && !isTerminal(task.status) && task.approval?.state === 'pending') {
             tasks.push(task);
             callBytes += Buffer.byteLength(JSON.stringify(task.call?.params ?? null));
-          } else await store.unindexApproval(entry.taskId); // decided elsewhere, ended, or gone
+          } else await store.approvals.unindex(entry.taskId); // decided elsewhere, ended, or gone
           after = entry;
         }
       }
@@ -296,7 +283,7 @@ export class Approvals {
     const { decision, comment, digest } = asked;
     const badComment = commentRefusal(comment);
     if (badComment !== undefined) return { ok: false, status: 400, reason: 'bad_comment', message: badComment };
-    const task = await store.get(taskId, { call: true }).catch((error: unknown) => {
+    const task = await store.tasks.get(taskId, { call: true }).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
     if (task?.approval === undefined) return { ok: false, status: 404, reason: 'unknown', message: 'No such approval (unknown task, or a call that was never held)' };
@@ -311,19 +298,19 @@ export class Approvals {
     }
     const state = decision === 'approve' ? 'approved' : 'denied';
     const message = state === 'approved' ? `Approved by ${caller.principal}; the call starts` : deniedMessage(caller.principal, comment);
-    const result = await store.decideApproval(taskId, { state, by: caller.principal, ...(comment === undefined ? {} : { comment }), ...(digest === undefined ? {} : { digest }), message }).catch((error: unknown) => {
+    const result = await store.approvals.decide(taskId, { state, by: caller.principal, ...(comment === undefined ? {} : { comment }), ...(digest === undefined ? {} : { digest }), message }).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
     if (!result.ok) {
       // A changed call is answered with the call as it stands now, so that the approver is shown it anew.
-      if (result.reason === 'changed') return refusal({ ...result, task: (await store.get(taskId, { call: true }).catch(() => undefined)) ?? result.task });
+      if (result.reason === 'changed') return refusal({ ...result, task: (await store.tasks.get(taskId, { call: true }).catch(() => undefined)) ?? result.task });
       return refusal(result);
     }
     const decided = result.task;
     this.announce(decided);
     if (state === 'denied') await this.failDecided(decided);
     // The decided record, with the arguments that were decided on (a denied task's end drops its kept call).
-    const now = (await store.get(taskId).catch(() => undefined)) ?? decided;
+    const now = (await store.tasks.get(taskId).catch(() => undefined)) ?? decided;
     return { ok: true, task: task.call === undefined ? now : { ...now, call: task.call } };
   }
 
@@ -343,7 +330,7 @@ export class Approvals {
     this.sweeping = true;
     try {
       // Ids and deadlines only: expiring a hold never needs its call.
-      const due = await this.deps.store.dueHolds(Date.now(), HOLDS_PER_READ).catch(() => []);
+      const due = await this.deps.store.approvals.due(Date.now(), HOLDS_PER_READ).catch(() => []);
       for (const taskId of due) await this.expire(taskId);
     } finally {
       this.sweeping = false;
@@ -354,13 +341,13 @@ export class Approvals {
   endedWhileHeld(task: TaskRecord, status: string): void {
     if (task.approval?.state !== 'pending') return;
     // Out of the index (and its principal's count) at once, not when a listing or the sweep next meets it.
-    void this.deps.store.unindexApproval(task.taskId).catch(() => undefined);
+    void this.deps.store.approvals.unindex(task.taskId).catch(() => undefined);
     if (status !== 'cancelled') return;
     this.deps.events.emit('approval.decided', { ...taskFacts(task), decision: 'cancelled', waitedMs: taskAgeMs(task) });
   }
 
   private async expire(taskId: string): Promise<void> {
-    const result = await this.deps.store.decideApproval(taskId, { state: 'expired', message: 'The approval expired: nobody approved the call in time; the tool was not called' }).catch(() => undefined);
+    const result = await this.deps.store.approvals.decide(taskId, { state: 'expired', message: 'The approval expired: nobody approved the call in time; the tool was not called' }).catch(() => undefined);
     if (result?.ok !== true) return;
     this.announce(result.task);
     await this.failDecided(result.task);
@@ -411,8 +398,8 @@ export function approvesAnything(policies: Pick<TaskPolicies, 'config'>, caller:
  * Reserves a place for a new hold among `principal`'s pending ones, before its task is stored: refused (the
  * principal's own calls wait for decisions) past `cap` (tasks.maxPendingApprovalsPerPrincipal; 0: none).
  */
-export async function reserveHold(store: Pick<TaskStore, 'reserveHold'>, events: GatewayEvents, principal: string, taskId: string, hold: Pick<ApprovalHold, 'deadlineMs'>, cap: number): Promise<void> {
-  const reservation = await store.reserveHold(principal, taskId, hold.deadlineMs, cap).catch((error: unknown) => {
+export async function reserveHold(store: Pick<TaskStore, 'approvals'>, events: GatewayEvents, principal: string, taskId: string, hold: Pick<ApprovalHold, 'deadlineMs'>, cap: number): Promise<void> {
+  const reservation = await store.approvals.reserve(principal, taskId, hold.deadlineMs, cap).catch((error: unknown) => {
     throw storeUnavailable(error);
   });
   if (!reservation.reserved) {

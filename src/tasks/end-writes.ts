@@ -49,12 +49,12 @@ export class EndWrites {
     const taskId = task.taskId;
     try {
       this.localEnds.begin(taskId);
-      const changed = await this.store.transition(taskId, change);
+      const changed = await this.store.tasks.transition(taskId, change);
       // The store has it: this replica's waiters take the outcome from here, not from a read after the event.
       this.localEnds.settle(taskId, changed.ok ? withOutcomeOf(changed.task, change) : undefined);
       this.pending.delete(taskId);
       // After the answers of the waiters just woken (they go out in this tick's promise reactions): nobody waits on it.
-      setImmediate(() => void this.store.unlease(taskId).catch(() => undefined));
+      setImmediate(() => void this.store.leases.release(taskId).catch(() => undefined));
       if (!changed.ok) return; // already terminal: whatever ended it announced it
       const ended = { ...taskFacts(task), status: change.to as RunOutcome, durationMs: taskAgeMs(task) };
       this.events.emit('task.ended', { ...ended, ...(reason === undefined ? {} : { reason }), ...(kept ? { kept } : {}) });

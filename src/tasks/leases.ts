@@ -8,7 +8,8 @@
 import type { TaskPolicy } from '../config/types.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
-import { failedWith, IDS_PER_SCRIPT_CALL, isTerminal, UPSTREAM_SESSIONS_PER_TAKE, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { failedWith, IDS_PER_SCRIPT_CALL, isTerminal, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { UPSTREAM_SESSIONS_PER_TAKE, type DeadUpstreamSession } from '../store/upstream-sessions.js';
 import type { Upstream } from '../upstream/life/upstream.js';
 import type { Peers } from './peers.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
@@ -57,7 +58,7 @@ export interface LossHandling {
 }
 
 export interface TaskLeasesDeps {
-  store: TaskStore;
+  store: Pick<TaskStore, 'leases' | 'upstreamSessions' | 'tasks' | 'ping'>;
   logger: Logger;
   /** How long a replica may go without a heartbeat (replicas.leaseMs). */
   leaseMs: number;
@@ -108,7 +109,7 @@ export class TaskLeases {
   /** Set while renewals fail: since when, and the last error. */
   private renewalFailure: { since: number; message: string } | undefined;
 
-  private readonly store: TaskStore;
+  private readonly store: Pick<TaskStore, 'leases' | 'upstreamSessions' | 'tasks' | 'ping'>;
   private readonly logger: Logger;
   private readonly leaseMs: number;
   private readonly peers: LeasePeers;
@@ -125,20 +126,20 @@ export class TaskLeases {
 
   /** Leases tasks to this replica (if it dies from here on, another one ends them). */
   lease(taskIds: string[]): Promise<void> {
-    return this.store.lease(taskIds, this.peers.id, this.leaseMs);
+    return this.store.leases.assign(taskIds, this.peers.id, this.leaseMs);
   }
 
   /**
-   * Reserves the id of a task this replica is about to create, before its record exists (store.reserve): false
+   * Reserves the id of a task this replica is about to create, before its record exists (store.leases.reserve): false
    * when a replica holds it already (a keyed task created or run elsewhere, or left by a dead replica).
    */
   reserve(taskId: string): Promise<boolean> {
-    return this.store.reserve(taskId, this.peers.id, this.leaseMs);
+    return this.store.leases.reserve(taskId, this.peers.id, this.leaseMs);
   }
 
   /** Gives back a reservation whose task was not created here (only while this replica still holds it). */
   release(taskId: string): Promise<void> {
-    return this.store.unlease(taskId, this.peers.id);
+    return this.store.leases.release(taskId, this.peers.id);
   }
 
   /**
@@ -181,7 +182,7 @@ export class TaskLeases {
     const slotsDue = this.beatsSinceSlots === 0;
     try {
       // Both settle before the beat ends (a beat never overlaps the next), then either failure fails it.
-      const settled = await Promise.allSettled([slotsDue ? this.runs.renewSlots() : undefined, this.store.heartbeat(this.peers.id, this.leaseMs)]);
+      const settled = await Promise.allSettled([slotsDue ? this.runs.renewSlots() : undefined, this.store.leases.heartbeat(this.peers.id, this.leaseMs)]);
       for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
       this.beatsSinceSlots = (this.beatsSinceSlots + 1) % BEATS_PER_LEASE;
       this.lastRound = { ids: held, ms: performance.now() - started };
@@ -240,7 +241,7 @@ export class TaskLeases {
       while (!this.stopped) {
         let orphans: { taskId: string; owner: string }[];
         try {
-          orphans = await this.store.takeOrphans(ORPHANS_PER_TAKE, this.peers.id, this.leaseMs);
+          orphans = await this.store.leases.takeOrphans(ORPHANS_PER_TAKE, this.peers.id, this.leaseMs);
         } catch {
           this.storeDown = true;
           return; // the store is away; readiness says so, and the leases wait
@@ -270,9 +271,9 @@ export class TaskLeases {
    */
   private async endDeadUpstreamSessions(): Promise<void> {
     for (;;) {
-      let taken: Awaited<ReturnType<TaskStore['takeDeadUpstreamSessions']>>;
+      let taken: DeadUpstreamSession[];
       try {
-        taken = await this.store.takeDeadUpstreamSessions(UPSTREAM_SESSIONS_PER_TAKE);
+        taken = await this.store.upstreamSessions.takeDead(UPSTREAM_SESSIONS_PER_TAKE);
       } catch {
         this.storeDown = true;
         return;
@@ -306,10 +307,10 @@ export class TaskLeases {
         return;
       }
       const message = `The gateway lost the call: replica ${owner} stopped while running it (no heartbeat for ${this.leaseMs} ms)`;
-      const changed = await this.store.transition(taskId, failedWith(message)).catch(() => undefined);
+      const changed = await this.store.tasks.transition(taskId, failedWith(message)).catch(() => undefined);
       if (changed === undefined) return;
       settled = true;
-      await this.store.unlease(taskId).catch(() => undefined);
+      await this.store.leases.release(taskId).catch(() => undefined);
       if (!changed.ok) return; // ended meanwhile, or expired: nothing to fail
       const lost = changed.task;
       this.events.emit('task.recovered', { ...taskFacts(lost), action: 'lost', previousOwner: owner });
@@ -340,7 +341,7 @@ export class TaskLeases {
       }
       for (const { upstream, sessionId, protocolVersion } of sessions) {
         const record = protocolVersion === undefined ? { upstream, sessionId } : { upstream, sessionId, protocolVersion };
-        await this.store.recordUpstreamSession(replica, record, this.leaseMs).catch(() => undefined);
+        await this.store.upstreamSessions.record(replica, record, this.leaseMs).catch(() => undefined);
       }
     }
     return lost;
@@ -367,7 +368,7 @@ export class TaskLeases {
         for (const id of answer?.held ?? []) held.add(id);
       }
       if (held.size > 0) {
-        await this.store.lease([...held], owner, this.leaseMs).catch(() => undefined);
+        await this.store.leases.assign([...held], owner, this.leaseMs).catch(() => undefined);
         for (const id of held) this.recovering.delete(id);
       }
       for (const taskId of taskIds) if (!held.has(taskId)) lost.push({ taskId, owner });
@@ -382,7 +383,7 @@ export class TaskLeases {
    * at most one more execution. True when there is nothing left to fail (taken over, or ended meanwhile).
    */
   private async takeOverLost(taskId: string, owner: string): Promise<boolean> {
-    const task = await this.store.get(taskId, { call: true }).catch(() => undefined);
+    const task = await this.store.tasks.get(taskId, { call: true }).catch(() => undefined);
     if (task === undefined || isTerminal(task.status) || task.call === undefined) return false;
     const policy = this.runs.policyFor(task.tool);
     const waiting = task.queued === true;
@@ -391,7 +392,7 @@ export class TaskLeases {
     if (upstream === undefined || (!waiting && (!policy.retry.onLoss || attempt > policy.retry.maxAttempts))) return false;
     // A call held for approval goes on waiting here, its status message (whom it waits for) unchanged.
     const held = waiting && task.approval !== undefined;
-    const changed = await this.store
+    const changed = await this.store.tasks
       .transition(taskId, {
         to: 'working',
         attempt,
@@ -405,7 +406,7 @@ export class TaskLeases {
       .catch(() => undefined);
     if (changed === undefined) return false; // store away: failing it is tried next, else the next sweep tries again
     if (!changed.ok) {
-      await this.store.unlease(taskId).catch(() => undefined);
+      await this.store.leases.release(taskId).catch(() => undefined);
       return true; // ended meanwhile: nothing to fail
     }
     const facts = taskFacts(task);

@@ -21,7 +21,7 @@ export class RateLimited extends GatewayError {
 export class RateLimiter {
   constructor(
     private limits: AuthConfig['rateLimits'],
-    private readonly store: TaskStore,
+    private readonly store: Pick<TaskStore, 'rates'>,
     /** Told of every refusal (the first of each window says so: the audit log records that one). */
     private readonly events: GatewayEvents = NO_EVENTS,
   ) {}
@@ -59,7 +59,7 @@ export class RateLimiter {
 
   private async count(name: string, principal: string, limit: number, windowMs: number, what: string, hitsNow = 1): Promise<void> {
     if (limit <= 0) return;
-    const { hits, resetInMs } = await this.store.countHit(name, principal, windowMs, hitsNow).catch((error: unknown) => {
+    const { hits, resetInMs } = await this.store.rates.count(name, principal, windowMs, hitsNow).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
     if (hits <= limit) return;

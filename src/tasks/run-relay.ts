@@ -108,7 +108,7 @@ export class RunRelay implements RunActions {
       const waiting = inputs.size > 0;
       const status = (run.status = waiting ? 'input_required' : 'working');
       const message = waiting ? `Waiting for the client to answer ${inputs.size} input request(s)` : undefined;
-      await this.store
+      await this.store.tasks
         .transition(run.task.taskId, waiting ? { to: 'input_required', openRequests: inputs.outstanding(), message } : { to: 'working', openRequests: null, message: null })
         .then(
           (changed) => {
@@ -123,7 +123,7 @@ export class RunRelay implements RunActions {
   /** A new status message of a running task, in the store and announced (once the store took it). */
   private recordStatus(run: LocalRun, message: string): void {
     const status = run.status;
-    void this.store.transition(run.task.taskId, { to: status, message }).then(
+    void this.store.tasks.transition(run.task.taskId, { to: status, message }).then(
       (changed) => {
         if (changed.ok) this.events.emit('task.status', { ...taskFacts(run.task), status, message });
       },

@@ -31,7 +31,7 @@ export interface SlotWaiter {
 }
 
 export interface TaskSlotsDeps {
-  store: TaskStore;
+  store: Pick<TaskStore, 'slots' | 'bus' | 'tasks'>;
   logger: Logger;
   leaseMs: number;
   replicaId: () => string;
@@ -44,7 +44,7 @@ export interface TaskSlotsDeps {
 export class TaskSlots {
   /** Wakes runs waiting in a semaphore's line when a slot of it frees, on any replica (by semaphore key). */
   private readonly freed = new EventEmitter();
-  private readonly store: TaskStore;
+  private readonly store: Pick<TaskStore, 'slots' | 'bus' | 'tasks'>;
   private readonly logger: Logger;
   private readonly leaseMs: number;
   private readonly replicaId: () => string;
@@ -63,7 +63,7 @@ export class TaskSlots {
 
   /** Listens for slots freed anywhere (without it, waiting runs retry on a timer). */
   listen(): void {
-    void this.store
+    void this.store.bus
       .subscribe('slots', (message) => this.freed.emit(String(message.key)))
       .catch((error: unknown) => this.logger.warn({ err: error }, 'not told when task slots free; waiting runs retry on a timer'));
   }
@@ -72,8 +72,8 @@ export class TaskSlots {
   async claimPrincipal(principal: string, taskId: string, policy: TaskPolicy): Promise<void> {
     if (policy.maxTasksPerPrincipal <= 0) return;
     const { key } = this.principalTicket(principal, taskId);
-    const grant = await this.store
-      .acquireSlot(key, taskId, this.replicaId(), policy.maxTasksPerPrincipal, this.leaseMs, { queue: false })
+    const grant = await this.store.slots
+      .acquire(key, taskId, this.replicaId(), policy.maxTasksPerPrincipal, this.leaseMs, { queue: false })
       .catch((error: unknown) => {
         throw storeUnavailable(error);
       });
@@ -90,16 +90,16 @@ export class TaskSlots {
   /** Counts a task taken over from a lost replica again (its old ticket expired with that replica's leases). */
   async reclaimPrincipal(principal: string, taskId: string): Promise<void> {
     const { key } = this.principalTicket(principal, taskId);
-    await this.store.acquireSlot(key, taskId, this.replicaId(), Number.MAX_SAFE_INTEGER, this.leaseMs, { queue: false }).catch(() => undefined);
+    await this.store.slots.acquire(key, taskId, this.replicaId(), Number.MAX_SAFE_INTEGER, this.leaseMs, { queue: false }).catch(() => undefined);
   }
 
   release(slot: SlotTicket): void {
-    void this.store.releaseSlot(slot.key, slot.ticket).catch(() => undefined);
+    void this.store.slots.release(slot.key, slot.ticket).catch(() => undefined);
   }
 
   /** Renews the tickets' leases (heartbeat); rejects when the store did not take it. */
   async renew(slots: SlotTicket[]): Promise<void> {
-    if (slots.length > 0) await this.store.renewSlots(slots, this.leaseMs);
+    if (slots.length > 0) await this.store.slots.renew(slots, this.leaseMs);
   }
 
   /**
@@ -124,7 +124,7 @@ export class TaskSlots {
       let shown: number | undefined;
       for (;;) {
         if (run.ended) return false;
-        const grant = await this.store.acquireSlot(key, slot.ticket, this.replicaId(), limit, this.leaseMs).catch(() => undefined);
+        const grant = await this.store.slots.acquire(key, slot.ticket, this.replicaId(), limit, this.leaseMs).catch(() => undefined);
         if (run.ended) return false; // the run's end gives the slot back
         if (grant?.granted === true) break;
         if (grant !== undefined && grant.ahead !== shown) {
@@ -132,7 +132,7 @@ export class TaskSlots {
           waiting = true;
           shown = grant.ahead;
           queued = true;
-          void this.store
+          void this.store.tasks
             .transition(run.task.taskId, { to: 'working', queued: true, message: `Queued behind ${grant.ahead} running or waiting task(s): ${what}` })
             .catch(() => undefined);
         }
@@ -141,7 +141,7 @@ export class TaskSlots {
     }
     // Cleared before the call starts: a task still marked queued never reached the upstream.
     if (queued) {
-      await this.store.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);
+      await this.store.tasks.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);
       if (waiting) this.events.emit('task.status', { ...taskFacts(run.task), status: 'working', queued: false });
     }
     return true;

@@ -22,7 +22,7 @@ export async function checkStoredBudgets(
   options: { together?: boolean } = {},
 ): Promise<void> {
   if (config.maxStoredBytesPerPrincipal <= 0 && config.maxStoredBytes <= 0) return;
-  const stored = await store.storedBytes(principal).catch((error: unknown) => {
+  const stored = await store.tasks.storedBytes(principal).catch((error: unknown) => {
     throw storeUnavailable(error);
   });
   const now = Date.now();

@@ -175,10 +175,10 @@ export class TaskAdmission {
   async keyed(once: IdempotentCreation, principal: string): Promise<{ taskId: string; task: TaskRecord | undefined }> {
     const { store } = this.deps;
     const taskId = keyedTaskId(await store.signingSecret().catch((error: unknown) => Promise.reject(storeUnavailable(error))), principal, once.key);
-    const task = await store.get(taskId).catch((error: unknown) => Promise.reject(storeUnavailable(error)));
+    const task = await store.tasks.get(taskId).catch((error: unknown) => Promise.reject(storeUnavailable(error)));
     if (task !== undefined && (task.principal !== principal || task.idempotency !== once.digest)) throw keyReused();
     // Asked before the upstream is (a call that becomes a task later): a retired key runs nothing.
-    const retired = task === undefined ? await store.retired(taskId).catch((error: unknown) => Promise.reject(storeUnavailable(error))) : undefined;
+    const retired = task === undefined ? await store.tasks.retired(taskId).catch((error: unknown) => Promise.reject(storeUnavailable(error))) : undefined;
     if (retired !== undefined) throw keyRetired(retired);
     return { taskId, task };
   }
@@ -227,9 +227,9 @@ export class TaskAdmission {
     for (;;) {
       let changed: () => void = () => undefined;
       const stored = new Promise<void>((resolve) => (changed = resolve));
-      const unwatch = store.watch(taskId, () => changed());
+      const unwatch = store.tasks.watch(taskId, () => changed());
       try {
-        const task = await store.get(taskId);
+        const task = await store.tasks.get(taskId);
         if (task !== undefined) throw new KeyTaken(task.principal === principal && task.idempotency === digest ? task : undefined);
         if (Date.now() >= giveUpAt) {
           throw new GatewayError('key_busy', 'Another gateway replica holds the task of this idempotency key but has not stored it yet; try again shortly', { retryAfterMs: leases.leaseMs });
@@ -247,7 +247,7 @@ export class TaskAdmission {
   /** Fails a keyed task this replica reserved but found stored and unfinished (nobody runs it), and lets it go. */
   private async endUnleased(task: TaskRecord): Promise<TaskRecord> {
     const message = 'The gateway lost the call: the replica that created the task stopped before it started it';
-    const changed = await this.deps.store.transition(task.taskId, failedWith(message));
+    const changed = await this.deps.store.tasks.transition(task.taskId, failedWith(message));
     await this.deps.leases.release(task.taskId).catch(() => undefined);
     if (!changed.ok) return changed.reason === 'terminal' ? changed.task : task;
     this.deps.events.emit('task.ended', { ...taskFacts(changed.task), status: 'failed', reason: 'lost', durationMs: taskAgeMs(changed.task) });
@@ -289,8 +289,8 @@ class KeyTaken extends Error {
 
 /** Stores the new task; under a key (`digest`), the store decides atomically whether the key made one already (KeyTaken). */
 async function createTask(store: TaskStore, input: NewTask, digest: string | undefined): Promise<TaskRecord> {
-  if (digest === undefined) return store.create(input);
-  const created = await store.createOnce(input, digest);
+  if (digest === undefined) return store.tasks.create(input);
+  const created = await store.tasks.createOnce(input, digest);
   if (created.outcome === 'created') return created.task;
   if (created.outcome === 'retired') throw keyRetired(created.reason);
   throw new KeyTaken(created.outcome === 'existing' ? created.task : undefined);

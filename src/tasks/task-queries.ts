@@ -39,14 +39,14 @@ export class TaskQueries {
    */
   async find(taskId: unknown, options: { withOutcome?: boolean; allowNative?: boolean; reader?: TaskReader } = {}): Promise<TaskRecord> {
     if (typeof taskId !== 'string' || taskId === '') throw new GatewayError('invalid_params', 'params.taskId must be a non-empty string');
-    const task = await this.store.get(taskId, { outcome: options.withOutcome === true }).catch(unavailable);
+    const task = await this.store.tasks.get(taskId, { outcome: options.withOutcome === true }).catch(unavailable);
     const reader = options.reader;
     if (task !== undefined && reader !== undefined && !this.readable(task, reader)) throw new GatewayError('invalid_params', NOT_FOUND);
     if (task?.native === true && options.allowNative !== true) {
       throw new GatewayError('invalid_params', `Task ${taskId} is run by upstream '${task.upstream}' itself; use its 2026-07-28 tasks methods`);
     }
     if (task !== undefined) return task;
-    const expired = await this.store.expired(taskId).catch(unavailable);
+    const expired = await this.store.tasks.expired(taskId).catch(unavailable);
     throw new GatewayError('invalid_params', expired ? EXPIRED : NOT_FOUND);
   }
 
@@ -54,7 +54,7 @@ export class TaskQueries {
   async list(principal: string, cursor: unknown, mayUse: (tool: string) => boolean = () => true): Promise<TaskPage> {
     if (cursor !== undefined && typeof cursor !== 'string') throw new GatewayError('invalid_params', 'Invalid cursor');
     try {
-      const page = await this.store.list(principal, cursor === undefined ? { limit: LIST_PAGE_SIZE } : { cursor, limit: LIST_PAGE_SIZE });
+      const page = await this.store.tasks.list(principal, cursor === undefined ? { limit: LIST_PAGE_SIZE } : { cursor, limit: LIST_PAGE_SIZE });
       return { ...page, tasks: page.tasks.filter((task) => mayUse(task.tool)) };
     } catch (error) {
       if (error instanceof InvalidCursorError) throw new GatewayError('invalid_params', 'Invalid cursor');
@@ -83,7 +83,7 @@ export class TaskQueries {
         if (isTerminal(task.status) && this.localEnds.isWriting(taskId)) held = task;
         else if (done(task)) settle(task);
       };
-      const stopWatching = this.store.watch(taskId, seen);
+      const stopWatching = this.store.tasks.watch(taskId, seen);
       const stopLocal = this.localEnds.listen(taskId, (ended) => {
         const task = ended ?? held;
         held = undefined;
@@ -91,7 +91,7 @@ export class TaskQueries {
       });
       if (signal.aborted) return settle(undefined);
       signal.addEventListener('abort', onAbort, { once: true });
-      this.store.get(taskId).then(
+      this.store.tasks.get(taskId).then(
         (task) => (task === undefined ? settle(undefined, new GatewayError('invalid_params', NOT_FOUND)) : seen(task)),
         (error: unknown) => settle(undefined, storeUnavailable(error)),
       );

@@ -31,7 +31,7 @@ export class TaskRecords {
    * task still running is refused (cancel it first), as is one that is gone.
    */
   async delete(task: TaskRecord): Promise<void> {
-    const verdict = await this.store.delete(task.taskId, countedPrincipal(task.principal, this.authenticated)).catch(unavailable);
+    const verdict = await this.store.tasks.delete(task.taskId, countedPrincipal(task.principal, this.authenticated)).catch(unavailable);
     if (verdict === 'not_found') throw new GatewayError('invalid_params', NOT_FOUND);
     if (verdict === 'not_terminal') throw new GatewayError('invalid_params', `Cannot delete task: it is still ${stillDoing(task)}; cancel it first`);
     this.events.emit('task.deleted', taskFacts(task));
@@ -45,12 +45,12 @@ export class TaskRecords {
    * revision whose upstream created it.
    */
   async recordNative(era: Era, taskId: string, exposedName: string, upstream: Upstream, retentionMs: number, owner: string | undefined): Promise<void> {
-    if ((await this.store.get(taskId).catch(unavailable)) !== undefined) {
+    if ((await this.store.tasks.get(taskId).catch(unavailable)) !== undefined) {
       // Native ids are the upstream's own; the gateway cannot route two tasks with one id.
       throw new GatewayError('internal', `Upstream '${upstream.name}' returned task id '${taskId}', which another task already uses`);
     }
     const message = `Runs on upstream '${upstream.name}'`;
-    const task = await this.store
+    const task = await this.store.tasks
       .create({ taskId, principal: owner ?? NATIVE_TASKS_PRINCIPAL, era, tool: exposedName, upstream: upstream.name, retentionMs, pollMs: 0, message, native: true, ...(owner === undefined ? {} : { chargeTo: countedPrincipal(owner, this.authenticated) }) })
       .catch(unavailable);
     this.events.emit('task.created', { ...taskFacts(task), era, queued: false, native: true });
@@ -61,7 +61,7 @@ export class TaskRecords {
    * becomes terminal once, and the end is announced like any other (whichever replica saw it first).
    */
   async recordNativeEnd(taskId: string, status: 'completed' | 'failed' | 'cancelled'): Promise<void> {
-    const changed = await this.store.transition(taskId, { to: status }).catch(unavailable);
+    const changed = await this.store.tasks.transition(taskId, { to: status }).catch(unavailable);
     if (!changed.ok || changed.task.native !== true) return;
     this.events.emit('task.ended', { ...taskFacts(changed.task), status, durationMs: taskAgeMs(changed.task), era: changed.task.era });
   }

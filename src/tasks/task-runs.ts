@@ -160,10 +160,10 @@ export class TaskRuns {
    */
   async cancel(task: TaskRecord): Promise<{ ok: true; task: TaskRecord } | { ok: false; task: TaskRecord | undefined }> {
     const { store, events } = this.deps;
-    const changed = await store.transition(task.taskId, { to: 'cancelled', message: 'The task was cancelled by request.' }).catch(unavailable);
+    const changed = await store.tasks.transition(task.taskId, { to: 'cancelled', message: 'The task was cancelled by request.' }).catch(unavailable);
     const run = this.runs.get(task.taskId);
     if (run !== undefined) this.endRun(run, 'cancelled', 'the task was cancelled');
-    void store.unlease(task.taskId).catch(() => undefined);
+    void store.leases.release(task.taskId).catch(() => undefined);
     if (!changed.ok) return { ok: false, task: changed.reason === 'not_found' ? undefined : changed.task };
     const ended = changed.task;
     // Cancelling a held call ends its hold: the upstream never sees it.
@@ -233,9 +233,9 @@ export class TaskRuns {
     await Promise.all(
       [...this.runs.values()].map(async (run) => {
         this.endRun(run, 'failed', 'the gateway shut down');
-        const changed = await store.transition(run.task.taskId, failedWith('The gateway shut down while the task was running')).catch(() => undefined);
+        const changed = await store.tasks.transition(run.task.taskId, failedWith('The gateway shut down while the task was running')).catch(() => undefined);
         if (changed?.ok === true) events.emit('task.ended', { ...taskFacts(run.task), status: 'failed', reason: 'drained', durationMs: taskAgeMs(run.task) });
-        await store.unlease(run.task.taskId).catch(() => undefined);
+        await store.leases.release(run.task.taskId).catch(() => undefined);
       }),
     );
   }
@@ -247,10 +247,10 @@ export class TaskRuns {
     this.admission.started(task.taskId);
     if (policies.policyFor(task.tool).maxTasksPerPrincipal > 0) run.slots.push(slots.principalTicket(task.principal, task.taskId));
     // A task cancelled through another replica (or any other way) stops its upstream call here.
-    run.stopWatching = store.watch(task.taskId, (changed) => {
+    run.stopWatching = store.tasks.watch(task.taskId, (changed) => {
       if (!isTerminal(changed.status) || run.ended) return;
       this.endRun(run, changed.status as RunOutcome, `the task was ${changed.status}`);
-      void store.unlease(task.taskId).catch(() => undefined);
+      void store.leases.release(task.taskId).catch(() => undefined);
     });
     return run;
   }

@@ -29,7 +29,7 @@ export interface WebhookSettings {
 }
 
 export interface WebhookDeps {
-  store: Pick<TaskStore, 'deliveries' | 'get'>;
+  store: Pick<TaskStore, 'deliveries' | 'tasks'>;
   events: GatewayEvents;
   logger: Logger;
   /** This replica's id (leases name it). */
@@ -136,7 +136,7 @@ export class Webhooks {
     if (wanted.length === 0) return;
     const delivery = this.settings.webhookDelivery;
     const withResult = event.ended && wanted.some((endpoint) => endpoint.includeResult);
-    const task = await this.deps.store.get(event.facts.taskId, { outcome: withResult });
+    const task = await this.deps.store.tasks.get(event.facts.taskId, { outcome: withResult });
     const webhookId = `msg_${randomBytes(16).toString('base64url')}`;
     for (const endpoint of wanted) {
       const body = webhookBody(event, task, endpoint.includeResult, delivery.maxBodyBytes);

@@ -100,7 +100,7 @@ export async function storedWhen(store: TaskStore, taskId: string, done: (status
       stop();
       resolve();
     };
-    const stop = store.watch(taskId, (task) => check(task.status, task.openRequests));
-    void store.get(taskId).then((task) => task !== undefined && check(task.status, task.openRequests));
+    const stop = store.tasks.watch(taskId, (task) => check(task.status, task.openRequests));
+    void store.tasks.get(taskId).then((task) => task !== undefined && check(task.status, task.openRequests));
   });
 }

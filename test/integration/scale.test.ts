@@ -46,7 +46,7 @@ async function createTasks(store: RedisTaskStore, count: number, shape: (i: numb
       const principal = era === '2025-11-25' ? `session:${newTaskId()}` : 'modern:anonymous';
       return { taskId: newTaskId(), principal, era, tool: 'slow', upstream: 'fx', retentionMs: 600_000, pollMs: 100, ...shape(i) } as NewTask;
     });
-    await Promise.all(chunk.map((task) => store.create(task)));
+    await Promise.all(chunk.map((task) => store.tasks.create(task)));
     ids.push(...chunk.map((task) => task.taskId));
   }
   return ids;
@@ -59,7 +59,7 @@ function untilAllEnded(store: RedisTaskStore, ids: readonly string[]): Promise<M
   return new Promise((resolve) => {
     for (const id of ids) {
       stops.push(
-        store.watch(id, (task) => {
+        store.tasks.watch(id, (task) => {
           if (!isTerminal(task.status) || ended.has(id)) return;
           ended.set(id, task);
           if (ended.size === ids.length) {
@@ -91,7 +91,7 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
     const ids = await createTasks(store, ORPHANS);
     const ended = untilAllEnded(store, ids);
     // The dead replica's leases have all run out before any replica sweeps: the first sweep finds every one.
-    await store.lease(ids, DEAD_REPLICA, 1);
+    await store.leases.assign(ids, DEAD_REPLICA, 1);
     const gateway = await scope.spawnGateway({ config: { ...replicaConfig(prefix), log: { level: 'info' } } });
 
     const tasks = await ended;
@@ -131,7 +131,7 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
     const [a, b] = await twoReplicaProcesses(scope, replicaConfig(prefix));
     const ended = untilAllEnded(store, [...lost, ...retried]);
     // Both replicas are up and sweeping when the leases run out: they race for the same orphans.
-    await store.lease([...lost, ...retried], DEAD_REPLICA, 1);
+    await store.leases.assign([...lost, ...retried], DEAD_REPLICA, 1);
 
     const tasks = await ended;
     for (const id of lost) assert.equal(tasks.get(id)?.status, 'failed', id);
@@ -166,7 +166,7 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
     const [known] = await createTasks(store, 1, () => ({ era: '2026-07-28', principal: 'modern:anonymous' }));
     const ids = [retryable, plain, known] as string[];
     const ended = untilAllEnded(store, ids);
-    await store.lease(ids, DEAD_REPLICA, 1);
+    await store.leases.assign(ids, DEAD_REPLICA, 1);
     const gateway = await scope.spawnGateway({ config: replicaConfig(prefix) });
 
     const tasks = await ended;

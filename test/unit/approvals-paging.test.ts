@@ -49,8 +49,8 @@ describe('approval listings: a bounded scan per request, a cursor that reaches e
       call: { params: { name: tool, arguments: {} }, identity: { sessionId: 's', protocolVersion: '2025-11-25', capabilities: {} } },
       approval: { approvers, scopes: [], deadlineMs, digest: 'd', state: 'pending' },
     });
-    for (let i = 0; i < HOLDS_SCANNED_PER_LISTING + 100; i++) await store.create(task('echo', now + 1_000 + i, ['key:dave']));
-    const bobs = await store.create(task('deploy', now + 500_000, ['key:bob']));
+    for (let i = 0; i < HOLDS_SCANNED_PER_LISTING + 100; i++) await store.tasks.create(task('echo', now + 1_000 + i, ['key:dave']));
+    const bobs = await store.tasks.create(task('deploy', now + 500_000, ['key:bob']));
 
     const bob = apiKeyCaller('bob', []);
     const first = await approvals.pendingFor(bob);

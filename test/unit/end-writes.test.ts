@@ -15,9 +15,13 @@ import { nextEvent } from '../helpers/waits.js';
 class StoreWithOutage extends MemoryTaskStore {
   away = false;
 
-  override transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
-    if (this.away) return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
-    return super.transition(taskId, change);
+  constructor() {
+    super();
+    const transition = this.tasks.transition.bind(this.tasks);
+    this.tasks.transition = (taskId: string, change: TaskChange): Promise<TransitionResult> => {
+      if (this.away) return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
+      return transition(taskId, change);
+    };
   }
 }
 
@@ -43,7 +47,7 @@ afterEach(async () => {
 
 let serial = 0;
 function create(): Promise<TaskRecord> {
-  return store.create({ taskId: `end-${++serial}`, principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
+  return store.tasks.create({ taskId: `end-${++serial}`, principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
 }
 
 describe('end writes', () => {
@@ -58,7 +62,7 @@ describe('end writes', () => {
     const ended = await announced;
     assert.deepEqual([ended.taskId, ended.status, ended.kept], [task.taskId, 'completed', undefined]);
     assert.equal(writes.holds(task.taskId), false);
-    assert.deepEqual((await store.get(task.taskId, { outcome: true }))?.outcome, RESULT);
+    assert.deepEqual((await store.tasks.get(task.taskId, { outcome: true }))?.outcome, RESULT);
   });
 
   it('an end the store refuses is kept, held by this replica, and written once the store is back', async () => {
@@ -71,23 +75,23 @@ describe('end writes', () => {
     assert.deepEqual(told, [undefined], 'waiters here are told to ask the store');
     assert.equal(writes.holds(task.taskId), true, 'the lease stays this replica\'s while the outcome waits here');
     assert.equal(writes.count, 1);
-    assert.equal((await store.get(task.taskId))?.status, 'working');
+    assert.equal((await store.tasks.get(task.taskId))?.status, 'working');
     store.away = false;
     const written = await ended;
     assert.deepEqual([written.taskId, written.status, written.reason, written.kept], [task.taskId, 'failed', 'maxRunMs', true]);
     assert.equal(writes.holds(task.taskId), false);
     assert.equal(writes.count, 0);
-    assert.equal((await store.get(task.taskId))?.status, 'failed');
+    assert.equal((await store.tasks.get(task.taskId))?.status, 'failed');
   });
 
   it('an end of a task already terminal is not announced again', async () => {
     const task = await create();
-    await store.transition(task.taskId, { to: 'cancelled' });
+    await store.tasks.transition(task.taskId, { to: 'cancelled' });
     let announced = 0;
     events.on('task.ended', () => announced++);
     await writes.record({ task, change: COMPLETED, reason: undefined });
     assert.equal(announced, 0);
-    assert.equal((await store.get(task.taskId))?.status, 'cancelled', 'terminal is forever');
+    assert.equal((await store.tasks.get(task.taskId))?.status, 'cancelled', 'terminal is forever');
   });
 
   it('shutdown tries what is kept once more', async () => {
@@ -98,6 +102,6 @@ describe('end writes', () => {
     store.away = false;
     await writes.close();
     assert.equal(writes.count, 0);
-    assert.equal((await store.get(task.taskId))?.status, 'completed');
+    assert.equal((await store.tasks.get(task.taskId))?.status, 'completed');
   });
 });

@@ -30,13 +30,13 @@ afterEach(() => store.close());
 
 let serial = 0;
 async function runFor(caller: TaskCaller): Promise<{ run: LocalRun; channel: RunChannel }> {
-  const task = await store.create({ taskId: `relay-${++serial}`, principal: 'key:alice', era: '2026-07-28', tool: 'ask', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
+  const task = await store.tasks.create({ taskId: `relay-${++serial}`, principal: 'key:alice', era: '2026-07-28', tool: 'ask', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
   const run = newLocalRun(task, caller, NOTHING_TO_DO);
   return { run, channel: new RunChannel(relay, run, task.taskId) };
 }
 
 async function openKeys(taskId: string): Promise<string[]> {
-  return Object.keys((await store.get(taskId))?.openRequests ?? {});
+  return Object.keys((await store.tasks.get(taskId))?.openRequests ?? {});
 }
 
 describe('run relay: input requests', () => {
@@ -51,7 +51,7 @@ describe('run relay: input requests', () => {
     await storedWhen(store, run.task.taskId, (status, open) => status === 'input_required' && open === 1);
     const [key] = await openKeys(run.task.taskId);
     await relay.answer(run, { [key!]: ANSWER, 'elicitation-99': ANSWER });
-    assert.equal((await store.get(run.task.taskId))?.status, 'working', 'read right after the answer: nothing is left');
+    assert.equal((await store.tasks.get(run.task.taskId))?.status, 'working', 'read right after the answer: nothing is left');
     assert.deepEqual(await answer, { result: ANSWER });
     assert.equal((await answered).method, 'elicitation/create');
   });
@@ -83,7 +83,7 @@ describe('run relay: input requests', () => {
     const { run, channel } = await runFor({ ...recordingCaller(), refuse: () => refusal });
     assert.deepEqual(await channel.ask(QUESTION, new AbortController().signal), refusal);
     assert.equal(run.inputs, undefined);
-    assert.equal((await store.get(run.task.taskId))?.status, 'working');
+    assert.equal((await store.tasks.get(run.task.taskId))?.status, 'working');
   });
 
   it('a run that ended takes no more questions, and its waiting ones end cancelled', async () => {
@@ -105,10 +105,10 @@ describe('run relay: notifications and status', () => {
     channel.notify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hello' } });
     assert.deepEqual(caller.notified, ['notifications/progress', 'notifications/message']);
     assert.equal((await progressed).message, 'step 1/4');
-    assert.equal((await store.get(run.task.taskId))?.message, 'step 1/4');
+    assert.equal((await store.tasks.get(run.task.taskId))?.message, 'step 1/4');
     const upstreamStatus = nextEvent(events, 'task.status', (e) => e.message === 'indexing');
     channel.status('indexing');
     await upstreamStatus;
-    assert.equal((await store.get(run.task.taskId))?.message, 'indexing');
+    assert.equal((await store.tasks.get(run.task.taskId))?.message, 'indexing');
   });
 });

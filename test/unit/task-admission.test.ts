@@ -50,11 +50,11 @@ function admission(maxRunningTasks = 0): TaskAdmission {
       reserve: async (taskId) => {
         // Leased BEFORE it is stored: a replica that dies in between leaves an id the sweep drops, not a record
         // nobody leased (issue 39).
-        assert.equal(await store.get(taskId), undefined, 'reserved before it is stored');
+        assert.equal(await store.tasks.get(taskId), undefined, 'reserved before it is stored');
         leased.push(taskId);
-        return store.reserve(taskId, 'replica-1', 30_000);
+        return store.leases.reserve(taskId, 'replica-1', 30_000);
       },
-      release: (taskId) => store.unlease(taskId, 'replica-1'),
+      release: (taskId) => store.leases.release(taskId, 'replica-1'),
       leaseMs: 30_000,
     },
     running: () => running,
@@ -74,9 +74,9 @@ describe('task admission', () => {
     const plain = await opening.open('key:alice', '2025-11-25', 'plain', upstream, undefined, CALL);
     assert.deepEqual(leased, [plain.taskId]);
     assert.deepEqual(await created, { taskId: plain.taskId, principal: 'key:alice', tool: 'plain', upstream: 'fixture', era: '2025-11-25', queued: false });
-    assert.equal((await store.get(plain.taskId, { call: true }))?.call, undefined, 'no other replica will start it');
+    assert.equal((await store.tasks.get(plain.taskId, { call: true }))?.call, undefined, 'no other replica will start it');
     const retried = await opening.open('key:alice', '2025-11-25', 'retried', upstream, undefined, CALL);
-    assert.deepEqual((await store.get(retried.taskId, { call: true }))?.call, CALL, 'kept: retry.onLoss may run it again elsewhere');
+    assert.deepEqual((await store.tasks.get(retried.taskId, { call: true }))?.call, CALL, 'kept: retry.onLoss may run it again elsewhere');
   });
 
   it('room taken by running and opening tasks refuses a new one for now, until a run ends', async () => {

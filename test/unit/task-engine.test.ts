@@ -87,6 +87,6 @@ describe('task engine', () => {
     const ended = nextEvent(events, 'task.ended', (e) => e.taskId === slow.taskId);
     await engine.close();
     assert.deepEqual([(await ended).status, (await ended).reason], ['failed', 'drained']);
-    assert.equal((await store.get(slow.taskId))?.message, 'The gateway shut down while the task was running');
+    assert.equal((await store.tasks.get(slow.taskId))?.message, 'The gateway shut down while the task was running');
   });
 });

@@ -65,7 +65,7 @@ async function askTwiceOnA(caller: TaskCaller): Promise<TaskRecord> {
   const task = await a.engine.runs.open('key:alice', '2025-11-25', 'ask_twice', fixture.upstream, undefined, storedCall(params, who));
   a.engine.runs.runToolCall(task, fixture.upstream, caller, params, who, undefined);
   await storedWhen(store, task.taskId, (status, open) => status === 'input_required' && open === 2);
-  return (await store.get(task.taskId)) as TaskRecord;
+  return (await store.tasks.get(task.taskId)) as TaskRecord;
 }
 
 /** Answers to the task's open questions: each names the one field its schema asks for. */
@@ -92,7 +92,7 @@ describe('task peer messages', () => {
     const held = await askTwiceOnA(recordingCaller());
     assert.deepEqual(await b.link.ask(undefined, 'task.update', { taskId: held.taskId, answers: {} }), { ok: true });
     assert.deepEqual(await b.link.ask(undefined, 'task.reachable', { taskId: held.taskId }), { ok: true });
-    const orphan = await store.create({ taskId: 'nobody-runs-this', principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
+    const orphan = await store.tasks.create({ taskId: 'nobody-runs-this', principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
     assert.equal(await b.link.ask(undefined, 'task.update', { taskId: orphan.taskId, answers: {} }), undefined);
     assert.equal(await b.link.ask(undefined, 'task.reachable', { taskId: orphan.taskId }), undefined);
     await b.engine.runs.cancel(held);

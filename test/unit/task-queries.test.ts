@@ -29,7 +29,7 @@ afterEach(() => store.close());
 
 let serial = 0;
 function create(principal: string, tool = 'slow', extra: { native?: boolean } = {}): Promise<TaskRecord> {
-  return store.create({ taskId: `t${++serial}`, principal, era: '2025-11-25', tool, upstream: 'fixture', retentionMs: 60_000, pollMs: 1000, ...extra });
+  return store.tasks.create({ taskId: `t${++serial}`, principal, era: '2025-11-25', tool, upstream: 'fixture', retentionMs: 60_000, pollMs: 1000, ...extra });
 }
 
 function reader(principal: string | undefined, denied: readonly string[] = []): TaskReader {
@@ -70,7 +70,7 @@ describe('task queries: find', () => {
 
   it('the outcome comes with the task only when asked for', async () => {
     const task = await create('key:alice');
-    await store.transition(task.taskId, { to: 'completed', outcome: RESULT });
+    await store.tasks.transition(task.taskId, { to: 'completed', outcome: RESULT });
     assert.equal((await queries.find(task.taskId)).outcome, undefined);
     assert.deepEqual((await queries.find(task.taskId, { withOutcome: true })).outcome, RESULT);
   });
@@ -113,8 +113,8 @@ describe('task queries: waiting', () => {
   it('waitFor wakes on the store\'s event once the state holds, and an abort ends the wait empty', async () => {
     const task = await create('key:alice');
     const waiting = queries.waitFor(task.taskId, (t) => t.status === 'input_required', new AbortController().signal);
-    await store.transition(task.taskId, { to: 'working', message: 'still going' });
-    await store.transition(task.taskId, { to: 'input_required', openRequests: { q: { method: 'elicitation/create' } } });
+    await store.tasks.transition(task.taskId, { to: 'working', message: 'still going' });
+    await store.tasks.transition(task.taskId, { to: 'input_required', openRequests: { q: { method: 'elicitation/create' } } });
     assert.equal((await waiting)?.status, 'input_required');
 
     const stop = new AbortController();
@@ -128,7 +128,7 @@ describe('task queries: waiting', () => {
     const task = await create('key:alice');
     const result = queries.untilResult(task.taskId, reader('key:alice'));
     const foreign = queries.untilResult(task.taskId, reader('key:bob'));
-    await store.transition(task.taskId, { to: 'completed', outcome: RESULT });
+    await store.tasks.transition(task.taskId, { to: 'completed', outcome: RESULT });
     const ended = await result;
     assert.equal(ended.status, 'completed');
     assert.deepEqual(ended.outcome, RESULT);
@@ -144,7 +144,7 @@ describe('task queries: waiting', () => {
     });
     await new Promise((resolve) => setImmediate(resolve)); // the wait has read the task and subscribed
     localEnds.begin(task.taskId);
-    const { task: written } = (await store.transition(task.taskId, { to: 'completed', outcome: RESULT })) as { ok: true; task: TaskRecord };
+    const { task: written } = (await store.tasks.transition(task.taskId, { to: 'completed', outcome: RESULT })) as { ok: true; task: TaskRecord };
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(woken, false, 'the store\'s event alone does not wake a waiter while the write here is in flight');
     const outcome = structuredClone(RESULT);

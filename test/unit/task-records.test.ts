@@ -37,28 +37,28 @@ async function refusal(write: Promise<unknown>): Promise<{ code: string; message
 }
 
 function create(taskId: string): Promise<TaskRecord> {
-  return store.create({ taskId, principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
+  return store.tasks.create({ taskId, principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000 });
 }
 
 describe('task records: delete', () => {
   it('an ended task goes before its TTL and is announced; a running one is refused; a gone one is unknown', async () => {
     const running = await create('running');
     assert.deepEqual(await refusal(records.delete(running)), { code: 'invalid_params', message: 'Cannot delete task: it is still running; cancel it first' });
-    await store.transition('running', { to: 'input_required', openRequests: {} });
+    await store.tasks.transition('running', { to: 'input_required', openRequests: {} });
     assert.match((await refusal(records.delete({ ...running, status: 'input_required' }))).message, /still waiting for input/);
-    await store.transition('running', { to: 'completed', outcome: { result: { content: [] } } });
+    await store.tasks.transition('running', { to: 'completed', outcome: { result: { content: [] } } });
     const deleted = nextEvent(events, 'task.deleted');
     await records.delete(running);
     assert.equal((await deleted).taskId, 'running');
-    assert.equal(await store.get('running'), undefined);
+    assert.equal(await store.tasks.get('running'), undefined);
     assert.deepEqual(await refusal(records.delete(running)), { code: 'invalid_params', message: NOT_FOUND });
   });
 
   it('a call held for approval is refused saying it waits for approval: cancelling is what ends the hold', async () => {
     const approval = { approvers: ['key:bob'], scopes: [], deadlineMs: Date.now() + 60_000, digest: 'd', state: 'pending' as const };
-    const held = await store.create({ taskId: 'held', principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000, approval });
+    const held = await store.tasks.create({ taskId: 'held', principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: 60_000, pollMs: 1000, approval });
     assert.deepEqual(await refusal(records.delete(held)), { code: 'invalid_params', message: 'Cannot delete task: it is still waiting for approval; cancel it first' });
-    assert.ok((await store.get('held')) !== undefined, 'the hold is still there');
+    assert.ok((await store.tasks.get('held')) !== undefined, 'the hold is still there');
   });
 });
 
@@ -67,13 +67,13 @@ describe('task records: tasks upstreams run themselves', () => {
     const created = nextEvent(events, 'task.created');
     await records.recordNative('2026-07-28', 'up-1', 'remote_tool', upstream, 60_000, 'key:alice');
     assert.deepEqual(await created, { taskId: 'up-1', principal: 'key:alice', tool: 'remote_tool', upstream: 'fixture', era: '2026-07-28', queued: false, native: true });
-    const stored = await store.get('up-1');
+    const stored = await store.tasks.get('up-1');
     assert.deepEqual([stored?.status, stored?.native, stored?.message], ['working', true, "Runs on upstream 'fixture'"]);
     const again = await refusal(records.recordNative('2026-07-28', 'up-1', 'remote_tool', upstream, 60_000, 'key:alice'));
     assert.equal(again.code, 'internal');
     assert.match(again.message, /returned task id 'up-1', which another task already uses/);
     await records.recordNative('2026-07-28', 'up-2', 'remote_tool', upstream, 60_000, undefined);
-    assert.equal((await store.get('up-2'))?.principal, NATIVE_TASKS_PRINCIPAL);
+    assert.equal((await store.tasks.get('up-2'))?.principal, NATIVE_TASKS_PRINCIPAL);
   });
 
   it('a native task\'s end is recorded and announced once: terminal is forever', async () => {
@@ -86,6 +86,6 @@ describe('task records: tasks upstreams run themselves', () => {
     await records.recordNativeEnd('up-3', 'completed');
     await records.recordNativeEnd('up-3', 'failed');
     assert.equal(ended, 1);
-    assert.equal((await store.get('up-3'))?.status, 'completed');
+    assert.equal((await store.tasks.get('up-3'))?.status, 'completed');
   });
 });

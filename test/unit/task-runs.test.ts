@@ -51,7 +51,7 @@ function taskRuns(maxRunningTasks = 0): { runs: TaskRuns; queries: TaskQueries }
     slots,
     endWrites: new EndWrites({ store, logger: silentLogger, events, localEnds }),
     relay: new RunRelay({ store, logger: silentLogger, events }),
-    leases: { reserve: (taskId) => store.reserve(taskId, REPLICA, LEASE_MS), release: (taskId) => store.unlease(taskId, REPLICA), leaseMs: LEASE_MS },
+    leases: { reserve: (taskId) => store.leases.reserve(taskId, REPLICA, LEASE_MS), release: (taskId) => store.leases.release(taskId, REPLICA), leaseMs: LEASE_MS },
     queries,
     recovery: {
       upstream: () => fixture.upstream,
@@ -78,7 +78,7 @@ describe('task runs', () => {
     const created = nextEvent(events, 'task.created');
     const { task, caller } = await runSlow(runs, 'slow', 0);
     assert.equal((await created).taskId, task.taskId);
-    assert.equal((await store.get(task.taskId))?.status, 'working', 'durable before anyone hears of it');
+    assert.equal((await store.tasks.get(task.taskId))?.status, 'working', 'durable before anyone hears of it');
     assert.equal(runs.runsHere(task.taskId), true);
     const ended = await queries.untilResult(task.taskId);
     assert.equal(ended.status, 'completed');
@@ -120,7 +120,7 @@ describe('task runs', () => {
     const { task, signal } = await runSlow(runs, 'slow', 60_000);
     await started;
     const stopped = new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
-    await store.transition(task.taskId, { to: 'cancelled', message: 'cancelled on another replica' });
+    await store.tasks.transition(task.taskId, { to: 'cancelled', message: 'cancelled on another replica' });
     await stopped;
     assert.equal(runs.runsHere(task.taskId), false);
   });

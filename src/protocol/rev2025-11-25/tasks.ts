@@ -184,7 +184,7 @@ export class SessionTasks {
     }
     session.activeTasks++;
     // notifications/tasks/status on every change, to the session that created the task, until it is terminal.
-    const stopWatching = this.store.watch(taskId, (changed) => {
+    const stopWatching = this.store.tasks.watch(taskId, (changed) => {
       tellStatus(session, changed);
       if (isTerminal(changed.status)) stopWatching();
     });

@@ -93,13 +93,13 @@ export class ListenHub {
       const { reader } = listener;
       if ((reader.principal !== undefined && task.principal !== reader.principal) || !reader.mayUse(task.tool)) return;
       // Terminal tasks are sent whole (result or error inlined), which the event itself does not carry.
-      const full = isTerminal(task.status) ? this.store.get(taskId, { outcome: true }) : Promise.resolve(task);
+      const full = isTerminal(task.status) ? this.store.tasks.get(taskId, { outcome: true }) : Promise.resolve(task);
       full.then(
         (current) => current !== undefined && this.send(listener, 'notifications/tasks', detailedTask(current)),
         (error: unknown) => this.logger.warn({ task: taskId, err: error }, 'could not read a task for its listeners'),
       );
     };
-    return this.store.watch(taskId, push);
+    return this.store.tasks.watch(taskId, push);
   }
 
   private send(listener: Listener, method: string, params: JsonObject): void {

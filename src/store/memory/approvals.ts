@@ -1,7 +1,80 @@
-// The memory store's index of pending holds, twin of the Redis one (redis/approvals.ts): each hold's small entry
-// (who asked, tool, approvers, deadline) in deadline order, which listings filter on without touching any record
-// (nor its call), and each principal's places (what tasks.maxPendingApprovalsPerPrincipal counts).
-import { HOLDS_PER_READ, holdAfter, type HoldPosition, type HoldReservation, type PendingHold } from '../task-store.js';
+// Calls held for approval in the embedded store, twin of redis/approvals.ts: decisions on the hold its task's record
+// keeps, and the index of pending holds: each hold's small entry (who asked, tool, approvers, deadline) in deadline
+// order, which listings filter on without touching any record (nor its call), and each principal's places (what
+// tasks.maxPendingApprovalsPerPrincipal counts).
+import { HOLDS_PER_READ, holdAfter, type ApprovalDecision, type Approvals, type DecideResult, type HoldPosition, type HoldReservation, type PendingHold } from '../approvals.js';
+import { isTerminal, withoutOutcome, type TaskRecord } from '../tasks.js';
+
+/** What deciding needs of the store's records: a live task's record (kept, not copied), and telling its watchers. */
+export interface HeldRecords {
+  live(taskId: string): { task: TaskRecord } | undefined;
+  /** Tells the task's watchers of its change (`task` is theirs: a copy without its outcome). */
+  announce(task: TaskRecord): void;
+}
+
+export class MemoryApprovals implements Approvals {
+  constructor(
+    private readonly holds: MemoryHolds,
+    private readonly records: HeldRecords,
+    private readonly now: () => number,
+  ) {}
+
+  async decide(taskId: string, decision: ApprovalDecision): Promise<DecideResult> {
+    const entry = this.records.live(taskId);
+    if (entry === undefined) {
+      this.holds.unindex(taskId);
+      return { ok: false, reason: 'not_found' };
+    }
+    const task = entry.task;
+    const approval = task.approval;
+    const answer = (reason: Exclude<DecideResult, { ok: true } | { reason: 'not_found' }>['reason']): DecideResult => {
+      if (reason !== 'not_due' && reason !== 'expired' && reason !== 'changed') this.holds.unindex(taskId);
+      return { ok: false, reason, task: structuredClone(withoutOutcome(task)) };
+    };
+    if (isTerminal(task.status)) return answer('terminal');
+    if (approval === undefined) return answer('not_held');
+    if (approval.state !== 'pending') return answer('decided');
+    if (decision.digest !== undefined && decision.digest !== '' && decision.digest !== approval.digest) return answer('changed');
+    const now = this.now();
+    const due = now >= approval.deadlineMs;
+    if (decision.state === 'expired' && !due) return answer('not_due');
+    if (decision.state !== 'expired' && due) return answer('expired');
+    task.approval = {
+      ...approval,
+      state: decision.state,
+      decidedMs: now,
+      ...(decision.by === undefined ? {} : { decidedBy: decision.by }),
+      ...(decision.comment === undefined ? {} : { comment: decision.comment }),
+    };
+    task.message = decision.message;
+    task.updatedMs = now;
+    this.holds.unindex(taskId);
+    const summary = structuredClone(withoutOutcome(task));
+    this.records.announce(summary);
+    return { ok: true, task: structuredClone(summary) };
+  }
+
+  async reserve(principal: string, taskId: string, deadlineMs: number, cap: number): Promise<HoldReservation> {
+    return this.holds.reserve(principal, taskId, deadlineMs, cap, this.now());
+  }
+
+  async index(hold: PendingHold): Promise<void> {
+    if (this.records.live(hold.taskId) !== undefined) this.holds.index(hold);
+  }
+
+  async unindex(taskId: string): Promise<void> {
+    this.holds.unindex(taskId);
+  }
+
+  async pending(page: { after?: HoldPosition; limit: number }): Promise<PendingHold[]> {
+    return this.holds.pending(page);
+  }
+
+  async due(nowMs: number, limit: number): Promise<string[]> {
+    return this.holds.due(nowMs, limit);
+  }
+}
+
 
 export class MemoryHolds {
   /** Indexed holds, soonest deadline first (then by task id, as Redis orders equal scores). */

@@ -1,7 +1,8 @@
 // Who runs what, for the embedded store: the same contract as the Redis store's `{running}` keys (lease.lua,
 // heartbeat.lua, unlease.lua, take-orphans.lua, and the upstream sessions of record-upstream-session.lua and
 // take-upstream-sessions.lua) in one process. A replica's tasks live as long as its liveness.
-import { IDS_PER_SCRIPT_CALL, UPSTREAM_SESSIONS_PER_TAKE, type UpstreamSessionRecord } from '../task-store.js';
+import { IDS_PER_SCRIPT_CALL } from '../task-store.js';
+import { UPSTREAM_SESSIONS_PER_TAKE, type DeadUpstreamSession, type UpstreamSessionRecord } from '../upstream-sessions.js';
 
 export class RunningIndex {
   /** Each replica's liveness deadline (epoch ms; run out when <= now). */
@@ -83,9 +84,9 @@ export class RunningIndex {
   }
 
   /** Up to `limit` upstream sessions of replicas dead at `now` (or gone from the liveness index), forgotten here. */
-  takeDeadUpstreamSessions(limit: number, now: number): (UpstreamSessionRecord & { replica: string })[] {
+  takeDeadUpstreamSessions(limit: number, now: number): DeadUpstreamSession[] {
     const most = Math.max(1, Math.min(limit, UPSTREAM_SESSIONS_PER_TAKE));
-    const taken: (UpstreamSessionRecord & { replica: string })[] = [];
+    const taken: DeadUpstreamSession[] = [];
     for (const [replica, sessions] of this.upstreamSessions) {
       if (taken.length >= most) break;
       if ((this.aliveUntil.get(replica) ?? 0) > now) continue;

@@ -1,7 +1,7 @@
 // Slot semaphores for the embedded store: the same contract as the Redis store's slot scripts (acquire-slot.lua,
 // release-slot.lua, renew-slots.lua, slot-holders.lua) in one process. Each ticket holds a lease; a semaphore
 // with no tickets left is dropped.
-import type { SlotGrant } from '../task-store.js';
+import type { SlotGrant } from '../slots.js';
 
 /** A slot ticket's lease: its replica, and its deadline (epoch ms; run out when <= now). */
 interface Lease {
@@ -19,7 +19,7 @@ interface Semaphore {
 export class Semaphores {
   private readonly byKey = new Map<string, Semaphore>();
 
-  /** The acquireSlot decision; `dropped`: tickets whose lease ran out were dropped (waiters should hear of it). */
+  /** The acquire decision; `dropped`: tickets whose lease ran out were dropped (waiters should hear of it). */
   acquire(key: string, ticket: string, lease: Lease, limit: number, queue: boolean, now: number): { grant: SlotGrant; dropped: boolean } {
     const semaphore = this.byKey.get(key) ?? { holders: new Map(), queue: new Map() };
     const dropped = dropExpired(semaphore, now);
@@ -76,7 +76,7 @@ function dropExpired(semaphore: Semaphore, now: number): boolean {
   return dropped;
 }
 
-/** The acquireSlot decision, applied to `semaphore` (expired tickets already dropped). */
+/** The acquire decision, applied to `semaphore` (expired tickets already dropped). */
 function takeSlot(semaphore: Semaphore, ticket: string, lease: Lease, limit: number, queue: boolean): SlotGrant {
   if (semaphore.holders.has(ticket)) {
     semaphore.holders.set(ticket, lease);

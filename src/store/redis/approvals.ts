@@ -4,15 +4,16 @@
 // listings filter on without reading any record, and each principal's pending holds (what the per-principal cap
 // counts). The index is written after the record (index-hold.lua) and emptied once decided (unindex-hold.lua): a
 // replica lost in between leaves an entry the next reader drops, or a hold the index misses until the replica that
-// takes its task over indexes it again (TaskStore.indexApproval, from the run's wait). The embedded store's twin is
+// takes its task over indexes it again (store.approvals.index, from the run's wait). The embedded store's twin is
 // memory/approvals.ts.
 import type { RedisClient } from '../redis-connection.js';
 import type { RedisKeys } from '../redis-keys.js';
-import { HOLDS_PER_READ, holdAfter, isTerminal, pendingHoldOf, type ApprovalDecision, type DecideResult, type HoldPosition, type HoldReservation, type PendingHold, type TaskRecord } from '../task-store.js';
+import { isTerminal, type TaskRecord } from '../task-store.js';
+import { HOLDS_PER_READ, holdAfter, pendingHoldOf, type ApprovalDecision, type Approvals, type DecideResult, type HoldPosition, type HoldReservation, type PendingHold } from '../approvals.js';
 import type { RunScript } from './scripts.js';
 import { parseTask } from './task-record.js';
 
-export class RedisApprovals {
+export class RedisApprovals implements Approvals {
   constructor(
     private readonly run: RunScript,
     private readonly keys: RedisKeys,

@@ -2,13 +2,14 @@
 // release-slot.lua, renew-slots.lua and slot-holders.lua change or read them. The embedded store's twin is
 // memory/semaphores.ts.
 import { slotKeyList, type RedisKeys } from '../redis-keys.js';
-import { batches, type SlotGrant } from '../task-store.js';
+import type { SlotGrant, Slots } from '../slots.js';
+import { batches } from '../task-store.js';
 import type { RunScript } from './scripts.js';
 
 /** An idle semaphore's keys go this many lease periods after its last acquire or renewal. */
 const SLOT_KEY_LEASES = 10;
 
-export class RedisSemaphores {
+export class RedisSemaphores implements Slots {
   constructor(
     private readonly run: RunScript,
     private readonly keys: RedisKeys,

@@ -6,8 +6,9 @@ import { EventEmitter } from 'node:events';
 import type { JsonObject } from '../../jsonrpc.js';
 import { isCluster, type RedisClient } from '../redis-connection.js';
 import type { RedisKeys } from '../redis-keys.js';
+import type { ReplicaBus } from '../bus.js';
 
-export class RedisTopics {
+export class RedisTopics implements ReplicaBus {
   /** Handlers by channel. */
   private readonly handlers = new EventEmitter();
 
