@@ -13,7 +13,7 @@ import { NO_EVENTS, type GatewayEvents } from '../../events.js';
 import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { UpstreamConnection, type CallContext, type ConnectionHandler, type UpstreamCall } from '../peer/connection.js';
-import { createUpstreamAgent } from '../transports/http-agent.js';
+import { createUpstreamAgent, upstreamDispatcher } from '../transports/http-agent.js';
 import { HttpSseTransport } from '../transports/http-sse.js';
 import { StdioTransport } from '../transports/stdio.js';
 import { endUpstreamSession, StreamableHttpTransport } from '../transports/streamable-http.js';
@@ -256,7 +256,7 @@ export class Upstream {
    */
   async endOrphanSession(sessionId: string, protocolVersion: string | undefined): Promise<boolean> {
     if (this.config.transport !== 'streamable-http' || this.agent === undefined) return false;
-    return endUpstreamSession({ agent: this.agent, url: this.config.url, credentials: this.callers.gateway }, sessionId, protocolVersion);
+    return endUpstreamSession({ dispatcher: upstreamDispatcher(this.agent, this.callers.gateway), url: this.config.url }, sessionId, protocolVersion);
   }
 
   status(): JsonObject {
@@ -391,8 +391,8 @@ export class Upstream {
   private createTransport(credentials: CredentialSource, env?: () => Promise<Record<string, string>>): UpstreamTransport {
     const config = this.config;
     if (config.transport === 'stdio') return new StdioTransport(config, this.logger, env);
-    const agent = this.agent as Agent;
-    const options = { url: config.url, credentials, agent, logger: this.logger, maxMessageBytes: config.maxMessageBytes };
+    const dispatcher = upstreamDispatcher(this.agent as Agent, credentials);
+    const options = { url: config.url, dispatcher, logger: this.logger, maxMessageBytes: config.maxMessageBytes };
     if (config.transport === 'sse') return new HttpSseTransport(options);
     return new StreamableHttpTransport(options);
   }
