@@ -91,6 +91,15 @@ export interface SideCall {
   asTask: boolean;
 }
 
+/** A neutral call as a router or a task run asks an upstream for it (Upstream.callFor): for a session, and whom the gateway acts for. */
+export interface UpstreamCallRequest extends Omit<SideCall, 'caller' | 'asTask'> {
+  session: SessionIdentity;
+  /** None: the gateway's own request (or no authentication). */
+  actingFor: ActingFor | undefined;
+  /** The gateway runs the call as a task of its own (default: it does not). */
+  asTask?: boolean;
+}
+
 /** One revision spoken with one upstream, once its handshake or discovery said it speaks it. */
 export interface UpstreamSide {
   /** The revision id, as the client-side registry (src/protocol/revisions.ts) names it. */
