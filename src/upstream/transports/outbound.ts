@@ -9,6 +9,11 @@
 // stream's resumption), which would inherit a call's credential and trace context from a scope, and an
 // AsyncLocalStorage adds a context per request besides. On the options, it reaches exactly the one request it
 // was given to, and the connection's own identity (bound when its dispatcher was composed) covers the rest.
+//
+// Not here: whom a message from the upstream is for (peer/message-origin.ts). That is decided per JSON-RPC message,
+// inbound (the stream it came on, the calls pending), for stdio as for HTTP; an interceptor sees outbound requests
+// and raw bytes. Nor the session headers (Mcp-Session-Id, MCP-Protocol-Version): Streamable HTTP's own state, learnt
+// from its responses and ended by its 404, which only that transport has.
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { CredentialSource } from '../../identity/credential-source.js';
