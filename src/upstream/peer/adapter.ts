@@ -5,8 +5,8 @@
 // src/upstream/ knows a revision by name.
 //
 // Every call carries an UpstreamCaller: whose session it runs in, for whom (its principal), and what its requests
-// authenticate with (caller-identity.ts makes them from the upstream's `auth`: issue 33). Transports ask the
-// credentials per request.
+// authenticate with (caller-identity.ts makes them from the upstream's `auth`: issue 33). The interceptor of the
+// upstream's HTTP client asks them per request (transports/outbound.ts); transports never do.
 import type { Agent } from 'undici';
 import type { TaskMode, UpstreamConfig } from '../../config/types.js';
 import type { GatewayEvents } from '../../events.js';
