@@ -107,7 +107,7 @@ export class TaskRuns {
    */
   runToolCall(task: TaskRecord, upstream: Upstream, caller: TaskCaller, params: JsonObject, identity: SessionIdentity, actingFor: ActingFor | undefined | (() => ActingFor | undefined), charge?: InflightCharge): RunHandle {
     const acting = typeof actingFor === 'function' ? actingFor : () => actingFor;
-    return this.run(task, upstream, caller, async (context) => upstream.callFor(identity, acting(), 'tools/call', params, context, 0, { asTask: true }), {
+    return this.run(task, upstream, caller, async (context) => upstream.callFor({ session: identity, actingFor: acting(), method: 'tools/call', params, context, timeoutMs: 0, asTask: true }), {
       sessionId: identity.sessionId,
       charge,
       params,

@@ -129,7 +129,7 @@ export class SessionCalls {
         return task === undefined ? own.flow : undefined;
       },
     };
-    const call = await upstream.callFor(session, actingFor, 'tools/call', params, context, 0, { asTask: true });
+    const call = await upstream.callFor({ session, actingFor, method: 'tools/call', params, context, timeoutMs: 0, asTask: true });
     const inflight = { call, cancelled: false };
     session.inflight.set(request.id, inflight);
     let timer: NodeJS.Timeout | undefined;
@@ -234,7 +234,7 @@ export class SessionCalls {
     const { context, keepAlive } = this.requestContext(session, params, stream, keepAliveMs);
     // Tool calls run as long as they run: their deadline is task policy, not a transport default.
     const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
-    const call = await upstream.callFor(session, actingFor, request.method, params, context, timeoutMs);
+    const call = await upstream.callFor({ session, actingFor, method: request.method, params, context, timeoutMs });
     const inflight = { call, cancelled: false };
     session.inflight.set(request.id, inflight);
     const outcome = await call.outcome.finally(() => keepAlive?.stop());

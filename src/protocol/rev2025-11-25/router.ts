@@ -273,7 +273,7 @@ export class SessionRouter {
       method,
       params,
       async (upstream, pageParams) => {
-        const outcome = await (await upstream.callFor(session, access.actingFor, method, pageParams, undefined, upstream.config.requestTimeoutMs)).outcome;
+        const outcome = await (await upstream.callFor({ session, actingFor: access.actingFor, method, params: pageParams, context: undefined, timeoutMs: upstream.config.requestTimeoutMs })).outcome;
         if ('error' in outcome) throw new Error(outcome.error.message);
         return outcome.result;
       },

@@ -211,7 +211,7 @@ export class StatelessCalls {
           // re-asked through the exchange (MRTR with the gateway's keys, or task input requests).
           ? statelessSide.callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs, credentials: this.credentialsOf(upstream, client) })
           // A session upstream; one that runs the tool as its own task is waited on for every client, task or not.
-          : await upstream.callFor(identity, client.caller, request.method, upstreamParams, exchange.context(), timeoutMs, { asTask });
+          : await upstream.callFor({ session: identity, actingFor: client.caller, method: request.method, params: upstreamParams, context: exchange.context(), timeoutMs, asTask });
         exchange.start(call);
         return call;
       };
@@ -423,7 +423,7 @@ export class StatelessCalls {
     if (statelessSide !== undefined) return this.passThrough(client, request, forwarded, upstream, statelessSide, responder, '', false);
     const identity = this.identity;
     const exchange = new StatelessExchange(identity.sessionId, client.capabilities);
-    exchange.start(await upstream.callFor(identity, client.caller, request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
+    exchange.start(await upstream.callFor({ session: identity, actingFor: client.caller, method: request.method, params: withoutMeta(forwarded), context: exchange.context(), timeoutMs: upstream.config.requestTimeoutMs }));
     return this.await(client, request, '', upstream, exchange, undefined, responder);
   }
 

@@ -169,7 +169,7 @@ export class StatelessRouter {
       return outcome.result;
     }
     // An upstream that does not speak this revision: a neutral request its side translates.
-    const outcome = await (await upstream.callFor(this.calls.identity, client.caller, method, page, undefined, upstream.config.requestTimeoutMs)).outcome;
+    const outcome = await (await upstream.callFor({ session: this.calls.identity, actingFor: client.caller, method, params: page, context: undefined, timeoutMs: upstream.config.requestTimeoutMs })).outcome;
     if ('error' in outcome) throw new Error(outcome.error.message);
     return outcome.result;
   }

@@ -5,9 +5,10 @@
 // call is refused with an error naming the upstream and the cap (a busy child is never stopped for another). Their
 // life is connection-pool.ts's; what is theirs alone is the child's env and the identity its handshake gives.
 import type { UpstreamConfig } from '../../config/types.js';
+import type { JsonObject } from '../../jsonrpc.js';
 import { upstreamChildrenFull, upstreamUnavailable } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import type { SessionIdentity, UpstreamCaller } from '../peer/adapter.js';
+import { RELAY_CAPABILITIES, type ActingFor, type SessionIdentity, type UpstreamCaller } from '../peer/adapter.js';
 import { renderChildEnv, type ChildCaller } from './child-env.js';
 import { bearerOf } from '../../identity/credential-sources.js';
 import type { UpstreamConnection } from '../peer/connection.js';
@@ -29,6 +30,22 @@ export function childCallerOf(caller: UpstreamCaller): ChildCaller {
 /** Who the child is told it serves in its handshake: the principal's clients, many of them, in the first one's revision. */
 function childIdentity(key: string, first: SessionIdentity, gatewayVersion: string): SessionIdentity {
   return { sessionId: key, protocolVersion: first.protocolVersion, capabilities: first.capabilities, clientInfo: { name: 'taskgate (for one principal\'s clients)', version: gatewayVersion }, manyClients: true };
+}
+
+/** What a per-principal upstream offers as far as the gateway knows before any of its children has said. */
+export const CHILDREN_NOT_HEARD: JsonObject = Object.freeze({ tools: {} });
+
+/**
+ * The identity a principal's child is started with for a caller outside any session (a call that names a tool before
+ * the child listed it): no client's version, so the handshake offers the latest the gateway speaks.
+ */
+export function childStarter(actingFor: ActingFor | undefined): SessionIdentity {
+  return { sessionId: `principal:${actingFor?.principal ?? ''}`, protocolVersion: '', capabilities: RELAY_CAPABILITIES, clientInfo: undefined, manyClients: true };
+}
+
+/** What /readyz says of a per-principal upstream's server: from its children's handshake. */
+export function childStatus(said: JsonObject | undefined): { serverInfo: unknown; protocols: string[] } {
+  return { serverInfo: said?.serverInfo, protocols: typeof said?.protocolVersion === 'string' ? [said.protocolVersion] : [] };
 }
 
 /** Starts a child: its handshake as `identity`, its env from `env` (called at spawn). */

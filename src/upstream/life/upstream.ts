@@ -1,60 +1,38 @@
 // One configured upstream server: its control connection, per-session connections, reconnection with backoff,
 // and the sides of the revisions it speaks. What each revision says and reads is that revision's side
-// (adapter.ts: the contract; src/protocol/rev*/upstream/: the sides, handed in as a registry); this file keeps
-// the connections' life and picks the side a call goes to. Its catalog reading lives in catalog.ts, the record of
-// its upstream sessions in session-ledger.ts.
-import type { Agent } from 'undici';
+// (peer/adapter.ts: the contract; src/protocol/rev*/upstream/: the sides, handed in as a registry); this file keeps
+// the connections' life and picks the side a call goes to. Beside it: how its transports are made
+// (upstream-transports.ts), when its catalog is read again (catalog-reads.ts), the record of its upstream sessions
+// (session-ledger.ts).
 import type { TaskMode, UpstreamConfig } from '../../config/types.js';
 import { upstreamUnavailable } from '../../errors.js';
-import { RestartBackoff } from './restart-backoff.js';
+import { UpstreamHealth, type UpstreamState } from './upstream-health.js';
 import { SessionConnections } from './session-connections.js';
 import { DEFAULTS } from '../../config/schema/defaults.js';
 import { NO_EVENTS, type GatewayEvents } from '../../events.js';
 import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { UpstreamConnection, type CallContext, type ConnectionHandler, type UpstreamCall } from '../peer/connection.js';
-import { createUpstreamAgent } from '../transports/http-agent.js';
-import { HttpSseTransport } from '../transports/http-sse.js';
-import { StdioTransport } from '../transports/stdio.js';
-import { endUpstreamSession, StreamableHttpTransport } from '../transports/streamable-http.js';
-import { recordSession, type UpstreamSessionLedger } from './session-ledger.js';
+import { UpstreamConnection, type ConnectionHandler, type UpstreamCall } from '../peer/connection.js';
+import { UpstreamTransports } from './upstream-transports.js';
 import type { UpstreamTransport } from '../transports/transport.js';
-import { createdTaskIdIn, notifiedTaskIdIn, RELAY_CAPABILITIES, type ActingFor, type CredentialSource, type SessionIdentity, type UpstreamAdapter, type UpstreamCaller, type UpstreamLink, type UpstreamSide } from '../peer/adapter.js';
+import { recordSession, type UpstreamSessionLedger } from './session-ledger.js';
+import { CatalogReads, type ListAsker } from './catalog-reads.js';
+import { createdTaskIdIn, notifiedTaskIdIn, type ActingFor, type SessionIdentity, type UpstreamAdapter, type UpstreamCallRequest, type UpstreamCaller, type UpstreamLink, type UpstreamSide } from '../peer/adapter.js';
 import { countViolations } from '../transports/violations.js';
-import { fetchCatalog, type UpstreamCatalog } from '../peer/catalog.js';
+import type { UpstreamCatalog } from '../peer/catalog.js';
 import { CONTROL_ORIGIN, originOf, type ConnectionRole, type MessageOrigin } from '../peer/message-origin.js';
 import { UpstreamSides } from '../peer/sides.js';
 import { withTimeout } from './deadline.js';
 import { CallerIdentity } from '../peer/caller-identity.js';
 import type { IdentityParts } from '../../identity/credential-sources.js';
-import { principalChildrenOf, type PrincipalChildren } from './principal-children.js';
+import { childStarter, childStatus, CHILDREN_NOT_HEARD, principalChildrenOf, type PrincipalChildren } from './principal-children.js';
 
 export type { OpenedUpstreamSession, UpstreamSessionLedger } from './session-ledger.js';
-export type { SessionIdentity } from '../peer/adapter.js';
+export type { SessionIdentity, UpstreamCallRequest } from '../peer/adapter.js';
 export type { MessageOrigin } from '../peer/message-origin.js';
+export type { ListAsker } from './catalog-reads.js';
 
-export type UpstreamState = 'starting' | 'ready' | 'down' | 'closed';
-
-/** Who asks for an upstream's lists to be read again (a client named something unlisted): whom the gateway acts for. */
-export interface ListAsker {
-  actingFor: ActingFor | undefined;
-}
-
-/** What a per-principal upstream offers as far as the gateway knows before any of its children has said. */
-const CHILDREN_NOT_HEARD: JsonObject = Object.freeze({ tools: {} });
-
-/**
- * The identity a principal's child is started with for a caller outside any session (a call that names a tool before
- * the child listed it): no client's version, so the handshake offers the latest the gateway speaks.
- */
-function childStarter(actingFor: ActingFor | undefined): SessionIdentity {
-  return { sessionId: `principal:${actingFor?.principal ?? ''}`, protocolVersion: '', capabilities: RELAY_CAPABILITIES, clientInfo: undefined, manyClients: true };
-}
-
-/** What /readyz says of a per-principal upstream's server: from its children's handshake. */
-function childStatus(said: JsonObject | undefined): { serverInfo: unknown; protocols: string[] } {
-  return { serverInfo: said?.serverInfo, protocols: typeof said?.protocolVersion === 'string' ? [said.protocolVersion] : [] };
-}
+export type { UpstreamState } from './upstream-health.js';
 
 export interface UpstreamMessageSink {
   notification(upstream: Upstream, message: JsonRpcNotification, origin: MessageOrigin): void;
@@ -81,9 +59,8 @@ export interface UpstreamGatewaySide {
  * connection), the per-session connections, and reconnection with backoff.
  */
 export class Upstream {
-  state: UpstreamState = 'starting';
-  lastError: string | undefined;
-  catalog: UpstreamCatalog = { tools: [], prompts: [], resources: [], resourceTemplates: [] };
+  /** Whether it is up, and why not. */
+  private readonly health: UpstreamHealth;
   /** One per revision that may speak to this upstream as configured, in the registry's order. */
   private readonly sides: UpstreamSides;
   /** Who the gateway is to the upstream, for its own requests and for each caller's. */
@@ -94,23 +71,13 @@ export class Upstream {
   private readonly perSession: SessionConnections;
   /** A per-principal stdio upstream's children, one per principal (issue 33); undefined for every other upstream. */
   private readonly children: PrincipalChildren | undefined;
-  /**
-   * What a per-principal upstream's children said in their handshake (the latest to start): such an upstream has
-   * no control child (one with no principal would run with its caller placeholders unfilled, and a server that
-   * checks its environment would refuse to start), so its capabilities and catalog come from its principals' own.
-   */
-  private childrenSaid: JsonObject | undefined;
-  /** How many times a child's lists were read: a miss that started a child need not read them twice. */
-  private childListReads = 0;
+  /** What it lists (its catalog), and when that is read again. */
+  private readonly lists: CatalogReads;
   /** Connections being closed (their upstream sessions ended): close() waits for them. */
   private readonly closing = new Set<Promise<void>>();
   /** Connections still in their handshake: close() ends them too (a child stuck in initialize is stopped at once). */
   private readonly opening = new Set<UpstreamConnection>();
-  private readonly agent: Agent | undefined;
-  private readonly backoff: RestartBackoff;
-  private restartTimer: NodeJS.Timeout | undefined;
-  /** Whether it was ever up: coming up again after that is a restart, not a late start. */
-  private wasUp = false;
+  private readonly transports: UpstreamTransports;
   private readonly logger: Logger;
 
   constructor(
@@ -120,7 +87,7 @@ export class Upstream {
     private readonly gateway: UpstreamGatewaySide,
   ) {
     this.logger = countViolations(logger.child({ upstream: config.name }), gateway.events);
-    this.agent = config.transport === 'stdio' ? undefined : createUpstreamAgent(config);
+    this.transports = new UpstreamTransports(config, this.logger);
     this.callers = new CallerIdentity(config, gateway.identity);
     const link = this.link();
     this.sides = new UpstreamSides(gateway.adapters.filter((adapter) => adapter.speaksTo(config)).map((adapter) => adapter.side(link)));
@@ -133,12 +100,21 @@ export class Upstream {
       closing: this.closing,
     });
     this.children = principalChildrenOf(config, { maxChildren: config.maxSessions ?? DEFAULTS.maxUpstreamSessions, logger: this.logger, closing: this.closing, gatewayVersion: gateway.version });
-    const stdio = config.transport === 'stdio';
-    this.backoff = new RestartBackoff(stdio ? config.restart.initialDelayMs : 1000, stdio ? config.restart.maxDelayMs : 30_000);
+    this.lists = this.catalogReads();
+    this.health = new UpstreamHealth(config, this.events, () => void this.connectControl());
   }
 
   get name(): string {
     return this.config.name;
+  }
+
+  get state(): UpstreamState {
+    return this.health.state;
+  }
+
+  /** Why it is down, while it is not ready. */
+  get lastError(): string | undefined {
+    return this.health.lastError;
   }
 
   private get events(): GatewayEvents {
@@ -159,12 +135,12 @@ export class Upstream {
     if (this.children === undefined) return this.sides.capabilities;
     // Until a principal's child has said what it offers, it is taken to offer tools: a principal's first list then
     // starts its child, whose lists are read (and clients told of its prompts and resources once known).
-    return asObject(this.childrenSaid?.capabilities) ?? CHILDREN_NOT_HEARD;
+    return asObject(this.lists.childrenSaid?.capabilities) ?? CHILDREN_NOT_HEARD;
   }
 
   /** What the upstream says about itself (instructions, server info), in whichever revision it answered. */
   get description(): JsonObject | undefined {
-    return this.children === undefined ? this.sides.description : this.childrenSaid;
+    return this.children === undefined ? this.sides.description : this.lists.childrenSaid;
   }
 
   /**
@@ -174,9 +150,7 @@ export class Upstream {
   async start(): Promise<void> {
     if (this.children === undefined) return this.connectControl();
     if (this.state === 'closed') return;
-    this.state = 'ready';
-    this.wasUp = true;
-    this.events.emit('upstream.up', { upstream: this.name, transport: this.config.transport });
+    this.health.up();
     this.logger.info('upstream ready: a child starts for each principal on its first call, and its lists are read from it');
   }
 
@@ -185,7 +159,7 @@ export class Upstream {
    * read over a caller's own child (refreshListed with that caller), which fails as that caller's call would.
    */
   get awaitsFirstChild(): boolean {
-    return this.children !== undefined && this.childrenSaid === undefined;
+    return this.children !== undefined && this.lists.childrenSaid === undefined;
   }
 
   /** Whether the upstream is told who each caller is (its `auth`): a call must not run as the gateway instead. */
@@ -221,19 +195,13 @@ export class Upstream {
    * Starts a neutral call (no revision's envelope) on the side that serves it, which translates it to its revision
    * and its answer back; `context` answers the upstream's questions, or nobody does.
    */
-  async callFor(
-    session: SessionIdentity,
-    actingFor: ActingFor | undefined,
-    method: string,
-    params: JsonObject,
-    context: CallContext | undefined,
-    timeoutMs: number,
-    options: { asTask?: boolean } = {},
-  ): Promise<UpstreamCall> {
+  async callFor(call: UpstreamCallRequest): Promise<UpstreamCall> {
+    const { method, params } = call;
     const side = this.sides.sideFor(method, params);
     if (side === undefined) throw upstreamUnavailable(this.name, 'it speaks no revision the gateway speaks');
-    return side.call({ caller: this.callerOf(session, actingFor), method, params, context, timeoutMs, asTask: options.asTask === true });
+    return side.call({ caller: this.callerOf(call.session, call.actingFor), method, params, context: call.context, timeoutMs: call.timeoutMs, asTask: call.asTask === true });
   }
+
 
   /** How this upstream runs one of its tools (by its own name) as a task of its own: `required` means only as one. */
   taskSupportOf(toolName: unknown): TaskMode {
@@ -254,16 +222,15 @@ export class Upstream {
    * by this replica's sweep). Resolves whether the upstream answered; only Streamable HTTP upstreams have sessions
    * to end. Whose it was is not recorded: ended as the gateway (an upstream binding sessions to users may refuse).
    */
-  async endOrphanSession(sessionId: string, protocolVersion: string | undefined): Promise<boolean> {
-    if (this.config.transport !== 'streamable-http' || this.agent === undefined) return false;
-    return endUpstreamSession({ agent: this.agent, url: this.config.url, credentials: this.callers.gateway }, sessionId, protocolVersion);
+  endOrphanSession(sessionId: string, protocolVersion: string | undefined): Promise<boolean> {
+    return this.transports.endOrphanSession(sessionId, protocolVersion, this.callers.gateway);
   }
 
   status(): JsonObject {
     const status: JsonObject = { name: this.name, transport: this.config.transport, state: this.state };
     if (!this.isShared) status.sessions = this.perSession.size + (this.children?.size ?? 0);
     if (this.lastError !== undefined && this.state !== 'ready') status.error = this.lastError;
-    const { serverInfo, protocols } = this.children === undefined ? this.sides.status : childStatus(this.childrenSaid);
+    const { serverInfo, protocols } = this.children === undefined ? this.sides.status : childStatus(this.lists.childrenSaid);
     if (serverInfo !== undefined) status.serverInfo = serverInfo;
     if (protocols.length > 0) status.protocols = protocols;
     return status;
@@ -277,97 +244,41 @@ export class Upstream {
   private closed: Promise<void> | undefined;
 
   private async closeOnce(): Promise<void> {
-    this.state = 'closed';
-    clearTimeout(this.restartTimer);
+    this.health.close();
     await this.sides.stop();
     await Promise.all([this.perSession.close(), this.children?.close(), ...[...this.opening].map((c) => c.close().catch(() => undefined))]);
     // Sessions released just before (their client sessions ended with the gateway) are ending too.
     await Promise.all([...this.closing]);
     await this.control?.close().catch(() => undefined);
-    await this.agent?.close().catch(() => undefined);
+    await this.transports.close();
     this.callers.forget();
     this.events.emit('upstream.stopped', { upstream: this.name });
   }
 
-  /**
-   * Reads the catalog again after the upstream's `list_changed`, then passes the notification on: a client that
-   * hears of the change and names the new tool at once must find it routed. Resolves whether or not the read worked.
-   */
-  private refreshAfterListChanged(): Promise<void> {
-    return this.refreshCatalog()
-      .then(() => this.sink.catalogChanged(this, false))
-      .catch((error: Error) => {
-        // A refresh cut short because the gateway is closing the upstream (a failed start, shutdown) is no news.
-        if (this.state === 'closed') this.logger.debug({ err: error }, 'catalog refresh stopped: the upstream is closing');
-        else this.logger.warn({ reason: error.message }, 'catalog refresh failed');
-      });
+  /** What it lists, as last read: calls route on it. */
+  get catalog(): UpstreamCatalog {
+    return this.lists.catalog;
   }
-
-  /**
-   * Reads the catalog again after a client session's connection said a list changed (every session's connection
-   * may say so at once): one read runs at a time, and every call made while one runs shares the one read after it,
-   * which sees the change. Resolves whether or not the read worked; clients hear of a change as after `list_changed`.
-   */
-  private rereadCatalog(): Promise<void> {
-    if (this.nextRead !== undefined) return this.nextRead;
-    const read: Promise<void> = this.lastRead
-      .then(() => {
-        this.nextRead = undefined;
-        return this.refreshCatalog();
-      })
-      .then(() => this.sink.catalogChanged(this, false))
-      .catch((error: Error) => {
-        if (this.state !== 'closed') this.logger.warn({ reason: error.message }, 'catalog refresh failed');
-      });
-    this.nextRead = read;
-    this.lastRead = read;
-    return read;
-  }
-
-  /** The last catalog read rereadCatalog started, and the one waiting behind it (calls meanwhile share it). */
-  private lastRead: Promise<void> = Promise.resolve();
-  private nextRead: Promise<void> | undefined;
 
   /**
    * Reads the catalog again because a client named something it does not list (gateway/listed-refresh.ts bounds
    * how often); clients hear of it when it changed, as after `list_changed`.
    */
-  async refreshListed(asker?: ListAsker): Promise<void> {
-    if (this.children !== undefined) {
-      // Lists are read over a principal's own child: the asker's, started for it if it has none (then it was just read).
-      if (asker === undefined) return;
-      const reads = this.childListReads;
-      const connection = await this.connectionOf(this.callerOf(childStarter(asker.actingFor), asker.actingFor));
-      if (this.childListReads === reads) await this.learnFrom(connection);
-      return;
-    }
-    const before = JSON.stringify(this.catalog);
-    await this.refreshCatalog();
-    if (JSON.stringify(this.catalog) !== before) this.sink.catalogChanged(this, false);
+  refreshListed(asker?: ListAsker): Promise<void> {
+    return this.lists.refreshListed(asker);
   }
 
-  /**
-   * A per-principal child's lists become the upstream's catalog (what calls are routed by): read when a child
-   * starts, when one says its lists changed, and on a miss. Clients are told when it changed.
-   */
-  private async learnFrom(connection: UpstreamConnection, said?: JsonObject): Promise<void> {
-    this.childListReads++;
-    const firstHeard = this.childrenSaid === undefined;
-    if (said !== undefined) this.childrenSaid = said;
-    const timeoutMs = this.config.requestTimeoutMs;
-    const catalog = await fetchCatalog(this.capabilities, (method, page) => connection.request(method, page, undefined, timeoutMs).outcome);
-    if (this.state === 'closed') return;
-    const changed = JSON.stringify(catalog) !== JSON.stringify(this.catalog);
-    this.catalog = catalog;
-    if (changed || firstHeard) this.sink.catalogChanged(this, firstHeard);
-  }
-
-  /**
-   * Lists everything the upstream offers in each revision it speaks (sides.ts merges them), following pagination.
-   * The catalog is replaced whole at the end: calls route on it meanwhile, and must not see half of it.
-   */
-  async refreshCatalog(): Promise<void> {
-    this.catalog = (await this.sides.readCatalog()) ?? this.catalog;
+  /** When its lists are read again, and over which connection (a per-principal upstream's: its principals' children). */
+  private catalogReads(): CatalogReads {
+    return new CatalogReads({
+      logger: this.logger,
+      requestTimeoutMs: this.config.requestTimeoutMs,
+      readCatalog: () => this.sides.readCatalog(),
+      changed: (reconnected) => this.sink.catalogChanged(this, reconnected),
+      closed: () => this.state === 'closed',
+      capabilities: () => this.capabilities,
+      childFor: this.children === undefined ? undefined : (asker) => this.connectionOf(this.callerOf(childStarter(asker.actingFor), asker.actingFor)),
+    });
   }
 
   /** What this upstream lends its sides. */
@@ -377,7 +288,7 @@ export class Upstream {
       logger: this.logger,
       events: this.gateway.events,
       gatewayVersion: this.gateway.version,
-      agent: this.agent,
+      agent: this.transports.agent,
       credentials: this.callers.gateway,
       openControl: (handshake) => this.openControl(handshake),
       control: () => this.control,
@@ -387,16 +298,6 @@ export class Upstream {
     };
   }
 
-  /** A transport whose requests authenticate with `credentials` (stdio: none; `env`: a per-principal child's). */
-  private createTransport(credentials: CredentialSource, env?: () => Promise<Record<string, string>>): UpstreamTransport {
-    const config = this.config;
-    if (config.transport === 'stdio') return new StdioTransport(config, this.logger, env);
-    const agent = this.agent as Agent;
-    const options = { url: config.url, credentials, agent, logger: this.logger, maxMessageBytes: config.maxMessageBytes };
-    if (config.transport === 'sse') return new HttpSseTransport(options);
-    return new StreamableHttpTransport(options);
-  }
-
   /** Asks each side whether the upstream speaks its revision; up when one does and the catalog is read. */
   private async connectControl(): Promise<void> {
     if (this.state === 'closed') return;
@@ -404,22 +305,16 @@ export class Upstream {
     if (failure !== undefined) {
       // An upstream the gateway is closing (shutdown, removed by a reload) is no trouble to report.
       if ((this.state as UpstreamState) !== 'closed') this.logger.warn({ reason: failure }, 'cannot connect to upstream');
-      this.markDown(failure);
+      this.health.down(failure);
       return;
     }
     try {
-      await this.refreshCatalog();
+      await this.lists.read();
     } catch (error) {
-      this.markDown((error as Error).message);
+      this.health.down((error as Error).message);
       return;
     }
-    this.backoff.up();
-    const restarted = this.wasUp && this.state === 'down' && this.config.transport === 'stdio';
-    this.wasUp = true;
-    this.state = 'ready';
-    this.lastError = undefined;
-    this.events.emit('upstream.up', { upstream: this.name, transport: this.config.transport });
-    if (restarted) this.events.emit('upstream.restarted', { upstream: this.name, attempt: this.backoff.attempts });
+    this.health.up();
     this.sides.watch((message) => this.controlMessage(message));
     this.logger.info(this.sides.status, 'upstream connected');
     this.sink.catalogChanged(this, true);
@@ -427,25 +322,10 @@ export class Upstream {
 
   /** Opens the control connection with a side's handshake; resolves with its answer, or rejects with why not. */
   private async openControl(handshake: JsonObject): Promise<JsonObject> {
-    const transport = this.createTransport(this.callers.gateway);
-    const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
-    const handler = this.handler('control', undefined, () => connection);
-    const connection: UpstreamConnection = new UpstreamConnection({
-      upstreamName: this.name,
-      transport,
-      handler: {
-        ...handler,
-        closed: (reason) => {
-          recorded.forget();
-          if (this.control !== connection || this.state === 'closed') return;
-          this.logger.warn({ reason }, 'upstream connection lost');
-          this.markDown(reason);
-        },
-      },
-      logger: this.logger,
-      events: this.gateway.events,
-      createdTaskId: this.createdTaskId,
-      notifiedTaskId: this.notifiedTaskId,
+    const { connection, recorded } = this.newConnection(this.transports.create(this.callers.gateway), undefined, (reason) => {
+      if (this.control !== connection || this.state === 'closed') return;
+      this.logger.warn({ reason }, 'upstream connection lost');
+      this.health.down(reason);
     });
     try {
       const result = await this.handshake(connection, handshake);
@@ -466,36 +346,36 @@ export class Upstream {
   /** The task a task-status notification names, in any revision the gateway speaks. */
   private readonly notifiedTaskId = (params: JsonObject): string | undefined => notifiedTaskIdIn(this.gateway.adapters, params);
 
-  private markDown(reason: string): void {
-    if (this.state === 'closed') return;
-    // Announced once per outage (at start too: an upstream not reachable yet is down), not at every failed retry.
-    if (this.state !== 'down') this.events.emit('upstream.down', { upstream: this.name, reason });
-    this.state = 'down';
-    this.lastError = reason;
-    const delay = this.backoff.next();
-    clearTimeout(this.restartTimer);
-    this.restartTimer = setTimeout(() => void this.connectControl(), delay);
-    this.restartTimer.unref();
-  }
-
   /** Opens `caller`'s own upstream session, bound to its identity: its requests carry its credentials (a child: its env). */
   private async openSessionConnection(key: string, caller: UpstreamCaller, env?: () => Promise<Record<string, string>>): Promise<UpstreamConnection> {
     const session = caller.identity;
     const sessionHandshake = this.sides.sessionHandshake;
     if (sessionHandshake === undefined) throw new Error('it speaks no revision with sessions');
-    const sessionHandler = this.handler('session', session.sessionId, () => connection);
-    // A per-principal child's list change is read into the upstream's catalog before clients hear of it.
-    const handler: typeof sessionHandler = this.children === undefined ? sessionHandler : {
-      ...sessionHandler,
-      notification: (message, call) => {
-        if (!message.method.endsWith('/list_changed')) return sessionHandler.notification(message, call);
-        void this.learnFrom(connection)
-          .catch((error: Error) => this.logger.warn({ reason: error.message }, 'reading a per-principal child\'s lists failed'))
-          .then(() => sessionHandler.notification(message, call));
-      },
-    };
-    const transport = this.createTransport(this.callers.sessionCredentialsOf(caller), env);
+    const { connection, recorded } = this.newConnection(this.transports.create(this.callers.sessionCredentialsOf(caller), env), session, (reason) => {
+      this.logger.debug({ session: session.sessionId, reason }, 'per-session upstream connection closed');
+      this.perSession.closed(key, connection);
+      this.children?.closed(key, connection);
+    });
+    try {
+      const said = await this.handshake(connection, sessionHandshake(session));
+      if (this.state === 'closed') throw new Error('the gateway closed the upstream');
+      // A child that cannot be listed still serves its principal's calls: the catalog stays as it was.
+      if (this.children !== undefined) await this.lists.learnFrom(connection, said).catch((error: Error) => this.logger.warn({ reason: error.message }, 'reading a per-principal child\'s lists failed'));
+    } catch (error) {
+      await connection.close().catch(() => undefined);
+      throw error;
+    }
+    recorded.opened();
+    return connection;
+  }
+
+  /**
+   * A connection of this upstream over `transport`: the control connection, or `session`'s own. Its upstream session
+   * is recorded in the ledger until it closes (then `closed`); its messages go where its role says (handler()).
+   */
+  private newConnection(transport: UpstreamTransport, session: SessionIdentity | undefined, closed: (reason: string) => void): { connection: UpstreamConnection; recorded: { opened(): void } } {
     const recorded = recordSession(this.gateway.sessionLedger, this.name, transport, this.closing);
+    const handler = this.handler(session === undefined ? 'control' : 'session', session?.sessionId, () => connection);
     const connection: UpstreamConnection = new UpstreamConnection({
       upstreamName: this.name,
       transport,
@@ -503,28 +383,16 @@ export class Upstream {
         ...handler,
         closed: (reason) => {
           recorded.forget();
-          this.logger.debug({ session: session.sessionId, reason }, 'per-session upstream connection closed');
-          this.perSession.closed(key, connection);
-          this.children?.closed(key, connection);
+          closed(reason);
         },
       },
-      logger: this.logger.child({ session: session.sessionId }),
-      servesOneClient: session.manyClients !== true,
+      logger: session === undefined ? this.logger : this.logger.child({ session: session.sessionId }),
+      servesOneClient: session !== undefined && session.manyClients !== true,
       events: this.gateway.events,
       createdTaskId: this.createdTaskId,
       notifiedTaskId: this.notifiedTaskId,
     });
-    try {
-      const said = await this.handshake(connection, sessionHandshake(session));
-      if (this.state === 'closed') throw new Error('the gateway closed the upstream');
-      // A child that cannot be listed still serves its principal's calls: the catalog stays as it was.
-      if (this.children !== undefined) await this.learnFrom(connection, said).catch((error: Error) => this.logger.warn({ reason: error.message }, 'reading a per-principal child\'s lists failed'));
-    } catch (error) {
-      await connection.close().catch(() => undefined);
-      throw error;
-    }
-    recorded.opened();
-    return connection;
+    return { connection, recorded };
   }
 
   /** Opens a connection within initializeTimeoutMs; while it opens, close() can end it. */
@@ -543,19 +411,30 @@ export class Upstream {
     return {
       notification: (message, call) => {
         const origin = originOf(role, call, message.method);
-        if (kind === 'control') this.controlMessage(message, origin);
-        else if (message.method.endsWith('/list_changed') && !this.actsPerCaller) {
-          // Its client lists from the catalog (gateway/list-pages.ts): read again before the client hears to list.
-          void this.rereadCatalog().then(() => this.sink.notification(this, message, origin));
-        } else this.sink.notification(this, message, origin);
+        if (kind === 'control') return this.controlMessage(message, origin);
+        const reading = message.method.endsWith('/list_changed') ? this.sessionListChanged(current()) : undefined;
+        if (reading === undefined) this.sink.notification(this, message, origin);
+        else void reading.then(() => this.sink.notification(this, message, origin));
       },
       request: (message, call, signal) => this.sink.request(this, message, originOf(role, call, message.method), signal),
     };
   }
 
+  /**
+   * What a session's connection said changed is read before its client hears of it (undefined: nothing to read):
+   * a per-principal child's lists become the upstream's catalog; a client session's client lists from the catalog
+   * (gateway/list-pages.ts). Where callers are told apart, each lists over its own session: nothing is read.
+   */
+  private sessionListChanged(connection: UpstreamConnection | undefined): Promise<void> | undefined {
+    if (this.children !== undefined && connection !== undefined) {
+      return this.lists.learnFrom(connection).catch((error: Error) => this.logger.warn({ reason: error.message }, 'reading a per-principal child\'s lists failed'));
+    }
+    return this.actsPerCaller ? undefined : this.lists.reread();
+  }
+
   /** A message for the gateway itself or on the control connection: a list change is read before it is passed on. */
   private controlMessage(message: JsonRpcNotification, origin: MessageOrigin = CONTROL_ORIGIN): void {
-    if (message.method.endsWith('/list_changed')) void this.refreshAfterListChanged().then(() => this.sink.notification(this, message, origin));
+    if (message.method.endsWith('/list_changed')) void this.lists.afterListChanged().then(() => this.sink.notification(this, message, origin));
     else this.sink.notification(this, message, origin);
   }
 }

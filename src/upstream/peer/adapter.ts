@@ -5,8 +5,8 @@
 // src/upstream/ knows a revision by name.
 //
 // Every call carries an UpstreamCaller: whose session it runs in, for whom (its principal), and what its requests
-// authenticate with (caller-identity.ts makes them from the upstream's `auth`: issue 33). Transports ask the
-// credentials per request.
+// authenticate with (caller-identity.ts makes them from the upstream's `auth`: issue 33). The interceptor of the
+// upstream's HTTP client asks them per request (transports/outbound.ts); transports never do.
 import type { Agent } from 'undici';
 import type { TaskMode, UpstreamConfig } from '../../config/types.js';
 import type { GatewayEvents } from '../../events.js';
@@ -89,6 +89,15 @@ export interface SideCall {
   timeoutMs: number;
   /** The gateway runs the call as a task of its own: the upstream's own task support may show through. */
   asTask: boolean;
+}
+
+/** A neutral call as a router or a task run asks an upstream for it (Upstream.callFor): for a session, and whom the gateway acts for. */
+export interface UpstreamCallRequest extends Omit<SideCall, 'caller' | 'asTask'> {
+  session: SessionIdentity;
+  /** None: the gateway's own request (or no authentication). */
+  actingFor: ActingFor | undefined;
+  /** The gateway runs the call as a task of its own (default: it does not). */
+  asTask?: boolean;
 }
 
 /** One revision spoken with one upstream, once its handshake or discovery said it speaks it. */

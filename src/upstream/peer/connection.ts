@@ -9,6 +9,7 @@ import { shedsWhenFull, type ClientFlow, type NotifiedTaskId } from './client-fl
 import type { OversizedMessage } from '../transports/oversized.js';
 import { recordOutcome, traceFields, upstreamRequestInfo, withTraceMeta, type UpstreamRequestInfo } from './request-scope.js';
 import type { UpstreamTransport } from '../transports/transport.js';
+import type { Outbound } from '../transports/outbound.js';
 import type { CredentialSource } from '../../identity/credential-source.js';
 import { warnViolation } from '../transports/violations.js';
 
@@ -184,20 +185,20 @@ export class UpstreamConnection {
   /** `credentials`: this request's own (its caller's), in place of the connection's. */
   request(method: string, params: JsonObject | undefined, context?: CallContext, timeoutMs = 0, credentials?: CredentialSource): UpstreamCall {
     // Without a subscriber (tracing off) the request goes straight out: no scope, nothing added to it.
-    if (!this.events.wrapped('upstream.request')) return this.start(method, params, context, timeoutMs, undefined, credentials);
+    if (!this.events.wrapped('upstream.request')) return this.start(method, params, context, timeoutMs, credentials === undefined ? undefined : { credentials });
     const info = upstreamRequestInfo(this.upstreamName, method, params);
     let call!: ConnectionCall;
     // The subscribers run first (synchronously, by the seam's contract), so the carrier is filled when it starts.
     const outcome = this.events.scope('upstream.request', info, () => {
       const fields = traceFields(info.carrier);
-      call = this.start(method, withTraceMeta(params, fields), context, timeoutMs, fields, credentials);
+      call = this.start(method, withTraceMeta(params, fields), context, timeoutMs, { credentials, traceHeaders: fields });
       return recordedOutcome(info, call.outcome);
     });
     return new ConnectionCall(this, call.upstreamId, outcome);
   }
 
-  /** Sends one request; `traceHeaders` go with it where the transport has headers (HTTP). */
-  private start(method: string, params: JsonObject | undefined, context: CallContext | undefined, timeoutMs: number, traceHeaders: Record<string, string> | undefined, credentials?: CredentialSource): ConnectionCall {
+  /** Sends one request; `outbound` (its credential, its trace context) goes with it where the transport has requests of its own (HTTP). */
+  private start(method: string, params: JsonObject | undefined, context: CallContext | undefined, timeoutMs: number, outbound: Outbound | undefined): ConnectionCall {
     const upstreamId = this.nextId++;
     let resolve!: (outcome: Outcome) => void;
     const outcome = new Promise<Outcome>((r) => (resolve = r));
@@ -229,7 +230,7 @@ export class UpstreamConnection {
     this.pending.set(upstreamId, pending);
     const message: JsonRpcRequest = { jsonrpc: '2.0', id: upstreamId, method };
     if (forwardedParams !== undefined) message.params = forwardedParams;
-    this.transport.send(message, traceHeaders, credentials).catch((error: unknown) => this.finish(upstreamId, { error: failureOf(this.upstreamName, error) }));
+    this.transport.send(message, outbound).catch((error: unknown) => this.finish(upstreamId, { error: failureOf(this.upstreamName, error) }));
     return call;
   }
 

@@ -5,6 +5,8 @@
 import type { Socket } from 'node:net';
 import { Agent, buildConnector, Client, type Dispatcher } from 'undici';
 import type { HttpUpstreamConfig } from '../../config/types.js';
+import type { CredentialSource } from '../../identity/credential-source.js';
+import { outboundInterceptor, replayable } from './outbound.js';
 
 /**
  * How long an idle pooled connection to an upstream is kept when the upstream does not say (no `Keep-Alive:
@@ -43,12 +45,6 @@ function watchWrites(socket: Socket): void {
   socket.on('error', (error: Error) => {
     if (socket.writableLength > 0 || unwrittenAtEnd > 0) unwritten.add(error);
   });
-}
-
-/** Whether a request may be sent again as it was: its body is one buffer or string (a stream is consumed). */
-function replayable(options: Dispatcher.DispatchOptions): boolean {
-  const body = options.body;
-  return body === undefined || body === null || typeof body === 'string' || Buffer.isBuffer(body) || body instanceof Uint8Array;
 }
 
 /**
@@ -138,7 +134,7 @@ export class UpstreamAgent extends Agent {
   override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
     // Only requests with a body that can go again, to handlers of the callback kind (undici's own request() and
     // post-response.ts both are); everything else goes through untouched.
-    if (typeof handler.onError !== 'function' || !replayable(options) || options.origin === undefined) return super.dispatch(options, handler);
+    if (typeof handler.onError !== 'function' || !replayable(options.body) || options.origin === undefined) return super.dispatch(options, handler);
     const origin = options.origin;
     return super.dispatch(options, new ResendUnwritten(handler, options, () => new Client(origin, this.clientOptions)));
   }
@@ -146,4 +142,14 @@ export class UpstreamAgent extends Agent {
 
 export function createUpstreamAgent(config: HttpUpstreamConfig): Agent {
   return new UpstreamAgent(config);
+}
+
+/**
+ * The dispatcher one connection to the upstream sends through: the upstream's pool, with what every request goes
+ * out with applied in one place (outbound.ts): `credentials` (the connection's identity, unless a request carries
+ * its caller's own), the refresh after a 401, the trace context. Composing is cheap (undici wraps the pool, it
+ * copies nothing), so each connection has its own.
+ */
+export function upstreamDispatcher(pool: Dispatcher, credentials: CredentialSource): Dispatcher {
+  return pool.compose(outboundInterceptor(credentials));
 }

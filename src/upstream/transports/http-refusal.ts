@@ -1,7 +1,7 @@
 // What an HTTP upstream's refusal says, in the words the call fails with. A 401 or 403 from an OAuth-protected
 // upstream carries its reason in `WWW-Authenticate` (RFC 6750 §3): the error names it, and for a 403
-// `insufficient_scope` the scope the upstream wants, so the client learns what its principal lacks there.
-import type { CredentialSource } from '../../identity/credential-source.js';
+// `insufficient_scope` the scope the upstream wants, so the client learns what its principal lacks there. The one
+// retry after a 401, with a new credential, is the interceptor's (outbound.ts).
 
 /** The parameters of a Bearer challenge that say why (quoted-string or token values). */
 function challengeParams(header: string | undefined): Record<string, string> {
@@ -24,21 +24,4 @@ export function refusalMessage(status: number, wwwAuthenticate: string | readonl
   }
   const why = [error, description?.slice(0, 200)].filter((part) => part !== undefined && part !== '').join(': ');
   return `HTTP ${status}: the upstream refused the gateway's credential${why === '' ? '' : ` (${why})`}${body}`;
-}
-
-/**
- * Sends with the source's current credential; after a 401, once more with a new one when the source can get one
- * (a 401 means the request did not run). `send` resolves with the response's status; `discard` drops the refused
- * response's body before the retry.
- */
-export async function sendWithCredential<R extends { statusCode: number }>(
-  credentials: CredentialSource,
-  send: (headers: Readonly<Record<string, string>>) => Promise<R>,
-  discard: (response: R) => Promise<void>,
-): Promise<R> {
-  const sent = await credentials.headers();
-  const response = await send(sent);
-  if (response.statusCode !== 401 || credentials.refreshAfterUnauthorized?.(sent) !== true) return response;
-  await discard(response);
-  return send(await credentials.headers());
 }

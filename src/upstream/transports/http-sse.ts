@@ -1,14 +1,16 @@
 import type { Readable } from 'node:stream';
-import { request, type Agent } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import type { Logger } from '../../log.js';
 import { encodeMessage, type JsonRpcMessage } from '../../jsonrpc.js';
 import { readBodyStart } from './body-reader.js';
 import { oversized, RESYNC_FACTOR } from './oversized.js';
 import { readSse } from './sse-reader.js';
 import { decodePayload } from './payload.js';
-import { refusalMessage, sendWithCredential } from './http-refusal.js';
-import type { CredentialSource } from '../../identity/credential-source.js';
+import { refusalMessage } from './http-refusal.js';
+import type { Outbound, OutboundDispatchOptions } from './outbound.js';
 import { holdReadable, receiveDecoded, type HttpTransportOptions, type UpstreamTransport } from './transport.js';
+
+const POST_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json' };
 
 /**
  * The 2024-11-05 HTTP+SSE transport: one GET stream carries every server message; the `endpoint` event names
@@ -27,22 +29,17 @@ export class HttpSseTransport implements UpstreamTransport {
   private body: Readable | undefined;
 
   private readonly url: string;
-  private readonly credentials: CredentialSource;
-  private readonly agent: Agent;
+  private readonly dispatcher: Dispatcher;
   private readonly logger: Logger;
   /** Largest SSE event taken from the upstream. */
   private readonly maxMessageBytes: number;
 
   constructor(options: HttpTransportOptions) {
-    ({ url: this.url, credentials: this.credentials, agent: this.agent, logger: this.logger, maxMessageBytes: this.maxMessageBytes } = options);
+    ({ url: this.url, dispatcher: this.dispatcher, logger: this.logger, maxMessageBytes: this.maxMessageBytes } = options);
   }
 
   async start(): Promise<void> {
-    const response = await sendWithCredential(
-      this.credentials,
-      (credential) => request(this.url, { method: 'GET', dispatcher: this.agent, signal: this.abort.signal, headers: { ...credential, accept: 'text/event-stream' } }),
-      (refused) => refused.body.dump(),
-    );
+    const response = await request(this.url, { method: 'GET', dispatcher: this.dispatcher, signal: this.abort.signal, headers: { accept: 'text/event-stream' } });
     if (response.statusCode !== 200) {
       const refusal = refusalMessage(response.statusCode, response.headers['www-authenticate'], await readBodyStart(response.body, 300));
       throw new Error(`${refusal} opening the SSE stream`);
@@ -76,15 +73,10 @@ export class HttpSseTransport implements UpstreamTransport {
     });
   }
 
-  async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>, credentials?: CredentialSource): Promise<void> {
+  async send(message: JsonRpcMessage, outbound?: Outbound): Promise<void> {
     if (this.closed || this.endpoint === undefined) throw new Error('connection is closed');
-    const endpoint = this.endpoint;
-    const body = encodeMessage(message);
-    const response = await sendWithCredential(
-      credentials ?? this.credentials,
-      (credential) => request(endpoint, { method: 'POST', dispatcher: this.agent, headers: { ...credential, ...traceHeaders, 'content-type': 'application/json' }, body }),
-      (refused) => refused.body.dump(),
-    );
+    const options: Omit<OutboundDispatchOptions, 'origin' | 'path'> & { dispatcher: Dispatcher } = { method: 'POST', dispatcher: this.dispatcher, headers: POST_HEADERS, body: encodeMessage(message), outbound };
+    const response = await request(this.endpoint, options);
     const text = await readBodyStart(response.body, 300);
     if (response.statusCode >= 300) throw new Error(refusalMessage(response.statusCode, response.headers['www-authenticate'], text));
   }

@@ -3,7 +3,7 @@
 // into an object and pushes the body through a stream.Readable, which together were a good share of the gateway's
 // CPU per call. Here the three headers the transport reads are picked from the raw ones, and the body hands its
 // chunks straight to whoever reads it (the SSE reader, the bounded text readers).
-import type { Agent, Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { BodyStream } from './body-reader.js';
 
 export interface PostResponse {
@@ -210,11 +210,11 @@ function pickHeaders(raw: Buffer[]): Pick<PostResponse, 'contentType' | 'content
 }
 
 /**
- * Sends a request through `agent` and resolves with its response once the headers are in (informational 1xx
+ * Sends a request through `dispatcher` and resolves with its response once the headers are in (informational 1xx
  * responses are skipped). Rejects when it fails before that; a failure after it is the body's 'error'.
  * `inflight` holds the request until it ends, so that the transport can abort every one when it closes.
  */
-export function dispatchPost(agent: Agent, options: Dispatcher.DispatchOptions, inflight: Set<(reason: Error) => void>): Promise<PostResponse> {
+export function dispatchPost(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, inflight: Set<(reason: Error) => void>): Promise<PostResponse> {
   return new Promise((resolve, reject) => {
     let abortRequest: ((reason: Error) => void) | undefined;
     let aborted: Error | undefined;
@@ -251,6 +251,6 @@ export function dispatchPost(agent: Agent, options: Dispatcher.DispatchOptions, 
         else body.fail(error);
       },
     };
-    agent.dispatch(options, handler);
+    dispatcher.dispatch(options, handler);
   });
 }

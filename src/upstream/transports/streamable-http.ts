@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { Readable } from 'node:stream';
-import type { Agent, Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Logger } from '../../log.js';
 import { encodeMessage, isRequest, isResponse, type JsonRpcMessage, type RequestId } from '../../jsonrpc.js';
 import { readBodyStart, type BodyStream } from './body-reader.js';
@@ -8,14 +8,14 @@ import { MessageTooLargeError, oversized, RESYNC_FACTOR } from './oversized.js';
 import { dispatchPost } from './post-response.js';
 import { decodePayload, describeUnanswered, readHttpPayload, type HttpPayload } from './payload.js';
 import { readSse } from './sse-reader.js';
-import { refusalMessage, sendWithCredential } from './http-refusal.js';
-import type { CredentialSource } from '../../identity/credential-source.js';
+import { refusalMessage } from './http-refusal.js';
+import type { Outbound, OutboundDispatchOptions } from './outbound.js';
 import { holdReadable, receiveDecoded, type HttpTransportOptions, type UpstreamTransport } from './transport.js';
 
 const MAX_RESUME_ATTEMPTS = 5;
 const DEFAULT_RETRY_MS = 1000;
 const MAX_GET_STREAM_BACKOFF_MS = 30_000;
-/** Last in a POST's headers, so that neither configured nor trace headers replace them. */
+/** In every POST's headers (the interceptor puts the configured headers before them, so that those cannot replace them). */
 const POST_CONTENT_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 /**
@@ -43,23 +43,21 @@ export class StreamableHttpTransport implements UpstreamTransport {
   private readonly origin: string;
   private readonly path: string;
   /**
-   * The headers every POST carries, remade only when the session, the protocol version or the credential they
-   * name changes (`postHeadersFor`: the credential headers they were made with).
+   * The headers every POST carries, remade only when the session or the protocol version they name changes (one
+   * object, so that the interceptor can keep the headers it made from it: outbound.ts).
    */
   private postHeaders: Record<string, string> | undefined;
-  private postHeadersFor: Readonly<Record<string, string>> | undefined;
   /** The response streams being read: each POST's, by its request id, and the standalone GET stream. */
   private readonly postStreams = new Map<RequestId, BodyStream>();
   private getStream: Readable | undefined;
 
-  private readonly credentials: CredentialSource;
-  private readonly agent: Agent;
+  private readonly dispatcher: Dispatcher;
   private readonly logger: Logger;
   /** Largest message taken from the upstream: a JSON body, or one SSE event. */
   private readonly maxMessageBytes: number;
 
   constructor(options: HttpTransportOptions) {
-    ({ credentials: this.credentials, agent: this.agent, logger: this.logger, maxMessageBytes: this.maxMessageBytes } = options);
+    ({ dispatcher: this.dispatcher, logger: this.logger, maxMessageBytes: this.maxMessageBytes } = options);
     const parsed = new URL(options.url);
     this.origin = parsed.origin;
     this.path = `${parsed.pathname}${parsed.search}`;
@@ -68,7 +66,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
   }
 
   private request(options: Omit<Dispatcher.RequestOptions, 'origin' | 'path'>): Promise<Dispatcher.ResponseData> {
-    return this.agent.request({ ...options, origin: this.origin, path: this.path });
+    return this.dispatcher.request({ ...options, origin: this.origin, path: this.path });
   }
 
   async start(): Promise<void> {}
@@ -78,17 +76,10 @@ export class StreamableHttpTransport implements UpstreamTransport {
     this.postHeaders = undefined;
   }
 
-  async send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>, credentials?: CredentialSource): Promise<void> {
+  async send(message: JsonRpcMessage, outbound?: Outbound): Promise<void> {
     if (this.closed) throw new Error('connection is closed');
-    const body = encodeMessage(message);
-    const response = await sendWithCredential(
-      credentials ?? this.credentials,
-      (credential) => {
-        const posted = traceHeaders === undefined ? this.headersForPost(credential) : { ...this.headersForPost(credential), ...traceHeaders, ...POST_CONTENT_HEADERS };
-        return dispatchPost(this.agent, { origin: this.origin, path: this.path, method: 'POST', headers: posted, body }, this.posts);
-      },
-      (refused) => refused.body.dump(),
-    );
+    const options: OutboundDispatchOptions = { origin: this.origin, path: this.path, method: 'POST', headers: this.headersForPost(), body: encodeMessage(message), outbound };
+    const response = await dispatchPost(this.dispatcher, options, this.posts);
     const sessionId = response.sessionId;
     if (sessionId !== undefined && this.sessionId === undefined) {
       this.sessionId = sessionId;
@@ -138,7 +129,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
     this.closed = true;
     this.abortAll();
     // Ending the upstream session frees its state there; failure only costs the upstream a timeout.
-    if (this.sessionId !== undefined) await endUpstreamSession({ agent: this.agent, url: `${this.origin}${this.path}`, credentials: this.credentials }, this.sessionId, this.protocolVersion);
+    if (this.sessionId !== undefined) await endUpstreamSession({ dispatcher: this.dispatcher, url: `${this.origin}${this.path}` }, this.sessionId, this.protocolVersion);
   }
 
   /**
@@ -155,8 +146,8 @@ export class StreamableHttpTransport implements UpstreamTransport {
     }
   }
 
-  private requestHeaders(credential: Readonly<Record<string, string>>): Record<string, string> {
-    const headers: Record<string, string> = { ...credential };
+  private requestHeaders(): Record<string, string> {
+    const headers: Record<string, string> = {};
     if (this.sessionId !== undefined) headers['mcp-session-id'] = this.sessionId;
     if (this.protocolVersion !== undefined) headers['mcp-protocol-version'] = this.protocolVersion;
     return headers;
@@ -169,12 +160,8 @@ export class StreamableHttpTransport implements UpstreamTransport {
     this.posts.clear();
   }
 
-  private headersForPost(credential: Readonly<Record<string, string>>): Record<string, string> {
-    if (this.postHeaders === undefined || this.postHeadersFor !== credential) {
-      this.postHeaders = { ...this.requestHeaders(credential), ...POST_CONTENT_HEADERS };
-      this.postHeadersFor = credential;
-    }
-    return this.postHeaders;
+  private headersForPost(): Record<string, string> {
+    return (this.postHeaders ??= { ...this.requestHeaders(), ...POST_CONTENT_HEADERS });
   }
 
   private fail(reason: string): void {
@@ -240,7 +227,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
       const response = await this.request({
         method: 'GET',
         signal: this.abort.signal,
-        headers: { ...this.requestHeaders(await this.credentials.headers()), accept: 'text/event-stream', 'last-event-id': lastEventId },
+        headers: { ...this.requestHeaders(), accept: 'text/event-stream', 'last-event-id': lastEventId },
       });
       if (response.statusCode !== 200) {
         await response.body.dump();
@@ -257,7 +244,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
     if (this.closed) return;
     let lastEventId: string | undefined;
     const run = async (): Promise<void> => {
-      const headers: Record<string, string> = { ...this.requestHeaders(await this.credentials.headers()), accept: 'text/event-stream' };
+      const headers: Record<string, string> = { ...this.requestHeaders(), accept: 'text/event-stream' };
       if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
       const response = await this.request({ method: 'GET', signal: this.abort.signal, headers });
       if (response.statusCode === 405) {
@@ -311,15 +298,15 @@ export const END_SESSION_TIMEOUT_MS = 2_000;
  * ended it); never rejects.
  */
 export async function endUpstreamSession(
-  to: Pick<HttpTransportOptions, 'agent' | 'url' | 'credentials'>,
+  to: Pick<HttpTransportOptions, 'dispatcher' | 'url'>,
   sessionId: string,
   protocolVersion: string | undefined,
 ): Promise<boolean> {
   const url = new URL(to.url);
   try {
-    const headers: Record<string, string> = { ...(await to.credentials.headers()), 'mcp-session-id': sessionId };
+    const headers: Record<string, string> = { 'mcp-session-id': sessionId };
     if (protocolVersion !== undefined) headers['mcp-protocol-version'] = protocolVersion;
-    const response = await to.agent.request({ origin: url.origin, path: `${url.pathname}${url.search}`, method: 'DELETE', headers, signal: AbortSignal.timeout(END_SESSION_TIMEOUT_MS) });
+    const response = await to.dispatcher.request({ origin: url.origin, path: `${url.pathname}${url.search}`, method: 'DELETE', headers, signal: AbortSignal.timeout(END_SESSION_TIMEOUT_MS) });
     await response.body.dump();
     return true;
   } catch {

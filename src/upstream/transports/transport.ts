@@ -1,21 +1,20 @@
-import type { Agent } from 'undici';
-import type { CredentialSource } from '../../identity/credential-source.js';
+import type { Dispatcher } from 'undici';
 import type { BodyStream } from './body-reader.js';
 import { responseIdOf, validateMessage, type JsonRpcMessage, type RequestId } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import type { OversizedMessage } from './oversized.js';
+import type { Outbound } from './outbound.js';
 import { warnViolation } from './violations.js';
 
 /** What a transport over HTTP (Streamable HTTP, HTTP+SSE) is made with. */
 export interface HttpTransportOptions {
   url: string;
   /**
-   * The headers every request carries: the upstream's configured ones and the credential its `auth` obtains for
-   * the connection's identity (a client's own token never reaches an upstream).
+   * The connection's dispatcher (http-agent.ts: upstreamDispatcher): the upstream's pool, which gives every request
+   * the credential of the connection's identity (a client's own token never reaches an upstream) unless the request
+   * carries its own, and its trace context. A transport adds neither.
    */
-  credentials: CredentialSource;
-  /** The upstream's connection pool (http-agent.ts). */
-  agent: Agent;
+  dispatcher: Dispatcher;
   logger: Logger;
   /** Largest message taken from the upstream: a JSON body, or one SSE event. */
   maxMessageBytes: number;
@@ -29,12 +28,11 @@ export interface HttpTransportOptions {
 export interface UpstreamTransport {
   start(): Promise<void>;
   /**
-   * Sends one message. Rejects when the upstream refused or could not be reached. `traceHeaders` (traceparent,
-   * tracestate) go as headers of the HTTP request that carries it; transports without headers ignore them.
-   * `credentials`: what this one request authenticates with, in place of the connection's (a call carries its own
-   * caller's token: the request in hand is served with its own rights, not those of whoever opened the session).
+   * Sends one message. Rejects when the upstream refused or could not be reached. `outbound`: what the request that
+   * carries it goes out with (its caller's credential, its trace context), handed to the dispatcher unread, whose
+   * interceptor applies it (outbound.ts); transports without requests of their own (stdio) ignore it.
    */
-  send(message: JsonRpcMessage, traceHeaders?: Readonly<Record<string, string>>, credentials?: CredentialSource): Promise<void>;
+  send(message: JsonRpcMessage, outbound?: Outbound): Promise<void>;
   close(): Promise<void>;
   /** The revision negotiated by initialize; HTTP transports send it as `MCP-Protocol-Version`. */
   setProtocolVersion?(version: string): void;

@@ -1,6 +1,6 @@
 // The gateway as a client of upstreams that speak 2026-07-28: every request is its own POST carrying the envelope and the
 // MCP headers; the answer is JSON or an SSE stream of notifications ending with the response.
-import { request, type Agent } from 'undici';
+import { request, type Agent, type Dispatcher } from 'undici';
 import { GatewayError, sendFailure, upstreamMessageTooLarge, upstreamViolation, InternalError, MethodNotFound, RequestCancelled } from '../../../errors.js';
 import { asObject, encodeMessage, isNotification, validateMessage, type JsonObject, type JsonRpcErrorObject, type JsonRpcNotification, type Outcome } from '../../../jsonrpc.js';
 import { NO_EVENTS, type GatewayEvents } from '../../../events.js';
@@ -9,7 +9,9 @@ import { mcpNameField, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL
 import { codec, inputRequestsOf, retryParams, STATELESS_VERSION } from '../codec.js';
 import * as answers from '../../../upstream/peer/answers.js';
 import { staticCredentials, type CredentialSource, type PassThroughOptions } from '../../../upstream/peer/adapter.js';
-import { refusalMessage, sendWithCredential } from '../../../upstream/transports/http-refusal.js';
+import { refusalMessage } from '../../../upstream/transports/http-refusal.js';
+import { upstreamDispatcher } from '../../../upstream/transports/http-agent.js';
+import type { Outbound, OutboundDispatchOptions } from '../../../upstream/transports/outbound.js';
 import { readBodyStart } from '../../../upstream/transports/body-reader.js';
 import type { CallContext, UpstreamCall } from '../../../upstream/peer/connection.js';
 import { warnViolation } from '../../../upstream/transports/violations.js';
@@ -54,9 +56,11 @@ export class StatelessUpstreamClient {
   private nextId = 1;
   readonly upstreamName: string;
   private readonly url: string;
-  /** What a request authenticates with when its options name no credentials: the configured headers. */
-  private readonly staticCredentials: CredentialSource;
-  private readonly agent: Agent;
+  /**
+   * The upstream's pool, through which every request gets its credential (its options' own, else the configured
+   * headers), the refresh after a 401 and its trace context (outbound.ts).
+   */
+  private readonly dispatcher: Dispatcher;
   private readonly logger: Logger;
   private readonly clientInfo: JsonObject;
   private readonly maxMessageBytes: number;
@@ -66,8 +70,7 @@ export class StatelessUpstreamClient {
   constructor(options: StatelessUpstreamClientOptions) {
     this.upstreamName = options.upstreamName;
     this.url = options.url;
-    this.staticCredentials = staticCredentials(options.headers);
-    this.agent = options.agent;
+    this.dispatcher = upstreamDispatcher(options.agent, staticCredentials(options.headers));
     this.logger = options.logger;
     this.clientInfo = options.clientInfo;
     this.maxMessageBytes = options.maxMessageBytes;
@@ -113,12 +116,16 @@ export class StatelessUpstreamClient {
     let response;
     try {
       const body = encodeMessage({ jsonrpc: '2.0', id, method, params });
-      const headers = { ...this.requestHeaders(method, params, options.tool), ...traceHeaders };
-      response = await sendWithCredential(
-        options.credentials ?? this.staticCredentials,
-        (credential) => request(this.url, { method: 'POST', dispatcher: this.agent, signal, headers: { ...credential, ...headers }, body }),
-        (refused) => refused.body.dump(),
-      );
+      const outbound: Outbound | undefined = options.credentials === undefined && traceHeaders === undefined ? undefined : { credentials: options.credentials, traceHeaders };
+      const sent: Omit<OutboundDispatchOptions, 'origin' | 'path'> & { dispatcher: Dispatcher; signal: AbortSignal } = {
+        method: 'POST',
+        dispatcher: this.dispatcher,
+        signal,
+        headers: this.requestHeaders(method, params, options.tool),
+        body,
+        outbound,
+      };
+      response = await request(this.url, sent);
     } catch (error) {
       return { error: this.failure(error, method, options).toJsonRpc() };
     }
