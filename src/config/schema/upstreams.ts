@@ -9,8 +9,14 @@ import { checkStdioCaller } from './stdio-caller.js';
 export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
 export const TRANSPORTS = ['stdio', 'streamable-http', 'sse'] as const;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARS = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+/** C0 controls but tab, and DEL: what may not be in a header value (RFC 9110 §5.5). */
+function hasControlChar(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if ((code < 0x20 && code !== 0x09) || code === 0x7f) return true;
+  }
+  return false;
+}
 
 // What an upstream exposes (`upstreams.<name>.tools|prompts|resources`). Globs match the upstream's own names
 // (tool and prompt names before prefix and rename, resource URIs and templates' uriTemplate text).
@@ -78,7 +84,7 @@ export const StdioUpstreamSchema = z.strictObject({
   auth: UpstreamAuthSchema.optional(),
 }).superRefine(checkStdioCaller);
 
-const headerValue = text.refine((v) => !CONTROL_CHARS.test(v), { error: 'header values may not contain control characters' });
+const headerValue = text.refine((v) => !hasControlChar(v), { error: 'header values may not contain control characters' });
 const httpShape = {
   ...upstreamCommon,
   url: httpUrl,
