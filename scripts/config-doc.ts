@@ -1,8 +1,10 @@
 // Writes docs/configuration.md from the config schema (src/config/schema.ts), each key's description and derived
-// default being the schema's own metadata: `npm run docs:config`. With --check it writes nothing and fails when the
-// file differs from what the schema gives, which `npm run lint` runs so the reference cannot drift from the code.
+// default being the schema's own metadata, and config/taskgate.schema.json (scripts/config-json-schema.ts):
+// `npm run docs:config`. With --check it writes nothing and fails when either file differs from what the schema
+// gives, which `npm run lint` runs so neither can drift from the code.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { CONFIG_JSON_SCHEMA_PATH, renderConfigJsonSchema } from './config-json-schema.js';
 import { configKeys, type ConfigKey } from './config-schema-keys.js';
 
 export const CONFIG_DOC_PATH = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
@@ -30,6 +32,10 @@ task policy.
   \`config/x.yaml:7:5: upstreams.ci.ulr: unknown key (did you mean 'url'?)\`, and the command exits with 2.
 - The loaded configuration is frozen. \`taskgate serve\` reloads the file when it changes and on \`SIGHUP\`; a file
   that does not validate changes nothing, and some sections need a restart (see [Config reload](operations.md#config-reload)).
+
+\`config/taskgate.schema.json\` is the JSON Schema of the file, generated with this reference: with a first line
+\`# yaml-language-server: $schema=<its path>\` (as the example configs have), editors complete keys, show these
+descriptions and flag wrong types; the rules across keys are left to \`check-config\`.
 
 In key paths, \`<name>\` stands for a name you choose (an upstream's, a tool's) and \`[]\` for each item of a list.
 Durations are in the unit their name ends with (\`Ms\`, \`Seconds\`); sizes (\`Bytes\`) are in bytes.`;
@@ -114,21 +120,32 @@ function firstSentence(text: string): string {
   return end < 0 ? flat : flat.slice(0, end);
 }
 
-function main(argv: readonly string[]): number {
-  const doc = renderConfigDoc();
-  if (argv.includes('--check')) {
-    let current = '';
-    try {
-      current = readFileSync(CONFIG_DOC_PATH, 'utf8');
-    } catch {
-      // a missing file is stale too
-    }
-    if (current === doc) return 0;
-    process.stderr.write('docs/configuration.md is out of date with src/config/schema.ts: run `npm run docs:config`.\n');
-    return 1;
+/** The generated files: where each goes and what it should hold. */
+function outputs(): { path: string; name: string; text: string }[] {
+  return [
+    { path: CONFIG_DOC_PATH, name: 'docs/configuration.md', text: renderConfigDoc() },
+    { path: CONFIG_JSON_SCHEMA_PATH, name: 'config/taskgate.schema.json', text: renderConfigJsonSchema() },
+  ];
+}
+
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return ''; // a missing file is stale too
   }
-  writeFileSync(CONFIG_DOC_PATH, doc);
-  process.stdout.write(`wrote docs/configuration.md (${configKeys().length} keys)\n`);
+}
+
+function main(argv: readonly string[]): number {
+  if (argv.includes('--check')) {
+    const stale = outputs().filter(({ path, text }) => readOrEmpty(path) !== text);
+    for (const { name } of stale) process.stderr.write(`${name} is out of date with src/config/schema.ts: run \`npm run docs:config\`.\n`);
+    return stale.length === 0 ? 0 : 1;
+  }
+  for (const { path, name, text } of outputs()) {
+    writeFileSync(path, text);
+    process.stdout.write(`wrote ${name}\n`);
+  }
   return 0;
 }
 
