@@ -4,7 +4,7 @@
 // load.ts freezes the result.
 import { hashApiKey } from './api-keys.js';
 import { identityConfig, stdioAuthConfig, upstreamAuthConfig } from './identity.js';
-import { taskToolsWanted } from './policy.js';
+import { taskToolsWanted } from './schema/background.js';
 import { DEFAULT_POLICY, webhookEndpointId, type RawConfig } from './schema.js';
 import type { AuthConfig, GatewayConfig, RateLimitRule, TaskPolicy, TaskRule, TaskToolNames, TaskToolsConfig, UpstreamConfig, WebhookConfig } from './types.js';
 

@@ -2,11 +2,10 @@
 // parked across 2026-07-28 round trips (mrtr), list pages and replicas, and what it shows of itself (log, metrics,
 // dashboard).
 import { z } from 'zod';
-import type { LogConfig } from '../types.js';
 import { DEFAULTS } from './defaults.js';
 import { int } from './fields.js';
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const satisfies readonly LogConfig['level'][];
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const SessionsSchema = z.strictObject({
   idleTimeoutMs: int(1)

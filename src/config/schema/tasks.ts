@@ -1,13 +1,14 @@
 // The `tasks` section of the config schema: the task policy (defaults and per-tool rules), the answer a background
 // call gets, and the task tools. Its checks compare a rule merged onto the defaults, the policy a tool really gets.
 import { z } from 'zod';
-import { backgroundSetting } from '../policy.js';
-import type { TaskMode } from '../types.js';
+import { backgroundSetting, PLAIN_CALLS } from './background.js';
 import { DEFAULT_POLICY, DEFAULTS } from './defaults.js';
 import { int, prefix, toolName } from './fields.js';
 import { inlineValue, restate } from './key-docs.js';
 
 export const TASK_MODES = ['forbidden', 'optional', 'required', 'always', 'never'] as const;
+/** A policy's mode once the aliases are resolved (`always` is `required`, `never` is `forbidden`). */
+export type TaskMode = Exclude<(typeof TASK_MODES)[number], 'always' | 'never'>;
 
 const mode = z.enum(TASK_MODES).transform((m): TaskMode => (m === 'always' ? 'required' : m === 'never' ? 'forbidden' : m));
 
@@ -48,7 +49,7 @@ const policyShape = {
     gets \`notifications/progress\` at least this often while the upstream is silent (values always increase; the
     upstream's own progress is rewritten where needed), so hosts that reset their request timeout on progress keep
     waiting; \`task_result\` too while it waits. 0 = off.`),
-  plainCalls: z.enum(['wait', 'background']).optional().describe(`tools/call without a task asked for (2025 without
+  plainCalls: z.enum(PLAIN_CALLS).optional().describe(`tools/call without a task asked for (2025 without
     \`params.task\`, 2026 without the tasks extension): \`wait\` = answer when the upstream does (with keep-alive
     progress); \`background\` = run it as a task and, past \`taskAfterMs\`, answer with a tool result naming it, to be
     fetched with the task tools. \`mode: forbidden\` wins.`),

@@ -105,6 +105,9 @@ const upstreamCommon = {
     per-principal upstream, set it to what the machine can run.`),
 };
 
+/** The keys every transport has alike (the types derive the shape they share from this). */
+export type UpstreamCommonKey = keyof typeof upstreamCommon;
+
 // Both kinds of upstream have these two; what they mean depends on the transport, and one text says both.
 const idleTimeoutMs = int(0).default(DEFAULTS.principalIdleTimeoutMs).describe(`How long a principal's own connection to
   the upstream may have no call running before it is closed (checked a few times per period: it goes between this and
