@@ -22,7 +22,7 @@ export interface ConfigKey {
   union: { discriminator: string; variants: { value: string; keys: string[] }[] } | undefined;
   /** What the key means (its schema's `.describe()`), Markdown. */
   description: string | undefined;
-  /** The default load.ts fills in where the schema has none (metadata `derivedDefault`), Markdown. */
+  /** The default build.ts fills in where the schema has none (metadata `derivedDefault`), Markdown. */
   derivedDefault: string | undefined;
 }
 

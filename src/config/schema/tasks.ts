@@ -53,11 +53,13 @@ const policyShape = {
     \`params.task\`, 2026 without the tasks extension): \`wait\` = answer when the upstream does (with keep-alive
     progress); \`background\` = run it as a task and, past \`taskAfterMs\`, answer with a tool result naming it, to be
     fetched with the task tools. \`mode: forbidden\` wins.`),
-  retry: retry(`\`true\`: run the call again on the replica that noticed, instead of failing the
-    task. Only for tools that are safe to run twice.`, 'Executions in all, the first included.').describe('What happens to a task whose replica dies while running it.'),
+  retry: retry(
+    '`true`: run the call again on the replica that noticed, instead of failing the task. Only for tools that are safe to run twice.',
+    'Executions in all, the first included.',
+  ).describe('What happens to a task whose replica dies while running it.'),
 };
 
-// Each key of the defaults takes DEFAULT_POLICY's value when left out (load.ts merges them).
+// Each key of the defaults takes DEFAULT_POLICY's value when left out (build.ts merges them).
 export const PolicyDefaultsSchema = z.strictObject(
   restate(policyShape, (key) => ({ derivedDefault: `\`${inlineValue(DEFAULT_POLICY[key])}\`` })),
 );
