@@ -1,7 +1,7 @@
 // Every key of the config schema, found by walking the zod schema itself (never a hand list), with what a reader of
 // the reference needs: its dotted path, type, default and which variant of a union it belongs to. The generator of
 // docs/configuration.md and its test both read this, so the doc cannot list a key the schema lacks or miss one.
-import type { z } from 'zod';
+import { z } from 'zod';
 import { RawConfigSchema } from '../src/config/schema.js';
 
 type Schema = z.core.$ZodType;
@@ -20,6 +20,10 @@ export interface ConfigKey {
   variants: string[] | undefined;
   /** For a key that is a union of maps: the key that tells them apart, and each variant's value and keys. */
   union: { discriminator: string; variants: { value: string; keys: string[] }[] } | undefined;
+  /** What the key means (its schema's `.describe()`), Markdown. */
+  description: string | undefined;
+  /** The default build.ts fills in where the schema has none (metadata `derivedDefault`), Markdown. */
+  derivedDefault: string | undefined;
 }
 
 // What a map's key stands for in a path, where the map is keyed by the operator's own names.
@@ -37,12 +41,15 @@ interface Unwrapped {
   /** `.prefault(v)`: v goes through the schema, so the default is whatever the inner keys default to. */
   prefault: boolean;
   optional: boolean;
+  /** The metadata of the outermost layer that has any (a key's own `.describe()` wins over its type's). */
+  meta: z.GlobalMeta;
 }
 
 /** Peels optional, default, prefault and pipes (preprocess and transform) off a schema. */
 function unwrap(schema: Schema): Unwrapped {
-  const out: Unwrapped = { core: schema, default: undefined, hasDefault: false, prefault: false, optional: false };
+  const out: Unwrapped = { core: schema, default: undefined, hasDefault: false, prefault: false, optional: false, meta: {} };
   for (;;) {
+    out.meta = { ...z.globalRegistry.get(out.core), ...out.meta };
     const def = defOf(out.core);
     if (def.type === 'optional') {
       out.optional = true;
@@ -200,6 +207,8 @@ export function configKeys(root: Schema = RawConfigSchema): ConfigKey[] {
       required: !u.optional && !u.hasDefault && !path.endsWith('>'),
       variants,
       union: undefined,
+      description: u.meta.description,
+      derivedDefault: u.meta.derivedDefault,
     };
     keys.push(entry);
     visitValue(path, u.core, entry);

@@ -2,89 +2,37 @@
 // sealing keys) and an HTTP upstream's `auth`, with every default resolved (the token `resource` and signed `aud`
 // default to the upstream's URL, the issuer to the gateway's public origin). Secrets stay as written (PEM text,
 // base64): the config is frozen and plain; src/identity/ turns them into keys.
-import { signingAlgorithmOf } from './schema/identity.js';
 import type { z } from 'zod';
-import type { IdentitySchema, UpstreamAuthSchema } from './schema/identity.js';
+import { signingAlgorithmOf, type ClientCredentialsSchema, type IdentitySchema, type SealingKeySchema, type SignedIdentitySchema, type SigningKeySchema, type TokenExchangeSchema, type UpstreamAuthSchema } from './schema/identity.js';
+import type { Loaded } from './loaded.js';
 
-export interface SigningKeyConfig {
-  kid: string;
-  /** PEM PKCS#8, validated at load. */
-  privateKey: string;
-  /** Follows from the key: EC P-256 signs ES256, RSA signs RS256. */
-  alg: 'ES256' | 'RS256';
-}
+// Each type is the schema's output with only what is resolved here named again.
+type RawIdentity = z.output<typeof IdentitySchema>;
+type RawUpstreamAuth = z.output<typeof UpstreamAuthSchema>;
 
-export interface SealingKeyConfig {
-  kid: string;
-  /** Base64 of 32 bytes, validated at load. */
-  key: string;
-}
+/** A signing key; `alg` follows from the key: EC P-256 signs ES256, RSA signs RS256. */
+export type SigningKeyConfig = Loaded<z.output<typeof SigningKeySchema>> & { alg: 'ES256' | 'RS256' };
+export type SealingKeyConfig = Loaded<z.output<typeof SealingKeySchema>>;
 
-export interface IdentityConfig {
-  /** `iss` of what the gateway signs: `identity.issuer`, else the origin of `auth.resource`, else the listen address. */
-  issuer: string;
-  /** The first signs; all are published at /.well-known/jwks.json. */
-  keys: readonly SigningKeyConfig[];
-  /** The first seals; all open. */
-  sealingKeys: readonly SealingKeyConfig[];
-}
+/** `issuer` resolved: `identity.issuer`, else the origin of `auth.resource`, else the listen address. */
+export type IdentityConfig = Loaded<Omit<RawIdentity, 'issuer' | 'keys'>> & { issuer: string; keys: readonly SigningKeyConfig[] };
 
-/** The gateway as an OAuth client of the upstream's authorization server. */
-export interface OAuthClientConfig {
-  clientId: string;
-  clientSecret: string;
-  /** Absent: read from `issuer`'s metadata, or discovered from the upstream (RFC 9728, then RFC 8414 / OIDC discovery). */
-  tokenUrl: string | undefined;
-  /** The authorization server named by its issuer: its token endpoint comes from its own metadata, the upstream is not asked. */
-  issuer?: string | undefined;
-  /**
-   * The authorization servers a discovered one may be (the configured `trustedIssuers`, plus `auth.oauth.issuer`):
-   * the client's secret and a caller's token go to no other. Empty: discovery finds nothing it may use.
-   */
-  trustedIssuers?: readonly string[];
-  /** RFC 8707 `resource`; the upstream's URL unless configured. */
-  resource: string;
-  scope: string | undefined;
-  tokenEndpointAuthMethod: 'client_secret_basic' | 'client_secret_post';
-}
+/**
+ * The gateway as an OAuth client of the upstream's authorization server: `resource` resolved (the upstream's URL
+ * unless configured), `trustedIssuers` with `auth.oauth.issuer` added.
+ */
+export type OAuthClientConfig = Loaded<Omit<z.output<typeof ClientCredentialsSchema>, 'resource'>> & { resource: string };
+export type TokenExchangeConfig = Loaded<Omit<z.output<typeof TokenExchangeSchema>, 'resource'>> & { resource: string };
+/** `audience` resolved: the upstream's URL unless configured. */
+export type SignedIdentityConfig = Loaded<Omit<z.output<typeof SignedIdentitySchema>, 'audience'>> & { audience: string };
 
-export interface TokenExchangeConfig extends OAuthClientConfig {
-  audience: string | undefined;
-}
-
-export interface SignedIdentityConfig {
-  ttlSeconds: number;
-  /** Claims copied from the caller's verified token. */
-  claims: readonly string[];
-  /** `aud`; the upstream's URL unless configured. */
-  audience: string;
-}
-
-/** `upstreams.<name>.auth`: at most one of the three modes, claimHeaders with any or alone. */
-export interface UpstreamAuthConfig {
+/** `upstreams.<name>.auth`: at most one of the three modes, claimHeaders with any or alone (empty when none). */
+export type UpstreamAuthConfig = Loaded<Omit<RawUpstreamAuth, 'clientCredentials' | 'tokenExchange' | 'signedIdentity' | 'claimHeaders'>> & {
   clientCredentials: OAuthClientConfig | undefined;
   tokenExchange: TokenExchangeConfig | undefined;
   signedIdentity: SignedIdentityConfig | undefined;
-  /** Header name → claim name, or "principal". Empty when none. */
   claimHeaders: Readonly<Record<string, string>>;
-  /** Deadline of one token request (discovery included). */
-  timeoutMs: number;
-}
-
-/**
- * What a stdio upstream with `isolation: per-principal` adds (issue 33): one child per principal, shared by that
- * principal's sessions and clients, whose `env` may name the caller (`{{principal}}`, `{{claims.<claim>}}`,
- * `{{upstreamToken}}`), stopped after `idleTimeoutMs` without a call.
- */
-export interface PrincipalChildSettings {
-  /** How long a per-principal child may have no call before it is stopped. 0 = never. */
-  idleTimeoutMs: number;
-  /** per-principal only: the mode whose token for the caller `{{upstreamToken}}` is. */
-  auth?: UpstreamAuthConfig;
-}
-
-type RawIdentity = z.output<typeof IdentitySchema>;
-type RawUpstreamAuth = z.output<typeof UpstreamAuthSchema>;
+};
 
 /**
  * The issuer when none is configured: the origin clients already reach the gateway at (`auth.resource`), else the

@@ -1,4 +1,4 @@
-import type { PlainCalls, TaskMode, TaskPolicy, TaskRule, TasksConfig } from './types.js';
+import type { TaskMode, TaskPolicy, TaskRule, TasksConfig } from './types.js';
 
 // Compiled globs are cached per pattern: resolvePolicy runs on every tools/call and tools/list decoration.
 const globCache = new Map<string, RegExp>();
@@ -48,26 +48,6 @@ export function mergePolicy(defaults: TaskPolicy, rule: TaskRule | undefined): T
 /** Effective task policy of one exposed tool: the first matching rule wins, merged onto the defaults. */
 export function resolvePolicy(tasks: TasksConfig, toolName: string): TaskPolicy {
   return mergePolicy(tasks.defaults, matchRule(tasks, toolName));
-}
-
-/**
- * Where plain calls first go to the background (`tasks.defaults` or `tasks.rules[i]`, a rule with `approval` and
- * no `plainCalls` of its own included), or undefined when nothing does: the task tools are needed exactly then.
- */
-export function backgroundSetting(defaults: { plainCalls?: PlainCalls }, rules: readonly { plainCalls?: PlainCalls; approval?: unknown }[]): string | undefined {
-  if (defaults.plainCalls === 'background') return 'tasks.defaults';
-  const i = rules.findIndex((rule) => (rule.plainCalls ?? (rule.approval === undefined ? undefined : 'background')) === 'background');
-  if (i < 0) return undefined;
-  return rules[i]?.plainCalls === undefined ? `tasks.rules[${i}], whose approval makes plainCalls default to background` : `tasks.rules[${i}]`;
-}
-
-/**
- * Whether the task tools are listed under `taskTools.enabled: auto`: where plain calls go to the background, and
- * where a held call may outlive its plain caller (`plainCalls: wait` with `approval.onCallerGone: keep`), whose
- * result the caller then fetches with them.
- */
-export function taskToolsWanted(defaults: { plainCalls?: PlainCalls }, rules: readonly { plainCalls?: PlainCalls; approval?: { onCallerGone?: string } }[]): boolean {
-  return backgroundSetting(defaults, rules) !== undefined || rules.some((rule) => rule.approval !== undefined && rule.approval.onCallerGone !== 'cancel');
 }
 
 /**

@@ -36,7 +36,7 @@ function upstreamEntry(u: UpstreamConfig): Record<string, unknown> {
 
 /** Client secrets hidden; the token endpoint may carry credentials in its query like any URL. */
 function upstreamAuthEntry(auth: UpstreamAuthConfig): Record<string, unknown> {
-  const client = <T extends { clientSecret: string; tokenUrl: string | undefined }>(c: T | undefined) =>
+  const client = <T extends { clientSecret: string; tokenUrl?: string | undefined }>(c: T | undefined) =>
     c === undefined ? undefined : { ...c, clientSecret: REDACTED, tokenUrl: c.tokenUrl === undefined ? undefined : redactUrl(c.tokenUrl) };
   return { ...auth, clientCredentials: client(auth.clientCredentials), tokenExchange: client(auth.tokenExchange) };
 }

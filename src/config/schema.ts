@@ -67,28 +67,40 @@ export * from './schema/upstreams.js';
 export * from './schema/webhooks.js';
 
 export const RawConfigSchema = z.strictObject({
-  listen: ListenSchema.prefault({}),
-  store: StoreSchema.prefault({ type: 'memory' }),
+  listen: ListenSchema.prefault({}).describe('Where clients connect: the HTTP front end and its bounds. The MCP endpoint is `http://<host>:<port><path>`.'),
+  store: StoreSchema.prefault({ type: 'memory' }).describe(`Where tasks, 2025-era sessions, leases and the replicas'
+    shared state live. \`memory\` is embedded and lives as long as the process (one replica only); \`redis\` is durable
+    and shared by any number of replicas. \`TASKGATE_REDIS_URL\` replaces the section with \`{ type: redis, url: <its
+    value> }\`, keeping \`prefix\` and \`commandTimeoutMs\`.`),
   upstreams: z
     .record(
       z.string().regex(UPSTREAM_NAME, { error: 'upstream names may contain only letters, digits, "_" and "-"' }),
       UpstreamSchema,
     )
-    .refine((m) => Object.keys(m).length > 0, { error: 'at least one upstream is required' }),
-  tasks: TasksSchema.prefault({}),
-  sessions: SessionsSchema.prefault({}),
-  sse: SseSchema.prefault({}),
-  mrtr: MrtrSchema.prefault({}),
-  lists: ListsSchema.prefault({}),
-  replicas: ReplicasSchema.prefault({}),
-  log: LogSchema.prefault({}),
-  metrics: MetricsSchema.prefault({}),
-  dashboard: DashboardSchema.prefault({}),
-  auth: AuthSchema.optional(),
-  identity: IdentitySchema.optional(),
-  webhooks: WebhooksSchema.default([]),
-  webhookDelivery: WebhookDeliverySchema.prefault({}),
-  shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs),
+    .refine((m) => Object.keys(m).length > 0, { error: 'at least one upstream is required' })
+    .describe(`The MCP servers behind the gateway, by name: letters, digits, \`_\` and \`-\`. At least one. The name
+    appears in logs and errors and makes the default prefix; lists come back in file order.`),
+  tasks: TasksSchema.prefault({}).describe('Which tool calls become durable tasks, and how tasks behave.'),
+  sessions: SessionsSchema.prefault({}).describe('Client sessions (2025-era revisions) and the streams clients hold open.'),
+  sse: SseSchema.prefault({}).describe('Server-sent event streams to clients.'),
+  mrtr: MrtrSchema.prefault({}).describe("2026-07-28 multi-round-trip requests: calls parked while the client answers the upstream's questions."),
+  lists: ListsSchema.prefault({}).describe('Aggregated lists (tools, prompts, resources, templates), which ask every upstream at once.'),
+  replicas: ReplicasSchema.prefault({}).describe('Replicas sharing one store: liveness, shutdown and load.'),
+  log: LogSchema.prefault({}).describe("The gateway's log: pino JSON lines (pretty-printed on a terminal), secrets redacted."),
+  metrics: MetricsSchema.prefault({}).describe('The Prometheus endpoint (per replica). With `auth`, only `auth.admin` principals or scopes may read it.'),
+  dashboard: DashboardSchema.prefault({}).describe('The task dashboard page. With `auth`, only `auth.admin` principals or scopes may use it.'),
+  auth: AuthSchema.optional().describe(`Authentication: with it every request to the MCP endpoint needs \`Authorization:
+    Bearer <token>\`, an API key or an OAuth access token (never passed upstream). Absent: no authentication (warned
+    about when bound beyond loopback). Needs \`apiKeys\`, \`oauth\`, or both.`),
+  identity: IdentitySchema.optional().describe(`The gateway's own identity toward upstreams: the issuer and keys it
+    signs identities with (\`upstreams.<name>.auth.signedIdentity\`), and the keys it seals what tasks keep with.`),
+  webhooks: WebhooksSchema.default([]).describe(`Endpoints told of task and approval events, signed as Standard Webhooks
+    and delivered at least once from a queue in the store (docs/approvals-and-webhooks.md). Only these URLs are called;
+    redirects are not followed. Absent: none. Follows config reloads.`),
+  webhookDelivery: WebhookDeliverySchema.prefault({}).describe('How webhook deliveries are made, for every endpoint.'),
+  shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs).describe(`Deadline of a clean shutdown. On SIGTERM or
+    SIGINT the gateway stops accepting requests, ends sessions and their streams, closes upstream connections (stopping
+    child processes) and exits within this. 0 = no deadline.`),
 }).superRefine(checkAcrossSections);
 
 export type RawConfig = z.output<typeof RawConfigSchema>;

@@ -58,7 +58,20 @@ export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): voi
     if (owner !== undefined) ctx.addIssue({ code: 'custom', path: [key, 'path'], input: path, message: `must differ from ${owner} (${path})` });
     if (enabled) taken.set(path, `${key}.path`);
   }
-  // A signed identity needs a key to sign it with; without one every call to that upstream would fail.
+  checkUpstreamAuth(config, ctx);
+  const { drainTimeoutMs } = config.replicas;
+  if (config.shutdownTimeoutMs > 0 && drainTimeoutMs >= config.shutdownTimeoutMs) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['replicas', 'drainTimeoutMs'],
+      input: drainTimeoutMs,
+      message: `must be < shutdownTimeoutMs (${config.shutdownTimeoutMs}): the drain must end before the process is stopped`,
+    });
+  }
+}
+
+/** An upstream's `auth` against the gateway's own: what it needs from `auth.oauth` and `identity.keys`. */
+function checkUpstreamAuth(config: Sections, ctx: z.RefinementCtx): void {
   for (const [name, upstream] of Object.entries(config.upstreams)) {
     const auth = 'auth' in upstream ? (upstream.auth as { signedIdentity?: unknown; tokenExchange?: unknown; clientCredentials?: ServerNaming } | undefined) : undefined;
     // The client's secret goes only to a server the config names or trusts: without tokenUrl, issuer or
@@ -81,6 +94,7 @@ export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): voi
         message: 'needs callers with access tokens to exchange: configure auth.oauth (API-key callers have none), or use clientCredentials or signedIdentity',
       });
     }
+    // A signed identity needs a key to sign it with; without one every call to that upstream would fail.
     if (auth?.signedIdentity !== undefined && (config.identity?.keys.length ?? 0) === 0) {
       ctx.addIssue({
         code: 'custom',
@@ -89,14 +103,5 @@ export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): voi
         message: 'needs a signing key: add identity.keys (a PEM private key, e.g. from ${GATEWAY_SIGNING_KEY})',
       });
     }
-  }
-  const { drainTimeoutMs } = config.replicas;
-  if (config.shutdownTimeoutMs > 0 && drainTimeoutMs >= config.shutdownTimeoutMs) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['replicas', 'drainTimeoutMs'],
-      input: drainTimeoutMs,
-      message: `must be < shutdownTimeoutMs (${config.shutdownTimeoutMs}): the drain must end before the process is stopped`,
-    });
   }
 }

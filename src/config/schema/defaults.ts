@@ -1,8 +1,8 @@
 // The defaults of the config schema, in one table: the value each key takes when the file leaves it out. The section
 // schemas apply them; tests and benches read them too (through schema.ts), so a default is changed in one place.
-import type { TaskPolicy } from '../types.js';
 
-export const DEFAULT_POLICY: Readonly<TaskPolicy> = Object.freeze({
+/** What a tool's task policy is where neither `tasks.defaults` nor a rule says (build.ts checks it has every key). */
+export const DEFAULT_POLICY = Object.freeze({
   mode: 'optional',
   ttlMs: 3_600_000,
   maxTtlMs: 86_400_000,

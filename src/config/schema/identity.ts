@@ -68,26 +68,55 @@ const uniqueKids = (keys: readonly { kid: string }[], ctx: z.RefinementCtx): voi
   });
 };
 
-export const SigningKeySchema = z.strictObject({ kid, privateKey: privateKeyPem });
-export const SealingKeySchema = z.strictObject({ kid, key: sealingKey });
+export const SigningKeySchema = z.strictObject({
+  kid: kid.describe('Key id (`kid` header and JWK), 1-64 letters, digits, `_` or `-`; unique.'),
+  privateKey: privateKeyPem.describe(`PEM PKCS#8 private key (use \`\${ENV}\`): EC P-256 signs ES256, RSA (2048 bits
+    or more) RS256. Checked at load; redacted by \`check-config\`.`),
+});
+export const SealingKeySchema = z.strictObject({
+  kid: kid.describe('Key id recorded with each sealed value, 1-64 letters, digits, `_` or `-`; unique.'),
+  key: sealingKey.describe(`Base64 of exactly 32 random bytes (\`openssl rand -base64 32\`; use \`\${ENV}\`).
+    Redacted by \`check-config\`.`),
+});
 export const IdentitySchema = z.strictObject({
-  issuer: httpUrl.optional(),
-  keys: z.array(SigningKeySchema).superRefine(uniqueKids).default(() => []),
-  sealingKeys: z.array(SealingKeySchema).superRefine(uniqueKids).default(() => []),
+  issuer: httpUrl.optional().meta({
+    description: `The \`iss\` of what the gateway signs, an http(s) URL; its keys are at
+      \`<listen URL>/.well-known/jwks.json\`.`,
+    derivedDefault: 'the origin of `auth.resource`, else `http://<listen.host>:<listen.port>`',
+  }),
+  keys: z.array(SigningKeySchema).superRefine(uniqueKids).default(() => []).describe(`Signing keys: the first signs,
+    all are published at \`/.well-known/jwks.json\` (add the new key second, publish, then move it first to
+    rotate).`),
+  sealingKeys: z.array(SealingKeySchema).superRefine(uniqueKids).default(() => []).describe(`AES-256-GCM keys sealing
+    what a task keeps to act for its caller later (on any replica, after a restart): the first seals, all open; a
+    value sealed with a key no longer listed cannot be opened.`),
 });
 
 const authMethod = z.enum(['client_secret_basic', 'client_secret_post']).default(IDENTITY_DEFAULTS.tokenEndpointAuthMethod);
 // RFC 8414 §2: an issuer has no query or fragment.
 const issuerUrl = httpUrl.refine((v) => !v.includes('#') && !v.includes('?'), { error: 'an issuer URL has no query or fragment (RFC 8414)' });
+const upstreamUrl = "the upstream's `url`";
+// One client, two grants: clientCredentials and tokenExchange name their authorization server alike.
 const clientShape = {
-  clientId: z.string().min(1),
-  clientSecret: z.string().min(1),
-  tokenUrl: httpUrl.optional(),
-  issuer: issuerUrl.optional(),
-  trustedIssuers: z.array(issuerUrl).min(1).optional(),
-  resource: httpUrl.optional(),
-  scope: z.string().min(1).optional(),
-  tokenEndpointAuthMethod: authMethod,
+  clientId: z.string().min(1).describe("The gateway's client id at the upstream's authorization server."),
+  clientSecret: z.string().min(1).describe('Its client secret (use `${ENV}`); redacted by `check-config`, never logged.'),
+  tokenUrl: httpUrl.optional().describe(`The token endpoint, used as it is. Absent: read from \`issuer\`'s metadata, or
+    discovered as an MCP client does, from the upstream's 401 \`WWW-Authenticate: Bearer resource_metadata=…\` (or its
+    \`/.well-known/oauth-protected-resource\`), RFC 9728 metadata, then the authorization server's RFC 8414 metadata
+    (OpenID Connect discovery as a fallback); a discovered server is used only when \`trustedIssuers\` or
+    \`auth.oauth.issuer\` names it.`),
+  issuer: issuerUrl.optional().describe(`The authorization server's issuer: its token endpoint is read from its own RFC
+    8414 (or OpenID Connect) metadata, and the upstream is not asked where to go. Not with \`tokenUrl\`.`),
+  trustedIssuers: z.array(issuerUrl).min(1).optional().describe(`Issuers an authorization server found by discovery may
+    have; the first the upstream names that is listed is used. \`auth.oauth.issuer\` is trusted as well (it already
+    vouches for every caller). A server the upstream names that is neither gets nothing (not the client secret, nor
+    with \`tokenExchange\` the caller's access token), not even a request: the call fails with \`cause:
+    untrusted_server\`, naming it. Not with \`tokenUrl\` or \`issuer\`. Without any of the three and without
+    \`auth.oauth\`, refused at load.`),
+  resource: httpUrl.optional().meta({ description: "RFC 8707 `resource` asked for: the upstream's URL unless given.", derivedDefault: upstreamUrl }),
+  scope: z.string().min(1).optional().describe("Space-separated scopes asked for. Absent: none (the server's default)."),
+  tokenEndpointAuthMethod: authMethod.describe(`How the client authenticates to the token endpoint: HTTP Basic
+    (\`client_secret_basic\`) or form fields (\`client_secret_post\`).`),
 };
 /** How a client config names its authorization server (at most one way; see oneServerNaming). */
 export interface ServerNaming {
@@ -110,19 +139,38 @@ const oneServerNaming = (client: ServerNaming, ctx: z.RefinementCtx): void => {
   }
 };
 export const ClientCredentialsSchema = z.strictObject(clientShape).superRefine(oneServerNaming);
-export const TokenExchangeSchema = z.strictObject({ ...clientShape, audience: z.string().min(1).optional() }).superRefine(oneServerNaming);
+export const TokenExchangeSchema = z
+  .strictObject({
+    ...clientShape,
+    audience: z.string().min(1).optional().describe('RFC 8693 `audience` asked for, when the server wants one.'),
+  })
+  .superRefine(oneServerNaming);
 export const SignedIdentitySchema = z.strictObject({
-  ttlSeconds: int(1, IDENTITY_DEFAULTS.maxSignedIdentityTtlSeconds).default(IDENTITY_DEFAULTS.signedIdentityTtlSeconds),
-  claims: z.array(z.string().min(1)).default(() => []),
-  audience: z.string().min(1).optional(),
+  ttlSeconds: int(1, IDENTITY_DEFAULTS.maxSignedIdentityTtlSeconds)
+    .default(IDENTITY_DEFAULTS.signedIdentityTtlSeconds)
+    .describe('Lifetime of each token (`exp` - `iat`), 1 to 3600.'),
+  claims: z.array(z.string().min(1)).default(() => []).describe(`Claims copied from the caller's verified token when it
+    has them, e.g. \`[email, groups]\`.`),
+  audience: z.string().min(1).optional().meta({ description: 'The `aud` of the token.', derivedDefault: upstreamUrl }),
 });
 export const UpstreamAuthSchema = z
   .strictObject({
-    clientCredentials: ClientCredentialsSchema.optional(),
-    tokenExchange: TokenExchangeSchema.optional(),
-    signedIdentity: SignedIdentitySchema.optional(),
-    claimHeaders: z.record(claimHeaderName, z.string().min(1)).optional(),
-    timeoutMs: int(1).default(IDENTITY_DEFAULTS.tokenTimeoutMs),
+    clientCredentials: ClientCredentialsSchema.optional().describe(`The gateway is the upstream's OAuth client (RFC 6749
+      client credentials): one token for every caller, cached until shortly before it expires.`),
+    tokenExchange: TokenExchangeSchema.optional().describe(`RFC 8693 token exchange: the caller's verified access token
+      is the \`subject_token\`, exchanged for a token for the upstream, cached per caller's token (under a hash of
+      it): each request is served with its own token's rights. A caller without one (an API-key principal) gets an
+      error naming the upstream; needs \`auth.oauth\`. The gateway's own requests use client credentials of the same
+      client.`),
+    signedIdentity: SignedIdentitySchema.optional().describe(`The gateway signs a short-lived JWT for the upstream
+      (\`iss\` = \`identity.issuer\`, \`sub\` = the qualified principal, \`jti\`), with the first of
+      \`identity.keys\` (required); the upstream verifies it with the gateway's \`/.well-known/jwks.json\`.`),
+    claimHeaders: z.record(claimHeaderName, z.string().min(1)).optional().describe(`Headers from the caller's verified
+      claims, \`{ <header>: <claim> }\` (or \`principal\`), for upstreams on a trusted network: arrays joined by
+      \`,\`, control characters removed, non-ASCII percent-encoded (UTF-8), at most 1024 bytes; an absent claim sends
+      no header.`),
+    timeoutMs: int(1).default(IDENTITY_DEFAULTS.tokenTimeoutMs).describe(`Deadline of one token request (with
+      discovery): past it the call fails with an error naming the upstream.`),
   })
   .superRefine((auth, ctx) => {
     const modes = (['clientCredentials', 'tokenExchange', 'signedIdentity'] as const).filter((m) => auth[m] !== undefined);
