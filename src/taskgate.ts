@@ -13,7 +13,7 @@ import type { ReloadResult } from './gateway/reload.js';
 import type { ReplicaLink } from './gateway/replicas.js';
 import { Lifecycle } from './lifecycle.js';
 import type { Logger } from './log.js';
-import { taskToolDefinitions } from './protocol/task-tools.js';
+import { taskToolDefinitions } from './protocol/task-tool-definitions.js';
 
 export interface RunningGateway {
   /** The MCP endpoint URL, with the port actually bound. */

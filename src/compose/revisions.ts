@@ -9,7 +9,7 @@ import type { JsonObject, JsonRpcNotification } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import type { GatewayParts, ProtocolRevision, RevisionRuntime } from '../protocol/revision.js';
 import { creatorOf, notifiedTaskId, REVISIONS, SUPPORTED_VERSIONS } from '../protocol/revisions.js';
-import { taskToolDefinitions } from '../protocol/task-tools.js';
+import { taskToolDefinitions } from '../protocol/task-tool-definitions.js';
 import { CursorCodec, type TaskRecord } from '../store/task-store.js';
 import { VERSION } from '../version.js';
 import type { Foundation } from './foundation.js';

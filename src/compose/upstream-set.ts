@@ -11,7 +11,7 @@ import { UpstreamMessages } from '../gateway/upstream-messages.js';
 import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { UPSTREAM_ADAPTERS } from '../protocol/revisions.js';
-import { taskToolDefinitions } from '../protocol/task-tools.js';
+import { taskToolDefinitions } from '../protocol/task-tool-definitions.js';
 import { Upstream, type UpstreamMessageSink, type UpstreamSessionLedger } from '../upstream/life/upstream.js';
 import { VERSION } from '../version.js';
 import type { Foundation } from './foundation.js';
