@@ -5,7 +5,7 @@
 // implemented by the gateway and passed in.
 //
 //   composition   src/taskgate.ts, src/cli.ts,        builds the parts in dependency order and starts them
-//                 src/compose/                        with one lifecycle (what it needs around them: src/compose/)
+//                 src/compose/                        with one lifecycle (its builders, and what it needs around them: src/compose/)
 //   revisions     src/protocol/revision(s).ts,        the revision registry and its entries: each entry serves
 //                 src/protocol/rev*/revision.ts       its revision (router, task methods, front) from shared parts
 //                                                     and brings its codec and upstream side; every list of

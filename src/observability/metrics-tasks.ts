@@ -15,7 +15,16 @@ const END_REASONS = new Set(['maxRunMs', 'lost', 'drained', 'cancelled', 'maxRes
 
 type RunStatus = 'working' | 'input_required' | 'queued';
 
+/** Every task metric, each kind subscribed by its own function; returns what unsubscribes them all. */
 export function subscribeTaskMetrics(registry: Registry, events: GatewayEvents, labels: MetricLabels): () => void {
+  const stops = [...taskLives(registry, events, labels), ...runsHeld(registry, events), ...taskIncidents(registry, events, labels)];
+  return () => {
+    for (const stop of stops) stop();
+  };
+}
+
+/** Tasks created and ended (by tool, status, why), how long they lived, how long their runs waited for slots. */
+function taskLives(registry: Registry, events: GatewayEvents, labels: MetricLabels): (() => void)[] {
   const byPrincipal = labels.principal === undefined ? [] : ['principal'];
   const principal = (facts: TaskFacts): Record<string, string> => (labels.principal === undefined ? {} : { principal: labels.principal.of(facts.principal) });
   const created = new Counter({
@@ -44,22 +53,24 @@ export function subscribeTaskMetrics(registry: Registry, events: GatewayEvents, 
     buckets: WAIT_BUCKETS,
     registers: [registry],
   });
+  return [
+    events.on('task.created', (e) => created.inc({ tool: labels.tool.of(e.tool), upstream: labels.upstream.of(e.upstream), era: e.era, ...principal(e) })),
+    events.on('task.ended', (e) => {
+      const tool = labels.tool.of(e.tool);
+      const reason = e.reason === undefined ? '' : END_REASONS.has(e.reason) ? e.reason : OTHER;
+      ended.inc({ tool, status: e.status, reason, ...principal(e) });
+      duration.observe({ tool, status: e.status }, e.durationMs / 1000);
+    }),
+    events.on('task.started', (e) => queueWait.observe({ tool: labels.tool.of(e.tool) }, e.waitedMs / 1000)),
+  ];
+}
+
+/** The runs this replica holds, by status: each run is on exactly one replica, so sum() across replicas is exact. */
+function runsHeld(registry: Registry, events: GatewayEvents): (() => void)[] {
   const running = new Gauge({
     name: 'taskgate_tasks',
     help: 'Task runs this replica holds, by status (queued: waiting for a concurrency slot). Each run is on exactly one replica: sum() across replicas is exact.',
     labelNames: ['status'],
-    registers: [registry],
-  });
-  const inputs = new Counter({
-    name: 'taskgate_task_input_requests_total',
-    help: 'Input requests (elicitation, sampling, roots) upstreams asked clients on behalf of tasks, by method.',
-    labelNames: ['method'],
-    registers: [registry],
-  });
-  const recovered = new Counter({
-    name: 'taskgate_tasks_recovered_total',
-    help: 'Tasks of a stopped replica this replica settled: requeued, retried or failed as lost.',
-    labelNames: ['action'],
     registers: [registry],
   });
   for (const status of ['working', 'input_required', 'queued'] as const) running.set({ status }, 0);
@@ -73,19 +84,8 @@ export function subscribeTaskMetrics(registry: Registry, events: GatewayEvents, 
     running.dec({ status: from });
     running.inc({ status: to });
   };
-
-  const stops = [
-    events.on('task.created', (e) => created.inc({ tool: labels.tool.of(e.tool), upstream: labels.upstream.of(e.upstream), era: e.era, ...principal(e) })),
-    events.on('task.ended', (e) => {
-      const tool = labels.tool.of(e.tool);
-      const reason = e.reason === undefined ? '' : END_REASONS.has(e.reason) ? e.reason : OTHER;
-      ended.inc({ tool, status: e.status, reason, ...principal(e) });
-      duration.observe({ tool, status: e.status }, e.durationMs / 1000);
-    }),
-    events.on('task.started', (e) => queueWait.observe({ tool: labels.tool.of(e.tool) }, e.waitedMs / 1000)),
+  return [
     events.on('task.status', (e) => move(e.taskId, e.queued === true ? 'queued' : e.status)),
-    events.on('task.input.asked', (e) => inputs.inc({ method: labels.method.of(e.method) })),
-    events.on('task.recovered', (e) => recovered.inc({ action: e.action })),
     // The run's own promise, counted off on a branch of it: an async frame awaiting it would stay suspended for as
     // long as the task runs, a generator and its registers per task in flight (issue 23).
     events.around('task.run', (info, next) => {
@@ -101,7 +101,21 @@ export function subscribeTaskMetrics(registry: Registry, events: GatewayEvents, 
       return run;
     }),
   ];
-  return () => {
-    for (const stop of stops) stop();
-  };
+}
+
+/** What happened to tasks on the way: input requests upstreams asked through them, and tasks of stopped replicas settled here. */
+function taskIncidents(registry: Registry, events: GatewayEvents, labels: MetricLabels): (() => void)[] {
+  const inputs = new Counter({
+    name: 'taskgate_task_input_requests_total',
+    help: 'Input requests (elicitation, sampling, roots) upstreams asked clients on behalf of tasks, by method.',
+    labelNames: ['method'],
+    registers: [registry],
+  });
+  const recovered = new Counter({
+    name: 'taskgate_tasks_recovered_total',
+    help: 'Tasks of a stopped replica this replica settled: requeued, retried or failed as lost.',
+    labelNames: ['action'],
+    registers: [registry],
+  });
+  return [events.on('task.input.asked', (e) => inputs.inc({ method: labels.method.of(e.method) })), events.on('task.recovered', (e) => recovered.inc({ action: e.action }))];
 }

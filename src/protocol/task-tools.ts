@@ -3,8 +3,9 @@
 // model fetch the upstream's real result, check on the task, stop it, find it again, or delete it once it ended
 // (tasks/delete's rules: a running task is cancelled first). They act on the same
 // tasks as tasks/*, under the same principal rules, and are the same in both revisions: what differs (how an
-// input request reaches a client that is waiting on task_result) the revision's router supplies.
-import type { TaskPolicy, TaskToolsConfig } from '../config/types.js';
+// input request reaches a client that is waiting on task_result) the revision's router supplies. What tools/list shows
+// of them is in task-tool-definitions.ts, what they answer in task-tool-answers.ts.
+import type { TaskToolsConfig } from '../config/types.js';
 import { GatewayError } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
@@ -16,9 +17,11 @@ import { stillDoing, type TaskRecords } from '../tasks/task-records.js';
 import type { TaskReader } from '../principals.js';
 import { taskFacts } from '../tasks/task-facts.js';
 import { RELATED_TASK_META } from '../mcp.js';
-import { approvesAnything, commentRefusal, holdState, MAX_COMMENT_CHARS, type Approvals } from '../tasks/approvals.js';
+import { approvesAnything, commentRefusal, type Approvals } from '../tasks/approvals.js';
 import type { TaskPolicies } from '../tasks/task-policies.js';
 import type { Caller } from '../principals.js';
+import { APPROVAL_TOOL_NAMES } from './task-tool-definitions.js';
+import { heldCallSummary, resultOf, statusResult, stillRunning, taskSummary, toolError } from './task-tool-answers.js';
 
 type Kind = keyof TaskToolsConfig['names'];
 
@@ -44,8 +47,6 @@ export interface TaskToolRequest {
   caller?: Caller | undefined;
 }
 
-/** The approval tools' names: the gateway's own, listed and answered only to approvers (tasks.rules[].approval). */
-export const APPROVAL_TOOL_NAMES = { list: 'approval_list', decide: 'approval_decide' } as const;
 const APPROVAL_TOOLS: ReadonlySet<string> = new Set(Object.values(APPROVAL_TOOL_NAMES));
 
 /** The parts of the task core these tools use: reads, cancel and delete (the TaskEngine has them all). */
@@ -60,22 +61,6 @@ export interface TaskToolParts {
 
 /** Whatever a task tool's caller got wrong (unknown id, bad arguments): an isError result the model can act on. */
 class TaskToolError extends Error {}
-
-const TASK_ID_INPUT = { type: 'string', description: 'The task id, as the background answer or task_list gave it.' };
-
-const TASK_OUTPUT = {
-  type: 'object',
-  properties: {
-    taskId: { type: 'string' },
-    tool: { type: 'string' },
-    status: { type: 'string', enum: ['working', 'input_required', 'completed', 'failed', 'cancelled'] },
-    statusMessage: { type: 'string' },
-    createdAt: { type: 'string' },
-    lastUpdatedAt: { type: 'string' },
-    waitingFor: { type: 'array', items: { type: 'string' } },
-  },
-  required: ['taskId', 'tool', 'status', 'createdAt', 'lastUpdatedAt'],
-};
 
 export class TaskTools {
   private kinds: ReadonlyMap<string, Kind> = new Map();
@@ -282,187 +267,3 @@ export class TaskTools {
   }
 }
 
-/** The task tools as tools/list shows them, in both revisions (none when they are off), then the approval tools. */
-export function taskToolDefinitions(config: TaskToolsConfig): JsonObject[] {
-  return [...ownTaskToolDefinitions(config), ...APPROVAL_TOOL_DEFINITIONS];
-}
-
-/** The approval tools (listed to approvers only: TaskTools.shownTo). */
-const APPROVAL_TOOL_DEFINITIONS: readonly JsonObject[] = [
-  {
-    name: APPROVAL_TOOL_NAMES.list,
-    title: 'Calls waiting for your approval',
-    description: 'List the tool calls held until an approver decides, that you may approve or deny: task id, tool, who asked, the arguments exactly as the tool will get them, their digest (pass it to approval_decide), and the deadline. A page at a time, soonest deadline first: when the result has a nextCursor, call again with it to see more.',
-    inputSchema: { type: 'object', properties: { cursor: { type: 'string', description: 'The nextCursor of the previous page; absent for the first page.' } } },
-    annotations: { readOnlyHint: true, openWorldHint: false },
-  },
-  {
-    name: APPROVAL_TOOL_NAMES.decide,
-    title: 'Approve or deny a held call',
-    description: 'Approve (the call runs once, with the arguments listed) or deny (it never runs) a held tool call, with an optional comment the caller sees. The decision holds only for the call the digest names: if the call changed since it was listed, nothing is decided and the call is shown as it stands.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        taskId: { type: 'string', description: `The task id, as ${APPROVAL_TOOL_NAMES.list} gave it.` },
-        decision: { type: 'string', enum: ['approve', 'deny'] },
-        digest: { type: 'string', description: `The call's digest, as ${APPROVAL_TOOL_NAMES.list} gave it: binds the decision to the arguments shown.` },
-        comment: { type: 'string', maxLength: MAX_COMMENT_CHARS, description: 'Why: shown to the caller with a denial.' },
-      },
-      required: ['taskId', 'decision', 'digest'],
-    },
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-  },
-];
-
-function ownTaskToolDefinitions(config: TaskToolsConfig): JsonObject[] {
-  if (!config.enabled) return [];
-  const { names, waitSeconds, maxWaitSeconds } = config;
-  const readOnly = { readOnlyHint: true, openWorldHint: false };
-  return [
-    {
-      name: names.result,
-      title: 'Background task result',
-      description:
-        `Get the result of a tool call that is running in the background (its answer gave a task id). Waits up to waitSeconds ` +
-        `(default ${waitSeconds}) for it to finish and then returns the tool's own result; if it is still running, ` +
-        `says so: call this again to keep waiting.`,
-      inputSchema: {
-        type: 'object',
-        properties: {
-          taskId: TASK_ID_INPUT,
-          waitSeconds: { type: 'number', minimum: 0, maximum: maxWaitSeconds, description: `Seconds to wait for the task to finish (0 = do not wait; at most ${maxWaitSeconds}).` },
-        },
-        required: ['taskId'],
-      },
-      annotations: readOnly,
-    },
-    {
-      name: names.status,
-      title: 'Background task status',
-      description: 'Check on a background task without waiting: whether it is still working, waiting for input, or done, and its latest progress message.',
-      inputSchema: { type: 'object', properties: { taskId: TASK_ID_INPUT }, required: ['taskId'] },
-      outputSchema: TASK_OUTPUT,
-      annotations: readOnly,
-    },
-    {
-      name: names.cancel,
-      title: 'Cancel a background task',
-      description: 'Stop a background task whose result is no longer needed; its tool call is cancelled.',
-      inputSchema: { type: 'object', properties: { taskId: TASK_ID_INPUT }, required: ['taskId'] },
-      outputSchema: TASK_OUTPUT,
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    },
-    {
-      name: names.list,
-      title: 'List background tasks',
-      description: 'List your background tasks, newest first, with their ids, tools and status: use it to find a task id you no longer have.',
-      inputSchema: { type: 'object', properties: { cursor: { type: 'string', description: 'From the previous page, to see older tasks.' } } },
-      outputSchema: {
-        type: 'object',
-        properties: { tasks: { type: 'array', items: TASK_OUTPUT }, nextCursor: { type: 'string' } },
-        required: ['tasks'],
-      },
-      annotations: readOnly,
-    },
-    {
-      name: names.delete,
-      title: 'Delete a background task',
-      description: 'Delete a background task that has ended, with its result, once you no longer need it (do so promptly when the result holds sensitive data). A task still running must be cancelled first.',
-      inputSchema: { type: 'object', properties: { taskId: TASK_ID_INPUT }, required: ['taskId'] },
-      outputSchema: { type: 'object', properties: { taskId: { type: 'string' }, deleted: { type: 'boolean' } }, required: ['taskId', 'deleted'] },
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-    },
-  ];
-}
-
-/**
- * A tool as a client that calls it plainly sees it. Under `plainCalls: background` its answer may be the task
- * handle, which cannot match an `outputSchema` (and clients check results against it), so the schema is not
- * listed; task_result still returns the tool's structuredContent unchanged.
- */
-export function plainCallView(tool: JsonObject, policy: TaskPolicy): JsonObject {
-  if (tool.outputSchema === undefined || policy.plainCalls !== 'background' || policy.mode === 'forbidden') return tool;
-  const { outputSchema: _schema, ...rest } = tool;
-  return rest;
-}
-
-/** An isError tool result, for what the model asked wrongly (no JSON-RPC error: the host would hide the reason). */
-function toolError(text: string): JsonObject {
-  return { content: [{ type: 'text', text }], isError: true };
-}
-
-function taskSummary(task: TaskRecord): { taskId: string; tool: string; status: string; statusMessage?: string; createdAt: string; lastUpdatedAt: string; waitingFor?: string[] } {
-  const summary: ReturnType<typeof taskSummary> = {
-    taskId: task.taskId,
-    tool: task.tool,
-    status: task.status,
-    createdAt: new Date(task.createdMs).toISOString(),
-    lastUpdatedAt: new Date(task.updatedMs).toISOString(),
-  };
-  if (task.message !== undefined) summary.statusMessage = task.message;
-  const waitingFor = describeRequests(task);
-  if (waitingFor.length > 0) summary.waitingFor = waitingFor;
-  return summary;
-}
-
-/** What the task's upstream waits for the client to answer, in words. */
-function describeRequests(task: TaskRecord): string[] {
-  if (task.status !== 'input_required' || task.openRequests === undefined) return [];
-  return Object.values(task.openRequests).map((value) => {
-    const request = (value ?? {}) as { method?: string; params?: { message?: unknown } };
-    const message = typeof request.params?.message === 'string' ? `: ${request.params.message}` : '';
-    if (request.method === 'elicitation/create') return `the user's answer to a question${message}`;
-    if (request.method === 'sampling/createMessage') return 'a reply from the model (sampling)';
-    return `an answer to ${String(request.method)}`;
-  });
-}
-
-function statusResult(task: TaskRecord, lead?: string): JsonObject {
-  const summary = taskSummary(task);
-  const lines = [
-    lead ?? `Task ${task.taskId} (${task.tool}) is ${task.status}.`,
-    ...(task.message === undefined ? [] : [`Status: ${task.message}`]),
-    ...(summary.waitingFor ?? []).map((what) => `It waits for ${what}. Calling the result tool puts the question to you.`),
-  ];
-  return { content: [{ type: 'text', text: lines.join('\n') }], structuredContent: summary as unknown as JsonObject };
-}
-
-function stillRunning(task: TaskRecord, names: TaskToolsConfig['names']): JsonObject {
-  const progress = task.message === undefined ? '' : ` Latest status: ${task.message}.`;
-  const waiting = describeRequests(task).map((what) => ` It waits for ${what}.`).join('');
-  const text = `Task ${task.taskId} (${task.tool}) is still ${task.status === 'input_required' ? 'waiting for input' : 'running'}.${progress}${waiting} ` +
-    `Call ${names.result} again to keep waiting, or ${names.cancel} to stop it.`;
-  return { content: [{ type: 'text', text }], _meta: { [RELATED_TASK_META]: { taskId: task.taskId } } };
-}
-
-/**
- * A terminal task as task_result returns it: the upstream's result exactly (content, structuredContent, isError),
- * marked with the task; a JSON-RPC error, a cancellation or a loss as an error result that says what happened.
- */
-function resultOf(task: TaskRecord): JsonObject {
-  const marker = { [RELATED_TASK_META]: { taskId: task.taskId } };
-  const outcome = task.outcome;
-  if (outcome !== undefined && 'result' in outcome) {
-    const meta = typeof outcome.result._meta === 'object' && outcome.result._meta !== null ? (outcome.result._meta as JsonObject) : {};
-    return { ...outcome.result, _meta: { ...meta, ...marker } };
-  }
-  const why = outcome !== undefined ? `${outcome.error.message} (error ${outcome.error.code})`
-    : task.status === 'cancelled' ? 'it was cancelled'
-    : (task.message ?? `it ended ${task.status}`);
-  return { ...toolError(`Task ${task.taskId} (${task.tool}) ${task.status === 'cancelled' ? 'was cancelled' : 'failed'}: ${why}`), _meta: marker };
-}
-
-/** A held call as the approval tools show it (what /approvals lists, in short). */
-function heldCallSummary(task: TaskRecord, now: number): JsonObject {
-  const params = task.call?.params;
-  return {
-    taskId: task.taskId,
-    tool: task.tool,
-    upstream: task.upstream,
-    principal: task.principal,
-    arguments: params?.arguments ?? {},
-    ageMs: Math.max(0, now - task.createdMs),
-    ...(task.approval === undefined ? {} : { status: holdState(task) ?? task.approval.state, digest: task.approval.digest, deadline: new Date(task.approval.deadlineMs).toISOString() }),
-    ...(task.approval?.decidedBy === undefined ? {} : { decidedBy: task.approval.decidedBy }),
-  };
-}

@@ -38,7 +38,8 @@ import { SessionCalls } from './calls.js';
 import type { Caller } from '../../principals.js';
 import { CallerAccess } from '../access.js';
 import { resourceOwner, routeNamed } from '../routing.js';
-import { plainCallView, type TaskTools } from '../task-tools.js';
+import { plainCallView } from '../task-tool-definitions.js';
+import type { TaskTools } from '../task-tools.js';
 import type { AccessRule } from '../../config/types.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 

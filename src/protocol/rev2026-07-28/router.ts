@@ -20,7 +20,7 @@ import { statelessAnswerStatus, statelessFailure, withUri } from './errors.js';
 import { declaresTasks, missingTasksExtension, type StatelessClient } from './envelope.js';
 import type { ListenFilter, ListenHub } from './listen.js';
 import type { StatelessResponder } from './responder.js';
-import { plainCallView } from '../task-tools.js';
+import { plainCallView } from '../task-tool-definitions.js';
 import { StatelessCalls, type StatelessCallsDeps } from './calls.js';
 
 type Headers = Record<string, string | string[] | undefined>;

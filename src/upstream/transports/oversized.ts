@@ -47,6 +47,7 @@ export function oversized(limit: number, head: string, relatedTo?: RequestId): O
 }
 
 const WHITESPACE = /\s/;
+const UNKNOWN: MessageHead = { kind: 'unknown' };
 
 /**
  * Reads the top-level keys of a JSON object from the first part of its text, as far as that goes: `id` with a
@@ -54,84 +55,104 @@ const WHITESPACE = /\s/;
  * are skipped, nested or not; a head that ends first (or is not an object) says nothing.
  */
 export function readHead(text: string): MessageHead {
-  let i = 0;
-  const skipSpace = (): void => {
-    while (i < text.length && (WHITESPACE.test(text.charAt(i)) || text.charCodeAt(i) === 0xfeff)) i++;
-  };
-  /** Reads the string starting at i (a quote) and returns it (when `keep`) or ''; undefined when the text ends inside it. */
-  const readString = (keep: boolean): string | undefined => {
-    const start = i;
-    for (i++; i < text.length; i++) {
-      const c = text.charAt(i);
-      if (c === '\\') i++;
+  const cursor = new HeadCursor(text);
+  if (!cursor.take('{')) return UNKNOWN;
+  let id: RequestId | undefined;
+  let kind: 'response' | 'request' | undefined;
+  for (;;) {
+    const key = cursor.key();
+    if (key === undefined) return UNKNOWN;
+    if (key === 'result' || key === 'error') kind ??= 'response';
+    else if (key === 'method') kind = 'request';
+    if (id !== undefined && kind !== undefined) return { kind, id };
+    if (key === 'id') {
+      id = cursor.id();
+      if (id === undefined) return UNKNOWN;
+      if (kind !== undefined) return { kind, id };
+    } else if (!cursor.skipValue()) return UNKNOWN;
+    if (!cursor.take(',')) return UNKNOWN;
+  }
+}
+
+/** A position in a message's head, moved forward by what it reads; every read stops at the head's end. */
+class HeadCursor {
+  private i = 0;
+
+  constructor(private readonly text: string) {}
+
+  /** Skips white space (and byte order marks), then the character `c`; false when another comes first. */
+  take(c: string): boolean {
+    this.skipSpace();
+    if (this.text.charAt(this.i) !== c) return false;
+    this.i++;
+    return true;
+  }
+
+  /** An object key and its colon, with the white space around them; undefined when there is none or the head ends. */
+  key(): string | undefined {
+    this.skipSpace();
+    if (this.text.charAt(this.i) !== '"') return undefined;
+    const key = this.readString(true);
+    if (key === undefined || !this.take(':')) return undefined;
+    this.skipSpace();
+    return key;
+  }
+
+  /** The id's value, if it is a string or a number that ends inside the head. */
+  id(): RequestId | undefined {
+    const { text } = this;
+    if (text.charAt(this.i) === '"') return this.readString(true);
+    const match = /^-?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(this.i, this.i + 32));
+    if (match === null) return undefined;
+    this.i += match[0].length;
+    // A number cut by the end of the head could be the start of a longer one.
+    if (this.i >= text.length) return undefined;
+    return Number(match[0]);
+  }
+
+  /** Skips one value of any kind, up to the comma or brace after it; false when the text ends first. */
+  skipValue(): boolean {
+    const { text } = this;
+    let depth = 0;
+    while (this.i < text.length) {
+      const c = text.charAt(this.i);
+      if (c === '"') {
+        if (this.readString(false) === undefined) return false;
+      } else if (c === '{' || c === '[') {
+        depth++;
+        this.i++;
+      } else if (c === '}' || c === ']') {
+        if (depth === 0) return true;
+        depth--;
+        this.i++;
+      } else if (c === ',' && depth === 0) return true;
+      else this.i++;
+    }
+    return false;
+  }
+
+  private skipSpace(): void {
+    const { text } = this;
+    while (this.i < text.length && (WHITESPACE.test(text.charAt(this.i)) || text.charCodeAt(this.i) === 0xfeff)) this.i++;
+  }
+
+  /** Reads the string starting here (at a quote) and returns it (when `keep`) or ''; undefined when the text ends inside it. */
+  private readString(keep: boolean): string | undefined {
+    const { text } = this;
+    const start = this.i;
+    for (this.i++; this.i < text.length; this.i++) {
+      const c = text.charAt(this.i);
+      if (c === '\\') this.i++;
       else if (c === '"') {
-        i++;
+        this.i++;
         if (!keep) return '';
         try {
-          return JSON.parse(text.slice(start, i)) as string;
+          return JSON.parse(text.slice(start, this.i)) as string;
         } catch {
           return undefined;
         }
       }
     }
     return undefined;
-  };
-  /** Skips one value of any kind, up to the comma or brace after it; false when the text ends first. */
-  const skipValue = (): boolean => {
-    let depth = 0;
-    while (i < text.length) {
-      const c = text.charAt(i);
-      if (c === '"') {
-        if (readString(false) === undefined) return false;
-      } else if (c === '{' || c === '[') {
-        depth++;
-        i++;
-      } else if (c === '}' || c === ']') {
-        if (depth === 0) return true;
-        depth--;
-        i++;
-      } else if (c === ',' && depth === 0) return true;
-      else i++;
-    }
-    return false;
-  };
-  const unknown: MessageHead = { kind: 'unknown' };
-  skipSpace();
-  if (text.charAt(i) !== '{') return unknown;
-  i++;
-  let id: RequestId | undefined;
-  let kind: 'response' | 'request' | undefined;
-  for (;;) {
-    skipSpace();
-    if (text.charAt(i) !== '"') return unknown;
-    const key = readString(true);
-    if (key === undefined) return unknown;
-    skipSpace();
-    if (text.charAt(i) !== ':') return unknown;
-    i++;
-    skipSpace();
-    if (key === 'result' || key === 'error') kind ??= 'response';
-    else if (key === 'method') kind = 'request';
-    if (id !== undefined && kind !== undefined) return { kind, id };
-    if (key === 'id') {
-      const value = readId();
-      if (value === undefined) return unknown;
-      id = value;
-      if (kind !== undefined) return { kind, id };
-    } else if (!skipValue()) return unknown;
-    skipSpace();
-    if (text.charAt(i) !== ',') return unknown;
-    i++;
-  }
-
-  /** The id's value, if it is a string or a number that ends inside the head. */
-  function readId(): RequestId | undefined {
-    if (text.charAt(i) === '"') return readString(true);
-    const match = /^-?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 32));
-    if (match === null) return undefined;
-    i += match[0].length;
-    // A number cut by the end of the head could be the start of a longer one.
-    if (i >= text.length) return undefined;
-    return Number(match[0]);
   }
 }

@@ -19,10 +19,11 @@ import { admissionPrincipal, type Admission } from '../../../http/admission.js';
 import { callerOf } from '../../../http/credentials-guard.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../../idempotency-key.js';
 import { JsonWindows } from './json-window.js';
-import { answerStreamed } from './streamed-answer.js';
+import { answerStreamed, type StreamedAnswer } from './streamed-answer.js';
 import { header, sendJson, sendRateLimited } from '../../../http/replies.js';
 import { announceStream } from '../../../http/stream-events.js';
 import type { RevisionFront } from '../../../http/mcp-endpoint.js';
+import type { Caller } from '../../../principals.js';
 
 export interface SessionFrontDeps {
   router: SessionRouter;
@@ -85,23 +86,9 @@ async function post(
 ): Promise<FastifyReply> {
   const batch = Array.isArray(body);
   const items = batch ? (body as unknown[]) : [body];
-  if (items.length === 0) throw new GatewayError('invalid_request', 'Invalid Request: empty batch');
-  // Checked before anything is done for the messages: a batch fans out upstream, one call per message.
-  if (items.length > deps.maxBatchSize) {
-    throw new GatewayError('invalid_request', `Invalid Request: a batch may hold at most ${deps.maxBatchSize} messages (listen.maxBatchSize); this one has ${items.length}`);
-  }
-  // Each message of a batch is a request against requestsPerSecond (the guard counted the POST as one). Past the
-  // limit the whole batch is refused: it is one HTTP exchange, so its one 429 and Retry-After speak for all of it,
-  // and a client retries the batch whole rather than working out which half was served.
   const caller = callerOf(request);
-  if (batch && items.length > 1 && caller !== undefined && deps.rateLimiter?.limitsRequests === true) {
-    try {
-      await deps.rateLimiter.request(caller.principal, items.length - 1);
-    } catch (error) {
-      if (error instanceof RateLimited) return sendRateLimited(reply, error);
-      throw error;
-    }
-  }
+  const limited = await admitBatch(deps, items, caller);
+  if (limited !== undefined) return sendRateLimited(reply, limited);
 
   const { messages, invalid } = validated(items);
   if (messages.length === 0) return sendJson(reply, 400, batch ? invalid : invalid[0]);
@@ -123,14 +110,7 @@ async function post(
   if (deps.logger.isLevelEnabled('debug')) {
     request.log.debug({ session: session.sessionId, methods: messages.map((m) => ('method' in m ? m.method : 'response')) }, 'mcp post');
   }
-  const requests: JsonRpcRequest[] = [];
-  for (const message of messages) {
-    if (isRequest(message)) requests.push(message);
-    else if (isNotification(message)) deps.router.handleNotification(session, message);
-    else if (!session.answer(message.id as string | number, 'result' in message ? { result: message.result } : { error: message.error })) {
-      request.log.debug({ id: message.id }, 'response to an unknown or settled request; ignored');
-    }
-  }
+  const requests = deliverAllButRequests(deps.router, session, messages, request);
   if (requests.length === 0) {
     if (invalid.length > 0) return sendJson(reply, 400, batch ? invalid : invalid[0]);
     return reply.code(202).send();
@@ -142,26 +122,66 @@ async function post(
     throw new GatewayError('invalid_request', 'Invalid Request: an Idempotency-Key header names one call; send a batch of several requests without it');
   }
   const streamed = (header(request, 'accept') ?? '').includes('text/event-stream') && requests.some((r) => deps.router.mayStream(session, r));
-  if (!streamed) {
-    const responses: JsonRpcResponse[] = [...invalid];
-    let only: SessionOutcome | undefined;
-    await Promise.all(
-      requests.map(async (r) => {
-        const outcome = await deps.router.handle(session, r, undefined, caller, charge, idempotencyHeader);
-        if (outcome !== undefined) responses.push(toResponse(r.id, outcome));
-        only = outcome;
-      }),
-    );
-    if (responses.length === 0) return reply.code(202).send();
-    // A request alone in its POST may be refused with a status of its own (a task creation past its rate: 429).
-    const answer = !batch && only !== undefined ? exchangeAnswer(only) : { status: 200, headers: {} };
-    return sendJson(reply, answer.status, batch ? responses : responses[0], answer.headers);
-  }
+  if (!streamed) return answerJson({ router: deps.router, session, requests, invalid, batch, reply, caller, charge, idempotencyHeader });
 
   // A POST that may stream holds an event stream (and its replay buffer) while it runs: one of the caller's streams.
   deps.admission.openStream(admissionPrincipal(caller), reply.raw);
   announceStream(deps.events, 'post', reply.raw);
   return answerStreamed({ router: deps.router, windows, session, requests, invalid, batch, reply, caller, charge, idempotencyHeader });
+}
+
+/**
+ * Checks a batch before anything is done for its messages (a batch fans out upstream, one call per message): throws
+ * for an empty one or one past listen.maxBatchSize; returns the refusal of one past the caller's rate (undefined:
+ * admitted). Not the reply itself: a FastifyReply is thenable, and awaiting it waits for the answer to be sent.
+ */
+async function admitBatch(deps: SessionFrontDeps, items: unknown[], caller: Caller | undefined): Promise<RateLimited | undefined> {
+  if (items.length === 0) throw new GatewayError('invalid_request', 'Invalid Request: empty batch');
+  if (items.length > deps.maxBatchSize) {
+    throw new GatewayError('invalid_request', `Invalid Request: a batch may hold at most ${deps.maxBatchSize} messages (listen.maxBatchSize); this one has ${items.length}`);
+  }
+  // Each message of a batch is a request against requestsPerSecond (the guard counted the POST as one). Past the
+  // limit the whole batch is refused: it is one HTTP exchange, so its one 429 and Retry-After speak for all of it,
+  // and a client retries the batch whole rather than working out which half was served.
+  if (items.length > 1 && caller !== undefined && deps.rateLimiter?.limitsRequests === true) {
+    try {
+      await deps.rateLimiter.request(caller.principal, items.length - 1);
+    } catch (error) {
+      if (error instanceof RateLimited) return error;
+      throw error;
+    }
+  }
+  return undefined;
+}
+
+/** Delivers what is not a request (notifications to the router, responses to the session's own requests); returns the requests. */
+function deliverAllButRequests(router: SessionRouter, session: ClientSession, messages: JsonRpcMessage[], request: FastifyRequest): JsonRpcRequest[] {
+  const requests: JsonRpcRequest[] = [];
+  for (const message of messages) {
+    if (isRequest(message)) requests.push(message);
+    else if (isNotification(message)) router.handleNotification(session, message);
+    else if (!session.answer(message.id as string | number, 'result' in message ? { result: message.result } : { error: message.error })) {
+      request.log.debug({ id: message.id }, 'response to an unknown or settled request; ignored');
+    }
+  }
+  return requests;
+}
+
+/** The requests' answers as one JSON body, once every request has been handled (202 when none has an answer). */
+async function answerJson({ router, session, requests, invalid, batch, reply, caller, charge, idempotencyHeader }: Omit<StreamedAnswer, 'windows'>): Promise<FastifyReply> {
+  const responses: JsonRpcResponse[] = [...invalid];
+  let only: SessionOutcome | undefined;
+  await Promise.all(
+    requests.map(async (r) => {
+      const outcome = await router.handle(session, r, undefined, caller, charge, idempotencyHeader);
+      if (outcome !== undefined) responses.push(toResponse(r.id, outcome));
+      only = outcome;
+    }),
+  );
+  if (responses.length === 0) return reply.code(202).send();
+  // A request alone in its POST may be refused with a status of its own (a task creation past its rate: 429).
+  const answer = !batch && only !== undefined ? exchangeAnswer(only) : { status: 200, headers: {} };
+  return sendJson(reply, answer.status, batch ? responses : responses[0], answer.headers);
 }
 
 async function get(deps: SessionFrontDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
