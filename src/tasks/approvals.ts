@@ -7,12 +7,12 @@
 // deadline) and never a call they do not return: a listing filters by its caller first and reads the calls of its
 // own page only, pages with a cursor so that nobody's holds hide anyone else's, and is bounded in how much of the
 // index it scans and in how many run at once; the sweep reads ids and deadlines.
-import { createHash } from 'node:crypto';
 import { principalMatches } from '../config/access.js';
 import type { ApprovalPolicy } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
-import { canonicalJson, type JsonObject } from '../jsonrpc.js';
+import type { JsonObject } from '../jsonrpc.js';
+import { approvalDigest } from './call-digest.js';
 import type { Logger } from '../log.js';
 import {
   CursorCodec,
@@ -67,14 +67,6 @@ export interface ApprovalsPage {
 
 /** What deciding who sees and decides a hold needs: who asked, for which tool, whom the hold named. */
 type HoldFacts = Pick<PendingHold, 'principal' | 'tool' | 'approvers' | 'scopes'>;
-
-/**
- * SHA-256 of the tool and arguments as the upstream gets them (`tools/call` params: its own tool name and
- * `arguments`), over canonical JSON (keys sorted), so that the same call always has the same digest.
- */
-export function approvalDigest(params: JsonObject): string {
-  return createHash('sha256').update(canonicalJson({ name: params.name ?? null, arguments: params.arguments ?? null })).digest('hex');
-}
 
 /** The hold a call under `policy` opens with: pending until `timeoutMs` from now, bound to `params`. */
 export function newHold(policy: ApprovalPolicy, params: JsonObject, now = Date.now()): ApprovalHold {

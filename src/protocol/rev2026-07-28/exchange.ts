@@ -2,13 +2,14 @@
 // asks the client something, the gateway answers the client's request with an InputRequiredResult and parks the
 // call; the client's retry (carrying `inputResponses` and the signed `requestState`) resumes it. A call may also
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
-import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError, MethodNotFound, MissingRequiredClientCapability, RequestCancelled } from '../../errors.js';
-import { canonicalJson, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../../jsonrpc.js';
+import { withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../../jsonrpc.js';
 import type { CallContext, ClientFlow, UpstreamCall } from '../../upstream/peer/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../../mcp.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import type { IdempotentCreation } from '../../tasks/idempotency.js';
+import { canonicalDigest } from '../../tasks/call-digest.js';
 import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
 import type { SessionIdentity } from '../../upstream/life/upstream.js';
 import type { ActingFor } from '../../upstream/peer/adapter.js';
@@ -249,7 +250,7 @@ export class RequestStateCodec {
  */
 export function paramsDigest(params: JsonObject): string {
   const salient = withoutRetryFields(withoutMeta(params));
-  return createHash('sha256').update(canonicalJson(salient)).digest('base64url');
+  return canonicalDigest(salient);
 }
 
 /** Calls waiting for a client's retry; one that is never resumed is cancelled upstream after `parkTimeoutMs`. */
