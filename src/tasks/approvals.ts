@@ -1,6 +1,6 @@
-// Calls held for a person's approval (tasks.rules[].approval): the hold a task opens with, the wait a run makes
-// before its upstream call, the decisions approvers take (on any replica, one atomic store step each), and the
-// sweep that expires holds nobody decided. The hold lives in the task's record beside its kept call, so whichever
+// Calls held for a person's approval (tasks.rules[].approval): the wait a run makes before its upstream call (the
+// hold a task opens with is held-calls.ts), the decisions approvers take (on any replica, one atomic store step
+// each), and the sweep that expires holds nobody decided. The hold lives in the task's record beside its kept call, so whichever
 // replica runs the task (the one that opened it, or one that took it over) waits on the store for the decision,
 // and a restart loses nothing. An approved call runs once, with the arguments the hold recorded a digest of.
 // Listings and the sweep read the store's index of pending holds (small entries: who asked, tool, approvers,
@@ -21,7 +21,6 @@ import {
   InvalidCursorError,
   isTerminal,
   pendingHoldOf,
-  type ApprovalHold,
   type ApprovalState,
   type DecideResult,
   type HoldPosition,
@@ -67,17 +66,6 @@ export interface ApprovalsPage {
 
 /** What deciding who sees and decides a hold needs: who asked, for which tool, whom the hold named. */
 type HoldFacts = Pick<PendingHold, 'principal' | 'tool' | 'approvers' | 'scopes'>;
-
-/** The hold a call under `policy` opens with: pending until `timeoutMs` from now, bound to `params`. */
-export function newHold(policy: ApprovalPolicy, params: JsonObject, now = Date.now()): ApprovalHold {
-  return { approvers: [...policy.approvers], scopes: [...policy.scopes], deadlineMs: now + policy.timeoutMs, digest: approvalDigest(params), state: 'pending' };
-}
-
-/** The status message of a held task: whom it waits for, until when. */
-export function waitingMessage(hold: Pick<ApprovalHold, 'approvers' | 'scopes' | 'deadlineMs'>): string {
-  const who = [...hold.approvers, ...hold.scopes.map((scope) => `scope ${scope}`)].join(', ');
-  return `Waiting for approval by ${who} until ${new Date(hold.deadlineMs).toISOString()}; the tool has not been called`;
-}
 
 /** Whether `caller` is one of the approvers `approval` names. */
 export function isApprover(approval: Pick<ApprovalPolicy, 'approvers' | 'scopes'>, caller: Caller): boolean {
@@ -397,23 +385,6 @@ export class Approvals {
 export function approvesAnything(policies: Pick<TaskPolicies, 'config'>, caller: Caller | undefined): boolean {
   if (caller === undefined) return false;
   return policies.config.rules.some((rule) => rule.approval !== undefined && isApprover(rule.approval, caller));
-}
-
-/**
- * Reserves a place for a new hold among `principal`'s pending ones, before its task is stored: refused (the
- * principal's own calls wait for decisions) past `cap` (tasks.maxPendingApprovalsPerPrincipal; 0: none).
- */
-export async function reserveHold(store: Pick<TaskStore, 'reserveHold'>, events: GatewayEvents, principal: string, taskId: string, hold: Pick<ApprovalHold, 'deadlineMs'>, cap: number): Promise<void> {
-  const reservation = await store.reserveHold(principal, taskId, hold.deadlineMs, cap).catch((error: unknown) => {
-    throw storeUnavailable(error);
-  });
-  if (!reservation.reserved) {
-    events.emit('rate.limited', { principal, limit: 'maxPendingApprovalsPerPrincipal' });
-    throw new GatewayError(
-      'too_many_tasks',
-      `Too many calls waiting for approval: you have ${reservation.pending} (tasks.maxPendingApprovalsPerPrincipal: ${cap}); wait for decisions or cancel some`,
-    );
-  }
 }
 
 /** Whom a listing cursor is bound to: the caller, apart from task-list cursors signed with the same secret. */

@@ -21,7 +21,7 @@ import type { TaskSlots } from './slots.js';
 import { checkStoredBudgets } from './stored-results.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 import type { TaskPolicies } from './task-policies.js';
-import { newHold, reserveHold, waitingMessage } from './approvals.js';
+import { newHold, reserveHold, waitingMessage } from './held-calls.js';
 
 /** When a client refused at replicas.maxRunningTasks is told to try again (Retry-After): tasks end all the time. */
 const REPLICA_FULL_RETRY_MS = 1000;
