@@ -1,6 +1,6 @@
 // What becomes of a tool call, decided once for every revision: a plain call, a task (at once or past a window), a
 // background task a client without tasks is told of through the task tools, a plain caller waiting for the task a
-// hold made, or a refusal; and the steps the core takes for it: the task an idempotency key made already, a task
+// hold made, or a refusal; and the steps the core takes for it: a keyed replay (the task the call's key made), a task
 // opened (and run) for the call, the wait of a plain caller for its held call's end. A revision turns its wire into
 // a ToolCallRequest and a TaskAsk, and the plan's outcome back into its wire; which rule holds a call for a
 // person's approval, or which key made which task, is no revision's business.
@@ -134,11 +134,13 @@ export class CallPlans {
   constructor(private readonly deps: CallPlansDeps) {}
 
   /**
-   * The task the call's key made already, if it still exists (-32602 when made for another call): asked before the
-   * upstream is, for a call that would become a task only later, so that a retry does not call it again.
+   * A keyed replay: the task the call's key made already, when its plan makes a task and the task still exists
+   * (-32602 when the key made it for another call). Asked before the upstream is called, so that a retry of a call
+   * that became a task (or would, past its window) answers with that task and calls nothing again.
    */
-  async madeBefore(request: ToolCallRequest): Promise<TaskRecord | undefined> {
-    return request.once === undefined ? undefined : this.deps.runs.keyed(request.once, request.owner);
+  async replayed(request: ToolCallRequest, plan: CallPlan): Promise<TaskRecord | undefined> {
+    if (request.once === undefined || (plan.kind !== 'task' && plan.kind !== 'background')) return undefined;
+    return this.deps.runs.keyed(request.once, request.owner);
   }
 
   /**

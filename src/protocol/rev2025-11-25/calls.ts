@@ -20,7 +20,7 @@ import { keepAliveFor, type ProgressKeepAlive } from '../../streams/keep-alive.j
 import type { TaskTools } from '../task-tools.js';
 import type { RunHandle, TaskCaller } from '../../tasks/local-run.js';
 import type { TaskRecord } from '../../store/task-store.js';
-import { planCall, toolCallRequest, type ToolCallRequest } from '../../tasks/call-plan.js';
+import { planCall, toolCallRequest, type CallPlan, type ToolCallRequest } from '../../tasks/call-plan.js';
 import { idempotencyKeyOf, withoutIdempotencyMeta } from '../idempotency-key.js';
 import type { PostContext } from '../post-context.js';
 
@@ -75,7 +75,7 @@ export class SessionCalls {
       case 'task':
         return this.tasks.create(session, { ...call, requestedTtl: ttl });
       case 'background':
-        return this.background(session, request, call, plan.afterMs, stream);
+        return this.background(session, request, call, plan, stream);
       case 'wait_held':
         return this.waitHeld(session, request, call, stream);
       case 'refuse': {
@@ -92,12 +92,13 @@ export class SessionCalls {
    * fetch its result. A call the key made a task for already names that task, and the upstream is not called; a
    * call answered within the window made no task, and leaves its key unused.
    */
-  private async background(session: Session, request: JsonRpcRequest, call: ToolCallRequest, afterMs: number, stream: EventStream | undefined): Promise<Outcome | undefined> {
+  private async background(session: Session, request: JsonRpcRequest, call: ToolCallRequest, plan: CallPlan & { kind: 'background' }, stream: EventStream | undefined): Promise<Outcome | undefined> {
+    const { afterMs } = plan;
     const plans = this.tasks.plans;
     const caller = (task: TaskRecord): TaskCaller => this.tasks.backgroundCaller(task.taskId, session);
     // A task at once (a held call never starts before the decision), or the one its key made: one task, one hold.
     if (afterMs === 0) return { result: this.taskTools.handle((await plans.openTask(call, { caller })).task) };
-    const made = await plans.madeBefore(call);
+    const made = await plans.replayed(call, plan);
     if (made !== undefined) return { result: this.taskTools.handle(made) };
     const { upstream, params } = call;
     const { context: own, keepAlive } = this.requestContext(session, params, stream, call.policy.keepAliveProgressMs);

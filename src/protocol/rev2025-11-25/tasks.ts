@@ -27,7 +27,7 @@ export interface SessionTaskParts {
   queries: Pick<TaskQueries, 'find' | 'list' | 'untilResult' | 'waitFor'>;
   runs: Pick<TaskRuns, 'runsHere' | 'cancel'>;
   /** What becomes of a tool call (tasks/call-plan.ts): its task opened and run, a held call waited for. */
-  calls: Pick<CallPlans, 'openTask' | 'madeBefore' | 'waitHeld'>;
+  calls: Pick<CallPlans, 'openTask' | 'replayed' | 'waitHeld'>;
   records: Pick<TaskRecords, 'delete'>;
   peerLink: Pick<TaskPeerLink, 'reachable'>;
 }

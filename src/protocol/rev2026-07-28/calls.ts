@@ -38,6 +38,15 @@ type Headers = Record<string, string | string[] | undefined>;
 
 const PLAIN: CallPlan = Object.freeze({ kind: 'plain' });
 
+/** One request's turn at an upstream: whose it is, what it asks (`name`: the tool, prompt or URI), and where its answer goes. */
+interface Turn {
+  client: StatelessClient;
+  request: JsonRpcRequest;
+  name: string;
+  upstream: Upstream;
+  responder: ResponseSink;
+}
+
 /** One request to an upstream as `call` hands it on: the client's, with what the front read and the tool call's plan. */
 interface UpstreamRequest {
   client: StatelessClient;
@@ -109,7 +118,7 @@ export class StatelessCalls {
       const upstream = method === 'resources/read' ? await this.deps.catalog.resolveUri(name) : (await this.deps.catalog.resolve(method === 'tools/call' ? 'tools' : 'prompts', name))?.upstream;
       if (upstream === undefined) throw new GatewayError('invalid_params', STALE_STATE);
       const taskAfterMs = body.taskAfterMs ?? undefined;
-      const outcome = await this.await(client, request, name, upstream, exchange, taskAfterMs, sink, body.background);
+      const outcome = await this.await({ client, request, name, upstream, responder: sink }, exchange, { taskAfterMs, background: body.background });
       return { outcome: outcome ?? { error: { code: RequestCancelled, message: 'Request cancelled' } } };
     } catch (error) {
       return { outcome: { error: statelessError(error) } };
@@ -161,7 +170,7 @@ export class StatelessCalls {
     if (!held && statelessSide !== undefined && (plan.kind === 'plain' || (plan.kind === 'task' && nativeTasks))) {
       // The upstream speaks this revision: the request goes as the client sent it (its InputRequiredResults and
       // requestState, and its own tasks, pass through unchanged).
-      return this.passThrough(client, request, { ...params, ...upstreamParams, _meta: params._meta }, upstream, statelessSide, responder, name, nativeTasks);
+      return this.passThrough({ client, request, name, upstream, responder }, { ...params, ...upstreamParams, _meta: params._meta }, statelessSide, nativeTasks);
     }
 
     let exchange: StatelessExchange;
@@ -208,8 +217,8 @@ export class StatelessCalls {
           era: codec.revision,
         }, params.arguments);
       }
-      // A task the key made already is the answer: the upstream is not called again.
-      const made = exchange.request !== undefined && (plan.kind === 'task' || background) ? await this.deps.tasks.plans.madeBefore(exchange.request) : undefined;
+      // A keyed replay: the task the key made already is the answer, and the upstream is not called again.
+      const made = exchange.request === undefined ? undefined : await this.deps.tasks.plans.replayed(exchange.request, plan);
       if (made !== undefined) return { result: background ? this.deps.taskTools.handle(made) : codec.createTaskResult(made, undefined) };
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
       const start = async (): Promise<StatelessExchange['call']> => {
@@ -226,7 +235,7 @@ export class StatelessCalls {
       if (taskAfterMs === 0) return this.becomeTask(client, exchange, background, start);
       await start();
     }
-    return this.await(client, request, name, upstream, exchange, taskAfterMs, responder, background);
+    return this.await({ client, request, name, upstream, responder }, exchange, { taskAfterMs, background });
   }
 
   /** What a request for `client` authenticates with at `upstream`: the client's identity there, as its `auth` makes it. */
@@ -235,16 +244,8 @@ export class StatelessCalls {
   }
 
   /** Forwards a request to a 2026-07-28 upstream as the client sent it; notifications stream back. */
-  private async passThrough(
-    client: StatelessClient,
-    request: JsonRpcRequest,
-    params: JsonObject,
-    upstream: Upstream,
-    statelessSide: StatelessUpstreamSide,
-    responder: StatelessResponder,
-    name: string,
-    nativeTasks: boolean,
-  ): Promise<Outcome | undefined> {
+  private async passThrough(turn: Turn, params: JsonObject, statelessSide: StatelessUpstreamSide, nativeTasks: boolean): Promise<Outcome | undefined> {
+    const { client, request, name, upstream, responder } = turn;
     const outcome = await statelessSide.request(request.method, params, {
       credentials: this.credentialsOf(upstream, client),
       onNotification: (message) => this.relay(client, request, message, responder),
@@ -289,16 +290,13 @@ export class StatelessCalls {
 
   /** Waits for what the call's client must hear next, and says it. */
   private async await(
-    client: StatelessClient,
-    request: JsonRpcRequest,
-    name: string,
-    upstream: Upstream,
+    turn: Turn,
     exchange: StatelessExchange,
-    taskAfterMs: number | undefined,
-    responder: ResponseSink,
-    /** Past taskAfterMs the client gets the task tools' handle rather than a task (it did not declare the extension). */
-    background = false,
+    /** Past `taskAfterMs` the call becomes a task; a `background` one's client gets the task tools' handle instead. */
+    window: { taskAfterMs?: number | undefined; background?: boolean } = {},
   ): Promise<Outcome | undefined> {
+    const { client, request, name, responder } = turn;
+    const { taskAfterMs, background = false } = window;
     exchange.notifySink = (message) => this.relay(client, request, message, responder);
     exchange.sinkFlow = () => responder.flow;
     const gone = new Promise<'gone'>((resolve) => responder.gone.addEventListener('abort', () => resolve('gone'), { once: true }));
@@ -405,11 +403,11 @@ export class StatelessCalls {
       upstream = (await resourceOwner(this.deps.catalog, this.accessOf(client), ref.uri, 'invalid_params')).upstream;
     } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
     const statelessSide = statelessSideOf(upstream);
-    if (statelessSide !== undefined) return this.passThrough(client, request, forwarded, upstream, statelessSide, responder, '', false);
+    if (statelessSide !== undefined) return this.passThrough({ client, request, name: '', upstream, responder }, forwarded, statelessSide, false);
     const identity = this.identity;
     const exchange = new StatelessExchange(identity.sessionId, client.capabilities);
     exchange.start(await upstream.callFor(identity, client.caller, request.method, withoutMeta(forwarded), exchange.context(), upstream.config.requestTimeoutMs));
-    return this.await(client, request, '', upstream, exchange, undefined, responder);
+    return this.await({ client, request, name: '', upstream, responder }, exchange);
   }
 
   /** Which upstream serves the request, and the request as it goes there; what the caller may not use is unknown. */

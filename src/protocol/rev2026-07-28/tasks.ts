@@ -47,7 +47,7 @@ export interface StatelessTaskParts {
   queries: Pick<TaskQueries, 'find' | 'waitFor'>;
   runs: Pick<TaskRuns, 'cancel'>;
   /** What becomes of a tool call (tasks/call-plan.ts): its task opened and run, a held call waited for. */
-  calls: Pick<CallPlans, 'openTask' | 'madeBefore' | 'waitHeld'>;
+  calls: Pick<CallPlans, 'openTask' | 'replayed' | 'waitHeld'>;
   records: Pick<TaskRecords, 'recordNative' | 'recordNativeEnd'>;
   peerLink: Pick<TaskPeerLink, 'answer'>;
 }
