@@ -71,7 +71,7 @@ export class SessionCalls {
     const ttl = task !== undefined && speaksTasks ? requestedTtl(task) : undefined;
     switch (plan.kind) {
       case 'plain':
-        return this.forward(session, request, route.upstream, call.params, stream, access.actingFor, call.policy.keepAliveProgressMs);
+        return this.forward(session, request, route.upstream, call.params, stream, { actingFor: access.actingFor, keepAliveMs: call.policy.keepAliveProgressMs });
       case 'task':
         return this.tasks.create(session, { ...call, requestedTtl: ttl });
       case 'background':
@@ -204,11 +204,13 @@ export class SessionCalls {
     upstream: Upstream,
     params: JsonObject,
     stream: EventStream | undefined,
-    /** Whom the gateway acts for at the upstream (none: no authentication). */
-    actingFor: ActingFor | undefined,
-    /** A plain tool call's keep-alive interval (policy): progress while the upstream is silent, if the client asked for progress. */
-    keepAliveMs = 0,
+    /**
+     * `actingFor`: whom the gateway acts for at the upstream (none: no authentication); `keepAliveMs`: a plain tool
+     * call's keep-alive interval (policy): progress while the upstream is silent, if the client asked for progress.
+     */
+    as: { actingFor: ActingFor | undefined; keepAliveMs?: number },
   ): Promise<Outcome | undefined> {
+    const { actingFor, keepAliveMs = 0 } = as;
     const { context, keepAlive } = this.requestContext(session, params, stream, keepAliveMs);
     // Tool calls run as long as they run: their deadline is task policy, not a transport default.
     const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;

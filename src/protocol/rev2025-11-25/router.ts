@@ -218,7 +218,7 @@ export class SessionRouter {
         const name = params.name;
         if (typeof name !== 'string') throw new GatewayError('invalid_params', 'prompts/get: params.name must be a string');
         const route = await routeNamed(this.catalog, access, 'prompts', name);
-        return this.calls.forward(session, request, route.upstream, { ...params, name: route.name }, stream, access.actingFor);
+        return this.calls.forward(session, request, route.upstream, { ...params, name: route.name }, stream, { actingFor: access.actingFor });
       }
       case 'tasks/get':
       case 'tasks/result':
@@ -237,7 +237,7 @@ export class SessionRouter {
         return this.tasks.cancel(taskId, reader);
       }
       case 'resources/read':
-        return this.calls.forward(session, request, await this.resourceOwner(params.uri, access), params, stream, access.actingFor);
+        return this.calls.forward(session, request, await this.resourceOwner(params.uri, access), params, stream, { actingFor: access.actingFor });
       case 'resources/subscribe':
       case 'resources/unsubscribe':
         return this.subscription(session, request, params, access);
@@ -293,16 +293,16 @@ export class SessionRouter {
       // One upstream subscription serves every session on a shared connection; the gateway fans updates out.
       if (this.sessions.subscribedElsewhere(session, uri)) return { result: {} };
     }
-    return this.calls.forward(session, request, upstream, params, undefined, access.actingFor);
+    return this.calls.forward(session, request, upstream, params, undefined, { actingFor: access.actingFor });
   }
 
   private async complete(session: Session, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const ref = asObject(params.ref);
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
       const route = await routeNamed(this.catalog, access, 'prompts', ref.name);
-      return this.calls.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream, access.actingFor);
+      return this.calls.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream, { actingFor: access.actingFor });
     }
-    if (ref?.type === 'ref/resource') return this.calls.forward(session, request, await this.resourceOwner(ref.uri, access), params, stream, access.actingFor);
+    if (ref?.type === 'ref/resource') return this.calls.forward(session, request, await this.resourceOwner(ref.uri, access), params, stream, { actingFor: access.actingFor });
     throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
   }
 
