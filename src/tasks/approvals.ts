@@ -1,20 +1,20 @@
-// Calls held for a person's approval (tasks.rules[].approval): the hold a task opens with, the wait a run makes
-// before its upstream call, the decisions approvers take (on any replica, one atomic store step each), and the
-// sweep that expires holds nobody decided. The hold lives in the task's record beside its kept call, so whichever
+// Calls held for a person's approval (tasks.rules[].approval): the wait a run makes before its upstream call (the
+// hold a task opens with is held-calls.ts), the decisions approvers take (on any replica, one atomic store step
+// each), and the sweep that expires holds nobody decided. The hold lives in the task's record beside its kept call, so whichever
 // replica runs the task (the one that opened it, or one that took it over) waits on the store for the decision,
 // and a restart loses nothing. An approved call runs once, with the arguments the hold recorded a digest of.
 // Listings and the sweep read the store's index of pending holds (small entries: who asked, tool, approvers,
 // deadline) and never a call they do not return: a listing filters by its caller first and reads the calls of its
 // own page only, pages with a cursor so that nobody's holds hide anyone else's, and is bounded in how much of the
 // index it scans and in how many run at once; the sweep reads ids and deadlines.
-import { createHash } from 'node:crypto';
 import { principalMatches } from '../config/access.js';
 import type { ApprovalPolicy } from '../config/types.js';
 import { GatewayError, storeUnavailable } from '../errors.js';
 import type { GatewayEvents } from '../events.js';
-import { canonicalJson, type JsonObject } from '../jsonrpc.js';
+import type { JsonObject } from '../jsonrpc.js';
+import { approvalDigest } from './call-digest.js';
 import type { Logger } from '../log.js';
-import { CursorCodec, failedWith, InvalidCursorError, isTerminal, type ApprovalHold, type ApprovalState, type TaskRecord, type TaskStore } from '../store/task-store.js';
+import { CursorCodec, failedWith, InvalidCursorError, isTerminal, type ApprovalState, type TaskRecord, type TaskStore } from '../store/task-store.js';
 import { HOLDS_PER_READ, pendingHoldOf, type DecideResult, type HoldPosition, type PendingHold } from '../store/approvals.js';
 import type { EndWrites } from './end-writes.js';
 import type { Caller } from '../principals.js';
@@ -54,25 +54,6 @@ export interface ApprovalsPage {
 
 /** What deciding who sees and decides a hold needs: who asked, for which tool, whom the hold named. */
 type HoldFacts = Pick<PendingHold, 'principal' | 'tool' | 'approvers' | 'scopes'>;
-
-/**
- * SHA-256 of the tool and arguments as the upstream gets them (`tools/call` params: its own tool name and
- * `arguments`), over canonical JSON (keys sorted), so that the same call always has the same digest.
- */
-export function approvalDigest(params: JsonObject): string {
-  return createHash('sha256').update(canonicalJson({ name: params.name ?? null, arguments: params.arguments ?? null })).digest('hex');
-}
-
-/** The hold a call under `policy` opens with: pending until `timeoutMs` from now, bound to `params`. */
-export function newHold(policy: ApprovalPolicy, params: JsonObject, now = Date.now()): ApprovalHold {
-  return { approvers: [...policy.approvers], scopes: [...policy.scopes], deadlineMs: now + policy.timeoutMs, digest: approvalDigest(params), state: 'pending' };
-}
-
-/** The status message of a held task: whom it waits for, until when. */
-export function waitingMessage(hold: Pick<ApprovalHold, 'approvers' | 'scopes' | 'deadlineMs'>): string {
-  const who = [...hold.approvers, ...hold.scopes.map((scope) => `scope ${scope}`)].join(', ');
-  return `Waiting for approval by ${who} until ${new Date(hold.deadlineMs).toISOString()}; the tool has not been called`;
-}
 
 /** Whether `caller` is one of the approvers `approval` names. */
 export function isApprover(approval: Pick<ApprovalPolicy, 'approvers' | 'scopes'>, caller: Caller): boolean {
@@ -392,23 +373,6 @@ export class Approvals {
 export function approvesAnything(policies: Pick<TaskPolicies, 'config'>, caller: Caller | undefined): boolean {
   if (caller === undefined) return false;
   return policies.config.rules.some((rule) => rule.approval !== undefined && isApprover(rule.approval, caller));
-}
-
-/**
- * Reserves a place for a new hold among `principal`'s pending ones, before its task is stored: refused (the
- * principal's own calls wait for decisions) past `cap` (tasks.maxPendingApprovalsPerPrincipal; 0: none).
- */
-export async function reserveHold(store: Pick<TaskStore, 'approvals'>, events: GatewayEvents, principal: string, taskId: string, hold: Pick<ApprovalHold, 'deadlineMs'>, cap: number): Promise<void> {
-  const reservation = await store.approvals.reserve(principal, taskId, hold.deadlineMs, cap).catch((error: unknown) => {
-    throw storeUnavailable(error);
-  });
-  if (!reservation.reserved) {
-    events.emit('rate.limited', { principal, limit: 'maxPendingApprovalsPerPrincipal' });
-    throw new GatewayError(
-      'too_many_tasks',
-      `Too many calls waiting for approval: you have ${reservation.pending} (tasks.maxPendingApprovalsPerPrincipal: ${cap}); wait for decisions or cancel some`,
-    );
-  }
 }
 
 /** Whom a listing cursor is bound to: the caller, apart from task-list cursors signed with the same secret. */

@@ -7,6 +7,8 @@
 //                                   the store takes later)
 //   records   task-records.ts       deletes, and the records of tasks upstreams run themselves
 //   peerLink  task-peer-messages.ts what other replicas ask of these runs, and what this replica asks of them
+//   calls     call-plan.ts          what becomes of a tool call (plain, task, background, held, keyed), once for
+//                                   every revision
 // Leases and recovery of lost tasks are leases.ts; slots are slots.ts. The engine itself is the lifecycle only:
 // start, reconfigure, readiness, drain and close.
 import type { ReplicasConfig, TasksConfig } from '../config/types.js';
@@ -27,6 +29,7 @@ import { TaskRecords } from './task-records.js';
 import type { TaskCreators } from './task-admission.js';
 import { TaskRuns, type RecoveryDeps } from './task-runs.js';
 import { Approvals } from './approvals.js';
+import { CallPlans } from './call-plan.js';
 
 export type { RecoveryDeps } from './task-runs.js';
 
@@ -60,6 +63,8 @@ export class TaskEngine {
   readonly peerLink: TaskPeerLink;
   /** Calls held for approval: what approvers list and decide. */
   readonly approvals: Approvals;
+  /** What becomes of a tool call: the steps of its plan (call-plan.ts). */
+  readonly calls: CallPlans;
   private readonly slots: TaskSlots;
   private readonly endWrites: EndWrites;
   private readonly leases: TaskLeases;
@@ -96,6 +101,7 @@ export class TaskEngine {
       approvals: this.approvals,
       ...(deps.acting === undefined ? {} : { acting: deps.acting }),
     });
+    this.calls = new CallPlans({ runs: this.runs, queries: this.queries, policies: this.policies, logger });
     this.peerLink = new TaskPeerLink({ peers, runs: this.runs, relay, endWrites: this.endWrites, slots: this.slots, policies: this.policies });
     this.leases = new TaskLeases({ store, logger, leaseMs: replica.leaseMs, peers, runs: this.peerLink.leasedRuns(), losses: recovery, events });
   }

@@ -4,10 +4,10 @@
 // Redis Cluster slot. Once the task is deleted or expires the key is retired (a tombstone, or the expired-marker,
 // in the same slot) for as long as an expired id is remembered: its id is never reused for another call. Ids stay
 // the gateway's: 128 bits nobody can compute without the secret, never the client's key itself.
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { GatewayError } from '../errors.js';
-import { canonicalJson, type JsonObject } from '../jsonrpc.js';
 import type { KeyRetirement, TaskRecord } from '../store/task-store.js';
+import { callDigest } from './call-digest.js';
 
 /** A key a call carries, and the digest of the call it was first used for (tool name and arguments). */
 export interface IdempotentCreation {
@@ -18,15 +18,6 @@ export interface IdempotentCreation {
 /** The key's creation for a tools/call of `exposedName` with `args` (none when the call carries no key). */
 export function idempotentCreation(key: string | undefined, exposedName: string, args: unknown): IdempotentCreation | undefined {
   return key === undefined ? undefined : { key, digest: callDigest(exposedName, args) };
-}
-
-/**
- * What a key is bound to: a SHA-256 of the tool's exposed name and its arguments as canonical JSON (key order
- * aside). `_meta` is not part of it: a retry may carry another progress token.
- */
-export function callDigest(exposedName: string, args: unknown): string {
-  const call: JsonObject = { name: exposedName, arguments: (args ?? {}) as JsonObject };
-  return createHash('sha256').update(canonicalJson(call)).digest('base64url');
 }
 
 /** The id of the task `key` makes for `principal`: the same on every replica sharing the store's secret. */

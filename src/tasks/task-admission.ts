@@ -21,7 +21,7 @@ import type { TaskSlots } from './slots.js';
 import { checkStoredBudgets } from './stored-results.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 import type { TaskPolicies } from './task-policies.js';
-import { newHold, reserveHold, waitingMessage } from './approvals.js';
+import { newHold, reserveHold, waitingMessage } from './held-calls.js';
 
 /** When a client refused at replicas.maxRunningTasks is told to try again (Retry-After): tasks end all the time. */
 const REPLICA_FULL_RETRY_MS = 1000;
@@ -38,6 +38,20 @@ const KEY_HOLDER_WAIT_LEASES = 3;
 export interface TaskCreators {
   authenticated: boolean;
   rateLimiter?: RateLimiter;
+}
+
+/** A task about to be opened: whose, of which era, for which tool on which upstream, with its kept call. */
+export interface TaskOpening {
+  principal: string;
+  era: Era;
+  exposedName: string;
+  upstream: Upstream;
+  /** The retention the client asked for (clamped by policy); undefined: the policy's. */
+  requestedTtl?: unknown;
+  /** The call, kept where another replica may have to start it. */
+  call?: StoredCall | undefined;
+  /** Whom the upstream sees the call from (sealed with a kept call). */
+  actingFor?: ActingFor | undefined;
 }
 
 export interface TaskAdmissionDeps {
@@ -81,16 +95,11 @@ export class TaskAdmission {
    * replica's running tasks is held from here until then.
    */
   async open(
-    principal: string,
-    era: Era,
-    exposedName: string,
-    upstream: Upstream,
-    requestedTtl: unknown,
-    call: StoredCall | undefined,
-    actingFor?: ActingFor,
+    opening: TaskOpening,
     /** The id an idempotency key gave, and the call's digest (openOnce): the store then decides whether it is new. */
     keyed?: { taskId: string; digest: string },
   ): Promise<TaskRecord> {
+    const { principal, era, exposedName, upstream, requestedTtl, call, actingFor } = opening;
     const { store, policies, callers, slots, events } = this.deps;
     const policy = policies.policyFor(exposedName);
     const taskId = keyed?.taskId ?? newTaskId();
@@ -146,20 +155,11 @@ export class TaskAdmission {
    * gives. Calls racing with one key, on any replicas, make one task: the store's createOnce decides. A key used
    * before for another call (tool or arguments) is -32602.
    */
-  async openOnce(
-    once: IdempotentCreation,
-    principal: string,
-    era: Era,
-    exposedName: string,
-    upstream: Upstream,
-    requestedTtl: unknown,
-    call: StoredCall | undefined,
-    actingFor?: ActingFor,
-  ): Promise<Opened> {
-    const { taskId, task: held } = await this.keyed(once, principal);
+  async openOnce(once: IdempotentCreation, opening: TaskOpening): Promise<Opened> {
+    const { taskId, task: held } = await this.keyed(once, opening.principal);
     if (held !== undefined) return { task: held, existing: true };
     try {
-      return { task: await this.open(principal, era, exposedName, upstream, requestedTtl, call, actingFor, { taskId, digest: once.digest }), existing: false };
+      return { task: await this.open(opening, { taskId, digest: once.digest }), existing: false };
     } catch (error) {
       if (!(error instanceof KeyTaken)) throw error;
       if (error.task === undefined) throw keyReused();

@@ -4,11 +4,11 @@
 // sends that way is run-relay.ts, and what other replicas ask of these runs is task-peer-messages.ts.
 import { RequestCancelled, toJsonRpcError } from '../errors.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
-import { failedWith, isTerminal, type Era, type StoredCall, type TaskRecord } from '../store/task-store.js';
+import { failedWith, isTerminal, type StoredCall, type TaskRecord } from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/peer/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/life/upstream.js';
 import type { EndWrites } from './end-writes.js';
-import { TaskAdmission, type TaskAdmissionDeps } from './task-admission.js';
+import { TaskAdmission, type TaskAdmissionDeps, type TaskOpening } from './task-admission.js';
 import type { IdempotentCreation, Opened } from './idempotency.js';
 import type { InflightCharge } from './inflight-bytes.js';
 import type { LossHandling } from './leases.js';
@@ -44,6 +44,15 @@ export interface TaskRunsDeps extends Omit<TaskAdmissionDeps, 'running'> {
   approvals?: Approvals;
 }
 
+/** A tools/call a task runs: its params, the upstream session it runs over, as whom, and the bytes it holds. */
+export interface ToolCallRun {
+  params: JsonObject;
+  identity: SessionIdentity;
+  /** Whom the upstream sees the call from; a function: restored when the run starts (a recovered task). */
+  actingFor: ActingFor | undefined | (() => ActingFor | undefined);
+  charge?: InflightCharge | undefined;
+}
+
 export class TaskRuns {
   private readonly runs = new Map<string, LocalRun>();
   private readonly admission: TaskAdmission;
@@ -57,8 +66,8 @@ export class TaskRuns {
   }
 
   /** Opens a task (task-admission.ts): checked, stored and leased before anyone hears of it; run it at once. */
-  async open(principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<TaskRecord> {
-    const task = await this.admission.open(principal, era, exposedName, upstream, requestedTtl, call, actingFor);
+  async open(opening: TaskOpening): Promise<TaskRecord> {
+    const task = await this.admission.open(opening);
     this.deps.approvals?.requested(task);
     return task;
   }
@@ -67,9 +76,9 @@ export class TaskRuns {
    * open(), for a call that may carry an idempotency key (`once`; none: a new task, as open() makes it): the key's
    * task when it has one (`existing`: it runs already, or ran; do not run it again), else a new one to run at once.
    */
-  async openOnce(once: IdempotentCreation | undefined, principal: string, era: Era, exposedName: string, upstream: Upstream, requestedTtl: unknown, call: StoredCall | undefined, actingFor?: ActingFor): Promise<Opened> {
-    if (once === undefined) return { task: await this.open(principal, era, exposedName, upstream, requestedTtl, call, actingFor), existing: false };
-    const opened = await this.admission.openOnce(once, principal, era, exposedName, upstream, requestedTtl, call, actingFor);
+  async openOnce(once: IdempotentCreation | undefined, opening: TaskOpening): Promise<Opened> {
+    if (once === undefined) return { task: await this.open(opening), existing: false };
+    const opened = await this.admission.openOnce(once, opening);
     // A hold is announced once, by the call that made it: a retry finds it announced already.
     if (!opened.existing) this.deps.approvals?.requested(opened.task);
     return opened;
@@ -102,10 +111,11 @@ export class TaskRuns {
   }
 
   /**
-   * Runs a task whose call is a tools/call of `params`, over the upstream session of `identity`; the run holds
-   * `charge` (the bytes of the request that carried `params`) until it ends.
+   * Runs a task whose call is a tools/call of `call.params`, over the upstream session of `call.identity`; the run
+   * holds `call.charge` (the bytes of the request that carried the params) until it ends.
    */
-  runToolCall(task: TaskRecord, upstream: Upstream, caller: TaskCaller, params: JsonObject, identity: SessionIdentity, actingFor: ActingFor | undefined | (() => ActingFor | undefined), charge?: InflightCharge): RunHandle {
+  runToolCall(task: TaskRecord, upstream: Upstream, caller: TaskCaller, call: ToolCallRun): RunHandle {
+    const { params, identity, actingFor, charge } = call;
     const acting = typeof actingFor === 'function' ? actingFor : () => actingFor;
     return this.run(task, upstream, caller, async (context) => upstream.callFor({ session: identity, actingFor: acting(), method: 'tools/call', params, context, timeoutMs: 0, asTask: true }), {
       sessionId: identity.sessionId,
@@ -122,7 +132,7 @@ export class TaskRuns {
     try {
       // As its caller, restored when the run starts (it may wait in line first); failing that, the task fails saying why.
       const actingFor = () => this.acting.restore(task, upstream.actsPerCaller);
-      this.runToolCall(task, upstream, caller, task.call.params, identity, actingFor, bytes?.charge);
+      this.runToolCall(task, upstream, caller, { params: task.call.params, identity, actingFor, charge: bytes?.charge });
     } finally {
       bytes?.release(); // the run holds its own
     }

@@ -14,7 +14,7 @@ import { request } from 'undici';
 import { eventually, fixtureExecutions, suiteScope, testScope, type TestGateway } from '../helpers/harness.js';
 import { deleteRedisPrefixes, TEST_REDIS_URL, uniqueRedisPrefix } from '../helpers/shared-redis.js';
 import { redisKeys } from '../../src/store/redis-keys.js';
-import { approvalDigest } from '../../src/tasks/approvals.js';
+import { approvalDigest } from '../../src/tasks/call-digest.js';
 import { launchChromium, startTask } from '../helpers/dashboard-browser.js';
 import { bearer } from '../helpers/auth-requests.js';
 import { GATEWAY_CLIENT, whoamiOf } from '../helpers/identity-gateway.js';

@@ -12,7 +12,8 @@ import {
   SEP1686_TASK_META,
   withoutIdempotencyMeta,
 } from '../../src/protocol/idempotency-key.js';
-import { callDigest, keyedTaskId } from '../../src/tasks/idempotency.js';
+import { callDigest } from '../../src/tasks/call-digest.js';
+import { keyedTaskId } from '../../src/tasks/idempotency.js';
 
 /** The -32602 message a read throws. */
 function refusal(read: () => unknown): string {

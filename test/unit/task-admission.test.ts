@@ -71,34 +71,34 @@ describe('task admission', () => {
   it('a task is stored and leased before the opener hears of it; its call is kept only where it may run elsewhere', async () => {
     const opening = admission();
     const created = nextEvent(events, 'task.created');
-    const plain = await opening.open('key:alice', '2025-11-25', 'plain', upstream, undefined, CALL);
+    const plain = await opening.open({ principal: 'key:alice', era: '2025-11-25', exposedName: 'plain', upstream: upstream, call: CALL });
     assert.deepEqual(leased, [plain.taskId]);
     assert.deepEqual(await created, { taskId: plain.taskId, principal: 'key:alice', tool: 'plain', upstream: 'fixture', era: '2025-11-25', queued: false });
     assert.equal((await store.tasks.get(plain.taskId, { call: true }))?.call, undefined, 'no other replica will start it');
-    const retried = await opening.open('key:alice', '2025-11-25', 'retried', upstream, undefined, CALL);
+    const retried = await opening.open({ principal: 'key:alice', era: '2025-11-25', exposedName: 'retried', upstream: upstream, call: CALL });
     assert.deepEqual((await store.tasks.get(retried.taskId, { call: true }))?.call, CALL, 'kept: retry.onLoss may run it again elsewhere');
   });
 
   it('room taken by running and opening tasks refuses a new one for now, until a run ends', async () => {
     const opening = admission(2);
     running = 1;
-    const first = await opening.open('key:alice', '2025-11-25', 'plain', upstream, undefined, undefined);
-    const full = await refusal(opening.open('key:bob', '2025-11-25', 'plain', upstream, undefined, undefined));
+    const first = await opening.open({ principal: 'key:alice', era: '2025-11-25', exposedName: 'plain', upstream: upstream, call: undefined });
+    const full = await refusal(opening.open({ principal: 'key:bob', era: '2025-11-25', exposedName: 'plain', upstream: upstream, call: undefined }));
     assert.equal(full.code, 'replica_full');
     assert.match(full.message, /already runs 2 tasks \(replicas\.maxRunningTasks: 2\)/);
     opening.started(first.taskId); // its run holds the place now: still full while both run
     running = 2;
-    assert.equal((await refusal(opening.open('key:bob', '2025-11-25', 'plain', upstream, undefined, undefined))).code, 'replica_full');
+    assert.equal((await refusal(opening.open({ principal: 'key:bob', era: '2025-11-25', exposedName: 'plain', upstream: upstream, call: undefined }))).code, 'replica_full');
     running = 1;
-    await opening.open('key:bob', '2025-11-25', 'plain', upstream, undefined, undefined);
+    await opening.open({ principal: 'key:bob', era: '2025-11-25', exposedName: 'plain', upstream: upstream, call: undefined });
   });
 
   it('a principal at its maxTasksPerPrincipal is refused, and the refused open holds no room', async () => {
     const opening = admission(2);
-    await opening.open('key:alice', '2025-11-25', 'limited', upstream, undefined, undefined);
-    const refused = await refusal(opening.open('key:alice', '2025-11-25', 'limited', upstream, undefined, undefined));
+    await opening.open({ principal: 'key:alice', era: '2025-11-25', exposedName: 'limited', upstream: upstream, call: undefined });
+    const refused = await refusal(opening.open({ principal: 'key:alice', era: '2025-11-25', exposedName: 'limited', upstream: upstream, call: undefined }));
     assert.equal(refused.code, 'too_many_tasks');
     // One task opening, none running: the refused one gave its place back, so one more fits.
-    await opening.open('key:bob', '2025-11-25', 'limited', upstream, undefined, undefined);
+    await opening.open({ principal: 'key:bob', era: '2025-11-25', exposedName: 'limited', upstream: upstream, call: undefined });
   });
 });

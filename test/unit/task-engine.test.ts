@@ -50,8 +50,8 @@ afterEach(async () => {
 async function runSlow(exposedName: string, ms: number): Promise<TaskRecord> {
   const params = { name: 'slow', arguments: { ms } };
   const who = identity('session-1');
-  const task = await engine.runs.open('key:alice', '2025-11-25', exposedName, fixture.upstream, undefined, storedCall(params, who));
-  engine.runs.runToolCall(task, fixture.upstream, recordingCaller(), params, who, undefined);
+  const task = await engine.runs.open({ principal: 'key:alice', era: '2025-11-25', exposedName: exposedName, upstream: fixture.upstream, call: storedCall(params, who) });
+  engine.runs.runToolCall(task, fixture.upstream, recordingCaller(), { params, identity: who, actingFor: undefined });
   return task;
 }
 

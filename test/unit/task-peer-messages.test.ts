@@ -62,8 +62,8 @@ afterEach(async () => {
 async function askTwiceOnA(caller: TaskCaller): Promise<TaskRecord> {
   const params = { name: 'ask_twice', arguments: {} };
   const who = identity('session-a');
-  const task = await a.engine.runs.open('key:alice', '2025-11-25', 'ask_twice', fixture.upstream, undefined, storedCall(params, who));
-  a.engine.runs.runToolCall(task, fixture.upstream, caller, params, who, undefined);
+  const task = await a.engine.runs.open({ principal: 'key:alice', era: '2025-11-25', exposedName: 'ask_twice', upstream: fixture.upstream, call: storedCall(params, who) });
+  a.engine.runs.runToolCall(task, fixture.upstream, caller, { params, identity: who, actingFor: undefined });
   await storedWhen(store, task.taskId, (status, open) => status === 'input_required' && open === 2);
   return (await store.tasks.get(task.taskId)) as TaskRecord;
 }

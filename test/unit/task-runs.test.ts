@@ -66,9 +66,9 @@ function taskRuns(maxRunningTasks = 0): { runs: TaskRuns; queries: TaskQueries }
 async function runSlow(runs: TaskRuns, exposedName: string, ms: number): Promise<{ task: TaskRecord; caller: ReturnType<typeof recordingCaller>; signal: AbortSignal }> {
   const params = { name: 'slow', arguments: { ms } };
   const who = identity('session-1');
-  const task = await runs.open('key:alice', '2025-11-25', exposedName, fixture.upstream, undefined, storedCall(params, who));
+  const task = await runs.open({ principal: 'key:alice', era: '2025-11-25', exposedName: exposedName, upstream: fixture.upstream, call: storedCall(params, who) });
   const caller = recordingCaller();
-  const handle = runs.runToolCall(task, fixture.upstream, caller, params, who, undefined);
+  const handle = runs.runToolCall(task, fixture.upstream, caller, { params, identity: who, actingFor: undefined });
   return { task, caller, signal: handle.signal };
 }
 
@@ -129,7 +129,7 @@ describe('task runs', () => {
     const { runs } = taskRuns(1);
     const limited = nextEvent(events, 'rate.limited');
     const { task } = await runSlow(runs, 'slow', 60_000);
-    const refused = await runs.open('key:alice', '2025-11-25', 'slow', fixture.upstream, undefined, undefined).then(
+    const refused = await runs.open({ principal: 'key:alice', era: '2025-11-25', exposedName: 'slow', upstream: fixture.upstream, call: undefined }).then(
       () => assert.fail('a second task was opened'),
       (error: unknown) => error,
     );

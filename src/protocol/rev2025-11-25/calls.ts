@@ -5,10 +5,9 @@
 // says which request goes where; this file is what happens to a call.
 import { GatewayError, RequestCancelled } from '../../errors.js';
 import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
-import { effectiveMode } from '../../config/policy.js';
 import type { CallContext } from '../../upstream/peer/connection.js';
 import type { Upstream } from '../../upstream/life/upstream.js';
-import { requestedTtl } from './codec.js';
+import { codec, requestedTtl } from './codec.js';
 import type { EventStream } from '../../streams/event-stream.js';
 import { supportsSessionTasks } from '../../mcp.js';
 import type { GatewayCatalog } from '../ports.js';
@@ -19,11 +18,11 @@ import type { ActingFor } from '../../upstream/peer/adapter.js';
 import { routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../../streams/keep-alive.js';
 import type { TaskTools } from '../task-tools.js';
-import type { TaskPolicy } from '../../config/types.js';
-import type { RunHandle } from '../../tasks/local-run.js';
-import type { InflightCharge } from '../../tasks/inflight-bytes.js';
-import { idempotentCreation, type IdempotentCreation } from '../../tasks/idempotency.js';
+import type { RunHandle, TaskCaller } from '../../tasks/local-run.js';
+import type { TaskRecord } from '../../store/task-store.js';
+import { planCall, toolCallRequest, type CallPlan, type ToolCallRequest } from '../../tasks/call-plan.js';
 import { idempotencyKeyOf, withoutIdempotencyMeta } from '../idempotency-key.js';
+import type { PostContext } from '../post-context.js';
 
 /** What a call needs of the gateway (part of the router's dependencies). */
 export interface SessionCallsDeps {
@@ -43,78 +42,67 @@ export class SessionCalls {
   }
 
   /**
-   * A tool call runs synchronously or as a task, as the client asked (`params.task`) within the tool's policy.
-   * The task hint never goes upstream: the upstream only ever sees a plain call. `idempotencyHeader` is the POST's
-   * Idempotency-Key, which (or the call's `_meta`) makes a task-creating call retry-safe.
+   * A tool call runs synchronously or as a task, as the call plan (tasks/call-plan.ts) decides from the tool's policy
+   * and what the client asked (`params.task`). The task hint never goes upstream: the upstream only ever sees a
+   * plain call. The POST's Idempotency-Key (or the call's `_meta`) makes a task-creating call retry-safe.
    */
-  async callTool(
-    session: Session,
-    request: JsonRpcRequest,
-    params: JsonObject,
-    stream: EventStream | undefined,
-    access: CallerAccess,
-    charge: InflightCharge | undefined,
-    idempotencyHeader?: string,
-  ): Promise<Outcome | undefined> {
+  async callTool(session: Session, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess, post: PostContext): Promise<Outcome | undefined> {
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
     if (this.taskTools.owns(name)) return this.taskTool(session, request, name, params, stream, access);
-    const once = idempotentCreation(idempotencyKeyOf(idempotencyHeader, asObject(params._meta)), name, params.arguments);
+    const key = idempotencyKeyOf(post.idempotencyHeader, asObject(params._meta));
     const route = await routeNamed(this.catalog, access, 'tools', name);
     const { task, ...plain } = withoutIdempotencyMeta(params);
-    const upstreamParams = { ...plain, name: route.name };
-    const policy = this.tasks.policies.policyFor(name);
-    // Hosts that never ask for a task (of any revision) get a background task where policy says so.
-    if (task === undefined && policy.plainCalls === 'background' && policy.mode !== 'forbidden') {
-      return this.background(session, request, name, route.upstream, upstreamParams, policy, stream, access.actingFor, charge, once);
-    }
-    // A plain call held for approval waits as a task all the same (a tool that must be called as one still says so).
-    if (task === undefined && policy.approval !== undefined && !(supportsSessionTasks(session.protocolVersion) && effectiveMode(policy.mode, route.upstream.taskSupportOf(route.name)) === 'required')) {
-      return this.waitHeld(session, request, name, route.upstream, upstreamParams, policy, stream, access.actingFor, charge, once);
-    }
-    // Sessions without tasks call plainly; a tool its upstream runs only as a task is still run as one, upstream.
-    if (!supportsSessionTasks(session.protocolVersion)) return this.forward(session, request, route.upstream, upstreamParams, stream, access.actingFor, policy.keepAliveProgressMs);
-    const upstreamSupport = route.upstream.taskSupportOf(route.name);
-    const mode = effectiveMode(policy.mode, upstreamSupport);
-    if (task !== undefined) {
-      const ttl = requestedTtl(task);
-      if (mode === 'forbidden') {
-        throw new GatewayError('method_not_found', `Tool '${name}' cannot be called as a task (task policy: forbidden); call it without params.task`);
+    const call = toolCallRequest({
+      exposedName: name,
+      upstream: route.upstream,
+      params: { ...plain, name: route.name },
+      policy: this.tasks.policies.policyFor(name),
+      owner: ownerOf(session),
+      actingFor: access.actingFor,
+      identity: session,
+      charge: post.charge,
+      key,
+      era: codec.revision,
+    }, params.arguments);
+    const speaksTasks = supportsSessionTasks(session.protocolVersion);
+    const plan = planCall(call.policy, { speaksTasks, task: task === undefined ? 'none' : 'asked', upstreamSupport: route.upstream.taskSupportOf(route.name) });
+    // The ttl a client asked for is read (and refused when malformed) wherever its session speaks tasks.
+    const ttl = task !== undefined && speaksTasks ? requestedTtl(task) : undefined;
+    switch (plan.kind) {
+      case 'plain':
+        return this.forward(session, request, route.upstream, call.params, stream, { actingFor: access.actingFor, keepAliveMs: call.policy.keepAliveProgressMs });
+      case 'task':
+        return this.tasks.create(session, { ...call, requestedTtl: ttl });
+      case 'background':
+        return this.background(session, request, call, plan, stream);
+      case 'wait_held':
+        return this.waitHeld(session, request, call, stream);
+      case 'refuse': {
+        if (plan.why === 'task_forbidden') throw new GatewayError('method_not_found', `Tool '${name}' cannot be called as a task (task policy: forbidden); call it without params.task`);
+        const why = plan.byUpstream ? `upstream '${route.upstream.name}' runs it only as a task` : 'task policy: required';
+        throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (${why}); add params.task`);
       }
-      return this.tasks.create(session, name, route.upstream, upstreamParams, ttl, access.actingFor, charge, once);
     }
-    if (mode === 'required') {
-      const why = upstreamSupport === 'required' ? `upstream '${route.upstream.name}' runs it only as a task` : 'task policy: required';
-      throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (${why}); add params.task`);
-    }
-    return this.forward(session, request, route.upstream, upstreamParams, stream, access.actingFor, policy.keepAliveProgressMs);
   }
 
   /**
-   * A plain call under `plainCalls: background`: answered as usual when the upstream answers within
-   * `taskAfterMs`; past that, the call becomes a task as it runs, and the client gets a tool result naming it and
-   * the tools that fetch its result. Under an idempotency key that made a task already, that task is named and
-   * the upstream is not called; a call answered within `taskAfterMs` made no task, and leaves its key unused.
+   * A plain call under `plainCalls: background`: answered as usual when the upstream answers within `afterMs`;
+   * past that, the call becomes a task as it runs, and the client gets a tool result naming it and the tools that
+   * fetch its result. A call the key made a task for already names that task, and the upstream is not called; a
+   * call answered within the window made no task, and leaves its key unused.
    */
-  private async background(
-    session: Session,
-    request: JsonRpcRequest,
-    name: string,
-    upstream: Upstream,
-    params: JsonObject,
-    policy: TaskPolicy,
-    stream: EventStream | undefined,
-    actingFor: ActingFor | undefined,
-    /** The request's bytes, which the task holds once the call becomes one. */
-    charge: InflightCharge | undefined,
-    once: IdempotentCreation | undefined,
-  ): Promise<Outcome | undefined> {
-    // A call held for approval never starts before the decision: a task at once (or the one its key made: one hold).
-    if (policy.taskAfterMs === 0 || policy.approval !== undefined) return { result: this.taskTools.handle(await this.tasks.startBackground(session, name, upstream, params, actingFor, charge, once)) };
-    const made = once === undefined ? undefined : await this.tasks.keyed(session, once);
+  private async background(session: Session, request: JsonRpcRequest, call: ToolCallRequest, plan: CallPlan & { kind: 'background' }, stream: EventStream | undefined): Promise<Outcome | undefined> {
+    const { afterMs } = plan;
+    const plans = this.tasks.plans;
+    const caller = (task: TaskRecord): TaskCaller => this.tasks.backgroundCaller(task.taskId, session);
+    // A task at once (a held call never starts before the decision), or the one its key made: one task, one hold.
+    if (afterMs === 0) return { result: this.taskTools.handle((await plans.openTask(call, { caller })).task) };
+    const made = await plans.replayed(call, plan);
     if (made !== undefined) return { result: this.taskTools.handle(made) };
-    const { context: own, keepAlive } = this.requestContext(session, params, stream, policy.keepAliveProgressMs);
-    // Until taskAfterMs, the call's messages belong to this request; from then on (the task being stored), to the task.
+    const { upstream, params } = call;
+    const { context: own, keepAlive } = this.requestContext(session, params, stream, call.policy.keepAliveProgressMs);
+    // Until the window passes, the call's messages belong to this request; from then on (the task being stored), to the task.
     let task: Promise<RunHandle> | undefined = undefined;
     const context: CallContext = {
       sessionId: session.sessionId,
@@ -129,57 +117,47 @@ export class SessionCalls {
         return task === undefined ? own.flow : undefined;
       },
     };
-    const call = await upstream.callFor({ session, actingFor, method: 'tools/call', params, context, timeoutMs: 0, asTask: true });
-    const inflight = { call, cancelled: false };
+    const running = await upstream.callFor({ session, actingFor: call.actingFor, method: 'tools/call', params, context, timeoutMs: 0, asTask: true });
+    const inflight = { call: running, cancelled: false };
     session.inflight.set(request.id, inflight);
     let timer: NodeJS.Timeout | undefined;
-    const answered = await Promise.race([call.outcome, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), policy.taskAfterMs)))]);
+    const answered = await Promise.race([running.outcome, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), afterMs)))]);
     clearTimeout(timer);
     keepAlive?.stop();
     if (session.inflight.get(request.id) === inflight) session.inflight.delete(request.id);
     if (inflight.cancelled) return undefined;
     if (answered !== undefined) return answered;
-    const adopted = this.tasks.adopt(session, name, upstream, params, call, actingFor, charge, once);
+    // The call runs on as a task (it holds no place in line).
+    const adopted = plans.openTask(call, { caller, running: () => running });
     task = adopted.then((a) => a.run ?? Promise.reject(new Error('another call with the idempotency key made the task')));
     task.catch(() => undefined); // whoever routes a message to it handles its failure; nobody else need
     try {
       const { task: made, run } = await adopted;
-      // A retry with the key made the task while this call waited out taskAfterMs: that one runs, this one stops.
-      if (run === undefined) call.cancel('another call with the same idempotency key made the task');
+      // A retry with the key made the task while this call waited out its window: that one runs, this one stops.
+      if (run === undefined) running.cancel('another call with the same idempotency key made the task');
       return { result: this.taskTools.handle(made) };
     } catch (error) {
       // No task could hold it (a limit, the store): the call stops, and the client hears why.
-      call.cancel('the call could not become a background task');
+      running.cancel('the call could not become a background task');
       throw error;
     }
   }
 
   /**
-   * A plain call held for approval under `plainCalls: wait`: answered when its task ends (approved and run, denied,
-   * expired), with keep-alive progress meanwhile for a client that asked for progress; cancelling the request
-   * cancels the task. A retry under the same idempotency key waits for the same task.
+   * A plain caller of a call the plan holds (`plainCalls: wait`): answered when its task ends, with keep-alive
+   * progress meanwhile for a client that asked for progress; cancelling the request stops the wait (the plan says
+   * what becomes of the task). A retry under the same idempotency key waits for the same task.
    */
-  private async waitHeld(
-    session: Session,
-    request: JsonRpcRequest,
-    name: string,
-    upstream: Upstream,
-    params: JsonObject,
-    policy: TaskPolicy,
-    stream: EventStream | undefined,
-    actingFor: ActingFor | undefined,
-    charge: InflightCharge | undefined,
-    once: IdempotentCreation | undefined,
-  ): Promise<Outcome | undefined> {
+  private async waitHeld(session: Session, request: JsonRpcRequest, call: ToolCallRequest, stream: EventStream | undefined): Promise<Outcome | undefined> {
     const stop = new AbortController();
     const inflight = {
       call: { upstreamId: -1, outcome: new Promise<Outcome>(() => undefined), cancel: (reason: string) => stop.abort(new Error(reason)) },
       cancelled: false,
     };
     session.inflight.set(request.id, inflight);
-    const keepAlive = stream === undefined ? undefined : keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, (message) => session.deliver(message, { stream }));
+    const keepAlive = stream === undefined ? undefined : keepAliveFor(asObject(call.params._meta), call.policy.keepAliveProgressMs, (message) => session.deliver(message, { stream }));
     try {
-      const outcome = await this.tasks.waitHeld(session, name, upstream, params, actingFor, stop.signal, charge, once);
+      const outcome = await this.tasks.plans.waitHeld(call, { caller: (task) => this.tasks.backgroundCaller(task.taskId, session) }, stop.signal);
       return inflight.cancelled ? undefined : outcome;
     } finally {
       keepAlive?.stop();
@@ -226,11 +204,13 @@ export class SessionCalls {
     upstream: Upstream,
     params: JsonObject,
     stream: EventStream | undefined,
-    /** Whom the gateway acts for at the upstream (none: no authentication). */
-    actingFor: ActingFor | undefined,
-    /** A plain tool call's keep-alive interval (policy): progress while the upstream is silent, if the client asked for progress. */
-    keepAliveMs = 0,
+    /**
+     * `actingFor`: whom the gateway acts for at the upstream (none: no authentication); `keepAliveMs`: a plain tool
+     * call's keep-alive interval (policy): progress while the upstream is silent, if the client asked for progress.
+     */
+    as: { actingFor: ActingFor | undefined; keepAliveMs?: number },
   ): Promise<Outcome | undefined> {
+    const { actingFor, keepAliveMs = 0 } = as;
     const { context, keepAlive } = this.requestContext(session, params, stream, keepAliveMs);
     // Tool calls run as long as they run: their deadline is task policy, not a transport default.
     const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;

@@ -41,7 +41,7 @@ import { resourceOwner, routeNamed } from '../routing.js';
 import { plainCallView } from '../task-tool-definitions.js';
 import type { TaskTools } from '../task-tools.js';
 import type { AccessRule } from '../../config/types.js';
-import type { InflightCharge } from '../../tasks/inflight-bytes.js';
+import type { PostContext } from '../post-context.js';
 
 /** Methods whose upstream may send progress, logs or requests before answering: answered on an SSE stream. */
 export const STREAMED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete', 'tasks/result']);
@@ -141,17 +141,17 @@ export class SessionRouter {
   }
 
   /**
-   * Answers one client request. Resolves undefined when no response is owed (the client cancelled it). `charge`
-   * is the bytes of the request body: held until this resolves, and longer by a task that takes the call's
-   * arguments with it.
+   * Answers one client request. Resolves undefined when no response is owed (the client cancelled it). `post` is
+   * what the front read of the POST that carried it: the caller, the body's bytes (held until this resolves, and
+   * longer by a task that takes the call's arguments with it), its Idempotency-Key header.
    */
-  handle(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge, idempotencyHeader?: string): Promise<SessionOutcome | undefined> {
-    return inRequestScope(this.requestScope, () => requestInfo(request, session, codec), (outcome) => outcome, () => this.answer(session, request, stream, caller, charge, idempotencyHeader));
+  handle(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, post: PostContext = {}): Promise<SessionOutcome | undefined> {
+    return inRequestScope(this.requestScope, () => requestInfo(request, session, codec), (outcome) => outcome, () => this.answer(session, request, stream, post));
   }
 
-  private async answer(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, caller?: Caller, charge?: InflightCharge, idempotencyHeader?: string): Promise<SessionOutcome | undefined> {
+  private async answer(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, post: PostContext): Promise<SessionOutcome | undefined> {
     try {
-      return await this.dispatch(session, request, stream, new CallerAccess(this.access, caller, this.events), charge, idempotencyHeader);
+      return await this.dispatch(session, request, stream, new CallerAccess(this.access, post.caller, this.events), post);
     } catch (error) {
       if (!(error instanceof GatewayError)) this.logger.error({ err: error, method: request.method, session: session.sessionId }, 'request failed');
       return sessionFailure(error);
@@ -203,7 +203,7 @@ export class SessionRouter {
     return true;
   }
 
-  private async dispatch(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, access: CallerAccess, charge: InflightCharge | undefined, idempotencyHeader: string | undefined): Promise<Outcome | undefined> {
+  private async dispatch(session: Session, request: JsonRpcRequest, stream: EventStream | undefined, access: CallerAccess, post: PostContext): Promise<Outcome | undefined> {
     const params = request.params ?? {};
     // `_meta` is the gateway's to read (progress tokens, related tasks) before anything goes upstream.
     if (params._meta !== undefined && asObject(params._meta) === undefined) {
@@ -214,12 +214,12 @@ export class SessionRouter {
       case 'ping':
         return { result: {} };
       case 'tools/call':
-        return this.calls.callTool(session, request, params, stream, access, charge, idempotencyHeader);
+        return this.calls.callTool(session, request, params, stream, access, post);
       case 'prompts/get': {
         const name = params.name;
         if (typeof name !== 'string') throw new GatewayError('invalid_params', 'prompts/get: params.name must be a string');
         const route = await routeNamed(this.catalog, access, 'prompts', name);
-        return this.calls.forward(session, request, route.upstream, { ...params, name: route.name }, stream, access.actingFor);
+        return this.calls.forward(session, request, route.upstream, { ...params, name: route.name }, stream, { actingFor: access.actingFor });
       }
       case 'tasks/get':
       case 'tasks/result':
@@ -238,7 +238,7 @@ export class SessionRouter {
         return this.tasks.cancel(taskId, reader);
       }
       case 'resources/read':
-        return this.calls.forward(session, request, await this.resourceOwner(params.uri, access), params, stream, access.actingFor);
+        return this.calls.forward(session, request, await this.resourceOwner(params.uri, access), params, stream, { actingFor: access.actingFor });
       case 'resources/subscribe':
       case 'resources/unsubscribe':
         return this.subscription(session, request, params, access);
@@ -294,16 +294,16 @@ export class SessionRouter {
       // One upstream subscription serves every session on a shared connection; the gateway fans updates out.
       if (this.sessions.subscribedElsewhere(session, uri)) return { result: {} };
     }
-    return this.calls.forward(session, request, upstream, params, undefined, access.actingFor);
+    return this.calls.forward(session, request, upstream, params, undefined, { actingFor: access.actingFor });
   }
 
   private async complete(session: Session, request: JsonRpcRequest, params: JsonObject, stream: EventStream | undefined, access: CallerAccess): Promise<Outcome | undefined> {
     const ref = asObject(params.ref);
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
       const route = await routeNamed(this.catalog, access, 'prompts', ref.name);
-      return this.calls.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream, access.actingFor);
+      return this.calls.forward(session, request, route.upstream, { ...params, ref: { ...ref, name: route.name } }, stream, { actingFor: access.actingFor });
     }
-    if (ref?.type === 'ref/resource') return this.calls.forward(session, request, await this.resourceOwner(ref.uri, access), params, stream, access.actingFor);
+    if (ref?.type === 'ref/resource') return this.calls.forward(session, request, await this.resourceOwner(ref.uri, access), params, stream, { actingFor: access.actingFor });
     throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
   }
 

@@ -9,28 +9,25 @@ import type { EventStream } from '../../streams/event-stream.js';
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
 import { isTerminal, type TaskRecord, type TaskStore } from '../../store/task-store.js';
-import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { sessionOfPrincipal, sessionPrincipal, type TaskReader } from '../../principals.js';
-import type { RunHandle, TaskCaller } from '../../tasks/local-run.js';
+import type { TaskCaller } from '../../tasks/local-run.js';
+import type { TaskRuns } from '../../tasks/task-runs.js';
+import type { CallPlans, ToolCallRequest } from '../../tasks/call-plan.js';
 import type { TaskPeerLink } from '../../tasks/task-peer-messages.js';
 import type { TaskPolicies } from '../../tasks/task-policies.js';
 import { NOT_FOUND, type TaskQueries } from '../../tasks/task-queries.js';
 import type { TaskRecords } from '../../tasks/task-records.js';
-import { storedCall, type TaskRuns } from '../../tasks/task-runs.js';
 import { taskFacts } from '../../tasks/task-facts.js';
-import type { UpstreamCall } from '../../upstream/peer/connection.js';
-import type { Upstream } from '../../upstream/life/upstream.js';
-import type { ActingFor } from '../../upstream/peer/adapter.js';
-import type { IdempotentCreation, Opened } from '../../tasks/idempotency.js';
 import { codec, sessionTask, taskPayload, withRelatedTask } from './codec.js';
-import { heldOutcome, leavingCancels } from '../held-calls.js';
 import type { Session } from './session.js';
 
 /** The parts of the task core the 2025-11-25 task methods and their router use (the TaskEngine has them all). */
 export interface SessionTaskParts {
   policies: Pick<TaskPolicies, 'policyFor'>;
   queries: Pick<TaskQueries, 'find' | 'list' | 'untilResult' | 'waitFor'>;
-  runs: Pick<TaskRuns, 'openOnce' | 'keyed' | 'run' | 'runToolCall' | 'runsHere' | 'cancel'>;
+  runs: Pick<TaskRuns, 'runsHere' | 'cancel'>;
+  /** What becomes of a tool call (tasks/call-plan.ts): its task opened and run, a held call waited for. */
+  calls: Pick<CallPlans, 'openTask' | 'replayed' | 'waitHeld'>;
   records: Pick<TaskRecords, 'delete'>;
   peerLink: Pick<TaskPeerLink, 'reachable'>;
 }
@@ -54,6 +51,8 @@ export class SessionTasks {
   readonly policies: SessionTaskParts['policies'];
   /** Where a client that can be reached again is announced, for the router's task tools. */
   readonly peerLink: SessionTaskParts['peerLink'];
+  /** The core's steps for a planned tool call, for the router's calls. */
+  readonly plans: SessionTaskParts['calls'];
   private readonly queries: SessionTaskParts['queries'];
   private readonly runs: SessionTaskParts['runs'];
   private readonly records: SessionTaskParts['records'];
@@ -63,7 +62,7 @@ export class SessionTasks {
   private readonly events: GatewayEvents;
 
   constructor(deps: SessionTasksDeps) {
-    ({ policies: this.policies, peerLink: this.peerLink, queries: this.queries, runs: this.runs, records: this.records } = deps.engine);
+    ({ policies: this.policies, peerLink: this.peerLink, queries: this.queries, runs: this.runs, records: this.records, calls: this.plans } = deps.engine);
     ({ store: this.store, logger: this.logger, immediateResponse: this.immediateResponse } = deps);
     this.events = deps.events ?? NO_EVENTS;
   }
@@ -74,83 +73,12 @@ export class SessionTasks {
   }
 
   /**
-   * Stores the task, starts the upstream call, and answers with the CreateTaskResult. The run holds `charge`, the
-   * bytes of the request that carried `params`, until its call ends. Under an idempotency key (`once`) already
-   * used, the answer is the key's task as it is now, and nothing runs again.
+   * The call's task, stored and started (or, under an idempotency key already used, the key's task as it is now, and
+   * nothing runs again), answered with the CreateTaskResult. The run holds the request's bytes until its call ends.
    */
-  async create(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, actingFor: ActingFor | undefined, charge?: InflightCharge, once?: IdempotentCreation): Promise<Outcome> {
-    const { task, existing } = await this.open(session, exposedName, upstream, params, requestedTtl, actingFor, once);
-    if (!existing) this.runs.runToolCall(task, upstream, this.callerFor(task.taskId, session), params, session, actingFor, charge);
+  async create(session: Session, call: ToolCallRequest): Promise<Outcome> {
+    const { task } = await this.plans.openTask(call, { caller: (made) => this.callerFor(made.taskId, session) });
     return { result: codec.createTaskResult(task, this.immediateResponse) };
-  }
-
-  /**
-   * A plain call that outlived `taskAfterMs` under `plainCalls: background` becomes a task as it runs: stored,
-   * then run here with its call already under way (it holds no place in line). Under an idempotency key another
-   * call made a task with meanwhile, that task is the answer and no run is made (`run` undefined): the caller stops
-   * its call.
-   */
-  async adopt(
-    session: Session,
-    exposedName: string,
-    upstream: Upstream,
-    params: JsonObject,
-    call: UpstreamCall,
-    actingFor: ActingFor | undefined,
-    charge?: InflightCharge,
-    once?: IdempotentCreation,
-  ): Promise<{ task: TaskRecord; run: RunHandle | undefined }> {
-    const { task, existing } = await this.open(session, exposedName, upstream, params, undefined, actingFor, once);
-    if (existing) return { task, run: undefined };
-    const run = this.runs.run(task, upstream, this.backgroundCaller(task.taskId, session), () => Promise.resolve(call), { queue: false, sessionId: session.sessionId, charge });
-    return { task, run };
-  }
-
-  /**
-   * A background call with `taskAfterMs: 0`: a task at once, which waits for its slots like any other (or the task
-   * its idempotency key made before).
-   */
-  async startBackground(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, actingFor: ActingFor | undefined, charge?: InflightCharge, once?: IdempotentCreation): Promise<TaskRecord> {
-    const { task, existing } = await this.open(session, exposedName, upstream, params, undefined, actingFor, once);
-    if (!existing) this.runs.runToolCall(task, upstream, this.backgroundCaller(task.taskId, session), params, session, actingFor, charge);
-    return task;
-  }
-
-  /**
-   * A plain call held for approval under `plainCalls: wait`: a task at once (it waits in the store), whose end is
-   * the request's answer; undefined when `signal` aborts first, which cancels the task only where the rule says
-   * `onCallerGone: cancel` (else the hold stays for its approvers, and the caller finds the task with the task
-   * tools). Under an idempotency key already used, the wait is for the key's task: one hold, one run.
-   */
-  async waitHeld(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, actingFor: ActingFor | undefined, signal: AbortSignal, charge?: InflightCharge, once?: IdempotentCreation): Promise<Outcome | undefined> {
-    const task = await this.startBackground(session, exposedName, upstream, params, actingFor, charge, once);
-    const outcome = await heldOutcome(this.queries, task.taskId, signal);
-    if (outcome !== undefined) return outcome;
-    if (leavingCancels(this.policies.policyFor(exposedName))) {
-      const now = await this.queries.find(task.taskId).catch(() => undefined);
-      if (now !== undefined && !isTerminal(now.status)) await this.runs.cancel(now).catch(() => undefined);
-    } else {
-      this.logger.info({ task: task.taskId, principal: task.principal, session: session.sessionId }, 'plain caller stopped waiting for a held call: the task goes on for its approvers');
-    }
-    return undefined;
-  }
-
-  /** The task `once`'s key made for the session's principal, if it still exists (-32602 when made for another call). */
-  keyed(session: Session, once: IdempotentCreation): Promise<TaskRecord | undefined> {
-    return this.runs.keyed(once, ownerOf(session));
-  }
-
-  /**
-   * Stores a task of the session's (its principal's, with authentication) for a tools/call of `params`; under an
-   * idempotency key, the task the key made before instead, when there is one (`existing`).
-   */
-  private async open(session: Session, exposedName: string, upstream: Upstream, params: JsonObject, requestedTtl: unknown, actingFor: ActingFor | undefined, once: IdempotentCreation | undefined): Promise<Opened> {
-    const owner = ownerOf(session);
-    const call = storedCall(params, session);
-    const opened = await this.runs.openOnce(once, owner, codec.revision, exposedName, upstream, requestedTtl, call, actingFor);
-    const { task, existing } = opened;
-    this.logger.debug({ task: task.taskId, session: session.sessionId, principal: task.principal, existing }, existing ? 'idempotency key: answered with its task' : 'task belongs to session');
-    return opened;
   }
 
   /**
@@ -159,7 +87,7 @@ export class SessionTasks {
    * upstream's questions go wherever the client listens, a task_result call waiting on the task first; when it
    * listens nowhere, they wait for its next task_result call.
    */
-  private backgroundCaller(taskId: string, session: Session): TaskCaller {
+  backgroundCaller(taskId: string, session: Session): TaskCaller {
     session.activeTasks++;
     return {
       deliver: (request, signal) => session.tryAsk({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, { taskId }),

@@ -6,7 +6,6 @@
 // router (router.ts) says which request goes where; this file is what happens to a call.
 import { GatewayError, RequestCancelled } from '../../errors.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
-import type { InflightCharge } from '../../tasks/inflight-bytes.js';
 import { STATELESS_PRINCIPAL } from '../../principals.js';
 import type { Upstream, SessionIdentity } from '../../upstream/life/upstream.js';
 import type { CredentialSource } from '../../upstream/peer/adapter.js';
@@ -24,11 +23,11 @@ import { StatelessExchange, paramsDigest, type ParkedExchanges, type RequestStat
 import type { StatelessPeerMessages, StatelessPeers } from './peers.js';
 import type { StatelessResponder, ResponseSink } from './responder.js';
 import { plainClientCaller, type StatelessTasks } from './tasks.js';
-import { heldOutcome, leavingCancels } from '../held-calls.js';
 import type { TaskTools } from '../task-tools.js';
 import { statelessSideOf, type StatelessUpstreamSide } from './upstream/side.js';
-import { idempotentCreation } from '../../tasks/idempotency.js';
-import { idempotencyHeaderOf, idempotencyKeyOf, withoutIdempotencyMeta } from '../idempotency-key.js';
+import { planCall, toolCallRequest, type CallPlan } from '../../tasks/call-plan.js';
+import { idempotencyKeyOf, withoutIdempotencyMeta } from '../idempotency-key.js';
+import type { PostContext } from '../post-context.js';
 
 const STALE_STATE = 'Invalid requestState: the call it resumes is no longer waiting (it expired or was cancelled); send the request again without requestState';
 
@@ -36,6 +35,29 @@ const STALE_STATE = 'Invalid requestState: the call it resumes is no longer wait
 const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
 type Headers = Record<string, string | string[] | undefined>;
+
+const PLAIN: CallPlan = Object.freeze({ kind: 'plain' });
+
+/** One request's turn at an upstream: whose it is, what it asks (`name`: the tool, prompt or URI), and where its answer goes. */
+interface Turn {
+  client: StatelessClient;
+  request: JsonRpcRequest;
+  name: string;
+  upstream: Upstream;
+  responder: ResponseSink;
+}
+
+/** One request to an upstream as `call` hands it on: the client's, with what the front read and the tool call's plan. */
+interface UpstreamRequest {
+  client: StatelessClient;
+  request: JsonRpcRequest;
+  params: JsonObject;
+  headers: Headers;
+  responder: StatelessResponder;
+  post: PostContext;
+  /** A tool call's policy and plan (none for prompts and resources). */
+  planned: { policy: TaskPolicy; plan: CallPlan } | undefined;
+}
 
 /** What a call needs of the gateway (part of the router's dependencies). */
 export interface StatelessCallsDeps {
@@ -96,7 +118,7 @@ export class StatelessCalls {
       const upstream = method === 'resources/read' ? await this.deps.catalog.resolveUri(name) : (await this.deps.catalog.resolve(method === 'tools/call' ? 'tools' : 'prompts', name))?.upstream;
       if (upstream === undefined) throw new GatewayError('invalid_params', STALE_STATE);
       const taskAfterMs = body.taskAfterMs ?? undefined;
-      const outcome = await this.await(client, request, name, upstream, exchange, taskAfterMs, sink, body.background);
+      const outcome = await this.await({ client, request, name, upstream, responder: sink }, exchange, { taskAfterMs, background: body.background });
       return { outcome: outcome ?? { error: { code: RequestCancelled, message: 'Request cancelled' } } };
     } catch (error) {
       return { outcome: { error: statelessError(error) } };
@@ -104,66 +126,51 @@ export class StatelessCalls {
   }
 
   /**
-   * tools/call, prompts/get, resources/read. The task tools answer here. A tool call the client did not get as a
-   * task (it did not declare the extension, or policy forbids it) is kept alive with progress while the upstream
-   * is silent, when the client asked for progress.
+   * tools/call, prompts/get, resources/read. The task tools answer here. A tool call's plan (tasks/call-plan.ts) is
+   * made once, from its policy and whether the client declared the Tasks extension; one the client does not get as a
+   * task is kept alive with progress while the upstream is silent, when the client asked for progress.
    */
-  async call(
-    client: StatelessClient,
-    request: JsonRpcRequest,
-    params: JsonObject,
-    headers: Headers,
-    responder: StatelessResponder,
-    charge: InflightCharge | undefined,
-  ): Promise<Outcome | undefined> {
+  async call(client: StatelessClient, request: JsonRpcRequest, params: JsonObject, headers: Headers, responder: StatelessResponder, post: PostContext): Promise<Outcome | undefined> {
     if (request.method === 'tools/call' && typeof params.name === 'string' && this.deps.taskTools.owns(params.name)) return this.taskTool(client, params.name, params, responder);
     const policy = request.method === 'tools/call' && typeof params.name === 'string' ? this.deps.tasks.policies.policyFor(params.name) : undefined;
+    const planned = policy === undefined ? undefined : { policy, plan: planCall(policy, { speaksTasks: true, task: declaresTasks(client) ? 'accepted' : 'none' }) };
     const keepAlive =
-      policy !== undefined && !mayRunAsTask(policy, client)
-        ? keepAliveFor(asObject(params._meta), policy.keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject))
+      planned !== undefined && planned.plan.kind !== 'task'
+        ? keepAliveFor(asObject(params._meta), planned.policy.keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject))
         : undefined;
-    if (keepAlive === undefined) return this.callUpstream(client, request, params, headers, responder, policy, charge);
+    const call: UpstreamRequest = { client, request, params, headers, responder, post, planned };
+    if (keepAlive === undefined) return this.callUpstream(call);
     this.keepAlives.set(request, keepAlive);
     try {
-      return await this.callUpstream(client, request, params, headers, responder, policy, charge);
+      return await this.callUpstream(call);
     } finally {
       keepAlive.stop();
     }
   }
 
   /**
-   * A retry carrying `requestState` resumes the parked call it names; a first request starts one, as a task at
-   * once, after `taskAfterMs`, or never, per the tool's policy and whether the request declared the Tasks
-   * extension. `policy` is the called tool's (tools/call only), looked up once by `call`.
+   * A retry carrying `requestState` resumes the parked call it names; a first request starts one, plain, as a task
+   * at once or past a window, as a background task, or as the wait of a plain caller for its held call, as the
+   * tool call's plan says (`planned`, made once by `call`; none for prompts and resources).
    */
-  private async callUpstream(
-    client: StatelessClient,
-    request: JsonRpcRequest,
-    params: JsonObject,
-    headers: Headers,
-    responder: StatelessResponder,
-    policy: TaskPolicy | undefined,
-    charge: InflightCharge | undefined,
-  ): Promise<Outcome | undefined> {
+  private async callUpstream({ client, request, params, headers, responder, post, planned }: UpstreamRequest): Promise<Outcome | undefined> {
     const { upstream, upstreamParams, name } = await this.route(request.method, params, this.accessOf(client));
     if (request.method === 'tools/call') checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
     const answers = retryAnswers(params);
-    const asTask = policy !== undefined && mayRunAsTask(policy, client);
-    // A client without the extension gets a background task (answered with a tool result) where policy says so.
-    const background = policy !== undefined && !asTask && policy.mode !== 'forbidden' && policy.plainCalls === 'background';
-    if (policy?.mode === 'required' && !declaresTasks(client) && !background) throw missingTasksExtension(`Tool '${name}'`);
-    // A call held for approval is a task of the gateway's at once (the upstream sees nothing before the decision);
-    // a plain caller under `plainCalls: wait` waits for that task's end.
-    const held = request.method === 'tools/call' && policy?.approval !== undefined;
-    const taskAfterMs = held ? 0 : asTask || background ? policy.taskAfterMs : undefined;
-    const key = request.method === 'tools/call' ? idempotencyKeyOf(idempotencyHeaderOf(headers), asObject(params._meta)) : undefined;
+    const plan = planned?.plan ?? PLAIN;
+    if (plan.kind === 'refuse') throw missingTasksExtension(`Tool '${name}'`);
+    const background = plan.kind === 'background';
+    // A held call is a task of the gateway's at once (the upstream sees nothing before the decision).
+    const held = plan.kind === 'wait_held' || ((plan.kind === 'task' || background) && plan.held);
+    const taskAfterMs = plan.kind === 'plain' ? undefined : plan.kind === 'wait_held' ? 0 : plan.afterMs;
+    const key = request.method === 'tools/call' ? idempotencyKeyOf(post.idempotencyHeader, asObject(params._meta)) : undefined;
 
     const statelessSide = statelessSideOf(upstream);
     const nativeTasks = statelessSide?.nativeTasks === true;
-    if (!held && statelessSide !== undefined && (taskAfterMs === undefined || (asTask && nativeTasks))) {
+    if (!held && statelessSide !== undefined && (plan.kind === 'plain' || (plan.kind === 'task' && nativeTasks))) {
       // The upstream speaks this revision: the request goes as the client sent it (its InputRequiredResults and
       // requestState, and its own tasks, pass through unchanged).
-      return this.passThrough(client, request, { ...params, ...upstreamParams, _meta: params._meta }, upstream, statelessSide, responder, name, nativeTasks);
+      return this.passThrough({ client, request, name, upstream, responder }, { ...params, ...upstreamParams, _meta: params._meta }, statelessSide, nativeTasks);
     }
 
     let exchange: StatelessExchange;
@@ -195,15 +202,24 @@ export class StatelessCalls {
       exchange = new StatelessExchange(identity.sessionId, client.capabilities);
       exchange.owner = client.caller?.principal;
       exchange.digest = paramsDigest(upstreamParams);
-      exchange.replay = { params: upstreamParams, identity, actingFor: client.caller };
-      exchange.charge = charge;
-      if (asTask || background || held) {
-        // A held call's plain caller too: its retry waits for the hold the key made, never a second one.
-        exchange.once = idempotentCreation(key, name, params.arguments);
-        // A task the key made already is the answer: the upstream is not called again.
-        const made = exchange.once === undefined || !(asTask || background) ? undefined : await this.deps.tasks.runs.keyed(exchange.once, principalOf(client));
-        if (made !== undefined) return { result: background ? this.deps.taskTools.handle(made) : codec.createTaskResult(made, undefined) };
+      exchange.charge = post.charge;
+      if (planned !== undefined) {
+        exchange.request = toolCallRequest({
+          exposedName: name,
+          upstream,
+          params: upstreamParams,
+          policy: planned.policy,
+          owner: principalOf(client),
+          actingFor: client.caller,
+          identity,
+          charge: post.charge,
+          key,
+          era: codec.revision,
+        }, params.arguments);
       }
+      // A keyed replay: the task the key made already is the answer, and the upstream is not called again.
+      const made = exchange.request === undefined ? undefined : await this.deps.tasks.plans.replayed(exchange.request, plan);
+      if (made !== undefined) return { result: background ? this.deps.taskTools.handle(made) : codec.createTaskResult(made, undefined) };
       const timeoutMs = request.method === 'tools/call' ? 0 : upstream.config.requestTimeoutMs;
       const start = async (): Promise<StatelessExchange['call']> => {
         const call = statelessSide !== undefined
@@ -211,15 +227,15 @@ export class StatelessCalls {
           // re-asked through the exchange (MRTR with the gateway's keys, or task input requests).
           ? statelessSide.callResolvingInput(request.method, { ...upstreamParams, _meta: withoutTasksExtension(asObject(params._meta)) }, exchange.context(), { tool: this.deps.catalog.tool(name), timeoutMs, credentials: this.credentialsOf(upstream, client) })
           // A session upstream; one that runs the tool as its own task is waited on for every client, task or not.
-          : await upstream.callFor({ session: identity, actingFor: client.caller, method: request.method, params: upstreamParams, context: exchange.context(), timeoutMs, asTask });
+          : await upstream.callFor({ session: identity, actingFor: client.caller, method: request.method, params: upstreamParams, context: exchange.context(), timeoutMs, asTask: plan.kind === 'task' });
         exchange.start(call);
         return call;
       };
-      if (held && !asTask && !background) return this.waitHeld(client, name, upstream, exchange, start, responder);
-      if (taskAfterMs === 0) return this.becomeTask(client, name, upstream, exchange, background, start);
+      if (plan.kind === 'wait_held') return this.deps.tasks.waitHeld(exchange, start, plainClientCaller(client.capabilities), responder.gone);
+      if (taskAfterMs === 0) return this.becomeTask(client, exchange, background, start);
       await start();
     }
-    return this.await(client, request, name, upstream, exchange, taskAfterMs, responder, background);
+    return this.await({ client, request, name, upstream, responder }, exchange, { taskAfterMs, background });
   }
 
   /** What a request for `client` authenticates with at `upstream`: the client's identity there, as its `auth` makes it. */
@@ -228,16 +244,8 @@ export class StatelessCalls {
   }
 
   /** Forwards a request to a 2026-07-28 upstream as the client sent it; notifications stream back. */
-  private async passThrough(
-    client: StatelessClient,
-    request: JsonRpcRequest,
-    params: JsonObject,
-    upstream: Upstream,
-    statelessSide: StatelessUpstreamSide,
-    responder: StatelessResponder,
-    name: string,
-    nativeTasks: boolean,
-  ): Promise<Outcome | undefined> {
+  private async passThrough(turn: Turn, params: JsonObject, statelessSide: StatelessUpstreamSide, nativeTasks: boolean): Promise<Outcome | undefined> {
+    const { client, request, name, upstream, responder } = turn;
     const outcome = await statelessSide.request(request.method, params, {
       credentials: this.credentialsOf(upstream, client),
       onNotification: (message) => this.relay(client, request, message, responder),
@@ -282,16 +290,13 @@ export class StatelessCalls {
 
   /** Waits for what the call's client must hear next, and says it. */
   private async await(
-    client: StatelessClient,
-    request: JsonRpcRequest,
-    name: string,
-    upstream: Upstream,
+    turn: Turn,
     exchange: StatelessExchange,
-    taskAfterMs: number | undefined,
-    responder: ResponseSink,
-    /** Past taskAfterMs the client gets the task tools' handle rather than a task (it did not declare the extension). */
-    background = false,
+    /** Past `taskAfterMs` the call becomes a task; a `background` one's client gets the task tools' handle instead. */
+    window: { taskAfterMs?: number | undefined; background?: boolean } = {},
   ): Promise<Outcome | undefined> {
+    const { client, request, name, responder } = turn;
+    const { taskAfterMs, background = false } = window;
     exchange.notifySink = (message) => this.relay(client, request, message, responder);
     exchange.sinkFlow = () => responder.flow;
     const gone = new Promise<'gone'>((resolve) => responder.gone.addEventListener('abort', () => resolve('gone'), { once: true }));
@@ -326,7 +331,7 @@ export class StatelessCalls {
           requiredCapabilities: { [event.capability]: {} },
         });
       case 'timeout':
-        return this.becomeTask(client, name, upstream, exchange, background, undefined);
+        return this.becomeTask(client, exchange, background, undefined);
     }
   }
 
@@ -334,17 +339,10 @@ export class StatelessCalls {
    * The call becomes a task (`start` starts it once it may run; without, it already runs): a client with the
    * extension gets the task, one without (a background call) a tool result naming it and the task tools.
    */
-  private async becomeTask(
-    client: StatelessClient,
-    name: string,
-    upstream: Upstream,
-    exchange: StatelessExchange,
-    background: boolean,
-    start: (() => Promise<StatelessExchange['call']>) | undefined,
-  ): Promise<Outcome> {
+  private async becomeTask(client: StatelessClient, exchange: StatelessExchange, background: boolean, start: (() => Promise<StatelessExchange['call']>) | undefined): Promise<Outcome> {
     try {
-      if (!background) return { result: codec.createTaskResult(await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start), undefined) };
-      const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start, plainClientCaller(client.capabilities));
+      if (!background) return { result: codec.createTaskResult(await this.deps.tasks.create(exchange, start), undefined) };
+      const task = await this.deps.tasks.create(exchange, start, plainClientCaller(client.capabilities));
       return { result: this.deps.taskTools.handle(task) };
     } catch (error) {
       // No task could hold it (a limit, a full replica, the store): a call that already runs stops, and the
@@ -352,21 +350,6 @@ export class StatelessCalls {
       if (start === undefined) exchange.cancel('the call could not become a task');
       throw error;
     }
-  }
-
-  /**
-   * A plain call held for approval under `plainCalls: wait`: a task at once, whose end answers the request (the
-   * client's keep-alive, if it asked for progress, runs meanwhile); the client closing the request cancels it only
-   * where the rule says `onCallerGone: cancel` (else the hold stays for its approvers).
-   */
-  private async waitHeld(client: StatelessClient, name: string, upstream: Upstream, exchange: StatelessExchange, start: () => Promise<StatelessExchange['call']>, responder: ResponseSink): Promise<Outcome | undefined> {
-    const task = await this.deps.tasks.create(principalOf(client), name, upstream, exchange, start, plainClientCaller(client.capabilities));
-    const outcome = await heldOutcome(this.deps.tasks.queries, task.taskId, responder.gone);
-    if (outcome === undefined && leavingCancels(this.deps.tasks.policies.policyFor(name))) {
-      const now = await this.deps.tasks.queries.find(task.taskId).catch(() => undefined);
-      if (now !== undefined) await this.deps.tasks.cancel(now).catch(() => undefined);
-    }
-    return outcome;
   }
 
   /**
@@ -420,11 +403,11 @@ export class StatelessCalls {
       upstream = (await resourceOwner(this.deps.catalog, this.accessOf(client), ref.uri, 'invalid_params')).upstream;
     } else throw new GatewayError('invalid_params', 'completion/complete: params.ref must be a ref/prompt or ref/resource');
     const statelessSide = statelessSideOf(upstream);
-    if (statelessSide !== undefined) return this.passThrough(client, request, forwarded, upstream, statelessSide, responder, '', false);
+    if (statelessSide !== undefined) return this.passThrough({ client, request, name: '', upstream, responder }, forwarded, statelessSide, false);
     const identity = this.identity;
     const exchange = new StatelessExchange(identity.sessionId, client.capabilities);
     exchange.start(await upstream.callFor({ session: identity, actingFor: client.caller, method: request.method, params: withoutMeta(forwarded), context: exchange.context(), timeoutMs: upstream.config.requestTimeoutMs }));
-    return this.await(client, request, '', upstream, exchange, undefined, responder);
+    return this.await({ client, request, name: '', upstream, responder }, exchange);
   }
 
   /** Which upstream serves the request, and the request as it goes there; what the caller may not use is unknown. */
@@ -442,11 +425,6 @@ export class StatelessCalls {
     const route = await routeNamed(this.deps.catalog, access, kind, name);
     return { upstream: route.upstream, upstreamParams: { ...forwarded, name: route.name }, name };
   }
-}
-
-/** Whether the gateway may run a tool call under `policy` as a task for `client` (it declared the extension). */
-function mayRunAsTask(policy: TaskPolicy, client: StatelessClient): boolean {
-  return policy.mode !== 'forbidden' && declaresTasks(client);
 }
 
 /** Whose a client's tasks are: the authenticated principal, or (without authentication) every 2026-07-28 client's. */

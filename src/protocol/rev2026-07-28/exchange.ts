@@ -2,16 +2,15 @@
 // asks the client something, the gateway answers the client's request with an InputRequiredResult and parks the
 // call; the client's retry (carrying `inputResponses` and the signed `requestState`) resumes it. A call may also
 // be handed to the task engine, which then takes the upstream's questions as task input requests.
-import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { GatewayError, MethodNotFound, MissingRequiredClientCapability, RequestCancelled } from '../../errors.js';
-import { canonicalJson, withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../../jsonrpc.js';
+import { withoutMeta, type JsonObject, type JsonRpcNotification, type Outcome } from '../../jsonrpc.js';
 import type { CallContext, ClientFlow, UpstreamCall } from '../../upstream/peer/connection.js';
 import { INPUT_REQUEST_CAPABILITY } from '../../mcp.js';
 import type { InflightCharge } from '../../tasks/inflight-bytes.js';
-import type { IdempotentCreation } from '../../tasks/idempotency.js';
+import type { ToolCallRequest } from '../../tasks/call-plan.js';
+import { canonicalDigest } from '../../tasks/call-digest.js';
 import { PendingInputs, type InputRequest } from '../../tasks/pending-inputs.js';
-import type { SessionIdentity } from '../../upstream/life/upstream.js';
-import type { ActingFor } from '../../upstream/peer/adapter.js';
 import { withoutRetryFields } from './codec.js';
 
 /** Input requests arriving this close together are answered in one InputRequiredResult. */
@@ -39,8 +38,8 @@ export interface TaskRun {
 export class StatelessExchange {
   readonly id = randomUUID();
   call: UpstreamCall | undefined;
-  /** The upstream call's params and identity, should it become a task another replica may run again (retry.onLoss). */
-  replay: { params: JsonObject; identity: SessionIdentity; actingFor?: ActingFor | undefined } | undefined;
+  /** The tool call, should it become a task (its key then makes it once; another replica may run it again). */
+  request: ToolCallRequest | undefined;
   /** Notifications go to the HTTP response currently waiting on this call (none while parked). */
   notifySink: ((message: JsonRpcNotification) => void) | undefined;
   /** The room on that response's stream: while it is full, the upstream's output for the call is not read on. */
@@ -58,8 +57,6 @@ export class StatelessExchange {
   owner: string | undefined;
   /** The digest of the params the call was made with (`paramsDigest`): only a retry with the same params resumes it. */
   digest = '';
-  /** The idempotency key the call carried, should it become a task (which the key then makes once). */
-  once: IdempotentCreation | undefined;
   /**
    * The bytes of the request that carried the call's arguments: held while the upstream call runs (parked for a
    * retry too, past the request's answer), and by the task that adopts it.
@@ -249,7 +246,7 @@ export class RequestStateCodec {
  */
 export function paramsDigest(params: JsonObject): string {
   const salient = withoutRetryFields(withoutMeta(params));
-  return createHash('sha256').update(canonicalJson(salient)).digest('base64url');
+  return canonicalDigest(salient);
 }
 
 /** Calls waiting for a client's retry; one that is never resumed is cancelled upstream after `parkTimeoutMs`. */

@@ -7,7 +7,7 @@ import { GatewayError } from '../../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../../events.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import type { InflightCharge } from '../../tasks/inflight-bytes.js';
+import type { PostContext } from '../post-context.js';
 import { statelessSideOf } from './upstream/side.js';
 import type { Upstream } from '../../upstream/life/upstream.js';
 import { LIST_METHODS } from '../../mcp.js';
@@ -62,22 +62,23 @@ export class StatelessRouter {
   }
 
   /**
-   * Answers one request; request-level failures carry the HTTP status the revision gives them. `charge` is the
-   * bytes of the request body, which the upstream call it starts (and a task that takes it over) holds until it ends.
+   * Answers one request; request-level failures carry the HTTP status the revision gives them. `post` is what the
+   * front read of the POST: the bytes of its body, which the upstream call it starts (and a task that takes it
+   * over) holds until it ends, and its Idempotency-Key header.
    */
-  handle(client: StatelessClient, request: JsonRpcRequest, headers: Headers, responder: StatelessResponder, charge?: InflightCharge): Promise<StatelessAnswer | undefined> {
+  handle(client: StatelessClient, request: JsonRpcRequest, headers: Headers, responder: StatelessResponder, post: PostContext = {}): Promise<StatelessAnswer | undefined> {
     return inRequestScope(
       this.requestScope,
       () => requestInfo(request, { protocolVersion: client.protocolVersion }, codec),
       (answer) => answer?.outcome,
-      () => this.answer(client, request, headers, responder, charge),
+      () => this.answer(client, request, headers, responder, post),
     );
   }
 
-  private async answer(client: StatelessClient, request: JsonRpcRequest, headers: Headers, responder: StatelessResponder, charge?: InflightCharge): Promise<StatelessAnswer | undefined> {
+  private async answer(client: StatelessClient, request: JsonRpcRequest, headers: Headers, responder: StatelessResponder, post: PostContext): Promise<StatelessAnswer | undefined> {
     try {
       const params = request.params ?? {};
-      const outcome = await this.dispatch(client, request, headers, responder, charge);
+      const outcome = await this.dispatch(client, request, headers, responder, post);
       if (outcome === undefined) return undefined;
       if (request.method === 'resources/read' && 'error' in outcome) withUri(outcome.error, params.uri);
       // Request-level errors an upstream answered (a capability the client lacks) keep their HTTP status.
@@ -108,7 +109,7 @@ export class StatelessRouter {
     await this.deps.listeners.open(request.id, filter, responder, access.taskReader(client.caller?.principal));
   }
 
-  private async dispatch(client: StatelessClient, request: JsonRpcRequest, headers: Headers, responder: StatelessResponder, charge: InflightCharge | undefined): Promise<Outcome | undefined> {
+  private async dispatch(client: StatelessClient, request: JsonRpcRequest, headers: Headers, responder: StatelessResponder, post: PostContext): Promise<Outcome | undefined> {
     const params = request.params ?? {};
     if (LIST_METHODS.has(request.method)) {
       const result = await this.deps.lists.page(
@@ -129,7 +130,7 @@ export class StatelessRouter {
       case 'tools/call':
       case 'prompts/get':
       case 'resources/read':
-        return this.calls.call(client, request, params, headers, responder, charge);
+        return this.calls.call(client, request, params, headers, responder, post);
       case 'completion/complete':
         return this.calls.complete(client, request, params, responder);
       case 'tasks/get':

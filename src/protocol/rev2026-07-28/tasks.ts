@@ -9,10 +9,11 @@ import type { TaskPeerLink } from '../../tasks/task-peer-messages.js';
 import type { TaskPolicies } from '../../tasks/task-policies.js';
 import type { TaskQueries } from '../../tasks/task-queries.js';
 import type { TaskRecords } from '../../tasks/task-records.js';
-import { storedCall, type TaskRuns } from '../../tasks/task-runs.js';
+import type { TaskRuns } from '../../tasks/task-runs.js';
+import type { CallPlans, TaskLaunch, ToolCallRequest } from '../../tasks/call-plan.js';
+import { GatewayError } from '../../errors.js';
 import type { TaskReader } from '../../principals.js';
 import type { UpstreamCall } from '../../upstream/peer/connection.js';
-import type { Upstream } from '../../upstream/life/upstream.js';
 import { ACK, codec } from './codec.js';
 import type { StatelessExchange } from './exchange.js';
 
@@ -44,7 +45,9 @@ export function plainClientCaller(capabilities: JsonObject): TaskCaller {
 export interface StatelessTaskParts {
   policies: Pick<TaskPolicies, 'policyFor'>;
   queries: Pick<TaskQueries, 'find' | 'waitFor'>;
-  runs: Pick<TaskRuns, 'openOnce' | 'keyed' | 'run' | 'cancel'>;
+  runs: Pick<TaskRuns, 'cancel'>;
+  /** What becomes of a tool call (tasks/call-plan.ts): its task opened and run, a held call waited for. */
+  calls: Pick<CallPlans, 'openTask' | 'replayed' | 'waitHeld'>;
   records: Pick<TaskRecords, 'recordNative' | 'recordNativeEnd'>;
   peerLink: Pick<TaskPeerLink, 'answer'>;
 }
@@ -58,41 +61,31 @@ export class StatelessTasks {
   readonly records: StatelessTaskParts['records'];
   /** Where answers go, on whichever replica runs the call. */
   readonly peerLink: StatelessTaskParts['peerLink'];
-  /** Opens and runs tasks; `keyed` finds the task an idempotency key made. */
+  /** Cancels tasks. */
   readonly runs: StatelessTaskParts['runs'];
+  /** The core's steps for a planned tool call. */
+  readonly plans: StatelessTaskParts['calls'];
 
   constructor(parts: StatelessTaskParts) {
-    ({ policies: this.policies, queries: this.queries, records: this.records, peerLink: this.peerLink, runs: this.runs } = parts);
+    ({ policies: this.policies, queries: this.queries, records: this.records, peerLink: this.peerLink, runs: this.runs, calls: this.plans } = parts);
   }
 
   /**
-   * A task for a 2026-07-28 client. `exchange` is the upstream call: already running when the gateway waited
-   * `taskAfterMs` for it first (the task adopts it), else `start` starts it once a slot is free. From now on the
-   * upstream's questions are the task's input requests. Resolves with the stored task, which is readable on every
-   * replica by then. Under an idempotency key (`exchange.once`) that made a task already, that task, as it is: the
-   * call is not started, or (already running) is stopped.
+   * A task for a 2026-07-28 client. `exchange` is the upstream call: already running when the gateway waited for it
+   * first (the task adopts it), else `start` starts it once a slot is free. From now on the upstream's questions are
+   * the task's input requests. Resolves with the stored task, which is readable on every replica by then. Under an
+   * idempotency key that made a task already, that task, as it is: the call is not started, or (running) is stopped.
    */
-  async create(
-    principal: string,
-    exposedName: string,
-    upstream: Upstream,
-    exchange: StatelessExchange,
-    start: (() => Promise<UpstreamCall | undefined>) | undefined,
-    caller: TaskCaller = STATELESS_CALLER,
-  ): Promise<TaskRecord> {
-    const replay = exchange.replay === undefined ? undefined : storedCall(exchange.replay.params, exchange.replay.identity);
-    const once = exchange.once;
-    const { task, existing } = await this.runs.openOnce(once, principal, codec.revision, exposedName, upstream, undefined, replay, exchange.replay?.actingFor);
-    if (existing) {
-      exchange.cancel('another call with the same idempotency key made the task');
-      return task;
-    }
-    const running = exchange.call;
-    // A call that already runs holds no place in line: it is counted from here on.
-    // The run holds the arguments (the exchange's request bytes) until it ends, waiting in line included.
-    const run = this.runs.run(task, upstream, caller, async () => running ?? (await start?.()), { queue: running === undefined, charge: exchange.charge, ...(exchange.replay === undefined ? {} : { params: exchange.replay.params }) });
-    exchange.adopt(run);
-    return task;
+  async create(exchange: StatelessExchange, start: (() => Promise<UpstreamCall | undefined>) | undefined, caller: TaskCaller = STATELESS_CALLER): Promise<TaskRecord> {
+    return (await this.plans.openTask(callOf(exchange), launchOf(exchange, start, caller))).task;
+  }
+
+  /**
+   * A plain caller of a held call: a task at once, whose end answers the request (undefined once `signal` aborts:
+   * the plan says what becomes of the task).
+   */
+  waitHeld(exchange: StatelessExchange, start: () => Promise<UpstreamCall | undefined>, caller: TaskCaller, signal: AbortSignal): Promise<Outcome | undefined> {
+    return this.plans.waitHeld(callOf(exchange), launchOf(exchange, start, caller), signal);
   }
 
   /**
@@ -122,4 +115,23 @@ export class StatelessTasks {
     if (!isTerminal(task.status)) await this.runs.cancel(task);
     return { result: codec.cancelResult(task) };
   }
+}
+
+/** The tool call an exchange carries (only a tools/call becomes a task). */
+function callOf(exchange: StatelessExchange): ToolCallRequest {
+  if (exchange.request === undefined) throw new GatewayError('internal', 'Only a tool call can become a task');
+  return exchange.request;
+}
+
+/**
+ * How an exchange's task runs: the exchange's call, adopted when it runs already, else started by `start`; the run
+ * then takes the upstream's questions over, or, when the key's task existed already, the call stops.
+ */
+function launchOf(exchange: StatelessExchange, start: (() => Promise<UpstreamCall | undefined>) | undefined, caller: TaskCaller): TaskLaunch {
+  return {
+    caller: () => caller,
+    running: () => exchange.call,
+    start: async () => start?.(),
+    launched: (run) => (run === undefined ? exchange.cancel('another call with the same idempotency key made the task') : exchange.adopt(run)),
+  };
 }

@@ -18,6 +18,7 @@ import { RateLimited, type RateLimiter } from '../../../tasks/rate-limits.js';
 import { admissionPrincipal, type Admission } from '../../../http/admission.js';
 import { callerOf } from '../../../http/credentials-guard.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../../idempotency-key.js';
+import type { PostContext } from '../../post-context.js';
 import { JsonWindows } from './json-window.js';
 import { answerStreamed, type StreamedAnswer } from './streamed-answer.js';
 import { header, sendJson, sendRateLimited } from '../../../http/replies.js';
@@ -121,13 +122,14 @@ async function post(
   if (idempotencyHeader !== undefined && requests.length > 1) {
     throw new GatewayError('invalid_request', 'Invalid Request: an Idempotency-Key header names one call; send a batch of several requests without it');
   }
+  const post: PostContext = { caller, charge, idempotencyHeader };
   const streamed = (header(request, 'accept') ?? '').includes('text/event-stream') && requests.some((r) => deps.router.mayStream(session, r));
-  if (!streamed) return answerJson({ router: deps.router, session, requests, invalid, batch, reply, caller, charge, idempotencyHeader });
+  if (!streamed) return answerJson({ router: deps.router, session, requests, invalid, batch, reply, post });
 
   // A POST that may stream holds an event stream (and its replay buffer) while it runs: one of the caller's streams.
   deps.admission.openStream(admissionPrincipal(caller), reply.raw);
   announceStream(deps.events, 'post', reply.raw);
-  return answerStreamed({ router: deps.router, windows, session, requests, invalid, batch, reply, caller, charge, idempotencyHeader });
+  return answerStreamed({ router: deps.router, windows, session, requests, invalid, batch, reply, post });
 }
 
 /**
@@ -168,12 +170,12 @@ function deliverAllButRequests(router: SessionRouter, session: ClientSession, me
 }
 
 /** The requests' answers as one JSON body, once every request has been handled (202 when none has an answer). */
-async function answerJson({ router, session, requests, invalid, batch, reply, caller, charge, idempotencyHeader }: Omit<StreamedAnswer, 'windows'>): Promise<FastifyReply> {
+async function answerJson({ router, session, requests, invalid, batch, reply, post }: Omit<StreamedAnswer, 'windows'>): Promise<FastifyReply> {
   const responses: JsonRpcResponse[] = [...invalid];
   let only: SessionOutcome | undefined;
   await Promise.all(
     requests.map(async (r) => {
-      const outcome = await router.handle(session, r, undefined, caller, charge, idempotencyHeader);
+      const outcome = await router.handle(session, r, undefined, post);
       if (outcome !== undefined) responses.push(toResponse(r.id, outcome));
       only = outcome;
     }),

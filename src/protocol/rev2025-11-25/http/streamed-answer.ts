@@ -9,8 +9,7 @@ import { httpConnection } from '../../../streams/sse-connection.js';
 import { supportsPrimingEvents } from '../../../mcp.js';
 import { exchangeAnswer, type SessionOutcome } from '../errors.js';
 import type { SessionRouter } from '../router.js';
-import type { InflightCharge } from '../../../tasks/inflight-bytes.js';
-import type { Caller } from '../../../principals.js';
+import type { PostContext } from '../../post-context.js';
 import type { JsonWindow, JsonWindows } from './json-window.js';
 
 /** Reconnect delay the priming event suggests to clients whose stream drops. */
@@ -26,13 +25,11 @@ export interface StreamedAnswer {
   invalid: JsonRpcResponse[];
   batch: boolean;
   reply: FastifyReply;
-  caller: Caller | undefined;
-  charge: InflightCharge | undefined;
-  /** The POST's Idempotency-Key header, as sent (its one request's). */
-  idempotencyHeader: string | undefined;
+  /** What the front read of the POST: its caller, the body's bytes, its Idempotency-Key header. */
+  post: PostContext;
 }
 
-export async function answerStreamed({ router, windows, session, requests, invalid, batch, reply, caller, charge, idempotencyHeader }: StreamedAnswer): Promise<FastifyReply> {
+export async function answerStreamed({ router, windows, session, requests, invalid, batch, reply, post }: StreamedAnswer): Promise<FastifyReply> {
   const stream = session.openStream();
   reply.hijack();
   const raw = reply.raw;
@@ -51,7 +48,7 @@ export async function answerStreamed({ router, windows, session, requests, inval
   let only: SessionOutcome | undefined;
   await Promise.all(
     requests.map(async (r) => {
-      const outcome = await router.handle(session, r, stream, caller, charge, idempotencyHeader);
+      const outcome = await router.handle(session, r, stream, post);
       if (outcome === undefined) return;
       only = outcome;
       const response = toResponse(r.id, outcome);

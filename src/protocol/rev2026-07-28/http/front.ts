@@ -10,6 +10,7 @@ import type { Caller } from '../../../principals.js';
 import { checkRoutingHeaders, readEnvelope } from '../envelope.js';
 import { statelessRefusal, retryAfterHeader } from '../errors.js';
 import { StatelessResponder } from '../responder.js';
+import { idempotencyHeaderOf } from '../../idempotency-key.js';
 import type { StatelessRouter } from '../router.js';
 import { admissionPrincipal, type Admission } from '../../../http/admission.js';
 import type { StreamBudget } from '../../../streams/stream-budget.js';
@@ -92,7 +93,7 @@ export async function handleStatelessPost(
     }
     return reply;
   }
-  const answer = await deps.router.handle(client, message, headers, responder, charge);
+  const answer = await deps.router.handle(client, message, headers, responder, { charge, idempotencyHeader: idempotencyHeaderOf(headers) });
   if (answer === undefined) responder.end();
   else responder.finish(toResponse(message.id, answer.outcome) as unknown as JsonObject, answer.status, retryAfterHeader(answer.outcome));
   return reply;
