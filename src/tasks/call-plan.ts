@@ -88,7 +88,10 @@ const WAIT_HELD: CallPlan = Object.freeze({ kind: 'wait_held' });
  * The plan for a call under `policy` from a client that can do `ask`. A held call (`policy.approval`) is a task of
  * the gateway's at once whatever the window: the upstream sees nothing before the decision.
  */
-export function planCall(policy: TaskPolicy, ask: TaskAsk): CallPlan {
+export function planCall(policy: TaskPolicy, requested: TaskAsk): CallPlan {
+  // A client whose protocol has no tasks makes a plain call whatever it sent: a task hint its revision does not have
+  // asks for nothing, and never takes a held call past its hold (docs/security.md, Approvals).
+  const ask: TaskAsk = requested.speaksTasks ? requested : { ...requested, task: 'none' };
   const held = policy.approval !== undefined;
   const afterMs = held ? 0 : policy.taskAfterMs;
   // Hosts that never ask for a task get a background task where policy says so.
@@ -101,9 +104,6 @@ export function planCall(policy: TaskPolicy, ask: TaskAsk): CallPlan {
     if (ask.speaksTasks && mode === 'required') return { kind: 'refuse', why: 'task_required', byUpstream: upstreamSupport === 'required' };
     return PLAIN;
   }
-  // A client whose protocol has no tasks calls plainly, whatever it sent (a tool its upstream runs only as a task is
-  // still run as one, upstream). NB: held or not, as it always did.
-  if (!ask.speaksTasks) return PLAIN;
   if (ask.task === 'asked') return mode === 'forbidden' ? { kind: 'refuse', why: 'task_forbidden' } : { kind: 'task', afterMs: 0, held };
   // The client takes a task where the gateway decides: where policy forbids one, the call is plain.
   if (mode === 'forbidden') return held ? WAIT_HELD : PLAIN;

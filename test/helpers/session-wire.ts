@@ -95,11 +95,12 @@ export class SessionWire {
     return legacyHeaders(this.sessionId, { ...this.always, ...extra });
   }
 
-  async initialize(url: string): Promise<Json> {
+  /** `protocolVersion`: the session's revision (an older one has no tasks). */
+  async initialize(url: string, protocolVersion = LEGACY_PROTOCOL): Promise<Json> {
     const response = await fetch(url, {
       method: 'POST',
       headers: this.headers(),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LEGACY_PROTOCOL, capabilities: this.capabilities, clientInfo: { name: 'legacy-wire', version: '1' } } }),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion, capabilities: this.capabilities, clientInfo: { name: 'legacy-wire', version: '1' } } }),
     });
     const body = (await response.json()) as Json;
     this.sessionId = response.headers.get('mcp-session-id') ?? '';

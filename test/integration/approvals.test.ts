@@ -250,6 +250,23 @@ describe('approvals across two replicas on one Redis', () => {
     assert.equal(await executions(fixture, 'legacy'), 1);
   });
 
+  test('a session of a revision without tasks that sends params.task anyway is held all the same: nothing runs before the decision', async () => {
+    const wire = new KeyedWire('alice', {});
+    await wire.initialize(a.url, '2025-06-18');
+    // 2025-06-18 has no tasks: the hint is no task request, and the call is a plain one held for approval (plainCalls: wait).
+    const answer = wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'old-session-task-hint' }, task: { ttl: 60_000 } });
+    let taskId: string | undefined;
+    await eventually(async () => {
+      taskId = ((await listApprovals(b.baseUrl, 'bob')).body.approvals as Json[]).find((x) => (x.arguments as Json).label === 'old-session-task-hint')?.taskId as string | undefined;
+      return taskId !== undefined;
+    }, 10_000);
+    assert.equal(await executions(fixture, 'old-session-task-hint'), 0, 'held: the upstream has not seen the call');
+    assert.equal((await decide(b.baseUrl, 'bob', String(taskId), { decision: 'approve' })).status, 200);
+    const r = await answer;
+    assert.deepEqual((r.result as Json).structuredContent, { seconds: 0, label: 'old-session-task-hint' }, JSON.stringify(r));
+    assert.equal(await executions(fixture, 'old-session-task-hint'), 1);
+  });
+
   test('approvers\' own hosts: approval_list and approval_decide are listed to approvers only, and decide like the API', async () => {
     const names = async (who: string): Promise<string[]> => {
       const r = await modern(b.url, 'tools/list', {}, { headers: bearer(who) });

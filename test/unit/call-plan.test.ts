@@ -31,6 +31,9 @@ describe('call plan', () => {
     assert.deepEqual(planCall(policy({ mode: 'required' }), oldSession(false)), { kind: 'plain' });
     assert.deepEqual(planCall(policy(), oldSession(true)), { kind: 'plain' });
     assert.deepEqual(planCall(policy({ approval }), oldSession(false)), { kind: 'wait_held' });
+    // A task hint its protocol does not have changes nothing: a held call is held, a background rule applies.
+    assert.deepEqual(planCall(policy({ approval }), oldSession(true)), { kind: 'wait_held' });
+    assert.deepEqual(planCall(policy({ plainCalls: 'background', taskAfterMs: 300 }), oldSession(true)), { kind: 'background', afterMs: 300, held: false });
   });
 
   it('a stateless client with the extension gets a task past taskAfterMs; where policy forbids one, a plain call', () => {
