@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { GATEWAY_CLI_PATH, startChild } from '../fixtures/spawn.js';
+import { GATEWAY_CLI_PATH, nodeArgs, startChild } from '../fixtures/spawn.js';
 import { testScope } from '../helpers/harness.js';
 
 const require = createRequire(import.meta.url);
@@ -49,7 +49,7 @@ describe('the start-up log', () => {
     writeFileSync(configPath, stringify(everythingConfig(first.port)));
     const env = { ...process.env };
     for (const key of Object.keys(env)) if (key.startsWith('TASKGATE_')) delete env[key];
-    const second = startChild(process.execPath, ['--import', 'tsx', GATEWAY_CLI_PATH, 'serve', '--config', configPath], { env });
+    const second = startChild(process.execPath, [...nodeArgs(GATEWAY_CLI_PATH), 'serve', '--config', configPath], { env });
     assert.equal(await second.exited, 1);
     const trouble = troubleLines(second.stdout());
     assert.equal(trouble.length, 1, trouble.join('\n'));
