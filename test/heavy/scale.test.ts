@@ -218,7 +218,7 @@ describe('readiness follows lease renewal', () => {
     await redis.stop();
     await eventually(async () => (state = await readiness()).status === 503);
     await redis.restart();
-    await eventually(async () => (state = await readiness()).status === 200, 15_000);
+    await eventually(async () => (state = await readiness()).status === 200);
     assert.deepEqual([(state.body.store as Json).ok, (state.body.leases as Json).ok], [true, true]);
   });
 });
