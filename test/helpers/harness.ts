@@ -201,7 +201,7 @@ export function logEntries(gateway: { stdout(): string }): Json[] {
 /**
  * Polls until `check` returns true, for a state nothing announces (where something does, wait for that instead:
  * whenLogged, waits.ts). It asks again after 20 ms, then less and less often, up to every POLL_MAX_MS: the many
- * waits of a full run, three files at a time, then leave the cores to the gateways they wait on. `timeoutMs` only
+ * waits of a full run, several files at a time, then leave the cores to the gateways they wait on. `timeoutMs` only
  * guards against a hang (it asserts nothing about time); HANG_MS unless a caller wants a hang reported sooner.
  */
 export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = HANG_MS): Promise<void> {
