@@ -1,8 +1,8 @@
 // The gateway as a measured process: how to run it (the built JS, or tsx on the sources), its config for the http
 // and stdio scenarios, and one started and ready, observed or not (metrics scraped, traces exported to a sink).
-import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { builtCli } from './build.js';
 import { credentialSetup, type CredentialMode, type CredentialSetup } from './credentials.js';
 import { httpDriver, inspectFlag, type Started } from './measure.js';
 import { startOtlpSink, type OtlpSink } from './otlp-sink.js';
@@ -18,18 +18,18 @@ export interface GatewayCommand {
   how: string;
 }
 
-/** Built JS when it compiles (no tsx transform cost in the measured process), else tsx on the sources. */
-export function gatewayCommand(useTsx: boolean): GatewayCommand | string {
+/**
+ * Built JS (no tsx transform cost in the measured process; see build.ts for when it is built), else tsx on the
+ * sources when the build failed. A run that promised a build (TEST_SPAWN_BUILD=1) and has none fails instead.
+ */
+export async function gatewayCommand(useTsx: boolean): Promise<GatewayCommand | string> {
   if (!existsSync(join(ROOT, 'src/cli.ts'))) return 'src/cli.ts does not exist yet (gateway not written)';
   const tsxCmd = { command: NODE, args: ['--import', 'tsx', join(ROOT, 'src/cli.ts')], how: 'node --import tsx src/cli.ts' };
   if (useTsx) return tsxCmd;
-  // The image's own build: tsc, then the files dist/ needs beside the JS (the Redis store's Lua scripts).
-  const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 180_000 });
-  if (build.status === 0 && existsSync(join(ROOT, 'dist/cli.js'))) {
-    return { command: NODE, args: [join(ROOT, 'dist/cli.js')], how: 'node dist/cli.js (built by npm run build)' };
-  }
-  const why = (build.stdout + build.stderr).trim().split('\n').slice(0, 5).join('\n    ');
-  console.warn(`! npm run build failed, running the gateway through tsx instead:\n    ${why}`);
+  const built = await builtCli();
+  if (built.cli !== undefined) return { command: NODE, args: [built.cli], how: built.how };
+  if (process.env.TEST_SPAWN_BUILD === '1') throw new Error(built.failure ?? built.how);
+  console.warn(`! ${built.how}, running the gateway through tsx instead:\n    ${built.failure ?? ''}`);
   return { ...tsxCmd, how: `${tsxCmd.how} (build failed)` };
 }
 

@@ -16,9 +16,8 @@
 // procs.ts.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -27,8 +26,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
+import { builtCli } from './build.js';
 import { freePort, rssBytes, startProc, waitHttp, waitListening, type Proc } from './procs.js';
 import { startAuthServer, type AuthServer } from '../test/fixtures/auth-server.js';
+import { nodeArgs } from '../test/fixtures/spawn.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../test/fixtures/webhook-receiver.js';
 import { redisPrefixMemory } from '../test/helpers/redis-memory.js';
 import { TASK_OVERHEAD_BYTES } from '../src/store/task-store.js';
@@ -832,17 +833,19 @@ function getStream(url: string, headers: Record<string, string>): Promise<{ stat
 
 // ---- running them ---------------------------------------------------------------------------------------------
 
-function gatewayCommand(): { command: string; args: string[]; how: string } {
+/** The built gateway (build.ts), or tsx on the sources with --tsx or when the build failed. */
+async function gatewayCommand(): Promise<{ command: string; args: string[]; how: string }> {
   if (!flags.tsx) {
-    const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 180_000 });
-    if (build.status === 0 && existsSync(join(ROOT, 'dist/cli.js'))) return { command: process.execPath, args: [join(ROOT, 'dist/cli.js')], how: 'node dist/cli.js' };
-    console.warn(`! npm run build failed; running the gateway through tsx:\n${build.stdout}${build.stderr}`);
+    const built = await builtCli();
+    if (built.cli !== undefined) return { command: process.execPath, args: [built.cli], how: built.how };
+    if (process.env.TEST_SPAWN_BUILD === '1') throw new Error(built.failure ?? built.how);
+    console.warn(`! ${built.how}; running the gateway through tsx:\n${built.failure ?? ''}`);
   }
   return { command: process.execPath, args: ['--import', 'tsx', join(ROOT, 'src/cli.ts')], how: 'node --import tsx src/cli.ts' };
 }
 
 function fixtureEntry(transport: Scenario['upstream'], url?: string): Record<string, unknown> {
-  if (transport === 'stdio') return { transport, command: process.execPath, args: ['--import', 'tsx', FIXTURE, '--transport', 'stdio'], cwd: ROOT };
+  if (transport === 'stdio') return { transport, command: process.execPath, args: [...nodeArgs(FIXTURE), '--transport', 'stdio'], cwd: ROOT };
   return { transport, url };
 }
 
@@ -884,14 +887,14 @@ interface Row {
   ok: boolean;
 }
 
-async function runScenario(scenario: Scenario, command: ReturnType<typeof gatewayCommand>): Promise<Row> {
+async function runScenario(scenario: Scenario, command: Awaited<ReturnType<typeof gatewayCommand>>): Promise<Row> {
   const row: Row = { name: scenario.name, abuse: scenario.abuse, bound: scenario.bound, ceiling: scenario.ceilingBytes, alive: false, served: 'not probed', detail: '', ok: false };
   const procs: Proc[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'taskgate-stress-'));
   try {
     let url: string | undefined;
     if (scenario.upstream !== 'stdio') {
-      const fixture = startProc('abusive fixture', process.execPath, ['--import', 'tsx', FIXTURE, '--transport', scenario.upstream, '--port', '0'], { cwd: ROOT });
+      const fixture = startProc('abusive fixture', process.execPath, [...nodeArgs(FIXTURE), '--transport', scenario.upstream, '--port', '0'], { cwd: ROOT });
       procs.push(fixture);
       url = await waitListening(fixture, 20_000);
     }
@@ -952,7 +955,7 @@ async function main(): Promise<void> {
   const only = flags.only?.split(',').map((s) => s.trim());
   const chosen = scenarios.filter((s) => only === undefined || only.includes(s.name));
   if (chosen.length === 0) throw new Error(`no scenario named ${flags.only}; there are: ${scenarios.map((s) => s.name).join(', ')}`);
-  const command = gatewayCommand();
+  const command = await gatewayCommand();
   authServer = await startAuthServer({ clients: { taskgate: { secret: STRESS_CLIENT_SECRET } }, expiresInSeconds: 4 });
   webhookReceivers = { stuck: await startWebhookReceiver({ mode: 'never' }), healthy: await startWebhookReceiver({ mode: 'ok' }) };
   console.log(`stress${smoke ? ' (smoke sizes)' : ''}: ${chosen.length} scenarios, gateway run as ${command.how}, memory store (unless a name ends in -redis), loopback only\n`);

@@ -13,6 +13,7 @@ import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import { startGateway, type RunningGateway } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
+import { bounded, HANG_MS } from './waits.js';
 import { fixtureCommand, spawnFixture, spawnGateway, type FixtureChild, type FixtureTransport, type GatewayChild } from '../fixtures/spawn.js';
 
 /** A JSON object as tests build and read them. */
@@ -197,13 +198,49 @@ export function logEntries(gateway: { stdout(): string }): Json[] {
     .map((line) => JSON.parse(line) as Json);
 }
 
-/** Polls until `check` returns true (bounded); for asynchronous deliveries such as notifications. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+/**
+ * Polls until `check` returns true, for a state nothing announces (where something does, wait for that instead:
+ * whenLogged, waits.ts). It asks again after 20 ms, then less and less often, up to every POLL_MAX_MS: the many
+ * waits of a full run, several files at a time, then leave the cores to the gateways they wait on. `timeoutMs` only
+ * guards against a hang (it asserts nothing about time); HANG_MS unless a caller wants a hang reported sooner.
+ */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = HANG_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  let pauseMs = 20;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    pauseMs = Math.min(POLL_MAX_MS, Math.ceil(pauseMs * 1.5));
   }
+}
+
+/** The longest pause between two checks of eventually: how late, at most, it notices a state it polls for. */
+const POLL_MAX_MS = 100;
+
+/**
+ * Resolves once `check` holds, checked again each time the gateway process writes to stdout (its log, pino's JSON
+ * lines: logEntries), so a wait for a log line takes no polling. Rejects if the process exits before; bounded only
+ * against a hang.
+ */
+export function whenLogged(gateway: Pick<GatewayChild, 'child' | 'exited'>, check: () => boolean, what = 'a log line'): Promise<void> {
+  const stdout = gateway.child.stdout;
+  let onData = (): void => undefined;
+  const logged = new Promise<void>((resolve, reject) => {
+    onData = () => {
+      // The handle's own listener appends the chunk: look once it has.
+      setImmediate(() => {
+        try {
+          if (check()) resolve();
+        } catch (error) {
+          reject(error instanceof Error ? error : new Error(String(error)));
+        }
+      });
+    };
+    stdout?.on('data', onData);
+    void gateway.exited.then((code) => (check() ? resolve() : reject(new Error(`the gateway exited (${code}) before logging ${what}`))));
+    onData();
+  });
+  return bounded(logged, what).finally(() => stdout?.off('data', onData));
 }
 
 export function textOf(result: unknown): string {

@@ -2,6 +2,7 @@
 // different gateway replica (the SDK client is bound to one URL).
 import type { Json } from './harness.js';
 import { sseMessages } from './stateless-wire.js';
+import { HANG_MS } from './waits.js';
 
 export const LEGACY_PROTOCOL = '2025-11-25';
 
@@ -30,8 +31,8 @@ export class EventReader {
     this.done = this.read(body);
   }
 
-  /** The first message (already received or yet to come) that `match` accepts. */
-  async next(match: (message: Json) => boolean, timeoutMs = 10_000): Promise<Json> {
+  /** The first message (already received or yet to come) that `match` accepts; `timeoutMs` only guards against a hang. */
+  async next(match: (message: Json) => boolean, timeoutMs = HANG_MS): Promise<Json> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.messages.find(match);

@@ -1,7 +1,9 @@
 // 2026-07-28 ("modern") requests written by hand, for tests that check the wire itself: one POST per request, the
 // envelope in params._meta, the answer read whole (JSON or SSE), and subscriptions/listen streams.
+import { EventEmitter } from 'node:events';
 import { request as httpRequest } from 'undici';
-import { eventually, type Json } from './harness.js';
+import { type Json } from './harness.js';
+import { bounded, HANG_MS } from './waits.js';
 
 export const STATELESS_VERSION = '2026-07-28';
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -119,6 +121,8 @@ export async function openListen(url: string, notifications: Json, options: Mode
   const abort = new AbortController();
   const answer = await httpRequest(url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal });
   const events: Json[] = [];
+  // Told of every batch of events that arrives (next() waits on it instead of polling `events`).
+  const arrivals = new EventEmitter();
   const sse = String(answer.headers['content-type'] ?? '').includes('text/event-stream');
   if (!sse) {
     const text = await answer.body.text();
@@ -132,6 +136,7 @@ export async function openListen(url: string, notifications: Json, options: Mode
           const parts = buffer.split(/\r?\n\r?\n/);
           buffer = parts.pop() ?? '';
           events.push(...sseMessages(parts.map((p) => `${p}\n\n`).join('')));
+          arrivals.emit('events');
         }
       } catch {
         // closed by close()
@@ -142,9 +147,18 @@ export async function openListen(url: string, notifications: Json, options: Mode
     status: answer.statusCode,
     headers: answer.headers,
     events,
-    async next(predicate, timeoutMs = 5000) {
-      await eventually(() => events.some(predicate), timeoutMs);
-      return events.find(predicate) as Json;
+    async next(predicate, timeoutMs = HANG_MS) {
+      const found = (): Json | undefined => events.find(predicate);
+      let onEvents = (): void => undefined;
+      const arrived = new Promise<Json>((resolve) => {
+        onEvents = () => {
+          const event = found();
+          if (event !== undefined) resolve(event);
+        };
+        arrivals.on('events', onEvents);
+        onEvents();
+      });
+      return bounded(arrived, 'an event on the listen stream', timeoutMs).finally(() => arrivals.off('events', onEvents));
     },
     close: () => abort.abort(),
   };

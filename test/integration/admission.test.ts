@@ -11,7 +11,7 @@ import { connect, type Socket } from 'node:net';
 import { before, describe, test } from 'node:test';
 import { Agent, request as httpRequest } from 'undici';
 import { abusiveFixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, logEntries, suiteScope, testScope, textOf, type Json } from '../helpers/harness.js';
+import { eventually, type Json, logEntries, suiteScope, testScope, textOf, whenLogged } from '../helpers/harness.js';
 import { modern, STATELESS_VERSION, sseMessages, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/stateless-wire.js';
 
 const MiB = 1024 * 1024;
@@ -391,7 +391,7 @@ describe('connections: listen.maxConnections (20) reclaims idle keep-alive conne
       await idle[0]?.closed; // the one idle longest went
       // The newest is still open and usable.
       assert.match(await (idle[19] as HeldConnection).request(HEALTH), /^HTTP\/1\.1 200 /);
-      await eventually(() => logEntries(gateway).some((l) => /idle connections closed to make room: near listen\.maxConnections/.test(String(l.msg))));
+      await whenLogged(gateway, () => logEntries(gateway).some((l) => /idle connections closed to make room: near listen\.maxConnections/.test(String(l.msg))));
     } finally {
       for (const connection of idle) connection.socket.destroy();
     }
@@ -433,7 +433,7 @@ describe('connections: listen.maxConnectionsPerAddress and listen.keepAliveTimeo
       await refused.closed;
       assert.equal(refused.data, '', 'closed without an answer');
       assert.equal(await freshHealth(gateway.baseUrl), 200, 'another address is served');
-      await eventually(() => logEntries(gateway).some((l) => Number(l.level) === 40 && /listen\.maxConnectionsPerAddress/.test(String(l.msg)) && l.address === '127.0.0.2'));
+      await whenLogged(gateway, () => logEntries(gateway).some((l) => Number(l.level) === 40 && /listen\.maxConnectionsPerAddress/.test(String(l.msg)) && l.address === '127.0.0.2'));
 
       // A request, then silence: the gateway closes the connection after listen.keepAliveTimeoutMs.
       for (const connection of held) assert.match(await connection.request(HEALTH), /^HTTP\/1\.1 200 /);

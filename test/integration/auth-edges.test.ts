@@ -19,7 +19,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { TOKEN_FAULTS } from '../../src/http/access-token.js';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
-import { eventually, logEntries, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
+import { eventually, type Json, logEntries, suiteScope, type TestGateway, testScope, type TestScope, textOf, whenLogged } from '../helpers/harness.js';
 import { modern, openListen, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { bearer, INITIALIZE, post } from '../helpers/auth-requests.js';
 import { oauthGateway } from '../helpers/oauth-gateway.js';
@@ -96,7 +96,7 @@ describe('forged tokens: a 401 with a well-formed challenge, never a 500', () =>
       assertRefused(answer, what);
       assert.ok(![...answer.headers.keys()].some((name) => name === 'set-cookie' || name === 'x-injected'), what);
     }
-    await eventually(() => logEntries(gateway).filter((entry) => entry.msg === 'refused token, in detail').length >= cases.length);
+    await whenLogged(gateway, () => logEntries(gateway).filter((entry) => entry.msg === 'refused token, in detail').length >= cases.length);
     const entries = logEntries(gateway);
     assert.ok(entries.some((entry) => entry.msg === 'refused token, in detail' && String(entry.reason).includes('Set-Cookie')), 'the detail is in the debug log');
     assert.deepEqual(entries.filter((entry) => Number(entry.level) >= 50), [], 'nothing at error level');
@@ -105,7 +105,7 @@ describe('forged tokens: a 401 with a well-formed challenge, never a 500', () =>
   test('the audit log names an OAuth caller by issuer and subject', async (t) => {
     const client = await testScope(t).plainClient(gateway.url, { headers: bearer(await issuer.mint({ sub: 'alice', aud: resource })) });
     const created = await client.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema);
-    await eventually(() => logEntries(gateway).some((entry) => entry.audit === 'task.created' && entry.task === created.task.taskId));
+    await whenLogged(gateway, () => logEntries(gateway).some((entry) => entry.audit === 'task.created' && entry.task === created.task.taskId));
     const event = logEntries(gateway).find((entry) => entry.audit === 'task.created' && entry.task === created.task.taskId);
     assert.equal(event?.principal, `oauth:${issuer.issuer}#alice`);
   });
@@ -407,7 +407,7 @@ describe('access is checked again when a stored task is read', () => {
     const bobThere = await scope.plainClient(revoking.url, { headers: bearer(BOB_KEY) });
     assert.match(textOf(await bobThere.experimental.tasks.getTaskResult(bobTask, CallToolResultSchema)), /sleptMs/);
     assert.match(textOf(await alice.experimental.tasks.getTaskResult(sessionTask, CallToolResultSchema)), /sleptMs/);
-    await eventually(() => logEntries(revoking).some((entry) => entry.audit === 'access.denied' && entry.task === sessionTask));
+    await whenLogged(revoking, () => logEntries(revoking).some((entry) => entry.audit === 'access.denied' && entry.task === sessionTask));
     const denial = logEntries(revoking).find((entry) => entry.audit === 'access.denied' && entry.task === sessionTask);
     assert.equal(denial?.principal, 'key:alice');
     assert.equal(denial?.name, 'slow');

@@ -11,7 +11,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { AuthServer } from '../fixtures/auth-server.js';
-import { eventually, logEntries, suiteScope, testScope, textOf, type Json, type TestGateway } from '../helpers/harness.js';
+import { eventually, type Json, logEntries, suiteScope, type TestGateway, testScope, textOf, whenLogged } from '../helpers/harness.js';
 import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { bearer, INITIALIZE, post } from '../helpers/auth-requests.js';
 import { oauthGateway } from '../helpers/oauth-gateway.js';
@@ -205,7 +205,7 @@ describe('start-up without auth', () => {
     const scope = testScope(t);
     const upstream = await scope.upstream('stdio');
     const gateway = await scope.spawnGateway({ config: { listen: { host: '0.0.0.0', port: 0 }, upstreams: { fx: upstream.config } } });
-    await eventually(() => /without an auth section/.test(gateway.stdout()));
+    await whenLogged(gateway, () => /without an auth section/.test(gateway.stdout()));
   });
 });
 

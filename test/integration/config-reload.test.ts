@@ -12,7 +12,7 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import type { GatewayEventMap } from '../../src/events.js';
-import { fixtureCommand, freePort, GATEWAY_CLI_PATH, REPO_ROOT, startChild, waitForHttp200, type ChildHandle } from '../fixtures/spawn.js';
+import { fixtureCommand, freePort, GATEWAY_CLI_PATH, nodeArgs, REPO_ROOT, startChild, waitForHttp200, type ChildHandle } from '../fixtures/spawn.js';
 import { createdTaskId, SessionWire } from '../helpers/session-wire.js';
 import { logEntries, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
 import { modern, openListen } from '../helpers/stateless-wire.js';
@@ -234,7 +234,7 @@ describe('config reload (the CLI: file changes and SIGHUP)', () => {
     const port = await freePort();
     const env: NodeJS.ProcessEnv = { ...process.env, TASKGATE_PORT: String(port) };
     for (const key of ['TASKGATE_CONFIG', 'TASKGATE_REDIS_URL', 'TASKGATE_LOG_LEVEL']) delete env[key];
-    const gateway = startChild(process.execPath, ['--import', 'tsx', GATEWAY_CLI_PATH, 'serve', '--config', path], { env, cwd: REPO_ROOT });
+    const gateway = startChild(process.execPath, [...nodeArgs(GATEWAY_CLI_PATH), 'serve', '--config', path], { env, cwd: REPO_ROOT });
     scope.defer(() => gateway.kill());
     await waitForHttp200(`http://127.0.0.1:${port}/healthz`, { timeoutMs: HANG_MS, abort: gateway.exited });
     const url = `http://127.0.0.1:${port}/mcp`;

@@ -6,7 +6,7 @@ import { connect, type Socket } from 'node:net';
 import { before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, logEntries, suiteScope, testScope, type Json } from '../helpers/harness.js';
+import { eventually, fixtureExecutions, type Json, logEntries, suiteScope, testScope, whenLogged } from '../helpers/harness.js';
 import { modern, STATELESS_VERSION, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { createdTaskId } from '../helpers/session-wire.js';
 import { twoReplicaProcesses } from '../helpers/replicas.js';
@@ -312,7 +312,7 @@ describe('default caps: sessions and tasks per principal', () => {
       if (answer.data !== '') assert.match(answer.data, /^HTTP\/1\.1 408 /);
     }
     assert.equal((await fetch(`${gateway.baseUrl}/healthz`)).status, 200);
-    await eventually(() => loudLines(gateway).some((l) => /listen\.maxConnections/.test(String(l.msg))), 5000);
+    await whenLogged(gateway, () => loudLines(gateway).some((l) => /listen\.maxConnections/.test(String(l.msg))));
   });
 
   test('the session cap is counted in Redis across replicas', async (t) => {

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { request } from 'undici';
 import { startStatelessServer } from '../fixtures/stateless-server.js';
 import { fixtureCommand } from '../fixtures/spawn.js';
-import { eventually, logEntries, testScope, type Json } from '../helpers/harness.js';
+import { eventually, type Json, logEntries, testScope, whenLogged } from '../helpers/harness.js';
 import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 /** One sample's value from Prometheus text (0 when the series is absent). */
@@ -81,7 +81,7 @@ test('a 2026-07-28 upstream without listen streams is asked once; its own task s
     config: { upstreams: { up: { transport: 'streamable-http', url: upstream.url } }, log: { level: 'info' } },
   });
   const noListenLines = (): Json[] => logEntries(gateway).filter((entry) => String(entry.msg).startsWith('upstream does not offer subscriptions/listen'));
-  await eventually(() => noListenLines().length === 1, 10_000);
+  await whenLogged(gateway, () => noListenLines().length === 1);
 
   // The upstream's own task: the gateway routes its methods there and shows it running on it meanwhile.
   const created = await modern(gateway.url, 'tools/call', { name: 'native_slow', arguments: { ms: 1500 } }, { capabilities: TASKS_CAPABILITIES });
@@ -94,7 +94,7 @@ test('a 2026-07-28 upstream without listen streams is asked once; its own task s
   assert.equal(running.upstream, 'up');
   assert.equal(running.message, "Runs on upstream 'up'");
   const audits = (): Json[] => logEntries(gateway).filter((entry) => entry.task === taskId && typeof entry.audit === 'string');
-  await eventually(() => audits().some((entry) => entry.audit === 'task.created'), 5_000);
+  await whenLogged(gateway, () => audits().some((entry) => entry.audit === 'task.created'));
   const creation = audits().find((entry) => entry.audit === 'task.created');
   assert.equal(creation?.native, true, JSON.stringify(creation));
   assert.equal(creation?.upstream, 'up');
@@ -102,7 +102,7 @@ test('a 2026-07-28 upstream without listen streams is asked once; its own task s
   // Polled through the gateway to its end (the upstream says so): the record ends too, and the end is audited.
   await eventually(async () => (await modern(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES })).result?.status === 'completed', 15_000);
   assert.equal(((await view()).task as Json).status, 'completed');
-  await eventually(() => audits().some((entry) => entry.audit === 'task.completed'), 5_000);
+  await whenLogged(gateway, () => audits().some((entry) => entry.audit === 'task.completed'));
 
   // All that while (more than the old 1 s backoff), listen was asked once, and said once.
   assert.equal(upstream.requests('subscriptions/listen'), 1);

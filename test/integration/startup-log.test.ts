@@ -2,13 +2,13 @@
 // roots as soon as it connects), and, when the start fails, the reason first and alone.
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { GATEWAY_CLI_PATH, startChild } from '../fixtures/spawn.js';
-import { testScope } from '../helpers/harness.js';
+import { GATEWAY_CLI_PATH, nodeArgs, startChild, type GatewayChild } from '../fixtures/spawn.js';
+import { suiteScope, testScope } from '../helpers/harness.js';
 
 const require = createRequire(import.meta.url);
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
@@ -31,8 +31,14 @@ function troubleLines(stdout: string): string[] {
 }
 
 describe('the start-up log', () => {
-  test('a good start with server-everything over stdio has no error-looking line (its roots request is answered)', async (t) => {
-    const gateway = await testScope(t).spawnGateway({ config: everythingConfig(0) });
+  // One gateway for both tests: the first reads its start-up log, the second only needs its port taken.
+  const scope = suiteScope();
+  let gateway: GatewayChild;
+  before(async () => {
+    gateway = await scope.spawnGateway({ config: everythingConfig(0) });
+  });
+
+  test('a good start with server-everything over stdio has no error-looking line (its roots request is answered)', async () => {
     const ready = await fetch(`${gateway.baseUrl}/readyz`);
     assert.equal(ready.status, 200);
     await ready.arrayBuffer();
@@ -42,14 +48,13 @@ describe('the start-up log', () => {
 
   test('a port already in use: the reason comes first and alone, and the exit code is 1', async (t) => {
     const scope = testScope(t);
-    const first = await scope.spawnGateway({ config: everythingConfig(0) });
     const dir = mkdtempSync(join(tmpdir(), 'taskgate-startup-'));
     scope.defer(() => rmSync(dir, { recursive: true, force: true }));
     const configPath = join(dir, 'taskgate.yaml');
-    writeFileSync(configPath, stringify(everythingConfig(first.port)));
+    writeFileSync(configPath, stringify(everythingConfig(gateway.port)));
     const env = { ...process.env };
     for (const key of Object.keys(env)) if (key.startsWith('TASKGATE_')) delete env[key];
-    const second = startChild(process.execPath, ['--import', 'tsx', GATEWAY_CLI_PATH, 'serve', '--config', configPath], { env });
+    const second = startChild(process.execPath, [...nodeArgs(GATEWAY_CLI_PATH), 'serve', '--config', configPath], { env });
     assert.equal(await second.exited, 1);
     const trouble = troubleLines(second.stdout());
     assert.equal(trouble.length, 1, trouble.join('\n'));

@@ -1,14 +1,20 @@
 // A shared stdio connection must never hand one client's data to another; per-session isolation gives each
 // client its own child process.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
-import { eventually, testScope, textOf } from '../helpers/harness.js';
+import { before, describe, test } from 'node:test';
+import { eventually, suiteScope, testScope, textOf, type TestGateway } from '../helpers/harness.js';
 
 describe('stdio isolation', () => {
+  // The two tests of a shared child share one gateway and child: each opens clients of its own, closed when it ends.
+  const shared = suiteScope();
+  let gateway: TestGateway;
+  before(async () => {
+    const upstream = await shared.upstream('stdio');
+    gateway = await shared.gateway({ upstreams: { fx: upstream.config } });
+  });
+
   test('shared: an upstream request that cannot be attributed is refused, not sent to the wrong client', async (t) => {
     const scope = testScope(t);
-    const upstream = await scope.upstream('stdio');
-    const gateway = await scope.gateway({ upstreams: { fx: upstream.config } });
     const busy = await scope.client(gateway.url);
     const asker = await scope.client(gateway.url);
     const slow = busy.client.callTool({ name: 'slow', arguments: { ms: 1500 } });
@@ -28,8 +34,6 @@ describe('stdio isolation', () => {
 
   test('shared: subscriptions are shared upstream, fanned out per session, and dropped with the last subscriber', async (t) => {
     const scope = testScope(t);
-    const upstream = await scope.upstream('stdio');
-    const gateway = await scope.gateway({ upstreams: { fx: upstream.config } });
     const uri = 'test://watched-resource';
     const a = await scope.client(gateway.url);
     const b = await scope.client(gateway.url);

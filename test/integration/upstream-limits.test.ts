@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test, before } from 'node:test';
 import { abusiveFixtureCommand, spawnAbusiveFixture, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, logEntries, suiteScope, textOf, type Json, type TestScope } from '../helpers/harness.js';
+import { eventually, type Json, logEntries, suiteScope, type TestScope, textOf, whenLogged } from '../helpers/harness.js';
 import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 const MiB = 1024 * 1024;
@@ -86,8 +86,8 @@ function commonTests(transport: Transport, gateway: () => GatewayChild, scope: T
       // A channel all calls share is skipped to the message's end; one that does not end is reset (the child
       // killed and restarted, the SSE stream closed and reopened), after which the upstream serves again.
       const reset = transport === 'stdio' ? 'upstream stdout line does not end; killing the process' : 'upstream SSE event does not end; closing the stream';
-      await eventually(() => logged(gateway(), reset).length > 0, 20_000);
-      if (transport === 'stdio') await eventually(() => logged(gateway(), 'upstream connected').filter((e) => e.upstream === 'tight').length >= 2, 20_000);
+      await whenLogged(gateway(), () => logged(gateway(), reset).length > 0);
+      if (transport === 'stdio') await whenLogged(gateway(), () => logged(gateway(), 'upstream connected').filter((e) => e.upstream === 'tight').length >= 2);
     }
     assert.equal(textOf(await client.callTool({ name: 'tight_echo', arguments: { text: 'after' } })), 'after');
   });
@@ -108,7 +108,7 @@ for (const transport of ['stdio', 'streamable-http', 'sse'] as const) {
         const { client } = await scope.client(gateway.url);
         const result = await client.callTool({ name: 'tight_stderr_flood', arguments: { bytes: 20_000_000, lines: 1 } });
         assert.equal(textOf(result), 'wrote 1 stderr lines of 20000000 bytes');
-        await eventually(() => logged(gateway, 'upstream stderr').some((e) => e.bytes === 20_000_000));
+        await whenLogged(gateway, () => logged(gateway, 'upstream stderr').some((e) => e.bytes === 20_000_000));
         const line = logged(gateway, 'upstream stderr').find((e) => e.bytes === 20_000_000) as Json;
         assert.equal(line.truncated, true);
         assert.equal(line.upstream, 'tight');

@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import { createSessionStreamableHttpHandler, startSessionServer, type SessionServerHandle } from '../fixtures/session-server.js';
-import { eventually, logEntries, testScope, textOf, type Json } from '../helpers/harness.js';
+import { eventually, type Json, logEntries, testScope, textOf, whenLogged } from '../helpers/harness.js';
 import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 
 const PREFIX = redisTestPrefix('upstream-sessions');
@@ -115,7 +115,7 @@ describe('a replica that dies leaves no upstream session behind', () => {
     await doomed.exited;
     await eventually(() => upstream.counts().deleted === 3, 20 * LEASE_MS);
     assert.equal(upstream.counts().open, 1, 'the sweeper\'s own control session stays');
-    await eventually(() => logEntries(sweeper).some((entry) => entry.msg === 'ended the upstream sessions of lost replicas' && entry.ended === 3));
+    await whenLogged(sweeper, () => logEntries(sweeper).some((entry) => entry.msg === 'ended the upstream sessions of lost replicas' && entry.ended === 3));
   });
 });
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { abusiveFixtureCommand, spawnAbusiveFixture, spawnFixture, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, logEntries, suiteScope, textOf, type Json, type TestScope } from '../helpers/harness.js';
+import { eventually, type Json, logEntries, suiteScope, type TestScope, textOf, whenLogged } from '../helpers/harness.js';
 import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { parsePrometheus, sampleValue } from '../helpers/prometheus-text.js';
 
@@ -161,7 +161,7 @@ describe('a standard SDK v1 server asked server/discover', () => {
     scope.defer(() => fixture.kill());
     const gateway = await scope.spawnGateway({ config: { upstreams: { v1: { transport: 'streamable-http', url: fixture.url } }, log: { level: 'info' } } });
     // Connected after the probe (the log line comes once the catalog is in): the probe's answer was taken by then.
-    await eventually(() => logEntries(gateway).some((e) => e.msg === 'upstream connected' && e.upstream === 'v1'), 20_000);
+    await whenLogged(gateway, () => logEntries(gateway).some((e) => e.msg === 'upstream connected' && e.upstream === 'v1'));
     const { client } = await scope.client(gateway.url);
     assert.ok((await client.listTools()).tools.length > 0);
     const samples = parsePrometheus(await (await request(`${gateway.baseUrl}/metrics`)).body.text());

@@ -1,6 +1,7 @@
-// The test tree stays easy to walk: test/unit/ and test/integration/ hold test files only (shared set-ups live in
-// test/helpers/, upstream servers and data in test/fixtures/), and no file name is in both, so a name says what
-// is tested and the folder at which level.
+// The test tree stays easy to walk: test/unit/, test/integration/ and test/heavy/ (the integration tests that start
+// Redis servers, replicas or a browser of their own, or drive load: a lane of their own) hold test files only (shared
+// set-ups live in test/helpers/, upstream servers and data in test/fixtures/), and no file name is in two of them,
+// so a name says what is tested and the folder at which level.
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -8,9 +9,9 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const TEST_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const LEVELS = ['unit', 'integration'] as const;
+const LEVELS = ['unit', 'integration', 'heavy'] as const;
 /** Folders of data a level's tests read (not set-ups): the config files of the config tests. */
-const DATA_FOLDERS: Record<(typeof LEVELS)[number], readonly string[]> = { unit: ['configs'], integration: [] };
+const DATA_FOLDERS: Record<(typeof LEVELS)[number], readonly string[]> = { unit: ['configs'], integration: [], heavy: [] };
 
 function entries(level: (typeof LEVELS)[number]): { files: string[]; folders: string[] } {
   const found = readdirSync(join(TEST_ROOT, level), { withFileTypes: true });
@@ -26,9 +27,16 @@ describe('test layout', () => {
     });
   }
 
-  it('no test file name is in both test/unit/ and test/integration/', () => {
-    const unit = new Set(entries('unit').files);
-    const both = entries('integration').files.filter((name) => unit.has(name));
-    assert.deepEqual(both, [], 'rename one so the name says what it tests at its level');
+  it('no test file name is in two of test/unit/, test/integration/ and test/heavy/', () => {
+    const seen = new Map<string, string>();
+    const twice: string[] = [];
+    for (const level of LEVELS) {
+      for (const name of entries(level).files) {
+        const first = seen.get(name);
+        if (first !== undefined) twice.push(`${name} (test/${first}/ and test/${level}/)`);
+        seen.set(name, level);
+      }
+    }
+    assert.deepEqual(twice, [], 'rename one so the name says what it tests at its level');
   });
 });

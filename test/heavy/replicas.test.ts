@@ -52,7 +52,7 @@ async function slowTask(url: string, name: string, seconds: number, label: strin
 }
 
 /** The task once it is no longer `working`, read through `url`. */
-async function settled(url: string, taskId: string, timeoutMs: number): Promise<Json> {
+async function settled(url: string, taskId: string, timeoutMs?: number): Promise<Json> {
   let task: Json = {};
   await eventually(async () => {
     task = await taskOn(url, taskId);
@@ -88,7 +88,7 @@ describe('replicas sharing one Redis', () => {
   test('a replica that is alive keeps its long task: leases are renewed past several lease periods', async () => {
     await withTwoReplicas({}, async (a, b) => {
       const taskId = await slowTask(a.url, 'slow_compute', 3.5, 'renewed');
-      const done = await settled(b.url, taskId, 10_000);
+      const done = await settled(b.url, taskId);
       assert.equal(done.status, 'completed', JSON.stringify(done));
     });
   });
@@ -300,7 +300,7 @@ describe('2025-11-25 sessions across replicas (no sticky routing)', () => {
       await wire.initialize(a.url);
       const created = await wire.request(a.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'nowhere.txt', delayMs: 200 }, task: {} });
       const taskId = createdTaskId(created);
-      await eventually(async () => ((await wire.request(b.url, 'tasks/get', { taskId })).result as Json).status === 'input_required', 10_000);
+      await eventually(async () => ((await wire.request(b.url, 'tasks/get', { taskId })).result as Json).status === 'input_required');
       const result = await wire.start(b.url, 'tasks/result', { taskId });
       const ask = await result.next((m) => m.method === 'elicitation/create');
       assert.deepEqual((((ask.params as Json)._meta ?? {}) as Json)['io.modelcontextprotocol/related-task'], { taskId });
@@ -413,7 +413,7 @@ describe('upstream faults', () => {
     const taskId = await slowTask(gateway.url, 'fx__slow_compute', 60, 'crashed');
     // Called without the tasks extension, so synchronously: the call dies with the process.
     await modern(gateway.url, 'tools/call', { name: 'fx__crash', arguments: {} });
-    const failed = await settled(gateway.url, taskId, 10_000);
+    const failed = await settled(gateway.url, taskId);
     assert.equal(failed.status, 'failed');
     assert.match(String(failed.statusMessage), /Upstream 'fx'/);
     const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
@@ -421,7 +421,7 @@ describe('upstream faults', () => {
     await eventually(async () => {
       const again = await modern(gateway.url, 'tools/call', { name: 'fx__echo', arguments: { back: true } });
       return (again.result?.structuredContent as Json | undefined)?.back === true;
-    }, 10_000);
+    });
   });
 
   test('an HTTP upstream that drops the connection mid-call fails that task naming it; other upstreams keep serving', async (t) => {
@@ -437,7 +437,7 @@ describe('upstream faults', () => {
     });
     const taskId = await slowTask(gateway.url, 'fx__slow_compute', 60, 'dropped');
     process.kill(-http.pid, 'SIGKILL'); // the upstream process vanishes with the call's stream open
-    const failed = await settled(gateway.url, taskId, 10_000);
+    const failed = await settled(gateway.url, taskId);
     assert.equal(failed.status, 'failed');
     assert.match(String(failed.statusMessage), /Upstream 'fx'/);
     const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });

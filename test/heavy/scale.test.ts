@@ -10,7 +10,7 @@ import { redisKeys } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
 import { IDS_PER_SCRIPT_CALL, isTerminal, newTaskId, type NewTask, type TaskRecord } from '../../src/store/task-store.js';
 import { fixtureCommand } from '../fixtures/spawn.js';
-import { eventually, fixtureExecutions, logEntries, testScope, textOf, type Json } from '../helpers/harness.js';
+import { eventually, fixtureExecutions, type Json, logEntries, testScope, textOf, whenLogged } from '../helpers/harness.js';
 import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { createdTaskId, SessionWire } from '../helpers/session-wire.js';
 import { ownRedis } from '../helpers/redis-server.js';
@@ -100,7 +100,7 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
       assert.match(String(task.message), new RegExp(`The gateway lost the call: replica ${DEAD_REPLICA} stopped while running it`));
     }
     let sweeps: Json[] = [];
-    await eventually(() => (sweeps = logEntries(gateway).filter((e) => e.msg === 'orphaned tasks settled')).length > 0);
+    await whenLogged(gateway, () => (sweeps = logEntries(gateway).filter((e) => e.msg === 'orphaned tasks settled')).length > 0);
     assert.equal(sweeps.length, 1, JSON.stringify(sweeps));
     assert.equal(sweeps[0]?.orphans, ORPHANS);
     assert.equal(sweeps[0]?.batches, Math.ceil(ORPHANS / IDS_PER_SCRIPT_CALL));
@@ -175,7 +175,7 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
       assert.match(String(tasks.get(id)?.message), new RegExp(`The gateway lost the call: replica ${DEAD_REPLICA} stopped`), id);
     }
     const naming = (id: string) => (e: Json): boolean => e.level === 50 && e.task === id && String((e.err as Json | undefined)?.message).includes(`task ${id} was created in protocol revision '${era}'`);
-    await eventually(() => logEntries(gateway).filter(naming(retryable as string)).length === 2 && logEntries(gateway).some(naming(plain as string)));
+    await whenLogged(gateway, () => logEntries(gateway).filter(naming(retryable as string)).length === 2 && logEntries(gateway).some(naming(plain as string)));
     assert.equal((await fixtureExecutions(gateway.url))['unknown-era'], undefined, 'never run again');
     assert.ok(!logEntries(gateway).some((e) => e.level === 50 && e.task === known), 'a known era is no error');
   });
@@ -218,7 +218,7 @@ describe('readiness follows lease renewal', () => {
     await redis.stop();
     await eventually(async () => (state = await readiness()).status === 503);
     await redis.restart();
-    await eventually(async () => (state = await readiness()).status === 200, 15_000);
+    await eventually(async () => (state = await readiness()).status === 200);
     assert.deepEqual([(state.body.store as Json).ok, (state.body.leases as Json).ok], [true, true]);
   });
 });

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { abusiveFixtureCommand, spawnAbusiveFixture, type GatewayChild } from '../fixtures/spawn.js';
-import { eventually, logEntries, testScope, textOf, type Json, type TestScope } from '../helpers/harness.js';
+import { eventually, type Json, logEntries, testScope, type TestScope, textOf, whenLogged } from '../helpers/harness.js';
 import { modernRequest } from '../helpers/stateless-wire.js';
 
 const MiB = 1024 * 1024;
@@ -232,7 +232,7 @@ describe('slow readers: 2025-11-25 sessions', () => {
     assert.equal(reading.logs + reading.droppedLogs, count, 'every log either arrived or was counted as dropped');
     assert.ok(reading.warnings.every((warning) => warning.includes('sse.maxBufferedBytesPerStream (1048576 bytes)')), reading.warnings.join('\n'));
     // The log line travels through the child's stdout pipe: wait for it, as for any other event.
-    await eventually(() => logged(gateway, /notifications dropped for a client that did not read its stream/), FLOOD_WAIT_MS);
+    await whenLogged(gateway, () => logged(gateway, /notifications dropped for a client that did not read its stream/));
     report(t, `${count} logs sent: ${reading.logs} delivered, ${reading.droppedLogs} dropped in ${reading.warnings.length} warning(s)`);
   });
 
@@ -271,7 +271,7 @@ describe('slow readers: 2025-11-25 sessions', () => {
       const reading = await readAll(response, 1);
       assert.equal(textOf((reading.response as { result?: unknown }).result), `sent ${count}`);
       assert.deepEqual(reading.floods, Array.from({ length: count }, (_, i) => i + 1), 'every notification arrived, once, in order');
-      await eventually(() => logged(gateway, /reading the upstream again/), FLOOD_WAIT_MS);
+      await whenLogged(gateway, () => logged(gateway, /reading the upstream again/));
       report(t, `the fixture waited after ${held.sent} notifications (${Math.round((held.sent * size) / MiB)} MiB of ${(count * size) / MiB} MiB); all ${count} arrived once the client read`);
     });
   }
@@ -283,7 +283,7 @@ describe('slow readers: 2025-11-25 sessions', () => {
     const slow = await openSession(gateway.url);
     const count = 30_000;
     const response = await slowPost(gateway.url, toolCall(1, 'notification_flood', { count, size: 1000 }), sessionHeaders(slow));
-    await eventually(() => logged(gateway, /a call failed: its client is not reading its stream/), FLOOD_WAIT_MS);
+    await whenLogged(gateway, () => logged(gateway, /a call failed: its client is not reading its stream/));
     // The one stdout kept being read: the fixture got to the end of its flood, which now reaches no one.
     await eventually(() => floodReport(stats, 'notification_flood')?.done === true, FLOOD_WAIT_MS);
     const other = await scope.plainClient(gateway.url);
