@@ -95,11 +95,11 @@ async function createTasks(store: RedisTaskStore, count: number): Promise<string
   const ids: string[] = [];
   for (let start = 0; start < count; start += WRITES_IN_FLIGHT) {
     const chunk: NewTask[] = Array.from({ length: Math.min(WRITES_IN_FLIGHT, count - start) }, (_, j) => {
-      const legacy = (start + j) % 2 === 0;
+      const rev2025Side = (start + j) % 2 === 0;
       return {
         taskId: newTaskId(),
-        principal: legacy ? `session:${newTaskId()}` : 'modern:anonymous',
-        era: legacy ? 'legacy' : 'modern',
+        principal: rev2025Side ? `session:${newTaskId()}` : 'modern:anonymous',
+        era: rev2025Side ? 'legacy' : 'modern',
         tool: 'echo',
         upstream: 'everything',
         retentionMs: 3_600_000,

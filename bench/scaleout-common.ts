@@ -1,5 +1,5 @@
 // What the scale-out scenarios (bench/scaleout.ts) share: a Redis of their own, gateway processes on it in front
-// of the legacy fixture over stdio, and the Redis counters they read (memory, commands, CPU).
+// of the session fixture over stdio, and the Redis counters they read (memory, commands, CPU).
 //
 // The scenarios start a private redis-server on a free port (when the binary is there) rather than use the shared
 // one: their figures are Redis memory per task and Redis commands per second, and on a Redis other programs use
@@ -182,7 +182,7 @@ export async function redisLoad(r: BenchRedis, until: () => Promise<void>): Prom
 }
 
 /**
- * A gateway on the scenario's Redis in front of the legacy fixture (stdio, so the upstream costs the gateway no
+ * A gateway on the scenario's Redis in front of the session fixture (stdio, so the upstream costs the gateway no
  * connections), tasks optional for every tool. `extra` lines are added at the top level (caps, replicas).
  */
 export async function startGateway(ctx: ScaleoutContext, name: string, extra: readonly string[] = [], inspect = false): Promise<GatewayProc> {

@@ -1,4 +1,4 @@
-// Scale-out, part 1: many tasks in flight on one replica (issue 23). N slow tool calls (the legacy fixture's `slow`,
+// Scale-out, part 1: many tasks in flight on one replica (issue 23). N slow tool calls (the session fixture's `slow`,
 // far longer than the run) are started as tasks through the gateway's HTTP front, CREATE_IN_FLIGHT at a time, and
 // held running. Measured, each next to its own same-run reference:
 //

@@ -1,5 +1,5 @@
 // Scale-out, part 2: tasks/list as a principal's tasks grow (issue 23: a page with 100,000 stored tasks within
-// 1.2× of a page with 1,000). Two legacy sessions on one gateway, each a principal of its own (without auth a
+// 1.2× of a page with 1,000). Two 2025-11-25 sessions on one gateway, each a principal of its own (without auth a
 // 2025-11-25 task belongs to the session that created it: src/principals.ts), get SMALL and LARGE tasks
 // written straight through the store API (100k tools/call would measure creation, not listing). Then, one
 // request at a time and the two sessions interleaved so that a slow spell hits both:

@@ -1,5 +1,5 @@
 // Scale-out, part 3: tasks/get across two replicas on one Redis (issue 23), next to one replica in the same run.
-// Two gateway processes share the Redis prefix. Every client has a legacy session and two completed tasks:
+// Two gateway processes share the Redis prefix. Every client has a 2025-11-25 session and two completed tasks:
 //
 //   one replica    sessions opened and tasks created on replica A, every tasks/get sent to A (B runs, idle)
 //   two replicas   half the clients are A's, half B's; each client's tasks/get goes to the replica that did NOT

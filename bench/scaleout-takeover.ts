@@ -4,7 +4,7 @@
 // as one principal, so the cap is raised to let N tasks in).
 //
 //   renewal cost   Redis commands/s and redis-server CPU over a window while both replicas are idle, then over an
-//                  equal window while replica A holds N running tasks (the legacy fixture's `slow`, created through
+//                  equal window while replica A holds N running tasks (the session fixture's `slow`, created through
 //                  A's HTTP front); the difference, scaled to 1,000 tasks, is what keeping them leased costs
 //                  (the replica's heartbeat does not grow with its tasks; their slot tickets' renewals do)
 //   takeover       A is killed with SIGKILL holding those N tasks (no drain, no goodbye); timed from the kill until

@@ -75,7 +75,7 @@ export async function scaleoutScenario(
 
 /** The section of the report, and the checks of every part that ran. */
 export function reportScaleout(rounds: ScaleoutRound[], gwHow: string): ScaleoutCheck[] {
-  console.log(`\n== scaleout: ${gwHow}; the legacy fixture over stdio behind each gateway ==`);
+  console.log(`\n== scaleout: ${gwHow}; the session fixture over stdio behind each gateway ==`);
   const checks: ScaleoutCheck[] = [];
   for (const r of rounds) {
     for (const p of r.parts) {

@@ -167,7 +167,7 @@ function toolCall(id: number, name: string, args: Record<string, unknown>, extra
 }
 
 /** A stateless 2026-07-28 tools/call: the envelope in `_meta`, the headers that mirror the body. */
-function modernCall(id: number, name: string, args: Record<string, unknown>, meta: Record<string, unknown> = {}): { body: unknown; headers: Record<string, string> } {
+function rev2026Call(id: number, name: string, args: Record<string, unknown>, meta: Record<string, unknown> = {}): { body: unknown; headers: Record<string, string> } {
   return {
     body: toolCall(id, name, args, {
       _meta: {
@@ -533,7 +533,7 @@ const scenarios: Scenario[] = [
     ceilingBytes: 400 * MiB,
     upstream: 'streamable-http',
     async run(gateway, served) {
-      const call = modernCall(1, 'abuse__progress_flood', { count: 10_000_000, size: 2_000 }, { progressToken: 'p1' });
+      const call = rev2026Call(1, 'abuse__progress_flood', { count: 10_000_000, size: 2_000 }, { progressToken: 'p1' });
       const posted = await post(gateway.url, call.body, call.headers, { read: false });
       await sleep(size(30_000, 4_000));
       await served();

@@ -178,7 +178,7 @@ function checkEcho(result: unknown): void {
 // ---- processes ----
 
 function startFixture(root: string): { proc: Proc; url: Promise<string> } {
-  const proc = startProc('legacy fixture (streamable-http)', process.execPath, [
+  const proc = startProc('session fixture (streamable-http)', process.execPath, [
     '--import', 'tsx', join(root, 'test/fixtures/session-server.ts'),
     '--transport', 'streamable-http', '--port', '0', '--host', '127.0.0.1',
   ], { cwd: root });
@@ -550,7 +550,7 @@ export async function tasksScenario(
   };
 
   await measure('floor', 'fastify floor', (t) => floorTarget(root, s, t));
-  await measure('direct', 'direct upstream (legacy fixture)', (t) => directTarget(root, s, t));
+  await measure('direct', 'direct upstream (session fixture)', (t) => directTarget(root, s, t));
   for (const store of s.stores) {
     let redis: Redis | undefined;
     if (store === 'redis') {
@@ -691,7 +691,7 @@ export function reportTasks(rounds: TasksRound[], s: TasksSettings, roundCount: 
   const amount = (p: PhaseSpec): string => (p.count !== undefined ? `${p.count} requests` : `${p.durationMs} ms`);
   const n = s.smoke ? SMOKE_COMPLETION_CLIENTS : COMPLETION_CLIENTS;
   console.log(
-    `\nTasks (2025-11-25) — legacy fixture over streamable-http; ${s.clients} clients; one client ${amount(sp.latency)}, ` +
+    `\nTasks (2025-11-25) — session fixture over streamable-http; ${s.clients} clients; one client ${amount(sp.latency)}, ` +
       `loaded ${amount(sp.load)}${roundCount > 1 ? `; median of ${roundCount} rounds` : ''}`,
   );
   console.log('  p50/p99: one client, one request at a time. loaded: every client (own session), closed loop.');

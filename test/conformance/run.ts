@@ -1,11 +1,11 @@
 /**
  * `npm run test:conformance`: the official MCP conformance suite (server scenarios), in two versions: the
  * newest released 0.1.x and the 0.2 alpha (the only one with 2026-07-28 scenarios), run in these setups:
- *   direct     2025-11-25 scenarios against the legacy fixture over Streamable HTTP (the baseline),
+ *   direct     2025-11-25 scenarios against the session fixture over Streamable HTTP (the baseline),
  *   gw-http    2025-11-25 scenarios through the gateway fronting that fixture over Streamable HTTP,
  *   gw-stdio   2025-11-25 scenarios through the gateway fronting the fixture as a stdio child,
- *   gw-dual    ONE gateway (dual-era.yaml) fronting the modern fixture (2026-07-28 and 2025-11-25 on one
- *              endpoint) and a tasks-only legacy fixture made into tasks by YAML policy: first the alpha's
+ *   gw-dual    ONE gateway (dual-era.yaml) fronting the stateless fixture (2026-07-28 and 2025-11-25 on one
+ *              endpoint) and a tasks-only session fixture made into tasks by YAML policy: first the alpha's
  *              scenarios of `conformance server --requirements 2026-07-28` (scored, tasks-* extension and
  *              pending), then the 2025-11-25 scenarios again, on the same gateway process.
  * Each suite runs its own 2025-11-25 scenario list in every setup; the two suites run side by side, and so do direct,
@@ -48,8 +48,8 @@ import {
 } from './suite.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const LEGACY_SPEC = '2025-11-25';
-const MODERN_SPEC = '2026-07-28';
+const REV2025_SPEC = '2025-11-25';
+const REV2026_SPEC = '2026-07-28';
 // A normal run takes ~3 minutes on 2 cores (~310 scenario runs of ~1 s, up to 6 s for tasks-*); this only bounds a
 // hang, with room for `npm test`'s heavy lane, which runs beside it.
 const TOTAL_BUDGET_MS = 900_000;
@@ -63,7 +63,7 @@ type Setup = (typeof SETUPS)[number];
 type Results = Map<string, ScenarioResult>;
 
 /** One suite's 2025-11-25 scenarios, the ones expected to fail (with why), and what each setup gave. */
-interface LegacyLeg {
+interface Rev2025Leg {
   suite: ConformanceSuite;
   scenarios: string[];
   expected: Map<string, string>;
@@ -123,9 +123,9 @@ function run(url: string, specVersion: string, node: string, suite: ConformanceS
  * except through a shared stdio child: it cannot tell which session a log line belongs to while calls of two
  * sessions run on it, and drops such lines (docs/upstreams.md, "Upstream isolation"), which tools-call-with-logging counts.
  */
-async function runLegs(setup: Setup, label: string, url: string, node: string, legs: LegacyLeg[], resultsDir: string): Promise<void> {
-  const runLeg = async (leg: LegacyLeg): Promise<void> => {
-    const results = await runScenarios(`${label} ${leg.suite.version}`, run(url, LEGACY_SPEC, node, leg.suite), leg.scenarios, join(resultsDir, leg.suite.version, label));
+async function runLegs(setup: Setup, label: string, url: string, node: string, legs: Rev2025Leg[], resultsDir: string): Promise<void> {
+  const runLeg = async (leg: Rev2025Leg): Promise<void> => {
+    const results = await runScenarios(`${label} ${leg.suite.version}`, run(url, REV2025_SPEC, node, leg.suite), leg.scenarios, join(resultsDir, leg.suite.version, label));
     leg.bySetup.set(setup, results);
   };
   if (setup === 'gw-stdio') {
@@ -136,14 +136,14 @@ async function runLegs(setup: Setup, label: string, url: string, node: string, l
 }
 
 /** gw-dual's gateway config: dual-era.yaml with the fixtures' URLs filled in (listen port: a free one, by spawnGateway). */
-function dualEraConfig(modernUrl: string, legacyUrl: string): Record<string, unknown> {
+function dualEraConfig(rev2026Url: string, rev2025Url: string): Record<string, unknown> {
   const cfg = parseYaml(readFileSync(join(HERE, 'dual-era.yaml'), 'utf8')) as { upstreams?: Record<string, { url?: unknown }> };
-  const { modern, legacy } = cfg.upstreams ?? {};
-  if (modern?.url !== '${MODERN_URL}' || legacy?.url !== '${LEGACY_URL}') {
-    throw new Error('dual-era.yaml: expected upstreams.modern.url "${MODERN_URL}" and upstreams.legacy.url "${LEGACY_URL}"');
+  const { rev2026Side, rev2025Side } = cfg.upstreams ?? {};
+  if (rev2026Side?.url !== '${REV2026_URL}' || rev2025Side?.url !== '${REV2025_URL}') {
+    throw new Error('dual-era.yaml: expected upstreams.rev2026Side.url "${REV2026_URL}" and upstreams.rev2025Side.url "${REV2025_URL}"');
   }
-  modern.url = modernUrl;
-  legacy.url = legacyUrl;
+  rev2026Side.url = rev2026Url;
+  rev2025Side.url = rev2025Url;
   return cfg;
 }
 
@@ -164,15 +164,15 @@ async function startGateway(setup: Setup, config: Record<string, unknown>, child
 }
 
 /**
- * direct, gw-http, gw-stdio: each suite's 2025-11-25 scenarios against the legacy fixture, without and with the
+ * direct, gw-http, gw-stdio: each suite's 2025-11-25 scenarios against the session fixture, without and with the
  * gateway. The three setups share no process (direct and gw-http each talk to a fixture of their own), so they run
  * side by side: a scenario spends most of its time waiting (the whole run keeps about half a core busy), and one
  * setup after another took most of the run's wall time.
  */
-async function runLegacySetups(
+async function runRev2025Setups(
   setups: Setup[],
   node: string,
-  legs: LegacyLeg[],
+  legs: Rev2025Leg[],
   resultsDir: string,
   children: ChildHandle[],
 ): Promise<Map<Setup, GatewayRun>> {
@@ -220,36 +220,36 @@ async function runLegacySetups(
 async function runDualEra(
   node: string,
   alpha: ConformanceSuite,
-  modernScenarios: RequiredScenario[],
-  legs: LegacyLeg[],
+  rev2026Scenarios: RequiredScenario[],
+  legs: Rev2025Leg[],
   resultsDir: string,
   children: ChildHandle[],
-): Promise<{ modern: Results; gw: GatewayRun }> {
-  const [modernFixture, legacyFixture] = await Promise.all([
+): Promise<{ rev2026Side: Results; gw: GatewayRun }> {
+  const [rev2026Fixture, rev2025Fixture] = await Promise.all([
     spawnStatelessFixture(),
     spawnFixture({ transport: 'streamable-http', tools: 'tasks' }),
   ]);
-  children.push(modernFixture, legacyFixture);
-  process.stderr.write(`[gw-dual] modern fixture at ${modernFixture.url}, tasks-only legacy fixture at ${legacyFixture.url ?? ''}\n`);
-  const names = modernScenarios.map((s) => s.name);
-  const gw = await startGateway('gw-dual', dualEraConfig(modernFixture.url, legacyFixture.url ?? ''), children);
+  children.push(rev2026Fixture, rev2025Fixture);
+  process.stderr.write(`[gw-dual] stateless fixture at ${rev2026Fixture.url}, tasks-only session fixture at ${rev2025Fixture.url ?? ''}\n`);
+  const names = rev2026Scenarios.map((s) => s.name);
+  const gw = await startGateway('gw-dual', dualEraConfig(rev2026Fixture.url, rev2025Fixture.url ?? ''), children);
   if (!gw.gateway) {
     for (const leg of legs) leg.bySetup.set('gw-dual', allWith(leg.scenarios, 'error', 'gateway did not start'));
-    return { modern: allWith(names, 'error', 'gateway did not start'), gw };
+    return { rev2026Side: allWith(names, 'error', 'gateway did not start'), gw };
   }
   const url = gw.gateway.url;
-  const modernRun = run(url, MODERN_SPEC, node, alpha, true); // --force, as --requirements does: tasks-* are extensions
-  const outModern = join(resultsDir, alpha.version, `gw-dual-${MODERN_SPEC}`);
-  const timingSensitive = modernScenarios.filter((s) => s.kind === 'extension').map((s) => s.name);
+  const rev2026Run = run(url, REV2026_SPEC, node, alpha, true); // --force, as --requirements does: tasks-* are extensions
+  const outRev2026 = join(resultsDir, alpha.version, `gw-dual-${REV2026_SPEC}`);
+  const timingSensitive = rev2026Scenarios.filter((s) => s.kind === 'extension').map((s) => s.name);
   const rest = names.filter((s) => !timingSensitive.includes(s));
-  const first = await runScenarios(`gw-dual ${MODERN_SPEC}`, modernRun, rest, outModern, CONCURRENCY);
-  const tasks = await runScenarios(`gw-dual ${MODERN_SPEC}`, modernRun, timingSensitive, outModern, 1);
-  const modern = new Map(names.map((s) => [s, (first.get(s) ?? tasks.get(s)) as ScenarioResult]));
-  await runLegs('gw-dual', `gw-dual-${LEGACY_SPEC}`, url, node, legs, resultsDir);
+  const first = await runScenarios(`gw-dual ${REV2026_SPEC}`, rev2026Run, rest, outRev2026, CONCURRENCY);
+  const tasks = await runScenarios(`gw-dual ${REV2026_SPEC}`, rev2026Run, timingSensitive, outRev2026, 1);
+  const rev2026Side = new Map(names.map((s) => [s, (first.get(s) ?? tasks.get(s)) as ScenarioResult]));
+  await runLegs('gw-dual', `gw-dual-${REV2025_SPEC}`, url, node, legs, resultsDir);
   writeFileSync(join(resultsDir, 'gw-dual.gateway-stderr.log'), gw.gateway.stderr());
-  writeFileSync(join(resultsDir, 'gw-dual.modern-fixture-stderr.log'), modernFixture.stderr());
-  writeFileSync(join(resultsDir, 'gw-dual.legacy-fixture-stderr.log'), legacyFixture.stderr());
-  return { modern, gw };
+  writeFileSync(join(resultsDir, 'gw-dual.rev2026-fixture-stderr.log'), rev2026Fixture.stderr());
+  writeFileSync(join(resultsDir, 'gw-dual.rev2025-fixture-stderr.log'), rev2025Fixture.stderr());
+  return { rev2026Side, gw };
 }
 
 // ---- report -----------------------------------------------------------------------------------------------
@@ -306,31 +306,31 @@ async function main(): Promise<number> {
   const expectedBySuite = loadExpectedFailures(suites);
   const node = await conformanceNode();
   const dual = opts.setups.includes('gw-dual');
-  const listed = await Promise.all(suites.map((suite) => listSpecScenarios(node, suite, LEGACY_SPEC)));
-  const modernListed = dual ? await listRequirementScenarios(node, alpha, MODERN_SPEC) : [];
-  const known = (s: string): boolean => listed.some((l) => l.includes(s)) || modernListed.some((m) => m.name === s);
+  const listed = await Promise.all(suites.map((suite) => listSpecScenarios(node, suite, REV2025_SPEC)));
+  const rev2026Listed = dual ? await listRequirementScenarios(node, alpha, REV2026_SPEC) : [];
+  const known = (s: string): boolean => listed.some((l) => l.includes(s)) || rev2026Listed.some((m) => m.name === s);
   const unknown = opts.scenarios.filter((s) => !known(s));
   if (unknown.length > 0) throw new Error(`unknown scenario(s): ${unknown.join(', ')}`);
   const picked = (s: string): boolean => opts.scenarios.length === 0 || opts.scenarios.includes(s);
-  const legs: LegacyLeg[] = suites
+  const legs: Rev2025Leg[] = suites
     .map((suite, i) => ({ suite, scenarios: (listed[i] ?? []).filter(picked), expected: expectedBySuite.get(suite.version) ?? new Map<string, string>(), bySetup: new Map<Setup, Results>() }))
     .filter((leg) => leg.scenarios.length > 0);
-  const modernScenarios = modernListed.filter((m) => picked(m.name));
+  const rev2026Scenarios = rev2026Listed.filter((m) => picked(m.name));
 
   const resultsDir = mkdtempSync(join(tmpdir(), 'taskgate-conformance-'));
   process.stderr.write(`results in ${resultsDir}\nsuites: ${suites.map((s) => s.version).join(', ')}\n`);
   const children: ChildHandle[] = [];
   const gateways = new Map<Setup, GatewayRun>();
-  let modern: Results | undefined;
+  let rev2026Side: Results | undefined;
   try {
     if (opts.setups.some((s) => s !== 'gw-dual') && legs.length > 0) {
-      for (const [s, g] of await runLegacySetups(opts.setups, node, legs, resultsDir, children)) gateways.set(s, g);
-      // The legacy setups' children are done: end them so that they do not compete with gw-dual for the CPU.
+      for (const [s, g] of await runRev2025Setups(opts.setups, node, legs, resultsDir, children)) gateways.set(s, g);
+      // The 2025-11-25 setups' children are done: end them so that they do not compete with gw-dual for the CPU.
       await Promise.allSettled(children.splice(0).map((c) => c.kill()));
     }
     if (dual) {
-      const r = await runDualEra(node, alpha, modernScenarios, legs, resultsDir, children);
-      modern = r.modern;
+      const r = await runDualEra(node, alpha, rev2026Scenarios, legs, resultsDir, children);
+      rev2026Side = r.rev2026Side;
       gateways.set('gw-dual', r.gw);
     }
   } finally {
@@ -345,14 +345,14 @@ async function main(): Promise<number> {
     const note = (s: string): string =>
       (leg.expected.has(s) ? ` (expected failure: ${leg.expected.get(s) ?? ''})` : '') +
       (opts.setups.some((st) => skippedBySuite(leg.bySetup.get(st)?.get(s))) ? ' (skipped by the suite itself: only SKIPPED checks)' : '');
-    out.push(table(`MCP conformance ${leg.suite.version}, server scenarios of spec ${LEGACY_SPEC} (gw-dual: on the same gateway after ${MODERN_SPEC})`, leg.scenarios, columns, note));
+    out.push(table(`MCP conformance ${leg.suite.version}, server scenarios of spec ${REV2025_SPEC} (gw-dual: on the same gateway after ${REV2026_SPEC})`, leg.scenarios, columns, note));
   }
-  if (modern) {
-    const kind = new Map(modernScenarios.map((m) => [m.name, m.kind]));
+  if (rev2026Side) {
+    const kind = new Map(rev2026Scenarios.map((m) => [m.name, m.kind]));
     const note = (s: string): string =>
       (kind.get(s) === 'required' ? '' : ` (${kind.get(s)}, not scored by the suite)`) +
-      (skippedBySuite(modern?.get(s)) ? ' (skipped by the suite itself: only SKIPPED checks)' : '');
-    out.push(table(`MCP conformance ${alpha.version}, --requirements ${MODERN_SPEC} server scenarios`, modernScenarios.map((m) => m.name), [{ name: 'gw-dual', results: modern }], note));
+      (skippedBySuite(rev2026Side?.get(s)) ? ' (skipped by the suite itself: only SKIPPED checks)' : '');
+    out.push(table(`MCP conformance ${alpha.version}, --requirements ${REV2026_SPEC} server scenarios`, rev2026Scenarios.map((m) => m.name), [{ name: 'gw-dual', results: rev2026Side }], note));
   }
 
   for (const leg of legs) {
@@ -368,23 +368,23 @@ async function main(): Promise<number> {
   const tallies: Tally[] = [];
   const baselines = counted.includes('direct') ? [] : legs.map((leg) => tally(`direct ${leg.suite.version} (not counted)`, leg.bySetup.get('direct'), leg.expected));
   for (const setup of counted) {
-    if (setup === 'gw-dual' && modern) tallies.push(tally(`gw-dual ${MODERN_SPEC} ${alpha.version}`, modern, new Map()));
+    if (setup === 'gw-dual' && rev2026Side) tallies.push(tally(`gw-dual ${REV2026_SPEC} ${alpha.version}`, rev2026Side, new Map()));
     for (const leg of legs) {
-      if (leg.bySetup.has(setup)) tallies.push(tally(`${setup === 'gw-dual' ? `gw-dual ${LEGACY_SPEC}` : setup} ${leg.suite.version}`, leg.bySetup.get(setup), leg.expected));
+      if (leg.bySetup.has(setup)) tallies.push(tally(`${setup === 'gw-dual' ? `gw-dual ${REV2025_SPEC}` : setup} ${leg.suite.version}`, leg.bySetup.get(setup), leg.expected));
     }
   }
 
   const details = [
     ...legs.flatMap((leg) => opts.setups.filter((s) => s !== 'gw-dual').flatMap((s) => nonPassing(`${s} ${leg.suite.version}`, leg.bySetup.get(s)))),
-    ...nonPassing(`gw-dual ${MODERN_SPEC} ${alpha.version}`, modern),
-    ...legs.flatMap((leg) => nonPassing(`gw-dual ${LEGACY_SPEC} ${leg.suite.version}`, leg.bySetup.get('gw-dual'))),
+    ...nonPassing(`gw-dual ${REV2026_SPEC} ${alpha.version}`, rev2026Side),
+    ...legs.flatMap((leg) => nonPassing(`gw-dual ${REV2025_SPEC} ${leg.suite.version}`, leg.bySetup.get('gw-dual'))),
   ];
   console.log(`\n${out.join('\n\n')}`);
   if (details.length > 0) console.log(`\nNon-passing checks:\n${details.join('\n')}`);
   const startErrors = [...gateways.values()].flatMap((g) => (g.startError ? [g.startError] : []));
   for (const e of startErrors) console.log(`\n${e.length > 4000 ? `${e.slice(0, 4000)}…` : e}`);
   for (const [setup, { gateway }] of gateways) {
-    const results = [...legs.flatMap((leg) => [...(leg.bySetup.get(setup)?.values() ?? [])]), ...(setup === 'gw-dual' ? (modern?.values() ?? []) : [])];
+    const results = [...legs.flatMap((leg) => [...(leg.bySetup.get(setup)?.values() ?? [])]), ...(setup === 'gw-dual' ? (rev2026Side?.values() ?? []) : [])];
     const tail = gateway?.stderr().trim().split('\n').slice(-15).join('\n');
     if (tail && results.some((r) => r.status !== 'pass')) {
       console.log(`\n[${setup}] gateway stderr (last lines; full log in ${join(resultsDir, `${setup}.gateway-stderr.log`)}):\n${tail}`);

@@ -23,7 +23,7 @@ const API_KEY = 'browser-cors-test-key';
  * What the page runs in the browser: an MCP client written with fetch only. Each step's outcome goes into the
  * report; the first failure ends the run and is reported with the step it happened in.
  */
-function pageScript(gateway: string, apiKey: string, modernVersion: string): string {
+function pageScript(gateway: string, apiKey: string, rev2026Version: string): string {
   return `
 const GATEWAY = ${JSON.stringify(gateway)};
 const KEY = ${JSON.stringify(apiKey)};
@@ -86,17 +86,17 @@ async function run() {
 
   step = '2026-07-28 tools/call';
   const envelope = {
-    'io.modelcontextprotocol/protocolVersion': ${JSON.stringify(modernVersion)},
+    'io.modelcontextprotocol/protocolVersion': ${JSON.stringify(rev2026Version)},
     'io.modelcontextprotocol/clientCapabilities': {},
     'io.modelcontextprotocol/clientInfo': { name: 'browser-page', version: '1.0.0' },
   };
-  const modern = await post(
+  const rev2026Side = await post(
     { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'echo', arguments: { from: 'browser' }, _meta: envelope } },
     // Mcp-Param-* is matched by prefix in the preflight; the gateway ignores a parameter header no tool declares.
-    { ...auth, 'MCP-Protocol-Version': ${JSON.stringify(modernVersion)}, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'echo', 'Mcp-Param-Region': 'eu' },
+    { ...auth, 'MCP-Protocol-Version': ${JSON.stringify(rev2026Version)}, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'echo', 'Mcp-Param-Region': 'eu' },
   );
-  const [modernAnswer] = (await messagesOf(modern)).filter((m) => m.id === 4);
-  report.steps.modern = { status: modern.status, structuredContent: modernAnswer.result.structuredContent };
+  const [rev2026Answer] = (await messagesOf(rev2026Side)).filter((m) => m.id === 4);
+  report.steps.rev2026Side = { status: rev2026Side.status, structuredContent: rev2026Answer.result.structuredContent };
   report.ok = true;
 }
 
@@ -197,8 +197,8 @@ describe('browser clients through CORS (headless Chromium)', () => {
     assert.equal(steps.toolsCall?.progress, 2);
     assert.match(String(steps.toolsCall?.contentType), /text\/event-stream/);
     assert.equal(steps.deleted?.status, 200);
-    assert.equal(steps.modern?.status, 200);
-    assert.deepEqual(steps.modern?.structuredContent, { from: 'browser' });
+    assert.equal(steps.rev2026Side?.status, 200);
+    assert.deepEqual(steps.rev2026Side?.structuredContent, { from: 'browser' });
   });
 
   test('the same page from an origin not listed is refused by the browser: its first fetch rejects', { timeout: 60_000 }, async (t) => {

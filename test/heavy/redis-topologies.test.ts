@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { fixtureCommand } from '../fixtures/spawn.js';
 import { eventually, testScope, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { SessionWire } from '../helpers/session-wire.js';
 import { twoReplicas } from '../helpers/replicas.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from '../helpers/redis-topologies.js';
@@ -38,7 +38,7 @@ function replicasOn(scope: TestScope, store: Json): Promise<[TestGateway, TestGa
 }
 
 async function taskOn(url: string, taskId: string): Promise<Json> {
-  const r = await modern(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
+  const r = await sendRev2026(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
   assert.ok(r.result !== undefined, JSON.stringify(r.messages));
   return r.result;
 }
@@ -48,7 +48,7 @@ let lastRefusal = '';
 
 /** Starts a slow_compute task; its id, or undefined when the gateway could not create it (the store is down). */
 async function tryTask(url: string, seconds: number, label: string): Promise<string | undefined> {
-  const created = await modern(url, 'tools/call', { name: 'slow_compute', arguments: { seconds, label } }, { capabilities: TASKS_CAPABILITIES });
+  const created = await sendRev2026(url, 'tools/call', { name: 'slow_compute', arguments: { seconds, label } }, { capabilities: TASKS_CAPABILITIES });
   lastRefusal = created.result?.resultType === 'task' ? '' : JSON.stringify(created.messages);
   return created.result?.resultType === 'task' ? (created.result.taskId as string) : undefined;
 }
@@ -72,7 +72,7 @@ describe('gateway replicas on Redis Cluster and Sentinel', () => {
 
       const long = await slowTask(a.url, 60, `${topology}-long`);
       assert.equal((await taskOn(b.url, long)).status, 'working');
-      const cancelled = await modern(b.url, 'tasks/cancel', { taskId: long }, { capabilities: TASKS_CAPABILITIES });
+      const cancelled = await sendRev2026(b.url, 'tasks/cancel', { taskId: long }, { capabilities: TASKS_CAPABILITIES });
       assert.ok(cancelled.result !== undefined, JSON.stringify(cancelled.messages));
       await eventually(async () => (await taskOn(a.url, long)).status === 'cancelled');
     });
@@ -119,7 +119,7 @@ describe('gateway replicas on Redis Cluster and Sentinel', () => {
     const counts = [...ended.values()].reduce<Record<string, number>>((all, status) => ({ ...all, [status]: (all[status] ?? 0) + 1 }), {});
     t.diagnostic(`${acknowledged.length} acknowledged tasks, all ended: ${JSON.stringify(counts)}`);
 
-    // The legacy session made before the failover answers on both replicas after it.
+    // The 2025-11-25 session made before the failover answers on both replicas after it.
     for (const url of [a.url, b.url]) {
       const listed = await session.request(url, 'tools/list');
       assert.ok(Array.isArray((listed.result as Json | undefined)?.tools), JSON.stringify(listed));

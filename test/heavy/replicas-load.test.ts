@@ -14,8 +14,8 @@ import { test } from 'node:test';
 import { Agent, request as httpRequest } from 'undici';
 import { spawnFixture, spawnGateway, type FixtureChild, type GatewayChild } from '../fixtures/spawn.js';
 import { fixtureExecutions, type Json } from '../helpers/harness.js';
-import { modernRequest, sseMessages, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
-import { LEGACY_PROTOCOL, legacyHeaders } from '../helpers/session-wire.js';
+import { rev2026Request, sseMessages, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { REV2025_PROTOCOL, rev2025Headers } from '../helpers/session-wire.js';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.js';
 
 const TASKS = 1000;
@@ -39,7 +39,7 @@ const REQUEST_TIMEOUT_MS = 10_000;
 /** How long after the last creation every acknowledged task has to become terminal and be read. */
 const SETTLE_MS = 30_000;
 const CREATE_ATTEMPTS = 5;
-const LEGACY_SESSIONS = 6;
+const REV2025_SESSIONS = 6;
 const LOST = /The gateway lost the call: replica \S+ stopped while running it/;
 
 type Era = 'modern' | 'legacy';
@@ -196,10 +196,10 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
       try {
         let answer: Answer;
         if (era === 'modern') {
-          const { body, headers } = modernRequest(method, params, { capabilities: TASKS_CAPABILITIES });
+          const { body, headers } = rev2026Request(method, params, { capabilities: TASKS_CAPABILITIES });
           answer = await post(replica.url, body, headers, options.through);
         } else {
-          answer = await post(replica.url, { jsonrpc: '2.0', id: `l${++ids}`, method, params }, legacyHeaders(options.session as string), options.through);
+          answer = await post(replica.url, { jsonrpc: '2.0', id: `l${++ids}`, method, params }, rev2025Headers(options.session as string), options.through);
         }
         if (answer.status === 200 && answer.result !== undefined) return { result: answer.result };
         if (answer.status === 200 && answer.error !== undefined && options.answers?.test(answer.error.message)) return { error: answer.error.message };
@@ -216,20 +216,20 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
 
     // ---- 2025-11-25 sessions, each initialized on a random replica ----
     const sessions: string[] = [];
-    for (let i = 0; i < LEGACY_SESSIONS; i++) {
+    for (let i = 0; i < REV2025_SESSIONS; i++) {
       const replica = pick();
       const init = await post(
         replica.url,
-        { jsonrpc: '2.0', id: `init-${i}`, method: 'initialize', params: { protocolVersion: LEGACY_PROTOCOL, capabilities: {}, clientInfo: { name: `load-${i}`, version: '1.0.0' } } },
+        { jsonrpc: '2.0', id: `init-${i}`, method: 'initialize', params: { protocolVersion: REV2025_PROTOCOL, capabilities: {}, clientInfo: { name: `load-${i}`, version: '1.0.0' } } },
         { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       );
       const session = init.headers['mcp-session-id'];
       assert.equal(typeof session, 'string', `initialize on replica ${replica.index}: ${JSON.stringify(init)}`);
-      assert.equal(init.result?.protocolVersion, LEGACY_PROTOCOL);
+      assert.equal(init.result?.protocolVersion, REV2025_PROTOCOL);
       const initialized = await gate.run(() =>
         httpRequest(replica.url, {
           method: 'POST',
-          headers: legacyHeaders(session as string),
+          headers: rev2025Headers(session as string),
           body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
           dispatcher: agent,
           signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
@@ -243,7 +243,7 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
     /** Creates the task (a fresh label per attempt: a refused creation was never acknowledged). */
     const create = async (i: number): Promise<Tracked | undefined> => {
       const era: Era = i % 2 === 0 ? 'modern' : 'legacy';
-      const session = era === 'legacy' ? sessions[Math.floor(i / 2) % LEGACY_SESSIONS] : undefined;
+      const session = era === 'legacy' ? sessions[Math.floor(i / 2) % REV2025_SESSIONS] : undefined;
       const seconds = Math.round((0.2 + Math.random() * 1.3) * 100) / 100;
       let not: number | undefined;
       for (let attempt = 0; attempt < CREATE_ATTEMPTS; attempt++) {
@@ -278,7 +278,7 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
 
     /**
      * Polls tasks/get (a random replica each time, the task's poll interval apart) until terminal, then reads the
-     * result of a 2025-11-25 task; a modern task's result comes with tasks/get. A client that waits blocks on
+     * result of a 2025-11-25 task; a 2026-07-28 task's result comes with tasks/get. A client that waits blocks on
      * tasks/result first, and polls only if that is cut short (its replica died, Redis was away).
      */
     const settle = async (t: Tracked): Promise<void> => {
@@ -369,7 +369,7 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
     const lostRan = failed.filter((t) => counts[t.label] === 1).length;
     const lostOn = replicas.map((r) => failed.filter((t) => t.createdOn === r.index).length).join('/');
     console.log(
-      `# replicas load: ${tracked.length} acknowledged (modern ${eraCount('modern')}, legacy ${eraCount('legacy')}), ` +
+      `# replicas load: ${tracked.length} acknowledged (2026-07-28 ${eraCount('modern')}, 2025-11-25 ${eraCount('legacy')}), ` +
         `${completed.length} completed, ${failed.length} failed (${lostOn} per replica; ${lostRan} had started upstream), ` +
         `${refused.length} refused creations, ${failures.length} failed requests (${unexpected.length} unexpected); ` +
         `${waiters.length} tasks/result waits, ${waiters.filter((t) => !failures.some((f) => f.label === t.label && f.method === 'tasks/result')).length} answered on the first request; ` +
@@ -403,7 +403,7 @@ test('1,000 tasks over 3 replicas, random replica per request, kill -9 of one an
         .filter((t) => !['completed', 'failed'].includes(String(t.task?.status)) || (t.era === 'legacy' && t.result === undefined && t.resultError === undefined))
         .map((t) => `${t.era} ${t.label} ${t.taskId}: ${JSON.stringify(t.task)}`),
     );
-    // Completed tasks answer with their own call's result: modern ones in tasks/get, 2025-11-25 ones in tasks/result.
+    // Completed tasks answer with their own call's result: 2026-07-28 ones in tasks/get, 2025-11-25 ones in tasks/result.
     check(
       'completed tasks without their own result',
       completed.flatMap((t) => {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fixtureCommand, spawnFixture, spawnGateway, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, fixtureExecutions, testScope, type Json } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 import { createdTaskId, SessionWire } from '../helpers/session-wire.js';
 
@@ -39,14 +39,14 @@ async function withTwoReplicas(extra: Json, body: (a: GatewayChild, b: GatewayCh
 }
 
 async function taskOn(url: string, taskId: string): Promise<Json> {
-  const r = await modern(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
+  const r = await sendRev2026(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
   assert.ok(r.result !== undefined, JSON.stringify(r.messages));
   return r.result;
 }
 
 /** Starts a slow_compute task (the gateways make every task-capable call a task at once) and returns its id. */
 async function slowTask(url: string, name: string, seconds: number, label: string): Promise<string> {
-  const created = await modern(url, 'tools/call', { name, arguments: { seconds, label } }, { capabilities: TASKS_CAPABILITIES });
+  const created = await sendRev2026(url, 'tools/call', { name, arguments: { seconds, label } }, { capabilities: TASKS_CAPABILITIES });
   assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
   return created.result?.taskId as string;
 }
@@ -197,25 +197,25 @@ describe('lost replicas: tasks taken over (retry: { onLoss: true }, or still wai
     const b = await replica(config);
     let c: GatewayChild | undefined;
     try {
-      const modernTask = await slowTask(a.url, 'slow_compute', 2, 'retry-modern');
+      const rev2026Task = await slowTask(a.url, 'slow_compute', 2, 'retry-rev2026');
       const wire = new SessionWire();
       await wire.initialize(b.url);
-      const created = await wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'retry-legacy' }, task: {} });
+      const created = await wire.request(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'retry-rev2025' }, task: {} });
       const sessionTask = createdTaskId(created);
       await eventually(async () => {
         const counts = await fixtureExecutions(upstreamUrl);
-        return counts['retry-modern'] === 1 && counts['retry-legacy'] === 1;
+        return counts['retry-rev2026'] === 1 && counts['retry-rev2025'] === 1;
       });
 
       process.kill(-a.pid, 'SIGKILL');
       await a.exited;
-      const modernDone = await settled(b.url, modernTask, 20 * LEASE_MS);
-      assert.equal(modernDone.status, 'completed', JSON.stringify(modernDone));
-      const legacyDone = await wire.request(b.url, 'tasks/result', { taskId: sessionTask });
-      assert.match(JSON.stringify(legacyDone.result), /slow_compute \(retry-legacy\) finished/);
+      const rev2026Done = await settled(b.url, rev2026Task, 20 * LEASE_MS);
+      assert.equal(rev2026Done.status, 'completed', JSON.stringify(rev2026Done));
+      const rev2025Done = await wire.request(b.url, 'tasks/result', { taskId: sessionTask });
+      assert.match(JSON.stringify(rev2025Done.result), /slow_compute \(retry-rev2025\) finished/);
       const counts = await fixtureExecutions(upstreamUrl);
-      assert.equal(counts['retry-modern'], 2, 'ran once on A, once more on B');
-      assert.equal(counts['retry-legacy'], 2);
+      assert.equal(counts['retry-rev2026'], 2, 'ran once on A, once more on B');
+      assert.equal(counts['retry-rev2025'], 2);
 
       // A task whose second replica is lost too has no attempts left: it fails, saying the call was lost.
       c = await replica(config);
@@ -371,9 +371,9 @@ describe('background tasks (plainCalls: background) across replicas', () => {
 
   test('2026-07-28 without the extension: the handle from A, the result from B', async () => {
     await withTwoReplicas(BACKGROUND, async (a, b) => {
-      const answer = await modern(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 1.5, label: 'plain-ab' } });
+      const answer = await sendRev2026(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 1.5, label: 'plain-ab' } });
       const taskId = handleOf(answer.result);
-      const final = await modern(b.url, 'tools/call', { name: 'taskgate_task_result', arguments: { taskId, waitSeconds: 10 } });
+      const final = await sendRev2026(b.url, 'tools/call', { name: 'taskgate_task_result', arguments: { taskId, waitSeconds: 10 } });
       assert.deepEqual(final.result?.structuredContent, { seconds: 1.5, label: 'plain-ab' }, JSON.stringify(final.messages));
     });
   });
@@ -412,14 +412,14 @@ describe('upstream faults', () => {
     });
     const taskId = await slowTask(gateway.url, 'fx__slow_compute', 60, 'crashed');
     // Called without the tasks extension, so synchronously: the call dies with the process.
-    await modern(gateway.url, 'tools/call', { name: 'fx__crash', arguments: {} });
+    await sendRev2026(gateway.url, 'tools/call', { name: 'fx__crash', arguments: {} });
     const failed = await settled(gateway.url, taskId);
     assert.equal(failed.status, 'failed');
     assert.match(String(failed.statusMessage), /Upstream 'fx'/);
-    const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
+    const echo = await sendRev2026(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
     assert.deepEqual(echo.result?.structuredContent, { still: 'here' }, JSON.stringify(echo.messages));
     await eventually(async () => {
-      const again = await modern(gateway.url, 'tools/call', { name: 'fx__echo', arguments: { back: true } });
+      const again = await sendRev2026(gateway.url, 'tools/call', { name: 'fx__echo', arguments: { back: true } });
       return (again.result?.structuredContent as Json | undefined)?.back === true;
     });
   });
@@ -440,7 +440,7 @@ describe('upstream faults', () => {
     const failed = await settled(gateway.url, taskId);
     assert.equal(failed.status, 'failed');
     assert.match(String(failed.statusMessage), /Upstream 'fx'/);
-    const echo = await modern(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
+    const echo = await sendRev2026(gateway.url, 'tools/call', { name: 'other__echo', arguments: { still: 'here' } });
     assert.deepEqual(echo.result?.structuredContent, { still: 'here' }, JSON.stringify(echo.messages));
   });
 });

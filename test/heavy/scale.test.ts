@@ -11,7 +11,7 @@ import { RedisTaskStore } from '../../src/store/redis-task-store.js';
 import { IDS_PER_SCRIPT_CALL, isTerminal, newTaskId, type NewTask, type TaskRecord } from '../../src/store/task-store.js';
 import { fixtureCommand } from '../fixtures/spawn.js';
 import { eventually, fixtureExecutions, type Json, logEntries, testScope, textOf, whenLogged } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { createdTaskId, SessionWire } from '../helpers/session-wire.js';
 import { ownRedis } from '../helpers/redis-server.js';
 import { twoReplicaProcesses } from '../helpers/replicas.js';
@@ -125,7 +125,7 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
       tool: 'slow_compute',
       call: {
         params: { name: 'slow_compute', arguments: { seconds: 0.1, label: labels[i] as string } },
-        identity: { sessionId: 'modern:clients', protocolVersion: '2025-11-25', capabilities: {} },
+        identity: { sessionId: 'rev2026:clients', protocolVersion: '2025-11-25', capabilities: {} },
       },
     }));
     const [a, b] = await twoReplicaProcesses(scope, replicaConfig(prefix));
@@ -160,7 +160,7 @@ describe('recovery of a dead replica\'s tasks, batch after batch', () => {
     const [retryable] = await createTasks(store, 1, () => ({
       era,
       tool: 'slow_compute',
-      call: { params: { name: 'slow_compute', arguments: { seconds: 0.1, label: 'unknown-era' } }, identity: { sessionId: 'modern:clients', protocolVersion: era, capabilities: {} } },
+      call: { params: { name: 'slow_compute', arguments: { seconds: 0.1, label: 'unknown-era' } }, identity: { sessionId: 'rev2026:clients', protocolVersion: era, capabilities: {} } },
     }));
     const [plain] = await createTasks(store, 1, () => ({ era }));
     const [known] = await createTasks(store, 1, () => ({ era: '2026-07-28', principal: 'modern:anonymous' }));
@@ -200,7 +200,7 @@ describe('readiness follows lease renewal', () => {
       return { status: answer.status, body: (await answer.json()) as Json };
     };
     // A running task: a lease to renew.
-    const created = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label: 'readiness' } }, { capabilities: TASKS_CAPABILITIES });
+    const created = await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label: 'readiness' } }, { capabilities: TASKS_CAPABILITIES });
     assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
     let state = await readiness();
     await eventually(async () => (state = await readiness()).status === 200 && (state.body.leases as Json).held === 1);
@@ -245,17 +245,17 @@ describe('replicas.maxRunningTasks', () => {
     assert.equal(refused.code, -32603);
     assert.match(String(refused.message), /This gateway replica already runs 2 tasks \(replicas\.maxRunningTasks: 2\); try again shortly/);
     assert.deepEqual(refused.data, { retryAfterMs: 1000 });
-    const modernRefused = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
-    assert.equal(modernRefused.status, 503);
-    assert.equal(modernRefused.headers['retry-after'], '1');
-    assert.equal(modernRefused.error?.code, -32603);
-    assert.match(String(modernRefused.error?.message), /replicas\.maxRunningTasks: 2/);
+    const rev2026Refused = await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
+    assert.equal(rev2026Refused.status, 503);
+    assert.equal(rev2026Refused.headers['retry-after'], '1');
+    assert.equal(rev2026Refused.error?.code, -32603);
+    assert.match(String(rev2026Refused.error?.message), /replicas\.maxRunningTasks: 2/);
     const ready = await fetch(`${gateway.origin}/readyz`);
     assert.deepEqual(((await ready.json()) as Json).tasks, { running: 2, maxRunningTasks: 2 });
 
     // A task that ends makes room.
     await wire.request(gateway.url, 'tasks/cancel', { taskId: first });
-    const admitted = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
+    const admitted = await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
     assert.equal(admitted.result?.resultType, 'task', JSON.stringify(admitted.messages));
   });
 
@@ -267,8 +267,8 @@ describe('replicas.maxRunningTasks', () => {
       tasks: { defaults: { mode: 'optional', taskAfterMs: 300 } },
       replicas: { maxRunningTasks: 1, drainTimeoutMs: 0 },
     });
-    const call = (label: string): ReturnType<typeof modern> =>
-      modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label } }, { capabilities: TASKS_CAPABILITIES });
+    const call = (label: string): ReturnType<typeof sendRev2026> =>
+      sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60, label } }, { capabilities: TASKS_CAPABILITIES });
     assert.equal((await call('late-1')).result?.resultType, 'task');
     const refused = await call('late-2');
     assert.equal(refused.status, 503, JSON.stringify(refused.messages));
@@ -296,15 +296,15 @@ describe('maxTasksPerPrincipal without auth: one anonymous principal', () => {
     createdTaskId(await call(b, 'anon-b'));
     const full = /Too many unfinished tasks: clients without authentication \(counted together\) already have 2 \(maxTasksPerPrincipal: 2\)/;
     assert.match(String(((await call(c, 'anon-c')).error as Json).message), full, 'a new session opens no new room');
-    const modernRefused = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
-    assert.match(String(modernRefused.error?.message), full);
+    const rev2026Refused = await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
+    assert.match(String(rev2026Refused.error?.message), full);
     // Each session still lists only its own tasks.
     const listed = ((await a.request(gateway.url, 'tasks/list')).result as Json).tasks as Json[];
     assert.deepEqual(listed.map((task) => task.taskId), [fromA]);
     assert.deepEqual(((await c.request(gateway.url, 'tasks/list')).result as Json).tasks, []);
 
     await a.request(gateway.url, 'tasks/cancel', { taskId: fromA });
-    const admitted = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
+    const admitted = await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
     assert.equal(admitted.result?.resultType, 'task', JSON.stringify(admitted.messages));
   });
 
@@ -317,8 +317,8 @@ describe('maxTasksPerPrincipal without auth: one anonymous principal', () => {
       tasks: { defaults: { mode: 'optional', taskAfterMs: 0, maxTasksPerPrincipal: 1 } },
       auth: { resource: 'http://gateway.example/mcp', apiKeys: Object.entries(keys).map(([principal, key]) => ({ principal, key })) },
     });
-    const task = (key: string): ReturnType<typeof modern> =>
-      modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60 } }, { capabilities: TASKS_CAPABILITIES, headers: { authorization: `Bearer ${key}` } });
+    const task = (key: string): ReturnType<typeof sendRev2026> =>
+      sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60 } }, { capabilities: TASKS_CAPABILITIES, headers: { authorization: `Bearer ${key}` } });
     assert.equal((await task(keys.alice)).result?.resultType, 'task');
     assert.match(String((await task(keys.alice)).error?.message), /Too many unfinished tasks: this client already has 1 \(maxTasksPerPrincipal: 1\)/);
     assert.equal((await task(keys.bob)).result?.resultType, 'task', 'another principal is not affected');

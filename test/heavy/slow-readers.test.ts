@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { abusiveFixtureCommand, spawnAbusiveFixture, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, type Json, logEntries, testScope, type TestScope, textOf, whenLogged } from '../helpers/harness.js';
-import { modernRequest } from '../helpers/stateless-wire.js';
+import { rev2026Request } from '../helpers/stateless-wire.js';
 
 const MiB = 1024 * 1024;
 const FLOOD_WAIT_MS = 120_000;
@@ -375,7 +375,7 @@ describe('slow readers: 2026-07-28 requests', () => {
       const before = memoryOf(gateway.pid);
       const count = 40_000;
       const size = 10_000;
-      const { body, headers } = modernRequest('tools/call', { name: 'progress_flood', arguments: { count, size } }, { meta: { progressToken: 'p' } });
+      const { body, headers } = rev2026Request('tools/call', { name: 'progress_flood', arguments: { count, size } }, { meta: { progressToken: 'p' } });
       const response = await slowPost(gateway.url, body, headers);
       assert.equal(response.status, 200);
       await eventually(() => floodReport(stats, 'progress_flood')?.done === true, FLOOD_WAIT_MS);
@@ -395,7 +395,7 @@ describe('slow readers: 2026-07-28 requests', () => {
     const stats = statsFile();
     const gateway = await gatewayFor(scope, await abusiveUpstream(scope, 'stdio', stats), { maxBufferedBytesPerStream: 1 * MiB });
     const count = 20_000;
-    const { body, headers } = modernRequest('tools/call', { name: 'log_flood', arguments: { count, size: 1000 } }, { logLevel: 'info' });
+    const { body, headers } = rev2026Request('tools/call', { name: 'log_flood', arguments: { count, size: 1000 } }, { logLevel: 'info' });
     const response = await slowPost(gateway.url, body, headers);
     await eventually(() => floodReport(stats, 'log_flood')?.done === true, FLOOD_WAIT_MS);
     const reading = await readAll(response, body.id as number);

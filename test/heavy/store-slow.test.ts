@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { eventually, fixtureUpstream, testScope } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES, type Rev2026Response } from '../helpers/stateless-wire.js';
 import { ownRedis } from '../helpers/redis-server.js';
 
 async function readyz(origin: string): Promise<{ status: number; body: { ready: boolean; store: { ok: boolean; error?: string } } }> {
@@ -23,10 +23,10 @@ test('a Redis blocked by DEBUG SLEEP is slow, one stopped is unavailable: 503 + 
     upstreams: { fx: upstream.config },
     tasks: { defaults: { mode: 'optional', taskAfterMs: 0 } },
   });
-  const created = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.1, label: 'slow-store' } }, { capabilities: TASKS_CAPABILITIES });
+  const created = await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.1, label: 'slow-store' } }, { capabilities: TASKS_CAPABILITIES });
   const taskId = created.result?.taskId as string;
   assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
-  const get = (): Promise<ModernResponse> => modern(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
+  const get = (): Promise<Rev2026Response> => sendRev2026(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
   assert.equal((await readyz(gateway.origin)).status, 200);
 
   const slowOnes: { operation: string; durationMs: number }[] = [];
@@ -39,7 +39,7 @@ test('a Redis blocked by DEBUG SLEEP is slow, one stopped is unavailable: 503 + 
   scope.defer(() => sleeper.disconnect());
   const slept = sleeper.call('DEBUG', 'SLEEP', '10');
   // Until Redis has taken the sleep, a read may still be answered: ask until one is refused.
-  let refused: ModernResponse | undefined;
+  let refused: Rev2026Response | undefined;
   await eventually(async () => {
     const answer = await get();
     if (answer.status !== 200) refused = answer;

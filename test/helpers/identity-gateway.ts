@@ -7,7 +7,7 @@ import { startProtectedServer, type ProtectedServer, type Whoami } from '../fixt
 import { freePort } from '../fixtures/spawn.js';
 import { bearer } from './auth-requests.js';
 import { eventually, type Json, type TestGateway, type TestScope } from './harness.js';
-import { modern } from './stateless-wire.js';
+import { sendRev2026 } from './stateless-wire.js';
 import { HANG_MS } from './waits.js';
 
 export const GATEWAY_CLIENT = {
@@ -62,7 +62,7 @@ export async function identityGateway(
     // The gateway connects to upstreams in the background: wait until the protected upstream's tools are listed.
     const lister = await token('lister');
     await eventually(async () => {
-      const listed = await modern(gateway.url, 'tools/list', {}, { headers: bearer(lister) });
+      const listed = await sendRev2026(gateway.url, 'tools/list', {}, { headers: bearer(lister) });
       return ((listed.result?.tools as Json[] | undefined) ?? []).some((t) => t.name === 'whoami' || t.name === 'prot__whoami');
     }, HANG_MS);
   }

@@ -4,11 +4,11 @@ import type { Json } from './harness.js';
 import { sseMessages } from './stateless-wire.js';
 import { HANG_MS } from './waits.js';
 
-export const LEGACY_PROTOCOL = '2025-11-25';
+export const REV2025_PROTOCOL = '2025-11-25';
 
 /** The headers of a POST in a 2025-11-25 session (none yet before initialize). */
-export function legacyHeaders(sessionId: string, extra: Record<string, string> = {}): Record<string, string> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': LEGACY_PROTOCOL, ...extra };
+export function rev2025Headers(sessionId: string, extra: Record<string, string> = {}): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': REV2025_PROTOCOL, ...extra };
   if (sessionId !== '') headers['mcp-session-id'] = sessionId;
   return headers;
 }
@@ -93,15 +93,15 @@ export class SessionWire {
   ) {}
 
   headers(extra: Record<string, string> = {}): Record<string, string> {
-    return legacyHeaders(this.sessionId, { ...this.always, ...extra });
+    return rev2025Headers(this.sessionId, { ...this.always, ...extra });
   }
 
   /** `protocolVersion`: the session's revision (an older one has no tasks). */
-  async initialize(url: string, protocolVersion = LEGACY_PROTOCOL): Promise<Json> {
+  async initialize(url: string, protocolVersion = REV2025_PROTOCOL): Promise<Json> {
     const response = await fetch(url, {
       method: 'POST',
       headers: this.headers(),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion, capabilities: this.capabilities, clientInfo: { name: 'legacy-wire', version: '1' } } }),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion, capabilities: this.capabilities, clientInfo: { name: 'rev2025-wire', version: '1' } } }),
     });
     const body = (await response.json()) as Json;
     this.sessionId = response.headers.get('mcp-session-id') ?? '';

@@ -1,4 +1,4 @@
-// 2026-07-28 ("modern") requests written by hand, for tests that check the wire itself: one POST per request, the
+// 2026-07-28 requests written by hand, for tests that check the wire itself: one POST per request, the
 // envelope in params._meta, the answer read whole (JSON or SSE), and subscriptions/listen streams.
 import { EventEmitter } from 'node:events';
 import { request as httpRequest } from 'undici';
@@ -10,7 +10,7 @@ export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 /** The capabilities of a 2026-07-28 client that speaks the Tasks extension. */
 export const TASKS_CAPABILITIES: Json = { extensions: { [TASKS_EXTENSION]: {} } };
 
-export interface ModernOptions {
+export interface Rev2026Options {
   /** `…/clientCapabilities` (default `{}`). */
   capabilities?: Json;
   /** `…/logLevel`; absent unless given. */
@@ -25,7 +25,7 @@ export interface ModernOptions {
   id?: string | number;
 }
 
-export interface ModernResponse {
+export interface Rev2026Response {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   /** Whether the answer came as an SSE stream. */
@@ -40,7 +40,7 @@ export interface ModernResponse {
   error: { code: number; message: string; data?: Json } | undefined;
 }
 
-let modernIds = 0;
+let rev2026Ids = 0;
 
 /** The body field `Mcp-Name` mirrors, per method. */
 function mcpNameOf(method: string, params: Json): unknown {
@@ -50,16 +50,16 @@ function mcpNameOf(method: string, params: Json): unknown {
   return undefined;
 }
 
-/** The JSON-RPC request body and headers of a modern request. */
-export function modernRequest(method: string, params: Json = {}, options: ModernOptions = {}): { body: Json; headers: Record<string, string> } {
+/** The JSON-RPC request body and headers of a 2026-07-28 request. */
+export function rev2026Request(method: string, params: Json = {}, options: Rev2026Options = {}): { body: Json; headers: Record<string, string> } {
   const envelope: Json = {
     'io.modelcontextprotocol/protocolVersion': STATELESS_VERSION,
     'io.modelcontextprotocol/clientCapabilities': options.capabilities ?? {},
-    'io.modelcontextprotocol/clientInfo': { name: 'taskgate-modern-test', version: '1.0.0' },
+    'io.modelcontextprotocol/clientInfo': { name: 'taskgate-rev2026-test', version: '1.0.0' },
   };
   if (options.logLevel !== undefined) envelope['io.modelcontextprotocol/logLevel'] = options.logLevel;
   const meta = options.meta === null ? undefined : { ...envelope, ...options.meta };
-  const body: Json = { jsonrpc: '2.0', id: options.id ?? ++modernIds, method, params: meta === undefined ? params : { ...params, _meta: meta } };
+  const body: Json = { jsonrpc: '2.0', id: options.id ?? ++rev2026Ids, method, params: meta === undefined ? params : { ...params, _meta: meta } };
   const version = meta?.['io.modelcontextprotocol/protocolVersion'];
   const headers: Record<string, string> = {
     'content-type': 'application/json',
@@ -83,9 +83,9 @@ export function sseMessages(text: string): Json[] {
     .map((data) => JSON.parse(data) as Json);
 }
 
-/** Sends one modern request and reads its whole answer, JSON or SSE. */
-export async function modern(url: string, method: string, params: Json = {}, options: ModernOptions = {}): Promise<ModernResponse> {
-  const { body, headers } = modernRequest(method, params, options);
+/** Sends one 2026-07-28 request and reads its whole answer, JSON or SSE. */
+export async function sendRev2026(url: string, method: string, params: Json = {}, options: Rev2026Options = {}): Promise<Rev2026Response> {
+  const { body, headers } = rev2026Request(method, params, options);
   const answer = await httpRequest(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
   const text = await answer.body.text();
   const sse = String(answer.headers['content-type'] ?? '').includes('text/event-stream');
@@ -101,7 +101,7 @@ export async function modern(url: string, method: string, params: Json = {}, opt
     notifications: messages.filter((m) => typeof m.method === 'string' && !('id' in m)),
     response,
     result: response.result as Json | undefined,
-    error: response.error as ModernResponse['error'],
+    error: response.error as Rev2026Response['error'],
   };
 }
 
@@ -116,8 +116,8 @@ export interface ListenStream {
 }
 
 /** Opens `subscriptions/listen` and keeps reading its stream in the background until close(). */
-export async function openListen(url: string, notifications: Json, options: ModernOptions = {}): Promise<ListenStream> {
-  const { body, headers } = modernRequest('subscriptions/listen', { notifications }, options);
+export async function openListen(url: string, notifications: Json, options: Rev2026Options = {}): Promise<ListenStream> {
+  const { body, headers } = rev2026Request('subscriptions/listen', { notifications }, options);
   const abort = new AbortController();
   const answer = await httpRequest(url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal });
   const events: Json[] = [];

@@ -12,7 +12,7 @@ import { before, describe, test } from 'node:test';
 import { Agent, request as httpRequest } from 'undici';
 import { abusiveFixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, type Json, logEntries, suiteScope, testScope, textOf, whenLogged } from '../helpers/harness.js';
-import { modern, STATELESS_VERSION, sseMessages, TASKS_CAPABILITIES, type ModernResponse } from '../helpers/stateless-wire.js';
+import { sendRev2026, STATELESS_VERSION, sseMessages, TASKS_CAPABILITIES, type Rev2026Response } from '../helpers/stateless-wire.js';
 
 const MiB = 1024 * 1024;
 const KEYS: Record<string, string> = Object.fromEntries(
@@ -22,7 +22,7 @@ const RESOURCE = 'http://127.0.0.1/mcp';
 const AUTH = { resource: RESOURCE, apiKeys: Object.entries(KEYS).map(([principal, key]) => ({ principal, key })) };
 /** About 1 MB of arguments: a request body of a little more than that. */
 const BLOB = 'x'.repeat(1_000_000);
-const LEGACY = '2025-11-25';
+const REV2025 = '2025-11-25';
 
 function bearer(who: string): Record<string, string> {
   return { authorization: `Bearer ${KEYS[who] ?? ''}` };
@@ -44,20 +44,20 @@ async function openSession(url: string, who: string): Promise<string> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...bearer(who) },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'admission', version: '1' } } }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: REV2025, capabilities: {}, clientInfo: { name: 'admission', version: '1' } } }),
   });
   await response.text();
   const session = response.headers.get('mcp-session-id');
   assert.ok(session !== null, `initialize answered HTTP ${response.status}`);
-  await legacyPost(url, who, session, { jsonrpc: '2.0', method: 'notifications/initialized' }).then((r) => r.text());
+  await rev2025Post(url, who, session, { jsonrpc: '2.0', method: 'notifications/initialized' }).then((r) => r.text());
   return session;
 }
 
 /** A POST in `session`; resolves with the response once its headers arrived (a streamed answer may go on). */
-function legacyPost(url: string, who: string, session: string, message: Json, signal?: AbortSignal): Promise<Response> {
+function rev2025Post(url: string, who: string, session: string, message: Json, signal?: AbortSignal): Promise<Response> {
   return fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': LEGACY, ...bearer(who) },
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': REV2025, ...bearer(who) },
     body: JSON.stringify(message),
     ...(signal === undefined ? {} : { signal }),
   });
@@ -70,7 +70,7 @@ async function refusalOf(response: Response): Promise<Refusal> {
   return { status: response.status, retryAfter: response.headers.get('retry-after'), error: body.error };
 }
 
-function statelessRefusal(answer: ModernResponse): Refusal {
+function statelessRefusal(answer: Rev2026Response): Refusal {
   const retryAfter = answer.headers['retry-after'];
   return { status: answer.status, retryAfter: typeof retryAfter === 'string' ? retryAfter : null, error: answer.error as Refusal['error'] };
 }
@@ -86,17 +86,17 @@ function assertBudgetFull(refusal: Refusal, budget: string): void {
 }
 
 /** A never-answered call of `who` as a 2026-07-28 task (the gateway makes it one at once). */
-function modernCall(url: string, who: string, args: Json = { blob: BLOB }): Promise<ModernResponse> {
-  return modern(url, 'tools/call', { name: 'never_answers', arguments: args }, { capabilities: TASKS_CAPABILITIES, headers: bearer(who) });
+function rev2026Call(url: string, who: string, args: Json = { blob: BLOB }): Promise<Rev2026Response> {
+  return sendRev2026(url, 'tools/call', { name: 'never_answers', arguments: args }, { capabilities: TASKS_CAPABILITIES, headers: bearer(who) });
 }
 
-function modernTaskId(answer: ModernResponse): string {
+function rev2026TaskId(answer: Rev2026Response): string {
   assert.equal(answer.result?.resultType, 'task', JSON.stringify(answer.messages));
   return String(answer.result?.taskId);
 }
 
-async function modernCancel(url: string, who: string, taskId: string): Promise<void> {
-  const answer = await modern(url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(who) });
+async function rev2026Cancel(url: string, who: string, taskId: string): Promise<void> {
+  const answer = await sendRev2026(url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(who) });
   assert.equal(answer.status, 200, JSON.stringify(answer.messages));
 }
 
@@ -122,7 +122,7 @@ describe('bytes in flight: listen.maxInflightBytesPerPrincipal (4 MiB) and liste
     const abort = new AbortController();
     const calls = new Map<number, Response>();
     const call = (id: number): Promise<Response> =>
-      legacyPost(gateway.url, 'alice', session, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'never_answers', arguments: { blob: BLOB } } }, abort.signal);
+      rev2025Post(gateway.url, 'alice', session, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'never_answers', arguments: { blob: BLOB } } }, abort.signal);
     try {
       for (const id of [1, 2, 3]) {
         const accepted = await call(id);
@@ -132,12 +132,12 @@ describe('bytes in flight: listen.maxInflightBytesPerPrincipal (4 MiB) and liste
       }
       assertBudgetFull(await refusalOf(await call(4)), 'listen.maxInflightBytesPerPrincipal');
 
-      const ping = await legacyPost(gateway.url, 'alice', session, { jsonrpc: '2.0', id: 5, method: 'ping' });
+      const ping = await rev2025Post(gateway.url, 'alice', session, { jsonrpc: '2.0', id: 5, method: 'ping' });
       assert.deepEqual(await ping.json(), { jsonrpc: '2.0', id: 5, result: {} });
-      const tools = (await (await legacyPost(gateway.url, 'alice', session, { jsonrpc: '2.0', id: 6, method: 'tools/list' })).text());
+      const tools = (await (await rev2025Post(gateway.url, 'alice', session, { jsonrpc: '2.0', id: 6, method: 'tools/list' })).text());
       assert.match(tools, /never_answers/);
 
-      const cancelled = await legacyPost(gateway.url, 'alice', session, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'test' } });
+      const cancelled = await rev2025Post(gateway.url, 'alice', session, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'test' } });
       assert.equal(cancelled.status, 202);
       await calls.get(1)?.text(); // the cancelled call's stream ends without an answer
       calls.delete(1);
@@ -145,7 +145,7 @@ describe('bytes in flight: listen.maxInflightBytesPerPrincipal (4 MiB) and liste
       assert.equal(again.status, 200, 'the cancelled call\'s bytes went back');
       calls.set(7, again);
     } finally {
-      for (const id of calls.keys()) await legacyPost(gateway.url, 'alice', session, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }).then((r) => r.text());
+      for (const id of calls.keys()) await rev2025Post(gateway.url, 'alice', session, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }).then((r) => r.text());
       await Promise.all([...calls.values()].map((r) => r.text().catch(() => '')));
       abort.abort();
     }
@@ -154,7 +154,7 @@ describe('bytes in flight: listen.maxInflightBytesPerPrincipal (4 MiB) and liste
   test('2025-11-25 tasks hold their bytes until their upstream call ends: 503 past the budget, tasks/get served, tasks/cancel frees it', async () => {
     const session = await openSession(gateway.url, 'bob');
     const call = async (id: number): Promise<Response> =>
-      legacyPost(gateway.url, 'bob', session, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'never_answers', arguments: { blob: BLOB }, task: {} } });
+      rev2025Post(gateway.url, 'bob', session, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'never_answers', arguments: { blob: BLOB }, task: {} } });
     const taskIds: string[] = [];
     try {
       for (const id of [1, 2, 3]) {
@@ -163,30 +163,30 @@ describe('bytes in flight: listen.maxInflightBytesPerPrincipal (4 MiB) and liste
       }
       assertBudgetFull(await refusalOf(await call(4)), 'listen.maxInflightBytesPerPrincipal');
 
-      const got = (await (await legacyPost(gateway.url, 'bob', session, { jsonrpc: '2.0', id: 5, method: 'tasks/get', params: { taskId: taskIds[0] } })).json()) as Json;
+      const got = (await (await rev2025Post(gateway.url, 'bob', session, { jsonrpc: '2.0', id: 5, method: 'tasks/get', params: { taskId: taskIds[0] } })).json()) as Json;
       assert.equal((got.result as Json).status, 'working');
-      const cancelled = (await (await legacyPost(gateway.url, 'bob', session, { jsonrpc: '2.0', id: 6, method: 'tasks/cancel', params: { taskId: taskIds.shift() } })).json()) as Json;
+      const cancelled = (await (await rev2025Post(gateway.url, 'bob', session, { jsonrpc: '2.0', id: 6, method: 'tasks/cancel', params: { taskId: taskIds.shift() } })).json()) as Json;
       assert.equal((cancelled.result as Json).status, 'cancelled');
       const again = (await (await call(7)).json()) as Json;
       assert.ok(((again.result as Json).task as Json).taskId, `accepted again: ${JSON.stringify(again)}`);
       taskIds.push(String(((again.result as Json).task as Json).taskId));
     } finally {
-      for (const [i, taskId] of taskIds.entries()) await legacyPost(gateway.url, 'bob', session, { jsonrpc: '2.0', id: 100 + i, method: 'tasks/cancel', params: { taskId } }).then((r) => r.text());
+      for (const [i, taskId] of taskIds.entries()) await rev2025Post(gateway.url, 'bob', session, { jsonrpc: '2.0', id: 100 + i, method: 'tasks/cancel', params: { taskId } }).then((r) => r.text());
     }
   });
 
   test('2026-07-28 tasks: 503 with the same error past the budget, tasks/get served, tasks/cancel frees it', async () => {
     const taskIds: string[] = [];
     try {
-      for (let i = 0; i < 3; i++) taskIds.push(modernTaskId(await modernCall(gateway.url, 'carol')));
-      assertBudgetFull(statelessRefusal(await modernCall(gateway.url, 'carol')), 'listen.maxInflightBytesPerPrincipal');
+      for (let i = 0; i < 3; i++) taskIds.push(rev2026TaskId(await rev2026Call(gateway.url, 'carol')));
+      assertBudgetFull(statelessRefusal(await rev2026Call(gateway.url, 'carol')), 'listen.maxInflightBytesPerPrincipal');
 
-      const got = await modern(gateway.url, 'tasks/get', { taskId: taskIds[0] }, { capabilities: TASKS_CAPABILITIES, headers: bearer('carol') });
+      const got = await sendRev2026(gateway.url, 'tasks/get', { taskId: taskIds[0] }, { capabilities: TASKS_CAPABILITIES, headers: bearer('carol') });
       assert.equal(got.result?.status, 'working');
-      await modernCancel(gateway.url, 'carol', taskIds.shift() as string);
-      taskIds.push(modernTaskId(await modernCall(gateway.url, 'carol')));
+      await rev2026Cancel(gateway.url, 'carol', taskIds.shift() as string);
+      taskIds.push(rev2026TaskId(await rev2026Call(gateway.url, 'carol')));
     } finally {
-      for (const taskId of taskIds) await modernCancel(gateway.url, 'carol', taskId);
+      for (const taskId of taskIds) await rev2026Cancel(gateway.url, 'carol', taskId);
     }
   });
 
@@ -194,7 +194,7 @@ describe('bytes in flight: listen.maxInflightBytesPerPrincipal (4 MiB) and liste
     const session = await openSession(gateway.url, 'gina');
     let id = 0;
     const send = async (params: Json, method = 'tools/call'): Promise<Json> => {
-      const response = await legacyPost(gateway.url, 'gina', session, { jsonrpc: '2.0', id: ++id, method, params });
+      const response = await rev2025Post(gateway.url, 'gina', session, { jsonrpc: '2.0', id: ++id, method, params });
       assert.equal(response.status, 200, `call ${id}`);
       const text = await response.text();
       return (text.startsWith('{') ? JSON.parse(text) : sseMessages(text).find((m) => m.id === id)) as Json;
@@ -211,31 +211,31 @@ describe('bytes in flight: listen.maxInflightBytesPerPrincipal (4 MiB) and liste
       const taskId = String(((created.result as Json).task as Json).taskId);
       assert.equal(textOf((await send({ taskId }, 'tasks/result')).result).length, BLOB.length);
     }
-    const plain = await modern(gateway.url, 'tools/call', { name: 'echo', arguments: { text: BLOB } }, { headers: bearer('gina') });
+    const plain = await sendRev2026(gateway.url, 'tools/call', { name: 'echo', arguments: { text: BLOB } }, { headers: bearer('gina') });
     assert.equal(textOf(plain.result).length, BLOB.length);
   });
 
   test('each principal has its own budget; the total binds them all, and small requests still pass it', async () => {
     const held: [string, string][] = [];
     try {
-      for (let i = 0; i < 3; i++) held.push(['dave', modernTaskId(await modernCall(gateway.url, 'dave'))]);
-      assertBudgetFull(statelessRefusal(await modernCall(gateway.url, 'dave')), 'listen.maxInflightBytesPerPrincipal');
+      for (let i = 0; i < 3; i++) held.push(['dave', rev2026TaskId(await rev2026Call(gateway.url, 'dave'))]);
+      assertBudgetFull(statelessRefusal(await rev2026Call(gateway.url, 'dave')), 'listen.maxInflightBytesPerPrincipal');
       // Another principal is not affected by dave's budget...
-      for (let i = 0; i < 3; i++) held.push(['erin', modernTaskId(await modernCall(gateway.url, 'erin'))]);
+      for (let i = 0; i < 3; i++) held.push(['erin', rev2026TaskId(await rev2026Call(gateway.url, 'erin'))]);
       // ...but seven calls fill the gateway's: frank's second call is refused by the total, not by his own budget.
-      held.push(['frank', modernTaskId(await modernCall(gateway.url, 'frank'))]);
-      assertBudgetFull(statelessRefusal(await modernCall(gateway.url, 'frank')), 'listen.maxInflightBytes');
+      held.push(['frank', rev2026TaskId(await rev2026Call(gateway.url, 'frank'))]);
+      assertBudgetFull(statelessRefusal(await rev2026Call(gateway.url, 'frank')), 'listen.maxInflightBytes');
       // A small call is still served out of the total's reserve.
-      held.push(['frank', modernTaskId(await modernCall(gateway.url, 'frank', {}))]);
-      const discovered = await modern(gateway.url, 'server/discover', {}, { headers: bearer('frank') });
+      held.push(['frank', rev2026TaskId(await rev2026Call(gateway.url, 'frank', {}))]);
+      const discovered = await sendRev2026(gateway.url, 'server/discover', {}, { headers: bearer('frank') });
       assert.equal(discovered.status, 200);
     } finally {
-      for (const [who, taskId] of held) await modernCancel(gateway.url, who, taskId);
+      for (const [who, taskId] of held) await rev2026Cancel(gateway.url, who, taskId);
     }
     // All given back: the budget takes three calls of one principal again.
     const again: string[] = [];
-    for (let i = 0; i < 3; i++) again.push(modernTaskId(await modernCall(gateway.url, 'dave')));
-    for (const taskId of again) await modernCancel(gateway.url, 'dave', taskId);
+    for (let i = 0; i < 3; i++) again.push(rev2026TaskId(await rev2026Call(gateway.url, 'dave')));
+    for (const taskId of again) await rev2026Cancel(gateway.url, 'dave', taskId);
   });
 });
 
@@ -338,7 +338,7 @@ describe('a refusal of a body still being sent', { timeout: 60_000 }, () => {
     const big = (id: number): string =>
       JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'never_answers', arguments: { blob: 'x'.repeat(4 * MiB - 4096) } } });
     const abort = new AbortController();
-    const held = await legacyPost(gateway.url, 'alice', session, JSON.parse(big(1)) as Json, abort.signal);
+    const held = await rev2025Post(gateway.url, 'alice', session, JSON.parse(big(1)) as Json, abort.signal);
     assert.equal(held.status, 200);
     try {
       // node:http writes each whole body at once, far more than a socket buffer holds: the refusals come while the
@@ -353,7 +353,7 @@ describe('a refusal of a body still being sent', { timeout: 60_000 }, () => {
             accept: 'application/json, text/event-stream',
             'content-length': Buffer.byteLength(body),
             'mcp-session-id': session,
-            'mcp-protocol-version': LEGACY,
+            'mcp-protocol-version': REV2025,
             ...bearer('alice'),
           },
         }, (response) => {
@@ -370,7 +370,7 @@ describe('a refusal of a body still being sent', { timeout: 60_000 }, () => {
         assert.match(refused.text, /maxInflightBytesPerPrincipal/);
       }
     } finally {
-      await legacyPost(gateway.url, 'alice', session, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } }).then((r) => r.text());
+      await rev2025Post(gateway.url, 'alice', session, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } }).then((r) => r.text());
       await held.text().catch(() => '');
       abort.abort();
     }
@@ -460,7 +460,7 @@ describe('streams: sessions.maxStreamsPerPrincipal (2)', { timeout: 60_000 }, ()
     const gateway = await testScope(t).spawnGateway({ config: { upstreams: upstreams(), auth: AUTH, sessions: { maxStreamsPerPrincipal: 2 } } });
     const abort = new AbortController();
     const getStream = (who: string, session: string, signal: AbortSignal = abort.signal): Promise<Response> =>
-      fetch(gateway.url, { headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': LEGACY, ...bearer(who) }, signal });
+      fetch(gateway.url, { headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': REV2025, ...bearer(who) }, signal });
     try {
       const sessions = [await openSession(gateway.url, 'alice'), await openSession(gateway.url, 'alice'), await openSession(gateway.url, 'alice')];
       const first = new AbortController();
@@ -475,8 +475,8 @@ describe('streams: sessions.maxStreamsPerPrincipal (2)', { timeout: 60_000 }, ()
       };
       tooMany(await refusalOf(await getStream('alice', sessions[2] as string)));
       // A POST whose answer may stream is one too.
-      tooMany(await refusalOf(await legacyPost(gateway.url, 'alice', sessions[2] as string, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } })));
-      const listen = await modern(gateway.url, 'subscriptions/listen', { notifications: { toolsListChanged: true } }, { headers: bearer('alice'), id: 9 });
+      tooMany(await refusalOf(await rev2025Post(gateway.url, 'alice', sessions[2] as string, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } })));
+      const listen = await sendRev2026(gateway.url, 'subscriptions/listen', { notifications: { toolsListChanged: true } }, { headers: bearer('alice'), id: 9 });
       tooMany(statelessRefusal(listen));
       assert.equal(listen.response.id, 9, 'the listen request was read: its id is answered');
 

@@ -12,7 +12,7 @@ import { spawnFixture, spawnGateway, type FixtureChild, type GatewayChild } from
 import { eventually, type Json } from '../helpers/harness.js';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.js';
 import { SessionWire } from '../helpers/session-wire.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 const PRINCIPALS = ['alice', 'bob', 'carol', 'dave', 'erin', 'mallory', 'l1', 'l2', 'l3', 'l4', 'l5'];
 const KEYS: Record<string, string> = Object.fromEntries(PRINCIPALS.map((name) => [name, `${name}-key-0123456789abcdef`] as const));
@@ -48,7 +48,7 @@ function config(fixtureUrl: string, store: Json, cap: number): Json {
 }
 
 async function held(url: string, who: string, name: string, args: Json): Promise<string> {
-  const created = await modern(url, 'tools/call', { name, arguments: args }, { capabilities: TASKS_CAPABILITIES, headers: bearer(who) });
+  const created = await sendRev2026(url, 'tools/call', { name, arguments: args }, { capabilities: TASKS_CAPABILITIES, headers: bearer(who) });
   assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages).slice(0, 500));
   return String(created.result?.taskId);
 }
@@ -149,7 +149,7 @@ describe('approval listings on Redis: filtered before any call is read, paged pe
     }
 
     // approval_list (bob's own host) sees it too.
-    const tool = await modern(gateway.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('bob') });
+    const tool = await sendRev2026(gateway.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('bob') });
     const listed = ((tool.result?.structuredContent as Json | undefined)?.approvals ?? []) as Json[];
     assert.ok(listed.some((x) => x.taskId === carols), JSON.stringify(tool.messages).slice(0, 500));
 
@@ -162,7 +162,7 @@ describe('approval listings on Redis: filtered before any call is read, paged pe
     const seen: string[] = [];
     let cursor: string | undefined;
     do {
-      const page = await modern(gateway.url, 'tools/call', { name: 'approval_list', arguments: cursor === undefined ? {} : { cursor } }, { headers: bearer('dave') });
+      const page = await sendRev2026(gateway.url, 'tools/call', { name: 'approval_list', arguments: cursor === undefined ? {} : { cursor } }, { headers: bearer('dave') });
       const content = page.result?.structuredContent as Json | undefined;
       assert.ok(content !== undefined, JSON.stringify(page.messages).slice(0, 500));
       seen.push(...((content.approvals ?? []) as Json[]).map((x) => String(x.taskId)));
@@ -175,7 +175,7 @@ describe('approval listings on Redis: filtered before any call is read, paged pe
     assert.equal((await listing(gateway.baseUrl, 'bob', `?cursor=${encodeURIComponent(daves)}`)).status, 400);
     assert.equal((await listing(gateway.baseUrl, 'dave', '?cursor=forged.cursor')).status, 400);
     assert.equal((await listing(gateway.baseUrl, 'dave', '?limit=0')).status, 400);
-    const foreign = await modern(gateway.url, 'tools/call', { name: 'approval_list', arguments: { cursor: daves } }, { headers: bearer('bob') });
+    const foreign = await sendRev2026(gateway.url, 'tools/call', { name: 'approval_list', arguments: { cursor: daves } }, { headers: bearer('bob') });
     assert.equal(foreign.result?.isError, true, JSON.stringify(foreign.messages));
   });
 
@@ -233,7 +233,7 @@ describe('approval listings on Redis: filtered before any call is read, paged pe
   test('the sweep still expires a hold among many pending ones, without reading their calls', async () => {
     const taskId = await held(gateway.url, 'carol', 'greet', { name: 'expiring' });
     await eventually(async () => {
-      const r = await modern(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer('carol') });
+      const r = await sendRev2026(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer('carol') });
       return r.result?.status === 'failed' && /approval expired/.test(String(r.result?.statusMessage));
     }, 20_000);
     assert.ok(!((await listing(gateway.baseUrl, 'bob')).body.approvals as Json[]).some((x) => x.taskId === taskId));
@@ -257,7 +257,7 @@ describe('a principal\'s pending holds are capped (tasks.maxPendingApprovalsPerP
   test('past the cap a new held call is refused with an error naming the key; a cancel or a decision frees a place', async () => {
     const first = await held(gateway.url, 'erin', 'slow_compute', { seconds: 0, label: 'cap-1' });
     await held(gateway.url, 'erin', 'slow_compute', { seconds: 0, label: 'cap-2' });
-    const refused = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'cap-3' } }, { capabilities: TASKS_CAPABILITIES, headers: bearer('erin') });
+    const refused = await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'cap-3' } }, { capabilities: TASKS_CAPABILITIES, headers: bearer('erin') });
     assert.ok(refused.error !== undefined, JSON.stringify(refused.messages));
     assert.match(String(refused.error.message), /Too many calls waiting for approval: you have 2 \(tasks\.maxPendingApprovalsPerPrincipal: 2\)/);
 
@@ -267,13 +267,13 @@ describe('a principal\'s pending holds are capped (tasks.maxPendingApprovalsPerP
       }
     })({ tasks: {} });
     await wire.initialize(gateway.url);
-    const legacy = await wire.request(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'cap-legacy' }, task: { ttl: 60_000 } });
-    assert.match(String((legacy.error as Json | undefined)?.message), /maxPendingApprovalsPerPrincipal/, JSON.stringify(legacy));
+    const rev2025Side = await wire.request(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'cap-rev2025' }, task: { ttl: 60_000 } });
+    assert.match(String((rev2025Side.error as Json | undefined)?.message), /maxPendingApprovalsPerPrincipal/, JSON.stringify(rev2025Side));
     // Another principal is not held back by erin's.
     await held(gateway.url, 'alice', 'slow_compute', { seconds: 0, label: 'cap-other' });
 
     // Cancelling a held call frees its place at once.
-    const cancelled = await modern(gateway.url, 'tasks/cancel', { taskId: first }, { capabilities: TASKS_CAPABILITIES, headers: bearer('erin') });
+    const cancelled = await sendRev2026(gateway.url, 'tasks/cancel', { taskId: first }, { capabilities: TASKS_CAPABILITIES, headers: bearer('erin') });
     assert.equal(cancelled.error, undefined, JSON.stringify(cancelled.messages));
     const third = await held(gateway.url, 'erin', 'slow_compute', { seconds: 0, label: 'cap-3' });
     // So does a decision.

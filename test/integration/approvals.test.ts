@@ -10,7 +10,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../fixtures/webhook-
 import { connectPlainClient, eventually, fixtureExecutions, logEntries, type Json } from '../helpers/harness.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 import { SessionWire } from '../helpers/session-wire.js';
 
@@ -46,13 +46,13 @@ function config(fixtureUrl: string, store: Json, approval: Json, extra: Json = {
 
 /** A task-capable 2026-07-28 call to slow_compute as `who`: the held task. */
 async function heldTask(url: string, who: string, label: string): Promise<Json> {
-  const created = await modern(url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(who) });
+  const created = await sendRev2026(url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(who) });
   assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
   return created.result as Json;
 }
 
 async function taskOn(url: string, who: string, taskId: string): Promise<Json> {
-  const r = await modern(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(who) });
+  const r = await sendRev2026(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(who) });
   assert.ok(r.result !== undefined, JSON.stringify(r.messages));
   return r.result;
 }
@@ -205,7 +205,7 @@ describe('approvals across two replicas on one Redis', () => {
     assert.ok(!((await listApprovals(b.baseUrl, 'alice')).body.approvals as Json[]).some((x) => x.taskId === taskId));
 
     // Cancelling the held task ends the hold: nothing is left to decide, and the upstream never saw it.
-    const cancel = await modern(b.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer('alice') });
+    const cancel = await sendRev2026(b.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer('alice') });
     assert.ok(cancel.result !== undefined, JSON.stringify(cancel.messages));
     assert.equal((await taskOn(a.url, 'alice', taskId)).status, 'cancelled');
     assert.equal((await decide(a.baseUrl, 'bob', taskId, { decision: 'approve' })).status, 409);
@@ -225,7 +225,7 @@ describe('approvals across two replicas on one Redis', () => {
   });
 
   test('a plain caller (plainCalls: wait) waits for the decision and gets the upstream\'s own result', async () => {
-    const answer = modern(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'plain' } }, { headers: bearer('alice') });
+    const answer = sendRev2026(a.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'plain' } }, { headers: bearer('alice') });
     let taskId: string | undefined;
     await eventually(async () => {
       taskId = ((await listApprovals(b.baseUrl, 'bob')).body.approvals as Json[]).find((x) => (x.arguments as Json).label === 'plain')?.taskId as string | undefined;
@@ -269,21 +269,21 @@ describe('approvals across two replicas on one Redis', () => {
 
   test('approvers\' own hosts: approval_list and approval_decide are listed to approvers only, and decide like the API', async () => {
     const names = async (who: string): Promise<string[]> => {
-      const r = await modern(b.url, 'tools/list', {}, { headers: bearer(who) });
+      const r = await sendRev2026(b.url, 'tools/list', {}, { headers: bearer(who) });
       return ((r.result?.tools ?? []) as Json[]).map((t) => String(t.name));
     };
     assert.ok((await names('bob')).includes('approval_list'));
     assert.ok((await names('bob')).includes('approval_decide'));
     assert.ok(!(await names('mallory')).includes('approval_list'));
-    const hidden = await modern(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('mallory') });
+    const hidden = await sendRev2026(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('mallory') });
     assert.ok(hidden.error !== undefined || hidden.result?.isError === true, JSON.stringify(hidden.messages));
 
     const created = await heldTask(a.url, 'alice', 'mcp-tool');
-    const listed = await modern(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('carol') });
+    const listed = await sendRev2026(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('carol') });
     const pending = ((listed.result?.structuredContent as Json | undefined)?.approvals ?? []) as Json[];
     assert.deepEqual(pending.find((x) => x.taskId === created.taskId)?.arguments, { seconds: 0, label: 'mcp-tool' }, JSON.stringify(listed.messages));
     const digest = pending.find((x) => x.taskId === created.taskId)?.digest;
-    const decided = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: created.taskId, decision: 'approve', digest } }, { headers: bearer('carol') });
+    const decided = await sendRev2026(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: created.taskId, decision: 'approve', digest } }, { headers: bearer('carol') });
     assert.equal((decided.result?.structuredContent as Json | undefined)?.status, 'approved', JSON.stringify(decided.messages));
     assert.equal((await settled(a.url, 'alice', String(created.taskId))).status, 'completed');
     assert.equal(await executions(fixture, 'mcp-tool'), 1);
@@ -297,7 +297,7 @@ describe('approvals across two replicas on one Redis', () => {
     const shownY = listed.find((v) => v.taskId === y.taskId);
     assert.match(String(shownX?.digest), /^[0-9a-f]{64}$/, 'the listing shows each call\'s digest');
     assert.notEqual(shownX?.digest, shownY?.digest);
-    const tools = await modern(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('carol') });
+    const tools = await sendRev2026(b.url, 'tools/call', { name: 'approval_list', arguments: {} }, { headers: bearer('carol') });
     const toolView = (((tools.result?.structuredContent as Json | undefined)?.approvals ?? []) as Json[]).find((v) => v.taskId === x.taskId);
     assert.equal(toolView?.digest, shownX?.digest, 'approval_list shows the same digest');
     assert.ok(textOf(tools.result).includes(String(shownX?.digest)), textOf(tools.result));
@@ -313,13 +313,13 @@ describe('approvals across two replicas on one Redis', () => {
     assert.equal(now.digest, shownX?.digest);
 
     // approval_decide requires the digest, and refuses another one the same way.
-    const schema = ((await modern(b.url, 'tools/list', {}, { headers: bearer('carol') })).result?.tools as Json[]).find((t) => t.name === 'approval_decide')?.inputSchema as Json;
+    const schema = ((await sendRev2026(b.url, 'tools/list', {}, { headers: bearer('carol') })).result?.tools as Json[]).find((t) => t.name === 'approval_decide')?.inputSchema as Json;
     assert.deepEqual(schema.required, ['taskId', 'decision', 'digest']);
-    const viaTool = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: x.taskId, decision: 'approve', digest: shownY?.digest } }, { headers: bearer('carol') });
+    const viaTool = await sendRev2026(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: x.taskId, decision: 'approve', digest: shownY?.digest } }, { headers: bearer('carol') });
     assert.equal(viaTool.result?.isError, true, JSON.stringify(viaTool.messages));
     assert.match(textOf(viaTool.result), /changed since it was shown/);
     assert.deepEqual((viaTool.result?.structuredContent as Json | undefined)?.arguments, { seconds: 0, label: 'bound-x' });
-    const without = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: x.taskId, decision: 'approve' } }, { headers: bearer('carol') });
+    const without = await sendRev2026(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId: x.taskId, decision: 'approve' } }, { headers: bearer('carol') });
     assert.equal(without.result?.isError, true, JSON.stringify(without.messages));
     assert.match(textOf(without.result), /digest must be/);
     assert.equal((await taskOn(a.url, 'alice', String(x.taskId))).status, 'working');
@@ -374,10 +374,10 @@ describe('approvals across two replicas on one Redis', () => {
     assert.equal(api.status, 400, JSON.stringify(api.body).slice(0, 300));
     assert.match(String(api.body.error), /comment must be at most 1000 characters/);
     assert.equal((await decide(b.baseUrl, 'bob', taskId, { decision: 'deny', comment: 'x'.repeat(1_001), digest })).status, 400);
-    const tool = await modern(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId, decision: 'deny', comment: long, digest } }, { headers: bearer('carol') });
+    const tool = await sendRev2026(b.url, 'tools/call', { name: 'approval_decide', arguments: { taskId, decision: 'deny', comment: long, digest } }, { headers: bearer('carol') });
     assert.equal(tool.error?.code, -32602, JSON.stringify(tool.messages).slice(0, 300));
     assert.match(String(tool.error?.message), /comment must be at most 1000 characters/);
-    const schema = ((await modern(b.url, 'tools/list', {}, { headers: bearer('carol') })).result?.tools as Json[]).find((t) => t.name === 'approval_decide')?.inputSchema as Json;
+    const schema = ((await sendRev2026(b.url, 'tools/list', {}, { headers: bearer('carol') })).result?.tools as Json[]).find((t) => t.name === 'approval_decide')?.inputSchema as Json;
     assert.equal(((schema.properties as Json).comment as Json).maxLength, 1_000);
     const still = await taskOn(a.url, 'alice', taskId);
     assert.equal(still.status, 'working');
@@ -431,7 +431,7 @@ describe('approvals across two replicas on one Redis', () => {
   test('an idempotent retry of a held call, on either replica and in either revision, answers with the one hold: one listing, one run', async () => {
     const args = { seconds: 0, label: 'keyed' };
     const keyed = { ...bearer('alice'), 'idempotency-key': '"held-once"' };
-    const call = (url: string) => modern(url, 'tools/call', { name: 'slow_compute', arguments: args }, { capabilities: TASKS_CAPABILITIES, headers: keyed });
+    const call = (url: string) => sendRev2026(url, 'tools/call', { name: 'slow_compute', arguments: args }, { capabilities: TASKS_CAPABILITIES, headers: keyed });
     const first = await call(a.url);
     assert.equal(first.result?.resultType, 'task', JSON.stringify(first.messages));
     const taskId = String(first.result?.taskId);
@@ -441,8 +441,8 @@ describe('approvals across two replicas on one Redis', () => {
     // The same key through the gateway's _meta key, from a 2025-11-25 session: the same principal's same call.
     const wire = new KeyedWire('alice', { tasks: {} });
     await wire.initialize(b.url);
-    const legacy = await wire.request(b.url, 'tools/call', { name: 'slow_compute', arguments: args, task: { ttl: 60_000 }, _meta: { 'taskgate/idempotency-key': 'held-once' } });
-    assert.equal(((legacy.result as Json).task as Json).taskId, taskId, JSON.stringify(legacy));
+    const rev2025Side = await wire.request(b.url, 'tools/call', { name: 'slow_compute', arguments: args, task: { ttl: 60_000 }, _meta: { 'taskgate/idempotency-key': 'held-once' } });
+    assert.equal(((rev2025Side.result as Json).task as Json).taskId, taskId, JSON.stringify(rev2025Side));
 
     const pending = ((await listApprovals(a.baseUrl, 'bob')).body.approvals as Json[]).filter((x) => (x.arguments as Json).label === 'keyed');
     assert.deepEqual(pending.map((x) => x.taskId), [taskId], 'one hold');
@@ -515,19 +515,19 @@ describe('plain callers under plainCalls: background, and a rule with allowSelf'
   });
 
   test('a plain call is answered at once with a handle saying it waits for approval; task_result gives the upstream\'s result once approved', async () => {
-    const answer = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'background' } }, { headers: bearer('alice') });
+    const answer = await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'background' } }, { headers: bearer('alice') });
     const taskId = handleOf(answer.result);
     assert.match(textOf(answer.result), /is waiting for approval \(Waiting for approval by alice, bob until /);
-    const status = await modern(gateway.url, 'tools/call', { name: 'taskgate_task_status', arguments: { taskId } }, { headers: bearer('alice') });
+    const status = await sendRev2026(gateway.url, 'tools/call', { name: 'taskgate_task_status', arguments: { taskId } }, { headers: bearer('alice') });
     assert.equal((status.result?.structuredContent as Json | undefined)?.status, 'working', JSON.stringify(status.messages));
     // Deleting it is refused the way tasks/delete is: the hold ends by cancelling it, not by deleting it.
-    const deleted = await modern(gateway.url, 'tools/call', { name: 'taskgate_task_delete', arguments: { taskId } }, { headers: bearer('alice') });
+    const deleted = await sendRev2026(gateway.url, 'tools/call', { name: 'taskgate_task_delete', arguments: { taskId } }, { headers: bearer('alice') });
     assert.equal(deleted.result?.isError, true, JSON.stringify(deleted.messages));
     assert.match(textOf(deleted.result), /still waiting for approval: cancel it first with taskgate_task_cancel/);
     assert.equal(await executions(fixture, 'background'), 0);
 
     assert.equal((await decide(gateway.baseUrl, 'bob', taskId, { decision: 'approve' })).status, 200);
-    const result = await modern(gateway.url, 'tools/call', { name: 'taskgate_task_result', arguments: { taskId } }, { headers: bearer('alice') });
+    const result = await sendRev2026(gateway.url, 'tools/call', { name: 'taskgate_task_result', arguments: { taskId } }, { headers: bearer('alice') });
     assert.deepEqual(result.result?.structuredContent, { seconds: 0, label: 'background' }, JSON.stringify(result.messages));
     assert.equal(await executions(fixture, 'background'), 1);
   });
@@ -636,7 +636,7 @@ describe('issue 39 #11: plain SDK callers and their own timeout; a cancelled hol
     const created = await heldTask(waiting.url, 'alice', 'cancelled-hold');
     const taskId = String(created.taskId);
     const digest = ((await listApprovals(waiting.baseUrl, 'bob')).body.approvals as Json[]).find((v) => v.taskId === taskId)?.digest;
-    const cancel = await modern(waiting.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer('alice') });
+    const cancel = await sendRev2026(waiting.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer('alice') });
     assert.ok(cancel.result !== undefined, JSON.stringify(cancel.messages));
     const late = await decide(waiting.baseUrl, 'bob', taskId, { decision: 'approve', digest });
     assert.equal(late.status, 409, JSON.stringify(late.body));

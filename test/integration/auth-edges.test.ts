@@ -20,7 +20,7 @@ import { TOKEN_FAULTS } from '../../src/http/access-token.js';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
 import { eventually, type Json, logEntries, suiteScope, type TestGateway, testScope, type TestScope, textOf, whenLogged } from '../helpers/harness.js';
-import { modern, openListen, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, openListen, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { bearer, INITIALIZE, post } from '../helpers/auth-requests.js';
 import { oauthGateway } from '../helpers/oauth-gateway.js';
 import { sharedRedisStore } from '../helpers/shared-redis.js';
@@ -152,9 +152,9 @@ describe('an API key and an OAuth subject of the same name are two principals', 
     await assert.rejects(tokenClient.experimental.tasks.getTask(created.task.taskId), /Task not found/);
     assert.ok(!(await tokenClient.experimental.tasks.listTasks()).tasks.some((task) => task.taskId === created.task.taskId));
     // The token may not call slow at all (oauth:alice is granted greet only): a 2026 task made by the key.
-    const modernTask = await modern(gateway.url, 'tools/call', { name: 'slow', arguments: { ms: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
-    assert.equal(modernTask.result?.resultType, 'task', JSON.stringify(modernTask.response));
-    const foreign = await modern(gateway.url, 'tasks/get', { taskId: modernTask.result?.taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(aliceToken) });
+    const rev2026Task = await sendRev2026(gateway.url, 'tools/call', { name: 'slow', arguments: { ms: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
+    assert.equal(rev2026Task.result?.resultType, 'task', JSON.stringify(rev2026Task.response));
+    const foreign = await sendRev2026(gateway.url, 'tasks/get', { taskId: rev2026Task.result?.taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(aliceToken) });
     assert.match(String(foreign.error?.message), /Task not found/);
   });
 
@@ -366,10 +366,10 @@ describe('access is checked again when a stored task is read', () => {
     const alice = await scope.plainClient(granting.url, { headers: bearer(ALICE_KEY) });
     const sessionTask = (await alice.request({ method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, CreateTaskResultSchema)).task.taskId;
     assert.match(textOf(await alice.experimental.tasks.getTaskResult(sessionTask, CallToolResultSchema)), /sleptMs/);
-    const modernCreated = await modern(granting.url, 'tools/call', { name: 'slow', arguments: { ms: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
-    const modernTask = modernCreated.result?.taskId as string;
-    assert.equal(typeof modernTask, 'string', JSON.stringify(modernCreated.response));
-    await eventually(async () => (await modern(granting.url, 'tasks/get', { taskId: modernTask }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) })).result?.status === 'completed');
+    const rev2026Created = await sendRev2026(granting.url, 'tools/call', { name: 'slow', arguments: { ms: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
+    const rev2026Task = rev2026Created.result?.taskId as string;
+    assert.equal(typeof rev2026Task, 'string', JSON.stringify(rev2026Created.response));
+    await eventually(async () => (await sendRev2026(granting.url, 'tasks/get', { taskId: rev2026Task }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) })).result?.status === 'completed');
     const plain = await scope.plainClient(granting.url, { headers: bearer(ALICE_KEY) });
     const handle = (await plain.callTool({ name: 'slow', arguments: { ms: 10 } })) as Json;
     const backgroundTask = ((handle._meta as Json)['io.modelcontextprotocol/related-task'] as Json).taskId as string;
@@ -392,10 +392,10 @@ describe('access is checked again when a stored task is read', () => {
     }
     assert.ok(!(await aliceThere.experimental.tasks.listTasks()).tasks.some((task) => task.taskId === sessionTask));
 
-    const modernRead = async (taskId: string) => modern(revoking.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
-    const hidden = await modernRead(modernTask);
+    const rev2026Read = async (taskId: string) => sendRev2026(revoking.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
+    const hidden = await rev2026Read(rev2026Task);
     assert.equal(hidden.result, undefined, 'no result inlined');
-    assert.deepEqual(hidden.error, (await modernRead(unknownId)).error);
+    assert.deepEqual(hidden.error, (await rev2026Read(unknownId)).error);
 
     const plainThere = await scope.plainClient(revoking.url, { headers: bearer(ALICE_KEY) });
     const toolRead = async (taskId: string): Promise<Json> => (await plainThere.callTool({ name: 'taskgate_task_result', arguments: { taskId } })) as Json;
@@ -415,7 +415,7 @@ describe('access is checked again when a stored task is read', () => {
 
   test('a listen stream does not carry a task of a revoked tool, while it carries one the caller may still use', async () => {
     const create = async (name: string, args: Json): Promise<string> => {
-      const created = await modern(granting.url, 'tools/call', { name, arguments: args }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
+      const created = await sendRev2026(granting.url, 'tools/call', { name, arguments: args }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
       assert.equal(created.result?.resultType, 'task', JSON.stringify(created.response));
       return created.result?.taskId as string;
     };
@@ -425,7 +425,7 @@ describe('access is checked again when a stored task is read', () => {
     try {
       await listener.next((event) => event.method === 'notifications/subscriptions/acknowledged');
       // Both end where they run, the revoked one first; their events reach the listening replica in that order.
-      for (const taskId of [revoked, allowed]) await modern(granting.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
+      for (const taskId of [revoked, allowed]) await sendRev2026(granting.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE_KEY) });
       await listener.next((event) => event.method === 'notifications/tasks' && (event.params as Json).taskId === allowed && (event.params as Json).status === 'cancelled');
       assert.ok(!listener.events.some((event) => (event.params as Json | undefined)?.taskId === revoked), JSON.stringify(listener.events));
     } finally {

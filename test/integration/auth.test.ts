@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { AuthServer } from '../fixtures/auth-server.js';
 import { eventually, type Json, logEntries, suiteScope, type TestGateway, testScope, textOf, whenLogged } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { bearer, INITIALIZE, post } from '../helpers/auth-requests.js';
 import { oauthGateway } from '../helpers/oauth-gateway.js';
 import { twoReplicas } from '../helpers/replicas.js';
@@ -148,20 +148,20 @@ describe('authentication: OAuth access tokens and API keys', () => {
 
   test('2026-07-28 tasks belong to their principal too', async () => {
     const options = (key: string) => ({ capabilities: TASKS_CAPABILITIES, headers: bearer(key) });
-    const created = await modern(gateway.url, 'tools/call', { name: 'slow', arguments: { ms: 3_000 } }, options(ALICE_KEY));
+    const created = await sendRev2026(gateway.url, 'tools/call', { name: 'slow', arguments: { ms: 3_000 } }, options(ALICE_KEY));
     assert.equal(created.result?.resultType, 'task', JSON.stringify(created.response));
     const taskId = created.result?.taskId as string;
     for (const method of ['tasks/get', 'tasks/cancel']) {
-      const answer = await modern(gateway.url, method, { taskId }, options(BOB_KEY));
+      const answer = await sendRev2026(gateway.url, method, { taskId }, options(BOB_KEY));
       assert.match(String(answer.error?.message), /Task not found/, `${method}: ${JSON.stringify(answer.response)}`);
     }
-    assert.equal((await modern(gateway.url, 'tasks/get', { taskId }, options(ALICE_KEY))).result?.status, 'working');
-    await modern(gateway.url, 'tasks/cancel', { taskId }, options(ALICE_KEY));
-    assert.equal((await modern(gateway.url, 'tasks/get', { taskId }, options(ALICE_KEY))).result?.status, 'cancelled');
+    assert.equal((await sendRev2026(gateway.url, 'tasks/get', { taskId }, options(ALICE_KEY))).result?.status, 'working');
+    await sendRev2026(gateway.url, 'tasks/cancel', { taskId }, options(ALICE_KEY));
+    assert.equal((await sendRev2026(gateway.url, 'tasks/get', { taskId }, options(ALICE_KEY))).result?.status, 'cancelled');
   });
 
   test('a 2026-07-28 request without a token is refused like any other', async () => {
-    const answer = await modern(gateway.url, 'tools/list', {}, {});
+    const answer = await sendRev2026(gateway.url, 'tools/list', {}, {});
     assert.equal(answer.status, 401);
   });
 });
@@ -195,8 +195,8 @@ describe('principals across two replicas on one Redis', () => {
     await assert.rejects(bobOnB.experimental.tasks.getTask(taskId), /Task not found/);
     const aliceOnB = await scope.plainClient(b.url, { headers: bearer(ALICE_KEY) });
     await eventually(async () => (await aliceOnB.experimental.tasks.getTask(taskId)).status === 'completed');
-    const modernOnB = await modern(b.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(BOB_KEY) });
-    assert.match(String(modernOnB.error?.message), /Task not found/);
+    const rev2026OnB = await sendRev2026(b.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(BOB_KEY) });
+    assert.match(String(rev2026OnB.error?.message), /Task not found/);
   });
 });
 
@@ -269,9 +269,9 @@ describe('access rules (auth.access): lists show only what a caller may use; any
   });
 
   test('2026-07-28: the same lists and the same answer for a denied tool', async () => {
-    const listed = await modern(gateway.url, 'tools/list', {}, { headers: bearer(BOB_KEY) });
+    const listed = await sendRev2026(gateway.url, 'tools/list', {}, { headers: bearer(BOB_KEY) });
     assert.deepEqual((listed.result?.tools as Json[]).map((tool) => tool.name).sort(), ['greet', 'slow_compute']);
-    const denied = await modern(gateway.url, 'tools/call', { name: 'crash', arguments: {} }, { headers: bearer(BOB_KEY) });
+    const denied = await sendRev2026(gateway.url, 'tools/call', { name: 'crash', arguments: {} }, { headers: bearer(BOB_KEY) });
     assert.match(String(denied.error?.message), /Unknown tool: crash/);
   });
 });
@@ -296,7 +296,7 @@ describe('rate limits per principal, counted across replicas', () => {
   });
 
   test('requests per second: both replicas count one window; past it, 429 with Retry-After and a JSON-RPC error saying when', async () => {
-    const list = (url: string) => modern(url, 'tools/list', {}, { headers: bearer(key('dora')) });
+    const list = (url: string) => sendRev2026(url, 'tools/list', {}, { headers: bearer(key('dora')) });
     // 4 + 4 at once, limit 5: counted per replica none would be refused; counted together, 3 are.
     const answers = await Promise.all([a.url, a.url, a.url, a.url, b.url, b.url, b.url, b.url].map(list));
     const refused = answers.filter((answer) => answer.status === 429);
@@ -308,12 +308,12 @@ describe('rate limits per principal, counted across replicas', () => {
       assert.equal(typeof (answer.error?.data as Json | undefined)?.retryAfterMs, 'number');
     }
     // Another principal has its own window; a rule may give one more.
-    const fred = await Promise.all(Array.from({ length: 8 }, () => modern(a.url, 'tools/list', {}, { headers: bearer(key('fred')) })));
+    const fred = await Promise.all(Array.from({ length: 8 }, () => sendRev2026(a.url, 'tools/list', {}, { headers: bearer(key('fred')) })));
     assert.ok(fred.every((answer) => answer.status === 200), JSON.stringify(fred.map((answer) => [answer.status, answer.error])));
   });
 
   test('task creations per minute: the third task of a principal within the minute is refused with 429', async () => {
-    const create = (url: string) => modern(url, 'tools/call', { name: 'slow', arguments: { ms: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(key('erin')) });
+    const create = (url: string) => sendRev2026(url, 'tools/call', { name: 'slow', arguments: { ms: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(key('erin')) });
     const first = await create(a.url);
     const second = await create(b.url);
     assert.equal(first.result?.resultType, 'task', JSON.stringify(first.response));
@@ -410,7 +410,7 @@ describe('the client\'s token never goes upstream', () => {
     });
     const client = await scope.plainClient(gateway.url, { headers: bearer(ALICE_KEY) });
     assert.equal(textOf(await client.callTool({ name: 'hello', arguments: {} })), 'hello');
-    assert.equal((await modern(gateway.url, 'tools/call', { name: 'hello', arguments: {} }, { headers: bearer(ALICE_KEY) })).status, 200);
+    assert.equal((await sendRev2026(gateway.url, 'tools/call', { name: 'hello', arguments: {} }, { headers: bearer(ALICE_KEY) })).status, 200);
     assert.ok(seen.length > 0);
     for (const headers of seen) assert.equal(headers.authorization, 'Bearer upstream-own-credential', JSON.stringify(headers));
   });

@@ -6,7 +6,7 @@ import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { suiteScope, testScope, textOf, type Json, type TestGateway } from '../helpers/harness.js';
-import { modern, sseMessages, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, sseMessages, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { SessionWire } from '../helpers/session-wire.js';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
@@ -192,32 +192,32 @@ describe('plainCalls: background', () => {
   });
 
   test('2026-07-28 without the extension: a handle at taskAfterMs, task_result with the real result; input through MRTR', async () => {
-    const listed = ((await modern(gateway.url, 'tools/list', {})).result?.tools as Json[]) ?? [];
+    const listed = ((await sendRev2026(gateway.url, 'tools/list', {})).result?.tools as Json[]) ?? [];
     assert.ok(listed.some((tool) => tool.name === RESULT_TOOL));
     assert.equal(listed.find((tool) => tool.name === 'report')?.outputSchema, undefined, 'called plainly: no outputSchema');
-    const withTasks = ((await modern(gateway.url, 'tools/list', {}, { capabilities: TASKS_CAPABILITIES })).result?.tools as Json[]) ?? [];
+    const withTasks = ((await sendRev2026(gateway.url, 'tools/list', {}, { capabilities: TASKS_CAPABILITIES })).result?.tools as Json[]) ?? [];
     assert.notEqual(withTasks.find((tool) => tool.name === 'report')?.outputSchema, undefined, 'a task client gets tasks, and the schema');
 
-    const answer = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'modern' } });
+    const answer = await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'modern' } });
     assert.equal(answer.result?.resultType, 'complete', JSON.stringify(answer.response));
     const taskId = handleOf(answer.result as Json);
-    const final = await modern(gateway.url, 'tools/call', { name: RESULT_TOOL, arguments: { taskId, waitSeconds: 10 } });
+    const final = await sendRev2026(gateway.url, 'tools/call', { name: RESULT_TOOL, arguments: { taskId, waitSeconds: 10 } });
     assert.equal(final.result?.resultType, 'complete');
     assert.deepEqual(final.result?.structuredContent, { seconds: 2, label: 'modern' });
 
     const capabilities = { elicitation: {} };
-    const asking = await modern(gateway.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'c.txt', delayMs: 600 } }, { capabilities });
+    const asking = await sendRev2026(gateway.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'c.txt', delayMs: 600 } }, { capabilities });
     const asked = handleOf(asking.result as Json);
-    const round = await modern(gateway.url, 'tools/call', { name: RESULT_TOOL, arguments: { taskId: asked } }, { capabilities });
+    const round = await sendRev2026(gateway.url, 'tools/call', { name: RESULT_TOOL, arguments: { taskId: asked } }, { capabilities });
     assert.equal(round.result?.resultType, 'input_required', JSON.stringify(round.response));
     const [key, request] = Object.entries(round.result?.inputRequests as Json)[0] as [string, Json];
     assert.equal(request.method, 'elicitation/create');
-    const done = await modern(gateway.url, 'tools/call', { name: RESULT_TOOL, arguments: { taskId: asked }, inputResponses: { [key]: { action: 'accept', content: { confirm: true } } } }, { capabilities });
+    const done = await sendRev2026(gateway.url, 'tools/call', { name: RESULT_TOOL, arguments: { taskId: asked }, inputResponses: { [key]: { action: 'accept', content: { confirm: true } } } }, { capabilities });
     assert.match(textOf(done.result), /Deleted c\.txt/);
 
     // A client that cannot answer the question: the upstream hears so at once, and the task ends with that.
-    const unable = handleOf((await modern(gateway.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'd.txt', delayMs: 600 } })).result as Json);
-    const ended = await modern(gateway.url, 'tools/call', { name: RESULT_TOOL, arguments: { taskId: unable } });
+    const unable = handleOf((await sendRev2026(gateway.url, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'd.txt', delayMs: 600 } })).result as Json);
+    const ended = await sendRev2026(gateway.url, 'tools/call', { name: RESULT_TOOL, arguments: { taskId: unable } });
     assert.equal(ended.result?.resultType, 'complete', JSON.stringify(ended.response));
     assert.notEqual(textOf(ended.result), '');
   });
@@ -255,14 +255,14 @@ describe('task_result keeps a waiting host alive with progress', () => {
   });
 
   test('2026-07-28: the same keep-alives on task_result\'s stream, with the request\'s token, then the result', async () => {
-    const taskId = handleOf((await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'kept-modern' } })).result as Json);
-    const answer = await modern(gateway.url, 'tools/call', { name: RESULT_TOOL, arguments: { taskId, waitSeconds: 30 } }, { meta: { progressToken: 'wait-1' } });
+    const taskId = handleOf((await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 2, label: 'kept-rev2026' } })).result as Json);
+    const answer = await sendRev2026(gateway.url, 'tools/call', { name: RESULT_TOOL, arguments: { taskId, waitSeconds: 30 } }, { meta: { progressToken: 'wait-1' } });
     assert.equal(answer.sse, true, JSON.stringify(answer.messages));
     const values = answer.notifications.filter((n) => n.method === 'notifications/progress').map((n) => (n.params as Json).progress as number);
     assert.ok(values.length >= 2, JSON.stringify(answer.notifications));
     for (let i = 1; i < values.length; i++) assert.ok((values[i] as number) > (values[i - 1] as number), JSON.stringify(values));
     assert.ok(answer.notifications.every((n) => (n.params as Json).progressToken === 'wait-1'));
-    assert.deepEqual(answer.result?.structuredContent, { seconds: 2, label: 'kept-modern' }, JSON.stringify(answer.response));
+    assert.deepEqual(answer.result?.structuredContent, { seconds: 2, label: 'kept-rev2026' }, JSON.stringify(answer.response));
   });
 });
 

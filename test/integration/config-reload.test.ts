@@ -15,7 +15,7 @@ import type { GatewayEventMap } from '../../src/events.js';
 import { fixtureCommand, freePort, GATEWAY_CLI_PATH, nodeArgs, REPO_ROOT, startChild, waitForHttp200, type ChildHandle } from '../fixtures/spawn.js';
 import { createdTaskId, SessionWire } from '../helpers/session-wire.js';
 import { logEntries, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, openListen } from '../helpers/stateless-wire.js';
+import { sendRev2026, openListen } from '../helpers/stateless-wire.js';
 import { bounded as boundedBy, nextEvent as announced } from '../helpers/waits.js';
 
 const HANG_MS = 30_000;
@@ -51,7 +51,7 @@ function nextEvent<K extends keyof GatewayEventMap>(gateway: TestGateway, name: 
  * A 2025-11-25 SDK client whose GET stream is known to be open (the gateway answered it), so a notification
  * sent after `ready` reaches it; `toolsChanged()` resolves at the next tools/list_changed.
  */
-async function legacyClient(scope: TestScope, url: string, headers: Record<string, string> = {}): Promise<{ client: Client; ready: Promise<void>; toolsChanged(): Promise<void> }> {
+async function rev2025Client(scope: TestScope, url: string, headers: Record<string, string> = {}): Promise<{ client: Client; ready: Promise<void>; toolsChanged(): Promise<void> }> {
   let opened!: () => void;
   const ready = new Promise<void>((resolve) => (opened = resolve));
   const transport = new StreamableHTTPClientTransport(new URL(url), {
@@ -84,11 +84,11 @@ async function toolNames(client: Client): Promise<string[]> {
  * The client's tool names once `wanted` accepts them, listed again at each tools/list_changed: upstreams join in the
  * background, each with its own list_changed.
  */
-async function toolNamesOnceChanged(legacy: { client: Client; toolsChanged(): Promise<void> }, first: Promise<void>, wanted: (names: string[]) => boolean): Promise<string[]> {
+async function toolNamesOnceChanged(rev2025Side: { client: Client; toolsChanged(): Promise<void> }, first: Promise<void>, wanted: (names: string[]) => boolean): Promise<string[]> {
   await first;
   for (;;) {
-    const next = legacy.toolsChanged();
-    const names = await toolNames(legacy.client);
+    const next = rev2025Side.toolsChanged();
+    const names = await toolNames(rev2025Side.client);
     if (wanted(names)) {
       next.catch(() => undefined); // no further change is awaited
       return names;
@@ -102,14 +102,14 @@ describe('config reload (in-process)', () => {
     const scope = testScope(t);
     const config = { upstreams: { a: stdioUpstream('a_') } };
     const gateway = await scope.gateway(config);
-    const legacy = await legacyClient(scope, gateway.url);
-    await legacy.ready;
+    const rev2025Side = await rev2025Client(scope, gateway.url);
+    await rev2025Side.ready;
     const listen = await openListen(gateway.url, { toolsListChanged: true }, { id: 'reload-listen' });
     scope.defer(() => listen.close());
     await listen.next((e) => e.method === 'notifications/subscriptions/acknowledged');
-    assert.ok(!(await toolNames(legacy.client)).includes('b_echo'));
+    assert.ok(!(await toolNames(rev2025Side.client)).includes('b_echo'));
 
-    const changed = legacy.toolsChanged();
+    const changed = rev2025Side.toolsChanged();
     const reloaded = nextEvent(gateway, 'config.reloaded');
     const result = await gateway.reload(configOf({ upstreams: { ...config.upstreams, b: stdioUpstream('b_') } }));
     assert.deepEqual(result.changes, ["upstream 'b' added"]);
@@ -117,26 +117,26 @@ describe('config reload (in-process)', () => {
     await changed;
     await listen.next((e) => e.method === 'notifications/tools/list_changed', HANG_MS);
 
-    const names = await toolNames(legacy.client);
+    const names = await toolNames(rev2025Side.client);
     assert.ok(names.includes('a_echo') && names.includes('b_echo'), names.join(', '));
-    assert.equal(textOf(await legacy.client.callTool({ name: 'b_echo', arguments: { message: 'hi' } })).includes('hi'), true);
-    const modernList = await modern(gateway.url, 'tools/list');
-    assert.ok((modernList.result?.tools as Json[]).some((tool) => tool.name === 'b_echo'));
+    assert.equal(textOf(await rev2025Side.client.callTool({ name: 'b_echo', arguments: { message: 'hi' } })).includes('hi'), true);
+    const rev2026List = await sendRev2026(gateway.url, 'tools/list');
+    assert.ok((rev2026List.result?.tools as Json[]).some((tool) => tool.name === 'b_echo'));
   });
 
   test('names the running upstreams show colliding refuse the whole reload: the running config keeps serving', async (t) => {
     const scope = testScope(t);
     const config = { upstreams: { a: stdioUpstream('a_') }, tasks: { defaults: { mode: 'optional' } } };
     const gateway = await scope.gateway(config);
-    const before = (await modern(gateway.url, 'tools/list')).result?.tools as Json[];
+    const before = (await sendRev2026(gateway.url, 'tools/list')).result?.tools as Json[];
     const rejected = nextEvent(gateway, 'config.rejected');
     // `a`'s catalog is known: renaming `greet` onto `echo` collides. The policy change that comes with it must not apply either.
     const next = configOf({ upstreams: { a: { ...stdioUpstream('a_'), tools: { overrides: { greet: { name: 'echo' } } } } }, tasks: { defaults: { mode: 'required' } } });
     await assert.rejects(gateway.reload(next), /collide/);
     assert.match((await rejected).error, /tool 'a_echo' is offered twice by upstream 'a'/);
-    assert.deepEqual((await modern(gateway.url, 'tools/list')).result?.tools, before);
-    const legacy = await legacyClient(scope, gateway.url);
-    const slow = (await legacy.client.listTools()).tools.find((tool) => tool.name === 'a_slow');
+    assert.deepEqual((await sendRev2026(gateway.url, 'tools/list')).result?.tools, before);
+    const rev2025Side = await rev2025Client(scope, gateway.url);
+    const slow = (await rev2025Side.client.listTools()).tools.find((tool) => tool.name === 'a_slow');
     assert.equal(slow?.execution?.taskSupport, 'optional');
   });
 
@@ -144,13 +144,13 @@ describe('config reload (in-process)', () => {
     const scope = testScope(t);
     const config = { upstreams: { a: stdioUpstream('a_') } };
     const gateway = await scope.gateway(config);
-    const before = (await modern(gateway.url, 'tools/list')).result?.tools as Json[];
+    const before = (await sendRev2026(gateway.url, 'tools/list')).result?.tools as Json[];
     const rejected = nextEvent(gateway, 'config.rejected');
     // `b` exposes the same names as `a`, which only its catalog shows: the reload applies, `b` never joins.
     const result = await gateway.reload(configOf({ upstreams: { a: stdioUpstream('a_'), b: stdioUpstream('a_') } }));
     assert.deepEqual(result.changes, ["upstream 'b' added"]);
     assert.match((await rejected).error, /upstream 'b' is not admitted, its names collide: .*tool 'a_echo' is offered by both upstream 'a' and upstream 'b'/);
-    assert.deepEqual((await modern(gateway.url, 'tools/list')).result?.tools, before);
+    assert.deepEqual((await sendRev2026(gateway.url, 'tools/list')).result?.tools, before);
     const ready = (await (await fetch(`${gateway.url.replace(/\/mcp$/, '')}/readyz`)).json()) as { upstreams: Json[] };
     const b = ready.upstreams.find((u) => u.name === 'b');
     assert.equal(b?.state, 'refused');
@@ -185,9 +185,9 @@ describe('config reload (in-process)', () => {
     const config = { upstreams: { a: stdioUpstream('a_') }, auth };
     const gateway = await scope.gateway(config);
     const bearer = (key: string): Record<string, string> => ({ authorization: `Bearer ${key}` });
-    const asAlice = await legacyClient(scope, gateway.url, bearer(alice));
+    const asAlice = await rev2025Client(scope, gateway.url, bearer(alice));
     assert.deepEqual((await toolNames(asAlice.client)).filter((name) => name.startsWith('a_')), ['a_echo']);
-    assert.equal((await modern(gateway.url, 'tools/list', {}, { headers: bearer(bob) })).status, 401);
+    assert.equal((await sendRev2026(gateway.url, 'tools/list', {}, { headers: bearer(bob) })).status, 401);
 
     await asAlice.ready;
     const changed = asAlice.toolsChanged();
@@ -195,7 +195,7 @@ describe('config reload (in-process)', () => {
     assert.deepEqual(result.changes, ['auth.access changed', 'auth.apiKeys changed']);
     await changed;
     assert.deepEqual((await toolNames(asAlice.client)).filter((name) => name.startsWith('a_')).sort(), ['a_echo', 'a_slow']);
-    const asBob = await modern(gateway.url, 'tools/list', {}, { headers: bearer(bob) });
+    const asBob = await sendRev2026(gateway.url, 'tools/list', {}, { headers: bearer(bob) });
     assert.equal(asBob.status, 200);
     assert.ok((asBob.result?.tools as Json[]).some((tool) => tool.name === 'a_slow'));
   });
@@ -240,20 +240,20 @@ describe('config reload (the CLI: file changes and SIGHUP)', () => {
     const url = `http://127.0.0.1:${port}/mcp`;
     await logLine(gateway, (e) => e.msg === 'upstream connected' && e.upstream === 'everything');
 
-    const legacy = await legacyClient(scope, url);
-    await legacy.ready;
-    assert.ok((await toolNames(legacy.client)).includes('echo'));
+    const rev2025Side = await rev2025Client(scope, url);
+    await rev2025Side.ready;
+    assert.ok((await toolNames(rev2025Side.client)).includes('echo'));
 
     // Add the fixture as a second upstream: both now get "<name>__" prefixes.
     const { command, args, cwd } = fixtureCommand('stdio');
     const original = readFileSync(path, 'utf8');
     const added = original.replace(/^upstreams:\n/m, `upstreams:\n  fixture:\n    transport: stdio\n    command: ${JSON.stringify(command)}\n    args: ${JSON.stringify(args)}\n    cwd: ${JSON.stringify(cwd)}\n`);
     assert.notEqual(added, original);
-    let changed = legacy.toolsChanged();
+    let changed = rev2025Side.toolsChanged();
     save(path, added);
     const reloaded = await logLine(gateway, (e) => e.msg === 'config reloaded');
     assert.ok((reloaded.changes as string[]).includes("upstream 'fixture' added"), JSON.stringify(reloaded));
-    let names = await toolNamesOnceChanged(legacy, changed, (listed) => listed.includes('fixture__slow') && listed.includes('everything__echo'));
+    let names = await toolNamesOnceChanged(rev2025Side, changed, (listed) => listed.includes('fixture__slow') && listed.includes('everything__echo'));
     assert.ok(names.includes('fixture__slow') && names.includes('everything__echo'), names.join(', '));
 
     // A broken edit: logged with where it is broken, and the running config keeps serving.
@@ -262,7 +262,7 @@ describe('config reload (the CLI: file changes and SIGHUP)', () => {
     const rejected = await logLine(gateway, (e) => typeof e.msg === 'string' && e.msg.startsWith('config rejected'), seen);
     assert.match(String(rejected.msg), /taskgate\.yaml:\d+:\d+/);
     assert.equal(rejected.trigger, 'file changed');
-    names = await toolNames(legacy.client);
+    names = await toolNames(rev2025Side.client);
     assert.ok(names.includes('fixture__slow'), names.join(', '));
 
     // SIGHUP reads the file again without it changing: still broken, refused again, now for SIGHUP.
@@ -273,10 +273,10 @@ describe('config reload (the CLI: file changes and SIGHUP)', () => {
 
     // The original file again: the fixture drains away and clients are told.
     const beforeRevert = logEntries(gateway).length;
-    changed = legacy.toolsChanged();
+    changed = rev2025Side.toolsChanged();
     save(path, original);
     await logLine(gateway, (e) => e.msg === 'config reloaded' && (e.changes as string[]).includes("upstream 'fixture' removed"), beforeRevert);
-    names = await toolNamesOnceChanged(legacy, changed, (listed) => listed.includes('echo'));
+    names = await toolNamesOnceChanged(rev2025Side, changed, (listed) => listed.includes('echo'));
     assert.ok(names.includes('echo') && !names.some((name) => name.startsWith('fixture__')), names.join(', '));
     assert.equal(gateway.child.exitCode, null);
   });

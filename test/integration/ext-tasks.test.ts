@@ -1,5 +1,5 @@
 // The official requester library for tasks, as applications use it: the v2 SDK client pinned to 2026-07-28 and
-// @modelcontextprotocol/ext-tasks on top, against the gateway running a legacy upstream's tools as tasks. The
+// @modelcontextprotocol/ext-tasks on top, against the gateway running a 2025-11-25 upstream's tools as tasks. The
 // conformance suite checks the wire; this checks that what real applications read comes out right, for every
 // outcome a task can have.
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { createTaskSessionFromClient, type ApplicationInputRequest, type ApplicationInputResult } from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { suiteScope, type Json, type TestGateway } from '../helpers/harness.js';
-import { modern, STATELESS_VERSION, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
+import { sendRev2026, STATELESS_VERSION, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
 
 const CLIENT_INFO = { name: 'taskgate-ext-tasks-test', version: '1.0.0' };
 const CLIENT_CAPABILITIES = { elicitation: { form: {} }, extensions: { [TASKS_EXTENSION]: {} } };
@@ -20,7 +20,7 @@ function rawDispatch(url: string) {
   return async (request: JsonValue) => {
     const { method, params = {} } = request as { method: string; params?: Json };
     const { _meta: meta, ...rest } = params;
-    const answer = await modern(url, method, rest, { meta: meta as Json });
+    const answer = await sendRev2026(url, method, rest, { meta: meta as Json });
     if (answer.error !== undefined) return { kind: 'error' as const, error: answer.error as never };
     return { kind: 'result' as const, result: answer.result as JsonValue };
   };

@@ -1,4 +1,4 @@
-// The HTTP rules of the legacy-era front end, exercised with raw requests (undici): sessions, headers,
+// The HTTP rules of the 2025-11-25 front end, exercised with raw requests (undici): sessions, headers,
 // security checks, error shapes, SSE streams and resumption.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
@@ -43,7 +43,7 @@ function initialize(version = '2025-11-25'): Record<string, unknown> {
   return { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 }
 
-describe('legacy-era front end', () => {
+describe('2025-11-25 front end', () => {
   const scope = suiteScope();
   let gateway: TestGateway;
   let url: string;

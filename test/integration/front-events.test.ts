@@ -9,9 +9,9 @@ import { describe, test } from 'node:test';
 import type { GatewayEventMap, GatewayEventName, GatewayEvents } from '../../src/events.js';
 import { abusiveFixtureCommand } from '../fixtures/spawn.js';
 import { testScope, type Json } from '../helpers/harness.js';
-import { modern, modernRequest, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, rev2026Request, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
-const LEGACY = '2025-11-25';
+const REV2025 = '2025-11-25';
 /** Only against hangs: every wait below ends with the event it waits for. */
 const HANG_MS = 30_000;
 
@@ -52,11 +52,11 @@ class EventLog {
   }
 }
 
-function legacyHeaders(session?: string): Record<string, string> {
+function rev2025Headers(session?: string): Record<string, string> {
   return {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': LEGACY,
+    'mcp-protocol-version': REV2025,
     ...(session === undefined ? {} : { 'mcp-session-id': session }),
   };
 }
@@ -65,20 +65,20 @@ function legacyHeaders(session?: string): Record<string, string> {
 async function openSession(url: string, headers: Record<string, string> = {}): Promise<string> {
   const response = await fetch(url, {
     method: 'POST',
-    headers: { ...legacyHeaders(), ...headers },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'front-events', version: '1' } } }),
+    headers: { ...rev2025Headers(), ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: REV2025, capabilities: {}, clientInfo: { name: 'front-events', version: '1' } } }),
   });
   await response.text();
   const session = response.headers.get('mcp-session-id');
   assert.ok(session !== null, `initialize answered HTTP ${response.status}`);
-  const initialized = await fetch(url, { method: 'POST', headers: { ...legacyHeaders(session), ...headers }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+  const initialized = await fetch(url, { method: 'POST', headers: { ...rev2025Headers(session), ...headers }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
   await initialized.text();
   return session;
 }
 
 /** A session's GET stream; resolves once its headers arrived. */
 function getStream(url: string, session: string, signal: AbortSignal): Promise<Response> {
-  return fetch(url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': LEGACY }, signal });
+  return fetch(url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': REV2025 }, signal });
 }
 
 describe('the front announces what it does', { timeout: 120_000 }, () => {
@@ -99,20 +99,20 @@ describe('the front announces what it does', { timeout: 120_000 }, () => {
 
     // 2025-11-25: a POST whose call reports progress becomes a stream.
     const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'test_tool_with_progress', arguments: {}, _meta: { progressToken: 'p' } } };
-    const streamed = await fetch(gateway.url, { method: 'POST', headers: legacyHeaders(session), body: JSON.stringify(call) });
+    const streamed = await fetch(gateway.url, { method: 'POST', headers: rev2025Headers(session), body: JSON.stringify(call) });
     assert.match(String(streamed.headers.get('content-type')), /text\/event-stream/);
     await streamed.text();
-    await log.until(() => log.count('stream.closed', 'post') === 1, 'legacy post closed');
+    await log.until(() => log.count('stream.closed', 'post') === 1, '2025-11-25 post closed');
 
     // 2026-07-28: a call with progress streams; one without is plain JSON, and no stream.
-    const progress = await modern(gateway.url, 'tools/call', { name: 'test_tool_with_progress', arguments: {} }, { meta: { progressToken: 'm' } });
+    const progress = await sendRev2026(gateway.url, 'tools/call', { name: 'test_tool_with_progress', arguments: {} }, { meta: { progressToken: 'm' } });
     assert.equal(progress.sse, true);
-    await log.until(() => log.count('stream.closed', 'post') === 2, 'modern post closed');
-    const plain = await modern(gateway.url, 'tools/list');
+    await log.until(() => log.count('stream.closed', 'post') === 2, '2026-07-28 post closed');
+    const plain = await sendRev2026(gateway.url, 'tools/list');
     assert.equal(plain.sse, false);
 
     // 2026-07-28: a listen stream, open until the client goes.
-    const { body, headers } = modernRequest('subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const { body, headers } = rev2026Request('subscriptions/listen', { notifications: { toolsListChanged: true } });
     const abortListen = new AbortController();
     const listen = await fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abortListen.signal });
     assert.equal(listen.status, 200);
@@ -138,10 +138,10 @@ describe('the front announces what it does', { timeout: 120_000 }, () => {
     await openSession(gateway.url, { authorization: `Bearer ${key}` });
     assert.equal(log.seen.length, 0);
 
-    const wrong = await fetch(gateway.url, { method: 'POST', headers: { ...legacyHeaders(), authorization: 'Bearer wrong-key-0123456789' }, body: '{}' });
+    const wrong = await fetch(gateway.url, { method: 'POST', headers: { ...rev2025Headers(), authorization: 'Bearer wrong-key-0123456789' }, body: '{}' });
     assert.equal(wrong.status, 401);
     await wrong.text();
-    const none = await fetch(gateway.url, { method: 'POST', headers: legacyHeaders(), body: '{}' });
+    const none = await fetch(gateway.url, { method: 'POST', headers: rev2025Headers(), body: '{}' });
     assert.equal(none.status, 401);
     await none.text();
     await log.until(() => log.seen.length === 2, 'two refusals');
@@ -186,7 +186,7 @@ describe('the front announces what it does', { timeout: 120_000 }, () => {
     // A call that is never answered holds its ~90 KiB of arguments as a task; a second does not fit beside it
     // (bodies past 64 KiB leave the budget's last eighth free: 175 KiB of room).
     const blob = 'x'.repeat(90 * KiB);
-    const call = (): ReturnType<typeof modern> => modern(gateway.url, 'tools/call', { name: 'never_answers', arguments: { blob } }, { capabilities: TASKS_CAPABILITIES });
+    const call = (): ReturnType<typeof sendRev2026> => sendRev2026(gateway.url, 'tools/call', { name: 'never_answers', arguments: { blob } }, { capabilities: TASKS_CAPABILITIES });
     const first = await call();
     assert.equal((first.result as Json | undefined)?.resultType, 'task', JSON.stringify(first.messages));
     const second = await call();

@@ -7,7 +7,7 @@ import { before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, fixtureExecutions, type Json, logEntries, suiteScope, testScope, whenLogged } from '../helpers/harness.js';
-import { modern, STATELESS_VERSION, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, STATELESS_VERSION, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { createdTaskId } from '../helpers/session-wire.js';
 import { twoReplicaProcesses } from '../helpers/replicas.js';
 
@@ -174,11 +174,11 @@ describe('hostile input against a gateway process bound to loopback', () => {
   test('method names of Object.prototype are unknown methods in both eras', async () => {
     const session = await openSession(gateway.url);
     for (const method of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__']) {
-      const legacy = await post(gateway.url, { jsonrpc: '2.0', id: 3, method, params: {} }, sessionHeaders(session));
-      assert.equal(legacy.status, 200, show(legacy));
-      assert.equal(errorOf(legacy).code, -32601, `${method}: ${show(legacy)}`);
-      assert.match(String(errorOf(legacy).message), /Method not found/);
-      const current = await modern(gateway.url, method, {});
+      const rev2025Side = await post(gateway.url, { jsonrpc: '2.0', id: 3, method, params: {} }, sessionHeaders(session));
+      assert.equal(rev2025Side.status, 200, show(rev2025Side));
+      assert.equal(errorOf(rev2025Side).code, -32601, `${method}: ${show(rev2025Side)}`);
+      assert.match(String(errorOf(rev2025Side).message), /Method not found/);
+      const current = await sendRev2026(gateway.url, method, {});
       assert.equal(current.status, 404, JSON.stringify(current.messages));
       assert.equal(current.error?.code, -32601, `${method}: ${JSON.stringify(current.messages)}`);
     }
@@ -189,13 +189,13 @@ describe('hostile input against a gateway process bound to loopback', () => {
     const session = await openSession(gateway.url);
     for (const depth of [33, 20_000]) {
       const body = `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"x":${deep(depth)}}}}`;
-      const legacy = await post(gateway.url, body, sessionHeaders(session));
-      assert.equal(legacy.status, 400, show(legacy));
-      assert.equal(errorOf(legacy).code, -32600);
-      assert.match(String(errorOf(legacy).message), /nested deeper than 32 levels \(listen\.maxJsonDepth\)/);
-      assert.doesNotMatch(String(errorOf(legacy).message), /Upstream/);
-      const modernBody = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"x":${deep(depth)}},"_meta":{"io.modelcontextprotocol/protocolVersion":"${STATELESS_VERSION}","io.modelcontextprotocol/clientCapabilities":{}}}}`;
-      const current = await post(gateway.url, modernBody, { 'mcp-protocol-version': STATELESS_VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'echo' });
+      const rev2025Side = await post(gateway.url, body, sessionHeaders(session));
+      assert.equal(rev2025Side.status, 400, show(rev2025Side));
+      assert.equal(errorOf(rev2025Side).code, -32600);
+      assert.match(String(errorOf(rev2025Side).message), /nested deeper than 32 levels \(listen\.maxJsonDepth\)/);
+      assert.doesNotMatch(String(errorOf(rev2025Side).message), /Upstream/);
+      const rev2026Body = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"x":${deep(depth)}},"_meta":{"io.modelcontextprotocol/protocolVersion":"${STATELESS_VERSION}","io.modelcontextprotocol/clientCapabilities":{}}}}`;
+      const current = await post(gateway.url, rev2026Body, { 'mcp-protocol-version': STATELESS_VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'echo' });
       assert.equal(current.status, 400, show(current));
       assert.equal(errorOf(current).code, -32600);
     }
@@ -236,7 +236,7 @@ describe('hostile input against a gateway process bound to loopback', () => {
       assert.match(String(errorOf(unknown).message), /Unsupported protocol version/);
     }
 
-    const badLevel = await modern(gateway.url, 'tools/list', {}, { logLevel: 'loud' });
+    const badLevel = await sendRev2026(gateway.url, 'tools/list', {}, { logLevel: 'loud' });
     assert.equal(badLevel.status, 400, JSON.stringify(badLevel.messages));
     assert.equal(badLevel.error?.code, -32602);
   });
@@ -250,10 +250,10 @@ describe('hostile input against a gateway process bound to loopback', () => {
         assert.equal(errorOf(answer).code, -32602, `${method} _meta ${JSON.stringify(meta)}: ${show(answer)}`);
         assert.equal(errorOf(answer).message, `${method}: params._meta must be an object`, show(answer));
       }
-      const modernAnswer = await modern(gateway.url, 'tools/call', { name: 'greet', arguments: { name: 'm' }, _meta: meta }, { meta: null });
-      assert.equal(modernAnswer.status, 400, JSON.stringify(modernAnswer.messages));
-      assert.equal(modernAnswer.error?.code, -32602, JSON.stringify(modernAnswer.messages));
-      assert.match(String(modernAnswer.error?.message), /params\._meta with the request envelope is required/);
+      const rev2026Answer = await sendRev2026(gateway.url, 'tools/call', { name: 'greet', arguments: { name: 'm' }, _meta: meta }, { meta: null });
+      assert.equal(rev2026Answer.status, 400, JSON.stringify(rev2026Answer.messages));
+      assert.equal(rev2026Answer.error?.code, -32602, JSON.stringify(rev2026Answer.messages));
+      assert.match(String(rev2026Answer.error?.message), /params\._meta with the request envelope is required/);
     }
     // The upstream saw none of it: the session and the upstream serve on, and nothing was logged as a failure.
     const fine = await post(gateway.url, { jsonrpc: '2.0', id: id + 1, method: 'tools/call', params: { name: 'greet', arguments: { name: 'm' }, _meta: { progressToken: 1 } } }, sessionHeaders(session));
@@ -339,8 +339,8 @@ describe('default caps: sessions and tasks per principal', () => {
     const other = await openSession(gateway.url);
     const fromOther = await post(gateway.url, { jsonrpc: '2.0', id: 1001, method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 0 }, task: {} } }, { ...sessionHeaders(other), accept: 'application/json' });
     assert.match(String(errorOf(fromOther).message), full, show(fromOther));
-    const modernTask = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
-    assert.match(String(modernTask.error?.message), full, JSON.stringify(modernTask.messages));
+    const rev2026Task = await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, { capabilities: TASKS_CAPABILITIES });
+    assert.match(String(rev2026Task.error?.message), full, JSON.stringify(rev2026Task.messages));
   });
 });
 
@@ -348,16 +348,16 @@ describe('a parked 2026-07-28 call nobody resumes on a shared stdio upstream', (
   test('is cleared after mrtr.parkTimeoutMs: later calls are asked their questions again', async (t) => {
     const gateway = await testScope(t).spawnGateway({ config: { upstreams: fixtureUpstreams(), mrtr: { parkTimeoutMs: 500 } } });
     const asks = { elicitation: {} };
-    const burst = await Promise.all(Array.from({ length: 30 }, () => modern(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks })));
+    const burst = await Promise.all(Array.from({ length: 30 }, () => sendRev2026(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks })));
     // Several calls on one stdio child: a question may not be attributable, and is refused; each call is answered.
     for (const answer of burst) assert.ok(answer.result !== undefined || answer.error !== undefined, JSON.stringify(answer.messages));
     // Nobody retries. Once the park timeout has cancelled them, a single call is the only one running again.
     await eventually(async () => {
-      const single = await modern(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks });
+      const single = await sendRev2026(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks });
       return single.result?.resultType === 'input_required';
     }, 10_000);
     await sleep(700);
-    const again = await modern(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks });
+    const again = await sendRev2026(gateway.url, 'tools/call', { name: 'test_tool_with_task', arguments: {} }, { capabilities: asks });
     assert.equal(again.result?.resultType, 'input_required', JSON.stringify(again.messages));
     assert.deepEqual(loudLines(gateway).filter((l) => Number(l.level) >= 50), []);
   });

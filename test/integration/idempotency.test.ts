@@ -8,7 +8,7 @@ import { before, describe, test } from 'node:test';
 import { eventually, fixtureExecutions, suiteScope, type Json, type TestGateway } from '../helpers/harness.js';
 import { bearer, INITIALIZE, post } from '../helpers/auth-requests.js';
 import { twoReplicas } from '../helpers/replicas.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 const ALICE_KEY = 'alice-key-idempotency-0123456789';
 const BOB_KEY = 'bob-key-idempotency-0123456789ab';
@@ -90,18 +90,18 @@ describe('retry-safe task creation: one idempotency key, one task, one upstream 
     eventually(async () => (await session.status(url, taskId)) === 'completed', 10_000);
 
   test('2025-11-25: the same Idempotency-Key on either replica answers with the first task; the tool ran once', async () => {
-    const args = { seconds: 0.3, label: 'idem-legacy' };
-    const first = taskIdOf(await alice.createTask(a.url, args, idempotencyKey('legacy-1')));
-    const again = taskIdOf(await alice.createTask(a.url, args, idempotencyKey('legacy-1')));
-    const elsewhere = taskIdOf(await alice.createTask(b.url, args, idempotencyKey('legacy-1')));
+    const args = { seconds: 0.3, label: 'idem-rev2025' };
+    const first = taskIdOf(await alice.createTask(a.url, args, idempotencyKey('rev2025-1')));
+    const again = taskIdOf(await alice.createTask(a.url, args, idempotencyKey('rev2025-1')));
+    const elsewhere = taskIdOf(await alice.createTask(b.url, args, idempotencyKey('rev2025-1')));
     assert.equal(again, first);
     assert.equal(elsewhere, first);
     await completedOn(alice, b.url, first);
     // Asked once more after the end: still the same task (completed), still one run.
-    const late = await alice.createTask(b.url, args, idempotencyKey('legacy-1'));
+    const late = await alice.createTask(b.url, args, idempotencyKey('rev2025-1'));
     assert.equal(taskIdOf(late), first);
     assert.equal(((late.result as Json).task as Json).status, 'completed');
-    assert.equal(await runs('idem-legacy'), 1);
+    assert.equal(await runs('idem-rev2025'), 1);
   });
 
   test('another principal\'s same key is its own: a task of its own, run on its own', async () => {
@@ -174,19 +174,19 @@ describe('retry-safe task creation: one idempotency key, one task, one upstream 
   });
 
   test('2026-07-28 (Tasks extension): the same key on either replica is one task and one run', async () => {
-    const call = (url: string): ReturnType<typeof modern> =>
-      modern(url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.3, label: 'idem-modern' } }, { capabilities: TASKS_CAPABILITIES, headers: { ...bearer(ALICE_KEY), ...idempotencyKey('modern-1') } });
+    const call = (url: string): ReturnType<typeof sendRev2026> =>
+      sendRev2026(url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.3, label: 'idem-rev2026' } }, { capabilities: TASKS_CAPABILITIES, headers: { ...bearer(ALICE_KEY), ...idempotencyKey('rev2026-1') } });
     const first = await call(a.url);
     assert.equal(first.result?.resultType, 'task', JSON.stringify(first.messages));
     const again = await call(b.url);
     assert.equal(again.result?.taskId, first.result?.taskId);
     await completedOn(alice, a.url, String(first.result?.taskId));
-    assert.equal(await runs('idem-modern'), 1);
+    assert.equal(await runs('idem-rev2026'), 1);
   });
 
   test('plain callers under plainCalls: background: the same key names the same background task', async () => {
-    const call = (url: string): ReturnType<typeof modern> =>
-      modern(url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.3, label: 'idem-background' } }, { headers: { ...bearer(ALICE_KEY), ...idempotencyKey('background-1') } });
+    const call = (url: string): ReturnType<typeof sendRev2026> =>
+      sendRev2026(url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.3, label: 'idem-background' } }, { headers: { ...bearer(ALICE_KEY), ...idempotencyKey('background-1') } });
     const taskOf = (answer: Json | undefined): unknown => ((answer?._meta as Json | undefined)?.['io.modelcontextprotocol/related-task'] as Json | undefined)?.taskId;
     const first = await call(a.url);
     const taskId = taskOf(first.result);
@@ -213,9 +213,9 @@ describe('retry-safe task creation: one idempotency key, one task, one upstream 
       assert.equal((reused.error as Json | undefined)?.code, -32602, JSON.stringify(reused));
       assert.match(String((reused.error as Json).message), /this idempotency key's task was deleted, and its id is never used for another task; use a new key/);
     }
-    const modernReuse = await modern(b.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.1, label: 'idem-delete-other' } }, { capabilities: TASKS_CAPABILITIES, headers: { ...bearer(ALICE_KEY), ...idempotencyKey('delete-me') } });
-    assert.equal(modernReuse.error?.code, -32602, JSON.stringify(modernReuse.messages));
-    assert.match(String(modernReuse.error?.message), /task was deleted/);
+    const rev2026Reuse = await sendRev2026(b.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.1, label: 'idem-delete-other' } }, { capabilities: TASKS_CAPABILITIES, headers: { ...bearer(ALICE_KEY), ...idempotencyKey('delete-me') } });
+    assert.equal(rev2026Reuse.error?.code, -32602, JSON.stringify(rev2026Reuse.messages));
+    assert.match(String(rev2026Reuse.error?.message), /task was deleted/);
     assert.equal(await runs('idem-delete'), 1);
     assert.equal(await runs('idem-delete-other'), 0);
     // A new key is a new task, with an id of its own.

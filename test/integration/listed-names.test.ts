@@ -12,7 +12,7 @@ import { request } from 'undici';
 import { MISS_REFRESH_INTERVAL_MS } from '../../src/gateway/listed-refresh.js';
 import { nodeArgs, REPO_ROOT, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, suiteScope, testScope, textOf, type Json } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES, type ModernOptions } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES, type Rev2026Options } from '../helpers/stateless-wire.js';
 
 const NAMES_FIXTURE = join(REPO_ROOT, 'test/fixtures/names-server.ts');
 
@@ -78,7 +78,7 @@ describe('names an upstream did not list', () => {
   });
 
   test('2026-07-28: the same spellings are unknown, plainly, as tasks and as MRTR retries', async () => {
-    const calls: [string, Json, ModernOptions][] = [];
+    const calls: [string, Json, Rev2026Options][] = [];
     for (const upstream of ['len', 'strict']) {
       for (const variant of ['secret', ...VARIANTS]) {
         const name = `${upstream}__${variant}`;
@@ -91,14 +91,14 @@ describe('names an upstream did not list', () => {
     }
     for (const uri of URI_VARIANTS) calls.push(['resources/read', { uri }, { headers: mcpName(uri) }]);
     for (const [method, params, options] of calls) {
-      const answer = await modern(gateway.url, method, params, options);
+      const answer = await sendRev2026(gateway.url, method, params, options);
       const target = String(params.name ?? params.uri);
       const expected = method === 'tools/call' ? `Unknown tool: ${target}` : method === 'prompts/get' ? `Unknown prompt: ${target}` : `Resource not found: ${target}`;
       assert.equal(answer.error?.message, expected, `${method} ${JSON.stringify(target)}: ${JSON.stringify(answer.response)}`);
     }
-    const listed = await modern(gateway.url, 'tools/call', { name: 'strict__echo', arguments: {} });
+    const listed = await sendRev2026(gateway.url, 'tools/call', { name: 'strict__echo', arguments: {} });
     assert.equal(listed.error, undefined, 'a listed tool works');
-    const received = await modern(gateway.url, 'tools/call', { name: 'len__received', arguments: {} });
+    const received = await sendRev2026(gateway.url, 'tools/call', { name: 'len__received', arguments: {} });
     assert.deepEqual((received.result?.structuredContent as { names: string[] }).names.filter(isRefusedSpelling), []);
   });
 
@@ -166,8 +166,8 @@ describe('names an upstream adds later', () => {
     assert.match(textOf(await client.callTool({ name: 'tools__announced', arguments: {} })), /announced/);
     await client.callTool({ name: 'tools__add', arguments: { kind: 'tool', name: 'silent' } });
     assert.match(textOf(await client.callTool({ name: 'tools__silent', arguments: {} })), /silent/);
-    const viaModern = await modern(gateway.url, 'tools/call', { name: 'tools__silent', arguments: {} });
-    assert.equal(viaModern.error, undefined);
+    const viaRev2026 = await sendRev2026(gateway.url, 'tools/call', { name: 'tools__silent', arguments: {} });
+    assert.equal(viaRev2026.error, undefined);
   });
 
   test('a prompt and a resource added silently work on their first use, in both revisions', async (t) => {
@@ -175,7 +175,7 @@ describe('names an upstream adds later', () => {
     await client.callTool({ name: 'prompts__add', arguments: { kind: 'prompt', name: 'later' } });
     assert.match(JSON.stringify((await client.getPrompt({ name: 'prompts__later' })).messages), /prompt later/);
     await client.callTool({ name: 'resources__add', arguments: { kind: 'resource', name: 'test://later' } });
-    const read = await modern(gateway.url, 'resources/read', { uri: 'test://later' });
+    const read = await sendRev2026(gateway.url, 'resources/read', { uri: 'test://later' });
     assert.match(JSON.stringify(read.result), /resource test:\/\/later/, JSON.stringify(read.response));
   });
 });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { suiteScope, testScope, textOf, type Json, type TestGateway } from '../helpers/harness.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 
 describe('keep-alive progress for plain tool calls', () => {
   const scope = suiteScope();
@@ -43,7 +43,7 @@ describe('keep-alive progress for plain tool calls', () => {
   });
 
   test('2026-07-28 without the tasks extension: the same keep-alives on the request\'s stream, then the result', async () => {
-    const answer = await modern(gateway.url, 'tools/call', { name: 'slow', arguments: { ms: 3_500 } }, { meta: { progressToken: 'p-1' }, accept: 'application/json, text/event-stream' });
+    const answer = await sendRev2026(gateway.url, 'tools/call', { name: 'slow', arguments: { ms: 3_500 } }, { meta: { progressToken: 'p-1' }, accept: 'application/json, text/event-stream' });
     assert.equal(answer.sse, true);
     const values = answer.notifications
       .filter((n) => n.method === 'notifications/progress')

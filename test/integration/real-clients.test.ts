@@ -8,7 +8,7 @@ import { request } from 'undici';
 import { startStatelessServer } from '../fixtures/stateless-server.js';
 import { fixtureCommand } from '../fixtures/spawn.js';
 import { eventually, type Json, logEntries, testScope, whenLogged } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 /** One sample's value from Prometheus text (0 when the series is absent). */
 async function sample(baseUrl: string, name: string, labels: Record<string, string>): Promise<number> {
@@ -35,34 +35,34 @@ test('tasks/get, tasks/update and tasks/cancel without Mcp-Name are served, coun
     },
   });
   const omit = { omitHeaders: ['mcp-name'], capabilities: TASKS_CAPABILITIES, meta: CLIENT('python-mcp-like') };
-  const created = await modern(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 30, label: 'lenient' } }, { capabilities: TASKS_CAPABILITIES });
+  const created = await sendRev2026(gateway.url, 'tools/call', { name: 'slow_compute', arguments: { seconds: 30, label: 'lenient' } }, { capabilities: TASKS_CAPABILITIES });
   const taskId = created.result?.taskId;
   assert.equal(typeof taskId, 'string', JSON.stringify(created.messages));
 
-  const got = await modern(gateway.url, 'tasks/get', { taskId }, omit);
+  const got = await sendRev2026(gateway.url, 'tasks/get', { taskId }, omit);
   assert.equal(got.status, 200, JSON.stringify(got.messages));
   assert.equal(got.result?.taskId, taskId);
   assert.equal(got.result?.status, 'working');
-  const again = await modern(gateway.url, 'tasks/get', { taskId }, omit);
+  const again = await sendRev2026(gateway.url, 'tasks/get', { taskId }, omit);
   assert.equal(again.status, 200, JSON.stringify(again.messages));
-  const updated = await modern(gateway.url, 'tasks/update', { taskId, inputResponses: {} }, omit);
+  const updated = await sendRev2026(gateway.url, 'tasks/update', { taskId, inputResponses: {} }, omit);
   assert.equal(updated.status, 200, JSON.stringify(updated.messages));
   assert.equal(updated.error, undefined, JSON.stringify(updated.messages));
 
   // A mismatched Mcp-Name is refused as before, on the tasks surface and elsewhere.
-  const mismatched = await modern(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: { 'mcp-name': 'another-task' } });
+  const mismatched = await sendRev2026(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: { 'mcp-name': 'another-task' } });
   assert.equal(mismatched.status, 400);
   assert.equal(mismatched.error?.code, -32020, JSON.stringify(mismatched.messages));
   // Where the published suite requires the header (tools/call, prompts/get, resources/read), a missing one still is.
-  const plainCall = await modern(gateway.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { omitHeaders: ['mcp-name'] });
+  const plainCall = await sendRev2026(gateway.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { omitHeaders: ['mcp-name'] });
   assert.equal(plainCall.status, 400);
   assert.equal(plainCall.error?.code, -32020, JSON.stringify(plainCall.messages));
 
   // Another client name is told apart; the cancel ends the task.
-  const cancelled = await modern(gateway.url, 'tasks/cancel', { taskId }, { ...omit, meta: CLIENT('fastmcp-client-like') });
+  const cancelled = await sendRev2026(gateway.url, 'tasks/cancel', { taskId }, { ...omit, meta: CLIENT('fastmcp-client-like') });
   assert.equal(cancelled.status, 200, JSON.stringify(cancelled.messages));
   assert.equal(cancelled.error, undefined, JSON.stringify(cancelled.messages));
-  const after = await modern(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
+  const after = await sendRev2026(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
   assert.equal(after.result?.status, 'cancelled', JSON.stringify(after.messages));
 
   const counted = (method: string): Promise<number> => sample(gateway.baseUrl, 'taskgate_lenient_requests_total', { kind: 'missing_mcp_name', method });
@@ -75,7 +75,7 @@ test('tasks/get, tasks/update and tasks/cancel without Mcp-Name are served, coun
 
 test('a 2026-07-28 upstream without listen streams is asked once; its own task shows running on it, audited, until it ends', async (t) => {
   const scope = testScope(t);
-  const upstream = await startStatelessServer({ legacy: false, nativeTasks: true, noListen: true });
+  const upstream = await startStatelessServer({ rev2025Side: false, nativeTasks: true, noListen: true });
   scope.defer(() => upstream.close());
   const gateway = await scope.spawnGateway({
     config: { upstreams: { up: { transport: 'streamable-http', url: upstream.url } }, log: { level: 'info' } },
@@ -84,7 +84,7 @@ test('a 2026-07-28 upstream without listen streams is asked once; its own task s
   await whenLogged(gateway, () => noListenLines().length === 1);
 
   // The upstream's own task: the gateway routes its methods there and shows it running on it meanwhile.
-  const created = await modern(gateway.url, 'tools/call', { name: 'native_slow', arguments: { ms: 1500 } }, { capabilities: TASKS_CAPABILITIES });
+  const created = await sendRev2026(gateway.url, 'tools/call', { name: 'native_slow', arguments: { ms: 1500 } }, { capabilities: TASKS_CAPABILITIES });
   const taskId = created.result?.taskId as string;
   assert.match(taskId, /^native-\d+$/, JSON.stringify(created.messages));
   const view = async (): Promise<Json> => (await (await request(`${gateway.baseUrl}/ui/api/tasks/${encodeURIComponent(taskId)}`)).body.json()) as Json;
@@ -100,7 +100,7 @@ test('a 2026-07-28 upstream without listen streams is asked once; its own task s
   assert.equal(creation?.upstream, 'up');
 
   // Polled through the gateway to its end (the upstream says so): the record ends too, and the end is audited.
-  await eventually(async () => (await modern(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES })).result?.status === 'completed', 15_000);
+  await eventually(async () => (await sendRev2026(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES })).result?.status === 'completed', 15_000);
   assert.equal(((await view()).task as Json).status, 'completed');
   await whenLogged(gateway, () => audits().some((entry) => entry.audit === 'task.completed'));
 

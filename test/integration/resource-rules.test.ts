@@ -12,7 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { nodeArgs, REPO_ROOT, type GatewayChild } from '../fixtures/spawn.js';
 import { suiteScope, type TestScope } from '../helpers/harness.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 
 const NAMES_FIXTURE = join(REPO_ROOT, 'test/fixtures/names-server.ts');
 const ALICE_KEY = 'alice-key-0123456789abcdef';
@@ -89,7 +89,7 @@ describe('resource rules and URI spellings', () => {
       await assert.rejects(bob.readResource({ uri }), /Resource not found/, `read ${uri}`);
       await assert.rejects(bob.subscribeResource({ uri }), /Resource not found/, `subscribe ${uri}`);
       await assert.rejects(bob.complete({ ref: { type: 'ref/resource', uri }, argument: { name: 'path', value: '' } }), /Resource not found/, `complete ${uri}`);
-      const answer = await modern(gateway.url, 'resources/read', { uri }, { headers: { authorization: `Bearer ${BOB_KEY}` } });
+      const answer = await sendRev2026(gateway.url, 'resources/read', { uri }, { headers: { authorization: `Bearer ${BOB_KEY}` } });
       assert.equal(answer.error?.message, `Resource not found: ${uri}`, `2026-07-28 read ${uri}: ${JSON.stringify(answer.response)}`);
     }
     const read = await readsAt(bob);
@@ -100,7 +100,7 @@ describe('resource rules and URI spellings', () => {
     for (const uri of ['file:///private/key', ...spellings('private/key')]) {
       await assert.rejects(alice.readResource({ uri }), /Resource not found/, `read ${uri}`);
       await assert.rejects(alice.subscribeResource({ uri }), /Resource not found/, `subscribe ${uri}`);
-      const answer = await modern(gateway.url, 'resources/read', { uri }, { headers: { authorization: `Bearer ${ALICE_KEY}` } });
+      const answer = await sendRev2026(gateway.url, 'resources/read', { uri }, { headers: { authorization: `Bearer ${ALICE_KEY}` } });
       assert.equal(answer.error?.message, `Resource not found: ${uri}`, `2026-07-28 read ${uri}: ${JSON.stringify(answer.response)}`);
     }
     assert.deepEqual((await readsAt(alice)).filter((uri) => uri.includes('private')), [], 'the upstream was asked for none of them');
@@ -111,8 +111,8 @@ describe('resource rules and URI spellings', () => {
     assert.match(JSON.stringify((await alice.readResource({ uri: 'file:///public/docs/guide.md' })).contents), /file \/public\/docs\/guide\.md/);
     assert.match(JSON.stringify((await alice.readResource({ uri: 'file:///public/a%20b.txt' })).contents), /file \/public\/a b\.txt/);
     assert.match(JSON.stringify((await bob.readResource({ uri: 'file:///private/key' })).contents), /file \/private\/key/, 'the template outside the exclusion');
-    const modernRead = await modern(gateway.url, 'resources/read', { uri: 'file:///public/docs/guide.md' }, { headers: { authorization: `Bearer ${ALICE_KEY}` } });
-    assert.match(JSON.stringify(modernRead.result), /file \/public\/docs\/guide\.md/);
+    const rev2026Read = await sendRev2026(gateway.url, 'resources/read', { uri: 'file:///public/docs/guide.md' }, { headers: { authorization: `Bearer ${ALICE_KEY}` } });
+    assert.match(JSON.stringify(rev2026Read.result), /file \/public\/docs\/guide\.md/);
     const lists = (await alice.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate);
     assert.deepEqual(lists, ['file:///public/{+path}'], 'alice sees the template her glob grants');
   });

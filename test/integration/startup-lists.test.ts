@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import { nodeArgs, REPO_ROOT } from '../fixtures/spawn.js';
 import { startSessionServer } from '../fixtures/session-server.js';
 import { testScope, textOf, type Json } from '../helpers/harness.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 
 const NAMES_FIXTURE = join(REPO_ROOT, 'test/fixtures/names-server.ts');
 const NAMES_TOOLS = ['add', 'echo', 'received', 'secret'];
@@ -36,18 +36,18 @@ describe('lists at start and per session', () => {
     assert.ok(readiness.initializing?.includes('slow'), `the slow upstream is still connecting as the clients come: ${JSON.stringify(readiness)}`);
 
     // Both revisions at once, the moment the gateway listens.
-    const [session, modernTools, discovered] = await Promise.all([
+    const [session, rev2026Tools, discovered] = await Promise.all([
       (async () => {
         const connected = await scope.client(gateway.url);
         return { ...connected, tools: (await connected.client.listTools()).tools.map((tool) => tool.name) };
       })(),
-      modern(gateway.url, 'tools/list'),
-      modern(gateway.url, 'server/discover'),
+      sendRev2026(gateway.url, 'tools/list'),
+      sendRev2026(gateway.url, 'server/discover'),
     ]);
     const expected = ['quick', 'slow'].flatMap((prefix) => NAMES_TOOLS.map((name) => `${prefix}__${name}`)).sort();
     assert.deepEqual(session.tools.filter((name) => !name.includes('task_')).sort(), expected, '2025-11-25: the first tools/list');
-    const modernNames = ((modernTools.result?.tools ?? []) as { name: string }[]).map((tool) => tool.name);
-    assert.deepEqual(modernNames.filter((name) => !name.includes('task_')).sort(), expected, `2026-07-28: the first tools/list ${JSON.stringify(modernTools.response)}`);
+    const rev2026Names = ((rev2026Tools.result?.tools ?? []) as { name: string }[]).map((tool) => tool.name);
+    assert.deepEqual(rev2026Names.filter((name) => !name.includes('task_')).sort(), expected, `2026-07-28: the first tools/list ${JSON.stringify(rev2026Tools.response)}`);
     const capabilities = session.client.getServerCapabilities();
     assert.ok(capabilities?.prompts !== undefined && capabilities.resources !== undefined, `initialize declared what the upstreams offer: ${JSON.stringify(capabilities)}`);
     assert.ok(JSON.stringify(discovered.result).includes('"resources"'), `server/discover declared it too: ${JSON.stringify(discovered.result)}`);
@@ -72,7 +72,7 @@ describe('lists at start and per session', () => {
       assert.ok((await client.listResources()).resources.length > 0);
       await client.listResourceTemplates();
     }
-    const listed = await modern(gateway.url, 'tools/list');
+    const listed = await sendRev2026(gateway.url, 'tools/list');
     assert.ok(JSON.stringify(listed.result).includes('"echo"'));
     assert.equal(upstream.initializeRequests(), warm, 'no list asked the upstream for a session');
 

@@ -1,5 +1,5 @@
 // A 2026-07-28 upstream that runs tasks itself ("native tasks": it declares the Tasks extension in
-// server/discover) behind two gateway replicas sharing one Redis store. A modern client's call passes through
+// server/discover) behind two gateway replicas sharing one Redis store. A 2026-07-28 client's call passes through
 // unchanged, the upstream's own task id comes back, and tasks/get|update|cancel for that id are routed to the
 // upstream by whichever replica receives them (the routing record lives in Redis). 2025-11-25 clients get the
 // tool's plain result, and a clear error for the native id. Requests are written by hand (undici): the
@@ -45,7 +45,7 @@ async function send(url: string, method: string, params: Json, capabilities: Jso
   const _meta = {
     'io.modelcontextprotocol/protocolVersion': VERSION,
     'io.modelcontextprotocol/clientCapabilities': capabilities,
-    'io.modelcontextprotocol/clientInfo': { name: 'taskgate-modern-upstream-test', version: '1.0.0' },
+    'io.modelcontextprotocol/clientInfo': { name: 'taskgate-rev2026-upstream-test', version: '1.0.0' },
   };
   const headers: Record<string, string> = {
     'content-type': 'application/json',
@@ -129,7 +129,7 @@ function assertAck(a: Answer): void {
 }
 
 /**
- * The same expectations for a dual-era upstream (the fixture's default: its 2025-11-25 side is the legacy
+ * The same expectations for a dual-era upstream (the fixture's default: its 2025-11-25 side is the session
  * fixture, which has no native_slow) and for one that speaks only 2026-07-28.
  */
 function nativeTasksSuite(title: string, fixtureOptions: StatelessServerOptions): void {
@@ -143,7 +143,7 @@ function nativeTasksSuite(title: string, fixtureOptions: StatelessServerOptions)
 
     before(async () => {
       // The keys go last, once nothing is left to write them.
-      const store = sharedRedisStore(scope, 'modern-upstream');
+      const store = sharedRedisStore(scope, 'rev2026-upstream');
       prefix = store.prefix;
       fixture = await startStatelessServer({ ...fixtureOptions, nativeTasks: true });
       scope.defer(() => fixture.close());
@@ -237,4 +237,4 @@ function nativeTasksSuite(title: string, fixtureOptions: StatelessServerOptions)
 }
 
 nativeTasksSuite('a dual-era upstream (2026-07-28 with tasks of its own, and 2025-11-25) behind two gateways on one Redis store', {});
-nativeTasksSuite('a 2026-07-28-only upstream with tasks of its own behind two gateways on one Redis store', { legacy: false });
+nativeTasksSuite('a 2026-07-28-only upstream with tasks of its own behind two gateways on one Redis store', { rev2025Side: false });

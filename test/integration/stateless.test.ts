@@ -1,6 +1,6 @@
-// The 2026-07-28 ("modern") front end, driven by hand-written stateless requests (undici) on the same /mcp
+// The 2026-07-28 front end, driven by hand-written stateless requests (undici) on the same /mcp
 // endpoint that serves 2025-11-25 sessions: envelope and header validation, server/discover, proxying over a
-// legacy upstream, MRTR bridging, the Tasks extension (SEP-2663), subscriptions/listen, one task engine for both
+// 2025-11-25 upstream, MRTR bridging, the Tasks extension (SEP-2663), subscriptions/listen, one task engine for both
 // eras, and upstreams that speak 2026-07-28 themselves.
 // One file because its groups speak the 2026-07-28 wire through the same hand-written helpers at its top (assertError,
 // callTool, tasksGet, untilTask, createTask), and several share one gateway started once in their `before`.
@@ -11,7 +11,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { request } from 'undici';
 import { startStatelessServer, type StatelessServerHandle } from '../fixtures/stateless-server.js';
 import { eventually, fixtureUpstream, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, modernRequest, STATELESS_VERSION, openListen, TASKS_CAPABILITIES, TASKS_EXTENSION, type ModernOptions, type ModernResponse } from '../helpers/stateless-wire.js';
+import { sendRev2026, rev2026Request, STATELESS_VERSION, openListen, TASKS_CAPABILITIES, TASKS_EXTENSION, type Rev2026Options, type Rev2026Response } from '../helpers/stateless-wire.js';
 
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
@@ -31,12 +31,12 @@ const TASKS_CONFIG = {
   ],
 };
 
-function show(r: ModernResponse): string {
+function show(r: Rev2026Response): string {
   return `HTTP ${r.status}: ${JSON.stringify(r.messages)}`;
 }
 
 /** An error answer: HTTP status, JSON-RPC code, and the request id echoed. */
-function assertError(r: ModernResponse, status: number, code: number, id?: string | number): void {
+function assertError(r: Rev2026Response, status: number, code: number, id?: string | number): void {
   assert.equal(r.status, status, show(r));
   assert.equal(r.error?.code, code, show(r));
   assert.equal(typeof r.error?.message, 'string');
@@ -44,18 +44,18 @@ function assertError(r: ModernResponse, status: number, code: number, id?: strin
   if (id !== undefined) assert.equal(r.response.id, id, show(r));
 }
 
-function assertComplete(r: ModernResponse): Json {
+function assertComplete(r: Rev2026Response): Json {
   assert.equal(r.error, undefined, show(r));
   assert.equal(r.result?.resultType, 'complete', show(r));
   return r.result as Json;
 }
 
-function callTool(url: string, name: string, args: Json = {}, options: ModernOptions = {}, extra: Json = {}): Promise<ModernResponse> {
-  return modern(url, 'tools/call', { name, arguments: args, ...extra }, options);
+function callTool(url: string, name: string, args: Json = {}, options: Rev2026Options = {}, extra: Json = {}): Promise<Rev2026Response> {
+  return sendRev2026(url, 'tools/call', { name, arguments: args, ...extra }, options);
 }
 
 async function tasksGet(url: string, taskId: string): Promise<Json> {
-  const r = await modern(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
+  const r = await sendRev2026(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES });
   return assertComplete(r);
 }
 
@@ -107,7 +107,7 @@ async function stdioGateway(scope: TestScope, extra: Json = {}): Promise<TestGat
 }
 
 // ---------------------------------------------------------------------------------------------------------
-describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
+describe('2026-07-28 over a 2025-11-25 upstream (stdio, shared isolation)', () => {
   const scope = suiteScope();
   let gateway: TestGateway;
   let url: string;
@@ -119,12 +119,12 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
 
   test('dual era: a 2025-11-25 SDK client and 2026-07-28 requests are served by one running gateway', async (t) => {
     const { client } = await testScope(t).client(url);
-    const legacy = await client.callTool({ name: 'echo', arguments: { era: 'legacy' } });
-    assert.deepEqual(legacy.structuredContent, { era: 'legacy' });
+    const rev2025Side = await client.callTool({ name: 'echo', arguments: { era: 'legacy' } });
+    assert.deepEqual(rev2025Side.structuredContent, { era: 'legacy' });
 
-    const discover = await modern(url, 'server/discover');
+    const discover = await sendRev2026(url, 'server/discover');
     assert.equal(discover.status, 200, show(discover));
-    assert.equal(discover.headers['mcp-session-id'], undefined, 'no session on a modern answer');
+    assert.equal(discover.headers['mcp-session-id'], undefined, 'no session on a 2026-07-28 answer');
     const r = await callTool(url, 'echo', { era: 'modern' });
     assert.equal(r.status, 200);
     assert.equal(assertComplete(r).resultType, 'complete');
@@ -132,13 +132,13 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
     assert.equal(r.headers['mcp-session-id'], undefined);
 
     // The session is untouched by the stateless traffic.
-    const again = await client.callTool({ name: 'echo', arguments: { era: 'legacy again' } });
-    assert.deepEqual(again.structuredContent, { era: 'legacy again' });
+    const again = await client.callTool({ name: 'echo', arguments: { era: '2025-11-25 again' } });
+    assert.deepEqual(again.structuredContent, { era: '2025-11-25 again' });
     assert.equal(client.getServerVersion()?.name, 'taskgate');
   });
 
   test('server/discover: versions, capabilities with the tasks extension, serverInfo in _meta, caching hints', async () => {
-    const r = await modern(url, 'server/discover', {}, { capabilities: {} });
+    const r = await sendRev2026(url, 'server/discover', {}, { capabilities: {} });
     assert.equal(r.status, 200);
     assert.equal(r.sse, false);
     const result = assertComplete(r);
@@ -157,47 +157,47 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
   });
 
   test('envelope: missing _meta or clientCapabilities is 400 -32602 echoing the id; clientInfo is optional', async () => {
-    assertError(await modern(url, 'server/discover', {}, { meta: null, id: 101 }), 400, -32602, 101);
+    assertError(await sendRev2026(url, 'server/discover', {}, { meta: null, id: 101 }), 400, -32602, 101);
     assertError(
-      await modern(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': undefined }, id: 102 }),
+      await sendRev2026(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': undefined }, id: 102 }),
       400,
       -32602,
       102,
     );
     assertError(
-      await modern(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/clientCapabilities': undefined }, id: 104 }),
+      await sendRev2026(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/clientCapabilities': undefined }, id: 104 }),
       400,
       -32602,
       104,
     );
-    const noInfo = await modern(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/clientInfo': undefined }, id: 105 });
+    const noInfo = await sendRev2026(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/clientInfo': undefined }, id: 105 });
     assert.equal(noInfo.status, 200);
     assert.equal(assertComplete(noInfo).resultType, 'complete');
     assert.equal(noInfo.response.id, 105);
   });
 
   test('protocol version: missing header or header ≠ envelope is 400 -32020; unsupported is 400 -32022 with supported/requested', async () => {
-    assertError(await modern(url, 'server/discover', {}, { omitHeaders: ['MCP-Protocol-Version'], id: 201 }), 400, -32020, 201);
+    assertError(await sendRev2026(url, 'server/discover', {}, { omitHeaders: ['MCP-Protocol-Version'], id: 201 }), 400, -32020, 201);
     assertError(
-      await modern(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }, headers: { 'MCP-Protocol-Version': STATELESS_VERSION }, id: 302 }),
+      await sendRev2026(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }, headers: { 'MCP-Protocol-Version': STATELESS_VERSION }, id: 302 }),
       400,
       -32020,
       302,
     );
-    const unsupported = await modern(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }, id: 301 });
+    const unsupported = await sendRev2026(url, 'server/discover', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }, id: 301 });
     assertError(unsupported, 400, -32022, 301);
     const data = unsupported.error?.data as { supported: string[]; requested: string };
     assert.ok(Array.isArray(data.supported) && data.supported.includes('2026-07-28'), JSON.stringify(data));
     assert.equal(data.requested, '2099-01-01');
-    const discovered = assertComplete(await modern(url, 'server/discover')).supportedVersions as string[];
+    const discovered = assertComplete(await sendRev2026(url, 'server/discover')).supportedVersions as string[];
     for (const v of data.supported) assert.ok(discovered.includes(v), `${v} is not in server/discover's supportedVersions`);
   });
 
   test('routing headers: Mcp-Method missing, different or differently cased and Mcp-Name different or badly encoded are 400 -32020; base64 Mcp-Name is decoded', async () => {
-    assertError(await modern(url, 'tools/list', {}, { omitHeaders: ['Mcp-Method'], id: 'm1' }), 400, -32020, 'm1');
-    assertError(await modern(url, 'tools/list', {}, { headers: { 'Mcp-Method': 'prompts/list' }, id: 'm2' }), 400, -32020, 'm2');
-    assertError(await modern(url, 'tools/list', {}, { headers: { 'Mcp-Method': 'TOOLS/LIST' }, id: 'm3' }), 400, -32020, 'm3');
-    assert.equal(assertComplete(await modern(url, 'tools/list', {}, { headers: { 'MCP-METHOD': 'tools/list' } })).resultType, 'complete');
+    assertError(await sendRev2026(url, 'tools/list', {}, { omitHeaders: ['Mcp-Method'], id: 'm1' }), 400, -32020, 'm1');
+    assertError(await sendRev2026(url, 'tools/list', {}, { headers: { 'Mcp-Method': 'prompts/list' }, id: 'm2' }), 400, -32020, 'm2');
+    assertError(await sendRev2026(url, 'tools/list', {}, { headers: { 'Mcp-Method': 'TOOLS/LIST' }, id: 'm3' }), 400, -32020, 'm3');
+    assert.equal(assertComplete(await sendRev2026(url, 'tools/list', {}, { headers: { 'MCP-METHOD': 'tools/list' } })).resultType, 'complete');
 
     const args = { n: 1 };
     assertError(await callTool(url, 'echo', args, { headers: { 'Mcp-Name': 'wrong_tool_name' }, id: 'n1' }), 400, -32020, 'n1');
@@ -209,7 +209,7 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
     assertError(await callTool(url, 'echo', args, { headers: { 'Mcp-Name': '=?base64?ZWNobw?=' }, id: 'n3' }), 400, -32020, 'n3'); // bad padding
     assertError(await callTool(url, 'echo', args, { headers: { 'Mcp-Name': '=?base64?ZW!!bw==?=' }, id: 'n4' }), 400, -32020, 'n4'); // bad characters
     // On tasks/get too, before any lookup.
-    assertError(await modern(url, 'tasks/get', { taskId: 'some-task' }, { capabilities: TASKS_CAPABILITIES, headers: { 'Mcp-Name': 'another-task' }, id: 'n5' }), 400, -32020, 'n5');
+    assertError(await sendRev2026(url, 'tasks/get', { taskId: 'some-task' }, { capabilities: TASKS_CAPABILITIES, headers: { 'Mcp-Name': 'another-task' }, id: 'n5' }), 400, -32020, 'n5');
   });
 
   test('unknown and removed methods are 404 -32601', async () => {
@@ -224,7 +224,7 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
       ['tasks/list', {}],
     ];
     for (const [method, params] of probes) {
-      const r = await modern(url, method, params, { capabilities: TASKS_CAPABILITIES, id: 500 });
+      const r = await sendRev2026(url, method, params, { capabilities: TASKS_CAPABILITIES, id: 500 });
       assert.equal(r.status, 404, `${method}: ${show(r)}`);
       assert.equal(r.error?.code, -32601, `${method}: ${show(r)}`);
       assert.equal(r.response.id, 500);
@@ -232,8 +232,8 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
   });
 
   test('a batch array is rejected with 400 and one JSON-RPC error', async () => {
-    const one = modernRequest('server/discover', {}, { id: 1 });
-    const two = modernRequest('tools/list', {}, { id: 2 });
+    const one = rev2026Request('server/discover', {}, { id: 1 });
+    const two = rev2026Request('tools/list', {}, { id: 2 });
     const answer = await request(url, { method: 'POST', headers: one.headers, body: JSON.stringify([one.body, two.body]) });
     const body = JSON.parse(await answer.body.text()) as Json;
     assert.equal(answer.statusCode, 400, JSON.stringify(body));
@@ -242,7 +242,7 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
   });
 
   test('tools/list: resultType and caching hints on the upstream\'s list', async () => {
-    const r = await modern(url, 'tools/list');
+    const r = await sendRev2026(url, 'tools/list');
     assert.equal(r.status, 200);
     const result = assertComplete(r);
     assert.ok(Number.isInteger(result.ttlMs) && (result.ttlMs as number) >= 0);
@@ -279,7 +279,7 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
   });
 
   test('logs: none without …/logLevel; with it, only at or above that level', async () => {
-    const levels = (r: ModernResponse): unknown[] => r.messages.filter((m) => m.method === 'notifications/message').map((m) => (m.params as Json).level);
+    const levels = (r: Rev2026Response): unknown[] => r.messages.filter((m) => m.method === 'notifications/message').map((m) => (m.params as Json).level);
     const none = await callTool(url, 'log_burst', {});
     assertComplete(none);
     assert.deepEqual(levels(none), [], show(none));
@@ -296,20 +296,20 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
   });
 
   test('resources/read and prompts/get pass through with resultType (and hints on the read)', async () => {
-    const read = await modern(url, 'resources/read', { uri: 'test://static-text' });
+    const read = await sendRev2026(url, 'resources/read', { uri: 'test://static-text' });
     const contents = assertComplete(read).contents as Json[];
     assert.deepEqual(contents, [{ uri: 'test://static-text', mimeType: 'text/plain', text: 'This is the content of the static text resource.' }]);
     assert.ok(Number.isInteger(read.result?.ttlMs));
     assert.ok(read.result?.cacheScope === 'private' || read.result?.cacheScope === 'public');
 
-    const prompt = await modern(url, 'prompts/get', { name: 'test_prompt_with_arguments', arguments: { arg1: 'a', arg2: 'b' } });
+    const prompt = await sendRev2026(url, 'prompts/get', { name: 'test_prompt_with_arguments', arguments: { arg1: 'a', arg2: 'b' } });
     const messages = assertComplete(prompt).messages as Json[];
     assert.deepEqual(messages, [{ role: 'user', content: { type: 'text', text: "Prompt with arguments: arg1='a', arg2='b'" } }]);
   });
 
   test('resources/read of an unknown resource: -32602 with data.uri, never -32002', async () => {
     const uri = 'test://nonexistent-resource-for-conformance-testing';
-    const r = await modern(url, 'resources/read', { uri });
+    const r = await sendRev2026(url, 'resources/read', { uri });
     assert.equal(r.result, undefined, show(r));
     assert.equal(r.error?.code, -32602, show(r));
     assert.equal(r.error?.data?.uri, uri, show(r));
@@ -483,7 +483,7 @@ describe('2026-07-28 over a legacy upstream (stdio, shared isolation)', () => {
   });
 
   test('listen: taskIds without the tasks extension is 400 -32021', async () => {
-    const r = await modern(url, 'subscriptions/listen', { notifications: { taskIds: ['some-task'] } }, { capabilities: {}, id: 'listen-no-ext' });
+    const r = await sendRev2026(url, 'subscriptions/listen', { notifications: { taskIds: ['some-task'] } }, { capabilities: {}, id: 'listen-no-ext' });
     assertError(r, 400, -32021, 'listen-no-ext');
     assert.deepEqual(r.error?.data, MISSING_TASKS_DATA);
   });
@@ -511,7 +511,7 @@ describe('MRTR: a parked call nobody resumes', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------------
-describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream', () => {
+describe('Tasks extension (io.modelcontextprotocol/tasks) over a 2025-11-25 upstream', () => {
   const scope = suiteScope();
   let gateway: TestGateway;
   let url: string;
@@ -595,7 +595,7 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
     assert.match((asked.params as Json).message as string, /Delete mrtr-resume\.txt\?/);
     assert.equal('_meta' in (asked.params as Json), false);
 
-    const ack = await modern(url, 'tasks/update', { taskId, inputResponses: { [keys[0] as string]: { action: 'accept', content: { confirm: true } } } }, { capabilities: TASKS_CAPABILITIES });
+    const ack = await sendRev2026(url, 'tasks/update', { taskId, inputResponses: { [keys[0] as string]: { action: 'accept', content: { confirm: true } } } }, { capabilities: TASKS_CAPABILITIES });
     assert.equal(ack.status, 200);
     assert.deepEqual(ack.result, { resultType: 'complete' });
     const done = await untilTask(url, taskId, ['completed', 'failed', 'cancelled']);
@@ -610,17 +610,17 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
     assert.equal(waiting.status, 'input_required');
     const [k1, k2] = Object.keys(waiting.inputRequests as Json) as [string, string];
 
-    const ignored = await modern(url, 'tasks/update', { taskId, inputResponses: { 'unknown-key': { ignored: true } } }, { capabilities: TASKS_CAPABILITIES });
+    const ignored = await sendRev2026(url, 'tasks/update', { taskId, inputResponses: { 'unknown-key': { ignored: true } } }, { capabilities: TASKS_CAPABILITIES });
     assert.deepEqual(ignored.result, { resultType: 'complete' });
     assert.deepEqual(Object.keys((await tasksGet(url, taskId)).inputRequests as Json), [k1, k2]);
 
-    const first = await modern(url, 'tasks/update', { taskId, inputResponses: { [k1]: { action: 'accept', content: { name: 'partial-1', confirm: true } } } }, { capabilities: TASKS_CAPABILITIES });
+    const first = await sendRev2026(url, 'tasks/update', { taskId, inputResponses: { [k1]: { action: 'accept', content: { name: 'partial-1', confirm: true } } } }, { capabilities: TASKS_CAPABILITIES });
     assert.deepEqual(first.result, { resultType: 'complete' });
     const between = await tasksGet(url, taskId);
     assert.equal(between.status, 'input_required');
     assert.deepEqual(Object.keys(between.inputRequests as Json), [k2]);
 
-    const second = await modern(url, 'tasks/update', { taskId, inputResponses: { [k2]: { action: 'accept', content: { name: 'partial-2', confirm: true } } } }, { capabilities: TASKS_CAPABILITIES });
+    const second = await sendRev2026(url, 'tasks/update', { taskId, inputResponses: { [k2]: { action: 'accept', content: { name: 'partial-2', confirm: true } } } }, { capabilities: TASKS_CAPABILITIES });
     assert.deepEqual(second.result, { resultType: 'complete' });
     const done = await untilTask(url, taskId, ['completed', 'failed', 'cancelled']);
     assert.equal(done.status, 'completed');
@@ -631,18 +631,18 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
   test('tasks/cancel acknowledges with {resultType:"complete"} only, cancels the upstream call, and acks again on the terminal task', async () => {
     const before = (await whoami(url)).cancelled.filter((c) => c.tool === 'slow_compute').length;
     const taskId = await createTask(url, 'slow_compute', { seconds: 60, label: 'cancel' });
-    const ack = await modern(url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
+    const ack = await sendRev2026(url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
     assert.equal(ack.status, 200);
     assert.deepEqual(ack.result, { resultType: 'complete' });
     assert.equal((await tasksGet(url, taskId)).status, 'cancelled');
     await eventually(async () => (await whoami(url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
-    const again = await modern(url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
+    const again = await sendRev2026(url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
     assert.deepEqual(again.result, { resultType: 'complete' });
     assert.equal((await tasksGet(url, taskId)).status, 'cancelled');
   });
 
   test('tasks/get of an unknown task id is -32602', async () => {
-    const r = await modern(url, 'tasks/get', { taskId: 'tasks-conformance-nonexistent-12345' }, { capabilities: TASKS_CAPABILITIES, id: 'unknown-task' });
+    const r = await sendRev2026(url, 'tasks/get', { taskId: 'tasks-conformance-nonexistent-12345' }, { capabilities: TASKS_CAPABILITIES, id: 'unknown-task' });
     assert.equal(r.error?.code, -32602, show(r));
     assert.equal(r.response.id, 'unknown-task');
   });
@@ -653,7 +653,7 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
       ['tasks/update', { taskId: 'gate-test', inputResponses: {} }],
       ['tasks/cancel', { taskId: 'gate-test' }],
     ] as [string, Json][]) {
-      const r = await modern(url, method, params, { capabilities: ASKS, id: method });
+      const r = await sendRev2026(url, method, params, { capabilities: ASKS, id: method });
       assertError(r, 400, -32021, method);
       assert.deepEqual(r.error?.data, MISSING_TASKS_DATA, method);
     }
@@ -668,9 +668,9 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
   });
 
   test('the 2025-11-25 params.task hint is ignored', async () => {
-    const forbidden = await callTool(url, 'greet', { name: 'legacy-hint' }, { capabilities: TASKS_CAPABILITIES }, { task: { ttl: 60_000, pollInterval: 100 } });
+    const forbidden = await callTool(url, 'greet', { name: 'rev2025-hint' }, { capabilities: TASKS_CAPABILITIES }, { task: { ttl: 60_000, pollInterval: 100 } });
     const result = assertComplete(forbidden);
-    assert.equal(textOf(result), 'Hello, legacy-hint!');
+    assert.equal(textOf(result), 'Hello, rev2025-hint!');
     assert.equal('taskId' in result, false);
     const optional = await callTool(url, 'slow_compute', { seconds: 0.5, label: 'hint' }, { capabilities: {} }, { task: { ttl: 60_000 } });
     assert.equal(textOf(assertComplete(optional)), 'slow_compute (hint) finished after 0.5s');
@@ -717,7 +717,7 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
   test('a task a 2025-11-25 client created is readable by a 2026-07-28 tasks/get', async (t) => {
     const { client } = await testScope(t).client(url);
     const created = (await client.request(
-      { method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 1, label: 'legacy-made' }, task: {} } },
+      { method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 1, label: 'rev2025-made' }, task: {} } },
       CreateTaskResultSchema,
     )) as { task: { taskId: string } };
     const taskId = created.task.taskId;
@@ -726,7 +726,7 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
     assert.ok(['working', 'completed'].includes(seen.status as string), String(seen.status));
     const done = await untilTask(url, taskId, ['completed', 'failed', 'cancelled']);
     assert.equal(done.status, 'completed');
-    assert.equal(textOf(done.result), 'slow_compute (legacy-made) finished after 1s');
+    assert.equal(textOf(done.result), 'slow_compute (rev2025-made) finished after 1s');
     assert.equal(RELATED in (((done.result as Json)._meta as Json | undefined) ?? {}), false);
   });
 
@@ -739,8 +739,8 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a legacy upstream
     const taskId = created.task.taskId;
     await eventually(async () => ['completed', 'failed', 'cancelled'].includes((await client.experimental.tasks.getTask(taskId)).status), 15_000);
     assert.equal((await client.experimental.tasks.getTask(taskId)).status, 'failed');
-    const legacyResult = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
-    assert.equal(legacyResult.isError, true);
+    const rev2025Result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    assert.equal(rev2025Result.isError, true);
     const seen = await tasksGet(url, taskId);
     assert.equal(seen.status, 'completed');
     assert.equal((seen.result as Json).isError, true);
@@ -754,7 +754,7 @@ describe('2026-07-28 request lifetime and task limits', () => {
     const gateway = await stdioGateway(testScope(t));
     const baseline = await whoami(gateway.url);
     const before = baseline.cancelled.filter((c) => c.tool === 'slow_compute').length;
-    const { body, headers } = modernRequest('tools/call', { name: 'slow_compute', arguments: { seconds: 30, label: 'abandoned' } });
+    const { body, headers } = rev2026Request('tools/call', { name: 'slow_compute', arguments: { seconds: 30, label: 'abandoned' } });
     const abort = new AbortController();
     const response = fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal }).catch(() => undefined);
     // The call is running once the fixture counted it beyond the whoami polls themselves; then the client goes away.
@@ -778,7 +778,7 @@ describe('2026-07-28 request lifetime and task limits', () => {
 
   test('a listen stream carries keep-alive comments while nothing happens', async (t) => {
     const gateway = await stdioGateway(testScope(t), { sse: { keepAliveMs: 50 } });
-    const { body, headers } = modernRequest('subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const { body, headers } = rev2026Request('subscriptions/listen', { notifications: { toolsListChanged: true } });
     const abort = new AbortController();
     const response = await fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal });
     assert.equal(response.status, 200);
@@ -813,7 +813,7 @@ describe('2026-07-28 request lifetime and task limits', () => {
 
 describe('Tasks extension with the Redis store', () => {
   test('a task created on one gateway is readable (tasks/get) on another sharing the Redis prefix', async (t) => {
-    const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-modern-${process.pid}-${randomBytes(4).toString('hex')}` };
+    const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-rev2026-${process.pid}-${randomBytes(4).toString('hex')}` };
     const scope = testScope(t);
     const first = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
     const second = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
@@ -827,7 +827,7 @@ describe('Tasks extension with the Redis store', () => {
   });
 
   test('an MRTR retry reaching another gateway resumes the call parked on the first; tasks/update through another gateway reaches the task', async (t) => {
-    const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-modern-${process.pid}-${randomBytes(4).toString('hex')}` };
+    const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-rev2026-${process.pid}-${randomBytes(4).toString('hex')}` };
     const tasks = { ...TASKS_CONFIG, rules: [...TASKS_CONFIG.rules.filter((r) => r.match !== 'test_tool_with_task'), { match: 'test_tool_with_task', mode: 'optional' }] };
     const scope = testScope(t);
     const first = await stdioGateway(scope, { store, tasks });
@@ -843,20 +843,20 @@ describe('Tasks extension with the Redis store', () => {
 
     const taskId = await createTask(first.url, 'confirm_delete', { filename: 'elsewhere.txt' }, ASKS_EXT);
     const waiting = await untilTask(second.url, taskId, ['input_required']);
-    const ack = await modern(second.url, 'tasks/update', { taskId, inputResponses: Object.fromEntries(Object.keys(waiting.inputRequests as Json).map((k) => [k, { action: 'accept', content: { confirm: true } }])) }, { capabilities: ASKS_EXT });
+    const ack = await sendRev2026(second.url, 'tasks/update', { taskId, inputResponses: Object.fromEntries(Object.keys(waiting.inputRequests as Json).map((k) => [k, { action: 'accept', content: { confirm: true } }])) }, { capabilities: ASKS_EXT });
     assert.deepEqual(ack.result, { resultType: 'complete' });
     const done = await untilTask(second.url, taskId, ['completed', 'failed', 'cancelled']);
     assert.equal(textOf(done.result), 'Deleted elsewhere.txt');
   });
 
   test('tasks/cancel through another gateway stops the upstream call where the task runs', async (t) => {
-    const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-modern-${process.pid}-${randomBytes(4).toString('hex')}` };
+    const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-rev2026-${process.pid}-${randomBytes(4).toString('hex')}` };
     const scope = testScope(t);
     const first = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
     const second = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
     const before = (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length;
     const taskId = await createTask(first.url, 'slow_compute', { seconds: 30, label: 'cancel-elsewhere' });
-    const ack = await modern(second.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
+    const ack = await sendRev2026(second.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
     assert.deepEqual(ack.result, { resultType: 'complete' });
     assert.equal((await tasksGet(first.url, taskId)).status, 'cancelled');
     await eventually(async () => (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
@@ -864,7 +864,7 @@ describe('Tasks extension with the Redis store', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------------
-describe('an upstream that speaks 2026-07-28 (modern fixture, dual era)', () => {
+describe('an upstream that speaks 2026-07-28 (stateless fixture, dual era)', () => {
   const scope = suiteScope();
   let fixture: StatelessServerHandle;
   let gateway: TestGateway;
@@ -877,23 +877,23 @@ describe('an upstream that speaks 2026-07-28 (modern fixture, dual era)', () => 
     url = gateway.url;
   });
 
-  test('modern_echo through a modern client', async () => {
-    const r = await callTool(url, 'modern_echo', { text: 'hello modern' });
+  test('rev2026_echo through a 2026-07-28 client', async () => {
+    const r = await callTool(url, 'rev2026_echo', { text: 'hello 2026-07-28' });
     assert.equal(r.status, 200);
-    assert.deepEqual(assertComplete(r).content, [{ type: 'text', text: 'hello modern' }]);
+    assert.deepEqual(assertComplete(r).content, [{ type: 'text', text: 'hello 2026-07-28' }]);
   });
 
-  test('modern_ask: the upstream\'s InputRequiredResult and requestState pass through; the retry completes upstream', async () => {
-    const direct = await callTool(fixture.url, 'modern_ask', { question: 'Favourite number?' }, { capabilities: ASKS });
+  test('rev2026_ask: the upstream\'s InputRequiredResult and requestState pass through; the retry completes upstream', async () => {
+    const direct = await callTool(fixture.url, 'rev2026_ask', { question: 'Favourite number?' }, { capabilities: ASKS });
     assert.equal(direct.result?.resultType, 'input_required', show(direct));
 
-    const first = await callTool(url, 'modern_ask', { question: 'Favourite number?' }, { capabilities: ASKS });
+    const first = await callTool(url, 'rev2026_ask', { question: 'Favourite number?' }, { capabilities: ASKS });
     assert.equal(first.result?.resultType, 'input_required', show(first));
     assert.deepEqual(Object.keys(first.result?.inputRequests as Json), ['answer']);
     assert.deepEqual(first.result?.inputRequests, direct.result?.inputRequests);
     assert.equal(typeof first.result?.requestState, 'string');
 
-    const retry = await callTool(url, 'modern_ask', { question: 'Favourite number?' }, { capabilities: ASKS }, {
+    const retry = await callTool(url, 'rev2026_ask', { question: 'Favourite number?' }, { capabilities: ASKS }, {
       inputResponses: { answer: { action: 'accept', content: { answer: '42' } } },
       requestState: first.result?.requestState,
     });
@@ -916,15 +916,15 @@ describe('an upstream that speaks ONLY 2026-07-28', () => {
   let gateway: TestGateway;
 
   before(async () => {
-    fixture = await startStatelessServer({ legacy: false });
+    fixture = await startStatelessServer({ rev2025Side: false });
     scope.defer(() => fixture.close());
     gateway = await scope.gateway({ upstreams: { mx: { transport: 'streamable-http', url: fixture.url } } });
   });
 
-  test('a 2025-11-25 client gets modern_ask translated: asked by elicitation, answered with the final result', async () => {
+  test('a 2025-11-25 client gets rev2026_ask translated: asked by elicitation, answered with the final result', async () => {
     const connected = await scope.client(gateway.url);
     const client = connected.client;
-    const result = await client.callTool({ name: 'modern_ask', arguments: { question: 'Favourite colour?' } });
+    const result = await client.callTool({ name: 'rev2026_ask', arguments: { question: 'Favourite colour?' } });
     assert.equal(result.isError, undefined);
     assert.equal(textOf(result), JSON.stringify({ answer: 'answer to Favourite colour?' }));
     assert.equal(connected.log.elicitations.length, 1);

@@ -10,7 +10,7 @@ import { decodeJwt } from 'jose';
 import { startAuthServer } from '../fixtures/auth-server.js';
 import { bearer } from '../helpers/auth-requests.js';
 import { eventually, testScope, textOf, type TestScope } from '../helpers/harness.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 import { fixtureCommand } from '../fixtures/spawn.js';
 
 const KEYS = { alice: 'alice-key-0123456789abcdef', bob: 'bob-key-0123456789abcdef-bob', carol: 'carol-key-0123456789abcdef' } as const;
@@ -142,11 +142,11 @@ describe('stdio isolation: per-principal', () => {
     const scope = testScope(t);
     const { gateway, as } = await perPrincipalGateway(scope, { idleTimeoutMs: 0 });
     const session = await envOf(await as('alice'));
-    const answer = await modern(gateway.url, 'tools/call', { name: 'env', arguments: { names: ['CALLER'] } }, { headers: bearer(KEYS.alice) });
+    const answer = await sendRev2026(gateway.url, 'tools/call', { name: 'env', arguments: { names: ['CALLER'] } }, { headers: bearer(KEYS.alice) });
     const stateless = JSON.parse(textOf(answer.result as never)) as EnvAnswer;
     assert.equal(stateless.env.CALLER, 'key:alice');
     assert.equal(stateless.pid, session.pid, "alice's 2026-07-28 call and her session share her child");
-    const bob = await modern(gateway.url, 'tools/call', { name: 'env', arguments: { names: ['CALLER'] } }, { headers: bearer(KEYS.bob) });
+    const bob = await sendRev2026(gateway.url, 'tools/call', { name: 'env', arguments: { names: ['CALLER'] } }, { headers: bearer(KEYS.bob) });
     assert.equal((JSON.parse(textOf(bob.result as never)) as EnvAnswer).env.CALLER, 'key:bob');
   });
 
@@ -186,7 +186,7 @@ describe('stdio isolation: per-principal', () => {
     assert.deepEqual(answer.env, { CALLER: 'key:alice', MEMORY_FILE_PATH: '/tmp/graph-key:alice.jsonl' });
     const bob = JSON.parse(textOf(await (await as('bob')).callTool({ name: 'env', arguments: { names: ['CALLER'] } }))) as EnvAnswer;
     assert.equal(bob.env.CALLER, 'key:bob');
-    const listed = await modern(gateway.url, 'tools/list', {}, { headers: bearer(KEYS.carol) });
+    const listed = await sendRev2026(gateway.url, 'tools/list', {}, { headers: bearer(KEYS.carol) });
     assert.ok(((listed.result?.tools as { name: string }[] | undefined) ?? []).some((tool) => tool.name === 'env'), JSON.stringify(listed.response));
 
     const after = await statusOf();

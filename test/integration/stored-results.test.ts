@@ -9,7 +9,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { abusiveFixtureCommand, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, suiteScope, textOf, type Json } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { bearer } from '../helpers/auth-requests.js';
 import { Redis } from 'ioredis';
 import { TASK_OVERHEAD_BYTES } from '../../src/store/task-store.js';
@@ -52,10 +52,10 @@ async function resultOf(client: Client, taskId: string): Promise<{ length: numbe
 }
 
 /** A 2026-07-28 task's state once terminal, read with tasks/get. */
-async function modernEnd(url: string, key: string, taskId: string): Promise<Json> {
+async function rev2026End(url: string, key: string, taskId: string): Promise<Json> {
   let task: Json = {};
   await eventually(async () => {
-    task = (await modern(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(key) })).result ?? {};
+    task = (await sendRev2026(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(key) })).result ?? {};
     return ['completed', 'failed', 'cancelled'].includes(String(task.status));
   }, 20_000);
   return task;
@@ -97,9 +97,9 @@ for (const kind of ['memory', 'redis'] as const) {
       const fits = await startTask(carol, 1000);
       assert.deepEqual(await resultOf(carol, fits), { length: 1000 });
 
-      const created = await modern(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: MAX_RESULT + 50_000 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(CAROL) });
+      const created = await sendRev2026(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: MAX_RESULT + 50_000 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(CAROL) });
       assert.equal(created.result?.resultType, 'task', JSON.stringify(created.response));
-      const ended = await modernEnd(gateway.url, CAROL, String(created.result?.taskId));
+      const ended = await rev2026End(gateway.url, CAROL, String(created.result?.taskId));
       assert.equal(ended.status, 'failed');
       assert.match(String((ended.error as Json | undefined)?.message), TOO_LARGE);
       assert.equal(ended.result, undefined, 'nothing of the result was kept');
@@ -119,7 +119,7 @@ for (const kind of ['memory', 'redis'] as const) {
         assert.match(error.message, FULL);
         return true;
       });
-      const refused = await modern(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE) });
+      const refused = await sendRev2026(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: 10 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(ALICE) });
       assert.equal(refused.status, 503, JSON.stringify(refused.response));
       assert.match(String(refused.error?.message), FULL);
       assert.equal(refused.error?.data?.budget, 'tasks.maxStoredBytesPerPrincipal');
@@ -132,9 +132,9 @@ for (const kind of ['memory', 'redis'] as const) {
       // Another principal is served meanwhile, in both revisions.
       const bob = await client(BOB);
       assert.deepEqual(await resultOf(bob, await startTask(bob, RESULT)), { length: RESULT });
-      const bobs = await modern(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: 100 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(BOB) });
+      const bobs = await sendRev2026(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: 100 } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(BOB) });
       assert.equal(bobs.result?.resultType, 'task', JSON.stringify(bobs.response));
-      assert.equal((await modernEnd(gateway.url, BOB, String(bobs.result?.taskId))).status, 'completed');
+      assert.equal((await rev2026End(gateway.url, BOB, String(bobs.result?.taskId))).status, 'completed');
 
       // tasks/delete: another principal's task is unknown to her; her own goes, and frees its bytes.
       const bobsTask = await startTask(bob, 10);
@@ -173,11 +173,11 @@ for (const kind of ['memory', 'redis'] as const) {
       const before = redis === undefined ? undefined : await redisPrefixMemory(redis, prefix);
       const keyed = (key: string) => ({ ...bearer(DAVE), 'idempotency-key': `"${key}"` });
       const accepted: string[] = [];
-      let refused: Awaited<ReturnType<typeof modern>> | undefined;
+      let refused: Awaited<ReturnType<typeof sendRev2026>> | undefined;
       // Before this budget counted records, 10x its size in tasks went in; now about budget / overhead do.
       const most = Math.ceil(FLOOD_BUDGET / TASK_OVERHEAD_BYTES) + 1;
       for (let i = 0; i < 10 * most && refused === undefined; i++) {
-        const answer = await modern(gateway.url, 'tools/call', { name: 'echo', arguments: { text: `t${i}` } }, { capabilities: TASKS_CAPABILITIES, headers: keyed(`flood-${i}`) });
+        const answer = await sendRev2026(gateway.url, 'tools/call', { name: 'echo', arguments: { text: `t${i}` } }, { capabilities: TASKS_CAPABILITIES, headers: keyed(`flood-${i}`) });
         if (answer.status === 503) refused = answer;
         else {
           assert.equal(answer.result?.resultType, 'task', JSON.stringify(answer.response));
@@ -189,9 +189,9 @@ for (const kind of ['memory', 'redis'] as const) {
       assert.match(String(refused.error?.message), /Your stored tasks and results fill tasks\.maxStoredBytesPerPrincipal/);
       assert.equal(refused.error?.data?.budget, 'tasks.maxStoredBytesPerPrincipal');
       assert.ok(Number(refused.headers['retry-after']) > 0);
-      for (const taskId of accepted) assert.equal((await modernEnd(gateway.url, DAVE, taskId)).status, 'completed');
+      for (const taskId of accepted) assert.equal((await rev2026End(gateway.url, DAVE, taskId)).status, 'completed');
       // A keyed resend is answered with the task its key made, full or not: nothing new is stored for it.
-      const resent = await modern(gateway.url, 'tools/call', { name: 'echo', arguments: { text: 't0' } }, { capabilities: TASKS_CAPABILITIES, headers: keyed('flood-0') });
+      const resent = await sendRev2026(gateway.url, 'tools/call', { name: 'echo', arguments: { text: 't0' } }, { capabilities: TASKS_CAPABILITIES, headers: keyed('flood-0') });
       assert.equal(resent.result?.taskId, accepted[0], JSON.stringify(resent.response));
       if (redis !== undefined && before !== undefined) {
         const after = await redisPrefixMemory(redis, prefix);
@@ -199,11 +199,11 @@ for (const kind of ['memory', 'redis'] as const) {
         assert.ok(held <= FLOOD_BUDGET + FLOOD_SLACK, `the flood holds ${held} bytes in Redis (${after.keys - before.keys} keys), budget ${FLOOD_BUDGET} + ${FLOOD_SLACK}`);
       }
       // Another principal is served; a deleted task makes room again.
-      const bobs = await modern(gateway.url, 'tools/call', { name: 'echo', arguments: { text: 'bob' } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(BOB) });
+      const bobs = await sendRev2026(gateway.url, 'tools/call', { name: 'echo', arguments: { text: 'bob' } }, { capabilities: TASKS_CAPABILITIES, headers: bearer(BOB) });
       assert.equal(bobs.result?.resultType, 'task', JSON.stringify(bobs.response));
       const dave = await scope.plainClient(gateway.url, { capabilities: { tasks: {} }, headers: bearer(DAVE) });
       assert.deepEqual(await dave.request({ method: 'tasks/delete', params: { taskId: accepted[1] as string } }, EmptyResultSchema), {});
-      const again = await modern(gateway.url, 'tools/call', { name: 'echo', arguments: { text: 'again' } }, { capabilities: TASKS_CAPABILITIES, headers: keyed('flood-again') });
+      const again = await sendRev2026(gateway.url, 'tools/call', { name: 'echo', arguments: { text: 'again' } }, { capabilities: TASKS_CAPABILITIES, headers: keyed('flood-again') });
       assert.equal(again.result?.resultType, 'task', JSON.stringify(again.response));
     });
   });
@@ -233,7 +233,7 @@ describe('stored results without auth: every client is counted together, as for 
     const together = /Stored tasks and results of clients without authentication \(counted together\) fill tasks\.maxStoredBytesPerPrincipal/;
     const second = await scope.plainClient(gateway.url, { capabilities: { tasks: {} } });
     await assert.rejects(startTask(second, 10), together);
-    const refused = await modern(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: 10 } }, { capabilities: TASKS_CAPABILITIES });
+    const refused = await sendRev2026(gateway.url, 'tools/call', { name: 'big_result', arguments: { bytes: 10 } }, { capabilities: TASKS_CAPABILITIES });
     assert.equal(refused.status, 503);
     assert.match(String(refused.error?.message), together);
     await first.request({ method: 'tasks/delete', params: { taskId: stored[0] as string } }, EmptyResultSchema);

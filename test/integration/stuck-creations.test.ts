@@ -12,7 +12,7 @@ import { bearer } from '../helpers/auth-requests.js';
 import { eventually, testScope } from '../helpers/harness.js';
 import { twoReplicaProcesses } from '../helpers/replicas.js';
 import { sharedRedisStore, TEST_REDIS_URL } from '../helpers/shared-redis.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 const LEASE_MS = 1000;
 const PLAIN = 150;
@@ -49,13 +49,13 @@ async function storeNow(redis: Redis): Promise<number> {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
-function create(url: string, label: string, seconds: number, key?: string): ReturnType<typeof modern> {
+function create(url: string, label: string, seconds: number, key?: string): ReturnType<typeof sendRev2026> {
   const headers = { ...bearer(API_KEY), ...(key === undefined ? {} : { 'idempotency-key': key }) };
-  return modern(url, 'tools/call', { name: 'slow_compute', arguments: { seconds, label } }, { capabilities: TASKS_CAPABILITIES, headers });
+  return sendRev2026(url, 'tools/call', { name: 'slow_compute', arguments: { seconds, label } }, { capabilities: TASKS_CAPABILITIES, headers });
 }
 
 async function statusOn(url: string, taskId: string): Promise<string | undefined> {
-  const answer = await modern(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(API_KEY) });
+  const answer = await sendRev2026(url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES, headers: bearer(API_KEY) });
   return answer.result?.status as string | undefined;
 }
 

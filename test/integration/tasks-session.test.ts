@@ -1,4 +1,4 @@
-// 2025-11-25 tasks through the gateway, driven by the SDK v1 client against the legacy fixture upstream,
+// 2025-11-25 tasks through the gateway, driven by the SDK v1 client against the session fixture upstream,
 // with both stores.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

@@ -11,7 +11,7 @@ import { startGateway, StartupConfigError } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
 import { fixtureCommand, spawnStatelessFixture } from '../fixtures/spawn.js';
 import { eventually, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 
 const SELECTION = {
   tools: {
@@ -103,21 +103,21 @@ describe('tool selection per upstream', () => {
   });
 
   test('2026-07-28: the same names are listed, routed and refused', async () => {
-    const listed = await modern(gateway.url, 'tools/list');
+    const listed = await sendRev2026(gateway.url, 'tools/list');
     const names = (listed.result?.tools as Json[]).map((tool) => tool.name);
     assert.ok(names.includes('a__who') && names.includes('a__hello') && !names.includes('a__greet') && !names.includes('a__crash'));
     assert.equal((listed.result?.tools as Json[]).find((tool) => tool.name === 'a__hello')?.title, 'Hello');
 
-    const who = await modern(gateway.url, 'tools/call', { name: 'a__who', arguments: {} });
+    const who = await sendRev2026(gateway.url, 'tools/call', { name: 'a__who', arguments: {} });
     const before = (JSON.parse(textOf(who.result)) as { calls: number }).calls;
-    const unknown = await modern(gateway.url, 'tools/call', { name: 'nowhere', arguments: {} });
+    const unknown = await sendRev2026(gateway.url, 'tools/call', { name: 'nowhere', arguments: {} });
     assert.match(String(unknown.error?.message), /Unknown tool: nowhere/);
     for (const name of ['a__crash', 'a__greet', 'a__whoami', 'b__fail_tool']) {
-      const refused = await modern(gateway.url, 'tools/call', { name, arguments: {} });
+      const refused = await sendRev2026(gateway.url, 'tools/call', { name, arguments: {} });
       assert.equal(refused.error?.code, unknown.error?.code, name);
       assert.equal(refused.error?.message.replace(name, 'X'), unknown.error?.message.replace('nowhere', 'X'), name);
     }
-    const after = await modern(gateway.url, 'tools/call', { name: 'a__who', arguments: {} });
+    const after = await sendRev2026(gateway.url, 'tools/call', { name: 'a__who', arguments: {} });
     assert.equal((JSON.parse(textOf(after.result)) as { calls: number }).calls, before + 1);
   });
 
@@ -141,10 +141,10 @@ describe('tool selection per upstream', () => {
       const refused = await client.readResource({ uri }).then(() => undefined, (error: Error) => error);
       assert.match(String(refused?.message), /Resource not found/, uri);
     }
-    const modernRead = await modern(gateway.url, 'resources/read', { uri: 'test://static-binary' });
-    assert.match(String(modernRead.error?.message), /Resource not found/);
-    const modernPrompt = await modern(gateway.url, 'prompts/get', { name: 'a__test_prompt_with_image' });
-    assert.match(String(modernPrompt.error?.message), /Unknown prompt: a__test_prompt_with_image/);
+    const rev2026Read = await sendRev2026(gateway.url, 'resources/read', { uri: 'test://static-binary' });
+    assert.match(String(rev2026Read.error?.message), /Resource not found/);
+    const rev2026Prompt = await sendRev2026(gateway.url, 'prompts/get', { name: 'a__test_prompt_with_image' });
+    assert.match(String(rev2026Prompt.error?.message), /Unknown prompt: a__test_prompt_with_image/);
   });
 
   test('the upstream\'s tools/list_changed refresh keeps applying the selection', async (t) => {
@@ -181,33 +181,33 @@ describe('tool selection with one upstream and no prefix', () => {
 describe('tool selection in front of a 2026-07-28 upstream', () => {
   test('renamed tools reach the upstream under their own name (its Mcp-Name and Mcp-Param-* checks pass); excluded ones never do', async (t) => {
     const scope = testScope(t);
-    const upstream = await spawnStatelessFixture({ modernOnly: true });
+    const upstream = await spawnStatelessFixture({ rev2026Only: true });
     scope.defer(() => upstream.kill());
     const gateway = await scope.gateway({
       upstreams: {
         m: {
           url: upstream.url,
           prefix: 'm_',
-          tools: { include: ['modern_*', 'test_mcp_param_header'], exclude: ['modern_ask'], overrides: { modern_echo: { name: 'echo' }, test_mcp_param_header: { name: 'regional' } } },
+          tools: { include: ['rev2026_*', 'test_mcp_param_header'], exclude: ['rev2026_ask'], overrides: { rev2026_echo: { name: 'echo' }, test_mcp_param_header: { name: 'regional' } } },
         },
       },
     });
-    const listed = await modern(gateway.url, 'tools/list');
+    const listed = await sendRev2026(gateway.url, 'tools/list');
     assert.deepEqual((listed.result?.tools as Json[]).map((tool) => tool.name).sort(), ['m_echo', 'm_regional']);
 
-    const echoed = await modern(gateway.url, 'tools/call', { name: 'm_echo', arguments: { text: 'hi' } });
+    const echoed = await sendRev2026(gateway.url, 'tools/call', { name: 'm_echo', arguments: { text: 'hi' } });
     assert.equal(textOf(echoed.result), 'hi');
-    const regional = await modern(gateway.url, 'tools/call', { name: 'm_regional', arguments: { region: 'eu' } }, { headers: { 'mcp-param-region': 'eu' } });
+    const regional = await sendRev2026(gateway.url, 'tools/call', { name: 'm_regional', arguments: { region: 'eu' } }, { headers: { 'mcp-param-region': 'eu' } });
     assert.equal(textOf(regional.result), 'region=eu priority=-');
-    for (const name of ['m_modern_echo', 'm_modern_ask', 'm_test_simple_text']) {
-      const refused = await modern(gateway.url, 'tools/call', { name, arguments: {} });
+    for (const name of ['m_rev2026_echo', 'm_rev2026_ask', 'm_test_simple_text']) {
+      const refused = await sendRev2026(gateway.url, 'tools/call', { name, arguments: {} });
       assert.equal(refused.error?.code, -32602, name);
       assert.equal(refused.error?.message, `Unknown tool: ${name}`);
     }
 
     const { client } = await scope.client(gateway.url);
     assert.deepEqual((await toolNames(client)).sort(), ['m_echo', 'm_regional']);
-    assert.equal(textOf(await client.callTool({ name: 'm_echo', arguments: { text: 'legacy hi' } })), 'legacy hi');
+    assert.equal(textOf(await client.callTool({ name: 'm_echo', arguments: { text: '2025-11-25 hi' } })), '2025-11-25 hi');
   });
 });
 
@@ -240,8 +240,8 @@ describe('tool selection and access rules', () => {
     assert.equal(textOf(await alice.callTool({ name: 'a__hello', arguments: { name: 'Al' } })), 'Hello, Al!');
     const denied = await bob.callTool({ name: 'a__hello', arguments: { name: 'Bo' } }).then(() => undefined, (error: Error) => error);
     assert.match(String(denied?.message), /Unknown tool: a__hello/);
-    const modernAlice = await modern(gateway.url, 'tools/call', { name: 'a__hello', arguments: { name: 'Al' } }, { headers: { authorization: `Bearer ${ALICE_KEY}` } });
-    assert.equal(textOf(modernAlice.result), 'Hello, Al!');
+    const rev2026Alice = await sendRev2026(gateway.url, 'tools/call', { name: 'a__hello', arguments: { name: 'Al' } }, { headers: { authorization: `Bearer ${ALICE_KEY}` } });
+    assert.equal(textOf(rev2026Alice.result), 'Hello, Al!');
   });
 });
 

@@ -23,7 +23,7 @@ import { bearer } from '../helpers/auth-requests.js';
 import { startTask } from '../helpers/dashboard-browser.js';
 import { GATEWAY_CLIENT, whoamiOf } from '../helpers/identity-gateway.js';
 import { recordingProxy, type RecordingProxy } from '../helpers/recording-proxy.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 import { HANG_MS } from '../helpers/waits.js';
 
 const ECHO_FIXTURE = join(REPO_ROOT, 'test/fixtures/trace-echo-server.ts');
@@ -335,8 +335,8 @@ describe('OpenTelemetry traces with upstream identity: no token or secret in any
     await eventually(async () => (await client.listTools()).tools.length >= 2 * 4, HANG_MS); // both upstreams' tools
     assert.equal(whoamiOf(await client.callTool({ name: 'prot__whoami', arguments: {} })).sub, 'alice');
     assert.equal(whoamiOf(await client.callTool({ name: 'signed__whoami', arguments: {} })).sub, `oauth:${as.issuer}#alice`);
-    const modernAnswer = await modern(gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(alice) });
-    assert.equal(whoamiOf(modernAnswer.result).sub, 'alice', JSON.stringify(modernAnswer.response));
+    const rev2026Answer = await sendRev2026(gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(alice) });
+    assert.equal(whoamiOf(rev2026Answer.result).sub, 'alice', JSON.stringify(rev2026Answer.response));
     const taskId = await startTask(client, 'prot__whoami', {});
     assert.equal(whoamiOf(await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)).sub, 'alice');
     exchanging.rejectNext(1); // refused once: a new exchange, and the call sent again

@@ -7,14 +7,14 @@ import { before, describe, test } from 'node:test';
 import { startStatelessServer } from '../fixtures/stateless-server.js';
 import { spawnAbusiveFixture, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, logEntries, suiteScope, textOf, type Json } from '../helpers/harness.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 
 describe('a 2026-07-28 upstream answering with several JSON values in one body', () => {
   const scope = suiteScope();
   let gateway: GatewayChild;
 
   before(async () => {
-    const fixture = await startStatelessServer({ legacy: false, jsonBodies: true });
+    const fixture = await startStatelessServer({ rev2025Side: false, jsonBodies: true });
     scope.defer(() => fixture.close());
     gateway = await scope.spawnGateway({ config: { upstreams: { everything: { url: fixture.url, protocol: 'modern' } }, log: { level: 'info' } } });
   });
@@ -29,23 +29,23 @@ describe('a 2026-07-28 upstream answering with several JSON values in one body',
   });
 
   test('a 2026-07-28 caller gets the progress under its own token, and logs only when it asked for a level', async () => {
-    const withProgress = await modern(gateway.url, 'tools/call', { name: 'test_tool_with_progress', arguments: {} }, { meta: { progressToken: 'mine' } });
+    const withProgress = await sendRev2026(gateway.url, 'tools/call', { name: 'test_tool_with_progress', arguments: {} }, { meta: { progressToken: 'mine' } });
     assert.equal(withProgress.error, undefined, JSON.stringify(withProgress.messages));
     assert.equal(textOf(withProgress.result), 'Progress tool completed');
     const progress = withProgress.notifications.filter((n) => n.method === 'notifications/progress').map((n) => n.params as Json);
     assert.deepEqual(progress.map((p) => [p.progressToken, p.progress]), [['mine', 0], ['mine', 50], ['mine', 100]]);
 
-    const logged = await modern(gateway.url, 'tools/call', { name: 'test_logging_tool', arguments: {} }, { logLevel: 'info' });
+    const logged = await sendRev2026(gateway.url, 'tools/call', { name: 'test_logging_tool', arguments: {} }, { logLevel: 'info' });
     assert.equal(logged.error, undefined, JSON.stringify(logged.messages));
     const logs = logged.notifications.filter((n) => n.method === 'notifications/message').map((n) => (n.params as Json).data);
     assert.deepEqual(logs, ['Tool execution started', 'Tool execution completed']);
-    const quiet = await modern(gateway.url, 'tools/call', { name: 'test_logging_tool', arguments: {} });
+    const quiet = await sendRev2026(gateway.url, 'tools/call', { name: 'test_logging_tool', arguments: {} });
     assert.equal(quiet.error, undefined, JSON.stringify(quiet.messages));
     assert.deepEqual(quiet.notifications.filter((n) => n.method === 'notifications/message'), []);
   });
 
   test("conformance server-stateless's streaming elicitation: progress, then an InputRequiredResult, never an error", async () => {
-    const answer = await modern(gateway.url, 'tools/call', { name: 'test_streaming_elicitation', arguments: {} }, { capabilities: { elicitation: {} } });
+    const answer = await sendRev2026(gateway.url, 'tools/call', { name: 'test_streaming_elicitation', arguments: {} }, { capabilities: { elicitation: {} } });
     assert.equal(answer.error, undefined, JSON.stringify(answer.messages));
     assert.equal(answer.result?.resultType, 'input_required', JSON.stringify(answer.result));
     assert.ok(answer.messages.every((m) => typeof m.method !== 'string' || m.method.startsWith('notifications/')), 'no request on the stream');
@@ -64,7 +64,7 @@ describe('an upstream body that holds no JSON-RPC answer', () => {
 
   before(async () => {
     // One fixture that speaks both revisions, reached by both upstream clients.
-    const fixture = await spawnAbusiveFixture({ transport: 'streamable-http', modern: true });
+    const fixture = await spawnAbusiveFixture({ transport: 'streamable-http', rev2026Side: true });
     scope.defer(() => fixture.kill());
     gateway = await scope.spawnGateway({
       config: {
@@ -84,7 +84,7 @@ describe('an upstream body that holds no JSON-RPC answer', () => {
       assert.match(error.message, what);
       return true;
     });
-    const direct = await modern(gateway.url, 'tools/call', { name: 'current_huge_line', arguments: { bytes: 40 } });
+    const direct = await sendRev2026(gateway.url, 'tools/call', { name: 'current_huge_line', arguments: { bytes: 40 } });
     assert.equal(direct.error?.code, -32603, JSON.stringify(direct.messages));
     assert.match(String(direct.error?.message), what);
     await assert.rejects(client.callTool({ name: 'sessions_huge_line', arguments: { bytes: 40 } }), (error: Error) => {

@@ -9,7 +9,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { bearer } from '../helpers/auth-requests.js';
 import { suiteScope } from '../helpers/harness.js';
 import { identityGateway, GATEWAY_CLIENT, whoamiOf, type IdentityGateway } from '../helpers/identity-gateway.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 import { TOKEN_EXCHANGE_GRANT, type AuthServer } from '../fixtures/auth-server.js';
 
 const BROAD = 'crm.read crm.write';
@@ -30,7 +30,7 @@ describe('upstream identity: each request with its own token\'s rights', () => {
     const narrow = await gw.token('alice', {}, { scope: NARROW });
     as.resetCounts();
     for (const [token, expected] of [[broad, BROAD], [narrow, NARROW], [broad, BROAD], [narrow, NARROW]] as const) {
-      const answer = await modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(token) });
+      const answer = await sendRev2026(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(token) });
       const me = whoamiOf(answer.result);
       assert.equal(me.sub, 'alice');
       assert.equal(me.scope, expected, `a call made with the ${expected} token`);
@@ -38,7 +38,7 @@ describe('upstream identity: each request with its own token\'s rights', () => {
     // Concurrent calls with both tokens: still each its own.
     const both = await Promise.all(Array.from({ length: 20 }, (_, i) => {
       const [token, expected] = i % 2 === 0 ? [broad, BROAD] : [narrow, NARROW];
-      return modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(token) }).then((a) => [whoamiOf(a.result).scope, expected]);
+      return sendRev2026(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(token) }).then((a) => [whoamiOf(a.result).scope, expected]);
     }));
     for (const [seen, expected] of both) assert.equal(seen, expected);
     assert.deepEqual(as.tokenCounts().byGrant, { [TOKEN_EXCHANGE_GRANT]: 2 }, 'one exchange per token, each cached');

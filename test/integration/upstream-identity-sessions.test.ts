@@ -11,7 +11,7 @@ import type { ProtectedServer, Whoami } from '../fixtures/protected-server.js';
 import { bearer } from '../helpers/auth-requests.js';
 import { suiteScope } from '../helpers/harness.js';
 import { identityGateway, GATEWAY_CLIENT, whoamiOf, type IdentityGateway } from '../helpers/identity-gateway.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 import { bounded } from '../helpers/waits.js';
 
 /** Small, so that a session goes idle within the test; the sweep looks every 50 ms. */
@@ -29,7 +29,7 @@ describe('upstream identity: principals\' own upstream sessions end when idle', 
 
   /** A 2026-07-28 client's call of `tool` as `sub`: what the upstream saw, and the upstream session it came on. */
   async function callAs(sub: string, tool = 'whoami', args = {}): Promise<{ me: Whoami; session: string }> {
-    const answer = await modern(gw.gateway.url, 'tools/call', { name: tool, arguments: args }, { headers: bearer(await gw.token(sub)) });
+    const answer = await sendRev2026(gw.gateway.url, 'tools/call', { name: tool, arguments: args }, { headers: bearer(await gw.token(sub)) });
     assert.equal(answer.error, undefined, JSON.stringify(answer.response));
     const me = whoamiOf(answer.result);
     assert.equal(me.sub, sub);

@@ -13,7 +13,7 @@ import { bearer } from '../helpers/auth-requests.js';
 import { startTask } from '../helpers/dashboard-browser.js';
 import { eventually, suiteScope, testScope, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
 import { GATEWAY_CLIENT, whoamiOf } from '../helpers/identity-gateway.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 import { HANG_MS } from '../helpers/waits.js';
 
 interface SseSetup {
@@ -65,7 +65,7 @@ describe('upstream identity over an SSE upstream: tokenExchange', () => {
       assert.equal(me.email, `${sub}@example.test`);
       assert.equal(me.aud, upstream.url, 'the token\'s resource is the SSE upstream');
       // 2026-07-28 clients share upstream sessions: one per principal here, since the upstream tells callers apart.
-      const answer = await modern(gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(callerToken) });
+      const answer = await sendRev2026(gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(callerToken) });
       assert.equal(answer.error, undefined, JSON.stringify(answer.response));
       assert.equal(whoamiOf(answer.result).sub, sub);
     }

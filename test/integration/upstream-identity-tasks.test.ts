@@ -17,7 +17,7 @@ import { GATEWAY_CLIENT, whoamiOf } from '../helpers/identity-gateway.js';
 import { twoReplicas } from '../helpers/replicas.js';
 import { createdTaskId, SessionWire } from '../helpers/session-wire.js';
 import { sharedRedisStore, TEST_REDIS_URL } from '../helpers/shared-redis.js';
-import { modern, TASKS_CAPABILITIES, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
 import { bounded, HANG_MS } from '../helpers/waits.js';
 
 /** A 2025-11-25 session on the wire whose every request carries the caller's bearer token. */
@@ -47,7 +47,7 @@ function gatewayConfig(issuer: string, upstream: ProtectedServer, resource: stri
 
 /** Starts a tools/call as a 2026-07-28 task and answers its id. */
 async function createTask(url: string, token: string, name: string, args: Json = {}): Promise<string> {
-  const created = await modern(url, 'tools/call', { name, arguments: args }, { headers: bearer(token), capabilities: ASKS });
+  const created = await sendRev2026(url, 'tools/call', { name, arguments: args }, { headers: bearer(token), capabilities: ASKS });
   assert.equal(created.result?.resultType, 'task', JSON.stringify(created.response));
   return created.result?.taskId as string;
 }
@@ -56,7 +56,7 @@ async function createTask(url: string, token: string, name: string, args: Json =
 async function untilTask(url: string, token: string, taskId: string, statuses: string[]): Promise<Json> {
   let task: Json = {};
   await eventually(async () => {
-    task = (await modern(url, 'tasks/get', { taskId }, { headers: bearer(token), capabilities: TASKS_CAPABILITIES })).result ?? {};
+    task = (await sendRev2026(url, 'tasks/get', { taskId }, { headers: bearer(token), capabilities: TASKS_CAPABILITIES })).result ?? {};
     return statuses.includes(task.status as string);
   }, HANG_MS);
   return task;
@@ -72,13 +72,13 @@ describe('upstream identity of tasks across replicas', () => {
     const resource = `http://127.0.0.1:${await freePort()}/mcp`; // the audience of callers' tokens, on either replica
     const [a, b] = await twoReplicas(scope, gatewayConfig(as.issuer, upstream, resource), 'upstream-identity-tasks');
     const alice = await as.mint({ sub: 'alice', aud: resource });
-    await eventually(async () => ((await modern(a.url, 'tools/list', {}, { headers: bearer(alice) })).result?.tools as Json[] | undefined)?.some((tool) => tool.name === 'ask') === true, HANG_MS);
+    await eventually(async () => ((await sendRev2026(a.url, 'tools/list', {}, { headers: bearer(alice) })).result?.tools as Json[] | undefined)?.some((tool) => tool.name === 'ask') === true, HANG_MS);
 
     const asking = await createTask(a.url, alice, 'ask');
     const waiting = await untilTask(b.url, alice, asking, ['input_required', 'completed', 'failed', 'cancelled']);
     assert.equal(waiting.status, 'input_required', JSON.stringify(waiting));
     const [key] = Object.keys(waiting.inputRequests as Json);
-    const ack = await modern(b.url, 'tasks/update', { taskId: asking, inputResponses: { [key as string]: { action: 'accept', content: { answer: 'blue' } } } }, { headers: bearer(alice), capabilities: TASKS_CAPABILITIES });
+    const ack = await sendRev2026(b.url, 'tasks/update', { taskId: asking, inputResponses: { [key as string]: { action: 'accept', content: { answer: 'blue' } } } }, { headers: bearer(alice), capabilities: TASKS_CAPABILITIES });
     assert.equal(ack.error, undefined, JSON.stringify(ack.response));
     const answered = await untilTask(a.url, alice, asking, ['completed', 'failed', 'cancelled']);
     assert.equal(answered.status, 'completed', JSON.stringify(answered));
@@ -88,7 +88,7 @@ describe('upstream identity of tasks across replicas', () => {
     const cancelled = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'cancelled');
     const slow = await createTask(a.url, alice, 'slow');
     assert.equal((await bounded(started, 'slow started')).sub, 'alice');
-    const cancel = await modern(b.url, 'tasks/cancel', { taskId: slow }, { headers: bearer(alice), capabilities: TASKS_CAPABILITIES });
+    const cancel = await sendRev2026(b.url, 'tasks/cancel', { taskId: slow }, { headers: bearer(alice), capabilities: TASKS_CAPABILITIES });
     assert.equal(cancel.error, undefined, JSON.stringify(cancel.response));
     assert.equal((await bounded(cancelled, 'slow cancelled at the upstream')).sub, 'alice');
     assert.equal((await untilTask(b.url, alice, slow, ['completed', 'failed', 'cancelled'])).status, 'cancelled');
@@ -97,20 +97,20 @@ describe('upstream identity of tasks across replicas', () => {
     // tasks/result stream, the next task cancelled on B.
     const wire = new BearerWire({ elicitation: { form: {} } }, alice);
     await wire.initialize(a.url);
-    const legacyAsk = createdTaskId(await wire.request(a.url, 'tools/call', { name: 'ask', arguments: {}, task: {} }));
-    const stream = await wire.start(b.url, 'tasks/result', { taskId: legacyAsk });
+    const rev2025Ask = createdTaskId(await wire.request(a.url, 'tools/call', { name: 'ask', arguments: {}, task: {} }));
+    const stream = await wire.start(b.url, 'tasks/result', { taskId: rev2025Ask });
     const question = await stream.next((m) => m.method === 'elicitation/create', HANG_MS);
     await wire.respond(b.url, question.id, { action: 'accept', content: { answer: 'green' } });
-    const legacyAnswer = await stream.next((m) => 'result' in m || 'error' in m, HANG_MS);
-    assert.deepEqual((legacyAnswer.result as Json | undefined)?.structuredContent, { sub: 'alice', action: 'accept', answer: 'green' }, JSON.stringify(legacyAnswer));
+    const rev2025Answer = await stream.next((m) => 'result' in m || 'error' in m, HANG_MS);
+    assert.deepEqual((rev2025Answer.result as Json | undefined)?.structuredContent, { sub: 'alice', action: 'accept', answer: 'green' }, JSON.stringify(rev2025Answer));
 
-    const legacyStarted = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'started');
-    const legacyCancelled = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'cancelled');
-    const legacySlow = createdTaskId(await wire.request(a.url, 'tools/call', { name: 'slow', arguments: {}, task: {} }));
-    assert.equal((await bounded(legacyStarted, 'the 2025 slow task started')).sub, 'alice');
-    const legacyCancel = await wire.request(b.url, 'tasks/cancel', { taskId: legacySlow });
-    assert.equal((legacyCancel.result as Json | undefined)?.status, 'cancelled', JSON.stringify(legacyCancel));
-    assert.equal((await bounded(legacyCancelled, 'the 2025 slow task cancelled at the upstream')).sub, 'alice');
+    const rev2025Started = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'started');
+    const rev2025Cancelled = upstream.nextEvent((e) => e.tool === 'slow' && e.type === 'cancelled');
+    const rev2025Slow = createdTaskId(await wire.request(a.url, 'tools/call', { name: 'slow', arguments: {}, task: {} }));
+    assert.equal((await bounded(rev2025Started, 'the 2025 slow task started')).sub, 'alice');
+    const rev2025Cancel = await wire.request(b.url, 'tasks/cancel', { taskId: rev2025Slow });
+    assert.equal((rev2025Cancel.result as Json | undefined)?.status, 'cancelled', JSON.stringify(rev2025Cancel));
+    assert.equal((await bounded(rev2025Cancelled, 'the 2025 slow task cancelled at the upstream')).sub, 'alice');
   });
 });
 

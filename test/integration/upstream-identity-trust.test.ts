@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import { bearer } from '../helpers/auth-requests.js';
 import { eventually, testScope, textOf, type Json, type TestScope } from '../helpers/harness.js';
 import { identityGateway, GATEWAY_CLIENT, whoamiOf } from '../helpers/identity-gateway.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 import { HANG_MS } from '../helpers/waits.js';
 
 interface Received {
@@ -85,7 +85,7 @@ describe('upstream identity: only a trusted authorization server gets a token or
     }));
     const alice = await gw.token('alice');
 
-    const me = await modern(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(alice) });
+    const me = await sendRev2026(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(alice) });
     assert.equal(whoamiOf(me.result).sub, 'alice', JSON.stringify(me.response));
     assert.equal(whoamiOf(me.result).aud, upstream.url);
 
@@ -104,8 +104,8 @@ describe('upstream identity: only a trusted authorization server gets a token or
     // Alice's calls and lists in both revisions never reach it.
     const client = await scope.plainClient(gw.gateway.url, { headers: bearer(alice) });
     assert.ok(!(await client.listTools()).tools.some((tool) => tool.name.startsWith('evil__')));
-    await modern(gw.gateway.url, 'tools/list', {}, { headers: bearer(alice) });
-    assert.ok((await modern(gw.gateway.url, 'tools/call', { name: 'evil__whoami', arguments: {} }, { headers: bearer(alice) })).error !== undefined);
+    await sendRev2026(gw.gateway.url, 'tools/list', {}, { headers: bearer(alice) });
+    assert.ok((await sendRev2026(gw.gateway.url, 'tools/call', { name: 'evil__whoami', arguments: {} }, { headers: bearer(alice) })).error !== undefined);
 
     assert.ok(hostile.received.length > 0, 'the hostile upstream was asked (probe and metadata), so the test saw discovery happen');
     assertNothingSent(hostile.received, [alice, GATEWAY_CLIENT.secret]);
@@ -124,7 +124,7 @@ describe('upstream identity: only a trusted authorization server gets a token or
     });
     const { gw } = await identityGateway(scope, (as) => ({ tokenExchange: { ...GATEWAY_CLIENT.config, tokenUrl: `${as.issuer}/token` } }), () => ({ upstreams: { fx: fixture.config } }));
     const alice = await gw.token('alice');
-    const answer = await modern(gw.gateway.url, 'tools/call', { name: 'fx__env', arguments: { names: ['CALLER', 'API_TOKEN'] } }, { headers: bearer(alice) });
+    const answer = await sendRev2026(gw.gateway.url, 'tools/call', { name: 'fx__env', arguments: { names: ['CALLER', 'API_TOKEN'] } }, { headers: bearer(alice) });
     const failure = answer.error?.message ?? (answer.result !== undefined ? textOf(answer.result as never) : '');
     assert.match(failure, /upstream 'fx': cannot get a credential \(discovery\)/, JSON.stringify(answer.response));
     assert.ok(failure.includes(new URL(hostileApi.url).origin), failure);
@@ -136,7 +136,7 @@ describe('upstream identity: only a trusted authorization server gets a token or
     const scope = testScope(t);
     const { gw } = await identityGateway(scope, (as) => ({ clientCredentials: { ...GATEWAY_CLIENT.config, trustedIssuers: [as.issuer] }, claimHeaders: { 'x-user': 'principal' } }), undefined, { echoHeaders: [] });
     const alice = await gw.token('alice');
-    const me = whoamiOf((await modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(alice) })).result);
+    const me = whoamiOf((await sendRev2026(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(alice) })).result);
     assert.equal(me.sub, GATEWAY_CLIENT.id, 'the gateway\'s own token, from the listed server found by discovery');
 
     await assert.rejects(

@@ -13,7 +13,7 @@ import type { ProtectedServer, Whoami } from '../fixtures/protected-server.js';
 import { bearer } from '../helpers/auth-requests.js';
 import { eventually, suiteScope, testScope, type Json } from '../helpers/harness.js';
 import { HANG_MS } from '../helpers/waits.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 import { SessionWire } from '../helpers/session-wire.js';
 import { startAuthServer, TOKEN_EXCHANGE_GRANT, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort, spawnStatelessFixture } from '../fixtures/spawn.js';
@@ -45,11 +45,11 @@ describe('upstream identity: tokenExchange', () => {
       assert.equal(me.email, `${sub}@example.test`);
       assert.equal(me.aud, upstream.url);
 
-      const answer = await modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(token) });
+      const answer = await sendRev2026(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(token) });
       assert.equal(answer.error, undefined, JSON.stringify(answer.response));
-      const modernMe = whoamiOf(answer.result);
-      assert.equal(modernMe.sub, sub);
-      assert.deepEqual(modernMe.act, { sub: GATEWAY_CLIENT.id });
+      const rev2026Me = whoamiOf(answer.result);
+      assert.equal(rev2026Me.sub, sub);
+      assert.deepEqual(rev2026Me.act, { sub: GATEWAY_CLIENT.id });
     }
     assert.equal(upstream.counts().forbidden, forbiddenBefore, 'no upstream session was used by another subject');
     assert.ok((upstream.sessionsBySub().alice ?? 0) >= 1 && (upstream.sessionsBySub().bob ?? 0) >= 1, JSON.stringify(upstream.sessionsBySub()));
@@ -58,7 +58,7 @@ describe('upstream identity: tokenExchange', () => {
   test('50 concurrent calls by one caller cost one token request', async () => {
     const carol = await gw.token('carol');
     as.resetCounts();
-    const calls = Array.from({ length: 50 }, () => modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(carol) }));
+    const calls = Array.from({ length: 50 }, () => sendRev2026(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(carol) }));
     for (const answer of await Promise.all(calls)) assert.equal(whoamiOf(answer.result).sub, 'carol');
     assert.deepEqual(as.tokenCounts().byGrant, { [TOKEN_EXCHANGE_GRANT]: 1 });
   });
@@ -81,7 +81,7 @@ describe('upstream identity: tokenExchange', () => {
     as.setExpiresIn(2);
     try {
       as.resetCounts();
-      const call = async () => whoamiOf((await modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(dave) })).result);
+      const call = async () => whoamiOf((await sendRev2026(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(dave) })).result);
       assert.equal((await call()).sub, 'dave');
       assert.equal(as.tokenCounts().byGrant[TOKEN_EXCHANGE_GRANT], 1);
       // Past its lifetime (or the refresh margin before it), a call obtains a new token: no clock is asserted.
@@ -95,7 +95,7 @@ describe('upstream identity: tokenExchange', () => {
 
   test('an API-key caller has no token to exchange: the call fails naming the upstream, and nothing is asked of the authorization server', async () => {
     as.resetCounts();
-    const answer = await modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(ROBOT_KEY) });
+    const answer = await sendRev2026(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(ROBOT_KEY) });
     const said = JSON.stringify(answer.error ?? answer.result);
     assert.ok(answer.error !== undefined || (answer.result as Json | undefined)?.isError === true, said);
     assert.match(said, /upstream 'prot'/i);
@@ -106,9 +106,9 @@ describe('upstream identity: tokenExchange', () => {
   test('a 403 insufficient_scope reaches the caller as the call\'s error naming the scope, in both revisions', async () => {
     const alice = await gw.token('alice');
     const client = await scope.plainClient(gw.gateway.url, { headers: bearer(alice) });
-    const legacy = await client.callTool({ name: 'admin-only', arguments: {} }).then((r) => JSON.stringify(r), (e: unknown) => String(e));
-    assert.match(legacy, /insufficient scope.*"admin"/);
-    const answer = await modern(gw.gateway.url, 'tools/call', { name: 'admin-only', arguments: {} }, { headers: bearer(alice) });
+    const rev2025Side = await client.callTool({ name: 'admin-only', arguments: {} }).then((r) => JSON.stringify(r), (e: unknown) => String(e));
+    assert.match(rev2025Side, /insufficient scope.*"admin"/);
+    const answer = await sendRev2026(gw.gateway.url, 'tools/call', { name: 'admin-only', arguments: {} }, { headers: bearer(alice) });
     assert.match(JSON.stringify(answer.error ?? answer.result), /insufficient scope.*\\"admin\\"/);
   });
 });
@@ -128,7 +128,7 @@ describe('upstream identity: the authorization server fails', () => {
       () => ({ upstreams: { plain: { url: staticUrl, headers: { 'x-static': 'yes' } } } })));
     // Both upstreams connected and the front's view of the authorization server (metadata, keys) cached first.
     warm = await gw.token('warm');
-    const warmed = await modern(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(warm) });
+    const warmed = await sendRev2026(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(warm) });
     assert.equal(warmed.error, undefined, JSON.stringify(warmed.response));
     assert.equal(whoamiOf(warmed.result).sub, 'warm');
   });
@@ -140,7 +140,7 @@ describe('upstream identity: the authorization server fails', () => {
       const erin = await gw.token(`erin-${mode}`);
       await as.setMode(mode);
       try {
-        const answer = await modern(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(erin) });
+        const answer = await sendRev2026(gw.gateway.url, 'tools/call', { name: 'prot__whoami', arguments: {} }, { headers: bearer(erin) });
         // The credential's own error: the upstream, the step and the cause named, temporary (503 + Retry-After).
         assert.equal(answer.status, 503, JSON.stringify(answer.response));
         assert.ok(Number(answer.headers['retry-after']) >= 1, JSON.stringify(answer.headers));
@@ -151,8 +151,8 @@ describe('upstream identity: the authorization server fails', () => {
         assert.equal(ready.ready, true, JSON.stringify(ready));
         assert.equal(ready.credentials, undefined, JSON.stringify(ready));
         assert.equal((ready.upstreams as Json[]).find((u) => u.name === 'prot')?.state, 'ready', JSON.stringify(ready));
-        const legacy = await scope.plainClient(gw.gateway.url, { headers: bearer(erin) });
-        await assert.rejects(legacy.callTool({ name: 'prot__whoami', arguments: {} }), /upstream 'prot': cannot get a credential \(exchange\)/);
+        const rev2025Side = await scope.plainClient(gw.gateway.url, { headers: bearer(erin) });
+        await assert.rejects(rev2025Side.callTool({ name: 'prot__whoami', arguments: {} }), /upstream 'prot': cannot get a credential \(exchange\)/);
         // A 2025-11-25 session's call answered as plain JSON is refused in HTTP too, as a full replica's is.
         const wire = new SessionWire({}, bearer(erin));
         await wire.initialize(gw.gateway.url);
@@ -161,7 +161,7 @@ describe('upstream identity: the authorization server fails', () => {
         assert.equal(refused.status, 503, JSON.stringify(refused.messages));
         assert.ok(Number(refused.headers.get('retry-after')) >= 1, JSON.stringify([...refused.headers]));
         assert.match(JSON.stringify(refused.messages), /upstream 'prot': cannot get a credential \(exchange\)/);
-        const echoed = await modern(gw.gateway.url, 'tools/call', { name: 'plain__echo', arguments: { still: 'serving' } }, { headers: bearer(erin) });
+        const echoed = await sendRev2026(gw.gateway.url, 'tools/call', { name: 'plain__echo', arguments: { still: 'serving' } }, { headers: bearer(erin) });
         assert.deepEqual(echoed.result?.structuredContent, { still: 'serving' }, JSON.stringify(echoed.response));
       } finally {
         await as.setMode('up');
@@ -204,7 +204,7 @@ describe('upstream identity: signedIdentity and claimHeaders', () => {
     };
     const client = await scope.plainClient(gw.gateway.url, { headers: bearer(alice) });
     checks(whoamiOf(await client.callTool({ name: 'whoami', arguments: {} })));
-    checks(whoamiOf((await modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(alice) })).result));
+    checks(whoamiOf((await sendRev2026(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(alice) })).result));
     assert.equal((upstream.lastClaims as Json | undefined)?.secret_claim, undefined, 'only the configured claims are copied');
     assert.deepEqual(as.tokenCounts().byGrant, {}, 'signing needs no authorization server');
   });
@@ -213,7 +213,7 @@ describe('upstream identity: signedIdentity and claimHeaders', () => {
 describe('upstream identity at a 2026-07-28 (stateless) upstream', () => {
   test('each request carries the caller\'s own signed identity and claim headers; the gateway\'s own carry its identity', async (t) => {
     const scope = testScope(t);
-    const fixture = await spawnStatelessFixture({ modernOnly: true });
+    const fixture = await spawnStatelessFixture({ rev2026Only: true });
     scope.defer(() => fixture.kill());
     const proxy = await recordingProxy(scope, fixture.url);
     const as = await startAuthServer();
@@ -231,9 +231,9 @@ describe('upstream identity at a 2026-07-28 (stateless) upstream', () => {
     for (const sub of ['alice', 'bob']) {
       const token = await as.mint({ sub, aud: `${origin}/mcp`, extra: { email: `${sub}@example.test` } });
       principals.set(`oauth:${as.issuer}#${sub}`, `${sub}@example.test`);
-      let answer: Awaited<ReturnType<typeof modern>> | undefined;
+      let answer: Awaited<ReturnType<typeof sendRev2026>> | undefined;
       await eventually(async () => {
-        answer = await modern(gateway.url, 'tools/call', { name: 'modern_echo', arguments: { text: sub } }, { headers: bearer(token) });
+        answer = await sendRev2026(gateway.url, 'tools/call', { name: 'rev2026_echo', arguments: { text: sub } }, { headers: bearer(token) });
         return answer.error?.message.includes('Unknown tool') !== true;
       }, HANG_MS);
       assert.equal(answer?.error, undefined, JSON.stringify(answer?.response));
@@ -263,7 +263,7 @@ describe('upstream identity: clientCredentials', () => {
     const { as, upstream, gw } = await identityGateway(scope,
       () => ({ clientCredentials: GATEWAY_CLIENT.config, claimHeaders: { 'x-user': 'principal', 'x-email': 'email' } }));
     const bob = await gw.token('bob', { email: 'bob@example.test' });
-    const answer = await modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(bob) });
+    const answer = await sendRev2026(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(bob) });
     const me = whoamiOf(answer.result);
     assert.equal(me.sub, GATEWAY_CLIENT.id, 'the gateway\'s own token');
     assert.equal(me.aud, upstream.url);
@@ -276,7 +276,7 @@ describe('upstream identity: clientCredentials', () => {
     // The gateway's own token refused once (as if revoked): one new client-credentials grant, and the call succeeds.
     as.resetCounts();
     upstream.rejectNext(1);
-    const again = await modern(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(bob) });
+    const again = await sendRev2026(gw.gateway.url, 'tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(bob) });
     assert.equal(whoamiOf(again.result).sub, GATEWAY_CLIENT.id);
     assert.deepEqual(as.tokenCounts().byGrant, { client_credentials: 1 });
   });

@@ -11,7 +11,7 @@ import { startGateway, type RunningGateway } from '../../src/taskgate.js';
 import { createLogger } from '../../src/log.js';
 import { freePort } from '../fixtures/spawn.js';
 import { testScope, type Json, type TestScope } from '../helpers/harness.js';
-import { modern } from '../helpers/stateless-wire.js';
+import { sendRev2026 } from '../helpers/stateless-wire.js';
 import { assertGone, pidFiles as pidDirectory, running, STUBBORN, type PidFiles } from '../helpers/stubborn-children.js';
 import { bounded, HANG_MS, nextEvent as announced } from '../helpers/waits.js';
 
@@ -111,7 +111,7 @@ describe('stdio children never outlive the gateway', () => {
     scope.defer(() => gateway.close());
     const child = await pids.read('stubborn');
     assert.ok(running(child.pid) && child.grandchild !== undefined && running(child.grandchild));
-    const answer = await modern(gateway.url, 'tools/call', { name: 'ping', arguments: {} });
+    const answer = await sendRev2026(gateway.url, 'tools/call', { name: 'ping', arguments: {} });
     assert.deepEqual(answer.result?.content, [{ type: 'text', text: 'pong' }]);
     await gateway.close();
     assertGone(child, 'after close');
@@ -156,7 +156,7 @@ describe('stdio children never outlive the gateway', () => {
     await stopped;
     assertGone(child, 'the removed child that ignores SIGTERM');
     assertGone(stuck, 'the removed child stuck in initialize');
-    const answer = await modern(gateway.url, 'tools/call', { name: 'keep__ping', arguments: {} });
+    const answer = await sendRev2026(gateway.url, 'tools/call', { name: 'keep__ping', arguments: {} });
     assert.deepEqual(answer.result?.content, [{ type: 'text', text: 'pong' }]);
   });
 });
@@ -171,7 +171,7 @@ describe('security configuration applies at once', () => {
     const auth = { resource: `http://127.0.0.1:${port}/mcp`, apiKeys: [{ principal: 'alice', key: ALICE }, { principal: 'bob', key: BOB }] };
     const base = { listen: { host: '127.0.0.1', port, path: '/mcp' }, upstreams: { keep }, auth };
     const gateway = await scope.gateway(base);
-    assert.equal((await modern(gateway.url, 'tools/list', {}, bearer(BOB))).status, 200);
+    assert.equal((await sendRev2026(gateway.url, 'tools/list', {}, bearer(BOB))).status, 200);
 
     // One write: bob's key goes, an upstream that never answers initialize comes.
     const stuck = stubborn(pids.path('stuck'), ['--never-initialize'], { initializeTimeoutMs: HANG_MS * 2 });
@@ -179,8 +179,8 @@ describe('security configuration applies at once', () => {
     const result = await gateway.reload(gatewayConfig({ ...base, upstreams: { keep, stuck }, auth: { ...auth, apiKeys: [auth.apiKeys[0]] } }));
     await reloaded;
     assert.deepEqual(result.changes.sort(), ['auth.apiKeys changed', "upstream 'stuck' added"]);
-    assert.equal((await modern(gateway.url, 'tools/list', {}, bearer(BOB))).status, 401);
-    assert.equal((await modern(gateway.url, 'tools/list', {}, bearer(ALICE))).status, 200);
+    assert.equal((await sendRev2026(gateway.url, 'tools/list', {}, bearer(BOB))).status, 401);
+    assert.equal((await sendRev2026(gateway.url, 'tools/list', {}, bearer(ALICE))).status, 200);
     const firstStuck = await pids.read('stuck');
     const ready = await readiness(gateway.url);
     assert.equal(ready.status, 200, 'an upstream a reload adds does not take the replica out of rotation');
@@ -191,8 +191,8 @@ describe('security configuration applies at once', () => {
     const superseded = nextEvent(gateway, 'upstream.stopped', (e) => e.upstream === 'stuck');
     const second = await gateway.reload(gatewayConfig({ ...base, upstreams: { keep, stuck: stuckAgain }, auth: { ...auth, apiKeys: [auth.apiKeys[1]] } }));
     assert.deepEqual(second.changes.sort(), ['auth.apiKeys changed', "upstream 'stuck' changed (initializeTimeoutMs)"]);
-    assert.equal((await modern(gateway.url, 'tools/list', {}, bearer(ALICE))).status, 401);
-    assert.equal((await modern(gateway.url, 'tools/list', {}, bearer(BOB))).status, 200);
+    assert.equal((await sendRev2026(gateway.url, 'tools/list', {}, bearer(ALICE))).status, 401);
+    assert.equal((await sendRev2026(gateway.url, 'tools/list', {}, bearer(BOB))).status, 200);
     // The newest file wins: the first file's upstream, still initializing, is stopped.
     await superseded;
     assertGone(firstStuck, 'the superseded upstream still initializing');

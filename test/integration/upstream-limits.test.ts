@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { describe, test, before } from 'node:test';
 import { abusiveFixtureCommand, spawnAbusiveFixture, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, type Json, logEntries, suiteScope, type TestScope, textOf, whenLogged } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 const MiB = 1024 * 1024;
 const LIMIT = MiB;
@@ -26,7 +26,7 @@ async function upstreams(scope: TestScope, transport: Transport, extra: Json = {
   if (transport === 'stdio') {
     base = { transport, ...abusiveFixtureCommand(), restart: { initialDelayMs: 100, maxDelayMs: 1000 } };
   } else {
-    const fixture = await spawnAbusiveFixture({ transport, modern: extra.protocol === 'modern' });
+    const fixture = await spawnAbusiveFixture({ transport, rev2026Side: extra.protocol === 'modern' });
     scope.defer(() => fixture.kill());
     base = { transport, url: fixture.url };
   }
@@ -123,12 +123,12 @@ for (const transport of ['stdio', 'streamable-http', 'sse'] as const) {
       });
 
       test('a task whose result is over the limit fails with the same message', async () => {
-        const created = await modern(gateway.url, 'tools/call', { name: 'tight_big_result', arguments: { bytes: 2 * MiB } }, { capabilities: TASKS_CAPABILITIES });
+        const created = await sendRev2026(gateway.url, 'tools/call', { name: 'tight_big_result', arguments: { bytes: 2 * MiB } }, { capabilities: TASKS_CAPABILITIES });
         assert.equal(created.result?.resultType, 'task', JSON.stringify(created.response));
         const taskId = String(created.result?.taskId);
         let task: Json = {};
         await eventually(async () => {
-          task = (await modern(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES })).result ?? {};
+          task = (await sendRev2026(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES })).result ?? {};
           return task.status === 'failed';
         }, 15_000);
         assert.match(String(task.statusMessage), TOO_LARGE.message);
@@ -162,7 +162,7 @@ describe('maxMessageBytes on a 2026-07-28 upstream (the stateless client)', () =
   test('a JSON body over the limit fails its call, for a 2025 client and a 2026-07-28 one alike', async () => {
     const { client } = await scope.client(gateway.url);
     await assert.rejects(client.callTool({ name: 'tight_huge_line', arguments: { bytes: 2 * MiB } }), TOO_LARGE);
-    const answer = await modern(gateway.url, 'tools/call', { name: 'tight_big_result', arguments: { bytes: 2 * MiB } });
+    const answer = await sendRev2026(gateway.url, 'tools/call', { name: 'tight_big_result', arguments: { bytes: 2 * MiB } });
     assert.equal(answer.error?.code, TOO_LARGE.code);
     assert.match(String(answer.error?.message), TOO_LARGE.message);
   });

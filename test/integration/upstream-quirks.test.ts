@@ -17,7 +17,7 @@ async function bodyOf(request: IncomingMessage): Promise<Json> {
 
 const TOOLS = ['two_values', 'no_content_type', 'garbage'].map((name) => ({ name, inputSchema: { type: 'object' } }));
 
-/** A legacy Streamable HTTP server answering each tool with a different quirk. */
+/** A 2025-11-25 Streamable HTTP server answering each tool with a different quirk. */
 function quirkyServer(): Server {
   return createServer((request, response) => {
     if (request.method !== 'POST') {

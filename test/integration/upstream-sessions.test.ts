@@ -2,7 +2,7 @@
 // end (DELETE) with them, with the gateway, and with a replica that died (ended by the replica that sweeps it); their
 // number per upstream is bounded; pooled connections are dropped before the upstream drops them, and a call whose
 // connection failed while it was still being written goes once more, never twice. Real SDK clients, real gateways
-// (in process, and as processes on one Redis for the replica case), the legacy fixture's Streamable HTTP side in
+// (in process, and as processes on one Redis for the replica case), the session fixture's Streamable HTTP side in
 // this process so that its session counts can be read.
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -15,7 +15,7 @@ import { redisTestPrefix, TEST_REDIS_URL } from '../helpers/shared-redis.js';
 const PREFIX = redisTestPrefix('upstream-sessions');
 const LEASE_MS = 1000;
 
-/** The legacy fixture over Streamable HTTP in this process (so its session counts are at hand). */
+/** The session fixture over Streamable HTTP in this process (so its session counts are at hand). */
 async function countingUpstream(scope: { defer(stop: () => unknown): void }): Promise<SessionServerHandle & { counts(): { opened: number; deleted: number; open: number } }> {
   const server = await startSessionServer({ transport: 'streamable-http' });
   scope.defer(() => server.close());

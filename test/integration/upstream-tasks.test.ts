@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { Client as StatelessClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { Client as StatelessClient, StreamableHTTPClientTransport as Rev2026Transport } from '@modelcontextprotocol/client';
 import { createTaskSessionFromClient, type ApplicationInputRequest, type ApplicationInputResult } from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { freePort, nodeArgs, REPO_ROOT, startChild } from '../fixtures/spawn.js';
 import { eventually, suiteScope, testScope, textOf, type Json, type TestGateway, type TestScope } from '../helpers/harness.js';
-import { modern, modernRequest, STATELESS_VERSION, sseMessages, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
+import { sendRev2026, rev2026Request, STATELESS_VERSION, sseMessages, TASKS_EXTENSION } from '../helpers/stateless-wire.js';
 
 const require = createRequire(import.meta.url);
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
@@ -22,7 +22,7 @@ const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const RESEARCH = 'simulate-research-query';
 
 /** A 2025-11-25 SDK client (closed with `scope`) whose elicitation answer picks `interpretation`; it records what it was asked. */
-async function legacyClient(scope: TestScope, url: string): Promise<{ client: Client; asked: Json[] }> {
+async function rev2025Client(scope: TestScope, url: string): Promise<{ client: Client; asked: Json[] }> {
   const asked: Json[] = [];
   const client = new Client({ name: 'upstream-tasks-test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
@@ -68,14 +68,14 @@ async function oldSession(url: string): Promise<(method: string, params?: Json) 
 async function extTasksSession(url: string, content: Json) {
   const info = { name: 'upstream-tasks-ext', version: '1.0.0' };
   const client = new StatelessClient(info, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: STATELESS_VERSION } } });
-  await client.connect(new ModernTransport(new URL(url)));
+  await client.connect(new Rev2026Transport(new URL(url)));
   const asked: ApplicationInputRequest[] = [];
   const session = createTaskSessionFromClient(client, {
     endpointId: 'upstream-tasks',
     rawDispatch: async (request: JsonValue) => {
       const { method, params = {} } = request as { method: string; params?: Json };
       const { _meta: meta, ...rest } = params;
-      const answer = await modern(url, method, rest, { meta: meta as Json });
+      const answer = await sendRev2026(url, method, rest, { meta: meta as Json });
       if (answer.error !== undefined) return { kind: 'error' as const, error: answer.error as never };
       return { kind: 'result' as const, result: answer.result as JsonValue };
     },
@@ -114,7 +114,7 @@ for (const transport of ['stdio', 'streamable-http'] as const) {
     });
 
     test('a 2025 client sees it required, runs it as a task, answers its question, and gets the report', async (t) => {
-      const { client, asked } = await legacyClient(testScope(t), gateway.url);
+      const { client, asked } = await rev2025Client(testScope(t), gateway.url);
       const tool = (await client.listTools()).tools.find((t) => t.name === RESEARCH);
       assert.equal(tool?.execution?.taskSupport, 'required', 'the gateway advertises what the upstream requires, not its own optional');
       const { taskId, statuses, result } = await runAsTask(client, RESEARCH, { topic: 'python', ambiguous: true });
@@ -132,7 +132,7 @@ for (const transport of ['stdio', 'streamable-http'] as const) {
     });
 
     test('a plain call from a 2025-11-25 client is refused as the spec says for required tools (-32601)', async (t) => {
-      const { client } = await legacyClient(testScope(t), gateway.url);
+      const { client } = await rev2025Client(testScope(t), gateway.url);
       // client.request, not callTool: the SDK would refuse a required tool itself, before asking.
       const error = await client.request({ method: 'tools/call', params: { name: RESEARCH, arguments: { topic: 'x' } } }, CallToolResultSchema).then(
         () => undefined,
@@ -154,7 +154,7 @@ for (const transport of ['stdio', 'streamable-http'] as const) {
 
     test('a 2026-07-28 client without the Tasks extension gets the report from a plain callTool', async (t) => {
       const client = new StatelessClient({ name: 'plain-2026', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: STATELESS_VERSION } } });
-      await client.connect(new ModernTransport(new URL(gateway.url)));
+      await client.connect(new Rev2026Transport(new URL(gateway.url)));
       testScope(t).defer(() => client.close());
       assert.equal(client.getProtocolEra(), 'modern');
       assert.ok((await client.listTools()).tools.some((t) => t.name === RESEARCH));
@@ -188,11 +188,11 @@ describe('an upstream with tasks of its own, observed from its side', () => {
       upstreams: { own: TASKS_FIXTURE },
       tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 }, rules: [{ match: 'own_wait', mode: 'forbidden' }] },
     });
-    observer = (await legacyClient(scope, gateway.url)).client;
+    observer = (await rev2025Client(scope, gateway.url)).client;
   });
 
   test('an optional tool: a plain call stays plain upstream, a gateway task runs as the upstream\'s task with its status', async (t) => {
-    const { client } = await legacyClient(testScope(t), gateway.url);
+    const { client } = await rev2025Client(testScope(t), gateway.url);
     const tools = (await client.listTools()).tools;
     assert.equal(tools.find((t) => t.name === 'own_work')?.execution?.taskSupport, 'optional');
     // The policy says forbidden; the upstream requires a task: the upstream wins.
@@ -207,7 +207,7 @@ describe('an upstream with tasks of its own, observed from its side', () => {
   });
 
   test('cancelling a 2025 task cancels the upstream\'s task', async (t) => {
-    const { client } = await legacyClient(testScope(t), gateway.url);
+    const { client } = await rev2025Client(testScope(t), gateway.url);
     const created = await client.request({ method: 'tools/call', params: { name: 'own_wait', arguments: {}, task: {} } }, CreateTaskResultSchema);
     const taskId = created.task.taskId;
     await eventually(async () => (await events()).includes('call:own_wait:task'));
@@ -221,7 +221,7 @@ describe('an upstream with tasks of its own, observed from its side', () => {
   test('a 2026-07-28 plain call whose client goes away cancels the upstream\'s task', async () => {
     const before = (await events()).filter((e) => e === 'stopped:own_wait').length;
     const abort = new AbortController();
-    const { body, headers } = modernRequest('tools/call', { name: 'own_wait', arguments: {} });
+    const { body, headers } = rev2026Request('tools/call', { name: 'own_wait', arguments: {} });
     const call = fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal }).then((r) => r.text()).catch(() => 'aborted');
     await eventually(async () => (await events()).filter((e) => e === 'call:own_wait:task').length >= 2);
     abort.abort();
@@ -232,7 +232,7 @@ describe('an upstream with tasks of its own, observed from its side', () => {
   test('policy may ask for more: an optional upstream tool made required is refused without a task', async (t) => {
     const scope = testScope(t);
     const strict = await scope.gateway({ upstreams: { own: TASKS_FIXTURE }, tasks: { rules: [{ match: 'own_work', mode: 'required' }] } });
-    const { client } = await legacyClient(scope, strict.url);
+    const { client } = await rev2025Client(scope, strict.url);
     const tool = (await client.listTools()).tools.find((t) => t.name === 'own_work');
     assert.equal(tool?.execution?.taskSupport, 'required');
     const error = await client.request({ method: 'tools/call', params: { name: 'own_work', arguments: { ms: 10 } } }, CallToolResultSchema).then(() => undefined, (e: { code?: number; message: string }) => e);

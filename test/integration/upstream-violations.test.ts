@@ -11,7 +11,7 @@ import { before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { abusiveFixtureCommand, spawnAbusiveFixture, spawnFixture, type GatewayChild } from '../fixtures/spawn.js';
 import { eventually, type Json, logEntries, suiteScope, type TestScope, textOf, whenLogged } from '../helpers/harness.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 import { parsePrometheus, sampleValue } from '../helpers/prometheus-text.js';
 
 type Variant = 'stdio' | 'streamable-http' | 'sse' | 'modern';
@@ -26,7 +26,7 @@ const CANCELLED = VIOLATION(/it sent notifications\/cancelled for the gateway's 
 
 async function upstreamConfig(scope: TestScope, variant: Variant): Promise<Json> {
   if (variant === 'stdio') return { transport: 'stdio', ...abusiveFixtureCommand() };
-  const fixture = await spawnAbusiveFixture({ transport: variant === 'sse' ? 'sse' : 'streamable-http', modern: variant === 'modern' });
+  const fixture = await spawnAbusiveFixture({ transport: variant === 'sse' ? 'sse' : 'streamable-http', rev2026Side: variant === 'modern' });
   scope.defer(() => fixture.kill());
   if (variant === 'modern') return { transport: 'streamable-http', url: fixture.url, protocol: 'modern' };
   return { transport: variant, url: fixture.url };
@@ -74,7 +74,7 @@ for (const variant of ['stdio', 'streamable-http', 'sse', 'modern'] as const) {
     });
 
     test('a 2026-07-28 plain call gets the error, never resultType "complete" around the upstream\'s task id', async () => {
-      const answer = await modern(gateway.url, 'tools/call', { name: 'bad_task_result', arguments: {} });
+      const answer = await sendRev2026(gateway.url, 'tools/call', { name: 'bad_task_result', arguments: {} });
       assert.equal(answer.result, undefined, JSON.stringify(answer.response));
       assert.equal(answer.error?.code, UNASKED_TASK.code);
       assert.match(String(answer.error?.message), UNASKED_TASK.message);
@@ -83,13 +83,13 @@ for (const variant of ['stdio', 'streamable-http', 'sse', 'modern'] as const) {
     if (variant !== 'modern') {
       // (A 2026-07-28 upstream asked by a client that declares the Tasks extension may answer with its own task.)
       test('a gateway task whose upstream call was plain fails with the violation, never "completed"', async () => {
-        const created = await modern(gateway.url, 'tools/call', { name: 'bad_task_result', arguments: {} }, { capabilities: TASKS_CAPABILITIES });
+        const created = await sendRev2026(gateway.url, 'tools/call', { name: 'bad_task_result', arguments: {} }, { capabilities: TASKS_CAPABILITIES });
         assert.equal(created.result?.resultType, 'task', JSON.stringify(created.response));
         const taskId = String(created.result?.taskId);
         assert.doesNotMatch(taskId, /evil-task/);
         let task: Json = {};
         await eventually(async () => {
-          task = (await modern(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES })).result ?? {};
+          task = (await sendRev2026(gateway.url, 'tasks/get', { taskId }, { capabilities: TASKS_CAPABILITIES })).result ?? {};
           return task.status !== 'working';
         }, 15_000);
         assert.equal(task.status, 'failed', JSON.stringify(task));

@@ -11,7 +11,7 @@ import { eventually, testScope, type Json, type TestScope } from '../helpers/har
 import { parsePrometheus, sampleValue } from '../helpers/prometheus-text.js';
 import { twoReplicaProcesses, twoReplicas } from '../helpers/replicas.js';
 import { TOOL_ERROR_WITHHELD } from '../../src/webhooks/webhook-body.js';
-import { modern, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
+import { sendRev2026, TASKS_CAPABILITIES } from '../helpers/stateless-wire.js';
 
 /** How long a wait for deliveries may take before the test fails: a bound for a busy 2-core machine, never a timing claim. */
 const WAIT_MS = 30_000;
@@ -51,7 +51,7 @@ async function queueDepth(url: string, endpointId: string): Promise<number> {
 
 /** Starts a task of `name` through `url` (every task-capable call is a task at once) and returns its id. */
 async function startTask(url: string, name: string, args: Json, headers: Record<string, string> = {}): Promise<string> {
-  const created = await modern(url, 'tools/call', { name, arguments: args }, { capabilities: TASKS_CAPABILITIES, headers });
+  const created = await sendRev2026(url, 'tools/call', { name, arguments: args }, { capabilities: TASKS_CAPABILITIES, headers });
   assert.equal(created.result?.resultType, 'task', JSON.stringify(created.messages));
   return created.result?.taskId as string;
 }
@@ -74,7 +74,7 @@ describe('webhooks', () => {
     const completed = await startTask(a.url, 'echo', { text: 'done' });
     const failed = await startTask(b.url, 'jsonrpc_error', {});
     const cancelled = await startTask(a.url, 'slow_compute', { seconds: 60, label: 'webhook-cancel' });
-    const cancel = await modern(b.url, 'tasks/cancel', { taskId: cancelled }, { capabilities: TASKS_CAPABILITIES });
+    const cancel = await sendRev2026(b.url, 'tasks/cancel', { taskId: cancelled }, { capabilities: TASKS_CAPABILITIES });
     assert.ok(cancel.result !== undefined, JSON.stringify(cancel.messages));
     const expected = [
       `task.created ${completed}`,

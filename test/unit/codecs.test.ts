@@ -199,13 +199,13 @@ describe('WireCodec', () => {
   });
 
   it('a task-creating tools/call: nested with the immediate response in 2025-11-25, flat without in 2026-07-28', () => {
-    const legacy = rev2025.codec.createTaskResult(TASK, 'started');
-    assert.equal((legacy.task as { taskId: string }).taskId, 'task-1');
-    assert.ok(legacy._meta !== undefined);
-    const modern = rev2026.codec.createTaskResult(TASK, 'started');
-    assert.equal(modern.resultType, 'task');
-    assert.equal(modern.taskId, 'task-1');
-    assert.equal(modern._meta, undefined);
+    const rev2025Side = rev2025.codec.createTaskResult(TASK, 'started');
+    assert.equal((rev2025Side.task as { taskId: string }).taskId, 'task-1');
+    assert.ok(rev2025Side._meta !== undefined);
+    const rev2026Side = rev2026.codec.createTaskResult(TASK, 'started');
+    assert.equal(rev2026Side.resultType, 'task');
+    assert.equal(rev2026Side.taskId, 'task-1');
+    assert.equal(rev2026Side._meta, undefined);
   });
 
   it('a tool: 2025-11-25 shows the gateway mode (none to sessions without tasks); 2026-07-28 lists it as is', () => {
@@ -277,9 +277,9 @@ describe('what each codec declares of its revision', () => {
     assert.deepEqual([...rev2026.codec.wireFields].sort(), ['cacheScope', 'inputRequests', 'inputResponses', 'pollIntervalMs', 'requestState', 'resultType', 'ttlMs']);
     assert.deepEqual([...WIRE_FIELDS].sort(), [...rev2025.codec.wireFields, ...rev2026.codec.wireFields].sort());
     // The shapes themselves name them.
-    const legacy = rev2025.codec.toolView({ name: 't' }, 'optional');
+    const rev2025Side = rev2025.codec.toolView({ name: 't' }, 'optional');
     assert.ok(Object.keys(rev2025.sessionTask(task())).includes('ttl') && Object.keys(rev2025.sessionTask(task())).includes('pollInterval'));
-    assert.deepEqual(legacy.execution, { taskSupport: 'optional' });
+    assert.deepEqual(rev2025Side.execution, { taskSupport: 'optional' });
     assert.ok(['resultType', 'ttlMs', 'pollIntervalMs'].every((field) => field in rev2026.createTaskResult(task())));
     assert.deepEqual(Object.keys(rev2026.inputRequiredResult({}, 'state')).sort(), ['inputRequests', 'requestState', 'resultType']);
     assert.ok('inputResponses' in rev2026.retryParams({}, {}, {}));

@@ -65,7 +65,7 @@ log:
 upstreams:
   local: { command: node, args: [server.js, 3001, true], <<: *common }
   remote: { url: "https://mcp.example/mcp", headers: { Authorization: "Bearer \${TOKEN:-t}" } }
-  legacy: { transport: sse, url: "https://mcp.example/sse" }
+  rev2025Side: { transport: sse, url: "https://mcp.example/sse" }
 `;
     assert.ok(validate(yaml(text)), JSON.stringify(validate.errors, null, 2));
     assert.doesNotThrow(() => parseConfig(text, 'x.yaml', {}));

@@ -544,7 +544,7 @@ describe('task timing', () => {
 });
 
 describe('task principals', () => {
-  it('a legacy session\'s principal names the session, and gives it back', () => {
+  it('a 2025-11-25 session\'s principal names the session, and gives it back', () => {
     assert.equal(sessionOfPrincipal(sessionPrincipal('s1')), 's1');
     assert.equal(sessionOfPrincipal(sessionPrincipal('a:b:c')), 'a:b:c');
     assert.notEqual(sessionPrincipal('s1'), sessionPrincipal('s2'));

@@ -69,12 +69,12 @@ describe('revision registry', () => {
     // A GatewayError whose HTTP status is below 400 shows the edges apart: the session revisions answer 500 (a
     // transport refusal must be an error status), 2026-07-28 keeps the registry's status.
     const error = new GatewayError('invalid_params', 'x');
-    const modern = refusalFor(endpointRevisions, { 'mcp-protocol-version': '2026-07-28' })(null, error);
+    const rev2026Side = refusalFor(endpointRevisions, { 'mcp-protocol-version': '2026-07-28' })(null, error);
     const unnamed = refusalFor(endpointRevisions, {})(null, error);
     const session = refusalFor(endpointRevisions, { 'mcp-protocol-version': '2025-11-25' })(null, error);
-    assert.equal(modern.status, error.httpStatus);
+    assert.equal(rev2026Side.status, error.httpStatus);
     assert.equal(unnamed.status, error.httpStatus >= 400 ? error.httpStatus : 500);
     assert.deepEqual(session, unnamed);
-    assert.deepEqual(modern.body, unnamed.body);
+    assert.deepEqual(rev2026Side.body, unnamed.body);
   });
 });

@@ -134,7 +134,7 @@ const envelopeMeta = objectWith(objectField, {
   [META_LOG_LEVEL]: sometimes(fc.oneof({ weight: 3, arbitrary: logLevel }, fc.string({ maxLength: 8 }), anyField)),
 });
 
-const modernRequest = (params: JsonRpcRequest['params']): JsonRpcRequest => ({ jsonrpc: '2.0', id: 1, method: 'tools/list', params });
+const rev2026Request = (params: JsonRpcRequest['params']): JsonRpcRequest => ({ jsonrpc: '2.0', id: 1, method: 'tools/list', params });
 
 const ROUTED_METHODS = ['tools/call', 'prompts/get', 'resources/read', 'tasks/get', 'tasks/update', 'tasks/cancel'];
 const method = fc.oneof(fc.constantFrom(...ROUTED_METHODS, 'tools/list', 'server/discover', ...PROTOTYPE_NAMES), fc.string({ minLength: 1, maxLength: 10 }));
@@ -311,7 +311,7 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
     });
     fc.assert(
       fc.property(envelopeCase, ({ requestParams, headers }) => {
-        const outcome = attempt(() => readEnvelope(modernRequest(requestParams), headers, SUPPORTED_VERSIONS), ENVELOPE_CODES);
+        const outcome = attempt(() => readEnvelope(rev2026Request(requestParams), headers, SUPPORTED_VERSIONS), ENVELOPE_CODES);
         if (!outcome.ok) return assertRefusal(outcome.error, 400, [-32020, -32602, -32022]);
         const meta = requestParams?._meta as Record<string, unknown>;
         assert.equal(outcome.value.protocolVersion, STATELESS_VERSION);
@@ -325,7 +325,7 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
   it('readEnvelope accepts every valid envelope', () => {
     fc.assert(
       fc.property(validMeta, validHeaders, (meta, headers) => {
-        const client = readEnvelope(modernRequest({ _meta: meta }), headers, SUPPORTED_VERSIONS);
+        const client = readEnvelope(rev2026Request({ _meta: meta }), headers, SUPPORTED_VERSIONS);
         assert.equal(client.protocolVersion, STATELESS_VERSION);
         assert.equal(client.capabilities, meta[META_CLIENT_CAPABILITIES]);
         assert.equal(client.logLevel, meta[META_LOG_LEVEL]);
@@ -340,7 +340,7 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
     );
     fc.assert(
       fc.property(validMeta, badLevel, validHeaders, (meta, level, headers) => {
-        const outcome = attempt(() => readEnvelope(modernRequest({ _meta: { ...meta, [META_LOG_LEVEL]: level } }), headers, SUPPORTED_VERSIONS), ['invalid_envelope']);
+        const outcome = attempt(() => readEnvelope(rev2026Request({ _meta: { ...meta, [META_LOG_LEVEL]: level } }), headers, SUPPORTED_VERSIONS), ['invalid_envelope']);
         assert.ok(!outcome.ok, 'an invalid log level is refused');
         assertRefusal(outcome.error, 400, [-32602]);
       }),
@@ -348,20 +348,20 @@ describe('wire fuzz: the 2026-07-28 envelope', () => {
     );
   });
 
-  it('isStatelessMessage never throws for any JSON body and headers, and a body with the envelope is modern', () => {
+  it('isStatelessMessage never throws for any JSON body and headers, and a body with the envelope is 2026-07-28', () => {
     const body = fc.oneof(
       fc.jsonValue(),
       messageLike,
-      envelopeMeta.map((meta) => modernRequest({ _meta: meta })),
-      fc.array(envelopeMeta.map((meta) => modernRequest({ _meta: meta })), { maxLength: 3 }),
+      envelopeMeta.map((meta) => rev2026Request({ _meta: meta })),
+      fc.array(envelopeMeta.map((meta) => rev2026Request({ _meta: meta })), { maxLength: 3 }),
     );
     const headers = withHeaders({ 'mcp-protocol-version': headerValue(versionString), 'mcp-session-id': headerValue(fc.string({ maxLength: 8 })) });
     fc.assert(
       fc.property(body, headers, fc.boolean(), (message, requestHeaders, known) => {
-        const modern = isStatelessMessage(message, requestHeaders, () => known);
-        assert.equal(typeof modern, 'boolean');
+        const rev2026Side = isStatelessMessage(message, requestHeaders, () => known);
+        assert.equal(typeof rev2026Side, 'boolean');
         const meta = isPlainObject(message) && isPlainObject(message.params) ? message.params._meta : undefined;
-        if (isPlainObject(meta) && meta[META_PROTOCOL_VERSION] !== undefined) assert.equal(modern, true);
+        if (isPlainObject(meta) && meta[META_PROTOCOL_VERSION] !== undefined) assert.equal(rev2026Side, true);
       }),
       { numRuns: 500 },
     );
