@@ -1,8 +1,9 @@
 // Leases and orphan recovery (src/tasks/leases.ts) over the embedded store, two replicas in one process, on
 // node:test's mock clock (Date and setInterval: the heartbeat and the sweep are intervals, the store's clock is
-// Date.now). A replica that heartbeats keeps its tasks however long they run; once it stops, its tasks are failed
-// as lost by the first sweep at or after leaseMs past its last heartbeat (not 1 ms before), and after a store outage
-// nobody is declared lost for two lease periods. The integration suites can only wait out leaseMs on the real clock.
+// Date.now). A replica heartbeats every leaseMs / 3 (its slot tickets renewed every third beat) and keeps its tasks
+// however long they run; once it stops, its tasks are failed as lost by the first sweep at or after leaseMs past its
+// last heartbeat (not 1 ms before), and after a store outage nobody is declared lost for two lease periods. The
+// integration suites can only wait out leaseMs on the real clock.
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it, mock } from 'node:test';
 import type { TaskPolicy } from '../../src/config/types.js';
@@ -36,11 +37,11 @@ class PeerHub {
 }
 
 /** The runs of one replica: the task ids it holds, run by nothing (the test only needs them held). */
-function heldRuns(held: Set<string>): LeasedRuns {
+function heldRuns(held: Set<string>, slotRenewals: number[] = []): LeasedRuns {
   return {
     heldCount: () => held.size,
     holds: (taskId) => held.has(taskId),
-    renewSlots: async () => {},
+    renewSlots: async () => void slotRenewals.push(Date.now() - T0),
     policyFor: () => ({ retry: { onLoss: false, maxAttempts: 1 } }) as unknown as TaskPolicy,
     runAgain: async () => {},
   };
@@ -66,8 +67,8 @@ describe('task leases on the mock clock', () => {
   let replicas: TaskLeases[];
   let lost: { taskId: string; previousOwner: string; atMs: number }[];
 
-  function replica(id: string, held: Set<string>, on = store): TaskLeases {
-    const leases = new TaskLeases({ store: on, logger: silentLogger, leaseMs: LEASE_MS, peers: hub.peers(id), runs: heldRuns(held), losses: { upstream: () => undefined, lost: () => {} }, events });
+  function replica(id: string, held: Set<string>, on = store, slotRenewals: number[] = []): TaskLeases {
+    const leases = new TaskLeases({ store: on, logger: silentLogger, leaseMs: LEASE_MS, peers: hub.peers(id), runs: heldRuns(held, slotRenewals), losses: { upstream: () => undefined, lost: () => {} }, events });
     replicas.push(leases);
     return leases;
   }
@@ -85,6 +86,7 @@ describe('task leases on the mock clock', () => {
     for (const leases of replicas) leases.stop();
     await store.close();
     mock.timers.reset();
+    mock.restoreAll();
   });
 
   async function runningTaskOf(owner: TaskLeases, taskId: string): Promise<void> {
@@ -101,6 +103,22 @@ describe('task leases on the mock clock', () => {
     await advanceTo(10 * LEASE_MS);
     assert.equal((await store.tasks.get('t1'))?.status, 'working');
     assert.deepEqual(lost, []);
+  });
+
+  it('heartbeats every leaseMs / 3, renewing the slot tickets on every third (once per lease period)', async () => {
+    const slotRenewals: number[] = [];
+    const a = replica('a', new Set(['t1']), store, slotRenewals);
+    await runningTaskOf(a, 't1');
+    const beats: number[] = [];
+    const heartbeat = store.leases.heartbeat.bind(store.leases);
+    mock.method(store.leases, 'heartbeat', (id: string, leaseMs: number) => {
+      beats.push(Date.now() - T0);
+      return heartbeat(id, leaseMs);
+    });
+    a.start();
+    await advanceTo(1_900);
+    assert.deepEqual(beats, [0, 200, 400, 600, 800, 1_000, 1_200, 1_400, 1_600, 1_800]);
+    assert.deepEqual(slotRenewals, [0, 600, 1_200, 1_800]);
   });
 
   it('a stopped replica\'s task is failed as lost by the first sweep at leaseMs past its last heartbeat, not before', async () => {
