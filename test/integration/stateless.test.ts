@@ -487,6 +487,22 @@ describe('2026-07-28 over a 2025-11-25 upstream (stdio, shared isolation)', () =
     assertError(r, 400, -32021, 'listen-no-ext');
     assert.deepEqual(r.error?.data, MISSING_TASKS_DATA);
   });
+
+  // ---- request lifetime ----
+
+  test('closing the response of a synchronous call cancels the upstream call', async () => {
+    const baseline = await whoami(url);
+    const before = baseline.cancelled.filter((c) => c.tool === 'slow_compute').length;
+    const { body, headers } = rev2026Request('tools/call', { name: 'slow_compute', arguments: { seconds: 30, label: 'abandoned' } });
+    const abort = new AbortController();
+    const response = fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal }).catch(() => undefined);
+    // The call is running once the fixture counted it beyond the whoami polls themselves; then the client goes away.
+    let polls = 0;
+    await eventually(async () => (await whoami(url)).calls >= baseline.calls + ++polls + 1);
+    abort.abort();
+    await response;
+    await eventually(async () => (await whoami(url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------------
@@ -750,21 +766,6 @@ describe('Tasks extension (io.modelcontextprotocol/tasks) over a 2025-11-25 upst
 
 // ---------------------------------------------------------------------------------------------------------
 describe('2026-07-28 request lifetime and task limits', () => {
-  test('closing the response of a synchronous call cancels the upstream call', async (t) => {
-    const gateway = await stdioGateway(testScope(t));
-    const baseline = await whoami(gateway.url);
-    const before = baseline.cancelled.filter((c) => c.tool === 'slow_compute').length;
-    const { body, headers } = rev2026Request('tools/call', { name: 'slow_compute', arguments: { seconds: 30, label: 'abandoned' } });
-    const abort = new AbortController();
-    const response = fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify(body), signal: abort.signal }).catch(() => undefined);
-    // The call is running once the fixture counted it beyond the whoami polls themselves; then the client goes away.
-    let polls = 0;
-    await eventually(async () => (await whoami(gateway.url)).calls >= baseline.calls + ++polls + 1);
-    abort.abort();
-    await response;
-    await eventually(async () => (await whoami(gateway.url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
-  });
-
   test('maxTasksPerPrincipal holds for 2026-07-28 tasks; a finished task frees its place', async (t) => {
     const gateway = await stdioGateway(testScope(t), {
       tasks: { defaults: { mode: 'optional', taskAfterMs: 0, pollIntervalMs: 100, maxTasksPerPrincipal: 1 } },
@@ -812,18 +813,35 @@ describe('2026-07-28 request lifetime and task limits', () => {
 });
 
 describe('Tasks extension with the Redis store', () => {
-  test('a task created on one gateway is readable (tasks/get) on another sharing the Redis prefix', async (t) => {
-    const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-rev2026-${process.pid}-${randomBytes(4).toString('hex')}` };
-    const scope = testScope(t);
-    const first = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
-    const second = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
-    const taskId = await createTask(first.url, 'slow_compute', { seconds: 1, label: 'replica' });
-    const elsewhere = await tasksGet(second.url, taskId);
-    assert.equal(elsewhere.taskId, taskId);
-    assert.ok(['working', 'completed'].includes(elsewhere.status as string), String(elsewhere.status));
-    const done = await untilTask(second.url, taskId, ['completed', 'failed', 'cancelled']);
-    assert.equal(done.status, 'completed');
-    assert.equal(textOf(done.result), 'slow_compute (replica) finished after 1s');
+  // Two gateways on one Redis prefix, shared by the tests that need no other config: each makes tasks of its own.
+  describe('two gateways with the same task rules', () => {
+    const scope = suiteScope();
+    let first: TestGateway;
+    let second: TestGateway;
+    before(async () => {
+      const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-rev2026-${process.pid}-${randomBytes(4).toString('hex')}` };
+      first = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
+      second = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
+    });
+
+    test('a task created on one gateway is readable (tasks/get) on another sharing the Redis prefix', async () => {
+      const taskId = await createTask(first.url, 'slow_compute', { seconds: 1, label: 'replica' });
+      const elsewhere = await tasksGet(second.url, taskId);
+      assert.equal(elsewhere.taskId, taskId);
+      assert.ok(['working', 'completed'].includes(elsewhere.status as string), String(elsewhere.status));
+      const done = await untilTask(second.url, taskId, ['completed', 'failed', 'cancelled']);
+      assert.equal(done.status, 'completed');
+      assert.equal(textOf(done.result), 'slow_compute (replica) finished after 1s');
+    });
+
+    test('tasks/cancel through another gateway stops the upstream call where the task runs', async () => {
+      const before = (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length;
+      const taskId = await createTask(first.url, 'slow_compute', { seconds: 30, label: 'cancel-elsewhere' });
+      const ack = await sendRev2026(second.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
+      assert.deepEqual(ack.result, { resultType: 'complete' });
+      assert.equal((await tasksGet(first.url, taskId)).status, 'cancelled');
+      await eventually(async () => (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
+    });
   });
 
   test('an MRTR retry reaching another gateway resumes the call parked on the first; tasks/update through another gateway reaches the task', async (t) => {
@@ -849,18 +867,6 @@ describe('Tasks extension with the Redis store', () => {
     assert.equal(textOf(done.result), 'Deleted elsewhere.txt');
   });
 
-  test('tasks/cancel through another gateway stops the upstream call where the task runs', async (t) => {
-    const store = { type: 'redis', url: 'redis://127.0.0.1:6379', prefix: `taskgate-rev2026-${process.pid}-${randomBytes(4).toString('hex')}` };
-    const scope = testScope(t);
-    const first = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
-    const second = await stdioGateway(scope, { store, tasks: TASKS_CONFIG });
-    const before = (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length;
-    const taskId = await createTask(first.url, 'slow_compute', { seconds: 30, label: 'cancel-elsewhere' });
-    const ack = await sendRev2026(second.url, 'tasks/cancel', { taskId }, { capabilities: TASKS_CAPABILITIES });
-    assert.deepEqual(ack.result, { resultType: 'complete' });
-    assert.equal((await tasksGet(first.url, taskId)).status, 'cancelled');
-    await eventually(async () => (await whoami(first.url)).cancelled.filter((c) => c.tool === 'slow_compute').length === before + 1, 10_000);
-  });
 });
 
 // ---------------------------------------------------------------------------------------------------------

@@ -278,6 +278,28 @@ for (const [storeKind, storeConfig] of Object.entries(stores)) {
       assert.deepEqual(listed, [...ids].reverse());
       await assert.rejects(mine.client.experimental.tasks.listTasks('forged.cursor'), (e: { code: number }) => e.code === -32602);
     });
+
+    // The same gateway serves older revisions: its task rules apply to 2025-11-25 sessions only.
+    test('older protocol revisions are served without tasks: 2025-06-18: no tasks capability, no taskSupport decoration, tasks/* not found, a task hint is ignored', async () => {
+      const { request } = await import('undici');
+      const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+      const post = async (body: unknown, extra: Record<string, string> = {}): Promise<{ headers: Record<string, unknown>; json: Record<string, unknown> }> => {
+        const response = await request(gateway.url, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) });
+        const text = await response.body.text();
+        const data = text.startsWith('{') ? text : (/^data: (\{.*\})$/m.exec(text)?.[1] ?? '{}');
+        return { headers: response.headers, json: JSON.parse(data) as Record<string, unknown> };
+      };
+      const init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } } });
+      const session = { 'mcp-session-id': init.headers['mcp-session-id'] as string, 'mcp-protocol-version': '2025-06-18' };
+      assert.equal(((init.json.result as Record<string, unknown>).capabilities as Record<string, unknown>).tasks, undefined);
+      const tools = ((await post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, session)).json.result as { tools: { name: string; execution?: { taskSupport?: string } }[] }).tools;
+      // The upstream's own tool entry passes through; the gateway's policy ('required' here) is not applied.
+      assert.notEqual(tools.find((t) => t.name === 'fail_tool')?.execution?.taskSupport, 'required');
+      const get = await post({ jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { taskId: 'x' } }, session);
+      assert.equal((get.json.error as { code: number }).code, -32601);
+      const call = await post({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, session);
+      assert.ok((call.json.result as Record<string, unknown>).content, 'answered synchronously');
+    });
   });
 }
 
@@ -396,31 +418,5 @@ describe('2025-11-25 tasks across a graceful shutdown', () => {
     assert.equal(task.status, 'failed');
     assert.equal(task.statusMessage, 'The gateway shut down while the task was running');
     await assert.rejects(two.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema), /shut down/);
-  });
-});
-
-describe('older protocol revisions are served without tasks', () => {
-  test('2025-06-18: no tasks capability, no taskSupport decoration, tasks/* not found, a task hint is ignored', async (t) => {
-    const scope = testScope(t);
-    const upstream = await scope.upstream('streamable-http');
-    const gateway = await scope.gateway({ upstreams: { fx: upstream.config }, tasks: TASK_RULES });
-    const { request } = await import('undici');
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    const post = async (body: unknown, extra: Record<string, string> = {}): Promise<{ headers: Record<string, unknown>; json: Record<string, unknown> }> => {
-      const response = await request(gateway.url, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) });
-      const text = await response.body.text();
-      const data = text.startsWith('{') ? text : (/^data: (\{.*\})$/m.exec(text)?.[1] ?? '{}');
-      return { headers: response.headers, json: JSON.parse(data) as Record<string, unknown> };
-    };
-    const init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } } });
-    const session = { 'mcp-session-id': init.headers['mcp-session-id'] as string, 'mcp-protocol-version': '2025-06-18' };
-    assert.equal(((init.json.result as Record<string, unknown>).capabilities as Record<string, unknown>).tasks, undefined);
-    const tools = ((await post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, session)).json.result as { tools: { name: string; execution?: { taskSupport?: string } }[] }).tools;
-    // The upstream's own tool entry passes through; the gateway's policy ('required' here) is not applied.
-    assert.notEqual(tools.find((t) => t.name === 'fail_tool')?.execution?.taskSupport, 'required');
-    const get = await post({ jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { taskId: 'x' } }, session);
-    assert.equal((get.json.error as { code: number }).code, -32601);
-    const call = await post({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'slow', arguments: { ms: 10 }, task: {} } }, session);
-    assert.ok((call.json.result as Record<string, unknown>).content, 'answered synchronously');
   });
 });
