@@ -4,20 +4,16 @@
 // holds its slot until its deadline, a renewal extends only a live lease, and a run-out ticket frees the slot for the
 // next caller. Each bound is checked one millisecond before and at it.
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, describe, it, mock } from 'node:test';
-import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
+import { beforeEach, describe, it, mock } from 'node:test';
+import type { MemoryTaskStore } from '../../src/store/memory-task-store.js';
+import { memoryStoreOnMockClock } from '../helpers/mock-clock.js';
 
 let store: MemoryTaskStore;
 
 describe('memory store windows and leases on the mock clock', () => {
+  const storeNow = memoryStoreOnMockClock();
   beforeEach(() => {
-    // setInterval too: the store's sweeper is armed on the mocked timers and never fires for real.
-    mock.timers.enable({ apis: ['Date', 'setInterval'], now: 0 });
-    store = new MemoryTaskStore();
-  });
-  afterEach(async () => {
-    await store.close();
-    mock.timers.reset();
+    store = storeNow();
   });
 
   it('a rate window counts until it ends, then a new one starts at the next hit', async () => {

@@ -5,8 +5,11 @@
 // the expiry. Each bound is checked one millisecond before and at it (the integration suite, on the real clock, can
 // only sleep past it).
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, describe, it, mock } from 'node:test';
-import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
+import { beforeEach, describe, it, mock } from 'node:test';
+import type { MemoryTaskStore } from '../../src/store/memory-task-store.js';
+import { memoryStoreOnMockClock } from '../helpers/mock-clock.js';
+
+let store: MemoryTaskStore;
 import { DEFAULT_RESULT_GRACE_MS, EXPIRED_MEMORY_MS, type NewTask } from '../../src/store/tasks.js';
 
 const RETENTION_MS = 60_000;
@@ -15,22 +18,15 @@ function newTask(taskId: string, overrides: Partial<NewTask> = {}): NewTask {
   return { taskId, principal: 'key:alice', era: '2025-11-25', tool: 'slow', upstream: 'fixture', retentionMs: RETENTION_MS, pollMs: 1000, ...overrides };
 }
 
-let store: MemoryTaskStore;
-
 /** Whether the store still has the task, and whether it says the id expired. */
 async function state(taskId: string): Promise<{ live: boolean; expired: boolean }> {
   return { live: (await store.tasks.get(taskId)) !== undefined, expired: await store.tasks.expired(taskId) };
 }
 
 describe('memory store: task expiry on the mock clock', () => {
+  const storeNow = memoryStoreOnMockClock();
   beforeEach(() => {
-    // setInterval too: the store's sweeper is armed on the mocked timers and never fires for real.
-    mock.timers.enable({ apis: ['Date', 'setInterval'], now: 0 });
-    store = new MemoryTaskStore();
-  });
-  afterEach(async () => {
-    await store.close();
-    mock.timers.reset();
+    store = storeNow();
   });
 
   it('an ended task lives until its retention from creation when that is the later bound', async () => {
