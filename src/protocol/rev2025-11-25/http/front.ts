@@ -17,7 +17,7 @@ import type { InflightCharge } from '../../../tasks/inflight-bytes.js';
 import { RateLimited, type RateLimiter } from '../../../tasks/rate-limits.js';
 import { admissionPrincipal, type Admission } from '../../../http/admission.js';
 import { callerOf } from '../../../http/credentials-guard.js';
-import { IDEMPOTENCY_KEY_HEADER } from '../../idempotency-key.js';
+import { idempotencyHeaderOf } from '../../idempotency-key.js';
 import type { PostContext } from '../../post-context.js';
 import { JsonWindows } from './json-window.js';
 import { answerStreamed, type StreamedAnswer } from './streamed-answer.js';
@@ -118,7 +118,7 @@ async function post(
   }
 
   // An Idempotency-Key names one call: a batch of several cannot say which.
-  const idempotencyHeader = header(request, IDEMPOTENCY_KEY_HEADER);
+  const idempotencyHeader = idempotencyHeaderOf(request.headers);
   if (idempotencyHeader !== undefined && requests.length > 1) {
     throw new GatewayError('invalid_request', 'Invalid Request: an Idempotency-Key header names one call; send a batch of several requests without it');
   }
