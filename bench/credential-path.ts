@@ -17,7 +17,7 @@ const IDENTITY: IdentityConfig = {
   keys: [{ kid: 'bench', alg: 'ES256', privateKey: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() }],
   sealingKeys: [],
 };
-const NO_AUTH: UpstreamAuthConfig = { clientCredentials: undefined, tokenExchange: undefined, signedIdentity: undefined, claimHeaders: {}, timeoutMs: 5_000 };
+const NO_AUTH: UpstreamAuthConfig = { clientCredentials: undefined, tokenExchange: undefined, signedIdentity: undefined, authorizationCode: undefined, claimHeaders: {}, timeoutMs: 5_000 };
 
 async function main(): Promise<void> {
   const issuer = await startAuthServer({ clients: { bench: { secret: 'bench-secret' } }, expiresInSeconds: 3_600 });

@@ -103,6 +103,7 @@ function authConfig(raw: NonNullable<RawConfig['auth']>): AuthConfig {
             audience: raw.oauth.audience ?? raw.resource,
             requiredScopes: raw.oauth.requiredScopes,
             clockToleranceSeconds: raw.oauth.clockToleranceSeconds,
+            ...(raw.oauth.login !== undefined && { login: raw.oauth.login }),
           },
     access: raw.access,
     rateLimits: { ...raw.rateLimits, rules: raw.rateLimits.rules.map((rule) => definedOnly(rule) as RateLimitRule) },

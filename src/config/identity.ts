@@ -3,7 +3,7 @@
 // default to the upstream's URL, the issuer to the gateway's public origin). Secrets stay as written (PEM text,
 // base64): the config is frozen and plain; src/identity/ turns them into keys.
 import type { z } from 'zod';
-import { signingAlgorithmOf, type ClientCredentialsSchema, type IdentitySchema, type SealingKeySchema, type SignedIdentitySchema, type SigningKeySchema, type TokenExchangeSchema, type UpstreamAuthSchema } from './schema/identity.js';
+import { signingAlgorithmOf, type AuthorizationCodeSchema, type ClientCredentialsSchema, type IdentitySchema, type SealingKeySchema, type SignedIdentitySchema, type SigningKeySchema, type TokenExchangeSchema, type UpstreamAuthSchema } from './schema/identity.js';
 import type { Loaded } from './loaded.js';
 
 // Each type is the schema's output with only what is resolved here named again.
@@ -26,11 +26,15 @@ export type TokenExchangeConfig = Loaded<Omit<z.output<typeof TokenExchangeSchem
 /** `audience` resolved: the upstream's URL unless configured. */
 export type SignedIdentityConfig = Loaded<Omit<z.output<typeof SignedIdentitySchema>, 'audience'>> & { audience: string };
 
-/** `upstreams.<name>.auth`: at most one of the three modes, claimHeaders with any or alone (empty when none). */
-export type UpstreamAuthConfig = Loaded<Omit<RawUpstreamAuth, 'clientCredentials' | 'tokenExchange' | 'signedIdentity' | 'claimHeaders'>> & {
+/** Per-user consent (issue 41): `resource` resolved, the upstream's URL unless configured. */
+export type AuthorizationCodeConfig = Loaded<Omit<z.output<typeof AuthorizationCodeSchema>, 'resource'>> & { resource: string };
+
+/** `upstreams.<name>.auth`: at most one of the four modes, claimHeaders with any or alone (empty when none). */
+export type UpstreamAuthConfig = Loaded<Omit<RawUpstreamAuth, 'clientCredentials' | 'tokenExchange' | 'signedIdentity' | 'authorizationCode' | 'claimHeaders'>> & {
   clientCredentials: OAuthClientConfig | undefined;
   tokenExchange: TokenExchangeConfig | undefined;
   signedIdentity: SignedIdentityConfig | undefined;
+  authorizationCode: AuthorizationCodeConfig | undefined;
   claimHeaders: Readonly<Record<string, string>>;
 };
 
@@ -54,6 +58,7 @@ export function identityConfig(raw: RawIdentity | undefined, authResource: strin
       return { kid, privateKey, alg: parsed.alg };
     }),
     sealingKeys: raw.sealingKeys.map(({ kid, key }) => ({ kid, key: key.trim() })),
+    ...(raw.allowedAuthorizationServers !== undefined && { allowedAuthorizationServers: raw.allowedAuthorizationServers }),
   };
 }
 
@@ -90,8 +95,9 @@ export function upstreamAuthConfig(raw: RawUpstreamAuth | undefined, upstreamUrl
     scope: c.scope,
     tokenEndpointAuthMethod: c.tokenEndpointAuthMethod,
   });
-  const { clientCredentials, tokenExchange, signedIdentity } = raw;
+  const { clientCredentials, tokenExchange, signedIdentity, authorizationCode } = raw;
   return {
+    authorizationCode: authorizationCode === undefined ? undefined : { ...authorizationCode, resource: authorizationCode.resource ?? upstreamUrl },
     clientCredentials: clientCredentials === undefined ? undefined : client(clientCredentials),
     tokenExchange: tokenExchange === undefined ? undefined : { ...client(tokenExchange), audience: tokenExchange.audience },
     signedIdentity:

@@ -38,7 +38,13 @@ function upstreamEntry(u: UpstreamConfig): Record<string, unknown> {
 function upstreamAuthEntry(auth: UpstreamAuthConfig): Record<string, unknown> {
   const client = <T extends { clientSecret: string; tokenUrl?: string | undefined }>(c: T | undefined) =>
     c === undefined ? undefined : { ...c, clientSecret: REDACTED, tokenUrl: c.tokenUrl === undefined ? undefined : redactUrl(c.tokenUrl) };
-  return { ...auth, clientCredentials: client(auth.clientCredentials), tokenExchange: client(auth.tokenExchange) };
+  const code = auth.authorizationCode;
+  return {
+    ...auth,
+    clientCredentials: client(auth.clientCredentials),
+    tokenExchange: client(auth.tokenExchange),
+    authorizationCode: code?.clientSecret === undefined ? code : { ...code, clientSecret: REDACTED },
+  };
 }
 
 /** Key ids and algorithms stay (an operator checks rotation with them); key material never shows. */
@@ -74,11 +80,17 @@ function storeEntry(store: StoreConfig): Record<string, unknown> {
   };
 }
 
+/** The front door's login client keeps its id; its secret never shows. */
+function oauthEntry(oauth: NonNullable<AuthConfig['oauth']>): Record<string, unknown> {
+  const { login } = oauth;
+  return { ...oauth, login: login?.clientSecret === undefined ? login : { ...login, clientSecret: REDACTED } };
+}
+
 function authEntry(auth: AuthConfig): Record<string, unknown> {
   const { oauth, access, ...rest } = auth;
   return {
     ...rest,
-    ...(oauth === undefined ? {} : { oauth: Object.fromEntries(Object.entries(oauth).filter(([, v]) => v !== undefined)) }),
+    ...(oauth === undefined ? {} : { oauth: Object.fromEntries(Object.entries(oauthEntry(oauth)).filter(([, v]) => v !== undefined)) }),
     ...(access === undefined ? {} : { access }),
   };
 }

@@ -110,7 +110,7 @@ upstreams:
     assert.match(two[0]?.message ?? '', /one of clientCredentials, tokenExchange, signedIdentity/);
     assert.equal(two[0]?.line, 8);
     const empty = errorsOf('upstreams: { a: { url: "http://127.0.0.1:1/mcp", auth: {} } }');
-    assert.match(empty[0]?.message ?? '', /auth needs clientCredentials, tokenExchange, signedIdentity or claimHeaders/);
+    assert.match(empty[0]?.message ?? '', /auth needs clientCredentials, tokenExchange, signedIdentity, authorizationCode or claimHeaders/);
   });
 
   it('refuses a claim header that would set the credential or a transport header', () => {
@@ -233,5 +233,57 @@ upstreams: { a: { url: "http://127.0.0.1:1/mcp", auth: { clientCredentials: { cl
     assert.match(words, /identity\.sealingKeys changed/);
     assert.ok(!words.includes('rotated-secret') && !words.includes('s3cret'));
     assert.equal(diffConfigs(before, parse(CONTRACT)).live.identity, false);
+  });
+});
+
+describe('config: per-user consent (upstreams.<name>.auth.authorizationCode, auth.oauth.login, listen.publicUrl)', () => {
+  const CONSENT = (over: { login?: string; sealing?: boolean; transport?: string; code?: string; publicUrl?: string } = {}) => `
+listen: { port: 8080${over.publicUrl === undefined ? '' : `, publicUrl: "${over.publicUrl}"`} }
+auth:
+  resource: https://gw.example/mcp
+  oauth:
+    issuer: "https://idp.example"
+${over.login ?? '    login: { clientId: taskgate, clientSecret: "${SECRET}" }'}
+identity:
+  allowedAuthorizationServers: ["https://github.com/login/oauth"]
+${over.sealing === false ? '' : '  sealingKeys: [{ kid: s1, key: "${TASKGATE_SEALING_KEY}" }]'}
+upstreams:
+  gh:
+    url: https://api.githubcopilot.com/mcp/
+${over.transport === undefined ? '' : `    transport: ${over.transport}`}
+    auth:
+      authorizationCode: ${over.code ?? '{ scopes: [repo, read:org], extraAuthorizeParams: { prompt: consent } }'}
+`;
+
+  it('loads the contract: resource defaults to the upstream URL, dynamic registration when no clientId', () => {
+    const config = parse(CONSENT({ publicUrl: 'https://mcp.example.com' }));
+    const code = http(config, 'gh').auth?.authorizationCode;
+    assert.deepEqual(code, { scopes: ['repo', 'read:org'], extraAuthorizeParams: { prompt: 'consent' }, resource: 'https://api.githubcopilot.com/mcp/' });
+    assert.equal(config.listen.publicUrl, 'https://mcp.example.com');
+    assert.deepEqual(config.auth?.oauth?.login, { clientId: 'taskgate', clientSecret: 's3cret-value' });
+    assert.deepEqual(config.identity?.allowedAuthorizationServers, ['https://github.com/login/oauth']);
+  });
+
+  it('refuses it without a front-door login, without sealing keys, on stdio, each at its line', () => {
+    const noLogin = errorsOf(CONSENT({ login: '' }));
+    assert.ok(noLogin.some((e) => e.path === 'upstreams.gh.auth.authorizationCode' && /auth\.oauth\.login/.test(e.message)), JSON.stringify(noLogin));
+    const noSealing = errorsOf(CONSENT({ sealing: false }));
+    assert.ok(noSealing.some((e) => e.path === 'upstreams.gh.auth.authorizationCode' && /identity\.sealingKeys/.test(e.message)), JSON.stringify(noSealing));
+  });
+
+  it('refuses a secret without its client id, a reserved authorize parameter, a second mode, a public URL with a path', () => {
+    assert.ok(errorsOf(CONSENT({ code: '{ clientSecret: x }' })).some((e) => /needs its clientId/.test(e.message)));
+    for (const reserved of ['redirect_uri', 'state', 'Code_Challenge', 'scope']) {
+      const errors = errorsOf(CONSENT({ code: `{ extraAuthorizeParams: { ${reserved}: x } }` }));
+      assert.ok(errors.some((e) => e.path.endsWith(`extraAuthorizeParams.${reserved}`) && /may not be replaced/.test(e.message)), `${reserved}: ${JSON.stringify(errors)}`);
+    }
+    const twoModes = errorsOf(CONSENT({ code: '{}\n      signedIdentity: {}' }));
+    assert.ok(twoModes.some((e) => /give one of/.test(e.message)), JSON.stringify(twoModes));
+    assert.ok(errorsOf(CONSENT({ publicUrl: 'https://mcp.example.com/base' })).some((e) => e.path === 'listen.publicUrl'));
+  });
+
+  it('hides both client secrets in check-config', () => {
+    const text = renderEffectiveConfig(parse(CONSENT({ code: '{ clientId: gh-app, clientSecret: "${SECRET}" }' })));
+    assert.ok(!text.includes('s3cret-value'), text);
   });
 });

@@ -24,7 +24,7 @@ const ALICE = { principal: 'oauth:https://idp#alice', claims: { email: 'alice@ex
 const CI = { principal: 'key:ci', claims: {} };
 
 const auth = (over: Partial<UpstreamAuthConfig>): UpstreamAuthConfig => ({
-  clientCredentials: undefined, tokenExchange: undefined, signedIdentity: undefined, claimHeaders: {}, timeoutMs: 5_000, ...over,
+  clientCredentials: undefined, tokenExchange: undefined, signedIdentity: undefined, authorizationCode: undefined, claimHeaders: {}, timeoutMs: 5_000, ...over,
 });
 const upstream = (a: UpstreamAuthConfig | undefined, headers: Record<string, string> = {}): CredentialUpstream => ({ name: 'docs', url: UPSTREAM_URL, headers, auth: a });
 

@@ -69,7 +69,7 @@ async function auditLines(audit: { lines: Line[] }, count: number): Promise<Line
 }
 
 const auth = (over: Partial<UpstreamAuthConfig>): UpstreamAuthConfig => ({
-  clientCredentials: undefined, tokenExchange: undefined, signedIdentity: undefined, claimHeaders: {}, timeoutMs: 5_000, ...over,
+  clientCredentials: undefined, tokenExchange: undefined, signedIdentity: undefined, authorizationCode: undefined, claimHeaders: {}, timeoutMs: 5_000, ...over,
 });
 
 describe('identity: what operators see', () => {

@@ -42,6 +42,15 @@ export const OAuthSchema = z.strictObject({
   clockToleranceSeconds: int(0, 300).default(DEFAULTS.clockToleranceSeconds).describe(`Skew allowed for \`exp\`,
     \`nbf\` and \`iat\`: a token expired, not yet valid or issued further in the future than this gets 401
     \`invalid_token\`.`),
+  login: z
+    .strictObject({
+      clientId: z.string().min(1).describe("The gateway's client id at the issuer, registered with the redirect URI `<public origin>/oauth/login/callback`."),
+      clientSecret: z.string().min(1).optional().describe('Its secret (use `${ENV}`), for a confidential client; redacted by `check-config`, never logged.'),
+    })
+    .optional()
+    .describe(`The gateway signs a browser in at this issuer (authorization code with PKCE) to learn who opened a
+      connect link or the dashboard's Connections view: the signed-in subject must be the principal the link was
+      made for. Needed by \`upstreams.<name>.auth.authorizationCode\`.`),
 });
 const principalGlobs = 'Principal globs, bare or qualified as in `auth.access`.';
 export const AccessRuleSchema = z

@@ -15,7 +15,7 @@ interface Sections {
   shutdownTimeoutMs: number;
   identity?: z.output<typeof IdentitySchema> | undefined;
   upstreams: Record<string, object>;
-  auth?: { oauth?: unknown } | undefined;
+  auth?: { resource?: string; oauth?: { login?: unknown } | undefined } | undefined;
   tasks: { rules: readonly { match: string; approval?: unknown }[] };
 }
 
@@ -73,7 +73,8 @@ export function checkAcrossSections(config: Sections, ctx: z.RefinementCtx): voi
 /** An upstream's `auth` against the gateway's own: what it needs from `auth.oauth` and `identity.keys`. */
 function checkUpstreamAuth(config: Sections, ctx: z.RefinementCtx): void {
   for (const [name, upstream] of Object.entries(config.upstreams)) {
-    const auth = 'auth' in upstream ? (upstream.auth as { signedIdentity?: unknown; tokenExchange?: unknown; clientCredentials?: ServerNaming } | undefined) : undefined;
+    const auth = 'auth' in upstream ? (upstream.auth as { signedIdentity?: unknown; tokenExchange?: unknown; clientCredentials?: ServerNaming; authorizationCode?: unknown } | undefined) : undefined;
+    if (auth?.authorizationCode !== undefined) checkAuthorizationCode(config, name, ctx);
     // The client's secret goes only to a server the config names or trusts: without tokenUrl, issuer or
     // trustedIssuers, only one that is auth.oauth.issuer; with no auth.oauth, none could ever be used.
     const client = auth?.clientCredentials;
@@ -103,5 +104,29 @@ function checkUpstreamAuth(config: Sections, ctx: z.RefinementCtx): void {
         message: 'needs a signing key: add identity.keys (a PEM private key, e.g. from ${GATEWAY_SIGNING_KEY})',
       });
     }
+  }
+}
+
+/**
+ * What per-user consent needs of the rest (issue 41): a transport that carries a bearer token, a front door that can
+ * sign a browser in (whoever opens a link must be shown to be the user it was made for), and keys to seal the
+ * tokens with.
+ */
+function checkAuthorizationCode(config: Sections, name: string, ctx: z.RefinementCtx): void {
+  const path = ['upstreams', name, 'auth', 'authorizationCode'];
+  const upstream = config.upstreams[name] as { transport?: string };
+  if (upstream.transport === 'stdio') {
+    ctx.addIssue({ code: 'custom', path, input: undefined, message: 'is for Streamable HTTP and SSE upstreams: a stdio child has no HTTP request to carry the user\'s token (use {{upstreamToken}} with tokenExchange)' });
+  }
+  if (config.auth?.oauth?.login === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path,
+      input: undefined,
+      message: 'needs auth.oauth.login: the gateway must sign a browser in at the front door to tell that whoever opens a connect link is the user it was made for',
+    });
+  }
+  if ((config.identity?.sealingKeys.length ?? 0) === 0) {
+    ctx.addIssue({ code: 'custom', path, input: undefined, message: 'needs identity.sealingKeys: each user\'s tokens are kept sealed in the store' });
   }
 }

@@ -78,6 +78,8 @@ export const SealingKeySchema = z.strictObject({
   key: sealingKey.describe(`Base64 of exactly 32 random bytes (\`openssl rand -base64 32\`; use \`\${ENV}\`).
     Redacted by \`check-config\`.`),
 });
+// RFC 8414 §2: an issuer has no query or fragment.
+const issuerUrl = httpUrl.refine((v) => !v.includes('#') && !v.includes('?'), { error: 'an issuer URL has no query or fragment (RFC 8414)' });
 export const IdentitySchema = z.strictObject({
   issuer: httpUrl.optional().meta({
     description: `The \`iss\` of what the gateway signs, an http(s) URL; its keys are at
@@ -90,11 +92,12 @@ export const IdentitySchema = z.strictObject({
   sealingKeys: z.array(SealingKeySchema).superRefine(uniqueKids).default(() => []).describe(`AES-256-GCM keys sealing
     what a task keeps to act for its caller later (on any replica, after a restart): the first seals, all open; a
     value sealed with a key no longer listed cannot be opened.`),
+  allowedAuthorizationServers: z.array(issuerUrl).min(1).optional().describe(`Issuers an \`authorizationCode\`
+    upstream's discovered authorization server may have. Absent: any https one (loopback excepted). A server not
+    listed is sent nothing and the user is not sent to it: the connection fails naming it.`),
 });
 
 const authMethod = z.enum(['client_secret_basic', 'client_secret_post']).default(IDENTITY_DEFAULTS.tokenEndpointAuthMethod);
-// RFC 8414 §2: an issuer has no query or fragment.
-const issuerUrl = httpUrl.refine((v) => !v.includes('#') && !v.includes('?'), { error: 'an issuer URL has no query or fragment (RFC 8414)' });
 const upstreamUrl = "the upstream's `url`";
 // One client, two grants: clientCredentials and tokenExchange name their authorization server alike.
 const clientShape = {
@@ -153,6 +156,41 @@ export const SignedIdentitySchema = z.strictObject({
     has them, e.g. \`[email, groups]\`.`),
   audience: z.string().min(1).optional().meta({ description: 'The `aud` of the token.', derivedDefault: upstreamUrl }),
 });
+// Parameters of the authorization request the gateway sets itself: an extra one of the same name would change the
+// flow's security (redirect, PKCE, state) or what the user is asked (client, scopes, resource).
+const RESERVED_AUTHORIZE_PARAMS = ['response_type', 'client_id', 'redirect_uri', 'state', 'code_challenge', 'code_challenge_method', 'scope', 'resource', 'nonce', 'request', 'request_uri'];
+export const AuthorizationCodeSchema = z
+  .strictObject({
+    clientId: z.string().min(1).optional().describe(`The gateway's client id at the authorization server. Absent: the
+      gateway registers itself there (RFC 7591 dynamic client registration at its \`registration_endpoint\`, once per
+      issuer, shared by every replica through the store), or, where the server advertises
+      \`client_id_metadata_document_supported\` and \`listen.publicUrl\` is https, uses a Client ID Metadata Document
+      it serves at \`<publicUrl>/oauth/client-metadata.json\`.`),
+    clientSecret: z.string().min(1).optional().describe(`Its client secret (use \`\${ENV}\`), for a confidential client;
+      redacted by \`check-config\`, never logged. Needs \`clientId\`.`),
+    scopes: z.array(z.string().min(1)).default(() => []).describe(`Scopes asked for. Absent: the upstream's
+      \`scopes_supported\` (RFC 9728 metadata) when it names some, else none (the server's default).`),
+    resource: httpUrl.optional().meta({ description: "RFC 8707 `resource` asked for.", derivedDefault: upstreamUrl }),
+    authorizationServer: issuerUrl.optional().describe(`The authorization server's issuer: its endpoints are read from
+      its RFC 8414 metadata. Absent: discovered from the upstream's 401 (RFC 9728, then RFC 8414), https only
+      (loopback excepted) and, when \`identity.allowedAuthorizationServers\` is set, only one it lists. The user is
+      shown it on the consent page either way.`),
+    extraAuthorizeParams: z
+      .record(z.string().min(1), z.string())
+      .default(() => ({}))
+      .describe(`Parameters added to the authorization request, e.g. \`{ prompt: consent, access_type: offline }\`;
+        those the flow sets itself (\`${RESERVED_AUTHORIZE_PARAMS.join('`, `')}\`) are refused.`),
+  })
+  .superRefine((code, ctx) => {
+    if (code.clientSecret !== undefined && code.clientId === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['clientSecret'], input: undefined, message: 'a client secret needs its clientId: without one the gateway registers itself and gets its own' });
+    }
+    for (const name of Object.keys(code.extraAuthorizeParams)) {
+      if (RESERVED_AUTHORIZE_PARAMS.includes(name.toLowerCase())) {
+        ctx.addIssue({ code: 'custom', path: ['extraAuthorizeParams', name], input: undefined, message: `the gateway sets ${name} itself: it may not be replaced` });
+      }
+    }
+  });
 export const UpstreamAuthSchema = z
   .strictObject({
     clientCredentials: ClientCredentialsSchema.optional().describe(`The gateway is the upstream's OAuth client (RFC 6749
@@ -165,6 +203,11 @@ export const UpstreamAuthSchema = z
     signedIdentity: SignedIdentitySchema.optional().describe(`The gateway signs a short-lived JWT for the upstream
       (\`iss\` = \`identity.issuer\`, \`sub\` = the qualified principal, \`jti\`), with the first of
       \`identity.keys\` (required); the upstream verifies it with the gateway's \`/.well-known/jwks.json\`.`),
+    authorizationCode: AuthorizationCodeSchema.optional().describe(`Each user connects their own account at the
+      upstream's authorization server (OAuth authorization code with PKCE): the gateway sends a caller without a
+      connection a link (a URL elicitation, or the link in an error result), keeps the tokens sealed per user, and
+      calls as that user from then on, refreshing ahead of expiry. Streamable HTTP and SSE upstreams; needs
+      \`auth.oauth.login\` and \`identity.sealingKeys\` (docs/security.md, "Per-user consent").`),
     claimHeaders: z.record(claimHeaderName, z.string().min(1)).optional().describe(`Headers from the caller's verified
       claims, \`{ <header>: <claim> }\` (or \`principal\`), for upstreams on a trusted network: arrays joined by
       \`,\`, control characters removed, non-ASCII percent-encoded (UTF-8), at most 1024 bytes; an absent claim sends
@@ -173,12 +216,12 @@ export const UpstreamAuthSchema = z
       discovery): past it the call fails with an error naming the upstream.`),
   })
   .superRefine((auth, ctx) => {
-    const modes = (['clientCredentials', 'tokenExchange', 'signedIdentity'] as const).filter((m) => auth[m] !== undefined);
+    const modes = (['clientCredentials', 'tokenExchange', 'signedIdentity', 'authorizationCode'] as const).filter((m) => auth[m] !== undefined);
     if (modes.length > 1) {
-      ctx.addIssue({ code: 'custom', path: [modes[1] ?? ''], input: undefined, message: `give one of clientCredentials, tokenExchange, signedIdentity; this upstream has ${modes.join(' and ')}` });
+      ctx.addIssue({ code: 'custom', path: [modes[1] ?? ''], input: undefined, message: `give one of clientCredentials, tokenExchange, signedIdentity, authorizationCode; this upstream has ${modes.join(' and ')}` });
     }
     if (modes.length === 0 && auth.claimHeaders === undefined) {
-      ctx.addIssue({ code: 'custom', path: [], input: auth, message: 'auth needs clientCredentials, tokenExchange, signedIdentity or claimHeaders' });
+      ctx.addIssue({ code: 'custom', path: [], input: auth, message: 'auth needs clientCredentials, tokenExchange, signedIdentity, authorizationCode or claimHeaders' });
     }
   });
 

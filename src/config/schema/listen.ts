@@ -16,6 +16,16 @@ function isOrigin(value: string): boolean {
   }
 }
 
+/** An http(s) origin, optionally with a trailing "/": what public links are built on. */
+function isPublicOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === value.replace(/\/$/, '');
+  } catch {
+    return false;
+  }
+}
+
 export const CorsSchema = z
   .strictObject({
     origins: z
@@ -52,6 +62,15 @@ export const ListenSchema = z.strictObject({
     .default(DEFAULTS.path)
     .describe(`The MCP endpoint (POST, GET, DELETE): starts with \`/\`, no spaces, query or fragment. Must differ
       from \`/healthz\`, \`/readyz\`, \`metrics.path\` and \`dashboard.path\`.`),
+  publicUrl: z
+    .string()
+    .refine(isPublicOrigin, { error: 'expected an http(s) origin: scheme://host[:port] with no path, query or fragment' })
+    .optional()
+    .meta({
+      description: `The origin browsers and clients reach the gateway at (behind a proxy, the public https one): the
+        links it hands out (connect links, redirect URIs) are built from it, whichever replica makes them.`,
+      derivedDefault: "the origin of `auth.resource`",
+    }),
   maxBodyBytes: int(1).default(DEFAULTS.maxBodyBytes).describe('Largest request body; a larger one gets HTTP 413.'),
   maxBatchSize: int(1)
     .default(DEFAULTS.maxBatchSize)
