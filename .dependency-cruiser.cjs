@@ -31,6 +31,9 @@
 //   wire          src/protocol/rev*/codec.ts,         each revision's wire codec: every field name of that
 //                 src/protocol/wire-codec.ts          revision, for the gateway as server and as client; the
 //                                                     contract (WireCodec) every codec implements
+//   consent       src/consent/                        per-user connections to upstreams that need each user's own
+//                                                     authorization (issue 41): links, flows, sealed tokens and their
+//                                                     refresh, over the store; identity/ declares the port it serves
 //   store         src/store/                          memory and Redis
 //   observability src/observability/                  subscribers of the event seam (audit log, metrics, traces):
 //                                                     they know the events and the config, never the core
@@ -47,6 +50,7 @@ const LAYERS = [
   ['identity', '^src/identity/'],
   ['observability', '^src/observability/'],
   ['store', '^src/store/'],
+  ['consent', '^src/consent/'],
   ['wire', '^src/protocol/rev[^/]+/codec\\.ts$|^src/protocol/wire-codec\\.ts$'],
   ['upstream', '^src/upstream/'],
   ['upstream-sides', '^src/protocol/rev[^/]+/upstream/'],

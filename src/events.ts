@@ -14,6 +14,13 @@ import type { RevisionId } from './mcp.js';
 /** How a request or a call ended, for metrics labels: low cardinality by construction. */
 export type Outcome = 'ok' | 'error' | 'cancelled';
 
+/** Who connects where (issue 41): the qualified principal, the upstream, the authorization server when known. */
+export interface ConnectionFacts {
+  principal: string;
+  upstream: string;
+  issuer?: string;
+}
+
 export interface TaskFacts {
   taskId: string;
   /** Qualified principal (`key:<name>`, `oauth:<issuer>#<sub>`, or the anonymous one). */
@@ -83,6 +90,26 @@ export interface GatewayEventMap {
    * deadline, or `cancelled` with its task. Only `approved` lets the call reach the upstream.
    */
   'approval.decided': TaskFacts & { decision: 'approved' | 'denied' | 'expired' | 'cancelled'; decidedBy?: string; comment?: string; waitedMs: number };
+  /**
+   * Per-user consent (issue 41): a link was made for `principal` to connect `upstream` (`via`: the URL elicitation of
+   * a call or task, or the connections API); `issuer`, once known, is the authorization server's.
+   */
+  'consent.requested': ConnectionFacts & { via: 'call' | 'task' | 'connections' };
+  /** A browser started the flow (the consent page sent it to the authorization server). */
+  'consent.started': ConnectionFacts;
+  /**
+   * A consent did not go through: `reason` says why (`wrong_user`: a browser signed in as someone else opened the
+   * link; `link_unknown`, `state_mismatch`, `denied` by the user, `untrusted_server`, ...). Never a token or code.
+   */
+  'consent.refused': ConnectionFacts & { reason: string };
+  /** The user connected: tokens stored sealed; whatever waited for this connection resumes. */
+  'connection.created': ConnectionFacts & { scopes: string[] };
+  /** One replica refreshed the user's access token (a rotated refresh token stored before use). */
+  'connection.refreshed': ConnectionFacts & { rotated: boolean };
+  /** The connection was removed: by its user (`DELETE /connections/{upstream}`), or after the server refused it. */
+  'connection.revoked': ConnectionFacts & { by: 'user' | 'server'; revokedAtServer: boolean };
+  /** A token request for a connection failed (`reason`: `invalid_grant` deletes the connection; others are kept). */
+  'connection.failed': ConnectionFacts & { reason: string; step: 'exchange' | 'refresh' | 'registration' | 'discovery' | 'revocation' };
   /**
    * One try of a webhook delivery ended (src/webhooks/): `delivered` (2xx), `failed` (another status: `status` says
    * which), `timeout` (webhookDelivery.timeoutMs), or `error` (no answer: refused, reset, DNS). `endpoint` is the
