@@ -2,7 +2,7 @@
 // for later (who created, read, cancelled a task; what was refused; what a lost replica left behind). Each line
 // carries an `audit` field naming the fact; the names, fields and messages are the ones the gateway always wrote,
 // so log pipelines that filter on them keep working.
-import type { GatewayEventMap, GatewayEvents } from '../events.js';
+import type { ConnectionFacts, GatewayEventMap, GatewayEvents } from '../events.js';
 
 /** Where audit lines go (the gateway's pino logger fits). */
 export interface AuditLogger {
@@ -26,6 +26,13 @@ export const AUDIT_NAMES = [
   'credential.obtained',
   'credential.failed',
   'webhook.dead_lettered',
+  'consent.requested',
+  'consent.started',
+  'consent.refused',
+  'connection.created',
+  'connection.refreshed',
+  'connection.revoked',
+  'connection.failed',
 ] as const;
 
 /** Subscribes the audit log to `events`; returns what unsubscribes it. */
@@ -72,6 +79,7 @@ export function subscribeAuditLog(events: GatewayEvents, log: AuditLogger): () =
       if (e.firstInWindow !== true) return;
       log.info({ audit: 'rate.limited', principal: e.principal, limit: e.limit, retryAfterMs: e.retryAfterMs }, 'rate limit reached');
     }),
+    ...connectionLines(events, log),
   ];
   return () => {
     for (const stop of stops) stop();
@@ -124,4 +132,18 @@ function credential(log: AuditLogger, e: GatewayEventMap['upstream.token']): voi
   }
   const why = { outcome: e.outcome, cause: e.cause, ...(e.oauthError !== undefined && { oauthError: e.oauthError }), ...(e.status !== undefined && { status: e.status }) };
   log.warn({ audit: 'credential.failed', ...base, ...why }, `no upstream credential for ${who}`);
+}
+
+/** Per-user consent (issue 41): who was asked to connect where, who connected, refreshed, disconnected; no token ever. */
+function connectionLines(events: GatewayEvents, log: AuditLogger): (() => void)[] {
+  const about = (e: ConnectionFacts) => ({ principal: e.principal, upstream: e.upstream, ...(e.issuer !== undefined && { issuer: e.issuer }) });
+  return [
+    events.on('consent.requested', (e) => log.info({ audit: 'consent.requested', ...about(e), via: e.via }, 'connect link made for a caller without a connection')),
+    events.on('consent.started', (e) => log.info({ audit: 'consent.started', ...about(e) }, 'consent flow started: browser sent to the authorization server')),
+    events.on('consent.refused', (e) => log.warn({ audit: 'consent.refused', ...about(e), reason: e.reason }, `consent refused: ${e.reason}`)),
+    events.on('connection.created', (e) => log.info({ audit: 'connection.created', ...about(e), scopes: e.scopes }, 'user connected an upstream account')),
+    events.on('connection.refreshed', (e) => log.info({ audit: 'connection.refreshed', ...about(e), rotated: e.rotated }, 'connection token refreshed')),
+    events.on('connection.revoked', (e) => log.info({ audit: 'connection.revoked', ...about(e), by: e.by, revokedAtServer: e.revokedAtServer }, 'connection removed')),
+    events.on('connection.failed', (e) => log.warn({ audit: 'connection.failed', ...about(e), step: e.step, reason: e.reason }, `connection ${e.step} failed`)),
+  ];
 }

@@ -10,6 +10,7 @@ import { subscribeHealthMetrics } from './metrics-health.js';
 import { subscribeRequestMetrics } from './metrics-requests.js';
 import { subscribeTaskMetrics } from './metrics-tasks.js';
 import { subscribeApprovalMetrics } from './metrics-approvals.js';
+import { subscribeConnectionMetrics } from './metrics-connections.js';
 import { subscribeWebhookMetrics } from './metrics-webhooks.js';
 
 export interface GatewayMetricsOptions {
@@ -46,6 +47,7 @@ export class GatewayMetrics implements MetricsSource {
       subscribeApprovalMetrics(this.registry, events, labels),
       subscribeHealthMetrics(this.registry, events, labels),
       subscribeCredentialMetrics(this.registry, events, labels),
+      subscribeConnectionMetrics(this.registry, events, labels),
       subscribeWebhookMetrics(this.registry, events),
     ];
   }

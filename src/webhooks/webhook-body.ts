@@ -24,12 +24,14 @@ export function typeOfBody(body: string): string {
  * the stored record (with its outcome when a result may go with it); undefined when it is already gone.
  */
 export function webhookBody(event: WebhookEvent, task: TaskRecord | undefined, includeResult: boolean, maxBodyBytes: number): string | undefined {
+  const { facts } = event;
   const data: JsonObject = {
-    taskId: event.facts.taskId,
-    tool: event.facts.tool,
-    upstream: event.facts.upstream,
+    // A connection event (issue 41) is about a user and an upstream: no task, no tool.
+    ...(facts.taskId !== undefined && { taskId: facts.taskId, tool: facts.tool }),
+    upstream: facts.upstream,
+    ...(facts.taskId === undefined && facts.issuer !== undefined && { issuer: facts.issuer }),
     // Only an authenticated principal is named: without auth a principal is a session id, which is a bearer.
-    principal: nameOf(event.facts.principal) === undefined ? 'anonymous' : event.facts.principal,
+    principal: nameOf(facts.principal) === undefined ? 'anonymous' : facts.principal,
   };
   if (task !== undefined) {
     data.status = task.status;

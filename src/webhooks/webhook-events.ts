@@ -3,12 +3,15 @@
 // announcements repeat while it stays `input_required` (new input requests, messages): `task.input_required` is sent
 // each time it enters that status, not for every repeat.
 import type { WebhookEventType } from '../config/types.js';
-import type { GatewayEvents, TaskFacts } from '../events.js';
+import type { ConnectionFacts, GatewayEvents, TaskFacts } from '../events.js';
 import type { JsonObject } from '../jsonrpc.js';
+
+/** What an event is about: a task (task and approval events), or a user's connection to an upstream (issue 41). */
+export type WebhookFacts = TaskFacts | (ConnectionFacts & { taskId?: undefined; tool?: undefined });
 
 export interface WebhookEvent {
   type: WebhookEventType;
-  facts: TaskFacts;
+  facts: WebhookFacts;
   /** When it happened (epoch ms, this replica's clock). */
   atMs: number;
   /** What the fact says beyond its task (an approval's approvers and deadline, its decision). */
@@ -49,8 +52,24 @@ export function subscribeWebhookEvents(events: GatewayEvents, listener: (event: 
       if (e.comment !== undefined) details.comment = e.comment;
       emit('approval.decided', e, details);
     }),
+    // A user's connections: who, which upstream, which authorization server; never a token.
+    ...connectionEvents(events, listener),
   ];
   return () => {
     for (const stop of stops) stop();
   };
+}
+
+/** The connection events (issue 41) as webhook events: about a principal and an upstream, no task. */
+function connectionEvents(events: GatewayEvents, listener: (event: WebhookEvent) => void): (() => void)[] {
+  const emit = (type: WebhookEventType, facts: ConnectionFacts, details: JsonObject): void => {
+    const about: ConnectionFacts = { principal: facts.principal, upstream: facts.upstream, ...(facts.issuer !== undefined && { issuer: facts.issuer }) };
+    listener({ type, facts: about, atMs: Date.now(), details, ended: false });
+  };
+  return [
+    events.on('connection.created', (e) => emit('connection.created', e, { scopes: [...e.scopes] })),
+    events.on('connection.refreshed', (e) => emit('connection.refreshed', e, { rotated: e.rotated })),
+    events.on('connection.revoked', (e) => emit('connection.revoked', e, { by: e.by, revokedAtServer: e.revokedAtServer })),
+    events.on('connection.failed', (e) => emit('connection.failed', e, { reason: e.reason, step: e.step })),
+  ];
 }

@@ -136,7 +136,8 @@ export class Webhooks {
     if (wanted.length === 0) return;
     const delivery = this.settings.webhookDelivery;
     const withResult = event.ended && wanted.some((endpoint) => endpoint.includeResult);
-    const task = await this.deps.store.tasks.get(event.facts.taskId, { outcome: withResult });
+    const taskId = event.facts.taskId;
+    const task = taskId === undefined ? undefined : await this.deps.store.tasks.get(taskId, { outcome: withResult });
     const webhookId = `msg_${randomBytes(16).toString('base64url')}`;
     for (const endpoint of wanted) {
       const body = webhookBody(event, task, endpoint.includeResult, delivery.maxBodyBytes);

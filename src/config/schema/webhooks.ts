@@ -14,6 +14,10 @@ export const WEBHOOK_EVENTS = [
   'task.input_required',
   'approval.requested',
   'approval.decided',
+  'connection.created',
+  'connection.refreshed',
+  'connection.revoked',
+  'connection.failed',
 ] as const;
 
 export const WEBHOOK_DEFAULTS = Object.freeze({
