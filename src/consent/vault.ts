@@ -17,9 +17,9 @@ export interface TokenBinding {
   issuer: string;
 }
 
-/** The additional authenticated data of a connection's tokens: NUL cannot occur in any of the three. */
+/** The additional authenticated data of a connection's tokens (a JSON array: no part can spill into the next). */
 export function tokenAad({ principal, upstream, issuer }: TokenBinding): string {
-  return `consent-tokens\0${principal}\0${upstream}\0${issuer}`;
+  return JSON.stringify(['consent-tokens', principal, upstream, issuer]);
 }
 
 export class ConsentVault {
@@ -38,18 +38,18 @@ export class ConsentVault {
   }
 
   sealVerifier(verifier: string, state: string): string {
-    return this.sealer.seal(verifier, `consent-verifier\0${state}`);
+    return this.sealer.seal(verifier, JSON.stringify(['consent-verifier', state]));
   }
 
   openVerifier(sealed: string, state: string): string {
-    return this.sealer.open(sealed, `consent-verifier\0${state}`);
+    return this.sealer.open(sealed, JSON.stringify(['consent-verifier', state]));
   }
 
   sealClientSecret(secret: string, issuer: string, redirectUri: string): string {
-    return this.sealer.seal(secret, `consent-client\0${issuer}\0${redirectUri}`);
+    return this.sealer.seal(secret, JSON.stringify(['consent-client', issuer, redirectUri]));
   }
 
   openClientSecret(sealed: string, issuer: string, redirectUri: string): string {
-    return this.sealer.open(sealed, `consent-client\0${issuer}\0${redirectUri}`);
+    return this.sealer.open(sealed, JSON.stringify(['consent-client', issuer, redirectUri]));
   }
 }
