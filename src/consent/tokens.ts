@@ -88,6 +88,11 @@ export class ConnectionTokens {
     return !refreshDue(record, this.deps.now());
   }
 
+  /** Unexpired and not refused: usable, though due for a refresh. */
+  private stillValid(pair: string, record: StoredConnection, tokens: TokenSet): boolean {
+    return record.expiresAtMs !== undefined && this.deps.now() < record.expiresAtMs && this.refusedTokens.get(pair) !== digest(tokens.access_token);
+  }
+
   private serve(pair: string, tokens: TokenSet): string {
     remember(this.served, pair, { token: digest(tokens.access_token), refreshable: tokens.refresh_token !== undefined });
     return tokens.access_token;
@@ -126,25 +131,32 @@ export class ConnectionTokens {
     if (this.usable(pair, current, tokens)) return this.serve(pair, tokens);
     const facts = { principal, upstream: upstream.name, issuer: current.issuer };
     if (tokens.refresh_token === undefined) {
-      await this.drop(current, 'expired');
-      throw new ConsentRequiredError(upstream.name, principal, 'grant_refused');
+      // Nothing to refresh with: the token expired, or the upstream refused it.
+      const refused = this.refusedTokens.get(pair) === digest(tokens.access_token);
+      await this.drop(current, refused ? 'token_refused' : 'expired');
+      throw new ConsentRequiredError(upstream.name, principal, refused ? 'grant_refused' : 'not_connected');
     }
-    const as = await this.deps.servers.ofIssuer(upstream, current.issuer, signal, 'refresh');
-    const { client, auth } = await this.deps.clients.resolve(upstream, as, signal);
     let answer: oauth.TokenEndpointResponse;
     try {
+      const as = await this.deps.servers.ofIssuer(upstream, current.issuer, signal, 'refresh');
+      const { client, auth } = await this.deps.clients.resolve(upstream, as, signal);
       const response = await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token, {
         ...this.deps.servers.requestOptions(upstream, as.token_endpoint, signal),
         additionalParameters: { resource: upstream.code.resource },
       });
       answer = await oauth.processRefreshTokenResponse(as, client, response);
     } catch (err) {
-      const failure = await credentialFailure(err, { upstream: upstream.name, step: 'refresh', timeoutMs: upstream.timeoutMs, signal, what: `refresh at ${as.issuer}` });
+      const failure = await credentialFailure(err, { upstream: upstream.name, step: 'refresh', timeoutMs: upstream.timeoutMs, signal, what: `refresh at ${current.issuer}` });
       if (failure.oauthError === 'invalid_grant') {
         await this.drop(current, 'invalid_grant');
         throw new ConsentRequiredError(upstream.name, principal, 'grant_refused');
       }
       this.deps.events.emit('connection.failed', { ...facts, reason: failure.oauthError ?? failure.reason, step: 'refresh' });
+      // Refreshing ahead failed, but the token has time left and nobody refused it: the call goes on with it.
+      if (this.stillValid(pair, current, tokens)) {
+        this.deps.logger.warn({ principal, upstream: upstream.name, reason: failure.message }, 'could not refresh a connection ahead of its expiry: its token is used while it lasts');
+        return this.serve(pair, tokens);
+      }
       throw failure;
     }
     const next: TokenSet = { access_token: answer.access_token, token_type: answer.token_type, refresh_token: answer.refresh_token ?? tokens.refresh_token };
@@ -170,7 +182,7 @@ export class ConnectionTokens {
   }
 
   /** The server refused the grant (or the token expired with nothing to refresh it): the connection goes. */
-  private async drop(record: StoredConnection, reason: 'invalid_grant' | 'expired'): Promise<void> {
+  private async drop(record: StoredConnection, reason: 'invalid_grant' | 'expired' | 'token_refused'): Promise<void> {
     const { principal, upstream, issuer } = record;
     const stored = await this.deps.connections.get(principal, upstream);
     // A connection made again meanwhile (another version) is not this one.
@@ -178,7 +190,7 @@ export class ConnectionTokens {
     this.forget(principal, upstream);
     this.deps.removed(principal, upstream);
     this.deps.events.emit('connection.failed', { principal, upstream, issuer, reason, step: 'refresh' });
-    this.deps.events.emit('connection.revoked', { principal, upstream, issuer, by: 'server', revokedAtServer: reason === 'invalid_grant' });
+    this.deps.events.emit('connection.revoked', { principal, upstream, issuer, by: 'server', revokedAtServer: reason !== 'expired' });
   }
 
   /** The record's tokens; one that no longer opens (a sealing key removed, an altered record) is as good as none. */

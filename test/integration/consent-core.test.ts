@@ -271,6 +271,23 @@ for (const kind of Object.keys(storeKinds)) {
       }
     });
 
+    test('a refresh ahead of expiry that fails for a while keeps serving the token while it lasts', async () => {
+      const s = await setup(kind, { expiresIn: 60 });
+      try {
+        await connect(s);
+        const first = await s.a.accessToken(ALICE, 'github');
+        s.as.failNextRefresh('temporarily_unavailable');
+        s.advance(31_000);
+        assert.equal(await s.b.accessToken(ALICE, 'github'), first);
+        assert.deepEqual(s.events['connection.failed']?.map((e) => [e.reason, e.step]), [['http_status', 'refresh']], 'oauth4webapi reads a 503 as a status, whatever its body');
+        const next = await s.a.accessToken(ALICE, 'github');
+        assert.notEqual(next, first, 'refreshed on the next call');
+        assert.equal(s.as.counts().refreshes, 2);
+      } finally {
+        await s.close();
+      }
+    });
+
     test('disconnect revokes at the server (RFC 7009) and deletes; every replica asks again; list shows both states', async () => {
       const s = await setup(kind);
       try {
