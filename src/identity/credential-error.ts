@@ -3,7 +3,8 @@
 // revision answers in HTTP) or not (a client refused, a caller with nothing to exchange). Never a token or secret.
 import { GatewayError } from '../errors.js';
 
-export type CredentialStep = 'discovery' | 'token' | 'exchange' | 'signing' | 'subject';
+/** `registration`, `refresh`, `revocation`: a user's connection to an upstream (src/consent/, issue 41). */
+export type CredentialStep = 'discovery' | 'token' | 'exchange' | 'signing' | 'subject' | 'registration' | 'refresh' | 'revocation';
 
 export type CredentialCause =
   /** The authorization server (or the upstream, for discovery) did not answer within auth.timeoutMs. */

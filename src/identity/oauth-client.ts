@@ -11,14 +11,15 @@
 // discovered server that is not is refused before anything is sent to it, not even a metadata request.
 import * as oauth from 'oauth4webapi';
 import type { OAuthClientConfig } from '../config/identity.js';
-import { retryAfterMsOf, UpstreamCredentialError, type CredentialStep } from './credential-error.js';
+import { UpstreamCredentialError, type CredentialStep } from './credential-error.js';
+import { DiscoveryCache, isLoopback, issuerIdentifier, resourceMetadata, serverMetadata } from './oauth-discovery.js';
+import { credentialFailure } from './oauth-failure.js';
 import type { ObtainedToken } from './token-cache.js';
+
+export { DiscoveryCache, resourceMetadataOf } from './oauth-discovery.js';
 
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
-
-/** How long a discovered token endpoint is trusted before it is looked up again. */
-const DISCOVERY_TTL_MS = 3_600_000;
 
 export interface OAuthClientOptions {
   /** The upstream's name, for errors. */
@@ -32,42 +33,6 @@ export interface OAuthClientOptions {
   timeoutMs: number;
   /** Shared by every upstream's client: one discovery per upstream and resource. */
   discovery: DiscoveryCache;
-}
-
-interface Discovered {
-  tokenEndpoint: string;
-  issuer: string;
-  until: number;
-}
-
-/** Token endpoints found by discovery, per (upstream URL, resource), looked up once at a time. */
-export class DiscoveryCache {
-  private readonly found = new Map<string, Discovered>();
-  private readonly running = new Map<string, Promise<Discovered>>();
-
-  constructor(private readonly now: () => number = Date.now) {}
-
-  lookup(key: string, discover: () => Promise<Omit<Discovered, 'until'>>): Promise<Discovered> {
-    const hit = this.found.get(key);
-    if (hit !== undefined && this.now() < hit.until) return Promise.resolve(hit);
-    let running = this.running.get(key);
-    if (running === undefined) {
-      running = discover()
-        .then((d) => {
-          const entry = { ...d, until: this.now() + DISCOVERY_TTL_MS };
-          this.found.set(key, entry);
-          return entry;
-        })
-        .finally(() => this.running.delete(key));
-      this.running.set(key, running);
-    }
-    return running;
-  }
-
-  /** Forget what was found (the endpoint moved: a token request to it failed with 404). */
-  forget(key: string): void {
-    this.found.delete(key);
-  }
 }
 
 export class UpstreamOAuthClient {
@@ -146,15 +111,11 @@ export class UpstreamOAuthClient {
     const resource = new URL(this.options.client.resource);
     let metadata: oauth.ResourceServer;
     try {
-      const pointer = resourceMetadataOf(challenge) ?? resourceMetadataOf(await this.probe(signal));
-      if (pointer !== undefined) {
-        metadata = await oauth.processResourceDiscoveryResponse(resource, await this.getJson(this.checked(pointer), signal));
-      } else {
-        // RFC 9728's well-known URL for the resource's path, then (as MCP clients do) the origin's.
-        const pathInserted = await oauth.resourceDiscoveryRequest(resource, this.requestOptions(resource.href, signal));
-        const response = pathInserted.ok || resource.pathname === '/' ? pathInserted : await this.getJson(`${resource.origin}/.well-known/oauth-protected-resource`, signal);
-        metadata = await oauth.processResourceDiscoveryResponse(resource, response);
-      }
+      metadata = await resourceMetadata({
+        resource, upstreamUrl: this.options.upstreamUrl, challenge, signal,
+        requestOptions: (url) => this.requestOptions(url, signal),
+        checked: (url) => this.checked(url),
+      });
     } catch (err) {
       throw await this.failure('discovery', err, signal, 'protected resource metadata (RFC 9728)');
     }
@@ -190,34 +151,11 @@ export class UpstreamOAuthClient {
 
   /** RFC 8414 first; OpenID Connect discovery when the server has no RFC 8414 document. */
   private async authorizationServer(issuer: URL, signal: AbortSignal): Promise<oauth.AuthorizationServer> {
-    let first: unknown;
-    for (const algorithm of ['oauth2', 'oidc'] as const) {
-      try {
-        const response = await oauth.discoveryRequest(issuer, { ...this.requestOptions(issuer.href, signal), algorithm });
-        return await oauth.processDiscoveryResponse(issuer, response);
-      } catch (err) {
-        first ??= err;
-        if (signal.aborted) break;
-      }
+    try {
+      return await serverMetadata(issuer, this.requestOptions(issuer.href, signal));
+    } catch (err) {
+      throw await this.failure('discovery', err, signal, `authorization server metadata of ${issuer.href}`);
     }
-    throw await this.failure('discovery', first, signal, `authorization server metadata of ${issuer.href}`);
-  }
-
-  private async getJson(url: string, signal: AbortSignal): Promise<Response> {
-    return fetch(url, { headers: { accept: 'application/json' }, signal, redirect: 'manual' });
-  }
-
-  /** An unauthenticated request to the upstream, for the 401 that says where its metadata is. */
-  private async probe(signal: AbortSignal): Promise<string | undefined> {
-    const response = await fetch(this.options.upstreamUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'ping' }),
-      signal,
-      redirect: 'manual',
-    });
-    await response.body?.cancel();
-    return response.status === 401 ? (response.headers.get('www-authenticate') ?? undefined) : undefined;
   }
 
   private requestOptions(url: string | undefined, signal: AbortSignal): { signal: AbortSignal; [oauth.allowInsecureRequests]?: boolean } {
@@ -237,69 +175,11 @@ export class UpstreamOAuthClient {
     throw new UpstreamCredentialError({ upstream: this.options.upstream, step: 'discovery', reason: 'invalid_response', detail: `refusing to use ${parsed.origin} over plain http (not named in the config, not loopback)` });
   }
 
-  private async failure(step: CredentialStep, err: unknown, signal: AbortSignal, what?: string): Promise<UpstreamCredentialError> {
-    if (err instanceof UpstreamCredentialError) return err;
-    const upstream = this.options.upstream;
-    const where = what !== undefined ? `${what}: ` : '';
-    if (signal.aborted || isAbort(err)) {
-      return new UpstreamCredentialError({ upstream, step, reason: 'timeout', detail: `${where}no answer within ${this.options.timeoutMs} ms`, cause: err });
-    }
-    if (err instanceof oauth.ResponseBodyError) {
-      const description = err.error_description !== undefined ? ` (${err.error_description})` : '';
-      return new UpstreamCredentialError({
-        upstream, step, reason: 'oauth_error', status: err.status, oauthError: err.error,
-        retryAfterMs: retryAfterMsOf(err.response.headers.get('retry-after')),
-        detail: `${where}HTTP ${err.status} ${err.error}${description}`,
-      });
-    }
-    if (err instanceof oauth.WWWAuthenticateChallengeError) {
-      // A 401 with a challenge (a refused client): the OAuth error is in the body, or else in the challenge.
-      const body = (await err.response.json().catch(() => ({}))) as { error?: unknown; error_description?: unknown };
-      const code = typeof body.error === 'string' ? body.error : err.cause[0]?.parameters.error;
-      const description = typeof body.error_description === 'string' ? ` (${body.error_description})` : '';
-      return new UpstreamCredentialError({
-        upstream, step, reason: code !== undefined ? 'oauth_error' : 'http_status', status: err.status, ...(code !== undefined && { oauthError: code }),
-        detail: `${where}HTTP ${err.status}${code !== undefined ? ` ${code}` : ''}${description}`,
-      });
-    }
-    const response = (err as { cause?: unknown }).cause;
-    if (err instanceof oauth.OperationProcessingError && response instanceof Response && !response.ok) {
-      return new UpstreamCredentialError({
-        upstream, step, reason: 'http_status', status: response.status,
-        retryAfterMs: retryAfterMsOf(response.headers.get('retry-after')),
-        detail: `${where}HTTP ${response.status}`,
-      });
-    }
-    if (err instanceof TypeError && !(err instanceof oauth.OperationProcessingError)) {
-      const code = (err.cause as { code?: unknown } | undefined)?.code;
-      return new UpstreamCredentialError({ upstream, step, reason: 'unreachable', detail: `${where}${typeof code === 'string' ? code : err.message}`, cause: err });
-    }
-    return new UpstreamCredentialError({ upstream, step, reason: 'invalid_response', detail: `${where}${(err as Error).message ?? String(err)}`, cause: err });
+  private failure(step: CredentialStep, err: unknown, signal: AbortSignal, what?: string): Promise<UpstreamCredentialError> {
+    return credentialFailure(err, { upstream: this.options.upstream, step, timeoutMs: this.options.timeoutMs, signal, ...(what !== undefined && { what }) });
   }
-}
-
-/** The `resource_metadata` parameter of a Bearer challenge (RFC 9728 §5.1), if any. */
-export function resourceMetadataOf(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const match = /(?:^|[\s,])resource_metadata\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/i.exec(header);
-  const value = match?.[1]?.replace(/\\(.)/g, '$1') ?? match?.[2];
-  return value !== undefined && URL.canParse(value) ? value : undefined;
 }
 
 function originOf(url: string): string {
   return new URL(url).origin;
-}
-
-/** An issuer as RFC 8414 compares it, after URL parsing (as oauth4webapi checks the metadata's `issuer`). */
-function issuerIdentifier(issuer: string): string {
-  return new URL(issuer).href;
-}
-
-function isLoopback(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
-}
-
-function isAbort(err: unknown): boolean {
-  const name = (err as { name?: unknown } | undefined)?.name;
-  return name === 'AbortError' || name === 'TimeoutError';
 }

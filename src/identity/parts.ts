@@ -5,7 +5,7 @@ import type { GatewayEvents } from '../events.js';
 import type { IdentityConfig } from '../config/identity.js';
 import { sealingKeyBytes } from '../config/schema/identity.js';
 import type { IdentityParts } from './credential-sources.js';
-import { DiscoveryCache } from './oauth-client.js';
+import { DiscoveryCache } from './oauth-discovery.js';
 import { Sealer } from './sealing.js';
 import { IdentitySigner } from './signer.js';
 import { TokenCache, type TokenCacheEvent, type TokenCacheOptions } from './token-cache.js';
