@@ -3,7 +3,7 @@
 // revision answers in HTTP) or not (a client refused, a caller with nothing to exchange). Never a token or secret.
 import { GatewayError } from '../errors.js';
 
-export type CredentialStep = 'discovery' | 'token' | 'exchange' | 'signing' | 'subject';
+export type CredentialStep = 'discovery' | 'token' | 'exchange' | 'signing' | 'subject' | 'connection';
 
 export type CredentialCause =
   /** The authorization server (or the upstream, for discovery) did not answer within auth.timeoutMs. */
@@ -19,7 +19,9 @@ export type CredentialCause =
   /** tokenExchange for a caller without a token to exchange (an API-key principal). */
   | 'no_subject_token'
   /** Discovery found an authorization server the configuration does not trust: nothing was sent to it. */
-  | 'untrusted_server';
+  | 'untrusted_server'
+  /** An upstream read with a user's own token (authorizationCode), and no user has connected it yet. */
+  | 'no_connection';
 
 /** What the client is told; Retry-After when the cause is temporary. */
 const RETRY_AFTER_MS = 5_000;
