@@ -85,7 +85,7 @@ export type ConsentWaitEnd = { connected: true } | { connected: false; outcome?:
  * withdrawn. Declined or cancelled: the task fails saying so. Accepted: the wait goes on for the connection (the
  * user is on the page). A client that takes no URL elicitation: the task ends with the link in a tool error.
  */
-export async function untilConnected(consent: UserConnections, run: ConsentWaitRun): Promise<ConsentWaitEnd> {
+export async function untilConnected(consent: Pick<UserConnections, 'isConnected' | 'request' | 'whenConnected'>, run: ConsentWaitRun): Promise<ConsentWaitEnd> {
   const { principal, upstream } = run;
   if (await consent.isConnected(principal, upstream)) return { connected: true };
   if (run.signal.aborted) return { connected: false };
