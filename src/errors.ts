@@ -15,6 +15,8 @@ export const RequestCancelled = -32800;
 export const ResourceNotFound = -32002;
 /** The gateway's own server error: a deadline passed, or a session it does not know. */
 export const GatewayServerError = -32001;
+/** URLElicitationRequiredError (SEP-1036): the request needs the user to open a URL first (`data.elicitations`). */
+export const UrlElicitationRequired = -32042;
 /** 2026-07-28: an MCP header is missing, malformed, or disagrees with the body. */
 export const HeaderMismatch = -32020;
 /** 2026-07-28: the request needs a client capability it did not declare. */
@@ -103,6 +105,17 @@ const REGISTRY = {
   shutting_down: { rpc: InternalError, http: 503 },
   /** A principal went past auth.rateLimits; `data.retryAfterMs` says when to try again (HTTP Retry-After too). */
   rate_limited: { rpc: GatewayServerError, http: 429 },
+  /**
+   * The caller has no connection to an upstream that acts as each user at their own account (issue 41): answered
+   * with the link to connect it, `data.elicitations: [{ mode: "url", elicitationId, url, message }]`.
+   */
+  url_elicitation_required: { rpc: UrlElicitationRequired, http: 200 },
+  /**
+   * An upstream that acts as each user at their own account cannot serve this caller: `data.reason` says why
+   * (`no_user`: an API key or no authentication, nobody a browser can sign in as; `not_connected`, `grant_refused`:
+   * the credential failed mid-call, which the call plan answers with a link instead wherever it can).
+   */
+  consent_required: { rpc: InvalidRequest, http: 200 },
   /** The authorization server's metadata or keys cannot be fetched: tokens cannot be verified for now. */
   auth_unavailable: { rpc: InternalError, http: 503 },
   // 2026-07-28: request-level failures answer with an HTTP status of their own.

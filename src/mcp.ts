@@ -77,6 +77,18 @@ export function refusedInput(method: string, capabilities: Readonly<Record<strin
   return { error: { code: MethodNotFound, message: `Client does not support ${method} (no '${capability}' capability)` } };
 }
 
+/** Whether a client declared URL-mode elicitation (SEP-1036: `capabilities.elicitation.url`), which a URL elicitation needs. */
+export function acceptsUrlElicitation(capabilities: Readonly<Record<string, unknown>>): boolean {
+  const elicitation = capabilities.elicitation;
+  return typeof elicitation === 'object' && elicitation !== null && (elicitation as Record<string, unknown>).url !== undefined;
+}
+
+/** A URL-mode elicitation to a client that did not declare that mode, refused as a client would; undefined otherwise. */
+export function refusedUrlElicitation(request: { method: string; params?: Readonly<Record<string, unknown>> | undefined }, capabilities: Readonly<Record<string, unknown>>): Outcome | undefined {
+  if (request.method !== 'elicitation/create' || request.params?.mode !== 'url' || acceptsUrlElicitation(capabilities)) return undefined;
+  return { error: { code: MethodNotFound, message: "Client does not support URL-mode elicitation (no 'elicitation.url' capability)" } };
+}
+
 /** The Tasks extension (SEP-2663): how 2026-07-28 clients and servers declare it under `capabilities.extensions`. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 

@@ -110,6 +110,17 @@ export class MergedCatalog implements GatewayCatalog {
     return undefined;
   }
 
+  /**
+   * The upstream that acts as each user (`auth.authorizationCode`) whose prefix an unlisted name carries, the longest
+   * prefix first: before anyone connected it (its catalog unread), a call to such a name asks for consent.
+   */
+  consentOwner(kind: NamedKind, exposedName: string): { upstream: Upstream; name: string } | undefined {
+    for (const { upstream, name } of this.candidates(kind, exposedName)) {
+      if (name !== undefined && upstream.config.transport !== 'stdio' && upstream.config.auth?.authorizationCode !== undefined) return { upstream, name };
+    }
+    return undefined;
+  }
+
   /** Upstreams whose prefix the name carries (longest first), each with the upstream name it would be there. */
   private candidates(kind: NamedKind, exposedName: string): { upstream: Upstream; name: string | undefined }[] {
     return this.upstreams

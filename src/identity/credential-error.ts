@@ -3,8 +3,11 @@
 // revision answers in HTTP) or not (a client refused, a caller with nothing to exchange). Never a token or secret.
 import { GatewayError } from '../errors.js';
 
-/** `registration`, `refresh`, `revocation`: a user's connection to an upstream (src/consent/, issue 41). */
-export type CredentialStep = 'discovery' | 'token' | 'exchange' | 'signing' | 'subject' | 'registration' | 'refresh' | 'revocation';
+/**
+ * `registration`, `refresh`, `revocation`: a user's connection to an upstream (src/consent/, issue 41); `connection`:
+ * the gateway's own requests to such an upstream, which borrow a connected user's token and have none before anyone connected.
+ */
+export type CredentialStep = 'discovery' | 'token' | 'exchange' | 'signing' | 'subject' | 'registration' | 'refresh' | 'revocation' | 'connection';
 
 export type CredentialCause =
   /** The authorization server (or the upstream, for discovery) did not answer within auth.timeoutMs. */
@@ -20,7 +23,9 @@ export type CredentialCause =
   /** tokenExchange for a caller without a token to exchange (an API-key principal). */
   | 'no_subject_token'
   /** Discovery found an authorization server the configuration does not trust: nothing was sent to it. */
-  | 'untrusted_server';
+  | 'untrusted_server'
+  /** An upstream read with a user's own token (authorizationCode), and no user has connected it yet. */
+  | 'no_connection';
 
 /** What the client is told; Retry-After when the cause is temporary. */
 const RETRY_AFTER_MS = 5_000;

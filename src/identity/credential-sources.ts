@@ -3,7 +3,10 @@
 // (a cached client-credentials token, a token exchanged for the caller, an identity the gateway signs) and
 // `claimHeaders`. The Authorization that `auth` sets wins over one in `headers`. After the upstream's 401
 // invalid_token, `refreshAfterUnauthorized` drops the token that was refused so the one retry gets a new one.
+// An `authorizationCode` upstream (issue 41) carries each caller's own token, asked of UserTokens per request; the
+// gateway's own requests (its catalog) carry the token of some user who connected it.
 import { createHash } from 'node:crypto';
+import { GatewayError, type ClientFacing } from '../errors.js';
 import type { UpstreamAuthConfig } from '../config/identity.js';
 import { NO_EVENTS, type GatewayEvents, type TokenGrant } from '../events.js';
 import { claimHeaders } from './claim-headers.js';
@@ -14,6 +17,7 @@ import type { DiscoveryCache } from './oauth-discovery.js';
 import type { IdentitySigner } from './signer.js';
 import { tokenKey, upstreamKeyPrefix, type ObtainedToken, type TokenCache } from './token-cache.js';
 import { reportedObtain } from './token-events.js';
+import { ConsentRequiredError, type UserTokens } from './user-tokens.js';
 
 /** A CredentialSource that can always recover from the upstream refusing its token once. */
 export type RefreshableCredentialSource = Required<CredentialSource>;
@@ -38,6 +42,8 @@ export interface IdentityParts {
   signer: IdentitySigner | undefined;
   /** Where each credential asked for is announced (`upstream.token`); absent: nowhere. */
   events?: GatewayEvents | undefined;
+  /** Each user's own tokens, for `authorizationCode` upstreams (src/consent/ serves them); absent: none can be had. */
+  userTokens?: UserTokens | undefined;
 }
 
 /** What credential-sources reads of an upstream's config. */
@@ -73,9 +79,13 @@ export class UpstreamCredentials {
     }
   }
 
-  /** The gateway's own requests: its client-credentials token, or an identity it signs for itself. */
+  /**
+   * The gateway's own requests: its client-credentials token, or an identity it signs for itself; for an
+   * authorizationCode upstream, the token of a user who connected it (none yet: the requests fail saying so).
+   */
   forGateway(): RefreshableCredentialSource {
-    const { signedIdentity } = this.auth ?? {};
+    const { signedIdentity, authorizationCode } = this.auth ?? {};
+    if (authorizationCode !== undefined) return this.userSource(undefined);
     const signer = this.parts.signer;
     if (this.gatewayClient !== undefined) {
       const client = this.gatewayClient;
@@ -105,8 +115,9 @@ export class UpstreamCredentials {
 
   private sourceFor(caller: CredentialCaller): RefreshableCredentialSource {
     const extra = claimHeaders(this.auth?.claimHeaders ?? {}, caller);
-    const { tokenExchange, signedIdentity, clientCredentials } = this.auth ?? {};
+    const { tokenExchange, signedIdentity, clientCredentials, authorizationCode } = this.auth ?? {};
     const signer = this.parts.signer;
+    if (authorizationCode !== undefined) return this.userSource(caller.principal);
     if (tokenExchange !== undefined && this.exchangeClient !== undefined) {
       const client = this.exchangeClient;
       const principalKey = tokenKey(this.upstream.name, caller.principal);
@@ -187,9 +198,64 @@ export class UpstreamCredentials {
     };
   }
 
+  /**
+   * The token `principal` connected for this upstream, asked of UserTokens at every request (it refreshes, shares
+   * across replicas, and forgets a disconnected user: nothing is cached here); no principal: the gateway's own
+   * requests, with the token of whoever connected first. A 401 tells UserTokens the token was refused.
+   */
+  private userSource(principal: string | undefined): RefreshableCredentialSource {
+    const upstream = this.upstream.name;
+    const base = merged(this.upstream.headers, {});
+    const userTokens = this.parts.userTokens;
+    let last: { token: string; principal: string; headers: Readonly<Record<string, string>> } | undefined;
+    return {
+      headers: async () => {
+        if (userTokens === undefined) throw new ConsentUnavailable(upstream, principal, 'not_connected', 'per-user consent is not set up in this gateway');
+        const user = principal ?? (await userTokens.anyConnected(upstream));
+        if (user === undefined) {
+          throw new UpstreamCredentialError({
+            upstream, step: 'connection', reason: 'no_connection',
+            detail: 'it acts as each user at their own account and no user has connected it yet: it is waiting for a first connection',
+          });
+        }
+        const token = await userTokens.accessToken(user, upstream).catch((error: unknown) => {
+          throw error instanceof ConsentRequiredError ? ConsentUnavailable.of(error) : error;
+        });
+        if (last?.token !== token || last.principal !== user) last = { token, principal: user, headers: Object.freeze({ ...base, Authorization: `Bearer ${token}` }) };
+        return last.headers;
+      },
+      refreshAfterUnauthorized: (sent) => {
+        const token = bearerOf(sent);
+        const user = principal ?? last?.principal;
+        if (token === undefined || user === undefined || userTokens === undefined) return false;
+        return userTokens.refused(user, upstream, token);
+      },
+    };
+  }
+
   private staticSource(extra: Record<string, string>): RefreshableCredentialSource {
     const headers = Promise.resolve(Object.freeze(merged(this.upstream.headers, extra, false)));
     return { headers: () => headers, refreshAfterUnauthorized: () => false };
+  }
+}
+
+/**
+ * A caller without a usable connection, as the request to the upstream fails with it: the call plan (src/tasks)
+ * answers it with a consent request; where nothing does, the client is told this error (`consent_required`, with
+ * the upstream and the reason; never a link, which only the consent service makes).
+ */
+export class ConsentUnavailable extends ConsentRequiredError implements ClientFacing {
+  constructor(upstream: string, principal: string | undefined, reason: ConsentRequiredError['reason'], detail?: string) {
+    super(upstream, principal, reason);
+    if (detail !== undefined) this.message = `upstream '${upstream}': ${detail}`;
+  }
+
+  static of(error: ConsentRequiredError): ConsentUnavailable {
+    return error instanceof ConsentUnavailable ? error : new ConsentUnavailable(error.upstream, error.principal, error.reason);
+  }
+
+  toGatewayError(): GatewayError {
+    return new GatewayError('consent_required', this.message, { upstream: this.upstream, reason: this.reason });
   }
 }
 

@@ -18,6 +18,12 @@ export interface GatewayCatalog {
    * for (a per-principal upstream's lists are read over that principal's own child).
    */
   resolve(kind: NamedKind, exposedName: string, asker?: ListAsker): Promise<{ upstream: Upstream; name: string } | undefined>;
+  /**
+   * The upstream that acts as each user at their own account (issue 41) whose prefix an exposed tool or prompt name
+   * carries, and the name it would have there, for a name no upstream lists: before anyone connected it, its catalog
+   * is empty, and a caller is answered with the consent request rather than as for an unknown name.
+   */
+  consentOwner(kind: NamedKind, exposedName: string): { upstream: Upstream; name: string } | undefined;
   /** Which upstream serves a resource URI. */
   routeUri(uri: string): Upstream | undefined;
   /** `routeUri`, reading the upstreams' catalogs again (bounded) when none lists the URI. */

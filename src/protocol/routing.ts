@@ -10,10 +10,38 @@ import type { CallerAccess } from './access.js';
 import type { NamedKind } from '../mcp.js';
 import type { GatewayCatalog } from './ports.js';
 
-/** The upstream that serves an exposed tool or prompt name, and its name there. */
-export async function routeNamed(catalog: GatewayCatalog, access: CallerAccess, kind: NamedKind, name: string): Promise<{ upstream: Upstream; name: string }> {
-  const route = await catalog.resolve(kind, name, { actingFor: access.actingFor });
-  if (route === undefined || !access.allows(kind, name)) throw new GatewayError('invalid_params', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
+/** Where an exposed name goes: its upstream and its name there. */
+export interface NamedRoute {
+  upstream: Upstream;
+  name: string;
+  /**
+   * No upstream lists the name, but it carries the prefix of an upstream that acts as each user (issue 41): the call
+   * plan's consent step answers a caller who has not connected it; anyone else gets this error, as for any name
+   * that does not resolve (never forwarded: only what was listed is).
+   */
+  unlisted?: GatewayError;
+}
+
+/**
+ * The upstream that serves an exposed tool or prompt name, and its name there. `consent`: a tool call, for which an
+ * unlisted name under the prefix of an upstream that acts as each user is routed `unlisted` (see NamedRoute).
+ */
+export async function routeNamed(catalog: GatewayCatalog, access: CallerAccess, kind: NamedKind, name: string, options: { consent?: boolean } = {}): Promise<NamedRoute> {
+  const unknown = new GatewayError('invalid_params', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
+  const unlisted = (error: GatewayError): NamedRoute | undefined => {
+    const owner = options.consent === true && access.allows(kind, name) ? catalog.consentOwner(kind, name) : undefined;
+    return owner === undefined ? undefined : { ...owner, unlisted: error };
+  };
+  let route: { upstream: Upstream; name: string } | undefined;
+  try {
+    route = await catalog.resolve(kind, name, { actingFor: access.actingFor });
+  } catch (error) {
+    // Its upstream waits for a first connection (down): the consent request, for a caller who can give it.
+    const consentRoute = error instanceof GatewayError ? unlisted(error) : undefined;
+    if (consentRoute !== undefined) return consentRoute;
+    throw error;
+  }
+  if (route === undefined || !access.allows(kind, name)) return unlisted(unknown) ?? Promise.reject(unknown);
   return route;
 }
 

@@ -3,7 +3,9 @@
 // hold made, or a refusal; and the steps the core takes for it: a keyed replay (the task the call's key made), a task
 // opened (and run) for the call, the wait of a plain caller for its held call's end. A revision turns its wire into
 // a ToolCallRequest and a TaskAsk, and the plan's outcome back into its wire; which rule holds a call for a
-// person's approval, or which key made which task, is no revision's business.
+// person's approval, or which key made which task, is no revision's business. A caller without a connection at an
+// upstream that acts as each user (issue 41) is answered with a consent request instead (planConsent), or its task
+// waits for the connection (consent-wait.ts).
 import type { TaskMode, TaskPolicy } from '../config/types.js';
 import { effectiveMode } from '../config/policy.js';
 import { InternalError } from '../errors.js';
@@ -13,6 +15,8 @@ import { isTerminal, type Era, type TaskRecord } from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/peer/connection.js';
 import type { SessionIdentity, Upstream } from '../upstream/life/upstream.js';
 import type { ActingFor } from '../upstream/peer/adapter.js';
+import type { ConsentRequest, UserConnections } from '../consent/ports.js';
+import { consentState, type ConsentState } from './consent-wait.js';
 import { idempotentCreation, type IdempotentCreation } from './idempotency.js';
 import type { InflightCharge } from './inflight-bytes.js';
 import type { RunHandle, TaskCaller } from './local-run.js';
@@ -110,6 +114,49 @@ export function planCall(policy: TaskPolicy, requested: TaskAsk): CallPlan {
   return { kind: 'task', afterMs, held };
 }
 
+/** What a client can take of a consent request, as its revision says it. */
+export interface ConsentAsk {
+  /** It declared URL-mode elicitation (`capabilities.elicitation.url`). */
+  urlElicitation: boolean;
+  /** Its revision answers a request with input it needs first (2026-07-28's input-required answer) rather than an error. */
+  inputRequired: boolean;
+  /** The name is one no upstream listed, under the prefix of an upstream nobody connected yet: never a task. */
+  unlisted?: boolean;
+}
+
+/** What a call at an upstream that acts as each user gets before the upstream sees it. */
+export type ConsentPlanKind =
+  /** Nothing to ask: no consent needed, the caller is connected, or another answer (a refusal) comes first. */
+  | 'none'
+  /** The call is a task at once, whose run waits for the connection (consent-wait.ts untilConnected). */
+  | 'in_task'
+  /** Nobody a browser can sign in as (an API key, no authentication): a clear error, no link. */
+  | 'no_user'
+  /** -32042 with the URL elicitation (a plain call of a client that takes URL elicitation). */
+  | 'elicit'
+  /** The revision's input-required answer carrying the URL elicitation (2026-07-28 without the Tasks extension). */
+  | 'input_required'
+  /** A tool error whose text holds the link (a client that takes no URL elicitation). */
+  | 'link';
+
+/**
+ * What becomes of a call from a caller standing at `state` at its upstream, planned `plan`, from a client that can
+ * take `ask`. Decided once, before the upstream is called; a refusal of the plan's own comes first.
+ */
+export function planConsent(plan: CallPlan, state: ConsentState, ask: ConsentAsk): ConsentPlanKind {
+  if (state === 'not_required' || state === 'connected' || plan.kind === 'refuse') return 'none';
+  if (state === 'no_user') return 'no_user';
+  // A task waits for the connection (a client without URL elicitation reads the link in its result).
+  if (plan.kind === 'task' && ask.unlisted !== true) return 'in_task';
+  if (!ask.urlElicitation) return 'link';
+  return ask.inputRequired ? 'input_required' : 'elicit';
+}
+
+/** The consent step's outcome: nothing to do, a task that waits, or an answer (with the link, where it has one). */
+export type ConsentPlan =
+  | { kind: 'none' | 'in_task' | 'no_user'; upstream: string }
+  | { kind: 'elicit' | 'input_required' | 'link'; upstream: string; request: ConsentRequest };
+
 /** How the task of a call runs once it is stored. */
 export interface TaskLaunch {
   /** Whom the run reaches; made once the task is stored (it may watch it). */
@@ -127,11 +174,33 @@ export interface CallPlansDeps {
   queries: Pick<TaskQueries, 'find' | 'waitFor'>;
   policies: Pick<TaskPolicies, 'policyFor'>;
   logger: Logger;
+  /** Per-user connections to upstreams that act as each user (issue 41); none: no upstream needs one. */
+  consent?: UserConnections | undefined;
 }
 
 /** The core's steps for a planned call. */
 export class CallPlans {
   constructor(private readonly deps: CallPlansDeps) {}
+
+  /**
+   * The consent step of a call planned `plan` for `principal` (none: no authentication) at `upstream`: where the
+   * caller must connect first, the answer it gets (a fresh link in it) or that its task waits; 'none' to go on.
+   */
+  async consent(upstream: string, principal: string | undefined, plan: CallPlan, ask: ConsentAsk): Promise<ConsentPlan> {
+    const consent = this.deps.consent;
+    const kind = planConsent(plan, await consentState(consent, principal, upstream), ask);
+    if (kind === 'none' || kind === 'in_task' || kind === 'no_user') return { kind, upstream };
+    // Not connected: a caller who can connect, at an upstream the consent service serves.
+    if (consent === undefined || principal === undefined) return { kind: 'none', upstream };
+    const request = await consent.request(principal, upstream, 'call');
+    this.deps.logger.info({ upstream, principal, elicitationId: request.elicitationId, answer: kind }, 'call needs the user to connect their account first');
+    return { kind, upstream, request };
+  }
+
+  /** The consent step for a call whose credential failed mid-call (the connection went): as `consent`, once more. */
+  consentLost(upstream: string, principal: string | undefined, ask: ConsentAsk): Promise<ConsentPlan> {
+    return this.consent(upstream, principal, PLAIN, ask);
+  }
 
   /**
    * A keyed replay: the task the call's key made already, when its plan makes a task and the task still exists

@@ -30,6 +30,7 @@ import type { TaskCreators } from './task-admission.js';
 import { TaskRuns, type RecoveryDeps } from './task-runs.js';
 import { Approvals } from './approvals.js';
 import { CallPlans } from './call-plan.js';
+import type { UserConnections } from '../consent/ports.js';
 
 export type { RecoveryDeps } from './task-runs.js';
 
@@ -53,6 +54,11 @@ export interface TaskEngineDeps {
   events?: GatewayEvents;
   /** Keeps the callers of calls another replica may run, sealed (none: kept calls carry no caller). */
   acting?: ActingCallers;
+  /**
+   * Per-user connections to upstreams that act as each user at their own account (issue 41): calls of callers
+   * without one are answered with a consent request, and tasks wait for it. None: no upstream needs one.
+   */
+  consent?: UserConnections;
 }
 
 export class TaskEngine {
@@ -65,6 +71,8 @@ export class TaskEngine {
   readonly approvals: Approvals;
   /** What becomes of a tool call: the steps of its plan (call-plan.ts). */
   readonly calls: CallPlans;
+  /** Per-user connections (issue 41), for the revisions' answers to a caller without one; none: no upstream needs one. */
+  readonly consent: UserConnections | undefined;
   private readonly slots: TaskSlots;
   private readonly endWrites: EndWrites;
   private readonly leases: TaskLeases;
@@ -74,6 +82,7 @@ export class TaskEngine {
     const { store, logger, replica, peers, recovery, callers } = deps;
     const events = deps.events ?? NO_EVENTS;
     this.maxRunningTasks = replica.maxRunningTasks;
+    this.consent = deps.consent;
     this.policies = new TaskPolicies(deps.config);
     // Ends written here, told to this replica's waiters with their outcome once the store has them.
     const localEnds = new LocalEnds();
@@ -99,9 +108,10 @@ export class TaskEngine {
       queries: this.queries,
       recovery,
       approvals: this.approvals,
+      consent: deps.consent,
       ...(deps.acting === undefined ? {} : { acting: deps.acting }),
     });
-    this.calls = new CallPlans({ runs: this.runs, queries: this.queries, policies: this.policies, logger });
+    this.calls = new CallPlans({ runs: this.runs, queries: this.queries, policies: this.policies, logger, consent: deps.consent });
     this.peerLink = new TaskPeerLink({ peers, runs: this.runs, relay, endWrites: this.endWrites, slots: this.slots, policies: this.policies });
     this.leases = new TaskLeases({ store, logger, leaseMs: replica.leaseMs, peers, runs: this.peerLink.leasedRuns(), losses: recovery, events });
   }

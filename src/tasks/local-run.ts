@@ -86,6 +86,8 @@ export interface LocalRun {
    * replica (its shutdown leaves the task to another replica instead of failing it).
    */
   held?: boolean;
+  /** How many times its call lost its user's connection before it left, and waited for it again (issue 41). */
+  consentRounds?: number;
 }
 
 /** Does nothing: the one placeholder every run shares where it has nothing to stop or give back. */

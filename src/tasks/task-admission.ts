@@ -298,5 +298,7 @@ async function createTask(store: TaskStore, input: NewTask, digest: string | und
 
 /** Whether a task under `policy` may have to be started by another replica (its call is then kept). */
 function mayStartElsewhere(policy: TaskPolicy, upstream: Upstream): boolean {
-  return policy.retry.onLoss || policy.concurrency > 0 || upstream.config.taskConcurrency > 0 || policy.approval !== undefined;
+  // A task that waits for its user's connection (issue 41) is taken over by another replica if this one goes.
+  const consent = upstream.config.transport !== 'stdio' && upstream.config.auth?.authorizationCode !== undefined;
+  return policy.retry.onLoss || policy.concurrency > 0 || upstream.config.taskConcurrency > 0 || policy.approval !== undefined || consent;
 }

@@ -22,6 +22,11 @@ import { unavailable, type TaskQueries } from './task-queries.js';
 import type { ActingFor } from '../upstream/peer/adapter.js';
 import { ActingCallers } from './acting-callers.js';
 import type { Approvals } from './approvals.js';
+import type { UserConnections } from '../consent/ports.js';
+import { isUserPrincipal, lostConsent, noUserError, untilConnected } from './consent-wait.js';
+
+/** How many times a task's call waits for its user's connection again after losing it mid-call (then it fails). */
+const MAX_CONSENT_ROUNDS = 3;
 
 /** What running a lost task's call again needs, and telling of a task failed as lost. */
 export interface RecoveryDeps extends LossHandling {
@@ -42,6 +47,8 @@ export interface TaskRunsDeps extends Omit<TaskAdmissionDeps, 'running'> {
   recovery: RecoveryDeps;
   /** Holds calls for approval before they start (tasks.rules[].approval); without it a held call never starts. */
   approvals?: Approvals;
+  /** Per-user connections (issue 41): a task at an upstream that acts as each user waits for its user's. */
+  consent?: UserConnections | undefined;
 }
 
 /** A tools/call a task runs: its params, the upstream session it runs over, as whom, and the bytes it holds. */
@@ -270,17 +277,54 @@ export class TaskRuns {
    * call's answer is a reaction on its promise, not an async frame: it lasts as long as the tool does (hours), and
    * a frame suspended on it per task in flight is a generator and its registers (issue 23).
    */
-  private execute(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>, params: JsonObject | undefined): Promise<void> {
-    const failed = (error: unknown): Promise<void> => this.callEnded(run, { error: toJsonRpcError(error) });
-    return this.startCall(run, upstream, queue, start, params).then(
-      (call) => call?.outcome.then((outcome) => this.callEnded(run, outcome), failed),
-      failed,
-    );
+  private execute(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>, params: JsonObject | undefined, again = false): Promise<void> {
+    // A call that lost its user's connection before it left waits for it again (its slots stay held; no new approval).
+    const ended = (outcome: Outcome): Promise<void> => (this.consentLostBy(run, outcome) ? this.execute(run, upstream, false, start, params, true) : this.callEnded(run, outcome));
+    const failed = (error: unknown): Promise<void> => ended({ error: toJsonRpcError(error) });
+    return this.startCall(run, upstream, queue, start, params, again).then((call) => call?.outcome.then(ended, failed), failed);
+  }
+
+  /** The call failed for want of its user's connection (disconnected, grant refused) before it left: wait again, a few times. */
+  private consentLostBy(run: LocalRun, outcome: Outcome): boolean {
+    if (run.ended || this.deps.consent === undefined || !lostConsent(outcome, run.task.upstream)) return false;
+    run.consentRounds = (run.consentRounds ?? 0) + 1;
+    clearTimeout(run.deadline);
+    return run.consentRounds <= MAX_CONSENT_ROUNDS;
+  }
+
+  /**
+   * A task at an upstream that acts as each user waits, before its call, until its user is connected
+   * (consent-wait.ts): marked queued meanwhile (nothing reached the upstream: another replica takes it over and asks
+   * again if this one dies) and held (a shutdown leaves it to another replica). False when the run ended, or the wait
+   * ended the task (declined, a client that takes no URL elicitation, nobody who can connect).
+   */
+  private async connected(run: LocalRun, upstream: string): Promise<boolean> {
+    const consent = this.deps.consent;
+    if (consent === undefined || !consent.requires(upstream)) return true;
+    const { store } = this.deps;
+    const principal = run.task.principal;
+    if (!isUserPrincipal(principal)) {
+      await this.callEnded(run, { error: noUserError(upstream).toJsonRpc() });
+      return false;
+    }
+    if (await consent.isConnected(principal, upstream)) return true;
+    run.held = true;
+    const marked = await store.tasks.transition(run.task.taskId, { to: 'working', queued: true, message: `Waiting for the user to connect their account at upstream '${upstream}'` }).catch(() => undefined);
+    if (marked?.ok === true) run.task = marked.task;
+    const end = await untilConnected(consent, { principal, upstream, signal: runSignal(run), ask: (question, signal) => this.deps.relay.ask(run, question, signal), refuse: (question) => run.caller.refuse?.(question) });
+    run.held = false;
+    if (end.connected && !run.ended) {
+      const cleared = await store.tasks.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);
+      if (cleared?.ok === true) run.task = cleared.task;
+      return true;
+    }
+    if (!end.connected && end.outcome !== undefined) await this.callEnded(run, end.outcome);
+    return false;
   }
 
   /** Starts the task's upstream call once its slots are free; undefined when the run ended first. */
-  private async startCall(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>, params: JsonObject | undefined): Promise<UpstreamCall | undefined> {
-    if (run.task.approval !== undefined) {
+  private async startCall(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>, params: JsonObject | undefined, again: boolean): Promise<UpstreamCall | undefined> {
+    if (run.task.approval !== undefined && !again) {
       // Held until an approver decides (the run's end stops the wait); then in line for slots like any call.
       run.held = true;
       const approved = this.deps.approvals !== undefined && await this.deps.approvals.untilApproved({ get task() { return run.task; }, set task(task) { run.task = task; }, get ended() { return run.ended; }, get signal() { return runSignal(run); } }, params);
@@ -290,6 +334,7 @@ export class TaskRuns {
         return undefined;
       }
     }
+    if (!(await this.connected(run, upstream.name)) || run.ended) return undefined;
     const policy = this.deps.policies.policyFor(run.task.tool);
     const limits = { name: upstream.name, taskConcurrency: upstream.config.taskConcurrency };
     const inLine = performance.now();

@@ -1,15 +1,16 @@
 // One session request that reaches an upstream through the gateway: a tool call run synchronously, as a task
 // the client asked for (`params.task`, within the tool's policy), or in the background past `taskAfterMs`
 // (`plainCalls: background`); the gateway's task tools; and the forwarding every upstream call shares (the
-// request's stream, keep-alive progress, the session's in-flight calls for cancellation). The router (router.ts)
-// says which request goes where; this file is what happens to a call.
+// request's stream, keep-alive progress, the session's in-flight calls for cancellation). A caller without a
+// connection at an upstream that acts as each user (issue 41) gets -32042 with the link, or the link in a tool error,
+// or a task that waits for it. The router (router.ts) says which request goes where; this file is what happens to a call.
 import { GatewayError, RequestCancelled } from '../../errors.js';
 import { asObject, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import type { CallContext } from '../../upstream/peer/connection.js';
 import type { Upstream } from '../../upstream/life/upstream.js';
 import { codec, requestedTtl } from './codec.js';
 import type { EventStream } from '../../streams/event-stream.js';
-import { supportsSessionTasks } from '../../mcp.js';
+import { acceptsUrlElicitation, supportsSessionTasks } from '../../mcp.js';
 import type { GatewayCatalog } from '../ports.js';
 import type { Session } from './session.js';
 import { ownerOf, type SessionTasks } from './tasks.js';
@@ -20,7 +21,8 @@ import { keepAliveFor, type ProgressKeepAlive } from '../../streams/keep-alive.j
 import type { TaskTools } from '../task-tools.js';
 import type { RunHandle, TaskCaller } from '../../tasks/local-run.js';
 import type { TaskRecord } from '../../store/task-store.js';
-import { planCall, toolCallRequest, type CallPlan, type ToolCallRequest } from '../../tasks/call-plan.js';
+import { planCall, toolCallRequest, type CallPlan, type ConsentAsk, type ConsentPlan, type ToolCallRequest } from '../../tasks/call-plan.js';
+import { consentLinkResult, lostConsent, noUserError, urlElicitationRequired } from '../../tasks/consent-wait.js';
 import { idempotencyKeyOf, withoutIdempotencyMeta } from '../idempotency-key.js';
 import type { PostContext } from '../post-context.js';
 
@@ -30,15 +32,18 @@ export interface SessionCallsDeps {
   tasks: SessionTasks;
   /** The gateway's own tools for background tasks (answered here, before any upstream). */
   taskTools: TaskTools;
+  /** Where a URL elicitation a session was sent is noted, for its `notifications/elicitation/complete` (issue 41). */
+  elicited?: (elicitationId: string, sessionId: string) => void;
 }
 
 export class SessionCalls {
   private readonly catalog: GatewayCatalog;
   private readonly tasks: SessionTasks;
   private readonly taskTools: TaskTools;
+  private readonly elicited: SessionCallsDeps['elicited'];
 
   constructor(deps: SessionCallsDeps) {
-    ({ catalog: this.catalog, tasks: this.tasks, taskTools: this.taskTools } = deps);
+    ({ catalog: this.catalog, tasks: this.tasks, taskTools: this.taskTools, elicited: this.elicited } = deps);
   }
 
   /**
@@ -51,7 +56,7 @@ export class SessionCalls {
     if (typeof name !== 'string') throw new GatewayError('invalid_params', 'tools/call: params.name must be a string');
     if (this.taskTools.owns(name)) return this.taskTool(session, request, name, params, stream, access);
     const key = idempotencyKeyOf(post.idempotencyHeader, asObject(params._meta));
-    const route = await routeNamed(this.catalog, access, 'tools', name);
+    const route = await routeNamed(this.catalog, access, 'tools', name, { consent: true });
     const { task, ...plain } = withoutIdempotencyMeta(params);
     const call = toolCallRequest({
       exposedName: name,
@@ -69,9 +74,15 @@ export class SessionCalls {
     const plan = planCall(call.policy, { speaksTasks, task: task === undefined ? 'none' : 'asked', upstreamSupport: route.upstream.taskSupportOf(route.name) });
     // The ttl a client asked for is read (and refused when malformed) wherever its session speaks tasks.
     const ttl = task !== undefined && speaksTasks ? requestedTtl(task) : undefined;
+    // Before the upstream: a caller at an upstream that acts as each user, who has not connected it, is asked to.
+    const consentAsk: ConsentAsk = { urlElicitation: acceptsUrlElicitation(session.capabilities), inputRequired: false, unlisted: route.unlisted !== undefined };
+    const consent = await this.tasks.plans.consent(route.upstream.name, access.actingFor?.principal, plan, consentAsk);
+    const asked = this.consentAnswer(session, consent);
+    if (asked !== undefined) return asked;
+    if (route.unlisted !== undefined) throw route.unlisted;
     switch (plan.kind) {
       case 'plain':
-        return this.forward(session, request, route.upstream, call.params, stream, { actingFor: access.actingFor, keepAliveMs: call.policy.keepAliveProgressMs });
+        return this.plain(session, request, call, stream, consentAsk);
       case 'task':
         return this.tasks.create(session, { ...call, requestedTtl: ttl });
       case 'background':
@@ -83,6 +94,44 @@ export class SessionCalls {
         const why = plan.byUpstream ? `upstream '${route.upstream.name}' runs it only as a task` : 'task policy: required';
         throw new GatewayError('method_not_found', `Tool '${name}' must be called as a task (${why}); add params.task`);
       }
+    }
+  }
+
+  /**
+   * A plain call, forwarded; one whose credential failed for want of the caller's connection before it left (they
+   * disconnected, the grant was refused) is answered with the consent request as a call that never had one.
+   */
+  private async plain(session: Session, request: JsonRpcRequest, call: ToolCallRequest, stream: EventStream | undefined, consentAsk: ConsentAsk): Promise<Outcome | undefined> {
+    const upstream = call.upstream.name;
+    let failure: Outcome | undefined;
+    try {
+      const outcome = await this.forward(session, request, call.upstream, call.params, stream, { actingFor: call.actingFor, keepAliveMs: call.policy.keepAliveProgressMs });
+      if (outcome === undefined || !lostConsent(outcome, upstream)) return outcome;
+      failure = outcome;
+    } catch (error) {
+      if (!lostConsent(error, upstream)) throw error;
+      failure = { error: (error as GatewayError).toJsonRpc() };
+    }
+    return this.consentAnswer(session, await this.tasks.plans.consentLost(upstream, call.actingFor?.principal, consentAsk)) ?? failure;
+  }
+
+  /**
+   * A consent plan on this revision's wire: -32042 with the URL elicitation (noted for its completion notice), the
+   * link in a tool error, a clear error for nobody who can connect; undefined: the call goes on (or waits as a task).
+   */
+  private consentAnswer(session: Session, consent: ConsentPlan): Outcome | undefined {
+    switch (consent.kind) {
+      case 'none':
+      case 'in_task':
+        return undefined;
+      case 'no_user':
+        throw noUserError(consent.upstream);
+      case 'link':
+        return { result: consentLinkResult(consent.request) };
+      case 'elicit':
+      case 'input_required':
+        this.elicited?.(consent.request.elicitationId, session.sessionId);
+        throw urlElicitationRequired(consent.request);
     }
   }
 

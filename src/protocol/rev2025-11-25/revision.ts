@@ -9,6 +9,7 @@ import { sessionFront } from './http/front.js';
 import { SessionRouter } from './router.js';
 import { sessionUpstreamAdapter } from './upstream/side.js';
 import { SessionTasks } from './tasks.js';
+import { ElicitationCompletions } from './elicitation-completions.js';
 
 export const rev2025_11_25: ProtocolRevision = {
   id: codec.revision,
@@ -24,7 +25,10 @@ export const rev2025_11_25: ProtocolRevision = {
 
   serve({ config, logger, events, store, engine, catalog, lists, taskTools, sessions, relay, rateLimiter, version }) {
     const tasks = new SessionTasks({ engine, store, logger, immediateResponse: config.tasks.immediateResponse, events });
-    const router = new SessionRouter({ catalog, tasks, logger, lists, sessions, version, access: config.auth?.access, taskTools, events });
+    // A session told to open a link hears when the user connected (issue 41).
+    const completions = new ElicitationCompletions(engine.consent, (sessionId) => sessions.get(sessionId), logger);
+    const elicited = (elicitationId: string, sessionId: string): void => completions.note(elicitationId, sessionId);
+    const router = new SessionRouter({ catalog, tasks, logger, lists, sessions, version, access: config.auth?.access, taskTools, events, elicited });
     return {
       front: ({ admission }) =>
         sessionFront({ router, sessions, relay, rateLimiter, admission, events, logger, maxBatchSize: config.listen.maxBatchSize, jsonWindowMs: config.sse.jsonWindowMs }),
@@ -41,7 +45,7 @@ export const rev2025_11_25: ProtocolRevision = {
         if (live.tasks) tasks.reconfigure(next.tasks.immediateResponse);
         if (live.access) router.reconfigure(next.auth?.access);
       },
-      close: () => undefined,
+      close: () => completions.close(),
     };
   },
 };

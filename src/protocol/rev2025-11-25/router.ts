@@ -64,6 +64,8 @@ export interface SessionRouterDeps {
   taskTools: TaskTools;
   /** Where each request is announced (`mcp.request`). */
   events?: GatewayEvents;
+  /** Where a URL elicitation a session's call was answered with is noted (SessionCallsDeps). */
+  elicited?: (elicitationId: string, sessionId: string) => void;
 }
 
 export class SessionRouter {

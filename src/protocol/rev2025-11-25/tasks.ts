@@ -4,7 +4,7 @@
 // its GET stream, else on its next tasks/result.
 import { GatewayError, InternalError } from '../../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../../events.js';
-import { refusedInput } from '../../mcp.js';
+import { refusedInput, refusedUrlElicitation } from '../../mcp.js';
 import type { EventStream } from '../../streams/event-stream.js';
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
@@ -27,7 +27,7 @@ export interface SessionTaskParts {
   queries: Pick<TaskQueries, 'find' | 'list' | 'untilResult' | 'waitFor'>;
   runs: Pick<TaskRuns, 'runsHere' | 'cancel'>;
   /** What becomes of a tool call (tasks/call-plan.ts): its task opened and run, a held call waited for. */
-  calls: Pick<CallPlans, 'openTask' | 'replayed' | 'waitHeld'>;
+  calls: Pick<CallPlans, 'openTask' | 'replayed' | 'waitHeld' | 'consent' | 'consentLost'>;
   records: Pick<TaskRecords, 'delete'>;
   peerLink: Pick<TaskPeerLink, 'reachable'>;
 }
@@ -91,7 +91,7 @@ export class SessionTasks {
     session.activeTasks++;
     return {
       deliver: (request, signal) => session.tryAsk({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, { taskId }),
-      refuse: (request) => refusedInput(request.method, session.capabilities),
+      refuse: (request) => refusedInput(request.method, session.capabilities) ?? refusedUrlElicitation(request, session.capabilities),
       notify: (message) => {
         if (message.method !== 'notifications/progress') session.deliver(message, { taskId });
       },
@@ -124,6 +124,9 @@ export class SessionTasks {
         const stream = [...(this.resultStreams.get(taskId) ?? [])].find((s) => !s.finished);
         return session.tryAsk({ method: request.method, params: withRelatedTask(request.params, taskId) }, signal, { stream, taskId });
       },
+      // A URL elicitation (a task waiting for its user's connection) only to a client that declared that mode: one
+      // that did not reads the link in the task's result instead.
+      refuse: (request) => refusedUrlElicitation(request, session.capabilities),
       notify: (message) => session.deliver(message, { taskId }),
       ended: () => {
         session.activeTasks--;

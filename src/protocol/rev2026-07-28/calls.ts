@@ -2,8 +2,10 @@
 // and tasks/* of a task an upstream runs itself). To an upstream that speaks this revision it passes through as
 // sent; over a session upstream it is an MRTR exchange: answered when the upstream answers, or with an
 // InputRequiredResult (the call parked for the client's retry, which any replica may receive), or handed to a
-// task (or, for a client without the Tasks extension, to the background) when the tool's policy says so. The
-// router (router.ts) says which request goes where; this file is what happens to a call.
+// task (or, for a client without the Tasks extension, to the background) when the tool's policy says so. A caller
+// without a connection at an upstream that acts as each user (issue 41) is answered with an input-required result
+// carrying the URL elicitation (or the link in a tool error), or its task waits for it (consent.ts). The router
+// (router.ts) says which request goes where; this file is what happens to a call.
 import { GatewayError, RequestCancelled } from '../../errors.js';
 import { asObject, withoutMeta, type JsonObject, type JsonRpcNotification, type JsonRpcRequest, type Outcome } from '../../jsonrpc.js';
 import { STATELESS_PRINCIPAL } from '../../principals.js';
@@ -22,7 +24,8 @@ import { checkParamHeaders, declaresTasks, missingTasksExtension, withoutEnvelop
 import { StatelessExchange, paramsDigest, type ParkedExchanges, type RequestStateCodec } from './exchange.js';
 import type { StatelessPeerMessages, StatelessPeers } from './peers.js';
 import type { StatelessResponder, ResponseSink } from './responder.js';
-import { plainClientCaller, type StatelessTasks } from './tasks.js';
+import { plainClientCaller, taskClientCaller, type StatelessTasks } from './tasks.js';
+import { consentAfterFailure, consentStep } from './consent.js';
 import type { TaskTools } from '../task-tools.js';
 import { statelessSideOf, type StatelessUpstreamSide } from './upstream/side.js';
 import { planCall, toolCallRequest, type CallPlan } from '../../tasks/call-plan.js';
@@ -139,13 +142,18 @@ export class StatelessCalls {
         ? keepAliveFor(asObject(params._meta), planned.policy.keepAliveProgressMs, (message) => responder.notify(message as unknown as JsonObject))
         : undefined;
     const call: UpstreamRequest = { client, request, params, headers, responder, post, planned };
-    if (keepAlive === undefined) return this.callUpstream(call);
+    if (keepAlive === undefined) return this.consentChecked(call);
     this.keepAlives.set(request, keepAlive);
     try {
-      return await this.callUpstream(call);
+      return await this.consentChecked(call);
     } finally {
       keepAlive.stop();
     }
+  }
+
+  /** callUpstream; a tool call whose upstream session could not be opened for want of the caller's connection is asked for it. */
+  private consentChecked(call: UpstreamRequest): Promise<Outcome | undefined> {
+    return this.callUpstream(call).catch((error: unknown) => (call.planned === undefined ? Promise.reject(error) : consentAfterFailure(error, this.deps.tasks.plans, call.client)));
   }
 
   /**
@@ -154,23 +162,28 @@ export class StatelessCalls {
    * tool call's plan says (`planned`, made once by `call`; none for prompts and resources).
    */
   private async callUpstream({ client, request, params, headers, responder, post, planned }: UpstreamRequest): Promise<Outcome | undefined> {
-    const { upstream, upstreamParams, name } = await this.route(request.method, params, this.accessOf(client));
-    if (request.method === 'tools/call') checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
+    const { upstream, upstreamParams, name, unlisted } = await this.route(request.method, params, this.accessOf(client));
+    if (request.method === 'tools/call' && unlisted === undefined) checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
     const answers = retryAnswers(params);
     const plan = planned?.plan ?? PLAIN;
+    // A caller who has not connected an upstream that acts as each user is asked to first, or its task waits.
+    const consent = await consentStep(this.deps.tasks.plans, client, { upstream: upstream.name, plan: planned?.plan, unlisted: unlisted !== undefined, answers, first: retryState(params) === undefined });
+    if (consent.answer !== undefined) return consent.answer;
+    if (unlisted !== undefined) throw unlisted;
     if (plan.kind === 'refuse') throw missingTasksExtension(`Tool '${name}'`);
     const background = plan.kind === 'background';
     // A held call is a task of the gateway's at once (the upstream sees nothing before the decision).
     const held = plan.kind === 'wait_held' || ((plan.kind === 'task' || background) && plan.held);
-    const taskAfterMs = plan.kind === 'plain' ? undefined : plan.kind === 'wait_held' ? 0 : plan.afterMs;
+    // A task waiting for its user's connection is one at once (the upstream sees nothing before it).
+    const taskAfterMs = plan.kind === 'plain' ? undefined : plan.kind === 'wait_held' || consent.waits ? 0 : plan.afterMs;
     const key = request.method === 'tools/call' ? idempotencyKeyOf(post.idempotencyHeader, asObject(params._meta)) : undefined;
 
     const statelessSide = statelessSideOf(upstream);
     const nativeTasks = statelessSide?.nativeTasks === true;
-    if (!held && statelessSide !== undefined && (plan.kind === 'plain' || (plan.kind === 'task' && nativeTasks))) {
+    if (!held && !consent.waits && statelessSide !== undefined && (plan.kind === 'plain' || (plan.kind === 'task' && nativeTasks))) {
       // The upstream speaks this revision: the request goes as the client sent it (its InputRequiredResults and
       // requestState, and its own tasks, pass through unchanged).
-      return this.passThrough({ client, request, name, upstream, responder }, { ...params, ...upstreamParams, _meta: params._meta }, statelessSide, nativeTasks);
+      return consent.lost(await this.passThrough({ client, request, name, upstream, responder }, { ...params, ...upstreamParams, _meta: params._meta }, statelessSide, nativeTasks));
     }
 
     let exchange: StatelessExchange;
@@ -235,7 +248,7 @@ export class StatelessCalls {
       if (taskAfterMs === 0) return this.becomeTask(client, exchange, background, start);
       await start();
     }
-    return this.await({ client, request, name, upstream, responder }, exchange, { taskAfterMs, background });
+    return consent.lost(await this.await({ client, request, name, upstream, responder }, exchange, { taskAfterMs, background }));
   }
 
   /** What a request for `client` authenticates with at `upstream`: the client's identity there, as its `auth` makes it. */
@@ -341,7 +354,7 @@ export class StatelessCalls {
    */
   private async becomeTask(client: StatelessClient, exchange: StatelessExchange, background: boolean, start: (() => Promise<StatelessExchange['call']>) | undefined): Promise<Outcome> {
     try {
-      if (!background) return { result: codec.createTaskResult(await this.deps.tasks.create(exchange, start), undefined) };
+      if (!background) return { result: codec.createTaskResult(await this.deps.tasks.create(exchange, start, taskClientCaller(client.capabilities)), undefined) };
       const task = await this.deps.tasks.create(exchange, start, plainClientCaller(client.capabilities));
       return { result: this.deps.taskTools.handle(task) };
     } catch (error) {
@@ -410,8 +423,12 @@ export class StatelessCalls {
     return this.await({ client, request, name: '', upstream, responder }, exchange);
   }
 
-  /** Which upstream serves the request, and the request as it goes there; what the caller may not use is unknown. */
-  private async route(method: string, params: JsonObject, access: CallerAccess): Promise<{ upstream: Upstream; upstreamParams: JsonObject; name: string }> {
+  /**
+   * Which upstream serves the request, and the request as it goes there; what the caller may not use is unknown. A
+   * tool call's name no upstream lists, under the prefix of an upstream that acts as each user, is `unlisted` (the
+   * error it gets unless the consent step answers it: see routing.ts NamedRoute).
+   */
+  private async route(method: string, params: JsonObject, access: CallerAccess): Promise<{ upstream: Upstream; upstreamParams: JsonObject; name: string; unlisted?: GatewayError | undefined }> {
     // The retry fields and the envelope are the gateway's business; the upstream sees a plain request.
     const { task: _task, ...plain } = withoutIdempotencyMeta(withoutRetryFields(params));
     const forwarded = withoutEnvelope(plain);
@@ -422,8 +439,8 @@ export class StatelessCalls {
     const name = params.name;
     if (typeof name !== 'string') throw new GatewayError('invalid_params', `${method}: params.name must be a string`);
     const kind = method === 'tools/call' ? 'tools' : 'prompts';
-    const route = await routeNamed(this.deps.catalog, access, kind, name);
-    return { upstream: route.upstream, upstreamParams: { ...forwarded, name: route.name }, name };
+    const route = await routeNamed(this.deps.catalog, access, kind, name, { consent: method === 'tools/call' });
+    return { upstream: route.upstream, upstreamParams: { ...forwarded, name: route.name }, name, unlisted: route.unlisted };
   }
 }
 

@@ -2,7 +2,7 @@
 // tasks/get (the DetailedTask, with the result, error or outstanding input requests inlined), tasks/update (the
 // client's answers) and tasks/cancel (acknowledged, terminal or not).
 import type { JsonObject, Outcome } from '../../jsonrpc.js';
-import { refusedInput } from '../../mcp.js';
+import { refusedInput, refusedUrlElicitation } from '../../mcp.js';
 import { isTerminal, type TaskRecord } from '../../store/task-store.js';
 import type { TaskCaller } from '../../tasks/local-run.js';
 import type { TaskPeerLink } from '../../tasks/task-peer-messages.js';
@@ -35,10 +35,19 @@ export const STATELESS_CALLER: TaskCaller = Object.freeze({
 export function plainClientCaller(capabilities: JsonObject): TaskCaller {
   return {
     deliver: () => undefined,
-    refuse: (request) => refusedInput(request.method, capabilities),
+    refuse: (request) => refusedInput(request.method, capabilities) ?? refusedUrlElicitation(request, capabilities),
     notify: () => undefined,
     ended: () => undefined,
   };
+}
+
+/**
+ * A client with the Tasks extension, as its task's run reaches it: as STATELESS_CALLER, but a URL elicitation (a task
+ * waiting for its user's connection, issue 41) waits only for a client that declared that mode; one that did not
+ * reads the link in the task's result instead.
+ */
+export function taskClientCaller(capabilities: JsonObject): TaskCaller {
+  return { ...STATELESS_CALLER, refuse: (request) => refusedUrlElicitation(request, capabilities) };
 }
 
 /** The parts of the task core the Tasks extension and its router use (the TaskEngine has them all). */
@@ -47,7 +56,7 @@ export interface StatelessTaskParts {
   queries: Pick<TaskQueries, 'find' | 'waitFor'>;
   runs: Pick<TaskRuns, 'cancel'>;
   /** What becomes of a tool call (tasks/call-plan.ts): its task opened and run, a held call waited for. */
-  calls: Pick<CallPlans, 'openTask' | 'replayed' | 'waitHeld'>;
+  calls: Pick<CallPlans, 'openTask' | 'replayed' | 'waitHeld' | 'consent' | 'consentLost'>;
   records: Pick<TaskRecords, 'recordNative' | 'recordNativeEnd'>;
   peerLink: Pick<TaskPeerLink, 'answer'>;
 }

@@ -2,7 +2,8 @@
 // subscriptions) carry its own identity; a caller's carry the caller's, as the upstream's `auth` makes it (a token
 // exchanged for them, an identity the gateway signs, claim headers). An upstream session is bound to the identity
 // that opened it, so where the identity differs per caller, callers that would share one upstream session (the
-// 2026-07-28 clients) get one each per principal. Without `auth` every request carries the configured `headers`.
+// 2026-07-28 clients) get one each per principal (so too for an upstream each user connects with their own account:
+// authorizationCode). Without `auth` every request carries the configured `headers`.
 import { resourceNamedIn } from '../../config/identity.js';
 import type { UpstreamConfig } from '../../config/types.js';
 import { UpstreamCredentials, type IdentityParts } from '../../identity/credential-sources.js';
@@ -43,7 +44,8 @@ export class CallerIdentity {
     const url = stdio ? (auth === undefined ? '' : resourceNamedIn(auth)) : config.url;
     this.credentials = auth === undefined || parts === undefined ? undefined : new UpstreamCredentials({ name: config.name, url, headers: stdio ? {} : config.headers, auth }, parts);
     this.gateway = stdio ? staticCredentials({}) : (this.credentials?.forGateway() ?? staticCredentials(config.headers));
-    const tellsCallersApart = auth !== undefined && (auth.tokenExchange !== undefined || auth.signedIdentity !== undefined || Object.keys(auth.claimHeaders).length > 0);
+    // Each caller's own account (authorizationCode) is told apart by the upstream as surely as an exchanged token.
+    const tellsCallersApart = auth !== undefined && (auth.tokenExchange !== undefined || auth.signedIdentity !== undefined || auth.authorizationCode !== undefined || Object.keys(auth.claimHeaders).length > 0);
     this.perCaller = tellsCallersApart || this.childPerPrincipal;
   }
 

@@ -1,0 +1,50 @@
+// The URL elicitations this replica answered a session's tool call with (-32042, issue 41), kept until the user
+// connects the upstream they asked for: then `notifications/elicitation/complete { elicitationId }` goes to that
+// session, wherever its client listens (its GET stream, on this replica or another). The connection may land on any
+// replica: the consent service tells every one (UserConnections.onConnected), and the one that noted the id sends.
+import type { UserConnections } from '../../consent/ports.js';
+import { LINK_TTL_MS } from '../../consent/ports.js';
+import type { Logger } from '../../log.js';
+import type { Session } from './session.js';
+
+/** Elicitations remembered at most (the oldest go first); each for as long as its link and the flow begun from it live. */
+const MAX_NOTED = 10_000;
+const NOTED_MS = 2 * LINK_TTL_MS;
+
+export class ElicitationCompletions {
+  private readonly noted = new Map<string, { sessionId: string; until: number }>();
+  private readonly stop: () => void;
+
+  constructor(
+    consent: Pick<UserConnections, 'onConnected'> | undefined,
+    private readonly sessionOf: (sessionId: string) => Promise<Session | undefined>,
+    private readonly logger: Logger,
+  ) {
+    this.stop = consent?.onConnected(({ elicitationId }) => void this.completed(elicitationId)) ?? (() => undefined);
+  }
+
+  /** Session `sessionId` was sent the URL elicitation `elicitationId`. */
+  note(elicitationId: string, sessionId: string): void {
+    const now = Date.now();
+    for (const [id, entry] of this.noted) {
+      if (entry.until > now && this.noted.size < MAX_NOTED) break;
+      this.noted.delete(id);
+    }
+    this.noted.set(elicitationId, { sessionId, until: now + NOTED_MS });
+  }
+
+  close(): void {
+    this.stop();
+    this.noted.clear();
+  }
+
+  private async completed(elicitationId: string | undefined): Promise<void> {
+    const entry = elicitationId === undefined ? undefined : this.noted.get(elicitationId);
+    if (entry === undefined || elicitationId === undefined) return;
+    this.noted.delete(elicitationId);
+    const session = await this.sessionOf(entry.sessionId).catch(() => undefined);
+    if (session === undefined) return;
+    session.deliver({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId } });
+    this.logger.debug({ session: entry.sessionId, elicitationId }, 'told the session its URL elicitation completed');
+  }
+}
