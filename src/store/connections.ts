@@ -112,9 +112,10 @@ export interface Connections {
 
   /**
    * Takes the lock `name` for `owner` for `ttlMs` (it is released after that however its owner fared); false when
-   * another owner holds it. One refresh per token expiry across replicas is taken under this lock.
+   * it is held, by another owner or by `owner` itself (taking is not re-entrant, nor does it extend a held lock).
+   * One refresh per token expiry across replicas is taken under this lock.
    */
   lock(name: string, owner: string, ttlMs: number): Promise<boolean>;
-  /** Releases the lock if `owner` still holds it. */
+  /** Releases the lock if `owner` still holds it (not one that expired and another owner took since). */
   unlock(name: string, owner: string): Promise<void>;
 }

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { MemoryApprovals, MemoryHolds } from './memory/approvals.js';
 import { MemoryBus } from './memory/bus.js';
+import { MemoryConnections } from './memory/connections.js';
 import { MemoryDeliveries } from './memory/deliveries.js';
 import { MemoryLeases, MemoryUpstreamSessions } from './memory/leases.js';
 import { MemoryRates } from './memory/rates.js';
@@ -26,6 +27,7 @@ export class MemoryTaskStore implements TaskStore {
   readonly leases: MemoryLeases;
   readonly upstreamSessions: MemoryUpstreamSessions;
   readonly approvals: MemoryApprovals;
+  readonly connections: MemoryConnections;
   readonly deliveries = new MemoryDeliveries();
   private readonly secret = randomBytes(32);
   private readonly sweeper: NodeJS.Timeout;
@@ -42,6 +44,7 @@ export class MemoryTaskStore implements TaskStore {
     this.leases = new MemoryLeases(running, now);
     this.upstreamSessions = new MemoryUpstreamSessions(running, now);
     this.approvals = new MemoryApprovals(holds, this.tasks, now);
+    this.connections = new MemoryConnections(now);
     this.sweeper = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
     this.sweeper.unref();
   }
@@ -62,5 +65,6 @@ export class MemoryTaskStore implements TaskStore {
     this.tasks.sweep();
     this.sessions.sweep();
     this.slots.sweep();
+    this.connections.sweep();
   }
 }

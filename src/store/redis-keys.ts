@@ -81,6 +81,27 @@ export interface RedisKeys {
   pendingApprovalsOfPrefix(): string;
   /** A webhook endpoint's delivery queue (see WebhookQueueKeys), under the hash tag `{webhook:<endpoint>}`. */
   webhookQueue(endpoint: string): WebhookQueueKeys;
+  /**
+   * A user's connection to an upstream (a hash: its version and its JSON record), under the upstream's hash tag
+   * `{connections:<upstream>}` beside the set of principals connected to it (`connectedPrincipals`): the put and
+   * delete scripts keep both in one step (one Cluster slot). Upstream names are letters, digits, `_` and `-`.
+   */
+  connection(principal: string, upstream: string): string;
+  connectedPrincipals(upstream: string): string;
+  /**
+   * Set of the upstreams a principal ever connected to, under the principal's hash tag (like its tasks): what
+   * connections.list reads. Another slot than the records, so it is written before each put and never emptied (at
+   * most one member per upstream); a member without a record is read as no connection.
+   */
+  principalConnections(principal: string): string;
+  /** A consent link (JSON, expiring by itself), under its id's hash tag. */
+  consentLink(id: string): string;
+  /** An authorization flow in progress (JSON, expiring by itself), under its state's hash tag. */
+  consentFlow(state: string): string;
+  /** The gateway's client registration at an issuer for one redirect URI (JSON); both parts URI-encoded, so no two pairs share a key. */
+  clientRegistration(issuer: string, redirectUri: string): string;
+  /** A named lock (its owner, expiring by itself), under the name's hash tag. */
+  lock(name: string): string;
 }
 
 /**
@@ -153,6 +174,13 @@ export function redisKeys(prefix: string): RedisKeys {
       const base = `${prefix}:{webhook:${endpoint}}`;
       return { waiting: `${base}:waiting`, leased: `${base}:leased`, bodies: `${base}:bodies`, state: `${base}:state`, bytes: `${base}:bytes`, dead: `${base}:dead` };
     },
+    connection: (principal, upstream) => `${prefix}:{connections:${upstream}}:of:${principal}`,
+    connectedPrincipals: (upstream) => `${prefix}:{connections:${upstream}}:principals`,
+    principalConnections: (principal) => `${prefix}:principal:{${principal}}:connections`,
+    consentLink: (id) => `${prefix}:consent-link:{${id}}`,
+    consentFlow: (state) => `${prefix}:consent-flow:{${state}}`,
+    clientRegistration: (issuer, redirectUri) => `${prefix}:client-registration:{${encodeURIComponent(issuer)}}:${encodeURIComponent(redirectUri)}`,
+    lock: (name) => `${prefix}:lock:{${name}}`,
     slot: (key) => {
       const base = `${prefix}:{slot:${key}}`;
       return { holders: `${base}:holders`, queue: `${base}:queue`, queueDeadlines: `${base}:queue-deadlines`, owners: `${base}:owners`, sequence: `${base}:seq` };

@@ -1,14 +1,15 @@
 // The task store on Redis (one server, a Sentinel-managed primary, or a Cluster). Every atomic step is a Lua file in
 // redis/scripts/ and every key is built in redis-keys.ts. Each concern is a module of redis/ (records, leases,
-// upstream sessions, slots, rate windows, the replica bus, client sessions, approvals, webhook deliveries), on one
-// connection and one subscription (redis/task-events.ts); this class builds them and keeps what belongs to the
-// whole store: the signing secret and the readiness PING.
+// upstream sessions, slots, rate windows, the replica bus, client sessions, approvals, webhook deliveries, per-user
+// connections), on one connection and one subscription (redis/task-events.ts); this class builds them and keeps what
+// belongs to the whole store: the signing secret and the readiness PING.
 import { randomBytes } from 'node:crypto';
 import { storeFailureKind } from '../errors.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import { closeConnection, type RedisClient } from './redis-connection.js';
 import { redisKeys, type RedisKeys } from './redis-keys.js';
 import { RedisApprovals } from './redis/approvals.js';
+import { RedisConnections } from './redis/connections.js';
 import { RedisDeliveries } from './redis/deliveries.js';
 import { RedisLeases } from './redis/leases.js';
 import { RedisRates } from './redis/rates.js';
@@ -42,6 +43,7 @@ export class RedisTaskStore implements TaskStore {
   readonly approvals: RedisApprovals;
   readonly deliveries: RedisDeliveries;
   readonly sessions: RedisSessions;
+  readonly connections: RedisConnections;
 
   constructor(
     readonly redis: RedisClient,
@@ -74,6 +76,7 @@ export class RedisTaskStore implements TaskStore {
     this.rates = new RedisRates(run, keys);
     this.deliveries = new RedisDeliveries(run, keys, redis);
     this.sessions = new RedisSessions(run, keys, redis);
+    this.connections = new RedisConnections(run, keys, redis);
     // Subscribe from the start: a watcher added for a new task must not miss its first events while a lazy
     // subscription is still being set up.
     this.events.connection();

@@ -4,6 +4,7 @@
 // (tasks.ts) and the list cursors are re-exported: every layer above reads them from here.
 import type { Approvals } from './approvals.js';
 import type { ReplicaBus } from './bus.js';
+import type { Connections } from './connections.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { Leases } from './leases.js';
 import type { RateWindows } from './rates.js';
@@ -35,6 +36,8 @@ export interface TaskStore {
   readonly upstreamSessions: UpstreamSessions;
   /** Calls held for approval: decisions, and the index of pending holds (approvals.ts). */
   readonly approvals: Approvals;
+  /** Per-user connections to upstreams: sealed tokens, consent links and flows, client registrations, refresh locks (connections.ts). */
+  readonly connections: Connections;
   /**
    * A secret shared by every replica using this store, for signing what the gateway hands to clients and must
    * recognise later on any replica (list cursors, the state a 2026-07-28 retry resumes from).

@@ -37,6 +37,9 @@ const KEY_COUNTS = {
   'ack-delivery': 5,
   'retry-delivery': 5,
   'dead-letter-delivery': 6,
+  'put-connection': 2,
+  'delete-connection': 2,
+  unlock: 1,
 } as const;
 
 export type ScriptName = keyof typeof KEY_COUNTS;
