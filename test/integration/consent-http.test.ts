@@ -196,7 +196,7 @@ describe('consent over HTTP', () => {
     assert.match(html, /<span id="upstream">gh<\/span>/);
     assert.match(html, /<strong id="server-host">127\.0\.0\.1:1<\/strong>/, 'the server host with its port');
     assert.match(html, /<li>repo<\/li>/);
-    const href = /<a class="button" id="continue" href="([^"]+)"/.exec(html)?.[1]?.replaceAll('&#38;', '&');
+    const href = /<a class="button" id="continue" href="([^"]+)"/.exec(html)?.[1]?.replaceAll('&amp;', '&');
     assert.ok(href?.startsWith(`${AS_ISSUER}/authorize?`));
     const stateCookie = browser.setCookies.find((line) => line.startsWith('taskgate-consent='));
     assert.match(stateCookie ?? '', /; Path=\/oauth\/callback; Max-Age=600; HttpOnly; SameSite=Lax$/);
@@ -255,7 +255,7 @@ describe('consent over HTTP', () => {
     const { url } = await setup.connections.request(dave, 'gh');
     const browser = new Browser();
     const page = await browser.follow(url, 'dave');
-    const state = new URL(/href="([^"]+)"/.exec(await page.text())![1]!.replaceAll('&#38;', '&')).searchParams.get('state')!;
+    const state = new URL(/href="([^"]+)"/.exec(await page.text())![1]!.replaceAll('&amp;', '&')).searchParams.get('state')!;
     await (await browser.get(`${setup.origin}/oauth/callback?code=c&state=${state}`)).body?.cancel();
     const listed = (await (await fetch(`${setup.origin}/connections`, { headers: auth })).json()) as { connections: { upstream: string; connected: boolean; scopes: string[]; expiresAt?: string }[] };
     assert.equal(listed.connections[0]?.connected, true);
@@ -274,7 +274,7 @@ describe('consent over HTTP', () => {
     const browser = await signedIn(setup, 'erin');
     const { url } = await setup.connections.request(erin, 'gh');
     const page = await browser.follow(url, 'erin');
-    const state = new URL(/href="([^"]+)"/.exec(await page.text())![1]!.replaceAll('&#38;', '&')).searchParams.get('state')!;
+    const state = new URL(/href="([^"]+)"/.exec(await page.text())![1]!.replaceAll('&amp;', '&')).searchParams.get('state')!;
     await (await browser.get(`${setup.origin}/oauth/callback?code=c&state=${state}`)).body?.cancel();
     assert.ok(await setup.connections.isConnected(erin, 'gh'));
 

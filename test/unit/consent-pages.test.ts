@@ -35,7 +35,7 @@ function page(overrides: Partial<ConsentPage> = {}): ConsentPage {
 
 describe('consent pages', () => {
   it('escapes every character that could open markup or leave an attribute', () => {
-    assert.equal(escapeHtml(HOSTILE), '&#60;script&#62;alert(&#34;x&#34;)&#60;/script&#62;&#38;&#39;&#96;');
+    assert.equal(escapeHtml(HOSTILE), '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;&#96;');
   });
 
   it('the consent page names the upstream, the server host with its port and the scopes, and links on without script', () => {
@@ -44,7 +44,7 @@ describe('consent pages', () => {
     assert.match(shown.body, /<strong id="server-host">auth\.example:8443<\/strong>/);
     assert.match(shown.body, /<span id="upstream">github<\/span>/);
     assert.match(shown.body, /<li>repo<\/li><li>read:user<\/li>/);
-    assert.match(shown.body, /<a class="button" id="continue" href="https:\/\/auth\.example:8443\/authorize\?client_id=c&#38;state=s&#38;code_challenge=x">/);
+    assert.match(shown.body, /<a class="button" id="continue" href="https:\/\/auth\.example:8443\/authorize\?client_id=c&amp;state=s&amp;code_challenge=x">/);
     assert.match(shown.body, /Signed in as <strong>alice<\/strong>/);
     assert.doesNotMatch(shown.body, /<script|<meta http-equiv/i, 'no script and no automatic redirect: the user sees what is asked');
     assert.deepEqual(shown.formActions, ['https://auth.example:8443']);

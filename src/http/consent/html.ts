@@ -5,8 +5,11 @@ import type { FastifyReply } from 'fastify';
 
 /** Text made safe for HTML content and quoted attribute values. */
 export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"'`]/g, (c) => `&#${c.charCodeAt(0)};`);
+  return value.replace(/[&<>"'`]/g, (c) => ENTITIES[c] as string);
 }
+
+/** The usual entities (what any reader of the page decodes), the backtick by number. */
+const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
 
 /** The headers of every page; `formActions`: origins a form on the page may submit to, besides the gateway. */
 export function pageHeaders(formActions: readonly string[] = []): Record<string, string> {
