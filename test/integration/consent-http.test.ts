@@ -5,63 +5,8 @@
 // /connections by bearer (as /mcp) and by session (own origin only), and the Client ID Metadata Document. The
 // consent core is a small UserConnections over the real store (test/helpers/store-user-connections.ts).
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import Fastify, { type FastifyInstance } from 'fastify';
-import { pino } from 'pino';
-import { stringify } from 'yaml';
-import { parseConfig } from '../../src/config/load.js';
-import type { GatewayConfig } from '../../src/config/types.js';
-import { GatewayEvents } from '../../src/events.js';
-import { Authenticator } from '../../src/http/credentials.js';
-import { registerConsentHttp } from '../../src/http/consent/register.js';
-import { originGuardPlugin } from '../../src/http/guards.js';
-import { createGatewayIdentity } from '../../src/identity/parts.js';
-import type { Sealer } from '../../src/identity/sealing.js';
-import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
-import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
-import { freePort } from '../fixtures/spawn.js';
-import { StoreUserConnections } from '../helpers/store-user-connections.js';
-
-const LOGIN_CLIENT = 'taskgate-login';
-const AS_ISSUER = 'http://127.0.0.1:1/as';
-
-interface Setup {
-  origin: string;
-  issuer: AuthServer;
-  store: MemoryTaskStore;
-  connections: StoreUserConnections;
-  config: GatewayConfig;
-  app: FastifyInstance;
-  logLines: string[];
-}
-
-async function start(): Promise<Setup> {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const issuer = await startAuthServer({ loginClients: { [LOGIN_CLIENT]: { redirectUris: [`${origin}/oauth/login/callback`] } } });
-  const config = parseConfig(
-    stringify({
-      listen: { host: '127.0.0.1', port, path: '/mcp' },
-      upstreams: { gh: { transport: 'streamable-http', url: 'http://127.0.0.1:1/mcp', auth: { authorizationCode: { scopes: ['repo'] } } } },
-      auth: { resource: `${origin}/mcp`, oauth: { issuer: issuer.issuer, login: { clientId: LOGIN_CLIENT } } },
-      identity: { sealingKeys: [{ kid: 'k1', key: randomBytes(32).toString('base64') }] },
-      log: { level: 'debug' },
-    }),
-    'consent-http.yaml',
-    {},
-  );
-  const logLines: string[] = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => logLines.push(line) });
-  const store = new MemoryTaskStore();
-  const sealer = createGatewayIdentity(config.identity).sealer as Sealer;
-  const connections = new StoreUserConnections({ connections: store.connections, sealer, origin, upstreams: { gh: { issuer: AS_ISSUER, authorizeEndpoint: `${AS_ISSUER}/authorize`, scopes: ['repo'] } } });
-  const app = Fastify();
-  await app.register(originGuardPlugin, { listen: config.listen });
-  registerConsentHttp(app, { connections, store, config: () => config, sealer, authenticator: new Authenticator(config.auth!, logger), events: new GatewayEvents(), logger });
-  await app.listen({ host: '127.0.0.1', port });
-  return { origin, issuer, store, connections, config, app, logLines };
-}
+import { AS_ISSUER, LOGIN_CLIENT, startConsentApp, type ConsentApp } from '../helpers/consent-http-app.js';
 
 /** A browser's cookies, as far as these tests need one: name → value, from Set-Cookie. */
 class Browser {
@@ -96,7 +41,7 @@ class Browser {
 }
 
 /** Signs a new browser in as `user` through GET /oauth/login. */
-async function signedIn(setup: Setup, user: string): Promise<Browser> {
+async function signedIn(setup: ConsentApp, user: string): Promise<Browser> {
   const browser = new Browser();
   const answer = await browser.follow(`${setup.origin}/oauth/login`, user);
   assert.equal(answer.status, 200, await answer.text());
@@ -112,14 +57,12 @@ function assertPageHeaders(response: Response): void {
 }
 
 describe('consent over HTTP', () => {
-  let setup: Setup;
+  let setup: ConsentApp;
   before(async () => {
-    setup = await start();
+    setup = await startConsentApp();
   });
   after(async () => {
-    await setup.app.close();
-    await setup.issuer.close();
-    await setup.store.close();
+    await setup.close();
   });
 
   it('signs a browser in at the front door by code + PKCE S256 with a nonce, and leaves a signed session cookie', async () => {
