@@ -4,11 +4,12 @@
 // another user's browser ends here in a 403: the link stays unused and nothing is stored or sent anywhere.
 import type { FastifyInstance } from 'fastify';
 import { ConsentRefused, LINK_TTL_MS, type ConsentPage } from '../../consent/ports.js';
+import { UpstreamCredentialError } from '../../identity/credential-error.js';
 import { clearCookie, cookieNames, cookieOf, setCookie } from './cookies.js';
 import { pageRoute, single, type ConsentHttpContext } from './context.js';
 import { escapeHtml, sendPage } from './html.js';
 import { LOGIN_PATH, startLogin } from './login-routes.js';
-import { connectedPage, consentPage, consentRefusalPage, LINK_UNKNOWN } from './pages.js';
+import { connectedPage, consentPage, consentRefusalPage, LINK_UNKNOWN, refusalPage } from './pages.js';
 import { CONSENT_CALLBACK_PATH } from './public-origin.js';
 
 export const CONNECT_PATH = '/connect';
@@ -28,6 +29,10 @@ export function registerConsentRoutes(app: FastifyInstance, context: ConsentHttp
     try {
       page = await connections.begin(id, principal);
     } catch (error) {
+      // The authorization server could not be found or registered with: the link is still unused, for another try.
+      if (error instanceof UpstreamCredentialError) {
+        return sendPage(reply, refusalPage(502, 'Authorization server unavailable', `The authorization server of ${error.upstream} cannot be reached or refused the gateway now. Nothing was sent; this link still works: try again in a moment.`));
+      }
       if (!(error instanceof ConsentRefused)) throw error;
       logger.debug({ principal, reason: error.reason }, 'a connect link was refused');
       const refusal = consentRefusalPage(error.reason);
