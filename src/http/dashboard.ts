@@ -2,7 +2,8 @@
 // and served from memory) and its JSON API under `<path>/api/`, behind admin access. The page holds no data: it
 // asks the API, which refuses without an admin credential when auth is on, and then the page asks for a key. Its
 // approvals view asks the approvers' API (/approvals, approvals-api.ts), which admits approvers, admins or not.
-// Assets are three fixed files; serving them needs no static-file library.
+// Assets are four fixed files; serving them needs no static-file library. Its Connections view (connections.js) asks
+// the per-user consent routes (/connections, consent/connections-api.ts) as the person signed in at this browser.
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
 import { adminAccess, type AdminAccessOptions } from './admin-access.js';
@@ -17,6 +18,7 @@ const ASSETS_DIR = new URL('./dashboard/', import.meta.url);
 const ASSETS = {
   'index.html': 'text/html; charset=utf-8',
   'app.js': 'text/javascript; charset=utf-8',
+  'connections.js': 'text/javascript; charset=utf-8',
   'app.css': 'text/css; charset=utf-8',
 } as const;
 
