@@ -89,6 +89,9 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
   });
   const revisions = serveRevisions({ config, logger, events, foundation, catalog: roster.catalog, sessions, taskCore });
   const upstreamSet = buildUpstreamSet({ config, logger, events, roster, foundation, sessions: sessions.sessions, revisions, taskCore });
+  // An upstream that acts as each user waits for a first connected user to read its catalog with: it is tried again
+  // the moment one connects, on whichever replica (issue 41).
+  foundation.consent?.onConnected(({ upstream }) => void upstreamSet.reloader.upstream(upstream)?.retryNow());
   /** Until every configured upstream has made its first attempt, this replica is not ready. */
   let starting = true;
   const initializing = (): string[] => (starting ? upstreamSet.reloader.starting() : []);

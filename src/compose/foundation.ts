@@ -8,6 +8,8 @@ import { createGatewayIdentity, type GatewayIdentity } from '../identity/parts.j
 import type { Lifecycle } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import { subscribeCredentialStatus, type CredentialStatus } from '../observability/credential-health.js';
+import { consentUpstreams } from '../consent/settings.js';
+import { createUserConnections, type UserConnectionsService } from '../consent/user-connections.js';
 import { createStore } from '../store/store.js';
 import type { TaskStore } from '../store/task-store.js';
 import { ActingCallers } from '../tasks/acting-callers.js';
@@ -37,6 +39,12 @@ export interface Foundation {
   credentialHealth: CredentialStatus;
   /** Keeps the callers of calls another replica may run, sealed with the identity's sealer. */
   acting: ActingCallers;
+  /**
+   * Users' own connections to upstreams that need them (`auth.authorizationCode`, issue 41): the upstreams' requests
+   * ask it for a caller's token (through `identity.userTokens`), the task core and the browser routes for the rest.
+   * None when no upstream needs one.
+   */
+  consent: UserConnectionsService | undefined;
 }
 
 /** Starts the store, then what hears the identity's token events; builds the rest around them. */
@@ -45,16 +53,31 @@ export async function startFoundation(life: Lifecycle, deps: FoundationDeps): Pr
   const store = await life.start({ name: 'store', start: () => createStore(config.store, events), stop: (started) => started.close() });
   const callers = callerParts(deps, store);
   const identity = createGatewayIdentity(config.identity, {}, events);
+  const replicas = new ReplicaLink(store, logger);
+  const consent = await startConsent(life, deps, store, identity, replicas.id);
+  if (consent !== undefined) identity.userTokens = consent;
   const credentialHealth = await life.start({ name: 'credential status', start: () => subscribeCredentialStatus(events), stop: (status) => status.close() });
   return {
     store,
-    replicas: new ReplicaLink(store, logger),
+    replicas,
     signingSecret: sharedSecret(store),
     ...callers,
     identity,
     credentialHealth,
     acting: new ActingCallers(identity.sealer),
+    consent,
   };
+}
+
+/** The users' connections, listening for connections made on other replicas before anything can wait for one. */
+async function startConsent(life: Lifecycle, deps: FoundationDeps, store: TaskStore, identity: GatewayIdentity, replicaId: string): Promise<UserConnectionsService | undefined> {
+  const { config, logger, events } = deps;
+  if (consentUpstreams(config).size === 0) return undefined;
+  const sealer = identity.sealer;
+  // The config loader refuses authorizationCode without sealing keys.
+  if (sealer === undefined) throw new Error('unreachable: auth.authorizationCode passed validation without identity.sealingKeys');
+  const consent = createUserConnections({ config, store, sealer, events, logger, replicaId });
+  return life.start({ name: 'user connections', start: async () => (await consent.start(), consent), stop: (started) => started.stop() });
 }
 
 function callerParts({ config, logger, events }: FoundationDeps, store: TaskStore): Pick<Foundation, 'authenticator' | 'rateLimiter' | 'inflight'> {

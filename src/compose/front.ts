@@ -2,7 +2,9 @@
 // and readiness (built here, listening only once every part it serves has started).
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from '../config/types.js';
-import { createFrontEnd } from '../http/server.js';
+import { clientMetadataDocument } from '../consent/clients.js';
+import { publicOrigin } from '../consent/settings.js';
+import { createFrontEnd, type FrontEndDeps } from '../http/server.js';
 import { publishedJwks } from '../identity/signer.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { Logger } from '../log.js';
@@ -55,9 +57,26 @@ export function buildFront(deps: FrontDeps): FastifyInstance {
     ...(metrics === undefined ? {} : { metrics }),
     admin: () => reloader.config.auth?.admin,
     jwks: () => publishedJwks(reloader.config.identity),
+    ...consentFront(deps),
     events,
     isShuttingDown: () => life.closing,
     instrumentation: tracing?.instrumentation,
     readiness: readinessOf({ store, tasks, sessions, upstreams, credentials: () => credentialHealth.credentialStatus(), initializing: () => deps.initializing(), shuttingDown: () => life.closing }),
   });
+}
+
+/** Per-user consent's browser side, when some upstream needs it (issue 41). */
+function consentFront(deps: FrontDeps): { consent: NonNullable<FrontEndDeps['consent']> } | Record<string, never> {
+  const { consent: connections, store, identity } = deps.foundation;
+  const { reloader } = deps.upstreamSet;
+  if (connections === undefined || identity.sealer === undefined) return {};
+  return {
+    consent: {
+      connections,
+      store,
+      config: () => reloader.config,
+      sealer: identity.sealer,
+      clientMetadata: () => clientMetadataDocument(publicOrigin(reloader.config)),
+    },
+  };
 }

@@ -35,11 +35,11 @@ export interface TaskCore {
  */
 export async function startTaskCore(life: Lifecycle, deps: TaskCoreDeps): Promise<TaskCore> {
   const { config, logger, events } = deps;
-  const { store, replicas, rateLimiter, acting } = deps.foundation;
+  const { store, replicas, rateLimiter, acting, consent } = deps.foundation;
   const webhooks = new Webhooks({ webhooks: config.webhooks, webhookDelivery: config.webhookDelivery }, { store, events, logger, replica: replicas.id, leaseMs: config.replicas.leaseMs });
   await life.start({ name: 'webhooks', start: () => webhooks.start(), stop: () => webhooks.close() });
   const callers = { authenticated: config.auth !== undefined, rateLimiter };
-  const tasks = new TaskEngine({ store, config: config.tasks, logger, replica: config.replicas, peers: replicas, recovery: recoveryOf(deps), callers, events, acting });
+  const tasks = new TaskEngine({ store, config: config.tasks, logger, replica: config.replicas, peers: replicas, recovery: recoveryOf(deps), callers, events, acting, ...(consent !== undefined && { consent }) });
   const taskTools = new TaskTools(tasks, config.tasks.taskTools, logger, events);
   return { tasks, taskTools, webhooks };
 }

@@ -24,6 +24,7 @@ import { metricsEndpoint, type MetricsEndpointOptions } from './metrics-endpoint
 import { adminAccess } from './admin-access.js';
 import { dashboardPlugin, type DashboardOptions } from './dashboard.js';
 import { approvalsApiPlugin, type ApprovalsApiOptions } from './approvals-api.js';
+import { registerConsentHttp, type ConsentHttpDeps } from './consent/register.js';
 
 /** What the front end needs from the rest of the gateway. */
 export interface FrontEndDeps {
@@ -55,6 +56,8 @@ export interface FrontEndDeps {
   approvals?: ApprovalsApiOptions['approvals'];
   /** The public keys of `identity.keys` as configured now (GET /.well-known/jwks.json); absent: no such route. */
   jwks?: JwksEndpointOptions['jwks'];
+  /** Per-user consent's browser side (issue 41: /connect, /oauth/*, /connections); absent: no upstream needs it. */
+  consent?: Omit<ConsentHttpDeps, 'authenticator' | 'events' | 'logger' | 'rateLimiter'>;
 }
 
 export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
@@ -106,6 +109,8 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
   }
   if (deps.dashboard !== undefined) void app.register(dashboardPlugin, { ...deps.dashboard, authenticator, admin, events, logger, listen });
   if (deps.approvals !== undefined) void app.register(approvalsApiPlugin, { approvals: deps.approvals, authenticator, listen, events, logger });
+  // After the approvals API, so that the Origin and Host guard covers these routes as it does the others.
+  if (deps.consent !== undefined && authenticator !== undefined) registerConsentHttp(app, { ...deps.consent, authenticator, events, logger, rateLimiter: deps.rateLimiter });
   if (authenticator !== undefined) void app.register(oauthMetadataPlugin, { authenticator, path: listen.path });
   if (deps.jwks !== undefined) void app.register(jwksEndpointPlugin, { jwks: deps.jwks });
   void app.register(mcpEndpointPlugin, {

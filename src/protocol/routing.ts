@@ -45,6 +45,17 @@ export async function routeNamed(catalog: GatewayCatalog, access: CallerAccess, 
   return route;
 }
 
+/**
+ * A connected caller's tool call to a name that was `unlisted` (see NamedRoute: its upstream waited for a first
+ * connection): the upstream is tried again now rather than after its backoff, and the name must then be listed like
+ * any other, or the call gets the error it had (never forwarded on its prefix alone).
+ */
+export async function listedOnceConnected(catalog: GatewayCatalog, access: CallerAccess, name: string, unlisted: { upstream: Upstream; error: GatewayError }): Promise<void> {
+  await unlisted.upstream.retryNow();
+  const route = await routeNamed(catalog, access, 'tools', name).catch(() => undefined);
+  if (route?.upstream !== unlisted.upstream) throw unlisted.error;
+}
+
 /** The upstream that serves a resource URI (`params.uri`, checked); `missing`: the revision's code for none. */
 export async function resourceOwner(
   catalog: GatewayCatalog,

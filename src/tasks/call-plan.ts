@@ -120,8 +120,6 @@ export interface ConsentAsk {
   urlElicitation: boolean;
   /** Its revision answers a request with input it needs first (2026-07-28's input-required answer) rather than an error. */
   inputRequired: boolean;
-  /** The name is one no upstream listed, under the prefix of an upstream nobody connected yet: never a task. */
-  unlisted?: boolean;
 }
 
 /** What a call at an upstream that acts as each user gets before the upstream sees it. */
@@ -146,8 +144,9 @@ export type ConsentPlanKind =
 export function planConsent(plan: CallPlan, state: ConsentState, ask: ConsentAsk): ConsentPlanKind {
   if (state === 'not_required' || state === 'connected' || plan.kind === 'refuse') return 'none';
   if (state === 'no_user') return 'no_user';
-  // A task waits for the connection (a client without URL elicitation reads the link in its result).
-  if (plan.kind === 'task' && ask.unlisted !== true) return 'in_task';
+  // A task waits for the connection (a client without URL elicitation reads the link in its result); one for a name
+  // its upstream has not listed yet is called only if the upstream lists it once connected (task-runs.ts).
+  if (plan.kind === 'task') return 'in_task';
   if (!ask.urlElicitation) return 'link';
   return ask.inputRequired ? 'input_required' : 'elicit';
 }

@@ -2,7 +2,7 @@
 // once its slots are free, its deadline, its end (recorded through end-writes.ts), cancel, and the drains that end
 // runs when an upstream or the replica goes away. A run reaches whoever started it only through the TaskCaller handed to it; what its call
 // sends that way is run-relay.ts, and what other replicas ask of these runs is task-peer-messages.ts.
-import { RequestCancelled, toJsonRpcError } from '../errors.js';
+import { InvalidParams, RequestCancelled, toJsonRpcError } from '../errors.js';
 import type { JsonObject, Outcome } from '../jsonrpc.js';
 import { failedWith, isTerminal, type StoredCall, type TaskRecord } from '../store/task-store.js';
 import type { CallContext, UpstreamCall } from '../upstream/peer/connection.js';
@@ -298,7 +298,8 @@ export class TaskRuns {
    * again if this one dies) and held (a shutdown leaves it to another replica). False when the run ended, or the wait
    * ended the task (declined, a client that takes no URL elicitation, nobody who can connect).
    */
-  private async connected(run: LocalRun, upstream: string): Promise<boolean> {
+  private async connected(run: LocalRun, upstreamOf: Upstream, toolName: unknown): Promise<boolean> {
+    const upstream = upstreamOf.name;
     const consent = this.deps.consent;
     if (consent === undefined || !consent.requires(upstream)) return true;
     const { store } = this.deps;
@@ -307,7 +308,7 @@ export class TaskRuns {
       await this.callEnded(run, { error: noUserError(upstream).toJsonRpc() });
       return false;
     }
-    if (await consent.isConnected(principal, upstream)) return true;
+    if (await consent.isConnected(principal, upstream)) return this.listedOnceConnected(run, upstreamOf, toolName);
     run.held = true;
     const marked = await store.tasks.transition(run.task.taskId, { to: 'working', queued: true, message: `Waiting for the user to connect their account at upstream '${upstream}'` }).catch(() => undefined);
     if (marked?.ok === true) run.task = marked.task;
@@ -316,9 +317,21 @@ export class TaskRuns {
     if (end.connected && !run.ended) {
       const cleared = await store.tasks.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);
       if (cleared?.ok === true) run.task = cleared.task;
-      return true;
+      return this.listedOnceConnected(run, upstreamOf, toolName);
     }
     if (!end.connected && end.outcome !== undefined) await this.callEnded(run, end.outcome);
+    return false;
+  }
+
+  /**
+   * After the wait for a connection: the upstream (which may have waited for a first connected user to read its
+   * catalog) is tried again now, and only a tool it lists is called; the task made for a name under its prefix that
+   * it turns out not to list fails as unknown (never forwarded on its prefix alone).
+   */
+  private async listedOnceConnected(run: LocalRun, upstream: Upstream, toolName: unknown): Promise<boolean> {
+    await upstream.retryNow();
+    if (upstream.tool(toolName) !== undefined || run.ended) return !run.ended;
+    await this.callEnded(run, { error: { code: InvalidParams, message: `Unknown tool: ${run.task.tool}` } });
     return false;
   }
 
@@ -334,7 +347,7 @@ export class TaskRuns {
         return undefined;
       }
     }
-    if (!(await this.connected(run, upstream.name)) || run.ended) return undefined;
+    if (!(await this.connected(run, upstream, params?.name)) || run.ended) return undefined;
     const policy = this.deps.policies.policyFor(run.task.tool);
     const limits = { name: upstream.name, taskConcurrency: upstream.config.taskConcurrency };
     const inLine = performance.now();

@@ -60,7 +60,7 @@ export async function consentSetup(scope: TestScope, options: ConsentOptions = {
     ...(options.store !== undefined && { store: options.store }),
     auth: { resource, ...(options.apiKeys !== undefined && { apiKeys: options.apiKeys }), oauth: { issuer: issuer.issuer, login: { clientId: LOGIN_CLIENT, clientSecret: 'login-secret' } } },
     identity: { sealingKeys: [{ kid: 's1', key: SEALING_KEY }] },
-    upstreams: { tp: { url: upstream.url, auth: { authorizationCode: options.authorizationCode ?? {} } } },
+    upstreams: { tp: { url: upstream.url, prefix: 'tp_', auth: { authorizationCode: options.authorizationCode ?? {} } } },
     tasks: { defaults: { mode: 'optional', pollIntervalMs: 100 } },
     ...options.gateway,
   };

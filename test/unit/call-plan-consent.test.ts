@@ -95,10 +95,10 @@ describe('call plan: consent', () => {
     assert.equal(planConsent({ kind: 'background', afterMs: 0, held: false }, 'not_connected', session(false)), 'link');
   });
 
-  it('a task waits for the connection, whatever the client takes; a task of an unlisted name never does', () => {
+  it('a task waits for the connection, whatever the client takes (one of a name not listed yet too: its run checks the listing once connected)', () => {
     assert.equal(planConsent(TASK, 'not_connected', session(true)), 'in_task');
     assert.equal(planConsent({ kind: 'task', afterMs: 500, held: false }, 'not_connected', stateless(false)), 'in_task');
-    assert.equal(planConsent(planCall(DEFAULT_POLICY, { speaksTasks: true, task: 'asked' }), 'not_connected', { ...session(true), unlisted: true }), 'elicit');
+    assert.equal(planConsent(planCall(DEFAULT_POLICY, { speaksTasks: true, task: 'asked' }), 'not_connected', session(true)), 'in_task');
   });
 
   it('reads where a caller stands: an API key is nobody to connect, a user is connected once stored', async () => {

@@ -38,7 +38,7 @@ describe('upstream reconnect timer on the mock clock', () => {
 
   /** An upstream whose every reconnect fails at once, recording when it was tried. */
   function failing(config: UpstreamConfig): UpstreamHealth {
-    const made: UpstreamHealth = new UpstreamHealth(config, events, () => {
+    const made: UpstreamHealth = new UpstreamHealth(config, events, async () => {
       reconnects.push(Date.now() - T0);
       made.down('still refused');
     });
@@ -71,7 +71,7 @@ describe('upstream reconnect timer on the mock clock', () => {
 
   it('a connection that stayed up past the stable time (10 s) earns the initial delay; one that died sooner backs off on', () => {
     let fail = true;
-    const made: UpstreamHealth = new UpstreamHealth(upstreamConfig({ transport: 'streamable-http', url: 'http://127.0.0.1:9/mcp' }), events, () => {
+    const made: UpstreamHealth = new UpstreamHealth(upstreamConfig({ transport: 'streamable-http', url: 'http://127.0.0.1:9/mcp' }), events, async () => {
       reconnects.push(Date.now() - T0);
       if (fail) made.down('refused');
       else made.up();

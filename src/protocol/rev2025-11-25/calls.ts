@@ -16,7 +16,7 @@ import type { Session } from './session.js';
 import { ownerOf, type SessionTasks } from './tasks.js';
 import type { CallerAccess } from '../access.js';
 import type { ActingFor } from '../../upstream/peer/adapter.js';
-import { routeNamed } from '../routing.js';
+import { listedOnceConnected, routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../../streams/keep-alive.js';
 import type { TaskTools } from '../task-tools.js';
 import type { RunHandle, TaskCaller } from '../../tasks/local-run.js';
@@ -75,11 +75,12 @@ export class SessionCalls {
     // The ttl a client asked for is read (and refused when malformed) wherever its session speaks tasks.
     const ttl = task !== undefined && speaksTasks ? requestedTtl(task) : undefined;
     // Before the upstream: a caller at an upstream that acts as each user, who has not connected it, is asked to.
-    const consentAsk: ConsentAsk = { urlElicitation: acceptsUrlElicitation(session.capabilities), inputRequired: false, unlisted: route.unlisted !== undefined };
+    const consentAsk: ConsentAsk = { urlElicitation: acceptsUrlElicitation(session.capabilities), inputRequired: false };
     const consent = await this.tasks.plans.consent(route.upstream.name, access.actingFor?.principal, plan, consentAsk);
     const asked = this.consentAnswer(session, consent);
     if (asked !== undefined) return asked;
-    if (route.unlisted !== undefined) throw route.unlisted;
+    // A task that waits for its user's connection checks the listing itself once connected (task-runs.ts).
+    if (route.unlisted !== undefined && consent.kind !== 'in_task') await listedOnceConnected(this.catalog, access, name, { upstream: route.upstream, error: route.unlisted });
     switch (plan.kind) {
       case 'plain':
         return this.plain(session, request, call, stream, consentAsk);

@@ -15,7 +15,7 @@ import { LATEST_SESSION_VERSION, logLevelRank } from '../../mcp.js';
 import type { GatewayCatalog } from '../ports.js';
 import type { TaskPolicy } from '../../config/types.js';
 import type { CallerAccess } from '../access.js';
-import { resourceOwner, routeNamed } from '../routing.js';
+import { listedOnceConnected, resourceOwner, routeNamed } from '../routing.js';
 import { keepAliveFor, type ProgressKeepAlive } from '../../streams/keep-alive.js';
 import { taskTiming } from '../../config/policy.js';
 import { answersIn, codec, endedStatusOf, inputRequiredResult, retryAnswers, retryState, STATELESS_VERSION, withoutRetryFields } from './codec.js';
@@ -38,7 +38,6 @@ const STALE_STATE = 'Invalid requestState: the call it resumes is no longer wait
 const MRTR_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
 type Headers = Record<string, string | string[] | undefined>;
-
 const PLAIN: CallPlan = Object.freeze({ kind: 'plain' });
 
 /** One request's turn at an upstream: whose it is, what it asks (`name`: the tool, prompt or URI), and where its answer goes. */
@@ -167,9 +166,10 @@ export class StatelessCalls {
     const answers = retryAnswers(params);
     const plan = planned?.plan ?? PLAIN;
     // A caller who has not connected an upstream that acts as each user is asked to first, or its task waits.
-    const consent = await consentStep(this.deps.tasks.plans, client, { upstream: upstream.name, plan: planned?.plan, unlisted: unlisted !== undefined, answers, first: retryState(params) === undefined });
+    const consent = await consentStep(this.deps.tasks.plans, client, { upstream: upstream.name, plan: planned?.plan, answers, first: retryState(params) === undefined });
     if (consent.answer !== undefined) return consent.answer;
-    if (unlisted !== undefined) throw unlisted;
+    if (unlisted !== undefined && !consent.waits) await listedOnceConnected(this.deps.catalog, this.accessOf(client), name, { upstream, error: unlisted });
+    if (unlisted !== undefined && !consent.waits && request.method === 'tools/call') checkParamHeaders(this.deps.catalog.tool(name), asObject(params.arguments), headers);
     if (plan.kind === 'refuse') throw missingTasksExtension(`Tool '${name}'`);
     const background = plan.kind === 'background';
     // A held call is a task of the gateway's at once (the upstream sees nothing before the decision).

@@ -64,11 +64,11 @@ export interface ConsentStep {
 export async function consentStep(
   plans: Pick<CallPlans, 'consent' | 'consentLost'>,
   client: StatelessClient,
-  call: { upstream: string; plan: CallPlan | undefined; unlisted: boolean; answers: JsonObject | undefined; first: boolean },
+  call: { upstream: string; plan: CallPlan | undefined; answers: JsonObject | undefined; first: boolean },
 ): Promise<ConsentStep> {
   const { upstream, plan } = call;
   const principal = client.caller?.principal;
-  const ask = consentAskOf(client, call.unlisted);
+  const ask = consentAskOf(client);
   if (plan === undefined) return { waits: false, lost: (outcome) => Promise.resolve(outcome) };
   const lost = (outcome: Outcome | undefined): Promise<Outcome | undefined> => consentLostAnswer(outcome, upstream, () => plans.consentLost(upstream, principal, ask));
   if (!call.first) return { waits: false, lost };
@@ -77,9 +77,9 @@ export async function consentStep(
   return answer === undefined ? { waits: consent.kind === 'in_task', lost } : { answer, waits: false, lost };
 }
 
-/** What a 2026-07-28 client can take of a consent request (`unlisted`: its tool's name is under an unread prefix). */
-function consentAskOf(client: StatelessClient, unlisted: boolean): ConsentAsk {
-  return { urlElicitation: acceptsUrlElicitation(client.capabilities), inputRequired: true, unlisted };
+/** What a 2026-07-28 client can take of a consent request. */
+function consentAskOf(client: StatelessClient): ConsentAsk {
+  return { urlElicitation: acceptsUrlElicitation(client.capabilities), inputRequired: true };
 }
 
 /**
@@ -88,7 +88,7 @@ function consentAskOf(client: StatelessClient, unlisted: boolean): ConsentAsk {
  */
 export async function consentAfterFailure(error: unknown, plans: Pick<CallPlans, 'consentLost'>, client: StatelessClient): Promise<Outcome> {
   const upstream = consentFailureUpstream(error);
-  const answer = upstream === undefined ? undefined : consentAnswer(await plans.consentLost(upstream, client.caller?.principal, consentAskOf(client, false)), undefined);
+  const answer = upstream === undefined ? undefined : consentAnswer(await plans.consentLost(upstream, client.caller?.principal, consentAskOf(client)), undefined);
   if (answer === undefined) throw error;
   return answer;
 }

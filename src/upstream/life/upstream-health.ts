@@ -15,12 +15,14 @@ export class UpstreamHealth {
   private wasUp = false;
   private readonly backoff: RestartBackoff;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** The attempt under way, if any: one at a time. */
+  private attempting: Promise<void> | undefined;
 
   constructor(
     private readonly config: UpstreamConfig,
     private readonly events: GatewayEvents,
-    /** Tries to connect again (the control connection), after a delay once down. */
-    private readonly reconnect: () => void,
+    /** Tries to connect (the control connection): first at start, then after a delay once down. */
+    private readonly connect: () => Promise<void>,
   ) {
     const stdio = config.transport === 'stdio';
     this.backoff = new RestartBackoff(stdio ? config.restart.initialDelayMs : 1000, stdio ? config.restart.maxDelayMs : 30_000);
@@ -49,8 +51,35 @@ export class UpstreamHealth {
     this.lastError = reason;
     const delay = this.backoff.next();
     clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(this.reconnect, delay);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      // Scheduled by the end of the last attempt (down), whatever of it is still settling: this is a new one.
+      this.attempting = undefined;
+      void this.attempt();
+    }, delay);
     this.retryTimer.unref();
+  }
+
+  /** Tries to connect now; the attempt under way if there is one. */
+  attempt(): Promise<void> {
+    if (this.attempting !== undefined) return this.attempting;
+    const attempt: Promise<void> = this.connect().finally(() => {
+      if (this.attempting === attempt) this.attempting = undefined;
+    });
+    this.attempting = attempt;
+    return attempt;
+  }
+
+  /**
+   * An attempt now instead of the one the backoff scheduled (what the upstream waited for happened: a consent
+   * upstream's first user connected); the attempt under way if there is one; at once when it is not down.
+   */
+  retryNow(): Promise<void> {
+    if (this.attempting !== undefined) return this.attempting;
+    if (this.state !== 'down' || this.retryTimer === undefined) return Promise.resolve();
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    return this.attempt();
   }
 
   /** The gateway closes it: no more attempts. */

@@ -101,7 +101,7 @@ export class Upstream {
     });
     this.children = principalChildrenOf(config, { maxChildren: config.maxSessions ?? DEFAULTS.maxUpstreamSessions, logger: this.logger, closing: this.closing, gatewayVersion: gateway.version });
     this.lists = this.catalogReads();
-    this.health = new UpstreamHealth(config, this.events, () => void this.connectControl());
+    this.health = new UpstreamHealth(config, this.events, () => this.connectControl());
   }
 
   get name(): string {
@@ -148,7 +148,7 @@ export class Upstream {
    * has none: it is ready at once, its children start with their principals' calls.
    */
   async start(): Promise<void> {
-    if (this.children === undefined) return this.connectControl();
+    if (this.children === undefined) return this.health.attempt();
     if (this.state === 'closed') return;
     this.health.up();
     this.logger.info('upstream ready: a child starts for each principal on its first call, and its lists are read from it');
@@ -208,7 +208,8 @@ export class Upstream {
     return this.sides.taskSupportOf(String(toolName), this.tool(toolName));
   }
 
-  private tool(name: unknown): JsonObject | undefined {
+  /** The tool of that name (its own) in the upstream's catalog as last read; undefined when it lists none. */
+  tool(name: unknown): JsonObject | undefined {
     return this.catalog.tools.find((tool) => tool.name === name);
   }
 
@@ -296,6 +297,14 @@ export class Upstream {
       tool: (name) => this.tool(name),
       createdTaskId: (result) => this.createdTaskId(result),
     };
+  }
+
+  /**
+   * Tries the control connection now rather than after its backoff (a consent upstream's first user connected, issue
+   * 41); resolves once that attempt, or the one under way, has ended. At once when it is not down.
+   */
+  retryNow(): Promise<void> {
+    return this.health.retryNow();
   }
 
   /** Asks each side whether the upstream speaks its revision; up when one does and the catalog is read. */
