@@ -1,6 +1,7 @@
 // Runs npm scripts side by side and fails if any of them fails: `tsx scripts/run-parallel.ts typecheck lint ...`.
-// `npm test` starts with the checks that share no state (typecheck, lint, unit tests, the test build): each of them
-// keeps about one core busy at most, so on a 2-core CI machine they take about half as long together as in a row.
+// `npm test` starts with the steps that share no state (lint, the build, the test build that is also the typecheck):
+// each of them keeps about one core busy at most, so on a 2-core CI machine they take about half as long together as
+// in a row.
 // Each script's output is held back and printed whole when it ends, so that the logs stay readable.
 import { spawn } from 'node:child_process';
 

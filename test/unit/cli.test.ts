@@ -6,11 +6,13 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { nodeArgs } from '../fixtures/spawn.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = join(ROOT, 'src/cli.ts');
-// Resolved here so the CLI can also run from another working directory (default config path tests).
-const TSX = import.meta.resolve('tsx');
+// The CLI from its sources through tsx, or from dist/ when the run built it (nodeArgs); usable from another working
+// directory too (default config path tests).
+const CLI_ARGS = nodeArgs(CLI);
 const configs = (name: string): string => join(ROOT, 'test/unit/configs', name);
 
 interface Run {
@@ -23,7 +25,7 @@ function run(args: string[], options: { env?: Record<string, string | undefined>
   const env: Record<string, string | undefined> = { ...process.env, TASKGATE_CONFIG: undefined, TASKGATE_PORT: undefined, ...options.env };
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], { cwd: options.cwd ?? ROOT, env, stdio: 'pipe' });
+    const child = spawn(process.execPath, [...CLI_ARGS, ...args], { cwd: options.cwd ?? ROOT, env, stdio: 'pipe' });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -200,7 +202,7 @@ describe('cli: serve', () => {
     async () => {
       const child = spawn(
         process.execPath,
-        ['--import', TSX, CLI, 'serve', '--config', join(ROOT, 'config/taskgate.example.yaml')],
+        [...CLI_ARGS, 'serve', '--config', join(ROOT, 'config/taskgate.example.yaml')],
         { cwd: ROOT, env: { ...process.env, TASKGATE_PORT: '0', TASKGATE_LOG_LEVEL: 'info' }, stdio: 'pipe' },
       );
       let output = '';
