@@ -2,8 +2,6 @@
 // and readiness (built here, listening only once every part it serves has started).
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from '../config/types.js';
-import { clientMetadataDocument } from '../consent/clients.js';
-import { publicOrigin } from '../consent/settings.js';
 import { createFrontEnd, type FrontEndDeps } from '../http/server.js';
 import { publishedJwks } from '../identity/signer.js';
 import type { Lifecycle } from '../lifecycle.js';
@@ -76,7 +74,6 @@ function consentFront(deps: FrontDeps): { consent: NonNullable<FrontEndDeps['con
       store,
       config: () => reloader.config,
       sealer: identity.sealer,
-      clientMetadata: () => clientMetadataDocument(publicOrigin(reloader.config)),
     },
   };
 }

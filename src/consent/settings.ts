@@ -29,6 +29,13 @@ export function consentUpstreams(config: ConsentConfig): Map<string, ConsentUpst
   return found;
 }
 
+/** A user's consent at a third-party authorization server comes back here: the exact redirect URI's path. */
+export const CONSENT_CALLBACK_PATH = '/oauth/callback';
+/** The front door's browser login comes back here (`auth.oauth.login`'s registered redirect URI). */
+export const LOGIN_CALLBACK_PATH = '/oauth/login/callback';
+/** Where the gateway's Client ID Metadata Document is served: its URL is the client_id. */
+export const CLIENT_METADATA_PATH = '/oauth/client-metadata.json';
+
 /** The origin browsers reach the gateway at: `listen.publicUrl`, else `auth.resource`'s origin. */
 export function publicOrigin(config: Pick<GatewayConfig, 'listen' | 'auth'>): string {
   if (config.listen.publicUrl !== undefined) return new URL(config.listen.publicUrl).origin;
@@ -38,7 +45,7 @@ export function publicOrigin(config: Pick<GatewayConfig, 'listen' | 'auth'>): st
 
 /** The exact redirect URI of every consent flow (`GET /oauth/callback`). */
 export function consentRedirectUri(origin: string): string {
-  return `${origin}/oauth/callback`;
+  return `${origin}${CONSENT_CALLBACK_PATH}`;
 }
 
 /** The link a user opens (`GET /connect/{id}`). */
@@ -48,5 +55,10 @@ export function connectUrl(origin: string, linkId: string): string {
 
 /** Where the gateway serves its Client ID Metadata Document (its client id, where a server accepts one). */
 export function clientMetadataUrl(origin: string): string {
-  return `${origin}/oauth/client-metadata.json`;
+  return `${origin}${CLIENT_METADATA_PATH}`;
+}
+
+/** Whether cookies for this origin must be `Secure` (an https public origin). */
+export function isSecureOrigin(origin: string): boolean {
+  return origin.startsWith('https:');
 }

@@ -41,7 +41,9 @@ export async function routeNamed(catalog: GatewayCatalog, access: CallerAccess, 
     if (consentRoute !== undefined) return consentRoute;
     throw error;
   }
-  if (route === undefined || !access.allows(kind, name)) return unlisted(unknown) ?? Promise.reject(unknown);
+  if (route === undefined) return unlisted(unknown) ?? Promise.reject(unknown);
+  // Asked once: a refusal is audited where it is asked (a denied name gets no consent request either).
+  if (!access.allows(kind, name)) throw unknown;
   return route;
 }
 

@@ -14,10 +14,10 @@ import { BrowserSessions, SESSION_TTL_MS } from '../../src/http/consent/browser-
 import { browserBinding, clearCookie, cookieNames, matchesBinding, setCookie } from '../../src/http/consent/cookies.js';
 import { escapeHtml, pageHeaders, sendPage } from '../../src/http/consent/html.js';
 import { consentPage, consentRefusalPage, connectedPage } from '../../src/http/consent/pages.js';
-import { publicOrigin } from '../../src/http/consent/public-origin.js';
+import { publicOrigin } from '../../src/consent/settings.js';
 import { safeReturnTo } from '../../src/http/consent/return-to.js';
 import { couldMatchUnder, usableUpstreams } from '../../src/http/consent/usable-upstreams.js';
-import { clientMetadataDocument } from '../../src/http/consent/client-metadata.js';
+import { clientMetadataDocument } from '../../src/consent/clients.js';
 
 const HOSTILE = `<script>alert("x")</script>&'\``;
 

@@ -13,7 +13,7 @@ import { AuthError } from '../credentials.js';
 import { sendRateLimited } from '../replies.js';
 import type { AccessSubject } from '../../config/access.js';
 import type { ConsentHttpContext } from './context.js';
-import { publicOrigin } from './public-origin.js';
+import { publicOrigin } from '../../consent/settings.js';
 import { usableUpstreams } from './usable-upstreams.js';
 
 export const CONNECTIONS_PATH = '/connections';

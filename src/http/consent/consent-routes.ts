@@ -10,7 +10,7 @@ import { pageRoute, single, type ConsentHttpContext } from './context.js';
 import { escapeHtml, sendPage } from './html.js';
 import { LOGIN_PATH, startLogin } from './login-routes.js';
 import { connectedPage, consentPage, consentRefusalPage, LINK_UNKNOWN, refusalPage } from './pages.js';
-import { CONSENT_CALLBACK_PATH } from './public-origin.js';
+import { CONSENT_CALLBACK_PATH } from '../../consent/settings.js';
 
 export const CONNECT_PATH = '/connect';
 /** What a link id can be (opaque, URL-safe); anything else is not looked up. */

@@ -30,8 +30,6 @@ export interface ConsentHttpDeps {
   rateLimiter?: RateLimiter;
   /** The exposed tool names the catalog lists for an upstream now (for access rules); undefined when unknown. */
   toolsOf?: (upstream: string) => readonly string[] | undefined;
-  /** The consent core's Client ID Metadata Document, when it builds one; else built here from the config. */
-  clientMetadata?: () => Record<string, unknown>;
   now?: () => number;
 }
 

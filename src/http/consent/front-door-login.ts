@@ -19,7 +19,7 @@ import type { ConsentFlow, Connections } from '../../store/connections.js';
 import type { Authenticator } from '../credentials.js';
 import { browserBinding, matchesBinding } from './cookies.js';
 import { insecureAllowed, IssuerMetadata } from './issuer-metadata.js';
-import { LOGIN_CALLBACK_PATH, publicOrigin } from './public-origin.js';
+import { LOGIN_CALLBACK_PATH, publicOrigin } from '../../consent/settings.js';
 
 /** Signatures an ID token may carry (asymmetric only: the gateway holds no secret of the issuer's). */
 const ID_TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];

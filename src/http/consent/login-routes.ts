@@ -8,7 +8,7 @@ import { pageRoute, single, type ConsentHttpContext } from './context.js';
 import { LoginRefused } from './front-door-login.js';
 import { sendPage, sendRedirect } from './html.js';
 import { refusalPage, signedInPage } from './pages.js';
-import { LOGIN_CALLBACK_PATH } from './public-origin.js';
+import { LOGIN_CALLBACK_PATH } from '../../consent/settings.js';
 import { safeReturnTo } from './return-to.js';
 
 export const LOGIN_PATH = '/oauth/login';

@@ -11,7 +11,7 @@ import { registerConsentRoutes } from './consent-routes.js';
 import type { ConsentHttpContext, ConsentHttpDeps } from './context.js';
 import { FrontDoorLogin } from './front-door-login.js';
 import { registerLoginRoutes } from './login-routes.js';
-import { isSecureOrigin, publicOrigin } from './public-origin.js';
+import { isSecureOrigin, publicOrigin } from '../../consent/settings.js';
 
 export type { ConsentHttpDeps } from './context.js';
 
@@ -36,7 +36,7 @@ export function registerConsentHttp(app: FastifyInstance, deps: ConsentHttpDeps)
     registerLoginRoutes(scope, context);
     registerConsentRoutes(scope, context);
     registerConnectionsApi(scope, context);
-    registerClientMetadataRoute(scope, { config: deps.config, ...(deps.clientMetadata !== undefined && { document: deps.clientMetadata }) });
+    registerClientMetadataRoute(scope, { config: deps.config });
   });
   return { browserPrincipal: (request) => sessions.browserPrincipal(request) };
 }
