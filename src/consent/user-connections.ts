@@ -11,7 +11,7 @@ import type { Sealer } from '../identity/sealing.js';
 import { ConsentRequiredError } from '../identity/user-tokens.js';
 import { nameOf } from '../principals.js';
 import type { ReplicaBus } from '../store/bus.js';
-import type { Connections } from '../store/connections.js';
+import type { Connections, ConsentLink } from '../store/connections.js';
 import { AuthorizationServers } from './authorization-servers.js';
 import { ConsentClients } from './clients.js';
 import { ConsentFlows } from './flows.js';
@@ -20,6 +20,9 @@ import { connectUrl, consentUpstreams, publicOrigin, type ConsentConfig, type Co
 import { ConnectionSignals, type Connected } from './signals.js';
 import { ConnectionTokens } from './tokens.js';
 import { ConsentVault } from './vault.js';
+
+/** Links remembered for reuse (principal and upstream pairs); past it the least recently made is forgotten. */
+const OPEN_LINKS_KEPT = 10_000;
 
 /** How often a wait for a connection re-reads the store besides listening on the bus. */
 const RECHECK_MS = 2_000;
@@ -60,6 +63,8 @@ class StoredUserConnections implements UserConnectionsService {
   private readonly tokens: ConnectionTokens;
   private readonly flows: ConsentFlows;
   private readonly signals: ConnectionSignals;
+  /** The last link made here per principal and upstream (openLink). */
+  private readonly openLinks = new Map<string, ConsentLink>();
 
   constructor(private readonly deps: UserConnectionsDeps) {
     const { config, store, events, logger, replicaId } = deps;
@@ -124,9 +129,7 @@ class StoredUserConnections implements UserConnectionsService {
   async request(principal: string, upstream: string, via: 'call' | 'task' | 'connections'): Promise<ConsentRequest> {
     const settings = this.settings(upstream);
     if (nameOf(principal)?.credential !== 'oauth') throw new ConsentRequiredError(upstream, principal, 'no_user');
-    const now = this.now();
-    const link = { id: randomBytes(32).toString('base64url'), principal, upstream, elicitationId: randomUUID(), createdAtMs: now, expiresAtMs: now + LINK_TTL_MS };
-    await this.connections.putLink(link);
+    const link = await this.openLink(principal, upstream);
     const issuer = this.servers.knownIssuer(settings);
     const at = issuer === undefined ? '' : ` at ${new URL(issuer).host}`;
     this.deps.events.emit('consent.requested', { principal, upstream, via, ...(issuer !== undefined && { issuer }) });
@@ -136,6 +139,24 @@ class StoredUserConnections implements UserConnectionsService {
       url: connectUrl(this.origin, link.id),
       message: `'${upstream}' acts as you at your own account${at}: open this link to connect it (valid ${LINK_TTL_MS / 60_000} minutes), then try again.`,
     };
+  }
+
+  /**
+   * The link `principal` is sent for `upstream`: the one this replica made last while it is unused and has more than
+   * half its life left, else a new one. A caller who calls again and again before connecting (or a flood of them)
+   * gets one link per replica every 5 minutes, not one stored link per call.
+   */
+  private async openLink(principal: string, upstream: string): Promise<ConsentLink> {
+    const key = `${principal}\u0000${upstream}`;
+    const now = this.now();
+    const last = this.openLinks.get(key);
+    if (last !== undefined && last.expiresAtMs - now > LINK_TTL_MS / 2 && (await this.connections.getLink(last.id)) !== undefined) return last;
+    const link = { id: randomBytes(32).toString('base64url'), principal, upstream, elicitationId: randomUUID(), createdAtMs: now, expiresAtMs: now + LINK_TTL_MS };
+    await this.connections.putLink(link);
+    this.openLinks.delete(key);
+    this.openLinks.set(key, link);
+    if (this.openLinks.size > OPEN_LINKS_KEPT) this.openLinks.delete(this.openLinks.keys().next().value as string);
+    return link;
   }
 
   whenConnected(principal: string, upstream: string, signal: AbortSignal): Promise<boolean> {

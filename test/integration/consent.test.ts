@@ -66,6 +66,9 @@ describe('per-user consent (issue 41)', () => {
     const alice = await clientAs(scope, setup, 'alice');
     const asked = await consentRefusal(alice.client);
     assert.match(asked.url, new RegExp(`^${setup.origin}/connect/[A-Za-z0-9_-]{20,}$`));
+    // Calling again (or a flood of calls) before connecting gets the same open link, not a new stored one per call.
+    const again = await Promise.all(Array.from({ length: 20 }, () => consentRefusal(alice.client)));
+    assert.deepEqual(new Set(again.map((a) => a.url)), new Set([asked.url]));
     assert.equal(setup.upstream.counts().toolCallsByUser.octocat ?? 0, 0, 'nothing ran');
 
     const { consentPage } = await connectThrough(setup, 'alice', asked.url);

@@ -10,9 +10,11 @@ import type { Session } from './session.js';
 /** Elicitations remembered at most (the oldest go first); each for as long as its link and the flow begun from it live. */
 const MAX_NOTED = 10_000;
 const NOTED_MS = 2 * LINK_TTL_MS;
+/** Sessions told one elicitation at most (a link is reused for a while: every session of its user asked with it). */
+const SESSIONS_PER_ELICITATION = 16;
 
 export class ElicitationCompletions {
-  private readonly noted = new Map<string, { sessionId: string; until: number }>();
+  private readonly noted = new Map<string, { sessionIds: Set<string>; until: number }>();
   private readonly stop: () => void;
 
   constructor(
@@ -30,7 +32,10 @@ export class ElicitationCompletions {
       if (entry.until > now && this.noted.size < MAX_NOTED) break;
       this.noted.delete(id);
     }
-    this.noted.set(elicitationId, { sessionId, until: now + NOTED_MS });
+    const sessionIds = this.noted.get(elicitationId)?.sessionIds ?? new Set<string>();
+    if (sessionIds.size < SESSIONS_PER_ELICITATION) sessionIds.add(sessionId);
+    this.noted.delete(elicitationId);
+    this.noted.set(elicitationId, { sessionIds, until: now + NOTED_MS });
   }
 
   close(): void {
@@ -42,9 +47,11 @@ export class ElicitationCompletions {
     const entry = elicitationId === undefined ? undefined : this.noted.get(elicitationId);
     if (entry === undefined || elicitationId === undefined) return;
     this.noted.delete(elicitationId);
-    const session = await this.sessionOf(entry.sessionId).catch(() => undefined);
-    if (session === undefined) return;
-    session.deliver({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId } });
-    this.logger.debug({ session: entry.sessionId, elicitationId }, 'told the session its URL elicitation completed');
+    for (const sessionId of entry.sessionIds) {
+      const session = await this.sessionOf(sessionId).catch(() => undefined);
+      if (session === undefined) continue;
+      session.deliver({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId } });
+      this.logger.debug({ session: sessionId, elicitationId }, 'told the session its URL elicitation completed');
+    }
   }
 }
