@@ -14,6 +14,16 @@ import { subscribeTracing } from './tracing-spans.js';
 
 /** Probes and scrapes say nothing about MCP traffic: no HTTP spans for them. */
 const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+/**
+ * The browser side of per-user consent (issue 41): a span's `url.path` is the request's URL with its query, and these
+ * carry what no trace may hold (an authorization code and its state on the callbacks, a connect link's id).
+ */
+const SECRET_BEARING_PATHS = /^\/(oauth\/|connect\/)/;
+
+export function untraced(url: string): boolean {
+  const path = url.split('?')[0] ?? url;
+  return UNTRACED_PATHS.has(path) || SECRET_BEARING_PATHS.test(path);
+}
 
 export function startTracingSdk(events: GatewayEvents, logger: Logger): Tracing {
   // The SDK's own troubles (an unreachable collector, a refused export) go to the gateway's log, not to stderr.
@@ -32,7 +42,7 @@ export function startTracingSdk(events: GatewayEvents, logger: Logger): Tracing 
     // costs the call (the bench's --observability row).
     instrumentHooks: false,
     instrumentHandler: false,
-    ignorePaths: ({ url }) => UNTRACED_PATHS.has(url.split('?')[0] ?? url),
+    ignorePaths: ({ url }) => untraced(url),
   });
   http.setTracerProvider(provider);
   const instrumentation: FastifyPluginAsync = async (app) => {

@@ -24,3 +24,11 @@ test('only OTLP over HTTP is sent: a grpc protocol is reported', () => {
   assert.match(unsupportedProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }) ?? '', /grpc/);
   assert.equal(unsupportedProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }), undefined);
 });
+
+test('no HTTP span for what carries an authorization code, its state or a connect link (issue 41); probes neither', async () => {
+  const { untraced } = await import('../../src/observability/tracing-sdk.js');
+  for (const url of ['/oauth/callback?code=c0de&state=s7a7e&iss=x', '/oauth/login/callback?code=c&state=s', '/connect/AbCdEf0123456789', '/healthz', '/metrics']) {
+    assert.equal(untraced(url), true, url);
+  }
+  for (const url of ['/mcp', '/mcp?x=1', '/connections', '/approvals', '/dashboard']) assert.equal(untraced(url), false, url);
+});
