@@ -126,4 +126,25 @@ describe('audit log subscriber', () => {
     assert.deepEqual(line, { level: 'info', audit: 'rate.limited', principal: 'key:alice', limit: 'task creations per minute', msg: 'rate limit reached' });
     assert.ok(typeof retryAfterMs === 'number' && retryAfterMs > 0);
   });
+
+  it('per-user consent (issue 41): who was asked, refused, connected, refreshed, disconnected; the level says what went wrong', async () => {
+    const state = audited();
+    const who = { principal: 'oauth:https://idp#alice', upstream: 'gh', issuer: 'https://github.example' };
+    state.events.emit('consent.requested', { principal: who.principal, upstream: 'gh', via: 'task' });
+    state.events.emit('consent.refused', { ...who, reason: 'wrong_user' });
+    state.events.emit('connection.created', { ...who, scopes: ['repo'] });
+    state.events.emit('connection.failed', { ...who, reason: 'invalid_grant', step: 'refresh' });
+    state.events.emit('connection.revoked', { ...who, by: 'user', revokedAtServer: true });
+    const lines = await linesOf(state, 5);
+    assert.deepEqual(lines.map((line) => [line.audit, line.level]), [
+      ['consent.requested', 'info'],
+      ['consent.refused', 'warn'],
+      ['connection.created', 'info'],
+      ['connection.failed', 'warn'],
+      ['connection.revoked', 'info'],
+    ]);
+    assert.deepEqual(lines[0], { level: 'info', audit: 'consent.requested', principal: who.principal, upstream: 'gh', via: 'task', msg: 'connect link made for a caller without a connection' });
+    assert.equal(lines[1]?.reason, 'wrong_user');
+    assert.deepEqual(lines[2]?.scopes, ['repo']);
+  });
 });

@@ -80,6 +80,29 @@ describe('metrics subscriber', () => {
     assert.equal(value(samples, 'taskgate_task_duration_seconds_count', { tool: 'fx_slow', status: 'failed' }), 1);
   });
 
+  it('counts per-user consent by upstream, with reasons from a fixed set (issue 41); no principal, never a token', async () => {
+    const { events, scrape } = setUp();
+    const who = { principal: 'oauth:https://idp#alice', upstream: 'gh', issuer: 'https://github.example' };
+    events.emit('consent.requested', { ...who, via: 'call' });
+    events.emit('consent.started', who);
+    events.emit('consent.refused', { ...who, reason: 'wrong_user' });
+    events.emit('consent.refused', { ...who, reason: 'a server\'s own word <script>' });
+    events.emit('connection.created', { ...who, scopes: ['repo'] });
+    events.emit('connection.refreshed', { ...who, rotated: true });
+    events.emit('connection.failed', { ...who, reason: 'invalid_grant', step: 'refresh' });
+    events.emit('connection.revoked', { ...who, by: 'server', revokedAtServer: false });
+    const samples = await scrape();
+    assert.equal(value(samples, 'taskgate_consent_requests_total', { upstream: 'gh', via: 'call' }), 1);
+    assert.equal(value(samples, 'taskgate_consents_started_total', { upstream: 'gh' }), 1);
+    assert.equal(value(samples, 'taskgate_consents_refused_total', { upstream: 'gh', reason: 'wrong_user' }), 1);
+    assert.equal(value(samples, 'taskgate_consents_refused_total', { upstream: 'gh', reason: 'other' }), 1, 'a reason outside the set is "other"');
+    assert.equal(value(samples, 'taskgate_connections_created_total', { upstream: 'gh' }), 1);
+    assert.equal(value(samples, 'taskgate_connection_refreshes_total', { upstream: 'gh', rotated: 'true' }), 1);
+    assert.equal(value(samples, 'taskgate_connection_failures_total', { upstream: 'gh', step: 'refresh', reason: 'invalid_grant' }), 1);
+    assert.equal(value(samples, 'taskgate_connections_revoked_total', { upstream: 'gh', by: 'server' }), 1);
+    assert.ok(!samples.some((sample) => Object.values(sample.labels).some((v) => v.includes('alice'))), 'no principal in a label');
+  });
+
   it('has no principal label unless configured', async () => {
     const { events, scrape } = setUp();
     events.emit('task.created', { ...FACTS, era: '2026-07-28', queued: false });
