@@ -40,14 +40,18 @@ export function usesClientMetadataDocument(as: oauth.AuthorizationServer, origin
   return as['client_id_metadata_document_supported'] === true && new URL(origin).protocol === 'https:';
 }
 
-export interface ConsentClientsDeps {
+/** What every part of the consent service is built on: the store's connections, the vault, the servers, a clock. */
+export interface ConsentPartsDeps {
   connections: Connections;
   vault: ConsentVault;
   servers: AuthorizationServers;
-  origin: string;
-  replicaId: string;
   logger: Logger;
   now: () => number;
+}
+
+export interface ConsentClientsDeps extends ConsentPartsDeps {
+  origin: string;
+  replicaId: string;
 }
 
 export class ConsentClients {

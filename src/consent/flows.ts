@@ -6,15 +6,12 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
 import type { ConnectionFacts, GatewayEvents } from '../events.js';
-import type { Logger } from '../log.js';
 import { UpstreamCredentialError } from '../identity/credential-error.js';
 import { credentialFailure } from '../identity/oauth-failure.js';
-import type { ConsentFlow, Connections, StoredConnection } from '../store/connections.js';
-import type { AuthorizationServers } from './authorization-servers.js';
-import type { ConsentClients } from './clients.js';
+import type { ConsentFlow, StoredConnection } from '../store/connections.js';
+import type { ConsentClients, ConsentPartsDeps } from './clients.js';
 import { ConsentRefused, LINK_TTL_MS, type CallbackParams, type ConsentPage } from './ports.js';
 import { consentRedirectUri, type ConsentUpstream } from './settings.js';
-import type { ConsentVault } from './vault.js';
 
 export interface AuthorizationRequest {
   authorizationEndpoint: string;
@@ -57,15 +54,10 @@ function bindingMatches(cookie: string | undefined, binding: string): boolean {
   return given.length === stored.length && timingSafeEqual(given, stored);
 }
 
-export interface ConsentFlowsDeps {
-  connections: Connections;
-  vault: ConsentVault;
-  servers: AuthorizationServers;
+export interface ConsentFlowsDeps extends ConsentPartsDeps {
   clients: ConsentClients;
   events: GatewayEvents;
-  logger: Logger;
   origin: string;
-  now: () => number;
   upstream: (name: string) => ConsentUpstream | undefined;
   /** The connection is stored: wake whatever waits for it, on every replica. */
   connected: (connected: { principal: string; upstream: string; elicitationId?: string }) => void;

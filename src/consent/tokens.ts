@@ -7,16 +7,14 @@
 import { createHash } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
 import type { GatewayEvents } from '../events.js';
-import type { Logger } from '../log.js';
 import { UpstreamCredentialError } from '../identity/credential-error.js';
 import { credentialFailure } from '../identity/oauth-failure.js';
 import { ConsentRequiredError } from '../identity/user-tokens.js';
-import type { Connections, StoredConnection } from '../store/connections.js';
-import type { AuthorizationServers } from './authorization-servers.js';
-import type { ConsentClients } from './clients.js';
+import type { StoredConnection } from '../store/connections.js';
+import type { ConsentClients, ConsentPartsDeps } from './clients.js';
 import type { ConsentUpstream } from './settings.js';
 import { underStoreLock } from './store-lock.js';
-import type { ConsentVault, TokenSet } from './vault.js';
+import type { TokenSet } from './vault.js';
 
 /** How many (principal, upstream) pairs this replica remembers what it last served for (hashes only). */
 const SERVED_LIMIT = 10_000;
@@ -30,15 +28,10 @@ export function refreshDue(connection: Pick<StoredConnection, 'issuedAtMs' | 'ex
   return now >= connection.issuedAtMs + (connection.expiresAtMs - connection.issuedAtMs) / 2;
 }
 
-export interface ConnectionTokensDeps {
-  connections: Connections;
-  vault: ConsentVault;
-  servers: AuthorizationServers;
+export interface ConnectionTokensDeps extends ConsentPartsDeps {
   clients: ConsentClients;
   events: GatewayEvents;
-  logger: Logger;
   replicaId: string;
-  now: () => number;
   /** The connection was deleted here (the server refused its grant): other replicas are told. */
   removed: (principal: string, upstream: string) => void;
 }
