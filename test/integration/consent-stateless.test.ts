@@ -114,6 +114,29 @@ describe('per-user consent on 2026-07-28 (issue 41)', () => {
     assert.deepEqual(setup.upstream.counts().toolCallsByUser, {}, 'nothing ran');
   });
 
+  it('Tasks extension: accepting through tasks/update before connecting leaves the task waiting for the connection, then it completes', async (t) => {
+    const scope = testScope(t);
+    const setup = await consentSetup(scope);
+    const token = await setup.tokenFor('heidi');
+    const created = await send(setup, token, 'tools/call', { name: 'tp_whoami', arguments: {} }, URL_ELICITATION_TASKS);
+    assert.equal(created.result?.resultType, 'task', show(created));
+    const taskId = String(created.result?.taskId);
+    const waiting = await untilTask(setup, token, taskId, ['input_required', 'completed', 'failed', 'cancelled']);
+    assert.equal(waiting.status, 'input_required', JSON.stringify(waiting));
+    const asked = urlElicitationOf(setup, waiting.inputRequests);
+
+    const ack = await send(setup, token, 'tasks/update', { taskId, inputResponses: { [asked.key]: { action: 'accept' } } }, URL_ELICITATION_TASKS);
+    assert.deepEqual(ack.result, { resultType: 'complete' }, show(ack));
+    const working = await untilTask(setup, token, taskId, ['working', 'completed', 'failed', 'cancelled']);
+    assert.equal(working.status, 'working', JSON.stringify(working));
+    assert.equal(setup.upstream.counts().toolCallsByUser['heidi-gh'] ?? 0, 0, 'an accepted question is no connection');
+
+    await connectThrough(setup, 'heidi', asked.url, 'heidi-gh');
+    const done = await untilTask(setup, token, taskId, ['completed', 'failed', 'cancelled']);
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    assert.equal(whoamiUser(done.result), 'heidi-gh');
+  });
+
   it('the ext-tasks library: the application is asked the URL elicitation, the user connects, and the task completes as them', async (t) => {
     const scope = testScope(t);
     const setup = await consentSetup(scope);
@@ -169,6 +192,14 @@ describe('per-user consent on 2026-07-28 (issue 41)', () => {
     assert.equal(retried.result?.resultType, 'complete', show(retried));
     assert.equal(whoamiUser(retried.result), 'carol-gh');
     assert.equal(setup.upstream.counts().toolCallsByUser['carol-gh'], 1, 'the retried call ran once');
+
+    // Disconnected: the next call asks again, with a fresh link.
+    const removed = await fetch(`${setup.origin}/connections/tp`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+    assert.equal(removed.status, 204);
+    const again = await send(setup, token, 'tools/call', { name: 'tp_whoami', arguments: {} }, URL_ELICITATION);
+    assert.equal(again.result?.resultType, 'input_required', show(again));
+    assert.notEqual(urlElicitationOf(setup, again.result?.inputRequests).url, asked.url);
+    assert.equal(setup.upstream.counts().toolCallsByUser['carol-gh'], 1);
   });
 
   it('without the extension: a retry that declines the elicitation is an error saying so, and nothing runs', async (t) => {
@@ -198,6 +229,20 @@ describe('per-user consent on 2026-07-28 (issue 41)', () => {
     const ran = await send(setup, token, 'tools/call', { name: 'tp_whoami', arguments: {} }, {});
     assert.equal(ran.result?.isError, undefined, show(ran));
     assert.equal(whoamiUser(ran.result), 'erin-gh');
+  });
+
+  it('Tasks extension without URL elicitation: the task ends with the link in a tool error', async (t) => {
+    const scope = testScope(t);
+    const setup = await consentSetup(scope);
+    const token = await setup.tokenFor('grace');
+    const tasksOnly: Json = { extensions: { [TASKS_EXTENSION]: {} } };
+    const created = await send(setup, token, 'tools/call', { name: 'tp_whoami', arguments: {} }, tasksOnly);
+    assert.equal(created.result?.resultType, 'task', show(created));
+    const done = await untilTask(setup, token, String(created.result?.taskId), ['completed', 'failed', 'cancelled']);
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    assert.equal((done.result as Json).isError, true);
+    assert.match(textOf(done.result), new RegExp(`${setup.origin}/connect/[A-Za-z0-9_-]{20,}`));
+    assert.deepEqual(setup.upstream.counts().toolCallsByUser, {});
   });
 
   it('an API-key caller gets an error and no link, with or without the extension', async (t) => {
