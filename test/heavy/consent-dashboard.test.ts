@@ -1,13 +1,14 @@
 // The dashboard's Connections view in a real headless Chromium (issue 41): a browser not signed in is offered the
 // front door's sign-in, goes through the issuer fixture and comes back to the dashboard signed in; it lists the
-// user's upstreams with a link to connect, the link's consent page is reached and its callback connects, and
+// user's upstreams with a link to connect, the link's consent page is reached, its link goes through the third-party
+// authorization server (the real consent core behind the routes) and back to the callback, which connects, and
 // Disconnect (a same-origin DELETE with the session cookie) removes the connection. Every wait is for the page to
 // show something, bounded by a timeout that only guards against hangs.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'puppeteer-core';
 import { launchChromium } from '../helpers/dashboard-browser.js';
-import { AS_ISSUER, DASHBOARD_PATH, startConsentApp, type ConsentApp } from '../helpers/consent-http-app.js';
+import { DASHBOARD_PATH, startConsentApp, type ConsentApp } from '../helpers/consent-http-app.js';
 
 const WAIT = { timeout: 30_000 };
 
@@ -38,12 +39,12 @@ describe('dashboard Connections view', () => {
     const consent = await browser.newPage();
     await consent.goto(String(connectUrl));
     await consent.waitForSelector('#server-host', WAIT);
-    assert.equal(await consent.$eval('#server-host', (e) => e.textContent), '127.0.0.1:1');
+    assert.equal(await consent.$eval('#server-host', (e) => e.textContent), new URL(setup.thirdParty.issuer).host);
     const authorize = await consent.$eval('#continue', (a) => a.getAttribute('href'));
-    assert.ok(authorize?.startsWith(`${AS_ISSUER}/authorize?`));
-    // The stand-in authorization server is not reached: the browser comes back as if it had approved.
-    const state = new URL(String(authorize)).searchParams.get('state');
-    await consent.goto(`${setup.origin}/oauth/callback?code=c&state=${state}`);
+    assert.ok(authorize?.startsWith(`${setup.thirdParty.authorizationEndpoint}?`));
+    // The authorization server approves at once and sends the browser back to the callback.
+    await Promise.all([consent.waitForNavigation(WAIT), consent.click('#continue')]);
+    assert.equal(new URL(consent.url()).pathname, '/oauth/callback');
     await consent.waitForSelector('#upstream', WAIT);
     assert.match(String(await consent.$eval('h1', (e) => e.textContent)), /Connected gh/);
     assert.ok(await setup.connections.isConnected(principal, 'gh'));

@@ -1,14 +1,16 @@
 // The browser side of per-user consent (src/http/consent/) on a fastify instance of its own, listening on loopback:
 // the Origin/Host guard, the consent routes, and (when asked) the dashboard, in front of the issuer fixture (whose
-// browser login the gateway uses) and a UserConnections over the real memory store (store-user-connections.ts) whose
-// authorization server is never reached. Not the whole gateway: the lead wires these routes into it.
+// browser login the gateway uses) and the real consent core (createUserConnections over the memory store) connecting
+// users to a third-party authorization server fixture that protects an MCP upstream fixture. Not the whole gateway
+// (consent.test.ts drives that): these tests look at the HTTP routes and pages closely.
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import type { GatewayConfig } from '../../src/config/types.js';
-import { GatewayEvents } from '../../src/events.js';
+import { GatewayEvents, type GatewayEventMap } from '../../src/events.js';
+import { createUserConnections, type UserConnectionsService } from '../../src/consent/user-connections.js';
 import { registerConsentHttp } from '../../src/http/consent/register.js';
 import { Authenticator } from '../../src/http/credentials.js';
 import { dashboardPlugin } from '../../src/http/dashboard.js';
@@ -18,18 +20,23 @@ import type { Sealer } from '../../src/identity/sealing.js';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { startAuthServer, type AuthServer } from '../fixtures/auth-server.js';
 import { freePort } from '../fixtures/spawn.js';
-import { StoreUserConnections } from './store-user-connections.js';
+import { startThirdPartyAs, type ThirdPartyAs } from '../fixtures/third-party-as.js';
+import { startThirdPartyUpstream, type ThirdPartyUpstream } from '../fixtures/third-party-upstream.js';
 
 export const LOGIN_CLIENT = 'taskgate-login';
-/** The third-party authorization server the stand-in consent core names (nothing listens there). */
-export const AS_ISSUER = 'http://127.0.0.1:1/as';
 export const DASHBOARD_PATH = '/ui';
 
 export interface ConsentApp {
   origin: string;
   issuer: AuthServer;
+  /** The third-party authorization server users connect at (consents at once, as 'octocat' unless told otherwise). */
+  thirdParty: ThirdPartyAs;
+  /** The MCP upstream it protects (upstream `gh`). */
+  upstream: ThirdPartyUpstream;
   store: MemoryTaskStore;
-  connections: StoreUserConnections;
+  connections: UserConnectionsService;
+  /** Every consent.refused event, in order. */
+  refusals: GatewayEventMap['consent.refused'][];
   config: GatewayConfig;
   app: FastifyInstance;
   /** Every log line written, as JSON text. */
@@ -41,10 +48,12 @@ export async function startConsentApp(options: { dashboard?: boolean } = {}): Pr
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const issuer = await startAuthServer({ loginClients: { [LOGIN_CLIENT]: { redirectUris: [`${origin}/oauth/login/callback`] } } });
+  const thirdParty = await startThirdPartyAs({ autoApprove: true });
+  const upstream = await startThirdPartyUpstream({ authorizationServer: thirdParty });
   const config = parseConfig(
     stringify({
       listen: { host: '127.0.0.1', port, path: '/mcp' },
-      upstreams: { gh: { transport: 'streamable-http', url: 'http://127.0.0.1:1/mcp', auth: { authorizationCode: { scopes: ['repo'] } } } },
+      upstreams: { gh: { transport: 'streamable-http', url: upstream.url, auth: { authorizationCode: { scopes: ['repo'] } } } },
       auth: { resource: `${origin}/mcp`, oauth: { issuer: issuer.issuer, login: { clientId: LOGIN_CLIENT } } },
       identity: { sealingKeys: [{ kid: 'k1', key: randomBytes(32).toString('base64') }] },
     }),
@@ -55,9 +64,12 @@ export async function startConsentApp(options: { dashboard?: boolean } = {}): Pr
   const logger = pino({ level: 'debug' }, { write: (line: string) => logLines.push(line) });
   const store = new MemoryTaskStore();
   const sealer = createGatewayIdentity(config.identity).sealer as Sealer;
-  const connections = new StoreUserConnections({ connections: store.connections, sealer, origin, upstreams: { gh: { issuer: AS_ISSUER, authorizeEndpoint: `${AS_ISSUER}/authorize`, scopes: ['repo'] } } });
-  const authenticator = new Authenticator(config.auth!, logger);
   const events = new GatewayEvents();
+  const refusals: ConsentApp['refusals'] = [];
+  events.on('consent.refused', (refusal) => refusals.push(refusal));
+  const connections = createUserConnections({ config, store, sealer, events, logger, replicaId: 'consent-http' });
+  await connections.start();
+  const authenticator = new Authenticator(config.auth!, logger);
   const app = Fastify();
   await app.register(originGuardPlugin, { listen: config.listen });
   registerConsentHttp(app, { connections, store, config: () => config, sealer, authenticator, events, logger });
@@ -69,13 +81,19 @@ export async function startConsentApp(options: { dashboard?: boolean } = {}): Pr
   return {
     origin,
     issuer,
+    thirdParty,
+    upstream,
     store,
     connections,
+    refusals,
     config,
     app,
     logLines,
     async close() {
       await app.close();
+      await connections.stop();
+      await upstream.close();
+      await thirdParty.close();
       await issuer.close();
       await store.close();
     },

@@ -3,10 +3,11 @@
 // the session cookie it leaves, /connect/{id} (404 for an unknown link, sign-in first, 403 for another user's
 // browser with nothing used or sent, the consent page and its state cookie), /oauth/callback, GET and DELETE
 // /connections by bearer (as /mcp) and by session (own origin only), and the Client ID Metadata Document. The
-// consent core is a small UserConnections over the real store (test/helpers/store-user-connections.ts).
+// consent core is the real one (createUserConnections), connecting users at the third-party authorization server
+// fixture (test/helpers/consent-http-app.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AS_ISSUER, LOGIN_CLIENT, startConsentApp, type ConsentApp } from '../helpers/consent-http-app.js';
+import { LOGIN_CLIENT, startConsentApp, type ConsentApp } from '../helpers/consent-http-app.js';
 
 /** A browser's cookies, as far as these tests need one: name → value, from Set-Cookie. */
 class Browser {
@@ -47,6 +48,25 @@ async function signedIn(setup: ConsentApp, user: string): Promise<Browser> {
   assert.equal(answer.status, 200, await answer.text());
   assert.ok(browser.jar.has('taskgate-session'));
   return browser;
+}
+
+/** The consent page's link to the authorization server. */
+function continueHref(html: string): string {
+  const href = /<a class="button" id="continue" href="([^"]+)"/.exec(html)?.[1]?.replaceAll('&amp;', '&');
+  assert.ok(href !== undefined, html);
+  return href;
+}
+
+/** Opens `link` in `browser` (signing it in as `user` on the way), approves at the third party and lands connected. */
+async function connectThrough(setup: ConsentApp, browser: Browser, link: string, user: string): Promise<void> {
+  const page = await browser.follow(link, user);
+  assert.equal(page.status, 200);
+  // The authorization server approves at once and sends the browser back to the callback.
+  const approved = await browser.get(continueHref(await page.text()));
+  assert.equal(approved.status, 302);
+  const done = await browser.get(approved.headers.get('location')!);
+  assert.equal(done.status, 200, await done.text());
+  assert.ok(await setup.connections.isConnected(`oauth:${setup.issuer.issuer}#${user}`, 'gh'));
 }
 
 function assertPageHeaders(response: Response): void {
@@ -129,23 +149,31 @@ describe('consent over HTTP', () => {
     assertPageHeaders(unknown);
     await unknown.body?.cancel();
 
-    const { url } = await setup.connections.request('oauth:' + setup.issuer.issuer + '#carol', 'gh');
+    const { url } = await setup.connections.request('oauth:' + setup.issuer.issuer + '#carol', 'gh', 'connections');
     const browser = new Browser();
     const page = await browser.follow(url, 'carol');
     assert.equal(page.status, 200);
     assertPageHeaders(page);
-    assert.match(page.headers.get('content-security-policy')!, /form-action http:\/\/127\.0\.0\.1:1 'self'$/);
+    const asOrigin = setup.thirdParty.issuer;
+    const asHost = new URL(asOrigin).host;
+    assert.ok(page.headers.get('content-security-policy')!.endsWith(`form-action ${asOrigin} 'self'`), page.headers.get('content-security-policy')!);
     const html = await page.text();
     assert.match(html, /<span id="upstream">gh<\/span>/);
-    assert.match(html, /<strong id="server-host">127\.0\.0\.1:1<\/strong>/, 'the server host with its port');
+    assert.ok(html.includes(`<strong id="server-host">${asHost}</strong>`), 'the server host with its port');
     assert.match(html, /<li>repo<\/li>/);
-    const href = /<a class="button" id="continue" href="([^"]+)"/.exec(html)?.[1]?.replaceAll('&amp;', '&');
-    assert.ok(href?.startsWith(`${AS_ISSUER}/authorize?`));
+    const href = continueHref(html);
+    assert.ok(href.startsWith(`${setup.thirdParty.authorizationEndpoint}?`));
     const stateCookie = browser.setCookies.find((line) => line.startsWith('taskgate-consent='));
     assert.match(stateCookie ?? '', /; Path=\/oauth\/callback; Max-Age=600; HttpOnly; SameSite=Lax$/);
 
-    const state = new URL(href!).searchParams.get('state')!;
-    const callback = `${setup.origin}/oauth/callback?code=the-code&state=${state}&iss=${encodeURIComponent(AS_ISSUER)}`;
+    // The authorization server approves at once and sends the browser back with a code, the state and its issuer.
+    const approved = await browser.get(href);
+    assert.equal(approved.status, 302);
+    const callback = approved.headers.get('location')!;
+    const back = new URL(callback);
+    assert.equal(`${back.origin}${back.pathname}`, `${setup.origin}/oauth/callback`);
+    assert.equal(back.searchParams.get('state'), new URL(href).searchParams.get('state'));
+    assert.equal(back.searchParams.get('iss'), asOrigin);
     const connected = await browser.get(callback);
     assert.equal(connected.status, 200);
     assertPageHeaders(connected);
@@ -162,18 +190,20 @@ describe('consent over HTTP', () => {
 
   it("a link opened in another user's browser is refused 403: the link stays unused, nothing is stored or sent", async () => {
     const alice = `oauth:${setup.issuer.issuer}#alice`;
-    const { url } = await setup.connections.request(alice, 'gh');
+    const { url } = await setup.connections.request(alice, 'gh', 'connections');
     const id = url.split('/').at(-1)!;
     const bob = await signedIn(setup, 'bob');
     const logins = setup.issuer.logins().length;
+    const asRequests = setup.thirdParty.requests().length;
     const refused = await bob.get(url);
     assert.equal(refused.status, 403);
     assertPageHeaders(refused);
     assert.match(await refused.text(), /someone else/i);
     assert.ok(!bob.jar.has('taskgate-consent'), 'no state cookie');
-    assert.deepEqual(setup.connections.begun.at(-1), { id, principal: `oauth:${setup.issuer.issuer}#bob`, refused: 'wrong_user' });
+    assert.deepEqual(setup.refusals.at(-1), { principal: alice, upstream: 'gh', reason: 'wrong_user' });
     assert.ok((await setup.store.connections.getLink(id)) !== undefined, 'the link stays unused');
     assert.equal(setup.issuer.logins().length, logins, 'nothing sent to any server');
+    assert.equal(setup.thirdParty.requests().length, asRequests, 'nothing sent to the authorization server');
     assert.equal(await setup.connections.isConnected(alice, 'gh'), false);
   });
 
@@ -195,11 +225,8 @@ describe('consent over HTTP', () => {
     assert.equal(gone.status, 404, 'no connection to remove');
     await gone.body?.cancel();
 
-    const { url } = await setup.connections.request(dave, 'gh');
-    const browser = new Browser();
-    const page = await browser.follow(url, 'dave');
-    const state = new URL(/href="([^"]+)"/.exec(await page.text())![1]!.replaceAll('&amp;', '&')).searchParams.get('state')!;
-    await (await browser.get(`${setup.origin}/oauth/callback?code=c&state=${state}`)).body?.cancel();
+    const { url } = await setup.connections.request(dave, 'gh', 'connections');
+    await connectThrough(setup, new Browser(), url, 'dave');
     const listed = (await (await fetch(`${setup.origin}/connections`, { headers: auth })).json()) as { connections: { upstream: string; connected: boolean; scopes: string[]; expiresAt?: string }[] };
     assert.equal(listed.connections[0]?.connected, true);
     assert.deepEqual(listed.connections[0]?.scopes, ['repo']);
@@ -207,19 +234,18 @@ describe('consent over HTTP', () => {
     const unknownUpstream = await fetch(`${setup.origin}/connections/nope`, { method: 'DELETE', headers: auth });
     assert.equal(unknownUpstream.status, 404);
     await unknownUpstream.body?.cancel();
+    const revocations = setup.thirdParty.counts().revocations;
     const removed = await fetch(`${setup.origin}/connections/gh`, { method: 'DELETE', headers: auth });
     assert.equal(removed.status, 204);
     assert.equal(await setup.connections.isConnected(dave, 'gh'), false);
+    assert.ok(setup.thirdParty.counts().revocations > revocations, 'the grant is revoked at the authorization server');
   });
 
   it("a signed-in browser disconnects only from the gateway's own origin", async () => {
     const erin = `oauth:${setup.issuer.issuer}#erin`;
     const browser = await signedIn(setup, 'erin');
-    const { url } = await setup.connections.request(erin, 'gh');
-    const page = await browser.follow(url, 'erin');
-    const state = new URL(/href="([^"]+)"/.exec(await page.text())![1]!.replaceAll('&amp;', '&')).searchParams.get('state')!;
-    await (await browser.get(`${setup.origin}/oauth/callback?code=c&state=${state}`)).body?.cancel();
-    assert.ok(await setup.connections.isConnected(erin, 'gh'));
+    const { url } = await setup.connections.request(erin, 'gh', 'connections');
+    await connectThrough(setup, browser, url, 'erin');
 
     const crossSite: Record<string, string>[] = [{}, { origin: 'http://127.0.0.1:9' }, { origin: setup.origin, 'sec-fetch-site': 'same-site' }];
     for (const headers of crossSite) {
@@ -247,6 +273,11 @@ describe('consent over HTTP', () => {
     for (const secret of [...setup.issuer.logins().flatMap((l) => [l.state, l.nonce])].filter((v): v is string => v !== undefined)) {
       assert.ok(!log.includes(secret), 'a state or nonce was logged');
     }
+    // What the authorization server was sent and gave: states, codes, verifiers, refresh tokens, client secrets.
+    const sent = setup.thirdParty.requests().flatMap((r) => [r.query.state, r.form.code, r.form.code_verifier, r.form.refresh_token, r.form.token]);
+    const secrets = [...sent, ...setup.thirdParty.clients().map((c) => c.secret)].filter((v): v is string => v !== undefined && v.length >= 8);
+    assert.ok(secrets.length > 0, 'the authorization server was used');
+    for (const secret of secrets) assert.ok(!log.includes(secret), 'a value sent to or by the authorization server was logged');
     assert.doesNotMatch(log, /code=|code_verifier|eyJ/);
   });
 });
