@@ -9,7 +9,9 @@
  *              scenarios of `conformance server --requirements 2026-07-28` (scored, tasks-* extension and
  *              pending), then the 2025-11-25 scenarios again, on the same gateway process.
  * Each suite runs its own 2025-11-25 scenario list in every setup; the two suites run side by side, and so do direct,
- * gw-http and gw-stdio (no process shared); gw-dual runs after them, alone.
+ * gw-http and gw-stdio (no process shared); gw-dual runs after them, alone. Each list (a suite's 2025-11-25 list in
+ * one setup, the 2026-07-28 requirement set) runs in ONE conformance process, which runs its scenarios one after
+ * another; the scenarios it did not report (it hung on one, or one threw) then run one per process, as with --scenario.
  * Passes iff, for each suite, every 2025-11-25 scenario that passes directly also passes through the gateway in
  * every gateway setup, and every 2026-07-28 scenario passes through gw-dual. A scenario passes when it has checks
  * and none is a FAILURE or a WARNING. expected-failures.yaml lists, per suite version, scenarios that fail
@@ -39,7 +41,7 @@ import {
   listRequirementScenarios,
   listSpecScenarios,
   installedSuites,
-  runScenarios,
+  runBatchThenAlone,
   skippedBySuite,
   type ConformanceSuite,
   type RequiredScenario,
@@ -50,10 +52,12 @@ import {
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REV2025_SPEC = '2025-11-25';
 const REV2026_SPEC = '2026-07-28';
-// A normal run takes ~3 minutes on 2 cores (~310 scenario runs of ~1 s, up to 6 s for tasks-*); this only bounds a
-// hang, with room for `npm test`'s heavy lane, which runs beside it.
+// A normal run takes ~40 s on 2 cores (9 CLI processes, each running one scenario list: 310 scenario runs of well
+// under 1 s, up to 6 s for tasks-*); this only bounds hangs (each then costs a scenario limit in its list's process
+// and again alone), with room for `npm test`'s heavy lane, which runs beside it.
 const TOTAL_BUDGET_MS = 900_000;
-// Above the CLI's own 30 s per-scenario limit, so that a slow scenario still reports its checks.
+// Above the CLI's own 30 s per-scenario limit, so that a slow scenario still reports its checks; in a process
+// running a whole list, the longest wait for the next scenario's result before the process counts as hung.
 const SCENARIO_TIMEOUT_MS = 40_000;
 // Scenarios run two at a time where that is safe, one at a time for the timing-sensitive tasks-* ones.
 const CONCURRENCY = 2;
@@ -66,6 +70,8 @@ type Results = Map<string, ScenarioResult>;
 interface Rev2025Leg {
   suite: ConformanceSuite;
   scenarios: string[];
+  /** The CLI arguments that run exactly `scenarios` in one process; none when --scenario picked a few. */
+  select?: string[];
   expected: Map<string, string>;
   bySetup: Map<Setup, Results>;
 }
@@ -125,7 +131,11 @@ function run(url: string, specVersion: string, node: string, suite: ConformanceS
  */
 async function runLegs(setup: Setup, label: string, url: string, node: string, legs: Rev2025Leg[], resultsDir: string): Promise<void> {
   const runLeg = async (leg: Rev2025Leg): Promise<void> => {
-    const results = await runScenarios(`${label} ${leg.suite.version}`, run(url, REV2025_SPEC, node, leg.suite), leg.scenarios, join(resultsDir, leg.suite.version, label));
+    const results = await runBatchThenAlone(`${label} ${leg.suite.version}`, run(url, REV2025_SPEC, node, leg.suite), {
+      select: leg.select,
+      groups: [{ scenarios: leg.scenarios, concurrency: 1 }],
+      outRoot: join(resultsDir, leg.suite.version, label),
+    });
     leg.bySetup.set(setup, results);
   };
   if (setup === 'gw-stdio') {
@@ -220,7 +230,7 @@ async function runRev2025Setups(
 async function runDualEra(
   node: string,
   alpha: ConformanceSuite,
-  rev2026Scenarios: RequiredScenario[],
+  rev2026: { scenarios: RequiredScenario[]; select?: string[] },
   legs: Rev2025Leg[],
   resultsDir: string,
   children: ChildHandle[],
@@ -231,7 +241,7 @@ async function runDualEra(
   ]);
   children.push(rev2026Fixture, rev2025Fixture);
   process.stderr.write(`[gw-dual] stateless fixture at ${rev2026Fixture.url}, tasks-only session fixture at ${rev2025Fixture.url ?? ''}\n`);
-  const names = rev2026Scenarios.map((s) => s.name);
+  const names = rev2026.scenarios.map((s) => s.name);
   const gw = await startGateway('gw-dual', dualEraConfig(rev2026Fixture.url, rev2025Fixture.url ?? ''), children);
   if (!gw.gateway) {
     for (const leg of legs) leg.bySetup.set('gw-dual', allWith(leg.scenarios, 'error', 'gateway did not start'));
@@ -240,11 +250,17 @@ async function runDualEra(
   const url = gw.gateway.url;
   const rev2026Run = run(url, REV2026_SPEC, node, alpha, true); // --force, as --requirements does: tasks-* are extensions
   const outRev2026 = join(resultsDir, alpha.version, `gw-dual-${REV2026_SPEC}`);
-  const timingSensitive = rev2026Scenarios.filter((s) => s.kind === 'extension').map((s) => s.name);
+  const timingSensitive = rev2026.scenarios.filter((s) => s.kind === 'extension').map((s) => s.name);
   const rest = names.filter((s) => !timingSensitive.includes(s));
-  const first = await runScenarios(`gw-dual ${REV2026_SPEC}`, rev2026Run, rest, outRev2026, CONCURRENCY);
-  const tasks = await runScenarios(`gw-dual ${REV2026_SPEC}`, rev2026Run, timingSensitive, outRev2026, 1);
-  const rev2026Side = new Map(names.map((s) => [s, (first.get(s) ?? tasks.get(s)) as ScenarioResult]));
+  const byName = await runBatchThenAlone(`gw-dual ${REV2026_SPEC}`, rev2026Run, {
+    select: rev2026.select,
+    groups: [
+      { scenarios: rest, concurrency: CONCURRENCY },
+      { scenarios: timingSensitive, concurrency: 1 },
+    ],
+    outRoot: outRev2026,
+  });
+  const rev2026Side = new Map(names.map((s) => [s, byName.get(s) as ScenarioResult]));
   await runLegs('gw-dual', `gw-dual-${REV2025_SPEC}`, url, node, legs, resultsDir);
   writeFileSync(join(resultsDir, 'gw-dual.gateway-stderr.log'), gw.gateway.stderr());
   writeFileSync(join(resultsDir, 'gw-dual.rev2026-fixture-stderr.log'), rev2026Fixture.stderr());
@@ -312,8 +328,16 @@ async function main(): Promise<number> {
   const unknown = opts.scenarios.filter((s) => !known(s));
   if (unknown.length > 0) throw new Error(`unknown scenario(s): ${unknown.join(', ')}`);
   const picked = (s: string): boolean => opts.scenarios.length === 0 || opts.scenarios.includes(s);
+  // Without --scenario, each list runs in one CLI process (what the list came from, as `server` selects it).
+  const whole = opts.scenarios.length === 0;
   const legs: Rev2025Leg[] = suites
-    .map((suite, i) => ({ suite, scenarios: (listed[i] ?? []).filter(picked), expected: expectedBySuite.get(suite.version) ?? new Map<string, string>(), bySetup: new Map<Setup, Results>() }))
+    .map((suite, i) => ({
+      suite,
+      scenarios: (listed[i] ?? []).filter(picked),
+      select: whole ? ['--suite', 'all', '--spec-version', REV2025_SPEC] : undefined,
+      expected: expectedBySuite.get(suite.version) ?? new Map<string, string>(),
+      bySetup: new Map<Setup, Results>(),
+    }))
     .filter((leg) => leg.scenarios.length > 0);
   const rev2026Scenarios = rev2026Listed.filter((m) => picked(m.name));
 
@@ -329,7 +353,8 @@ async function main(): Promise<number> {
       await Promise.allSettled(children.splice(0).map((c) => c.kill()));
     }
     if (dual) {
-      const r = await runDualEra(node, alpha, rev2026Scenarios, legs, resultsDir, children);
+      const rev2026 = { scenarios: rev2026Scenarios, select: whole ? ['--requirements', REV2026_SPEC] : undefined };
+      const r = await runDualEra(node, alpha, rev2026, legs, resultsDir, children);
       rev2026Side = r.rev2026Side;
       gateways.set('gw-dual', r.gw);
     }

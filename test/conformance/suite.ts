@@ -1,7 +1,7 @@
 /**
  * Helpers of run.ts around the official conformance CLI (`@modelcontextprotocol/conformance`): the suites
- * installed, finding a Node they run on, listing scenarios, running one scenario per process with a time limit,
- * reading its checks.
+ * installed, finding a Node they run on, listing scenarios, running a whole list in one process (with a watchdog)
+ * or one scenario per process with a time limit, reading their checks.
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,8 @@ const execFileP = promisify(execFile);
 
 /**
  * The CLI's environment: Node's on-disk compile cache (NODE_COMPILE_CACHE, read by Node >= 22.1, which the suite
- * needs anyway), since a run starts the CLI's 860 kB bundle some 310 times and would otherwise compile it each time.
+ * needs anyway), since a run starts the CLI's 860 kB bundle a dozen times (more when scenarios run alone) and would otherwise
+ * compile it each time.
  * Node checks each entry against the file's content and its own version, so a cache an older run left is never wrong.
  */
 const CLI_ENV: NodeJS.ProcessEnv = { ...process.env, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'taskgate-conformance-compile-cache') };
@@ -206,6 +207,116 @@ export async function runScenario(run: ScenarioRun, scenario: string, outDir: st
   const checks = findChecks(outDir);
   if (!checks) return { status: 'error', checks: [], note: `no checks.json; output:\n${output.slice(-1500)}`, ms };
   return { status: statusOf(checks), checks, ms };
+}
+
+/** Which scenario a folder the CLI wrote in a batch holds: `server-<scenario>-<ISO time with : and . as ->`. */
+const BATCH_FOLDER = /^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$/;
+/** The line the CLI prints before each scenario of a batch. */
+const BATCH_MARKER = /^=== Running scenario: (\S+) ===$/m;
+
+/**
+ * Many scenarios in ONE conformance process (`conformance server --url U <select> -o <outRoot>`, without
+ * --scenario): the CLI runs them one after another, each as it would alone, and writes each one's checks.json to
+ * `<outRoot>/server-<scenario>-<time>`. A process start costs ~0.6 CPU s: one per scenario took 180 of the run's 205 CPU s.
+ * Returns the scenarios of `wanted` that the batch reported; the caller runs the rest on their own. A watchdog
+ * kills the batch when a scenario gives no result within the per-scenario limit (a hang): what it had not
+ * reported by then is left to the caller. Scenarios of the batch outside `wanted` are ignored.
+ */
+export async function runBatch(
+  label: string,
+  run: ScenarioRun,
+  select: string[],
+  wanted: string[],
+  outRoot: string,
+): Promise<Map<string, ScenarioResult>> {
+  const results = new Map<string, ScenarioResult>();
+  if (run.deadline - Date.now() < 2000 || wanted.length === 0) return results;
+  mkdirSync(outRoot, { recursive: true });
+  const child = spawn(run.node, [run.suite.cli, 'server', '--url', run.url, ...select, '-o', outRoot], { cwd: REPO_ROOT, env: CLI_ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  // The scenario running now (its marker seen, its result not yet read), where its output starts, and since when.
+  let current: { name: string; from: number; t0: number } | undefined;
+  let hung: string | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    clearTimeout(timer);
+    const ms = Math.min(run.timeoutMs, run.deadline - Date.now());
+    timer = setTimeout(() => {
+      hung = current?.name ?? '(before its first scenario)';
+      child.kill('SIGKILL');
+    }, Math.max(0, ms));
+  };
+  const finish = (end: number): void => {
+    if (!current) return;
+    const { name, from, t0 } = current;
+    current = undefined;
+    if (!wanted.includes(name)) return;
+    const dir = batchFolder(outRoot, name);
+    const checks = dir ? findChecks(dir) : undefined;
+    if (!dir || !checks) return; // not reported (it threw, or the batch was killed): the caller runs it alone
+    writeFileSync(join(dir, 'output.txt'), output.slice(from, end));
+    const r: ScenarioResult = { status: statusOf(checks), checks, ms: Date.now() - t0 };
+    results.set(name, r);
+    process.stderr.write(`  [${label}] ${name}: ${r.status} (${(r.ms / 1000).toFixed(1)}s, in one process)\n`);
+  };
+  let scanned = 0;
+  const onData = (c: Buffer): void => {
+    output += c.toString();
+    // Markers are whole lines; look only at complete lines not scanned yet.
+    const upTo = output.lastIndexOf('\n') + 1;
+    for (const line of output.slice(scanned, upTo).split('\n')) {
+      const m = BATCH_MARKER.exec(line);
+      if (!m?.[1]) continue;
+      const at = output.indexOf(line, scanned);
+      finish(at);
+      current = { name: m[1], from: at, t0: Date.now() };
+      arm();
+    }
+    scanned = Math.max(scanned, upTo);
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  arm();
+  await new Promise<void>((res) => child.once('close', () => res()));
+  clearTimeout(timer);
+  if (!hung) finish(output.length);
+  writeFileSync(join(outRoot, 'batch-output.txt'), output);
+  const missing = wanted.filter((s) => !results.has(s));
+  if (hung) process.stderr.write(`  [${label}] one process: ${hung} gave no result within ${run.timeoutMs} ms; killed it\n`);
+  if (missing.length > 0) process.stderr.write(`  [${label}] not reported by the one process, run alone: ${missing.join(', ')}\n`);
+  return results;
+}
+
+/** The folder a batch wrote for `scenario` (the newest, should it appear twice). */
+function batchFolder(outRoot: string, scenario: string): string | undefined {
+  const names = readdirSync(outRoot).filter((n) => BATCH_FOLDER.exec(n)?.[1] === scenario);
+  const last = names.sort().pop();
+  return last === undefined ? undefined : join(outRoot, last);
+}
+
+/** A list of scenarios run one by one, `concurrency` processes at a time. */
+export interface ScenarioGroup {
+  scenarios: string[];
+  concurrency: number;
+}
+
+/**
+ * The scenarios of `groups`: all in one conformance process first when `select` (the CLI arguments that pick
+ * them) is given, then each one the batch did not report in a process of its own, group after group (as
+ * runScenarios). Results come back in the order of the groups' scenarios.
+ */
+export async function runBatchThenAlone(
+  label: string,
+  run: ScenarioRun,
+  opts: { select?: string[]; groups: ScenarioGroup[]; outRoot: string },
+): Promise<Map<string, ScenarioResult>> {
+  const all = opts.groups.flatMap((g) => g.scenarios);
+  const results = opts.select ? await runBatch(label, run, opts.select, all, join(opts.outRoot, 'batch')) : new Map<string, ScenarioResult>();
+  for (const g of opts.groups) {
+    const missing = g.scenarios.filter((s) => !results.has(s));
+    for (const [s, r] of await runScenarios(label, run, missing, opts.outRoot, g.concurrency)) results.set(s, r);
+  }
+  return new Map(all.map((s) => [s, results.get(s) as ScenarioResult]));
 }
 
 /**
