@@ -1,5 +1,5 @@
 // The gateway the bench and stress scripts measure: dist/cli.js, built once per run however many scripts ask.
-// CI runs `bench:smoke` and `stress:smoke` side by side right after `npm test` built dist/; each of them used to
+// CI runs `bench:smoke` and `stress:smoke` side by side in `npm test`'s last step, once its first built dist/; each used to
 // run `npm run build` again, and the two builds wrote the same files at once (one failed with ENOENT on a Lua
 // script it was copying, and that script then measured the gateway through tsx instead).
 import { spawnSync } from 'node:child_process';
@@ -24,7 +24,7 @@ export interface BuiltCli {
 }
 
 /**
- * `TEST_SPAWN_BUILD=1` (what `npm test` sets right after `npm run test:build`, and .ci/run for the smokes after it)
+ * `TEST_SPAWN_BUILD=1` (what `npm test` sets for every step after its first, which builds dist/ and dist-test/)
  * promises a dist/ built from these sources in this run: used as it is, and its absence is an error, never a
  * reason to fall back to tsx. Otherwise one `npm run build` under a lock: a script that finds another one building
  * waits for it and uses what it built (the same sources) instead of writing the same files at the same time.
