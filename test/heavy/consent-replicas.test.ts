@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, UrlElicitationRequiredError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, GetTaskResultSchema, UrlElicitationRequiredError } from '@modelcontextprotocol/sdk/types.js';
 import { consentReplicas, redisContents, type ConsentReplicas, type ReplicaName } from '../helpers/consent-replicas.js';
 import { eventually, testScope, textOf, type Json, type TestScope } from '../helpers/harness.js';
 import { sendRev2026, TASKS_EXTENSION, type Rev2026Response } from '../helpers/stateless-wire.js';
@@ -184,6 +184,62 @@ describe('per-user consent across replicas (issue 41)', () => {
     await eventually(async () => ['completed', 'failed', 'cancelled'].includes(String((task = await taskAt(setup.b.url, token, taskId)).status)));
     assert.equal(task.status, 'completed', JSON.stringify(task));
     assert.equal(whoamiUser(task.result), 'octocat');
+  });
+
+  it('a 2025-11-25 client behind the balancer: kill -9 of the replica holding its task waiting for consent; its session goes on at B, which asks again on its tasks/result, and the task completes', async (t) => {
+    const scope = testScope(t);
+    const setup = await consentReplicas(scope);
+    setup.route('a');
+    const client = new Client({ name: 'replicas-jo', version: '1.0.0' }, { capabilities: { elicitation: { url: {} }, tasks: { requests: { elicitation: { create: {} } } } } });
+    const asked: { url: string; elicitationId: string }[] = [];
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params as { url: string; elicitationId: string });
+      return { action: 'accept' };
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(setup.resource), { requestInit: { headers: { authorization: `Bearer ${await setup.tokenFor('jo')}` } } }));
+    scope.defer(() => client.close());
+    const { task } = await client.request({ method: 'tools/call', params: { name: 'tp_whoami', arguments: {}, task: { ttl: 600_000 } } }, CreateTaskResultSchema);
+    const lost = client.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema).then(
+      () => assert.fail('the task ended before anyone connected'),
+      (e: unknown) => e,
+    );
+    await eventually(() => asked.length === 1);
+    // Accepted (the user is on the page): the task says what it waits for.
+    let waiting: Json = {};
+    await eventually(async () => (waiting = await client.request({ method: 'tasks/get', params: { taskId: task.taskId } }, GetTaskResultSchema)).status === 'working');
+    assert.match(String(waiting.statusMessage), /connect/, JSON.stringify(waiting));
+
+    setup.route('b');
+    process.kill(-setup.a.pid, 'SIGKILL');
+    await setup.a.exited;
+    await lost; // the stream to A broke
+    const result = client.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema);
+    await eventually(() => asked.length === 2);
+    assert.notEqual(asked[1]?.elicitationId, asked[0]?.elicitationId);
+    await connectThrough(setup, 'jo', String(asked[1]?.url), 'b');
+    assert.equal(whoamiUser(await result), 'octocat');
+  });
+
+  it('kill -9 of the replica holding a waiting task, and the user connects through the link it made before anyone took the task over: the task runs without asking again', async (t) => {
+    const scope = testScope(t);
+    const setup = await consentReplicas(scope);
+    const token = await setup.tokenFor('ivan');
+    const created = await sendRev2026(setup.a.url, 'tools/call', { name: 'tp_whoami', arguments: {} }, { capabilities: URL_ELICITATION_TASKS, headers: { authorization: `Bearer ${token}` } });
+    assert.equal(created.result?.resultType, 'task', show(created));
+    const taskId = String(created.result?.taskId);
+    let first: { url: string; elicitationId: string } | undefined;
+    await eventually(async () => (first = askedOf(await taskAt(setup.b.url, token, taskId))) !== undefined);
+    assert.ok(first !== undefined);
+
+    process.kill(-setup.a.pid, 'SIGKILL');
+    await setup.a.exited;
+    // The connection lands while nobody holds the task: no wait hears it; whoever takes the task over finds it made.
+    await connectThrough(setup, 'ivan', first.url, 'b');
+    let task: Json = {};
+    await eventually(async () => ['completed', 'failed', 'cancelled'].includes(String((task = await taskAt(setup.b.url, token, taskId)).status)));
+    assert.equal(task.status, 'completed', JSON.stringify(task));
+    assert.equal(whoamiUser(task.result), 'octocat');
+    assert.equal(setup.thirdParty.counts().authorizeRequests, 1, 'the user was not sent to connect again');
   });
 
   it('one refresh per expiry: 10 concurrent calls on each replica after the token expired, or after the upstream refused it, refresh it once, with no reuse', async (t) => {
