@@ -74,6 +74,8 @@ export interface ConsentWaitRun {
   ask(request: InputRequest, signal: AbortSignal): Promise<Outcome>;
   /** The answer of a client that cannot take the question at all (it declared no URL elicitation). */
   refuse(request: InputRequest): Outcome | undefined;
+  /** The user accepted (went to the page): the task, no longer asking, says again that it waits for the connection. */
+  accepted?(): Promise<void>;
 }
 
 /** How the wait ended: connected (run the call), or the task's end (`outcome`), or the run ended first (neither). */
@@ -105,6 +107,7 @@ export async function untilConnected(consent: Pick<UserConnections, 'isConnected
       return { connected: false, outcome: { error: { code: InvalidRequest, message, data: { upstream, reason: 'declined' } } } };
     }
     // Accepted (the user went to the page), or the question could not be put: the connection is what is awaited.
+    if (action === 'accept' && !signal.aborted) await run.accepted?.();
     return (await connected).connected ? { connected: true } : { connected: false };
   } finally {
     stop.abort(new Error('the wait for a connection is over'));

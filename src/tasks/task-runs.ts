@@ -310,9 +310,15 @@ export class TaskRuns {
     }
     if (await consent.isConnected(principal, upstream)) return this.listedOnceConnected(run, upstreamOf, toolName);
     run.held = true;
-    const marked = await store.tasks.transition(run.task.taskId, { to: 'working', queued: true, message: `Waiting for the user to connect their account at upstream '${upstream}'` }).catch(() => undefined);
+    const waiting = `Waiting for the user to connect their account at upstream '${upstream}'`;
+    const marked = await store.tasks.transition(run.task.taskId, { to: 'working', queued: true, message: waiting }).catch(() => undefined);
     if (marked?.ok === true) run.task = marked.task;
-    const end = await untilConnected(consent, { principal, upstream, signal: runSignal(run), ask: (question, signal) => this.deps.relay.ask(run, question, signal), refuse: (question) => run.caller.refuse?.(question) });
+    const accepted = async (): Promise<void> => {
+      await run.inputSync; // the answered question has left the task (run-relay.ts), which cleared its message
+      const again = await store.tasks.transition(run.task.taskId, { to: 'working', message: waiting }).catch(() => undefined);
+      if (again?.ok === true) run.task = again.task;
+    };
+    const end = await untilConnected(consent, { principal, upstream, signal: runSignal(run), ask: (question, signal) => this.deps.relay.ask(run, question, signal), refuse: (question) => run.caller.refuse?.(question), accepted });
     run.held = false;
     if (end.connected && !run.ended) {
       const cleared = await store.tasks.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);
