@@ -206,7 +206,11 @@ describe('per-user consent across replicas (issue 41)', () => {
     await eventually(() => asked.length === 1);
     // Accepted (the user is on the page): the task says what it waits for.
     let waiting: Json = {};
-    await eventually(async () => (waiting = await client.request({ method: 'tasks/get', params: { taskId: task.taskId } }, GetTaskResultSchema)).status === 'working');
+    // The answer's removal and the waiting message are two writes: a poll between them sees the first alone.
+    await eventually(async () => {
+      waiting = await client.request({ method: 'tasks/get', params: { taskId: task.taskId } }, GetTaskResultSchema);
+      return waiting.status === 'working' && waiting.statusMessage !== undefined;
+    });
     assert.match(String(waiting.statusMessage), /connect/, JSON.stringify(waiting));
 
     setup.route('b');
