@@ -12,7 +12,7 @@ import { createTaskSessionFromClient, type ApplicationInputRequest, type Applica
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { USER_COOKIE } from '../fixtures/third-party-as.js';
 import { consentSetup, type ConsentSetup } from '../helpers/consent-gateway.js';
-import { eventually, testScope, textOf, type Json } from '../helpers/harness.js';
+import { eventually, testScope, textOf, type Json, type TestScope } from '../helpers/harness.js';
 import { sendRev2026, STATELESS_VERSION, TASKS_EXTENSION, type Rev2026Response } from '../helpers/stateless-wire.js';
 
 const URL_ELICITATION: Json = { elicitation: { url: {} } };
@@ -72,18 +72,24 @@ function whoamiUser(result: unknown): string {
   return (JSON.parse(textOf(result)) as { user: string }).user;
 }
 
+/**
+ * A Tasks-extension tools/call to the consent upstream as `user`, who has not connected: the task it makes, once it
+ * waits `input_required` with the URL elicitation (`asked`).
+ */
+async function waitingTask(scope: TestScope, user: string): Promise<{ setup: ConsentSetup; token: string; taskId: string; asked: ReturnType<typeof urlElicitationOf> }> {
+  const setup = await consentSetup(scope);
+  const token = await setup.tokenFor(user);
+  const created = await send(setup, token, 'tools/call', { name: 'tp_whoami', arguments: {} }, URL_ELICITATION_TASKS);
+  assert.equal(created.result?.resultType, 'task', show(created));
+  const taskId = String(created.result?.taskId);
+  const waiting = await untilTask(setup, token, taskId, ['input_required', 'completed', 'failed', 'cancelled']);
+  assert.equal(waiting.status, 'input_required', JSON.stringify(waiting));
+  return { setup, token, taskId, asked: urlElicitationOf(setup, waiting.inputRequests) };
+}
+
 describe('per-user consent on 2026-07-28 (issue 41)', () => {
   it('Tasks extension: the task waits input_required with a URL elicitation and resumes by itself, as the user, once they connect', async (t) => {
-    const scope = testScope(t);
-    const setup = await consentSetup(scope);
-    const token = await setup.tokenFor('alice');
-    const created = await send(setup, token, 'tools/call', { name: 'tp_whoami', arguments: {} }, URL_ELICITATION_TASKS);
-    assert.equal(created.result?.resultType, 'task', show(created));
-    const taskId = String(created.result?.taskId);
-
-    const waiting = await untilTask(setup, token, taskId, ['input_required', 'completed', 'failed', 'cancelled']);
-    assert.equal(waiting.status, 'input_required', JSON.stringify(waiting));
-    const asked = urlElicitationOf(setup, waiting.inputRequests);
+    const { setup, token, taskId, asked } = await waitingTask(testScope(t), 'alice');
     assert.equal(setup.upstream.counts().toolCallsByUser['alice-gh'] ?? 0, 0, 'nothing ran before the connection');
 
     // No tasks/update: the connection landing is what resumes the task.
@@ -96,15 +102,7 @@ describe('per-user consent on 2026-07-28 (issue 41)', () => {
   });
 
   it('Tasks extension: declining the URL elicitation through tasks/update fails the task saying the user declined', async (t) => {
-    const scope = testScope(t);
-    const setup = await consentSetup(scope);
-    const token = await setup.tokenFor('bob');
-    const created = await send(setup, token, 'tools/call', { name: 'tp_whoami', arguments: {} }, URL_ELICITATION_TASKS);
-    assert.equal(created.result?.resultType, 'task', show(created));
-    const taskId = String(created.result?.taskId);
-    const waiting = await untilTask(setup, token, taskId, ['input_required', 'completed', 'failed', 'cancelled']);
-    assert.equal(waiting.status, 'input_required', JSON.stringify(waiting));
-    const { key } = urlElicitationOf(setup, waiting.inputRequests);
+    const { setup, token, taskId, asked: { key } } = await waitingTask(testScope(t), 'bob');
 
     const ack = await send(setup, token, 'tasks/update', { taskId, inputResponses: { [key]: { action: 'decline' } } }, URL_ELICITATION_TASKS);
     assert.deepEqual(ack.result, { resultType: 'complete' }, show(ack));
@@ -115,15 +113,7 @@ describe('per-user consent on 2026-07-28 (issue 41)', () => {
   });
 
   it('Tasks extension: accepting through tasks/update before connecting leaves the task waiting for the connection, then it completes', async (t) => {
-    const scope = testScope(t);
-    const setup = await consentSetup(scope);
-    const token = await setup.tokenFor('heidi');
-    const created = await send(setup, token, 'tools/call', { name: 'tp_whoami', arguments: {} }, URL_ELICITATION_TASKS);
-    assert.equal(created.result?.resultType, 'task', show(created));
-    const taskId = String(created.result?.taskId);
-    const waiting = await untilTask(setup, token, taskId, ['input_required', 'completed', 'failed', 'cancelled']);
-    assert.equal(waiting.status, 'input_required', JSON.stringify(waiting));
-    const asked = urlElicitationOf(setup, waiting.inputRequests);
+    const { setup, token, taskId, asked } = await waitingTask(testScope(t), 'heidi');
 
     const ack = await send(setup, token, 'tasks/update', { taskId, inputResponses: { [asked.key]: { action: 'accept' } } }, URL_ELICITATION_TASKS);
     assert.deepEqual(ack.result, { resultType: 'complete' }, show(ack));
