@@ -124,6 +124,24 @@ async function connectWithShortToken(scope: TestScope, setup: ConsentReplicas, u
   return first;
 }
 
+/**
+ * A 2026-07-28 task made on A by `user`, who has not connected, seen asking its URL elicitation (`first`); then A is
+ * killed with -9 while the task waits.
+ */
+async function taskWaitingOnKilledReplica(scope: TestScope, user: string): Promise<{ setup: ConsentReplicas; token: string; taskId: string; first: { url: string; elicitationId: string } }> {
+  const setup = await consentReplicas(scope);
+  const token = await setup.tokenFor(user);
+  const created = await sendRev2026(setup.a.url, 'tools/call', { name: 'tp_whoami', arguments: {} }, { capabilities: URL_ELICITATION_TASKS, headers: { authorization: `Bearer ${token}` } });
+  assert.equal(created.result?.resultType, 'task', show(created));
+  const taskId = String(created.result?.taskId);
+  let first: { url: string; elicitationId: string } | undefined;
+  await eventually(async () => (first = askedOf(await taskAt(setup.b.url, token, taskId))) !== undefined);
+  assert.ok(first !== undefined);
+  process.kill(-setup.a.pid, 'SIGKILL');
+  await setup.a.exited;
+  return { setup, token, taskId, first };
+}
+
 describe('per-user consent across replicas (issue 41)', () => {
   it('a link made on replica A is completed through replica B; the client on A then runs as the user and is told the elicitation completed', async (t) => {
     const scope = testScope(t);
@@ -157,18 +175,7 @@ describe('per-user consent across replicas (issue 41)', () => {
   });
 
   it('kill -9 of the replica holding a task that waits for consent: the other takes it over, asks again, and completes it once the user connects', async (t) => {
-    const scope = testScope(t);
-    const setup = await consentReplicas(scope);
-    const token = await setup.tokenFor('erin');
-    const created = await sendRev2026(setup.a.url, 'tools/call', { name: 'tp_whoami', arguments: {} }, { capabilities: URL_ELICITATION_TASKS, headers: { authorization: `Bearer ${token}` } });
-    assert.equal(created.result?.resultType, 'task', show(created));
-    const taskId = String(created.result?.taskId);
-    let first: { url: string; elicitationId: string } | undefined;
-    await eventually(async () => (first = askedOf(await taskAt(setup.b.url, token, taskId))) !== undefined);
-    assert.ok(first !== undefined);
-
-    process.kill(-setup.a.pid, 'SIGKILL');
-    await setup.a.exited;
+    const { setup, token, taskId, first } = await taskWaitingOnKilledReplica(testScope(t), 'erin');
     // B takes the task over once A's lease has expired and asks again, with a link of its own.
     let task: Json = {};
     let again: { url: string; elicitationId: string } | undefined;
@@ -225,18 +232,7 @@ describe('per-user consent across replicas (issue 41)', () => {
   });
 
   it('kill -9 of the replica holding a waiting task, and the user connects through the link it made before anyone took the task over: the task runs without asking again', async (t) => {
-    const scope = testScope(t);
-    const setup = await consentReplicas(scope);
-    const token = await setup.tokenFor('ivan');
-    const created = await sendRev2026(setup.a.url, 'tools/call', { name: 'tp_whoami', arguments: {} }, { capabilities: URL_ELICITATION_TASKS, headers: { authorization: `Bearer ${token}` } });
-    assert.equal(created.result?.resultType, 'task', show(created));
-    const taskId = String(created.result?.taskId);
-    let first: { url: string; elicitationId: string } | undefined;
-    await eventually(async () => (first = askedOf(await taskAt(setup.b.url, token, taskId))) !== undefined);
-    assert.ok(first !== undefined);
-
-    process.kill(-setup.a.pid, 'SIGKILL');
-    await setup.a.exited;
+    const { setup, token, taskId, first } = await taskWaitingOnKilledReplica(testScope(t), 'ivan');
     // The connection lands while nobody holds the task: no wait hears it; whoever takes the task over finds it made.
     await connectThrough(setup, 'ivan', first.url, 'b');
     let task: Json = {};
