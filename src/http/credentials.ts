@@ -147,6 +147,16 @@ export class Authenticator {
     return { caller: oauthCaller(oauth.issuer, payload.sub as string, scopes, Object.freeze({ ...payload }), token), expiresAt: (payload.exp as number) * 1000 };
   }
 
+  /**
+   * The front door's key set (`auth.oauth`), for what else its issuer signs that the gateway checks: the ID token of a
+   * browser sign-in (issue 41) is verified with the keys access tokens are, as configured or discovered.
+   */
+  issuerKeys(): Promise<ReturnType<typeof createRemoteJWKSet>> {
+    const oauth = this.auth.oauth;
+    if (oauth === undefined) return Promise.reject(new Error('auth.oauth is not configured: there is no issuer to verify with'));
+    return this.jwks(oauth);
+  }
+
   /** The issuer's key set: its jwks_uri from configuration or from its metadata, fetched again on failure. */
   private jwks(oauth: OAuthConfig): Promise<ReturnType<typeof createRemoteJWKSet>> {
     this.keySet ??= (async () => {

@@ -41,7 +41,7 @@ export interface FrontDoorLoginDeps {
   connections: Pick<Connections, 'putFlow' | 'takeFlow'>;
   sealer: Pick<Sealer, 'seal' | 'open'>;
   /** The MCP endpoint's: an access token is checked exactly as a caller's. */
-  authenticator: Pick<Authenticator, 'authenticate'>;
+  authenticator: Pick<Authenticator, 'authenticate' | 'issuerKeys'>;
   /** The config as it is now (a reload may change it). */
   config: () => Pick<GatewayConfig, 'listen' | 'auth'>;
   logger: Logger;
@@ -166,7 +166,7 @@ export class FrontDoorLogin {
 
   private async idTokenPrincipal(settings: LoginSettings, as: oauth.AuthorizationServer, idToken: string, nonce: string | undefined): Promise<string> {
     try {
-      const { payload } = await jwtVerify(idToken, this.metadata.keySet(as), {
+      const { payload } = await jwtVerify(idToken, await this.deps.authenticator.issuerKeys(), {
         issuer: settings.issuer,
         audience: settings.clientId,
         algorithms: ID_TOKEN_ALGORITHMS,

@@ -1,18 +1,14 @@
 // The front door's issuer as the browser login needs it: its RFC 8414 metadata (OpenID Connect discovery as the
-// fallback, as the Authenticator finds its keys), checked to be the issuer's own, and its key set for ID tokens.
-// The issuer is the one `auth.oauth.issuer` names, so plain http is allowed for it as configured. Found once an
-// hour, or again after a failure.
-import { createRemoteJWKSet } from 'jose';
+// fallback), checked to be the issuer's own and to name the endpoints a sign-in uses. The issuer is the one
+// `auth.oauth.issuer` names, so plain http is allowed for it as configured. Found once an hour, or again after a
+// failure. Its keys are the Authenticator's (`issuerKeys`): one key set per issuer.
 import * as oauth from 'oauth4webapi';
 
 const METADATA_TTL_MS = 3_600_000;
 const DISCOVERY_TIMEOUT_MS = 10_000;
-/** A key the JWKS does not have makes it refetched at most this often (as the Authenticator does). */
-const JWKS_COOLDOWN_MS = 1_000;
 
 export class IssuerMetadata {
   private found: { issuer: string; as: Promise<oauth.AuthorizationServer>; until: number } | undefined;
-  private keys: { uri: string; set: ReturnType<typeof createRemoteJWKSet> } | undefined;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -27,14 +23,6 @@ export class IssuerMetadata {
       if (this.found === entry) this.found = undefined;
     });
     return as;
-  }
-
-  /** The key set of `jwks_uri`, kept while the issuer keeps it. */
-  keySet(as: oauth.AuthorizationServer): ReturnType<typeof createRemoteJWKSet> {
-    const uri = as.jwks_uri;
-    if (uri === undefined) throw new Error(`the issuer ${as.issuer} publishes no jwks_uri`);
-    if (this.keys?.uri !== uri) this.keys = { uri, set: createRemoteJWKSet(new URL(uri), { cooldownDuration: JWKS_COOLDOWN_MS }) };
-    return this.keys.set;
   }
 }
 
