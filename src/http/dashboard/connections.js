@@ -3,23 +3,15 @@
 // admin credential this page may keep, which is not a person's). GET /connections lists them, with a link to
 // connect each one that is not, and Disconnect sends DELETE /connections/{upstream} from this page (same origin:
 // the gateway refuses a browser's delete from anywhere else). Asked again when the tab comes back into view (a
-// connection made in another tab) and after a disconnect, not on a timer: each listing of an unconnected upstream
-// makes a fresh link. Every value goes in with textContent or as an attribute checked first.
-/* global document, location, fetch, URL */
+// connection made in another tab) and after a disconnect, not on a timer: a listing of an unconnected upstream
+// hands out a link (the replica's open one, else a new one). Every value goes in with textContent or as an attribute checked first.
+/* global document, location, fetch, URL, $, el */
 'use strict';
 
 (() => {
   const CONNECTIONS = '/connections';
-  const $ = (id) => document.getElementById(id);
+  // `$` and `el` are app.js's (loaded first, same page).
   const view = { inFlight: false };
-
-  function el(tag, text, attrs = {}, ...children) {
-    const node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
-    for (const child of children) node.append(child);
-    return node;
-  }
 
   /** Only an http(s) link is ever put in an href. */
   function safeHref(url) {
