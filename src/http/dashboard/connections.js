@@ -4,7 +4,8 @@
 // connect each one that is not, and Disconnect sends DELETE /connections/{upstream} from this page (same origin:
 // the gateway refuses a browser's delete from anywhere else). Asked again when the tab comes back into view (a
 // connection made in another tab) and after a disconnect, not on a timer: a listing of an unconnected upstream
-// hands out a link (the replica's open one, else a new one). Every value goes in with textContent or as an attribute checked first.
+// hands out a link (the replica's open one, else a new one). Every value goes in with textContent or as an
+// attribute checked first.
 /* global document, location, fetch, URL, $, el */
 'use strict';
 
