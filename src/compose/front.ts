@@ -7,6 +7,7 @@ import { publishedJwks } from '../identity/signer.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
+import { registerStateMetrics } from '../observability/metrics-state.js';
 import type { Foundation } from './foundation.js';
 import type { Observers } from './observers.js';
 import type { ServedRevisions } from './revisions.js';
@@ -42,7 +43,8 @@ export function buildFront(deps: FrontDeps): FastifyInstance {
   const { tasks } = deps.taskCore;
   const { reloader, status: upstreams } = deps.upstreamSet;
   const dashboard = { path: config.dashboard.path, store, tasks: tasks.runs, upstreams, upstreamConfig: (name: string) => reloader.config.upstreams.find((u) => u.name === name) };
-  return createFrontEnd({
+  const readiness = readinessOf({ store, tasks, sessions, upstreams, credentials: () => credentialHealth.credentialStatus(), initializing: () => deps.initializing(), shuttingDown: () => life.closing });
+  const app = createFrontEnd({
     config,
     logger: deps.logger,
     revisions: deps.revisions.entries.map(({ revision, runtime }) => ({ ...revision, front: runtime.front })),
@@ -59,8 +61,18 @@ export function buildFront(deps: FrontDeps): FastifyInstance {
     events,
     isShuttingDown: () => life.closing,
     instrumentation: tracing?.instrumentation,
-    readiness: readinessOf({ store, tasks, sessions, upstreams, credentials: () => credentialHealth.credentialStatus(), initializing: () => deps.initializing(), shuttingDown: () => life.closing }),
+    readiness,
   });
+  if (metrics !== undefined) {
+    // Scraped through this front, so they go with it: the store they read closes after it.
+    const unregister = registerStateMetrics(metrics.registry, {
+      ready: async () => (await readiness()).ready,
+      leasesRenewing: () => tasks.health().leases.ok,
+      soonestApprovalDeadline: async () => (await store.approvals.pending({ limit: 1 }))[0]?.deadlineMs,
+    });
+    app.addHook('onClose', async () => unregister());
+  }
+  return app;
 }
 
 /** Per-user consent's browser side, when some upstream needs it (issue 41). */

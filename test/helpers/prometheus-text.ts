@@ -16,9 +16,16 @@ export function parsePrometheus(text: string): Sample[] {
     assert.ok(match, `not a sample line: ${line}`);
     const labels: Record<string, string> = {};
     for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)) labels[pair[1] as string] = pair[2] as string;
-    samples.push({ name: match[1] as string, labels, value: Number(match[3]) });
+    samples.push({ name: match[1] as string, labels, value: sampleNumber(match[3] as string) });
   }
   return samples;
+}
+
+/** A sample's value: a Go float as the exposition writes it (`+Inf`, `-Inf` and `NaN` included, which Number() misreads in part). */
+function sampleNumber(text: string): number {
+  if (text === '+Inf') return Number.POSITIVE_INFINITY;
+  if (text === '-Inf') return Number.NEGATIVE_INFINITY;
+  return Number(text);
 }
 
 /** The value of the one sample of `name` whose labels include `labels` (0 when there is none). */
