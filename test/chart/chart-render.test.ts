@@ -136,6 +136,14 @@ describe('chart: pods and selectors', () => {
     });
   }
 
+  it('the container port follows config.listen.port, and the probes and Service use it by name', async () => {
+    const objects = await render({ values: ['required'], set: { 'config.listen.port': 9000 } });
+    const [container] = podSpecOf(objects).containers;
+    assert.deepEqual(container.ports, [{ name: 'http', containerPort: 9000, protocol: 'TCP' }]);
+    assert.equal(container.readinessProbe.httpGet.port, 'http');
+    assert.ok((find(objects, 'Service') as Json).spec.ports.every((p: Json) => p.targetPort === 'http'));
+  });
+
   it('a PDB is left out when only one replica runs (it would block every node drain)', async () => {
     const objects = await render({ values: ['required'], set: { replicaCount: 1 } });
     assert.equal(objects.some((o) => o.kind === 'PodDisruptionBudget'), false);
