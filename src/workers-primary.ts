@@ -36,6 +36,8 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
 
 class Primary {
   private readonly live = new Set<Worker>();
+  /** Workers that listen (serve requests): a fork starts its gateway before it does. */
+  private readonly listening = new Set<Worker>();
   private readonly restartTimers = new Set<NodeJS.Timeout>();
   /** When each unexpected exit was replaced, for the bound per minute. */
   private restarts: number[] = [];
@@ -52,13 +54,13 @@ class Primary {
     private readonly done: (code: number) => void,
   ) {
     this.logger = options.logger;
-    const live = this.live;
+    const listening = this.listening;
     new Gauge({
       name: 'taskgate_workers',
-      help: 'Worker processes running in this gateway process group (serve --workers).',
+      help: 'Worker processes of this gateway process group (serve --workers) listening for requests.',
       registers: [this.registry],
       collect() {
-        this.set(live.size);
+        this.set(listening.size);
       },
     });
     this.restartCounter = new Counter({
@@ -75,6 +77,7 @@ class Primary {
     if (this.options.metrics) serveClusterMetrics(this.registry);
     cluster.on('listening', (worker, address) => {
       this.started = true;
+      this.listening.add(worker);
       this.logger.info({ worker: worker.id, pid: worker.process.pid, port: address.port }, 'worker listening');
     });
     cluster.on('exit', (worker, code, signal) => this.exited(worker, code, signal));
@@ -101,6 +104,7 @@ class Primary {
 
   private exited(worker: Worker, code: number | null, signal: string | null): void {
     this.live.delete(worker);
+    this.listening.delete(worker);
     const exitCode = signal !== null ? EXIT_FAILURE : (code ?? EXIT_FAILURE);
     const fields = { worker: worker.id, pid: worker.process.pid, code, signal };
     if (this.stopping) {
