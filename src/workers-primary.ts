@@ -7,6 +7,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { Logger } from './log.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
+import { WORKER_MARK_ENV } from './workers.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILURE = 1;
@@ -97,7 +98,7 @@ class Primary {
   }
 
   private fork(): void {
-    const worker = cluster.fork();
+    const worker = cluster.fork({ [WORKER_MARK_ENV]: '1' });
     this.live.add(worker);
     this.logger.info({ worker: worker.id, pid: worker.process.pid }, 'worker started');
   }

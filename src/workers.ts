@@ -10,6 +10,14 @@ import { availableParallelism } from 'node:os';
 import type { GatewayConfig } from './config/types.js';
 
 export const WORKERS_ENV = 'TASKGATE_WORKERS';
+/**
+ * Set by the primary in its workers' environment: a cluster worker forked by something else (pm2's cluster mode) is
+ * a gateway on its own, which obeys SIGINT and serves its own /metrics.
+ */
+export const WORKER_MARK_ENV = 'TASKGATE_CLUSTER_WORKER';
+const ourWorker = cluster.isWorker && process.env[WORKER_MARK_ENV] === '1';
+// Read once; not handed on to what the worker starts (stdio upstreams).
+delete process.env[WORKER_MARK_ENV];
 
 /** How many gateway processes `serve` runs: 1 is a gateway on its own, as without the option. */
 export type WorkerCount = { count: number } | { error: string };
@@ -33,7 +41,9 @@ export function workerCount(flag: string | undefined, env: NodeJS.ProcessEnv = p
  * the loaded config, where TASKGATE_REDIS_URL has already replaced the file's store.
  */
 export function workersRefusal(config: GatewayConfig, count: number): string | undefined {
-  if (count <= 1 || config.store.type !== 'memory') return undefined;
+  if (count <= 1) return undefined;
+  if (!cluster.isPrimary) return `--workers ${count}: this process is already a cluster worker (pm2's cluster mode?); let that manager run the processes`;
+  if (config.store.type !== 'memory') return undefined;
   return (
     `--workers ${count} needs a store the workers share: the memory store lives in one process, and each worker ` +
     `would have tasks and sessions of its own. Set store.type: redis (or TASKGATE_REDIS_URL), or run one worker.`
@@ -42,7 +52,7 @@ export function workersRefusal(config: GatewayConfig, count: number): string | u
 
 /** Which part this process plays in `serve`. */
 export function workerRole(count: number): 'single' | 'primary' | 'worker' {
-  if (cluster.isWorker) return 'worker';
+  if (ourWorker) return 'worker';
   return count > 1 ? 'primary' : 'single';
 }
 
@@ -58,7 +68,7 @@ export function workerId(): number | undefined {
  * installed (they listen to SIGINT as a gateway on its own does).
  */
 export function ignoreSigintInWorker(): void {
-  if (!cluster.isWorker) return;
+  if (!ourWorker) return;
   process.removeAllListeners('SIGINT');
   process.on('SIGINT', () => undefined);
 }
