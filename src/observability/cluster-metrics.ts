@@ -149,6 +149,12 @@ export function serveClusterMetrics(own: Registry): void {
     if (message.type !== COLLECTED || typeof message.id !== 'number') return;
     const collection = collections.get(message.id);
     if (collection === undefined || !collection.waiting.delete(worker.id)) return;
+    if (typeof message.error === 'string') {
+      // A worker left out would read as totals that drop: the scrape fails instead.
+      collections.delete(message.id);
+      clearTimeout(collection.timer);
+      return collection.answer({ error: `worker ${worker.id}: ${message.error}` });
+    }
     if (Array.isArray(message.metrics)) collection.metrics.push(message.metrics as MetricJson[]);
     if (collection.waiting.size === 0) finish(message.id, collection);
   });
