@@ -5,7 +5,8 @@
 // implemented by the gateway and passed in.
 //
 //   composition   src/taskgate.ts, src/cli.ts,        builds the parts in dependency order and starts them
-//                 src/compose/                        with one lifecycle (its builders, and what it needs around them: src/compose/)
+//                 src/compose/                        with one lifecycle (its builders, and what it needs around them: src/compose/);
+//                 src/workers*.ts                     as one process, or a group of workers sharing the port
 //   revisions     src/protocol/revision(s).ts,        the revision registry and its entries: each entry serves
 //                 src/protocol/rev*/revision.ts       its revision (router, task methods, front) from shared parts
 //                                                     and brings its codec and upstream side; every list of
@@ -61,7 +62,7 @@ const LAYERS = [
   ['gateway', '^src/gateway/'],
   ['http', '^src/http/|^src/protocol/rev[^/]+/http/'],
   ['revisions', '^src/protocol/revisions?\\.ts$|^src/protocol/rev[^/]+/revision\\.ts$'],
-  ['composition', '^src/(taskgate|cli)\\.ts$|^src/compose/'],
+  ['composition', '^src/(taskgate|cli|workers|workers-primary)\\.ts$|^src/compose/'],
 ];
 
 const layerRules = LAYERS.slice(0, -1).map(([name, path], i) => ({

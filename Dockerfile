@@ -30,5 +30,6 @@ EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.TASKGATE_PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # Node handles SIGTERM itself (graceful shutdown); run with `--init` (compose: `init: true`) so stdio upstreams'
-# orphaned children are reaped.
+# orphaned children are reaped. One gateway process per core: TASKGATE_WORKERS=auto (with the Redis store;
+# docs/operations.md: One process per core).
 CMD ["node", "dist/cli.js", "serve"]

@@ -37,16 +37,16 @@ const q = (s: string): string => JSON.stringify(s); // a JSON string is a valid 
 
 /**
  * `metrics` undefined: the default config (metrics on, never scraped). `credential`: the front's API key and how the
- * (http) upstream is authenticated to (bench/credentials.ts).
+ * (http) upstream is authenticated to (bench/credentials.ts). `store`: a YAML flow mapping (default: memory).
  */
-function gatewayYaml(port: number, scenario: Scenario, upstreamUrl: string | undefined, metrics?: boolean, credential?: CredentialSetup): string {
+export function gatewayYaml(port: number, scenario: Scenario, upstreamUrl: string | undefined, metrics?: boolean, credential?: CredentialSetup, store = '{ type: memory }'): string {
   const upstream =
     scenario === 'http'
       ? `{ ${[`transport: streamable-http, url: ${q(upstreamUrl ?? '')}`, ...(credential?.upstream ?? [])].join(', ')} }`
       : `{ transport: stdio, command: ${q(NODE)}, args: [${q(ENTRY)}, "stdio"] }`;
   return [
     `listen: { host: 127.0.0.1, port: ${port}, path: /mcp }`,
-    'store: { type: memory }',
+    `store: ${store}`,
     'log: { level: warn }',
     ...(metrics === undefined ? [] : [`metrics: { enabled: ${metrics} }`]),
     ...(credential?.topLevel ?? []),

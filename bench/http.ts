@@ -1,12 +1,14 @@
 // The http scenario: sync tools/call against server-everything over Streamable HTTP, directly (the baseline) and
 // through the gateway (and, with --observability, the gateway with metrics scraped and traces exported; with
-// --credentials, the gateway authenticating to the upstream with clientCredentials and signedIdentity).
+// --credentials, the gateway authenticating to the upstream with clientCredentials and signedIdentity; with
+// --workers 1,2, the gateway as a group of N worker processes on Redis, per N: bench/workers.ts).
 import type { CredentialMode } from './credentials.js';
 import { startGateway } from './gateway-proc.js';
 import type { GatewayCommand } from './gateway-proc.js';
 import { httpDriver, inspectFlag, measure } from './measure.js';
 import { freePort, startProc, waitHttp, type Proc } from './procs.js';
 import { ENTRY, NODE, type Settings, type TargetResult } from './settings.js';
+import { startWorkersGateway, workersLabel, workersTarget } from './workers.js';
 
 /** A fresh upstream per target: server-everything keeps every SSE event of a session in memory, so a second
  * target measured against the first one's upstream would meet a bigger heap and slower GCs. */
@@ -93,6 +95,16 @@ export async function httpScenario(s: Settings, gw: GatewayCommand | string, dir
         );
       }
     }
+  }
+  for (const workers of s.workers) {
+    results.push(
+      await measure('http', workersTarget(workers), workersLabel(workers), s, round, (run) =>
+        withHttpUpstream(async (url) => {
+          if (typeof gw === 'string') throw new Error(gw);
+          return run(await startWorkersGateway(s, gw, url, dir, workers));
+        }),
+      ),
+    );
   }
   return results;
 }

@@ -2,7 +2,7 @@
 // latency with one client, throughput with all), its RSS, heap (after forced GCs) and CPU sampled between phases.
 import { gcAndMeasure } from './inspector.js';
 import { HttpLoad } from './load.js';
-import { cpuMs, rssBytes, treeRss, type Proc } from './procs.js';
+import { cpuMs, rssBytes, treeCpuMs, treeRss, type Proc } from './procs.js';
 import type { RssSamples, Scenario, Settings, TargetName, TargetResult } from './settings.js';
 import { runPlan, type Driver } from './stats.js';
 import { ms } from './report.js';
@@ -16,6 +16,8 @@ export interface Started {
   /** Process whose RSS is sampled, if any. */
   rssPid?: () => number | undefined;
   rssOf: string;
+  /** Sample RSS and CPU of that process and its descendants together (a gateway primary and its workers). */
+  wholeTree?: boolean;
   /** Stopped, in order, when the target is done: its processes, and anything else that runs beside it. */
   procs: Pick<Proc, 'stop'>[];
   tool?: () => string | undefined;
@@ -44,11 +46,11 @@ export async function measure(
         const { rssPid } = started;
         const sample = (): number | undefined => {
           const pid = rssPid?.();
-          return pid === undefined ? undefined : rssBytes(pid);
+          return pid === undefined ? undefined : started.wholeTree === true ? treeRss(pid).bytes : rssBytes(pid);
         };
         const cpu = (): number | undefined => {
           const pid = rssPid?.();
-          return pid === undefined ? undefined : cpuMs(pid);
+          return pid === undefined ? undefined : started.wholeTree === true ? treeCpuMs(pid) : cpuMs(pid);
         };
         const rss: RssSamples = { of: started.rssOf, idle: sample() };
         result.rss = rss;

@@ -123,8 +123,8 @@ export function rssBytes(pid: number): number | undefined {
   }
 }
 
-/** RSS of a process and all its descendants, and how many processes that is (supergateway runs one per session). */
-export function treeRss(pid: number): { bytes: number; processes: number } {
+/** A process and all its descendants (supergateway's per-session servers, a gateway's workers), from /proc. */
+function processTree(pid: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -139,19 +139,35 @@ export function treeRss(pid: number): { bytes: number; processes: number } {
       // raced with an exiting process
     }
   }
-  let bytes = 0;
-  let processes = 0;
+  const tree: number[] = [];
   const stack = [pid];
   while (stack.length > 0) {
     const p = stack.pop() as number;
+    tree.push(p);
+    stack.push(...(children.get(p) ?? []));
+  }
+  return tree;
+}
+
+/** RSS of a process and all its descendants, and how many processes that is (supergateway runs one per session). */
+export function treeRss(pid: number): { bytes: number; processes: number } {
+  let bytes = 0;
+  let processes = 0;
+  for (const p of processTree(pid)) {
     const rss = rssBytes(p);
     if (rss !== undefined) {
       bytes += rss;
       processes++;
     }
-    stack.push(...(children.get(p) ?? []));
   }
   return { bytes, processes };
+}
+
+/** CPU (user+system, ms) of a process and its descendants so far; undefined if the process itself is gone. */
+export function treeCpuMs(pid: number): number | undefined {
+  const own = cpuMs(pid);
+  if (own === undefined) return undefined;
+  return processTree(pid).reduce((sum, p) => sum + (p === pid ? own : (cpuMs(p) ?? 0)), 0);
 }
 
 let ticksPerSec: number | undefined;

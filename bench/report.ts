@@ -3,6 +3,7 @@
 // asserted).
 import type { Check, Scenario, Settings, TargetName, TargetResult } from './settings.js';
 import { median, type PhaseStats } from './stats.js';
+import { workersOf } from './workers.js';
 
 // Targets from the issue; reported, never asserted.
 const MIN_THROUGHPUT_VS_DIRECT = 0.8;
@@ -124,6 +125,27 @@ function credentialChecks(scenario: Scenario, results: TargetResult[], usable: S
   return checks;
 }
 
+/**
+ * --workers: each group of N workers against 1 worker (both on Redis, same run) as a ratio of calls/s; more workers
+ * should serve more (the check), though on a small machine they share its cores with the load and the upstream.
+ */
+function workersChecks(scenario: Scenario, usable: Summary[]): Check[] {
+  const one = usable.find((x) => workersOf(x.target) === 1);
+  const groups = usable.filter((x) => (workersOf(x.target) ?? 1) > 1);
+  if (one === undefined || groups.length === 0) return [];
+  return groups.map((x) => {
+    const ratio = x.callsPerSec / one.callsPerSec;
+    return {
+      scenario,
+      what: `${workersOf(x.target)} workers serve more than 1 (calls/s ratio)`,
+      pass: ratio > 1,
+      detail:
+        `${ratio.toFixed(2)}× (${x.callsPerSec.toFixed(0)} vs ${one.callsPerSec.toFixed(0)} calls/s; CPU of the whole group ` +
+        `${x.cpuUsPerCall.toFixed(0)} vs ${one.cpuUsPerCall.toFixed(0)} µs/call; one-client p50 ${ms(x.p50Ms)} vs ${ms(one.p50Ms)} ms)`,
+    };
+  });
+}
+
 export function report(scenario: Scenario, results: TargetResult[], s: Settings): { checks: Check[]; summaries: Summary[] } {
   const checks: Check[] = [];
   const summaries = summarize(results);
@@ -179,6 +201,7 @@ export function report(scenario: Scenario, results: TargetResult[], s: Settings)
     );
   }
 
+  checks.push(...workersChecks(scenario, usable));
   const gw = usable.find((x) => x.target === 'taskgate');
   if (!gw) return { checks, summaries };
   checks.push(...credentialChecks(scenario, results, usable, gw));

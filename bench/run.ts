@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   console.log(
     `taskgate bench${s.smoke ? ' (smoke)' : ''}: scenarios ${s.scenarios.join(',')}, targets ${s.targets.join(',')}, ` +
       `${s.clients} clients, warmup ${s.warmupMs} ms, latency ${s.latencyMs} ms, throughput ${s.count ?? s.durationMs}${s.count !== undefined ? ' calls' : ' ms'}, ` +
-      `${s.rounds} round(s), ${s.scenarios.includes('tasks') ? `stores ${s.stores.join(',')}, ` : ''}` +
+      `${s.rounds} round(s), ${s.workers.length > 0 ? `workers ${s.workers.join(',')}, ` : ''}${s.scenarios.includes('tasks') ? `stores ${s.stores.join(',')}, ` : ''}` +
       `${s.scenarios.includes('scale') ? `scale ${s.heldTasks} held / ${s.orphanTasks} orphans / leaseMs ${s.scaleLeaseMs}, ` : ''}` +
       `${s.scenarios.includes('scaleout') ? `scaleout ${s.scaleout.parts.join(',')} (${s.scaleout.inflight.tasks} in flight, ${s.scaleout.listing.large} listed, ${s.scaleout.takeover.tasks} on the dead replica), ` : ''}node ${process.version}, ${cpus().length} CPUs`,
   );
@@ -58,7 +58,7 @@ async function main(): Promise<void> {
         'ratios will be noisier (consider --rounds 3)',
     );
   }
-  const needsGateway = s.targets.includes('taskgate') || s.scenarios.some((x) => x === 'tasks' || x === 'scale' || x === 'scaleout');
+  const needsGateway = s.targets.includes('taskgate') || s.workers.length > 0 || s.scenarios.some((x) => x === 'tasks' || x === 'scale' || x === 'scaleout');
   const gw: GatewayCommand | string = needsGateway ? await gatewayCommand(s.useTsx) : 'not selected';
   await smokeWithoutRedis(s);
   const tasksSettings: TasksSettings = {

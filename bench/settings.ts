@@ -9,6 +9,7 @@ import { ALL_SCALEOUT_PARTS, type ScaleoutSettings } from './scaleout.js';
 import { everythingEntry } from './stdio-direct.js';
 import { envInt, planFromArgs, planOptions, type LoadPlan, type PhaseStats } from './stats.js';
 import { ALL_STORES, type StoreKind } from './tasks.js';
+import type { WorkersTarget } from './workers.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const NODE = process.execPath;
@@ -31,7 +32,8 @@ export type TargetName =
   | 'taskgate-clientCredentials'
   | 'taskgate-signedIdentity'
   | 'supergateway'
-  | 'mcp-proxy';
+  | 'mcp-proxy'
+  | WorkersTarget;
 export const ALL_TARGETS: readonly TargetName[] = ['direct', 'taskgate', 'supergateway', 'mcp-proxy'];
 
 export interface RssSamples {
@@ -96,6 +98,8 @@ export interface Settings extends LoadPlan {
    * signedIdentity, next to static headers; all three behind one API-key front.
    */
   credentials: boolean;
+  /** http scenario: also measure `serve --workers N` on Redis for each N (bench/workers.ts); empty: not. */
+  workers: number[];
   /** tasks scenario */
   stores: StoreKind[];
   redisUrl: string;
@@ -122,6 +126,7 @@ export function parseSettings(): Settings {
       observability: { type: 'boolean', default: false },
       'trace-ratio': { type: 'string' },
       credentials: { type: 'boolean', default: false },
+      workers: { type: 'string' },
       stores: { type: 'string' },
       'redis-url': { type: 'string' },
       'completion-tasks': { type: 'string' },
@@ -170,6 +175,7 @@ export function parseSettings(): Settings {
     observability: values.observability === true,
     traceRatio: values['trace-ratio'] !== undefined ? Number(values['trace-ratio']) : 1,
     credentials: values.credentials === true,
+    workers: workerCounts(values.workers),
     stores: list(values.stores, ALL_STORES, 'stores') ?? (smoke ? ['redis'] : [...ALL_STORES]),
     redisUrl: values['redis-url'] ?? process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
     completionTasks: values['completion-tasks'] !== undefined ? Number(values['completion-tasks']) : smoke ? 10 : 200,
@@ -189,6 +195,14 @@ export function parseSettings(): Settings {
       takeover: { tasks: size('takeover-tasks', 200, 5_000), windowMs: size('renewal-window-ms', 4_000, 20_000) },
     },
   };
+}
+
+/** `--workers 1,2`: the worker counts to measure, each a positive integer, in the order given. */
+function workerCounts(value: string | undefined): number[] {
+  if (value === undefined) return [];
+  const counts = value.split(',').map((x) => x.trim()).filter(Boolean).map(Number);
+  for (const n of counts) if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--workers: expected positive integers, e.g. 1,2 (got "${value}")`);
+  return [...new Set(counts)];
 }
 
 function stripUndefined(o: Record<string, string | boolean | undefined>): Record<string, string | boolean> {

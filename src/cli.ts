@@ -9,6 +9,7 @@ import { watchConfigFile } from './config/watch.js';
 import type { RunningGateway } from './taskgate.js';
 import type { Logger } from './log.js';
 import { VERSION } from './version.js';
+import { ignoreSigintInWorker, workerCount, workerId, workerRole, workersRefusal } from './workers.js';
 
 const DEFAULT_CONFIG = 'config/taskgate.yaml';
 const COMMANDS = ['serve', 'check-config', 'help'] as const;
@@ -24,6 +25,8 @@ Commands:
 Options:
   -c, --config <file>  config file (default: $TASKGATE_CONFIG, else ${DEFAULT_CONFIG})
       --tools          check-config: list the exposed tools with their task policy, and the excluded ones
+      --workers <n>    serve: run n gateway processes sharing the port, one per core with 'auto'
+                       (default: $TASKGATE_WORKERS, else 1); needs the Redis store
   -h, --help           show this help
   -v, --version        print the version
 
@@ -32,9 +35,12 @@ Environment:
   TASKGATE_PORT        overrides listen.port
   TASKGATE_REDIS_URL   use the Redis store at this URL (overrides store)
   TASKGATE_LOG_LEVEL   overrides log.level
+  TASKGATE_WORKERS     serve's --workers when the option is not given
 
 serve reloads its config on SIGHUP and when the file changes; an invalid file is logged and the
-running config stays (docs/operations.md: Config reload).
+running config stays (docs/operations.md: Config reload). With --workers, the first process forwards
+SIGTERM, SIGINT and SIGHUP to the workers and exits with the worst of their exit codes
+(docs/operations.md: One process per core).
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config.
 `;
@@ -101,12 +107,29 @@ async function checkConfig(path: string, explicit: boolean, withTools: boolean):
   return EXIT_OK;
 }
 
-/** Resolves to an exit code only when startup fails; a running gateway exits from its signal handlers. */
-async function serve(path: string, explicit: boolean): Promise<number | undefined> {
+/**
+ * Resolves to an exit code only when startup fails; a running gateway exits from its signal handlers. With several
+ * workers, this process is their primary and resolves once they have all exited; each worker runs this too.
+ */
+async function serve(path: string, explicit: boolean, workers: number): Promise<number | undefined> {
   const config = load(path, explicit);
   if (config === undefined) return EXIT_USAGE;
+  const role = workerRole(workers);
+  const refusal = role === 'primary' ? workersRefusal(config, workers) : undefined;
+  if (refusal !== undefined) return usageError(refusal);
   const { createLogger } = await import('./log.js');
-  const logger = createLogger(config.log);
+  const base = createLogger(config.log);
+  if (role === 'primary') {
+    const { runPrimary } = await import('./workers-primary.js');
+    const logger = base.child({ role: 'primary' });
+    return runPrimary({ count: workers, shutdownTimeoutMs: config.shutdownTimeoutMs, logger, metrics: config.metrics.enabled });
+  }
+  // Which worker said it: every line of a worker carries its id and pid.
+  const logger = role === 'worker' ? base.child({ worker: workerId(), pid: process.pid }) : base;
+  if (role === 'worker') {
+    ignoreSigintInWorker();
+    (await import('./observability/cluster-metrics.js')).joinClusterMetrics();
+  }
 
   // Fail loudly on a programming error rather than keep serving in an unknown state; a stray rejected promise
   // is logged but must not take down every other client's calls.
@@ -128,6 +151,7 @@ async function serve(path: string, explicit: boolean): Promise<number | undefine
       onListening: (gateway) => {
         installReload(gateway, path, logger, (applied) => (running = applied));
         installShutdown(gateway, () => running.shutdownTimeoutMs, logger);
+        ignoreSigintInWorker();
       },
     });
   } catch (err) {
@@ -223,6 +247,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       options: {
         config: { type: 'string', short: 'c' },
         tools: { type: 'boolean' },
+        workers: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -256,9 +281,13 @@ async function main(argv: string[]): Promise<number | undefined> {
   const path = values.config ?? (fromEnv !== undefined && fromEnv !== '' ? fromEnv : DEFAULT_CONFIG);
   if (path === '') return usageError('--config needs a file path');
 
+  if (values.workers !== undefined && command !== 'serve') return usageError('--workers applies to serve only');
   switch (command) {
-    case 'serve':
-      return serve(path, explicit);
+    case 'serve': {
+      const workers = workerCount(values.workers);
+      if ('error' in workers) return usageError(workers.error);
+      return serve(path, explicit, workers.count);
+    }
     case 'check-config':
       return checkConfig(path, explicit, values.tools === true);
     default: {

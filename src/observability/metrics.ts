@@ -1,9 +1,11 @@
 // Prometheus metrics, as a subscriber of the event seam. Each gateway has its own registry (several gateways in
 // one process, as tests run them, never share series); names start with `taskgate_`; labels are bounded
 // (metrics-labels.ts). Everything counts what this replica saw: counters and histograms sum across replicas, and
-// so do the gauges of what a replica holds (task runs, sessions, streams).
+// so do the gauges of what a replica holds (task runs, sessions, streams). In a worker of `serve --workers N`,
+// /metrics serves the whole group's, aggregated by the primary (cluster-metrics.ts).
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { GatewayEvents } from '../events.js';
+import { clusterSource } from './cluster-metrics.js';
 import { metricLabels } from './metrics-context.js';
 import { subscribeCredentialMetrics } from './metrics-credentials.js';
 import { subscribeHealthMetrics } from './metrics-health.js';
@@ -35,6 +37,8 @@ export interface MetricsSource {
 export class GatewayMetrics implements MetricsSource {
   readonly registry = new Registry();
   private readonly stops: (() => void)[];
+  /** Undefined unless this process is one worker of several: then the group's metrics. */
+  private readonly cluster = clusterSource(this.registry);
 
   constructor(options: GatewayMetricsOptions) {
     const { events } = options;
@@ -57,11 +61,12 @@ export class GatewayMetrics implements MetricsSource {
   }
 
   render(): Promise<string> {
-    return this.registry.metrics();
+    return this.cluster?.render() ?? this.registry.metrics();
   }
 
   /** Stops listening (the series stay as they are). */
   close(): void {
+    this.cluster?.release();
     for (const stop of this.stops.splice(0)) stop();
   }
 }
