@@ -34,6 +34,10 @@ interface Message {
 function aggregatorOf(name: string): Aggregator | undefined {
   // Up only if up on every worker (the replica is one unit behind the port).
   if (name.endsWith('_up')) return 'min';
+  // Ready, and renewing its leases, only if every worker is: a worker that is not still takes its share of requests.
+  if (name === 'taskgate_ready' || name === 'taskgate_task_leases_renewing') return 'min';
+  // Read from the store, the same on every worker: the soonest is the one.
+  if (name === 'taskgate_approval_expiry_seconds') return 'min';
   // Build and version info: one series, whichever worker says it.
   if (name.endsWith('_info')) return 'first';
   // Every replica's view of the same queue in the store, not a share of it.
