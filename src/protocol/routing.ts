@@ -27,7 +27,8 @@ export interface NamedRoute {
  * unlisted name under the prefix of an upstream that acts as each user is routed `unlisted` (see NamedRoute).
  */
 export async function routeNamed(catalog: GatewayCatalog, access: CallerAccess, kind: NamedKind, name: string, options: { consent?: boolean } = {}): Promise<NamedRoute> {
-  const unknown = new GatewayError('invalid_params', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
+  // Made only when the name does not resolve: an Error's stack capture costs a resolved call more than its routing.
+  const unknown = (): GatewayError => new GatewayError('invalid_params', `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${name}`);
   const unlisted = (error: GatewayError): NamedRoute | undefined => {
     const owner = options.consent === true && access.allows(kind, name) ? catalog.consentOwner(kind, name) : undefined;
     return owner === undefined ? undefined : { ...owner, unlisted: error };
@@ -41,9 +42,12 @@ export async function routeNamed(catalog: GatewayCatalog, access: CallerAccess, 
     if (consentRoute !== undefined) return consentRoute;
     throw error;
   }
-  if (route === undefined) return unlisted(unknown) ?? Promise.reject(unknown);
+  if (route === undefined) {
+    const error = unknown();
+    return unlisted(error) ?? Promise.reject(error);
+  }
   // Asked once: a refusal is audited where it is asked (a denied name gets no consent request either).
-  if (!access.allows(kind, name)) throw unknown;
+  if (!access.allows(kind, name)) throw unknown();
   return route;
 }
 
