@@ -21,13 +21,16 @@ export interface GatewayCommand {
 /**
  * Built JS (no tsx transform cost in the measured process; see build.ts for when it is built), else tsx on the
  * sources when the build failed. A run that promised a build (TEST_SPAWN_BUILD=1) and has none fails instead.
+ * With `cpuProfDir`, every gateway process started with it writes a CPU profile there as it exits
+ * (bench/profile-summary.ts reads them).
  */
-export async function gatewayCommand(useTsx: boolean): Promise<GatewayCommand | string> {
+export async function gatewayCommand(useTsx: boolean, cpuProfDir?: string): Promise<GatewayCommand | string> {
   if (!existsSync(join(ROOT, 'src/cli.ts'))) return 'src/cli.ts does not exist yet (gateway not written)';
-  const tsxCmd = { command: NODE, args: ['--import', 'tsx', join(ROOT, 'src/cli.ts')], how: 'node --import tsx src/cli.ts' };
+  const profiled = cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', cpuProfDir];
+  const tsxCmd = { command: NODE, args: [...profiled, '--import', 'tsx', join(ROOT, 'src/cli.ts')], how: 'node --import tsx src/cli.ts' };
   if (useTsx) return tsxCmd;
   const built = await builtCli();
-  if (built.cli !== undefined) return { command: NODE, args: [built.cli], how: built.how };
+  if (built.cli !== undefined) return { command: NODE, args: [...profiled, built.cli], how: built.how + (cpuProfDir === undefined ? '' : `, CPU profiles in ${cpuProfDir}`) };
   if (process.env.TEST_SPAWN_BUILD === '1') throw new Error(built.failure ?? built.how);
   console.warn(`! ${built.how}, running the gateway through tsx instead:\n    ${built.failure ?? ''}`);
   return { ...tsxCmd, how: `${tsxCmd.how} (build failed)` };

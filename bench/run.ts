@@ -59,7 +59,7 @@ async function main(): Promise<void> {
     );
   }
   const needsGateway = s.targets.includes('taskgate') || s.workers.length > 0 || s.scenarios.some((x) => x === 'tasks' || x === 'scale' || x === 'scaleout');
-  const gw: GatewayCommand | string = needsGateway ? await gatewayCommand(s.useTsx) : 'not selected';
+  const gw: GatewayCommand | string = needsGateway ? await gatewayCommand(s.useTsx, s.cpuProfDir) : 'not selected';
   await smokeWithoutRedis(s);
   const tasksSettings: TasksSettings = {
     clients: s.clients,

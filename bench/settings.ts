@@ -100,6 +100,8 @@ export interface Settings extends LoadPlan {
   credentials: boolean;
   /** http scenario: also measure `serve --workers N` on Redis for each N (bench/workers.ts); empty: not. */
   workers: number[];
+  /** Where every gateway process of the run writes a V8 CPU profile when it exits (`--cpu-prof`); none: not profiled. */
+  cpuProfDir: string | undefined;
   /** tasks scenario */
   stores: StoreKind[];
   redisUrl: string;
@@ -127,6 +129,7 @@ export function parseSettings(): Settings {
       'trace-ratio': { type: 'string' },
       credentials: { type: 'boolean', default: false },
       workers: { type: 'string' },
+      'cpu-prof': { type: 'string' },
       stores: { type: 'string' },
       'redis-url': { type: 'string' },
       'completion-tasks': { type: 'string' },
@@ -176,6 +179,7 @@ export function parseSettings(): Settings {
     traceRatio: values['trace-ratio'] !== undefined ? Number(values['trace-ratio']) : 1,
     credentials: values.credentials === true,
     workers: workerCounts(values.workers),
+    cpuProfDir: values['cpu-prof'] ?? process.env.BENCH_CPU_PROF,
     stores: list(values.stores, ALL_STORES, 'stores') ?? (smoke ? ['redis'] : [...ALL_STORES]),
     redisUrl: values['redis-url'] ?? process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
     completionTasks: values['completion-tasks'] !== undefined ? Number(values['completion-tasks']) : smoke ? 10 : 200,
