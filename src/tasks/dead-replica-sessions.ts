@@ -3,7 +3,7 @@
 import type { Logger } from '../log.js';
 import type { TaskStore } from '../store/task-store.js';
 import { UPSTREAM_SESSIONS_PER_TAKE, type DeadUpstreamSession } from '../store/upstream-sessions.js';
-import type { LeasePeerMessages, LossHandling } from './leases.js';
+import type { Upstream } from '../upstream/life/upstream.js';
 import type { Peers } from './peers.js';
 
 /** How long a sweep waits for a task's owner (or a replica that looks dead) to answer. */
@@ -13,8 +13,10 @@ export const RECOVERY_CONCURRENCY = 64;
 
 export interface DeadSessionsDeps {
   store: Pick<TaskStore, 'upstreamSessions'>;
-  peers: Peers<Pick<LeasePeerMessages, 'replica.alive'>>;
-  losses: Pick<LossHandling, 'upstream'>;
+  /** Asked whether a replica that looks dead is alive after all (leases.ts declares the message). */
+  peers: Peers<{ 'replica.alive': { body: Record<string, never>; answer: { alive: true } } }>;
+  /** The live upstream of that name, through which a session is ended. */
+  losses: { upstream(name: string): Upstream | undefined };
   logger: Logger;
   leaseMs: number;
 }

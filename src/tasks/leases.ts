@@ -3,8 +3,9 @@
 // replicas that stopped: each of their tasks is taken over where that is safe (run again if its policy allows, or
 // back in line if it was only waiting for a slot), else failed as lost. Nothing stays running forever, and each
 // loss leads to at most one more execution. A sweep settles a dead replica's tasks in bounded batches
-// (IDS_PER_SCRIPT_CALL) until none is left. Slot tickets still carry a lease each (their semaphores live in other
-// Cluster slots than the replicas' liveness), renewed once per lease period for three.
+// (IDS_PER_SCRIPT_CALL) until none is left. A replica that shuts down hands over what others can carry on by giving
+// up its liveness at once and asking them to sweep now (handOver). Slot tickets still carry a lease each (their
+// semaphores live in other Cluster slots than the replicas' liveness), renewed once per lease period for three.
 import type { TaskPolicy } from '../config/types.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
