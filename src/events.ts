@@ -127,6 +127,12 @@ export interface GatewayEventMap {
   'webhook.queue': { endpoint: string; depth: number };
   /** A client read the task's result (tasks/result, the task_result tool). */
   'task.retrieved': TaskFacts & { via: 'tasks/result' | 'task tool' };
+  /**
+   * A replica that shuts down left the task to the others (issue 42) instead of failing it: its call had `not
+   * started` (held for approval, waiting for its user's connection or a slot), or its policy runs it again (`retry on
+   * loss`; the call here was cancelled). Another replica takes it over within one sweep (`task.recovered`).
+   */
+  'task.handed_over': TaskFacts & { why: 'not started' | 'retry on loss' };
   /** A replica took over the tasks of one that stopped: re-queued, re-run, or failed as lost. */
   'task.recovered': TaskFacts & { action: 'requeued' | 'retried' | 'lost'; previousOwner: string; attempt?: number };
 
@@ -255,7 +261,7 @@ export interface GatewayScopeMap {
     errorMessage?: string;
   };
   /** A task's run on this replica, from taking a slot to its terminal record. */
-  'task.run': TaskFacts & { attempt: number; outcome?: 'completed' | 'failed' | 'cancelled' };
+  'task.run': TaskFacts & { attempt: number; outcome?: 'completed' | 'failed' | 'cancelled' | 'handed over' };
 }
 
 export type GatewayEventName = keyof GatewayEventMap;

@@ -3,6 +3,13 @@
 // between. A failed start, a failed listen and a shutdown therefore take the same way down, and a part only stops
 // what it started.
 
+/**
+ * What a replica that shuts down tells clients: try again after this long (HTTP 503 + Retry-After and
+ * `data.retryAfterMs` on refused requests, an SSE `retry:` field on open streams). Short: the other replicas serve
+ * at once, and a load balancer has taken this one out of rotation by then (its /readyz says 503 from the start).
+ */
+export const RETRY_ELSEWHERE_MS = 1_000;
+
 /** Where a stop that threw is reported (the gateway's logger). */
 export interface LifecycleLog {
   error(fields: object, message: string): void;

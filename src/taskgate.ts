@@ -10,8 +10,9 @@ import { buildUpstreamSet, upstreamRoster, type UpstreamRoster, type UpstreamSet
 import type { GatewayConfig } from './config/types.js';
 import type { GatewayEvents } from './events.js';
 import type { ReloadResult } from './gateway/reload.js';
+import { drainReplica } from './gateway/drain.js';
 import type { ReplicaLink } from './gateway/replicas.js';
-import { Lifecycle } from './lifecycle.js';
+import { Lifecycle, RETRY_ELSEWHERE_MS } from './lifecycle.js';
 import type { Logger } from './log.js';
 import { taskToolDefinitions } from './protocol/task-tool-definitions.js';
 
@@ -98,9 +99,11 @@ async function startParts(config: GatewayConfig, logger: Logger, options: StartO
   const app = buildFront({ config, logger, life, observers, metrics, foundation, sessions, revisions, taskCore, upstreamSet, initializing });
 
   await startServing(life, { roster, upstreamSet, app, sessions, replicas: foundation.replicas, revisions, taskCore, logger });
-  // Stopping it refuses new requests (isShuttingDown) and gives running tasks replicas.drainTimeoutMs to finish;
-  // what still runs then fails, with a message that says why, before its sessions' upstream connections go.
-  const url = await life.start({ name: 'listener', start: () => listenAndAnnounce(app, config, logger), stop: () => taskCore.tasks.drain(upstreamSet.reloader.config.replicas.drainTimeoutMs) });
+  // Stopping it refuses new requests (isShuttingDown) and gives running tasks and calls in flight
+  // replicas.drainTimeoutMs to finish (gateway/drain.ts); the task engine's close then hands over or fails what
+  // remains, before the client streams get their retry hint and its sessions' upstream connections go.
+  const drainParts = { tasks: taskCore.tasks, calls: upstreamSet.calls, logger };
+  const url = await life.start({ name: 'listener', start: () => listenAndAnnounce(app, config, logger), stop: () => drainReplica(drainParts, upstreamSet.reloader.config.replicas.drainTimeoutMs) });
   const gateway: RunningGateway = { url, events, reload: (next) => upstreamSet.reloader.reload(next), close: () => life.close() };
   options.onListening?.(gateway);
   if (life.closing) return gateway; // stopped as it began to listen
@@ -141,6 +144,9 @@ async function startServing(life: Lifecycle, parts: ServedParts): Promise<void> 
   await life.start({ name: 'revisions', start: () => revisions, stop: () => revisions.forEach(({ runtime }) => runtime.close()) });
   // Upstreams a reload retired: their runs ended with the others.
   await life.start({ name: 'retired upstreams', start: () => reloader, stop: () => reloader.settled() });
+  // Once the tasks are handed over or ended, each open stream tells its client when to reconnect (to another
+  // replica: this one refuses requests), before the revisions and sessions close them.
+  await life.start({ name: 'client streams', start: () => parts.sessions.streamBudget, stop: (streams) => streams.hintRetry(RETRY_ELSEWHERE_MS) });
   await life.start({ name: 'task engine', start: () => tasks.start(), stop: () => tasks.close() });
   // A gateway stopped before its upstreams started keeps no list waiting for them (begin is once: no-op otherwise).
   await life.start({ name: 'first attempts', start: () => firstAttempts, stop: () => firstAttempts.begin([]) });

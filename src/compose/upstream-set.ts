@@ -12,6 +12,7 @@ import type { JsonObject } from '../jsonrpc.js';
 import type { Logger } from '../log.js';
 import { UPSTREAM_ADAPTERS } from '../protocol/revisions.js';
 import { taskToolDefinitions } from '../protocol/task-tool-definitions.js';
+import { CallsInFlight } from '../upstream/life/calls-in-flight.js';
 import { Upstream, type UpstreamMessageSink, type UpstreamSessionLedger } from '../upstream/life/upstream.js';
 import { VERSION } from '../version.js';
 import type { Foundation } from './foundation.js';
@@ -50,14 +51,17 @@ export interface UpstreamSet {
   reloader: ConfigReloader;
   /** Every upstream's status, live or joining. */
   status(): JsonObject[];
+  /** Calls under way at every upstream: what a drain waits for, beside the task runs. */
+  calls: CallsInFlight;
 }
 
 export function buildUpstreamSet(deps: UpstreamSetDeps): UpstreamSet {
   const { config, logger, events, roster, foundation, revisions, taskCore } = deps;
   const messages = new UpstreamMessages(roster.catalog, deps.sessions, revisions, logger);
   const sessionLedger = sessionLedgerOf(deps);
+  const calls = new CallsInFlight();
   const createUpstream = (upstreamConfig: UpstreamConfig, sink: UpstreamMessageSink): Upstream =>
-    new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, adapters: UPSTREAM_ADAPTERS, identity: foundation.identity, ...(sessionLedger === undefined ? {} : { sessionLedger }) });
+    new Upstream(upstreamConfig, logger, sink, { version: VERSION, events, adapters: UPSTREAM_ADAPTERS, identity: foundation.identity, calls, ...(sessionLedger === undefined ? {} : { sessionLedger }) });
   const reloader = new ConfigReloader(
     config,
     {
@@ -76,7 +80,7 @@ export function buildUpstreamSet(deps: UpstreamSetDeps): UpstreamSet {
     events,
     logger,
   );
-  return { messages, reloader, status: () => [...roster.upstreams.map((u) => u.status()), ...reloader.joiningStatus()] };
+  return { messages, reloader, calls, status: () => [...roster.upstreams.map((u) => u.status()), ...reloader.joiningStatus()] };
 }
 
 /**

@@ -99,8 +99,11 @@ export const RawConfigSchema = z.strictObject({
     redirects are not followed. Absent: none. Follows config reloads.`),
   webhookDelivery: WebhookDeliverySchema.prefault({}).describe('How webhook deliveries are made, for every endpoint.'),
   shutdownTimeoutMs: int(0).default(DEFAULTS.shutdownTimeoutMs).describe(`Deadline of a clean shutdown. On SIGTERM or
-    SIGINT the gateway stops accepting requests, ends sessions and their streams, closes upstream connections (stopping
-    child processes) and exits within this. 0 = no deadline.`),
+    SIGINT the gateway reports not ready and refuses new requests (HTTP 503 + \`Retry-After\`), drains for
+    \`replicas.drainTimeoutMs\`, hands over or fails the tasks left, tells every open stream to reconnect (\`retry:\`),
+    ends sessions, closes upstream connections (stopping child processes) and exits 0 within this; past it, it exits 1.
+    Leave a second or two beyond the drain. In Kubernetes, \`terminationGracePeriodSeconds\` should exceed it. 0 = no
+    deadline.`),
 }).superRefine(checkAcrossSections);
 
 export type RawConfig = z.output<typeof RawConfigSchema>;

@@ -4,6 +4,7 @@
 // file knows what a revision must offer the endpoint (EndpointRevision), never which revisions there are.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
+import { RETRY_ELSEWHERE_MS } from '../lifecycle.js';
 import type { InflightCharge } from '../tasks/inflight-bytes.js';
 import type { Admission } from './admission.js';
 import type { RequestGuard } from './credentials-guard.js';
@@ -69,7 +70,9 @@ export async function mcpEndpointPlugin(app: FastifyInstance, { path, revisions,
   const served = revisions.map((revision) => ({ revision, front: revision.front({ admission }) }));
 
   const guard: RequestGuard = async (request, reply) => {
-    if (isShuttingDown()) throw new GatewayError('shutting_down', 'The gateway is shutting down');
+    // Every request, an existing session's too: the store answers any task method on every replica, and sessions
+    // live in the store, so another replica serves them (docs/operations.md, "Shutdown and rolling upgrades").
+    if (isShuttingDown()) throw new GatewayError('shutting_down', 'The gateway is shutting down: retry on another replica', { retryAfterMs: RETRY_ELSEWHERE_MS });
     const refused = await credentials?.(request, reply);
     // The body's bytes are charged before it is read, for whom the credentials name: a full budget refuses it unread.
     return refused ?? admission.admit(request, reply);

@@ -21,6 +21,7 @@ export const AUDIT_NAMES = [
   'task.requeued',
   'task.retried',
   'task.lost',
+  'task.handed_over',
   'access.denied',
   'rate.limited',
   'credential.obtained',
@@ -67,6 +68,9 @@ export function subscribeAuditLog(events: GatewayEvents, log: AuditLogger): () =
       if (e.action === 'lost') log.warn({ audit: 'task.lost', ...base }, 'task failed: its replica stopped');
       else if (e.action === 'requeued') log.warn({ audit: 'task.requeued', ...base }, 'queued task taken over: its replica stopped');
       else log.warn({ audit: 'task.retried', ...base, attempt: e.attempt }, 'task re-run: its replica stopped');
+    }),
+    events.on('task.handed_over', (e) => {
+      log.info({ audit: 'task.handed_over', task: e.taskId, principal: e.principal, tool: e.tool, why: e.why }, 'task handed over: this replica shuts down');
     }),
     events.on('access.denied', (e) => accessDenied(log, e)),
     events.on('upstream.token', (e) => credential(log, e)),

@@ -117,5 +117,15 @@ function taskIncidents(registry: Registry, events: GatewayEvents, labels: Metric
     labelNames: ['action'],
     registers: [registry],
   });
-  return [events.on('task.input.asked', (e) => inputs.inc({ method: labels.method.of(e.method) })), events.on('task.recovered', (e) => recovered.inc({ action: e.action }))];
+  const handedOver = new Counter({
+    name: 'taskgate_tasks_handed_over_total',
+    help: 'Tasks this replica left to the others as it shut down, by why: its call had not started, or its policy runs it again (retry.onLoss).',
+    labelNames: ['why'],
+    registers: [registry],
+  });
+  return [
+    events.on('task.input.asked', (e) => inputs.inc({ method: labels.method.of(e.method) })),
+    events.on('task.recovered', (e) => recovered.inc({ action: e.action })),
+    events.on('task.handed_over', (e) => handedOver.inc({ why: e.why === 'not started' ? 'not_started' : 'retry_on_loss' })),
+  ];
 }

@@ -23,6 +23,12 @@ export interface Leases {
    */
   heartbeat(replica: string, leaseMs: number): Promise<void>;
   /**
+   * Replica `replica` shuts down and gives up its liveness now (store time): the tasks it still holds are orphans
+   * at once, taken by the next takeOrphans of any replica rather than leaseMs after its last heartbeat. A replica
+   * the index does not know stays unknown.
+   */
+  expire(replica: string): Promise<void>;
+  /**
    * Drops a task from the running index (it ended, whoever ended it); with `owner`, only while that replica holds
    * it (a reservation given back when its creation did not happen).
    */

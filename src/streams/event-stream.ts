@@ -215,6 +215,15 @@ export class EventStream implements ClientFlow, BudgetMember {
     this.pump();
   }
 
+  /**
+   * Shutdown: tells the client on the connection it holds now to reconnect after `retryMs` (an SSE `retry:` field
+   * and no event, so the id to resume from stays the last event's). Written between whole events; the stream closes
+   * the usual way after it.
+   */
+  hintRetry(retryMs: number): void {
+    this.connection?.write(`retry: ${retryMs}\n\n`);
+  }
+
   /** Drops the connection and everything held (session end, shutdown, a response whose client left). */
   close(): void {
     this.finished = true;

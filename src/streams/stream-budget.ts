@@ -1,5 +1,6 @@
 // What the replica's SSE streams hold for clients, against two bounds: `sse.maxBufferedBytesPerStream` for each
 // stream and `sse.maxBufferedBytes` for all of them together (2025 sessions' streams and 2026-07-28 responses alike).
+// Every stream joins it, so it is also where a shutdown finds them all to tell their clients when to reconnect.
 import type { Logger } from '../log.js';
 
 /** A stream as the budget sees it. */
@@ -8,6 +9,8 @@ export interface BudgetMember {
   reclaim(bytes: number): number;
   /** The total is back under its bound: a stream that waited for that looks again. */
   roomAgain(): void;
+  /** Shutdown: the client is told to reconnect (elsewhere) after `retryMs`. */
+  hintRetry?(retryMs: number): void;
 }
 
 export class StreamBudget {
@@ -40,6 +43,11 @@ export class StreamBudget {
   leave(member: BudgetMember): void {
     this.members.delete(member);
     this.waiting.delete(member);
+  }
+
+  /** Shutdown: every open stream tells its client to reconnect after `retryMs`, before the streams close. */
+  hintRetry(retryMs: number): void {
+    for (const member of this.members) member.hintRetry?.(retryMs);
   }
 
   /** `bytes` more (or, negative, fewer) are held. Past the total, replay buffers give back first, oldest stream first. */

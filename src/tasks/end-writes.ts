@@ -2,11 +2,10 @@
 // is away the change is kept here and written once it is back (retried every PENDING_RETRY_MS), its lease renewed
 // meanwhile because this replica still holds it: an upstream result is never lost to a store outage. Waiters on
 // this replica hear of a written end with its outcome in hand (local-ends.ts).
-import type { GatewayEvents } from '../events.js';
+import type { GatewayEventMap, GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import type { TaskChange, TaskRecord, TaskStore } from '../store/task-store.js';
 import type { LocalEnds } from './local-ends.js';
-import type { RunOutcome } from './local-run.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 
 /** How often a kept terminal change is retried while the store is away. */
@@ -31,6 +30,8 @@ export class EndWrites {
   /** Terminal changes the store could not take yet, by task: written when it is back. */
   private readonly pending = new Map<string, PendingEnd>();
   private retryTimer: NodeJS.Timeout | undefined;
+  /** Writes under way: close() waits for them (a shutdown hands tasks over only once every end it made is written). */
+  private readonly writing = new Set<Promise<void>>();
   private readonly store: TaskStore;
   private readonly logger: Logger;
   private readonly events: GatewayEvents;
@@ -44,7 +45,15 @@ export class EndWrites {
    * Writes a task's terminal status (and drops its lease), and announces the end. When the store is away the
    * change is kept and written once it is back (`kept` on the retries).
    */
-  async record(end: PendingEnd, kept = false): Promise<void> {
+  record(end: PendingEnd, kept = false): Promise<void> {
+    const write = this.write(end, kept);
+    this.writing.add(write);
+    const settled = (): void => void this.writing.delete(write);
+    write.then(settled, settled);
+    return write;
+  }
+
+  private async write(end: PendingEnd, kept: boolean): Promise<void> {
     const { task, change, reason } = end;
     const taskId = task.taskId;
     try {
@@ -56,7 +65,7 @@ export class EndWrites {
       // After the answers of the waiters just woken (they go out in this tick's promise reactions): nobody waits on it.
       setImmediate(() => void this.store.leases.release(taskId).catch(() => undefined));
       if (!changed.ok) return; // already terminal: whatever ended it announced it
-      const ended = { ...taskFacts(task), status: change.to as RunOutcome, durationMs: taskAgeMs(task) };
+      const ended = { ...taskFacts(task), status: change.to as GatewayEventMap['task.ended']['status'], durationMs: taskAgeMs(task) };
       this.events.emit('task.ended', { ...ended, ...(reason === undefined ? {} : { reason }), ...(kept ? { kept } : {}) });
     } catch (error) {
       this.localEnds.settle(taskId, undefined);
@@ -79,9 +88,13 @@ export class EndWrites {
     return this.pending.size;
   }
 
-  /** Shutdown: one last try at what is kept (the store may be back), and no more retries after it. */
+  /**
+   * Shutdown: the writes under way settle, then one last try at what is kept (the store may be back), and no more
+   * retries after it.
+   */
   async close(): Promise<void> {
     clearTimeout(this.retryTimer);
+    await Promise.allSettled([...this.writing]);
     if (this.pending.size > 0) await this.flush();
     clearTimeout(this.retryTimer);
   }

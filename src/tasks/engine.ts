@@ -136,9 +136,31 @@ export class TaskEngine {
     this.approvals.start();
   }
 
-  /** Gives running tasks up to `timeoutMs` to finish (SIGTERM); close() then fails what remains. */
-  drain(timeoutMs: number): Promise<void> {
-    return this.runs.drain(timeoutMs);
+  /**
+   * SIGTERM: the drain begins. Runs whose call reached the upstream go on; the others no longer start here (close()
+   * hands them over), and this replica no longer takes over the tasks of lost ones (the replicas that stay do).
+   */
+  beginDrain(): void {
+    this.leases.stopSweeping();
+    this.runs.beginDrain();
+  }
+
+  /** Runs whose call reached the upstream: what a drain waits for (idle()). */
+  get busy(): number {
+    return this.runs.busy;
+  }
+
+  /** Resolves once no run is busy. */
+  idle(): Promise<void> {
+    return this.runs.idle();
+  }
+
+  /** beginDrain(), then up to `timeoutMs` for the busy runs to end; close() then hands over or fails what remains. */
+  async drain(timeoutMs: number): Promise<void> {
+    this.beginDrain();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.idle(), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
   }
 
   /** Gives the runs on an upstream a config reload removed up to `timeoutMs`, then fails the rest (TaskRuns.drainUpstream). */
@@ -146,11 +168,16 @@ export class TaskEngine {
     return this.runs.drainUpstream(upstream, timeoutMs, message);
   }
 
-  /** Stops renewing leases, writes the ends the store still owes if it can, and fails every local run (shutdown). */
+  /**
+   * Shutdown: stops renewing leases (the last heartbeat settled), hands over or fails every local run, writes the
+   * ends the store still owes if it can, and then gives up this replica's liveness: what it handed over is taken by
+   * another replica's next sweep, which it asks for. In that order, so no end written here races a take-over.
+   */
   async close(): Promise<void> {
-    this.leases.stop();
+    await this.leases.stop();
     this.approvals.stop();
+    const handedOver = await this.runs.close();
     await this.endWrites.close();
-    await this.runs.close();
+    await this.leases.handOver(handedOver > 0);
   }
 }

@@ -3,33 +3,35 @@
 // replicas that stopped: each of their tasks is taken over where that is safe (run again if its policy allows, or
 // back in line if it was only waiting for a slot), else failed as lost. Nothing stays running forever, and each
 // loss leads to at most one more execution. A sweep settles a dead replica's tasks in bounded batches
-// (IDS_PER_SCRIPT_CALL) until none is left. Slot tickets still carry a lease each (their semaphores live in other
-// Cluster slots than the replicas' liveness), renewed once per lease period for three.
+// (IDS_PER_SCRIPT_CALL) until none is left. A replica that shuts down hands over what others can carry on by giving
+// up its liveness at once and asking them to sweep now (handOver). Slot tickets still carry a lease each (their
+// semaphores live in other Cluster slots than the replicas' liveness), renewed once per lease period for three.
 import type { TaskPolicy } from '../config/types.js';
 import { NO_EVENTS, type GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
 import { failedWith, IDS_PER_SCRIPT_CALL, isTerminal, type StoredCall, type TaskRecord, type TaskStore } from '../store/task-store.js';
-import { UPSTREAM_SESSIONS_PER_TAKE, type DeadUpstreamSession } from '../store/upstream-sessions.js';
+import { eachAtMost, endDeadUpstreamSessions, OWNER_CHECK_MS, RECOVERY_CONCURRENCY } from './dead-replica-sessions.js';
 import type { Upstream } from '../upstream/life/upstream.js';
 import type { Peers } from './peers.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 
-/** How long a sweep waits for a task's owner to say it still holds it. */
-const OWNER_CHECK_MS = 500;
 /** Heartbeats per lease period: a replica survives missing all but the last of them. */
 const BEATS_PER_LEASE = 3;
 /** Slot tickets are leased for this many lease periods and renewed once per period (each ticket is a write). */
 export const SLOT_LEASES = 3;
 /** Orphans taken per store call; a sweep takes batch after batch while there are more. */
 const ORPHANS_PER_TAKE = IDS_PER_SCRIPT_CALL;
-/** Lost tasks settled at once during a sweep (store round trips in flight). */
-const RECOVERY_CONCURRENCY = 64;
 
 export interface LeasePeerMessages {
   /** Which of these tasks the replica still runs (or keeps the outcome of): asked before declaring them lost. */
   'task.held': { body: { taskIds: string[] }; answer: { held: string[] } };
   /** Whether the replica is alive: asked before ending the upstream sessions it recorded, once it looks dead. */
   'replica.alive': { body: Record<string, never>; answer: { alive: true } };
+  /**
+   * Told by a replica that shuts down and handed its tasks over (gave up its liveness): sweep now, rather than at
+   * the next tick. A sweep only ever takes what the store says is orphaned, so this can only make one come sooner.
+   */
+  'replicas.sweep': { body: Record<string, never>; answer: never };
 }
 
 /** The other replicas, as the sweep needs them (the gateway's ReplicaLink). */
@@ -101,6 +103,10 @@ export class TaskLeases {
   /** Heartbeats since the slot tickets were last renewed (they are renewed once per lease period). */
   private beatsSinceSlots = 0;
   private sweeping = false;
+  /** Asked to sweep while a sweep was under way: one more follows it. */
+  private sweepAgain = false;
+  /** Heartbeats and sweeps under way: stop() waits for them, so none writes this replica's liveness after it. */
+  private readonly inFlight = new Set<Promise<unknown>>();
   /** Orphans this replica took and has not settled yet: they are this replica's, alive as long as it is. */
   private readonly recovering = new Set<string>();
   /** Of those, the ones the store could not settle yet (by id: their lost owner), tried again by the next sweep. */
@@ -122,6 +128,10 @@ export class TaskLeases {
     this.events = deps.events ?? NO_EVENTS;
     this.peers.on('task.held', async (body) => ({ held: body.taskIds.filter((id) => this.holds(id)) }));
     this.peers.on('replica.alive', async () => ({ alive: true }));
+    this.peers.on('replicas.sweep', async () => {
+      if (!this.stopped) this.tracked(this.recoverOrphans({ queue: true }));
+      return undefined;
+    });
   }
 
   /** Leases tasks to this replica (if it dies from here on, another one ends them). */
@@ -150,17 +160,47 @@ export class TaskLeases {
   start(): void {
     this.stopped = false;
     // At once: what this replica recorded while starting (its upstream sessions) made it alive for one lease only.
-    void this.renew();
-    this.heartbeat = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.leaseMs / BEATS_PER_LEASE)));
+    this.tracked(this.renew());
+    this.heartbeat = setInterval(() => this.tracked(this.renew()), Math.max(50, Math.floor(this.leaseMs / BEATS_PER_LEASE)));
     this.heartbeat.unref();
-    this.sweeper = setInterval(() => void this.recoverOrphans(), Math.max(50, Math.floor(this.leaseMs / 6)));
+    this.sweeper = setInterval(() => this.tracked(this.recoverOrphans()), Math.max(50, Math.floor(this.leaseMs / 6)));
     this.sweeper.unref();
   }
 
-  stop(): void {
+  /**
+   * No more sweeps from this replica (it drains for shutdown): tasks of dead replicas are left to the replicas
+   * that stay, rather than taken over here only to be handed over again. Heartbeats go on.
+   */
+  stopSweeping(): void {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
+  /** Stops heartbeating and sweeping; resolves once the heartbeat or sweep under way (if any) has settled. */
+  async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.heartbeat);
     clearInterval(this.sweeper);
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /**
+   * Shutdown, once stop() resolved and this replica's runs ended or were left for others (TaskRuns.close): gives up
+   * this replica's liveness, so that what it still leases (the tasks it hands over, orphans it took and could not
+   * settle) are orphans at once, and asks the other replicas to sweep now: they take them over within one sweep
+   * instead of leaseMs after the last heartbeat. From here on it answers "not held" for all of them.
+   */
+  async handOver(tellPeers: boolean): Promise<void> {
+    this.recovering.clear();
+    this.unsettled.clear();
+    try {
+      await this.store.leases.expire(this.peers.id);
+    } catch (error) {
+      // Not lost: they are orphans once the last heartbeat's lease runs out.
+      this.logger.warn({ err: error }, 'could not give up this replica\'s liveness: other replicas take its tasks over once its lease runs out');
+      return;
+    }
+    if (tellPeers) await this.peers.tell?.(undefined, 'replicas.sweep', {}).catch(() => undefined);
   }
 
   /** Whether renewals succeed, for readiness. */
@@ -218,8 +258,12 @@ export class TaskLeases {
    * One sweep takes batch after batch until no orphan is left, so a dead replica's tasks are all settled by the
    * first sweep that sees them (each batch bounded, several replicas may sweep at once: each orphan goes to one).
    */
-  private async recoverOrphans(): Promise<void> {
-    if (this.sweeping) return;
+  private async recoverOrphans(options: { queue?: boolean } = {}): Promise<void> {
+    if (this.sweeping) {
+      // A timer's tick finds one under way and leaves it; a peer's call for one (replicas.sweep) is answered after it.
+      if (options.queue === true) this.sweepAgain = true;
+      return;
+    }
     // Liveness runs out in store time while the store is away, for live replicas too: once it is back, every
     // replica gets two lease periods to heartbeat (and write what it kept) before anyone is declared lost. One is
     // not enough with short leases: a live replica beats only after its own reconnect backoff (up to 500 ms, later
@@ -258,36 +302,21 @@ export class TaskLeases {
     } finally {
       if (taken > 0) this.logger.info({ orphans: taken, batches: batchCount, ms: Date.now() - started }, 'orphaned tasks settled');
       // After the tasks: a dead replica's calls are settled before the upstream sessions they ran on are ended.
-      if (!this.storeDown && !this.stopped) await this.endDeadUpstreamSessions();
+      const sessionsOf = { store: this.store, peers: this.peers, losses: this.losses, logger: this.logger, leaseMs: this.leaseMs };
+      if (!this.storeDown && !this.stopped && !(await endDeadUpstreamSessions(sessionsOf))) this.storeDown = true;
       this.sweeping = false;
+    }
+    if (this.sweepAgain && !this.stopped) {
+      this.sweepAgain = false;
+      await this.recoverOrphans();
     }
   }
 
-  /**
-   * Ends the upstream sessions that dead replicas left open (recorded in the store as they opened them), batch
-   * after batch: otherwise the upstream keeps each to its own expiry, if it has one. Each record goes to one
-   * sweeping replica, which sends the DELETE through its own configuration of that upstream (one no longer
-   * configured here cannot be reached, and its sessions are dropped).
-   */
-  private async endDeadUpstreamSessions(): Promise<void> {
-    for (;;) {
-      let taken: DeadUpstreamSession[];
-      try {
-        taken = await this.store.upstreamSessions.takeDead(UPSTREAM_SESSIONS_PER_TAKE);
-      } catch {
-        this.storeDown = true;
-        return;
-      }
-      if (taken.length === 0) return;
-      const lost = await this.stillAlive(taken);
-      let ended = 0;
-      await eachAtMost(RECOVERY_CONCURRENCY, lost, async ({ upstream, sessionId, protocolVersion }) => {
-        if (await this.losses.upstream(upstream)?.endOrphanSession(sessionId, protocolVersion)) ended++;
-      });
-      const replicas = [...new Set(lost.map(({ replica }) => replica))];
-      if (lost.length > 0) this.logger.info({ sessions: lost.length, ended, replicas }, 'ended the upstream sessions of lost replicas');
-      if (taken.length < UPSTREAM_SESSIONS_PER_TAKE) return;
-    }
+  /** Keeps `work` (a heartbeat or a sweep) among those stop() waits for until it settles. */
+  private tracked(work: Promise<unknown>): void {
+    this.inFlight.add(work);
+    const settled = (): void => void this.inFlight.delete(work);
+    work.then(settled, settled);
   }
 
   /**
@@ -321,30 +350,6 @@ export class TaskLeases {
       if (settled) this.recovering.delete(taskId);
       else this.unsettled.set(taskId, owner);
     }
-  }
-
-  /**
-   * Hands back the upstream sessions of replicas that answer (alive after all: their heartbeats came late), and
-   * returns the rest, whose replicas are gone.
-   */
-  private async stillAlive<T extends { replica: string; upstream: string; sessionId: string; protocolVersion?: string }>(taken: T[]): Promise<T[]> {
-    const lost: T[] = [];
-    for (const replica of new Set(taken.map((session) => session.replica))) {
-      const sessions = taken.filter((session) => session.replica === replica);
-      const alive =
-        replica === this.peers.id ||
-        (await this.peers.exists?.(replica).catch(() => false)) === true ||
-        (await this.peers.ask(replica, 'replica.alive', {}, undefined, OWNER_CHECK_MS).catch(() => undefined)) !== undefined;
-      if (!alive) {
-        lost.push(...sessions);
-        continue;
-      }
-      for (const { upstream, sessionId, protocolVersion } of sessions) {
-        const record = protocolVersion === undefined ? { upstream, sessionId } : { upstream, sessionId, protocolVersion };
-        await this.store.upstreamSessions.record(replica, record, this.leaseMs).catch(() => undefined);
-      }
-    }
-    return lost;
   }
 
   /**
@@ -416,13 +421,4 @@ export class TaskLeases {
     await this.runs.runAgain({ ...changed.task, call: task.call }, upstream);
     return true;
   }
-}
-
-/** Runs `work` over `items`, at most `limit` at once. */
-async function eachAtMost<T>(limit: number, items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) await work(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

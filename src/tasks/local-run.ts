@@ -82,10 +82,16 @@ export interface LocalRun {
   /** The last status message of the upstream's own task (when the upstream runs the call as one), as recorded. */
   upstreamStatusMessage: string | undefined;
   /**
-   * Waiting for its approval (tasks/approvals.ts): nothing reached the upstream, and the hold outlives this
-   * replica (its shutdown leaves the task to another replica instead of failing it).
+   * Waits for its approval, its user's connection or a slot, or was kept from starting by a drain: nothing reached
+   * the upstream, and a drain does not wait for it (it is handed over at shutdown). `waited`: it ever did.
    */
-  held?: boolean;
+  waiting?: boolean;
+  waited?: boolean;
+  /**
+   * Its call left for the upstream (or runs there already): a shutdown hands it over only where its policy allows
+   * running it again. Until then nothing reached the upstream, and another replica may start it instead.
+   */
+  reached?: boolean;
   /** How many times its call lost its user's connection before it left, and waited for it again (issue 41). */
   consentRounds?: number;
 }

@@ -19,6 +19,8 @@ export interface Peers<M extends PeerMessages<M>> {
     type: T,
     handler: (body: M[T]['body'], peer: { accept(): void; emit(event: JsonObject): void }) => Promise<M[T]['answer'] | undefined>,
   ): void;
+  /** Tells one replica, or all (`target` undefined), expecting no answer. */
+  tell?<T extends keyof M & string>(target: string | undefined, type: T, body: M[T]['body']): Promise<void>;
   /** Asks one replica, or all (`target` undefined); undefined when none took it up in time. */
   ask<T extends keyof M & string>(
     target: string | undefined,

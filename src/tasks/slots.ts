@@ -28,6 +28,10 @@ export interface SlotWaiter {
   slots: SlotTicket[];
   readonly ended: boolean;
   signal: AbortSignal;
+  /** Told when it starts waiting in line (true), and when it leaves the line with a slot (false). */
+  inLine?(waiting: boolean): void;
+  /** Set once it should wait no longer (a drain): take() then gives up instead of waiting for a slot to free. */
+  readonly stopWaiting?: boolean;
 }
 
 export interface TaskSlotsDeps {
@@ -136,9 +140,12 @@ export class TaskSlots {
             .transition(run.task.taskId, { to: 'working', queued: true, message: `Queued behind ${grant.ahead} running or waiting task(s): ${what}` })
             .catch(() => undefined);
         }
+        run.inLine?.(true);
+        if (run.stopWaiting === true) return false; // marked queued (if it waited before): another replica starts it
         await this.untilFreed(key, run.signal);
       }
     }
+    run.inLine?.(false);
     // Cleared before the call starts: a task still marked queued never reached the upstream.
     if (queued) {
       await this.store.tasks.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);

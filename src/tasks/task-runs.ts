@@ -14,6 +14,7 @@ import type { InflightCharge } from './inflight-bytes.js';
 import type { LossHandling } from './leases.js';
 import { abortRun, newLocalRun, NOTHING_TO_DO, RunChannel, runSignal, type LocalRun, type RunHandle, type RunOutcome, type TaskCaller } from './local-run.js';
 import { countedPrincipal } from '../principals.js';
+import { closeRuns } from './shutdown-runs.js';
 import type { RunRelay } from './run-relay.js';
 import type { SlotTicket } from './slots.js';
 import { boundedEnd } from './stored-results.js';
@@ -64,8 +65,10 @@ export class TaskRuns {
   private readonly runs = new Map<string, LocalRun>();
   private readonly admission: TaskAdmission;
   private readonly acting: ActingCallers;
-  /** Set while draining: called when the last run ends. */
-  private drained: (() => void) | undefined;
+  /** Set once the replica drains (SIGTERM): a run that waited (approval, connection, slot) no longer starts. */
+  private draining = false;
+  /** Drains waiting for the last active run to end (idle()). */
+  private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly deps: TaskRunsDeps) {
     this.acting = deps.acting ?? new ActingCallers(undefined);
@@ -201,19 +204,23 @@ export class TaskRuns {
   }
 
   /**
-   * Gives running tasks up to `timeoutMs` to finish (SIGTERM: the replica no longer takes requests). Resolves
-   * when none is left or the time is up; close() then fails what remains.
+   * The replica drains (SIGTERM: it no longer takes requests): runs on their way to the upstream or there go on; a
+   * run that waits (for its approval, its user's connection or a slot) no longer starts here, and close() hands it
+   * over to another replica.
    */
-  async drain(timeoutMs: number): Promise<void> {
-    if (this.unheld() === 0 || timeoutMs <= 0) return;
-    this.deps.logger.info({ running: this.runs.size, timeoutMs }, 'draining running tasks');
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      new Promise<void>((resolve) => (this.drained = resolve)),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
-    ]);
-    clearTimeout(timer);
-    this.drained = undefined;
+  beginDrain(): void {
+    this.draining = true;
+  }
+
+  /** Runs that are not waiting (see LocalRun.waiting): what a drain waits for. */
+  get busy(): number {
+    return [...this.runs.values()].filter((run) => run.waiting !== true).length;
+  }
+
+  /** Resolves once no run is busy: at once when none is. */
+  idle(): Promise<void> {
+    if (this.busy === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /**
@@ -239,22 +246,11 @@ export class TaskRuns {
     return left.length;
   }
 
-  /**
-   * Stops every local run (gateway shutdown); their tasks fail with a message saying why. A call held for approval
-   * is not failed: nothing reached the upstream, its hold is in the store, and its lease (no longer renewed) hands
-   * it to another replica, which goes on waiting for the decision.
-   */
-  async close(): Promise<void> {
-    const { store, events } = this.deps;
-    for (const run of [...this.runs.values()]) if (run.held === true) this.endRun(run, 'failed', undefined);
-    await Promise.all(
-      [...this.runs.values()].map(async (run) => {
-        this.endRun(run, 'failed', 'the gateway shut down');
-        const changed = await store.tasks.transition(run.task.taskId, failedWith('The gateway shut down while the task was running')).catch(() => undefined);
-        if (changed?.ok === true) events.emit('task.ended', { ...taskFacts(run.task), status: 'failed', reason: 'drained', durationMs: taskAgeMs(run.task) });
-        await store.leases.release(run.task.taskId).catch(() => undefined);
-      }),
-    );
+  /** Ends every local run (shutdown, after the drain): handed over or failed (shutdown-runs.ts); how many were handed over. */
+  close(): Promise<number> {
+    const { store, events, logger, policies, recovery } = this.deps;
+    const endRun = (run: LocalRun, outcome: RunOutcome, reason: string | undefined): void => this.endRun(run, outcome, reason);
+    return closeRuns([...this.runs.values()], { store, events, logger, policies, upstream: (name) => recovery.upstream(name), endRun });
   }
 
   private newRun(task: TaskRecord, caller: TaskCaller, charge: InflightCharge | undefined): LocalRun {
@@ -288,6 +284,7 @@ export class TaskRuns {
   private consentLostBy(run: LocalRun, outcome: Outcome): boolean {
     if (run.ended || this.deps.consent === undefined || !lostConsent(outcome, run.task.upstream)) return false;
     run.consentRounds = (run.consentRounds ?? 0) + 1;
+    run.reached = false; // it never left
     clearTimeout(run.deadline);
     return run.consentRounds <= MAX_CONSENT_ROUNDS;
   }
@@ -295,8 +292,8 @@ export class TaskRuns {
   /**
    * A task at an upstream that acts as each user waits, before its call, until its user is connected
    * (consent-wait.ts): marked queued meanwhile (nothing reached the upstream: another replica takes it over and asks
-   * again if this one dies) and held (a shutdown leaves it to another replica). False when the run ended, or the wait
-   * ended the task (declined, a client that takes no URL elicitation, nobody who can connect).
+   * again if this one dies or shuts down). False when the run ended, or the wait ended the task (declined, a client
+   * that takes no URL elicitation, nobody who can connect).
    */
   private async connected(run: LocalRun, upstreamOf: Upstream, toolName: unknown): Promise<boolean> {
     const upstream = upstreamOf.name;
@@ -309,7 +306,6 @@ export class TaskRuns {
       return false;
     }
     if (await consent.isConnected(principal, upstream)) return this.listedOnceConnected(run, upstreamOf, toolName);
-    run.held = true;
     const waiting = `Waiting for the user to connect their account at upstream '${upstream}'`;
     const marked = await store.tasks.transition(run.task.taskId, { to: 'working', queued: true, message: waiting }).catch(() => undefined);
     if (marked?.ok === true) run.task = marked.task;
@@ -318,8 +314,9 @@ export class TaskRuns {
       const again = await store.tasks.transition(run.task.taskId, { to: 'working', message: waiting }).catch(() => undefined);
       if (again?.ok === true) run.task = again.task;
     };
+    this.waits(run, true);
     const end = await untilConnected(consent, { principal, upstream, signal: runSignal(run), ask: (question, signal) => this.deps.relay.ask(run, question, signal), refuse: (question) => run.caller.refuse?.(question), accepted });
-    run.held = false;
+    this.waits(run, false);
     if (end.connected && !run.ended) {
       const cleared = await store.tasks.transition(run.task.taskId, { to: 'working', queued: false, message: null }).catch(() => undefined);
       if (cleared?.ok === true) run.task = cleared.task;
@@ -345,9 +342,9 @@ export class TaskRuns {
   private async startCall(run: LocalRun, upstream: Upstream, queue: boolean, start: () => Promise<UpstreamCall | undefined>, params: JsonObject | undefined, again: boolean): Promise<UpstreamCall | undefined> {
     if (run.task.approval !== undefined && !again) {
       // Held until an approver decides (the run's end stops the wait); then in line for slots like any call.
-      run.held = true;
+      this.waits(run, true);
       const approved = this.deps.approvals !== undefined && await this.deps.approvals.untilApproved({ get task() { return run.task; }, set task(task) { run.task = task; }, get ended() { return run.ended; }, get signal() { return runSignal(run); } }, params);
-      run.held = false;
+      this.waits(run, false);
       if (!approved) {
         if (!run.ended) this.endRun(run, 'failed', undefined);
         return undefined;
@@ -356,9 +353,18 @@ export class TaskRuns {
     if (!(await this.connected(run, upstream, params?.name)) || run.ended) return undefined;
     const policy = this.deps.policies.policyFor(run.task.tool);
     const limits = { name: upstream.name, taskConcurrency: upstream.config.taskConcurrency };
-    const inLine = performance.now();
-    if (queue && !(await this.deps.slots.take({ task: run.task, slots: run.slots, get ended() { return run.ended; }, get signal() { return runSignal(run); } }, limits, policy))) return undefined; // cancelled while queued
-    const waitedMs = performance.now() - inLine;
+    const lineSince = performance.now();
+    // A drain stops the wait in line too (a place taken meanwhile is given back when the run is handed over).
+    const draining = (): boolean => this.draining;
+    const inLine = (waiting: boolean): void => this.waits(run, waiting);
+    const waiter = { task: run.task, slots: run.slots, get ended() { return run.ended; }, get signal() { return runSignal(run); }, inLine, get stopWaiting() { return draining(); } };
+    const taken = !queue || (await this.deps.slots.take(waiter, limits, policy)); // false: cancelled or drained while queued
+    // A run that waited does not start once the replica drains: close() hands it over. A call adopted (`queue`
+    // false) runs already; one that never waited goes on as it would have a moment earlier.
+    if (!run.ended && (!taken || (queue && this.draining && run.waited === true))) this.waits(run, true);
+    if (!taken || run.ended || run.waiting === true) return undefined;
+    const waitedMs = performance.now() - lineSince;
+    run.reached = true;
     const call = await start();
     if (call === undefined || run.ended) {
       call?.cancel('the task ended before the call started');
@@ -412,14 +418,14 @@ export class TaskRuns {
     run.inputs?.settleAll({ error: { code: RequestCancelled, message: 'The task has ended' } });
     if (cancelReason !== undefined) run.call?.cancel(cancelReason);
     this.runs.delete(run.task.taskId);
-    if (this.unheld() === 0) this.drained?.();
+    if (this.idleWaiters.length > 0 && this.busy === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
-  /** Runs that are not merely waiting for their approval: what a drain waits for. */
-  private unheld(): number {
-    let held = 0;
-    for (const run of this.runs.values()) if (run.held === true) held++;
-    return this.runs.size - held;
+  /** The run starts (or stops) waiting: a drain waits no longer for a run that waits, which is told of here. */
+  private waits(run: LocalRun, waiting: boolean): void {
+    run.waiting = waiting;
+    if (waiting) run.waited = true;
+    if (waiting && this.idleWaiters.length > 0 && this.busy === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
   /** Slots held and places in line go back (the principal's count included: the task is ending). */

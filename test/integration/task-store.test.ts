@@ -414,6 +414,19 @@ for (const [kind, create] of Object.entries(factories)) {
       await store.close();
     });
 
+    test('leases: a replica that gives up its liveness (shutdown) has its tasks taken by the next sweep, its lease far from over', async () => {
+      const store = await create();
+      const [a, b] = [newTaskId(), newTaskId()];
+      await store.leases.assign([a], 'replica-1', 60_000);
+      await store.leases.assign([b], 'replica-2', 60_000);
+      assert.deepEqual(await store.leases.takeOrphans(10, 'replica-3', 60_000), [], 'both replicas are alive');
+      await store.leases.expire('replica-1');
+      await store.leases.expire('replica-unknown');
+      assert.deepEqual(await store.leases.takeOrphans(10, 'replica-3', 60_000), [{ taskId: a, owner: 'replica-1' }], 'no wait for its lease to run out');
+      assert.deepEqual(await store.leases.takeOrphans(10, 'replica-4', 60_000), [], 'replica-2 lives on; a replica never heard of holds nothing');
+      await store.close();
+    });
+
     test('upstream sessions: a dead replica\'s are taken exactly once and forgotten; a live one\'s and forgotten ones stay out', async () => {
       const store = await create();
       await store.upstreamSessions.record('replica-1', { upstream: 'up', sessionId: 's1', protocolVersion: '2025-11-25' }, 60_000);

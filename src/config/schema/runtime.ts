@@ -40,9 +40,12 @@ export const ReplicasSchema = z.strictObject({
     gateway lost the call ...") or re-runs them (\`retry.onLoss\`) between 1 and 7/6 × leaseMs after its last
     heartbeat, plus settling them. Slot tickets (\`concurrency\`, \`maxTasksPerPrincipal\`) are leased for 3 ×
     leaseMs.`),
-  drainTimeoutMs: int(0).default(DEFAULTS.drainTimeoutMs).describe(`On SIGTERM: no new requests; running tasks get this
-    long to finish, then what still runs fails ("The gateway shut down while the task was running"). Less than
-    \`shutdownTimeoutMs\`. Also how long an upstream removed by a config reload keeps its running tasks.`),
+  drainTimeoutMs: int(0).default(DEFAULTS.drainTimeoutMs).describe(`On SIGTERM: no new requests (503 + \`Retry-After\`);
+    task runs whose call reached the upstream and calls in flight get this long to finish (it ends as soon as none is
+    left). Then tasks another replica can carry on are handed over to it within one sweep (those whose call never
+    reached the upstream: held for approval, waiting for consent or a slot; and those with \`retry.onLoss\` attempts
+    left), and the rest fail ("The gateway shut down while the task was running"). Less than \`shutdownTimeoutMs\`.
+    Also how long an upstream removed by a config reload keeps its running tasks.`),
   maxRunningTasks: int(0).default(DEFAULTS.maxRunningTasks).describe(`Tasks this replica runs at once (those waiting
     for a slot included); a new task beyond is refused, retryably: -32603 \`This gateway replica already runs N tasks
     (replicas.maxRunningTasks: M); try again shortly\` with \`data.retryAfterMs\` (1000), in HTTP 503 + \`Retry-After:

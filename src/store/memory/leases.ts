@@ -23,6 +23,10 @@ export class MemoryLeases implements Leases {
     this.running.heartbeat(replica, this.now() + leaseMs);
   }
 
+  async expire(replica: string): Promise<void> {
+    this.running.expire(replica);
+  }
+
   async release(taskId: string, owner?: string): Promise<void> {
     this.running.unlease(taskId, owner);
   }

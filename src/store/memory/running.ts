@@ -1,6 +1,6 @@
 // Who runs what, for the embedded store: the same contract as the Redis store's `{running}` keys (lease.lua,
-// heartbeat.lua, unlease.lua, take-orphans.lua, and the upstream sessions of record-upstream-session.lua and
-// take-upstream-sessions.lua) in one process. A replica's tasks live as long as its liveness.
+// heartbeat.lua, expire-replica.lua, unlease.lua, take-orphans.lua, and the upstream sessions of
+// record-upstream-session.lua and take-upstream-sessions.lua) in one process. A replica's tasks live as long as its liveness.
 import { IDS_PER_SCRIPT_CALL } from '../task-store.js';
 import { UPSTREAM_SESSIONS_PER_TAKE, type DeadUpstreamSession, type UpstreamSessionRecord } from '../upstream-sessions.js';
 
@@ -30,6 +30,11 @@ export class RunningIndex {
 
   heartbeat(replica: string, deadline: number): void {
     this.aliveUntil.set(replica, deadline);
+  }
+
+  /** The replica gives up its liveness (it shuts down): its tasks are orphans now. Unknown replicas are left out. */
+  expire(replica: string): void {
+    if (this.aliveUntil.has(replica)) this.aliveUntil.set(replica, 0);
   }
 
   /** The task stops running; with `only`, only while that replica holds it (a reservation given back). */

@@ -1,5 +1,5 @@
 // Who runs what, on Redis: the `{running}` keys (replicas by liveness, each running task's replica, each replica's
-// tasks) that lease.lua, reserve.lua, heartbeat.lua, unlease.lua and take-orphans.lua keep. The upstream sessions each
+// tasks) that lease.lua, reserve.lua, heartbeat.lua, expire-replica.lua, unlease.lua and take-orphans.lua keep. The upstream sessions each
 // replica opened share the liveness key (upstream-sessions.ts). The embedded store's twin is memory/leases.ts (over memory/running.ts).
 import type { Leases } from '../leases.js';
 import type { RedisKeys } from '../redis-keys.js';
@@ -25,6 +25,10 @@ export class RedisLeases implements Leases {
 
   async heartbeat(replica: string, leaseMs: number): Promise<void> {
     await this.run('heartbeat', this.keys.replicasAlive(), replica, String(leaseMs));
+  }
+
+  async expire(replica: string): Promise<void> {
+    await this.run('expire-replica', this.keys.replicasAlive(), replica);
   }
 
   async release(taskId: string, owner?: string): Promise<void> {

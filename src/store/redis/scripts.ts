@@ -16,6 +16,7 @@ const KEY_COUNTS = {
   lease: 3,
   reserve: 3,
   heartbeat: 1,
+  'expire-replica': 1,
   unlease: 2,
   'take-orphans': 4,
   'record-upstream-session': 3,

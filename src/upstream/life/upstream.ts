@@ -52,6 +52,8 @@ export interface UpstreamGatewaySide {
   adapters: readonly UpstreamAdapter[];
   /** The token caches and signer every upstream's `auth` shares; none: upstreams get their `headers` only. */
   identity?: IdentityParts;
+  /** Counts each call from its start until its outcome settles (calls-in-flight.ts: the drain waits for them). */
+  calls?: { track<T extends UpstreamCall>(start: () => Promise<T>): Promise<T> };
 }
 
 /**
@@ -191,17 +193,14 @@ export class Upstream {
     await this.sides.subscribe(uri);
   }
 
-  /**
-   * Starts a neutral call (no revision's envelope) on the side that serves it, which translates it to its revision
-   * and its answer back; `context` answers the upstream's questions, or nobody does.
-   */
+  /** Starts a neutral call (no envelope) on the side that serves it; `context` answers the upstream's questions. */
   async callFor(call: UpstreamCallRequest): Promise<UpstreamCall> {
     const { method, params } = call;
     const side = this.sides.sideFor(method, params);
     if (side === undefined) throw upstreamUnavailable(this.name, 'it speaks no revision the gateway speaks');
-    return side.call({ caller: this.callerOf(call.session, call.actingFor), method, params, context: call.context, timeoutMs: call.timeoutMs, asTask: call.asTask === true });
+    const start = (): Promise<UpstreamCall> => side.call({ caller: this.callerOf(call.session, call.actingFor), method, params, context: call.context, timeoutMs: call.timeoutMs, asTask: call.asTask === true });
+    return this.gateway.calls === undefined ? start() : this.gateway.calls.track(start);
   }
-
 
   /** How this upstream runs one of its tools (by its own name) as a task of its own: `required` means only as one. */
   taskSupportOf(toolName: unknown): TaskMode {

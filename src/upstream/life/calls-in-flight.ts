@@ -1,0 +1,43 @@
+// The calls the gateway has sent to its upstreams and not yet had answered, counted across every upstream: a
+// replica that drains for shutdown waits for them (a synchronous tools/call mid-flight gets its answer), as it
+// waits for its task runs.
+import type { UpstreamCall } from '../peer/connection.js';
+
+export class CallsInFlight {
+  private count = 0;
+  private idleWaiters: (() => void)[] = [];
+
+  /** Calls under way now. */
+  get busy(): number {
+    return this.count;
+  }
+
+  /** Counts the call `start` makes from now (its connection may open first) until its outcome settles. */
+  async track<T extends UpstreamCall>(start: () => Promise<T>): Promise<T> {
+    const ended = this.begin();
+    try {
+      const call = await start();
+      call.outcome.then(ended, ended);
+      return call;
+    } catch (error) {
+      ended();
+      throw error;
+    }
+  }
+
+  /** Resolves once no call is under way: at once when none is. */
+  idle(): Promise<void> {
+    if (this.count === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private begin(): () => void {
+    this.count++;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      if (--this.count === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+    };
+  }
+}
