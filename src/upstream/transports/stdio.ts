@@ -65,6 +65,8 @@ export class StdioTransport implements UpstreamTransport {
 
   /** close() came before the child was spawned (its env was still being made): it is never spawned. */
   private closedBeforeSpawn = false;
+  /** Set while writes to stdin are corked until the event loop's check phase (send). */
+  private corked = false;
 
   constructor(
     private readonly config: StdioUpstreamConfig,
@@ -111,6 +113,17 @@ export class StdioTransport implements UpstreamTransport {
   async send(message: JsonRpcMessage): Promise<void> {
     const child = this.child;
     if (child === undefined || this.exited || !child.stdin.writable) throw new Error('the process is not running');
+    // Every message sent in one turn of the event loop (the calls of many clients, each parsed in its own I/O
+    // callback) goes out in one write: under load a write per message was the stdio path's largest cost, each a
+    // system call that also wakes the child.
+    if (!this.corked) {
+      this.corked = true;
+      child.stdin.cork();
+      setImmediate(() => {
+        this.corked = false;
+        child.stdin.uncork();
+      });
+    }
     child.stdin.write(`${encodeMessage(message)}\n`);
   }
 
