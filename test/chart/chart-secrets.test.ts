@@ -8,7 +8,7 @@ import { CHART_VALUES_DIR, render, renderText } from '../helpers/helm.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const full = parse(readFileSync(join(CHART_VALUES_DIR, 'full.yaml'), 'utf8')) as { secretEnv: Record<string, string>; redis: { password: string } };
+const full = parse(readFileSync(join(CHART_VALUES_DIR, 'full-values.yaml'), 'utf8')) as { secretEnv: Record<string, string>; redis: { password: string } };
 const SECRETS = [...Object.values(full.secretEnv), full.redis.password];
 
 async function failure(set: Record<string, unknown>, values = ['required']): Promise<string> {

@@ -11,11 +11,11 @@ import type { K8sObject } from './k8s-schemas.js';
 const run = promisify(execFile);
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CHART_DIR = join(REPO, 'charts/taskgate');
-export const CHART_VALUES_DIR = join(REPO, 'test/chart/values');
+export const CHART_VALUES_DIR = join(REPO, 'charts/taskgate/ci');
 export const RELEASE = { name: 'gw', namespace: 'mcp' } as const;
 
 export interface RenderOptions {
-  /** Files under test/chart/values/, by name without `.yaml`. */
+  /** Value sets under charts/taskgate/ci/ (chart-testing finds them there too), by name without `-values.yaml`. */
   values?: string[];
   /** `--set-json` pairs: path -> value. */
   set?: Record<string, unknown>;
@@ -23,7 +23,7 @@ export interface RenderOptions {
 
 function valueArgs({ values = [], set = {} }: RenderOptions): string[] {
   return [
-    ...values.flatMap((name) => ['-f', join(CHART_VALUES_DIR, `${name}.yaml`)]),
+    ...values.flatMap((name) => ['-f', join(CHART_VALUES_DIR, `${name}-values.yaml`)]),
     ...Object.entries(set).flatMap(([path, value]) => ['--set-json', `${path}=${JSON.stringify(value)}`]),
   ];
 }
