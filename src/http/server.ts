@@ -19,6 +19,7 @@ import { healthPlugin } from './health.js';
 import { jsonBodyPlugin } from './json-body.js';
 import { mcpEndpointPlugin, refusalFor, type EndpointRevision } from './mcp-endpoint.js';
 import { oauthMetadataPlugin } from './oauth-metadata.js';
+import { lazyRequestLogger } from './request-logger.js';
 import { jwksEndpointPlugin, type JwksEndpointOptions } from './jwks-endpoint.js';
 import { metricsEndpoint, type MetricsEndpointOptions } from './metrics-endpoint.js';
 import { adminAccess } from './admin-access.js';
@@ -67,6 +68,7 @@ export function createFrontEnd(deps: FrontEndDeps): FastifyInstance {
     loggerInstance: logger as FastifyBaseLogger,
     // Per-request access logs would double the log volume of a busy gateway; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyRequestLogger,
     bodyLimit: listen.maxBodyBytes,
     forceCloseConnections: true,
     // fastify's own default (72 s) lets idle keep-alive connections hold slots long after their last request.
