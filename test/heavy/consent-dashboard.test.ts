@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'puppeteer-core';
-import { launchChromium } from '../helpers/dashboard-browser.js';
+import { clickNow, launchChromium } from '../helpers/dashboard-browser.js';
 import { DASHBOARD_PATH, startConsentApp, type ConsentApp } from '../helpers/consent-http-app.js';
 
 const WAIT = { timeout: 30_000 };
@@ -53,7 +53,7 @@ describe('dashboard Connections view', () => {
     // Coming back to the tab asks again; a reload does the same here.
     await page.reload();
     await page.waitForSelector('#connection-list li[data-upstream="gh"][data-connected="true"] button.disconnect', WAIT);
-    await page.click('#connection-list li[data-upstream="gh"] button.disconnect');
+    await clickNow(page, '#connection-list li[data-upstream="gh"] button.disconnect');
     await page.waitForSelector('#connection-list li[data-upstream="gh"][data-connected="false"]', WAIT);
     assert.equal(await setup.connections.isConnected(principal, 'gh'), false);
     await page.close();

@@ -15,7 +15,7 @@ import { eventually, fixtureExecutions, suiteScope, testScope, type TestGateway 
 import { deleteRedisPrefixes, TEST_REDIS_URL, uniqueRedisPrefix } from '../helpers/shared-redis.js';
 import { redisKeys } from '../../src/store/redis-keys.js';
 import { approvalDigest } from '../../src/tasks/call-digest.js';
-import { launchChromium, startTask } from '../helpers/dashboard-browser.js';
+import { clickNow, launchChromium, startTask } from '../helpers/dashboard-browser.js';
 import { bearer } from '../helpers/auth-requests.js';
 import { GATEWAY_CLIENT, whoamiOf } from '../helpers/identity-gateway.js';
 import { HANG_MS } from '../helpers/waits.js';
@@ -118,7 +118,7 @@ describe('task dashboard, no auth: a running and a finished task, filters, detai
     await page.click('#filter-clear');
     await untilRows(page, [finished, running]);
 
-    await page.click(`tr[data-task-id="${finished}"] td.tool`);
+    await clickNow(page, `tr[data-task-id="${finished}"] td.tool`);
     await page.waitForSelector(`#detail[data-task-id="${finished}"]:not([hidden])`, WAIT);
     const timeline = await page.$$eval('#timeline li', (items) => items.map((li) => li.getAttribute('data-status')));
     assert.deepEqual(timeline, ['working', 'completed']);
@@ -128,15 +128,15 @@ describe('task dashboard, no auth: a running and a finished task, filters, detai
     await page.click('#detail-close');
     await page.waitForSelector('#detail[hidden]', WAIT);
     // Cancel from the list: the first click arms the button, the second sends.
-    await page.click(`tr[data-task-id="${running}"] button.cancel`);
+    await clickNow(page, `tr[data-task-id="${running}"] button.cancel`);
     await page.waitForSelector(`tr[data-task-id="${running}"] button.cancel.confirming`, WAIT);
-    await page.click(`tr[data-task-id="${running}"] button.cancel.confirming`);
+    await clickNow(page, `tr[data-task-id="${running}"] button.cancel.confirming`);
     await page.waitForSelector(`tr[data-task-id="${running}"][data-status="cancelled"]`, WAIT);
     const task = await client.experimental.tasks.getTask(running);
     assert.equal(task.status, 'cancelled', 'recorded like a client cancel: the client sees it');
     assert.equal(task.statusMessage, 'The task was cancelled by request.');
 
-    await page.click(`tr[data-task-id="${running}"] td.tool`);
+    await clickNow(page, `tr[data-task-id="${running}"] td.tool`);
     await page.waitForSelector(`#detail[data-task-id="${running}"][data-status="cancelled"]`, WAIT);
     assert.deepEqual(await page.$$eval('#timeline li', (items) => items.map((li) => li.getAttribute('data-status'))), ['working', 'cancelled']);
     await page.close();
@@ -404,20 +404,20 @@ describe('task dashboard: the identity a task\'s upstream sees, and whether a re
     await page.click('#auth-form button[type="submit"]');
 
     await page.waitForSelector(`tr[data-task-id="${running}"]`, WAIT);
-    await page.click(`tr[data-task-id="${running}"] td.tool`);
+    await clickNow(page, `tr[data-task-id="${running}"] td.tool`);
     await page.waitForSelector(`#detail[data-task-id="${running}"] #detail-identity[data-mode="token-exchange"][data-acts-as="caller"]`, WAIT);
     const sees = await page.$eval('#detail-identity', (dd) => dd.textContent ?? '');
     assert.ok(sees.startsWith(`carol (oauth:${as.issuer}#carol) via token exchange`), sees);
     assert.equal(await page.$eval('#detail-identity', (dd) => dd.previousElementSibling?.textContent), 'Upstream sees');
     assert.match(await page.$eval('#detail-rerun[data-outcome="as-caller"]', (dd) => dd.textContent ?? ''), /acts for carol .* again/);
 
-    await page.click(`tr[data-task-id="${open}"] td.tool`);
+    await clickNow(page, `tr[data-task-id="${open}"] td.tool`);
     await page.waitForSelector(`#detail[data-task-id="${open}"] #detail-identity[data-mode="static-headers"][data-acts-as="gateway"]`, WAIT);
     await page.waitForSelector('#detail-rerun[data-outcome="as-gateway"]', WAIT);
 
     upstream.releaseSlow();
     await client.experimental.tasks.getTaskResult(running, CallToolResultSchema);
-    await page.click(`tr[data-task-id="${running}"] td.tool`);
+    await clickNow(page, `tr[data-task-id="${running}"] td.tool`);
     await page.waitForSelector(`#detail[data-task-id="${running}"][data-status="completed"] #detail-identity[data-mode="token-exchange"]`, WAIT);
     assert.equal(await page.$('#detail-rerun'), null, 'an ended task runs nowhere again');
     const shown = await page.$eval('body', (body) => (body as HTMLElement).innerText);
@@ -500,7 +500,7 @@ describe('dashboard approvals view: held calls listed to their approvers, approv
     assert.match(await page.$eval('#approvals-count', (span) => span.textContent ?? ''), /\(1 pending\)/);
     assert.equal(await executions(label), 0, 'held: the upstream has not seen it');
 
-    await page.click(`${item(taskId)} button.approve`);
+    await clickNow(page, `${item(taskId)} button.approve`);
     await page.waitForSelector(`${item(taskId)}[data-state="decided"][data-decision="approved"]`, WAIT);
     assert.match(await page.$eval(`${item(taskId)} .outcome`, (p) => p.textContent ?? ''), /^Approved by key:ops at /);
     const result = await agent.experimental.tasks.getTaskResult(taskId, CallToolResultSchema); // blocks until it ended
@@ -510,7 +510,7 @@ describe('dashboard approvals view: held calls listed to their approvers, approv
     // The page's own task list shows the task completed too (ops is an admin).
     await page.waitForSelector(`tr[data-task-id="${taskId}"][data-status="completed"]`, WAIT);
     assert.equal(await page.evaluate(() => document.body.dataset.injected), undefined);
-    await page.click(`${item(taskId)} button.dismiss`);
+    await clickNow(page, `${item(taskId)} button.dismiss`);
     await page.waitForSelector('#approvals-empty:not([hidden])', WAIT);
     await page.close();
   });
@@ -526,7 +526,7 @@ describe('dashboard approvals view: held calls listed to their approvers, approv
     assert.equal(await page.$eval('#main', (main) => (main as HTMLElement).hidden), true, 'no task list for a non-admin');
 
     await page.type(`${item(denied)} input.comment`, 'not during the freeze');
-    await page.click(`${item(denied)} button.deny`);
+    await clickNow(page, `${item(denied)} button.deny`);
     await page.waitForSelector(`${item(denied)}[data-decision="denied"]`, WAIT);
     assert.match(await page.$eval(`${item(denied)} .outcome`, (p) => p.textContent ?? ''), /^Denied by key:alice at .*: not during the freeze$/);
     const task = await agent.experimental.tasks.getTask(denied); // failed before the 200 was sent
@@ -550,7 +550,7 @@ describe('dashboard approvals view: held calls listed to their approvers, approv
     await oneHeld;
     const first = await getJson(`${gateway.origin}/approvals/${raced}`, { token: OPS_KEY, method: 'POST' }, JSON.stringify({ decision: 'approve' }));
     assert.equal(first.status, 200, JSON.stringify(first.body));
-    await page.click(`${item(raced)} button.approve`);
+    await clickNow(page, `${item(raced)} button.approve`);
     await page.waitForSelector(`${item(raced)}[data-state="refused"][data-refusal="409"]`, WAIT);
     assert.match(await page.$eval(`${item(raced)} .outcome`, (p) => p.textContent ?? ''), /Approved by key:ops/, 'the 409 shows who decided');
     holding = false;
@@ -601,7 +601,7 @@ describe('dashboard approvals view: held calls listed to their approvers, approv
     const newDigest = await swap(polled, 'digest-swapped');
     await page.waitForSelector(`${item(polled)}[data-digest="${newDigest}"] p.changed`, WAIT);
     assert.deepEqual(await shownArguments(page, polled), { seconds: 0, label: 'digest-swapped' }, 'the arguments Approve is bound to');
-    await page.click(`${item(polled)} button.approve`);
+    await clickNow(page, `${item(polled)} button.approve`);
     await page.waitForSelector(`${item(polled)}[data-state="decided"][data-decision="approved"]`, WAIT);
     assert.equal(posted.at(-1)?.digest, newDigest, 'approving sends the digest of the call on screen');
 
@@ -621,13 +621,13 @@ describe('dashboard approvals view: held calls listed to their approvers, approv
     await page.setRequestInterception(true);
     await onePollHeld;
     const swappedDigest = await swap(stale, 'digest-late');
-    await page.click(`${item(stale)} button.approve`);
+    await clickNow(page, `${item(stale)} button.approve`);
     await page.waitForSelector(`${item(stale)}[data-digest="${swappedDigest}"][data-state="pending"] p.changed`, WAIT);
     assert.equal(posted.at(-1)?.digest, oldDigest, 'the stale click named what it showed');
     assert.deepEqual(await shownArguments(page, stale), { seconds: 0, label: 'digest-late' });
     holding = false;
     for (const request of heldPolls) await request.continue();
-    await page.click(`${item(stale)} button.deny`);
+    await clickNow(page, `${item(stale)} button.deny`);
     await page.waitForSelector(`${item(stale)}[data-state="decided"][data-decision="denied"]`, WAIT);
     assert.equal(posted.at(-1)?.digest, swappedDigest);
 

@@ -2,7 +2,7 @@
 // it), driven by puppeteer-core. Without chromium this fails, saying how to install it: nothing is skipped.
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
@@ -33,4 +33,19 @@ export function launchChromium(): Promise<Browser> {
 export async function startTask(client: Client, name: string, args: Record<string, unknown>): Promise<string> {
   const created = await client.request({ method: 'tools/call', params: { name, arguments: args, task: {} } }, CreateTaskResultSchema);
   return created.task.taskId;
+}
+
+/**
+ * Clicks what `selector` finds, found and clicked in one turn of the page: the dashboard re-renders its lists on every
+ * poll, so an element puppeteer's own click() found could be replaced before it reaches it ("Node is detached").
+ */
+export async function clickNow(page: Page, selector: string): Promise<void> {
+  await page.waitForSelector(selector, { timeout: 30_000 });
+  const clicked = await page.evaluate((wanted: string) => {
+    const found = document.querySelector(wanted);
+    if (!(found instanceof HTMLElement)) return false;
+    found.click();
+    return true;
+  }, selector);
+  if (!clicked) await clickNow(page, selector); // replaced between the wait and the click: it is there again
 }

@@ -8,7 +8,10 @@ import type { GatewayConfig } from '../../src/config/types.js';
 import { MethodNotFound } from '../../src/errors.js';
 import type { GatewayEvents } from '../../src/events.js';
 import type { Outcome } from '../../src/jsonrpc.js';
+import type { ReplicaLink } from '../../src/gateway/replicas.js';
 import type { TaskStore } from '../../src/store/task-store.js';
+import { TaskEngine } from '../../src/tasks/engine.js';
+import { NOTHING_TO_DO } from '../../src/tasks/local-run.js';
 import type { TaskCaller } from '../../src/tasks/local-run.js';
 import type { InputRequest } from '../../src/tasks/pending-inputs.js';
 import { UPSTREAM_ADAPTERS } from '../../src/protocol/revisions.js';
@@ -103,4 +106,31 @@ export async function storedWhen(store: TaskStore, taskId: string, done: (status
     const stop = store.tasks.watch(taskId, (task) => check(task.status, task.openRequests));
     void store.tasks.get(taskId).then((task) => task !== undefined && check(task.status, task.openRequests));
   });
+}
+
+/**
+ * A task engine of the fixture's config over `store`, started with its replica link (started too): lost tasks are
+ * resumed for a recording caller on the fixture's upstream.
+ */
+export async function startedEngine(parts: {
+  store: TaskStore;
+  fixture: FixtureUpstream;
+  link: ReplicaLink;
+  events: GatewayEvents;
+  replica: { leaseMs: number; maxRunningTasks: number };
+}): Promise<TaskEngine> {
+  const { store, fixture, link, events, replica } = parts;
+  const engine = new TaskEngine({
+    store,
+    config: fixture.config.tasks,
+    logger: silentLogger,
+    replica,
+    peers: link,
+    recovery: { upstream: () => fixture.upstream, lost: NOTHING_TO_DO, resume: async (task) => ({ caller: recordingCaller(), identity: identity(task.call.identity.sessionId) }) },
+    callers: { authenticated: true },
+    events,
+  });
+  await link.start();
+  engine.start();
+  return engine;
 }

@@ -7,10 +7,9 @@ import { GatewayEvents } from '../../src/events.js';
 import { ReplicaLink } from '../../src/gateway/replicas.js';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import type { TaskRecord } from '../../src/store/task-store.js';
-import { TaskEngine } from '../../src/tasks/engine.js';
-import { NOTHING_TO_DO } from '../../src/tasks/local-run.js';
+import type { TaskEngine } from '../../src/tasks/engine.js';
 import { storedCall } from '../../src/tasks/task-runs.js';
-import { configFor, fixtureUpstream, identity, recordingCaller, silentLogger, type FixtureUpstream } from '../helpers/task-core.js';
+import { configFor, fixtureUpstream, identity, recordingCaller, silentLogger, startedEngine, type FixtureUpstream } from '../helpers/task-core.js';
 import { nextEvent } from '../helpers/waits.js';
 
 let fixture: FixtureUpstream;
@@ -28,18 +27,7 @@ beforeEach(async () => {
   store = new MemoryTaskStore();
   link = new ReplicaLink(store, silentLogger);
   events = new GatewayEvents();
-  engine = new TaskEngine({
-    store,
-    config: fixture.config.tasks,
-    logger: silentLogger,
-    replica: { leaseMs: 30_000, maxRunningTasks: 4 },
-    peers: link,
-    recovery: { upstream: () => fixture.upstream, lost: NOTHING_TO_DO, resume: async (task) => ({ caller: recordingCaller(), identity: identity(task.call.identity.sessionId) }) },
-    callers: { authenticated: true },
-    events,
-  });
-  await link.start();
-  engine.start();
+  engine = await startedEngine({ store, fixture, link, events, replica: { leaseMs: 30_000, maxRunningTasks: 4 } });
 });
 afterEach(async () => {
   await engine.close();

@@ -8,11 +8,10 @@ import { GatewayEvents, type GatewayEventMap } from '../../src/events.js';
 import { ReplicaLink } from '../../src/gateway/replicas.js';
 import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { isTerminal, type TaskRecord, type TaskStatus } from '../../src/store/task-store.js';
-import { TaskEngine } from '../../src/tasks/engine.js';
-import { NOTHING_TO_DO } from '../../src/tasks/local-run.js';
+import type { TaskEngine } from '../../src/tasks/engine.js';
 import { SHUT_DOWN_MESSAGE } from '../../src/tasks/shutdown-runs.js';
 import { storedCall } from '../../src/tasks/task-runs.js';
-import { fixtureUpstream, identity, recordingCaller, silentLogger, storedWhen, type FixtureUpstream } from '../helpers/task-core.js';
+import { fixtureUpstream, identity, recordingCaller, silentLogger, startedEngine, storedWhen, type FixtureUpstream } from '../helpers/task-core.js';
 import { bounded, nextEvent } from '../helpers/waits.js';
 
 const RULES = { rules: [{ match: 'limited_*', concurrency: 1 }, { match: 'retried_*', retry: { onLoss: true } }] };
@@ -37,19 +36,8 @@ let replicas: Replica[];
 async function replica(): Promise<Replica> {
   const link = new ReplicaLink(store, silentLogger);
   const events = new GatewayEvents();
-  const engine = new TaskEngine({
-    store,
-    config: fixture.config.tasks,
-    logger: silentLogger,
-    // Long leases: a take-over within this test is the hand-over's doing, not a lease that ran out.
-    replica: { leaseMs: 60_000, maxRunningTasks: 0 },
-    peers: link,
-    recovery: { upstream: () => fixture.upstream, lost: NOTHING_TO_DO, resume: async (task) => ({ caller: recordingCaller(), identity: identity(task.call.identity.sessionId) }) },
-    callers: { authenticated: true },
-    events,
-  });
-  await link.start();
-  engine.start();
+  // Long leases: a take-over within this test is the hand-over's doing, not a lease that ran out.
+  const engine = await startedEngine({ store, fixture, link, events, replica: { leaseMs: 60_000, maxRunningTasks: 0 } });
   const started: Replica = { engine, link, events, ended: [], closed: false };
   events.on('task.ended', (e) => started.ended.push(e));
   replicas.push(started);
