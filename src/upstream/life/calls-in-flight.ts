@@ -12,17 +12,29 @@ export class CallsInFlight {
     return this.count;
   }
 
-  /** Counts the call `start` makes from now (its connection may open first) until its outcome settles. */
-  async track<T extends UpstreamCall>(start: () => Promise<T>): Promise<T> {
+  /**
+   * Counts the call `start` makes from now (its connection may open first) until its outcome settles. Reactions on
+   * the call's promises, not an async frame: this is on every proxied call's path.
+   */
+  track<T extends UpstreamCall>(start: () => Promise<T>): Promise<T> {
     const ended = this.begin();
+    let started: Promise<T>;
     try {
-      const call = await start();
-      call.outcome.then(ended, ended);
-      return call;
+      started = start();
     } catch (error) {
       ended();
-      throw error;
+      return Promise.reject(error as Error);
     }
+    return started.then(
+      (call) => {
+        call.outcome.then(ended, ended);
+        return call;
+      },
+      (error: unknown) => {
+        ended();
+        throw error;
+      },
+    );
   }
 
   /** Resolves once no call is under way: at once when none is. */
