@@ -4,7 +4,8 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { builtCli } from './build.js';
 import { credentialSetup, type CredentialMode, type CredentialSetup } from './credentials.js';
-import { httpDriver, inspectFlag, type Started } from './measure.js';
+import { heapProbe, heapProbeArgs, heapProbeEnv } from './heap.js';
+import { httpDriver, type Started } from './measure.js';
 import { startOtlpSink, type OtlpSink } from './otlp-sink.js';
 import { freePort, startProc, waitHttp, type Proc } from './procs.js';
 import { ENTRY, NODE, ROOT, type Scenario, type Settings } from './settings.js';
@@ -75,12 +76,12 @@ export async function startGateway(
   credentialMode?: CredentialMode,
 ): Promise<Started> {
   const port = await freePort();
-  const inspectPort = await freePort();
   const gatewayUrl = `http://127.0.0.1:${port}/mcp`;
   const credential = credentialMode === undefined ? undefined : await credentialSetup(credentialMode, gatewayUrl);
   const cfg = join(dir, `taskgate-${scenario}.yaml`);
   writeFileSync(cfg, gatewayYaml(port, scenario, upstreamUrl, observation === undefined ? undefined : observation !== 'off', credential));
-  const args = [inspectFlag(inspectPort), ...gw.args, 'serve', '--config', cfg];
+  const probe = heapProbe();
+  const args = [...heapProbeArgs(), ...gw.args, 'serve', '--config', cfg];
   const traceRatio = observation === undefined || observation === 'off' ? undefined : observation.traceRatio;
   const scraped = observation !== undefined && observation !== 'off';
   const sink = traceRatio !== undefined ? await startOtlpSink() : undefined;
@@ -94,7 +95,7 @@ export async function startGateway(
   const proc = startProc('taskgate', gw.command, args, {
     cwd: ROOT,
     dropEnvPrefix: 'TASKGATE_',
-    env: tracingEnv,
+    env: { ...tracingEnv, ...heapProbeEnv(probe) },
   });
   const notes = [gw.how];
   // Stopped after the gateway (which no longer asks it for anything), noting what it served.
@@ -112,7 +113,7 @@ export async function startGateway(
     procs.push(observer(`http://127.0.0.1:${port}/metrics`, sink, notes));
     notes.push(`metrics scraped every ${SCRAPE_EVERY_MS} ms${sink === undefined ? '' : ', traces exported to a loopback OTLP sink'}`);
   }
-  return { driver, rssPid: () => proc.pid, rssOf: 'taskgate process', procs, tool: () => load.toolName, inspectPort, notes };
+  return { driver, rssPid: () => proc.pid, rssOf: 'taskgate process', procs, tool: () => load.toolName, heapProbe: probe, notes };
 }
 
 /**

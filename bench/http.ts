@@ -5,24 +5,25 @@
 import type { CredentialMode } from './credentials.js';
 import { startGateway } from './gateway-proc.js';
 import type { GatewayCommand } from './gateway-proc.js';
-import { httpDriver, inspectFlag, measure } from './measure.js';
+import { heapProbe, heapProbeArgs, heapProbeEnv, type HeapProbe } from './heap.js';
+import { httpDriver, measure } from './measure.js';
 import { freePort, startProc, waitHttp, type Proc } from './procs.js';
 import { ENTRY, NODE, type Settings, type TargetResult } from './settings.js';
 import { startWorkersGateway, workersLabel, workersTarget } from './workers.js';
 
 /** A fresh upstream per target: server-everything keeps every SSE event of a session in memory, so a second
  * target measured against the first one's upstream would meet a bigger heap and slower GCs. */
-async function withHttpUpstream<T>(fn: (url: string, upstream: Proc, inspectPort: number) => Promise<T>): Promise<T> {
+async function withHttpUpstream<T>(fn: (url: string, upstream: Proc, probe: HeapProbe) => Promise<T>): Promise<T> {
   const port = await freePort();
-  const inspectPort = await freePort();
+  const probe = heapProbe();
   const url = `http://127.0.0.1:${port}/mcp`;
-  const upstream = startProc('server-everything streamableHttp', NODE, [inspectFlag(inspectPort), ENTRY, 'streamableHttp'], {
-    env: { PORT: String(port) },
+  const upstream = startProc('server-everything streamableHttp', NODE, [...heapProbeArgs(), ENTRY, 'streamableHttp'], {
+    env: { PORT: String(port), ...heapProbeEnv(probe) },
     keepStdout: false,
   });
   try {
     await waitHttp(upstream, url, 20_000);
-    return await fn(url, upstream, inspectPort);
+    return await fn(url, upstream, probe);
   } finally {
     await upstream.stop();
   }
@@ -33,7 +34,7 @@ export async function httpScenario(s: Settings, gw: GatewayCommand | string, dir
   if (s.targets.includes('direct')) {
     results.push(
       await measure('http', 'direct', 'direct', s, round, (run) =>
-        withHttpUpstream(async (url, upstream, inspectPort) => {
+        withHttpUpstream(async (url, upstream, probe) => {
           const { load, driver } = httpDriver(url, s.clients);
           return run({
             driver,
@@ -41,7 +42,7 @@ export async function httpScenario(s: Settings, gw: GatewayCommand | string, dir
             rssOf: 'upstream',
             procs: [],
             tool: () => load.toolName,
-            inspectPort,
+            heapProbe: probe,
             notes: [],
           });
         }),

@@ -1,6 +1,6 @@
 // One target of the http or stdio scenario measured: started by its setup, driven through the load plan (warm-up,
 // latency with one client, throughput with all), its RSS, heap (after forced GCs) and CPU sampled between phases.
-import { gcAndMeasure } from './inspector.js';
+import { measureHeap, type HeapProbe } from './heap.js';
 import { HttpLoad } from './load.js';
 import { cpuMs, rssBytes, treeCpuMs, treeRss, type Proc } from './procs.js';
 import type { RssSamples, Scenario, Settings, TargetName, TargetResult } from './settings.js';
@@ -21,8 +21,8 @@ export interface Started {
   /** Stopped, in order, when the target is done: its processes, and anything else that runs beside it. */
   procs: Pick<Proc, 'stop'>[];
   tool?: () => string | undefined;
-  /** The measured process's inspector port (it runs with --inspect on loopback) to force GCs before sampling. */
-  inspectPort?: number;
+  /** The measured process (rssPid) loads heap-probe.mjs (heap.ts): its heap is read after forced GCs. */
+  heapProbe?: HeapProbe;
   notes: string[];
 }
 
@@ -55,13 +55,14 @@ export async function measure(
         const rss: RssSamples = { of: started.rssOf, idle: sample() };
         result.rss = rss;
         const heap: NonNullable<RssSamples['heap']> = {};
-        const { inspectPort } = started;
-        /** Full GCs in the measured process; the heap in use after them, or undefined without an inspector. */
+        const { heapProbe } = started;
+        /** Full GCs in the measured process; the heap in use after them, or undefined without a probe. */
         const gc = async (): Promise<number | undefined> => {
-          if (inspectPort === undefined) return undefined;
+          const pid = rssPid?.();
+          if (heapProbe === undefined || pid === undefined) return undefined;
           rss.heap = heap;
           try {
-            return (await gcAndMeasure(inspectPort)).usedBytes;
+            return (await measureHeap(pid, heapProbe)).usedBytes;
           } catch (err) {
             result.notes.push(`forced GC failed: ${err instanceof Error ? err.message : String(err)}`);
             return undefined;
@@ -91,7 +92,7 @@ export async function measure(
             cpuAfter = cpu();
             rss.afterLoad = sample();
             heap.afterLoad = await gc();
-            if (inspectPort !== undefined) rss.afterLoadGc = sample();
+            if (heapProbe !== undefined) rss.afterLoadGc = sample();
           },
           afterClose: async () => {
             await sleep(s.settleMs);
@@ -126,9 +127,6 @@ export async function measure(
   }
   return result;
 }
-
-/** Loopback only; nothing attaches to it except gcAndMeasure at the sampling points, between phases. */
-export const inspectFlag = (port: number): string => `--inspect=127.0.0.1:${port}`;
 
 /** `headers`: sent with every request (the front's API key when the gateway has `auth`). */
 export function httpDriver(url: string, clients: number, headers?: Record<string, string>): { load: HttpLoad; driver: Driver } {

@@ -8,6 +8,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { heapProbe, heapProbeArgs, heapProbeEnv, type HeapProbe } from './heap.js';
 import { cpuMs, freePort, startProc, waitHttp, type Proc } from './procs.js';
 import { connectRedis } from './tasks.js';
 import { percentile } from './stats.js';
@@ -30,8 +31,8 @@ export interface GatewayProc {
   proc: Proc;
   url: string;
   port: number;
-  /** Its inspector's port, when started with `inspect` (to force GCs before sampling memory). */
-  inspectPort?: number;
+  /** Its heap probe, when started with `probeHeap` (to force GCs before sampling memory; heap.ts). */
+  heapProbe?: HeapProbe;
 }
 
 /** How the gateway is started (run.ts builds it once for every scenario). */
@@ -185,9 +186,9 @@ export async function redisLoad(r: BenchRedis, until: () => Promise<void>): Prom
  * A gateway on the scenario's Redis in front of the session fixture (stdio, so the upstream costs the gateway no
  * connections), tasks optional for every tool. `extra` lines are added at the top level (caps, replicas).
  */
-export async function startGateway(ctx: ScaleoutContext, name: string, extra: readonly string[] = [], inspect = false): Promise<GatewayProc> {
+export async function startGateway(ctx: ScaleoutContext, name: string, extra: readonly string[] = [], probeHeap = false): Promise<GatewayProc> {
   const port = await freePort();
-  const inspectPort = inspect ? await freePort() : undefined;
+  const probe = probeHeap ? heapProbe() : undefined;
   const config = join(ctx.dir, `taskgate-${name}.yaml`);
   writeFileSync(
     config,
@@ -201,15 +202,19 @@ export async function startGateway(ctx: ScaleoutContext, name: string, extra: re
       '',
     ].join('\n'),
   );
-  const nodeArgs = inspectPort === undefined ? [] : [`--inspect=127.0.0.1:${inspectPort}`];
-  const proc = startProc(`taskgate (${name})`, ctx.gw.command, [...nodeArgs, ...ctx.gw.args, 'serve', '--config', config], { cwd: ctx.root, dropEnvPrefix: 'TASKGATE_' });
+  const nodeArgs = probe === undefined ? [] : heapProbeArgs();
+  const proc = startProc(`taskgate (${name})`, ctx.gw.command, [...nodeArgs, ...ctx.gw.args, 'serve', '--config', config], {
+    cwd: ctx.root,
+    dropEnvPrefix: 'TASKGATE_',
+    ...(probe === undefined ? {} : { env: heapProbeEnv(probe) }),
+  });
   try {
     await waitHttp(proc, `http://127.0.0.1:${port}/readyz`, 60_000, 200);
   } catch (err) {
     await proc.stop();
     throw err;
   }
-  return { proc, url: `http://127.0.0.1:${port}/mcp`, port, ...(inspectPort === undefined ? {} : { inspectPort }) };
+  return { proc, url: `http://127.0.0.1:${port}/mcp`, port, ...(probe === undefined ? {} : { heapProbe: probe }) };
 }
 
 /** p50 / p99 / max of latencies in ms. */

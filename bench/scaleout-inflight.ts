@@ -12,7 +12,7 @@
 // is set to 0 (no cap), and replicas.maxRunningTasks (10,000 on one replica) to N + the readers' and warmup's tasks.
 import { redisKeys } from '../src/store/redis-keys.js';
 import { McpHttp, resolveTool, type McpSession } from './load.js';
-import { gcAndMeasure } from './inspector.js';
+import { measureHeap, type HeapProbe } from './heap.js';
 import { rssBytes } from './procs.js';
 import { runPhase, type PhaseStats } from './stats.js';
 import { createdTaskId, taskStatus } from './tasks.js';
@@ -70,9 +70,9 @@ export async function inflightPart(ctx: ScaleoutContext, s: InflightSettings): P
     await sleep(500);
 
     const idleGets = await poll();
-    // Full GCs first (through the gateway's inspector), so that neither sample holds garbage the other does not.
+    // Full GCs first (through the gateway's heap probe), so that neither sample holds garbage the other does not.
     const memory = async (): Promise<{ rss: number | undefined; heap: number }> => {
-      const heap = (await gcAndMeasure(gateway.inspectPort as number)).usedBytes;
+      const heap = (await measureHeap(gateway.proc.pid, gateway.heapProbe as HeapProbe)).usedBytes;
       return { rss: rssBytes(gateway.proc.pid), heap };
     };
     const before = await memory();
@@ -116,7 +116,7 @@ export async function inflightPart(ctx: ScaleoutContext, s: InflightSettings): P
     );
     part.notes.push(
       `caps lifted for this run: tasks.defaults.maxTasksPerPrincipal 0 (default 1,000), replicas.maxRunningTasks ${s.tasks + READERS + WARMUP_TASKS + 100} (default 10,000)`,
-      'RSS and heap are sampled after two forced full GCs in the gateway (inspector); RSS also counts pages V8 keeps after growing',
+      'RSS and heap are sampled after two forced full GCs in the gateway (its heap probe); RSS also counts pages V8 keeps after growing',
     );
     part.checks.push({
       what: `gateway RSS per in-flight task ≤ ${MAX_RSS_PER_TASK_BYTES / 1024} KB (${held.toLocaleString('en')} tasks)`,

@@ -49,7 +49,7 @@ export interface RssSamples {
   /** RSS right after the load once full GCs ran (sessions still open). */
   afterLoadGc?: number;
   /**
-   * V8 heap in use after forced full GCs (through the inspector): before load and after load with the same
+   * V8 heap in use after forced full GCs (through the heap probe, heap.ts): before load and after load with the same
    * sessions open, and after the sessions were deleted. The difference across the load is what it retained.
    */
   heap?: { beforeLoad?: number; afterLoad?: number; settled?: number };

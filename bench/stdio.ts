@@ -2,7 +2,8 @@
 // baseline), through the two npm peers that front a stdio server over Streamable HTTP, and through the gateway.
 import { join } from 'node:path';
 import { startGateway, type GatewayCommand } from './gateway-proc.js';
-import { httpDriver, inspectFlag, measure } from './measure.js';
+import { heapProbe, heapProbeArgs, heapProbeEnv } from './heap.js';
+import { httpDriver, measure } from './measure.js';
 import { freePort, startProc, waitHttp } from './procs.js';
 import { ENTRY, NODE, ROOT, type Settings, type TargetResult } from './settings.js';
 import { StdioDirect } from './stdio-direct.js';
@@ -32,8 +33,8 @@ export async function stdioScenario(s: Settings, gw: GatewayCommand | string, di
     results.push(
       await measure('stdio', target, label, s, round, async (run) => {
         const port = await freePort();
-        const inspectPort = await freePort();
-        const proc = startProc(target, peerNode, [inspectFlag(inspectPort), ...args(port)]);
+        const probe = heapProbe();
+        const proc = startProc(target, peerNode, [...heapProbeArgs(), ...args(port)], { env: heapProbeEnv(probe) });
         try {
           await waitHttp(proc, readyUrl(port), 30_000, readyStatus);
         } catch (err) {
@@ -47,7 +48,7 @@ export async function stdioScenario(s: Settings, gw: GatewayCommand | string, di
           rssOf: `${target} process`,
           procs: [proc],
           tool: () => load.toolName,
-          inspectPort,
+          heapProbe: probe,
           notes: [note],
         });
       }),

@@ -55,7 +55,7 @@ export async function startWorkersGateway(s: Settings, gw: GatewayCommand, upstr
     throw err;
   }
   const { load, driver } = httpDriver(`http://127.0.0.1:${port}/mcp`, s.clients);
-  // No inspector: forced GCs would reach the primary only, which serves nothing.
+  // No heap probe: forced GCs would reach the primary only, which serves nothing.
   return { driver, rssPid: () => proc.pid, rssOf: workers === 1 ? 'taskgate process' : 'taskgate primary + workers', wholeTree: true, procs: [proc, cleanup], tool: () => load.toolName, notes };
 }
 
