@@ -5,10 +5,13 @@ import type { Check, Scenario, Settings, TargetName, TargetResult } from './sett
 import { median, type PhaseStats } from './stats.js';
 import { workersOf } from './workers.js';
 
-// Targets from the issue; reported, never asserted.
-const MIN_THROUGHPUT_VS_DIRECT = 0.8;
-const MAX_P50_ADDED_MS = 0.5;
-const MIN_THROUGHPUT_VS_BEST_PEER = 1.5;
+// Targets from the issues (the latest: issue 43's table); reported, never asserted.
+const MIN_THROUGHPUT_VS_DIRECT = 0.95;
+/** One loopback hop is about 0.3 ms on the machine the goal was set on: the gateway should add little more. */
+const MAX_P50_ADDED_MS = 0.3;
+const MIN_THROUGHPUT_VS_BEST_PEER = 6;
+/** Gateway CPU per proxied sync call, HTTP upstream. An absolute figure: set on the issue's machine (see the check). */
+const MAX_GATEWAY_CPU_US_PER_CALL = 100;
 /** With --observability: sync throughput with metrics (scraped) and tracing (exported) on, against both off. */
 const MIN_THROUGHPUT_OBSERVED = 0.95;
 /** With --credentials (issue 33): gateway CPU per call with the upstream's `auth`, against static headers. */
@@ -232,6 +235,14 @@ export function report(scenario: Scenario, results: TargetResult[], s: Settings)
       pass: added <= MAX_P50_ADDED_MS,
       detail: `${signed(added, 3)} ms (${ms(gw.p50Ms)} vs ${ms(direct.p50Ms)} ms, one client)`,
     });
+    if (!Number.isNaN(gw.cpuUsPerCall)) {
+      checks.push({
+        scenario,
+        what: `gateway CPU per proxied call ≤ ${MAX_GATEWAY_CPU_US_PER_CALL} µs (a goal for a machine where the direct baseline does ~2,800 calls/s)`,
+        pass: gw.cpuUsPerCall <= MAX_GATEWAY_CPU_US_PER_CALL,
+        detail: `${gw.cpuUsPerCall.toFixed(0)} µs; the direct baseline did ${direct.callsPerSec.toFixed(0)} calls/s here`,
+      });
+    }
   }
   if (stdio && bestPeer) {
     const ratio = gw.callsPerSec / bestPeer.callsPerSec;

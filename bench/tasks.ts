@@ -23,6 +23,10 @@ export const MIN_TASKS_GET_PER_SEC = 5000;
 /** tasks/get with auth on (an OAuth access token, verified once and remembered) against auth off, same run. */
 export const MIN_AUTH_TASKS_GET_RATIO = 0.8;
 export const MAX_RESULT_DELAY_P50_MS = 5;
+/** tasks/get (Redis store) against a fastify hello-world floor, req/s at the same clients, same run (issue 43). */
+export const MIN_TASKS_GET_VS_FLOOR = 0.7;
+/** Upstream completion → waiting tasks/result answered, p50, over the direct sync call's (issue 43). */
+export const MAX_RESULT_OVER_DIRECT_MS = 0.5;
 
 /** Long enough that nothing the bench created expires mid-run; the Redis keys are deleted afterwards anyway. */
 const TASK_TTL_MS = 300_000;
@@ -748,6 +752,14 @@ export function reportTasks(rounds: TasksRound[], s: TasksSettings, roundCount: 
         (floor ? ` (fastify floor ${int(floor.reqPerSec)} req/s)` : ''),
     });
   }
+  if (get && floor) {
+    checks.push({
+      scenario: 'tasks',
+      what: `tasks/get ≥ ${MIN_TASKS_GET_VS_FLOOR * 100}% of the fastify floor's req/s (Redis store, same run)`,
+      pass: get.reqPerSec >= MIN_TASKS_GET_VS_FLOOR * floor.reqPerSec,
+      detail: `${((get.reqPerSec / floor.reqPerSec) * 100).toFixed(1)}% (${int(get.reqPerSec)} vs ${int(floor.reqPerSec)} req/s)`,
+    });
+  }
   const authGet = summary.rows.find((x) => x.target === 'redis-auth' && x.key === 'tasks-get');
   if (get && authGet) {
     checks.push({
@@ -768,6 +780,15 @@ export function reportTasks(rounds: TasksRound[], s: TasksSettings, roundCount: 
         `p50 ${ms(wait.p50Ms)} ms, p99 ${ms(wait.p99Ms)} ms over ${wait.n} tasks` +
         (direct ? ` (direct sync call: p50 ${ms(direct.p50Ms)} ms)` : ''),
     });
+    if (direct) {
+      const added = wait.p50Ms - direct.p50Ms;
+      checks.push({
+        scenario: 'tasks',
+        what: `tasks/result answers ≤ ${MAX_RESULT_OVER_DIRECT_MS} ms (p50) after the direct sync call would (Redis store)`,
+        pass: added <= MAX_RESULT_OVER_DIRECT_MS,
+        detail: `${signed(added)} ms (p50 ${ms(wait.p50Ms)} vs ${ms(direct.p50Ms)} ms)`,
+      });
+    }
   }
   return { summary, checks };
 }
