@@ -54,8 +54,21 @@ export type ToolCallFields = Omit<ToolCallRequest, 'once'> & { key: string | und
 
 /** The request, with the key bound to the tool and the arguments the client sent (`args`). */
 export function toolCallRequest(fields: ToolCallFields, args: unknown): ToolCallRequest {
-  const { key, ...request } = fields;
-  return { ...request, once: idempotentCreation(key, fields.exposedName, args) };
+  // Copied field by field: an object rest (`{ key, ...request }`) took V8's slow generic path, on every call.
+  const request: ToolCallRequest = {
+    exposedName: fields.exposedName,
+    upstream: fields.upstream,
+    params: fields.params,
+    policy: fields.policy,
+    owner: fields.owner,
+    actingFor: fields.actingFor,
+    identity: fields.identity,
+    charge: fields.charge,
+    once: idempotentCreation(fields.key, fields.exposedName, args),
+    era: fields.era,
+  };
+  if (fields.requestedTtl !== undefined) request.requestedTtl = fields.requestedTtl;
+  return request;
 }
 
 /** What a client can do with a task, as its revision says it, in no revision's words. */
@@ -185,7 +198,13 @@ export class CallPlans {
    * The consent step of a call planned `plan` for `principal` (none: no authentication) at `upstream`: where the
    * caller must connect first, the answer it gets (a fresh link in it) or that its task waits; 'none' to go on.
    */
-  async consent(upstream: string, principal: string | undefined, plan: CallPlan, ask: ConsentAsk): Promise<ConsentPlan> {
+  consent(upstream: string, principal: string | undefined, plan: CallPlan, ask: ConsentAsk): ConsentPlan | Promise<ConsentPlan> {
+    // Most calls: their upstream does not act as each user. Answered without a promise: it is on every call's path.
+    if (this.deps.consent?.requires(upstream) !== true) return { kind: 'none', upstream };
+    return this.consentOf(upstream, principal, plan, ask);
+  }
+
+  private async consentOf(upstream: string, principal: string | undefined, plan: CallPlan, ask: ConsentAsk): Promise<ConsentPlan> {
     const consent = this.deps.consent;
     const kind = planConsent(plan, await consentState(consent, principal, upstream), ask);
     if (kind === 'none' || kind === 'in_task' || kind === 'no_user') return { kind, upstream };
@@ -197,7 +216,7 @@ export class CallPlans {
   }
 
   /** The consent step for a call whose credential failed mid-call (the connection went): as `consent`, once more. */
-  consentLost(upstream: string, principal: string | undefined, ask: ConsentAsk): Promise<ConsentPlan> {
+  async consentLost(upstream: string, principal: string | undefined, ask: ConsentAsk): Promise<ConsentPlan> {
     return this.consent(upstream, principal, PLAIN, ask);
   }
 
