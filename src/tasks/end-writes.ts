@@ -4,7 +4,7 @@
 // this replica hear of a written end with its outcome in hand (local-ends.ts).
 import type { GatewayEventMap, GatewayEvents } from '../events.js';
 import type { Logger } from '../log.js';
-import type { TaskChange, TaskRecord, TaskStore } from '../store/task-store.js';
+import type { TaskChange, TaskRecord, TaskStore, TransitionResult } from '../store/task-store.js';
 import type { LocalEnds } from './local-ends.js';
 import { taskAgeMs, taskFacts } from './task-facts.js';
 
@@ -58,9 +58,16 @@ export class EndWrites {
     const taskId = task.taskId;
     try {
       this.localEnds.begin(taskId);
-      const changed = await this.store.tasks.transition(taskId, change);
-      // The store has it: this replica's waiters take the outcome from here, not from a read after the event.
-      this.localEnds.settle(taskId, changed.ok ? withOutcomeOf(changed.task, change) : undefined);
+      // Once the store has it (before its stored-bytes charge, which nobody waiting needs): this replica's waiters
+      // take the outcome from here, not from a read after the event.
+      let toldWaiters = false;
+      const tell = (result: TransitionResult): void => {
+        if (toldWaiters) return;
+        toldWaiters = true;
+        this.localEnds.settle(taskId, result.ok ? withOutcomeOf(result.task, change) : undefined);
+      };
+      const changed = await this.store.tasks.transition(taskId, change, tell);
+      tell(changed); // a store need not call `applied`: then the waiters hear it now
       this.pending.delete(taskId);
       // After the answers of the waiters just woken (they go out in this tick's promise reactions): nobody waits on it.
       setImmediate(() => void this.store.leases.release(taskId).catch(() => undefined));

@@ -13,7 +13,7 @@ import { MemoryTaskStore } from '../../src/store/memory-task-store.js';
 import { connectRedis } from '../../src/store/redis-connection.js';
 import { redisKeys, slotKeyList } from '../../src/store/redis-keys.js';
 import { RedisTaskStore } from '../../src/store/redis-task-store.js';
-import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, storedTaskBytes, TASK_OVERHEAD_BYTES, TIMELINE_LENGTH, type NewTask, type TaskRecord, type TaskStore } from '../../src/store/task-store.js';
+import { IDS_PER_SCRIPT_CALL, InvalidCursorError, newTaskId, outcomeBytes, storedTaskBytes, TASK_OVERHEAD_BYTES, TIMELINE_LENGTH, type NewTask, type TaskRecord, type TaskStore, type TransitionResult } from '../../src/store/task-store.js';
 import { HOLDS_PER_READ, pendingHoldOf, type PendingHold } from '../../src/store/approvals.js';
 import type { SlotGrant } from '../../src/store/slots.js';
 import { UPSTREAM_SESSIONS_PER_TAKE } from '../../src/store/upstream-sessions.js';
@@ -312,6 +312,25 @@ for (const [kind, create] of Object.entries(factories)) {
       assert.equal(task?.status, 'cancelled');
       assert.equal(task?.outcome, undefined);
       assert.deepEqual(await store.tasks.transition(newTaskId(), { to: 'completed' }), { ok: false, reason: 'not_found' });
+      await store.close();
+    });
+
+    test('a transition tells `applied` once, with what it returns, and the stored end is readable from then on', async () => {
+      const store = await create();
+      const { taskId } = await store.tasks.create(newTask());
+      const told: TransitionResult[] = [];
+      let readWhenTold: Promise<TaskRecord | undefined> | undefined;
+      const ended = await store.tasks.transition(taskId, { to: 'completed', outcome: { result: { content: [] } } }, (result) => {
+        told.push(result);
+        readWhenTold ??= store.tasks.get(taskId);
+      });
+      assert.deepEqual(told, [ended]);
+      assert.equal((await readWhenTold)?.status, 'completed', 'the change was stored before it was told');
+      const late = await store.tasks.transition(taskId, { to: 'failed' }, (result) => told.push(result));
+      assert.deepEqual(told.slice(1), [late], 'a refused change is told too');
+      const missing = newTaskId();
+      assert.deepEqual(await store.tasks.transition(missing, { to: 'completed' }, (result) => told.push(result)), { ok: false, reason: 'not_found' });
+      assert.equal(told.length, 3);
       await store.close();
     });
 

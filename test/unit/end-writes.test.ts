@@ -18,9 +18,9 @@ class StoreWithOutage extends MemoryTaskStore {
   constructor() {
     super();
     const transition = this.tasks.transition.bind(this.tasks);
-    this.tasks.transition = (taskId: string, change: TaskChange): Promise<TransitionResult> => {
+    this.tasks.transition = (taskId: string, change: TaskChange, applied?: (result: TransitionResult) => void): Promise<TransitionResult> => {
       if (this.away) return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
-      return transition(taskId, change);
+      return transition(taskId, change, applied);
     };
   }
 }
@@ -51,6 +51,25 @@ function create(): Promise<TaskRecord> {
 }
 
 describe('end writes', () => {
+  it("this replica's waiters are told once the store has the end, before the bookkeeping that follows it", async () => {
+    const task = await create();
+    const order: string[] = [];
+    // As the Redis store does: the change is stored and told (`applied`), then its stored-bytes charge takes a round
+    // trip more (here: a turn of the event loop) before the write returns.
+    const transition = store.tasks.transition.bind(store.tasks);
+    store.tasks.transition = async (taskId, change, applied) => {
+      const result = await transition(taskId, change, applied);
+      await new Promise((resolve) => setImmediate(resolve));
+      order.push('bookkeeping done');
+      return result;
+    };
+    const told = new Promise<TaskRecord | undefined>((resolve) => localEnds.listen(task.taskId, resolve));
+    void told.then(() => order.push('waiters told'));
+    await writes.record({ task, change: COMPLETED, reason: undefined });
+    assert.deepEqual((await told)?.outcome, RESULT);
+    assert.deepEqual(order, ['waiters told', 'bookkeeping done']);
+  });
+
   it('an end is written once, told to this replica\'s waiters with its outcome, and announced', async () => {
     const task = await create();
     const told: (TaskRecord | undefined)[] = [];

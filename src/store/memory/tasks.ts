@@ -139,7 +139,13 @@ export class MemoryTasks implements TaskRecords {
     return until !== undefined && until > this.options.now();
   }
 
-  async transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
+  async transition(taskId: string, change: TaskChange, applied?: (result: TransitionResult) => void): Promise<TransitionResult> {
+    const result = this.applyChange(taskId, change);
+    applied?.(result);
+    return result;
+  }
+
+  private applyChange(taskId: string, change: TaskChange): TransitionResult {
     const entry = this.live(taskId);
     if (entry === undefined) return { ok: false, reason: 'not_found' };
     if (isTerminal(entry.task.status)) return { ok: false, reason: 'terminal', task: copy(withoutOutcome(entry.task)) };

@@ -152,7 +152,7 @@ export class RedisTasks implements TaskRecords {
     return marker === 1 && record === 0;
   }
 
-  async transition(taskId: string, change: TaskChange): Promise<TransitionResult> {
+  async transition(taskId: string, change: TaskChange, applied?: (result: TransitionResult) => void): Promise<TransitionResult> {
     const outcome = change.outcome === undefined ? '' : JSON.stringify(change.outcome);
     const mode = change.message === undefined ? 'keep' : change.message === null ? 'clear' : 'set';
     const reply = (await this.run(
@@ -174,10 +174,15 @@ export class RedisTasks implements TaskRecords {
       String(TIMELINE_LENGTH),
     )) as string[];
     const [verdict, ...fields] = reply;
-    if (verdict === 'not_found') return { ok: false, reason: 'not_found' };
+    if (verdict === 'not_found') {
+      applied?.({ ok: false, reason: 'not_found' });
+      return { ok: false, reason: 'not_found' };
+    }
     const task = parseTask(fields);
     const acknowledged = verdict === 'ok' ? this.acknowledgement(fields, isTerminal(task.status)) : undefined;
     if (acknowledged !== undefined) await acknowledged;
+    const result: TransitionResult = verdict === 'ok' ? { ok: true, task } : { ok: false, reason: 'terminal', task };
+    applied?.(result);
     if (verdict === 'ok' && isTerminal(task.status)) {
       // Charged after the transition, in the ledgers' own slots, until the task expires (the expiry the script set:
       // the same rule from the same clock), replacing its creation's charge. A failed charge leaves the task stored
@@ -185,7 +190,7 @@ export class RedisTasks implements TaskRecords {
       const expiresAt = terminalExpiry(task, task.updatedMs, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
       await this.stored.charge(change.chargeTo ?? ledgerOf(task), taskId, storedTaskBytes({ outcomeJson: outcome }), expiresAt).catch(() => undefined);
     }
-    return verdict === 'ok' ? { ok: true, task } : { ok: false, reason: 'terminal', task };
+    return result;
   }
 
   storedBytes(principal: string): Promise<StoredBytes> {
