@@ -17,3 +17,12 @@ test('rules apply over the defaults by exposed name, and a reconfigure replaces 
   assert.equal(policies.policyFor('other').maxRunMs, 7);
   assert.equal(policies.policyFor('report_daily').concurrency, 0, 'the old rule is gone');
 });
+
+test('a policy is shared frozen, and names past the bound of those kept resolved still get their own', () => {
+  const policies = new TaskPolicies(configFor('http://127.0.0.1:1/mcp', { defaults: { maxRunMs: 5000 }, rules: [{ match: 'report_*', maxRunMs: 100 }] }).tasks);
+  const first = policies.policyFor('report_0');
+  assert.equal(policies.policyFor('report_0'), first, 'resolved once');
+  assert.ok(Object.isFrozen(first), 'no call can change what the next one reads');
+  // Names come from clients: more of them than are kept (1,024) start the map over, never grow it or answer wrong.
+  for (let i = 0; i < 3000; i++) assert.equal(policies.policyFor(i % 2 === 0 ? `report_${i}` : `other_${i}`).maxRunMs, i % 2 === 0 ? 100 : 5000);
+});
