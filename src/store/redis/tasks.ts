@@ -188,6 +188,9 @@ export class RedisTasks implements TaskRecords {
       // the same rule from the same clock), replacing its creation's charge. A failed charge leaves the task stored
       // but uncounted: the end stands.
       const expiresAt = terminalExpiry(task, task.updatedMs, this.options.resultGraceMs ?? DEFAULT_RESULT_GRACE_MS);
+      // Sent once the waiters `applied` woke have answered (their answers go out in this turn's promise reactions):
+      // the charge's writes to Redis would otherwise come first.
+      if (applied !== undefined) await new Promise((resolve) => setImmediate(resolve));
       await this.stored.charge(change.chargeTo ?? ledgerOf(task), taskId, storedTaskBytes({ outcomeJson: outcome }), expiresAt).catch(() => undefined);
     }
     return result;
