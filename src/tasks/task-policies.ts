@@ -6,8 +6,8 @@ import { resolvePolicy } from '../config/policy.js';
 import type { TaskPolicy, TasksConfig } from '../config/types.js';
 
 /**
- * Tools whose policy is kept resolved. Names come from clients (an unknown one is refused only after its policy is
- * read), so the cache starts over past this many rather than growing with whatever names a client sends.
+ * Tools whose policy is kept resolved. Names reach it from calls and from stored tasks (of tools no upstream lists
+ * any more, too), so the map starts over past this many rather than growing with whatever names come.
  */
 const MAX_RESOLVED = 1024;
 
