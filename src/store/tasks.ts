@@ -256,9 +256,9 @@ export interface TaskRecords {
    * Atomically checks that the task is not terminal, applies the change and emits the event. Staying in the same
    * non-terminal status updates only the message. Terminal tasks expire `retentionMs` after creation, and never sooner
    * than the store's result grace period after they ended; non-terminal tasks never expire. The task in the
-   * result comes without its outcome. `applied`, when given, hears the result as soon as the change is stored, before
-   * the bookkeeping that follows it (the stored-bytes charge of an end): a waiter told from there is answered a round
-   * trip sooner.
+   * result comes without its outcome. `applied`, when given, is called once with the result, whatever it is, as soon
+   * as the change is stored and before the bookkeeping that follows it (the stored-bytes charge of an end), so always
+   * before the returned promise resolves: a waiter told from there is answered a round trip sooner.
    */
   transition(taskId: string, change: TaskChange, applied?: (result: TransitionResult) => void): Promise<TransitionResult>;
   /**

@@ -60,14 +60,8 @@ export class EndWrites {
       this.localEnds.begin(taskId);
       // Once the store has it (before its stored-bytes charge, which nobody waiting needs): this replica's waiters
       // take the outcome from here, not from a read after the event.
-      let toldWaiters = false;
-      const tell = (result: TransitionResult): void => {
-        if (toldWaiters) return;
-        toldWaiters = true;
-        this.localEnds.settle(taskId, result.ok ? withOutcomeOf(result.task, change) : undefined);
-      };
+      const tell = (result: TransitionResult): void => this.localEnds.settle(taskId, result.ok ? withOutcomeOf(result.task, change) : undefined);
       const changed = await this.store.tasks.transition(taskId, change, tell);
-      tell(changed); // a store need not call `applied`: then the waiters hear it now
       this.pending.delete(taskId);
       // After the answers of the waiters just woken (they go out in this tick's promise reactions): nobody waits on it.
       setImmediate(() => void this.store.leases.release(taskId).catch(() => undefined));

@@ -175,8 +175,9 @@ export class RedisTasks implements TaskRecords {
     )) as string[];
     const [verdict, ...fields] = reply;
     if (verdict === 'not_found') {
-      applied?.({ ok: false, reason: 'not_found' });
-      return { ok: false, reason: 'not_found' };
+      const missing: TransitionResult = { ok: false, reason: 'not_found' };
+      applied?.(missing);
+      return missing;
     }
     const task = parseTask(fields);
     const acknowledged = verdict === 'ok' ? this.acknowledgement(fields, isTerminal(task.status)) : undefined;
