@@ -199,6 +199,25 @@ describe('config reload (in-process)', () => {
     assert.equal(asBob.status, 200);
     assert.ok((asBob.result?.tools as Json[]).some((tool) => tool.name === 'a_slow'));
   });
+
+  test('a rule a reload adds holds the next call of a tool whose policy every earlier call had read', async (t) => {
+    // Each tool's policy is resolved once and kept (task-policies.ts): kept across a reload, an approval rule added
+    // to stop a tool would let it run on.
+    const scope = testScope(t);
+    const alice = 'alice-key-0123456789abcdef';
+    const auth = { resource: 'http://gateway.example/mcp', apiKeys: [{ principal: 'alice', key: alice }, { principal: 'approver', key: 'approver-key-0123456789abcd' }] };
+    const config = { upstreams: { a: stdioUpstream('a_') }, auth };
+    const gateway = await scope.gateway(config);
+    const { client } = await rev2025Client(scope, gateway.url, { authorization: `Bearer ${alice}` });
+    for (const text of ['one', 'two']) assert.equal(textOf(await client.callTool({ name: 'a_echo', arguments: { text } })), JSON.stringify({ text }), 'run as a plain call');
+
+    const result = await gateway.reload(configOf({ ...config, tasks: { rules: [{ match: 'a_echo', approval: { approvers: ['approver'], timeoutMs: 600_000 } }] } }));
+    assert.ok(result.changes.includes('tasks.rules changed'), result.changes.join(', '));
+    const held = nextEvent(gateway, 'task.created');
+    const answer = await client.callTool({ name: 'a_echo', arguments: { text: 'three' } });
+    assert.equal((await held).tool, 'a_echo', 'the call became a task held for approval');
+    assert.notEqual(textOf(answer), JSON.stringify({ text: 'three' }), 'the upstream did not run it');
+  });
 });
 
 /** Waits for a log line of the gateway process that `match` accepts (pino JSON on stdout). */
